@@ -1,0 +1,169 @@
+package dev.once;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * One delivery of one event, as a broker handed it over. Immutable.
+ *
+ * <p>{@code messageId} is the <em>producer-assigned event id</em>: the identity of the business
+ * event, stamped once when it happened and carried by every copy. It is the dedupe key. It is
+ * never a broker id (Kafka offset, SQS MessageId, AMQP delivery tag) and never a hash of the
+ * payload, because two separate $20 payments have equal payloads and must both count.
+ *
+ * <p>{@code attempt} and {@code redelivered} describe this delivery, not the event: they feed
+ * metrics and logs (a redelivery handled safely is not a duplicate effect) and never decide
+ * anything.
+ *
+ * @param messageId   producer-assigned event id; 1 to {@value #MAX_MESSAGE_ID_LENGTH} characters, not blank, no NUL
+ * @param type        event type for routing and metrics; empty when unknown
+ * @param payload     the message body, copied on the way in and out
+ * @param headers     broker headers as strings, copied
+ * @param attempt     1 for a first delivery; the broker's receive count where it has one
+ * @param redelivered the broker's own redelivery flag (AMQP {@code redelivered}, SQS receive count above 1)
+ * @param source      where it came from, for logs: {@code kafka:orders/3}, {@code sqs:payments}
+ * @throws InvalidDeliveryException if the event id is null, blank, too long or contains NUL, or attempt is below 1
+ */
+public record Delivery(String messageId, String type, byte[] payload, Map<String, String> headers,
+                       int attempt, boolean redelivered, String source) {
+
+    /** Longest accepted event id, in characters; the inbox column is sized to it. */
+    public static final int MAX_MESSAGE_ID_LENGTH = 255;
+
+    public Delivery {
+        messageId = validMessageId(messageId);
+        type = type == null ? "" : type;
+        payload = payload == null ? new byte[0] : payload.clone();
+        headers = headers == null ? Map.of() : Map.copyOf(headers);
+        if (attempt < 1) {
+            throw new InvalidDeliveryException("attempt must be 1 or more, but was " + attempt
+                    + " for event id '" + messageId + "'");
+        }
+        source = source == null ? "" : source;
+    }
+
+    /** A first delivery of an event with no type, headers or source. */
+    public static Delivery of(String messageId, byte[] payload) {
+        return new Delivery(messageId, "", payload, Map.of(), 1, false, "");
+    }
+
+    /** A first delivery of an event whose payload is UTF-8 text. */
+    public static Delivery of(String messageId, String payload) {
+        return of(messageId, payload.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Starts a builder for a delivery of the given event id. */
+    public static Builder builder(String messageId) {
+        return new Builder(messageId);
+    }
+
+    /** The same event delivered again: attempt incremented, marked redelivered. */
+    public Delivery redelivery() {
+        return new Delivery(messageId, type, payload, headers, attempt + 1, true, source);
+    }
+
+    /** A copy of the payload. */
+    @Override
+    public byte[] payload() {
+        return payload.clone();
+    }
+
+    /** The payload decoded as UTF-8. */
+    public String payloadText() {
+        return new String(payload, StandardCharsets.UTF_8);
+    }
+
+    static String validMessageId(String messageId) {
+        if (messageId == null) {
+            throw new InvalidDeliveryException("event id must be present, but was null: the producer must stamp a "
+                    + "stable event id (header or payload field) on every message");
+        }
+        if (messageId.isBlank()) {
+            throw new InvalidDeliveryException("event id must not be blank, but was '" + messageId + "'");
+        }
+        if (messageId.length() > MAX_MESSAGE_ID_LENGTH) {
+            throw new InvalidDeliveryException("event id must be at most " + MAX_MESSAGE_ID_LENGTH
+                    + " characters, but was " + messageId.length() + " characters: '"
+                    + messageId.substring(0, 40) + "…'");
+        }
+        if (messageId.indexOf('\0') >= 0) {
+            throw new InvalidDeliveryException("event id must not contain a NUL character, but was '"
+                    + messageId.replace("\0", "\\0") + "'");
+        }
+        return messageId;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Delivery d && messageId.equals(d.messageId) && type.equals(d.type)
+                && Arrays.equals(payload, d.payload) && headers.equals(d.headers) && attempt == d.attempt
+                && redelivered == d.redelivered && source.equals(d.source);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(messageId, type, Arrays.hashCode(payload), headers, attempt, redelivered, source);
+    }
+
+    @Override
+    public String toString() {
+        return "Delivery[messageId=" + messageId + ", type=" + type + ", payload=" + payload.length + " bytes, headers="
+                + headers + ", attempt=" + attempt + ", redelivered=" + redelivered + ", source=" + source + "]";
+    }
+
+    /** Builds a {@link Delivery}; validation happens in {@link #build()}. Not thread-safe. */
+    public static final class Builder {
+        private final String messageId;
+        private String type = "";
+        private byte[] payload = new byte[0];
+        private Map<String, String> headers = Map.of();
+        private int attempt = 1;
+        private boolean redelivered;
+        private String source = "";
+
+        private Builder(String messageId) {
+            this.messageId = messageId;
+        }
+
+        public Builder type(String type) {
+            this.type = type;
+            return this;
+        }
+
+        public Builder payload(byte[] payload) {
+            this.payload = payload;
+            return this;
+        }
+
+        public Builder payload(String payload) {
+            this.payload = payload.getBytes(StandardCharsets.UTF_8);
+            return this;
+        }
+
+        public Builder headers(Map<String, String> headers) {
+            this.headers = headers;
+            return this;
+        }
+
+        public Builder attempt(int attempt) {
+            this.attempt = attempt;
+            return this;
+        }
+
+        public Builder redelivered(boolean redelivered) {
+            this.redelivered = redelivered;
+            return this;
+        }
+
+        public Builder source(String source) {
+            this.source = source;
+            return this;
+        }
+
+        public Delivery build() {
+            return new Delivery(messageId, type, payload, headers, attempt, redelivered, source);
+        }
+    }
+}

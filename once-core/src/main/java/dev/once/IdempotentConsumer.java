@@ -1,0 +1,54 @@
+package dev.once;
+
+import java.util.List;
+
+/**
+ * Processes deliveries so that each event's effect is applied exactly once, however often the
+ * broker delivers it: claim the event id, run the handler, commit, all in one transaction on
+ * the caller's {@code DataSource}; then the caller acknowledges according to the returned
+ * {@link Outcome}.
+ *
+ * <pre>{@code
+ * IdempotentConsumer billing = IdempotentConsumer.builder()
+ *     .dataSource(ds).consumer("billing").handler((d, tx) -> credit(tx.connection(), d))
+ *     .build();
+ * Outcome o = billing.process(delivery);
+ * if (o.acknowledge()) ack(); else if (o.retryable()) nack(); else deadLetter();
+ * }</pre>
+ *
+ * <p>Thread-safe: any number of threads may call it at once. It holds no resources of its own;
+ * connections come from the {@code DataSource} for one transaction at a time.
+ */
+public interface IdempotentConsumer {
+
+    /** Starts a builder; {@code dataSource}, {@code consumer} and {@code handler} are required. */
+    static IdempotentConsumerBuilder builder() {
+        return new IdempotentConsumerBuilder();
+    }
+
+    /** The consumer name that scopes the claims. */
+    String consumer();
+
+    /** The claim primitive this consumer uses, for callers that manage a transaction themselves. */
+    Inbox inbox();
+
+    /**
+     * Processes one delivery in one transaction. Never throws for a failure of the handler or
+     * the database: those become {@link Outcome.Status#FAILED_RETRYABLE} or
+     * {@link Outcome.Status#FAILED_PERMANENT} with the cause attached, with nothing applied.
+     *
+     * @throws NullPointerException if {@code delivery} is null
+     */
+    Outcome process(Delivery delivery);
+
+    /**
+     * Processes deliveries in one transaction: ids deduplicated in memory (the first occurrence
+     * wins, later copies are {@link Outcome.Status#DUPLICATE} of it), claimed with one statement
+     * in sorted order, handlers run in delivery order, one commit. If a handler fails or a claim
+     * waits too long, the batch is rolled back and processed one delivery per transaction, so a
+     * poison message fails alone and nothing is applied twice.
+     *
+     * @return one outcome per delivery, in the order given
+     */
+    List<Outcome> processBatch(List<Delivery> deliveries);
+}

@@ -1,0 +1,154 @@
+package dev.once;
+
+import dev.once.internal.Names;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.TablePrefix;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The claim, as a primitive usable inside any transaction the caller already manages (plain
+ * JDBC, Spring's {@code @Transactional}, jOOQ). {@link IdempotentConsumer} is built on it.
+ *
+ * <pre>{@code
+ * if (inbox.claim(connection, "billing", event.id())) {
+ *     // first time: apply the effect on the same connection, then commit
+ * }   // else an earlier delivery committed it: do nothing, acknowledge
+ * }</pre>
+ *
+ * <p>The claim is one atomic insert under the primary key {@code (consumer, message_id)}. A
+ * concurrent claim of the same id waits for the first transaction to end and then reports
+ * false; if it waits longer than the lock timeout the driver throws the dialect's lock-timeout
+ * error ({@link Dialect#isLockTimeout}). Immutable and thread-safe; the connection must not be in
+ * auto-commit mode, or the claim commits on its own and the effect is no longer atomic with it.
+ */
+public final class Inbox {
+
+    /** How long a claim waits for a concurrent duplicate before giving up, unless configured. */
+    public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(5);
+
+    private final Dialect dialect;
+    private final String prefix;
+    private final Duration lockTimeout;
+    private final Clock clock;
+    private final String claimSql;
+    private final String claimBatchSql;
+
+    private Inbox(Dialect dialect, String prefix, Duration lockTimeout, Clock clock) {
+        this.dialect = dialect;
+        this.prefix = prefix;
+        this.lockTimeout = lockTimeout;
+        this.clock = clock;
+        this.claimSql = dialect.claim(prefix, lockTimeout);
+        this.claimBatchSql = dialect.supportsBatchClaim() ? dialect.claimBatch(prefix, lockTimeout) : null;
+    }
+
+    /** An inbox on the default prefix and lock timeout. */
+    public static Inbox of(Dialect dialect) {
+        return of(dialect, TablePrefix.DEFAULT, DEFAULT_LOCK_TIMEOUT, Clock.systemUTC());
+    }
+
+    /**
+     * @throws InvalidConfigurationException for a bad prefix or a lock timeout outside 1 ms to 1 hour
+     */
+    public static Inbox of(Dialect dialect, String prefix, Duration lockTimeout, Clock clock) {
+        Objects.requireNonNull(dialect, "dialect");
+        Objects.requireNonNull(clock, "clock");
+        return new Inbox(dialect, TablePrefix.validate(prefix), validLockTimeout(lockTimeout), clock);
+    }
+
+    static Duration validLockTimeout(Duration lockTimeout) {
+        if (lockTimeout == null || lockTimeout.toMillis() < 1 || lockTimeout.compareTo(Duration.ofHours(1)) > 0) {
+            throw new InvalidConfigurationException("lockTimeout must be between 1ms and 1h, but was " + lockTimeout
+                    + ": it bounds how long a concurrent duplicate waits before it is reported IN_PROGRESS");
+        }
+        return lockTimeout;
+    }
+
+    public Dialect dialect() {
+        return dialect;
+    }
+
+    public String tablePrefix() {
+        return prefix;
+    }
+
+    public Duration lockTimeout() {
+        return lockTimeout;
+    }
+
+    /**
+     * Claims {@code messageId} for {@code consumer} in the caller's transaction.
+     *
+     * @return true if this transaction claimed it (apply the effect), false if an earlier
+     *         committed transaction did (skip, acknowledge)
+     * @throws SQLException the driver's error; a lock timeout means a concurrent duplicate is still running
+     */
+    public boolean claim(Connection connection, String consumer, String messageId) throws SQLException {
+        Names.consumer(consumer);
+        Delivery.validMessageId(messageId);
+        try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
+            ps.setString(1, consumer);                             // 1 consumer
+            ps.setString(2, messageId);                            // 2 message_id
+            ps.setTimestamp(3, Timestamp.from(clock.instant()));   // 3 processed_at
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /**
+     * Claims many ids in the caller's transaction. Duplicates in the input count once. Ids are
+     * claimed in sorted order, so two transactions claiming overlapping sets cannot deadlock.
+     *
+     * @return the ids this transaction claimed; the others were claimed by earlier transactions
+     */
+    public Set<String> claimAll(Connection connection, String consumer, Collection<String> messageIds)
+            throws SQLException {
+        Names.consumer(consumer);
+        TreeSet<String> sorted = new TreeSet<>();
+        for (String id : messageIds) {
+            sorted.add(Delivery.validMessageId(id));
+        }
+        if (sorted.isEmpty()) {
+            return Set.of();
+        }
+        if (claimBatchSql == null) {
+            Set<String> claimed = new HashSet<>();
+            for (String id : sorted) {
+                if (claim(connection, consumer, id)) {
+                    claimed.add(id);
+                }
+            }
+            return claimed;
+        }
+        Set<String> claimed = new HashSet<>(sorted.size() * 2);
+        List<String> ids = new ArrayList<>(sorted);
+        Array array = dialect.createIdArray(connection, ids.toArray(new String[0]));
+        try (PreparedStatement ps = connection.prepareStatement(claimBatchSql)) {
+            ps.setString(1, consumer);                             // 1 consumer
+            ps.setTimestamp(2, Timestamp.from(clock.instant()));   // 2 processed_at
+            ps.setArray(3, array);                                 // 3 sorted message ids
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    claimed.add(rs.getString(1));
+                }
+            }
+        } finally {
+            array.free();
+        }
+        return claimed;
+    }
+}

@@ -1,0 +1,59 @@
+package dev.once;
+
+import java.util.Objects;
+
+/**
+ * What processing one delivery came to, known only after the transaction ended. Immutable.
+ *
+ * <p>The caller acknowledges exactly when {@link #acknowledge()} is true; it leaves the message
+ * for redelivery when {@link #retryable()}; it dead-letters when the status is
+ * {@link Status#FAILED_PERMANENT}.
+ *
+ * @param messageId the event id
+ * @param status    what happened
+ * @param failure   the cause for the two failed statuses and {@link Status#IN_PROGRESS}; null otherwise
+ */
+public record Outcome(String messageId, Status status, Throwable failure) {
+
+    /** The possible results of processing one delivery. */
+    public enum Status {
+        /** Claimed and the handler's effect committed: acknowledge. */
+        APPLIED,
+        /** The event id was already claimed by an earlier, committed delivery: nothing done, acknowledge. */
+        DUPLICATE,
+        /** Another delivery of the same event holds the claim and has not finished: do not acknowledge; it is redelivered. */
+        IN_PROGRESS,
+        /** Failed, rolled back, unclaimed, may succeed later: do not acknowledge; redeliver with backoff. */
+        FAILED_RETRYABLE,
+        /** Failed, rolled back, unclaimed, will never succeed: dead-letter it, then acknowledge. */
+        FAILED_PERMANENT
+    }
+
+    public Outcome {
+        Objects.requireNonNull(messageId, "messageId");
+        Objects.requireNonNull(status, "status");
+    }
+
+    public static Outcome applied(String messageId) {
+        return new Outcome(messageId, Status.APPLIED, null);
+    }
+
+    public static Outcome duplicate(String messageId) {
+        return new Outcome(messageId, Status.DUPLICATE, null);
+    }
+
+    /** True when the message may be acknowledged: its effect is durably applied, now or before. */
+    public boolean acknowledge() {
+        return status == Status.APPLIED || status == Status.DUPLICATE;
+    }
+
+    /** True when the message should be left for redelivery. */
+    public boolean retryable() {
+        return status == Status.IN_PROGRESS || status == Status.FAILED_RETRYABLE;
+    }
+
+    /** The lower-case tag used in metrics and logs: {@code applied}, {@code duplicate}, … */
+    public String tag() {
+        return status.name().toLowerCase(java.util.Locale.ROOT);
+    }
+}

@@ -1,0 +1,177 @@
+package dev.once;
+
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+
+import javax.sql.DataSource;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The {@code once} tables, as numbered SQL migrations per dialect shipped in this jar
+ * ({@code dev/once/jdbc/<dialect>/}). {@link #migrate} applies the ones a database lacks and
+ * records them in {@code <prefix>schema_version}; no migration framework is imposed. Users who
+ * run Flyway or Liquibase take {@link #script} and put it in their own migrations instead.
+ *
+ * <p>Safe to call from many instances at once: migrations of one prefix are serialized by a
+ * database lock.
+ */
+public final class Schema {
+
+    private Schema() {
+    }
+
+    /** A migration as shipped: its version, file name and SQL with the prefix applied. */
+    public record Migration(int version, String name, String sql) {
+    }
+
+    /** Applies missing migrations with the default prefix {@value TablePrefix#DEFAULT}. */
+    public static int migrate(DataSource dataSource) {
+        return migrate(dataSource, TablePrefix.DEFAULT);
+    }
+
+    /**
+     * Applies the migrations the database lacks, each in its own transaction.
+     *
+     * @return how many were applied (0 when up to date)
+     * @throws InvalidConfigurationException if the prefix is not a valid identifier or the database is not supported
+     * @throws OnceException wrapping the SQL error of a failed migration; earlier ones stay applied
+     */
+    public static int migrate(DataSource dataSource, String prefix) {
+        TablePrefix.validate(prefix);
+        try (Connection c = dataSource.getConnection()) {
+            Dialect dialect = Dialects.detect(c);
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                return migrate(c, dialect, prefix);
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new OnceException("schema migration for prefix '" + prefix + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static int migrate(Connection c, Dialect dialect, String prefix) throws SQLException {
+        String versionTable = dialect.quote(prefix + "schema_version");
+        String lockName = "once-schema:" + prefix;
+        try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
+            lock.setString(1, lockName);
+            lock.executeQuery().close();
+        }
+        try {
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE IF NOT EXISTS " + versionTable
+                        + " (version integer PRIMARY KEY, name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
+            }
+            c.commit();
+            // Re-take the transaction-scoped lock that commit released (PostgreSQL).
+            if (dialect.unlockMigrations() == null) {
+                try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
+                    lock.setString(1, lockName);
+                    lock.executeQuery().close();
+                }
+            }
+            int current = 0;
+            try (Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT coalesce(max(version), 0) FROM " + versionTable)) {
+                rs.next();
+                current = rs.getInt(1);
+            }
+            int applied = 0;
+            for (Migration m : migrations(dialect, prefix)) {
+                if (m.version() <= current) {
+                    continue;
+                }
+                try (Statement s = c.createStatement()) {
+                    for (String statement : statements(m.sql())) {
+                        s.execute(statement);
+                    }
+                }
+                try (PreparedStatement p = c.prepareStatement(
+                        "INSERT INTO " + versionTable + " (version, name, applied_at) VALUES (?, ?, ?)")) {
+                    p.setInt(1, m.version());
+                    p.setString(2, m.name());
+                    p.setTimestamp(3, Timestamp.from(Instant.now()));
+                    p.executeUpdate();
+                }
+                c.commit();
+                applied++;
+            }
+            c.commit();
+            return applied;
+        } catch (SQLException e) {
+            c.rollback();
+            throw e;
+        } finally {
+            if (dialect.unlockMigrations() != null) {
+                try (PreparedStatement unlock = c.prepareStatement(dialect.unlockMigrations())) {
+                    unlock.setString(1, lockName);
+                    unlock.executeQuery().close();
+                }
+                c.commit();
+            }
+        }
+    }
+
+    /** Every migration of a dialect, in order, with the prefix applied. */
+    public static List<Migration> migrations(Dialect dialect, String prefix) {
+        TablePrefix.validate(prefix);
+        String folder = "/dev/once/jdbc/" + dialect.name() + "/";
+        List<Migration> result = new ArrayList<>();
+        for (String name : resource(folder + "migrations.list").split("\\R")) {
+            if (name.isBlank()) {
+                continue;
+            }
+            int version = Integer.parseInt(name.substring(1, name.indexOf("__")));
+            result.add(new Migration(version, name, resource(folder + name).replace("${prefix}", prefix)));
+        }
+        return List.copyOf(result);
+    }
+
+    /** The whole schema of a dialect as one script, for {@code once schema print} or a user's own migration tool. */
+    public static String script(Dialect dialect, String prefix) {
+        StringBuilder sb = new StringBuilder();
+        for (Migration m : migrations(dialect, prefix)) {
+            sb.append("-- ").append(m.name()).append('\n').append(m.sql()).append('\n');
+        }
+        return sb.toString();
+    }
+
+    // Our own migration files hold no procedural bodies, so statements end at a ';' at line end.
+    static List<String> statements(String sql) {
+        StringBuilder withoutComments = new StringBuilder();
+        for (String line : sql.split("\\R")) {
+            if (!line.strip().startsWith("--")) {
+                withoutComments.append(line).append('\n');
+            }
+        }
+        return Arrays.stream(withoutComments.toString().split(";\\s*\\n"))
+                .map(String::strip).filter(s -> !s.isEmpty()).toList();
+    }
+
+    private static String resource(String path) {
+        try (InputStream in = Schema.class.getResourceAsStream(path)) {
+            if (in == null) {
+                throw new OnceException("missing schema resource " + path + " in the once-core jar");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package dev.once.internal;
+
+import dev.once.Delivery;
+import dev.once.StaleFencingTokenException;
+import dev.once.Tx;
+import dev.once.jdbc.Dialect;
+import dev.once.outbox.Outbox;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+
+/** The {@link Tx} of one claim transaction. Not API. */
+public final class DefaultTx implements Tx {
+
+    private final GuardedConnection guarded;
+    private final Connection raw;
+    private final Dialect dialect;
+    private final String prefix;
+    private final String consumer;
+    private final Delivery delivery;
+    private final Clock clock;
+    private final OnceMetrics metrics;
+    private Outbox outbox;
+
+    public DefaultTx(Connection raw, Dialect dialect, String prefix, String consumer, Delivery delivery, Clock clock,
+                     OnceMetrics metrics) {
+        this.raw = raw;
+        this.guarded = new GuardedConnection(raw);
+        this.dialect = dialect;
+        this.prefix = prefix;
+        this.consumer = consumer;
+        this.delivery = delivery;
+        this.clock = clock;
+        this.metrics = metrics;
+    }
+
+    /** The refused transaction-control call, or null. */
+    public String misuse() {
+        return guarded.misuse();
+    }
+
+    @Override
+    public Connection connection() {
+        return guarded.connection();
+    }
+
+    @Override
+    public String consumer() {
+        return consumer;
+    }
+
+    @Override
+    public Delivery delivery() {
+        return delivery;
+    }
+
+    @Override
+    public Outbox outbox() {
+        if (outbox == null) {
+            outbox = new JdbcOutbox(raw, dialect, prefix, delivery.messageId(), clock);
+        }
+        return outbox;
+    }
+
+    @Override
+    public boolean transition(String table, Object id, String from, String to) throws SQLException {
+        return transition(table, "id", id, "status", from, to);
+    }
+
+    @Override
+    public boolean transition(String table, String idColumn, Object id, String statusColumn, String from, String to)
+            throws SQLException {
+        String sql = dialect.transition(Names.table(table), Names.column(idColumn), Names.column(statusColumn));
+        try (PreparedStatement ps = raw.prepareStatement(sql)) {
+            ps.setString(1, to);      // 1 new status
+            ps.setObject(2, id);      // 2 row id
+            ps.setString(3, from);    // 3 expected current status
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    @Override
+    public void fence(String resource, long token) throws SQLException {
+        fence(raw, dialect, prefix, resource, token, clock);
+    }
+
+    /** Enforces a fencing token on any connection inside the caller's transaction. */
+    public static void fence(Connection c, Dialect dialect, String prefix, String resource, long token, Clock clock)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(dialect.fence(prefix))) {
+            ps.setString(1, resource);                               // 1 resource
+            ps.setLong(2, token);                                    // 2 token
+            ps.setTimestamp(3, Timestamp.from(clock.instant()));     // 3 updated_at
+            ps.executeUpdate();
+        }
+        try (PreparedStatement ps = c.prepareStatement(dialect.newestFence(prefix))) {
+            ps.setString(1, resource);                               // 1 resource
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long newest = rs.getLong(1);
+                if (newest > token) {
+                    throw new StaleFencingTokenException(resource, token, newest);
+                }
+            }
+        }
+    }
+
+    OnceMetrics metrics() {
+        return metrics;
+    }
+}

@@ -1,0 +1,42 @@
+package dev.once.jdbc;
+
+import dev.once.InvalidConfigurationException;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Locale;
+
+/** Finds the {@link Dialect} of a connection from its driver metadata. */
+public final class Dialects {
+
+    public static final Dialect POSTGRESQL = new PostgresDialect();
+    public static final Dialect MARIADB = new MariaDbDialect();
+
+    private Dialects() {
+    }
+
+    /**
+     * The dialect of the database behind {@code connection}.
+     *
+     * @throws InvalidConfigurationException if the database is neither PostgreSQL nor MariaDB/MySQL
+     */
+    public static Dialect detect(Connection connection) throws SQLException {
+        String product = connection.getMetaData().getDatabaseProductName();
+        return byName(product);
+    }
+
+    /**
+     * The dialect for a product or dialect name: {@code postgresql}/{@code postgres},
+     * {@code mariadb}/{@code mysql}, case-insensitive.
+     */
+    public static Dialect byName(String name) {
+        String n = name == null ? "" : name.toLowerCase(Locale.ROOT);
+        if (n.contains("postgres")) {
+            return POSTGRESQL;
+        }
+        if (n.contains("mariadb") || n.contains("mysql")) {
+            return MARIADB;
+        }
+        throw new InvalidConfigurationException("dialect must be one of postgresql, mariadb, but was '" + name + "'");
+    }
+}

@@ -1,0 +1,72 @@
+package dev.once.testkit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.once.Schema;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * A database of its own for one test: a fresh schema (PostgreSQL) or database (MariaDB) with the
+ * once tables migrated, behind a small connection pool. Closing it drops the schema and the pool,
+ * so tests never see each other's rows nor state a previous run left behind.
+ */
+public final class TestDatabase implements AutoCloseable {
+
+    private final HikariDataSource dataSource;
+    private final String name;
+    private final Runnable drop;
+
+    TestDatabase(HikariDataSource dataSource, String name, Runnable drop) {
+        this.dataSource = dataSource;
+        this.name = name;
+        this.drop = drop;
+    }
+
+    /** The pooled data source, pointed at this test's schema. */
+    public DataSource dataSource() {
+        return dataSource;
+    }
+
+    /** The schema (PostgreSQL) or database (MariaDB) name. */
+    public String name() {
+        return name;
+    }
+
+    /** Runs statements in auto-commit, for business tables a test needs. */
+    public TestDatabase execute(String... statements) {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            for (String sql : statements) {
+                s.execute(sql);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("test setup statement failed: " + e.getMessage(), e);
+        }
+        return this;
+    }
+
+    /** Reads one long value, such as a count or a balance. */
+    public long queryLong(String sql) {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             var rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException("query failed: " + sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    static TestDatabase migrated(HikariDataSource ds, String name, Runnable drop) {
+        TestDatabase db = new TestDatabase(ds, name, drop);
+        Schema.migrate(ds);
+        return db;
+    }
+
+    @Override
+    public void close() {
+        dataSource.close();
+        drop.run();
+    }
+}
