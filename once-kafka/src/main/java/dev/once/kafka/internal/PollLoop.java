@@ -124,7 +124,8 @@ final class PollLoop implements Runnable {
                     }
                 } else {
                     rewind(consumer.poll(Duration.ZERO));
-                    if (await(inFlight, BUSY_POLL_INTERVAL)) {
+                    // A revoke inside that poll may have finished the batch already.
+                    if (inFlight != null && await(inFlight, BUSY_POLL_INTERVAL)) {
                         finishBatch();
                     }
                 }

@@ -1,0 +1,215 @@
+package dev.once.bench;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.once.Delivery;
+import dev.once.Schema;
+import dev.once.kafka.KafkaConsumerRunner;
+import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.TestPostgres;
+import dev.once.testkit.kafka.TestKafka;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+import javax.sql.DataSource;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * End-to-end throughput from Kafka to PostgreSQL (fsync and synchronous_commit on): the naive
+ * consumer (auto-commit, the poll's records applied in one transaction, no claim) against the once
+ * runner (claim per event, one transaction per poll, commitSync after the database commit). Same
+ * topic, same handler (credit one of {@value #ACCOUNTS} accounts), {@code max.poll.records}
+ * {@value #MAX_POLL_RECORDS}, one database connection each, one run each after a short warm-up.
+ *
+ * <p>{@link #run(int)} returns the figures; {@link #main} prints them as
+ * {@code BENCH name=<naive-kafka|once-kafka> mode=batch conns=1 events_per_s=<x>} lines.
+ * Arguments: number of events (default {@value #DEFAULT_EVENTS}).
+ */
+public final class KafkaEndToEnd {
+
+    public static final int DEFAULT_EVENTS = 100_000;
+    static final int ACCOUNTS = 1_000;
+    static final int MAX_POLL_RECORDS = 500;
+    static final int PARTITIONS = 6;
+    static final int WARMUP_EVENTS = 20_000;
+
+    /** One measured run. */
+    public record Result(String name, String mode, int conns, long events, double seconds) {
+
+        public double eventsPerSecond() {
+            return events / seconds;
+        }
+
+        /** The line the benchmark harness collects. */
+        public String line() {
+            return String.format(Locale.ROOT, "BENCH name=%s mode=%s conns=%d events_per_s=%.0f", name, mode, conns,
+                    eventsPerSecond());
+        }
+    }
+
+    private KafkaEndToEnd() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int events = args.length > 0 ? Integer.parseInt(args[0]) : DEFAULT_EVENTS;
+        for (Result r : run(events)) {
+            System.out.println(r.line());
+        }
+        System.exit(0);
+    }
+
+    /**
+     * Starts a durable embedded PostgreSQL and the in-process Kafka (or {@value TestKafka#BOOTSTRAP_ENV}),
+     * runs naive then once over {@code events} events, and stops both.
+     *
+     * @return naive-kafka, then once-kafka
+     */
+    public static List<Result> run(int events) throws Exception {
+        try (EmbeddedPostgres pg = TestPostgres.embedded(true); TestKafka kafka = TestKafka.start()) {
+            return run(kafka, pg.getJdbcUrl("postgres", "postgres"), events);
+        }
+    }
+
+    /** As {@link #run(int)} on a given broker and database (the database must have fsync on to mean anything). */
+    public static List<Result> run(TestKafka kafka, String jdbcUrl, int events) throws Exception {
+        try (HikariDataSource ds = pool(jdbcUrl)) {
+            Schema.migrate(ds);
+            String warm = kafka.createTopic("bench-warmup", PARTITIONS);
+            publish(kafka, warm, WARMUP_EVENTS);
+            reset(ds);
+            naive(kafka, warm, ds, WARMUP_EVENTS);
+            reset(ds);
+            once(kafka, warm, ds, WARMUP_EVENTS);
+
+            String topic = kafka.createTopic("bench", PARTITIONS);
+            publish(kafka, topic, events);
+            reset(ds);
+            Result naive = naive(kafka, topic, ds, events);
+            check(ds, events, "naive");
+            reset(ds);
+            Result once = once(kafka, topic, ds, events);
+            check(ds, events, "once");
+            return List.of(naive, once);
+        }
+    }
+
+    /** The business effect, the same for both consumers. */
+    static void credit(Connection c, Delivery d) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("UPDATE bench_account SET balance = balance + ? WHERE id = ?")) {
+            ps.setLong(1, 1);
+            ps.setInt(2, Math.floorMod(d.messageId().hashCode(), ACCOUNTS));
+            ps.executeUpdate();
+        }
+    }
+
+    private static Result naive(TestKafka kafka, String topic, DataSource ds, int events) throws Exception {
+        Map<String, Object> p = consumerProperties(kafka, "naive-" + topic);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+        long done = 0;
+        long start = System.nanoTime();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer()); Connection c = ds.getConnection()) {
+            consumer.subscribe(List.of(topic));
+            c.setAutoCommit(false);
+            while (done < events) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) {
+                    continue;
+                }
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    String id = new String(r.headers().lastHeader(OutboxMessage.EVENT_ID_HEADER).value(),
+                            StandardCharsets.UTF_8);
+                    credit(c, Delivery.of(id, r.value()));
+                }
+                c.commit();
+                done += records.count();
+            }
+        }
+        return new Result("naive-kafka", "batch", 1, events, (System.nanoTime() - start) / 1e9);
+    }
+
+    private static Result once(TestKafka kafka, String topic, DataSource ds, int events) throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        long start = System.nanoTime();
+        try (KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
+                .kafkaProperties(consumerProperties(kafka, "once-" + topic)).topics(topic)
+                .dataSource(ds).consumer("bench").handler((d, tx) -> credit(tx.connection(), d))
+                .meterRegistry(meters).build().start()) {
+            while (meters.get("once.kafka.records.applied").counter().count() < events) {
+                Thread.sleep(1);
+            }
+            return new Result("once-kafka", "batch", 1, events, (System.nanoTime() - start) / 1e9);
+        }
+    }
+
+    private static Map<String, Object> consumerProperties(TestKafka kafka, String group) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(MAX_POLL_RECORDS));
+        return p;
+    }
+
+    private static void publish(TestKafka kafka, String topic, int events) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            for (int i = 0; i < events; i++) {
+                ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, i % PARTITIONS, null,
+                        "1".getBytes(StandardCharsets.UTF_8));
+                r.headers().add(OutboxMessage.EVENT_ID_HEADER, (topic + "-" + i).getBytes(StandardCharsets.UTF_8));
+                producer.send(r);
+            }
+            producer.flush();
+        }
+    }
+
+    private static HikariDataSource pool(String jdbcUrl) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(jdbcUrl);
+        config.setMaximumPoolSize(1);
+        config.setPoolName("bench-kafka");
+        return new HikariDataSource(config);
+    }
+
+    private static void reset(DataSource ds) throws SQLException {
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS bench_account");
+            s.execute("CREATE TABLE bench_account (id int PRIMARY KEY, balance bigint NOT NULL)");
+            s.execute("INSERT INTO bench_account SELECT g, 0 FROM generate_series(0, " + (ACCOUNTS - 1) + ") g");
+            s.execute("TRUNCATE once_inbox");
+        }
+    }
+
+    private static void check(DataSource ds, int events, String who) throws SQLException {
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+             var rs = s.executeQuery("SELECT sum(balance) FROM bench_account")) {
+            rs.next();
+            if (rs.getLong(1) != events) {
+                throw new IllegalStateException(who + " run credited " + rs.getLong(1) + " instead of " + events);
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+package dev.once.kafka;
+
+import dev.once.kafka.KafkaLedger.Event;
+import dev.once.testkit.ChildJvm;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.kafka.TestKafka;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * 100,000 events over 6 partitions, 10% of them published twice (the copy in a random partition),
+ * consumed by 3 consumer JVMs in one group that are restarted at random points and one of which is
+ * SIGKILLed: the ledger is exact, nothing is lost, nothing is applied twice. Size:
+ * {@code -Donce.scale.events=N}.
+ */
+class ScaleTest {
+
+    private static final int EVENTS = Integer.getInteger("once.scale.events", 100_000);
+    private static final int PARTITIONS = 6;
+    private static final int CONSUMERS = 3;
+    private static final Pattern STATS = Pattern.compile("(STATS|FINAL) applied=(\\d+) duplicates=(\\d+)");
+
+    @Test
+    void hundredThousandEventsWithDoublePublishesRestartsAndASigkillAreAppliedExactlyOnce() throws Exception {
+        TestKafka kafka = TestKafka.shared();
+        String topic = kafka.createTopic("scale", PARTITIONS);
+        String group = "scale-" + topic;
+        long seed = Long.getLong("once.scale.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        List<Event> events = new ArrayList<>(EVENTS + EVENTS / 10);
+        long total = 0;
+        for (int i = 0; i < EVENTS; i++) {
+            long amount = 1 + rnd.nextInt(1000);
+            total += amount;
+            events.add(new Event("scale-" + i, amount, i % PARTITIONS));
+            if (i % 10 == 3) {
+                // the same event published again, later, in any partition: an outbox relay that re-sent
+                events.add(new Event("scale-" + i, amount, rnd.nextInt(PARTITIONS)));
+            }
+        }
+        int records = events.size();
+        long start = System.nanoTime();
+
+        try (TestDatabase db = KafkaLedger.database()) {
+            String[] args = {kafka.bootstrapServers(), topic, group, KafkaLedger.jdbcUrl(db),
+                    Integer.toString(kafka.sessionTimeoutMs()), "1000"};
+            List<ChildJvm> all = new ArrayList<>();
+            ChildJvm[] live = new ChildJvm[CONSUMERS];
+            Map<ChildJvm, long[]> stats = new HashMap<>();
+            try {
+                for (int i = 0; i < CONSUMERS; i++) {
+                    live[i] = start(args, all);
+                }
+                KafkaLedger.publish(kafka.bootstrapServers(), topic, events);
+
+                // Faults at points of progress, on a random consumer each: restart, SIGKILL, restart, restart.
+                String[] faults = {"restart", "kill", "restart", "restart"};
+                double[] at = {0.15, 0.35, 0.55, 0.75};
+                for (int f = 0; f < faults.length; f++) {
+                    long threshold = (long) (EVENTS * at[f]);
+                    await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(200))
+                            .until(() -> KafkaLedger.appliedRows(db) >= threshold);
+                    int victim = rnd.nextInt(CONSUMERS);
+                    ChildJvm old = live[victim];
+                    if (faults[f].equals("kill")) {
+                        old.kill();
+                        stats.put(old, lastStats(old));
+                    } else {
+                        terminate(old);
+                        stats.put(old, lastStats(old));
+                    }
+                    System.out.printf("fault %s on consumer %d (pid %d) at %d applied, %.1f s%n", faults[f], victim, old.pid(),
+                            KafkaLedger.appliedRows(db), (System.nanoTime() - start) / 1e9);
+                    live[victim] = start(args, all);
+                }
+                await().atMost(Duration.ofSeconds(240)).pollInterval(Duration.ofMillis(250))
+                        .until(() -> committed(kafka, group) >= records);
+                for (ChildJvm c : live) {
+                    terminate(c);
+                    stats.put(c, lastStats(c));
+                }
+            } catch (RuntimeException | Error e) {
+                for (ChildJvm c : all) {
+                    List<String> out = c.output().stream().filter(l -> !l.startsWith("STATS")).toList();
+                    System.out.println("---- consumer pid " + c.pid() + " (last lines)");
+                    out.subList(Math.max(0, out.size() - 40), out.size()).forEach(System.out::println);
+                }
+                throw e;
+            } finally {
+                for (ChildJvm c : all) {
+                    c.close();
+                }
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long delivered = stats.values().stream().mapToLong(s -> s[0] + s[1]).sum();
+            long absorbed = stats.values().stream().mapToLong(s -> s[1]).sum();
+            long distinct = KafkaLedger.distinctApplied(db);
+            long lost = EVENTS - distinct;
+            long twice = KafkaLedger.appliedTwice(db);
+            System.out.printf("SCALE attempted=%d published=%d delivered=%d duplicates_absorbed=%d lost=%d "
+                            + "applied_twice=%d consumers=%d restarts=3 sigkills=1 seconds=%.1f seed=%d%n",
+                    EVENTS, records, delivered, absorbed, lost, twice, CONSUMERS, seconds, seed);
+            assertThat(lost).as("events lost").isZero();
+            assertThat(twice).as("events applied twice").isZero();
+            assertThat(KafkaLedger.balance(db)).as("ledger exact").isEqualTo(total);
+            assertThat(absorbed).as("duplicates counted (the killed consumer's last half second may be unreported)")
+                    .isPositive();
+        }
+    }
+
+    private static ChildJvm start(String[] args, List<ChildJvm> all) throws Exception {
+        ChildJvm c = ChildJvm.start(ScaleConsumerMain.class, Map.of(), args);
+        all.add(c);
+        c.awaitLineStartingWith("READY", Duration.ofSeconds(60));
+        return c;
+    }
+
+    /** SIGTERM: the child's shutdown hook closes the runner gracefully and prints FINAL. */
+    private static void terminate(ChildJvm c) throws IOException, InterruptedException {
+        new ProcessBuilder("kill", "-TERM", Long.toString(c.pid())).inheritIO().start().waitFor();
+        c.awaitLineStartingWith("FINAL", Duration.ofSeconds(60));
+        c.waitFor(Duration.ofSeconds(30));
+    }
+
+    private static long[] lastStats(ChildJvm c) {
+        long[] last = {0, 0};
+        for (String line : c.output()) {
+            Matcher m = STATS.matcher(line);
+            if (m.matches()) {
+                last = new long[] {Long.parseLong(m.group(2)), Long.parseLong(m.group(3))};
+            }
+        }
+        return last;
+    }
+
+    private static long committed(TestKafka kafka, String group) throws Exception {
+        try (var admin = kafka.admin()) {
+            Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> offsets =
+                    admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            return offsets.values().stream().filter(o -> o != null).mapToLong(o -> o.offset()).sum();
+        }
+    }
+}
