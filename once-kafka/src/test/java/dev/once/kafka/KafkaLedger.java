@@ -9,13 +9,17 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 
 /**
  * The business effect used across Kafka tests: credit one account by the payload's amount, and
@@ -82,19 +86,29 @@ final class KafkaLedger {
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144");
+        // One request in flight: on a loaded 2-core machine the in-process broker was seen answering
+        // OUT_OF_ORDER_SEQUENCE_NUMBER forever to an idempotent producer with five in flight.
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
     /** Publishes each event to its partition with the event id header, and waits for every ack. */
     static void publish(String bootstrapServers, String topic, List<Event> events) {
         try (KafkaProducer<byte[], byte[]> producer = producer(bootstrapServers)) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>(events.size());
             for (Event e : events) {
                 ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, e.partition(), null,
                         Long.toString(e.amount()).getBytes(StandardCharsets.UTF_8));
                 r.headers().add(OutboxMessage.EVENT_ID_HEADER, e.id().getBytes(StandardCharsets.UTF_8));
-                producer.send(r);
+                sent.add(producer.send(r));
             }
             producer.flush();
+            for (Future<RecordMetadata> f : sent) {
+                f.get();
+            }
+        } catch (InterruptedException | ExecutionException e) {
+            throw new IllegalStateException("publishing to " + topic + " failed: " + e, e);
         }
     }
 

@@ -1,0 +1,80 @@
+package dev.once.kafka;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.PermanentFailureException;
+import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.kafka.TestKafka;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+class KafkaPublisherTest {
+
+    private final TestKafka kafka = TestKafka.shared();
+
+    private static OutboxMessage message(long id, String topic, String eventId, String idempotencyKey, long amount) {
+        return new OutboxMessage(id, eventId, topic, "account-1", Long.toString(amount).getBytes(StandardCharsets.UTF_8),
+                Map.of(OutboxMessage.EVENT_ID_HEADER, eventId, "trace", "t-" + id), idempotencyKey, 0, Instant.now());
+    }
+
+    @Test
+    void aResentMessageIsAbsorbedAndTwoMessagesOfOneEventWithTwoKeysStayTwo() {
+        String topic = kafka.createTopic("publish", 3);
+        try (KafkaPublisher publisher = KafkaPublisher.create(
+                Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()));
+             TestDatabase db = KafkaLedger.database()) {
+            RecordMetadata first = publisher.send(message(1, topic, "order-7", "order-7", 5));
+            publisher.send(message(1, topic, "order-7", "order-7", 5));   // the relay crashed before marking row 1 sent
+            publisher.send(message(2, topic, "order-8", "order-8:line-1", 11));
+            publisher.send(message(3, topic, "order-8", "order-8:line-2", 13));
+            assertThat(first.topic()).isEqualTo(topic);
+
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            try (KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
+                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, "pub-" + topic)).topics(topic)
+                    .dataSource(db.dataSource()).consumer("ledger").handler((d, tx) -> {
+                        assertThat(d.headers()).containsKey("trace")
+                                .containsEntry(KafkaPublisher.IDEMPOTENCY_KEY_HEADER, d.messageId());
+                        KafkaLedger.CREDIT.handle(d, tx);
+                    }).meterRegistry(meters).build().start()) {
+                await().atMost(Duration.ofSeconds(60)).until(() -> Meters.acknowledged(meters) == 4);
+            }
+            assertThat(Meters.duplicates(meters)).as("the re-send was absorbed").isEqualTo(1);
+            assertThat(KafkaLedger.balance(db)).as("5 once, both lines of order-8").isEqualTo(5 + 11 + 13);
+        }
+    }
+
+    @Test
+    void weakAcksOrIdempotenceOffAreRejected() {
+        assertThatThrownBy(() -> KafkaPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "x:1",
+                ProducerConfig.ACKS_CONFIG, "1")))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("acks must be 'all'");
+        assertThatThrownBy(() -> KafkaPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "x:1",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("enable.idempotence");
+    }
+
+    @Test
+    void aRecordTooLargeIsAPermanentFailure() {
+        String topic = kafka.createTopic("too-large", 1);
+        try (KafkaPublisher publisher = KafkaPublisher.create(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
+                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, "1000"))) {
+            OutboxMessage big = new OutboxMessage(9, "big-1", topic, null, new byte[5000], Map.of(), "big-1", 0,
+                    Instant.now());
+            assertThatThrownBy(() -> publisher.send(big)).isInstanceOf(PermanentFailureException.class)
+                    .hasMessageContaining("outbox message 9");
+        }
+    }
+}
