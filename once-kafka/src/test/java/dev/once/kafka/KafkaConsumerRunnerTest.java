@@ -107,6 +107,26 @@ class KafkaConsumerRunnerTest {
     }
 
     @Test
+    void severalPollThreadsShareTheGroupAndApplyEachEventOnce() {
+        String topic = kafka.createTopic("threads", 6);
+        List<Event> events = new ArrayList<>();
+        for (int i = 0; i < 3000; i++) {
+            events.add(new Event("t-" + i, 2, i % 6));
+        }
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, events);
+        KafkaConsumerRunner r = started(runner(topic, "threads-" + topic).threads(3));
+        await().atMost(Duration.ofSeconds(60)).until(() -> Meters.acknowledged(meters) >= events.size());
+        assertThat(r.isRunning()).isTrue();
+        r.close();
+        assertThat(r.isRunning()).isFalse();
+        assertThat(KafkaLedger.appliedTwice(db)).isZero();
+        assertThat(KafkaLedger.balance(db)).isEqualTo(6000);
+        assertThat(KafkaLedger.outOfOrder(db)).isZero();
+        assertThat(meters.find("once.kafka.lag").gauges()).as("lag gauge per partition").hasSize(6);
+        assertThat(meters.get("once.kafka.commit.latency").timer().count()).isPositive();
+    }
+
+    @Test
     void effectsOfAPartitionAreAppliedInOffsetOrderEvenWhenARecordFailsAndIsRetried() {
         String topic = kafka.createTopic("order", 3);
         List<Event> events = new ArrayList<>();

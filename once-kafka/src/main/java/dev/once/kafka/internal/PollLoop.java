@@ -483,6 +483,12 @@ final class PollLoop implements Runnable {
             return deadLetter(tp, e, "failed permanently: " + o.failure());
         }
         metrics.failedRetryable.increment();
+        if (o.status() == Outcome.Status.IN_PROGRESS) {
+            // Another delivery holds the claim and will apply it or roll back; waiting for it is
+            // not a failure of this record, so it never uses up attempts nor goes to the dead letters.
+            failures.putIfAbsent(tp, new long[] {e.record.offset(), 1});
+            return Verdict.RETRY;
+        }
         int failed = countFailure(tp, e.record.offset());
         if (failed >= settings.maxAttempts()) {
             return deadLetter(tp, e, "failed " + failed + " times (maxAttempts " + settings.maxAttempts()
