@@ -42,8 +42,10 @@ import java.util.concurrent.TimeoutException;
  * One poll loop: a {@code KafkaConsumer} owned by the poll thread, and a worker thread that runs
  * each batch through the idempotent consumer. While a batch runs, every assigned partition is
  * paused and the poll thread keeps calling {@code poll}, so the group membership survives a batch
- * longer than {@code max.poll.interval.ms}; when it ends the poll thread commits, seeks back where
- * a record must be tried again, and resumes. Only the poll thread touches the consumer. Not API.
+ * longer than {@code max.poll.interval.ms}. When it ends, the poll thread seeks back where a record
+ * must be tried again, resumes, fetches and starts the next batch, and then commits the finished
+ * batch's offsets with {@code commitSync} while the next one runs (a rebalance commits them first).
+ * Only the poll thread touches the consumer. Not API.
  */
 final class PollLoop implements Runnable {
 
@@ -75,6 +77,8 @@ final class PollLoop implements Runnable {
     // Poll thread only.
     private KafkaConsumer<byte[], byte[]> consumer;
     private InFlight inFlight;
+    /** Offsets of the last finished batch, committed in the database and not yet in Kafka. */
+    private Map<TopicPartition, OffsetAndMetadata> pendingCommit;
     private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
 
     PollLoop(RunnerSettings settings, KafkaRunnerMetrics metrics, Producer<byte[], byte[]> deadLetters, String name) {
@@ -116,12 +120,16 @@ final class PollLoop implements Runnable {
             while (running) {
                 resumeDueBackoffs();
                 if (inFlight == null) {
-                    ConsumerRecords<byte[], byte[]> records = consumer.poll(settings.pollTimeout());
+                    // With offsets to commit, fetch the next batch without waiting, start it, and
+                    // commit while it runs: the commit round trip overlaps the next transaction.
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(
+                            pendingCommit == null ? settings.pollTimeout() : Duration.ZERO);
                     if (!records.isEmpty()) {
                         metrics.polled.increment(records.count());
                         recordLag();
                         startBatch(records);
                     }
+                    commitPending();
                 } else {
                     rewind(consumer.poll(Duration.ZERO));
                     // A revoke inside that poll may have finished the batch already.
@@ -131,6 +139,7 @@ final class PollLoop implements Runnable {
                 }
             }
             drainOnClose();
+            commitPending();
         } catch (Throwable t) {
             failure = t;
             log.error("{}: poll loop stopped by an unexpected failure; uncommitted records will be replayed", name, t);
@@ -217,10 +226,10 @@ final class PollLoop implements Runnable {
                 }
             });
         } else {
-            Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>(r.commit());
-            commit.keySet().retainAll(owned);
-            settings.afterDatabaseCommit().accept(Map.copyOf(commit));
-            commit(commit);
+            if (!r.commit().isEmpty()) {
+                pendingCommit = pendingCommit == null ? new HashMap<>() : pendingCommit;
+                pendingCommit.putAll(r.commit());
+            }
             long now = System.nanoTime();
             r.seekTo().forEach((tp, offset) -> {
                 if (owned.contains(tp)) {
@@ -239,7 +248,15 @@ final class PollLoop implements Runnable {
         consumer.resume(resume);
     }
 
-    private void commit(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    /** Commits the offsets of the last finished batch that this loop still owns. */
+    private void commitPending() {
+        if (pendingCommit == null) {
+            return;
+        }
+        Map<TopicPartition, OffsetAndMetadata> offsets = pendingCommit;
+        pendingCommit = null;
+        offsets.keySet().retainAll(consumer.assignment());
+        settings.afterDatabaseCommit().accept(Map.copyOf(offsets));
         if (offsets.isEmpty()) {
             return;
         }
@@ -324,6 +341,11 @@ final class PollLoop implements Runnable {
 
         /** Commits what the database committed, if this loop may still commit; drops the rest. */
         private void settle(Collection<TopicPartition> partitions, boolean mayCommit) {
+            if (mayCommit) {
+                commitPending();
+            } else if (pendingCommit != null) {
+                pendingCommit.keySet().removeAll(partitions);
+            }
             InFlight f = inFlight;
             if (f != null && !f.abandoned && intersects(f.firstOffsets.keySet(), partitions)) {
                 boolean done = false;
@@ -336,6 +358,7 @@ final class PollLoop implements Runnable {
                 }
                 if (done) {
                     finishBatch();
+                    commitPending();
                 } else {
                     f.abandoned = true;
                     log.warn("{}: partitions {} {} while a batch ran past {}; the batch is abandoned, its records are "
