@@ -71,7 +71,7 @@ class LedgerPropertyTest {
         return step.list().ofMinSize(1).ofMaxSize(15);
     }
 
-    @Property(tries = 60)
+    @Property(tries = 200)
     void ledgerEqualsTheSumOverDistinctSuccessfullyHandledEvents(@ForAll("streams") List<Step> stream) throws Exception {
         try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
             s.execute("UPDATE account SET balance = 0");
