@@ -27,9 +27,13 @@ class BatchTest {
     private TestDatabase db;
     private IdempotentConsumer consumer;
 
+    protected TestDatabase newDatabase(int poolSize) {
+        return TestPostgres.shared().freshDatabase(poolSize);
+    }
+
     @BeforeEach
     void setUp() throws SQLException {
-        db = TestPostgres.shared().freshDatabase(8);
+        db = newDatabase(8);
         try (Connection c = db.dataSource().getConnection()) {
             Ledger.create(c);
         }

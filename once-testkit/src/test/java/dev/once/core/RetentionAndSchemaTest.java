@@ -52,6 +52,7 @@ class RetentionAndSchemaTest {
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(56);
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE processed_at < '2026-11-03'")).isZero();
             assertThat(registry.get("once.retention.deleted").counter().count()).isEqualTo(14.0);
+            assertThat(registry.get("once.inbox.rows").gauge().value()).isEqualTo(56.0);
             assertThat(pruner.prune()).as("a second run finds nothing").isZero();
             // A copy of a retained event is still absorbed.
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("billing")
