@@ -33,10 +33,7 @@ class BatchTest {
 
     @BeforeEach
     void setUp() throws SQLException {
-        db = newDatabase(8);
-        try (Connection c = db.dataSource().getConnection()) {
-            Ledger.create(c);
-        }
+        db = Ledger.on(newDatabase(8));
         consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("batch").handler(Ledger.CREDIT)
                 .build();
     }
@@ -47,9 +44,7 @@ class BatchTest {
     }
 
     private long balance() throws SQLException {
-        try (Connection c = db.dataSource().getConnection()) {
-            return Ledger.balance(c);
-        }
+        return Ledger.balance(db);
     }
 
     @Test

@@ -27,10 +27,7 @@ class CheckThenActIsCaughtTest {
     @Test
     void aSelectBeforeInsertDedupeAppliesTheEventOncePerRacingDelivery() throws Exception {
         int threads = 8;
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(threads)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(threads))) {
             db.execute("CREATE TABLE processed (event_id text NOT NULL)");   // no unique constraint: advisory only
             CyclicBarrier checked = new CyclicBarrier(threads);
             ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -70,9 +67,7 @@ class CheckThenActIsCaughtTest {
             } finally {
                 pool.shutdownNow();
             }
-            try (Connection c = db.dataSource().getConnection()) {
-                assertThat(Ledger.balance(c)).as("check-then-act credits once per delivery").isEqualTo(20L * threads);
-            }
+            assertThat(Ledger.balance(db)).as("check-then-act credits once per delivery").isEqualTo(20L * threads);
         }
     }
 }

@@ -27,10 +27,7 @@ class ConcurrentDuplicateStressTest {
 
     @Test
     void eightThreadsDeliveringTheSameEventApplyItExactlyOnceInEachOfAThousandRounds() throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(THREADS)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(THREADS))) {
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource())
                     .consumer("stress").handler(Ledger.CREDIT).build();
             ExecutorService pool = Executors.newFixedThreadPool(THREADS);
@@ -62,9 +59,7 @@ class ConcurrentDuplicateStressTest {
             } finally {
                 pool.shutdownNow();
             }
-            try (Connection c = db.dataSource().getConnection()) {
-                assertThat(Ledger.balance(c)).as("ledger equals the sum of distinct events").isEqualTo(expected);
-            }
+            assertThat(Ledger.balance(db)).as("ledger equals the sum of distinct events").isEqualTo(expected);
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(ROUNDS);
         }
     }

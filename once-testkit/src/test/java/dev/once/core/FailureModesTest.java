@@ -37,10 +37,7 @@ class FailureModesTest {
 
     @BeforeEach
     void setUp() throws SQLException {
-        db = TestPostgres.shared().freshDatabase(8);
-        try (Connection c = db.dataSource().getConnection()) {
-            Ledger.create(c);
-        }
+        db = Ledger.on(TestPostgres.shared().freshDatabase(8));
         db.execute("CREATE TABLE orders (id bigint PRIMARY KEY, status text NOT NULL)",
                 "INSERT INTO orders VALUES (42, 'packed')");
     }
@@ -51,9 +48,7 @@ class FailureModesTest {
     }
 
     private long balance() throws SQLException {
-        try (Connection c = db.dataSource().getConnection()) {
-            return Ledger.balance(c);
-        }
+        return Ledger.balance(db);
     }
 
     private long inboxRows() {

@@ -16,28 +16,20 @@ class IdentityTest {
 
     @Test
     void twoDifferentEventsWithIdenticalPayloadsBothApply() throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("billing")
                     .handler(Ledger.CREDIT).build();
             assertThat(consumer.process(Delivery.of("payment-1", "2000")).status()).isEqualTo(Status.APPLIED);
             assertThat(consumer.process(Delivery.of("payment-2", "2000")).status()).isEqualTo(Status.APPLIED);
             assertThat(consumer.processBatch(List.of(Delivery.of("payment-3", "2000"), Delivery.of("payment-4", "2000"))))
                     .allSatisfy(o -> assertThat(o.status()).isEqualTo(Status.APPLIED));
-            try (Connection c = db.dataSource().getConnection()) {
-                assertThat(Ledger.balance(c)).as("four separate $20 payments count four times").isEqualTo(8000);
-            }
+            assertThat(Ledger.balance(db)).as("four separate $20 payments count four times").isEqualTo(8000);
         }
     }
 
     @Test
     void claimsAreScopedByConsumerSoEachConsumerAppliesTheEventOnce() throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             IdempotentConsumer billing = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("billing")
                     .handler(Ledger.CREDIT).build();
             IdempotentConsumer audit = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("audit")

@@ -51,10 +51,7 @@ class LedgerPropertyTest {
 
     @BeforeContainer
     static void start() throws Exception {
-        db = TestPostgres.shared().freshDatabase(4);
-        try (Connection c = db.dataSource().getConnection()) {
-            Ledger.create(c);
-        }
+        db = Ledger.on(TestPostgres.shared().freshDatabase(4));
     }
 
     @AfterContainer
@@ -110,9 +107,7 @@ class LedgerPropertyTest {
             }
         }
         long expected = applied.values().stream().mapToLong(Long::longValue).sum();
-        try (Connection c = db.dataSource().getConnection()) {
-            assertThat(Ledger.balance(c)).as("ledger = sum over distinct successfully handled ids %s", succeeded)
+        assertThat(Ledger.balance(db)).as("ledger = sum over distinct successfully handled ids %s", succeeded)
                     .isEqualTo(expected);
-        }
     }
 }

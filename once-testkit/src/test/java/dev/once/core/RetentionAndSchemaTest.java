@@ -29,10 +29,7 @@ class RetentionAndSchemaTest {
 
     @Test
     void thePrunerDeletesOnlyClaimsOlderThanTheRetentionInBoundedChunks() throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             for (int day = 0; day < 10; day++) {
                 Clock clock = Clock.fixed(T0.plus(Duration.ofDays(day)), ZoneOffset.UTC);
                 IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("billing")
@@ -90,10 +87,7 @@ class RetentionAndSchemaTest {
 
     @Test
     void aConsumerOnAnotherPrefixUsesItsOwnTables() throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            try (Connection c = db.dataSource().getConnection()) {
-                Ledger.create(c);
-            }
+        try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             Schema.migrate(db.dataSource(), "billing_");
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("billing")
                     .tablePrefix("billing_").handler(Ledger.CREDIT).build();
