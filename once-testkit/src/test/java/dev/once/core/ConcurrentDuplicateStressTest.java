@@ -8,7 +8,6 @@ import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import org.junit.jupiter.api.Test;
 
-import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;

@@ -7,7 +7,6 @@ import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import org.junit.jupiter.api.Test;
 
-import java.sql.Connection;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
