@@ -400,10 +400,32 @@ public final class OutboxRelay implements AutoCloseable {
         }
         Lease acquired = leases.acquire(leaseName, leaseOwner, leaseTtl).orElse(null);
         if (acquired != null) {
+            takeOver(acquired);
             log.info("relay {} acquired lease '{}' with token {}", name, leaseName, acquired.token());
         }
         lease.set(acquired);
         return acquired;
+    }
+
+    // Records the new token at the fence at once, not at this relay's first batch: from here on the
+    // previous holder's batches are rejected even while this relay has nothing to send.
+    private void takeOver(Lease acquired) {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                Fence.check(c, dialect, prefix, fenceResource(), acquired.token(), clock);
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new OnceException("relay " + name + ": recording lease token " + acquired.token() + " of '"
+                    + leaseName + "' at the fence failed: " + e.getMessage(), e);
+        }
     }
 
     /**
