@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Publishes to JetStream with {@code Nats-Msg-Id} set from the event id, so a relay that re-sends
+ * Publishes to JetStream with {@code Nats-Msg-Id} set from the event id (an outbox row's idempotency key), so a relay that re-sends
  * after a crash within the stream's duplicate window produces no second message (the server
  * answers with a duplicate ack); outside the window the consumer's inbox absorbs the copy. The
  * event id also travels as the header {@value OutboxMessage#EVENT_ID_HEADER}. Each publish waits
@@ -31,26 +31,34 @@ public final class NatsPublisher {
     }
 
     /**
-     * Publishes one outbox row; its destination is the subject.
+     * Publishes one outbox row; its destination is the subject. {@code Nats-Msg-Id} is the row's
+     * idempotency key, which is the event id unless the handler gave one: two different messages
+     * one handler wrote for one event must not dedupe each other.
      *
      * @return true if the stream stored it, false if it was a duplicate of an earlier publish
      * @throws IOException          on a timeout or a lost connection; the relay retries
      * @throws JetStreamApiException when no stream takes the subject
      */
     public boolean send(OutboxMessage message) throws IOException, JetStreamApiException {
-        return publish(message.destination(), message.eventId(), message.payload(), message.headers());
+        return publish(message.destination(), message.eventId(), message.idempotencyKey(), message.payload(),
+                message.headers());
     }
 
-    /** Publishes one message; see {@link #send}. */
+    /** Publishes one message with {@code Nats-Msg-Id} set to the event id; see {@link #send}. */
     public boolean publish(String subject, String eventId, byte[] payload, Map<String, String> headers)
             throws IOException, JetStreamApiException {
+        return publish(subject, eventId, eventId, payload, headers);
+    }
+
+    private boolean publish(String subject, String eventId, String messageId, byte[] payload,
+                            Map<String, String> headers) throws IOException, JetStreamApiException {
         Objects.requireNonNull(eventId, "eventId");
         Headers h = new Headers();
         if (headers != null) {
             headers.forEach(h::put);
         }
         h.put(OutboxMessage.EVENT_ID_HEADER, eventId);
-        PublishAck ack = jetStream.publish(subject, h, payload, PublishOptions.builder().messageId(eventId).build());
+        PublishAck ack = jetStream.publish(subject, h, payload, PublishOptions.builder().messageId(messageId).build());
         return !ack.isDuplicate();
     }
 }

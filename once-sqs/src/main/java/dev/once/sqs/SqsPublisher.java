@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
 /**
  * Sends messages to SQS with the event id where {@link SqsConsumer} reads it: the string
  * message attribute {@value OutboxMessage#EVENT_ID_HEADER}. For a FIFO queue ({@code .fifo})
- * it sets {@code MessageDeduplicationId} from the event id, so a relay that re-sends after a
+ * it sets {@code MessageDeduplicationId} from the event id (an outbox row's idempotency key), so a relay that re-sends after a
  * crash within SQS's five-minute dedup window produces no second message, and
  * {@code MessageGroupId} from the ordering key (the event id when there is none). Outside the
  * window, or on a standard queue, a re-send is a second message that the consumer's inbox absorbs.
@@ -40,14 +40,17 @@ public final class SqsPublisher {
     }
 
     /**
-     * Sends one outbox row; its destination is a queue URL or a queue name.
+     * Sends one outbox row; its destination is a queue URL or a queue name. On a FIFO queue the
+     * deduplication id is the row's idempotency key, which is the event id unless the handler
+     * gave one: two different messages one handler wrote for one event must not dedupe each other.
      *
      * @return the SQS message id
      * @throws software.amazon.awssdk.core.exception.SdkException when SQS refuses or cannot be reached;
      *         the relay retries and the consumer absorbs the resulting copy
      */
     public String send(OutboxMessage message) {
-        return publish(message.destination(), message.eventId(), message.key(), message.payload(), message.headers());
+        return send(message.destination(), message.eventId(), message.idempotencyKey(), message.key(),
+                message.payload(), message.headers());
     }
 
     /**
@@ -59,6 +62,11 @@ public final class SqsPublisher {
      * @return the SQS message id
      */
     public String publish(String queue, String eventId, String key, byte[] payload, Map<String, String> headers) {
+        return send(queue, eventId, eventId, key, payload, headers);
+    }
+
+    private String send(String queue, String eventId, String deduplicationKey, String key, byte[] payload,
+                        Map<String, String> headers) {
         Objects.requireNonNull(eventId, "eventId");
         String url = queueUrl(queue);
         Map<String, MessageAttributeValue> attributes = new LinkedHashMap<>();
@@ -73,7 +81,7 @@ public final class SqsPublisher {
         SendMessageRequest.Builder request = SendMessageRequest.builder().queueUrl(url)
                 .messageBody(new String(payload, StandardCharsets.UTF_8)).messageAttributes(attributes);
         if (SqsDeliveries.isFifo(url)) {
-            request.messageDeduplicationId(sqsId(eventId)).messageGroupId(sqsId(key != null ? key : eventId));
+            request.messageDeduplicationId(sqsId(deduplicationKey)).messageGroupId(sqsId(key != null ? key : eventId));
         }
         return client.sendMessage(request.build()).messageId();
     }
