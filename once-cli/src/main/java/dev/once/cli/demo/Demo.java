@@ -103,6 +103,7 @@ public final class Demo implements AutoCloseable {
     private final List<AutoCloseable> closeables = new ArrayList<>();
     private final Faults faults = new Faults();
     private final AtomicInteger payments = new AtomicInteger();
+    private final AtomicInteger performing = new AtomicInteger();
     private final Deque<String> story = new ArrayDeque<>();
     private final String runId = UUID.randomUUID().toString().substring(0, 8);
     private HikariDataSource dataSource;
@@ -210,6 +211,15 @@ public final class Demo implements AutoCloseable {
 
     /** Performs one button's action and returns the line that explains it. */
     public String perform(Action action) {
+        performing.incrementAndGet();
+        try {
+            return doPerform(action);
+        } finally {
+            performing.decrementAndGet();
+        }
+    }
+
+    private String doPerform(Action action) {
         int n = payments.incrementAndGet();
         String id = "pay-" + n;
         Payment payment = new Payment(id, id, AMOUNT);
@@ -277,9 +287,12 @@ public final class Demo implements AutoCloseable {
 
     /** The numbers as they are now. */
     public DemoState state() {
+        // In this order: a payment counted here is either still in flight (not settled) or fully
+        // reflected in the figures read after, so a settled state is always a consistent one.
+        int made = payments.get();
+        boolean settled = settled();
         long[] naiveLedger = balance("naive_ledger");
         long[] onceLedger = balance("once_ledger");
-        int made = payments.get();
         List<DemoState.Discarded> discarded = once.recentDiscards().stream()
                 .map(d -> new DemoState.Discarded(d.paymentId(), d.reason(), d.worker())).toList();
         DemoState.LaneState n = new DemoState.LaneState(naive.deliveries.get(), naiveLedger[0],
@@ -294,7 +307,7 @@ public final class Demo implements AutoCloseable {
             lines = List.copyOf(story);
         }
         long delivered = once.deliveries.get();
-        return new DemoState((long) made * AMOUNT, made, delivered, delivered - once.applied.get(), settled(),
+        return new DemoState((long) made * AMOUNT, made, delivered, delivered - once.applied.get(), settled,
                 n, o, lines);
     }
 
@@ -313,7 +326,7 @@ public final class Demo implements AutoCloseable {
      * no worker is inside a batch, and the outbox has nothing pending.
      */
     public boolean settled() {
-        if (naive.inFlight.get() > 0 || once.inFlight.get() > 0) {
+        if (performing.get() > 0 || naive.inFlight.get() > 0 || once.inFlight.get() > 0) {
             return false;
         }
         try {
@@ -341,7 +354,7 @@ public final class Demo implements AutoCloseable {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery(DemoSql.OUTBOX_PENDING)) {
             rs.next();
-            return rs.getLong(1) == 0 && naive.inFlight.get() == 0 && once.inFlight.get() == 0;
+            return rs.getLong(1) == 0 && performing.get() == 0 && naive.inFlight.get() == 0 && once.inFlight.get() == 0;
         } catch (SQLException e) {
             return false;
         }

@@ -3,9 +3,14 @@ package dev.once.cli.demo;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
+import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.stream.Stream;
 
 /**
  * A real Kafka broker in this JVM: one combined broker and controller in KRaft mode, from Kafka's
@@ -16,14 +21,20 @@ import java.nio.charset.StandardCharsets;
 final class EmbeddedKafka implements AutoCloseable {
 
     private final KafkaClusterTestKit cluster;
+    private final Path directory;
 
-    private EmbeddedKafka(KafkaClusterTestKit cluster) {
+    private EmbeddedKafka(KafkaClusterTestKit cluster, Path directory) {
         this.cluster = cluster;
+        this.directory = directory;
     }
 
     /** Starts the broker and waits until it accepts clients (about 2 s). */
     static EmbeddedKafka start() throws Exception {
+        // Our own directory: the test kit's default one is deleted by a JVM shutdown hook that races
+        // with close() on Ctrl-C, and the broker then fails loudly writing its last checkpoints.
+        Path directory = Files.createTempDirectory("once-demo-kafka");
         KafkaClusterTestKit cluster = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder()
+                .setBaseDirectory(directory)
                 .setCombined(true).setNumBrokerNodes(1).setNumControllerNodes(1).build())
                 // One broker: internal topics cannot be replicated, and a new group should not wait for more members.
                 .setConfigProp("offsets.topic.replication.factor", "1")
@@ -39,9 +50,10 @@ final class EmbeddedKafka implements AutoCloseable {
             cluster.waitForReadyBrokers();
         } catch (Exception e) {
             cluster.close();
+            delete(directory);
             throw e;
         }
-        return new EmbeddedKafka(cluster);
+        return new EmbeddedKafka(cluster, directory);
     }
 
     // Kafka's storage formatter prints its bootstrap records to System.out, which would land in
@@ -63,6 +75,21 @@ final class EmbeddedKafka implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        cluster.close();
+        try {
+            cluster.close();
+        } finally {
+            delete(directory);
+        }
+    }
+
+    private static void delete(Path directory) throws IOException {
+        if (!Files.exists(directory)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(directory)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 // The once demo page: buttons POST an action; the state arrives by server-sent events.
 "use strict";
 const $ = (id) => document.getElementById(id);
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const money = (n) => (n < 0 ? "-$" : "$") + Math.abs(n).toLocaleString("en-US");
 
 function set(id, value, text) {
@@ -37,16 +38,17 @@ function render(s) {
   set("naive-ledger", s.naive.ledger, money(s.naive.ledger));
   set("naive-overcount", s.naive.overcount, money(s.naive.overcount));
   set("naive-charges", s.naive.providerCharges);
-  $("naive-meta").textContent = `${s.naive.deliveries} deliveries · ${s.naive.crashes} crashes · `
-    + `${s.naive.refusedCommits} refused offset commits · card charged ${s.naive.providerCharges}× for ${s.payments} payments`;
+  $("naive-meta").textContent = `${plural(s.naive.deliveries, "delivery").replace("deliverys", "deliveries")} · `
+    + `${plural(s.naive.crashes, "crash").replace("crashs", "crashes")} · ${plural(s.naive.refusedCommits, "refused offset commit")}`
+    + ` · card charged ${s.naive.providerCharges}× for ${plural(s.payments, "payment")}`;
   list("naive-log", s.naive.log, (l) => l);
 
   set("once-ledger", s.once.ledger, money(s.once.ledger));
   set("once-overcount", s.once.overcount, money(s.once.overcount));
   set("once-deduped", s.once.deduped, money(s.once.deduped));
   set("once-charges", s.once.providerCharges);
-  $("once-meta").textContent = `${s.once.deliveries} deliveries · ${s.once.dedupedCount} discarded · `
-    + `card charged ${s.once.providerCharges}× for ${s.payments} payments`
+  $("once-meta").textContent = `${plural(s.once.deliveries, "delivery").replace("deliverys", "deliveries")} · `
+    + `${s.once.dedupedCount} discarded · card charged ${s.once.providerCharges}× for ${plural(s.payments, "payment")}`
     + (s.once.providerReplays ? ` · ${s.once.providerReplays} re-sent charge${s.once.providerReplays === 1 ? "" : "s"} replayed by the provider` : "");
   list("once-discarded", s.once.discarded, (d) => `${d.payment} · ${d.reason}`, "no duplicates yet");
   list("once-log", s.once.log, (l) => l);
