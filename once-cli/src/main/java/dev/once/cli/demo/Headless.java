@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Random;
 
 /**
@@ -47,6 +48,7 @@ final class Headless {
 
     /** Runs the plan, drawing progress on {@code err}, and prints the table on {@code out}. */
     static void run(Demo demo, List<Demo.Action> plan, PrintWriter out, PrintWriter err) throws InterruptedException {
+        long started = System.nanoTime();
         for (int i = 0; i < plan.size(); i++) {
             demo.perform(plan.get(i));
             // One payment at a time, settled before the next, so each fault hits the payment it was aimed at.
@@ -54,18 +56,19 @@ final class Headless {
                 throw new IllegalStateException("the lanes did not settle within " + SETTLE_TIMEOUT.toSeconds()
                         + " s after " + plan.get(i).key + " of pay-" + (i + 1));
             }
-            progress(err, i + 1, plan.size(), demo.state());
+            progress(err, i + 1, plan.size(), demo.state(), started);
         }
         err.println();
         err.flush();
         table(out, demo.state());
     }
 
-    private static void progress(PrintWriter err, int done, int total, DemoState s) {
+    private static void progress(PrintWriter err, int done, int total, DemoState s, long started) {
         int width = 30;
         int filled = (int) ((long) done * width / total);
         err.print("\r[" + "#".repeat(filled) + "-".repeat(width - filled) + "] " + done + "/" + total
-                + " payments   naive " + Demo.money(s.naive().ledger()) + "   once " + Demo.money(s.once().ledger()) + "  ");
+                + " payments   naive " + Demo.money(s.naive().ledger()) + "   once " + Demo.money(s.once().ledger())
+                + String.format(Locale.ROOT, "   %.1f s  ", (System.nanoTime() - started) / 1e9));
         err.flush();
     }
 
