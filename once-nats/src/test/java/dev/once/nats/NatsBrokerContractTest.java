@@ -12,7 +12,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -58,7 +57,7 @@ class NatsBrokerContractTest extends BrokerContract {
                 copies.add(connection().jetStream().publishAsync(stream, h, body,
                         PublishOptions.builder().messageId(e.eventId()).build()));
             } else {
-                publisher.publish(stream, e.eventId(), body, Map.of());
+                publisher.publish(TestNats.message(stream, e.eventId(), null, e.payload()));
             }
         }
         CompletableFuture.allOf(copies.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);

@@ -12,11 +12,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -73,7 +71,7 @@ class NatsConsumerTest {
                 redelivered.countDown();
             }
         });
-        new NatsPublisher(nats).publish(stream, "evt-1", "1".getBytes(StandardCharsets.UTF_8), Map.of());
+        new NatsPublisher(nats).publish(TestNats.message(stream, "evt-1", null, "1"));
         try (NatsConsumer a = consumer(engine, false); NatsConsumer b = consumer(engine, false)) {
             await().atMost(Duration.ofSeconds(60)).until(() -> outcomes.stream().anyMatch(o -> o.status() == Status.DUPLICATE));
         }
@@ -89,7 +87,7 @@ class NatsConsumerTest {
             // long work: four ack waits
             assertThat(never.await(ACK_WAIT.toMillis() * 4, TimeUnit.MILLISECONDS)).isFalse();
         }, d -> { });
-        new NatsPublisher(nats).publish(stream, "evt-1", "1".getBytes(StandardCharsets.UTF_8), Map.of());
+        new NatsPublisher(nats).publish(TestNats.message(stream, "evt-1", null, "1"));
         try (NatsConsumer a = consumer(engine, true); NatsConsumer b = consumer(engine, true)) {
             await().atMost(Duration.ofSeconds(60)).until(() -> outcomes.stream().anyMatch(o -> o.status() == Status.APPLIED));
         }
@@ -101,9 +99,11 @@ class NatsConsumerTest {
     @Test
     void publisherSetsNatsMsgIdSoTheStreamDropsARepublish() throws Exception {
         NatsPublisher publisher = new NatsPublisher(nats);
-        byte[] body = "1".getBytes(StandardCharsets.UTF_8);
-        assertThat(publisher.publish(stream, "evt-1", body, Map.of())).as("first publish stored").isTrue();
-        assertThat(publisher.publish(stream, "evt-1", body, Map.of())).as("re-publish of the same event id").isFalse();
+        assertThat(publisher.publish(TestNats.message(stream, "evt-1", null, "1")).body()).as("first publish stored")
+                .isEqualTo("stream=" + stream + " seq=1 duplicate=false");
+        assertThat(publisher.publish(TestNats.message(stream, "evt-1", null, "1")).body())
+                .as("re-publish of the same event id: the stream answers with the first message's sequence")
+                .isEqualTo("stream=" + stream + " seq=1 duplicate=true");
         assertThat(nats.jetStreamManagement().getStreamInfo(stream).getStreamState().getMsgCount()).isEqualTo(1);
     }
 

@@ -1,5 +1,6 @@
 package dev.once.nats;
 
+import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.Services;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamManagement;
@@ -8,7 +9,9 @@ import io.nats.client.Options;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 
 /** The NATS server on this machine (127.0.0.1:4222, JetStream on), or a skip saying how to start it. */
 final class TestNats {
@@ -36,6 +39,12 @@ final class TestNats {
     static void createStream(Connection c, String name) throws Exception {
         c.jetStreamManagement().addStream(StreamConfiguration.builder().name(name).subjects(name)
                 .storageType(StorageType.Memory).build());
+    }
+
+    /** A message as the outbox relay would hand it to the publisher: the event id is also its idempotency key. */
+    static OutboxMessage message(String destination, String eventId, String key, String body) {
+        return new OutboxMessage(0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId,
+                0, null);
     }
 
     static void deleteStream(Connection c, String name) throws Exception {

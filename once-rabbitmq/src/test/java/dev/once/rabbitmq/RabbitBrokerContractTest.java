@@ -45,7 +45,7 @@ class RabbitBrokerContractTest extends BrokerContract {
         if (events.size() < 100) {
             try (RabbitPublisher publisher = new RabbitPublisher(connection())) {
                 for (Event e : events) {
-                    publisher.publish("", queue, e.eventId(), e.payload().getBytes(StandardCharsets.UTF_8), Map.of());
+                    publisher.publish(TestRabbit.message(queue, e.eventId(), null, e.payload()));
                 }
             }
             return;

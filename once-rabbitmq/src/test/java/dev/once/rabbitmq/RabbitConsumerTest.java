@@ -15,7 +15,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import javax.sql.DataSource;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -138,7 +137,7 @@ class RabbitConsumerTest {
 
     private void publish(String eventId, String body) throws Exception {
         try (RabbitPublisher p = new RabbitPublisher(admin)) {
-            p.publish("", queue, eventId, body.getBytes(StandardCharsets.UTF_8), Map.of());
+            p.publish(TestRabbit.message(queue, eventId, null, body));
         }
     }
 

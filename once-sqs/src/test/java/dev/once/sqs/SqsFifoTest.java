@@ -1,6 +1,7 @@
 package dev.once.sqs;
 
 import dev.once.Outcome.Status;
+import dev.once.outbox.Receipt;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import org.junit.jupiter.api.AfterEach;
@@ -8,7 +9,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -63,9 +63,13 @@ class SqsFifoTest {
 
     @Test
     void publisherSetsTheDeduplicationIdFromTheEventId() {
-        send("evt-1", null, "1");
-        send("evt-1", null, "1");   // the relay re-sends after a crash: same event id, same dedup id
+        Receipt first = send("evt-1", null, "1");
+        Receipt again = send("evt-1", null, "1");   // the relay re-sends after a crash: same event id, same dedup id
         send("evt-2", null, "2");
+        assertThat(first.status()).isEqualTo(200);
+        assertThat(first.body()).as("SQS's answer: message id and FIFO sequence number")
+                .matches("messageId=\\S+ sequenceNumber=\\d+");
+        assertThat(again.body()).as("SQS answers a deduplicated send like the first").isEqualTo(first.body());
         Map<QueueAttributeName, String> attributes = TestSqs.client().getQueueAttributes(r -> r.queueUrl(queue)
                 .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes();
         assertThat(attributes).as("the second send of evt-1 was deduplicated by SQS")
@@ -74,8 +78,8 @@ class SqsFifoTest {
         assertThat(SqsPublisher.sqsId("évènement " + "x".repeat(200))).as("ids SQS refuses are hashed").hasSize(64);
     }
 
-    private void send(String eventId, String group, String body) {
-        publisher.publish(queue, eventId, group, body.getBytes(StandardCharsets.UTF_8), Map.of());
+    private Receipt send(String eventId, String group, String body) {
+        return publisher.publish(TestSqs.message(queue, eventId, group, body));
     }
 
     private List<String> appliedOrder(String like) throws Exception {

@@ -8,7 +8,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -88,6 +87,6 @@ class SqsVisibilityTest {
     }
 
     private void publish(String eventId) {
-        new SqsPublisher(TestSqs.client()).publish(queue, eventId, null, "1".getBytes(StandardCharsets.UTF_8), Map.of());
+        new SqsPublisher(TestSqs.client()).publish(TestSqs.message(queue, eventId, null, "1"));
     }
 }

@@ -1,5 +1,6 @@
 package dev.once.sqs;
 
+import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.Services;
 import org.elasticmq.rest.sqs.SQSRestServer;
 import org.elasticmq.rest.sqs.SQSRestServerBuilder;
@@ -12,6 +13,7 @@ import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -76,6 +78,12 @@ final class TestSqs {
             attributes.put(QueueAttributeName.FIFO_QUEUE, "true");
         }
         return client().createQueue(r -> r.queueName(name).attributes(attributes)).queueUrl();
+    }
+
+    /** A message as the outbox relay would hand it to the publisher: the event id is also its idempotency key. */
+    static OutboxMessage message(String destination, String eventId, String key, String body) {
+        return new OutboxMessage(0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId,
+                0, null);
     }
 
     static void deleteQueue(String url) {
