@@ -12,6 +12,7 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxStats;
 import dev.once.outbox.Receipt;
+import dev.once.retention.OutboxPruner;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -179,6 +180,28 @@ class OutboxRelayTest {
         assertThat(sent).containsExactly("b1", "n1", "b2", "a2", "a1");
         assertThat(admin.dead(0, 10)).isEmpty();
         assertThat(admin.replay(List.of(a1))).as("a sent row does not replay").isZero();
+    }
+
+    @Test
+    void sentRowsArePrunedAfterTheRetentionAndPendingOrDeadRowsNever() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-sent", "k1", "sent");
+        OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
+                .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
+                    if (m.eventId().equals("e-dead")) {
+                        throw new dev.once.PermanentFailureException("rejected");
+                    }
+                    return Receipt.NONE;
+                }).build();
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        OutboxRows.add(db.dataSource(), clock, "e-pending", "k3", "pending");
+        OutboxPruner pruner = OutboxPruner.builder().dataSource(db.dataSource()).clock(clock)
+                .retention(Duration.ofDays(1)).build();
+        assertThat(pruner.prune()).as("nothing is old enough yet").isZero();
+        clock.advance(Duration.ofDays(2));
+        assertThat(pruner.prune()).isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status IN ('pending', 'dead')")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(2);
     }
 
     @Test
