@@ -243,6 +243,6 @@ public interface Dialect {
     /** Releases the migration lock, or null when the lock ends with the transaction. Binds: 1 the lock name. */
     String unlockMigrations();
 
-    /** Counts rows of the inbox cheaply (an estimate where exact counts are expensive). */
-    String estimateInboxRows(String prefix);
+    /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
+    String countInboxRows(String prefix);
 }

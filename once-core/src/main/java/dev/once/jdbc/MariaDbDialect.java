@@ -118,7 +118,7 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public String estimateInboxRows(String prefix) {
+    public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
 }

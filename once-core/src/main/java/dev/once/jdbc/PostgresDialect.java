@@ -133,7 +133,7 @@ public final class PostgresDialect implements Dialect {
     }
 
     @Override
-    public String estimateInboxRows(String prefix) {
+    public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
 }

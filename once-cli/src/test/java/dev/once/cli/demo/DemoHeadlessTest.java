@@ -1,0 +1,66 @@
+package dev.once.cli.demo;
+
+import dev.once.testkit.TestPostgres;
+import org.junit.jupiter.api.Test;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code once demo --headless --chaos}: every fault hits both lanes for real; the printed table
+ * must show the naive lane over-counting and the once lane counting every payment exactly once.
+ */
+class DemoHeadlessTest {
+
+    private static final Pattern ROW = Pattern.compile("(?m)^(overcount|in ledger|card charges)\\s+\\$?([\\d,]+)\\s+\\$?([\\d,]+)\\s*$");
+
+    @Test
+    void chaosMakesTheNaiveLaneOvercountAndTheOnceLaneCountEachPaymentOnce() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = dev.once.cli.Main.run(new PrintWriter(out), new PrintWriter(err), "demo", "--headless",
+                "--events", "6", "--chaos", "--seed", "7",
+                "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", SharedKafka.bootstrap(),
+                "--schema", "once_demo_headless_" + ProcessHandle.current().pid());
+        String printed = out + "\n--- err:\n" + err;
+
+        assertThat(code).as(printed).isZero();
+        assertThat(err.toString()).as("progress bar").contains("[##############################] 6/6 payments");
+        assertThat(out.toString()).as(printed).contains("charged $120 (6 payments of $20)");
+        long[] overcount = row(out.toString(), "overcount");
+        long[] ledger = row(out.toString(), "in ledger");
+        long[] charges = row(out.toString(), "card charges");
+        assertThat(overcount[0]).as("naive overcount, every fault duplicates a $20 payment at least once:\n" + printed)
+                .isGreaterThanOrEqualTo(4 * 20);
+        assertThat(overcount[1]).as("once overcount:\n" + printed).isZero();
+        assertThat(ledger[1]).as("once ledger holds each payment once:\n" + printed).isEqualTo(120);
+        assertThat(ledger[0]).as("naive ledger:\n" + printed).isEqualTo(120 + overcount[0]);
+        assertThat(charges[1]).as("the provider charged the once lane once per payment:\n" + printed).isEqualTo(6);
+        assertThat(charges[0]).as("the naive lane was charged for every delivery:\n" + printed).isGreaterThan(6);
+        assertThat(out.toString()).contains("once counted every payment exactly once");
+    }
+
+    @Test
+    void planGivesEveryFaultAtLeastOnceUnderChaosAndNoneWithout() {
+        List<Demo.Action> chaos = Headless.plan(5, true, 1);
+        assertThat(chaos).hasSize(5).contains(Demo.Action.DOUBLE_PUBLISH, Demo.Action.CRASH, Demo.Action.REBALANCE,
+                Demo.Action.CONCURRENT);
+        assertThat(Headless.plan(5, false, 1)).containsOnly(Demo.Action.DELIVER);
+        assertThat(Headless.plan(40, true, 3)).isEqualTo(Headless.plan(40, true, 3));
+    }
+
+    private static long[] row(String table, String name) {
+        Matcher m = ROW.matcher(table);
+        while (m.find()) {
+            if (m.group(1).equals(name)) {
+                return new long[] {Long.parseLong(m.group(2).replace(",", "")), Long.parseLong(m.group(3).replace(",", ""))};
+            }
+        }
+        throw new AssertionError("no row '" + name + "' in the table:\n" + table);
+    }
+}
