@@ -1,9 +1,6 @@
 package dev.once.core;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.once.RetryableException;
-import dev.once.Schema;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -14,17 +11,16 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Receipt;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.retention.OutboxPruner;
-import dev.once.testkit.Services;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,45 +33,25 @@ import java.util.concurrent.Future;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The idempotency keys, the relay and retention on MariaDB (the second dialect), against the local
- * server at {@value #URL_ENV} or 127.0.0.1:3306 as root. Leases are PostgreSQL-only.
+ * The idempotency keys, the relay and retention on MariaDB (the second dialect). Leases are
+ * PostgreSQL-only.
  */
 class MariaDbSmokeTest {
 
-    static final String URL_ENV = "ONCE_TEST_MARIADB_URL";
-
-    private String server;
-    private String database;
-    private HikariDataSource ds;
+    private TestDatabase db;
+    private DataSource ds;
     private MutableClock clock;
 
     @BeforeEach
     void setUp() {
-        String env = System.getenv(URL_ENV);
-        server = env != null && !env.isBlank() ? env : "jdbc:mariadb://127.0.0.1:3306/?user=root";
-        database = "once_test_" + ProcessHandle.current().pid() + "_" + System.nanoTime();
-        try (Connection c = DriverManager.getConnection(server); Statement s = c.createStatement()) {
-            s.execute("CREATE DATABASE " + database);
-        } catch (SQLException e) {
-            throw Services.unavailable("mariadb", "start MariaDB on 127.0.0.1:3306 (root, no password) or set "
-                    + URL_ENV, e);
-        }
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(server.replace("3306/", "3306/" + database));
-        config.setMaximumPoolSize(20);
-        ds = new HikariDataSource(config);
-        Schema.migrate(ds);
+        db = TestMariaDb.shared().freshDatabase(20);
+        ds = db.dataSource();
         clock = MutableClock.startingNow();
     }
 
     @AfterEach
-    void tearDown() throws SQLException {
-        if (ds != null) {
-            ds.close();
-        }
-        try (Connection c = DriverManager.getConnection(server); Statement s = c.createStatement()) {
-            s.execute("DROP DATABASE IF EXISTS " + database);
-        }
+    void tearDown() {
+        db.close();
     }
 
     @Test
