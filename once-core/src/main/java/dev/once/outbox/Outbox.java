@@ -8,8 +8,10 @@ import java.util.Map;
  * here is written in the claim transaction and leaves only after commit, through a relay that
  * performs it with its idempotency key. A rolled-back transaction sends nothing.
  *
- * <p>Every row is stamped with the event id of the delivery being handled, so a relay that
- * re-sends after a crash re-sends the same id and the receiving inbox absorbs it.
+ * <p>Every row is stamped with an event id derived from the delivery being handled: the first row
+ * of a transaction carries the delivery's event id, the n-th (n &ge; 2) {@code <event id>#<n>}, so
+ * each row is a distinct event for the receiver. A relay that re-sends a row after a crash re-sends
+ * its id and the receiving inbox absorbs it.
  */
 public interface Outbox {
 
@@ -21,7 +23,7 @@ public interface Outbox {
      * @param payload        the body
      * @param headers        extra headers; the event id travels as {@value OutboxMessage#EVENT_ID_HEADER}
      * @param idempotencyKey the key the receiver deduplicates on, derived from the business identity
-     *                       (for example {@code charge:order-42}); null to use the event id
+     *                       (for example {@code charge:order-42}); null to use the row's event id
      * @return the outbox row id
      */
     long add(String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)

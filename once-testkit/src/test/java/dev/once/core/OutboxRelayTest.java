@@ -1,6 +1,9 @@
 package dev.once.core;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
@@ -202,6 +205,41 @@ class OutboxRelayTest {
         assertThat(pruner.prune()).isEqualTo(1);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status IN ('pending', 'dead')")).isEqualTo(2);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(2);
+    }
+
+    /** Regression: every row of a handler carried the delivery's event id, so a receiver dropped the second. */
+    @Test
+    void twoRowsWrittenByOneHandlerAreTwoEventsForTheReceivingInbox() throws Exception {
+        try (Connection c = db.dataSource().getConnection()) {
+            Ledger.create(c);
+        }
+        IdempotentConsumer orders = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+                    tx.outbox().add("payments", "order-7", "500".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                    tx.outbox().add("payments", "order-7", "700".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                }).build();
+        String longId = "o".repeat(Delivery.MAX_MESSAGE_ID_LENGTH);
+        assertThat(orders.process(Delivery.of("order-7-paid", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        assertThat(orders.process(Delivery.of(longId, "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        IdempotentConsumer payments = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("payments")
+                .meterRegistry(new SimpleMeterRegistry()).handler(Ledger.CREDIT).build();
+        List<String> eventIds = new CopyOnWriteArrayList<>();
+        List<Outcome.Status> outcomes = new CopyOnWriteArrayList<>();
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
+                .publisher(m -> {
+                    eventIds.add(m.headers().get(OutboxMessage.EVENT_ID_HEADER));
+                    outcomes.add(payments.process(Delivery.of(m.eventId(), m.payload())).status());
+                    return Receipt.NONE;
+                }).build();
+        while (relay.relayOnce() > 0) {
+            // each key's rows go one batch after another
+        }
+        assertThat(eventIds).containsExactly("order-7-paid", "order-7-paid#2", longId,
+                longId.substring(0, Delivery.MAX_MESSAGE_ID_LENGTH - 2) + "#2");
+        assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
+        try (Connection c = db.dataSource().getConnection()) {
+            assertThat(Ledger.balance(c)).as("both rows of each handler applied").isEqualTo(2 * (500 + 700));
+        }
     }
 
     @Test
