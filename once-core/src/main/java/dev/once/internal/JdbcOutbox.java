@@ -1,6 +1,5 @@
 package dev.once.internal;
 
-import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import dev.once.jdbc.Dialect;
 import dev.once.outbox.Outbox;
@@ -15,16 +14,7 @@ import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/**
- * Writes outbox rows on the claim transaction's connection, stamped with an event id derived from
- * the delivery's. Not API.
- *
- * <p>The first row of a transaction carries the delivery's event id unchanged; the n-th (n &ge; 2)
- * carries {@code <event id>#<n>}. Every row needs an id of its own: a receiver deduplicates on it,
- * so two rows of one handler sharing an id would lose the second as a "duplicate". The ids are
- * deterministic (the same handler writes the same rows in the same order), and a re-send of one
- * row after a relay crash carries the same id, which the receiver absorbs.
- */
+/** Writes outbox rows on the claim transaction's connection, stamped with the event id. Not API. */
 public final class JdbcOutbox implements Outbox {
 
     static final int MAX_DESTINATION = 1000;
@@ -32,15 +22,33 @@ public final class JdbcOutbox implements Outbox {
 
     private final Connection connection;
     private final String insertSql;
-    private final String eventId;
+    private final String causeId;
     private final Clock clock;
-    private int rows;
+    private int added;
 
     public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String eventId, Clock clock) {
         this.connection = connection;
         this.insertSql = dialect.outboxInsert(prefix);
-        this.eventId = eventId;
+        this.causeId = eventId;
         this.clock = clock;
+    }
+
+    // Each message a handler enqueues is an event of its own: two messages to one downstream
+    // consumer must not share an id, or its inbox would drop the second. "<cause>#<n>" is unique
+    // (the claim lets this transaction commit once per cause) and stable (it is stored in the row,
+    // so every re-send after a relay crash carries the same id).
+    private String nextEventId() {
+        String id = causeId + "#" + (++added);
+        if (id.length() <= dev.once.Delivery.MAX_MESSAGE_ID_LENGTH) {
+            return id;
+        }
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(causeId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(digest) + "#" + added;
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
     }
 
     @Override
@@ -54,17 +62,18 @@ public final class JdbcOutbox implements Outbox {
             throw new InvalidDeliveryException("outbox key must be at most " + MAX_KEY + " characters, but was "
                     + key.length());
         }
-        String rowEventId = rowEventId(eventId, rows + 1);
-        String idem = idempotencyKey == null ? rowEventId : idempotencyKey;
+        String eventId = nextEventId();
+        String idem = idempotencyKey == null ? eventId : idempotencyKey;
         if (idem.isBlank() || idem.length() > MAX_KEY) {
             throw new InvalidDeliveryException("outbox idempotency key must be 1 to " + MAX_KEY
                     + " non-blank characters, but was " + Names.quoted(idem));
         }
         Map<String, String> all = new LinkedHashMap<>(headers == null ? Map.of() : headers);
-        all.put(OutboxMessage.EVENT_ID_HEADER, rowEventId);
+        all.put(OutboxMessage.EVENT_ID_HEADER, eventId);
+        all.put(OutboxMessage.CAUSE_ID_HEADER, causeId);
         Timestamp now = Timestamp.from(clock.instant());
         try (PreparedStatement ps = connection.prepareStatement(insertSql)) {
-            ps.setString(1, rowEventId);                               // 1 event_id
+            ps.setString(1, eventId);                                  // 1 event_id
             ps.setString(2, destination);                              // 2 destination
             ps.setString(3, key);                                      // 3 msg_key
             ps.setBytes(4, payload == null ? new byte[0] : payload);   // 4 payload
@@ -74,19 +83,8 @@ public final class JdbcOutbox implements Outbox {
             ps.setTimestamp(8, now);                                   // 8 created_at
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                rows++;
                 return rs.getLong(1);
             }
         }
-    }
-
-    /** The event id of the n-th row (1-based) of a transaction; cut to fit the 255-character column. */
-    static String rowEventId(String eventId, int n) {
-        if (n == 1) {
-            return eventId;
-        }
-        String suffix = "#" + n;
-        int keep = Math.min(eventId.length(), Delivery.MAX_MESSAGE_ID_LENGTH - suffix.length());
-        return eventId.substring(0, keep) + suffix;
     }
 }
