@@ -35,9 +35,10 @@ import java.util.concurrent.Callable;
  * reported as OK or WARN and leaves it 0.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
-        description = {"Check a database for the signs of duplicate processing: duplicate business keys in a table of yours,",
-                "inbox size and age against the retention, outbox backlog and dead messages.",
-                "Exit status " + ExitCodes.FINDINGS + " when duplicate business keys are found."})
+        description = {"Check a database for the signs of duplicate processing.",
+                "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
+                        + " and dead messages. Exit status " + ExitCodes.FINDINGS + " when duplicate business keys are found, "
+                        + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE + " when the database cannot be read.%n"})
 final class DoctorCommand implements Callable<Integer> {
 
     @CommandLine.Spec

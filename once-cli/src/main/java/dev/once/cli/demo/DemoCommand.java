@@ -12,9 +12,10 @@ import java.util.concurrent.TimeUnit;
 
 /** {@code once demo}: the ledger page, or the same scenario headless. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = {"Delivered twice, counted once: a naive consumer and a once consumer read the same Kafka topic.",
-                "Starts embedded PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost",
-                "with a button for each real source of duplicates. --headless runs the scenario and prints a table."})
+        description = {"Delivered twice, counted once: the ledger page.",
+                "%nA naive consumer and a once consumer read the same Kafka topic in their own groups. Starts embedded"
+                        + " PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost with a button"
+                        + " for each real source of duplicates. --headless runs the same scenario and prints a table.%n"})
 public final class DemoCommand implements Callable<Integer> {
 
     @CommandLine.Spec

@@ -54,6 +54,25 @@ class DemoHeadlessTest {
         assertThat(Headless.plan(40, true, 3)).isEqualTo(Headless.plan(40, true, 3));
     }
 
+    @Test
+    void anUnreachablePostgresOrABadKafkaAddressIsNamed() throws Exception {
+        int closedPort;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            closedPort = s.getLocalPort();
+        }
+        String unreachable = "jdbc:postgresql://127.0.0.1:" + closedPort + "/nowhere?user=postgres";
+        StringWriter err = new StringWriter();
+        int code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(err), "demo", "--headless",
+                "--postgres", unreachable, "--kafka", "127.0.0.1:9092");
+        assertThat(code).as(err.toString()).isEqualTo(dev.once.cli.internal.ExitCodes.FAILURE);
+        assertThat(err.toString()).contains("cannot use PostgreSQL at " + unreachable).contains("drop --postgres");
+
+        StringWriter bad = new StringWriter();
+        code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(bad), "demo", "--kafka", "kafka-one");
+        assertThat(code).isEqualTo(dev.once.cli.internal.ExitCodes.USAGE);
+        assertThat(bad.toString()).contains("--kafka 'kafka-one' is not HOST:PORT");
+    }
+
     private static long[] row(String table, String name) {
         Matcher m = ROW.matcher(table);
         while (m.find()) {
