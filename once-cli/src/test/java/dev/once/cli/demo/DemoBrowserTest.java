@@ -2,8 +2,8 @@ package dev.once.cli.demo;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -27,16 +27,17 @@ class DemoBrowserTest {
     private static DemoServer server;
     private static Chromium chromium;
 
-    @BeforeAll
-    static void start() throws Exception {
+    // In @BeforeEach, not @BeforeAll: a missing browser then shows as a skipped test, not as nothing.
+    @BeforeEach
+    void start() throws Exception {
         chromium = Chromium.launch();   // first: skips before anything else starts when there is no browser
         demo = Demo.start(new Demo.Options(TestPostgres.shared().jdbcUrl(), SharedKafka.bootstrap(),
                 "once_demo_browser_" + ProcessHandle.current().pid()), line -> { });
         server = DemoServer.start(demo, 0);
     }
 
-    @AfterAll
-    static void stop() throws Exception {
+    @AfterEach
+    void stop() throws Exception {
         if (chromium != null) {
             chromium.close();
         }
