@@ -1,0 +1,380 @@
+package dev.once.kafka;
+
+import dev.once.Handler;
+import dev.once.IdempotentConsumer;
+import dev.once.IdempotentConsumerBuilder;
+import dev.once.InvalidConfigurationException;
+import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
+import dev.once.kafka.internal.OrderGuard;
+import dev.once.kafka.internal.RunnerSettings;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+import javax.sql.DataSource;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.function.Consumer;
+
+/**
+ * Builds a {@link KafkaConsumerRunner}. Setters check their argument at once; {@link #build()}
+ * checks what is missing and how settings fit together, and copies everything. Not thread-safe.
+ *
+ * <p>The runner takes the handler and the {@code DataSource} rather than a built
+ * {@link IdempotentConsumer} because it wraps the handler: when a record fails, later records of
+ * the same partition in the same batch are held back instead of applied ahead of it, so effects
+ * stay in offset order per partition. Other settings of the consumer go through
+ * {@link #idempotentConsumer(Consumer)}.
+ */
+public final class KafkaConsumerRunnerBuilder {
+
+    /** {@code max.poll.records} when not given: one batch, one transaction, one commit. */
+    public static final int DEFAULT_MAX_POLL_RECORDS = 500;
+    /** Tries of one record before it is dead-lettered. */
+    public static final int DEFAULT_MAX_ATTEMPTS = 5;
+    /** Backoff before the first retry; doubled per attempt up to {@link #DEFAULT_MAX_BACKOFF}. */
+    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
+    /** Longest backoff between two tries of one record. */
+    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(10);
+    /** How long one {@code poll} waits for records when idle; also the longest a close waits for an idle loop. */
+    public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(250);
+    /** How long a rebalance waits for the in-flight batch before abandoning it (never more than half of {@code max.poll.interval.ms}). */
+    public static final Duration DEFAULT_REVOKE_TIMEOUT = Duration.ofSeconds(10);
+    /** How long {@link KafkaConsumerRunner#close()} waits for in-flight batches. */
+    public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
+    /** Kafka's own default of {@code max.poll.interval.ms}. */
+    static final int KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS = 300_000;
+
+    private final Map<String, Object> kafkaProperties = new LinkedHashMap<>();
+    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    private final List<String> topics = new ArrayList<>();
+    private DataSource dataSource;
+    private String consumer;
+    private Handler handler;
+    private Consumer<IdempotentConsumerBuilder> consumerSettings = b -> { };
+    private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
+    private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
+    private String deadLetterTopic;
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
+    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+    private int threads = 1;
+    private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
+    private Duration revokeTimeout;
+    private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+    private MeterRegistry meterRegistry = Metrics.globalRegistry;
+    private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> { };
+
+    KafkaConsumerRunnerBuilder() {
+    }
+
+    /**
+     * {@code KafkaConsumer} settings; {@code bootstrap.servers} and {@code group.id} are required.
+     * {@code enable.auto.commit} is set to false (true is rejected: it commits from inside
+     * {@code poll}, before the database commit); the deserializers are byte arrays;
+     * {@code max.poll.records} defaults to {@value #DEFAULT_MAX_POLL_RECORDS}. May be called
+     * more than once; later values win.
+     */
+    public KafkaConsumerRunnerBuilder kafkaProperties(Map<String, ?> properties) {
+        Objects.requireNonNull(properties, "properties");
+        properties.forEach((k, v) -> kafkaProperties.put(Objects.requireNonNull(k, "property name"),
+                Objects.requireNonNull(v, () -> "value of Kafka property " + k)));
+        return this;
+    }
+
+    /** As {@link #kafkaProperties(Map)}. */
+    public KafkaConsumerRunnerBuilder kafkaProperties(Properties properties) {
+        Map<String, Object> copy = new HashMap<>();
+        properties.stringPropertyNames().forEach(n -> copy.put(n, properties.getProperty(n)));
+        return kafkaProperties(copy);
+    }
+
+    /** The topics to subscribe to. Required. */
+    public KafkaConsumerRunnerBuilder topics(String... topics) {
+        return topics(List.of(topics));
+    }
+
+    /** The topics to subscribe to. Required. */
+    public KafkaConsumerRunnerBuilder topics(Collection<String> topics) {
+        for (String t : topics) {
+            if (t == null || t.isBlank()) {
+                throw new InvalidConfigurationException("topic names must not be blank, but got " + topics);
+            }
+            this.topics.add(t);
+        }
+        return this;
+    }
+
+    /** The business database: claims, the handler's writes and the outbox. Required. */
+    public KafkaConsumerRunnerBuilder dataSource(DataSource dataSource) {
+        this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        return this;
+    }
+
+    /** The consumer name that scopes claims, matching {@code [a-z0-9._-]{1,100}}. Required. */
+    public KafkaConsumerRunnerBuilder consumer(String consumer) {
+        this.consumer = Objects.requireNonNull(consumer, "consumer");
+        return this;
+    }
+
+    /** The business effect, run in the claim transaction. Required. */
+    public KafkaConsumerRunnerBuilder handler(Handler handler) {
+        this.handler = Objects.requireNonNull(handler, "handler");
+        return this;
+    }
+
+    /**
+     * Further settings of the underlying {@link IdempotentConsumer} (table prefix, lock timeout,
+     * permanent-failure predicate, clock). Its data source, consumer, handler and meter registry
+     * are the runner's.
+     */
+    public KafkaConsumerRunnerBuilder idempotentConsumer(Consumer<IdempotentConsumerBuilder> settings) {
+        this.consumerSettings = Objects.requireNonNull(settings, "settings");
+        return this;
+    }
+
+    /** Where the event id comes from; default the header {@value EventIdExtractor#DEFAULT_HEADER}. */
+    public KafkaConsumerRunnerBuilder eventIdExtractor(EventIdExtractor extractor) {
+        this.eventIdExtractor = Objects.requireNonNull(extractor, "extractor");
+        return this;
+    }
+
+    /** Reads the event id from this header instead of {@value EventIdExtractor#DEFAULT_HEADER}. */
+    public KafkaConsumerRunnerBuilder eventIdHeader(String header) {
+        return eventIdExtractor(EventIdExtractor.header(header));
+    }
+
+    /** What to do with a record without an event id; default {@link MissingEventIdPolicy#FAIL}. */
+    public KafkaConsumerRunnerBuilder missingEventId(MissingEventIdPolicy policy) {
+        this.missingEventIdPolicy = Objects.requireNonNull(policy, "policy");
+        return this;
+    }
+
+    /**
+     * Where permanently failed records, records out of attempts and (under
+     * {@link MissingEventIdPolicy#DEAD_LETTER}) records without an id go, with their headers plus
+     * {@code once-dlt-reason}, {@code once-dlt-topic}, {@code once-dlt-partition},
+     * {@code once-dlt-offset}. Not set: such a record stops the runner thread instead.
+     */
+    public KafkaConsumerRunnerBuilder deadLetterTopic(String topic) {
+        if (topic == null || topic.isBlank()) {
+            throw new InvalidConfigurationException("deadLetterTopic must not be blank, but was '" + topic + "'");
+        }
+        this.deadLetterTopic = topic;
+        return this;
+    }
+
+    /**
+     * Settings of the producer that writes dead letters, over the defaults: the consumer's
+     * {@code bootstrap.servers} and security settings, {@code acks=all}, idempotence on.
+     */
+    public KafkaConsumerRunnerBuilder producerProperties(Map<String, ?> properties) {
+        Objects.requireNonNull(properties, "properties");
+        producerProperties.putAll(properties);
+        return this;
+    }
+
+    /** Tries of one record (1 to 1000) before it is dead-lettered; default {@value #DEFAULT_MAX_ATTEMPTS}. */
+    public KafkaConsumerRunnerBuilder maxAttempts(int maxAttempts) {
+        if (maxAttempts < 1 || maxAttempts > 1000) {
+            throw new InvalidConfigurationException("maxAttempts must be between 1 and 1000, but was " + maxAttempts);
+        }
+        this.maxAttempts = maxAttempts;
+        return this;
+    }
+
+    /** Backoff before a retry: {@code initial} doubled per attempt, at most {@code max}. */
+    public KafkaConsumerRunnerBuilder retryBackoff(Duration initial, Duration max) {
+        positive("retryBackoff initial", initial);
+        positive("retryBackoff max", max);
+        if (max.compareTo(initial) < 0) {
+            throw new InvalidConfigurationException("retryBackoff max must be at least initial, but was max=" + max
+                    + ", initial=" + initial);
+        }
+        this.initialBackoff = initial;
+        this.maxBackoff = max;
+        return this;
+    }
+
+    /** Poll loops (1 to 64), each with its own {@code KafkaConsumer} in the group; default 1. */
+    public KafkaConsumerRunnerBuilder threads(int threads) {
+        if (threads < 1 || threads > 64) {
+            throw new InvalidConfigurationException("threads must be between 1 and 64, but was " + threads);
+        }
+        this.threads = threads;
+        return this;
+    }
+
+    /** How long an idle {@code poll} waits; default {@link #DEFAULT_POLL_TIMEOUT}. */
+    public KafkaConsumerRunnerBuilder pollTimeout(Duration pollTimeout) {
+        this.pollTimeout = positive("pollTimeout", pollTimeout);
+        return this;
+    }
+
+    /**
+     * How long a rebalance waits for the in-flight batch before abandoning it; default
+     * {@link #DEFAULT_REVOKE_TIMEOUT}, capped by default at half of {@code max.poll.interval.ms}.
+     * Must be below {@code max.poll.interval.ms}, which bounds the whole rebalance.
+     */
+    public KafkaConsumerRunnerBuilder revokeTimeout(Duration revokeTimeout) {
+        this.revokeTimeout = positive("revokeTimeout", revokeTimeout);
+        return this;
+    }
+
+    /** How long {@link KafkaConsumerRunner#close()} waits for in-flight batches; default {@link #DEFAULT_CLOSE_TIMEOUT}. */
+    public KafkaConsumerRunnerBuilder closeTimeout(Duration closeTimeout) {
+        this.closeTimeout = positive("closeTimeout", closeTimeout);
+        return this;
+    }
+
+    /** Where meters go (the runner's and the idempotent consumer's); default Micrometer's global registry. */
+    public KafkaConsumerRunnerBuilder meterRegistry(MeterRegistry meterRegistry) {
+        this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+        return this;
+    }
+
+    /**
+     * Test hook: runs on the poll thread after a batch's database commit and before its
+     * {@code commitSync}, with the offsets about to be committed: the ack gap that crash tests
+     * strike in. Not API.
+     */
+    KafkaConsumerRunnerBuilder afterDatabaseCommit(Consumer<Map<TopicPartition, OffsetAndMetadata>> hook) {
+        this.afterDatabaseCommit = Objects.requireNonNull(hook, "hook");
+        return this;
+    }
+
+    /**
+     * @throws InvalidConfigurationException naming what is missing or what conflicts, and what to change
+     */
+    public KafkaConsumerRunner build() {
+        List<String> missing = new ArrayList<>();
+        if (!kafkaProperties.containsKey(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG)) {
+            missing.add("kafkaProperties bootstrap.servers");
+        }
+        if (!kafkaProperties.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
+            missing.add("kafkaProperties group.id");
+        }
+        if (topics.isEmpty()) {
+            missing.add("topics");
+        }
+        if (dataSource == null) {
+            missing.add("dataSource");
+        }
+        if (consumer == null) {
+            missing.add("consumer");
+        }
+        if (handler == null) {
+            missing.add("handler");
+        }
+        if (!missing.isEmpty()) {
+            throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
+                    + ", but they were not set");
+        }
+        Map<String, Object> props = consumerProperties();
+        int maxPollIntervalMs = intProperty(props, ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
+                KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS);
+        Duration revoke = revokeTimeout;
+        if (revoke == null) {
+            revoke = Duration.ofMillis(Math.min(DEFAULT_REVOKE_TIMEOUT.toMillis(), maxPollIntervalMs / 2));
+        } else if (revoke.toMillis() >= maxPollIntervalMs) {
+            throw new InvalidConfigurationException("revokeTimeout must be below max.poll.interval.ms ("
+                    + maxPollIntervalMs + " ms), which bounds the whole rebalance, but was " + revoke
+                    + "; lower revokeTimeout or raise max.poll.interval.ms");
+        }
+        if (missingEventIdPolicy == MissingEventIdPolicy.DEAD_LETTER && deadLetterTopic == null) {
+            throw new InvalidConfigurationException("missingEventId(DEAD_LETTER) needs a deadLetterTopic, but none"
+                    + " was set; set deadLetterTopic(...) or choose FAIL or SKIP_AND_LOG");
+        }
+        if (deadLetterTopic != null && topics.contains(deadLetterTopic)) {
+            throw new InvalidConfigurationException("deadLetterTopic '" + deadLetterTopic
+                    + "' is also a subscribed topic; a dead letter would be consumed again");
+        }
+        OrderGuard guard = new OrderGuard(handler);
+        IdempotentConsumerBuilder b = IdempotentConsumer.builder();
+        b.dataSource(dataSource).consumer(consumer).meterRegistry(meterRegistry);
+        consumerSettings.accept(b);
+        IdempotentConsumer idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
+        return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
+                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), maxAttempts,
+                initialBackoff, maxBackoff, threads, pollTimeout, revoke, closeTimeout, meterRegistry,
+                afterDatabaseCommit));
+    }
+
+    private Map<String, Object> consumerProperties() {
+        Map<String, Object> props = new HashMap<>(kafkaProperties);
+        Object autoCommit = props.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
+        if (autoCommit != null && Boolean.parseBoolean(autoCommit.toString().strip().toLowerCase(Locale.ROOT))) {
+            throw new InvalidConfigurationException("enable.auto.commit must be false for a once runner, but was '"
+                    + autoCommit + "': auto-commit commits offsets from inside poll(), before the database commit,"
+                    + " so a crash loses records; remove the setting (the runner commits after each batch)");
+        }
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        for (String key : List.of(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
+                ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG)) {
+            Object given = props.get(key);
+            if (given != null && !isByteArrayDeserializer(given)) {
+                throw new InvalidConfigurationException(key + " must be " + ByteArrayDeserializer.class.getName()
+                        + ", but was '" + given + "': the runner hands raw bytes to the handler as the delivery "
+                        + "payload; remove the setting and decode in the handler");
+            }
+            props.put(key, ByteArrayDeserializer.class.getName());
+        }
+        props.putIfAbsent(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(DEFAULT_MAX_POLL_RECORDS));
+        int maxPollRecords = intProperty(props, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, DEFAULT_MAX_POLL_RECORDS);
+        if (maxPollRecords < 1 || maxPollRecords > 10_000) {
+            throw new InvalidConfigurationException("max.poll.records must be between 1 and 10000 (one batch is one "
+                    + "database transaction), but was " + maxPollRecords);
+        }
+        return Map.copyOf(props);
+    }
+
+    private Map<String, Object> deadLetterProducerProperties(Map<String, Object> consumerProps) {
+        Map<String, Object> p = new HashMap<>();
+        consumerProps.forEach((k, v) -> {
+            if (k.equals(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG) || k.startsWith("security.") || k.startsWith("ssl.")
+                    || k.startsWith("sasl.")) {
+                p.put(k, v);
+            }
+        });
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.putAll(producerProperties);
+        return Map.copyOf(p);
+    }
+
+    private static boolean isByteArrayDeserializer(Object value) {
+        return value == ByteArrayDeserializer.class || ByteArrayDeserializer.class.getName().equals(value.toString());
+    }
+
+    private static int intProperty(Map<String, Object> props, String key, int fallback) {
+        Object v = props.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        try {
+            return v instanceof Number n ? n.intValue() : Integer.parseInt(v.toString().strip());
+        } catch (NumberFormatException e) {
+            throw new InvalidConfigurationException(key + " must be an integer, but was '" + v + "'");
+        }
+    }
+
+    private static Duration positive(String name, Duration d) {
+        Objects.requireNonNull(d, name);
+        if (d.isZero() || d.isNegative()) {
+            throw new InvalidConfigurationException(name + " must be positive, but was " + d);
+        }
+        return d;
+    }
+}

@@ -1,0 +1,150 @@
+package dev.once.kafka;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.PermanentFailureException;
+import dev.once.RetryableException;
+import dev.once.outbox.OutboxMessage;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Publishes outbox messages to Kafka for the outbox relay: topic = {@link OutboxMessage#destination()},
+ * record key = {@link OutboxMessage#key()} (so one key stays in one partition, in order), value =
+ * the payload, every header of the message, and the event id header
+ * {@value OutboxMessage#EVENT_ID_HEADER} set to the message's <em>idempotency key</em>, which is the
+ * source event id unless the handler gave another. That makes a re-send after a relay crash carry
+ * the same id (absorbed by the receiving inbox), while two messages a handler enqueued for one event
+ * with two idempotency keys stay two events downstream. The idempotency key also travels as
+ * {@value #IDEMPOTENCY_KEY_HEADER}.
+ *
+ * <p>The producer is idempotent with {@code acks=all}: a broker-level retry never writes a record
+ * twice, and an acknowledged record survives the loss of the leader. Setting either otherwise is
+ * rejected.
+ *
+ * <p>Thread-safe: one instance may serve many relay threads. Close it to flush and release the producer.
+ */
+public final class KafkaPublisher implements AutoCloseable {
+
+    /** Header carrying {@link OutboxMessage#idempotencyKey()}. */
+    public static final String IDEMPOTENCY_KEY_HEADER = "once-idempotency-key";
+    /** How long {@link #send} waits for the broker's acknowledgement when not configured. */
+    public static final Duration DEFAULT_SEND_TIMEOUT = Duration.ofSeconds(30);
+
+    private final KafkaProducer<byte[], byte[]> producer;
+    private final Duration sendTimeout;
+
+    private KafkaPublisher(KafkaProducer<byte[], byte[]> producer, Duration sendTimeout) {
+        this.producer = producer;
+        this.sendTimeout = sendTimeout;
+    }
+
+    /** A publisher on a new producer with these settings ({@code bootstrap.servers} required) and the default send timeout. */
+    public static KafkaPublisher create(Map<String, ?> producerProperties) {
+        return create(producerProperties, DEFAULT_SEND_TIMEOUT);
+    }
+
+    /**
+     * A publisher on a new producer. {@code acks} defaults to {@code all} and
+     * {@code enable.idempotence} to true; serializers are byte arrays.
+     *
+     * @throws InvalidConfigurationException if {@code bootstrap.servers} is missing, or acks or idempotence are weakened
+     */
+    public static KafkaPublisher create(Map<String, ?> producerProperties, Duration sendTimeout) {
+        Objects.requireNonNull(producerProperties, "producerProperties");
+        Objects.requireNonNull(sendTimeout, "sendTimeout");
+        if (sendTimeout.isZero() || sendTimeout.isNegative()) {
+            throw new InvalidConfigurationException("sendTimeout must be positive, but was " + sendTimeout);
+        }
+        Map<String, Object> p = new HashMap<>(producerProperties);
+        if (!p.containsKey(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG)) {
+            throw new InvalidConfigurationException("producerProperties need bootstrap.servers, but it was not set");
+        }
+        Object acks = p.getOrDefault(ProducerConfig.ACKS_CONFIG, "all");
+        if (!acks.toString().equals("all") && !acks.toString().equals("-1")) {
+            throw new InvalidConfigurationException("acks must be 'all' for an outbox publisher, but was '" + acks
+                    + "': with fewer acks an acknowledged record can be lost with its leader, after the outbox row "
+                    + "was marked sent");
+        }
+        Object idempotence = p.getOrDefault(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        if (!Boolean.parseBoolean(idempotence.toString().strip().toLowerCase(Locale.ROOT))) {
+            throw new InvalidConfigurationException("enable.idempotence must be true for an outbox publisher, but was '"
+                    + idempotence + "': without it a producer retry can write a record twice");
+        }
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
+        p.remove(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
+        return new KafkaPublisher(new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()),
+                sendTimeout);
+    }
+
+    /**
+     * Sends {@code message} and blocks until the broker acknowledged it.
+     *
+     * @return where it was written
+     * @throws PermanentFailureException if Kafka rejected it for good (record too large, unknown or
+     *                                   unauthorized topic): sending again cannot help; dead-letter the row
+     * @throws RetryableException        for a timeout, a broker that is unreachable or any retriable
+     *                                   Kafka error, and on interruption: send it again later
+     */
+    public RecordMetadata send(OutboxMessage message) {
+        Objects.requireNonNull(message, "message");
+        RecordHeaders headers = new RecordHeaders();
+        message.headers().forEach((k, v) -> {
+            if (!k.equals(OutboxMessage.EVENT_ID_HEADER) && !k.equals(IDEMPOTENCY_KEY_HEADER)) {
+                headers.add(k, utf8(v));
+            }
+        });
+        headers.add(OutboxMessage.EVENT_ID_HEADER, utf8(message.idempotencyKey()));
+        headers.add(IDEMPOTENCY_KEY_HEADER, utf8(message.idempotencyKey()));
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(message.destination(), null,
+                message.key() == null ? null : utf8(message.key()), message.payload(), headers);
+        try {
+            return producer.send(record).get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RetryableException("interrupted while sending outbox message " + message.id() + " to "
+                    + message.destination() + "; it may or may not have been written", e);
+        } catch (TimeoutException e) {
+            throw new RetryableException("outbox message " + message.id() + " to " + message.destination()
+                    + " was not acknowledged within " + sendTimeout + "; it may or may not have been written", e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RetriableException || cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+                throw new RetryableException("Kafka refused outbox message " + message.id() + " to "
+                        + message.destination() + " for now: " + cause, cause);
+            }
+            throw new PermanentFailureException("Kafka rejected outbox message " + message.id() + " to "
+                    + message.destination() + ": " + cause, cause);
+        } catch (org.apache.kafka.common.KafkaException e) {
+            // send() itself throws for a message it can never send (serialization, too large for the buffer).
+            throw new PermanentFailureException("Kafka cannot send outbox message " + message.id() + " to "
+                    + message.destination() + ": " + e, e);
+        }
+    }
+
+    /** Flushes what is in flight and closes the producer. */
+    @Override
+    public void close() {
+        producer.close();
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

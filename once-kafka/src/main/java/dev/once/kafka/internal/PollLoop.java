@@ -1,0 +1,553 @@
+package dev.once.kafka.internal;
+
+import dev.once.Delivery;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.kafka.MissingEventIdPolicy;
+import dev.once.kafka.internal.OrderGuard.Position;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One poll loop: a {@code KafkaConsumer} owned by the poll thread, and a worker thread that runs
+ * each batch through the idempotent consumer. While a batch runs, every assigned partition is
+ * paused and the poll thread keeps calling {@code poll}, so the group membership survives a batch
+ * longer than {@code max.poll.interval.ms}; when it ends the poll thread commits, seeks back where
+ * a record must be tried again, and resumes. Only the poll thread touches the consumer. Not API.
+ */
+final class PollLoop implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(PollLoop.class);
+
+    /** How often the poll thread calls poll while a batch runs: keeps the membership and runs rebalance callbacks. */
+    private static final Duration BUSY_POLL_INTERVAL = Duration.ofMillis(20);
+    private static final Duration DEAD_LETTER_SEND_TIMEOUT = Duration.ofSeconds(30);
+
+    static final String DLT_REASON = "once-dlt-reason";
+    static final String DLT_TOPIC = "once-dlt-topic";
+    static final String DLT_PARTITION = "once-dlt-partition";
+    static final String DLT_OFFSET = "once-dlt-offset";
+    static final String DLT_CONSUMER = "once-dlt-consumer";
+
+    private final RunnerSettings settings;
+    private final KafkaRunnerMetrics metrics;
+    private final Producer<byte[], byte[]> deadLetters;
+    private final String name;
+    private final ExecutorService worker;
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    /** Failures so far of the record at the head of a partition: {offset, failures}. Written by the worker, cleared on revoke. */
+    private final Map<TopicPartition, long[]> failures = new ConcurrentHashMap<>();
+
+    private volatile boolean running = true;
+    private volatile Duration closeTimeout;
+    private volatile Throwable failure;
+
+    // Poll thread only.
+    private KafkaConsumer<byte[], byte[]> consumer;
+    private InFlight inFlight;
+    private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
+
+    PollLoop(RunnerSettings settings, KafkaRunnerMetrics metrics, Producer<byte[], byte[]> deadLetters, String name) {
+        this.settings = settings;
+        this.metrics = metrics;
+        this.deadLetters = deadLetters;
+        this.name = name;
+        this.closeTimeout = settings.closeTimeout();
+        this.worker = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, name + "-work");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** A batch handed to the worker. */
+    private static final class InFlight {
+        final Future<BatchResult> result;
+        /** First offset of each partition in the batch: where to replay from if it is abandoned. */
+        final Map<TopicPartition, Long> firstOffsets;
+        boolean abandoned;
+
+        InFlight(Future<BatchResult> result, Map<TopicPartition, Long> firstOffsets) {
+            this.result = result;
+            this.firstOffsets = firstOffsets;
+        }
+    }
+
+    /** What the worker decided for each partition of a batch. */
+    private record BatchResult(Map<TopicPartition, OffsetAndMetadata> commit, Map<TopicPartition, Long> seekTo,
+                               Map<TopicPartition, Integer> failuresAtSeek, Throwable fatal) {
+    }
+
+    @Override
+    public void run() {
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(settings.consumerProperties())) {
+            consumer = c;
+            consumer.subscribe(settings.topics(), new Listener());
+            while (running) {
+                resumeDueBackoffs();
+                if (inFlight == null) {
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(settings.pollTimeout());
+                    if (!records.isEmpty()) {
+                        metrics.polled.increment(records.count());
+                        recordLag();
+                        startBatch(records);
+                    }
+                } else {
+                    rewind(consumer.poll(Duration.ZERO));
+                    if (await(inFlight, BUSY_POLL_INTERVAL)) {
+                        finishBatch();
+                    }
+                }
+            }
+            drainOnClose();
+        } catch (Throwable t) {
+            failure = t;
+            log.error("{}: poll loop stopped by an unexpected failure; uncommitted records will be replayed", name, t);
+        } finally {
+            worker.shutdownNow();
+            stopped.countDown();
+        }
+    }
+
+    /** Stops the loop after its in-flight batch; returns at once. */
+    void stop(Duration timeout) {
+        closeTimeout = timeout;
+        running = false;
+    }
+
+    /** Waits for the loop to end. */
+    boolean awaitStopped(Duration timeout) throws InterruptedException {
+        return stopped.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    boolean isRunning() {
+        return stopped.getCount() > 0 && running;
+    }
+
+    Throwable failure() {
+        return failure;
+    }
+
+    // ---- poll thread -----------------------------------------------------------------------
+
+    private void startBatch(ConsumerRecords<byte[], byte[]> records) {
+        consumer.pause(consumer.assignment());
+        List<ConsumerRecord<byte[], byte[]>> list = new ArrayList<>(records.count());
+        Map<TopicPartition, Long> firstOffsets = new HashMap<>();
+        for (TopicPartition tp : records.partitions()) {
+            List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+            firstOffsets.put(tp, rs.get(0).offset());
+            list.addAll(rs);
+        }
+        inFlight = new InFlight(worker.submit(() -> process(list)), firstOffsets);
+    }
+
+    /** A poll while paused should return nothing; if a partition assigned meanwhile slipped through, give its records back. */
+    private void rewind(ConsumerRecords<byte[], byte[]> records) {
+        for (TopicPartition tp : records.partitions()) {
+            consumer.seek(tp, records.records(tp).get(0).offset());
+            consumer.pause(List.of(tp));
+        }
+    }
+
+    private boolean await(InFlight f, Duration timeout) throws InterruptedException {
+        try {
+            f.result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            return true;
+        }
+    }
+
+    private void finishBatch() {
+        InFlight f = inFlight;
+        inFlight = null;
+        BatchResult r;
+        try {
+            r = f.result.get();
+        } catch (ExecutionException | InterruptedException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            // processBatch reports failures as outcomes; an exception here is a bug or a broken
+            // DataSource: nothing of the batch is committed to Kafka, so it is replayed when the
+            // loop is restarted.
+            throw new IllegalStateException(name + ": a batch failed outside the handler: " + e.getCause(), e);
+        }
+        Set<TopicPartition> owned = consumer.assignment();
+        if (f.abandoned) {
+            // Its partitions were revoked while it ran; whatever of it came back to this loop is
+            // replayed from the batch start and absorbed as duplicates.
+            f.firstOffsets.forEach((tp, offset) -> {
+                if (owned.contains(tp)) {
+                    consumer.seek(tp, offset);
+                }
+            });
+        } else {
+            Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>(r.commit());
+            commit.keySet().retainAll(owned);
+            settings.afterDatabaseCommit().accept(Map.copyOf(commit));
+            commit(commit);
+            long now = System.nanoTime();
+            r.seekTo().forEach((tp, offset) -> {
+                if (owned.contains(tp)) {
+                    consumer.seek(tp, offset);
+                    backoffUntil.put(tp, now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
+                }
+            });
+            if (r.fatal() != null) {
+                failure = r.fatal();
+                running = false;
+                log.error("{}: stopping: {}", name, r.fatal().getMessage());
+            }
+        }
+        Set<TopicPartition> resume = new HashSet<>(owned);
+        resume.removeAll(backoffUntil.keySet());
+        consumer.resume(resume);
+    }
+
+    private void commit(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        if (offsets.isEmpty()) {
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            consumer.commitSync(offsets);
+        } catch (KafkaException e) {
+            // The database has these records; a new owner replays them and the inbox absorbs them.
+            log.warn("{}: offset commit failed, {} partitions will be replayed from their last commit: {}", name,
+                    offsets.size(), e.toString());
+        } finally {
+            metrics.commitLatency.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private void resumeDueBackoffs() {
+        if (backoffUntil.isEmpty()) {
+            return;
+        }
+        long now = System.nanoTime();
+        List<TopicPartition> due = new ArrayList<>();
+        backoffUntil.forEach((tp, until) -> {
+            if (now - until >= 0) {
+                due.add(tp);
+            }
+        });
+        due.forEach(backoffUntil::remove);
+        if (inFlight == null) {
+            due.retainAll(consumer.assignment());
+            consumer.resume(due);
+        }
+    }
+
+    private void recordLag() {
+        for (TopicPartition tp : consumer.assignment()) {
+            consumer.currentLag(tp).ifPresent(l -> metrics.lag(tp, l));
+        }
+    }
+
+    private void drainOnClose() throws InterruptedException {
+        if (inFlight == null) {
+            return;
+        }
+        long deadline = System.nanoTime() + closeTimeout.toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            rewind(consumer.poll(Duration.ZERO));
+            if (inFlight == null || await(inFlight, BUSY_POLL_INTERVAL)) {
+                break;
+            }
+        }
+        if (inFlight == null) {
+            return;
+        }
+        if (inFlight.result.isDone()) {
+            finishBatch();
+        } else {
+            log.warn("{}: closing with a batch still running after {}; it is not committed and will be replayed",
+                    name, closeTimeout);
+            inFlight = null;
+        }
+    }
+
+    /** Runs on the poll thread, inside poll(). */
+    private final class Listener implements ConsumerRebalanceListener {
+
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            settle(partitions, true);
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            settle(partitions, false);
+        }
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            if (inFlight != null) {
+                consumer.pause(partitions);   // one batch at a time per loop
+            }
+        }
+
+        /** Commits what the database committed, if this loop may still commit; drops the rest. */
+        private void settle(Collection<TopicPartition> partitions, boolean mayCommit) {
+            InFlight f = inFlight;
+            if (f != null && !f.abandoned && intersects(f.firstOffsets.keySet(), partitions)) {
+                boolean done = false;
+                if (mayCommit) {
+                    try {
+                        done = await(f, settings.revokeTimeout());
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                if (done) {
+                    finishBatch();
+                } else {
+                    f.abandoned = true;
+                    log.warn("{}: partitions {} {} while a batch ran past {}; the batch is abandoned, its records are "
+                            + "replayed by their next owner and absorbed as duplicates", name, partitions,
+                            mayCommit ? "revoked" : "lost", settings.revokeTimeout());
+                }
+            }
+            for (TopicPartition tp : partitions) {
+                backoffUntil.remove(tp);
+                failures.remove(tp);
+            }
+        }
+
+        private boolean intersects(Set<TopicPartition> a, Collection<TopicPartition> b) {
+            for (TopicPartition tp : b) {
+                if (a.contains(tp)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    // ---- worker thread ----------------------------------------------------------------------
+
+    /** One record of a batch, and what became of it. */
+    private static final class Entry {
+        final ConsumerRecord<byte[], byte[]> record;
+        final Delivery delivery;
+        final String missingReason;
+        Outcome outcome;
+
+        Entry(ConsumerRecord<byte[], byte[]> record, Delivery delivery, String missingReason) {
+            this.record = record;
+            this.delivery = delivery;
+            this.missingReason = missingReason;
+        }
+    }
+
+    private BatchResult process(List<ConsumerRecord<byte[], byte[]>> records) {
+        Map<TopicPartition, List<Entry>> byPartition = new LinkedHashMap<>();
+        List<Entry> withId = new ArrayList<>(records.size());
+        Map<String, Position> positions = new HashMap<>();
+        // Under FAIL, a record without an id stops its partition: what follows it is not applied,
+        // so no effect gets ahead of the record the runner stops at.
+        Set<TopicPartition> stopped = new HashSet<>();
+        boolean failOnMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.FAIL;
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+            if (stopped.contains(tp)) {
+                continue;
+            }
+            Entry e = entry(r, tp);
+            byPartition.computeIfAbsent(tp, k -> new ArrayList<>()).add(e);
+            if (e.delivery == null && failOnMissing) {
+                stopped.add(tp);
+            } else if (e.delivery != null) {
+                withId.add(e);
+                positions.putIfAbsent(e.delivery.messageId(), new Position(tp, r.offset()));
+            }
+        }
+        if (!withId.isEmpty()) {
+            List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
+            List<Outcome> outcomes = settings.orderGuard().guard(positions,
+                    () -> settings.idempotentConsumer().processBatch(deliveries));
+            for (int i = 0; i < withId.size(); i++) {
+                withId.get(i).outcome = outcomes.get(i);
+            }
+        }
+        Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+        Map<TopicPartition, Long> seekTo = new HashMap<>();
+        Map<TopicPartition, Integer> failuresAtSeek = new HashMap<>();
+        Throwable fatal = null;
+        for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
+            TopicPartition tp = p.getKey();
+            long next = -1;
+            for (Entry e : p.getValue()) {
+                long offset = e.record.offset();
+                Verdict v = verdict(tp, e);
+                if (v == Verdict.ADVANCE) {
+                    next = offset + 1;
+                    continue;
+                }
+                if (v == Verdict.RETRY) {
+                    seekTo.put(tp, offset);
+                    long[] f = failures.get(tp);
+                    failuresAtSeek.put(tp, f == null ? 1 : (int) f[1]);
+                } else if (fatal == null) {
+                    fatal = fatalFor(e);
+                }
+                break;
+            }
+            if (next >= 0) {
+                commit.put(tp, new OffsetAndMetadata(next));
+            }
+        }
+        return new BatchResult(commit, seekTo, failuresAtSeek, fatal);
+    }
+
+    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp) {
+        String id;
+        try {
+            id = settings.eventIdExtractor().eventId(r);
+        } catch (RuntimeException ex) {
+            return new Entry(r, null, "the event id extractor failed: " + ex);
+        }
+        if (id == null) {
+            return new Entry(r, null, "the record carries no event id");
+        }
+        long[] f = failures.get(tp);
+        int attempt = f != null && f[0] == r.offset() ? (int) f[1] + 1 : 1;
+        try {
+            Delivery d = new Delivery(id, r.topic(), r.value(), headers(r), attempt, attempt > 1,
+                    "kafka:" + r.topic() + "/" + r.partition() + "@" + r.offset());
+            return new Entry(r, d, null);
+        } catch (InvalidDeliveryException ex) {
+            return new Entry(r, null, ex.getMessage());
+        }
+    }
+
+    private enum Verdict { ADVANCE, RETRY, STOP }
+
+    private Verdict verdict(TopicPartition tp, Entry e) {
+        if (e.delivery == null) {
+            metrics.missingId.increment();
+            MissingEventIdPolicy policy = settings.missingEventIdPolicy();
+            if (policy == MissingEventIdPolicy.SKIP_AND_LOG) {
+                log.warn("{}: skipped {}-{}@{}: {} (missingEventId=SKIP_AND_LOG)", name, e.record.topic(),
+                        e.record.partition(), e.record.offset(), e.missingReason);
+                return Verdict.ADVANCE;
+            }
+            if (policy == MissingEventIdPolicy.FAIL) {
+                return Verdict.STOP;
+            }
+            return deadLetter(tp, e, "missing event id: " + e.missingReason);
+        }
+        Outcome o = e.outcome;
+        if (o.acknowledge()) {
+            (o.status() == Outcome.Status.APPLIED ? metrics.applied : metrics.duplicate).increment();
+            failures.remove(tp);
+            return Verdict.ADVANCE;
+        }
+        if (o.status() == Outcome.Status.FAILED_PERMANENT) {
+            metrics.failedPermanent.increment();
+            return deadLetter(tp, e, "failed permanently: " + o.failure());
+        }
+        metrics.failedRetryable.increment();
+        int failed = countFailure(tp, e.record.offset());
+        if (failed >= settings.maxAttempts()) {
+            return deadLetter(tp, e, "failed " + failed + " times (maxAttempts " + settings.maxAttempts()
+                    + "), last: " + o.failure());
+        }
+        return Verdict.RETRY;
+    }
+
+    private int countFailure(TopicPartition tp, long offset) {
+        long[] f = failures.compute(tp, (k, old) -> old != null && old[0] == offset
+                ? new long[] {offset, old[1] + 1} : new long[] {offset, 1});
+        return (int) f[1];
+    }
+
+    private Verdict deadLetter(TopicPartition tp, Entry e, String reason) {
+        if (deadLetters == null) {
+            return Verdict.STOP;
+        }
+        ConsumerRecord<byte[], byte[]> r = e.record;
+        RecordHeaders headers = new RecordHeaders(r.headers().toArray());
+        headers.add(DLT_REASON, utf8(reason));
+        headers.add(DLT_TOPIC, utf8(r.topic()));
+        headers.add(DLT_PARTITION, utf8(Integer.toString(r.partition())));
+        headers.add(DLT_OFFSET, utf8(Long.toString(r.offset())));
+        headers.add(DLT_CONSUMER, utf8(settings.idempotentConsumer().consumer()));
+        try {
+            deadLetters.send(new ProducerRecord<>(settings.deadLetterTopic(), null, r.key(), r.value(), headers))
+                    .get(DEAD_LETTER_SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            failures.putIfAbsent(tp, new long[] {r.offset(), 1});
+            return Verdict.RETRY;
+        } catch (ExecutionException | TimeoutException | KafkaException ex) {
+            log.warn("{}: could not dead-letter {}-{}@{} to {}; it is tried again: {}", name, r.topic(),
+                    r.partition(), r.offset(), settings.deadLetterTopic(), ex.toString());
+            failures.putIfAbsent(tp, new long[] {r.offset(), 1});
+            return Verdict.RETRY;
+        }
+        metrics.deadLettered.increment();
+        failures.remove(tp);
+        log.warn("{}: dead-lettered {}-{}@{} to {}: {}", name, r.topic(), r.partition(), r.offset(),
+                settings.deadLetterTopic(), reason);
+        return Verdict.ADVANCE;
+    }
+
+    private Throwable fatalFor(Entry e) {
+        ConsumerRecord<byte[], byte[]> r = e.record;
+        String where = r.topic() + "-" + r.partition() + "@" + r.offset();
+        if (e.delivery == null) {
+            return new InvalidDeliveryException("record " + where + " has no usable event id (" + e.missingReason
+                    + ") and missingEventId is FAIL; fix the producer, or choose SKIP_AND_LOG or DEAD_LETTER");
+        }
+        return new dev.once.PermanentFailureException("record " + where + " (event id '" + e.delivery.messageId()
+                + "') cannot be processed and no deadLetterTopic is set, so the partition cannot move past it: "
+                + e.outcome.failure(), e.outcome.failure());
+    }
+
+    private static Map<String, String> headers(ConsumerRecord<byte[], byte[]> r) {
+        Map<String, String> m = new HashMap<>();
+        for (Header h : r.headers()) {
+            m.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+        }
+        return m;
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

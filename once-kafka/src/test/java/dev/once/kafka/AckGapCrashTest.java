@@ -1,0 +1,75 @@
+package dev.once.kafka;
+
+import dev.once.kafka.KafkaLedger.Event;
+import dev.once.testkit.ChildJvm;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.kafka.TestKafka;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * SIGKILL in the ack gap: a consumer in a child JVM commits its first batch in the database and is
+ * killed before it commits the offsets. A new consumer of the same group replays those records; the
+ * inbox absorbs them.
+ */
+class AckGapCrashTest {
+
+    @Test
+    void recordsCommittedInTheDatabaseButNotInKafkaAreReplayedAsDuplicatesAndTheLedgerIsUnchanged() throws Exception {
+        TestKafka kafka = TestKafka.shared();
+        String topic = kafka.createTopic("ackgap", 2);
+        String group = "ackgap-" + topic;
+        List<Event> events = new ArrayList<>();
+        long total = 0;
+        for (int i = 0; i < 60; i++) {
+            events.add(new Event("evt-" + i, i + 1, i % 2));
+            total += i + 1;
+        }
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, events);
+
+        try (TestDatabase db = KafkaLedger.database()) {
+            long appliedAtCrash;
+            long balanceAtCrash;
+            try (ChildJvm child = ChildJvm.start(AckGapConsumerMain.class, Map.of(), kafka.bootstrapServers(), topic,
+                    group, KafkaLedger.jdbcUrl(db), Integer.toString(kafka.sessionTimeoutMs()))) {
+                child.awaitLineStartingWith(AckGapConsumerMain.MARKER, Duration.ofSeconds(90));
+                appliedAtCrash = KafkaLedger.appliedRows(db);
+                balanceAtCrash = KafkaLedger.balance(db);
+                child.kill();
+            }
+            assertThat(appliedAtCrash).as("the killed consumer committed a batch in the database").isPositive();
+            assertThat(committedOffsets(kafka, group)).as("and no offset in Kafka: it died in the ack gap").isZero();
+
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            try (KafkaConsumerRunner replay = KafkaConsumerRunner.builder()
+                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, group)).topics(topic)
+                    .dataSource(db.dataSource()).consumer("ledger").handler(KafkaLedger.CREDIT)
+                    .meterRegistry(meters).build().start()) {
+                await().atMost(Duration.ofSeconds(60)).until(() -> Meters.acknowledged(meters) >= events.size());
+            }
+            assertThat(Meters.duplicates(meters)).as("every record of the killed batch replayed as a duplicate")
+                    .isEqualTo(appliedAtCrash);
+            assertThat(Meters.applied(meters)).isEqualTo(events.size() - appliedAtCrash);
+            assertThat(KafkaLedger.appliedTwice(db)).as("no effect applied twice").isZero();
+            assertThat(KafkaLedger.balance(db)).as("ledger credited each event once").isEqualTo(total);
+            assertThat(balanceAtCrash).isPositive().isLessThan(total);
+            assertThat(committedOffsets(kafka, group)).as("the replaying consumer committed on close")
+                    .isEqualTo(events.size());
+        }
+    }
+
+    static long committedOffsets(TestKafka kafka, String group) throws Exception {
+        try (var admin = kafka.admin()) {
+            return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().values().stream()
+                    .filter(o -> o != null).mapToLong(o -> o.offset()).sum();
+        }
+    }
+}
