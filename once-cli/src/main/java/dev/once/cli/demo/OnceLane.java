@@ -52,8 +52,8 @@ final class OnceLane extends Lane {
                         ps.setString(4, d.headers().getOrDefault("worker", "")); // 4 worker
                         ps.executeUpdate();
                     }
-                    tx.outbox().add(chargesUrl, p.paymentId(), p.body().getBytes(StandardCharsets.UTF_8), Map.of(),
-                            "charge:" + p.paymentId());
+                    tx.outbox().add(chargesUrl, p.paymentId(), p.body().getBytes(StandardCharsets.UTF_8),
+                            Map.of(PaymentProvider.CALLER, NAME), "charge:" + p.paymentId());
                 })
                 .build();
     }

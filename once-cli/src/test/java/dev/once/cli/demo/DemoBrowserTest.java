@@ -2,6 +2,7 @@ package dev.once.cli.demo;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.once.testkit.TestPostgres;
+import dev.once.testkit.kafka.TestKafka;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,7 @@ class DemoBrowserTest {
     @BeforeEach
     void start() throws Exception {
         chromium = Chromium.launch();   // first: skips before anything else starts when there is no browser
-        demo = Demo.start(new Demo.Options(TestPostgres.shared().jdbcUrl(), SharedKafka.bootstrap(),
+        demo = Demo.start(new Demo.Options(TestPostgres.shared().jdbcUrl(), TestKafka.shared().bootstrapServers(),
                 "once_demo_browser_" + ProcessHandle.current().pid()), line -> { });
         server = DemoServer.start(demo, 0);
     }

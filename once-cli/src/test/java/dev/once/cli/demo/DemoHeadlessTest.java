@@ -1,6 +1,7 @@
 package dev.once.cli.demo;
 
 import dev.once.testkit.TestPostgres;
+import dev.once.testkit.kafka.TestKafka;
 import org.junit.jupiter.api.Test;
 
 import java.io.PrintWriter;
@@ -25,7 +26,7 @@ class DemoHeadlessTest {
         StringWriter err = new StringWriter();
         int code = dev.once.cli.Main.run(new PrintWriter(out), new PrintWriter(err), "demo", "--headless",
                 "--events", "6", "--chaos", "--seed", "7",
-                "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", SharedKafka.bootstrap(),
+                "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", TestKafka.shared().bootstrapServers(),
                 "--schema", "once_demo_headless_" + ProcessHandle.current().pid());
         String printed = out + "\n--- err:\n" + err;
 
