@@ -130,6 +130,7 @@ class CommandsTest {
                 .contains("past the retention of 7d: 2 rows can go")
                 .contains("outbox backlog            OK    1 pending, oldest 3h old")
                 .contains("outbox dead messages      WARN  1 message gave up")
+                .contains("#2 https://pay.example/charges key charge:2: no error recorded")
                 .contains("result: DUPLICATES FOUND");
     }
 

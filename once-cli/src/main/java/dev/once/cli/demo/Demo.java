@@ -6,6 +6,7 @@ import dev.once.Schema;
 import dev.once.cli.internal.Databases;
 import dev.once.cli.internal.Failure;
 import dev.once.outbox.HttpPublisher;
+import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxRelay;
 import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
@@ -121,6 +122,7 @@ public final class Demo implements AutoCloseable {
     private OnceLane once;
     private OutboxRelay relay;
     private LostAnswers lostAnswers;
+    private OutboxAdmin outboxAdmin;
 
     private Demo() {
     }
@@ -204,6 +206,7 @@ public final class Demo implements AutoCloseable {
                 .build();
         relay.start();
         closeables.add(relay);
+        outboxAdmin = OutboxAdmin.builder().dataSource(dataSource).build();
         naive.start();
         once.start();
     }
@@ -379,11 +382,10 @@ public final class Demo implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             return false;
         }
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(DemoSql.OUTBOX_PENDING)) {
-            rs.next();
-            return rs.getLong(1) == 0 && performing.get() == 0 && naive.inFlight.get() == 0 && once.inFlight.get() == 0;
-        } catch (SQLException e) {
+        try {
+            return outboxAdmin.stats().pending() == 0 && performing.get() == 0 && naive.inFlight.get() == 0
+                    && once.inFlight.get() == 0;
+        } catch (RuntimeException e) {
             return false;
         }
     }

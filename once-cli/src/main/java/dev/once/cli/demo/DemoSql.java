@@ -2,7 +2,7 @@ package dev.once.cli.demo;
 
 /**
  * Every statement of the demo, in one place: its two ledgers (the business tables of the two
- * lanes) and the outbox backlog it waits for. PostgreSQL only, like the demo.
+ * lanes). PostgreSQL only, like the demo.
  */
 final class DemoSql {
 
@@ -30,6 +30,4 @@ final class DemoSql {
                 + " (SELECT coalesce(sum(amount), 0) FROM (SELECT DISTINCT payment_id, amount FROM " + ledger + ") d),"
                 + " count(*) FROM " + ledger;
     }
-
-    static final String OUTBOX_PENDING = "SELECT count(*) FROM once_outbox WHERE status = 'pending'";
 }
