@@ -25,6 +25,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -81,6 +82,7 @@ public final class NatsConsumer implements AutoCloseable {
     private final Thread fetcher;
     private final ScheduledExecutorService heartbeats;
     private volatile JetStreamSubscription subscription;
+    private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running;
 
     private NatsConsumer(Builder b) {
@@ -147,7 +149,9 @@ public final class NatsConsumer implements AutoCloseable {
                 failures++;
                 log.warn("fetch from {}/{} failed ({} in a row), retrying: {}", stream, durable, failures, e.toString());
                 try {
-                    Thread.sleep(Math.min(10_000, 200L << Math.min(failures, 6)));
+                    if (stopped.await(Math.min(10_000, 200L << Math.min(failures, 6)), TimeUnit.MILLISECONDS)) {
+                        return;
+                    }
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
                     return;
@@ -242,6 +246,7 @@ public final class NatsConsumer implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        stopped.countDown();
         try {
             fetcher.join(fetchWait.toMillis() + Duration.ofMinutes(1).toMillis());
         } catch (InterruptedException e) {

@@ -8,7 +8,6 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.ChangeMessageVisibilityBatchRequestEntry;
 import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequestEntry;
@@ -25,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -83,6 +83,7 @@ public final class SqsConsumer implements AutoCloseable {
     private final String source;
     private final ExecutorService receivers;
     private final ScheduledExecutorService heartbeats;
+    private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running;
 
     private SqsConsumer(Builder b) {
@@ -143,7 +144,8 @@ public final class SqsConsumer implements AutoCloseable {
                 if (!messages.isEmpty()) {
                     handle(messages);
                 }
-            } catch (SdkException | IllegalStateException e) {
+            } catch (RuntimeException e) {
+                // an SdkException, or the client closed under us: back off, and stop at once on close()
                 if (!running) {
                     return;
                 }
@@ -267,7 +269,7 @@ public final class SqsConsumer implements AutoCloseable {
             log.warn("message {} ({}) failed permanently, moved to {}: {}", m.messageId(), o.messageId(),
                     deadLetterQueueUrl, String.valueOf(o.failure()));
             return true;
-        } catch (SdkException e) {
+        } catch (RuntimeException e) {
             log.warn("could not dead-letter message {} to {}, leaving it in {}: {}", m.messageId(),
                     deadLetterQueueUrl, queueUrl, e.toString());
             return false;
@@ -292,7 +294,7 @@ public final class SqsConsumer implements AutoCloseable {
                 response.failed().forEach(f -> log.info("delete of a processed message from {} failed ({}: {});"
                         + " it will be redelivered and absorbed", queueUrl, f.code(), f.message()));
             }
-        } catch (SdkException e) {
+        } catch (RuntimeException e) {
             log.warn("delete of {} processed messages from {} failed; they will be redelivered and absorbed: {}",
                     messages.size(), queueUrl, e.toString());
         }
@@ -311,17 +313,17 @@ public final class SqsConsumer implements AutoCloseable {
             }
             try {
                 client.changeMessageVisibilityBatch(r -> r.queueUrl(queueUrl).entries(entries));
-            } catch (SdkException e) {
+            } catch (RuntimeException e) {
                 log.warn("could not change the visibility of {} messages in {} to {}s: {}", entries.size(),
                         queueUrl, seconds, e.toString());
             }
         }
     }
 
-    private static boolean pause(Duration d) {
+    /** Waits out a backoff; returns false when {@link #close()} was called meanwhile. */
+    private boolean pause(Duration d) {
         try {
-            Thread.sleep(d.toMillis());
-            return true;
+            return !stopped.await(d.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
@@ -332,6 +334,7 @@ public final class SqsConsumer implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        stopped.countDown();
         receivers.shutdown();
         try {
             if (!receivers.awaitTermination(waitTime.toSeconds() + 60, TimeUnit.SECONDS)) {

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 
@@ -52,10 +53,17 @@ class SqsBrokerContractTest extends BrokerContract {
 
     @Override
     protected AutoCloseable startConsumer(String queueUrl, IdempotentConsumer consumer, int batchSize) {
-        return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queueUrl).consumer(consumer)
+        // A client per consumer, closed first on restart: the batches in hand cannot be deleted
+        // and come back after the visibility timeout, to be absorbed by the others.
+        SqsClient own = TestSqs.newClient();
+        SqsConsumer c = SqsConsumer.builder().client(own).queueUrl(queueUrl).consumer(consumer)
                 .maxMessages(batchSize).concurrency(2).waitTime(Duration.ofSeconds(1))
                 .visibilityTimeout(Duration.ofSeconds(VISIBILITY_SECONDS)).deadLetterQueueUrl(queueUrl + "-dlq")
                 .build().start();
+        return () -> {
+            own.close();
+            c.close();
+        };
     }
 
     @Override

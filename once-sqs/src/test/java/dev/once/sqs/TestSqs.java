@@ -25,6 +25,7 @@ final class TestSqs {
 
     private static SqsClient client;
     private static String endpoint;
+    private static AwsCredentialsProvider credentials;
 
     private TestSqs() {
     }
@@ -45,11 +46,20 @@ final class TestSqs {
             } else if (System.getenv("AWS_ACCESS_KEY_ID") != null) {
                 credentials = DefaultCredentialsProvider.builder().build();
             }
-            client = SqsClient.builder().endpointOverride(URI.create(endpoint))
-                    .region(Region.of(System.getenv().getOrDefault("AWS_REGION", "us-east-1")))
-                    .credentialsProvider(credentials).build();
+            TestSqs.credentials = credentials;
+            client = newClient();
         }
         return client;
+    }
+
+    /** A client of its own, for a consumer whose connections a test cuts by closing it. */
+    static synchronized SqsClient newClient() {
+        if (credentials == null) {
+            client();
+        }
+        return SqsClient.builder().endpointOverride(URI.create(endpoint))
+                .region(Region.of(System.getenv().getOrDefault("AWS_REGION", "us-east-1")))
+                .credentialsProvider(credentials).build();
     }
 
     /** What a child JVM needs to reach the same SQS. */
