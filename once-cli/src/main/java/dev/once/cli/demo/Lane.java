@@ -22,7 +22,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -49,7 +48,6 @@ abstract class Lane implements AutoCloseable {
     final AtomicInteger crashes = new AtomicInteger();
     final AtomicInteger refusedCommits = new AtomicInteger();
     private final Deque<String> log = new ArrayDeque<>();
-    private final Set<String> seenPayments = ConcurrentHashMap.newKeySet();
     private final String bootstrap;
     private final String topic;
     private final String group;
@@ -80,11 +78,6 @@ abstract class Lane implements AutoCloseable {
      * committed; a record that may not is read again from the broker.
      */
     abstract boolean[] process(List<Payment> batch, String worker) throws Exception;
-
-    /** True the first time this lane sees a payment: a later sighting is a redelivery. */
-    boolean firstSighting(String paymentId) {
-        return seenPayments.add(paymentId);
-    }
 
     void log(String line) {
         synchronized (log) {

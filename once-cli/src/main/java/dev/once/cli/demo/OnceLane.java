@@ -74,7 +74,6 @@ final class OnceLane extends Lane {
             switch (o.status()) {
                 case APPLIED -> {
                     applied.incrementAndGet();
-                    firstSighting(p.paymentId());
                     log(worker + " claimed " + p.eventId() + ": +$" + p.amount() + ", charge queued in the outbox");
                 }
                 case DUPLICATE -> {

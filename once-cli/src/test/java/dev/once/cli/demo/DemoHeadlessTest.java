@@ -56,7 +56,7 @@ class DemoHeadlessTest {
     }
 
     @Test
-    void anUnreachablePostgresOrABadKafkaAddressIsNamed() throws Exception {
+    void anUnreachablePostgresABadKafkaAddressOrABusyPortIsNamed() throws Exception {
         int closedPort;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
             closedPort = s.getLocalPort();
@@ -72,6 +72,15 @@ class DemoHeadlessTest {
         code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(bad), "demo", "--kafka", "kafka-one");
         assertThat(code).isEqualTo(dev.once.cli.internal.ExitCodes.USAGE);
         assertThat(bad.toString()).contains("--kafka 'kafka-one' is not HOST:PORT");
+
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            StringWriter busy = new StringWriter();
+            code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(busy), "demo",
+                    "--port", String.valueOf(taken.getLocalPort()));
+            assertThat(code).isEqualTo(dev.once.cli.internal.ExitCodes.USAGE);
+            assertThat(busy.toString()).contains("--port " + taken.getLocalPort() + " is in use on localhost")
+                    .contains("--port 0");
+        }
     }
 
     private static long[] row(String table, String name) {
