@@ -36,8 +36,11 @@ abstract class Lane implements AutoCloseable {
     static final int WORKERS = 2;
     /** Short, so that a slow batch costs the group membership within seconds. */
     static final Duration MAX_POLL_INTERVAL = Duration.ofSeconds(3);
-    /** How long the slow batch of {@link Fault#SLOW_BATCH_REBALANCE} takes: past {@link #MAX_POLL_INTERVAL}. */
-    static final Duration SLOW_BATCH = Duration.ofSeconds(4);
+    /**
+     * How long the slow batch of {@link Fault#SLOW_BATCH_REBALANCE} takes: past {@link #MAX_POLL_INTERVAL},
+     * with a margin so that a busy machine's late heartbeat thread still sees the poll interval expire.
+     */
+    static final Duration SLOW_BATCH = Duration.ofSeconds(5);
     static final String EVENT_ID_HEADER = "once-event-id";
     private static final int LOG_LINES = 8;
 

@@ -33,7 +33,7 @@ class DemoBrowserTest {
     void start() throws Exception {
         chromium = Chromium.launch();   // first: skips before anything else starts when there is no browser
         demo = Demo.start(new Demo.Options(TestPostgres.shared().jdbcUrl(), TestKafka.shared().bootstrapServers(),
-                "once_demo_browser_" + ProcessHandle.current().pid()), line -> { });
+                DemoSchemas.name("browser")), line -> { });
         server = DemoServer.start(demo, 0);
     }
 
@@ -47,6 +47,7 @@ class DemoBrowserTest {
         }
         if (demo != null) {
             demo.close();
+            DemoSchemas.drop(DemoSchemas.name("browser"));
         }
     }
 

@@ -21,13 +21,15 @@ class DemoHeadlessTest {
     private static final Pattern ROW = Pattern.compile("(?m)^(overcount|in ledger|card charges)\\s+\\$?([\\d,]+)\\s+\\$?([\\d,]+)\\s*$");
 
     @Test
-    void chaosMakesTheNaiveLaneOvercountAndTheOnceLaneCountEachPaymentOnce() {
+    void chaosMakesTheNaiveLaneOvercountAndTheOnceLaneCountEachPaymentOnce() throws Exception {
+        String schema = DemoSchemas.name("headless");
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int code = dev.once.cli.Main.run(new PrintWriter(out), new PrintWriter(err), "demo", "--headless",
                 "--events", "6", "--chaos", "--seed", "7",
                 "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", TestKafka.shared().bootstrapServers(),
-                "--schema", "once_demo_headless_" + ProcessHandle.current().pid());
+                "--schema", schema);
+        DemoSchemas.drop(schema);
         String printed = out + "\n--- err:\n" + err;
 
         assertThat(code).as(printed).isZero();
