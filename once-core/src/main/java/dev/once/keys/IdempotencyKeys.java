@@ -193,6 +193,10 @@ public final class IdempotencyKeys {
                 return new BeginResult.Started(scope, key, 1, lockedUntil);
             }
         }
+        // The key exists. End this transaction before locking the row: InnoDB leaves a shared lock
+        // on the duplicate, and concurrent callers upgrading theirs to the exclusive lock of the
+        // read below would deadlock each other. Nothing was written, so nothing is lost.
+        c.rollback();
         String savedFingerprint;
         String state;
         int status;

@@ -448,6 +448,7 @@ public final class OutboxRelay implements AutoCloseable {
         String listen = dialect.outboxListen(prefix);
         PgListener listener = null;
         Instant nextListen = Instant.MIN;
+        Instant nextStats = Instant.MIN;
         try {
             while (running) {
                 if (listener == null && listen != null && !Instant.now().isBefore(nextListen)) {
@@ -457,7 +458,11 @@ public final class OutboxRelay implements AutoCloseable {
                 boolean more;
                 try {
                     more = relayOnce() > 0;
-                    stats();
+                    // The gauges' query runs at most once per poll interval, not after every batch.
+                    if (!Instant.now().isBefore(nextStats)) {
+                        stats();
+                        nextStats = Instant.now().plus(pollInterval);
+                    }
                 } catch (RuntimeException e) {
                     log.warn("relay {}: batch failed, trying again in {}", name, pollInterval, e);
                     more = false;

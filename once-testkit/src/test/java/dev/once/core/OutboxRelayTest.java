@@ -1,6 +1,9 @@
 package dev.once.core;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
@@ -12,6 +15,7 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxStats;
 import dev.once.outbox.Receipt;
+import dev.once.retention.OutboxPruner;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -182,6 +186,65 @@ class OutboxRelayTest {
     }
 
     @Test
+    void sentRowsArePrunedAfterTheRetentionAndPendingOrDeadRowsNever() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-sent", "k1", "sent");
+        OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
+                .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
+                    if (m.eventId().equals("e-dead#1")) {
+                        throw new dev.once.PermanentFailureException("rejected");
+                    }
+                    return Receipt.NONE;
+                }).build();
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        OutboxRows.add(db.dataSource(), clock, "e-pending", "k3", "pending");
+        OutboxPruner pruner = OutboxPruner.builder().dataSource(db.dataSource()).clock(clock)
+                .retention(Duration.ofDays(1)).build();
+        assertThat(pruner.prune()).as("nothing is old enough yet").isZero();
+        clock.advance(Duration.ofDays(2));
+        assertThat(pruner.prune()).isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status IN ('pending', 'dead')")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(2);
+    }
+
+    /** End to end through a relay: every row of a handler is an event of its own for the receiver's inbox. */
+    @Test
+    void twoRowsWrittenByOneHandlerAreTwoEventsForTheReceivingInbox() throws Exception {
+        try (Connection c = db.dataSource().getConnection()) {
+            Ledger.create(c);
+        }
+        IdempotentConsumer orders = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+                    tx.outbox().add("payments", "order-7", "500".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                    tx.outbox().add("payments", "order-7", "700".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                }).build();
+        String longId = "o".repeat(Delivery.MAX_MESSAGE_ID_LENGTH);
+        assertThat(orders.process(Delivery.of("order-7-paid", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        assertThat(orders.process(Delivery.of(longId, "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        IdempotentConsumer payments = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("payments")
+                .meterRegistry(new SimpleMeterRegistry()).handler(Ledger.CREDIT).build();
+        List<String> eventIds = new CopyOnWriteArrayList<>();
+        List<Outcome.Status> outcomes = new CopyOnWriteArrayList<>();
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
+                .publisher(m -> {
+                    eventIds.add(m.headers().get(OutboxMessage.EVENT_ID_HEADER));
+                    outcomes.add(payments.process(Delivery.of(m.eventId(), m.payload())).status());
+                    return Receipt.NONE;
+                }).build();
+        while (relay.relayOnce() > 0) {
+            // each key's rows go one batch after another
+        }
+        assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
+        assertThat(eventIds.subList(0, 2)).containsExactly("order-7-paid#1", "order-7-paid#2");
+        assertThat(eventIds.subList(2, 4)).allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(
+                Delivery.MAX_MESSAGE_ID_LENGTH));
+        assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
+        try (Connection c = db.dataSource().getConnection()) {
+            assertThat(Ledger.balance(c)).as("both rows of each handler applied").isEqualTo(2 * (500 + 700));
+        }
+    }
+
+    @Test
     void lagIsTheAgeOfTheOldestPendingRow() throws Exception {
         OutboxRows.add(db.dataSource(), clock, "e-1", "k", "1");
         clock.advance(Duration.ofSeconds(30));
@@ -205,12 +268,12 @@ class OutboxRelayTest {
                 }).build()) {
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "first", "k", "1");
             relay.start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("first"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("first#1"));
             // The relay now waits for up to an hour; only the trigger's pg_notify can wake it.
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "second", "k", "2");
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("second"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("second#1"));
         }
-        assertThat(sent).containsExactly("first", "second");
+        assertThat(sent).containsExactly("first#1", "second#1");
     }
 
     /**
@@ -252,7 +315,7 @@ class OutboxRelayTest {
 
         resume.countDown();
         ta.join(30_000);
-        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("e-x", "e-y");
+        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("e-x#1", "e-y#1");
         assertThat(handledByA).as("A's batch rolled back").hasValue(0);
         assertThat(registryA.get("once.fence.rejections").counter().count()).isEqualTo(1);
         assertThat(registryA.get("once.outbox.sent").counter().count()).isZero();
@@ -260,7 +323,7 @@ class OutboxRelayTest {
         assertThat(a.relayOnce()).as("A stands by while B holds the lease").isZero();
 
         assertThat(b.relayOnce()).isEqualTo(2);
-        assertThat(sentByB).containsExactly("e-x", "e-y");
+        assertThat(sentByB).containsExactly("e-x#1", "e-y#1");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(2);
         a.close();
         b.close();
@@ -299,12 +362,12 @@ class OutboxRelayTest {
 
             assertThat(seen).hasSize(3);
             Map<String, String> first = seen.stream().filter(s -> s.get("path").equals("/ok")).findFirst().orElseThrow();
-            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "evt-ok")
+            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "evt-ok#1")
                     .containsEntry("type", "application/json; charset=utf-8").containsEntry("trace", "t-1")
                     .containsEntry("body", "{\"amount\":20}");
             Map<String, String> third = seen.stream().filter(s -> s.get("path").equals("/busy")).findFirst().orElseThrow();
             assertThat(third).as("no idempotency key given: the event id is the key")
-                    .containsEntry("key", "evt-busy").containsEntry("event", "evt-busy");
+                    .containsEntry("key", "evt-busy#1").containsEntry("event", "evt-busy#1");
 
             assertThat(row(ok)).isEqualTo("sent|1|201|{\"id\":\"ch_1\"}");
             assertThat(row(reject)).as("a 422 is permanent: dead at once").isEqualTo("dead|1|422|nope 422");
