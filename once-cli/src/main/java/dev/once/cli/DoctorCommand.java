@@ -1,6 +1,7 @@
 package dev.once.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.once.OnceException;
 import dev.once.cli.internal.Databases;
 import dev.once.cli.internal.DoctorQueries;
 import dev.once.cli.internal.Durations;
@@ -9,10 +10,14 @@ import dev.once.cli.internal.Failure;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
+import dev.once.outbox.DeadMessage;
+import dev.once.outbox.OutboxAdmin;
+import dev.once.outbox.OutboxStats;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import javax.sql.DataSource;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
@@ -35,10 +40,14 @@ import java.util.concurrent.Callable;
  * reported as OK or WARN and leaves it 0.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
-        description = {"Check a database for the signs of duplicate processing: duplicate business keys in a table of yours,",
-                "inbox size and age against the retention, outbox backlog and dead messages.",
-                "Exit status " + ExitCodes.FINDINGS + " when duplicate business keys are found."})
+        description = {"Check a database for the signs of duplicate processing.",
+                "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
+                        + " and dead messages. Exit status " + ExitCodes.FINDINGS + " when duplicate business keys are found, "
+                        + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE + " when the database cannot be read.%n"})
 final class DoctorCommand implements Callable<Integer> {
+
+    /** How many dead outbox messages the report lists. */
+    static final int DEAD_LISTED = 5;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -71,7 +80,8 @@ final class DoctorCommand implements Callable<Integer> {
         String p = SchemaCommand.prefix(prefix);
         PrintWriter out = spec.commandLine().getOut();
         boolean duplicates = false;
-        try (HikariDataSource ds = Databases.open(url, 1); Connection c = ds.getConnection()) {
+        // Two connections: the report's own, and one for OutboxAdmin while the first is held.
+        try (HikariDataSource ds = Databases.open(url, 2); Connection c = ds.getConnection()) {
             Dialect dialect = Dialects.detect(c);
             out.println("once doctor: " + url + " (" + dialect.name() + ")");
             out.println();
@@ -82,7 +92,6 @@ final class DoctorCommand implements Callable<Integer> {
             }
             out.println();
             String inbox = dialect.quote(p + "inbox");
-            String outbox = dialect.quote(p + "outbox");
             if (exists(c, p + "inbox")) {
                 inbox(c, out, inbox);
             } else {
@@ -91,11 +100,11 @@ final class DoctorCommand implements Callable<Integer> {
             }
             out.println();
             if (exists(c, p + "outbox")) {
-                outbox(c, out, outbox);
+                outbox(ds, dialect, out, p);
             } else {
                 out.println("outbox                    WARN  no table " + p + "outbox here");
             }
-        } catch (SQLException e) {
+        } catch (SQLException | OnceException e) {
             throw Failure.failed("a check failed on " + url + ": " + e.getMessage(), e);
         }
         out.println();
@@ -179,31 +188,24 @@ final class DoctorCommand implements Callable<Integer> {
                 + "` or schedule InboxPruner");
     }
 
-    private void outbox(Connection c, PrintWriter out, String outbox) throws SQLException {
-        long pending = 0;
-        long dead = 0;
-        Instant oldestPending = null;
-        Instant now = Instant.now();
-        List<String> byStatus = new ArrayList<>();
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(DoctorQueries.outboxByStatus(outbox))) {
-            while (rs.next()) {
-                String status = rs.getString(1);
-                long n = rs.getLong(2);
-                byStatus.add(status + ": " + n);
-                if ("pending".equals(status)) {
-                    pending = n;
-                    oldestPending = instant(rs.getTimestamp(3));
-                } else if ("dead".equals(status)) {
-                    dead = n;
-                }
-            }
+    private void outbox(DataSource ds, Dialect dialect, PrintWriter out, String prefix) {
+        OutboxAdmin admin = OutboxAdmin.builder().dataSource(ds).dialect(dialect).tablePrefix(prefix).build();
+        OutboxStats stats = admin.stats();
+        out.println("outbox backlog            OK    " + (stats.pending() == 0 ? "nothing pending"
+                : stats.pending() + " pending, oldest " + human(stats.oldestPendingAge()) + " old (is a relay running?)"));
+        if (stats.dead() == 0) {
+            out.println("outbox dead messages      OK    none");
+            return;
         }
-        out.println("outbox backlog            " + (pending == 0 ? "OK    nothing pending" : "OK    " + pending + " pending, oldest "
-                + human(Duration.between(oldestPending, now).isNegative() ? Duration.ZERO : Duration.between(oldestPending, now))
-                + " old (is a relay running?)") + (byStatus.isEmpty() ? "" : "  [" + String.join(", ", byStatus) + "]"));
-        out.println("outbox dead messages      " + (dead == 0 ? "OK    none"
-                : "WARN  " + dead + " message" + (dead == 1 ? "" : "s") + " gave up after the last retry (status 'dead'):"
-                + " inspect last_error, fix the cause, then set status back to 'pending'"));
+        out.println("outbox dead messages      WARN  " + stats.dead() + " message" + (stats.dead() == 1 ? "" : "s")
+                + " gave up after the last retry (status 'dead'); after fixing the cause, replay them with OutboxAdmin.replay");
+        for (DeadMessage d : admin.dead(0, DEAD_LISTED)) {
+            out.println("                                #" + d.message().id() + " " + d.message().destination()
+                    + " key " + d.message().idempotencyKey() + ": " + (d.lastError() == null || d.lastError().isBlank() ? "no error recorded" : d.lastError()));
+        }
+        if (stats.dead() > DEAD_LISTED) {
+            out.println("                                … and " + (stats.dead() - DEAD_LISTED) + " more");
+        }
     }
 
     private static void checkIdentifier(String option, String value) {

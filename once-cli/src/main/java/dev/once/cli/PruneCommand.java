@@ -18,9 +18,9 @@ import java.util.concurrent.Callable;
 
 /** {@code once prune}: deletes inbox rows older than the retention, with {@link InboxPruner}. */
 @Command(name = "prune", mixinStandardHelpOptions = true,
-        description = {"Delete inbox rows processed longer ago than the retention, in short chunks.",
-                "The retention must cover the redelivery horizon: a copy of an event arriving after its row was pruned "
-                        + "would apply twice."})
+        description = {"Delete inbox rows older than the retention.",
+                "%nDeletes in short chunks, one transaction each. The retention must cover the redelivery horizon: a copy"
+                        + " of an event arriving after its row was pruned would apply twice.%n"})
 final class PruneCommand implements Callable<Integer> {
 
     @CommandLine.Spec

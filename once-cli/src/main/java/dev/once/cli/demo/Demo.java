@@ -5,7 +5,11 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Schema;
 import dev.once.cli.internal.Databases;
 import dev.once.cli.internal.Failure;
+import dev.once.outbox.HttpPublisher;
+import dev.once.outbox.OutboxAdmin;
+import dev.once.outbox.OutboxRelay;
 import dev.once.testkit.TestPostgres;
+import dev.once.testkit.kafka.TestKafka;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -18,6 +22,8 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -107,6 +113,7 @@ public final class Demo implements AutoCloseable {
     private final Deque<String> story = new ArrayDeque<>();
     private final String runId = UUID.randomUUID().toString().substring(0, 8);
     private HikariDataSource dataSource;
+    private HikariDataSource providerStore;
     private PaymentProvider provider;
     private KafkaProducer<String, String> producer;
     private Admin admin;
@@ -114,6 +121,8 @@ public final class Demo implements AutoCloseable {
     private NaiveLane naive;
     private OnceLane once;
     private OutboxRelay relay;
+    private LostAnswers lostAnswers;
+    private OutboxAdmin outboxAdmin;
 
     private Demo() {
     }
@@ -156,7 +165,7 @@ public final class Demo implements AutoCloseable {
         String bootstrap = options.kafka();
         if (bootstrap == null) {
             progress.accept("starting Kafka (embedded, KRaft)");
-            EmbeddedKafka kafka = EmbeddedKafka.start();
+            TestKafka kafka = startKafkaQuietly();
             closeables.add(kafka);
             bootstrap = kafka.bootstrapServers();
         }
@@ -179,17 +188,39 @@ public final class Demo implements AutoCloseable {
         closeables.add(producer);
 
         progress.accept("starting the payment provider, the consumers and the outbox relay");
-        provider = new PaymentProvider();
+        providerStore = openSchema(pgUrl, options.schema() + "_provider");
+        closeables.add(providerStore);
+        Schema.migrate(providerStore);
+        provider = new PaymentProvider(providerStore);
         closeables.add(provider);
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         naive = new NaiveLane(bootstrap, topic, "once-demo-naive-" + runId, faults, dataSource, http, provider.chargesUrl());
         once = new OnceLane(bootstrap, topic, "once-demo-once-" + runId, faults, dataSource, provider.chargesUrl());
         closeables.add(naive);
         closeables.add(once);
-        relay = new OutboxRelay(dataSource, http);
+        lostAnswers = new LostAnswers(HttpPublisher.builder().client(http).timeout(Duration.ofSeconds(5)).build());
+        relay = OutboxRelay.builder().dataSource(dataSource).publisher(lostAnswers).name("once-demo-relay")
+                .pollInterval(Duration.ofMillis(100))
+                // A lost answer is retried at once: the page should show the replay, not a backoff.
+                .initialBackoff(Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1))
+                .build();
+        relay.start();
         closeables.add(relay);
+        outboxAdmin = OutboxAdmin.builder().dataSource(dataSource).build();
         naive.start();
         once.start();
+    }
+
+    // Kafka's storage formatter prints its bootstrap records to System.out, which would land in the
+    // middle of the command's own output; nothing else writes to this JVM's stdout meanwhile.
+    private static TestKafka startKafkaQuietly() {
+        PrintStream out = System.out;
+        System.setOut(new PrintStream(OutputStream.nullOutputStream(), true, StandardCharsets.UTF_8));
+        try {
+            return TestKafka.start();
+        } finally {
+            System.setOut(out);
+        }
     }
 
     private static HikariDataSource openSchema(String url, String schema) {
@@ -239,12 +270,12 @@ public final class Demo implements AutoCloseable {
                         + " on the first copy and discarded the second.";
             }
             case CRASH -> {
-                relay.crashAfterSend("charge:" + id);
+                lostAnswers.loseNextAnswer("charge:" + id);
                 publish(payment, null);
                 yield "Crash in the ack gap: each consumer committed " + id + " to PostgreSQL, then died before"
                         + " committing its Kafka offset; a new consumer read " + id + " again. Naive applied it twice;"
-                        + " once found the id claimed. The relay also died after the provider answered and re-sent"
-                        + " with the same Idempotency-Key: the provider replayed, no second charge.";
+                        + " once found the id claimed. The outbox relay then lost the provider's answer to the charge"
+                        + " and sent it again with the same Idempotency-Key: the provider replayed, no second charge.";
             }
             case REBALANCE -> {
                 publish(payment, null);
@@ -351,11 +382,10 @@ public final class Demo implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             return false;
         }
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(DemoSql.OUTBOX_PENDING)) {
-            rs.next();
-            return rs.getLong(1) == 0 && performing.get() == 0 && naive.inFlight.get() == 0 && once.inFlight.get() == 0;
-        } catch (SQLException e) {
+        try {
+            return outboxAdmin.stats().pending() == 0 && performing.get() == 0 && naive.inFlight.get() == 0
+                    && once.inFlight.get() == 0;
+        } catch (RuntimeException e) {
             return false;
         }
     }

@@ -5,16 +5,20 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /** {@code once demo}: the ledger page, or the same scenario headless. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = {"Delivered twice, counted once: a naive consumer and a once consumer read the same Kafka topic.",
-                "Starts embedded PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost",
-                "with a button for each real source of duplicates. --headless runs the scenario and prints a table."})
+        description = {"Delivered twice, counted once: the ledger page.",
+                "%nA naive consumer and a once consumer read the same Kafka topic in their own groups. Starts embedded"
+                        + " PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost with a button"
+                        + " for each real source of duplicates. --headless runs the same scenario and prints a table.%n"})
 public final class DemoCommand implements Callable<Integer> {
 
     @CommandLine.Spec
@@ -44,6 +48,14 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "1", description = "headless: seed of the chaos plan (default: ${DEFAULT-VALUE})")
     long seed;
 
+    private static void requireFreePort(int port) {
+        try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+            probe.setReuseAddress(true);
+        } catch (IOException e) {
+            throw Failure.usage("--port " + port + " is in use on localhost; pass another --port, or --port 0 for a free one");
+        }
+    }
+
     private static void status(PrintWriter err, String line) {
         err.println("once demo: " + line);
         err.flush();
@@ -63,6 +75,9 @@ public final class DemoCommand implements Callable<Integer> {
         if (postgres != null && !postgres.startsWith("jdbc:postgresql:")) {
             throw Failure.usage("--postgres '" + postgres + "' is not a PostgreSQL JDBC URL; expected"
                     + " jdbc:postgresql://HOST:PORT/DB?user=U");
+        }
+        if (!headless && port != 0) {
+            requireFreePort(port);   // before PostgreSQL and Kafka start, not after
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();

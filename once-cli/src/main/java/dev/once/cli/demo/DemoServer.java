@@ -38,31 +38,32 @@ public final class DemoServer implements AutoCloseable {
     private DemoServer(Demo demo, int port) {
         this.demo = demo;
         this.app = Javalin.create(config -> {
-            config.showJavalinBanner = false;
+            config.startup.showJavalinBanner = false;
             config.staticFiles.add(files -> {
                 files.hostedPath = "/";
                 files.directory = "/dev/once/cli/demo/web";
                 files.location = Location.CLASSPATH;
             });
-        });
-        app.get("/api/state", ctx -> ctx.contentType("application/json").result(json.writeValueAsString(demo.state())));
-        app.post("/api/actions/{action}", ctx -> {
-            Demo.Action action;
-            try {
-                action = Demo.Action.byKey(ctx.pathParam("action"));
-            } catch (IllegalArgumentException e) {
-                ctx.status(404).contentType("application/json").result(json.writeValueAsString(Map.of("error", e.getMessage())));
-                return;
-            }
-            String line = demo.perform(action);
-            ctx.contentType("application/json").result(json.writeValueAsString(Map.of("explanation", line)));
-            push();
-        });
-        app.sse("/events", client -> {
-            client.keepAlive();
-            client.onClose(() -> clients.remove(client));
-            clients.add(client);
-            client.sendEvent("state", last.isEmpty() ? stateJson() : last);
+            config.routes.get("/api/state", ctx -> ctx.contentType("application/json").result(stateJson()));
+            config.routes.post("/api/actions/{action}", ctx -> {
+                Demo.Action action;
+                try {
+                    action = Demo.Action.byKey(ctx.pathParam("action"));
+                } catch (IllegalArgumentException e) {
+                    ctx.status(404).contentType("application/json")
+                            .result(json.writeValueAsString(Map.of("error", e.getMessage())));
+                    return;
+                }
+                String line = demo.perform(action);
+                ctx.contentType("application/json").result(json.writeValueAsString(Map.of("explanation", line)));
+                push();
+            });
+            config.routes.sse("/events", client -> {
+                client.keepAlive();
+                client.onClose(() -> clients.remove(client));
+                clients.add(client);
+                client.sendEvent("state", last.isEmpty() ? stateJson() : last);
+            });
         });
         try {
             app.start("127.0.0.1", port);

@@ -2,7 +2,7 @@ package dev.once.cli.demo;
 
 /**
  * Every statement of the demo, in one place: its two ledgers (the business tables of the two
- * lanes) and the interim outbox relay's reads and writes. PostgreSQL only, like the demo.
+ * lanes). PostgreSQL only, like the demo.
  */
 final class DemoSql {
 
@@ -30,16 +30,4 @@ final class DemoSql {
                 + " (SELECT coalesce(sum(amount), 0) FROM (SELECT DISTINCT payment_id, amount FROM " + ledger + ") d),"
                 + " count(*) FROM " + ledger;
     }
-
-    static final String OUTBOX_PENDING = "SELECT count(*) FROM once_outbox WHERE status = 'pending'";
-
-    /** The relay's batch, locked so that several relays never send one row at once. Binds: 1 now. */
-    static final String OUTBOX_CLAIM = "SELECT id, destination, payload, idempotency_key FROM once_outbox"
-            + " WHERE status = 'pending' AND available_at <= ? ORDER BY id LIMIT 20 FOR UPDATE SKIP LOCKED";
-
-    /** Binds: 1 sent_at, 2 id. */
-    static final String OUTBOX_SENT = "UPDATE once_outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1 WHERE id = ?";
-
-    /** Binds: 1 last error, 2 next attempt at, 3 id. */
-    static final String OUTBOX_RETRY = "UPDATE once_outbox SET attempts = attempts + 1, last_error = ?, available_at = ? WHERE id = ?";
 }

@@ -52,8 +52,8 @@ final class OnceLane extends Lane {
                         ps.setString(4, d.headers().getOrDefault("worker", "")); // 4 worker
                         ps.executeUpdate();
                     }
-                    tx.outbox().add(chargesUrl, p.paymentId(), p.body().getBytes(StandardCharsets.UTF_8), Map.of(),
-                            "charge:" + p.paymentId());
+                    tx.outbox().add(chargesUrl, p.paymentId(), p.body().getBytes(StandardCharsets.UTF_8),
+                            Map.of(PaymentProvider.CALLER, NAME), "charge:" + p.paymentId());
                 })
                 .build();
     }
@@ -74,7 +74,6 @@ final class OnceLane extends Lane {
             switch (o.status()) {
                 case APPLIED -> {
                     applied.incrementAndGet();
-                    firstSighting(p.paymentId());
                     log(worker + " claimed " + p.eventId() + ": +$" + p.amount() + ", charge queued in the outbox");
                 }
                 case DUPLICATE -> {

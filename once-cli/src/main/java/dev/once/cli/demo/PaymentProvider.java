@@ -1,37 +1,48 @@
 package dev.once.cli.demo;
 
+import dev.once.http.IdempotentHandler;
+import dev.once.keys.IdempotencyKeys;
 import io.javalin.Javalin;
 import io.javalin.http.Context;
 
+import javax.sql.DataSource;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A card provider behind HTTP, as the demo's consumers see one: {@code POST /charges} charges
- * the card every time, unless the request carries an {@code Idempotency-Key} it has seen, in
- * which case it replays its first answer and charges nothing (the IETF draft's semantics).
- * Charges and replays are counted per caller ({@code X-Caller} header) for the page.
- *
- * <p>Interim: once the outbox work's {@code Idempotency-Key} server integration is on main, this
- * endpoint should be built on it (backed by {@code once_idempotency_key}) instead of the map.
- * Thread-safe.
+ * A card provider behind HTTP, as the demo's consumers see one: {@code POST /charges} charges the
+ * card. Behind once-http's {@link IdempotentHandler}: a request with an {@code Idempotency-Key}
+ * it has already answered gets the saved answer again ({@code Idempotent-Replayed: true}) and
+ * charges nothing; a request without the header is charged every time, as the naive lane learns.
+ * Its keys live in its own schema, as a provider's would live in its own database. Charges and
+ * replays are counted per caller ({@code X-Caller} header) for the page. Thread-safe.
  */
 final class PaymentProvider implements AutoCloseable {
 
-    static final String IDEMPOTENCY_KEY = "Idempotency-Key";
     static final String CALLER = "X-Caller";
     static final String REPLAYED = "Idempotent-Replayed";
 
-    private final Map<String, String> answers = new ConcurrentHashMap<>();
     private final Map<String, AtomicInteger> charges = new ConcurrentHashMap<>();
     private final Map<String, AtomicInteger> replays = new ConcurrentHashMap<>();
     private final AtomicInteger next = new AtomicInteger();
     private final Javalin app;
 
-    PaymentProvider() {
-        app = Javalin.create(config -> config.showJavalinBanner = false);
-        app.post("/charges", this::charge);
+    /** Starts on a free localhost port, keeping its idempotency keys in {@code keysStore}. */
+    PaymentProvider(DataSource keysStore) {
+        IdempotentHandler idempotent = IdempotentHandler.builder()
+                .keys(IdempotencyKeys.builder().dataSource(keysStore).build())
+                .required(false)   // like most card APIs: the key is optional, and without it every call charges
+                .build();
+        app = Javalin.create(config -> {
+            config.startup.showJavalinBanner = false;
+            config.routes.post("/charges", idempotent.wrap(this::charge));
+            config.routes.after("/charges", ctx -> {
+                if ("true".equals(ctx.res().getHeader(REPLAYED))) {
+                    replays.computeIfAbsent(caller(ctx), c -> new AtomicInteger()).incrementAndGet();
+                }
+            });
+        });
         app.start("127.0.0.1", 0);
     }
 
@@ -49,34 +60,13 @@ final class PaymentProvider implements AutoCloseable {
     }
 
     private void charge(Context ctx) {
-        String caller = ctx.header(CALLER) == null ? "unknown" : ctx.header(CALLER);
-        String key = ctx.header(IDEMPOTENCY_KEY);
-        if (key == null || key.isBlank()) {
-            answer(ctx.status(201), newCharge(caller));
-            return;
-        }
-        boolean[] created = {false};
-        // computeIfAbsent is atomic per key: two concurrent requests with one key charge once.
-        String charge = answers.computeIfAbsent(key, k -> {
-            created[0] = true;
-            return newCharge(caller);
-        });
-        if (created[0]) {
-            ctx.status(201);
-        } else {
-            replays.computeIfAbsent(caller, c -> new AtomicInteger()).incrementAndGet();
-            ctx.status(201).header(REPLAYED, "true");
-        }
-        answer(ctx, charge);
+        charges.computeIfAbsent(caller(ctx), c -> new AtomicInteger()).incrementAndGet();
+        ctx.status(201).contentType("application/json").result("{\"charge\":\"ch_" + next.incrementAndGet() + "\"}");
     }
 
-    private static void answer(Context ctx, String charge) {
-        ctx.contentType("application/json").result("{\"charge\":\"" + charge + "\"}");
-    }
-
-    private String newCharge(String caller) {
-        charges.computeIfAbsent(caller, c -> new AtomicInteger()).incrementAndGet();
-        return "ch_" + next.incrementAndGet();
+    private static String caller(Context ctx) {
+        String caller = ctx.header(CALLER);
+        return caller == null ? "unknown" : caller;
     }
 
     @Override

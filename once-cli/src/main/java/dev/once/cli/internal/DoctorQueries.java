@@ -4,7 +4,8 @@ import java.util.List;
 import java.util.regex.Pattern;
 
 /**
- * Every statement {@code once doctor} runs, in one place. They are plain SQL that PostgreSQL and
+ * Every statement {@code once doctor} runs itself, in one place (the outbox figures come from
+ * {@link dev.once.outbox.OutboxAdmin}). They are plain SQL that PostgreSQL and
  * MariaDB read alike, so there is no per-dialect variant. Identifiers a user passes (table, key
  * columns) are checked against {@link #IDENTIFIER} and never quoted, so they resolve exactly as
  * the user's own unquoted SQL would; the once table names come from a validated prefix.
@@ -47,10 +48,5 @@ public final class DoctorQueries {
     /** Inbox rows older than a cutoff. Binds: 1 cutoff. */
     public static String inboxOlderThan(String inboxTable) {
         return "SELECT count(*) FROM " + inboxTable + " WHERE processed_at < ?";
-    }
-
-    /** Outbox rows by status with the oldest creation time. Columns: status, rows, oldest created_at. */
-    public static String outboxByStatus(String outboxTable) {
-        return "SELECT status, count(*), min(created_at) FROM " + outboxTable + " GROUP BY status ORDER BY status";
     }
 }

@@ -1,6 +1,7 @@
 package dev.once.cli.demo;
 
 import dev.once.testkit.TestPostgres;
+import dev.once.testkit.kafka.TestKafka;
 import org.junit.jupiter.api.Test;
 
 import java.io.PrintWriter;
@@ -20,13 +21,15 @@ class DemoHeadlessTest {
     private static final Pattern ROW = Pattern.compile("(?m)^(overcount|in ledger|card charges)\\s+\\$?([\\d,]+)\\s+\\$?([\\d,]+)\\s*$");
 
     @Test
-    void chaosMakesTheNaiveLaneOvercountAndTheOnceLaneCountEachPaymentOnce() {
+    void chaosMakesTheNaiveLaneOvercountAndTheOnceLaneCountEachPaymentOnce() throws Exception {
+        String schema = DemoSchemas.name("headless");
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int code = dev.once.cli.Main.run(new PrintWriter(out), new PrintWriter(err), "demo", "--headless",
                 "--events", "6", "--chaos", "--seed", "7",
-                "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", SharedKafka.bootstrap(),
-                "--schema", "once_demo_headless_" + ProcessHandle.current().pid());
+                "--postgres", TestPostgres.shared().jdbcUrl(), "--kafka", TestKafka.shared().bootstrapServers(),
+                "--schema", schema);
+        DemoSchemas.drop(schema);
         String printed = out + "\n--- err:\n" + err;
 
         assertThat(code).as(printed).isZero();
@@ -52,6 +55,34 @@ class DemoHeadlessTest {
                 Demo.Action.CONCURRENT);
         assertThat(Headless.plan(5, false, 1)).containsOnly(Demo.Action.DELIVER);
         assertThat(Headless.plan(40, true, 3)).isEqualTo(Headless.plan(40, true, 3));
+    }
+
+    @Test
+    void anUnreachablePostgresABadKafkaAddressOrABusyPortIsNamed() throws Exception {
+        int closedPort;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            closedPort = s.getLocalPort();
+        }
+        String unreachable = "jdbc:postgresql://127.0.0.1:" + closedPort + "/nowhere?user=postgres";
+        StringWriter err = new StringWriter();
+        int code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(err), "demo", "--headless",
+                "--postgres", unreachable, "--kafka", "127.0.0.1:9092");
+        assertThat(code).as(err.toString()).isEqualTo(dev.once.cli.internal.ExitCodes.FAILURE);
+        assertThat(err.toString()).contains("cannot use PostgreSQL at " + unreachable).contains("drop --postgres");
+
+        StringWriter bad = new StringWriter();
+        code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(bad), "demo", "--kafka", "kafka-one");
+        assertThat(code).isEqualTo(dev.once.cli.internal.ExitCodes.USAGE);
+        assertThat(bad.toString()).contains("--kafka 'kafka-one' is not HOST:PORT");
+
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            StringWriter busy = new StringWriter();
+            code = dev.once.cli.Main.run(new PrintWriter(new StringWriter()), new PrintWriter(busy), "demo",
+                    "--port", String.valueOf(taken.getLocalPort()));
+            assertThat(code).isEqualTo(dev.once.cli.internal.ExitCodes.USAGE);
+            assertThat(busy.toString()).contains("--port " + taken.getLocalPort() + " is in use on localhost")
+                    .contains("--port 0");
+        }
     }
 
     private static long[] row(String table, String name) {
