@@ -79,23 +79,28 @@ public final class Schema {
                         + " (version integer PRIMARY KEY, name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
             }
             c.commit();
-            // Re-take the transaction-scoped lock that commit released (PostgreSQL).
-            if (dialect.unlockMigrations() == null) {
-                try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
-                    lock.setString(1, lockName);
-                    lock.executeQuery().close();
-                }
-            }
-            int current = 0;
-            try (Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT coalesce(max(version), 0) FROM " + versionTable)) {
-                rs.next();
-                current = rs.getInt(1);
-            }
             int applied = 0;
-            for (Migration m : migrations(dialect, prefix)) {
-                if (m.version() <= current) {
-                    continue;
+            // One migration per transaction. Where the lock ends with the transaction (PostgreSQL),
+            // each commit releases it, so it is taken again and the applied version read again
+            // before every migration: a racing instance may have applied the next one meanwhile.
+            boolean transactionLock = dialect.unlockMigrations() == null;
+            while (true) {
+                if (transactionLock) {
+                    try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
+                        lock.setString(1, lockName);
+                        lock.executeQuery().close();
+                    }
+                }
+                int current;
+                try (Statement s = c.createStatement();
+                     ResultSet rs = s.executeQuery("SELECT coalesce(max(version), 0) FROM " + versionTable)) {
+                    rs.next();
+                    current = rs.getInt(1);
+                }
+                Migration m = migrations(dialect, prefix).stream().filter(x -> x.version() > current).findFirst()
+                        .orElse(null);
+                if (m == null) {
+                    break;
                 }
                 try (Statement s = c.createStatement()) {
                     for (String statement : statements(m.sql())) {

@@ -26,7 +26,8 @@ public interface Tx {
 
     /**
      * The transactional outbox: external effects enqueued here are written in this transaction
-     * and performed by a relay after commit, stamped with this delivery's event id.
+     * and performed by a relay after commit, stamped with an event id derived from this delivery's
+     * (see {@link Outbox}).
      */
     Outbox outbox();
 

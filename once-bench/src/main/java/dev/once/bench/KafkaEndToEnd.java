@@ -42,11 +42,12 @@ import java.util.concurrent.Future;
  * topic, same handler (credit one of {@value #ACCOUNTS} accounts), {@code max.poll.records}
  * {@value #MAX_POLL_RECORDS}, one database connection each, one run each after a short warm-up.
  *
- * <p>{@link #run(int)} returns the figures; {@link #main} prints them as
- * {@code BENCH name=<naive-kafka|once-kafka> mode=batch conns=1 events_per_s=<x>} lines.
- * Arguments: number of events (default {@value #DEFAULT_EVENTS}).
+ * <p>As the {@code kafka} suite of {@link BenchMain} it runs on the harness's PostgreSQL and writes
+ * its lines and a section of BENCHMARKS.md; {@link #run(int)} returns the figures; {@link #main}
+ * prints them as {@code BENCH name=<naive-kafka|once-kafka> mode=batch conns=1 events_per_s=<x>}
+ * lines. Arguments: number of events (default {@value #DEFAULT_EVENTS}).
  */
-public final class KafkaEndToEnd {
+public final class KafkaEndToEnd implements Suite {
 
     public static final int DEFAULT_EVENTS = 100_000;
     static final int ACCOUNTS = 1_000;
@@ -68,7 +69,33 @@ public final class KafkaEndToEnd {
         }
     }
 
-    private KafkaEndToEnd() {
+    @Override
+    public String name() {
+        return "kafka";
+    }
+
+    @Override
+    public void run(Run run) throws Exception {
+        List<Result> results;
+        try (TestKafka kafka = TestKafka.start(); BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
+            Run.progress("kafka: " + DEFAULT_EVENTS + " events, " + PARTITIONS + " partitions, in-process broker at "
+                    + kafka.bootstrapServers());
+            results = run(kafka, db.dataSource(), DEFAULT_EVENTS);
+        }
+        StringBuilder md = new StringBuilder();
+        md.append("Kafka (in-process KRaft broker) to PostgreSQL, ").append(DEFAULT_EVENTS).append(" events over ")
+                .append(PARTITIONS).append(" partitions, `max.poll.records=").append(MAX_POLL_RECORDS)
+                .append("`, one connection, one run each after a ").append(WARMUP_EVENTS)
+                .append("-event warm-up. Naive: auto-commit, the poll's records applied in one transaction, no claim. "
+                        + "Once: `KafkaConsumerRunner`, claim per event, one transaction per poll, `commitSync` after "
+                        + "the database commit.\n\n| consumer | events/s |\n|---|---|\n");
+        for (Result r : results) {
+            run.line(r.line());
+            md.append("| ").append(r.name()).append(" | ").append(Math.round(r.eventsPerSecond())).append(" |\n");
+        }
+        md.append("\nonce / naive: ").append(String.format(Locale.ROOT, "%.2f",
+                results.get(1).eventsPerSecond() / results.get(0).eventsPerSecond())).append('\n');
+        run.section("Kafka end to end: naive vs once", md.toString());
     }
 
     public static void main(String[] args) throws Exception {
@@ -86,32 +113,34 @@ public final class KafkaEndToEnd {
      * @return naive-kafka, then once-kafka
      */
     public static List<Result> run(int events) throws Exception {
-        try (EmbeddedPostgres pg = TestPostgres.embedded(true); TestKafka kafka = TestKafka.start()) {
-            return run(kafka, pg.getJdbcUrl("postgres", "postgres"), events);
+        try (EmbeddedPostgres pg = TestPostgres.embedded(true); TestKafka kafka = TestKafka.start();
+             HikariDataSource ds = pool(pg.getJdbcUrl("postgres", "postgres"))) {
+            Schema.migrate(ds);
+            return run(kafka, ds, events);
         }
     }
 
-    /** As {@link #run(int)} on a given broker and database (the database must have fsync on to mean anything). */
-    public static List<Result> run(TestKafka kafka, String jdbcUrl, int events) throws Exception {
-        try (HikariDataSource ds = pool(jdbcUrl)) {
-            Schema.migrate(ds);
-            String warm = kafka.createTopic("bench-warmup", PARTITIONS);
-            publish(kafka, warm, WARMUP_EVENTS);
-            reset(ds);
-            naive(kafka, warm, ds, WARMUP_EVENTS);
-            reset(ds);
-            once(kafka, warm, ds, WARMUP_EVENTS);
+    /**
+     * As {@link #run(int)} on a given broker and database, which holds the once tables and should
+     * have fsync on for the figures to mean anything; one connection is used at a time.
+     */
+    public static List<Result> run(TestKafka kafka, DataSource ds, int events) throws Exception {
+        String warm = kafka.createTopic("bench-warmup", PARTITIONS);
+        publish(kafka, warm, WARMUP_EVENTS);
+        reset(ds);
+        naive(kafka, warm, ds, WARMUP_EVENTS);
+        reset(ds);
+        once(kafka, warm, ds, WARMUP_EVENTS);
 
-            String topic = kafka.createTopic("bench", PARTITIONS);
-            publish(kafka, topic, events);
-            reset(ds);
-            Result naive = naive(kafka, topic, ds, events);
-            check(ds, events, "naive");
-            reset(ds);
-            Result once = once(kafka, topic, ds, events);
-            check(ds, events, "once");
-            return List.of(naive, once);
-        }
+        String topic = kafka.createTopic("bench", PARTITIONS);
+        publish(kafka, topic, events);
+        reset(ds);
+        Result naive = naive(kafka, topic, ds, events);
+        check(ds, events, "naive");
+        reset(ds);
+        Result once = once(kafka, topic, ds, events);
+        check(ds, events, "once");
+        return List.of(naive, once);
     }
 
     /** The business effect, the same for both consumers. */

@@ -22,14 +22,33 @@ public final class JdbcOutbox implements Outbox {
 
     private final Connection connection;
     private final String insertSql;
-    private final String eventId;
+    private final String causeId;
     private final Clock clock;
+    private int added;
 
     public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String eventId, Clock clock) {
         this.connection = connection;
         this.insertSql = dialect.outboxInsert(prefix);
-        this.eventId = eventId;
+        this.causeId = eventId;
         this.clock = clock;
+    }
+
+    // Each message a handler enqueues is an event of its own: two messages to one downstream
+    // consumer must not share an id, or its inbox would drop the second. "<cause>#<n>" is unique
+    // (the claim lets this transaction commit once per cause) and stable (it is stored in the row,
+    // so every re-send after a relay crash carries the same id).
+    private String nextEventId() {
+        String id = causeId + "#" + (++added);
+        if (id.length() <= dev.once.Delivery.MAX_MESSAGE_ID_LENGTH) {
+            return id;
+        }
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(causeId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(digest) + "#" + added;
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
     }
 
     @Override
@@ -43,6 +62,7 @@ public final class JdbcOutbox implements Outbox {
             throw new InvalidDeliveryException("outbox key must be at most " + MAX_KEY + " characters, but was "
                     + key.length());
         }
+        String eventId = nextEventId();
         String idem = idempotencyKey == null ? eventId : idempotencyKey;
         if (idem.isBlank() || idem.length() > MAX_KEY) {
             throw new InvalidDeliveryException("outbox idempotency key must be 1 to " + MAX_KEY
@@ -50,6 +70,7 @@ public final class JdbcOutbox implements Outbox {
         }
         Map<String, String> all = new LinkedHashMap<>(headers == null ? Map.of() : headers);
         all.put(OutboxMessage.EVENT_ID_HEADER, eventId);
+        all.put(OutboxMessage.CAUSE_ID_HEADER, causeId);
         Timestamp now = Timestamp.from(clock.instant());
         try (PreparedStatement ps = connection.prepareStatement(insertSql)) {
             ps.setString(1, eventId);                                  // 1 event_id

@@ -67,6 +67,167 @@ public interface Dialect {
      */
     String pruneInbox(String prefix);
 
+    // ---- leases (dev.once.lease) -------------------------------------------------------------
+
+    /**
+     * Acquires a lease that is free (never taken, released, or expired), incrementing its token,
+     * in one atomic statement; returns one row (the new token) when acquired and none when
+     * another owner holds it. Binds: 1 name, 2 owner, 3 expires_at, 4 now.
+     *
+     * @throws UnsupportedOperationException where the dialect has no single-statement form
+     */
+    String leaseAcquire(String prefix);
+
+    /**
+     * Extends a lease still held with the given token. Binds: 1 expires_at, 2 name, 3 token, 4 owner.
+     * 1 row: renewed; 0: released or taken over since.
+     */
+    default String leaseRenew(String prefix) {
+        return "UPDATE " + quote(prefix + "lease") + " SET expires_at = ? WHERE name = ? AND token = ? AND owner = ?";
+    }
+
+    /** Frees a lease held with the given token, keeping the token. Binds: 1 name, 2 token, 3 owner. */
+    default String leaseRelease(String prefix) {
+        return "UPDATE " + quote(prefix + "lease") + " SET owner = NULL, expires_at = NULL"
+                + " WHERE name = ? AND token = ? AND owner = ?";
+    }
+
+    // ---- idempotency keys (dev.once.keys) ------------------------------------------------------
+
+    /**
+     * Inserts a new key in state {@code processing} with token 1, or nothing when the key exists
+     * (waiting for a concurrent insert of the same key to end). Binds: 1 scope, 2 key,
+     * 3 fingerprint, 4 locked_until, 5 created_at, 6 updated_at. 1 row: started.
+     */
+    String keyInsert(String prefix);
+
+    /**
+     * Reads and locks one key until the transaction ends. Binds: 1 scope, 2 key. Columns:
+     * fingerprint, state, result_status, result, fencing_token, locked_until.
+     */
+    default String keySelectForUpdate(String prefix) {
+        return "SELECT fingerprint, state, result_status, result, fencing_token, locked_until FROM "
+                + quote(prefix + "idempotency_key") + " WHERE scope = ? AND idem_key = ? FOR UPDATE";
+    }
+
+    /**
+     * Takes over a key whose claim expired or whose last attempt failed retryably: state back to
+     * {@code processing}, token incremented. Binds: 1 locked_until, 2 updated_at, 3 scope, 4 key,
+     * 5 the token read under the lock.
+     */
+    default String keyRestart(String prefix) {
+        return "UPDATE " + quote(prefix + "idempotency_key") + " SET state = 'processing',"
+                + " fencing_token = fencing_token + 1, locked_until = ?, updated_at = ?, result_status = NULL,"
+                + " result = NULL WHERE scope = ? AND idem_key = ? AND fencing_token = ?";
+    }
+
+    /**
+     * Records the outcome of a claim, fenced: only the holder of the newest token, while the key
+     * is still processing, moves it. Binds: 1 state, 2 result_status, 3 result, 4 updated_at,
+     * 5 scope, 6 key, 7 token. 1 row: recorded; 0: a newer token took over (or it was pruned).
+     */
+    default String keyFinish(String prefix) {
+        return "UPDATE " + quote(prefix + "idempotency_key") + " SET state = ?, result_status = ?, result = ?,"
+                + " locked_until = NULL, updated_at = ? WHERE scope = ? AND idem_key = ? AND fencing_token = ?"
+                + " AND state = 'processing'";
+    }
+
+    /** The current token of a key, to explain a rejected finish. Binds: 1 scope, 2 key. */
+    default String keyToken(String prefix) {
+        return "SELECT fencing_token FROM " + quote(prefix + "idempotency_key") + " WHERE scope = ? AND idem_key = ?";
+    }
+
+    /**
+     * Deletes up to a chunk of keys created before a cutoff, sparing claims still held.
+     * Binds: 1 cutoff, 2 now, 3 chunk size.
+     */
+    String pruneKeys(String prefix);
+
+    // ---- outbox relay (dev.once.outbox) --------------------------------------------------------
+
+    /**
+     * Locks the next sendable rows in id order, skipping rows other relays hold: pending,
+     * available, matching a destination pattern, and only the oldest pending row of each key (a
+     * key's later rows wait for its head, so a failed head blocks its own key and no other).
+     * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 limit. Columns:
+     * id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at.
+     */
+    default String outboxLockBatch(String prefix) {
+        String table = quote(prefix + "outbox");
+        return "SELECT o.id, o.event_id, o.destination, o.msg_key, o.payload, o.headers, o.idempotency_key,"
+                + " o.attempts, o.created_at FROM " + table + " o"
+                + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
+                + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " p"
+                + " WHERE p.msg_key = o.msg_key AND p.status = 'pending' AND p.id < o.id))"
+                + " ORDER BY o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+    }
+
+    /** Marks a row sent. Binds: 1 sent_at, 2 response_status (nullable), 3 response (nullable), 4 id. */
+    default String outboxMarkSent(String prefix) {
+        return "UPDATE " + quote(prefix + "outbox") + " SET status = 'sent', attempts = attempts + 1, sent_at = ?,"
+                + " response_status = ?, response = ?, last_error = NULL WHERE id = ?";
+    }
+
+    /** Deletes a sent row (relays configured to keep no history). Binds: 1 id. */
+    default String outboxDelete(String prefix) {
+        return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ?";
+    }
+
+    /**
+     * Schedules a retry of a failed row. Binds: 1 available_at, 2 last_error, 3 response_status
+     * (nullable), 4 response (nullable), 5 id.
+     */
+    default String outboxRetry(String prefix) {
+        return "UPDATE " + quote(prefix + "outbox") + " SET attempts = attempts + 1, available_at = ?,"
+                + " last_error = ?, response_status = ?, response = ? WHERE id = ?";
+    }
+
+    /**
+     * Moves a row that will not be tried again to {@code dead}. Binds: 1 last_error,
+     * 2 response_status (nullable), 3 response (nullable), 4 id.
+     */
+    default String outboxDead(String prefix) {
+        return "UPDATE " + quote(prefix + "outbox") + " SET status = 'dead', attempts = attempts + 1,"
+                + " last_error = ?, response_status = ?, response = ? WHERE id = ?";
+    }
+
+    /**
+     * Lists dead rows from an id on. Binds: 1 after id, 2 limit. Columns: those of
+     * {@link #outboxLockBatch} plus last_error, response_status.
+     */
+    default String outboxListDead(String prefix) {
+        return "SELECT id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at,"
+                + " last_error, response_status FROM " + quote(prefix + "outbox")
+                + " WHERE status = 'dead' AND id > ? ORDER BY id LIMIT ?";
+    }
+
+    /** Sends a dead row again: pending, attempts reset. Binds: 1 available_at, 2 id. 1 row: replayed. */
+    default String outboxReplay(String prefix) {
+        return "UPDATE " + quote(prefix + "outbox") + " SET status = 'pending', attempts = 0, available_at = ?,"
+                + " last_error = NULL WHERE id = ? AND status = 'dead'";
+    }
+
+    /** One row: pending count, created_at of the oldest pending row (null if none), dead count. */
+    default String outboxStats(String prefix) {
+        String table = quote(prefix + "outbox");
+        return "SELECT (SELECT count(*) FROM " + table + " WHERE status = 'pending'),"
+                + " (SELECT created_at FROM " + table + " WHERE status = 'pending' ORDER BY id LIMIT 1),"
+                + " (SELECT count(*) FROM " + table + " WHERE status = 'dead')";
+    }
+
+    /**
+     * Deletes up to a chunk of sent rows older than a cutoff. Binds: 1 cutoff, 2 chunk size.
+     */
+    String pruneOutbox(String prefix);
+
+    /**
+     * Subscribes the connection to wake-ups sent when outbox rows become pending, or null when the
+     * dialect has none (relays then poll).
+     */
+    default String outboxListen(String prefix) {
+        return null;
+    }
+
     /** SQL states, error codes: the claim waited longer than the lock timeout for a concurrent duplicate. */
     boolean isLockTimeout(SQLException e);
 
@@ -82,6 +243,6 @@ public interface Dialect {
     /** Releases the migration lock, or null when the lock ends with the transaction. Binds: 1 the lock name. */
     String unlockMigrations();
 
-    /** Counts rows of the inbox cheaply (an estimate where exact counts are expensive). */
-    String estimateInboxRows(String prefix);
+    /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
+    String countInboxRows(String prefix);
 }

@@ -72,6 +72,31 @@ public final class MariaDbDialect implements Dialect {
         return "DELETE FROM " + quote(prefix + "inbox") + " WHERE processed_at < ? ORDER BY processed_at LIMIT ?";
     }
 
+    // MariaDB has no upsert that reports whether its conditional update happened; leases need a
+    // single atomic statement that does, so they are PostgreSQL-only for now.
+    @Override
+    public String leaseAcquire(String prefix) {
+        throw new UnsupportedOperationException("leases are not supported on mariadb yet; use PostgreSQL");
+    }
+
+    @Override
+    public String keyInsert(String prefix) {
+        return "INSERT IGNORE INTO " + quote(prefix + "idempotency_key")
+                + " (scope, idem_key, fingerprint, state, fencing_token, locked_until, created_at, updated_at)"
+                + " VALUES (?, ?, ?, 'processing', 1, ?, ?, ?)";
+    }
+
+    @Override
+    public String pruneKeys(String prefix) {
+        return "DELETE FROM " + quote(prefix + "idempotency_key")
+                + " WHERE created_at < ? AND (state <> 'processing' OR locked_until < ?) ORDER BY created_at LIMIT ?";
+    }
+
+    @Override
+    public String pruneOutbox(String prefix) {
+        return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
+    }
+
     @Override
     public boolean isLockTimeout(SQLException e) {
         return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT;
@@ -93,7 +118,7 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public String estimateInboxRows(String prefix) {
+    public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
 }

@@ -75,6 +75,43 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE i.consumer = old.consumer AND i.message_id = old.message_id";
     }
 
+    // ON CONFLICT ... DO UPDATE ... WHERE: one statement takes the row lock, checks that the lease
+    // is free and increments the token, so two rivals can never both acquire one expiry.
+    @Override
+    public String leaseAcquire(String prefix) {
+        return "INSERT INTO " + quote(prefix + "lease") + " AS l (name, owner, token, expires_at) VALUES (?, ?, 1, ?)"
+                + " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, token = l.token + 1,"
+                + " expires_at = EXCLUDED.expires_at WHERE l.owner IS NULL OR l.expires_at <= ? RETURNING token";
+    }
+
+    @Override
+    public String keyInsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "idempotency_key")
+                + " (scope, idem_key, fingerprint, state, fencing_token, locked_until, created_at, updated_at)"
+                + " VALUES (?, ?, ?, 'processing', 1, ?, ?, ?) ON CONFLICT DO NOTHING";
+    }
+
+    @Override
+    public String pruneKeys(String prefix) {
+        String table = quote(prefix + "idempotency_key");
+        return "DELETE FROM " + table + " k USING (SELECT scope, idem_key FROM " + table
+                + " WHERE created_at < ? AND (state <> 'processing' OR locked_until < ?) LIMIT ?"
+                + " FOR UPDATE SKIP LOCKED) old WHERE k.scope = old.scope AND k.idem_key = old.idem_key";
+    }
+
+    @Override
+    public String pruneOutbox(String prefix) {
+        String table = quote(prefix + "outbox");
+        return "DELETE FROM " + table + " o USING (SELECT id FROM " + table
+                + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
+    }
+
+    // The V2 trigger sends pg_notify on this channel whenever a row becomes pending.
+    @Override
+    public String outboxListen(String prefix) {
+        return "LISTEN " + quote(prefix + "outbox");
+    }
+
     @Override
     public boolean isLockTimeout(SQLException e) {
         return "55P03".equals(e.getSQLState());
@@ -96,7 +133,7 @@ public final class PostgresDialect implements Dialect {
     }
 
     @Override
-    public String estimateInboxRows(String prefix) {
+    public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
 }

@@ -8,8 +8,11 @@ import java.util.Map;
  * here is written in the claim transaction and leaves only after commit, through a relay that
  * performs it with its idempotency key. A rolled-back transaction sends nothing.
  *
- * <p>Every row is stamped with the event id of the delivery being handled, so a relay that
- * re-sends after a crash re-sends the same id and the receiving inbox absorbs it.
+ * <p>Every row gets an event id of its own, {@code <cause event id>#<n>} for the n-th message the
+ * handler enqueues (hashed when it would exceed 255 characters), carried as
+ * {@value OutboxMessage#EVENT_ID_HEADER}; the cause travels as {@value OutboxMessage#CAUSE_ID_HEADER}.
+ * A relay that re-sends after a crash re-sends the same id and the receiving inbox absorbs it;
+ * two messages enqueued for one event stay two events downstream.
  */
 public interface Outbox {
 
@@ -21,7 +24,7 @@ public interface Outbox {
      * @param payload        the body
      * @param headers        extra headers; the event id travels as {@value OutboxMessage#EVENT_ID_HEADER}
      * @param idempotencyKey the key the receiver deduplicates on, derived from the business identity
-     *                       (for example {@code charge:order-42}); null to use the event id
+     *                       (for example {@code charge:order-42}); null to use this message's event id
      * @return the outbox row id
      */
     long add(String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)

@@ -9,7 +9,8 @@ import java.util.Objects;
  * One row of the outbox as a relay reads it. Immutable.
  *
  * @param id             the row id, increasing in insertion order
- * @param eventId        the event id of the delivery that wrote it (or the id given by a producer)
+ * @param eventId        this message's own event id: {@code <cause event id>#<n>} for the n-th message a
+ *                       handler enqueued, stable across re-sends
  * @param destination    topic, queue or URL
  * @param key            ordering key, may be null
  * @param payload        body, copied
@@ -23,6 +24,9 @@ public record OutboxMessage(long id, String eventId, String destination, String 
 
     /** The header that carries the event id on every send. */
     public static final String EVENT_ID_HEADER = "once-event-id";
+
+    /** The header that carries the id of the event whose handling wrote this message, for tracing. */
+    public static final String CAUSE_ID_HEADER = "once-cause-id";
 
     public OutboxMessage {
         Objects.requireNonNull(eventId, "eventId");

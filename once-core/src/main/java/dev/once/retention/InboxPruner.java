@@ -6,6 +6,7 @@ import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import org.slf4j.Logger;
@@ -14,7 +15,9 @@ import org.slf4j.LoggerFactory;
 import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
@@ -23,6 +26,7 @@ import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Deletes inbox rows older than the retention, in bounded chunks of one short transaction each,
@@ -44,6 +48,8 @@ public final class InboxPruner {
 
     private final DataSource dataSource;
     private final String pruneSql;
+    private final String countSql;
+    private final AtomicLong rows = new AtomicLong();
     private final Duration retention;
     private final int chunkSize;
     private final Clock clock;
@@ -52,10 +58,13 @@ public final class InboxPruner {
     private InboxPruner(Builder b, Dialect dialect) {
         this.dataSource = b.dataSource;
         this.pruneSql = dialect.pruneInbox(b.tablePrefix);
+        this.countSql = dialect.countInboxRows(b.tablePrefix);
         this.retention = b.retention;
         this.chunkSize = b.chunkSize;
         this.clock = b.clock;
         this.deleted = Counter.builder("once.retention.deleted").description("inbox rows pruned")
+                .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
+        Gauge.builder("once.inbox.rows", rows, AtomicLong::get).description("inbox rows after the last prune")
                 .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
     }
 
@@ -89,6 +98,10 @@ public final class InboxPruner {
                     if (n < chunkSize) {
                         break;
                     }
+                }
+                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(countSql)) {
+                    rs.next();
+                    rows.set(rs.getLong(1));
                 }
             } finally {
                 c.setAutoCommit(autoCommit);

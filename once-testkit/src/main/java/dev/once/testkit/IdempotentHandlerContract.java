@@ -72,9 +72,18 @@ public abstract class IdempotentHandlerContract {
         return builder;
     }
 
+    /**
+     * A fresh database for one case, with the once tables; default a new schema on
+     * {@link TestPostgres#shared()}. Override to run the contract on another database
+     * ({@code TestMariaDb.shared().freshDatabase(poolSize)}).
+     */
+    protected TestDatabase newDatabase(int poolSize) {
+        return TestPostgres.shared().freshDatabase(poolSize);
+    }
+
     @BeforeEach
     final void freshDatabase() throws SQLException {
-        database = TestPostgres.shared().freshDatabase(concurrency() + 2);
+        database = newDatabase(concurrency() + 2);
         try (Connection c = database.dataSource().getConnection()) {
             createTables(c);
         }
@@ -171,7 +180,7 @@ public abstract class IdempotentHandlerContract {
     // The reference end state, computed by the handler itself (not guessed by the contract): the
     // same event delivered exactly once, in a schema of its own.
     private Object stateAfterOneDeliveryOnTheSide() throws Exception {
-        try (TestDatabase side = TestPostgres.shared().freshDatabase(2)) {
+        try (TestDatabase side = newDatabase(2)) {
             try (Connection c = side.dataSource().getConnection()) {
                 createTables(c);
             }

@@ -3,6 +3,7 @@ package dev.once.core;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
+import dev.once.testkit.TestDatabase;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -17,6 +18,23 @@ final class Ledger {
             + "INSERT INTO account VALUES (1, 0)";
 
     private Ledger() {
+    }
+
+    /** Creates the ledger tables in {@code db} and returns it. */
+    static TestDatabase on(TestDatabase db) {
+        try (Connection c = db.dataSource().getConnection()) {
+            create(c);
+        } catch (SQLException e) {
+            db.close();
+            throw new IllegalStateException("could not create the ledger: " + e.getMessage(), e);
+        }
+        return db;
+    }
+
+    static long balance(TestDatabase db) throws SQLException {
+        try (Connection c = db.dataSource().getConnection()) {
+            return balance(c);
+        }
     }
 
     static void create(Connection c) throws SQLException {

@@ -7,6 +7,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
+import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -104,7 +105,11 @@ public final class TestKafka implements AutoCloseable {
         }
         KafkaClusterTestKit cluster = null;
         try {
+            // A directory of our own: the test kit's default one is deleted by a JVM shutdown hook of
+            // Kafka's that races with close() when a main program (the demo) stops on Ctrl-C, and the
+            // broker then fails loudly writing its last checkpoints. deleteOnClose removes this one.
             TestKitNodes nodes = new TestKitNodes.Builder()
+                    .setBaseDirectory(Files.createTempDirectory("once-kafka-"))
                     .setCombined(true)
                     .setNumBrokerNodes(1)
                     .setNumControllerNodes(1)

@@ -1,0 +1,165 @@
+package dev.once.bench;
+
+import com.sun.management.OperatingSystemMXBean;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.once.Schema;
+import dev.once.testkit.TestPostgres;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The one PostgreSQL a benchmark run uses: an embedded PostgreSQL 17 with {@code fsync} and
+ * {@code synchronous_commit} on, or the server given with {@code --postgres}. Every measurement
+ * gets a {@link #freshDatabase fresh schema} so no run sees another's rows or index growth.
+ */
+final class BenchPostgres implements AutoCloseable {
+
+    /** Accounts in a fresh database: 100 per worker for 8 workers, and enough for 1,000 correctness rounds. */
+    static final int ACCOUNTS = 1_000;
+
+    private static final AtomicInteger SEQUENCE = new AtomicInteger();
+
+    private final String jdbcUrl;
+    private final EmbeddedPostgres embedded;
+
+    private BenchPostgres(String jdbcUrl, EmbeddedPostgres embedded) {
+        this.jdbcUrl = jdbcUrl;
+        this.embedded = embedded;
+    }
+
+    /** Starts the embedded, durable server when {@code url} is null; otherwise uses {@code url}. */
+    static BenchPostgres start(String url) throws IOException {
+        if (url != null) {
+            return new BenchPostgres(url, null);
+        }
+        EmbeddedPostgres pg = TestPostgres.embedded(true);
+        return new BenchPostgres(pg.getJdbcUrl("postgres", "postgres"), pg);
+    }
+
+    boolean isEmbedded() {
+        return embedded != null;
+    }
+
+    /**
+     * A new schema holding the once tables and {@value #ACCOUNTS} accounts, behind a Hikari pool of
+     * exactly {@code connections} connections (opened up front, so no measurement pays for a connect).
+     */
+    Db freshDatabase(int connections) {
+        String schema = "bench_" + ProcessHandle.current().pid() + "_" + SEQUENCE.incrementAndGet();
+        admin("CREATE SCHEMA " + schema);
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "currentSchema=" + schema);
+        config.setMaximumPoolSize(connections);
+        config.setMinimumIdle(connections);
+        config.setPoolName(schema);
+        HikariDataSource ds = new HikariDataSource(config);
+        try {
+            Schema.migrate(ds);
+            try (Connection c = ds.getConnection()) {
+                Ledger.create(c, ACCOUNTS);
+            }
+        } catch (SQLException | RuntimeException e) {
+            ds.close();
+            admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+            throw new IllegalStateException("could not prepare schema " + schema + ": " + e.getMessage(), e);
+        }
+        return new Db(ds, schema);
+    }
+
+    /** Flushes dirty pages before a measurement, so a checkpoint does not land inside it (superuser only). */
+    void checkpoint() {
+        try {
+            admin("CHECKPOINT");
+        } catch (IllegalStateException e) {
+            // Not a superuser on a given server: measure without it and let the numbers show the noise.
+        }
+    }
+
+    /** Server version and the settings that decide commit cost. */
+    Map<String, String> serverFacts() {
+        Map<String, String> facts = new LinkedHashMap<>();
+        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
+            for (String name : new String[] {"server_version", "fsync", "synchronous_commit", "full_page_writes",
+                    "wal_sync_method", "shared_buffers", "max_connections"}) {
+                try (ResultSet rs = s.executeQuery("SHOW " + name)) {
+                    rs.next();
+                    facts.put(name, rs.getString(1));
+                }
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not read server settings from " + jdbcUrl + ": " + e.getMessage(), e);
+        }
+        return facts;
+    }
+
+    /** The machine the numbers come from. */
+    static Map<String, String> machineFacts() {
+        Map<String, String> facts = new LinkedHashMap<>();
+        facts.put("cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
+        var os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        facts.put("memory", (os.getTotalMemorySize() >> 20) + " MiB");
+        facts.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
+                + System.getProperty("os.arch"));
+        facts.put("jdk", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
+        return facts;
+    }
+
+    private void admin(String sql) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        if (embedded != null) {
+            embedded.close();
+        }
+    }
+
+    /** A fresh schema and its pool; closing drops both. */
+    final class Db implements AutoCloseable {
+        private final HikariDataSource dataSource;
+        private final String schema;
+
+        private Db(HikariDataSource dataSource, String schema) {
+            this.dataSource = dataSource;
+            this.schema = schema;
+        }
+
+        HikariDataSource dataSource() {
+            return dataSource;
+        }
+
+        String schema() {
+            return schema;
+        }
+
+        long[] balances(int accounts) {
+            try (Connection c = dataSource.getConnection()) {
+                return Ledger.balances(c, accounts);
+            } catch (SQLException e) {
+                throw new IllegalStateException("could not read balances in " + schema + ": " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public void close() {
+            dataSource.close();
+            admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+        }
+    }
+}

@@ -1,0 +1,189 @@
+package dev.once.bench;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Issue 7: {@code once} side by side with Apache Camel, Eventuate Tram and Spring Integration on
+ * the same PostgreSQL, handler and workload. Throughput at 1 and 8 workers, one event per
+ * transaction (and 100 per transaction for {@code once}), then the four correctness cases for each.
+ */
+final class PeersSuite implements Suite {
+
+    static final int[] WORKERS = {1, 8};
+
+    @Override
+    public String name() {
+        return "peers";
+    }
+
+    @Override
+    public void run(Run run) throws Exception {
+        List<Subject.Kind> kinds = Subjects.all();
+        // Configurations in measuring order: every subject per message, then once batched.
+        List<String[]> configs = new ArrayList<>();
+        for (Subject.Kind k : kinds) {
+            configs.add(new String[] {k.name(), "single"});
+        }
+        configs.add(new String[] {"once", "batch"});
+
+        Map<String, Double> results = new LinkedHashMap<>();
+        for (int workers : WORKERS) {
+            List<BenchPostgres.Db> dbs = new ArrayList<>();
+            List<Subject> subjects = new ArrayList<>();
+            try {
+                List<Throughput.Config> measured = new ArrayList<>();
+                for (String[] config : configs) {
+                    Subject.Kind kind = Subjects.byName(config[0]);
+                    BenchPostgres.Db db = run.postgres().freshDatabase(workers);
+                    dbs.add(db);
+                    kind.createStore(db.dataSource());
+                    Subject subject = kind.open(db.dataSource());
+                    subjects.add(subject);
+                    measured.add(new Throughput.Config(config[0] + "-" + config[1], workers,
+                            steps(kind.name(), subject, config[1].equals("batch"))));
+                }
+                run.postgres().checkpoint();
+                double[] rates = Throughput.measure(measured, run.settings().warmup(), run.settings().measured(),
+                        run.settings().slice());
+                for (int i = 0; i < configs.size(); i++) {
+                    results.put(configs.get(i)[0] + "/" + configs.get(i)[1] + "/" + workers, rates[i]);
+                    run.line(Run.bench(configs.get(i)[0], configs.get(i)[1], workers, null, rates[i]));
+                }
+            } finally {
+                for (Subject s : subjects) {
+                    s.close();
+                }
+                dbs.forEach(BenchPostgres.Db::close);
+            }
+        }
+
+        Correctness correctness = new Correctness(run.postgres());
+        List<Correctness.Result> verdicts = new ArrayList<>();
+        for (Subject.Kind kind : kinds) {
+            for (String kase : Correctness.CASES) {
+                long start = System.nanoTime();
+                Correctness.Result result = correctness.run(kind, kase);
+                verdicts.add(result);
+                run.line(result.line());
+                Run.progress(String.format(Locale.ROOT, "correctness %s %s took %.1f s", kind.name(), kase,
+                        (System.nanoTime() - start) / 1e9));
+            }
+        }
+        run.section("Peers: Camel, Eventuate Tram, Spring Integration", report(kinds, results, verdicts, run.settings()));
+    }
+
+    private static Throughput.StepFactory steps(String name, Subject subject, boolean batch) {
+        return i -> {
+            Throughput.Events events = new Throughput.Events(name, i);
+            if (!batch) {
+                return () -> {
+                    Event e = events.next();
+                    if (!subject.deliver(e)) {
+                        throw new IllegalStateException(name + " did not acknowledge new event " + e.id());
+                    }
+                    return 1;
+                };
+            }
+            return () -> {
+                List<Event> list = new ArrayList<>(CoreSuite.BATCH);
+                for (int k = 0; k < CoreSuite.BATCH; k++) {
+                    list.add(events.next());
+                }
+                if (subject.deliverBatch(list).contains(Boolean.FALSE)) {
+                    throw new IllegalStateException(name + " did not acknowledge a batch of new events");
+                }
+                return CoreSuite.BATCH;
+            };
+        };
+    }
+
+    private static String report(List<Subject.Kind> kinds, Map<String, Double> r, List<Correctness.Result> verdicts,
+                                 Run.Settings settings) {
+        StringBuilder md = new StringBuilder();
+        md.append("Same PostgreSQL, same ledger handler (`").append(Ledger.CREDIT).append("`), each dedupe store in the")
+                .append(" same fresh schema as the ledger. One event per transaction unless batched; all rows of one")
+                .append(" worker count run interleaved (see settings). Workers = threads = pool connections.\n\n");
+        md.append("What runs:\n\n");
+        for (Subject.Kind k : kinds) {
+            md.append("- **").append(k.name()).append("**: ").append(k.description()).append('\n');
+        }
+        md.append("\n| subject | mode | events/s, 1 worker | events/s, 8 workers | vs once per-message, 1 | vs once per-message, 8 |\n");
+        md.append("|---|---|---|---|---|---|\n");
+        List<String> rows = new ArrayList<>();
+        for (Subject.Kind k : kinds) {
+            rows.add(k.name() + "/single");
+        }
+        rows.add("once/batch");
+        for (String row : rows) {
+            double one = r.get(row + "/1");
+            double eight = r.get(row + "/8");
+            md.append(String.format(Locale.ROOT, "| %s | %s | %,.0f | %,.0f | %.2f | %.2f |%n", row.split("/")[0],
+                    row.split("/")[1], one, eight, one / r.get("once/single/1"), eight / r.get("once/single/8")));
+        }
+        String fastest = null;
+        for (Subject.Kind k : kinds) {
+            if (!k.name().equals("once") && (fastest == null || r.get(k.name() + "/single/8") > r.get(fastest + "/single/8"))) {
+                fastest = k.name();
+            }
+        }
+        double fastest8 = r.get(fastest + "/single/8");
+        double batchRatio = r.get("once/batch/8") / fastest8;
+        double singleRatio = r.get("once/single/8") / fastest8;
+        md.append("\nTargets (fastest peer at 8 workers: ").append(fastest).append("):\n\n");
+        md.append(CoreSuite.check(String.format(Locale.ROOT, "once batched >= 10x the fastest peer at 8 workers: %.1fx",
+                batchRatio), batchRatio >= 10));
+        md.append(CoreSuite.check(String.format(Locale.ROOT, "once per-message >= the fastest peer at 8 workers: %.2fx",
+                singleRatio), singleRatio >= 1));
+        double single1 = r.get("once/single/1");
+        String fastest1 = null;
+        for (Subject.Kind k : kinds) {
+            if (!k.name().equals("once") && (fastest1 == null || r.get(k.name() + "/single/1") > r.get(fastest1 + "/single/1"))) {
+                fastest1 = k.name();
+            }
+        }
+        md.append(String.format(Locale.ROOT, "- (for reference) at 1 worker once per-message vs the fastest peer (%s): %.2fx%n",
+                fastest1, single1 / r.get(fastest1 + "/single/1")));
+
+        md.append("\nCorrectness: applied twice / lost, per case (").append(Correctness.ROUNDS)
+                .append(" rounds for sequential duplicate, crash after commit and identical payloads;")
+                .append(" concurrent duplicate is ").append(Correctness.CONCURRENT_ROUNDS).append(" rounds of ")
+                .append(Correctness.THREADS).append(" threads behind a barrier).\n\n");
+        md.append("| subject |");
+        for (String kase : Correctness.CASES) {
+            md.append(' ').append(kase).append(" |");
+        }
+        md.append("\n|---|");
+        md.append("---|".repeat(Correctness.CASES.size()));
+        md.append('\n');
+        for (Subject.Kind k : kinds) {
+            md.append("| ").append(k.name()).append(" |");
+            for (Correctness.Result v : verdicts) {
+                if (v.subject().equals(k.name())) {
+                    md.append(' ').append(v.appliedTwice()).append(" / ").append(v.lost()).append(" |");
+                }
+            }
+            md.append('\n');
+        }
+        md.append("""
+
+                How each case is made (the same harness code for every subject, `dev.once.bench.Correctness`):
+                - sequential_duplicate: deliver, acknowledge, deliver the same event again.
+                - crash_after_commit: the subject returns (its transaction committed), the ack is dropped, the
+                  subject is closed and opened again (a restart with empty memory), the event is redelivered.
+                - concurrent_duplicate: 8 threads behind a `CyclicBarrier` deliver the same event at once; every
+                  copy that is not acknowledged (an exception or a not-acknowledge outcome) is redelivered.
+                - identical_payloads: two events with different ids and identical payloads (same account, same
+                  amount): both must apply.
+                Every round credits an account of its own by 1, so balances count applications exactly.
+                """);
+        long bad = verdicts.stream().filter(v -> v.subject().equals("once"))
+                .mapToLong(v -> v.appliedTwice() + v.lost()).sum();
+        md.append('\n').append(CoreSuite.check("once applies nothing twice and loses nothing: "
+                + bad + " effects wrong", bad == 0));
+        return md.toString();
+    }
+}

@@ -1,0 +1,113 @@
+package dev.once.internal;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.sql.DataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+
+/**
+ * A connection subscribed with {@code LISTEN}, waiting for PostgreSQL notifications. once-core has
+ * no driver dependency, so the PostgreSQL driver's {@code PGConnection.getNotifications(int)} is
+ * reached by reflection through {@link Connection#unwrap} (which connection pools forward). Not
+ * thread-safe: one relay thread owns it. Not API.
+ */
+public final class PgListener implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(PgListener.class);
+    private static final String PG_CONNECTION = "org.postgresql.PGConnection";
+
+    private final Connection connection;
+    private final Object pg;
+    private final Method getNotifications;
+
+    private PgListener(Connection connection, Object pg, Method getNotifications) {
+        this.connection = connection;
+        this.pg = pg;
+        this.getNotifications = getNotifications;
+    }
+
+    /**
+     * Takes a connection of its own from {@code dataSource} and runs {@code listenSql} on it.
+     *
+     * @return the listener, or null when the driver is not PostgreSQL's or the LISTEN failed (the caller polls)
+     */
+    public static PgListener open(DataSource dataSource, String listenSql) {
+        Connection c = null;
+        try {
+            c = dataSource.getConnection();
+            Class<?> type = Class.forName(PG_CONNECTION, true, loaderOf(c));
+            if (!c.isWrapperFor(type)) {
+                c.close();
+                return null;
+            }
+            Object pg = c.unwrap(type);
+            Method get = type.getMethod("getNotifications", int.class);
+            if (!c.getAutoCommit()) {
+                c.setAutoCommit(true);
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute(listenSql);
+            }
+            return new PgListener(c, pg, get);
+        } catch (ClassNotFoundException | NoSuchMethodException | SQLException | RuntimeException e) {
+            log.info("no LISTEN/NOTIFY wake-ups ({}); the relay polls", e.toString());
+            closeQuietly(c);
+            return null;
+        }
+    }
+
+    private static ClassLoader loaderOf(Connection c) {
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
+        return context != null ? context : c.getClass().getClassLoader();
+    }
+
+    /**
+     * Waits up to {@code max} for a notification.
+     *
+     * @return true if one arrived (rows are pending), false on timeout
+     * @throws SQLException if the connection broke; close this listener and open a new one later
+     */
+    public boolean await(Duration max) throws SQLException {
+        // 0 means "wait forever" to the driver: never pass it.
+        int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, max.toMillis()));
+        try {
+            Object[] notifications = (Object[]) getNotifications.invoke(pg, millis);
+            return notifications != null && notifications.length > 0;
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof SQLException sql) {
+                throw sql;
+            }
+            throw new SQLException("waiting for notifications failed: " + e.getCause(), e.getCause());
+        } catch (IllegalAccessException e) {
+            throw new SQLException("PGConnection.getNotifications is not accessible: " + e, e);
+        }
+    }
+
+    @Override
+    public void close() {
+        // The connection goes back to a pool: stop listening so its next user gets no notifications.
+        try (Statement s = connection.createStatement()) {
+            s.execute("UNLISTEN *");
+        } catch (SQLException e) {
+            log.debug("UNLISTEN failed; the connection is closed anyway", e);
+        }
+        closeQuietly(connection);
+    }
+
+    private static void closeQuietly(Connection c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (SQLException e) {
+            log.debug("closing the LISTEN connection failed", e);
+        }
+    }
+}

@@ -1,0 +1,433 @@
+package dev.once.keys;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.OnceException;
+import dev.once.StaleFencingTokenException;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+
+import javax.sql.DataSource;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.Objects;
+
+/**
+ * Stripe-style idempotency keys on the {@code once_idempotency_key} table: the first request with
+ * a key does the work and saves its result; a retry with the same key gets that result back
+ * instead of doing the work again.
+ *
+ * <pre>{@code
+ * IdempotencyKeys keys = IdempotencyKeys.builder().dataSource(ds).build();
+ * BeginResult r = keys.begin("tenant-7", requestKey, IdempotencyKeys.fingerprint(method, path, body));
+ * if (r instanceof BeginResult.Started s) {
+ *     try {
+ *         byte[] result = charge(...);           // the external effect, with the same key downstream
+ *         keys.complete(s, 201, result);
+ *     } catch (ProviderUnavailable e) {
+ *         keys.fail(s, true, 503, null);          // retryable: the next request with the key starts again
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p><b>Contract.</b> {@link #begin} is one atomic decision: of any number of concurrent callers
+ * of one key exactly one gets {@link BeginResult.Started}. A claim lasts {@link Builder#lockDuration};
+ * after that another caller may take the key over with a larger fencing token, and the first
+ * caller's {@link #complete}/{@link #fail} is then refused ({@link StaleFencingTokenException}), so a
+ * stalled worker can never overwrite its successor's result. Keys live in a scope (tenant,
+ * consumer, API client): one scope never sees another's results. A key reused with a different
+ * request fingerprint answers {@link BeginResult.Mismatch}.
+ *
+ * <p>Expired keys are deleted by {@link dev.once.retention.IdempotencyKeyPruner}.
+ *
+ * <p>Immutable and thread-safe. Each call is one short transaction of its own, or runs in the
+ * caller's transaction where a {@link Connection} is passed (to save the result atomically with the
+ * business write it describes).
+ */
+public final class IdempotencyKeys {
+
+    /** How long a started claim excludes others before it can be taken over, unless configured. */
+    public static final Duration DEFAULT_LOCK_DURATION = Duration.ofMinutes(1);
+    /** Largest saved result, in bytes, unless configured. */
+    public static final int DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+    /** Longest idempotency key, in characters (Stripe's limit, and the column size). */
+    public static final int MAX_KEY_LENGTH = 255;
+    /** Longest scope, in characters. */
+    public static final int MAX_SCOPE_LENGTH = 100;
+    /** Longest request fingerprint, in characters. */
+    public static final int MAX_FINGERPRINT_LENGTH = 128;
+
+    static final String PROCESSING = "processing";
+    static final String SUCCEEDED = "succeeded";
+    static final String FAILED = "failed";
+    static final String RETRYABLE = "retryable";
+
+    private final DataSource dataSource;
+    private final Dialect dialect;
+    private final Clock clock;
+    private final Duration lockDuration;
+    private final int maxResultBytes;
+    private final String insertSql;
+    private final String selectSql;
+    private final String restartSql;
+    private final String finishSql;
+    private final String tokenSql;
+
+    private IdempotencyKeys(Builder b, Dialect dialect) {
+        this.dataSource = b.dataSource;
+        this.dialect = dialect;
+        this.clock = b.clock;
+        this.lockDuration = b.lockDuration;
+        this.maxResultBytes = b.maxResultBytes;
+        this.insertSql = dialect.keyInsert(b.tablePrefix);
+        this.selectSql = dialect.keySelectForUpdate(b.tablePrefix);
+        this.restartSql = dialect.keyRestart(b.tablePrefix);
+        this.finishSql = dialect.keyFinish(b.tablePrefix);
+        this.tokenSql = dialect.keyToken(b.tablePrefix);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The largest result {@link #complete} and {@link #fail} save. */
+    public int maxResultBytes() {
+        return maxResultBytes;
+    }
+
+    /**
+     * A request fingerprint: the SHA-256 (hex) of the parts, each length-prefixed so that
+     * {@code ("ab", "c")} and {@code ("a", "bc")} differ. Use the method, the path and the body,
+     * and whatever else makes two requests "the same request".
+     */
+    public static String fingerprint(byte[]... parts) {
+        try {
+            MessageDigest sha = MessageDigest.getInstance("SHA-256");
+            for (byte[] part : parts) {
+                byte[] p = part == null ? new byte[0] : part;
+                sha.update(Integer.toString(p.length).getBytes(StandardCharsets.US_ASCII));
+                sha.update((byte) ':');
+                sha.update(p);
+            }
+            return HexFormat.of().formatHex(sha.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform has SHA-256", e);
+        }
+    }
+
+    /** {@link #fingerprint(byte[]...)} of UTF-8 strings. */
+    public static String fingerprint(String... parts) {
+        byte[][] bytes = new byte[parts.length][];
+        for (int i = 0; i < parts.length; i++) {
+            bytes[i] = parts[i] == null ? new byte[0] : parts[i].getBytes(StandardCharsets.UTF_8);
+        }
+        return fingerprint(bytes);
+    }
+
+    /**
+     * Claims {@code key} in {@code scope} for a request with {@code fingerprint}, or reports why not.
+     *
+     * @return {@link BeginResult.Started} (do the work, then {@link #complete} or {@link #fail}),
+     *         {@link BeginResult.Replay} (the saved result), {@link BeginResult.InProgress} (another
+     *         caller holds it), or {@link BeginResult.Mismatch} (the key belongs to another request)
+     * @throws InvalidIdempotencyKeyException if scope, key or fingerprint is blank, too long or has control characters
+     * @throws OnceException if the database fails; nothing was claimed, the caller may retry
+     */
+    public BeginResult begin(String scope, String key, String fingerprint) {
+        validate("scope", scope, MAX_SCOPE_LENGTH);
+        validate("idempotency key", key, MAX_KEY_LENGTH);
+        validate("request fingerprint", fingerprint, MAX_FINGERPRINT_LENGTH);
+        SQLException last = null;
+        // A key pruned between the insert and the read, or a deadlock, is a race lost to another
+        // statement: trying again decides it.
+        for (int attempt = 0; attempt < 3; attempt++) {
+            try (Connection c = dataSource.getConnection()) {
+                boolean autoCommit = c.getAutoCommit();
+                c.setAutoCommit(false);
+                try {
+                    BeginResult r = beginIn(c, scope, key, fingerprint);
+                    c.commit();
+                    if (r != null) {
+                        return r;
+                    }
+                } catch (SQLException | RuntimeException e) {
+                    c.rollback();
+                    throw e;
+                } finally {
+                    c.setAutoCommit(autoCommit);
+                }
+            } catch (SQLException e) {
+                if (!dialect.isTransientConflict(e)) {
+                    throw new OnceException("begin of idempotency key '" + key + "' in scope '" + scope
+                            + "' failed: " + e.getMessage(), e);
+                }
+                last = e;
+            }
+        }
+        throw new OnceException("begin of idempotency key '" + key + "' in scope '" + scope
+                + "' lost three races in a row" + (last == null ? "" : ": " + last.getMessage()), last);
+    }
+
+    /** One attempt; null when the key vanished between insert and read. */
+    private BeginResult beginIn(Connection c, String scope, String key, String fingerprint) throws SQLException {
+        Instant now = clock.instant();
+        Instant lockedUntil = now.plus(lockDuration);
+        try (PreparedStatement ps = c.prepareStatement(insertSql)) {
+            ps.setString(1, scope);                                  // 1 scope
+            ps.setString(2, key);                                    // 2 idem_key
+            ps.setString(3, fingerprint);                            // 3 fingerprint
+            ps.setTimestamp(4, Timestamp.from(lockedUntil));         // 4 locked_until
+            ps.setTimestamp(5, Timestamp.from(now));                 // 5 created_at
+            ps.setTimestamp(6, Timestamp.from(now));                 // 6 updated_at
+            if (ps.executeUpdate() == 1) {
+                return new BeginResult.Started(scope, key, 1, lockedUntil);
+            }
+        }
+        // The key exists. End this transaction before locking the row: InnoDB leaves a shared lock
+        // on the duplicate, and concurrent callers upgrading theirs to the exclusive lock of the
+        // read below would deadlock each other. Nothing was written, so nothing is lost.
+        c.rollback();
+        String savedFingerprint;
+        String state;
+        int status;
+        byte[] result;
+        long token;
+        Instant savedLockedUntil;
+        try (PreparedStatement ps = c.prepareStatement(selectSql)) {
+            ps.setString(1, scope);                                  // 1 scope
+            ps.setString(2, key);                                    // 2 idem_key
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                savedFingerprint = rs.getString(1);
+                state = rs.getString(2);
+                status = rs.getInt(3);
+                result = rs.getBytes(4);
+                token = rs.getLong(5);
+                Timestamp t = rs.getTimestamp(6);
+                savedLockedUntil = t == null ? null : t.toInstant();
+            }
+        }
+        if (!savedFingerprint.equals(fingerprint)) {
+            return new BeginResult.Mismatch(scope, key);
+        }
+        if (SUCCEEDED.equals(state) || FAILED.equals(state)) {
+            return new BeginResult.Replay(status, result, FAILED.equals(state));
+        }
+        if (PROCESSING.equals(state) && savedLockedUntil != null && now.isBefore(savedLockedUntil)) {
+            return new BeginResult.InProgress(savedLockedUntil);
+        }
+        // Processing past its claim (the holder stalled or died), or a retryable failure: take over.
+        try (PreparedStatement ps = c.prepareStatement(restartSql)) {
+            ps.setTimestamp(1, Timestamp.from(lockedUntil));         // 1 locked_until
+            ps.setTimestamp(2, Timestamp.from(now));                 // 2 updated_at
+            ps.setString(3, scope);                                  // 3 scope
+            ps.setString(4, key);                                    // 4 idem_key
+            ps.setLong(5, token);                                    // 5 token read under the row lock
+            if (ps.executeUpdate() != 1) {
+                throw new IllegalStateException("key row locked by this transaction changed its token");
+            }
+        }
+        return new BeginResult.Started(scope, key, token + 1, lockedUntil);
+    }
+
+    /**
+     * Saves the result of a started request; later {@link #begin}s of the key replay it.
+     *
+     * @param status the status to replay (an HTTP status for HTTP callers), 0 to 999
+     * @param body   the body to replay, at most {@link #maxResultBytes()}; null for none
+     * @throws StaleFencingTokenException if the claim expired and another caller took the key over:
+     *         this result is discarded, the successor's stands
+     * @throws IdempotencyResultTooLargeException if the body exceeds the cap; nothing was saved
+     * @throws OnceException if the database fails; the key stays processing and can be taken over after its claim
+     */
+    public void complete(BeginResult.Started started, int status, byte[] body) {
+        finish(started, SUCCEEDED, status, body);
+    }
+
+    /** {@link #complete(BeginResult.Started, int, byte[])} inside the caller's transaction (not auto-commit). */
+    public void complete(Connection connection, BeginResult.Started started, int status, byte[] body)
+            throws SQLException {
+        finishIn(Objects.requireNonNull(connection, "connection"), started, SUCCEEDED, status, body);
+    }
+
+    /**
+     * Records that a started request failed.
+     *
+     * @param retryable true: nothing is saved and the next {@link #begin} of the key starts afresh
+     *                  (a timeout, a 5xx); false: the failure is saved and replayed like a result
+     *                  (a declined card, a validation error)
+     * @throws StaleFencingTokenException if another caller took the key over
+     * @throws IdempotencyResultTooLargeException if the body exceeds the cap
+     */
+    public void fail(BeginResult.Started started, boolean retryable, int status, byte[] body) {
+        finish(started, retryable ? RETRYABLE : FAILED, status, retryable ? null : body);
+    }
+
+    /** {@link #fail(BeginResult.Started, boolean, int, byte[])} inside the caller's transaction. */
+    public void fail(Connection connection, BeginResult.Started started, boolean retryable, int status, byte[] body)
+            throws SQLException {
+        finishIn(Objects.requireNonNull(connection, "connection"), started, retryable ? RETRYABLE : FAILED, status,
+                retryable ? null : body);
+    }
+
+    private void finish(BeginResult.Started started, String state, int status, byte[] body) {
+        try (Connection c = dataSource.getConnection()) {
+            if (!c.getAutoCommit()) {
+                c.setAutoCommit(true);
+            }
+            finishIn(c, started, state, status, body);
+        } catch (SQLException e) {
+            throw new OnceException("saving the result of idempotency key '" + started.key() + "' in scope '"
+                    + started.scope() + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void finishIn(Connection c, BeginResult.Started started, String state, int status, byte[] body)
+            throws SQLException {
+        Objects.requireNonNull(started, "started");
+        if (status < 0 || status > 999) {
+            throw new IllegalArgumentException("status must be between 0 and 999, but was " + status);
+        }
+        if (body != null && body.length > maxResultBytes) {
+            throw new IdempotencyResultTooLargeException(started.scope(), started.key(), body.length, maxResultBytes);
+        }
+        try (PreparedStatement ps = c.prepareStatement(finishSql)) {
+            ps.setString(1, state);                                          // 1 state
+            ps.setInt(2, status);                                            // 2 result_status
+            ps.setBytes(3, body);                                            // 3 result
+            ps.setTimestamp(4, Timestamp.from(clock.instant()));             // 4 updated_at
+            ps.setString(5, started.scope());                                // 5 scope
+            ps.setString(6, started.key());                                  // 6 idem_key
+            ps.setLong(7, started.token());                                  // 7 fencing token
+            if (ps.executeUpdate() == 1) {
+                return;
+            }
+        }
+        long newest = -1;
+        try (PreparedStatement ps = c.prepareStatement(tokenSql)) {
+            ps.setString(1, started.scope());                                // 1 scope
+            ps.setString(2, started.key());                                  // 2 idem_key
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    newest = rs.getLong(1);
+                }
+            }
+        }
+        if (newest == started.token()) {
+            throw new OnceException("idempotency key '" + started.key() + "' in scope '" + started.scope()
+                    + "' was already finished with token " + newest + "; finish a started key once");
+        }
+        if (newest < 0) {
+            throw new OnceException("idempotency key '" + started.key() + "' in scope '" + started.scope()
+                    + "' no longer exists (pruned while processing?); its result was not saved");
+        }
+        throw new StaleFencingTokenException(resource(started), started.token(), newest);
+    }
+
+    private static String resource(BeginResult.Started s) {
+        return "idempotency-key:" + s.scope() + "/" + s.key();
+    }
+
+    private static void validate(String what, String value, int max) {
+        if (value == null || value.isBlank() || value.length() > max) {
+            throw new InvalidIdempotencyKeyException(what + " must be 1 to " + max + " non-blank characters, but was "
+                    + (value == null ? "null" : value.isBlank() ? "blank" : value.length() + " characters"));
+        }
+        for (int i = 0; i < value.length(); i++) {
+            if (Character.isISOControl(value.charAt(i))) {
+                throw new InvalidIdempotencyKeyException(what + " must not contain control characters, but has one at"
+                        + " index " + i);
+            }
+        }
+    }
+
+    /** Builds {@link IdempotencyKeys}; {@code dataSource} is required. Not thread-safe. */
+    public static final class Builder {
+        private DataSource dataSource;
+        private Dialect dialect;
+        private String tablePrefix = TablePrefix.DEFAULT;
+        private Clock clock = Clock.systemUTC();
+        private Duration lockDuration = DEFAULT_LOCK_DURATION;
+        private int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
+
+        private Builder() {
+        }
+
+        /** The database holding {@code once_idempotency_key}. Required. */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            return this;
+        }
+
+        /** The SQL dialect; detected at {@link #build()} when not set. */
+        public Builder dialect(Dialect dialect) {
+            this.dialect = Objects.requireNonNull(dialect, "dialect");
+            return this;
+        }
+
+        public Builder tablePrefix(String tablePrefix) {
+            this.tablePrefix = TablePrefix.validate(tablePrefix);
+            return this;
+        }
+
+        /** The clock that judges claim expiry; tests inject one to move time. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /**
+         * How long a started claim excludes other callers, 1 second to 1 day; default
+         * {@link #DEFAULT_LOCK_DURATION}. Longer than the slowest request, or a retry takes over a
+         * request still running (whose result is then refused by its fencing token).
+         */
+        public Builder lockDuration(Duration lockDuration) {
+            if (lockDuration == null || lockDuration.compareTo(Duration.ofSeconds(1)) < 0
+                    || lockDuration.compareTo(Duration.ofDays(1)) > 0) {
+                throw new InvalidConfigurationException("lockDuration must be between 1s and 1d, but was "
+                        + lockDuration + ": it must outlast the slowest request the key protects");
+            }
+            this.lockDuration = lockDuration;
+            return this;
+        }
+
+        /** Largest saved result in bytes, 1 to 64 MiB; default {@value #DEFAULT_MAX_RESULT_BYTES}. */
+        public Builder maxResultBytes(int maxResultBytes) {
+            if (maxResultBytes < 1 || maxResultBytes > 64 * 1024 * 1024) {
+                throw new InvalidConfigurationException("maxResultBytes must be between 1 and 67108864, but was "
+                        + maxResultBytes);
+            }
+            this.maxResultBytes = maxResultBytes;
+            return this;
+        }
+
+        /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
+        public IdempotencyKeys build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("dataSource is required, but was not set");
+            }
+            Dialect d = dialect;
+            if (d == null) {
+                try (Connection c = dataSource.getConnection()) {
+                    d = Dialects.detect(c);
+                } catch (SQLException e) {
+                    throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not"
+                            + " answer (" + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
+                }
+            }
+            return new IdempotencyKeys(this, d);
+        }
+    }
+}

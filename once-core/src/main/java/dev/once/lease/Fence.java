@@ -1,0 +1,65 @@
+package dev.once.lease;
+
+import dev.once.StaleFencingTokenException;
+import dev.once.internal.DefaultTx;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.util.Objects;
+
+/**
+ * Fencing tokens enforced by the database, usable in any transaction (the engine's
+ * {@link dev.once.Tx#fence} is the same check). {@link #check} records the token as the newest
+ * accepted for a resource, or throws if a newer one was accepted before; the fence row stays
+ * locked until the caller's transaction ends, so the check and the protected write commit or
+ * roll back together and two writers with different tokens are serialized.
+ *
+ * <pre>{@code
+ * connection.setAutoCommit(false);
+ * Fence.check(connection, "ledger:42", lease.token());   // throws if a newer holder has written
+ * update the ledger ...
+ * connection.commit();
+ * }</pre>
+ *
+ * <p>Stateless and thread-safe. The connection must not be in auto-commit mode, or the fence row
+ * is released before the write it protects.
+ */
+public final class Fence {
+
+    private Fence() {
+    }
+
+    /**
+     * Checks {@code token} for {@code resource} on the default table prefix, detecting the dialect.
+     *
+     * @throws StaleFencingTokenException if a newer token was accepted: roll back and stop, this
+     *         writer's lease was taken over; retrying with the same token fails again
+     * @throws SQLException the driver's error
+     */
+    public static void check(Connection connection, String resource, long token) throws SQLException {
+        check(connection, Dialects.detect(connection), TablePrefix.DEFAULT, resource, token, Clock.systemUTC());
+    }
+
+    /**
+     * Checks {@code token} for {@code resource} with an explicit dialect, prefix and clock.
+     *
+     * @throws StaleFencingTokenException if a newer token was accepted
+     * @throws IllegalArgumentException if resource is blank or longer than 255 characters
+     */
+    public static void check(Connection connection, Dialect dialect, String prefix, String resource, long token,
+                             Clock clock) throws SQLException {
+        Objects.requireNonNull(connection, "connection");
+        Objects.requireNonNull(dialect, "dialect");
+        Objects.requireNonNull(clock, "clock");
+        TablePrefix.validate(prefix);
+        if (resource == null || resource.isBlank() || resource.length() > 255) {
+            throw new IllegalArgumentException("fenced resource must be 1 to 255 non-blank characters, but was "
+                    + (resource == null ? "null" : "'" + resource + "'"));
+        }
+        DefaultTx.fence(connection, dialect, prefix, resource, token, clock);
+    }
+}

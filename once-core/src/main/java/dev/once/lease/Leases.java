@@ -1,0 +1,226 @@
+package dev.once.lease;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.OnceException;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Leases with fencing tokens on the {@code once_lease} table: a lock with an expiry, so a crashed
+ * holder never keeps it forever, and a token that grows with every acquisition, so a holder that
+ * was paused past its expiry can be told apart from its successor.
+ *
+ * <pre>{@code
+ * Leases leases = Leases.builder().dataSource(ds).build();
+ * Optional<Lease> lease = leases.acquire("nightly-settlement", "worker-7", Duration.ofSeconds(30));
+ * lease.ifPresent(l -> {
+ *     ... every protected write: Fence.check(connection, "settlement", l.token()) ...
+ *     leases.release(l);
+ * });
+ * }</pre>
+ *
+ * <p>An expired lease does not stop its holder: a paused process resumes unaware. What protects the
+ * data is the token checked by the resource ({@link Fence#check}); renew well before the expiry
+ * to keep the lease and stop working when a renewal fails. Expiry is judged by this object's
+ * clock against the stored expiry, so every instance sharing a lease must use clocks that agree
+ * (the system clock, or in tests the same injected clock).
+ *
+ * <p>Immutable and thread-safe. Every call is one short auto-commit statement. PostgreSQL only for
+ * now (MariaDB lacks the single conditional upsert {@link #acquire} relies on).
+ */
+public final class Leases {
+
+    /** Longest accepted time to live: past a day a lease is a configuration mistake, not a lock. */
+    public static final Duration MAX_TTL = Duration.ofDays(1);
+    /** Longest accepted lease name and owner, in characters (the column size). */
+    public static final int MAX_NAME_LENGTH = 255;
+
+    private final DataSource dataSource;
+    private final Clock clock;
+    private final String acquireSql;
+    private final String renewSql;
+    private final String releaseSql;
+
+    private Leases(DataSource dataSource, Dialect dialect, String prefix, Clock clock) {
+        this.dataSource = dataSource;
+        this.clock = clock;
+        this.acquireSql = dialect.leaseAcquire(prefix);
+        this.renewSql = dialect.leaseRenew(prefix);
+        this.releaseSql = dialect.leaseRelease(prefix);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The clock that stamps expiries. */
+    public Clock clock() {
+        return clock;
+    }
+
+    /**
+     * Acquires {@code name} for {@code owner} if nobody holds it (never taken, released, or expired),
+     * with a token one larger than the previous acquisition's.
+     *
+     * @return the lease, or empty when another owner (or this owner, earlier) holds it unexpired
+     * @throws IllegalArgumentException for a blank or too long name or owner, or a ttl outside 1 ms to {@link #MAX_TTL}
+     * @throws OnceException if the database fails; whether the lease was taken is then unknown, and
+     *         it lapses by itself after {@code ttl}
+     */
+    public Optional<Lease> acquire(String name, String owner, Duration ttl) {
+        validName("lease name", name);
+        validName("lease owner", owner);
+        validTtl(ttl);
+        Instant now = clock.instant();
+        Instant expiresAt = now.plus(ttl);
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(acquireSql)) {
+            autoCommit(c);
+            ps.setString(1, name);                               // 1 name
+            ps.setString(2, owner);                              // 2 owner
+            ps.setTimestamp(3, Timestamp.from(expiresAt));       // 3 expires_at
+            ps.setTimestamp(4, Timestamp.from(now));             // 4 now
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt)) : Optional.empty();
+            }
+        } catch (SQLException e) {
+            throw new OnceException("acquiring lease '" + name + "' for '" + owner + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Extends {@code lease} to now plus {@code ttl}, if it is still held with its token (nobody has
+     * acquired it since, even if it expired meanwhile).
+     *
+     * @return the renewed lease (same token), or empty when it was released or taken over: stop
+     *         the protected work
+     */
+    public Optional<Lease> renew(Lease lease, Duration ttl) {
+        Objects.requireNonNull(lease, "lease");
+        validTtl(ttl);
+        Instant expiresAt = clock.instant().plus(ttl);
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(renewSql)) {
+            autoCommit(c);
+            ps.setTimestamp(1, Timestamp.from(expiresAt));       // 1 expires_at
+            ps.setString(2, lease.name());                       // 2 name
+            ps.setLong(3, lease.token());                        // 3 token
+            ps.setString(4, lease.owner());                      // 4 owner
+            return ps.executeUpdate() == 1
+                    ? Optional.of(new Lease(lease.name(), lease.owner(), lease.token(), expiresAt))
+                    : Optional.empty();
+        } catch (SQLException e) {
+            throw new OnceException("renewing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Frees {@code lease} so the next {@link #acquire} need not wait for the expiry. The token is kept,
+     * so the next holder's is still larger.
+     *
+     * @return true if it was released, false if it had already been taken over or released
+     */
+    public boolean release(Lease lease) {
+        Objects.requireNonNull(lease, "lease");
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(releaseSql)) {
+            autoCommit(c);
+            ps.setString(1, lease.name());                       // 1 name
+            ps.setLong(2, lease.token());                        // 2 token
+            ps.setString(3, lease.owner());                      // 3 owner
+            return ps.executeUpdate() == 1;
+        } catch (SQLException e) {
+            throw new OnceException("releasing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    private static void autoCommit(Connection c) throws SQLException {
+        if (!c.getAutoCommit()) {
+            c.setAutoCommit(true);
+        }
+    }
+
+    private static void validName(String what, String value) {
+        if (value == null || value.isBlank() || value.length() > MAX_NAME_LENGTH) {
+            throw new IllegalArgumentException(what + " must be 1 to " + MAX_NAME_LENGTH
+                    + " non-blank characters, but was " + (value == null ? "null" : "'" + value + "'"));
+        }
+    }
+
+    private static void validTtl(Duration ttl) {
+        if (ttl == null || ttl.toMillis() < 1 || ttl.compareTo(MAX_TTL) > 0) {
+            throw new IllegalArgumentException("lease ttl must be between 1ms and " + MAX_TTL + ", but was " + ttl);
+        }
+    }
+
+    /** Builds {@link Leases}; {@code dataSource} is required. Not thread-safe. */
+    public static final class Builder {
+        private DataSource dataSource;
+        private Dialect dialect;
+        private String tablePrefix = TablePrefix.DEFAULT;
+        private Clock clock = Clock.systemUTC();
+
+        private Builder() {
+        }
+
+        /** The database holding {@code once_lease}. Required. */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            return this;
+        }
+
+        /** The SQL dialect; detected at {@link #build()} when not set. */
+        public Builder dialect(Dialect dialect) {
+            this.dialect = Objects.requireNonNull(dialect, "dialect");
+            return this;
+        }
+
+        public Builder tablePrefix(String tablePrefix) {
+            this.tablePrefix = TablePrefix.validate(tablePrefix);
+            return this;
+        }
+
+        /** The clock that judges expiry; tests inject one to move time. Default: system UTC. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /**
+         * @throws InvalidConfigurationException if the data source is missing, the dialect cannot be
+         *         detected, or it does not support leases
+         */
+        public Leases build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("dataSource is required, but was not set");
+            }
+            Dialect d = dialect != null ? dialect : detect(dataSource);
+            try {
+                return new Leases(dataSource, d, tablePrefix, clock);
+            } catch (UnsupportedOperationException e) {
+                throw new InvalidConfigurationException(e.getMessage());
+            }
+        }
+    }
+
+    static Dialect detect(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            return Dialects.detect(c);
+        } catch (SQLException e) {
+            throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not answer ("
+                    + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package dev.once.outbox;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.PermanentFailureException;
+import dev.once.RetryableException;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Performs outbox rows whose destination is an {@code http://} or {@code https://} URL: POSTs the
+ * payload with the row's idempotency key in the {@value #IDEMPOTENCY_KEY_HEADER} header and every
+ * row header (the event id travels as {@value OutboxMessage#EVENT_ID_HEADER}), and records the
+ * provider's status and body on the row.
+ *
+ * <pre>{@code
+ * OutboxRelay relay = OutboxRelay.builder()
+ *     .dataSource(ds)
+ *     .publisher(HttpPublisher.builder().timeout(Duration.ofSeconds(10)).build())
+ *     .destinationPrefix("https://")
+ *     .build();
+ * relay.start();
+ * }</pre>
+ *
+ * <p><b>How answers are classified.</b> 2xx: sent. 408, 409 (the provider is still processing the
+ * same key), 425, 429 and 5xx, a timeout or a connection failure: retryable, the relay tries again
+ * later with the same key. Any other status (400, 401, 404, 422, …): permanent, the row goes to
+ * {@code dead} with the provider's answer. The {@code content-type} row header, if any, becomes the
+ * request's {@code Content-Type} (default {@value #DEFAULT_CONTENT_TYPE}).
+ *
+ * <p>Immutable and thread-safe; one {@link HttpClient} is shared by every send.
+ */
+public final class HttpPublisher implements Publisher {
+
+    /** The header that carries the row's idempotency key (IETF draft, Stripe). */
+    public static final String IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+    /** Content type sent when the row has no {@code content-type} header. */
+    public static final String DEFAULT_CONTENT_TYPE = "application/json";
+    /** How long one send may take, unless configured. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    // Headers the JDK client sets itself and refuses from callers.
+    private static final Set<String> RESTRICTED = Set.of("connection", "content-length", "expect", "host", "upgrade",
+            "content-type", "idempotency-key");
+
+    private final HttpClient client;
+    private final Duration timeout;
+
+    private HttpPublisher(HttpClient client, Duration timeout) {
+        this.client = client;
+        this.timeout = timeout;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * POSTs the message.
+     *
+     * @return the provider's status and body
+     * @throws PublishFailure retryable or not, with the provider's answer, for a non-2xx status
+     * @throws RetryableException for a timeout or connection failure
+     * @throws PermanentFailureException when the destination is not an http(s) URL
+     */
+    @Override
+    public Receipt publish(OutboxMessage message) throws InterruptedException {
+        URI uri;
+        try {
+            uri = URI.create(message.destination());
+        } catch (IllegalArgumentException e) {
+            throw new PermanentFailureException("destination '" + message.destination() + "' is not a URL", e);
+        }
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+        if (!scheme.equals("http") && !scheme.equals("https")) {
+            throw new PermanentFailureException("HttpPublisher sends to http:// or https:// destinations, but row "
+                    + message.id() + " has '" + message.destination() + "'");
+        }
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(timeout)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(message.payload()))
+                .header(IDEMPOTENCY_KEY_HEADER, message.idempotencyKey());
+        String contentType = DEFAULT_CONTENT_TYPE;
+        for (Map.Entry<String, String> h : message.headers().entrySet()) {
+            String name = h.getKey().toLowerCase(Locale.ROOT);
+            if (name.equals("content-type")) {
+                contentType = h.getValue();
+            } else if (!RESTRICTED.contains(name)) {
+                request.header(h.getKey(), h.getValue());
+            }
+        }
+        request.header("Content-Type", contentType);
+        HttpResponse<String> response;
+        try {
+            response = client.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new RetryableException("POST " + uri + " for row " + message.id() + " failed: " + e, e);
+        }
+        int status = response.statusCode();
+        Receipt receipt = new Receipt(status, response.body());
+        if (status >= 200 && status < 300) {
+            return receipt;
+        }
+        boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
+        throw new PublishFailure("POST " + uri + " for row " + message.id() + " answered " + status + ": "
+                + receipt.body(), retryable, receipt);
+    }
+
+    /** Builds an {@link HttpPublisher}. Not thread-safe. */
+    public static final class Builder {
+        private HttpClient client;
+        private Duration timeout = DEFAULT_TIMEOUT;
+
+        private Builder() {
+        }
+
+        /** The client to send with; default a new {@link HttpClient} with a 5 s connect timeout. */
+        public Builder client(HttpClient client) {
+            this.client = Objects.requireNonNull(client, "client");
+            return this;
+        }
+
+        /**
+         * How long one send may take, 1 ms to 5 minutes; default {@link #DEFAULT_TIMEOUT}. The relay
+         * holds the row lock meanwhile, so keep it short.
+         */
+        public Builder timeout(Duration timeout) {
+            if (timeout == null || timeout.toMillis() < 1 || timeout.compareTo(Duration.ofMinutes(5)) > 0) {
+                throw new InvalidConfigurationException("timeout must be between 1ms and 5m, but was " + timeout
+                        + ": the relay holds the row's lock while a send runs");
+            }
+            this.timeout = timeout;
+            return this;
+        }
+
+        public HttpPublisher build() {
+            HttpClient c = client != null ? client
+                    : HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+            return new HttpPublisher(c, timeout);
+        }
+    }
+}

@@ -1,0 +1,176 @@
+package dev.once;
+
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+import dev.once.retention.InboxPruner;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Bad input gets a specific exception whose message names the value and what is expected. No I/O. */
+class ValidationTest {
+
+    @Test
+    void aNullEventIdIsRejectedWithAnExplanation() {
+        assertThatThrownBy(() -> Delivery.of(null, "x")).isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("null").hasMessageContaining("event id");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", " ", "\t\n"})
+    void aBlankEventIdIsRejected(String id) {
+        assertThatThrownBy(() -> Delivery.of(id, "x")).isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("blank");
+    }
+
+    @Test
+    void anOversizedEventIdIsRejectedWithItsLength() {
+        String id = "x".repeat(256);
+        assertThatThrownBy(() -> Delivery.of(id, "x")).isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("255").hasMessageContaining("256");
+        assertThat(Delivery.of("x".repeat(255), "x").messageId()).hasSize(255);
+    }
+
+    @Test
+    void anEventIdWithNulIsRejected() {
+        assertThatThrownBy(() -> Delivery.of("a\0b", "x")).isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("a\\0b");
+    }
+
+    @Test
+    void attemptsStartAtOne() {
+        assertThatThrownBy(() -> Delivery.builder("e").attempt(0).build()).isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("attempt").hasMessageContaining("0");
+    }
+
+    @Test
+    void deliveriesAreImmutableValues() {
+        byte[] payload = {1, 2, 3};
+        Map<String, String> headers = new java.util.HashMap<>(Map.of("k", "v"));
+        Delivery d = Delivery.builder("e").payload(payload).headers(headers).build();
+        payload[0] = 9;
+        headers.put("k2", "v2");
+        d.payload()[1] = 9;
+        assertThat(d.payload()).containsExactly(1, 2, 3);
+        assertThat(d.headers()).containsOnlyKeys("k");
+        assertThat(d).isEqualTo(Delivery.builder("e").payload(new byte[] {1, 2, 3}).headers(Map.of("k", "v")).build());
+        Delivery again = d.redelivery();
+        assertThat(again.attempt()).isEqualTo(2);
+        assertThat(again.redelivered()).isTrue();
+        assertThat(again.messageId()).isEqualTo("e");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"billing; drop table", "Billing", "", "a b"})
+    void badConsumerNamesAreRejectedByName(String name) {
+        assertThatThrownBy(() -> IdempotentConsumer.builder().consumer(name))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("[a-z0-9._-]{1,100}").hasMessageContaining("'" + name + "'");
+    }
+
+    @Test
+    void aTooLongConsumerNameIsRejected() {
+        assertThatThrownBy(() -> IdempotentConsumer.builder().consumer("c".repeat(101)))
+                .isInstanceOf(InvalidConfigurationException.class);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"once_; drop table x", "Once_", "1once", "once-", "\"once\"", "a_very_long_prefix_that_is_over_30_"})
+    void aTablePrefixThatIsNotAnIdentifierIsRejected(String prefix) {
+        assertThatThrownBy(() -> TablePrefix.validate(prefix)).isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("'" + prefix + "'");
+        assertThatThrownBy(() -> IdempotentConsumer.builder().tablePrefix(prefix))
+                .isInstanceOf(InvalidConfigurationException.class);
+        assertThatThrownBy(() -> Schema.migrations(Dialects.POSTGRESQL, prefix))
+                .isInstanceOf(InvalidConfigurationException.class);
+    }
+
+    @Test
+    void aNullTablePrefixIsRejected() {
+        assertThatThrownBy(() -> TablePrefix.validate(null)).isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("null");
+    }
+
+    @Test
+    void lockTimeoutsOutsideTheirRangeAreRefusedNotClamped() {
+        assertThatThrownBy(() -> IdempotentConsumer.builder().lockTimeout(Duration.ZERO))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("PT0S");
+        assertThatThrownBy(() -> IdempotentConsumer.builder().lockTimeout(Duration.ofHours(2)))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("PT2H");
+        assertThatThrownBy(() -> IdempotentConsumer.builder().maxConflictRetries(-1))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("-1");
+    }
+
+    @Test
+    void buildNamesWhatIsMissing() {
+        assertThatThrownBy(() -> IdempotentConsumer.builder().consumer("billing").build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("dataSource").hasMessageContaining("handler");
+    }
+
+    @Test
+    void aRetentionShorterThanTheRedeliveryHorizonIsRefused() {
+        assertThatThrownBy(() -> InboxPruner.builder().dataSource(new NoDataSource()).dialect(Dialects.POSTGRESQL)
+                .retention(Duration.ofDays(1)).redeliveryHorizon(Duration.ofDays(4)).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("PT24H").hasMessageContaining("PT96H");
+    }
+
+    @Test
+    void unknownDialectsAreNamed() {
+        assertThatThrownBy(() -> Dialects.byName("oracle")).isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("'oracle'");
+    }
+
+    @Test
+    void everyDialectShipsItsMigrationsWithThePrefixApplied() {
+        for (var dialect : java.util.List.of(Dialects.POSTGRESQL, Dialects.MARIADB)) {
+            String script = Schema.script(dialect, "billing_");
+            assertThat(script).contains("billing_inbox", "billing_outbox", "billing_idempotency_key", "billing_lease",
+                    "billing_fence").doesNotContain("${prefix}");
+        }
+    }
+
+    /** A DataSource that is never asked for a connection. */
+    private static final class NoDataSource implements javax.sql.DataSource {
+        public java.sql.Connection getConnection() {
+            throw new AssertionError("no I/O expected");
+        }
+
+        public java.sql.Connection getConnection(String u, String p) {
+            throw new AssertionError("no I/O expected");
+        }
+
+        public java.io.PrintWriter getLogWriter() {
+            return null;
+        }
+
+        public void setLogWriter(java.io.PrintWriter out) {
+        }
+
+        public void setLoginTimeout(int seconds) {
+        }
+
+        public int getLoginTimeout() {
+            return 0;
+        }
+
+        public java.util.logging.Logger getParentLogger() {
+            return null;
+        }
+
+        public <T> T unwrap(Class<T> iface) {
+            return null;
+        }
+
+        public boolean isWrapperFor(Class<?> iface) {
+            return false;
+        }
+    }
+}

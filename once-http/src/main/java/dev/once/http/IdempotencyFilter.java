@@ -1,0 +1,407 @@
+package dev.once.http;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.http.internal.Gate;
+import dev.once.keys.IdempotencyKeys;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.WriteListener;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import jakarta.servlet.http.HttpServletResponseWrapper;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * A Jakarta Servlet filter for the {@code Idempotency-Key} request header (IETF
+ * draft-ietf-httpapi-idempotency-key-header), backed by {@link IdempotencyKeys}: a client that
+ * retries a POST with the same key gets the first response again instead of a second effect.
+ *
+ * <pre>{@code
+ * IdempotencyKeys keys = IdempotencyKeys.builder().dataSource(ds).build();
+ * context.addFilter(new FilterHolder(IdempotencyFilter.builder()
+ *         .keys(keys)
+ *         .scope(request -> request.getHeader("X-Tenant"))   // whose keys these are
+ *         .build()), "/payments/*", EnumSet.of(DispatcherType.REQUEST));
+ * }</pre>
+ *
+ * <p><b>Answers</b> for requests with a covered method ({@link Builder#methods}, default POST and PATCH):
+ * <ul>
+ * <li>no header where {@link Builder#required} (the default): <b>400</b>, problem+json;</li>
+ * <li>a malformed key (blank, over 255 characters, control characters): <b>400</b>;</li>
+ * <li>the key is held by a request still running: <b>409</b>;</li>
+ * <li>the key was used with another request (method, path and query, or body differ): <b>422</b>;</li>
+ * <li>the key finished before: its saved status, content type and body, byte for byte, with
+ *     {@code Idempotent-Replayed: true};</li>
+ * <li>otherwise the request runs. A response below 500 is saved and replayed to later retries; a 5xx
+ *     or an exception is not saved, so a retry runs the request again.</li>
+ * </ul>
+ * Other methods pass through untouched. The request body is buffered (at most
+ * {@link Builder#maxRequestBytes}, else <b>413</b>) to fingerprint it, and the response is buffered
+ * to save it, so this filter suits API calls, not streaming; asynchronous servlets are not supported.
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class IdempotencyFilter implements Filter {
+
+    /** Methods covered unless configured: the non-idempotent ones. */
+    public static final Set<String> DEFAULT_METHODS = Set.of("POST", "PATCH");
+    /** Largest request body accepted with a key unless configured. */
+    public static final int DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
+    /** The scope of every key unless a scope function is configured. */
+    public static final String DEFAULT_SCOPE = "http";
+
+    private final Gate gate;
+    private final Function<HttpServletRequest, String> scope;
+
+    private IdempotencyFilter(Gate gate, Function<HttpServletRequest, String> scope) {
+        this.gate = gate;
+        this.scope = scope;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
+            throws IOException, ServletException {
+        if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)
+                || !gate.covers(request.getMethod())) {
+            chain.doFilter(req, res);
+            return;
+        }
+        String header = request.getHeader(Gate.HEADER);
+        byte[] body = readAtMost(request.getInputStream(), gate.maxRequestBytes());
+        if (body == null) {
+            send(response, gate.tooLarge());
+            return;
+        }
+        String target = request.getRequestURI() + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+        Gate.Decision decision = gate.begin(header == null ? null : scope.apply(request), request.getMethod(), target,
+                header, body);
+        CachedRequest cached = new CachedRequest(request, body);
+        if (decision instanceof Gate.PassThrough) {
+            chain.doFilter(cached, response);
+            return;
+        }
+        if (decision instanceof Gate.Respond answer) {
+            send(response, answer);
+            return;
+        }
+        Gate.Proceed proceed = (Gate.Proceed) decision;
+        CapturingResponse capture = new CapturingResponse(response);
+        try {
+            chain.doFilter(cached, capture);
+        } catch (IOException | ServletException | RuntimeException | Error e) {
+            gate.abandon(proceed.started());
+            throw e;
+        }
+        byte[] produced = capture.bytes();
+        if (capture.error != null) {
+            // sendError: let the container render its error page; only the status is saved.
+            Gate.Respond override = gate.finish(proceed.started(), capture.status, null, new byte[0]);
+            if (override != null) {
+                send(response, override);
+            } else {
+                response.sendError(capture.status, capture.error.isEmpty() ? null : capture.error);
+            }
+            return;
+        }
+        Gate.Respond override = gate.finish(proceed.started(), capture.status, response.getContentType(), produced);
+        if (override != null) {
+            response.reset();
+            send(response, override);
+            return;
+        }
+        response.setStatus(capture.status);
+        response.setContentLength(produced.length);
+        response.getOutputStream().write(produced);
+    }
+
+    private static void send(HttpServletResponse response, Gate.Respond answer) throws IOException {
+        response.setStatus(answer.status());
+        if (answer.contentType() != null) {
+            response.setContentType(answer.contentType());
+        }
+        if (answer.replayed()) {
+            response.setHeader(Gate.REPLAYED_HEADER, "true");
+        }
+        response.setContentLength(answer.body().length);
+        response.getOutputStream().write(answer.body());
+    }
+
+    /** Reads the whole body, or returns null when it is longer than {@code max}. */
+    static byte[] readAtMost(InputStream in, int max) throws IOException {
+        byte[] bytes = in.readNBytes(max + 1);
+        return bytes.length > max ? null : bytes;
+    }
+
+    /** The request with its already-read body, readable again by the servlet. */
+    private static final class CachedRequest extends HttpServletRequestWrapper {
+        private final byte[] body;
+
+        CachedRequest(HttpServletRequest request, byte[] body) {
+            super(request);
+            this.body = body;
+        }
+
+        @Override
+        public ServletInputStream getInputStream() {
+            ByteArrayInputStream in = new ByteArrayInputStream(body);
+            return new ServletInputStream() {
+                @Override
+                public boolean isFinished() {
+                    return in.available() == 0;
+                }
+
+                @Override
+                public boolean isReady() {
+                    return true;
+                }
+
+                @Override
+                public void setReadListener(ReadListener listener) {
+                    throw new UnsupportedOperationException("the Idempotency-Key filter buffers the body;"
+                            + " asynchronous reads are not supported");
+                }
+
+                @Override
+                public int read() {
+                    return in.read();
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) {
+                    return in.read(b, off, len);
+                }
+            };
+        }
+
+        @Override
+        public BufferedReader getReader() {
+            String enc = getCharacterEncoding();
+            Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
+            return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
+        }
+
+        @Override
+        public int getContentLength() {
+            return body.length;
+        }
+
+        @Override
+        public long getContentLengthLong() {
+            return body.length;
+        }
+    }
+
+    /** Holds the servlet's response back until it is saved; headers go straight to the real response. */
+    private static final class CapturingResponse extends HttpServletResponseWrapper {
+        private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+        private int status = SC_OK;
+        private String error;
+        private PrintWriter writer;
+        private ServletOutputStream stream;
+
+        CapturingResponse(HttpServletResponse response) {
+            super(response);
+        }
+
+        byte[] bytes() {
+            if (writer != null) {
+                writer.flush();
+            }
+            return buffer.toByteArray();
+        }
+
+        @Override
+        public void setStatus(int sc) {
+            this.status = sc;
+        }
+
+        @Override
+        public int getStatus() {
+            return status;
+        }
+
+        @Override
+        public void sendError(int sc, String msg) {
+            this.status = sc;
+            this.error = msg == null ? "" : msg;
+        }
+
+        @Override
+        public void sendError(int sc) {
+            sendError(sc, null);
+        }
+
+        @Override
+        public void sendRedirect(String location) {
+            setStatus(SC_FOUND);
+            setHeader("Location", location);
+        }
+
+        @Override
+        public ServletOutputStream getOutputStream() {
+            if (stream == null) {
+                stream = new ServletOutputStream() {
+                    @Override
+                    public boolean isReady() {
+                        return true;
+                    }
+
+                    @Override
+                    public void setWriteListener(WriteListener listener) {
+                        throw new UnsupportedOperationException("the Idempotency-Key filter buffers the response;"
+                                + " asynchronous writes are not supported");
+                    }
+
+                    @Override
+                    public void write(int b) {
+                        buffer.write(b);
+                    }
+
+                    @Override
+                    public void write(byte[] b, int off, int len) {
+                        buffer.write(b, off, len);
+                    }
+                };
+            }
+            return stream;
+        }
+
+        @Override
+        public PrintWriter getWriter() {
+            if (writer == null) {
+                String enc = getCharacterEncoding();
+                Charset cs = enc == null ? StandardCharsets.ISO_8859_1 : Charset.forName(enc);
+                writer = new PrintWriter(new OutputStreamWriter(buffer, cs));
+            }
+            return writer;
+        }
+
+        @Override
+        public void flushBuffer() {
+            if (writer != null) {
+                writer.flush();
+            }
+        }
+
+        @Override
+        public boolean isCommitted() {
+            return false;
+        }
+
+        @Override
+        public void resetBuffer() {
+            buffer.reset();
+        }
+
+        @Override
+        public void reset() {
+            super.reset();
+            buffer.reset();
+            status = SC_OK;
+        }
+
+        @Override
+        public void setContentLength(int len) {
+            // the real length is set when the buffered body is written
+        }
+
+        @Override
+        public void setContentLengthLong(long len) {
+            // the real length is set when the buffered body is written
+        }
+    }
+
+    /** Builds an {@link IdempotencyFilter}; {@code keys} is required. Not thread-safe. */
+    public static final class Builder {
+        private IdempotencyKeys keys;
+        private boolean required = true;
+        private Set<String> methods = DEFAULT_METHODS;
+        private int maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
+        private Function<HttpServletRequest, String> scope = r -> DEFAULT_SCOPE;
+
+        private Builder() {
+        }
+
+        /** The store of keys and saved responses. Required. */
+        public Builder keys(IdempotencyKeys keys) {
+            this.keys = Objects.requireNonNull(keys, "keys");
+            return this;
+        }
+
+        /** True (default): a covered request without the header is answered 400. False: it passes through. */
+        public Builder required(boolean required) {
+            this.required = required;
+            return this;
+        }
+
+        /** The HTTP methods covered; default {@link #DEFAULT_METHODS}. */
+        public Builder methods(String... methods) {
+            if (methods.length == 0) {
+                throw new InvalidConfigurationException("methods must name at least one HTTP method, but was empty");
+            }
+            Set<String> upper = new java.util.HashSet<>();
+            for (String m : methods) {
+                if (m == null || !m.matches("[A-Za-z]{1,20}")) {
+                    throw new InvalidConfigurationException("methods must be HTTP method names, but one was "
+                            + (m == null ? "null" : "'" + m + "'"));
+                }
+                upper.add(m.toUpperCase(Locale.ROOT));
+            }
+            this.methods = Set.copyOf(upper);
+            return this;
+        }
+
+        /**
+         * Whose keys a request's key belongs to: the tenant or API client, usually from the
+         * authenticated principal. Keys of different scopes never see each other's responses. A
+         * null or blank scope is answered 400. Default: every key in scope {@value #DEFAULT_SCOPE}.
+         */
+        public Builder scope(Function<HttpServletRequest, String> scope) {
+            this.scope = Objects.requireNonNull(scope, "scope");
+            return this;
+        }
+
+        /** Largest request body accepted with a key, 1 byte to 64 MiB; default {@value #DEFAULT_MAX_REQUEST_BYTES}. */
+        public Builder maxRequestBytes(int maxRequestBytes) {
+            if (maxRequestBytes < 1 || maxRequestBytes > 64 * 1024 * 1024) {
+                throw new InvalidConfigurationException("maxRequestBytes must be between 1 and 67108864, but was "
+                        + maxRequestBytes);
+            }
+            this.maxRequestBytes = maxRequestBytes;
+            return this;
+        }
+
+        /** @throws InvalidConfigurationException if {@code keys} is not set */
+        public IdempotencyFilter build() {
+            if (keys == null) {
+                throw new InvalidConfigurationException("keys (an IdempotencyKeys store) is required, but was not set");
+            }
+            return new IdempotencyFilter(new Gate(keys, required, methods, maxRequestBytes), scope);
+        }
+    }
+}

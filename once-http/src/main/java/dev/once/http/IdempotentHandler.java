@@ -1,0 +1,177 @@
+package dev.once.http;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.http.internal.Gate;
+import dev.once.keys.IdempotencyKeys;
+import io.javalin.http.Context;
+import io.javalin.http.Handler;
+
+import java.io.InputStream;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * Wraps a Javalin {@link Handler} with the {@code Idempotency-Key} request header (IETF
+ * draft-ietf-httpapi-idempotency-key-header), backed by {@link IdempotencyKeys}. Same answers as
+ * {@link IdempotencyFilter}: 400 for a missing (where required) or malformed key, 409 while the key
+ * is in progress, 422 for a key reused with another request, the saved status, content type and body
+ * (with {@code Idempotent-Replayed: true}) for a finished key; otherwise the handler runs and a
+ * response below 500 is saved.
+ *
+ * <pre>{@code
+ * IdempotentHandler idempotent = IdempotentHandler.builder().keys(keys)
+ *         .scope(ctx -> ctx.header("X-Tenant")).build();
+ * Javalin.create(config -> config.routes.post("/payments", idempotent.wrap(ctx -> {
+ *     ... charge ...
+ *     ctx.status(201).json(payment);
+ * })));
+ * }</pre>
+ *
+ * <p>The wrapped handler must set its result synchronously ({@code ctx.result}, {@code ctx.json});
+ * {@code ctx.future} is not supported. Javalin is a {@code provided} dependency of once-http: add
+ * it to your own build (7.x). Immutable and thread-safe.
+ */
+public final class IdempotentHandler {
+
+    private final Gate gate;
+    private final Function<Context, String> scope;
+
+    private IdempotentHandler(Gate gate, Function<Context, String> scope) {
+        this.gate = gate;
+        this.scope = scope;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** {@code handler} behind the header, with every default: required, POST and PATCH, one scope. */
+    public static Handler wrap(IdempotencyKeys keys, Handler handler) {
+        return builder().keys(keys).build().wrap(handler);
+    }
+
+    /** {@code handler} behind the header. */
+    public Handler wrap(Handler handler) {
+        Objects.requireNonNull(handler, "handler");
+        return ctx -> handle(ctx, handler);
+    }
+
+    private void handle(Context ctx, Handler handler) throws Exception {
+        String method = ctx.req().getMethod();
+        if (!gate.covers(method)) {
+            handler.handle(ctx);
+            return;
+        }
+        byte[] body = ctx.bodyAsBytes();
+        if (body.length > gate.maxRequestBytes()) {
+            respond(ctx, gate.tooLarge());
+            return;
+        }
+        String header = ctx.header(Gate.HEADER);
+        String query = ctx.req().getQueryString();
+        Gate.Decision decision = gate.begin(header == null ? null : scope.apply(ctx), method,
+                ctx.req().getRequestURI() + (query == null ? "" : "?" + query), header, body);
+        if (decision instanceof Gate.PassThrough) {
+            handler.handle(ctx);
+            return;
+        }
+        if (decision instanceof Gate.Respond answer) {
+            respond(ctx, answer);
+            return;
+        }
+        Gate.Proceed proceed = (Gate.Proceed) decision;
+        try {
+            handler.handle(ctx);
+        } catch (Exception | Error e) {
+            gate.abandon(proceed.started());
+            throw e;
+        }
+        byte[] produced;
+        try (InputStream result = ctx.resultInputStream()) {
+            produced = result == null ? new byte[0] : result.readAllBytes();
+        }
+        ctx.result(produced);   // the stream was consumed: put the bytes back for Javalin to send
+        Gate.Respond override = gate.finish(proceed.started(), ctx.statusCode(), ctx.res().getContentType(), produced);
+        if (override != null) {
+            respond(ctx, override);
+        }
+    }
+
+    private static void respond(Context ctx, Gate.Respond answer) {
+        ctx.status(answer.status());
+        if (answer.contentType() != null) {
+            ctx.res().setContentType(answer.contentType());
+        }
+        if (answer.replayed()) {
+            ctx.header(Gate.REPLAYED_HEADER, "true");
+        }
+        ctx.result(answer.body());
+    }
+
+    /** Builds an {@link IdempotentHandler}; {@code keys} is required. Not thread-safe. */
+    public static final class Builder {
+        private IdempotencyKeys keys;
+        private boolean required = true;
+        private Set<String> methods = IdempotencyFilter.DEFAULT_METHODS;
+        private int maxRequestBytes = IdempotencyFilter.DEFAULT_MAX_REQUEST_BYTES;
+        private Function<Context, String> scope = ctx -> IdempotencyFilter.DEFAULT_SCOPE;
+
+        private Builder() {
+        }
+
+        /** The store of keys and saved responses. Required. */
+        public Builder keys(IdempotencyKeys keys) {
+            this.keys = Objects.requireNonNull(keys, "keys");
+            return this;
+        }
+
+        /** True (default): a covered request without the header is answered 400. False: it runs unprotected. */
+        public Builder required(boolean required) {
+            this.required = required;
+            return this;
+        }
+
+        /** The HTTP methods covered; default POST and PATCH. */
+        public Builder methods(String... methods) {
+            if (methods.length == 0) {
+                throw new InvalidConfigurationException("methods must name at least one HTTP method, but was empty");
+            }
+            Set<String> upper = new java.util.HashSet<>();
+            for (String m : methods) {
+                if (m == null || !m.matches("[A-Za-z]{1,20}")) {
+                    throw new InvalidConfigurationException("methods must be HTTP method names, but one was "
+                            + (m == null ? "null" : "'" + m + "'"));
+                }
+                upper.add(m.toUpperCase(Locale.ROOT));
+            }
+            this.methods = Set.copyOf(upper);
+            return this;
+        }
+
+        /** Whose keys a request's key belongs to (tenant, API client); null or blank answers 400. Default: one scope. */
+        public Builder scope(Function<Context, String> scope) {
+            this.scope = Objects.requireNonNull(scope, "scope");
+            return this;
+        }
+
+        /** Largest request body accepted with a key, 1 byte to 64 MiB; default 1 MiB. */
+        public Builder maxRequestBytes(int maxRequestBytes) {
+            if (maxRequestBytes < 1 || maxRequestBytes > 64 * 1024 * 1024) {
+                throw new InvalidConfigurationException("maxRequestBytes must be between 1 and 67108864, but was "
+                        + maxRequestBytes);
+            }
+            this.maxRequestBytes = maxRequestBytes;
+            return this;
+        }
+
+        /** @throws InvalidConfigurationException if {@code keys} is not set */
+        public IdempotentHandler build() {
+            if (keys == null) {
+                throw new InvalidConfigurationException("keys (an IdempotencyKeys store) is required, but was not set");
+            }
+            return new IdempotentHandler(new Gate(keys, required, methods, maxRequestBytes), scope);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+package dev.once.http;
+
+import dev.once.keys.IdempotencyKeys;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The {@code Idempotency-Key} contract through a real HTTP server, the same table for every server
+ * integration: 400 missing or malformed, 409 in progress, 422 same key with another body, replay of
+ * the saved status and body (failures included), 5xx and exceptions not saved, scopes apart.
+ * A subclass starts its server with {@link Endpoint} behind its integration on POST
+ * {@code /payments} (and GET {@code /payments} answering {@code list}).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class HttpIdempotencyContract {
+
+    /** The business endpoint: what each body makes it do. */
+    protected interface Endpoint {
+        Response handle(String tenant, String body) throws Exception;
+    }
+
+    protected record Response(int status, String contentType, String body) {
+    }
+
+    protected TestDatabase db;
+    protected IdempotencyKeys keys;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+    private final AtomicInteger payments = new AtomicInteger();
+    private volatile CountDownLatch slowEntered = new CountDownLatch(1);
+    private volatile CountDownLatch slowRelease = new CountDownLatch(1);
+    private String base;
+
+    /** Starts the server and returns its base URL, e.g. {@code http://127.0.0.1:4711}. */
+    protected abstract String start(Endpoint endpoint) throws Exception;
+
+    protected abstract void stop() throws Exception;
+
+    /** What every subclass's scope function does: the X-Tenant header, or "public". */
+    protected static String tenant(String header) {
+        return header == null ? "public" : header;
+    }
+
+    @BeforeAll
+    void startServer() throws Exception {
+        db = TestPostgres.shared().freshDatabase();
+        keys = IdempotencyKeys.builder().dataSource(db.dataSource()).lockDuration(Duration.ofSeconds(30))
+                .maxResultBytes(16 * 1024).build();
+        base = start(this::endpoint);
+    }
+
+    @AfterAll
+    void stopServer() throws Exception {
+        stop();
+        db.close();
+    }
+
+    private Response endpoint(String tenant, String body) throws Exception {
+        runs.computeIfAbsent(tenant + "|" + body, k -> new AtomicInteger()).incrementAndGet();
+        if (body.startsWith("slow")) {
+            slowEntered.countDown();
+            slowRelease.await(30, TimeUnit.SECONDS);
+        }
+        if (body.startsWith("declined")) {
+            return new Response(402, "application/json", "{\"error\":\"card_declined\"}");
+        }
+        if (body.startsWith("unavailable")) {
+            return new Response(503, "text/plain", "try later");
+        }
+        if (body.startsWith("boom")) {
+            throw new IllegalStateException("handler bug");
+        }
+        int n = payments.incrementAndGet();
+        return new Response(201, "application/json", "{\"payment\":" + n + ",\"tenant\":\"" + tenant + "\"}");
+    }
+
+    private int runs(String tenant, String body) {
+        AtomicInteger n = runs.get(tenant + "|" + body);
+        return n == null ? 0 : n.get();
+    }
+
+    private HttpResponse<String> post(String key, String body, String... headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/payments")).timeout(Duration.ofSeconds(30))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        if (key != null) {
+            b.header("Idempotency-Key", key);
+        }
+        if (headers.length > 0) {
+            b.headers(headers);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    }
+
+    private static String key() {
+        return UUID.randomUUID().toString();
+    }
+
+    @Test
+    final void aMissingKeyIsA400AndTheHandlerDoesNotRun() throws Exception {
+        HttpResponse<String> r = post(null, "missing-key");
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(
+                t -> assertThat(t).startsWith("application/problem+json"));
+        assertThat(r.body()).contains("Idempotency-Key");
+        assertThat(runs("public", "missing-key")).isZero();
+    }
+
+    @Test
+    final void aMalformedKeyIsA400() throws Exception {
+        assertThat(post("k".repeat(256), "long-key").statusCode()).isEqualTo(400);
+        assertThat(post("\"\"", "empty-key").statusCode()).isEqualTo(400);
+        assertThat(runs("public", "long-key") + runs("public", "empty-key")).isZero();
+    }
+
+    @Test
+    final void aRetryReplaysTheSavedStatusContentTypeAndBodyByteForByte() throws Exception {
+        String k = key();
+        HttpResponse<String> first = post(k, "pay-20");
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        HttpResponse<String> second = post(k, "pay-20");
+        assertThat(second.statusCode()).isEqualTo(201);
+        assertThat(second.body()).isEqualTo(first.body());
+        assertThat(second.headers().firstValue("Content-Type")).isEqualTo(first.headers().firstValue("Content-Type"));
+        assertThat(second.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(post("\"" + k + "\"", "pay-20").body()).as("the draft's quoted form is the same key")
+                .isEqualTo(first.body());
+        assertThat(runs("public", "pay-20")).as("the payment ran once").isEqualTo(1);
+    }
+
+    @Test
+    final void theSameKeyWithAnotherBodyIsA422() throws Exception {
+        String k = key();
+        assertThat(post(k, "pay-30").statusCode()).isEqualTo(201);
+        HttpResponse<String> r = post(k, "pay-31");
+        assertThat(r.statusCode()).isEqualTo(422);
+        assertThat(r.body()).contains("different request");
+        assertThat(runs("public", "pay-31")).isZero();
+    }
+
+    @Test
+    final void aKeyInProgressIsA409ThenItsResultIsReplayed() throws Exception {
+        String k = key();
+        slowEntered = new CountDownLatch(1);
+        slowRelease = new CountDownLatch(1);
+        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(() -> {
+            try {
+                return post(k, "slow-pay");
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertThat(slowEntered.await(30, TimeUnit.SECONDS)).isTrue();
+        HttpResponse<String> concurrent = post(k, "slow-pay");
+        assertThat(concurrent.statusCode()).isEqualTo(409);
+        slowRelease.countDown();
+        HttpResponse<String> done = first.get(30, TimeUnit.SECONDS);
+        assertThat(done.statusCode()).isEqualTo(201);
+        HttpResponse<String> retry = post(k, "slow-pay");
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.body()).isEqualTo(done.body());
+        assertThat(runs("public", "slow-pay")).isEqualTo(1);
+    }
+
+    @Test
+    final void aSavedFailureStatusIsReplayedToo() throws Exception {
+        String k = key();
+        HttpResponse<String> first = post(k, "declined-1");
+        assertThat(first.statusCode()).isEqualTo(402);
+        HttpResponse<String> again = post(k, "declined-1");
+        assertThat(again.statusCode()).isEqualTo(402);
+        assertThat(again.body()).isEqualTo(first.body()).isEqualTo("{\"error\":\"card_declined\"}");
+        assertThat(runs("public", "declined-1")).isEqualTo(1);
+    }
+
+    @Test
+    final void serverErrorsAndExceptionsAreNotSavedSoARetryRunsAgain() throws Exception {
+        String k = key();
+        assertThat(post(k, "unavailable-1").statusCode()).isEqualTo(503);
+        assertThat(post(k, "unavailable-1").statusCode()).isEqualTo(503);
+        assertThat(runs("public", "unavailable-1")).isEqualTo(2);
+
+        String k2 = key();
+        assertThat(post(k2, "boom-1").statusCode()).isEqualTo(500);
+        assertThat(post(k2, "boom-1").statusCode()).isEqualTo(500);
+        assertThat(runs("public", "boom-1")).isEqualTo(2);
+    }
+
+    @Test
+    final void scopesKeepTheirOwnResults() throws Exception {
+        String k = key();
+        HttpResponse<String> a = post(k, "pay-40", "X-Tenant", "acme");
+        HttpResponse<String> b = post(k, "pay-40", "X-Tenant", "globex");
+        assertThat(a.statusCode()).isEqualTo(201);
+        assertThat(b.statusCode()).as("the same key in another scope is a new request").isEqualTo(201);
+        assertThat(a.body()).contains("acme");
+        assertThat(b.body()).contains("globex");
+        assertThat(post(k, "pay-40", "X-Tenant", "acme").body()).isEqualTo(a.body());
+        assertThat(post(k, "pay-40", "X-Tenant", "globex").body()).isEqualTo(b.body());
+    }
+
+    @Test
+    final void uncoveredMethodsPassThrough() throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/payments")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.body()).isEqualTo("list");
+    }
+}

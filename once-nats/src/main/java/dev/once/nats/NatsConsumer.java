@@ -1,0 +1,389 @@
+package dev.once.nats;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidConfigurationException;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.outbox.OutboxMessage;
+import io.nats.client.Connection;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.JetStreamSubscription;
+import io.nats.client.Message;
+import io.nats.client.PullSubscribeOptions;
+import io.nats.client.api.AckPolicy;
+import io.nats.client.api.ConsumerConfiguration;
+import io.nats.client.impl.Headers;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Pattern;
+
+/**
+ * Pulls from a durable JetStream consumer and runs every message through an
+ * {@link IdempotentConsumer}: fetch a batch, process it in one database transaction, and only
+ * after the commit {@code ack} the applied and duplicate messages. While a batch is still
+ * working, a heartbeat sends {@code inProgress()} for each of its messages, so long work does not
+ * outlive the ack wait; a redelivery that happens anyway (ack wait expired, crash before the ack)
+ * is absorbed by the inbox as a duplicate. Retryable failures are {@code nak}ed with a delay,
+ * permanent ones {@code term}inated (JetStream stops delivering them).
+ *
+ * <p>On {@link #start()} the durable pull consumer is created, or updated to this configuration
+ * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject). The
+ * event id is read from the header {@value OutboxMessage#EVENT_ID_HEADER} (configurable),
+ * falling back to {@code Nats-Msg-Id}; JetStream's delivery count is reported as the attempt.
+ * Any number of {@code NatsConsumer}s may share one durable (competing consumers).
+ *
+ * <p>One fetch thread. Thread-safe; {@link #start()} once, {@link #close()} stops fetching, lets the
+ * batch in hand finish and ack, and returns.
+ */
+public final class NatsConsumer implements AutoCloseable {
+
+    /** Messages per fetch and per transaction. */
+    public static final int DEFAULT_BATCH_SIZE = 50;
+    /** How long one fetch waits for a full batch. */
+    public static final Duration DEFAULT_FETCH_WAIT = Duration.ofSeconds(1);
+    /** How long JetStream waits for an ack before it redelivers. */
+    public static final Duration DEFAULT_ACK_WAIT = Duration.ofSeconds(30);
+    /** Delay before a retryable failure is redelivered. */
+    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
+    /** Header read before {@code Nats-Msg-Id}. */
+    public static final String NATS_MSG_ID = "Nats-Msg-Id";
+
+    private static final Logger log = LoggerFactory.getLogger(NatsConsumer.class);
+    private static final AtomicInteger INSTANCES = new AtomicInteger();
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_-]{1,255}");
+
+    private final Connection connection;
+    private final String stream;
+    private final String durable;
+    private final String filterSubject;
+    private final IdempotentConsumer consumer;
+    private final int batchSize;
+    private final Duration fetchWait;
+    private final Duration ackWait;
+    private final Duration retryDelay;
+    private final boolean heartbeat;
+    private final String eventIdHeader;
+    private final Thread fetcher;
+    private final ScheduledExecutorService heartbeats;
+    private volatile JetStreamSubscription subscription;
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile boolean running;
+
+    private NatsConsumer(Builder b) {
+        this.connection = b.connection;
+        this.stream = b.stream;
+        this.durable = b.durable;
+        this.filterSubject = b.filterSubject;
+        this.consumer = b.consumer;
+        this.batchSize = b.batchSize;
+        this.fetchWait = b.fetchWait;
+        this.ackWait = b.ackWait;
+        this.retryDelay = b.retryDelay;
+        this.heartbeat = b.heartbeat;
+        this.eventIdHeader = b.eventIdHeader;
+        int n = INSTANCES.incrementAndGet();
+        this.fetcher = new Thread(this::fetchLoop, "once-nats-" + n + "-" + stream + "-" + durable);
+        this.fetcher.setDaemon(true);
+        this.heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "once-nats-" + n + "-heartbeat");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Creates or updates the durable pull consumer, subscribes and starts fetching; returns this.
+     *
+     * @throws IOException          if the server cannot be reached
+     * @throws JetStreamApiException if the stream does not exist or refuses the consumer configuration
+     */
+    public synchronized NatsConsumer start() throws IOException, JetStreamApiException {
+        if (running) {
+            throw new IllegalStateException("NatsConsumer " + durable + " on " + stream + " is already started");
+        }
+        ConsumerConfiguration.Builder config = ConsumerConfiguration.builder().durable(durable)
+                .ackPolicy(AckPolicy.Explicit).ackWait(ackWait);
+        if (filterSubject != null) {
+            config.filterSubject(filterSubject);
+        }
+        connection.jetStreamManagement().addOrUpdateConsumer(stream, config.build());
+        subscription = connection.jetStream().subscribe(null, PullSubscribeOptions.bind(stream, durable));
+        running = true;
+        fetcher.start();
+        return this;
+    }
+
+    private void fetchLoop() {
+        int failures = 0;
+        while (running) {
+            try {
+                List<Message> messages = subscription.fetch(batchSize, fetchWait);
+                failures = 0;
+                if (!messages.isEmpty()) {
+                    handle(messages);
+                }
+            } catch (RuntimeException e) {
+                if (!running) {
+                    return;
+                }
+                failures++;
+                log.warn("fetch from {}/{} failed ({} in a row), retrying: {}", stream, durable, failures, e.toString());
+                try {
+                    if (stopped.await(Math.min(10_000, 200L << Math.min(failures, 6)), TimeUnit.MILLISECONDS)) {
+                        return;
+                    }
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    private void handle(List<Message> messages) {
+        ScheduledFuture<?> beat = null;
+        if (heartbeat) {
+            long every = Math.max(1, ackWait.toMillis() / 3);
+            beat = heartbeats.scheduleAtFixedRate(() -> messages.forEach(NatsConsumer::inProgress), every, every,
+                    TimeUnit.MILLISECONDS);
+        }
+        List<Outcome> outcomes = new ArrayList<>(messages.size());
+        try {
+            List<Delivery> deliveries = new ArrayList<>();
+            List<Integer> positions = new ArrayList<>();
+            for (Message m : messages) {
+                try {
+                    deliveries.add(delivery(m));
+                    positions.add(outcomes.size());
+                    outcomes.add(null);
+                } catch (InvalidDeliveryException e) {
+                    outcomes.add(new Outcome(m.getSubject() + "#" + m.metaData().streamSequence(),
+                            Status.FAILED_PERMANENT, e));
+                }
+            }
+            if (!deliveries.isEmpty()) {
+                List<Outcome> results = consumer.processBatch(deliveries);
+                for (int i = 0; i < results.size(); i++) {
+                    outcomes.set(positions.get(i), results.get(i));
+                }
+            }
+        } finally {
+            if (beat != null) {
+                beat.cancel(false);
+            }
+        }
+        for (int i = 0; i < messages.size(); i++) {
+            settle(messages.get(i), outcomes.get(i));
+        }
+    }
+
+    private void settle(Message m, Outcome o) {
+        try {
+            if (o.acknowledge()) {
+                m.ack();
+            } else if (o.status() == Status.FAILED_PERMANENT) {
+                log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.messageId(), stream,
+                        durable, String.valueOf(o.failure()));
+                m.term();
+            } else {
+                m.nakWithDelay(retryDelay);
+            }
+        } catch (RuntimeException e) {
+            // the connection is gone: JetStream redelivers after the ack wait and the inbox absorbs it
+            log.warn("could not settle {} on {}/{} ({}); it is redelivered after the ack wait and absorbed",
+                    o.messageId(), stream, durable, e.toString());
+        }
+    }
+
+    private static void inProgress(Message m) {
+        try {
+            m.inProgress();
+        } catch (RuntimeException e) {
+            log.debug("inProgress failed: {}", e.toString());
+        }
+    }
+
+    private Delivery delivery(Message m) {
+        Map<String, String> headers = new HashMap<>();
+        Headers h = m.getHeaders();
+        if (h != null) {
+            for (String key : h.keySet()) {
+                headers.put(key, h.getFirst(key));
+            }
+        }
+        String eventId = headers.containsKey(eventIdHeader) ? headers.get(eventIdHeader) : headers.get(NATS_MSG_ID);
+        if (eventId == null) {
+            throw new InvalidDeliveryException("message " + m.metaData().streamSequence() + " on stream " + stream
+                    + " has neither a '" + eventIdHeader + "' nor a '" + NATS_MSG_ID + "' header with the producer's"
+                    + " event id; publish with NatsPublisher or set one of them");
+        }
+        int attempt = (int) Math.min(Integer.MAX_VALUE, Math.max(1, m.metaData().deliveredCount()));
+        return Delivery.builder(eventId).payload(m.getData()).headers(headers).attempt(attempt)
+                .redelivered(attempt > 1).source("nats:" + stream + "/" + m.getSubject()).build();
+    }
+
+    /** Stops fetching, waits for the batch in hand to finish and ack, unsubscribes (the durable stays). */
+    @Override
+    public void close() {
+        running = false;
+        stopped.countDown();
+        try {
+            fetcher.join(fetchWait.toMillis() + Duration.ofMinutes(1).toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        heartbeats.shutdownNow();
+        JetStreamSubscription s = subscription;
+        if (s != null) {
+            try {
+                s.unsubscribe();
+            } catch (RuntimeException e) {
+                log.debug("unsubscribe from {}/{} failed: {}", stream, durable, e.toString());
+            }
+        }
+    }
+
+    /**
+     * Configures a {@link NatsConsumer}. {@code connection}, {@code stream}, {@code durable} and
+     * {@code consumer} are required; setters check their argument at once, {@link #build()} checks
+     * that a fetch waits less than the ack wait. Not thread-safe.
+     */
+    public static final class Builder {
+        private Connection connection;
+        private String stream;
+        private String durable;
+        private String filterSubject;
+        private IdempotentConsumer consumer;
+        private int batchSize = DEFAULT_BATCH_SIZE;
+        private Duration fetchWait = DEFAULT_FETCH_WAIT;
+        private Duration ackWait = DEFAULT_ACK_WAIT;
+        private Duration retryDelay = DEFAULT_RETRY_DELAY;
+        private boolean heartbeat = true;
+        private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
+
+        private Builder() {
+        }
+
+        public Builder connection(Connection connection) {
+            this.connection = Objects.requireNonNull(connection, "connection");
+            return this;
+        }
+
+        /** The stream's name. */
+        public Builder stream(String stream) {
+            this.stream = name("stream", stream);
+            return this;
+        }
+
+        /** The durable consumer's name, shared by competing consumers. */
+        public Builder durable(String durable) {
+            this.durable = name("durable", durable);
+            return this;
+        }
+
+        /** Only subjects matching this filter; default all of the stream. */
+        public Builder filterSubject(String filterSubject) {
+            this.filterSubject = Objects.requireNonNull(filterSubject, "filterSubject");
+            return this;
+        }
+
+        public Builder consumer(IdempotentConsumer consumer) {
+            this.consumer = Objects.requireNonNull(consumer, "consumer");
+            return this;
+        }
+
+        /** Messages per fetch and per transaction, 1 to 10000; default {@value #DEFAULT_BATCH_SIZE}. */
+        public Builder batchSize(int batchSize) {
+            if (batchSize < 1 || batchSize > 10_000) {
+                throw new InvalidConfigurationException("batchSize must be between 1 and 10000, but was " + batchSize);
+            }
+            this.batchSize = batchSize;
+            return this;
+        }
+
+        /** Longest wait of one fetch; default 1 s; must be shorter than the ack wait. */
+        public Builder fetchWait(Duration fetchWait) {
+            this.fetchWait = positive("fetchWait", fetchWait);
+            return this;
+        }
+
+        /** JetStream's ack wait for the durable; default 30 s; the heartbeat runs every third of it. */
+        public Builder ackWait(Duration ackWait) {
+            this.ackWait = positive("ackWait", ackWait);
+            return this;
+        }
+
+        /** Delay of the {@code nak} for a retryable failure; default 1 s. */
+        public Builder retryDelay(Duration retryDelay) {
+            this.retryDelay = positive("retryDelay", retryDelay);
+            return this;
+        }
+
+        /** Whether a batch still working sends {@code inProgress()}; default true. */
+        public Builder heartbeat(boolean heartbeat) {
+            this.heartbeat = heartbeat;
+            return this;
+        }
+
+        /** Header with the producer's event id; default {@value OutboxMessage#EVENT_ID_HEADER}. */
+        public Builder eventIdHeader(String eventIdHeader) {
+            Objects.requireNonNull(eventIdHeader, "eventIdHeader");
+            if (eventIdHeader.isBlank()) {
+                throw new InvalidConfigurationException("eventIdHeader must not be blank");
+            }
+            this.eventIdHeader = eventIdHeader;
+            return this;
+        }
+
+        /** @throws InvalidConfigurationException naming what is missing or conflicting */
+        public NatsConsumer build() {
+            if (connection == null || stream == null || durable == null || consumer == null) {
+                throw new InvalidConfigurationException("connection, stream, durable and consumer are required, but "
+                        + (connection == null ? "connection " : "") + (stream == null ? "stream " : "")
+                        + (durable == null ? "durable " : "") + (consumer == null ? "consumer " : "") + "was not set");
+            }
+            if (fetchWait.compareTo(ackWait) >= 0) {
+                // a fetch that outlives the ack wait gets the same message handed out twice
+                throw new InvalidConfigurationException("fetchWait must be shorter than ackWait, but fetchWait was "
+                        + fetchWait + " and ackWait " + ackWait + "; lower fetchWait");
+            }
+            return new NatsConsumer(this);
+        }
+
+        private static String name(String what, String value) {
+            Objects.requireNonNull(value, what);
+            if (!NAME.matcher(value).matches()) {
+                throw new InvalidConfigurationException(what + " must match " + NAME.pattern() + ", but was '" + value + "'");
+            }
+            return value;
+        }
+
+        private static Duration positive(String what, Duration value) {
+            Objects.requireNonNull(value, what);
+            if (value.isNegative() || value.isZero()) {
+                throw new InvalidConfigurationException(what + " must be positive, but was " + value);
+            }
+            return value;
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package dev.once.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import dev.once.IdempotentConsumer;
+import dev.once.outbox.Publisher;
+import dev.once.testkit.broker.OutboxRelayContract;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The outbox relay with {@link RabbitPublisher} into a durable queue, consumed by {@link RabbitConsumer}. */
+class RabbitOutboxRelayTest extends OutboxRelayContract {
+
+    private Connection connection;
+    private RabbitPublisher publisher;
+
+    @Override
+    protected String createDestination(String name) throws Exception {
+        connection = TestRabbit.connect();
+        try (Channel ch = connection.createChannel()) {
+            ch.queueDeclare(name, true, false, false, Map.of());
+        }
+        return name;
+    }
+
+    @Override
+    protected void deleteDestination(String queue) throws Exception {
+        try (Channel ch = connection.createChannel()) {
+            ch.queueDelete(queue);
+        } finally {
+            if (publisher != null) {
+                publisher.close();
+            }
+            connection.close();
+        }
+    }
+
+    @Override
+    protected Publisher publisher() throws Exception {
+        publisher = new RabbitPublisher(connection);
+        return publisher;
+    }
+
+    @Override
+    protected AutoCloseable startConsumer(String queue, IdempotentConsumer consumer) throws Exception {
+        return RabbitConsumer.builder().connection(connection).queue(queue).consumer(consumer).prefetch(10).build()
+                .start();
+    }
+
+    @Override
+    protected long messagesStored(String queue) throws Exception {
+        try (Channel ch = connection.createChannel()) {
+            return ch.messageCount(queue);
+        }
+    }
+
+    @Override
+    protected boolean brokerDeduplicates() {
+        return false;   // RabbitMQ has no deduplication: the receiving inbox absorbs the re-send
+    }
+
+    @Override
+    protected void checkReceipts(String firstSend, String reSend) {
+        assertThat(firstSend).as("the confirmed publish sequence number").matches("confirmed seq=\\d+");
+        assertThat(reSend).matches("confirmed seq=\\d+").isNotEqualTo(firstSend);
+    }
+}

@@ -1,0 +1,53 @@
+package dev.once.sqs;
+
+import dev.once.IdempotentConsumer;
+import dev.once.outbox.Publisher;
+import dev.once.testkit.broker.OutboxRelayContract;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The outbox relay with {@link SqsPublisher} into a FIFO queue, consumed by {@link SqsConsumer}. */
+class SqsOutboxRelayTest extends OutboxRelayContract {
+
+    @Override
+    protected String createDestination(String name) {
+        return TestSqs.createQueue(name + ".fifo", 2);
+    }
+
+    @Override
+    protected void deleteDestination(String queueUrl) {
+        TestSqs.deleteQueue(queueUrl);
+    }
+
+    @Override
+    protected Publisher publisher() {
+        return new SqsPublisher(TestSqs.client());
+    }
+
+    @Override
+    protected AutoCloseable startConsumer(String queueUrl, IdempotentConsumer consumer) {
+        return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queueUrl).consumer(consumer).maxMessages(10)
+                .waitTime(Duration.ofSeconds(1)).visibilityTimeout(Duration.ofSeconds(2)).build().start();
+    }
+
+    @Override
+    protected long messagesStored(String queueUrl) {
+        return Long.parseLong(TestSqs.client().getQueueAttributes(r -> r.queueUrl(queueUrl)
+                .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes()
+                .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
+    }
+
+    @Override
+    protected boolean brokerDeduplicates() {
+        return true;   // MessageDeduplicationId = the row's idempotency key
+    }
+
+    @Override
+    protected void checkReceipts(String firstSend, String reSend) {
+        assertThat(firstSend).as("SQS's message id and FIFO sequence number").matches("messageId=\\S+ sequenceNumber=\\d+");
+        assertThat(reSend).as("a deduplicated send is answered like the first").isEqualTo(firstSend);
+    }
+}

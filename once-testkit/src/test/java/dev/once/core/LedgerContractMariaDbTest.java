@@ -1,0 +1,13 @@
+package dev.once.core;
+
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
+
+/** The same contract on MariaDB: the guarantee does not depend on PostgreSQL. */
+class LedgerContractMariaDbTest extends LedgerContractTest {
+
+    @Override
+    protected TestDatabase newDatabase(int poolSize) {
+        return TestMariaDb.shared().freshDatabase(poolSize);
+    }
+}

@@ -1,0 +1,390 @@
+package dev.once.core;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import dev.once.RetryableException;
+import dev.once.internal.JdbcOutbox;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+import dev.once.outbox.DeadMessage;
+import dev.once.outbox.HttpPublisher;
+import dev.once.outbox.OutboxAdmin;
+import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.OutboxStats;
+import dev.once.outbox.Receipt;
+import dev.once.retention.OutboxPruner;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+class OutboxRelayTest {
+
+    private TestDatabase db;
+    private MutableClock clock;
+    private OutboxAdmin admin;
+
+    @BeforeEach
+    void setUp() {
+        db = TestPostgres.shared().freshDatabase(20);
+        clock = MutableClock.startingNow();
+        admin = OutboxAdmin.builder().dataSource(db.dataSource()).clock(clock).build();
+    }
+
+    @AfterEach
+    void tearDown() {
+        db.close();
+    }
+
+    /**
+     * Two relays drain one table of 10,000 messages over 100 keys. Every row is sent exactly once
+     * (none twice while another relay holds it), no key is ever sent by both relays at once, and
+     * each key's messages arrive in the order they were written.
+     */
+    @Test
+    void twoRelaysSendEveryRowOnceAndKeepPerKeyOrderOverTenThousandMessages() throws Exception {
+        int keys = 100;
+        int perKey = 100;
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            for (int i = 0; i < keys * perKey; i++) {
+                new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, "evt-" + i, Clock.systemUTC())
+                        .add("orders", "key-" + (i % keys), Integer.toString(i / keys).getBytes(StandardCharsets.UTF_8),
+                                Map.of(), null);
+            }
+            c.commit();
+        }
+        Map<Long, AtomicInteger> sends = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+        Map<String, Integer> lastSeq = new ConcurrentHashMap<>();
+        List<String> violations = new CopyOnWriteArrayList<>();
+        Map<String, AtomicInteger> byRelay = new ConcurrentHashMap<>();
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        List<OutboxRelay> relays = new ArrayList<>();
+        for (String name : List.of("relay-a", "relay-b")) {
+            relays.add(OutboxRelay.builder().dataSource(db.dataSource()).name(name).batchSize(20)
+                    .pollInterval(Duration.ofMillis(50)).meterRegistry(registry).publisher(m -> {
+                        String key = m.key();
+                        if (inFlight.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet() != 1) {
+                            violations.add("key " + key + " sent by two relays at once");
+                        }
+                        int seq = Integer.parseInt(new String(m.payload(), StandardCharsets.UTF_8));
+                        Integer previous = lastSeq.put(key, seq);
+                        int expected = previous == null ? 0 : previous + 1;
+                        if (seq != expected) {
+                            violations.add("key " + key + " got " + seq + " after " + previous);
+                        }
+                        if (!m.eventId().equals(m.headers().get(OutboxMessage.EVENT_ID_HEADER))) {
+                            violations.add("row " + m.id() + " without its event id header");
+                        }
+                        sends.computeIfAbsent(m.id(), id -> new AtomicInteger()).incrementAndGet();
+                        byRelay.computeIfAbsent(name, n -> new AtomicInteger()).incrementAndGet();
+                        Thread.yield();   // widen the window in which the other relay could interfere
+                        inFlight.get(key).decrementAndGet();
+                        return Receipt.NONE;
+                    }).build());
+        }
+        try {
+            relays.forEach(OutboxRelay::start);
+            await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(100))
+                    .until(() -> admin.stats().pending() == 0);
+        } finally {
+            relays.forEach(OutboxRelay::close);
+        }
+        assertThat(violations).as("per-key order and one relay per key").isEmpty();
+        assertThat(sends).as("every row sent").hasSize(keys * perKey);
+        assertThat(sends.values().stream().filter(n -> n.get() != 1).count()).as("rows sent more than once").isZero();
+        assertThat(lastSeq.values()).as("each key reached its last message").containsOnly(perKey - 1);
+        assertThat(byRelay.keySet()).as("both relays took part").containsExactlyInAnyOrder("relay-a", "relay-b");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(keys * perKey);
+        assertThat(registry.get("once.outbox.sent").counters().stream().mapToDouble(c -> c.count()).sum())
+                .isEqualTo(keys * perKey);
+    }
+
+    @Test
+    void aFailingHeadBlocksOnlyItsKeyRetriesWithBackoffThenGoesDeadAndCanBeReplayed() throws Exception {
+        long a1 = OutboxRows.add(db.dataSource(), clock, "e-a1", "a", "a1");
+        OutboxRows.add(db.dataSource(), clock, "e-a2", "a", "a2");
+        OutboxRows.add(db.dataSource(), clock, "e-b1", "b", "b1");
+        OutboxRows.add(db.dataSource(), clock, "e-b2", "b", "b2");
+        OutboxRows.add(db.dataSource(), clock, "e-n1", null, "n1");
+        AtomicBoolean failA1 = new AtomicBoolean(true);
+        List<String> sent = Collections.synchronizedList(new ArrayList<>());
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).meterRegistry(registry)
+                .maxAttempts(3).initialBackoff(Duration.ofSeconds(10)).maxBackoff(Duration.ofSeconds(15))
+                .publisher(m -> {
+                    String body = new String(m.payload(), StandardCharsets.UTF_8);
+                    if (body.equals("a1") && failA1.get()) {
+                        throw new RetryableException("provider down for " + body);
+                    }
+                    sent.add(body);
+                    return Receipt.NONE;
+                }).build();
+
+        assertThat(relay.relayOnce()).as("heads of a, b and the keyless row").isEqualTo(3);
+        assertThat(sent).containsExactly("b1", "n1");
+        assertThat(relay.relayOnce()).isEqualTo(1);
+        assertThat(sent).as("b goes on while a's head waits for its retry").containsExactly("b1", "n1", "b2");
+        assertThat(relay.relayOnce()).as("a1 backs off, a2 waits behind it").isZero();
+
+        clock.advance(Duration.ofSeconds(9));
+        assertThat(relay.relayOnce()).as("first retry after 10 s, not before").isZero();
+        clock.advance(Duration.ofSeconds(1));
+        assertThat(relay.relayOnce()).as("second attempt").isEqualTo(1);
+        clock.advance(Duration.ofSeconds(14));
+        assertThat(relay.relayOnce()).as("second retry after min(20 s, max 15 s)").isZero();
+        clock.advance(Duration.ofSeconds(1));
+        assertThat(relay.relayOnce()).as("third and last attempt").isEqualTo(1);
+
+        List<DeadMessage> dead = admin.dead(0, 10);
+        assertThat(dead).hasSize(1);
+        assertThat(dead.get(0).message().id()).isEqualTo(a1);
+        assertThat(dead.get(0).message().attempts()).isEqualTo(3);
+        assertThat(dead.get(0).lastError()).contains("provider down for a1");
+        assertThat(relay.relayOnce()).as("a dead head no longer holds its key back").isEqualTo(1);
+        assertThat(sent).containsExactly("b1", "n1", "b2", "a2");
+        assertThat(relay.stats()).isEqualTo(new OutboxStats(0, Duration.ZERO, 1));
+        assertThat(registry.get("once.outbox.retried").counter().count()).isEqualTo(2);
+        assertThat(registry.get("once.outbox.dead").counter().count()).isEqualTo(1);
+        assertThat(registry.get("once.outbox.sent").counter().count()).isEqualTo(4);
+
+        failA1.set(false);
+        assertThat(admin.replay(List.of(a1, 999_999L))).as("only dead rows replay").isEqualTo(1);
+        assertThat(admin.stats().pending()).isEqualTo(1);
+        assertThat(relay.relayOnce()).isEqualTo(1);
+        assertThat(sent).containsExactly("b1", "n1", "b2", "a2", "a1");
+        assertThat(admin.dead(0, 10)).isEmpty();
+        assertThat(admin.replay(List.of(a1))).as("a sent row does not replay").isZero();
+    }
+
+    @Test
+    void sentRowsArePrunedAfterTheRetentionAndPendingOrDeadRowsNever() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-sent", "k1", "sent");
+        OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
+                .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
+                    if (m.eventId().equals("e-dead#1")) {
+                        throw new dev.once.PermanentFailureException("rejected");
+                    }
+                    return Receipt.NONE;
+                }).build();
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        OutboxRows.add(db.dataSource(), clock, "e-pending", "k3", "pending");
+        OutboxPruner pruner = OutboxPruner.builder().dataSource(db.dataSource()).clock(clock)
+                .retention(Duration.ofDays(1)).build();
+        assertThat(pruner.prune()).as("nothing is old enough yet").isZero();
+        clock.advance(Duration.ofDays(2));
+        assertThat(pruner.prune()).isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status IN ('pending', 'dead')")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(2);
+    }
+
+    /** End to end through a relay: every row of a handler is an event of its own for the receiver's inbox. */
+    @Test
+    void twoRowsWrittenByOneHandlerAreTwoEventsForTheReceivingInbox() throws Exception {
+        try (Connection c = db.dataSource().getConnection()) {
+            Ledger.create(c);
+        }
+        IdempotentConsumer orders = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+                    tx.outbox().add("payments", "order-7", "500".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                    tx.outbox().add("payments", "order-7", "700".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                }).build();
+        String longId = "o".repeat(Delivery.MAX_MESSAGE_ID_LENGTH);
+        assertThat(orders.process(Delivery.of("order-7-paid", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        assertThat(orders.process(Delivery.of(longId, "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+        IdempotentConsumer payments = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("payments")
+                .meterRegistry(new SimpleMeterRegistry()).handler(Ledger.CREDIT).build();
+        List<String> eventIds = new CopyOnWriteArrayList<>();
+        List<Outcome.Status> outcomes = new CopyOnWriteArrayList<>();
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
+                .publisher(m -> {
+                    eventIds.add(m.headers().get(OutboxMessage.EVENT_ID_HEADER));
+                    outcomes.add(payments.process(Delivery.of(m.eventId(), m.payload())).status());
+                    return Receipt.NONE;
+                }).build();
+        while (relay.relayOnce() > 0) {
+            // each key's rows go one batch after another
+        }
+        assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
+        assertThat(eventIds.subList(0, 2)).containsExactly("order-7-paid#1", "order-7-paid#2");
+        assertThat(eventIds.subList(2, 4)).allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(
+                Delivery.MAX_MESSAGE_ID_LENGTH));
+        assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
+        try (Connection c = db.dataSource().getConnection()) {
+            assertThat(Ledger.balance(c)).as("both rows of each handler applied").isEqualTo(2 * (500 + 700));
+        }
+    }
+
+    @Test
+    void lagIsTheAgeOfTheOldestPendingRow() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-1", "k", "1");
+        clock.advance(Duration.ofSeconds(30));
+        OutboxRows.add(db.dataSource(), clock, "e-2", "k", "2");
+        clock.advance(Duration.ofSeconds(12));
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).meterRegistry(registry)
+                .publisher(m -> Receipt.NONE).build();
+        assertThat(relay.stats()).isEqualTo(new OutboxStats(2, Duration.ofSeconds(42), 0));
+        assertThat(registry.get("once.outbox.pending").gauge().value()).isEqualTo(2);
+        assertThat(registry.get("once.outbox.lag").gauge().value()).isEqualTo(42);
+    }
+
+    @Test
+    void aStartedRelayIsWokenByNotifyLongBeforeItsPollInterval() throws Exception {
+        List<String> sent = new CopyOnWriteArrayList<>();
+        try (OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).pollInterval(Duration.ofHours(1))
+                .publisher(m -> {
+                    sent.add(m.eventId());
+                    return Receipt.NONE;
+                }).build()) {
+            OutboxRows.add(db.dataSource(), Clock.systemUTC(), "first", "k", "1");
+            relay.start();
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("first#1"));
+            // The relay now waits for up to an hour; only the trigger's pg_notify can wake it.
+            OutboxRows.add(db.dataSource(), Clock.systemUTC(), "second", "k", "2");
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("second#1"));
+        }
+        assertThat(sent).containsExactly("first#1", "second#1");
+    }
+
+    /**
+     * Exclusive mode: relay A holds the lease and is paused inside a send past the lease's expiry;
+     * relay B takes the lease over. When A resumes, its batch is rejected by the fence and rolls
+     * back, and B sends the rows: A marks nothing after the takeover.
+     */
+    @Test
+    void aRelayPausedPastItsLeaseCannotMarkRowsAfterATakeover() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-x", "x", "x");
+        OutboxRows.add(db.dataSource(), clock, "e-y", "y", "y");
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch resume = new CountDownLatch(1);
+        List<String> sentByA = new CopyOnWriteArrayList<>();
+        List<String> sentByB = new CopyOnWriteArrayList<>();
+        SimpleMeterRegistry registryA = new SimpleMeterRegistry();
+        OutboxRelay a = OutboxRelay.builder().dataSource(db.dataSource()).name("a").clock(clock)
+                .meterRegistry(registryA).lease("orders-relay", Duration.ofSeconds(10)).publisher(m -> {
+                    entered.countDown();
+                    resume.await();   // the pause: GC, SIGSTOP, a slow provider
+                    sentByA.add(m.eventId());
+                    return Receipt.NONE;
+                }).build();
+        OutboxRelay b = OutboxRelay.builder().dataSource(db.dataSource()).name("b").clock(clock)
+                .meterRegistry(new SimpleMeterRegistry()).lease("orders-relay", Duration.ofSeconds(10))
+                .publisher(m -> {
+                    sentByB.add(m.eventId());
+                    return Receipt.NONE;
+                }).build();
+        AtomicInteger handledByA = new AtomicInteger(-1);
+        Thread ta = new Thread(() -> handledByA.set(a.relayOnce()));
+        ta.start();
+        assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+        long tokenA = a.lease().orElseThrow().token();
+
+        clock.advance(Duration.ofSeconds(11));
+        assertThat(b.relayOnce()).as("A still locks both rows").isZero();
+        assertThat(b.lease().orElseThrow().token()).isGreaterThan(tokenA);
+
+        resume.countDown();
+        ta.join(30_000);
+        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("e-x#1", "e-y#1");
+        assertThat(handledByA).as("A's batch rolled back").hasValue(0);
+        assertThat(registryA.get("once.fence.rejections").counter().count()).isEqualTo(1);
+        assertThat(registryA.get("once.outbox.sent").counter().count()).isZero();
+        assertThat(a.lease()).as("A knows it lost the lease").isEmpty();
+        assertThat(a.relayOnce()).as("A stands by while B holds the lease").isZero();
+
+        assertThat(b.relayOnce()).isEqualTo(2);
+        assertThat(sentByB).containsExactly("e-x#1", "e-y#1");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(2);
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void theHttpPublisherSendsTheIdempotencyKeyAndEventIdAndRecordsTheAnswer() throws Exception {
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+        server.createContext("/", exchange -> {
+            String path = exchange.getRequestURI().getPath();
+            byte[] body = exchange.getRequestBody().readAllBytes();
+            seen.add(Map.of("path", path, "key", exchange.getRequestHeaders().getFirst("Idempotency-Key"),
+                    "event", exchange.getRequestHeaders().getFirst(OutboxMessage.EVENT_ID_HEADER),
+                    "type", exchange.getRequestHeaders().getFirst("Content-Type"),
+                    "trace", String.valueOf(exchange.getRequestHeaders().getFirst("x-trace")),
+                    "body", new String(body, StandardCharsets.UTF_8)));
+            int status = path.equals("/ok") ? 201 : path.equals("/reject") ? 422 : 503;
+            byte[] answer = (path.equals("/ok") ? "{\"id\":\"ch_1\"}" : "nope " + status).getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(status, answer.length);
+            exchange.getResponseBody().write(answer);
+            exchange.close();
+        });
+        server.start();
+        try {
+            String base = "http://127.0.0.1:" + server.getAddress().getPort();
+            long ok = OutboxRows.add(db.dataSource(), clock, "evt-ok", base + "/ok", "c1", "{\"amount\":20}",
+                    Map.of("content-type", "application/json; charset=utf-8", "x-trace", "t-1"), "charge:order-1");
+            long reject = OutboxRows.add(db.dataSource(), clock, "evt-reject", base + "/reject", "c2", "{}", Map.of(),
+                    "charge:order-2");
+            long busy = OutboxRows.add(db.dataSource(), clock, "evt-busy", base + "/busy", "c3", "{}", Map.of(), null);
+            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock)
+                    .meterRegistry(new SimpleMeterRegistry()).destinationPrefix(base)
+                    .publisher(HttpPublisher.builder().timeout(Duration.ofSeconds(10)).build()).build();
+            assertThat(relay.relayOnce()).isEqualTo(3);
+
+            assertThat(seen).hasSize(3);
+            Map<String, String> first = seen.stream().filter(s -> s.get("path").equals("/ok")).findFirst().orElseThrow();
+            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "evt-ok#1")
+                    .containsEntry("type", "application/json; charset=utf-8").containsEntry("trace", "t-1")
+                    .containsEntry("body", "{\"amount\":20}");
+            Map<String, String> third = seen.stream().filter(s -> s.get("path").equals("/busy")).findFirst().orElseThrow();
+            assertThat(third).as("no idempotency key given: the event id is the key")
+                    .containsEntry("key", "evt-busy#1").containsEntry("event", "evt-busy#1");
+
+            assertThat(row(ok)).isEqualTo("sent|1|201|{\"id\":\"ch_1\"}");
+            assertThat(row(reject)).as("a 422 is permanent: dead at once").isEqualTo("dead|1|422|nope 422");
+            assertThat(row(busy)).as("a 503 is retried").isEqualTo("pending|1|503|nope 503");
+            assertThat(admin.dead(0, 10)).singleElement()
+                    .satisfies(d -> assertThat(d.responseStatus()).isEqualTo(422));
+        } finally {
+            server.stop(0);
+        }
+    }
+
+    private String row(long id) throws SQLException {
+        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT status, attempts, response_status, response FROM once_outbox"
+                     + " WHERE id = " + id)) {
+            rs.next();
+            return rs.getString(1) + "|" + rs.getInt(2) + "|" + rs.getInt(3) + "|" + rs.getString(4);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package dev.once.core;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** What a handler writes to the outbox: in the claim transaction, each message an event of its own. */
+class OutboxWriteTest {
+
+    @Test
+    void twoMessagesEnqueuedForOneEventGetDistinctStableIdsAndCarryTheirCause() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                    .handler((d, tx) -> {
+                        tx.outbox().add("emails", "c-1", "receipt".getBytes(StandardCharsets.UTF_8), Map.of("k", "v"), null);
+                        tx.outbox().add("emails", "c-1", "survey".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                    }).build();
+            consumer.process(Delivery.of("order-7-paid", ""));
+            consumer.process(Delivery.of("order-7-paid", "").redelivery());
+            List<String> rows = new ArrayList<>();
+            try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT event_id, idempotency_key, headers FROM once_outbox ORDER BY id")) {
+                while (rs.next()) {
+                    rows.add(rs.getString(1) + "|" + rs.getString(2) + "|" + rs.getString(3));
+                }
+            }
+            assertThat(rows).as("written once, despite the redelivery; two events downstream, not one").containsExactly(
+                    "order-7-paid#1|order-7-paid#1|k=v&" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
+                            + OutboxMessage.EVENT_ID_HEADER + "=order-7-paid%231",
+                    "order-7-paid#2|order-7-paid#2|" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
+                            + OutboxMessage.EVENT_ID_HEADER + "=order-7-paid%232");
+        }
+    }
+
+    @Test
+    void aRolledBackHandlerLeavesNoOutboxRowAndABadDestinationIsNamed() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                    .handler((d, tx) -> {
+                        tx.outbox().add("emails", null, new byte[0], Map.of(), null);
+                        tx.outbox().add(" ", null, new byte[0], Map.of(), null);
+                    }).build();
+            Outcome o = consumer.process(Delivery.of("order-8-paid", ""));
+            assertThat(o.failure()).isInstanceOf(InvalidDeliveryException.class).hasMessageContaining("' '");
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("the first add rolled back too").isZero();
+        }
+    }
+
+    @Test
+    void aLongCauseIdIsHashedSoTheMessageIdStaysWithinLimits() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                    .handler((d, tx) -> tx.outbox().add("emails", null, new byte[0], Map.of(), "k")).build();
+            consumer.process(Delivery.of("x".repeat(255), ""));
+            assertThat(db.queryLong("SELECT length(event_id) FROM once_outbox")).isEqualTo(64 + 2);
+        }
+    }
+}
