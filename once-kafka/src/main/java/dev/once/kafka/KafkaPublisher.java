@@ -4,6 +4,8 @@ import dev.once.InvalidConfigurationException;
 import dev.once.PermanentFailureException;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.Publisher;
+import dev.once.outbox.Receipt;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -23,14 +25,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Publishes outbox messages to Kafka for the outbox relay: topic = {@link OutboxMessage#destination()},
- * record key = {@link OutboxMessage#key()} (so one key stays in one partition, in order), value =
- * the payload, every header of the message, and the event id header
- * {@value OutboxMessage#EVENT_ID_HEADER} set to the message's <em>idempotency key</em>, which is the
- * source event id unless the handler gave another. That makes a re-send after a relay crash carry
- * the same id (absorbed by the receiving inbox), while two messages a handler enqueued for one event
- * with two idempotency keys stay two events downstream. The idempotency key also travels as
- * {@value #IDEMPOTENCY_KEY_HEADER}.
+ * The {@link Publisher} for Kafka, driven by the {@link dev.once.outbox.OutboxRelay}: topic =
+ * {@link OutboxMessage#destination()}, record key = {@link OutboxMessage#key()} (one key stays in
+ * one partition, in order), value = the payload, every header of the message, the message's own
+ * event id as {@value OutboxMessage#EVENT_ID_HEADER} (what a {@link KafkaConsumerRunner} reads by
+ * default) and its idempotency key as {@value #IDEMPOTENCY_KEY_HEADER}. A re-send after a relay
+ * crash carries the same event id, and the receiving inbox absorbs it.
  *
  * <p>The producer is idempotent with {@code acks=all}: a broker-level retry never writes a record
  * twice, and an acknowledged record survives the loss of the leader. Setting either otherwise is
@@ -38,7 +38,7 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Thread-safe: one instance may serve many relay threads. Close it to flush and release the producer.
  */
-public final class KafkaPublisher implements AutoCloseable {
+public final class KafkaPublisher implements Publisher, AutoCloseable {
 
     /** Header carrying {@link OutboxMessage#idempotencyKey()}. */
     public static final String IDEMPOTENCY_KEY_HEADER = "once-idempotency-key";
@@ -110,7 +110,7 @@ public final class KafkaPublisher implements AutoCloseable {
                 headers.add(k, utf8(v));
             }
         });
-        headers.add(OutboxMessage.EVENT_ID_HEADER, utf8(message.idempotencyKey()));
+        headers.add(OutboxMessage.EVENT_ID_HEADER, utf8(message.eventId()));
         headers.add(IDEMPOTENCY_KEY_HEADER, utf8(message.idempotencyKey()));
         ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(message.destination(), null,
                 message.key() == null ? null : utf8(message.key()), message.payload(), headers);
@@ -136,6 +136,16 @@ public final class KafkaPublisher implements AutoCloseable {
             throw new PermanentFailureException("Kafka cannot send outbox message " + message.id() + " to "
                     + message.destination() + ": " + e, e);
         }
+    }
+
+    /**
+     * {@link #send} for the relay; the receipt records where the record was written
+     * ({@code topic-partition@offset}).
+     */
+    @Override
+    public Receipt publish(OutboxMessage message) {
+        RecordMetadata md = send(message);
+        return new Receipt(0, md.topic() + "-" + md.partition() + "@" + md.offset());
     }
 
     /** Flushes what is in flight and closes the producer. */
