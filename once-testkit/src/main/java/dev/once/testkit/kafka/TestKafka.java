@@ -167,11 +167,22 @@ public final class TestKafka implements AutoCloseable {
         return name;
     }
 
-    /** Creates {@code name} with replication factor 1 and the given topic configs, and waits until it exists. */
+    /**
+     * Creates {@code name} with replication factor 1 and the given topic configs, and waits until
+     * every partition has a leader: a producer that starts earlier gets NOT_LEADER_OR_FOLLOWER
+     * answers, and an idempotent one was seen to stall on them.
+     */
     public void createTopic(String name, int partitions, Map<String, String> configs) {
         try (Admin admin = admin()) {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs)))
                     .all().get(30, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!allLed(admin, name)) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new TimeoutException("partitions of " + name + " have no leader after 30 s");
+                }
+                Thread.sleep(20);   // polling the broker's metadata; Admin offers no wait for leadership
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while creating topic " + name, e);
@@ -179,6 +190,12 @@ public final class TestKafka implements AutoCloseable {
             throw new IllegalStateException("could not create topic " + name + " with " + partitions
                     + " partitions on " + bootstrapServers + ": " + e.getMessage(), e);
         }
+    }
+
+    private static boolean allLed(Admin admin, String topic) throws InterruptedException, ExecutionException,
+            TimeoutException {
+        return admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions()
+                .stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
     }
 
     /** Stops the in-process broker and deletes its data; does nothing for an external cluster. Idempotent. */
