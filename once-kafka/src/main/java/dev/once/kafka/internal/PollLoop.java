@@ -40,12 +40,12 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * One poll loop: a {@code KafkaConsumer} owned by the poll thread, and a worker thread that runs
- * each batch through the idempotent consumer. While a batch runs, every assigned partition is
- * paused and the poll thread keeps calling {@code poll}, so the group membership survives a batch
- * longer than {@code max.poll.interval.ms}. When it ends, the poll thread seeks back where a record
- * must be tried again, resumes, fetches and starts the next batch, and then commits the finished
- * batch's offsets with {@code commitSync} while the next one runs (a rebalance commits them first).
- * Only the poll thread touches the consumer. Not API.
+ * each batch through the idempotent consumer. While a batch runs, the poll thread keeps calling
+ * {@code poll}, so the group membership survives a batch longer than {@code max.poll.interval.ms};
+ * it fetches the next batch and then pauses every partition, so at most one batch waits. When the batch ends, the
+ * poll thread seeks back where a record must be tried again (dropping what was fetched after it),
+ * starts the next batch, and commits the finished batch's offsets with {@code commitSync} while the
+ * next one runs (a rebalance commits them first). Only the poll thread touches the consumer. Not API.
  */
 final class PollLoop implements Runnable {
 
@@ -77,6 +77,12 @@ final class PollLoop implements Runnable {
     // Poll thread only.
     private KafkaConsumer<byte[], byte[]> consumer;
     private InFlight inFlight;
+    /**
+     * The next batch, fetched while the current one runs; every partition is paused while it is
+     * held, so at most one batch waits. Its records of a partition that is sought back or revoked
+     * are dropped.
+     */
+    private Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> prefetched;
     /** Offsets of the last finished batch, committed in the database and not yet in Kafka. */
     private Map<TopicPartition, OffsetAndMetadata> pendingCommit;
     private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
@@ -120,18 +126,19 @@ final class PollLoop implements Runnable {
             while (running) {
                 resumeDueBackoffs();
                 if (inFlight == null) {
-                    // With offsets to commit, fetch the next batch without waiting, start it, and
-                    // commit while it runs: the commit round trip overlaps the next transaction.
-                    ConsumerRecords<byte[], byte[]> records = consumer.poll(
-                            pendingCommit == null ? settings.pollTimeout() : Duration.ZERO);
-                    if (!records.isEmpty()) {
-                        metrics.polled.increment(records.count());
-                        recordLag();
-                        startBatch(records);
+                    if (prefetched == null) {
+                        // With offsets to commit, do not wait for records: commit first.
+                        take(consumer.poll(pendingCommit == null ? settings.pollTimeout() : Duration.ZERO));
                     }
+                    if (prefetched != null) {
+                        startBatch(prefetched);
+                        prefetched = null;
+                        resumeAllButBackoffs();
+                    }
+                    // The finished batch's commit round trip overlaps the next batch's transaction.
                     commitPending();
                 } else {
-                    rewind(consumer.poll(Duration.ZERO));
+                    take(consumer.poll(Duration.ZERO));
                     // A revoke inside that poll may have finished the batch already.
                     if (inFlight != null && await(inFlight, BUSY_POLL_INTERVAL)) {
                         finishBatch();
@@ -139,6 +146,7 @@ final class PollLoop implements Runnable {
                 }
             }
             drainOnClose();
+            prefetched = null;
             commitPending();
         } catch (Throwable t) {
             failure = t;
@@ -170,24 +178,57 @@ final class PollLoop implements Runnable {
 
     // ---- poll thread -----------------------------------------------------------------------
 
-    private void startBatch(ConsumerRecords<byte[], byte[]> records) {
-        consumer.pause(consumer.assignment());
-        List<ConsumerRecord<byte[], byte[]>> list = new ArrayList<>(records.count());
-        Map<TopicPartition, Long> firstOffsets = new HashMap<>();
+    /** Keeps what a poll returned as the next batch and pauses everything until it is started. */
+    private void take(ConsumerRecords<byte[], byte[]> records) {
+        if (records.isEmpty()) {
+            return;
+        }
+        if (prefetched != null) {
+            // Paused partitions return nothing; one assigned meanwhile may slip through: give it back.
+            for (TopicPartition tp : records.partitions()) {
+                consumer.seek(tp, records.records(tp).get(0).offset());
+                consumer.pause(List.of(tp));
+            }
+            return;
+        }
+        metrics.polled.increment(records.count());
+        recordLag();
+        prefetched = new LinkedHashMap<>();
         for (TopicPartition tp : records.partitions()) {
-            List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+            prefetched.put(tp, records.records(tp));
+        }
+        consumer.pause(consumer.assignment());
+    }
+
+    private void startBatch(Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> batch) {
+        List<ConsumerRecord<byte[], byte[]>> list = new ArrayList<>();
+        Map<TopicPartition, Long> firstOffsets = new HashMap<>();
+        batch.forEach((tp, rs) -> {
             firstOffsets.put(tp, rs.get(0).offset());
             list.addAll(rs);
-        }
+        });
         inFlight = new InFlight(worker.submit(() -> process(list)), firstOffsets);
     }
 
-    /** A poll while paused should return nothing; if a partition assigned meanwhile slipped through, give its records back. */
-    private void rewind(ConsumerRecords<byte[], byte[]> records) {
-        for (TopicPartition tp : records.partitions()) {
-            consumer.seek(tp, records.records(tp).get(0).offset());
-            consumer.pause(List.of(tp));
+    /** Seeks {@code tp} to {@code offset}, dropping what was prefetched of it. */
+    private void seek(TopicPartition tp, long offset) {
+        consumer.seek(tp, offset);
+        dropPrefetched(List.of(tp));
+    }
+
+    private void dropPrefetched(Collection<TopicPartition> partitions) {
+        if (prefetched != null) {
+            prefetched.keySet().removeAll(partitions);
+            if (prefetched.isEmpty()) {
+                prefetched = null;
+            }
         }
+    }
+
+    private void resumeAllButBackoffs() {
+        Set<TopicPartition> resume = new HashSet<>(consumer.assignment());
+        resume.removeAll(backoffUntil.keySet());
+        consumer.resume(resume);
     }
 
     private boolean await(InFlight f, Duration timeout) throws InterruptedException {
@@ -222,7 +263,7 @@ final class PollLoop implements Runnable {
             // replayed from the batch start and absorbed as duplicates.
             f.firstOffsets.forEach((tp, offset) -> {
                 if (owned.contains(tp)) {
-                    consumer.seek(tp, offset);
+                    seek(tp, offset);
                 }
             });
         } else {
@@ -233,7 +274,7 @@ final class PollLoop implements Runnable {
             long now = System.nanoTime();
             r.seekTo().forEach((tp, offset) -> {
                 if (owned.contains(tp)) {
-                    consumer.seek(tp, offset);
+                    seek(tp, offset);
                     backoffUntil.put(tp, now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
                 }
             });
@@ -243,9 +284,9 @@ final class PollLoop implements Runnable {
                 log.error("{}: stopping: {}", name, r.fatal().getMessage());
             }
         }
-        Set<TopicPartition> resume = new HashSet<>(owned);
-        resume.removeAll(backoffUntil.keySet());
-        consumer.resume(resume);
+        if (prefetched == null) {
+            resumeAllButBackoffs();
+        }
     }
 
     /** Commits the offsets of the last finished batch that this loop still owns. */
@@ -284,7 +325,7 @@ final class PollLoop implements Runnable {
             }
         });
         due.forEach(backoffUntil::remove);
-        if (inFlight == null) {
+        if (prefetched == null) {
             due.retainAll(consumer.assignment());
             consumer.resume(due);
         }
@@ -302,7 +343,7 @@ final class PollLoop implements Runnable {
         }
         long deadline = System.nanoTime() + closeTimeout.toNanos();
         while (System.nanoTime() - deadline < 0) {
-            rewind(consumer.poll(Duration.ZERO));
+            take(consumer.poll(Duration.ZERO));
             if (inFlight == null || await(inFlight, BUSY_POLL_INTERVAL)) {
                 break;
             }
@@ -334,8 +375,8 @@ final class PollLoop implements Runnable {
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            if (inFlight != null) {
-                consumer.pause(partitions);   // one batch at a time per loop
+            if (prefetched != null) {
+                consumer.pause(partitions);   // at most one batch waits
             }
         }
 
@@ -369,6 +410,12 @@ final class PollLoop implements Runnable {
             for (TopicPartition tp : partitions) {
                 backoffUntil.remove(tp);
                 failures.remove(tp);
+            }
+            if (prefetched != null) {
+                dropPrefetched(partitions);   // their next owner fetches them from the committed offset
+                if (prefetched == null) {
+                    resumeAllButBackoffs();
+                }
             }
         }
 
