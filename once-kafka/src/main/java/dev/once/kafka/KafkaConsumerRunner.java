@@ -34,7 +34,8 @@ import java.util.Optional;
  * </ul>
  *
  * <p>A batch that would outlive {@code max.poll.interval.ms} does not cost the membership: while it
- * runs on a worker thread the poll thread keeps polling with every partition paused. On a rebalance
+ * runs on a worker thread the poll thread keeps polling, fetches at most one batch ahead and keeps
+ * every partition paused after that, so memory stays bounded by two batches. On a rebalance
  * the in-flight batch is awaited up to {@link KafkaConsumerRunnerBuilder#revokeTimeout} and its
  * offsets committed; past that it is abandoned: nothing of it is committed to Kafka, the new owner
  * replays it, and the inbox absorbs the replay.
