@@ -25,8 +25,10 @@ import java.util.Optional;
  * <ul>
  *   <li>applied or duplicate: acknowledged; its offset is committed after the batch's commit.</li>
  *   <li>retryable failure: its partition is sought back to it and paused for a backoff, then it is
- *       tried again, at most {@link KafkaConsumerRunnerBuilder#maxAttempts} times; later records of
- *       the partition wait, so effects stay in offset order.</li>
+ *       tried again, at most {@link KafkaConsumerRunnerBuilder#maxAttempts} times; no offset past it
+ *       is committed, and later records of the partition wait, so effects stay in offset order
+ *       (with a prebuilt {@code IdempotentConsumer} later records of the same batch may be applied
+ *       ahead of it and come back as duplicates: see {@link KafkaConsumerRunnerBuilder}).</li>
  *   <li>permanent failure or attempts exhausted: sent to the dead-letter topic with its original
  *       headers and the reason, then committed past. Without a dead-letter topic the runner thread
  *       stops instead (see {@link #failure()}): nothing is dropped silently.</li>

@@ -32,11 +32,23 @@ import java.util.function.Consumer;
  * Builds a {@link KafkaConsumerRunner}. Setters check their argument at once; {@link #build()}
  * checks what is missing and how settings fit together, and copies everything. Not thread-safe.
  *
- * <p>The runner takes the handler and the {@code DataSource} rather than a built
- * {@link IdempotentConsumer} because it wraps the handler: when a record fails, later records of
- * the same partition in the same batch are held back instead of applied ahead of it, so effects
- * stay in offset order per partition. Other settings of the consumer go through
- * {@link #idempotentConsumer(Consumer)}.
+ * <p>The runner gets its {@link IdempotentConsumer} one of two ways, and the order guarantee differs:
+ * <ul>
+ *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} (plus
+ *       {@link #idempotentConsumer(Consumer)} for further settings): the runner builds the consumer
+ *       and wraps the handler, so when record k of a partition fails, later records of that
+ *       partition in the batch are held back, not applied. <em>Effects are applied in offset order
+ *       per partition</em>, and offsets are committed in order, never past k.</li>
+ *   <li>{@link #idempotentConsumer(IdempotentConsumer)}: a consumer built elsewhere (wrapped for
+ *       metrics or tests, shared with another adapter). The runner cannot wrap its handler. Offsets
+ *       are still committed in order and never past a record whose outcome was not acknowledged:
+ *       the runner seeks back to k and the batch is replayed from k. But records after k in the same
+ *       batch may have been applied already (a failed batch is retried one record per
+ *       transaction), so <em>their effects can precede k's</em>; on the replay they come back as
+ *       duplicates and are absorbed. Each effect is still applied exactly once. Across batches, and
+ *       in a partition where nothing fails, effects follow offset order in both modes.</li>
+ * </ul>
+ * Mixing the two fails at {@link #build()}.
  */
 public final class KafkaConsumerRunnerBuilder {
 
@@ -63,7 +75,8 @@ public final class KafkaConsumerRunnerBuilder {
     private DataSource dataSource;
     private String consumer;
     private Handler handler;
-    private Consumer<IdempotentConsumerBuilder> consumerSettings = b -> { };
+    private Consumer<IdempotentConsumerBuilder> consumerSettings;
+    private IdempotentConsumer prebuilt;
     private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
     private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
     private String deadLetterTopic;
@@ -138,10 +151,22 @@ public final class KafkaConsumerRunnerBuilder {
     /**
      * Further settings of the underlying {@link IdempotentConsumer} (table prefix, lock timeout,
      * permanent-failure predicate, clock). Its data source, consumer, handler and meter registry
-     * are the runner's.
+     * are the runner's. Not with {@link #idempotentConsumer(IdempotentConsumer)}.
      */
     public KafkaConsumerRunnerBuilder idempotentConsumer(Consumer<IdempotentConsumerBuilder> settings) {
         this.consumerSettings = Objects.requireNonNull(settings, "settings");
+        return this;
+    }
+
+    /**
+     * A consumer built elsewhere, used as is, instead of {@link #dataSource}, {@link #consumer},
+     * {@link #handler} and {@link #idempotentConsumer(Consumer)} (setting any of them too fails at
+     * {@link #build()}). Its name and meter registry are its own. The runner cannot wrap its
+     * handler, so effects of later records of a partition may precede a failed record's retry
+     * (each is still applied once; see the class description).
+     */
+    public KafkaConsumerRunnerBuilder idempotentConsumer(IdempotentConsumer consumer) {
+        this.prebuilt = Objects.requireNonNull(consumer, "consumer");
         return this;
     }
 
@@ -239,7 +264,7 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
-    /** Where meters go (the runner's and the idempotent consumer's); default Micrometer's global registry. */
+    /** Where meters go (the runner's, and the idempotent consumer's unless it is prebuilt); default Micrometer's global registry. */
     public KafkaConsumerRunnerBuilder meterRegistry(MeterRegistry meterRegistry) {
         this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
         return this;
@@ -269,18 +294,42 @@ public final class KafkaConsumerRunnerBuilder {
         if (topics.isEmpty()) {
             missing.add("topics");
         }
-        if (dataSource == null) {
-            missing.add("dataSource");
-        }
-        if (consumer == null) {
-            missing.add("consumer");
-        }
-        if (handler == null) {
-            missing.add("handler");
+        if (prebuilt != null) {
+            List<String> conflicting = new ArrayList<>();
+            if (dataSource != null) {
+                conflicting.add("dataSource(...)");
+            }
+            if (consumer != null) {
+                conflicting.add("consumer(...)");
+            }
+            if (handler != null) {
+                conflicting.add("handler(...)");
+            }
+            if (consumerSettings != null) {
+                conflicting.add("idempotentConsumer(settings -> ...)");
+            }
+            if (!conflicting.isEmpty()) {
+                throw new InvalidConfigurationException("idempotentConsumer(IdempotentConsumer) was given together with "
+                        + String.join(", ", conflicting) + ", but a prebuilt consumer brings its own data source, name,"
+                        + " handler and settings; remove " + String.join(", ", conflicting)
+                        + ", or drop the prebuilt consumer and let the runner build one from them");
+            }
+        } else {
+            if (dataSource == null) {
+                missing.add("dataSource");
+            }
+            if (consumer == null) {
+                missing.add("consumer");
+            }
+            if (handler == null) {
+                missing.add("handler");
+            }
         }
         if (!missing.isEmpty()) {
             throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
-                    + ", but they were not set");
+                    + ", but they were not set" + (prebuilt == null && (dataSource == null || consumer == null
+                    || handler == null) ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
+                    + " dataSource, consumer and handler)" : ""));
         }
         Map<String, Object> props = consumerProperties();
         int maxPollIntervalMs = intProperty(props, ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
@@ -301,11 +350,17 @@ public final class KafkaConsumerRunnerBuilder {
             throw new InvalidConfigurationException("deadLetterTopic '" + deadLetterTopic
                     + "' is also a subscribed topic; a dead letter would be consumed again");
         }
-        OrderGuard guard = new OrderGuard(handler);
-        IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-        b.dataSource(dataSource).consumer(consumer).meterRegistry(meterRegistry);
-        consumerSettings.accept(b);
-        IdempotentConsumer idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
+        OrderGuard guard = null;
+        IdempotentConsumer idempotent = prebuilt;
+        if (idempotent == null) {
+            guard = new OrderGuard(handler);
+            IdempotentConsumerBuilder b = IdempotentConsumer.builder();
+            b.dataSource(dataSource).consumer(consumer).meterRegistry(meterRegistry);
+            if (consumerSettings != null) {
+                consumerSettings.accept(b);
+            }
+            idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
+        }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
                 eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), maxAttempts,
                 initialBackoff, maxBackoff, threads, pollTimeout, revoke, closeTimeout, meterRegistry,

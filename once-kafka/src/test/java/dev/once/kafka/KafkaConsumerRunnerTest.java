@@ -1,5 +1,6 @@
 package dev.once.kafka;
 
+import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.kafka.KafkaLedger.Event;
 import dev.once.testkit.TestDatabase;
@@ -244,6 +245,60 @@ class KafkaConsumerRunnerTest {
         List<ConsumerRecord<byte[], byte[]>> dead = readAll(dlt, 1);
         assertThat(header(dead.get(0), "once-dlt-reason")).contains("failed 3 times").contains("always down");
         assertThat(KafkaLedger.balance(db)).isEqualTo(4);
+    }
+
+    @Test
+    void prebuiltConsumerConflictsWithHandlerSettingsAndSaysWhatToRemove() {
+        IdempotentConsumer prebuilt = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("ledger")
+                .handler(CREDIT).build();
+        assertThatThrownBy(() -> runner("t", "g").idempotentConsumer(prebuilt).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("idempotentConsumer(IdempotentConsumer) was given together with dataSource(...),"
+                        + " consumer(...), handler(...)")
+                .hasMessageContaining("remove dataSource(...), consumer(...), handler(...)");
+        assertThatThrownBy(() -> KafkaConsumerRunner.builder().kafkaProperties(KafkaLedger.consumerProperties(kafka, "g"))
+                .topics("t").idempotentConsumer(prebuilt).idempotentConsumer(b -> b.consumer("other")).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("idempotentConsumer(settings -> ...)");
+        assertThatThrownBy(() -> KafkaConsumerRunner.builder().kafkaProperties(KafkaLedger.consumerProperties(kafka, "g"))
+                .topics("t").build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("or give a prebuilt idempotentConsumer(IdempotentConsumer)");
+    }
+
+    @Test
+    void prebuiltConsumerRetriesAFailedRecordWithoutCommittingPastItAndAppliesEveryEffectOnce() {
+        String topic = kafka.createTopic("prebuilt", 1);
+        List<Event> events = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            events.add(new Event("p-" + i, 1 + i, 0));
+        }
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, events);
+        // p-13 fails on its first two tries. No guard holds back p-14.. in its batch, so they are
+        // applied before p-13; the runner must still seek back to p-13 (committing nothing past it)
+        // and absorb p-14.. as duplicates when they come again.
+        Map<String, Integer> failures = new ConcurrentHashMap<>();
+        IdempotentConsumer prebuilt = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("ledger")
+                .handler((d, tx) -> {
+                    if (d.messageId().equals("p-13") && failures.merge(d.messageId(), 1, Integer::sum) <= 2) {
+                        throw new IllegalStateException("downstream hiccup for " + d.messageId());
+                    }
+                    CREDIT.handle(d, tx);
+                }).build();
+        String group = "prebuilt-" + topic;
+        started(KafkaConsumerRunner.builder().kafkaProperties(KafkaLedger.consumerProperties(kafka, group))
+                .kafkaProperties(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "10")).topics(topic)
+                .idempotentConsumer(prebuilt).retryBackoff(Duration.ofMillis(20), Duration.ofMillis(200))
+                .meterRegistry(meters));
+
+        await().atMost(Duration.ofSeconds(60)).until(() -> KafkaLedger.appliedRows(db) >= 40
+                && committed(topic, group) == 40);
+        assertThat(failures.get("p-13")).as("p-13 retried until it went through").isEqualTo(3);
+        assertThat(KafkaLedger.appliedTwice(db)).as("no effect applied twice").isZero();
+        assertThat(KafkaLedger.distinctApplied(db)).as("no effect lost").isEqualTo(40);
+        assertThat(KafkaLedger.balance(db)).isEqualTo(IntStream.range(0, 40).mapToLong(i -> 1 + i).sum());
+        assertThat(Meters.duplicates(meters)).as("records applied ahead of p-13 came again and were absorbed")
+                .isPositive();
     }
 
     private long committed(String topic, String group) {

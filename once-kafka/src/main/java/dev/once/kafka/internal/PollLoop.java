@@ -469,8 +469,11 @@ final class PollLoop implements Runnable {
         }
         if (!withId.isEmpty()) {
             List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
-            List<Outcome> outcomes = settings.orderGuard().guard(positions,
-                    () -> settings.idempotentConsumer().processBatch(deliveries));
+            // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
+            // of its retry; the seek back below still replays from it and absorbs them as duplicates.
+            List<Outcome> outcomes = settings.orderGuard() == null
+                    ? settings.idempotentConsumer().processBatch(deliveries)
+                    : settings.orderGuard().guard(positions, () -> settings.idempotentConsumer().processBatch(deliveries));
             for (int i = 0; i < withId.size(); i++) {
                 withId.get(i).outcome = outcomes.get(i);
             }

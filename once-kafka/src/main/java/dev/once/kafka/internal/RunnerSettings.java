@@ -15,6 +15,7 @@ import java.util.function.Consumer;
 /**
  * Everything a runner was built with, validated and copied by the builder. Not API.
  *
+ * @param orderGuard      null when the runner was given a prebuilt consumer, whose handler it cannot wrap
  * @param deadLetterTopic null when none is set
  */
 public record RunnerSettings(Map<String, Object> consumerProperties, List<String> topics,
