@@ -4,6 +4,7 @@ import dev.once.testkit.Services;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
@@ -194,8 +195,15 @@ public final class TestKafka implements AutoCloseable {
 
     private static boolean allLed(Admin admin, String topic) throws InterruptedException, ExecutionException,
             TimeoutException {
-        return admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions()
-                .stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+        try {
+            return admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
+                    .partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                return false;   // created, but not yet in the metadata the broker answers from
+            }
+            throw e;
+        }
     }
 
     /** Stops the in-process broker and deletes its data; does nothing for an external cluster. Idempotent. */
