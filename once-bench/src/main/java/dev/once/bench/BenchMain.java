@@ -122,11 +122,9 @@ public final class BenchMain {
                 .append(" configurations of the same table row (one runs at a time, the others' workers wait), so")
                 .append(" load drift on the shared machine hits all alike; CHECKPOINT before each group\n");
         md.append("- workload: each worker owns 100 accounts (as a partition would) and credits them round-robin with")
-                .append(" new, unique event ids; pool: HikariCP ").append(com.zaxxer.hikari.HikariConfig.class
-                        .getPackage().getImplementationVersion() == null ? "" : com.zaxxer.hikari.HikariConfig.class
-                        .getPackage().getImplementationVersion() + " ")
-                .append("with exactly `conns` connections; PostgreSQL JDBC ")
-                .append(org.postgresql.Driver.class.getPackage().getImplementationVersion()).append('\n');
+                .append(" new, unique event ids; pool `").append(Versions.of("com.zaxxer", "HikariCP"))
+                .append("` with exactly `conns` connections; driver `").append(Versions.of("org.postgresql", "postgresql"))
+                .append("`\n");
         md.append("- the machine is shared (other builds may run on its 2 cores), so expect a few percent of noise\n\n");
         run.sections().forEach((title, body) -> md.append("## ").append(title).append("\n\n").append(body).append('\n'));
         md.append("## Raw result lines\n\n```\n");
