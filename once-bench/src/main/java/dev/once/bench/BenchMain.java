@@ -44,7 +44,7 @@ public final class BenchMain {
         String postgresUrl = null;
         Path out = Path.of("BENCHMARKS.md");
         Duration warmup = Duration.ofSeconds(2);
-        Duration measured = Duration.ofSeconds(12);
+        Duration measured = Duration.ofSeconds(30);
         Duration slice = Duration.ofSeconds(1);
         for (int i = 0; i < args.length; i++) {
             String a = args[i];

@@ -249,7 +249,7 @@ final class Subjects {
             @Override
             public String description() {
                 return "`" + Versions.of("org.springframework.integration", "spring-integration-jdbc") + "` (Spring"
-                        + " Framework " + org.springframework.core.SpringVersion.getVersion() + "):"
+                        + " Framework " + Versions.version("spring-framework") + "):"
                         + " `IdempotentReceiverInterceptor(new MetadataStoreSelector(eventId header,"
                         + " new JdbcMetadataStore(dataSource)))` advising a `MessageHandler` through Spring AOP's"
                         + " `ProxyFactory`, discard channel `NullChannel`; no transaction around the flow (the"
