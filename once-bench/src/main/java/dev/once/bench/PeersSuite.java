@@ -31,6 +31,7 @@ final class PeersSuite implements Suite {
         configs.add(new String[] {"once", "batch"});
 
         Map<String, Double> results = new LinkedHashMap<>();
+        Map<String, Throughput.Rate> rateOf = new LinkedHashMap<>();
         for (int workers : WORKERS) {
             List<BenchPostgres.Db> dbs = new ArrayList<>();
             List<Subject> subjects = new ArrayList<>();
@@ -47,11 +48,13 @@ final class PeersSuite implements Suite {
                             steps(kind.name(), subject, config[1].equals("batch"))));
                 }
                 run.postgres().checkpoint();
-                double[] rates = Throughput.measure(measured, run.settings().warmup(), run.settings().measured(),
-                        run.settings().slice());
+                List<Throughput.Rate> rates = Throughput.measure(measured, run.settings().warmup(),
+                        run.settings().measured(), run.settings().slice());
                 for (int i = 0; i < configs.size(); i++) {
-                    results.put(configs.get(i)[0] + "/" + configs.get(i)[1] + "/" + workers, rates[i]);
-                    run.line(Run.bench(configs.get(i)[0], configs.get(i)[1], workers, null, rates[i]));
+                    double x = rates.get(i).eventsPerSecond();
+                    results.put(configs.get(i)[0] + "/" + configs.get(i)[1] + "/" + workers, x);
+                    rateOf.put(configs.get(i)[0] + "/" + configs.get(i)[1] + "/" + workers, rates.get(i));
+                    run.line(Run.bench(configs.get(i)[0], configs.get(i)[1], workers, null, x));
                 }
             } finally {
                 for (Subject s : subjects) {
@@ -73,7 +76,7 @@ final class PeersSuite implements Suite {
                         (System.nanoTime() - start) / 1e9));
             }
         }
-        run.section("Peers: Camel, Eventuate Tram, Spring Integration", report(kinds, results, verdicts, run.settings()));
+        run.section("Peers: Camel, Eventuate Tram, Spring Integration", report(kinds, results, rateOf, verdicts, run.settings()));
     }
 
     private static Throughput.StepFactory steps(String name, Subject subject, boolean batch) {
@@ -101,8 +104,8 @@ final class PeersSuite implements Suite {
         };
     }
 
-    private static String report(List<Subject.Kind> kinds, Map<String, Double> r, List<Correctness.Result> verdicts,
-                                 Run.Settings settings) {
+    private static String report(List<Subject.Kind> kinds, Map<String, Double> r, Map<String, Throughput.Rate> rates,
+                                 List<Correctness.Result> verdicts, Run.Settings settings) {
         StringBuilder md = new StringBuilder();
         md.append("Same PostgreSQL, same ledger handler (`").append(Ledger.CREDIT).append("`), each dedupe store in the")
                 .append(" same fresh schema as the ledger. One event per transaction unless batched; all rows of one")
@@ -133,11 +136,16 @@ final class PeersSuite implements Suite {
         double fastest8 = r.get(fastest + "/single/8");
         double batchRatio = r.get("once/batch/8") / fastest8;
         double singleRatio = r.get("once/single/8") / fastest8;
-        md.append("\nTargets (fastest peer at 8 workers: ").append(fastest).append("):\n\n");
-        md.append(CoreSuite.check(String.format(Locale.ROOT, "once batched >= 10x the fastest peer at 8 workers: %.1fx",
-                batchRatio), batchRatio >= 10));
-        md.append(CoreSuite.check(String.format(Locale.ROOT, "once per-message >= the fastest peer at 8 workers: %.2fx",
-                singleRatio), singleRatio >= 1));
+        double batchPaired = rates.get("once/batch/8").pairedRatio(rates.get(fastest + "/single/8"));
+        double singlePaired = rates.get("once/single/8").pairedRatio(rates.get(fastest + "/single/8"));
+        md.append("\nTargets (fastest peer at 8 workers: ").append(fastest).append("; \"paired\" is the median over")
+                .append(" turns of the ratio between turns adjacent in time):\n\n");
+        md.append(CoreSuite.check(String.format(Locale.ROOT,
+                "once batched >= 10x the fastest peer at 8 workers: %.1fx (paired %.1fx)", batchRatio, batchPaired),
+                batchRatio >= 10));
+        md.append(CoreSuite.check(String.format(Locale.ROOT,
+                "once per-message >= the fastest peer at 8 workers: %.2fx (paired %.2fx)", singleRatio, singlePaired),
+                singleRatio >= 1));
         double single1 = r.get("once/single/1");
         String fastest1 = null;
         for (Subject.Kind k : kinds) {
@@ -149,7 +157,7 @@ final class PeersSuite implements Suite {
                 fastest1, single1 / r.get(fastest1 + "/single/1")));
 
         md.append("\nCorrectness: applied twice / lost, per case (").append(Correctness.ROUNDS)
-                .append(" rounds for sequential duplicate, crash after commit and identical payloads;")
+                .append(" rounds for each case but the concurrent one;")
                 .append(" concurrent duplicate is ").append(Correctness.CONCURRENT_ROUNDS).append(" rounds of ")
                 .append(Correctness.THREADS).append(" threads behind a barrier).\n\n");
         md.append("| subject |");
@@ -178,6 +186,11 @@ final class PeersSuite implements Suite {
                   copy that is not acknowledged (an exception or a not-acknowledge outcome) is redelivered.
                 - identical_payloads: two events with different ids and identical payloads (same account, same
                   amount): both must apply.
+                - crash_before_commit (beyond the issue's four): the process dies inside the handler, after the
+                  subject's dedupe step and before the effect commits (an injected `Error` at the same point in
+                  every handler, so no `catch (Exception)` cleanup runs, as in a real crash); the subject restarts
+                  and the event is redelivered. A dedupe record committed in a transaction of its own stays
+                  behind and the redelivery is skipped: the effect is lost.
                 Every round credits an account of its own by 1, so balances count applications exactly.
                 """);
         long bad = verdicts.stream().filter(v -> v.subject().equals("once"))

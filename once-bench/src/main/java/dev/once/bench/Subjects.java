@@ -86,7 +86,10 @@ final class Subjects {
             @Override
             public Subject open(DataSource dataSource) {
                 IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(dataSource).consumer(CONSUMER)
-                        .handler(Ledger.ONCE_HANDLER).build();
+                        .handler((delivery, tx) -> {
+                            Faults.beforeEffect(delivery.messageId());
+                            Ledger.ONCE_HANDLER.handle(delivery, tx);
+                        }).build();
                 return new Subject() {
                     @Override
                     public boolean deliver(Event e) {
@@ -127,7 +130,8 @@ final class Subjects {
 
             @Override
             public String description() {
-                return "`org.apache.camel:camel-sql:4.22.0` `JdbcMessageIdRepository` (table CAMEL_MESSAGEPROCESSED,"
+                return "`" + Versions.of("org.apache.camel", "camel-sql") + "` `JdbcMessageIdRepository`"
+                        + " (table CAMEL_MESSAGEPROCESSED,"
                         + " its own `TransactionTemplate`), driven as the `idempotentConsumer` EIP drives it with default"
                         + " options (eager `add` before the route, `remove` on failure, `confirm` on completion; route"
                         + " not transacted); the effect through Spring `JdbcTemplate`. The repository class is used"
@@ -154,6 +158,7 @@ final class Subjects {
                             return true;   // duplicate: the EIP skips the route and the exchange completes
                         }
                         try {
+                            Faults.beforeEffect(e.id());
                             String payload = e.payload();
                             jdbc.update(Ledger.CREDIT, Event.amount(payload), Event.account(payload));
                         } catch (RuntimeException failure) {
@@ -189,11 +194,11 @@ final class Subjects {
 
             @Override
             public String description() {
-                return "`io.eventuate.tram.core:eventuate-tram-consumer-jdbc:0.36.0.RELEASE`"
+                return "`" + Versions.of("io.eventuate.tram.core", "eventuate-tram-consumer-jdbc") + "`"
                         + " `SqlTableBasedDuplicateMessageDetector.doWithMessage` (insert into `received_messages`,"
-                        + " duplicate key = duplicate, handler in the same Spring transaction), wired with"
-                        + " `eventuate-common-common-spring-jdbc:0.20.0.RELEASE`'s Spring executor and transaction"
-                        + " template as Tram's Spring configuration does; the effect through `JdbcTemplate`. Called as"
+                        + " duplicate key = duplicate, handler in the same Spring transaction), wired with `"
+                        + Versions.of("io.eventuate.common", "eventuate-common-spring-jdbc") + "`'s Spring executor and"
+                        + " transaction template as Tram's Spring configuration does; the effect through `JdbcTemplate`. Called as"
                         + " `DuplicateDetectingMessageHandlerDecorator` calls it, without a message broker.";
             }
 
@@ -216,6 +221,7 @@ final class Subjects {
                 return e -> {
                     Message message = new MessageImpl(e.payload(), Map.of(Message.ID, e.id()));
                     detector.doWithMessage(new SubscriberIdAndMessage(CONSUMER, message), () -> {
+                        Faults.beforeEffect(message.getId());
                         String payload = message.getPayload();
                         jdbc.update(Ledger.CREDIT, Event.amount(payload), Event.account(payload));
                     });
@@ -242,7 +248,8 @@ final class Subjects {
 
             @Override
             public String description() {
-                return "`org.springframework.integration:spring-integration-jdbc:7.1.2` (Spring Framework 7.0.7):"
+                return "`" + Versions.of("org.springframework.integration", "spring-integration-jdbc") + "` (Spring"
+                        + " Framework " + Versions.version("spring-framework") + "):"
                         + " `IdempotentReceiverInterceptor(new MetadataStoreSelector(eventId header,"
                         + " new JdbcMetadataStore(dataSource)))` advising a `MessageHandler` through Spring AOP's"
                         + " `ProxyFactory`, discard channel `NullChannel`; no transaction around the flow (the"
@@ -268,6 +275,7 @@ final class Subjects {
                 IdempotentReceiverInterceptor interceptor = new IdempotentReceiverInterceptor(selector);
                 interceptor.setDiscardChannel(new NullChannel());
                 MessageHandler credit = m -> {
+                    Faults.beforeEffect(m.getHeaders().get("eventId", String.class));
                     String payload = (String) m.getPayload();
                     jdbc.update(Ledger.CREDIT, Event.amount(payload), Event.account(payload));
                 };

@@ -35,6 +35,23 @@ final class Throughput {
     record Config(String label, int workers, StepFactory steps) {
     }
 
+    /** A configuration's result: events/s over all its turns, and in each turn. */
+    record Rate(double eventsPerSecond, double[] perSlice) {
+
+        /**
+         * The median over turns of this rate divided by {@code other}'s in the same round of turns:
+         * adjacent in time, so a robust ratio when the machine's load moves.
+         */
+        double pairedRatio(Rate other) {
+            double[] r = new double[Math.min(perSlice.length, other.perSlice.length)];
+            for (int i = 0; i < r.length; i++) {
+                r[i] = perSlice[i] / other.perSlice[i];
+            }
+            java.util.Arrays.sort(r);
+            return r.length % 2 == 1 ? r[r.length / 2] : (r[r.length / 2 - 1] + r[r.length / 2]) / 2;
+        }
+    }
+
     private Throughput() {
     }
 
@@ -55,8 +72,8 @@ final class Throughput {
         }
     }
 
-    /** Events per second of each configuration, in the order given. */
-    static double[] measure(List<Config> configs, Duration warmup, Duration measured, Duration slice)
+    /** The rate of each configuration, in the order given. */
+    static List<Rate> measure(List<Config> configs, Duration warmup, Duration measured, Duration slice)
             throws Exception {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Gate> gates = new ArrayList<>();
@@ -85,9 +102,9 @@ final class Throughput {
         if (failure.get() != null) {
             throw new IllegalStateException("a worker failed: " + failure.get(), failure.get());
         }
-        double[] rates = new double[gates.size()];
-        for (int i = 0; i < rates.length; i++) {
-            rates[i] = gates.get(i).rate();
+        List<Rate> rates = new ArrayList<>();
+        for (Gate g : gates) {
+            rates.add(g.rate());
         }
         return rates;
     }
@@ -101,6 +118,7 @@ final class Throughput {
         private volatile boolean open;
         private volatile boolean counting;
         private volatile boolean stopped;
+        private final List<Double> perSlice = new ArrayList<>();
         private long nanos;
 
         Gate(Config config, AtomicReference<Throwable> failure) throws Exception {
@@ -150,19 +168,22 @@ final class Throughput {
                 open = true;
                 notifyAll();
             }
+            long before = events.sum();
             Thread.sleep(d.toMillis());
             open = false;
             while (busy.get() > 0) {
                 Thread.sleep(0, 200_000);
             }
             if (count) {
-                nanos += System.nanoTime() - start;
+                long elapsed = System.nanoTime() - start;
+                nanos += elapsed;
+                perSlice.add((events.sum() - before) / (elapsed / 1e9));
             }
             counting = false;
         }
 
-        double rate() {
-            return events.sum() / (nanos / 1e9);
+        Rate rate() {
+            return new Rate(events.sum() / (nanos / 1e9), perSlice.stream().mapToDouble(Double::doubleValue).toArray());
         }
 
         void stop() throws Exception {

@@ -34,7 +34,7 @@ class CorrectnessTest {
 
     @ParameterizedTest
     @ValueSource(strings = {Correctness.SEQUENTIAL_DUPLICATE, Correctness.CRASH_AFTER_COMMIT,
-            Correctness.CONCURRENT_DUPLICATE, Correctness.IDENTICAL_PAYLOADS})
+            Correctness.CONCURRENT_DUPLICATE, Correctness.IDENTICAL_PAYLOADS, Correctness.CRASH_BEFORE_COMMIT})
     void onceAppliesEveryEffectExactlyOnce(String kase) throws Exception {
         Correctness.Result result = new Correctness(postgres).run(Subjects.once(), kase);
 

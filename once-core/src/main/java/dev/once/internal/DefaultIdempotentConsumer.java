@@ -177,7 +177,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                                 : Outcome.duplicate(d.messageId()));
                     }
                     return byId;
-                } catch (SQLException e) {
+                } catch (Throwable e) {
+                    // Any throwable, Errors included: endTransaction's setAutoCommit(true) would otherwise
+                    // commit the claim and whatever the handler wrote before it failed.
                     rollbackQuietly(c);
                     throw e;
                 } finally {
@@ -259,7 +261,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 }
                 c.commit();
                 return Outcome.applied(d.messageId());
-            } catch (SQLException e) {
+            } catch (Throwable e) {
+                // Any throwable, Errors included (runHandler lets them through): restoring auto-commit in
+                // endTransaction would otherwise commit the claim with a partial effect.
                 rollbackQuietly(c);
                 throw e;
             } finally {

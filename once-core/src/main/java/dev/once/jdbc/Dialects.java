@@ -2,6 +2,7 @@ package dev.once.jdbc;
 
 import dev.once.InvalidConfigurationException;
 
+import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Locale;
@@ -23,6 +24,20 @@ public final class Dialects {
     public static Dialect detect(Connection connection) throws SQLException {
         String product = connection.getMetaData().getDatabaseProductName();
         return byName(product);
+    }
+
+    /**
+     * The dialect of the database behind {@code dataSource}, asking it once.
+     *
+     * @throws InvalidConfigurationException if the database does not answer or is not supported
+     */
+    public static Dialect detect(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            return detect(c);
+        } catch (SQLException e) {
+            throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not answer ("
+                    + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
+        }
     }
 
     /**

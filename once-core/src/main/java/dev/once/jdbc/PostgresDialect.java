@@ -42,8 +42,10 @@ public final class PostgresDialect implements Dialect {
                 + " ON CONFLICT DO NOTHING RETURNING message_id";
     }
 
+    // A scalar subquery, so PostgreSQL evaluates the volatile set_config once per statement (an
+    // InitPlan) rather than once per row of a batch claim, which cost about 20% of a 100-id claim.
     private static String lockTimeout(Duration timeout) {
-        return "set_config('lock_timeout', '" + timeout.toMillis() + "ms', true) IS NOT NULL";
+        return "(SELECT set_config('lock_timeout', '" + timeout.toMillis() + "ms', true)) IS NOT NULL";
     }
 
     @Override

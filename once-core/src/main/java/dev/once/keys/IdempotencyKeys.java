@@ -418,16 +418,7 @@ public final class IdempotencyKeys {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("dataSource is required, but was not set");
             }
-            Dialect d = dialect;
-            if (d == null) {
-                try (Connection c = dataSource.getConnection()) {
-                    d = Dialects.detect(c);
-                } catch (SQLException e) {
-                    throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not"
-                            + " answer (" + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
-                }
-            }
-            return new IdempotencyKeys(this, d);
+            return new IdempotencyKeys(this, dialect != null ? dialect : Dialects.detect(dataSource));
         }
     }
 }

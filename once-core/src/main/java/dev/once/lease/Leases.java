@@ -206,7 +206,7 @@ public final class Leases {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("dataSource is required, but was not set");
             }
-            Dialect d = dialect != null ? dialect : detect(dataSource);
+            Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
             try {
                 return new Leases(dataSource, d, tablePrefix, clock);
             } catch (UnsupportedOperationException e) {
@@ -215,12 +215,4 @@ public final class Leases {
         }
     }
 
-    static Dialect detect(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection()) {
-            return Dialects.detect(c);
-        } catch (SQLException e) {
-            throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not answer ("
-                    + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
-        }
-    }
 }

@@ -158,16 +158,8 @@ public final class OutboxAdmin {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("dataSource is required, but was not set");
             }
-            return new OutboxAdmin(dataSource, dialect != null ? dialect : detect(dataSource), tablePrefix, clock);
+            return new OutboxAdmin(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
         }
     }
 
-    static Dialect detect(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection()) {
-            return Dialects.detect(c);
-        } catch (SQLException e) {
-            throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not answer ("
-                    + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
-        }
-    }
 }

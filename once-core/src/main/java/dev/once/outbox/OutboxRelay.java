@@ -6,6 +6,7 @@ import dev.once.PermanentFailureException;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.PgListener;
 import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
@@ -718,7 +719,7 @@ public final class OutboxRelay implements AutoCloseable {
                 throw new InvalidConfigurationException("maxBackoff " + maxBackoff + " is shorter than initialBackoff "
                         + initialBackoff + "; raise maxBackoff or lower initialBackoff");
             }
-            Dialect d = dialect != null ? dialect : OutboxAdmin.detect(dataSource);
+            Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
             return new OutboxRelay(this, d);
         }
     }

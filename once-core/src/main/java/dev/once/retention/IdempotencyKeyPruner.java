@@ -1,28 +1,14 @@
 package dev.once.retention;
 
-import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Metrics;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Deletes idempotency keys created longer ago than the retention, in bounded chunks of one short
@@ -34,28 +20,21 @@ import java.util.concurrent.TimeUnit;
  */
 public final class IdempotencyKeyPruner {
 
+
     /** Default retention: Stripe's 24 hours. */
     public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
     /** Rows deleted per transaction unless configured. */
-    public static final int DEFAULT_CHUNK_SIZE = 5_000;
+    public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-    private static final Logger log = LoggerFactory.getLogger(IdempotencyKeyPruner.class);
-
-    private final DataSource dataSource;
-    private final String pruneSql;
+    private final ChunkedPrune chunks;
     private final Duration retention;
-    private final int chunkSize;
     private final Clock clock;
-    private final Counter deleted;
 
     private IdempotencyKeyPruner(Builder b, Dialect dialect) {
-        this.dataSource = b.dataSource;
-        this.pruneSql = dialect.pruneKeys(b.tablePrefix);
+        this.chunks = new ChunkedPrune(b.dataSource, dialect.pruneKeys(b.tablePrefix), b.chunkSize, b.meterRegistry,
+                b.tablePrefix + "idempotency_key", "idempotency keys pruned");
         this.retention = b.retention;
-        this.chunkSize = b.chunkSize;
         this.clock = b.clock;
-        this.deleted = Counter.builder("once.retention.deleted").description("idempotency keys pruned")
-                .tag("table", b.tablePrefix + "idempotency_key").register(b.meterRegistry);
     }
 
     public static Builder builder() {
@@ -67,127 +46,47 @@ public final class IdempotencyKeyPruner {
     }
 
     /**
-     * Deletes every key created before now minus the retention whose claim is not held.
+     * Deletes idempotency keys created before now minus the retention, chunk by chunk.
      *
-     * @return keys deleted
+     * @return rows deleted
      * @throws OnceException if the database fails; chunks already committed stay deleted
      */
     public long prune() {
         Instant now = clock.instant();
         Instant cutoff = now.minus(retention);
-        long total = 0;
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(true);
-            try (PreparedStatement ps = c.prepareStatement(pruneSql)) {
-                while (true) {
-                    ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff
-                    ps.setTimestamp(2, Timestamp.from(now));      // 2 now: claims held until later are spared
-                    ps.setInt(3, chunkSize);                      // 3 chunk size
-                    int n = ps.executeUpdate();
-                    total += n;
-                    deleted.increment(n);
-                    if (n < chunkSize) {
-                        break;
-                    }
-                }
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            throw new OnceException("pruning idempotency keys created before " + cutoff + " failed after " + total
-                    + " rows: " + e.getMessage(), e);
-        }
-        log.info("pruned {} idempotency keys created before {}", total, cutoff);
-        return total;
+        return chunks.run(ps -> {
+            ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on created_at
+            ps.setTimestamp(2, Timestamp.from(now));      // 2 now: claims held until later are spared
+            return 3;                                     // 3 chunk size
+        }, "idempotency keys created before " + cutoff, null);
     }
 
     /** Runs {@link #prune()} every {@code interval}; a failed run is logged and retried at the next. */
     public ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval) {
-        Objects.requireNonNull(executor, "executor");
-        if (interval == null || interval.isNegative() || interval.isZero()) {
-            throw new InvalidConfigurationException("prune interval must be positive, but was " + interval);
-        }
-        return executor.scheduleWithFixedDelay(() -> {
-            try {
-                prune();
-            } catch (RuntimeException e) {
-                log.warn("scheduled idempotency key prune failed, will try again in {}", interval, e);
-            }
-        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+        return ChunkedPrune.schedule(executor, interval, this::prune, "idempotency_key");
     }
 
     /** Builds an {@link IdempotencyKeyPruner}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
+    public static final class Builder extends PrunerBuilder<Builder> {
         private Duration retention = DEFAULT_RETENTION;
-        private int chunkSize = DEFAULT_CHUNK_SIZE;
-        private Clock clock = Clock.systemUTC();
-        private MeterRegistry meterRegistry = Metrics.globalRegistry;
 
         private Builder() {
         }
 
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-            return this;
-        }
-
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
+        @Override
+        Builder self() {
             return this;
         }
 
         /** How long a key is kept after it was created, at least one minute; default {@link #DEFAULT_RETENTION}. */
         public Builder retention(Duration retention) {
-            if (retention == null || retention.compareTo(Duration.ofMinutes(1)) < 0) {
-                throw new InvalidConfigurationException("retention must be at least 1 minute, but was " + retention
-                        + ": a key pruned while clients still retry lets the retry run the request again");
-            }
-            this.retention = retention;
+            this.retention = atLeastOneMinute(retention, ": a key pruned while clients still retry lets the retry run the request again");
             return this;
         }
 
-        public Builder chunkSize(int chunkSize) {
-            if (chunkSize < 1 || chunkSize > 1_000_000) {
-                throw new InvalidConfigurationException("chunkSize must be between 1 and 1000000, but was " + chunkSize);
-            }
-            this.chunkSize = chunkSize;
-            return this;
-        }
-
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        public Builder meterRegistry(MeterRegistry meterRegistry) {
-            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
-            return this;
-        }
-
-        /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
+        /** @throws dev.once.InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public IdempotencyKeyPruner build() {
-            if (dataSource == null) {
-                throw new InvalidConfigurationException("dataSource is required, but was not set");
-            }
-            Dialect d = dialect;
-            if (d == null) {
-                try (Connection c = dataSource.getConnection()) {
-                    d = Dialects.detect(c);
-                } catch (SQLException e) {
-                    throw new InvalidConfigurationException("could not detect the SQL dialect (" + e.getMessage()
-                            + "); set dialect(...) explicitly or check the DataSource");
-                }
-            }
-            return new IdempotencyKeyPruner(this, d);
+            return new IdempotencyKeyPruner(this, resolveDialect());
         }
     }
 }

@@ -3,29 +3,16 @@ package dev.once.retention;
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Metrics;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -39,33 +26,27 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class InboxPruner {
 
+
     /** Default redelivery horizon: Kafka's default topic retention, longer than SQS's default 4 days. */
     public static final Duration DEFAULT_REDELIVERY_HORIZON = Duration.ofDays(7);
     /** Rows deleted per transaction unless configured. */
-    public static final int DEFAULT_CHUNK_SIZE = 5_000;
+    public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-    private static final Logger log = LoggerFactory.getLogger(InboxPruner.class);
-
-    private final DataSource dataSource;
-    private final String pruneSql;
+    private final ChunkedPrune chunks;
     private final String countSql;
-    private final AtomicLong rows = new AtomicLong();
     private final Duration retention;
-    private final int chunkSize;
     private final Clock clock;
-    private final Counter deleted;
+    private final AtomicLong rows = new AtomicLong();
 
     private InboxPruner(Builder b, Dialect dialect) {
-        this.dataSource = b.dataSource;
-        this.pruneSql = dialect.pruneInbox(b.tablePrefix);
+        String table = b.tablePrefix + "inbox";
+        this.chunks = new ChunkedPrune(b.dataSource, dialect.pruneInbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
+                table, "inbox rows pruned");
         this.countSql = dialect.countInboxRows(b.tablePrefix);
         this.retention = b.retention;
-        this.chunkSize = b.chunkSize;
         this.clock = b.clock;
-        this.deleted = Counter.builder("once.retention.deleted").description("inbox rows pruned")
-                .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
         Gauge.builder("once.inbox.rows", rows, AtomicLong::get).description("inbox rows after the last prune")
-                .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
+                .tag("table", table).register(b.meterRegistry);
     }
 
     public static Builder builder() {
@@ -77,41 +58,23 @@ public final class InboxPruner {
     }
 
     /**
-     * Deletes every row processed before now minus the retention, chunk by chunk.
+     * Deletes every row processed before now minus the retention, chunk by chunk, then counts what
+     * is left for the {@code once.inbox.rows} gauge.
      *
      * @return rows deleted
      * @throws OnceException if the database fails; chunks already committed stay deleted, which is safe
      */
     public long prune() {
         Instant cutoff = clock.instant().minus(retention);
-        long total = 0;
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(true);
-            try (PreparedStatement ps = c.prepareStatement(pruneSql)) {
-                while (true) {
-                    ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff
-                    ps.setInt(2, chunkSize);                      // 2 chunk size
-                    int n = ps.executeUpdate();
-                    total += n;
-                    deleted.increment(n);
-                    if (n < chunkSize) {
-                        break;
-                    }
-                }
-                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(countSql)) {
-                    rs.next();
-                    rows.set(rs.getLong(1));
-                }
-            } finally {
-                c.setAutoCommit(autoCommit);
+        return chunks.run(ps -> {
+            ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on processed_at
+            return 2;                                     // 2 chunk size
+        }, "inbox rows processed before " + cutoff, c -> {
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(countSql)) {
+                rs.next();
+                rows.set(rs.getLong(1));
             }
-        } catch (SQLException e) {
-            throw new OnceException("pruning the inbox before " + cutoff + " failed after " + total
-                    + " rows: " + e.getMessage(), e);
-        }
-        log.info("pruned {} inbox rows processed before {}", total, cutoff);
-        return total;
+        });
     }
 
     /**
@@ -119,45 +82,19 @@ public final class InboxPruner {
      * and the next one tries again. Cancel the returned future to stop.
      */
     public ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval) {
-        Objects.requireNonNull(executor, "executor");
-        if (interval == null || interval.isNegative() || interval.isZero()) {
-            throw new InvalidConfigurationException("prune interval must be positive, but was " + interval);
-        }
-        return executor.scheduleWithFixedDelay(() -> {
-            try {
-                prune();
-            } catch (RuntimeException e) {
-                log.warn("scheduled inbox prune failed, will try again in {}", interval, e);
-            }
-        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+        return ChunkedPrune.schedule(executor, interval, this::prune, "the inbox");
     }
 
     /** Builds an {@link InboxPruner}; {@code dataSource} and {@code retention} are required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
+    public static final class Builder extends PrunerBuilder<Builder> {
         private Duration retention;
         private Duration redeliveryHorizon = DEFAULT_REDELIVERY_HORIZON;
-        private int chunkSize = DEFAULT_CHUNK_SIZE;
-        private Clock clock = Clock.systemUTC();
-        private MeterRegistry meterRegistry = Metrics.globalRegistry;
 
         private Builder() {
         }
 
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-            return this;
-        }
-
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
+        @Override
+        Builder self() {
             return this;
         }
 
@@ -180,49 +117,20 @@ public final class InboxPruner {
             return this;
         }
 
-        public Builder chunkSize(int chunkSize) {
-            if (chunkSize < 1 || chunkSize > 1_000_000) {
-                throw new InvalidConfigurationException("chunkSize must be between 1 and 1000000, but was " + chunkSize);
-            }
-            this.chunkSize = chunkSize;
-            return this;
-        }
-
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        public Builder meterRegistry(MeterRegistry meterRegistry) {
-            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
-            return this;
-        }
-
         /**
          * @throws InvalidConfigurationException if required settings are missing or the retention is
          *         shorter than the redelivery horizon
          */
         public InboxPruner build() {
-            if (dataSource == null || retention == null) {
-                throw new InvalidConfigurationException("dataSource and retention are required, but "
-                        + (dataSource == null ? "dataSource " : "") + (retention == null ? "retention " : "")
-                        + "was not set");
+            if (retention == null) {
+                throw new InvalidConfigurationException("retention is required, but was not set");
             }
             if (retention.compareTo(redeliveryHorizon) < 0) {
                 throw new InvalidConfigurationException("retention " + retention + " is shorter than the redelivery horizon "
                         + redeliveryHorizon + ": a copy arriving after its row was pruned would apply twice; keep rows"
                         + " at least as long as any message can be redelivered or replayed");
             }
-            Dialect d = dialect;
-            if (d == null) {
-                try (Connection c = dataSource.getConnection()) {
-                    d = Dialects.detect(c);
-                } catch (SQLException e) {
-                    throw new InvalidConfigurationException("could not detect the SQL dialect (" + e.getMessage()
-                            + "); set dialect(...) explicitly or check the DataSource");
-                }
-            }
-            return new InboxPruner(this, d);
+            return new InboxPruner(this, resolveDialect());
         }
     }
 }

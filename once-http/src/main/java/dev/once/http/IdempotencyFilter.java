@@ -27,8 +27,6 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
-import java.util.Locale;
-import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
 
@@ -337,71 +335,19 @@ public final class IdempotencyFilter implements Filter {
     }
 
     /** Builds an {@link IdempotencyFilter}; {@code keys} is required. Not thread-safe. */
-    public static final class Builder {
-        private IdempotencyKeys keys;
-        private boolean required = true;
-        private Set<String> methods = DEFAULT_METHODS;
-        private int maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
-        private Function<HttpServletRequest, String> scope = r -> DEFAULT_SCOPE;
+    public static final class Builder extends GateBuilder<HttpServletRequest, Builder> {
 
         private Builder() {
         }
 
-        /** The store of keys and saved responses. Required. */
-        public Builder keys(IdempotencyKeys keys) {
-            this.keys = Objects.requireNonNull(keys, "keys");
-            return this;
-        }
-
-        /** True (default): a covered request without the header is answered 400. False: it passes through. */
-        public Builder required(boolean required) {
-            this.required = required;
-            return this;
-        }
-
-        /** The HTTP methods covered; default {@link #DEFAULT_METHODS}. */
-        public Builder methods(String... methods) {
-            if (methods.length == 0) {
-                throw new InvalidConfigurationException("methods must name at least one HTTP method, but was empty");
-            }
-            Set<String> upper = new java.util.HashSet<>();
-            for (String m : methods) {
-                if (m == null || !m.matches("[A-Za-z]{1,20}")) {
-                    throw new InvalidConfigurationException("methods must be HTTP method names, but one was "
-                            + (m == null ? "null" : "'" + m + "'"));
-                }
-                upper.add(m.toUpperCase(Locale.ROOT));
-            }
-            this.methods = Set.copyOf(upper);
-            return this;
-        }
-
-        /**
-         * Whose keys a request's key belongs to: the tenant or API client, usually from the
-         * authenticated principal. Keys of different scopes never see each other's responses. A
-         * null or blank scope is answered 400. Default: every key in scope {@value #DEFAULT_SCOPE}.
-         */
-        public Builder scope(Function<HttpServletRequest, String> scope) {
-            this.scope = Objects.requireNonNull(scope, "scope");
-            return this;
-        }
-
-        /** Largest request body accepted with a key, 1 byte to 64 MiB; default {@value #DEFAULT_MAX_REQUEST_BYTES}. */
-        public Builder maxRequestBytes(int maxRequestBytes) {
-            if (maxRequestBytes < 1 || maxRequestBytes > 64 * 1024 * 1024) {
-                throw new InvalidConfigurationException("maxRequestBytes must be between 1 and 67108864, but was "
-                        + maxRequestBytes);
-            }
-            this.maxRequestBytes = maxRequestBytes;
+        @Override
+        Builder self() {
             return this;
         }
 
         /** @throws InvalidConfigurationException if {@code keys} is not set */
         public IdempotencyFilter build() {
-            if (keys == null) {
-                throw new InvalidConfigurationException("keys (an IdempotencyKeys store) is required, but was not set");
-            }
-            return new IdempotencyFilter(new Gate(keys, required, methods, maxRequestBytes), scope);
+            return new IdempotencyFilter(gate(), scope());
         }
     }
 }

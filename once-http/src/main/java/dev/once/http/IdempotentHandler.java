@@ -7,9 +7,7 @@ import io.javalin.http.Context;
 import io.javalin.http.Handler;
 
 import java.io.InputStream;
-import java.util.Locale;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -111,67 +109,19 @@ public final class IdempotentHandler {
     }
 
     /** Builds an {@link IdempotentHandler}; {@code keys} is required. Not thread-safe. */
-    public static final class Builder {
-        private IdempotencyKeys keys;
-        private boolean required = true;
-        private Set<String> methods = IdempotencyFilter.DEFAULT_METHODS;
-        private int maxRequestBytes = IdempotencyFilter.DEFAULT_MAX_REQUEST_BYTES;
-        private Function<Context, String> scope = ctx -> IdempotencyFilter.DEFAULT_SCOPE;
+    public static final class Builder extends GateBuilder<Context, Builder> {
 
         private Builder() {
         }
 
-        /** The store of keys and saved responses. Required. */
-        public Builder keys(IdempotencyKeys keys) {
-            this.keys = Objects.requireNonNull(keys, "keys");
-            return this;
-        }
-
-        /** True (default): a covered request without the header is answered 400. False: it runs unprotected. */
-        public Builder required(boolean required) {
-            this.required = required;
-            return this;
-        }
-
-        /** The HTTP methods covered; default POST and PATCH. */
-        public Builder methods(String... methods) {
-            if (methods.length == 0) {
-                throw new InvalidConfigurationException("methods must name at least one HTTP method, but was empty");
-            }
-            Set<String> upper = new java.util.HashSet<>();
-            for (String m : methods) {
-                if (m == null || !m.matches("[A-Za-z]{1,20}")) {
-                    throw new InvalidConfigurationException("methods must be HTTP method names, but one was "
-                            + (m == null ? "null" : "'" + m + "'"));
-                }
-                upper.add(m.toUpperCase(Locale.ROOT));
-            }
-            this.methods = Set.copyOf(upper);
-            return this;
-        }
-
-        /** Whose keys a request's key belongs to (tenant, API client); null or blank answers 400. Default: one scope. */
-        public Builder scope(Function<Context, String> scope) {
-            this.scope = Objects.requireNonNull(scope, "scope");
-            return this;
-        }
-
-        /** Largest request body accepted with a key, 1 byte to 64 MiB; default 1 MiB. */
-        public Builder maxRequestBytes(int maxRequestBytes) {
-            if (maxRequestBytes < 1 || maxRequestBytes > 64 * 1024 * 1024) {
-                throw new InvalidConfigurationException("maxRequestBytes must be between 1 and 67108864, but was "
-                        + maxRequestBytes);
-            }
-            this.maxRequestBytes = maxRequestBytes;
+        @Override
+        Builder self() {
             return this;
         }
 
         /** @throws InvalidConfigurationException if {@code keys} is not set */
         public IdempotentHandler build() {
-            if (keys == null) {
-                throw new InvalidConfigurationException("keys (an IdempotencyKeys store) is required, but was not set");
-            }
-            return new IdempotentHandler(new Gate(keys, required, methods, maxRequestBytes), scope);
+            return new IdempotentHandler(gate(), scope());
         }
     }
 }

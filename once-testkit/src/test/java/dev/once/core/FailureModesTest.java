@@ -29,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** What happens when things go wrong inside the claim transaction: nothing is half-applied. */
 class FailureModesTest {
@@ -110,6 +111,22 @@ class FailureModesTest {
         assertThat(o.failure()).isInstanceOf(HandlerMisuseException.class).hasMessageContaining("close");
         assertThat(balance()).isZero();
         assertThat(inboxRows()).isZero();
+    }
+
+    @Test
+    void regressionAnErrorThrownByTheHandlerDoesNotCommitTheClaimWhenAutoCommitIsRestored() throws Exception {
+        // Found by the benchmark's fault injection: an Error escaped the handler, and restoring
+        // auto-commit on the way out committed the claim together with the half-done effect.
+        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("crashing")
+                .handler((d, tx) -> {
+                    Ledger.CREDIT.handle(d, tx);
+                    throw new OutOfMemoryError("simulated");
+                }).build();
+        assertThatThrownBy(() -> consumer.process(Ledger.payment("evt-1", 20))).isInstanceOf(OutOfMemoryError.class);
+        assertThatThrownBy(() -> consumer.processBatch(List.of(Ledger.payment("evt-2", 20), Ledger.payment("evt-3", 20))))
+                .isInstanceOf(OutOfMemoryError.class);
+        assertThat(balance()).as("nothing of the failed handlers committed").isZero();
+        assertThat(inboxRows()).as("no event claimed").isZero();
     }
 
     @Test

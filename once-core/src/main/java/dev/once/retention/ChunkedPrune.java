@@ -1,0 +1,99 @@
+package dev.once.retention;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.OnceException;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The loop every pruner runs: one bounded {@code DELETE} per short auto-committed transaction until
+ * a chunk comes back short, so a large backlog never holds locks long or bloats one transaction,
+ * and a failure keeps the chunks already deleted (deleting old rows again later is harmless).
+ */
+final class ChunkedPrune {
+
+    /** Sets the statement's leading binds (cutoffs) and returns the index of the chunk-size bind. */
+    interface Binds {
+        int bind(PreparedStatement ps) throws SQLException;
+    }
+
+    private static final Logger log = LoggerFactory.getLogger(ChunkedPrune.class);
+
+    private final DataSource dataSource;
+    private final String sql;
+    private final int chunkSize;
+    private final Counter deleted;
+
+    ChunkedPrune(DataSource dataSource, String sql, int chunkSize, MeterRegistry registry, String table,
+                 String description) {
+        this.dataSource = dataSource;
+        this.sql = sql;
+        this.chunkSize = chunkSize;
+        this.deleted = Counter.builder("once.retention.deleted").description(description).tag("table", table)
+                .register(registry);
+    }
+
+    /**
+     * Deletes chunk after chunk; {@code afterwards}, if not null, runs on the same connection once done.
+     *
+     * @param what the rows, for messages: "inbox rows processed before 2026-11-01T00:00:00Z"
+     */
+    long run(Binds binds, String what, ConnectionTask afterwards) {
+        long total = 0;
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(true);
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                int n;
+                do {
+                    ps.setInt(binds.bind(ps), chunkSize);   // the chunk size follows the cutoffs
+                    n = ps.executeUpdate();
+                    total += n;
+                    deleted.increment(n);
+                } while (n == chunkSize);
+                if (afterwards != null) {
+                    afterwards.run(c);
+                }
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new OnceException("pruning " + what + " failed after " + total + " rows: " + e.getMessage(), e);
+        }
+        log.info("pruned {} {}", total, what);
+        return total;
+    }
+
+    /** Work on the pruner's connection after the last chunk. */
+    interface ConnectionTask {
+        void run(Connection c) throws SQLException;
+    }
+
+    /** Runs {@code prune} every {@code interval}; a failed run is logged and the next one tries again. */
+    static ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval, Runnable prune,
+                                       String what) {
+        Objects.requireNonNull(executor, "executor");
+        if (interval == null || interval.isNegative() || interval.isZero()) {
+            throw new InvalidConfigurationException("prune interval must be positive, but was " + interval);
+        }
+        return executor.scheduleWithFixedDelay(() -> {
+            try {
+                prune.run();
+            } catch (RuntimeException e) {
+                log.warn("scheduled prune of {} failed, will try again in {}", what, interval, e);
+            }
+        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+}
