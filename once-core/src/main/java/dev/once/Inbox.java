@@ -17,6 +17,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -32,14 +33,11 @@ import java.util.TreeSet;
  *
  * <p>The claim is one atomic insert under the primary key {@code (consumer, message_id)}. A
  * concurrent claim of the same id waits for the first transaction to end and then reports
- * false; if it waits longer than the lock timeout the driver throws the dialect's lock-timeout
- * error ({@link Dialect#isLockTimeout}). Immutable and thread-safe; the connection must not be in
+ * false; if it waits longer than the lock timeout (this inbox's, or else the session's own
+ * {@code lock_timeout}) the driver throws the dialect's lock-timeout error ({@link Dialect#isLockTimeout}). Immutable and thread-safe; the connection must not be in
  * auto-commit mode, or the claim commits on its own and the effect is no longer atomic with it.
  */
 public final class Inbox {
-
-    /** How long a claim waits for a concurrent duplicate before giving up, unless configured. */
-    public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(5);
 
     private final Dialect dialect;
     private final String prefix;
@@ -57,12 +55,14 @@ public final class Inbox {
         this.claimBatchSql = dialect.supportsBatchClaim() ? dialect.claimBatch(prefix, lockTimeout) : null;
     }
 
-    /** An inbox on the default prefix and lock timeout. */
+    /** An inbox on the default prefix, with no lock timeout of its own. */
     public static Inbox of(Dialect dialect) {
-        return of(dialect, TablePrefix.DEFAULT, DEFAULT_LOCK_TIMEOUT, Clock.systemUTC());
+        return of(dialect, TablePrefix.DEFAULT, null, Clock.systemUTC());
     }
 
     /**
+     * @param lockTimeout how long a claim waits for a concurrent duplicate, or null to leave it to
+     *                    the session's {@code lock_timeout}
      * @throws InvalidConfigurationException for a bad prefix or a lock timeout outside 1 ms to 1 hour
      */
     public static Inbox of(Dialect dialect, String prefix, Duration lockTimeout, Clock clock) {
@@ -72,7 +72,10 @@ public final class Inbox {
     }
 
     static Duration validLockTimeout(Duration lockTimeout) {
-        if (lockTimeout == null || lockTimeout.toMillis() < 1 || lockTimeout.compareTo(Duration.ofHours(1)) > 0) {
+        if (lockTimeout == null) {
+            return null;
+        }
+        if (lockTimeout.toMillis() < 1 || lockTimeout.compareTo(Duration.ofHours(1)) > 0) {
             throw new InvalidConfigurationException("lockTimeout must be between 1ms and 1h, but was " + lockTimeout
                     + ": it bounds how long a concurrent duplicate waits before it is reported IN_PROGRESS");
         }
@@ -87,8 +90,9 @@ public final class Inbox {
         return prefix;
     }
 
-    public Duration lockTimeout() {
-        return lockTimeout;
+    /** This inbox's lock timeout; empty when the session's {@code lock_timeout} applies. */
+    public Optional<Duration> lockTimeout() {
+        return Optional.ofNullable(lockTimeout);
     }
 
     /**

@@ -19,6 +19,7 @@ import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -238,7 +239,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         rollbackQuietly(c);
                         return new Outcome(d.messageId(), Status.IN_PROGRESS, new RetryableException("event '"
                                 + d.messageId() + "' is being processed by another delivery that has not committed"
-                                + " within lockTimeout " + inbox.lockTimeout() + "; leave it unacknowledged", e));
+                                + " within the lock timeout (" + inbox.lockTimeout().map(Duration::toString)
+                                .orElse("the session's lock_timeout") + "); leave it unacknowledged", e));
                     }
                     throw e;
                 }

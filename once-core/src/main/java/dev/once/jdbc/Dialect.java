@@ -19,9 +19,10 @@ public interface Dialect {
 
     /**
      * Claims one event id, waiting at most {@code lockTimeout} for a concurrent transaction that
-     * holds the same id. Binds: 1 consumer, 2 message id, 3 processed_at (timestamp). Executed
-     * with {@code executeUpdate}: 1 row means claimed, 0 means an earlier delivery committed it.
-     * The timeout is a validated {@link Duration}, written into the statement as a number.
+     * holds the same id, or, when it is null, as long as the session's own {@code lock_timeout}
+     * allows. Binds: 1 consumer, 2 message id, 3 processed_at (timestamp). Executed with
+     * {@code executeUpdate}: 1 row means claimed, 0 means an earlier delivery committed it. The
+     * timeout is a validated {@link Duration}, written into the statement as a number.
      */
     String claim(String prefix, Duration lockTimeout);
 

