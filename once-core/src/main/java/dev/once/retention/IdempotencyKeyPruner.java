@@ -4,11 +4,8 @@ import dev.once.OnceException;
 import dev.once.jdbc.Dialect;
 
 import java.sql.Timestamp;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 
 /**
  * Deletes idempotency keys created longer ago than the retention, in bounded chunks of one short
@@ -18,31 +15,22 @@ import java.util.concurrent.ScheduledFuture;
  * <p>After a key is pruned, a request that reuses it starts afresh: keep keys at least as long as
  * clients retry (Stripe keeps them 24 hours).
  */
-public final class IdempotencyKeyPruner {
-
+public final class IdempotencyKeyPruner extends RowPruner {
 
     /** Default retention: Stripe's 24 hours. */
     public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
     /** Rows deleted per transaction unless configured. */
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-    private final ChunkedPrune chunks;
-    private final Duration retention;
-    private final Clock clock;
 
     private IdempotencyKeyPruner(Builder b, Dialect dialect) {
-        this.chunks = new ChunkedPrune(b.dataSource, dialect.pruneKeys(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                b.tablePrefix + "idempotency_key", "idempotency keys pruned");
-        this.retention = b.retention;
-        this.clock = b.clock;
+        super(new ChunkedPrune(b.dataSource, dialect.pruneKeys(b.tablePrefix), b.chunkSize, b.meterRegistry,
+                b.tablePrefix + "idempotency_key", "idempotency keys pruned"), b.retention, b.clock,
+                b.tablePrefix + "idempotency_key");
     }
 
     public static Builder builder() {
         return new Builder();
-    }
-
-    public Duration retention() {
-        return retention;
     }
 
     /**
@@ -51,6 +39,7 @@ public final class IdempotencyKeyPruner {
      * @return rows deleted
      * @throws OnceException if the database fails; chunks already committed stay deleted
      */
+    @Override
     public long prune() {
         Instant now = clock.instant();
         Instant cutoff = now.minus(retention);
@@ -59,11 +48,6 @@ public final class IdempotencyKeyPruner {
             ps.setTimestamp(2, Timestamp.from(now));      // 2 now: claims held until later are spared
             return 3;                                     // 3 chunk size
         }, "idempotency keys created before " + cutoff, null);
-    }
-
-    /** Runs {@link #prune()} every {@code interval}; a failed run is logged and retried at the next. */
-    public ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval) {
-        return ChunkedPrune.schedule(executor, interval, this::prune, "idempotency_key");
     }
 
     /** Builds an {@link IdempotencyKeyPruner}; {@code dataSource} is required. Not thread-safe. */

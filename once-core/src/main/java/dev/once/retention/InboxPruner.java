@@ -8,11 +8,8 @@ import io.micrometer.core.instrument.Gauge;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.sql.Timestamp;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -24,37 +21,26 @@ import java.util.concurrent.atomic.AtomicLong;
  * topic retention or the furthest offset reset). A row pruned earlier than that lets a late copy
  * apply twice, so a shorter retention is refused, never clamped.
  */
-public final class InboxPruner {
-
+public final class InboxPruner extends RowPruner {
 
     /** Default redelivery horizon: Kafka's default topic retention, longer than SQS's default 4 days. */
     public static final Duration DEFAULT_REDELIVERY_HORIZON = Duration.ofDays(7);
     /** Rows deleted per transaction unless configured. */
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-    private final ChunkedPrune chunks;
     private final String countSql;
-    private final Duration retention;
-    private final Clock clock;
     private final AtomicLong rows = new AtomicLong();
 
     private InboxPruner(Builder b, Dialect dialect) {
-        String table = b.tablePrefix + "inbox";
-        this.chunks = new ChunkedPrune(b.dataSource, dialect.pruneInbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                table, "inbox rows pruned");
+        super(new ChunkedPrune(b.dataSource, dialect.pruneInbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
+                b.tablePrefix + "inbox", "inbox rows pruned"), b.retention, b.clock, b.tablePrefix + "inbox");
         this.countSql = dialect.countInboxRows(b.tablePrefix);
-        this.retention = b.retention;
-        this.clock = b.clock;
         Gauge.builder("once.inbox.rows", rows, AtomicLong::get).description("inbox rows after the last prune")
-                .tag("table", table).register(b.meterRegistry);
+                .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
     }
 
     public static Builder builder() {
         return new Builder();
-    }
-
-    public Duration retention() {
-        return retention;
     }
 
     /**
@@ -64,6 +50,7 @@ public final class InboxPruner {
      * @return rows deleted
      * @throws OnceException if the database fails; chunks already committed stay deleted, which is safe
      */
+    @Override
     public long prune() {
         Instant cutoff = clock.instant().minus(retention);
         return chunks.run(ps -> {
@@ -75,14 +62,6 @@ public final class InboxPruner {
                 rows.set(rs.getLong(1));
             }
         });
-    }
-
-    /**
-     * Runs {@link #prune()} every {@code interval} on {@code executor}; a failed run is logged
-     * and the next one tries again. Cancel the returned future to stop.
-     */
-    public ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval) {
-        return ChunkedPrune.schedule(executor, interval, this::prune, "the inbox");
     }
 
     /** Builds an {@link InboxPruner}; {@code dataSource} and {@code retention} are required. Not thread-safe. */

@@ -4,11 +4,8 @@ import dev.once.OnceException;
 import dev.once.jdbc.Dialect;
 
 import java.sql.Timestamp;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 
 /**
  * Deletes outbox rows sent longer ago than the retention, in bounded chunks of one short
@@ -17,31 +14,21 @@ import java.util.concurrent.ScheduledFuture;
  * Sent rows are kept only for audit (the provider's recorded answer); relays configured with
  * {@code deleteSent(true)} leave none. Immutable and thread-safe.
  */
-public final class OutboxPruner {
-
+public final class OutboxPruner extends RowPruner {
 
     /** Default retention of sent rows: a week of audit trail. */
     public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
     /** Rows deleted per transaction unless configured. */
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-    private final ChunkedPrune chunks;
-    private final Duration retention;
-    private final Clock clock;
 
     private OutboxPruner(Builder b, Dialect dialect) {
-        this.chunks = new ChunkedPrune(b.dataSource, dialect.pruneOutbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                b.tablePrefix + "outbox", "sent outbox rows pruned");
-        this.retention = b.retention;
-        this.clock = b.clock;
+        super(new ChunkedPrune(b.dataSource, dialect.pruneOutbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
+                b.tablePrefix + "outbox", "sent outbox rows pruned"), b.retention, b.clock, b.tablePrefix + "outbox");
     }
 
     public static Builder builder() {
         return new Builder();
-    }
-
-    public Duration retention() {
-        return retention;
     }
 
     /**
@@ -50,6 +37,7 @@ public final class OutboxPruner {
      * @return rows deleted
      * @throws OnceException if the database fails; chunks already committed stay deleted
      */
+    @Override
     public long prune() {
         Instant now = clock.instant();
         Instant cutoff = now.minus(retention);
@@ -57,11 +45,6 @@ public final class OutboxPruner {
             ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on sent_at
             return 2;                                     // 2 chunk size
         }, "outbox rows sent before " + cutoff, null);
-    }
-
-    /** Runs {@link #prune()} every {@code interval}; a failed run is logged and retried at the next. */
-    public ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval) {
-        return ChunkedPrune.schedule(executor, interval, this::prune, "outbox");
     }
 
     /** Builds an {@link OutboxPruner}; {@code dataSource} is required. Not thread-safe. */
