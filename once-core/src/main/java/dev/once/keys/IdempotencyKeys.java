@@ -3,9 +3,9 @@ package dev.once.keys;
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.JdbcSettings;
+import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
 
 import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
@@ -83,17 +83,18 @@ public final class IdempotencyKeys {
     private final String finishSql;
     private final String tokenSql;
 
-    private IdempotencyKeys(Builder b, Dialect dialect) {
-        this.dataSource = b.dataSource;
+    private IdempotencyKeys(Builder b, JdbcTarget t) {
+        Dialect dialect = t.dialect();
+        this.dataSource = t.dataSource();
         this.dialect = dialect;
-        this.clock = b.clock;
+        this.clock = t.clock();
         this.lockDuration = b.lockDuration;
         this.maxResultBytes = b.maxResultBytes;
-        this.insertSql = dialect.keyInsert(b.tablePrefix);
-        this.selectSql = dialect.keySelectForUpdate(b.tablePrefix);
-        this.restartSql = dialect.keyRestart(b.tablePrefix);
-        this.finishSql = dialect.keyFinish(b.tablePrefix);
-        this.tokenSql = dialect.keyToken(b.tablePrefix);
+        this.insertSql = dialect.keyInsert(t.tablePrefix());
+        this.selectSql = dialect.keySelectForUpdate(t.tablePrefix());
+        this.restartSql = dialect.keyRestart(t.tablePrefix());
+        this.finishSql = dialect.keyFinish(t.tablePrefix());
+        this.tokenSql = dialect.keyToken(t.tablePrefix());
     }
 
     public static Builder builder() {
@@ -354,37 +355,15 @@ public final class IdempotencyKeys {
     }
 
     /** Builds {@link IdempotencyKeys}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
-        private Clock clock = Clock.systemUTC();
+    public static final class Builder extends JdbcSettings<Builder> {
         private Duration lockDuration = DEFAULT_LOCK_DURATION;
         private int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
 
         private Builder() {
         }
 
-        /** The database holding {@code once_idempotency_key}. Required. */
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-            return this;
-        }
-
-        /** The SQL dialect; detected at {@link #build()} when not set. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
-            return this;
-        }
-
-        /** The clock that judges claim expiry; tests inject one to move time. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
+        @Override
+        protected Builder self() {
             return this;
         }
 
@@ -415,10 +394,7 @@ public final class IdempotencyKeys {
 
         /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public IdempotencyKeys build() {
-            if (dataSource == null) {
-                throw new InvalidConfigurationException("dataSource is required, but was not set");
-            }
-            return new IdempotencyKeys(this, dialect != null ? dialect : Dialects.detect(dataSource));
+            return new IdempotencyKeys(this, target());
         }
     }
 }

@@ -2,9 +2,9 @@ package dev.once.lease;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
+import dev.once.internal.JdbcSettings;
+import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
@@ -166,35 +166,13 @@ public final class Leases {
     }
 
     /** Builds {@link Leases}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
-        private Clock clock = Clock.systemUTC();
+    public static final class Builder extends JdbcSettings<Builder> {
 
         private Builder() {
         }
 
-        /** The database holding {@code once_lease}. Required. */
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-            return this;
-        }
-
-        /** The SQL dialect; detected at {@link #build()} when not set. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
-            return this;
-        }
-
-        /** The clock that judges expiry; tests inject one to move time. Default: system UTC. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
+        @Override
+        protected Builder self() {
             return this;
         }
 
@@ -203,12 +181,9 @@ public final class Leases {
          *         detected, or it does not support leases
          */
         public Leases build() {
-            if (dataSource == null) {
-                throw new InvalidConfigurationException("dataSource is required, but was not set");
-            }
-            Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
+            JdbcTarget t = target();
             try {
-                return new Leases(dataSource, d, tablePrefix, clock);
+                return new Leases(t.dataSource(), t.dialect(), t.tablePrefix(), t.clock());
             } catch (UnsupportedOperationException e) {
                 throw new InvalidConfigurationException(e.getMessage());
             }

@@ -2,9 +2,9 @@ package dev.once.outbox;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
+import dev.once.internal.JdbcSettings;
+import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
@@ -123,42 +123,20 @@ public final class OutboxAdmin {
     }
 
     /** Builds an {@link OutboxAdmin}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
-        private Clock clock = Clock.systemUTC();
+    public static final class Builder extends JdbcSettings<Builder> {
 
         private Builder() {
         }
 
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-            return this;
-        }
-
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
-            return this;
-        }
-
-        /** The clock that measures lag and stamps replays; default system UTC. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
+        @Override
+        protected Builder self() {
             return this;
         }
 
         /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public OutboxAdmin build() {
-            if (dataSource == null) {
-                throw new InvalidConfigurationException("dataSource is required, but was not set");
-            }
-            return new OutboxAdmin(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
+            JdbcTarget t = target();
+            return new OutboxAdmin(t.dataSource(), t.dialect(), t.tablePrefix(), t.clock());
         }
     }
 

@@ -5,9 +5,9 @@ import dev.once.OnceException;
 import dev.once.PermanentFailureException;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.PgListener;
+import dev.once.internal.JdbcSettings;
+import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
@@ -139,10 +139,11 @@ public final class OutboxRelay implements AutoCloseable {
     private volatile boolean running;
     private Thread thread;
 
-    private OutboxRelay(Builder b, Dialect dialect) {
-        this.dataSource = b.dataSource;
+    private OutboxRelay(Builder b, JdbcTarget t) {
+        Dialect dialect = t.dialect();
+        this.dataSource = t.dataSource();
         this.dialect = dialect;
-        this.prefix = b.tablePrefix;
+        this.prefix = t.tablePrefix();
         this.publisher = b.publisher;
         this.name = b.name;
         this.batchSize = b.batchSize;
@@ -152,16 +153,15 @@ public final class OutboxRelay implements AutoCloseable {
         this.maxBackoff = b.maxBackoff;
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
-        this.clock = b.clock;
-        this.admin = OutboxAdmin.builder().dataSource(b.dataSource).dialect(dialect).tablePrefix(b.tablePrefix)
-                .clock(b.clock).build();
+        this.clock = t.clock();
+        this.admin = OutboxAdmin.builder().dataSource(dataSource).dialect(dialect).tablePrefix(prefix)
+                .clock(clock).build();
         this.leaseName = b.leaseName;
         this.leaseTtl = b.leaseTtl;
         this.leaseOwner = b.name + "@" + ManagementFactory.getRuntimeMXBean().getName() + "/"
                 + UUID.randomUUID().toString().substring(0, 8);
         this.leases = b.leaseName == null ? null
-                : Leases.builder().dataSource(b.dataSource).dialect(dialect).tablePrefix(b.tablePrefix).clock(b.clock)
-                .build();
+                : Leases.builder().dataSource(dataSource).dialect(dialect).tablePrefix(prefix).clock(clock).build();
         this.lockSql = dialect.outboxLockBatch(prefix);
         this.sentSql = dialect.outboxMarkSent(prefix);
         this.deleteSql = dialect.outboxDelete(prefix);
@@ -556,11 +556,8 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /** Builds an {@link OutboxRelay}; {@code dataSource} and {@code publisher} are required. Not thread-safe. */
-    public static final class Builder {
-        private DataSource dataSource;
+    public static final class Builder extends JdbcSettings<Builder> {
         private Publisher publisher;
-        private Dialect dialect;
-        private String tablePrefix = TablePrefix.DEFAULT;
         private String name = "relay";
         private int batchSize = DEFAULT_BATCH_SIZE;
         private Duration pollInterval = DEFAULT_POLL_INTERVAL;
@@ -569,7 +566,6 @@ public final class OutboxRelay implements AutoCloseable {
         private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
         private boolean deleteSent;
         private String destinationPrefix = "";
-        private Clock clock = Clock.systemUTC();
         private MeterRegistry meterRegistry = Metrics.globalRegistry;
         private String leaseName;
         private Duration leaseTtl = DEFAULT_LEASE_TTL;
@@ -577,26 +573,14 @@ public final class OutboxRelay implements AutoCloseable {
         private Builder() {
         }
 
-        /** The database holding the outbox (the business database). Required. */
-        public Builder dataSource(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        @Override
+        protected Builder self() {
             return this;
         }
 
         /** What sends a row. Required. */
         public Builder publisher(Publisher publisher) {
             this.publisher = Objects.requireNonNull(publisher, "publisher");
-            return this;
-        }
-
-        /** The SQL dialect; detected at {@link #build()} when not set. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        public Builder tablePrefix(String tablePrefix) {
-            this.tablePrefix = TablePrefix.validate(tablePrefix);
             return this;
         }
 
@@ -667,12 +651,6 @@ public final class OutboxRelay implements AutoCloseable {
             return this;
         }
 
-        /** The clock that stamps sends and schedules retries; tests inject one to move time. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
         public Builder meterRegistry(MeterRegistry meterRegistry) {
             this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
             return this;
@@ -710,17 +688,16 @@ public final class OutboxRelay implements AutoCloseable {
          *         initialBackoff, or if the dialect cannot be detected or lacks leases in exclusive mode
          */
         public OutboxRelay build() {
-            if (dataSource == null || publisher == null) {
+            if (!hasDataSource() || publisher == null) {
                 throw new InvalidConfigurationException("dataSource and publisher are required, but "
-                        + (dataSource == null ? "dataSource " : "") + (publisher == null ? "publisher " : "")
+                        + (hasDataSource() ? "" : "dataSource ") + (publisher == null ? "publisher " : "")
                         + "was not set");
             }
             if (maxBackoff.compareTo(initialBackoff) < 0) {
                 throw new InvalidConfigurationException("maxBackoff " + maxBackoff + " is shorter than initialBackoff "
                         + initialBackoff + "; raise maxBackoff or lower initialBackoff");
             }
-            Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
-            return new OutboxRelay(this, d);
+            return new OutboxRelay(this, target());
         }
     }
 }

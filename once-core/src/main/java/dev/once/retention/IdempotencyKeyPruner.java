@@ -1,7 +1,7 @@
 package dev.once.retention;
 
 import dev.once.OnceException;
-import dev.once.jdbc.Dialect;
+import dev.once.internal.JdbcTarget;
 
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -23,10 +23,10 @@ public final class IdempotencyKeyPruner extends RowPruner {
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
 
-    private IdempotencyKeyPruner(Builder b, Dialect dialect) {
-        super(new ChunkedPrune(b.dataSource, dialect.pruneKeys(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                b.tablePrefix + "idempotency_key", "idempotency keys pruned"), b.retention, b.clock,
-                b.tablePrefix + "idempotency_key");
+    private IdempotencyKeyPruner(Builder b, JdbcTarget t) {
+        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneKeys(t.tablePrefix()), b.chunkSize, b.meterRegistry,
+                t.tablePrefix() + "idempotency_key", "idempotency keys pruned"), b.retention, t.clock(),
+                t.tablePrefix() + "idempotency_key");
     }
 
     public static Builder builder() {
@@ -58,7 +58,7 @@ public final class IdempotencyKeyPruner extends RowPruner {
         }
 
         @Override
-        Builder self() {
+        protected Builder self() {
             return this;
         }
 
@@ -70,7 +70,7 @@ public final class IdempotencyKeyPruner extends RowPruner {
 
         /** @throws dev.once.InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public IdempotencyKeyPruner build() {
-            return new IdempotencyKeyPruner(this, resolveDialect());
+            return new IdempotencyKeyPruner(this, resolve());
         }
     }
 }

@@ -2,7 +2,7 @@ package dev.once.retention;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
-import dev.once.jdbc.Dialect;
+import dev.once.internal.JdbcTarget;
 import io.micrometer.core.instrument.Gauge;
 
 import java.sql.ResultSet;
@@ -31,12 +31,12 @@ public final class InboxPruner extends RowPruner {
     private final String countSql;
     private final AtomicLong rows = new AtomicLong();
 
-    private InboxPruner(Builder b, Dialect dialect) {
-        super(new ChunkedPrune(b.dataSource, dialect.pruneInbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                b.tablePrefix + "inbox", "inbox rows pruned"), b.retention, b.clock, b.tablePrefix + "inbox");
-        this.countSql = dialect.countInboxRows(b.tablePrefix);
+    private InboxPruner(Builder b, JdbcTarget t) {
+        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneInbox(t.tablePrefix()), b.chunkSize, b.meterRegistry,
+                t.tablePrefix() + "inbox", "inbox rows pruned"), b.retention, t.clock(), t.tablePrefix() + "inbox");
+        this.countSql = t.dialect().countInboxRows(t.tablePrefix());
         Gauge.builder("once.inbox.rows", rows, AtomicLong::get).description("inbox rows after the last prune")
-                .tag("table", b.tablePrefix + "inbox").register(b.meterRegistry);
+                .tag("table", t.tablePrefix() + "inbox").register(b.meterRegistry);
     }
 
     public static Builder builder() {
@@ -73,7 +73,7 @@ public final class InboxPruner extends RowPruner {
         }
 
         @Override
-        Builder self() {
+        protected Builder self() {
             return this;
         }
 
@@ -109,7 +109,7 @@ public final class InboxPruner extends RowPruner {
                         + redeliveryHorizon + ": a copy arriving after its row was pruned would apply twice; keep rows"
                         + " at least as long as any message can be redelivered or replayed");
             }
-            return new InboxPruner(this, resolveDialect());
+            return new InboxPruner(this, resolve());
         }
     }
 }

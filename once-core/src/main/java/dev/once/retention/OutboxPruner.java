@@ -1,7 +1,7 @@
 package dev.once.retention;
 
 import dev.once.OnceException;
-import dev.once.jdbc.Dialect;
+import dev.once.internal.JdbcTarget;
 
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -22,9 +22,9 @@ public final class OutboxPruner extends RowPruner {
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
 
-    private OutboxPruner(Builder b, Dialect dialect) {
-        super(new ChunkedPrune(b.dataSource, dialect.pruneOutbox(b.tablePrefix), b.chunkSize, b.meterRegistry,
-                b.tablePrefix + "outbox", "sent outbox rows pruned"), b.retention, b.clock, b.tablePrefix + "outbox");
+    private OutboxPruner(Builder b, JdbcTarget t) {
+        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneOutbox(t.tablePrefix()), b.chunkSize, b.meterRegistry,
+                t.tablePrefix() + "outbox", "sent outbox rows pruned"), b.retention, t.clock(), t.tablePrefix() + "outbox");
     }
 
     public static Builder builder() {
@@ -55,7 +55,7 @@ public final class OutboxPruner extends RowPruner {
         }
 
         @Override
-        Builder self() {
+        protected Builder self() {
             return this;
         }
 
@@ -67,7 +67,7 @@ public final class OutboxPruner extends RowPruner {
 
         /** @throws dev.once.InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public OutboxPruner build() {
-            return new OutboxPruner(this, resolveDialect());
+            return new OutboxPruner(this, resolve());
         }
     }
 }

@@ -1,0 +1,65 @@
+package dev.once.internal;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+
+import javax.sql.DataSource;
+import java.time.Clock;
+import java.util.Objects;
+
+/**
+ * The settings every JDBC-backed builder shares (relay, admin, leases, keys, pruners): one place
+ * that validates them and detects the dialect. Not API; its setters are part of each builder's.
+ * Not thread-safe.
+ */
+public abstract class JdbcSettings<B extends JdbcSettings<B>> {
+
+    private DataSource dataSource;
+    private Dialect dialect;
+    private String tablePrefix = TablePrefix.DEFAULT;
+    private Clock clock = Clock.systemUTC();
+
+    protected abstract B self();
+
+    /** The database holding the tables (the business database). Required. */
+    public B dataSource(DataSource dataSource) {
+        this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        return self();
+    }
+
+    /** The SQL dialect; detected at {@code build()} when not set. */
+    public B dialect(Dialect dialect) {
+        this.dialect = Objects.requireNonNull(dialect, "dialect");
+        return self();
+    }
+
+    /** Table prefix, default {@value TablePrefix#DEFAULT}; the one given to {@code Schema.migrate}. */
+    public B tablePrefix(String tablePrefix) {
+        this.tablePrefix = TablePrefix.validate(tablePrefix);
+        return self();
+    }
+
+    /** The clock that judges time (expiry, backoff, retention); tests inject one to move time. Default system UTC. */
+    public B clock(Clock clock) {
+        this.clock = Objects.requireNonNull(clock, "clock");
+        return self();
+    }
+
+    protected boolean hasDataSource() {
+        return dataSource != null;
+    }
+
+    /**
+     * The resolved settings.
+     *
+     * @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected
+     */
+    protected JdbcTarget target() {
+        if (dataSource == null) {
+            throw new InvalidConfigurationException("dataSource is required, but was not set");
+        }
+        return new JdbcTarget(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
+    }
+}
