@@ -8,7 +8,7 @@ import java.util.Objects;
 /**
  * One delivery of one event, as a broker handed it over. Immutable.
  *
- * <p>{@code messageId} is the <em>producer-assigned event id</em>: the identity of the business
+ * <p>{@code eventId} is the <em>producer-assigned event id</em>: the identity of the business
  * event, stamped once when it happened and carried by every copy. It is the dedupe key. It is
  * never a broker id (Kafka offset, SQS MessageId, AMQP delivery tag) and never a hash of the
  * payload, because two separate $20 payments have equal payloads and must both count.
@@ -17,7 +17,7 @@ import java.util.Objects;
  * metrics and logs (a redelivery handled safely is not a duplicate effect) and never decide
  * anything.
  *
- * @param messageId   producer-assigned event id; 1 to {@value #MAX_MESSAGE_ID_LENGTH} characters, not blank, no NUL
+ * @param eventId   producer-assigned event id; 1 to {@value #MAX_MESSAGE_ID_LENGTH} characters, not blank, no NUL
  * @param type        event type for routing and metrics; empty when unknown
  * @param payload     the message body, copied on the way in and out
  * @param headers     broker headers as strings, copied
@@ -26,42 +26,42 @@ import java.util.Objects;
  * @param source      where it came from, for logs: {@code kafka:orders/3}, {@code sqs:payments}
  * @throws InvalidDeliveryException if the event id is null, blank, too long or contains NUL, or attempt is below 1
  */
-public record Delivery(String messageId, String type, byte[] payload, Map<String, String> headers,
+public record Delivery(String eventId, String type, byte[] payload, Map<String, String> headers,
                        int attempt, boolean redelivered, String source) {
 
     /** Longest accepted event id, in characters; the inbox column is sized to it. */
     public static final int MAX_MESSAGE_ID_LENGTH = 255;
 
     public Delivery {
-        messageId = validMessageId(messageId);
+        eventId = validEventId(eventId);
         type = type == null ? "" : type;
         payload = payload == null ? new byte[0] : payload.clone();
         headers = headers == null ? Map.of() : Map.copyOf(headers);
         if (attempt < 1) {
             throw new InvalidDeliveryException("attempt must be 1 or more, but was " + attempt
-                    + " for event id '" + messageId + "'");
+                    + " for event id '" + eventId + "'");
         }
         source = source == null ? "" : source;
     }
 
     /** A first delivery of an event with no type, headers or source. */
-    public static Delivery of(String messageId, byte[] payload) {
-        return new Delivery(messageId, "", payload, Map.of(), 1, false, "");
+    public static Delivery of(String eventId, byte[] payload) {
+        return new Delivery(eventId, "", payload, Map.of(), 1, false, "");
     }
 
     /** A first delivery of an event whose payload is UTF-8 text. */
-    public static Delivery of(String messageId, String payload) {
-        return of(messageId, payload.getBytes(StandardCharsets.UTF_8));
+    public static Delivery of(String eventId, String payload) {
+        return of(eventId, payload.getBytes(StandardCharsets.UTF_8));
     }
 
     /** Starts a builder for a delivery of the given event id. */
-    public static Builder builder(String messageId) {
-        return new Builder(messageId);
+    public static Builder builder(String eventId) {
+        return new Builder(eventId);
     }
 
     /** The same event delivered again: attempt incremented, marked redelivered. */
     public Delivery redelivery() {
-        return new Delivery(messageId, type, payload, headers, attempt + 1, true, source);
+        return new Delivery(eventId, type, payload, headers, attempt + 1, true, source);
     }
 
     /** A copy of the payload. */
@@ -75,47 +75,47 @@ public record Delivery(String messageId, String type, byte[] payload, Map<String
         return new String(payload, StandardCharsets.UTF_8);
     }
 
-    static String validMessageId(String messageId) {
-        if (messageId == null) {
+    static String validEventId(String eventId) {
+        if (eventId == null) {
             throw new InvalidDeliveryException("event id must be present, but was null: the producer must stamp a "
                     + "stable event id (header or payload field) on every message");
         }
-        if (messageId.isBlank()) {
-            throw new InvalidDeliveryException("event id must not be blank, but was '" + messageId + "'");
+        if (eventId.isBlank()) {
+            throw new InvalidDeliveryException("event id must not be blank, but was '" + eventId + "'");
         }
-        if (messageId.length() > MAX_MESSAGE_ID_LENGTH) {
+        if (eventId.length() > MAX_MESSAGE_ID_LENGTH) {
             throw new InvalidDeliveryException("event id must be at most " + MAX_MESSAGE_ID_LENGTH
-                    + " characters, but was " + messageId.length() + " characters: '"
-                    + messageId.substring(0, 40) + "…'");
+                    + " characters, but was " + eventId.length() + " characters: '"
+                    + eventId.substring(0, 40) + "…'");
         }
-        if (messageId.indexOf('\0') >= 0) {
+        if (eventId.indexOf('\0') >= 0) {
             throw new InvalidDeliveryException("event id must not contain a NUL character, but was '"
-                    + messageId.replace("\0", "\\0") + "'");
+                    + eventId.replace("\0", "\\0") + "'");
         }
-        return messageId;
+        return eventId;
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Delivery d && messageId.equals(d.messageId) && type.equals(d.type)
+        return o instanceof Delivery d && eventId.equals(d.eventId) && type.equals(d.type)
                 && Arrays.equals(payload, d.payload) && headers.equals(d.headers) && attempt == d.attempt
                 && redelivered == d.redelivered && source.equals(d.source);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(messageId, type, Arrays.hashCode(payload), headers, attempt, redelivered, source);
+        return Objects.hash(eventId, type, Arrays.hashCode(payload), headers, attempt, redelivered, source);
     }
 
     @Override
     public String toString() {
-        return "Delivery[messageId=" + messageId + ", type=" + type + ", payload=" + payload.length + " bytes, headers="
+        return "Delivery[eventId=" + eventId + ", type=" + type + ", payload=" + payload.length + " bytes, headers="
                 + headers + ", attempt=" + attempt + ", redelivered=" + redelivered + ", source=" + source + "]";
     }
 
     /** Builds a {@link Delivery}; validation happens in {@link #build()}. Not thread-safe. */
     public static final class Builder {
-        private final String messageId;
+        private final String eventId;
         private String type = "";
         private byte[] payload = new byte[0];
         private Map<String, String> headers = Map.of();
@@ -123,8 +123,8 @@ public record Delivery(String messageId, String type, byte[] payload, Map<String
         private boolean redelivered;
         private String source = "";
 
-        private Builder(String messageId) {
-            this.messageId = messageId;
+        private Builder(String eventId) {
+            this.eventId = eventId;
         }
 
         public Builder type(String type) {
@@ -163,7 +163,7 @@ public record Delivery(String messageId, String type, byte[] payload, Map<String
         }
 
         public Delivery build() {
-            return new Delivery(messageId, type, payload, headers, attempt, redelivered, source);
+            return new Delivery(eventId, type, payload, headers, attempt, redelivered, source);
         }
     }
 }

@@ -13,7 +13,7 @@ import java.util.List;
  *     .dataSource(ds).consumer("billing").handler((d, tx) -> credit(tx.connection(), d))
  *     .build();
  * Outcome o = billing.process(delivery);
- * if (o.acknowledge()) ack(); else if (o.retryable()) nack(); else deadLetter();
+ * if (o.shouldAcknowledge()) ack(); else if (o.retryable()) nack(); else deadLetter();
  * }</pre>
  *
  * <p>Thread-safe: any number of threads may call it at once. It holds no resources of its own;

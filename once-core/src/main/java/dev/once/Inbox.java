@@ -31,7 +31,7 @@ import java.util.TreeSet;
  * }   // else an earlier delivery committed it: do nothing, acknowledge
  * }</pre>
  *
- * <p>The claim is one atomic insert under the primary key {@code (consumer, message_id)}. A
+ * <p>The claim is one atomic insert under the primary key {@code (consumer, event_id)}. A
  * concurrent claim of the same id waits for the first transaction to end and then reports
  * false; if it waits longer than the lock timeout (this inbox's, or else the session's own
  * {@code lock_timeout}) the driver throws the dialect's lock-timeout error ({@link Dialect#isLockTimeout}). Immutable and thread-safe; the connection must not be in
@@ -96,18 +96,18 @@ public final class Inbox {
     }
 
     /**
-     * Claims {@code messageId} for {@code consumer} in the caller's transaction.
+     * Claims {@code eventId} for {@code consumer} in the caller's transaction.
      *
      * @return true if this transaction claimed it (apply the effect), false if an earlier
      *         committed transaction did (skip, acknowledge)
      * @throws SQLException the driver's error; a lock timeout means a concurrent duplicate is still running
      */
-    public boolean claim(Connection connection, String consumer, String messageId) throws SQLException {
+    public boolean claim(Connection connection, String consumer, String eventId) throws SQLException {
         Names.consumer(consumer);
-        Delivery.validMessageId(messageId);
+        Delivery.validEventId(eventId);
         try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
             ps.setString(1, consumer);                             // 1 consumer
-            ps.setString(2, messageId);                            // 2 message_id
+            ps.setString(2, eventId);                            // 2 event_id
             ps.setTimestamp(3, Timestamp.from(clock.instant()));   // 3 processed_at
             return ps.executeUpdate() == 1;
         }
@@ -119,12 +119,12 @@ public final class Inbox {
      *
      * @return the ids this transaction claimed; the others were claimed by earlier transactions
      */
-    public Set<String> claimAll(Connection connection, String consumer, Collection<String> messageIds)
+    public Set<String> claimAll(Connection connection, String consumer, Collection<String> eventIds)
             throws SQLException {
         Names.consumer(consumer);
         TreeSet<String> sorted = new TreeSet<>();
-        for (String id : messageIds) {
-            sorted.add(Delivery.validMessageId(id));
+        for (String id : eventIds) {
+            sorted.add(Delivery.validEventId(id));
         }
         if (sorted.isEmpty()) {
             return Set.of();

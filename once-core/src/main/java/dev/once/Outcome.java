@@ -5,15 +5,15 @@ import java.util.Objects;
 /**
  * What processing one delivery came to, known only after the transaction ended. Immutable.
  *
- * <p>The caller acknowledges exactly when {@link #acknowledge()} is true; it leaves the message
+ * <p>The caller acknowledges exactly when {@link #shouldAcknowledge()} is true; it leaves the message
  * for redelivery when {@link #retryable()}; it dead-letters when the status is
  * {@link Status#FAILED_PERMANENT}.
  *
- * @param messageId the event id
+ * @param eventId the event id
  * @param status    what happened
  * @param failure   the cause for the two failed statuses and {@link Status#IN_PROGRESS}; null otherwise
  */
-public record Outcome(String messageId, Status status, Throwable failure) {
+public record Outcome(String eventId, Status status, Throwable failure) {
 
     /** The possible results of processing one delivery. */
     public enum Status {
@@ -30,20 +30,20 @@ public record Outcome(String messageId, Status status, Throwable failure) {
     }
 
     public Outcome {
-        Objects.requireNonNull(messageId, "messageId");
+        Objects.requireNonNull(eventId, "eventId");
         Objects.requireNonNull(status, "status");
     }
 
-    public static Outcome applied(String messageId) {
-        return new Outcome(messageId, Status.APPLIED, null);
+    public static Outcome applied(String eventId) {
+        return new Outcome(eventId, Status.APPLIED, null);
     }
 
-    public static Outcome duplicate(String messageId) {
-        return new Outcome(messageId, Status.DUPLICATE, null);
+    public static Outcome duplicate(String eventId) {
+        return new Outcome(eventId, Status.DUPLICATE, null);
     }
 
     /** True when the message may be acknowledged: its effect is durably applied, now or before. */
-    public boolean acknowledge() {
+    public boolean shouldAcknowledge() {
         return status == Status.APPLIED || status == Status.DUPLICATE;
     }
 

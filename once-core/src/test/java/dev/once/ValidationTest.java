@@ -34,7 +34,7 @@ class ValidationTest {
         String id = "x".repeat(256);
         assertThatThrownBy(() -> Delivery.of(id, "x")).isInstanceOf(InvalidDeliveryException.class)
                 .hasMessageContaining("255").hasMessageContaining("256");
-        assertThat(Delivery.of("x".repeat(255), "x").messageId()).hasSize(255);
+        assertThat(Delivery.of("x".repeat(255), "x").eventId()).hasSize(255);
     }
 
     @Test
@@ -63,7 +63,7 @@ class ValidationTest {
         Delivery again = d.redelivery();
         assertThat(again.attempt()).isEqualTo(2);
         assertThat(again.redelivered()).isTrue();
-        assertThat(again.messageId()).isEqualTo("e");
+        assertThat(again.eventId()).isEqualTo("e");
     }
 
     @ParameterizedTest

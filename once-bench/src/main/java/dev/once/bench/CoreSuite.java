@@ -34,11 +34,11 @@ final class CoreSuite implements Suite {
 
     // The floor's statements: the claim the engine makes (without its inline lock timeout, which a
     // hand-written loop would not bother with), on the same table.
-    static final String FLOOR_CLAIM = "INSERT INTO once_inbox (consumer, message_id, processed_at)"
+    static final String FLOOR_CLAIM = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
             + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
-    static final String FLOOR_CLAIM_ALL = "INSERT INTO once_inbox (consumer, message_id, processed_at)"
+    static final String FLOOR_CLAIM_ALL = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
             + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n"
-            + " ON CONFLICT DO NOTHING RETURNING message_id";
+            + " ON CONFLICT DO NOTHING RETURNING event_id";
 
     @Override
     public String name() {
@@ -118,7 +118,7 @@ final class CoreSuite implements Suite {
 
     private static void expectApplied(Outcome o) {
         if (o.status() != Outcome.Status.APPLIED) {
-            throw new IllegalStateException("every benchmark event is new, but " + o.messageId() + " came out "
+            throw new IllegalStateException("every benchmark event is new, but " + o.eventId() + " came out "
                     + o.status(), o.failure());
         }
     }

@@ -147,7 +147,7 @@ public final class KafkaEndToEnd implements Suite {
     static void credit(Connection c, Delivery d) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("UPDATE bench_account SET balance = balance + ? WHERE id = ?")) {
             ps.setLong(1, 1);
-            ps.setInt(2, Math.floorMod(d.messageId().hashCode(), ACCOUNTS));
+            ps.setInt(2, Math.floorMod(d.eventId().hashCode(), ACCOUNTS));
             ps.executeUpdate();
         }
     }

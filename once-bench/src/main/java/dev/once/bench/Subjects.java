@@ -70,7 +70,7 @@ final class Subjects {
             @Override
             public String description() {
                 return "`dev.once:once-core` (this build): `IdempotentConsumer.process` per event, `processBatch` of 100"
-                        + " when batched; claim and effect in one transaction; acknowledge when `Outcome.acknowledge()`.";
+                        + " when batched; claim and effect in one transaction; acknowledge when `Outcome.shouldAcknowledge()`.";
             }
 
             @Override
@@ -87,13 +87,13 @@ final class Subjects {
             public Subject open(DataSource dataSource) {
                 IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(dataSource).consumer(CONSUMER)
                         .handler((delivery, tx) -> {
-                            Faults.beforeEffect(delivery.messageId());
+                            Faults.beforeEffect(delivery.eventId());
                             Ledger.ONCE_HANDLER.handle(delivery, tx);
                         }).build();
                 return new Subject() {
                     @Override
                     public boolean deliver(Event e) {
-                        return consumer.process(Delivery.of(e.id(), e.payload())).acknowledge();
+                        return consumer.process(Delivery.of(e.id(), e.payload())).shouldAcknowledge();
                     }
 
                     @Override
@@ -104,7 +104,7 @@ final class Subjects {
                         }
                         List<Boolean> acks = new ArrayList<>(events.size());
                         for (Outcome o : consumer.processBatch(deliveries)) {
-                            acks.add(o.acknowledge());
+                            acks.add(o.shouldAcknowledge());
                         }
                         return acks;
                     }

@@ -48,7 +48,8 @@ class CommandsTest {
         Cli r = Cli.run("schema", "print", "--dialect", "postgres", "--prefix", "acme_");
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(r.out()).contains("CREATE TABLE acme_inbox").contains("CREATE TABLE acme_outbox")
-                .contains("PRIMARY KEY (consumer, message_id)");
+                .contains("PRIMARY KEY (consumer, message_id)")
+                .contains("RENAME COLUMN message_id TO event_id");
         Cli maria = Cli.run("schema", "print", "--dialect", "mariadb");
         assertThat(maria.exitCode()).as(maria.toString()).isZero();
         assertThat(maria.out()).contains("once_inbox");
@@ -112,7 +113,7 @@ class CommandsTest {
     void doctorFindsDuplicateBusinessKeysAndExitsNonZero() {
         db.execute("CREATE TABLE shipments (id serial PRIMARY KEY, order_id varchar(20) NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
                 "INSERT INTO shipments (order_id) VALUES ('order-1'), ('order-2'), ('order-2'), ('order-7'), ('order-7'), ('order-7')",
-                "INSERT INTO once_inbox (consumer, message_id, processed_at) VALUES"
+                "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES"
                         + " ('billing', 'e-1', now() - interval '10 days'), ('billing', 'e-2', now() - interval '9 days'),"
                         + " ('billing', 'e-3', now()), ('shipping', 'e-1', now())",
                 "INSERT INTO once_outbox (event_id, destination, payload, headers, idempotency_key, status, available_at, created_at) VALUES"
@@ -138,7 +139,7 @@ class CommandsTest {
     void doctorPassesAHealthyDatabase() {
         db.execute("CREATE TABLE shipments (order_id varchar(20) PRIMARY KEY)",
                 "INSERT INTO shipments VALUES ('order-1'), ('order-2')",
-                "INSERT INTO once_inbox (consumer, message_id, processed_at) VALUES ('billing', 'e-1', now())");
+                "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'e-1', now())");
 
         Cli r = Cli.run("doctor", "--url", url, "--table", "shipments", "--key", "order_id");
 
@@ -165,7 +166,7 @@ class CommandsTest {
 
     @Test
     void pruneDeletesOnlyRowsPastTheRetention() {
-        db.execute("INSERT INTO once_inbox (consumer, message_id, processed_at) VALUES"
+        db.execute("INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES"
                 + " ('billing', 'old-1', now() - interval '8 days'), ('billing', 'old-2', now() - interval '30 days'),"
                 + " ('billing', 'new-1', now() - interval '6 days'), ('billing', 'new-2', now())");
 
@@ -173,13 +174,13 @@ class CommandsTest {
 
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(r.out()).contains("pruned 2 inbox rows processed before").contains("(retention 7d)");
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE message_id LIKE 'new-%'")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id LIKE 'new-%'")).isEqualTo(2);
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(2);
     }
 
     @Test
     void pruneRefusesARetentionShorterThanTheRedeliveryHorizonUnlessItIsStated() {
-        db.execute("INSERT INTO once_inbox (consumer, message_id, processed_at) VALUES ('billing', 'old', now() - interval '2 days')");
+        db.execute("INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'old', now() - interval '2 days')");
 
         Cli refused = Cli.run("prune", "--url", url, "--retention", "1d");
         assertThat(refused.exitCode()).isEqualTo(ExitCodes.USAGE);

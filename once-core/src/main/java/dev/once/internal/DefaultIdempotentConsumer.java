@@ -38,7 +38,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private static final Logger log = LoggerFactory.getLogger(DefaultIdempotentConsumer.class);
 
     static final String MDC_CONSUMER = "once.consumer";
-    static final String MDC_MESSAGE_ID = "once.message_id";
+    static final String MDC_MESSAGE_ID = "once.event_id";
     static final String MDC_ATTEMPT = "once.attempt";
     static final String MDC_REDELIVERED = "once.redelivered";
     static final String MDC_OUTCOME = "once.outcome";
@@ -83,9 +83,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         metrics.received(delivery);
         putMdc(delivery);
         try {
-            Outcome outcome = withConflictRetries(delivery.messageId(), () -> processOnce(delivery));
+            Outcome outcome = withConflictRetries(delivery.eventId(), () -> processOnce(delivery));
             MDC.put(MDC_OUTCOME, outcome.tag());
-            log.debug("processed {}", delivery.messageId());
+            log.debug("processed {}", delivery.eventId());
             return metrics.outcome(outcome);
         } finally {
             clearMdc();
@@ -102,7 +102,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         Map<String, Delivery> firsts = new LinkedHashMap<>();
         for (Delivery d : deliveries) {
             metrics.received(Objects.requireNonNull(d, "delivery in batch"));
-            firsts.putIfAbsent(d.messageId(), d);
+            firsts.putIfAbsent(d.eventId(), d);
         }
         MDC.put(MDC_CONSUMER, consumer);
         Map<String, Outcome> byId;
@@ -116,15 +116,15 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             // so the poison message fails alone and the rest apply.
             byId = new HashMap<>();
             for (Delivery d : firsts.values()) {
-                byId.put(d.messageId(), processUncounted(d));
+                byId.put(d.eventId(), processUncounted(d));
             }
         }
         List<Outcome> outcomes = new ArrayList<>(deliveries.size());
         Map<String, Boolean> seen = new HashMap<>();
         for (Delivery d : deliveries) {
-            Outcome first = byId.get(d.messageId());
-            boolean copy = seen.put(d.messageId(), Boolean.TRUE) != null;
-            Outcome o = copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.messageId()) : first;
+            Outcome first = byId.get(d.eventId());
+            boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
+            Outcome o = copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.eventId()) : first;
             outcomes.add(metrics.outcome(o));
         }
         return outcomes;
@@ -133,7 +133,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private Outcome processUncounted(Delivery delivery) {
         putMdc(delivery);
         try {
-            return withConflictRetries(delivery.messageId(), () -> processOnce(delivery));
+            return withConflictRetries(delivery.eventId(), () -> processOnce(delivery));
         } finally {
             clearMdc();
         }
@@ -147,7 +147,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 try {
                     Set<String> claimed;
                     try {
-                        claimed = inbox.claimAll(c, consumer, batch.stream().map(Delivery::messageId).toList());
+                        claimed = inbox.claimAll(c, consumer, batch.stream().map(Delivery::eventId).toList());
                     } catch (SQLException e) {
                         rollbackQuietly(c);
                         if (dialect.isLockTimeout(e)) {
@@ -156,7 +156,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         throw e;
                     }
                     for (Delivery d : batch) {
-                        if (!claimed.contains(d.messageId())) {
+                        if (!claimed.contains(d.eventId())) {
                             continue;
                         }
                         putMdc(d);
@@ -167,15 +167,15 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                             if (failure instanceof SQLException sql && dialect.isTransientConflict(sql)) {
                                 throw sql;
                             }
-                            log.debug("batch rolled back at {}: {}", d.messageId(), String.valueOf(failure));
+                            log.debug("batch rolled back at {}: {}", d.eventId(), String.valueOf(failure));
                             return null;
                         }
                     }
                     c.commit();
                     Map<String, Outcome> byId = new HashMap<>();
                     for (Delivery d : batch) {
-                        byId.put(d.messageId(), claimed.contains(d.messageId()) ? Outcome.applied(d.messageId())
-                                : Outcome.duplicate(d.messageId()));
+                        byId.put(d.eventId(), claimed.contains(d.eventId()) ? Outcome.applied(d.eventId())
+                                : Outcome.duplicate(d.eventId()));
                     }
                     return byId;
                 } catch (Throwable e) {
@@ -198,7 +198,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 RetryableException cause = new RetryableException("batch of " + batch.size()
                         + " rolled back, database error: " + e.getMessage(), e);
                 for (Delivery d : batch) {
-                    failed.put(d.messageId(), new Outcome(d.messageId(), Status.FAILED_RETRYABLE, cause));
+                    failed.put(d.eventId(), new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause));
                 }
                 return failed;
             }
@@ -209,7 +209,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         Outcome run() throws SQLException;
     }
 
-    private Outcome withConflictRetries(String messageId, Attempt attempt) {
+    private Outcome withConflictRetries(String eventId, Attempt attempt) {
         for (int i = 0; ; i++) {
             try {
                 return attempt.run();
@@ -220,8 +220,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 }
                 // Includes a failed commit: it may or may not have committed, so the message is
                 // left for redelivery and the inbox absorbs it if it did.
-                return new Outcome(messageId, Status.FAILED_RETRYABLE, new RetryableException(
-                        "event '" + messageId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
+                return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException(
+                        "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
                                 + e.getMessage(), e));
             }
         }
@@ -233,12 +233,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             try {
                 boolean claimed;
                 try {
-                    claimed = inbox.claim(c, consumer, d.messageId());
+                    claimed = inbox.claim(c, consumer, d.eventId());
                 } catch (SQLException e) {
                     if (dialect.isLockTimeout(e)) {
                         rollbackQuietly(c);
-                        return new Outcome(d.messageId(), Status.IN_PROGRESS, new RetryableException("event '"
-                                + d.messageId() + "' is being processed by another delivery that has not committed"
+                        return new Outcome(d.eventId(), Status.IN_PROGRESS, new RetryableException("event '"
+                                + d.eventId() + "' is being processed by another delivery that has not committed"
                                 + " within the lock timeout (" + inbox.lockTimeout().map(Duration::toString)
                                 .orElse("the session's lock_timeout") + "); leave it unacknowledged", e));
                     }
@@ -246,7 +246,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 }
                 if (!claimed) {
                     c.rollback();   // nothing was written; ends the transaction
-                    return Outcome.duplicate(d.messageId());
+                    return Outcome.duplicate(d.eventId());
                 }
                 DefaultTx tx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
                 Throwable failure = runHandler(d, tx);
@@ -262,7 +262,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     return failed(d, failure);
                 }
                 c.commit();
-                return Outcome.applied(d.messageId());
+                return Outcome.applied(d.eventId());
             } catch (Throwable e) {
                 // Any throwable, Errors included (runHandler lets them through): restoring auto-commit in
                 // endTransaction would otherwise commit the claim with a partial effect.
@@ -292,11 +292,11 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private Outcome failed(Delivery d, Throwable failure) {
         boolean permanent = failure instanceof HandlerMisuseException || permanentFailure.test(failure);
         if (permanent) {
-            log.warn("event '{}' failed permanently, rolled back: {}", d.messageId(), failure.toString());
+            log.warn("event '{}' failed permanently, rolled back: {}", d.eventId(), failure.toString());
         } else {
-            log.info("event '{}' failed, rolled back, will be redelivered: {}", d.messageId(), failure.toString());
+            log.info("event '{}' failed, rolled back, will be redelivered: {}", d.eventId(), failure.toString());
         }
-        return new Outcome(d.messageId(), permanent ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE, failure);
+        return new Outcome(d.eventId(), permanent ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE, failure);
     }
 
     private static boolean beginTransaction(Connection c) throws SQLException {
@@ -338,7 +338,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     private void putMdc(Delivery d) {
         MDC.put(MDC_CONSUMER, consumer);
-        MDC.put(MDC_MESSAGE_ID, d.messageId());
+        MDC.put(MDC_MESSAGE_ID, d.eventId());
         MDC.put(MDC_ATTEMPT, Integer.toString(d.attempt()));
         MDC.put(MDC_REDELIVERED, Boolean.toString(d.redelivered()));
     }

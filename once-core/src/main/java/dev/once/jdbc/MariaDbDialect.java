@@ -31,7 +31,7 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String claim(String prefix, Duration lockTimeout) {
         String insert = "INSERT IGNORE INTO " + quote(prefix + "inbox")
-                + " (consumer, message_id, processed_at) VALUES (?, ?, ?)";
+                + " (consumer, event_id, processed_at) VALUES (?, ?, ?)";
         return lockTimeout == null ? insert
                 : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + insert;
     }

@@ -25,7 +25,7 @@ public final class PostgresDialect implements Dialect {
     // without one the claim is the plain insert and the role's or database's lock_timeout applies.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
-        String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, message_id, processed_at)";
+        String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)";
         return lockTimeout == null ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
                 : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING";
     }
@@ -39,10 +39,10 @@ public final class PostgresDialect implements Dialect {
     // their locks) are taken in one global order by every worker.
     @Override
     public String claimBatch(String prefix, Duration lockTimeout) {
-        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, message_id, processed_at)"
+        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
-                + " ON CONFLICT DO NOTHING RETURNING message_id";
+                + " ON CONFLICT DO NOTHING RETURNING event_id";
     }
 
     // A scalar subquery, so PostgreSQL evaluates the volatile set_config once per statement (an
@@ -75,9 +75,9 @@ public final class PostgresDialect implements Dialect {
     public String pruneInbox(String prefix) {
         String table = quote(prefix + "inbox");
         // SKIP LOCKED: a chunk never waits on rows a live claim transaction is touching.
-        return "DELETE FROM " + table + " i USING (SELECT consumer, message_id FROM " + table
+        return "DELETE FROM " + table + " i USING (SELECT consumer, event_id FROM " + table
                 + " WHERE processed_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old"
-                + " WHERE i.consumer = old.consumer AND i.message_id = old.message_id";
+                + " WHERE i.consumer = old.consumer AND i.event_id = old.event_id";
     }
 
     // ON CONFLICT ... DO UPDATE ... WHERE: one statement takes the row lock, checks that the lease

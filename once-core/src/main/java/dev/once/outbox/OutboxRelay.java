@@ -342,7 +342,7 @@ public final class OutboxRelay implements AutoCloseable {
 
     private Result publish(OutboxMessage m) {
         MDC.put("once.outbox.id", Long.toString(m.id()));
-        MDC.put("once.message_id", m.eventId());
+        MDC.put("once.event_id", m.eventId());
         try {
             Receipt receipt = publisher.publish(m);
             return new Result(m, receipt == null ? Receipt.NONE : receipt, null, false);
@@ -357,7 +357,7 @@ public final class OutboxRelay implements AutoCloseable {
             return new Result(m, null, e, false);
         } finally {
             MDC.remove("once.outbox.id");
-            MDC.remove("once.message_id");
+            MDC.remove("once.event_id");
         }
     }
 

@@ -140,9 +140,9 @@ class KafkaConsumerRunnerTest {
         // guard the records after it would be applied before its retry.
         Map<String, Integer> failures = new ConcurrentHashMap<>();
         started(runner(topic, "order-" + topic).handler((d, tx) -> {
-            int n = Integer.parseInt(d.messageId().substring(2));
-            if (n % 50 == 7 && failures.merge(d.messageId(), 1, Integer::sum) <= 2) {
-                throw new IllegalStateException("downstream hiccup for " + d.messageId());
+            int n = Integer.parseInt(d.eventId().substring(2));
+            if (n % 50 == 7 && failures.merge(d.eventId(), 1, Integer::sum) <= 2) {
+                throw new IllegalStateException("downstream hiccup for " + d.eventId());
             }
             CREDIT.handle(d, tx);
         }).kafkaProperties(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100")));
@@ -234,8 +234,8 @@ class KafkaConsumerRunnerTest {
         KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("r-1", 3, 0), new Event("r-2", 4, 0)));
         Map<String, Integer> tries = new ConcurrentHashMap<>();
         started(runner(topic, "retry-" + topic).maxAttempts(3).deadLetterTopic(dlt).handler((d, tx) -> {
-            tries.merge(d.messageId() + "#" + d.attempt(), 1, Integer::sum);
-            if (d.messageId().equals("r-1")) {
+            tries.merge(d.eventId() + "#" + d.attempt(), 1, Integer::sum);
+            if (d.eventId().equals("r-1")) {
                 throw new IllegalStateException("always down");
             }
             CREDIT.handle(d, tx);
@@ -280,8 +280,8 @@ class KafkaConsumerRunnerTest {
         Map<String, Integer> failures = new ConcurrentHashMap<>();
         IdempotentConsumer prebuilt = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("ledger")
                 .handler((d, tx) -> {
-                    if (d.messageId().equals("p-13") && failures.merge(d.messageId(), 1, Integer::sum) <= 2) {
-                        throw new IllegalStateException("downstream hiccup for " + d.messageId());
+                    if (d.eventId().equals("p-13") && failures.merge(d.eventId(), 1, Integer::sum) <= 2) {
+                        throw new IllegalStateException("downstream hiccup for " + d.eventId());
                     }
                     CREDIT.handle(d, tx);
                 }).build();

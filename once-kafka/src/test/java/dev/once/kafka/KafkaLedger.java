@@ -50,7 +50,7 @@ final class KafkaLedger {
                 "INSERT INTO applied (event_id, part, off, amount) VALUES (?, ?, ?, ?)");
              PreparedStatement upd = tx.connection().prepareStatement(
                      "UPDATE account SET balance = balance + ? WHERE id = 1")) {
-            ins.setString(1, d.messageId());
+            ins.setString(1, d.eventId());
             ins.setInt(2, Integer.parseInt(d.source().substring(slash + 1, at)));
             ins.setLong(3, Long.parseLong(d.source().substring(at + 1)));
             ins.setLong(4, amount);

@@ -199,10 +199,10 @@ public final class NatsConsumer implements AutoCloseable {
 
     private void settle(Message m, Outcome o) {
         try {
-            if (o.acknowledge()) {
+            if (o.shouldAcknowledge()) {
                 m.ack();
             } else if (o.status() == Status.FAILED_PERMANENT) {
-                log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.messageId(), stream,
+                log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.eventId(), stream,
                         durable, String.valueOf(o.failure()));
                 m.term();
             } else {
@@ -211,7 +211,7 @@ public final class NatsConsumer implements AutoCloseable {
         } catch (RuntimeException e) {
             // the connection is gone: JetStream redelivers after the ack wait and the inbox absorbs it
             log.warn("could not settle {} on {}/{} ({}); it is redelivered after the ack wait and absorbed",
-                    o.messageId(), stream, durable, e.toString());
+                    o.eventId(), stream, durable, e.toString());
         }
     }
 

@@ -126,7 +126,7 @@ class NatsConsumerTest {
                     work.before(d);
                     try (PreparedStatement ps = tx.connection().prepareStatement(
                             "INSERT INTO effect (event_id, attempt) VALUES (?, ?)")) {
-                        ps.setString(1, d.messageId());   // 1: event id
+                        ps.setString(1, d.eventId());   // 1: event id
                         ps.setInt(2, d.attempt());        // 2: attempt
                         ps.executeUpdate();
                     }

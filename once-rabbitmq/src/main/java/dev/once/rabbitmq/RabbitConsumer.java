@@ -218,7 +218,7 @@ public final class RabbitConsumer implements AutoCloseable {
             Outcome o = outcomes.get(i);
             if (o.status() == Status.FAILED_PERMANENT) {
                 log.warn("message {} on {} failed permanently and was rejected to the dead-letter exchange: {}",
-                        o.messageId(), queue, String.valueOf(o.failure()));
+                        o.eventId(), queue, String.valueOf(o.failure()));
             }
         }
     }

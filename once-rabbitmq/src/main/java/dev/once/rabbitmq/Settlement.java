@@ -27,9 +27,9 @@ record Settlement(Kind kind, long tag) {
         int i = 0;
         while (i < tags.size()) {
             Outcome o = outcomes.get(i);
-            if (o.acknowledge()) {
+            if (o.shouldAcknowledge()) {
                 int end = i;
-                while (end + 1 < tags.size() && outcomes.get(end + 1).acknowledge()) {
+                while (end + 1 < tags.size() && outcomes.get(end + 1).shouldAcknowledge()) {
                     end++;
                 }
                 plan.add(new Settlement(end > i ? Kind.ACK_MULTIPLE : Kind.ACK, tags.get(end)));

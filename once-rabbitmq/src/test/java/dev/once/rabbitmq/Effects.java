@@ -22,12 +22,12 @@ final class Effects {
     /** Body "retry" always fails retryably, "poison" permanently; anything else writes a row. */
     static final Handler HANDLER = (Delivery d, dev.once.Tx tx) -> {
         switch (d.payloadText()) {
-            case "retry" -> throw new RetryableException("event " + d.messageId() + " always fails retryably");
-            case "poison" -> throw new PermanentFailureException("event " + d.messageId() + " can never succeed");
+            case "retry" -> throw new RetryableException("event " + d.eventId() + " always fails retryably");
+            case "poison" -> throw new PermanentFailureException("event " + d.eventId() + " can never succeed");
             default -> {
                 try (PreparedStatement ps = tx.connection().prepareStatement(
                         "INSERT INTO effect (event_id, attempt) VALUES (?, ?)")) {
-                    ps.setString(1, d.messageId());   // 1: event id
+                    ps.setString(1, d.eventId());   // 1: event id
                     ps.setInt(2, d.attempt());        // 2: attempt
                     ps.executeUpdate();
                 }

@@ -100,7 +100,7 @@ class RabbitConsumerTest {
         } finally {
             connection.close();
         }
-        assertThat(deliveries).filteredOn(d -> d.messageId().equals("evt-1")).extracting(Delivery::attempt)
+        assertThat(deliveries).filteredOn(d -> d.eventId().equals("evt-1")).extracting(Delivery::attempt)
                 .as("x-delivery-count reported as the attempt").containsExactly(1, 2, 3);
         assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'")).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-2'")).isEqualTo(1);
@@ -119,7 +119,7 @@ class RabbitConsumerTest {
         } finally {
             connection.close();
         }
-        assertThat(deliveries).filteredOn(d -> d.messageId().equals("evt-1")).as("not retried").hasSize(1);
+        assertThat(deliveries).filteredOn(d -> d.eventId().equals("evt-1")).as("not retried").hasSize(1);
         assertThat(get(queue + "-dlq").getProps().getHeaders()).as("event id kept on the dead letter")
                 .containsKey("once-event-id");
     }

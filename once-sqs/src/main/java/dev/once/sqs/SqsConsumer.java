@@ -224,7 +224,7 @@ public final class SqsConsumer implements AutoCloseable {
                 }
                 outcomes.put(m, o);
                 boolean deadLettered = o.status() == Status.FAILED_PERMANENT && deadLetterQueueUrl != null;
-                stopped = !o.acknowledge() && !deadLettered;
+                stopped = !o.shouldAcknowledge() && !deadLettered;
             }
         }
         changeVisibility(released, 0);
@@ -246,14 +246,14 @@ public final class SqsConsumer implements AutoCloseable {
         List<Message> delete = new ArrayList<>();
         for (Map.Entry<Message, Outcome> e : outcomes.entrySet()) {
             Outcome o = e.getValue();
-            if (o.acknowledge()) {
+            if (o.shouldAcknowledge()) {
                 delete.add(e.getKey());
             } else if (o.status() == Status.FAILED_PERMANENT) {
                 if (deadLetterQueueUrl != null && deadLetter(e.getKey(), o)) {
                     delete.add(e.getKey());
                 } else {
                     log.warn("message {} ({}) failed permanently and is left to the redrive policy of {}: {}",
-                            e.getKey().messageId(), o.messageId(), queueUrl, String.valueOf(o.failure()));
+                            e.getKey().messageId(), o.eventId(), queueUrl, String.valueOf(o.failure()));
                 }
             }
             // retryable and in progress: left alone; the visibility timeout is the backoff
@@ -266,7 +266,7 @@ public final class SqsConsumer implements AutoCloseable {
             Map<String, MessageAttributeValue> attributes = new HashMap<>(m.messageAttributes());
             client.sendMessage(r -> r.queueUrl(deadLetterQueueUrl).messageBody(m.body())
                     .messageAttributes(attributes));
-            log.warn("message {} ({}) failed permanently, moved to {}: {}", m.messageId(), o.messageId(),
+            log.warn("message {} ({}) failed permanently, moved to {}: {}", m.messageId(), o.eventId(),
                     deadLetterQueueUrl, String.valueOf(o.failure()));
             return true;
         } catch (RuntimeException e) {

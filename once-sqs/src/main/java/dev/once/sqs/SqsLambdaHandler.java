@@ -53,7 +53,7 @@ public final class SqsLambdaHandler {
             for (int i = 0; i < records.size(); i++) {
                 SqsEvent.Message m = records.get(i);
                 Outcome o = process(m);
-                if (!o.acknowledge()) {
+                if (!o.shouldAcknowledge()) {
                     report(m, o);
                     for (int j = i; j < records.size(); j++) {
                         failures.add(new SqsBatchResponse.BatchItemFailure(records.get(j).messageId()));
@@ -76,7 +76,7 @@ public final class SqsLambdaHandler {
         }
         List<Outcome> outcomes = consumer.processBatch(deliveries);
         for (int i = 0; i < valid.size(); i++) {
-            if (!outcomes.get(i).acknowledge()) {
+            if (!outcomes.get(i).shouldAcknowledge()) {
                 report(valid.get(i), outcomes.get(i));
                 failures.add(new SqsBatchResponse.BatchItemFailure(valid.get(i).messageId()));
             }
@@ -99,6 +99,6 @@ public final class SqsLambdaHandler {
 
     private static void report(SqsEvent.Message m, Outcome o) {
         log.warn("SQS message {} (event {}) not processed ({}), reported for redelivery: {}", m.messageId(),
-                o.messageId(), o.tag(), String.valueOf(o.failure()));
+                o.eventId(), o.tag(), String.valueOf(o.failure()));
     }
 }

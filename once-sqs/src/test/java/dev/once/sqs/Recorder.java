@@ -46,11 +46,11 @@ final class Recorder implements IdempotentConsumer {
     private static void apply(Delivery d, Tx tx, Slow slow) throws Exception {
         slow.before(d);
         if (d.payloadText().startsWith("fail-once") && d.attempt() == 1) {
-            throw new RetryableException("first attempt of " + d.messageId() + " fails on purpose");
+            throw new RetryableException("first attempt of " + d.eventId() + " fails on purpose");
         }
         try (PreparedStatement ps = tx.connection().prepareStatement(
                 "INSERT INTO effect (event_id, body, attempt) VALUES (?, ?, ?)")) {
-            ps.setString(1, d.messageId());   // 1: event id
+            ps.setString(1, d.eventId());   // 1: event id
             ps.setString(2, d.payloadText()); // 2: body
             ps.setInt(3, d.attempt());        // 3: attempt
             ps.executeUpdate();
@@ -86,6 +86,6 @@ final class Recorder implements IdempotentConsumer {
     }
 
     long count(String eventId, Outcome.Status status) {
-        return outcomes.stream().filter(o -> o.messageId().equals(eventId) && o.status() == status).count();
+        return outcomes.stream().filter(o -> o.eventId().equals(eventId) && o.status() == status).count();
     }
 }

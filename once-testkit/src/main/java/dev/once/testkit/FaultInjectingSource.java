@@ -40,11 +40,11 @@ public final class FaultInjectingSource {
     }
 
     /**
-     * The next time {@code messageId} is processed, its transaction commits but the
+     * The next time {@code eventId} is processed, its transaction commits but the
      * acknowledgement is lost, as when the consumer crashes between commit and ack.
      */
-    public FaultInjectingSource crashInAckGap(String messageId) {
-        loseAckOnce.add(messageId);
+    public FaultInjectingSource crashInAckGap(String eventId) {
+        loseAckOnce.add(eventId);
         return this;
     }
 
@@ -54,8 +54,8 @@ public final class FaultInjectingSource {
             Delivery d = queue.removeFirst();
             Outcome o = consumer.process(d);
             outcomes.add(o);
-            boolean ackLost = loseAckOnce.remove(d.messageId());
-            if (o.acknowledge() && !ackLost) {
+            boolean ackLost = loseAckOnce.remove(d.eventId());
+            if (o.shouldAcknowledge() && !ackLost) {
                 continue;
             }
             if (o.status() == Outcome.Status.FAILED_PERMANENT && !ackLost) {

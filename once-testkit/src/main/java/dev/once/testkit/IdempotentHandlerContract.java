@@ -54,7 +54,7 @@ public abstract class IdempotentHandlerContract {
     protected abstract Handler handler();
 
     /** A representative event with the given id. */
-    protected abstract Delivery event(String messageId);
+    protected abstract Delivery event(String eventId);
 
     /**
      * Everything the handler's effect can change (balances, row counts, outbox rows), as a value

@@ -70,7 +70,7 @@ class BatchTest {
                     .isEqualTo(i == 37 ? Status.FAILED_PERMANENT : Status.APPLIED);
         }
         assertThat(balance()).as("the other 99 applied exactly once").isEqualTo(99);
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE message_id = 'evt-37'"))
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = 'evt-37'"))
                 .as("the poison message is not claimed, so a fixed handler can still apply it").isZero();
         assertThat(consumer.processBatch(batch)).extracting(Outcome::status).filteredOn(s -> s == Status.APPLIED).isEmpty();
         assertThat(balance()).as("redelivering the whole batch changes nothing").isEqualTo(99);
@@ -102,10 +102,10 @@ class BatchTest {
         // Whatever was left in progress is redelivered.
         for (Outcome o : all) {
             if (o.retryable()) {
-                consumer.process(Ledger.payment(o.messageId(), 1).redelivery());
+                consumer.process(Ledger.payment(o.eventId(), 1).redelivery());
             }
         }
-        assertThat(all).filteredOn(o -> o.status() == Status.APPLIED).extracting(Outcome::messageId)
+        assertThat(all).filteredOn(o -> o.status() == Status.APPLIED).extracting(Outcome::eventId)
                 .doesNotHaveDuplicates();
         assertThat(balance()).as("each of the 200 events applied exactly once").isEqualTo(200);
     }

@@ -30,7 +30,7 @@ class ConflictRetryTest {
             AtomicInteger firstAttempts = new AtomicInteger();
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("transfers")
                     .handler((d, tx) -> {
-                        long from = d.messageId().equals("a-to-b") ? 1 : 2;
+                        long from = d.eventId().equals("a-to-b") ? 1 : 2;
                         long to = 3 - from;
                         credit(tx.connection(), from, -10);
                         if (firstAttempts.incrementAndGet() <= 2) {

@@ -74,7 +74,7 @@ class FailureModesTest {
         Outcome second = consumer.process(event.redelivery());
         assertThat(second.status()).as("a duplicate arriving while the first holds the claim").isEqualTo(Status.IN_PROGRESS);
         assertThat(second.retryable()).isTrue();
-        assertThat(second.acknowledge()).isFalse();
+        assertThat(second.shouldAcknowledge()).isFalse();
         release.countDown();
         assertThat(first.get(30, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
         assertThat(consumer.process(event.redelivery().redelivery()).status()).isEqualTo(Status.DUPLICATE);
@@ -151,7 +151,7 @@ class FailureModesTest {
         AtomicBoolean killed = new AtomicBoolean();
         IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("killed")
                 .handler((d, tx) -> {
-                    if (d.messageId().equals("evt-50") && killed.compareAndSet(false, true)) {
+                    if (d.eventId().equals("evt-50") && killed.compareAndSet(false, true)) {
                         terminate(tx.connection());
                     }
                     Ledger.CREDIT.handle(d, tx);
@@ -225,7 +225,7 @@ class FailureModesTest {
         Outcome rejected = consumer.process(stale);
         assertThat(rejected.failure()).isInstanceOf(StaleFencingTokenException.class)
                 .hasMessageContaining("41").hasMessageContaining("42");
-        assertThat(rejected.acknowledge()).isFalse();
+        assertThat(rejected.shouldAcknowledge()).isFalse();
         assertThat(consumer.process(same).status()).as("the current holder may write again").isEqualTo(Status.APPLIED);
         assertThat(balance()).isEqualTo(20);
         assertThat(registry.get("once.fence.rejections").counter().count()).isEqualTo(1.0);

@@ -21,8 +21,8 @@ class LedgerContractTest extends IdempotentHandlerContract {
     }
 
     @Override
-    protected Delivery event(String messageId) {
-        return Ledger.payment(messageId, 2000);
+    protected Delivery event(String eventId) {
+        return Ledger.payment(eventId, 2000);
     }
 
     @Override

@@ -87,9 +87,9 @@ class LedgerPropertyTest {
                 Outcome o = outcomes.get(i);
                 Event e = step.batch().get(i);
                 if (o.status() == Outcome.Status.APPLIED) {
-                    assertThat(applied.put(o.messageId(), e.amount()))
-                            .as("event %s applied twice", o.messageId()).isNull();
-                    succeeded.add(o.messageId());
+                    assertThat(applied.put(o.eventId(), e.amount()))
+                            .as("event %s applied twice", o.eventId()).isNull();
+                    succeeded.add(o.eventId());
                 }
                 if (e.poison()) {
                     assertThat(o.status()).isEqualTo(Outcome.Status.FAILED_PERMANENT);

@@ -56,7 +56,7 @@ class OutboxRelayCrashTest {
             Outcome o = payments.process(Delivery.of(eventId, body));
             outcomes.add(o.status());
             byte[] answer = o.status().name().getBytes(StandardCharsets.UTF_8);
-            exchange.sendResponseHeaders(o.acknowledge() ? 200 : 503, answer.length);
+            exchange.sendResponseHeaders(o.shouldAcknowledge() ? 200 : 503, answer.length);
             exchange.getResponseBody().write(answer);
             exchange.close();
         });

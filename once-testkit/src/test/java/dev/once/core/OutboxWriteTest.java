@@ -62,7 +62,7 @@ class OutboxWriteTest {
     }
 
     @Test
-    void aLongCauseIdIsHashedSoTheMessageIdStaysWithinLimits() throws Exception {
+    void aLongCauseIdIsHashedSoTheEventIdStaysWithinLimits() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
                     .handler((d, tx) -> tx.outbox().add("emails", null, new byte[0], Map.of(), "k")).build();

@@ -44,7 +44,7 @@ final class OnceLane extends Lane {
                 // Below max.poll.interval.ms: a worker waiting on a concurrent claim keeps its membership.
                 .lockTimeout(Duration.ofSeconds(1))
                 .handler((d, tx) -> {
-                    Payment p = Payment.of(d.messageId(), d.payloadText());
+                    Payment p = Payment.of(d.eventId(), d.payloadText());
                     try (PreparedStatement ps = tx.connection().prepareStatement(DemoSql.credit("once_ledger"))) {
                         ps.setString(1, p.eventId());             // 1 event id
                         ps.setString(2, p.paymentId());           // 2 payment id
@@ -70,7 +70,7 @@ final class OnceLane extends Lane {
         for (int i = 0; i < batch.size(); i++) {
             Payment p = batch.get(i);
             Outcome o = outcomes.get(i);
-            ack[i] = o.acknowledge();
+            ack[i] = o.shouldAcknowledge();
             switch (o.status()) {
                 case APPLIED -> {
                     applied.incrementAndGet();

@@ -49,7 +49,7 @@ public final class OrderGuard implements Handler {
     @Override
     public void handle(Delivery delivery, Tx tx) throws Exception {
         Batch batch = current.get();
-        Position p = batch == null ? null : batch.positions.get(delivery.messageId());
+        Position p = batch == null ? null : batch.positions.get(delivery.eventId());
         if (p == null) {
             handler.handle(delivery, tx);
             return;

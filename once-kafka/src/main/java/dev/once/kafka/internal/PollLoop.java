@@ -464,7 +464,7 @@ final class PollLoop implements Runnable {
                 stopped.add(tp);
             } else if (e.delivery != null) {
                 withId.add(e);
-                positions.putIfAbsent(e.delivery.messageId(), new Position(tp, r.offset()));
+                positions.putIfAbsent(e.delivery.eventId(), new Position(tp, r.offset()));
             }
         }
         if (!withId.isEmpty()) {
@@ -546,7 +546,7 @@ final class PollLoop implements Runnable {
             return deadLetter(tp, e, "missing event id: " + e.missingReason);
         }
         Outcome o = e.outcome;
-        if (o.acknowledge()) {
+        if (o.shouldAcknowledge()) {
             (o.status() == Outcome.Status.APPLIED ? metrics.applied : metrics.duplicate).increment();
             failures.remove(tp);
             return Verdict.ADVANCE;
@@ -614,7 +614,7 @@ final class PollLoop implements Runnable {
             return new InvalidDeliveryException("record " + where + " has no usable event id (" + e.missingReason
                     + ") and missingEventId is FAIL; fix the producer, or choose SKIP_AND_LOG or DEAD_LETTER");
         }
-        return new dev.once.PermanentFailureException("record " + where + " (event id '" + e.delivery.messageId()
+        return new dev.once.PermanentFailureException("record " + where + " (event id '" + e.delivery.eventId()
                 + "') cannot be processed and no deadLetterTopic is set, so the partition cannot move past it: "
                 + e.outcome.failure(), e.outcome.failure());
     }

@@ -60,12 +60,12 @@ final class CountingConsumer implements IdempotentConsumer {
 
     private void receive(Delivery d) {
         delivered.incrementAndGet();
-        received.computeIfAbsent(d.messageId(), k -> new AtomicLong()).incrementAndGet();
+        received.computeIfAbsent(d.eventId(), k -> new AtomicLong()).incrementAndGet();
     }
 
     private Outcome record(Outcome o) {
         byStatus.get(o.status()).incrementAndGet();
-        outcomes.computeIfAbsent(o.messageId(), k -> Collections.synchronizedList(new ArrayList<>())).add(o.status());
+        outcomes.computeIfAbsent(o.eventId(), k -> Collections.synchronizedList(new ArrayList<>())).add(o.status());
         return o;
     }
 

@@ -53,17 +53,17 @@ final class LedgerHandler implements Handler {
     public void handle(Delivery delivery, Tx tx) throws Exception {
         String body = delivery.payloadText();
         if (body.equals(POISON)) {
-            throw new PermanentFailureException("payload '" + body + "' of event " + delivery.messageId()
+            throw new PermanentFailureException("payload '" + body + "' of event " + delivery.eventId()
                     + " is not an amount");
         }
         try (PreparedStatement ps = tx.connection().prepareStatement(
                 "INSERT INTO " + TABLE + " (event_id, amount, attempt) VALUES (?, ?, ?)")) {
-            ps.setString(1, delivery.messageId());   // 1: event id
+            ps.setString(1, delivery.eventId());   // 1: event id
             ps.setLong(2, Long.parseLong(body));     // 2: amount
             ps.setInt(3, delivery.attempt());        // 3: broker attempt, for the record
             ps.executeUpdate();
         }
-        if (delivery.messageId().equals(gatedEventId) && entered.getCount() > 0) {
+        if (delivery.eventId().equals(gatedEventId) && entered.getCount() > 0) {
             entered.countDown();
             if (!released.await(GATE_LIMIT.toMillis(), TimeUnit.MILLISECONDS)) {
                 throw new IllegalStateException("gate on " + gatedEventId + " was not released within " + GATE_LIMIT);

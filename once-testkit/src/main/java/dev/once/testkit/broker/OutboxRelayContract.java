@@ -107,7 +107,7 @@ public abstract class OutboxRelayContract {
         IdempotentConsumer upstream = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
                 .handler((d, tx) -> {
                     for (int n = 1; n <= PER_EVENT; n++) {
-                        tx.outbox().add(destination, d.messageId(),
+                        tx.outbox().add(destination, d.eventId(),
                                 (d.payloadText() + "/" + n).getBytes(StandardCharsets.UTF_8), Map.of("kind", "charge"),
                                 null);
                     }
@@ -141,7 +141,7 @@ public abstract class OutboxRelayContract {
                 .consumer("billing").handler((d, tx) -> {
                     try (PreparedStatement ps = tx.connection().prepareStatement(
                             "INSERT INTO effect (event_id, cause, body) VALUES (?, ?, ?)")) {
-                        ps.setString(1, d.messageId());                                      // 1 event id
+                        ps.setString(1, d.eventId());                                      // 1 event id
                         ps.setString(2, d.headers().get(OutboxMessage.CAUSE_ID_HEADER));     // 2 cause
                         ps.setString(3, d.payloadText());                                    // 3 body
                         ps.executeUpdate();
@@ -228,7 +228,7 @@ public abstract class OutboxRelayContract {
         }
 
         List<Status> outcomes(String eventId) {
-            return outcomes.stream().filter(o -> o.messageId().equals(eventId)).map(Outcome::status).toList();
+            return outcomes.stream().filter(o -> o.eventId().equals(eventId)).map(Outcome::status).toList();
         }
     }
 }
