@@ -61,7 +61,7 @@ public final class DefaultTx implements Tx {
     @Override
     public Outbox outbox() {
         if (outbox == null) {
-            outbox = new JdbcOutbox(raw, dialect, prefix, delivery.eventId(), clock);
+            outbox = new JdbcOutbox(raw, dialect, prefix, consumer, delivery.eventId(), clock);
         }
         return outbox;
     }

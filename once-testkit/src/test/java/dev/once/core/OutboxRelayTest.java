@@ -75,7 +75,7 @@ class OutboxRelayTest {
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             for (int i = 0; i < keys * perKey; i++) {
-                new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, "evt-" + i, Clock.systemUTC())
+                new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, "test", "evt-" + i, Clock.systemUTC())
                         .add("orders", "key-" + (i % keys), Integer.toString(i / keys).getBytes(StandardCharsets.UTF_8),
                                 Map.of(), null);
             }
@@ -191,7 +191,7 @@ class OutboxRelayTest {
         OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
         OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
                 .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
-                    if (m.eventId().equals("e-dead#1")) {
+                    if (m.eventId().equals("test:e-dead#1")) {
                         throw new dev.once.PermanentFailureException("rejected");
                     }
                     return Receipt.NONE;
@@ -235,12 +235,77 @@ class OutboxRelayTest {
             // each key's rows go one batch after another
         }
         assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
-        assertThat(eventIds.subList(0, 2)).containsExactly("order-7-paid#1", "order-7-paid#2");
+        assertThat(eventIds.subList(0, 2)).containsExactly("orders:order-7-paid#1", "orders:order-7-paid#2");
         assertThat(eventIds.subList(2, 4)).allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(
                 Delivery.MAX_MESSAGE_ID_LENGTH));
         assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
         try (Connection c = db.dataSource().getConnection()) {
             assertThat(Ledger.balance(c)).as("both rows of each handler applied").isEqualTo(2 * (500 + 700));
+        }
+    }
+
+    /**
+     * Issue 10 item 1: two consumers of one event each enqueue a message with the default key. The
+     * downstream inbox must see two events, and an HTTP provider two idempotency keys: the derived id
+     * is unique per (consumer, cause, n), and a relay's re-send carries the same one.
+     */
+    @Test
+    void outboxEventIdsAreUniquePerConsumer() throws Exception {
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        List<String> keysSeen = new CopyOnWriteArrayList<>();
+        server.createContext("/", exchange -> {
+            exchange.getRequestBody().readAllBytes();
+            keysSeen.add(exchange.getRequestHeaders().getFirst("Idempotency-Key"));
+            exchange.sendResponseHeaders(200, -1);
+            exchange.close();
+        });
+        server.start();
+        try {
+            try (Connection c = db.dataSource().getConnection()) {
+                Ledger.create(c);
+            }
+            String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/notify";
+            for (String consumer : List.of("billing", "shipping")) {
+                IdempotentConsumer c = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(consumer)
+                        .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+                            tx.outbox().add("downstream", null, "5".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                            tx.outbox().add(url, null, new byte[0], Map.of(), null);
+                        }).build();
+                assertThat(c.process(Delivery.of("evt-1", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+            }
+            IdempotentConsumer downstream = IdempotentConsumer.builder().dataSource(db.dataSource())
+                    .consumer("downstream").meterRegistry(new SimpleMeterRegistry()).handler(Ledger.CREDIT).build();
+            List<String> ids = new CopyOnWriteArrayList<>();
+            List<Outcome.Status> outcomes = new CopyOnWriteArrayList<>();
+            HttpPublisher http = HttpPublisher.builder().build();
+            AtomicBoolean crashOnce = new AtomicBoolean(true);
+            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
+                    .publisher(m -> {
+                        if (m.destination().startsWith("http")) {
+                            return http.publish(m);
+                        }
+                        ids.add(m.eventId());
+                        outcomes.add(downstream.process(Delivery.of(m.eventId(), m.payload())).status());
+                        if (crashOnce.getAndSet(false)) {
+                            throw new IllegalStateException("the relay dies after the send, before its commit");
+                        }
+                        return Receipt.NONE;
+                    }).initialBackoff(Duration.ofMillis(1)).maxBackoff(Duration.ofMillis(1)).build();
+            await().atMost(Duration.ofSeconds(30)).until(() -> {
+                relay.relayOnce();
+                return admin.stats().pending() == 0;
+            });
+            assertThat(ids).as("three sends: one re-sent after the failed commit").hasSize(3);
+            assertThat(new java.util.HashSet<>(ids)).as("one event id per consumer").hasSize(2);
+            assertThat(ids).allSatisfy(id -> assertThat(id).contains("evt-1"));
+            assertThat(outcomes).as("the re-send is a duplicate, the other consumer's message is not")
+                    .containsExactlyInAnyOrder(Outcome.Status.APPLIED, Outcome.Status.DUPLICATE, Outcome.Status.APPLIED);
+            try (Connection c = db.dataSource().getConnection()) {
+                assertThat(Ledger.balance(c)).as("the downstream inbox applied both consumers' messages").isEqualTo(10);
+            }
+            assertThat(keysSeen).as("the provider sees two calls with two keys").hasSize(2).doesNotHaveDuplicates();
+        } finally {
+            server.stop(0);
         }
     }
 
@@ -268,12 +333,12 @@ class OutboxRelayTest {
                 }).build()) {
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "first", "k", "1");
             relay.start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("first#1"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("test:first#1"));
             // The relay now waits for up to an hour; only the trigger's pg_notify can wake it.
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "second", "k", "2");
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("second#1"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("test:second#1"));
         }
-        assertThat(sent).containsExactly("first#1", "second#1");
+        assertThat(sent).containsExactly("test:first#1", "test:second#1");
     }
 
     /**
@@ -315,7 +380,7 @@ class OutboxRelayTest {
 
         resume.countDown();
         ta.join(30_000);
-        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("e-x#1", "e-y#1");
+        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("test:e-x#1", "test:e-y#1");
         assertThat(handledByA).as("A's batch rolled back").hasValue(0);
         assertThat(registryA.get("once.fence.rejections").counter().count()).isEqualTo(1);
         assertThat(registryA.get("once.outbox.sent").counter().count()).isZero();
@@ -323,7 +388,7 @@ class OutboxRelayTest {
         assertThat(a.relayOnce()).as("A stands by while B holds the lease").isZero();
 
         assertThat(b.relayOnce()).isEqualTo(2);
-        assertThat(sentByB).containsExactly("e-x#1", "e-y#1");
+        assertThat(sentByB).containsExactly("test:e-x#1", "test:e-y#1");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(2);
         a.close();
         b.close();
@@ -362,12 +427,12 @@ class OutboxRelayTest {
 
             assertThat(seen).hasSize(3);
             Map<String, String> first = seen.stream().filter(s -> s.get("path").equals("/ok")).findFirst().orElseThrow();
-            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "evt-ok#1")
+            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "test:evt-ok#1")
                     .containsEntry("type", "application/json; charset=utf-8").containsEntry("trace", "t-1")
                     .containsEntry("body", "{\"amount\":20}");
             Map<String, String> third = seen.stream().filter(s -> s.get("path").equals("/busy")).findFirst().orElseThrow();
             assertThat(third).as("no idempotency key given: the event id is the key")
-                    .containsEntry("key", "evt-busy#1").containsEntry("event", "evt-busy#1");
+                    .containsEntry("key", "test:evt-busy#1").containsEntry("event", "test:evt-busy#1");
 
             assertThat(row(ok)).isEqualTo("sent|1|201|{\"id\":\"ch_1\"}");
             assertThat(row(reject)).as("a 422 is permanent: dead at once").isEqualTo("dead|1|422|nope 422");
