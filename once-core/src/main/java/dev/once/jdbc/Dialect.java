@@ -51,9 +51,12 @@ public interface Dialect {
      */
     String fence(String prefix);
 
-    /** Reads the newest accepted token. Binds: 1 resource. */
+    /**
+     * Reads the newest accepted token with a locking read, which sees the latest committed row
+     * rather than the transaction's snapshot (REPEATABLE READ). Binds: 1 resource.
+     */
     default String newestFence(String prefix) {
-        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ?";
+        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ? FOR UPDATE";
     }
 
     /**
