@@ -169,20 +169,44 @@ class OutboxRelayTest {
         assertThat(dead.get(0).message().id()).isEqualTo(a1);
         assertThat(dead.get(0).message().attempts()).isEqualTo(3);
         assertThat(dead.get(0).lastError()).contains("provider down for a1");
-        assertThat(relay.relayOnce()).as("a dead head no longer holds its key back").isEqualTo(1);
-        assertThat(sent).containsExactly("b1", "n1", "b2", "a2");
-        assertThat(relay.stats()).isEqualTo(new OutboxStats(0, Duration.ZERO, 1));
+        // Per-key order survives the dead letter: a2 waits until a1 is replayed (and sent first) or discarded.
+        assertThat(relay.relayOnce()).as("a dead head holds its key back").isZero();
+        assertThat(sent).containsExactly("b1", "n1", "b2");
+        assertThat(relay.stats()).isEqualTo(new OutboxStats(1, Duration.ofSeconds(25), 1));
         assertThat(registry.get("once.outbox.retried").counter().count()).isEqualTo(2);
         assertThat(registry.get("once.outbox.dead").counter().count()).isEqualTo(1);
-        assertThat(registry.get("once.outbox.sent").counter().count()).isEqualTo(4);
+        assertThat(registry.get("once.outbox.sent").counter().count()).isEqualTo(3);
 
         failA1.set(false);
         assertThat(admin.replay(List.of(a1, 999_999L))).as("only dead rows replay").isEqualTo(1);
-        assertThat(admin.stats().pending()).isEqualTo(1);
-        assertThat(relay.relayOnce()).isEqualTo(1);
-        assertThat(sent).containsExactly("b1", "n1", "b2", "a2", "a1");
+        assertThat(admin.stats().pending()).isEqualTo(2);
+        assertThat(relay.relayOnce()).as("the replayed head first").isEqualTo(1);
+        assertThat(relay.relayOnce()).as("then the row behind it").isEqualTo(1);
+        assertThat(sent).as("a1 before a2, as written").containsExactly("b1", "n1", "b2", "a1", "a2");
         assertThat(admin.dead(0, 10)).isEmpty();
         assertThat(admin.replay(List.of(a1))).as("a sent row does not replay").isZero();
+    }
+
+    @Test
+    void aDiscardedDeadHeadFreesItsKeyWithoutBeingSent() throws Exception {
+        long c1 = OutboxRows.add(db.dataSource(), clock, "e-c1", "c", "c1");
+        OutboxRows.add(db.dataSource(), clock, "e-c2", "c", "c2");
+        List<String> sent = Collections.synchronizedList(new ArrayList<>());
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock)
+                .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
+                    String body = new String(m.payload(), StandardCharsets.UTF_8);
+                    if (body.equals("c1")) {
+                        throw new dev.once.PermanentFailureException("rejected " + body);
+                    }
+                    sent.add(body);
+                    return Receipt.NONE;
+                }).build();
+        assertThat(relay.relayOnce()).as("c1 dies at once").isEqualTo(1);
+        assertThat(relay.relayOnce()).as("c2 waits behind its dead head").isZero();
+        assertThat(admin.discard(List.of(c1, 999_999L))).as("only dead rows are discarded").isEqualTo(1);
+        assertThat(relay.relayOnce()).isEqualTo(1);
+        assertThat(sent).containsExactly("c2");
+        assertThat(admin.stats()).isEqualTo(new OutboxStats(0, Duration.ZERO, 0));
     }
 
     @Test
@@ -380,7 +404,8 @@ class OutboxRelayTest {
 
         resume.countDown();
         ta.join(30_000);
-        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("test:e-x#1", "test:e-y#1");
+        assertThat(sentByA).as("A did send (the fence cannot undo that), and stopped at its next send, when it"
+                + " failed to renew the lease").containsExactly("test:e-x#1");
         assertThat(handledByA).as("A's batch rolled back").hasValue(0);
         assertThat(registryA.get("once.fence.rejections").counter().count()).isEqualTo(1);
         assertThat(registryA.get("once.outbox.sent").counter().count()).isZero();
@@ -392,6 +417,85 @@ class OutboxRelayTest {
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(2);
         a.close();
         b.close();
+    }
+
+    /**
+     * Issue 10 item 8: a batch that takes longer than the lease (10 rows of 500 ms against a 2 s
+     * lease), with a second relay polling between the sends. Renewed at the start of the batch only,
+     * the lease lapsed mid-batch, the other relay took it, the batch was fenced at commit, and the
+     * two relays alternated forever with attempts at 0. Now the holder renews during the batch.
+     */
+    @Test
+    void anExclusiveRelayWhoseBatchOutlivesItsLeaseRenewsItAndDoesNotAlternateForever() throws Exception {
+        for (int i = 0; i < 10; i++) {
+            OutboxRows.add(db.dataSource(), clock, "e-" + i, null, Integer.toString(i));
+        }
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Map<String, OutboxRelay> relays = new ConcurrentHashMap<>();
+        List<String> sends = new CopyOnWriteArrayList<>();
+        for (String name : List.of("a", "b")) {
+            String other = name.equals("a") ? "b" : "a";
+            relays.put(name, OutboxRelay.builder().dataSource(db.dataSource()).name(name).clock(clock)
+                    .meterRegistry(registry).lease("slow-relay", Duration.ofSeconds(2)).publisher(m -> {
+                        clock.advance(Duration.ofMillis(500));   // a slow provider
+                        relays.get(other).relayOnce();           // the standby polls meanwhile
+                        sends.add(name + ":" + new String(m.payload(), StandardCharsets.UTF_8));
+                        return Receipt.NONE;
+                    }).build());
+        }
+        for (int round = 0; round < 5 && admin.stats().pending() > 0; round++) {
+            relays.get("a").relayOnce();
+            relays.get("b").relayOnce();
+        }
+        assertThat(admin.stats().pending()).as("every row sent within five rounds").isZero();
+        assertThat(sends).as("sent once each, by the relay that held the lease throughout").hasSize(10)
+                .allSatisfy(s -> assertThat(s).startsWith("a:"));
+        assertThat(registry.get("once.fence.rejections").counters().stream().mapToDouble(c -> c.count()).sum())
+                .as("no batch fenced").isZero();
+        assertThat(db.queryLong("SELECT max(attempts) FROM once_outbox")).isEqualTo(1);
+        relays.values().forEach(OutboxRelay::close);
+    }
+
+    /**
+     * Issue 10 item 8: a single send longer than the whole lease cannot be saved by renewing, and
+     * the other relay takes over while it runs. Each fenced batch now counts an attempt of the rows it
+     * sent (the row stays available to the new holder at once), so after maxAttempts the row is dead
+     * instead of being sent forever.
+     */
+    @Test
+    void aFencedBatchCountsAnAttemptSoTwoRelaysCannotResendARowForever() throws Exception {
+        long id = OutboxRows.add(db.dataSource(), clock, "e-slow", "k", "slow");
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Map<String, OutboxRelay> relays = new ConcurrentHashMap<>();
+        AtomicInteger sends = new AtomicInteger();
+        for (String name : List.of("a", "b")) {
+            String other = name.equals("a") ? "b" : "a";
+            relays.put(name, OutboxRelay.builder().dataSource(db.dataSource()).name(name).clock(clock)
+                    .meterRegistry(registry).maxAttempts(3).lease("slow-relay", Duration.ofSeconds(2))
+                    .publisher(m -> {
+                        clock.advance(Duration.ofSeconds(3));   // one send outlives the lease
+                        relays.get(other).relayOnce();          // the standby takes the lease over
+                        sends.incrementAndGet();
+                        return Receipt.NONE;
+                    }).build());
+        }
+        for (int round = 0; round < 10 && admin.stats().pending() > 0; round++) {
+            relays.get("a").relayOnce();
+            relays.get("b").relayOnce();
+        }
+        assertThat(admin.stats().pending()).as("the alternation ended").isZero();
+        assertThat(sends).as("one send per attempt").hasValue(3);
+        List<DeadMessage> dead = admin.dead(0, 10);
+        assertThat(dead).singleElement().satisfies(d -> {
+            assertThat(d.message().id()).isEqualTo(id);
+            assertThat(d.message().attempts()).isEqualTo(3);
+            assertThat(d.lastError()).contains("lease 'slow-relay'");
+        });
+        assertThat(registry.get("once.fence.rejections").counters().stream().mapToDouble(c -> c.count()).sum())
+                .isEqualTo(3);
+        assertThat(registry.get("once.outbox.dead").counters().stream().mapToDouble(c -> c.count()).sum())
+                .isEqualTo(1);
+        relays.values().forEach(OutboxRelay::close);
     }
 
     @Test
