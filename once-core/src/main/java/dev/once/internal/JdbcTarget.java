@@ -51,6 +51,30 @@ public record JdbcTarget(DataSource dataSource, Dialect dialect, String tablePre
     }
 
     /**
+     * Begins a transaction that outlives one call (the caller's request runs in it): a connection in
+     * auto-commit, switched off. The caller commits or rolls back, then hands it back with {@link #release}.
+     *
+     * @throws InvalidConfigurationException if the data source hands out a connection with auto-commit off
+     */
+    public Connection begin() throws SQLException {
+        Connection c = checkout();
+        try {
+            c.setAutoCommit(false);
+        } catch (SQLException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    /** Hands back a connection from {@link #begin} whose transaction has ended, in auto-commit. */
+    public static void release(Connection c) throws SQLException {
+        try (c) {
+            c.setAutoCommit(true);
+        }
+    }
+
+    /**
      * Runs {@code work} on a connection in auto-commit: each statement is a transaction of its own.
      *
      * @throws InvalidConfigurationException if the data source hands out a connection with auto-commit off
