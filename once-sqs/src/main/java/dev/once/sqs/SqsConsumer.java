@@ -118,15 +118,15 @@ public final class SqsConsumer implements AutoCloseable {
                 .messageSystemAttributeNames(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
                         MessageSystemAttributeName.MESSAGE_GROUP_ID)
                 .messageAttributeNames("All").build();
-        AdapterDriver.Builder<Message> driver = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs());
+        AdapterDriver.Builder<Message> loop = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs());
         if (heartbeat) {
-            driver.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
+            loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
         }
         if (fifo) {
             // FIFO: each group in order, one transaction per message, settled before the next
-            driver.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID));
+            loop.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID));
         }
-        this.driver = driver.build();
+        this.driver = loop.build();
     }
 
     public static Builder builder() {
