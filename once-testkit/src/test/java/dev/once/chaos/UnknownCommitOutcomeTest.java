@@ -56,7 +56,7 @@ class UnknownCommitOutcomeTest {
     /** The test can fail: the same faults against a consumer without the claim apply effects twice. */
     @Test
     void theSameFaultsCatchAConsumerWithoutTheClaim() throws Exception {
-        Chaos.Figure f = run(Databases.POSTGRES, Variant.NAIVE, 100);
+        Chaos.Figure f = run(Databases.POSTGRES, Variant.NAIVE, 50);
         assertThat(f.get("applied_twice")).as("a dropped COMMIT reply, redelivered to a consumer without a claim")
                 .isPositive();
     }
@@ -64,7 +64,7 @@ class UnknownCommitOutcomeTest {
     /** The test can fail: acknowledging a delivery whose commit failed loses the events that did not commit. */
     @Test
     void theSameFaultsCatchAnAcknowledgementOfAFailedCommit() throws Exception {
-        Chaos.Figure f = run(Databases.POSTGRES, Variant.ACK_REGARDLESS, 100);
+        Chaos.Figure f = run(Databases.POSTGRES, Variant.ACK_REGARDLESS, 50);
         assertThat(f.get("lost")).as("a dropped COMMIT request, acknowledged anyway").isPositive();
     }
 
