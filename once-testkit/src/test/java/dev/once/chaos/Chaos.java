@@ -62,6 +62,11 @@ final class Chaos {
             return this;
         }
 
+        /** Marks a deliberate break (the test showing it can fail); null for the real thing. */
+        Figure broken(String what) {
+            return what == null ? this : put("break", what);
+        }
+
         long get(String key) {
             return Long.parseLong(String.valueOf(fields.get(key)));
         }

@@ -127,7 +127,8 @@ class SpinModelTest {
                 .lost(violated.contains("acked") ? 1 : 0)
                 .appliedTwice(violated.contains("effect[e]<=1") ? 1 : 0)
                 .put("stale_write_accepted", violated.contains("lastWrite") ? 1 : 0)
-                .put("errors", errors).put("violated", violated).print();
+                .put("errors", errors).put("violated", violated)
+                .broken(define == null ? null : define.toLowerCase()).print();
         return new Result(errors, states, output, trail);
     }
 

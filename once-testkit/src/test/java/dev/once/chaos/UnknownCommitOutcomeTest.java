@@ -118,7 +118,8 @@ class UnknownCommitOutcomeTest {
                     .lost(Effects.lost(acknowledged, counts)).appliedTwice(Effects.appliedTwice(counts))
                     .put("db", database.name().toLowerCase()).put("consumer", variant.name().toLowerCase())
                     .put("deliveries", deliveries).put("reply_dropped", replyDropped)
-                    .put("request_dropped", requestDropped).put("seed", seed).print();
+                    .put("request_dropped", requestDropped).put("seed", seed)
+                    .broken(variant == Variant.ONCE ? null : variant.name().toLowerCase()).print();
         }
     }
 
