@@ -53,7 +53,7 @@ final class Tracer {
             "(?i).*(processed|inbox|dedup|received_messages|idempot|handled|consumed|seen_events|message_log).*");
     private static final Pattern MONEY_TABLE = Pattern.compile("(?i).*(payment|charge|transfer|ledger|refund|payout|balance|wallet).*");
     private static final Pattern CHECK = Pattern.compile(
-            "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*)");
+            "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*|getStatus|getState|isProcessed|isPaid|isCancelled|isCompleted)");
     private static final Pattern COUNTER_SQL = Pattern.compile("(?i)set\\s.*?\\b(\\w+)\\s*=\\s*\\1\\s*[-+]");
     private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
     private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`]+)\\s+set\\s");
@@ -449,6 +449,9 @@ final class Tracer {
         if (!CHECK.matcher(name).matches()) {
             return false;
         }
+        if (name.matches("getStatus|getState|is[A-Z]\\w*") && !loadedFromStore(c)) {
+            return false; // the message's own status, not state the consumer stored
+        }
         for (Node n = c; n.getParentNode().isPresent(); n = n.getParentNode().get()) {
             Node p = n.getParentNode().get();
             if (p instanceof IfStmt i && i.getCondition() == n || p instanceof ConditionalExpr ce && ce.getCondition() == n
@@ -461,6 +464,23 @@ final class Tracer {
             }
             if (p instanceof com.github.javaparser.ast.stmt.Statement || p instanceof LambdaExpr) {
                 return false;
+            }
+        }
+        return false;
+    }
+
+    /** The call's scope is a local variable loaded by a call (a repository or mapper read). */
+    private static boolean loadedFromStore(MethodCallExpr c) {
+        if (c.getScope().isEmpty() || !(c.getScope().get() instanceof NameExpr n)) {
+            return false;
+        }
+        MethodDeclaration m = c.findAncestor(MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return false;
+        }
+        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            if (d.getInitializer().filter(i -> i instanceof MethodCallExpr).isPresent()) {
+                return true;
             }
         }
         return false;
