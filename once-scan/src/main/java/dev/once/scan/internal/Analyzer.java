@@ -34,9 +34,11 @@ final class Analyzer {
         List<Finding> out = new ArrayList<>();
         List<Event> effects = of(events, Event.Kind.EFFECT);
         List<Event> acks = of(events, Event.Kind.ACK);
-        List<Event> claims = of(events, Event.Kind.CLAIM);
         List<Event> guards = of(events, Event.Kind.GUARD);
         List<Event> checks = of(events, Event.Kind.CHECK);
+        // a dedupe record written after an exists-check is the check-then-act race, not a claim
+        List<Event> claims = of(events, Event.Kind.CLAIM).stream()
+                .filter(c -> checks.stream().noneMatch(k -> k.seq() < c.seq())).toList();
         boolean once = !of(events, Event.Kind.ONCE).isEmpty();
         boolean eos = !of(events, Event.Kind.EOS).isEmpty();
         List<Event> weak = of(events, Event.Kind.WEAK);

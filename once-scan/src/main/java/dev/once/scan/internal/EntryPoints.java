@@ -525,6 +525,9 @@ final class EntryPoints {
         }
         Node body = null;
         Node decl = null;
+        if (cb instanceof NameExpr n) {
+            cb = lambdaOf(n).map(Expression.class::cast).orElse(cb);
+        }
         if (cb instanceof LambdaExpr l) {
             body = l.getBody();
             decl = l;
@@ -554,6 +557,20 @@ final class EntryPoints {
         if (call.getArguments().size() >= 3 || (call.getArguments().size() == 2 && isBoolean(call.getArgument(1)))) {
             autoAckArg(e, call, 1);
         }
+    }
+
+    /** The lambda a local variable is initialized with: {@code DeliverCallback cb = (tag, d) -> …}. */
+    private static Optional<LambdaExpr> lambdaOf(NameExpr n) {
+        MethodDeclaration m = n.findAncestor(MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return Optional.empty();
+        }
+        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            if (d.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
+                return Optional.of(d.getInitializer().get().asLambdaExpr());
+            }
+        }
+        return Optional.empty();
     }
 
     private boolean isBooleanVar(Expression a) {

@@ -168,8 +168,10 @@ public final class Repo {
     /** Where a node starts. */
     Location loc(Node n) {
         Source s = sourceOf(n);
-        int line = n.getBegin().map(p -> p.line).orElse(1);
-        int col = n.getBegin().map(p -> p.column).orElse(1);
+        // a chained call is reported at its own name, not where the chain starts
+        Node at = n instanceof com.github.javaparser.ast.expr.MethodCallExpr mc ? mc.getName() : n;
+        int line = at.getBegin().map(p -> p.line).orElse(1);
+        int col = at.getBegin().map(p -> p.column).orElse(1);
         if (s == null) {
             return new Location("?", line, col, "");
         }

@@ -48,6 +48,8 @@ final class Tracer {
 
     static final Pattern MONEY = Pattern.compile(
             "(?i).*(charge|capture|refund|transfer|payout|payment|withdraw|debit|credit|balance|amount|wallet|funds|money|ledger|cards?\\b|accounts?\\b|pay\\b|pay[A-Z(]).*");
+    private static final Pattern MONEY_VERB = Pattern.compile(
+            "(charge|capture|refund|transfer|payout|pay|create|confirm|authorize|debit|credit|withdraw|deposit|submit)\\w*");
     static final Pattern NOTIFY = Pattern.compile("(?i).*(mail|sms|notif|push|text message|twilio|sendgrid).*");
     private static final Pattern DEDUPE_TABLE = Pattern.compile(
             "(?i).*(processed|inbox|dedup|received_messages|idempot|handled|consumed|seen_events|message_log).*");
@@ -286,9 +288,8 @@ final class Tracer {
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
             return true;
         }
-        if (!repoType && stype != null && (MONEY_SDK.contains(stype) && (name.equals("create") || MONEY.matcher(name).matches())
-                || (!stype.isEmpty() && Character.isUpperCase(stype.charAt(0)) && stype.matches(".*(Stripe|Braintree|Adyen|PayPal|Payment).*")
-                && MONEY.matcher(name).matches()))) {
+        if (!repoType && stype != null && MONEY_VERB.matcher(name).matches()
+                && (MONEY_SDK.contains(stype) || stype.matches(".*(Stripe|Braintree|Adyen|PayPal|Payment).*"))) {
             effect(c, f, Blast.MONEY, Event.Category.EXTERNAL, "moves money (" + shortText(c) + ")", keyed(text, member));
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
             return true;
