@@ -62,7 +62,7 @@ public final class ConsumerScan {
             Set<String> before = baseFingerprints(git);
             Set<String> touched = new HashSet<>();
             for (Consumer c : consumers) {
-                if (hit(changed, c.location())) {
+                if (hit(changed, c.location()) || raw.spans().getOrDefault(c.id(), List.of()).stream().anyMatch(s -> hit(changed, s))) {
                     touched.add(c.id());
                 }
             }
@@ -107,6 +107,15 @@ public final class ConsumerScan {
                 // a leftover temporary directory is not worth failing the scan
             }
         }
+    }
+
+    private static boolean hit(Map<String, TreeSet<Integer>> changed, Engine.Span span) {
+        TreeSet<Integer> lines = changed.get(span.file());
+        if (lines == null) {
+            return false;
+        }
+        Integer next = lines.ceiling(span.from());
+        return lines.contains(-1) || next != null && next <= span.to();
     }
 
     private static boolean hit(Map<String, TreeSet<Integer>> changed, Location at) {

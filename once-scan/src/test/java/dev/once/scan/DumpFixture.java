@@ -2,10 +2,12 @@ package dev.once.scan;
 
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Path;
+
 class DumpFixture {
     @Test
     void dump() {
-        String name = System.getProperty("fixture", "transactional-self-invocation");
-        System.out.println(Format.TEXT.render(Fixtures.scan(Fixtures.of(name))));
+        String root = System.getProperty("root", "..");
+        System.out.println(Format.TEXT.render(ConsumerScan.builder().root(Path.of(root)).build().run()));
     }
 }

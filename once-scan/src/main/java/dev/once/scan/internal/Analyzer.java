@@ -39,7 +39,8 @@ final class Analyzer {
         // a dedupe record written after an exists-check is the check-then-act race, not a claim
         List<Event> claims = of(events, Event.Kind.CLAIM).stream()
                 .filter(c -> checks.stream().noneMatch(k -> k.seq() < c.seq())).toList();
-        boolean once = !of(events, Event.Kind.ONCE).isEmpty();
+        List<Event> onceCalls = of(events, Event.Kind.ONCE);
+        boolean once = !onceCalls.isEmpty();
         boolean eos = !of(events, Event.Kind.EOS).isEmpty();
         List<Event> weak = of(events, Event.Kind.WEAK);
         Blast heaviest = effects.stream().map(Event::blast).reduce(null, Blast::max);
@@ -91,7 +92,7 @@ final class Analyzer {
         Set<Event> reportedChecks = new LinkedHashSet<>();
         boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE) || !claims.isEmpty() || !guards.isEmpty();
         for (Event x : effects) {
-            if (x.keyed() || e.ack == Entry.Ack.NONE || auto || lost.contains(x) || once
+            if (x.keyed() || e.ack == Entry.Ack.NONE || auto || lost.contains(x) || onceCalls.stream().anyMatch(o -> covers(o, x))
                     || e.framework == Entry.Framework.ALL || e.framework == Entry.Framework.WEAK || !weak.isEmpty()
                     || x.category() == Event.Category.PUBLISH && eos) {
                 continue;
@@ -196,6 +197,9 @@ final class Analyzer {
             }
         }
 
+        // the same problem reached along several paths is one finding, with the first (shortest-walked) path
+        Set<String> keys = new LinkedHashSet<>();
+        out.removeIf(f -> !keys.add(f.rule().id() + "@" + f.location() + ":" + f.location().column()));
         double risk = out.stream().mapToDouble(f -> f.weight(heaviest)).sum();
         String dedupe = once ? "once IdempotentConsumer"
                 : e.framework != Entry.Framework.NONE ? e.frameworkText
@@ -215,6 +219,13 @@ final class Analyzer {
 
     private static Event worst(List<Event> effects) {
         return effects.stream().min(Comparator.comparing((Event x) -> x.blast().ordinal()).thenComparing(Event::seq)).orElse(null);
+    }
+
+    /** A call into once covers an effect made in the same method, or in one that method (transitively) called. */
+    private static boolean covers(Event onceCall, Event effect) {
+        List<Step> scope = onceCall.path().subList(0, onceCall.path().size() - 1);
+        List<Step> at = effect.path().subList(0, effect.path().size() - 1);
+        return at.size() >= scope.size() && at.subList(0, scope.size()).equals(scope);
     }
 
     private static boolean sameTx(Event a, Event b) {

@@ -9,13 +9,23 @@ import dev.once.scan.Finding;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /** One full scan of a directory: parse, find entry points, trace, judge. */
 public final class Engine {
 
     /** What a scan produced, before ranking and pull-request filtering. */
-    public record Raw(int files, long lines, List<Consumer> consumers, List<Finding> findings, int suppressed, int unresolved) {
+    public record Raw(int files, long lines, List<Consumer> consumers, List<Finding> findings, int suppressed, int unresolved,
+                      Map<String, List<Span>> spans) {
+    }
+
+    /** Lines {@code from}–{@code to} of a file that a consumer's flow runs through. */
+    public record Span(String file, int from, int to) {
+        public boolean contains(int line) {
+            return line >= from && line <= to;
+        }
     }
 
     private Engine() {
@@ -32,8 +42,10 @@ public final class Engine {
         List<Consumer> consumers = new ArrayList<>();
         List<Finding> findings = new ArrayList<>();
         int suppressed = 0;
+        Map<String, List<Span>> spans = new HashMap<>();
         for (Entry e : entries) {
             Analyzer.Result r = analyzer.analyze(e, tracer.trace(e));
+            spans.put(e.id(), tracer.spans());
             if (suppressed(e.body)) {
                 suppressed += r.findings().size();
                 continue;
@@ -49,7 +61,7 @@ public final class Engine {
                 .thenComparing(f -> f.level().ordinal())
                 .thenComparing(f -> f.location().file())
                 .thenComparingInt(f -> f.location().line()));
-        return new Raw(repo.sources.size(), repo.lines, consumers, findings, suppressed, repo.unresolved);
+        return new Raw(repo.sources.size(), repo.lines, consumers, findings, suppressed, repo.unresolved, spans);
     }
 
     /** {@code @SuppressWarnings("once-scan")} on the entry point's method or class leaves it out, counted. */

@@ -65,7 +65,7 @@ final class EntryPoints {
                     noopDetector.putIfAbsent(s.module(), repo.loc(imp));
                 }
             }
-            String text = s.cu().toString();
+            String text = String.join("\n", s.lines());
             if (text.contains("org.springframework.cloud.stream") || text.contains("spring.cloud.function")) {
                 streamModules.put(s.module(), true);
             }
@@ -457,7 +457,7 @@ final class EntryPoints {
             e.ackText = "enable.auto.commit is chosen at run time (" + auto.value() + "): when true, offsets commit on a timer";
         } else {
             e.ack = Entry.Ack.EXPLICIT;
-            e.ackText = commits ? "commitSync/commitAsync in the loop" : "enable.auto.commit=false and no commit in the loop";
+            e.ackText = commits ? "commitSync/commitAsync in the loop" : "enable.auto.commit=false: offsets committed by hand";
         }
         Settings.Setting records = settings.get(s, "max.poll.records");
         Settings.Setting interval = settings.get(s, "max.poll.interval.ms");

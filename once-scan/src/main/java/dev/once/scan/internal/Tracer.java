@@ -89,6 +89,7 @@ final class Tracer {
     private final Map<Path, Boolean> timeoutsConfigured = new HashMap<>();
     private Entry entry;
     private List<Event> events;
+    private List<Engine.Span> spans;
     private int seq;
     private int txIds;
 
@@ -130,6 +131,8 @@ final class Tracer {
     List<Event> trace(Entry e) {
         entry = e;
         events = new ArrayList<>();
+        spans = new ArrayList<>();
+        span(e.body);
         seq = 0;
         Integer tx = null;
         Location txLoc = null;
@@ -231,7 +234,7 @@ final class Tracer {
             add(Event.Kind.GUARD, c, f, null, null, "conditional write (attribute_not_exists)");
             return;
         }
-        if (name.equals("idempotentConsumer")) {
+        if (name.equals("idempotentConsumer") && "camel".equals(entry.broker) && !c.getArguments().isEmpty()) {
             add(Event.Kind.WEAK, c, f, null, null, c.toString().toLowerCase(Locale.ROOT).contains("memory")
                     ? "Camel idempotentConsumer with an in-memory repository: forgotten on restart, not shared between instances"
                     : "Camel idempotentConsumer: its repository commits apart from the route's effects");
@@ -384,7 +387,9 @@ final class Tracer {
         if (write) {
             String context = c.toString() + " " + String.join(" ", f.path.stream().map(Step::name).toList());
             Blast b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            effect(c, f, b, Event.Category.EXTERNAL, "calls " + kind + " " + name.toUpperCase(Locale.ROOT) + " (" + shortText(c) + ")",
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") ? (member.contains(".PUT(") || member.contains(".put(") ? "PUT" : "POST")
+                    : name.toUpperCase(Locale.ROOT);
+            effect(c, f, b, Event.Category.EXTERNAL, "calls " + kind + " " + verb + " (" + shortText(c) + ")",
                     keyed(c.toString(), member));
         }
         return true;
@@ -581,7 +586,12 @@ final class Tracer {
         boolean self = scope.isEmpty() || scope.get() instanceof ThisExpr;
         List<MethodDeclaration> targets;
         if (self) {
-            targets = f.type == null ? List.of() : repo.methods(f.type.getNameAsString(), name, c.getArguments().size());
+            targets = new ArrayList<>();
+            // an inner class calls its outer class's methods without a scope too
+            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> p.findAncestor(TypeDeclaration.class)
+                    .map(Node.class::cast).or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty())).orElse(null)) {
+                targets.addAll(repo.methods(((TypeDeclaration<?>) t).getNameAsString(), name, c.getArguments().size()));
+            }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size());
         } else {
@@ -628,8 +638,20 @@ final class Tracer {
             path.add(new Step((owner == null ? "?" : owner.getNameAsString()) + "." + t.getNameAsString(), repo.loc(at)));
             Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
             visiting.add(t);
+            span(t);
             visit(t.getBody().get(), new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t));
         }
+    }
+
+    /** The lines of the entry's body and of every method the last {@link #trace} entered. */
+    List<Engine.Span> spans() {
+        return List.copyOf(spans);
+    }
+
+    private void span(Node n) {
+        Location from = repo.loc(n);
+        int to = n.getEnd().map(p -> p.line).orElse(from.line());
+        spans.add(new Engine.Span(from.file(), from.line(), to));
     }
 
     // ---- events -----------------------------------------------------------------------------------

@@ -64,13 +64,51 @@ final class Types {
             TypeDeclaration<?> t = enclosingType(e);
             return t == null ? null : t.getNameAsString();
         }
-        if (e instanceof MethodCallExpr mc && mc.getScope().isEmpty()) {
-            return null;
+        if (e instanceof MethodCallExpr mc) {
+            String declared = returnType(mc);
+            if (declared != null) {
+                return declared;
+            }
+            if (mc.getScope().isEmpty()) {
+                return null;
+            }
         }
         return solve(e);
     }
 
+    /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
+    private String returnType(MethodCallExpr mc) {
+        String owner;
+        if (mc.getScope().isEmpty() || mc.getScope().get() instanceof ThisExpr) {
+            TypeDeclaration<?> t = enclosingType(mc);
+            owner = t == null ? null : t.getNameAsString();
+        } else {
+            owner = typeOf(mc.getScope().get());
+        }
+        if (owner == null || !isRepoType(owner)) {
+            return null;
+        }
+        for (MethodDeclaration m : repo.methods(owner, mc.getNameAsString(), mc.getArguments().size())) {
+            if (!m.getType().isVoidType()) {
+                return simple(m.getType());
+            }
+        }
+        for (TypeDeclaration<?> t : repo.types(owner)) {
+            if (t instanceof com.github.javaparser.ast.body.RecordDeclaration r && mc.getArguments().isEmpty()) {
+                for (Parameter p : r.getParameters()) {
+                    if (p.getNameAsString().equals(mc.getNameAsString())) {
+                        return simple(p.getType());
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
     private String solve(Expression e) {
+        if (Boolean.getBoolean("once.scan.nosolver")) {
+            return null;
+        }
         try {
             ResolvedType t = e.calculateResolvedType();
             if (t.isReferenceType()) {
