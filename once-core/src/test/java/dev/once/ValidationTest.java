@@ -129,6 +129,18 @@ class ValidationTest {
     }
 
     @Test
+    void mysqlIsRefusedWithWhatIsSupported() {
+        // Issue 10 item 10: "mysql" used to map to the MariaDB dialect, whose INSERT ... RETURNING and
+        // SET STATEMENT do not exist on MySQL. "MySQL" is what both JDBC drivers report for a MySQL server.
+        for (String product : java.util.List.of("MySQL", "mysql")) {
+            assertThatThrownBy(() -> Dialects.byName(product)).isInstanceOf(InvalidConfigurationException.class)
+                    .hasMessageContaining("'" + product + "' is not supported")
+                    .hasMessageContaining("PostgreSQL").hasMessageContaining("MariaDB 10.6+");
+        }
+        assertThat(Dialects.byName("MariaDB")).isSameAs(Dialects.MARIADB);
+    }
+
+    @Test
     void everyDialectShipsItsMigrationsWithThePrefixApplied() {
         for (var dialect : java.util.List.of(Dialects.POSTGRESQL, Dialects.MARIADB)) {
             String script = Schema.script(dialect, "billing_");

@@ -19,7 +19,8 @@ public final class Dialects {
     /**
      * The dialect of the database behind {@code connection}.
      *
-     * @throws InvalidConfigurationException if the database is neither PostgreSQL nor MariaDB/MySQL
+     * @throws InvalidConfigurationException if the database is neither PostgreSQL nor MariaDB (MySQL
+     *         is refused: see {@link #byName})
      */
     public static Dialect detect(Connection connection) throws SQLException {
         String product = connection.getMetaData().getDatabaseProductName();
@@ -41,16 +42,25 @@ public final class Dialects {
     }
 
     /**
-     * The dialect for a product or dialect name: {@code postgresql}/{@code postgres},
-     * {@code mariadb}/{@code mysql}, case-insensitive.
+     * The dialect for a product or dialect name: {@code postgresql}/{@code postgres} or
+     * {@code mariadb}, case-insensitive. MySQL is refused: the MariaDB dialect relies on
+     * {@code INSERT … RETURNING} and {@code SET STATEMENT}, which MySQL does not have, and no MySQL
+     * server has been tested.
+     *
+     * @throws InvalidConfigurationException naming the product and what is supported
      */
     public static Dialect byName(String name) {
         String n = name == null ? "" : name.toLowerCase(Locale.ROOT);
         if (n.contains("postgres")) {
             return POSTGRESQL;
         }
-        if (n.contains("mariadb") || n.contains("mysql")) {
+        if (n.contains("mariadb")) {
             return MARIADB;
+        }
+        if (n.contains("mysql")) {
+            throw new InvalidConfigurationException("database '" + name + "' is not supported: once runs on"
+                    + " PostgreSQL 12+ (and PostgreSQL-compatible databases) and MariaDB 10.6+; the MariaDB dialect"
+                    + " uses INSERT ... RETURNING and SET STATEMENT, which MySQL does not have");
         }
         throw new InvalidConfigurationException("dialect must be one of postgresql, mariadb, but was '" + name + "'");
     }

@@ -6,7 +6,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 
 /**
- * MariaDB 10.6 and later with InnoDB (MySQL 8 differs only where noted). No batch claim: MariaDB
+ * MariaDB 10.6 and later with InnoDB; not MySQL ({@link Dialects#byName} refuses it). No batch claim: MariaDB
  * has no array bind, so a batch claims its sorted ids one statement each inside the one
  * transaction, which keeps the lock order and the single commit.
  */
