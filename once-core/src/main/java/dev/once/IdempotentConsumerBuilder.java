@@ -113,7 +113,9 @@ public final class IdempotentConsumerBuilder {
      * waits until the first transaction ends, or as long as the session's own {@code lock_timeout}
      * allows. Setting {@code lock_timeout} on the database role ({@code ALTER ROLE app SET
      * lock_timeout = '5s'}) gives the same IN_PROGRESS outcome at no cost per claim; this setting
-     * adds it to every claim statement, which costs a few percent of a one-event transaction.
+     * adds it to every claim statement, which costs a few percent of a one-event transaction. It
+     * bounds the claim only: the handler's statements (and a joined caller's) keep the session's
+     * {@code lock_timeout}.
      */
     public IdempotentConsumerBuilder lockTimeout(Duration lockTimeout) {
         this.lockTimeout = Inbox.validLockTimeout(lockTimeout);

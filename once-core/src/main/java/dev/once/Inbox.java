@@ -109,7 +109,8 @@ public final class Inbox {
             ps.setString(1, consumer);                             // 1 consumer
             ps.setString(2, eventId);                            // 2 event_id
             ps.setTimestamp(3, Timestamp.from(clock.instant()));   // 3 processed_at
-            return ps.executeUpdate() == 1;
+            ps.execute();   // the first result is the insert's count; a setting's restore may follow
+            return ps.getUpdateCount() == 1;
         }
     }
 
@@ -145,7 +146,8 @@ public final class Inbox {
             ps.setString(1, consumer);                             // 1 consumer
             ps.setTimestamp(2, Timestamp.from(clock.instant()));   // 2 processed_at
             ps.setArray(3, array);                                 // 3 sorted message ids
-            try (ResultSet rs = ps.executeQuery()) {
+            ps.execute();   // the first result is the claimed ids; a setting's restore may follow
+            try (ResultSet rs = ps.getResultSet()) {
                 while (rs.next()) {
                     claimed.add(rs.getString(1));
                 }

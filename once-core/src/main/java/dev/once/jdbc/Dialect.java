@@ -21,8 +21,10 @@ public interface Dialect {
      * Claims one event id, waiting at most {@code lockTimeout} for a concurrent transaction that
      * holds the same id, or, when it is null, as long as the session's own {@code lock_timeout}
      * allows. Binds: 1 consumer, 2 message id, 3 processed_at (timestamp). Executed with
-     * {@code executeUpdate}: 1 row means claimed, 0 means an earlier delivery committed it. The
-     * timeout is a validated {@link Duration}, written into the statement as a number.
+     * {@code execute}; the first result's update count is 1 when claimed, 0 when an earlier
+     * delivery committed it (a statement that puts a changed setting back may follow in the same
+     * string). The timeout is a validated {@link Duration}, written into the statement as a number,
+     * and bounds the claim only: the transaction's statements after it keep their own timeout.
      */
     String claim(String prefix, Duration lockTimeout);
 
@@ -61,7 +63,8 @@ public interface Dialect {
     /**
      * Claims many ids in one statement, in the order given (callers sort them, so overlapping
      * batches take their locks in one order and cannot deadlock), returning the ids it claimed.
-     * Binds: 1 consumer, 2 processed_at, 3 id array (see {@link #createIdArray}).
+     * Binds: 1 consumer, 2 processed_at, 3 id array (see {@link #createIdArray}). Executed with
+     * {@code execute}; the first result is the claimed ids.
      */
     String claimBatch(String prefix, Duration lockTimeout);
 

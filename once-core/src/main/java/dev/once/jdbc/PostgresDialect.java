@@ -19,15 +19,18 @@ public final class PostgresDialect implements Dialect {
     }
 
     // A lock timeout rides inside the claim through set_config(..., is_local => true): it takes
-    // effect for this transaction before the insert can wait on a concurrent duplicate's index
-    // entry, and costs no extra round trip (a separate SET LOCAL would add one per transaction).
-    // It still costs server time on every claim (measured: 4-7% of a one-event transaction), so
-    // without one the claim is the plain insert and the role's or database's lock_timeout applies.
+    // effect before the insert can wait on a concurrent duplicate's index entry. The value it
+    // replaces is saved in once.lock_timeout and put back by a second statement sent in the same
+    // round trip (pgjdbc sends both before it waits), so the handler's statements, and a joined
+    // caller's, keep their own lock_timeout. It still costs server time on every claim (measured:
+    // 4-7% of a one-event transaction), so without one the claim is the plain insert and the
+    // role's or database's lock_timeout applies.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
         String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)";
         return lockTimeout == null ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
-                : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING";
+                : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING"
+                        + RESTORE_LOCK_TIMEOUT;
     }
 
     // xmin is the 32-bit id of the transaction that inserted the row; txid_current_if_assigned()
@@ -70,14 +73,21 @@ public final class PostgresDialect implements Dialect {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
-                + " ON CONFLICT DO NOTHING RETURNING event_id";
+                + " ON CONFLICT DO NOTHING RETURNING event_id" + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
     }
 
     // A scalar subquery, so PostgreSQL evaluates the volatile set_config once per statement (an
     // InitPlan) rather than once per row of a batch claim, which cost about 20% of a 100-id claim.
+    // The inner set_config saves the current value first: the outer one's argument depends on it,
+    // which fixes the order. left(..., 0) contributes nothing to the new value.
     private static String lockTimeout(Duration timeout) {
-        return "(SELECT set_config('lock_timeout', '" + timeout.toMillis() + "ms', true)) IS NOT NULL";
+        return "(SELECT set_config('lock_timeout', '" + timeout.toMillis() + "ms'"
+                + " || left(set_config('once.lock_timeout', current_setting('lock_timeout'), true), 0), true))"
+                + " IS NOT NULL";
     }
+
+    private static final String RESTORE_LOCK_TIMEOUT =
+            "; SELECT set_config('lock_timeout', current_setting('once.lock_timeout'), true)";
 
     @Override
     public Array createIdArray(Connection connection, String[] ids) throws SQLException {
