@@ -1,7 +1,5 @@
 package dev.once;
 
-import dev.once.outbox.Outbox;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 

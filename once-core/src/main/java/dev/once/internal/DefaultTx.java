@@ -1,10 +1,10 @@
 package dev.once.internal;
 
 import dev.once.Delivery;
+import dev.once.Outbox;
 import dev.once.Tx;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
-import dev.once.outbox.Outbox;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;

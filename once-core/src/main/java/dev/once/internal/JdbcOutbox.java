@@ -2,8 +2,8 @@ package dev.once.internal;
 
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
+import dev.once.Outbox;
 import dev.once.jdbc.Dialect;
-import dev.once.outbox.Outbox;
 import dev.once.outbox.OutboxMessage;
 
 import java.nio.charset.StandardCharsets;

@@ -2,6 +2,7 @@ package dev.once.internal;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.jdbc.Dialect;
+import dev.once.jdbc.JdbcSettings;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
@@ -17,6 +18,11 @@ import java.time.Clock;
  * provider and nothing else changes.
  */
 public record JdbcTarget(DataSource dataSource, Dialect dialect, String tablePrefix, Clock clock) {
+
+    /** The target of a builder's resolved settings. */
+    public static JdbcTarget of(JdbcSettings s) {
+        return new JdbcTarget(s.dataSource(), s.dialect(), s.tablePrefix(), s.clock());
+    }
 
     /** Work on a connection. */
     @FunctionalInterface

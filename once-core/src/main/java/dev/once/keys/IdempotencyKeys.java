@@ -3,9 +3,9 @@ package dev.once.keys;
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
-import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
+import dev.once.jdbc.JdbcBuilder;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -372,7 +372,7 @@ public final class IdempotencyKeys {
     }
 
     /** Builds {@link IdempotencyKeys}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder extends JdbcSettings<Builder> {
+    public static final class Builder extends JdbcBuilder<Builder> {
         private Duration lockDuration = DEFAULT_LOCK_DURATION;
         private int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
 
@@ -411,7 +411,7 @@ public final class IdempotencyKeys {
 
         /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public IdempotencyKeys build() {
-            return new IdempotencyKeys(this, target());
+            return new IdempotencyKeys(this, JdbcTarget.of(settings()));
         }
     }
 }

@@ -2,9 +2,9 @@ package dev.once.lease;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
-import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
+import dev.once.jdbc.JdbcBuilder;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
@@ -166,7 +166,7 @@ public final class Leases {
     }
 
     /** Builds {@link Leases}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder extends JdbcSettings<Builder> {
+    public static final class Builder extends JdbcBuilder<Builder> {
 
         private Builder() {
         }
@@ -181,7 +181,7 @@ public final class Leases {
          *         detected, or it does not support leases
          */
         public Leases build() {
-            JdbcTarget t = target();
+            JdbcTarget t = JdbcTarget.of(settings());
             try {
                 return new Leases(t.dataSource(), t.dialect(), t.tablePrefix(), t.clock());
             } catch (UnsupportedOperationException e) {

@@ -2,9 +2,9 @@ package dev.once.outbox;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
-import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
 import dev.once.internal.OutboxRepository;
+import dev.once.jdbc.JdbcBuilder;
 
 import java.sql.SQLException;
 import java.util.Collection;
@@ -102,7 +102,7 @@ public final class OutboxAdmin {
     }
 
     /** Builds an {@link OutboxAdmin}; {@code dataSource} is required. Not thread-safe. */
-    public static final class Builder extends JdbcSettings<Builder> {
+    public static final class Builder extends JdbcBuilder<Builder> {
 
         private Builder() {
         }
@@ -114,7 +114,7 @@ public final class OutboxAdmin {
 
         /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public OutboxAdmin build() {
-            return new OutboxAdmin(target());
+            return new OutboxAdmin(JdbcTarget.of(settings()));
         }
     }
 

@@ -4,9 +4,9 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.PermanentFailureException;
 import dev.once.StaleFencingTokenException;
-import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
 import dev.once.internal.OutboxRepository;
+import dev.once.jdbc.JdbcBuilder;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
@@ -382,7 +382,7 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /** Builds an {@link OutboxRelay}; {@code dataSource} and {@code publisher} are required. Not thread-safe. */
-    public static final class Builder extends JdbcSettings<Builder> {
+    public static final class Builder extends JdbcBuilder<Builder> {
         private Publisher publisher;
         private String name = "relay";
         private int batchSize = DEFAULT_BATCH_SIZE;
@@ -523,7 +523,7 @@ public final class OutboxRelay implements AutoCloseable {
                 throw new InvalidConfigurationException("maxBackoff " + maxBackoff + " is shorter than initialBackoff "
                         + initialBackoff + "; raise maxBackoff or lower initialBackoff");
             }
-            return new OutboxRelay(this, target());
+            return new OutboxRelay(this, JdbcTarget.of(settings()));
         }
     }
 }

@@ -1,8 +1,8 @@
 package dev.once.retention;
 
 import dev.once.InvalidConfigurationException;
-import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
+import dev.once.jdbc.JdbcBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 
@@ -10,7 +10,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 /** The settings every pruner shares; each pruner's builder adds its retention rule. Not thread-safe. */
-abstract class PrunerBuilder<B extends PrunerBuilder<B>> extends JdbcSettings<B> {
+abstract class PrunerBuilder<B extends PrunerBuilder<B>> extends JdbcBuilder<B> {
 
     /** Rows deleted per transaction unless configured. */
     static final int DEFAULT_CHUNK_SIZE = 5_000;
@@ -42,6 +42,6 @@ abstract class PrunerBuilder<B extends PrunerBuilder<B>> extends JdbcSettings<B>
 
     /** The resolved database settings. @throws InvalidConfigurationException if the data source is missing */
     JdbcTarget resolve() {
-        return target();
+        return JdbcTarget.of(settings());
     }
 }

@@ -1,26 +1,30 @@
-package dev.once.internal;
+package dev.once.jdbc;
 
 import dev.once.InvalidConfigurationException;
-import dev.once.jdbc.Dialect;
-import dev.once.jdbc.Dialects;
-import dev.once.jdbc.TablePrefix;
 
 import javax.sql.DataSource;
 import java.time.Clock;
 import java.util.Objects;
 
 /**
- * The settings every JDBC-backed builder shares (relay, admin, leases, keys, pruners): one place
- * that validates them and detects the dialect. Not API; its setters are part of each builder's.
- * Not thread-safe.
+ * The settings every JDBC-backed builder shares (outbox relay and admin, leases, idempotency keys,
+ * pruners): one place that validates them and detects the dialect. Its setters are part of each
+ * builder's API; {@link #settings()} resolves them into an immutable {@link JdbcSettings}. Not
+ * thread-safe.
+ *
+ * @param <B> the concrete builder, returned by every setter
  */
-public abstract class JdbcSettings<B extends JdbcSettings<B>> {
+public abstract class JdbcBuilder<B extends JdbcBuilder<B>> {
 
     private DataSource dataSource;
     private Dialect dialect;
     private String tablePrefix = TablePrefix.DEFAULT;
     private Clock clock = Clock.systemUTC();
 
+    protected JdbcBuilder() {
+    }
+
+    /** This builder, for the setters to return. */
     protected abstract B self();
 
     /** The database holding the tables (the business database). Required. */
@@ -47,6 +51,7 @@ public abstract class JdbcSettings<B extends JdbcSettings<B>> {
         return self();
     }
 
+    /** True once {@link #dataSource} was set, for a builder that names everything missing at once. */
     protected boolean hasDataSource() {
         return dataSource != null;
     }
@@ -56,10 +61,10 @@ public abstract class JdbcSettings<B extends JdbcSettings<B>> {
      *
      * @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected
      */
-    protected JdbcTarget target() {
+    protected JdbcSettings settings() {
         if (dataSource == null) {
             throw new InvalidConfigurationException("dataSource is required, but was not set");
         }
-        return new JdbcTarget(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
+        return new JdbcSettings(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
     }
 }
