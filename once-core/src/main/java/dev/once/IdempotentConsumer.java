@@ -4,9 +4,31 @@ import java.util.List;
 
 /**
  * Processes deliveries so that each event's effect is applied exactly once, however often the
- * broker delivers it: claim the event id, run the handler, commit, all in one transaction on
- * the caller's {@code DataSource}; then the caller acknowledges according to the returned
- * {@link Outcome}.
+ * broker delivers it. The one rule, in one transaction:
+ *
+ * <pre>
+ *     claim the producer's event id  ─┐
+ *     apply the business effect       ├─ one database transaction
+ *     enqueue external effects (outbox)┘
+ *     commit  →  then, and only then, the caller acknowledges (by the returned {@link Outcome})
+ * </pre>
+ *
+ * <p>Invariants the engine keeps:
+ * <ul>
+ *   <li>The claim is an atomic insert under the primary key {@code (consumer, event_id)}, never a
+ *       preliminary read; a concurrent duplicate waits on it and then finds it taken.</li>
+ *   <li>{@code APPLIED} is reported only for a transaction the database committed with the claim in
+ *       it: after the handler the engine checks that its claim is still part of the open
+ *       transaction (PostgreSQL: in the commit's own round trip), so a swallowed failed statement, a
+ *       deadlock that rolled the claim back, or a commit behind its back is never acknowledged.</li>
+ *   <li>The handler cannot end the transaction: transaction control through {@link Tx#connection()}
+ *       is refused (see there for the list) and the delivery rolled back.</li>
+ *   <li>Any failure rolls back claim and effect together; nothing is half-applied. Deadlocks and
+ *       serialization failures are retried by a {@link RetryPolicy}.</li>
+ *   <li>Every transaction goes through one seam ({@link dev.once.tx.TransactionProvider}): owned
+ *       ({@code dataSource(ds)}), or joined to the caller's, where outcomes are final only after the
+ *       caller's commit and reach the {@link OutcomeListener} from it.</li>
+ * </ul>
  *
  * <pre>{@code
  * IdempotentConsumer billing = IdempotentConsumer.builder()
@@ -17,7 +39,7 @@ import java.util.List;
  * }</pre>
  *
  * <p>Thread-safe: any number of threads may call it at once. It holds no resources of its own;
- * connections come from the {@code DataSource} for one transaction at a time.
+ * connections come from the {@code DataSource} (or the provider) for one transaction at a time.
  */
 public interface IdempotentConsumer {
 
