@@ -548,6 +548,42 @@ class OutboxRelayTest {
         }
     }
 
+    /**
+     * Issue 10, smaller: a provider that answers 200 with an endless body. The publisher reads only
+     * what the row can store ({@link Receipt#MAX_BODY}), so the send completes and is recorded; it
+     * used to read the whole body first, and never finished.
+     */
+    @Test
+    void theHttpPublisherReadsAtMostTheStoredLimitOfAnAnswer() throws Exception {
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/", exchange -> {
+            exchange.getRequestBody().readAllBytes();
+            exchange.sendResponseHeaders(200, 0);   // chunked, never ends
+            byte[] chunk = "y".repeat(8192).getBytes(StandardCharsets.UTF_8);
+            try {
+                while (true) {
+                    exchange.getResponseBody().write(chunk);
+                }
+            } catch (java.io.IOException closedByTheClient) {
+                exchange.close();
+            }
+        });
+        server.start();
+        try {
+            long id = OutboxRows.add(db.dataSource(), clock, "evt-endless",
+                    "http://127.0.0.1:" + server.getAddress().getPort() + "/endless", null, "{}", Map.of(), null);
+            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .publisher(HttpPublisher.builder().timeout(Duration.ofSeconds(5)).build()).build();
+            assertThat(org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(30),
+                    relay::relayOnce)).isEqualTo(1);
+            assertThat(row(id)).as("sent, with the first " + Receipt.MAX_BODY + " characters of the answer")
+                    .isEqualTo("sent|1|200|" + "y".repeat(Receipt.MAX_BODY));
+        } finally {
+            server.stop(0);
+        }
+    }
+
     private String row(long id) throws SQLException {
         try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT status, attempts, response_status, response FROM once_outbox"
