@@ -1,0 +1,66 @@
+package dev.once.internal;
+
+import dev.once.tx.TransactionHandle;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+
+/** One transaction as work inside {@link Transactions#inTransaction} sees it. Not thread-safe. Not API. */
+public final class Transaction {
+
+    private final TransactionHandle handle;
+    private boolean rollbackOnly;
+
+    Transaction(TransactionHandle handle) {
+        this.handle = handle;
+    }
+
+    public Connection connection() {
+        return handle.connection();
+    }
+
+    /** True when the caller owns the transaction and commits it after the work returns. */
+    public boolean joined() {
+        return handle.joined();
+    }
+
+    /** Ends the transaction with a rollback once the work returns (joined: marks the caller's rollback-only). */
+    public void setRollbackOnly() {
+        rollbackOnly = true;
+    }
+
+    boolean rollbackOnly() {
+        return rollbackOnly;
+    }
+
+    /** Sets the binds of a statement. */
+    @FunctionalInterface
+    public interface Binds {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
+    /**
+     * Commits through a statement string that checks the transaction first and ends with
+     * {@code COMMIT} (see {@code Dialect.verifyClaimAndCommit}): the check rides in the commit's
+     * round trip. When the check fails the server skips the {@code COMMIT}, this throws its error,
+     * and the transaction is still open to be rolled back. The seam's own commit that follows finds
+     * the transaction ended and sends nothing. Owned transactions only.
+     *
+     * @throws IllegalStateException if the transaction is joined (its owner commits)
+     */
+    public void commitWithCheck(String sql, Binds binds) throws SQLException {
+        if (handle.joined()) {
+            throw new IllegalStateException("a joined transaction is committed by its owner");
+        }
+        try (PreparedStatement ps = handle.connection().prepareStatement(sql)) {
+            binds.bind(ps);
+            ps.execute();
+        }
+    }
+
+    /** Runs {@code callback} once the transaction has ended: owned, at once; joined, at the caller's commit or rollback. */
+    public void afterCompletion(TransactionHandle.CompletionCallback callback) {
+        handle.afterCompletion(callback);
+    }
+}
