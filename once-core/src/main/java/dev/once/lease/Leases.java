@@ -35,10 +35,10 @@ import java.util.Optional;
  * clock against the stored expiry, so every instance sharing a lease must use clocks that agree
  * (the system clock, or in tests the same injected clock).
  *
- * <p>Immutable and thread-safe. Every call is one short auto-commit statement, on a connection that
+ * <p>Immutable and thread-safe. Every call is one short transaction of its own, on a connection that
  * must arrive in auto-commit: one that does not belongs to someone else's transaction (a
- * transaction-aware proxy) and is refused with {@link InvalidConfigurationException} rather than
- * switched, which would commit that transaction. PostgreSQL only for
+ * transaction-aware proxy) and is refused ({@link OnceException}) rather than switched, which would
+ * commit that transaction. PostgreSQL only for
  * now (MariaDB lacks the single conditional upsert {@link #acquire} relies on).
  */
 public final class Leases {
@@ -87,7 +87,7 @@ public final class Leases {
         Instant now = clock.instant();
         Instant expiresAt = now.plus(ttl);
         try {
-            return target.autoCommit(c -> {
+            return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(acquireSql)) {
                     ps.setString(1, name);                               // 1 name
                     ps.setString(2, owner);                              // 2 owner
@@ -116,7 +116,7 @@ public final class Leases {
         validTtl(ttl);
         Instant expiresAt = clock.instant().plus(ttl);
         try {
-            return target.autoCommit(c -> {
+            return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(renewSql)) {
                     ps.setTimestamp(1, Timestamp.from(expiresAt));       // 1 expires_at
                     ps.setString(2, lease.name());                       // 2 name
@@ -142,7 +142,7 @@ public final class Leases {
     public boolean release(Lease lease) {
         Objects.requireNonNull(lease, "lease");
         try {
-            return target.autoCommit(c -> {
+            return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(releaseSql)) {
                     ps.setString(1, lease.name());                       // 1 name
                     ps.setLong(2, lease.token());                        // 2 token

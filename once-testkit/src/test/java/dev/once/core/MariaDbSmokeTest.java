@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
@@ -98,7 +99,7 @@ class MariaDbSmokeTest {
         }
         List<String> sent = new ArrayList<>();
         OutboxRelay relay = OutboxRelay.builder().dataSource(ds).clock(clock).meterRegistry(new SimpleMeterRegistry())
-                .maxAttempts(1).publisher(m -> {
+                .retryPolicy(RetryPolicy.builder().maxRetries(0).build()).publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("a1") && sent.isEmpty()) {
                         throw new RetryableException("down");

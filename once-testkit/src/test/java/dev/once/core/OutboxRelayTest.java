@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
@@ -139,7 +140,7 @@ class OutboxRelayTest {
         List<String> sent = Collections.synchronizedList(new ArrayList<>());
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).meterRegistry(registry)
-                .maxAttempts(3).initialBackoff(Duration.ofSeconds(10)).maxBackoff(Duration.ofSeconds(15))
+                .retryPolicy(retries(Duration.ofSeconds(10), Duration.ofSeconds(15), 2))
                 .publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("a1") && failA1.get()) {
@@ -213,7 +214,7 @@ class OutboxRelayTest {
     void sentRowsArePrunedAfterTheRetentionAndPendingOrDeadRowsNever() throws Exception {
         OutboxRows.add(db.dataSource(), clock, "e-sent", "k1", "sent");
         OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
-        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).retryPolicy(retries(Duration.ofSeconds(1), Duration.ofSeconds(1), 0))
                 .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
                     if (m.eventId().equals("test:e-dead#1")) {
                         throw new dev.once.PermanentFailureException("rejected");
@@ -314,7 +315,7 @@ class OutboxRelayTest {
                             throw new IllegalStateException("the relay dies after the send, before its commit");
                         }
                         return Receipt.NONE;
-                    }).initialBackoff(Duration.ofMillis(1)).maxBackoff(Duration.ofMillis(1)).build();
+                    }).retryPolicy(retries(Duration.ofMillis(1), Duration.ofMillis(1), 9)).build();
             await().atMost(Duration.ofSeconds(30)).until(() -> {
                 relay.relayOnce();
                 return admin.stats().pending() == 0;
@@ -471,7 +472,8 @@ class OutboxRelayTest {
         for (String name : List.of("a", "b")) {
             String other = name.equals("a") ? "b" : "a";
             relays.put(name, OutboxRelay.builder().dataSource(db.dataSource()).name(name).clock(clock)
-                    .meterRegistry(registry).maxAttempts(3).lease("slow-relay", Duration.ofSeconds(2))
+                    .meterRegistry(registry).retryPolicy(retries(Duration.ofSeconds(1), Duration.ofSeconds(1), 2))
+                    .lease("slow-relay", Duration.ofSeconds(2))
                     .publisher(m -> {
                         clock.advance(Duration.ofSeconds(3));   // one send outlives the lease
                         relays.get(other).relayOnce();          // the standby takes the lease over
@@ -582,6 +584,12 @@ class OutboxRelayTest {
         } finally {
             server.stop(0);
         }
+    }
+
+    /** Retries without jitter, so the tests can step the clock to the exact moment a row is due. */
+    private static RetryPolicy retries(Duration initial, Duration max, int retries) {
+        return RetryPolicy.builder().initialDelay(initial).maxDelay(max).jitter(RetryPolicy.Jitter.NONE)
+                .maxRetries(retries).build();
     }
 
     private String row(long id) throws SQLException {
