@@ -520,6 +520,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         long start = System.nanoTime();
         try {
             handler.handle(d, tx);
+            tx.flushOutbox();
             return null;
         } catch (Exception e) {
             if (e instanceof StaleFencingTokenException) {

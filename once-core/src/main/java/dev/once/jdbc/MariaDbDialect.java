@@ -72,13 +72,6 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public String outboxInsert(String prefix) {
-        return "INSERT INTO " + quote(prefix + "outbox")
-                + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
-    }
-
-    @Override
     public String pruneInbox(String prefix) {
         return "DELETE FROM " + quote(prefix + "inbox") + " WHERE processed_at < ? ORDER BY processed_at LIMIT ?";
     }

@@ -92,11 +92,14 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE f.token < EXCLUDED.token";
     }
 
+    // One statement for a transaction's rows: WITH ORDINALITY ... ORDER BY n assigns the ids in the
+    // order the handler added them, so a key's rows keep their order.
     @Override
-    public String outboxInsert(String prefix) {
+    public String outboxInsertAll(String prefix) {
         return "INSERT INTO " + quote(prefix + "outbox")
                 + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+                + " SELECT t.e, t.d, t.k, t.p, t.h, t.i, ?, ? FROM unnest(?::varchar[], ?::varchar[], ?::varchar[],"
+                + " ?::bytea[], ?::text[], ?::varchar[]) WITH ORDINALITY AS t(e, d, k, p, h, i, n) ORDER BY t.n";
     }
 
     @Override

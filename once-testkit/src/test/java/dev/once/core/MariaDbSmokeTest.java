@@ -92,8 +92,9 @@ class MariaDbSmokeTest {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             for (String id : List.of("a1", "a2", "b1")) {
-                new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock)
-                        .add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                JdbcOutbox outbox = new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock);
+                outbox.add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                outbox.flush();
             }
             c.commit();
         }
