@@ -142,7 +142,7 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
     }
 
-    // The V2 trigger sends pg_notify on this channel whenever a row becomes pending.
+    // The V4 triggers send pg_notify on this channel once per insert statement and when a dead row is replayed.
     @Override
     public String outboxListen(String prefix) {
         return "LISTEN " + quote(prefix + "outbox");
