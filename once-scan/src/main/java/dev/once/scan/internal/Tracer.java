@@ -141,7 +141,7 @@ final class Tracer {
             tx = ++txIds;
             txLoc = e.location;
         }
-        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : e.body.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : Types.ancestor(e.body, MethodDeclaration.class).orElse(null);
         List<Step> path = List.of(new Step(e.name, e.location));
         Set<MethodDeclaration> visiting = new HashSet<>();
         if (m != null) {
@@ -493,7 +493,7 @@ final class Tracer {
         if (c.getScope().isEmpty() || !(c.getScope().get() instanceof NameExpr n)) {
             return false;
         }
-        MethodDeclaration m = c.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(c, MethodDeclaration.class).orElse(null);
         if (m == null) {
             return false;
         }
@@ -540,7 +540,7 @@ final class Tracer {
         }
         if (a instanceof NameExpr n) {
             TypeDeclaration<?> t = Types.enclosingType(at);
-            MethodDeclaration m = at.findAncestor(MethodDeclaration.class).orElse(null);
+            MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
             for (Node scope : new Node[] {m, t}) {
                 if (scope == null) {
                     continue;
@@ -601,7 +601,7 @@ final class Tracer {
         if (self) {
             targets = new ArrayList<>();
             // an inner class calls its outer class's methods without a scope too
-            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> p.findAncestor(TypeDeclaration.class)
+            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> Types.ancestor(p, TypeDeclaration.class)
                     .map(Node.class::cast).or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty())).orElse(null)) {
                 targets.addAll(repo.methods(((TypeDeclaration<?>) t).getNameAsString(), name, c.getArguments().size()));
             }
@@ -690,7 +690,7 @@ final class Tracer {
 
     private static String member(Node at) {
         TypeDeclaration<?> t = Types.enclosingType(at);
-        String m = at.findAncestor(MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
+        String m = Types.ancestor(at, MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
         return (t == null ? "?" : t.getNameAsString()) + "." + m;
     }
 
