@@ -51,9 +51,12 @@ public interface Dialect {
      */
     String fence(String prefix);
 
-    /** Reads the newest accepted token. Binds: 1 resource. */
+    /**
+     * Reads the newest accepted token with a locking read, which sees the latest committed row
+     * rather than the transaction's snapshot (REPEATABLE READ). Binds: 1 resource.
+     */
     default String newestFence(String prefix) {
-        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ?";
+        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ? FOR UPDATE";
     }
 
     /**
@@ -148,8 +151,10 @@ public interface Dialect {
 
     /**
      * Locks the next sendable rows in id order, skipping rows other relays hold: pending,
-     * available, matching a destination pattern, and only the oldest pending row of each key (a
-     * key's later rows wait for its head, so a failed head blocks its own key and no other).
+     * available, matching a destination pattern, and only the head of each key: the row with no
+     * older pending or dead row of its key (a key's later rows wait for its head, so a failed head
+     * blocks its own key and no other, and a dead head until it is replayed, then sent first, or
+     * discarded).
      * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 limit. Columns:
      * id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at.
      */
@@ -159,8 +164,17 @@ public interface Dialect {
                 + " o.attempts, o.created_at FROM " + table + " o"
                 + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
                 + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " p"
-                + " WHERE p.msg_key = o.msg_key AND p.status = 'pending' AND p.id < o.id))"
+                + " WHERE p.msg_key = o.msg_key AND p.status IN ('pending', 'dead') AND p.id < o.id))"
                 + " ORDER BY o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+    }
+
+    /**
+     * Locks one row if it is still pending and no other transaction holds it. Binds: 1 id.
+     * Columns: attempts, available_at.
+     */
+    default String outboxLockPending(String prefix) {
+        return "SELECT attempts, available_at FROM " + quote(prefix + "outbox")
+                + " WHERE id = ? AND status = 'pending' FOR UPDATE SKIP LOCKED";
     }
 
     /** Marks a row sent. Binds: 1 sent_at, 2 response_status (nullable), 3 response (nullable), 4 id. */
@@ -208,6 +222,11 @@ public interface Dialect {
                 + " last_error = NULL WHERE id = ? AND status = 'dead'";
     }
 
+    /** Deletes a dead row, which frees its key without sending it. Binds: 1 id. 1 row: discarded. */
+    default String outboxDiscard(String prefix) {
+        return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ? AND status = 'dead'";
+    }
+
     /** One row: pending count, created_at of the oldest pending row (null if none), dead count. */
     default String outboxStats(String prefix) {
         String table = quote(prefix + "outbox");
@@ -237,9 +256,12 @@ public interface Dialect {
 
     /**
      * Serializes concurrent migrations of one prefix; released by {@link #unlockMigrations} or,
-     * where that returns null, by the end of the transaction. Binds: 1 the lock name.
+     * where that returns null, by the end of the transaction. Binds: 1 the lock name. Answers one
+     * row whose first column is 1 when the lock was granted; anything else (0 when {@code wait} ran
+     * out, NULL on an error) means it was not. A transaction lock may ignore {@code wait} and block
+     * until the holder's transaction ends (bounded by the session's lock timeout).
      */
-    String lockMigrations();
+    String lockMigrations(Duration wait);
 
     /** Releases the migration lock, or null when the lock ends with the transaction. Binds: 1 the lock name. */
     String unlockMigrations();

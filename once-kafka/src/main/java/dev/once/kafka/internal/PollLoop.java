@@ -275,6 +275,9 @@ final class PollLoop implements Runnable {
             r.seekTo().forEach((tp, offset) -> {
                 if (owned.contains(tp)) {
                     seek(tp, offset);
+                    // Paused, or the next poll fetches the record again at once (or whenever the fetch
+                    // in flight returns) and the attempts are spent without the backoff.
+                    consumer.pause(List.of(tp));
                     backoffUntil.put(tp, now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
                 }
             });
@@ -563,6 +566,16 @@ final class PollLoop implements Runnable {
             return Verdict.RETRY;
         }
         int failed = countFailure(tp, e.record.offset());
+        if (failed >= settings.maxAttempts() && deadLetters == null) {
+            // Nowhere to move it, and it may well succeed later (a database restarting): retried at
+            // the capped backoff rather than stopping the runner.
+            if (failed == settings.maxAttempts()) {
+                log.error("{}: {}-{}@{} failed {} times (maxAttempts {}) and no deadLetterTopic is set; it is retried"
+                        + " every {} until it succeeds: {}", name, e.record.topic(), e.record.partition(),
+                        e.record.offset(), failed, settings.maxAttempts(), settings.maxBackoff(), o.failure());
+            }
+            return Verdict.RETRY;
+        }
         if (failed >= settings.maxAttempts()) {
             return deadLetter(tp, e, "failed " + failed + " times (maxAttempts " + settings.maxAttempts()
                     + "), last: " + o.failure());
