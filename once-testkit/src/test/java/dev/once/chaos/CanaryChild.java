@@ -66,7 +66,8 @@ public final class CanaryChild {
             }
             AtomicInteger sends = new AtomicInteger();
             OutboxRelay relay = OutboxRelay.builder().dataSource(ds).meterRegistry(new SimpleMeterRegistry())
-                    .initialBackoff(Duration.ofMillis(1)).maxBackoff(Duration.ofMillis(1)).maxAttempts(3)
+                    .retryPolicy(dev.once.RetryPolicy.builder().initialDelay(Duration.ofMillis(1))
+                            .maxDelay(Duration.ofMillis(1)).maxRetries(2).build())
                     .publisher(m -> {
                         if (sends.incrementAndGet() % 2 == 1) {
                             throw new PublishFailure("broker unavailable", true, new Receipt(503, "try later"));
