@@ -4,6 +4,7 @@ import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
+import dev.once.RetryPolicy;
 import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
 import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
@@ -80,9 +81,9 @@ public final class KafkaConsumerRunnerBuilder {
     private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
     private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
     private String deadLetterTopic;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+    /** Delays between tries of one record, and (maxRetries + 1) the tries before it is dead-lettered. */
+    private RetryPolicy retryPolicy = RetryPolicy.builder().initialDelay(DEFAULT_INITIAL_BACKOFF)
+            .maxDelay(DEFAULT_MAX_BACKOFF).jitter(RetryPolicy.Jitter.NONE).maxRetries(DEFAULT_MAX_ATTEMPTS - 1).build();
     private int threads = 1;
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration revokeTimeout;
@@ -221,7 +222,7 @@ public final class KafkaConsumerRunnerBuilder {
         if (maxAttempts < 1 || maxAttempts > 1000) {
             throw new InvalidConfigurationException("maxAttempts must be between 1 and 1000, but was " + maxAttempts);
         }
-        this.maxAttempts = maxAttempts;
+        this.retryPolicy = retryPolicy.toBuilder().maxRetries(maxAttempts - 1).build();
         return this;
     }
 
@@ -236,8 +237,20 @@ public final class KafkaConsumerRunnerBuilder {
             throw new InvalidConfigurationException("retryBackoff max must be at least initial, but was max=" + max
                     + ", initial=" + initial);
         }
-        this.initialBackoff = initial;
-        this.maxBackoff = max;
+        this.retryPolicy = retryPolicy.toBuilder().initialDelay(initial).maxDelay(max).build();
+        return this;
+    }
+
+    /**
+     * The retry policy of a failed record, as everywhere in {@code once}: its delays space the
+     * tries (the partition is paused meanwhile) and {@code maxRetries + 1} is the number of tries
+     * before the record is dead-lettered (see {@link #maxAttempts(int)}). Replaces what
+     * {@link #retryBackoff} and {@link #maxAttempts} set; default {@value #DEFAULT_MAX_ATTEMPTS} tries,
+     * {@code DEFAULT_INITIAL_BACKOFF} doubled up to {@code DEFAULT_MAX_BACKOFF}, no jitter (the
+     * records of one partition retry one at a time anyway).
+     */
+    public KafkaConsumerRunnerBuilder retryPolicy(RetryPolicy policy) {
+        this.retryPolicy = Objects.requireNonNull(policy, "policy");
         return this;
     }
 
@@ -370,8 +383,8 @@ public final class KafkaConsumerRunnerBuilder {
             idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
         }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
-                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), maxAttempts,
-                initialBackoff, maxBackoff, threads, pollTimeout, revoke, closeTimeout, meterRegistry,
+                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), retryPolicy,
+                threads, pollTimeout, revoke, closeTimeout, meterRegistry,
                 afterDatabaseCommit));
     }
 
