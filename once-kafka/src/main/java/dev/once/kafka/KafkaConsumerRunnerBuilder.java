@@ -5,6 +5,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
 import dev.once.RetryPolicy;
+import dev.once.kafka.internal.DatabaseOffsets;
 import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
 import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
@@ -89,6 +90,7 @@ public final class KafkaConsumerRunnerBuilder {
     private Duration revokeTimeout;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
+    private boolean offsetsInDatabase;
     private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> { };
 
     KafkaConsumerRunnerBuilder() {
@@ -292,6 +294,20 @@ public final class KafkaConsumerRunnerBuilder {
     }
 
     /**
+     * Keeps each partition's next offset in the database, written in the same transaction as the
+     * batch's claims (table {@code <prefix>kafka_offsets}, schema version 5), and seeks to it on
+     * assignment where it is ahead of Kafka's committed offset: a crash or a rebalance between the
+     * database commit and {@code commitSync} then replays nothing the database committed (the inbox
+     * still absorbs producer re-sends). Offsets are still committed to Kafka, for lag monitoring and
+     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler (not
+     * a prebuilt consumer); default false.
+     */
+    public KafkaConsumerRunnerBuilder offsetsInDatabase(boolean offsetsInDatabase) {
+        this.offsetsInDatabase = offsetsInDatabase;
+        return this;
+    }
+
+    /**
      * Test hook: runs on the poll thread after a batch's database commit and before its
      * {@code commitSync}, with the offsets about to be committed: the ack gap that crash tests
      * strike in. Not API.
@@ -371,21 +387,40 @@ public final class KafkaConsumerRunnerBuilder {
             throw new InvalidConfigurationException("deadLetterTopic '" + deadLetterTopic
                     + "' is also a subscribed topic; a dead letter would be consumed again");
         }
+        if (offsetsInDatabase && prebuilt != null) {
+            throw new InvalidConfigurationException("offsetsInDatabase(true) needs the runner to build the consumer"
+                    + " (dataSource, consumer, handler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
+                    + " given, whose transactions the runner cannot write offsets in; drop one of them");
+        }
         OrderGuard guard = null;
+        DatabaseOffsets offsets = null;
         IdempotentConsumer idempotent = prebuilt;
         if (idempotent == null) {
-            guard = new OrderGuard(handler);
+            offsets = offsetsInDatabase
+                    ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG))) : null;
+            guard = new OrderGuard(handler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-            b.dataSource(dataSource).consumer(consumer).meterRegistry(meterRegistry);
+            if (offsets == null) {
+                b.dataSource(dataSource);
+            }
+            b.consumer(consumer).meterRegistry(meterRegistry);
             if (consumerSettings != null) {
                 consumerSettings.accept(b);
             }
-            idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
+            if (offsets == null) {
+                b.dataSource(dataSource);
+            } else {
+                b.transactions(offsets.transactions());
+            }
+            idempotent = b.consumer(consumer).handler(guard).build();
+            if (offsets != null) {
+                offsets.bind(idempotent.inbox());
+            }
         }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
                 eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), retryPolicy,
                 threads, pollTimeout, revoke, closeTimeout, meterRegistry,
-                afterDatabaseCommit));
+                afterDatabaseCommit, offsets));
     }
 
     private Map<String, Object> consumerProperties() {

@@ -18,6 +18,7 @@ import java.util.function.Consumer;
  *
  * @param orderGuard      null when the runner was given a prebuilt consumer, whose handler it cannot wrap
  * @param deadLetterTopic null when none is set
+ * @param databaseOffsets null unless offsets are kept in the claim transaction
  */
 public record RunnerSettings(Map<String, Object> consumerProperties, List<String> topics,
                              IdempotentConsumer idempotentConsumer, OrderGuard orderGuard,
@@ -25,7 +26,8 @@ public record RunnerSettings(Map<String, Object> consumerProperties, List<String
                              String deadLetterTopic, Map<String, Object> producerProperties, RetryPolicy retryPolicy,
                              int threads, Duration pollTimeout,
                              Duration revokeTimeout, Duration closeTimeout, MeterRegistry meterRegistry,
-                             Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit) {
+                             Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit,
+                             DatabaseOffsets databaseOffsets) {
 
     /** The consumer group, for logs and meter tags. */
     public String groupId() {
