@@ -320,4 +320,16 @@ public interface Dialect {
 
     /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
     String countInboxRows(String prefix);
+
+    /**
+     * Sets a partition's next Kafka offset (once-kafka, offsets in the claim transaction).
+     * Binds: 1 consumer group, 2 topic, 3 partition, 4 next offset.
+     */
+    String kafkaOffsetUpsert(String prefix);
+
+    /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
+    default String kafkaOffsetSelect(String prefix) {
+        return "SELECT topic, partition_no, next_offset FROM " + quote(prefix + "kafka_offsets")
+                + " WHERE consumer_group = ?";
+    }
 }

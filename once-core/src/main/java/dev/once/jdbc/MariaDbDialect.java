@@ -130,4 +130,10 @@ public final class MariaDbDialect implements Dialect {
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
+    }
 }

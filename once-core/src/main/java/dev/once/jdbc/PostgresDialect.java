@@ -173,4 +173,11 @@ public final class PostgresDialect implements Dialect {
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
     }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer_group, topic, partition_no)"
+                + " DO UPDATE SET next_offset = EXCLUDED.next_offset";
+    }
 }
