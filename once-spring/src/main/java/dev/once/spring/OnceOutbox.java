@@ -22,9 +22,6 @@ import java.util.UUID;
  * {@code #2}, …: unique, and stable across relay re-sends because they are stored with the row.
  *
  * <p>Thread-safe.
- *
- * @throws org.springframework.transaction.IllegalTransactionStateException from {@link #add} outside a
- *         transaction, or in one on another {@code DataSource}
  */
 public final class OnceOutbox implements Outbox {
 
@@ -37,6 +34,12 @@ public final class OnceOutbox implements Outbox {
         this.once = once;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws org.springframework.transaction.IllegalTransactionStateException outside a transaction, or in
+     *         one on another {@code DataSource}: nothing is written
+     */
     @Override
     public long add(String destination, String key, byte[] payload, Map<String, String> headers,
                     String idempotencyKey) throws SQLException {
