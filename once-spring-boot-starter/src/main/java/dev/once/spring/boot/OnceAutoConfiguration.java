@@ -1,5 +1,6 @@
 package dev.once.spring.boot;
 
+import dev.once.OutcomeListener;
 import dev.once.Schema;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxRelay;
@@ -26,7 +27,8 @@ import javax.sql.DataSource;
 
 /**
  * Auto-configures {@code once} on the application's {@code DataSource} and transaction manager:
- * {@link OnceSpring} (consumers that join the current transaction), the injectable {@link OnceOutbox},
+ * {@link OnceSpring} (consumers that join the current transaction; an {@code OutcomeListener} bean is told
+ * each delivery's final outcome, after commit), the injectable {@link OnceOutbox},
  * {@code @IdempotentListener} support, opt-in schema migration, the outbox relay as a
  * {@code SmartLifecycle}, and the pruners on a schedule. Every bean backs off when the application
  * defines its own; {@code once.enabled=false} turns all of it off.
@@ -63,7 +65,7 @@ public class OnceAutoConfiguration {
     @ConditionalOnSingleCandidate(PlatformTransactionManager.class)
     OnceSpring onceSpring(DataSource dataSource, PlatformTransactionManager transactionManager,
                           OnceProperties properties, ObjectProvider<MeterRegistry> meterRegistry,
-                          ObjectProvider<OnceSchema> schema) {
+                          ObjectProvider<OnceSchema> schema, ObjectProvider<OutcomeListener> outcomeListener) {
         schema.ifAvailable(s -> { });   // tables first, when once migrates them
         OnceSpring.Builder b = OnceSpring.builder().dataSource(dataSource).transactionManager(transactionManager)
                 .tablePrefix(properties.getTablePrefix())
@@ -71,6 +73,7 @@ public class OnceAutoConfiguration {
         if (properties.getLockTimeout() != null) {
             b.lockTimeout(properties.getLockTimeout());
         }
+        outcomeListener.ifUnique(b::outcomeListener);
         return b.build();
     }
 
