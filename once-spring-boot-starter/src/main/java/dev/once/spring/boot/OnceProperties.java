@@ -1,16 +1,16 @@
 package dev.once.spring.boot;
 
-import dev.once.jdbc.TablePrefix;
-import dev.once.outbox.OutboxRelay;
-import dev.once.retention.InboxPruner;
-import dev.once.retention.OutboxPruner;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Settings of the {@code once} auto-configuration, under {@code once.*}. */
+/**
+ * Settings of the {@code once} auto-configuration, under {@code once.*}. Defaults are literals so the
+ * configuration processor records them in the metadata; a test pins them to the core constants
+ * ({@code OutboxRelay.DEFAULT_*}, {@code InboxPruner.DEFAULT_REDELIVERY_HORIZON}, …).
+ */
 @ConfigurationProperties(prefix = "once")
 public class OnceProperties {
 
@@ -18,7 +18,7 @@ public class OnceProperties {
     private boolean enabled = true;
 
     /** Prefix of the once tables; must match the one the schema was created with. */
-    private String tablePrefix = TablePrefix.DEFAULT;
+    private String tablePrefix = "once_";
 
     /**
      * How long a delivery waits for a concurrent delivery of the same event before it is reported
@@ -95,25 +95,25 @@ public class OnceProperties {
         private boolean enabled = true;
 
         /** Rows sent per transaction. */
-        private int batchSize = OutboxRelay.DEFAULT_BATCH_SIZE;
+        private int batchSize = 100;
 
         /** How often the relay polls when no notification wakes it. */
-        private Duration pollInterval = OutboxRelay.DEFAULT_POLL_INTERVAL;
+        private Duration pollInterval = Duration.ofSeconds(1);
 
         /** Attempts before a row goes to dead. */
-        private int maxAttempts = OutboxRelay.DEFAULT_MAX_ATTEMPTS;
+        private int maxAttempts = 10;
 
         /** Backoff after the first failed attempt, doubled per attempt. */
-        private Duration initialBackoff = OutboxRelay.DEFAULT_INITIAL_BACKOFF;
+        private Duration initialBackoff = Duration.ofSeconds(1);
 
         /** Longest backoff between attempts. */
-        private Duration maxBackoff = OutboxRelay.DEFAULT_MAX_BACKOFF;
+        private Duration maxBackoff = Duration.ofMinutes(5);
 
         /** Name of a lease to hold while sending (one relay sends at a time, fenced); unset: no lease. */
         private String lease;
 
         /** Time to live of the relay's lease. */
-        private Duration leaseTtl = OutboxRelay.DEFAULT_LEASE_TTL;
+        private Duration leaseTtl = Duration.ofSeconds(30);
 
         public boolean isEnabled() {
             return enabled;
@@ -189,16 +189,16 @@ public class OnceProperties {
         private Duration interval = Duration.ofHours(1);
 
         /** How long a processed event id is kept; at least the redelivery horizon. */
-        private Duration inbox = InboxPruner.DEFAULT_REDELIVERY_HORIZON;
+        private Duration inbox = Duration.ofDays(7);
 
         /**
          * The longest time after which a copy of an event can still arrive (topic retention, SQS retention
          * plus redrive); a shorter inbox retention is refused at startup.
          */
-        private Duration redeliveryHorizon = InboxPruner.DEFAULT_REDELIVERY_HORIZON;
+        private Duration redeliveryHorizon = Duration.ofDays(7);
 
         /** How long sent and dead outbox rows are kept. */
-        private Duration outbox = OutboxPruner.DEFAULT_RETENTION;
+        private Duration outbox = Duration.ofDays(7);
 
         public boolean isEnabled() {
             return enabled;

@@ -175,6 +175,22 @@ class OnceAutoConfigurationTest {
     }
 
     @Test
+    void propertyDefaultsAreTheCoreDefaults() {
+        OnceProperties p = new OnceProperties();
+        assertThat(p.getTablePrefix()).isEqualTo(dev.once.jdbc.TablePrefix.DEFAULT);
+        assertThat(p.getRelay().getBatchSize()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_BATCH_SIZE);
+        assertThat(p.getRelay().getPollInterval()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_POLL_INTERVAL);
+        assertThat(p.getRelay().getMaxAttempts()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_MAX_ATTEMPTS);
+        assertThat(p.getRelay().getInitialBackoff()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_INITIAL_BACKOFF);
+        assertThat(p.getRelay().getMaxBackoff()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_MAX_BACKOFF);
+        assertThat(p.getRelay().getLeaseTtl()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_LEASE_TTL);
+        assertThat(p.getRetention().getRedeliveryHorizon())
+                .isEqualTo(dev.once.retention.InboxPruner.DEFAULT_REDELIVERY_HORIZON);
+        assertThat(p.getRetention().getInbox()).isEqualTo(dev.once.retention.InboxPruner.DEFAULT_REDELIVERY_HORIZON);
+        assertThat(p.getRetention().getOutbox()).isEqualTo(dev.once.retention.OutboxPruner.DEFAULT_RETENTION);
+    }
+
+    @Test
     void configurationMetadataIsGenerated() throws Exception {
         try (InputStream in = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
             assertThat(in).as("spring-boot-configuration-processor output").isNotNull();
