@@ -60,8 +60,8 @@ public final class OnceOutbox implements Outbox {
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            writer = new JdbcOutbox(handle.connection(), once.dialect(), once.tablePrefix(),
-                    STANDALONE_SOURCE + ":" + UUID.randomUUID(), once.clock());
+            writer = new JdbcOutbox(handle.connection(), once.dialect(), once.tablePrefix(), STANDALONE_SOURCE,
+                    UUID.randomUUID().toString(), once.clock());
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
