@@ -436,6 +436,47 @@ class KafkaIdempotentListenerTest {
                 .isZero();
     }
 
+    /** An Acknowledgment that records whether the claim was committed (seen from another connection) when called. */
+    static final class RecordingAck implements Acknowledgment {
+        final String eventId;
+        final List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        RecordingAck(String eventId) {
+            this.eventId = eventId;
+        }
+
+        @Override
+        public void acknowledge() {
+            boolean committed = db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = '" + eventId + "'") == 1;
+            events.add(committed ? "acknowledged after the commit" : "acknowledged before the commit");
+        }
+    }
+
+    static ConsumerRecord<String, String> record(String eventId, String value) {
+        ConsumerRecord<String, String> r = new ConsumerRecord<>(MANUAL, 0, 1_000_000L, "k", value);
+        r.headers().add("once-event-id", eventId.getBytes(StandardCharsets.UTF_8));
+        return r;
+    }
+
+    @Test
+    void acknowledgeInTheBodyTakesEffectAfterTheCommitAndNeverOnRollback() throws Exception {
+        RecordingAck failed = new RecordingAck("direct-1");
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                () -> listeners().onManual(record("direct-1", "flaky"), failed))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("database hiccup");
+        assertThat(failed.events).as("a rolled-back delivery is not acknowledged").isEmpty();
+
+        RecordingAck applied = new RecordingAck("direct-1");
+        listeners().onManual(record("direct-1", "flaky"), applied);
+        assertThat(applied.events).containsExactly("acknowledged after the commit");
+
+        RecordingAck duplicate = new RecordingAck("direct-1");
+        listeners().onManual(record("direct-1", "flaky"), duplicate);
+        assertThat(duplicate.events).as("the duplicate's body did not run; once acknowledged it")
+                .containsExactly("acknowledged after the commit");
+        assertThat(ledger(MANUAL, "direct-1")).isEqualTo(1);
+    }
+
     @Test
     void manualAcknowledgementTakesEffectAfterCommitAndDuplicatesAreAcknowledged() {
         send(MANUAL, "m-1", "k", "flaky");   // acknowledges, then fails: the ack must not survive the rollback
