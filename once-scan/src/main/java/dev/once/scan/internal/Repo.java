@@ -104,8 +104,7 @@ public final class Repo {
         ParserConfiguration config = new ParserConfiguration()
                 // RAW: any Java level parses, and the validators (a third of the parse time) do not run
                 .setLanguageLevel(ParserConfiguration.LanguageLevel.RAW)
-                // no token list and no comment attribution: the scan reads ranges and nodes only
-                .setStoreTokens(false)
+                // no comment attribution: the scan reads nodes, not comments (tokens stay: node ranges need them)
                 .setAttributeComments(false)
                 .setSymbolResolver(new JavaSymbolSolver(solver));
         // one parser per thread (a JavaParser is not thread-safe); results are added in file order
