@@ -488,6 +488,16 @@ final class EntryPoints {
                     sqsAck(e, receive);
                 }
             }
+            // handed to a loop as a method reference: driver.run(this::receive)
+            for (MethodReferenceExpr ref : owner == null ? List.<MethodReferenceExpr>of() : owner.findAll(MethodReferenceExpr.class,
+                    r -> r.getIdentifier().equals(m.getNameAsString()) && r.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr)) {
+                Node at = ref.getParentNode().orElse(ref);
+                Node callerBody = loopOrMethod(ref);
+                if (callerBody != null) {
+                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(ref), at, callerBody, at);
+                    sqsAck(e, receive);
+                }
+            }
             return;
         }
         Entry e = add(s, inLoop ? "SQS receiveMessage loop" : "SQS receiveMessage", "sqs", owner(receive), receive, body, receive);

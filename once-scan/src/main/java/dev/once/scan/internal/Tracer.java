@@ -83,6 +83,9 @@ final class Tracer {
             "HashOperations", "Jedis", "RedisCommands", "JedisPool", "CacheManager", "ReactiveRedisTemplate", "RMap",
             "RBucket", "LoadingCache");
 
+    private static final List<String> TIMEOUT_WORDS = List.of("setReadTimeout", "readTimeout", "responseTimeout",
+            "setConnectTimeout", "connectTimeout", "callTimeout", ".timeout(", "ReadTimeout", "SocketTimeout");
+
     private final Repo repo;
     private final Types types;
     private final Schema schema;
@@ -98,9 +101,11 @@ final class Tracer {
         this.types = types;
         this.schema = schema;
         for (Repo.Source s : repo.sources) {
-            String text = String.join("\n", s.lines());
-            if (text.matches("(?s).*(setReadTimeout|readTimeout|responseTimeout|setConnectTimeout|connectTimeout|callTimeout|\\.timeout\\(|ReadTimeout|SocketTimeout).*")) {
-                timeoutsConfigured.put(s.module(), true);
+            for (String line : s.lines()) {
+                if (TIMEOUT_WORDS.stream().anyMatch(line::contains)) {
+                    timeoutsConfigured.put(s.module(), true);
+                    break;
+                }
             }
         }
     }
