@@ -27,7 +27,7 @@ public final class DefaultTx implements Tx {
     public DefaultTx(Connection raw, Dialect dialect, String prefix, String consumer, Delivery delivery, Clock clock,
                      OnceMetrics metrics) {
         this.raw = raw;
-        this.guarded = new GuardedConnection(raw);
+        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
         this.prefix = prefix;
         this.consumer = consumer;
@@ -43,7 +43,7 @@ public final class DefaultTx implements Tx {
 
     @Override
     public Connection connection() {
-        return guarded.connection();
+        return guarded;
     }
 
     @Override

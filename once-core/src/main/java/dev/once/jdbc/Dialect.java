@@ -26,6 +26,35 @@ public interface Dialect {
      */
     String claim(String prefix, Duration lockTimeout);
 
+    /**
+     * Run after the handler, before the commit: proves that the claim of one event id was made by
+     * the transaction still open, so committing commits the claim with the effect. Binds: 1 consumer,
+     * 2 event id. Answers one row: 1 when it holds, 0 when the claim is gone (the database rolled the
+     * transaction back, a deadlock victim whose handler went on). Or fails:
+     * {@link #isAbortedTransaction} when a failed statement aborted the transaction,
+     * {@link #isClaimMissing} when the claim is not this transaction's.
+     */
+    String verifyClaim(String prefix);
+
+    /**
+     * {@link #verifyClaim} followed by {@code COMMIT} in one statement string, so the check costs no
+     * round trip of its own: the commit runs only when the check passed. Null where the driver cannot
+     * send both at once; the check then runs alone before the commit.
+     */
+    default String verifyClaimAndCommit(String prefix) {
+        return null;
+    }
+
+    /** The transaction was aborted by an earlier failed statement; a commit would only roll it back. */
+    default boolean isAbortedTransaction(SQLException e) {
+        return false;
+    }
+
+    /** {@link #verifyClaim} found no claim made by the open transaction. */
+    default boolean isClaimMissing(SQLException e) {
+        return false;
+    }
+
     /** True when many ids can be claimed by one statement that returns the claimed ones ({@link #claimBatch}). */
     boolean supportsBatchClaim();
 
@@ -246,6 +275,15 @@ public interface Dialect {
      */
     default String outboxListen(String prefix) {
         return null;
+    }
+
+    /**
+     * True when the database reads SQL the MySQL way: backslash escapes in string literals,
+     * {@code "..."} as a string, {@code #} starting a comment. The engine's guard needs it to find
+     * where one statement of a handler's SQL ends.
+     */
+    default boolean mysqlLexing() {
+        return false;
     }
 
     /** SQL states, error codes: the claim waited longer than the lock timeout for a concurrent duplicate. */
