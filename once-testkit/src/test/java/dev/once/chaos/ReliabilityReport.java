@@ -36,7 +36,7 @@ public final class ReliabilityReport {
                 "NetworkFaultsUnderLoadTest"));
         CLAIMS.put("kafka-broker-failure", new Claim(
                 "Input = output through Kafka broker failures (R13)",
-                "3-broker KRaft cluster, replication 3, min.insync.replicas 2; one broker killed mid-run, then a second bounce",
+                "3-broker KRaft cluster, replication 3, min.insync.replicas 2; one broker stopped mid-run (controlled shutdown, leaders move), restarted, then a second bounce",
                 "KafkaBrokerFailureTest"));
         CLAIMS.put("prune-race", new Claim(
                 "Pruning never lets a copy inside the redelivery horizon apply twice; a shorter retention is refused (R12)",
