@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.OnceException;
 import dev.once.Tx;
 import dev.once.internal.JdbcOutbox;
 import dev.once.outbox.Outbox;
@@ -8,6 +9,7 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -41,13 +43,28 @@ public final class OnceOutbox implements Outbox {
      *         one on another {@code DataSource}: nothing is written
      */
     @Override
-    public long add(String destination, String key, byte[] payload, Map<String, String> headers,
-                    String idempotencyKey) throws SQLException {
+    public String add(String destination, String key, byte[] payload, Map<String, String> headers,
+                      String idempotencyKey) throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
             return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
         }
         return standalone().add(destination, key, payload, headers, idempotencyKey);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws org.springframework.transaction.IllegalTransactionStateException outside a transaction, or in
+     *         one on another {@code DataSource}: nothing is written
+     */
+    @Override
+    public List<String> addAll(List<Message> messages) throws SQLException {
+        Tx tx = IdempotentListenerInterceptor.currentTx();
+        if (tx != null) {
+            return tx.outbox().addAll(messages);
+        }
+        return standalone().addAll(messages);
     }
 
     /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */
@@ -56,7 +73,7 @@ public final class OnceOutbox implements Outbox {
         if (bound instanceof Outbox writer) {
             return writer;
         }
-        Outbox writer;
+        JdbcOutbox writer;
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
@@ -65,6 +82,17 @@ public final class OnceOutbox implements Outbox {
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+            // The writer buffers its rows; they are written in one statement before the commit, so a
+            // failure to write them rolls the whole transaction back (all or nothing).
+            @Override
+            public void beforeCommit(boolean readOnly) {
+                try {
+                    writer.flush();
+                } catch (SQLException e) {
+                    throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
+                }
+            }
+
             @Override
             public void afterCompletion(int status) {
                 TransactionSynchronizationManager.unbindResourceIfPossible(OnceOutbox.this);
