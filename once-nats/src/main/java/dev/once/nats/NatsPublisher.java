@@ -72,7 +72,7 @@ public final class NatsPublisher implements Publisher {
             message.headers().forEach(h::put);
             h.put(OutboxMessage.EVENT_ID_HEADER, message.eventId());
             ack = jetStream.publish(subject, h, message.payload(),
-                    PublishOptions.builder().eventId(message.idempotencyKey()).build());
+                    PublishOptions.builder().messageId(message.idempotencyKey()).build());
         } catch (IllegalArgumentException e) {
             // jnats validates the subject, the header names and the payload size before sending
             throw new PermanentFailureException("row " + message.id() + " (event " + message.eventId()

@@ -51,11 +51,11 @@ class NatsBrokerContractTest extends BrokerContract {
                 // a copy the stream cannot deduplicate: a re-send after the duplicate window
                 Headers h = new Headers().put(OutboxMessage.EVENT_ID_HEADER, e.eventId());
                 copies.add(connection().jetStream().publishAsync(stream, h, body,
-                        PublishOptions.builder().eventId(e.eventId() + "/copy-" + COPIES.incrementAndGet()).build()));
+                        PublishOptions.builder().messageId(e.eventId() + "/copy-" + COPIES.incrementAndGet()).build()));
             } else if (events.size() > 100) {
                 Headers h = new Headers().put(OutboxMessage.EVENT_ID_HEADER, e.eventId());
                 copies.add(connection().jetStream().publishAsync(stream, h, body,
-                        PublishOptions.builder().eventId(e.eventId()).build()));
+                        PublishOptions.builder().messageId(e.eventId()).build()));
             } else {
                 publisher.publish(TestNats.message(stream, e.eventId(), null, e.payload()));
             }

@@ -103,7 +103,7 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                 + "' with routing key '" + routingKey + "'";
         Map<String, Object> amqpHeaders = new HashMap<>(message.headers());
         amqpHeaders.put(OutboxMessage.EVENT_ID_HEADER, eventId);
-        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder().eventId(eventId)
+        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder().messageId(eventId)
                 .headers(amqpHeaders).deliveryMode(2).build();
         long seq;
         try {

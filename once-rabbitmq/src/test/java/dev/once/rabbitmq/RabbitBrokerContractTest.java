@@ -54,7 +54,7 @@ class RabbitBrokerContractTest extends BrokerContract {
         try (Channel ch = connection().createChannel()) {
             ch.confirmSelect();
             for (Event e : events) {
-                ch.basicPublish("", queue, new AMQP.BasicProperties.Builder().eventId(e.eventId())
+                ch.basicPublish("", queue, new AMQP.BasicProperties.Builder().messageId(e.eventId())
                         .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, e.eventId())).deliveryMode(2).build(),
                         e.payload().getBytes(StandardCharsets.UTF_8));
             }
