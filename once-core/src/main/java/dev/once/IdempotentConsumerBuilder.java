@@ -2,9 +2,12 @@ package dev.once;
 
 import dev.once.internal.DefaultIdempotentConsumer;
 import dev.once.internal.Names;
+import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
+import dev.once.tx.TransactionHandle;
+import dev.once.tx.TransactionProvider;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 
@@ -27,12 +30,14 @@ public final class IdempotentConsumerBuilder {
     public static final int DEFAULT_MAX_CONFLICT_RETRIES = 5;
 
     private DataSource dataSource;
+    private TransactionProvider transactions;
     private String consumer;
     private Handler handler;
     private Dialect dialect;
     private String tablePrefix = TablePrefix.DEFAULT;
     private Duration lockTimeout;
-    private int maxConflictRetries = DEFAULT_MAX_CONFLICT_RETRIES;
+    private RetryPolicy conflictRetries = RetryPolicy.DEFAULT_CONFLICT_RETRIES;
+    private OutcomeListener outcomeListener;
     private Predicate<Throwable> permanentFailure = t -> t instanceof PermanentFailureException;
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
     private Clock clock = Clock.systemUTC();
@@ -40,9 +45,41 @@ public final class IdempotentConsumerBuilder {
     IdempotentConsumerBuilder() {
     }
 
-    /** Where the claim, the handler's writes and the outbox live: the business database. Required. */
+    /**
+     * Where the claim, the handler's writes and the outbox live: the business database. The engine
+     * owns each transaction on it ({@link TransactionProvider#owning}). Required unless
+     * {@link #transactions} is set; its connections must arrive in auto-commit mode.
+     */
     public IdempotentConsumerBuilder dataSource(DataSource dataSource) {
         this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        return this;
+    }
+
+    /**
+     * Where the engine's transactions come from, instead of {@link #dataSource}: an owned provider,
+     * or a joining one (Spring-managed, JTA, {@link dev.once.tx.ManualTransactions}) so that the claim
+     * and the handler run on the caller's connection, inside the caller's transaction.
+     *
+     * <p>When the provider joins, the engine commits nothing. {@code process} then returns a
+     * <em>provisional</em> outcome: an {@code APPLIED} read before the caller's commit is not final,
+     * and the caller must not acknowledge the message before its own commit succeeded. The final
+     * outcome goes to metrics and to the {@link #outcomeListener} from the caller's commit or rollback
+     * (an {@code APPLIED} whose transaction rolled back becomes {@code FAILED_RETRYABLE}). A failing
+     * handler or claim marks the caller's transaction rollback-only. Deadlocks are not retried
+     * inside a joined transaction (it is aborted with them); the caller retries its whole
+     * transaction. The dialect is detected from the first connection unless {@link #dialect} is set.
+     */
+    public IdempotentConsumerBuilder transactions(TransactionProvider transactions) {
+        this.transactions = Objects.requireNonNull(transactions, "transactions");
+        return this;
+    }
+
+    /**
+     * Told each delivery's final outcome after its transaction ended (see {@link OutcomeListener});
+     * the way to learn the outcome of a joined transaction. Not set by default.
+     */
+    public IdempotentConsumerBuilder outcomeListener(OutcomeListener outcomeListener) {
+        this.outcomeListener = Objects.requireNonNull(outcomeListener, "outcomeListener");
         return this;
     }
 
@@ -89,7 +126,22 @@ public final class IdempotentConsumerBuilder {
             throw new InvalidConfigurationException("maxConflictRetries must be between 0 and 100, but was "
                     + maxConflictRetries);
         }
-        this.maxConflictRetries = maxConflictRetries;
+        this.conflictRetries = conflictRetries.toBuilder().maxRetries(maxConflictRetries).build();
+        return this;
+    }
+
+    /**
+     * The backoff and limit of retries after a deadlock or serialization failure, default
+     * {@link RetryPolicy#DEFAULT_CONFLICT_RETRIES}; replaces what {@link #maxConflictRetries} set.
+     * At most 100 retries.
+     */
+    public IdempotentConsumerBuilder conflictRetries(RetryPolicy conflictRetries) {
+        Objects.requireNonNull(conflictRetries, "conflictRetries");
+        if (conflictRetries.maxRetries() > 100) {
+            throw new InvalidConfigurationException("conflictRetries.maxRetries must be at most 100, but was "
+                    + conflictRetries.maxRetries() + ": a transaction that keeps deadlocking holds its delivery");
+        }
+        this.conflictRetries = conflictRetries;
         return this;
     }
 
@@ -120,15 +172,47 @@ public final class IdempotentConsumerBuilder {
      * @throws InvalidConfigurationException naming what is missing, or if the dialect cannot be detected
      */
     public IdempotentConsumer build() {
-        if (dataSource == null || consumer == null || handler == null) {
-            throw new InvalidConfigurationException("dataSource, consumer and handler are required, but "
-                    + (dataSource == null ? "dataSource " : "") + (consumer == null ? "consumer " : "")
+        if (dataSource != null && transactions != null) {
+            throw new InvalidConfigurationException("set either dataSource or transactions, but both were set:"
+                    + " dataSource(ds) is transactions(TransactionProvider.owning(ds))");
+        }
+        boolean noDatabase = dataSource == null && transactions == null;
+        if (noDatabase || consumer == null || handler == null) {
+            throw new InvalidConfigurationException("dataSource (or transactions), consumer and handler are required,"
+                    + " but " + (noDatabase ? "dataSource " : "") + (consumer == null ? "consumer " : "")
                     + (handler == null ? "handler " : "") + "was not set");
         }
-        Dialect d = dialect != null ? dialect : Dialects.detect(dataSource);
+        TransactionProvider provider = transactions != null ? transactions : TransactionProvider.owning(dataSource);
+        Dialect d = dialect != null ? dialect : detect(provider);
         Inbox inbox = Inbox.of(d, tablePrefix, lockTimeout, clock);
-        return new DefaultIdempotentConsumer(dataSource, consumer, handler, inbox, maxConflictRetries,
-                permanentFailure, meterRegistry, clock);
+        return new DefaultIdempotentConsumer(new Transactions(provider), consumer, handler, inbox, conflictRetries,
+                permanentFailure, meterRegistry, clock, outcomeListener);
+    }
+
+    // An owned provider's first connection also proves the pool hands out auto-commit connections,
+    // so that misconfiguration fails here rather than on every delivery.
+    private Dialect detect(TransactionProvider provider) {
+        if (dataSource != null) {
+            try (Connection c = dataSource.getConnection()) {
+                if (!c.getAutoCommit()) {
+                    throw new InvalidConfigurationException("dataSource hands out connections with auto-commit off,"
+                            + " but the engine owns its transactions and would commit whatever such a connection"
+                            + " already holds (a transaction-aware proxy hands out the caller's transaction this way):"
+                            + " configure the pool with auto-commit on, or join the caller's transaction with"
+                            + " transactions(...)");
+                }
+                return Dialects.detect(c);
+            } catch (SQLException e) {
+                throw new InvalidConfigurationException("could not detect the SQL dialect, the database did not"
+                        + " answer (" + e.getMessage() + "); set dialect(...) explicitly or check the DataSource");
+            }
+        }
+        try (TransactionHandle h = provider.begin()) {
+            return Dialects.detect(h.connection());
+        } catch (SQLException e) {
+            throw new InvalidConfigurationException("could not detect the SQL dialect through transactions ("
+                    + e.getMessage() + "); set dialect(...) explicitly when no transaction is open at build()");
+        }
     }
 
 }

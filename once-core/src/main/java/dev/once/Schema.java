@@ -1,5 +1,6 @@
 package dev.once;
 
+import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -15,6 +16,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Timestamp;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -38,58 +40,70 @@ public final class Schema {
     public record Migration(int version, String name, String sql) {
     }
 
+    /** How long {@link #migrate} waits for another instance's migration of the same prefix, unless told. */
+    public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(60);
+
     /** Applies missing migrations with the default prefix {@value TablePrefix#DEFAULT}. */
     public static int migrate(DataSource dataSource) {
         return migrate(dataSource, TablePrefix.DEFAULT);
     }
 
+    /** Applies the migrations the database lacks, waiting up to {@link #DEFAULT_LOCK_WAIT} for a concurrent migration. */
+    public static int migrate(DataSource dataSource, String prefix) {
+        return migrate(dataSource, prefix, DEFAULT_LOCK_WAIT);
+    }
+
     /**
      * Applies the migrations the database lacks, each in its own transaction.
      *
+     * @param lockWait how long to wait for another instance migrating the same prefix (1 s to 1 h);
+     *                 where the lock is a transaction lock (PostgreSQL) it waits until the other
+     *                 migration commits, bounded only by the session's {@code lock_timeout}
      * @return how many were applied (0 when up to date)
-     * @throws InvalidConfigurationException if the prefix is not a valid identifier or the database is not supported
-     * @throws OnceException wrapping the SQL error of a failed migration; earlier ones stay applied
+     * @throws InvalidConfigurationException if the prefix is not a valid identifier, the wait is out of
+     *         range or the database is not supported
+     * @throws OnceException wrapping the SQL error of a failed migration, or when the migration lock
+     *         was not granted within {@code lockWait}; earlier migrations stay applied
      */
-    public static int migrate(DataSource dataSource, String prefix) {
+    public static int migrate(DataSource dataSource, String prefix, Duration lockWait) {
         TablePrefix.validate(prefix);
+        if (lockWait == null || lockWait.compareTo(Duration.ofSeconds(1)) < 0
+                || lockWait.compareTo(Duration.ofHours(1)) > 0) {
+            throw new InvalidConfigurationException("lockWait must be between 1s and 1h, but was " + lockWait
+                    + ": it bounds how long a migration waits for another instance migrating the same prefix");
+        }
         try (Connection c = dataSource.getConnection()) {
-            Dialect dialect = Dialects.detect(c);
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                return migrate(c, dialect, prefix);
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
+            return migrate(c, Dialects.detect(c), prefix, lockWait);
         } catch (SQLException e) {
             throw new OnceException("schema migration for prefix '" + prefix + "' failed: " + e.getMessage(), e);
         }
     }
 
-    private static int migrate(Connection c, Dialect dialect, String prefix) throws SQLException {
+    private static int migrate(Connection c, Dialect dialect, String prefix, Duration lockWait) throws SQLException {
         String versionTable = dialect.quote(prefix + "schema_version");
         String lockName = "once-schema:" + prefix;
-        try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
-            lock.setString(1, lockName);
-            lock.executeQuery().close();
+        // Where the lock ends with the transaction (PostgreSQL), every migration transaction takes it
+        // again and reads the applied version again: a racing instance may have applied the next one
+        // meanwhile. Where it is a session lock (MariaDB), it is taken once, outside the transactions.
+        boolean sessionLock = dialect.unlockMigrations() != null;
+        if (sessionLock) {
+            lock(c, dialect, lockName, lockWait);
         }
         try {
-            try (Statement s = c.createStatement()) {
-                s.execute("CREATE TABLE IF NOT EXISTS " + versionTable
-                        + " (version integer PRIMARY KEY, name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
-            }
-            c.commit();
+            Transactions.inTransaction(c, tx -> {
+                if (!sessionLock) {
+                    lock(c, dialect, lockName, lockWait);
+                }
+                try (Statement s = c.createStatement()) {
+                    s.execute("CREATE TABLE IF NOT EXISTS " + versionTable + " (version integer PRIMARY KEY,"
+                            + " name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
+                }
+                return null;
+            });
             int applied = 0;
-            // One migration per transaction. Where the lock ends with the transaction (PostgreSQL),
-            // each commit releases it, so it is taken again and the applied version read again
-            // before every migration: a racing instance may have applied the next one meanwhile.
-            boolean transactionLock = dialect.unlockMigrations() == null;
-            while (true) {
-                if (transactionLock) {
-                    try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations())) {
-                        lock.setString(1, lockName);
-                        lock.executeQuery().close();
-                    }
+            while (Transactions.inTransaction(c, tx -> {
+                if (!sessionLock) {
+                    lock(c, dialect, lockName, lockWait);
                 }
                 int current;
                 try (Statement s = c.createStatement();
@@ -100,7 +114,7 @@ public final class Schema {
                 Migration m = migrations(dialect, prefix).stream().filter(x -> x.version() > current).findFirst()
                         .orElse(null);
                 if (m == null) {
-                    break;
+                    return false;
                 }
                 try (Statement s = c.createStatement()) {
                     for (String statement : statements(m.sql())) {
@@ -114,21 +128,34 @@ public final class Schema {
                     p.setTimestamp(3, Timestamp.from(Instant.now()));
                     p.executeUpdate();
                 }
-                c.commit();
+                return true;
+            })) {
                 applied++;
             }
-            c.commit();
             return applied;
-        } catch (SQLException e) {
-            c.rollback();
-            throw e;
         } finally {
-            if (dialect.unlockMigrations() != null) {
+            if (sessionLock) {
                 try (PreparedStatement unlock = c.prepareStatement(dialect.unlockMigrations())) {
                     unlock.setString(1, lockName);
                     unlock.executeQuery().close();
                 }
-                c.commit();
+            }
+        }
+    }
+
+    // The lock statement answers 1 when granted; MariaDB's GET_LOCK answers 0 when the wait ran out
+    // and NULL on an error, and migrating without the lock would race another instance's DDL.
+    private static void lock(Connection c, Dialect dialect, String lockName, Duration wait) throws SQLException {
+        try (PreparedStatement lock = c.prepareStatement(dialect.lockMigrations(wait))) {
+            lock.setString(1, lockName);
+            try (ResultSet rs = lock.executeQuery()) {
+                int granted = rs.next() ? rs.getInt(1) : 0;
+                if (granted != 1 || rs.wasNull()) {
+                    throw new OnceException("schema migration lock '" + lockName + "' was not granted within " + wait
+                            + " (the database answered " + (rs.wasNull() ? "NULL, an error" : granted)
+                            + "): another instance is migrating this prefix or holds the lock; nothing was migrated"
+                            + " by this call, try again once it is done");
+                }
             }
         }
     }

@@ -7,6 +7,8 @@ import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.OutcomeListener;
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
@@ -15,7 +17,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -28,11 +29,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
-/** The engine behind {@link IdempotentConsumer}. Not API. */
+/**
+ * The engine behind {@link IdempotentConsumer}. Not API. See {@link IdempotentConsumer} for the
+ * rule it keeps; every transaction it runs goes through {@link Transactions}.
+ */
 public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     private static final Logger log = LoggerFactory.getLogger(DefaultIdempotentConsumer.class);
@@ -43,28 +46,30 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     static final String MDC_REDELIVERED = "once.redelivered";
     static final String MDC_OUTCOME = "once.outcome";
 
-    private final DataSource dataSource;
+    private final Transactions transactions;
     private final String consumer;
     private final Handler handler;
     private final Inbox inbox;
     private final Dialect dialect;
-    private final int maxConflictRetries;
+    private final RetryPolicy conflictRetries;
     private final Predicate<Throwable> permanentFailure;
     private final OnceMetrics metrics;
     private final Clock clock;
+    private final OutcomeListener listener;
 
-    public DefaultIdempotentConsumer(DataSource dataSource, String consumer, Handler handler, Inbox inbox,
-                                     int maxConflictRetries, Predicate<Throwable> permanentFailure,
-                                     MeterRegistry registry, Clock clock) {
-        this.dataSource = dataSource;
+    public DefaultIdempotentConsumer(Transactions transactions, String consumer, Handler handler, Inbox inbox,
+                                     RetryPolicy conflictRetries, Predicate<Throwable> permanentFailure,
+                                     MeterRegistry registry, Clock clock, OutcomeListener listener) {
+        this.transactions = transactions;
         this.consumer = consumer;
         this.handler = handler;
         this.inbox = inbox;
         this.dialect = inbox.dialect();
-        this.maxConflictRetries = maxConflictRetries;
+        this.conflictRetries = conflictRetries;
         this.permanentFailure = permanentFailure;
         this.metrics = new OnceMetrics(registry, consumer);
         this.clock = clock;
+        this.listener = listener;
     }
 
     @Override
@@ -83,10 +88,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         metrics.received(delivery);
         putMdc(delivery);
         try {
+            if (transactions.joins()) {
+                return processJoined(delivery);
+            }
             Outcome outcome = withConflictRetries(delivery.eventId(), () -> processOnce(delivery));
             MDC.put(MDC_OUTCOME, outcome.tag());
             log.debug("processed {}", delivery.eventId());
-            return metrics.outcome(outcome);
+            return report(delivery, outcome);
         } finally {
             clearMdc();
         }
@@ -103,6 +111,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         for (Delivery d : deliveries) {
             metrics.received(Objects.requireNonNull(d, "delivery in batch"));
             firsts.putIfAbsent(d.eventId(), d);
+        }
+        if (transactions.joins()) {
+            return batchJoined(deliveries, new ArrayList<>(firsts.values()));
         }
         MDC.put(MDC_CONSUMER, consumer);
         Map<String, Outcome> byId;
@@ -125,7 +136,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             Outcome first = byId.get(d.eventId());
             boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
             Outcome o = copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.eventId()) : first;
-            outcomes.add(metrics.outcome(o));
+            outcomes.add(report(d, o));
         }
         return outcomes;
     }
@@ -141,16 +152,16 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /** Returns outcomes by id, or null when the batch must be retried one delivery per transaction. */
     private Map<String, Outcome> batchOnce(List<Delivery> batch) {
-        for (int attempt = 0; ; attempt++) {
-            try (Connection c = dataSource.getConnection()) {
-                boolean autoCommit = beginTransaction(c);
-                try {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return transactions.inTransaction(tx -> {
+                    Connection c = tx.connection();
                     Set<String> claimed;
                     try {
                         claimed = inbox.claimAll(c, consumer, batch.stream().map(Delivery::eventId).toList());
                     } catch (SQLException e) {
-                        rollbackQuietly(c);
                         if (dialect.isLockTimeout(e)) {
+                            tx.setRollbackOnly();
                             return null;
                         }
                         throw e;
@@ -160,38 +171,33 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                             continue;
                         }
                         putMdc(d);
-                        DefaultTx tx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
-                        Throwable failure = runHandler(d, tx);
-                        if (failure != null || tx.misuse() != null) {
-                            rollbackQuietly(c);
-                            if (failure instanceof SQLException sql && dialect.isTransientConflict(sql)) {
-                                throw sql;
+                        DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock,
+                                metrics);
+                        Throwable failure = runHandler(d, handlerTx);
+                        if (failure != null || handlerTx.misuse() != null) {
+                            tx.setRollbackOnly();
+                            SQLException conflict = transientConflict(failure);
+                            if (conflict != null) {
+                                throw conflict;
                             }
                             log.debug("batch rolled back at {}: {}", d.eventId(), String.valueOf(failure));
                             return null;
                         }
                     }
-                    c.commit();
                     Map<String, Outcome> byId = new HashMap<>();
                     for (Delivery d : batch) {
                         byId.put(d.eventId(), claimed.contains(d.eventId()) ? Outcome.applied(d.eventId())
                                 : Outcome.duplicate(d.eventId()));
                     }
                     return byId;
-                } catch (Throwable e) {
-                    // Any throwable, Errors included: endTransaction's setAutoCommit(true) would otherwise
-                    // commit the claim and whatever the handler wrote before it failed.
-                    rollbackQuietly(c);
-                    throw e;
-                } finally {
-                    endTransaction(c, autoCommit);
-                }
+                });
             } catch (SQLException e) {
-                if (dialect.isTransientConflict(e) && attempt < maxConflictRetries) {
+                boolean conflict = transientConflict(e) != null;
+                if (conflict && conflictRetries.allowsRetry(attempt)) {
                     backoff(attempt);
                     continue;
                 }
-                if (dialect.isTransientConflict(e)) {
+                if (conflict) {
                     return null;
                 }
                 Map<String, Outcome> failed = new HashMap<>();
@@ -210,68 +216,212 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     }
 
     private Outcome withConflictRetries(String eventId, Attempt attempt) {
-        for (int i = 0; ; i++) {
+        for (int retry = 1; ; retry++) {
             try {
                 return attempt.run();
             } catch (SQLException e) {
-                if (dialect.isTransientConflict(e) && i < maxConflictRetries) {
-                    backoff(i);
+                if (transientConflict(e) != null && conflictRetries.allowsRetry(retry)) {
+                    backoff(retry);
                     continue;
                 }
-                // Includes a failed commit: it may or may not have committed, so the message is
-                // left for redelivery and the inbox absorbs it if it did.
-                return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException(
-                        "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
-                                + e.getMessage(), e));
+                return databaseFailure(eventId, e);
             }
         }
     }
 
+    // Includes a failed commit: it may or may not have committed, so the message is left for
+    // redelivery and the inbox absorbs it if it did.
+    private static Outcome databaseFailure(String eventId, SQLException e) {
+        return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException(
+                "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
+                        + e.getMessage(), e));
+    }
+
     private Outcome processOnce(Delivery d) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = beginTransaction(c);
-            try {
-                boolean claimed;
+        return transactions.inTransaction(tx -> claimAndHandle(tx, d));
+    }
+
+    /** The claim and the handler on the transaction's connection; marks it rollback-only unless applied. */
+    private Outcome claimAndHandle(Transaction tx, Delivery d) throws SQLException {
+        Connection c = tx.connection();
+        boolean claimed;
+        try {
+            claimed = inbox.claim(c, consumer, d.eventId());
+        } catch (SQLException e) {
+            if (dialect.isLockTimeout(e)) {
+                tx.setRollbackOnly();
+                return new Outcome(d.eventId(), Status.IN_PROGRESS, new RetryableException("event '"
+                        + d.eventId() + "' is being processed by another delivery that has not committed"
+                        + " within the lock timeout (" + inbox.lockTimeout().map(Duration::toString)
+                        .orElse("the session's lock_timeout") + "); leave it unacknowledged", e));
+            }
+            throw e;
+        }
+        if (!claimed) {
+            // Nothing was written; ending it either way is the same, and a joined caller's work stays.
+            return Outcome.duplicate(d.eventId());
+        }
+        DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
+        Throwable failure = runHandler(d, handlerTx);
+        if (failure == null && handlerTx.misuse() != null) {
+            failure = new HandlerMisuseException("handler called Connection." + handlerTx.misuse()
+                    + "() and swallowed the refusal; the delivery is rolled back");
+        }
+        if (failure != null) {
+            tx.setRollbackOnly();
+            SQLException conflict = transientConflict(failure);
+            if (conflict != null && !tx.joined()) {
+                throw conflict;
+            }
+            return failed(d, failure);
+        }
+        return Outcome.applied(d.eventId());
+    }
+
+    /**
+     * Joined: one attempt on the caller's transaction (a deadlock there aborts the caller's work too,
+     * so it is not retried here); the outcome is reported when the caller's transaction ends.
+     */
+    private Outcome processJoined(Delivery d) {
+        Outcome[] result = new Outcome[1];
+        try {
+            transactions.inTransaction(tx -> {
                 try {
-                    claimed = inbox.claim(c, consumer, d.eventId());
+                    result[0] = claimAndHandle(tx, d);
                 } catch (SQLException e) {
-                    if (dialect.isLockTimeout(e)) {
-                        rollbackQuietly(c);
-                        return new Outcome(d.eventId(), Status.IN_PROGRESS, new RetryableException("event '"
-                                + d.eventId() + "' is being processed by another delivery that has not committed"
-                                + " within the lock timeout (" + inbox.lockTimeout().map(Duration::toString)
-                                .orElse("the session's lock_timeout") + "); leave it unacknowledged", e));
+                    tx.setRollbackOnly();
+                    result[0] = databaseFailure(d.eventId(), e);
+                }
+                Outcome provisional = result[0];
+                tx.afterCompletion(committed -> reportJoined(d, provisional, committed));
+                return provisional;
+            });
+        } catch (SQLException e) {
+            // No transaction could be joined: nothing ran, nothing is pending.
+            return report(d, databaseFailure(d.eventId(), e));
+        }
+        return result[0];
+    }
+
+    private List<Outcome> batchJoined(List<Delivery> deliveries, List<Delivery> firsts) {
+        Map<String, Outcome> byId = new HashMap<>();
+        try {
+            transactions.inTransaction(tx -> {
+                Set<String> claimed;
+                try {
+                    claimed = inbox.claimAll(tx.connection(), consumer, firsts.stream().map(Delivery::eventId)
+                            .toList());
+                } catch (SQLException e) {
+                    tx.setRollbackOnly();
+                    for (Delivery d : firsts) {
+                        byId.put(d.eventId(), databaseFailure(d.eventId(), e));
                     }
-                    throw e;
+                    return null;
                 }
-                if (!claimed) {
-                    c.rollback();   // nothing was written; ends the transaction
-                    return Outcome.duplicate(d.eventId());
-                }
-                DefaultTx tx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
-                Throwable failure = runHandler(d, tx);
-                if (failure == null && tx.misuse() != null) {
-                    failure = new HandlerMisuseException("handler called Connection." + tx.misuse()
-                            + "() and swallowed the refusal; the delivery is rolled back");
-                }
-                if (failure != null) {
-                    rollbackQuietly(c);
-                    if (failure instanceof SQLException sql && dialect.isTransientConflict(sql)) {
-                        throw sql;
+                Outcome failedOne = null;
+                for (Delivery d : firsts) {
+                    if (!claimed.contains(d.eventId())) {
+                        byId.put(d.eventId(), Outcome.duplicate(d.eventId()));
+                        continue;
                     }
-                    return failed(d, failure);
+                    if (failedOne != null) {
+                        byId.put(d.eventId(), notRun(d, failedOne));
+                        continue;
+                    }
+                    putMdc(d);
+                    DefaultTx handlerTx = new DefaultTx(tx.connection(), dialect, inbox.tablePrefix(), consumer, d,
+                            clock, metrics);
+                    Throwable failure = runHandler(d, handlerTx);
+                    if (failure == null && handlerTx.misuse() != null) {
+                        failure = new HandlerMisuseException("handler called Connection." + handlerTx.misuse()
+                                + "() and swallowed the refusal; the delivery is rolled back");
+                    }
+                    if (failure != null) {
+                        tx.setRollbackOnly();
+                        failedOne = failed(d, failure);
+                        byId.put(d.eventId(), failedOne);
+                        // Everything applied before it in this transaction rolls back with it.
+                        for (Delivery earlier : firsts) {
+                            if (earlier == d) {
+                                break;
+                            }
+                            if (byId.get(earlier.eventId()).status() == Status.APPLIED) {
+                                byId.put(earlier.eventId(), notRun(earlier, failedOne));
+                            }
+                        }
+                        continue;
+                    }
+                    byId.put(d.eventId(), Outcome.applied(d.eventId()));
                 }
-                c.commit();
-                return Outcome.applied(d.eventId());
-            } catch (Throwable e) {
-                // Any throwable, Errors included (runHandler lets them through): restoring auto-commit in
-                // endTransaction would otherwise commit the claim with a partial effect.
-                rollbackQuietly(c);
-                throw e;
-            } finally {
-                endTransaction(c, autoCommit);
+                tx.afterCompletion(committed -> {
+                    Map<String, Boolean> seen = new HashMap<>();
+                    for (Delivery d : deliveries) {
+                        boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
+                        reportJoined(d, mirror(byId.get(d.eventId()), d, copy), committed);
+                    }
+                });
+                return null;
+            });
+        } catch (SQLException e) {
+            List<Outcome> failed = new ArrayList<>(deliveries.size());
+            for (Delivery d : deliveries) {
+                failed.add(report(d, databaseFailure(d.eventId(), e)));
+            }
+            return failed;
+        } finally {
+            clearMdc();
+        }
+        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
+        Map<String, Boolean> seen = new HashMap<>();
+        for (Delivery d : deliveries) {
+            boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
+            outcomes.add(mirror(byId.get(d.eventId()), d, copy));
+        }
+        return outcomes;
+    }
+
+    private static Outcome mirror(Outcome first, Delivery d, boolean copy) {
+        return copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.eventId()) : first;
+    }
+
+    private static Outcome notRun(Delivery d, Outcome failed) {
+        return new Outcome(d.eventId(), Status.FAILED_RETRYABLE, new RetryableException("event '" + d.eventId()
+                + "' rolled back with its batch, in which '" + failed.eventId() + "' failed", failed.failure()));
+    }
+
+    private void reportJoined(Delivery d, Outcome provisional, boolean committed) {
+        Outcome last = provisional;
+        if (!committed && provisional.status() == Status.APPLIED) {
+            last = new Outcome(d.eventId(), Status.FAILED_RETRYABLE, new RetryableException("event '" + d.eventId()
+                    + "' was applied in the caller's transaction, which rolled back: nothing of it stands"));
+        }
+        report(d, last);
+    }
+
+    private Outcome report(Delivery d, Outcome o) {
+        metrics.outcome(o);
+        if (listener != null) {
+            try {
+                listener.outcome(d, o);
+            } catch (RuntimeException e) {
+                log.warn("outcome listener failed for event '{}'", d.eventId(), e);
             }
         }
+        return o;
+    }
+
+    /** The deadlock or serialization failure anywhere in the cause chain (jOOQ, Spring, Jdbi wrap them), or null. */
+    private SQLException transientConflict(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof SQLException sql) {
+                for (SQLException s = sql; s != null; s = s.getNextException()) {
+                    if (dialect.isTransientConflict(s)) {
+                        return s;
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     private Throwable runHandler(Delivery d, DefaultTx tx) {
@@ -299,38 +449,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         return new Outcome(d.eventId(), permanent ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE, failure);
     }
 
-    private static boolean beginTransaction(Connection c) throws SQLException {
-        boolean autoCommit = c.getAutoCommit();
-        if (autoCommit) {
-            c.setAutoCommit(false);
-        }
-        return autoCommit;
-    }
-
-    private static void endTransaction(Connection c, boolean autoCommit) {
+    private void backoff(int retry) {
         try {
-            if (autoCommit && !c.isClosed()) {
-                c.setAutoCommit(true);
-            }
-        } catch (SQLException e) {
-            log.debug("could not restore auto-commit", e);
-        }
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            if (!c.isClosed()) {
-                c.rollback();
-            }
-        } catch (SQLException e) {
-            log.debug("rollback failed", e);
-        }
-    }
-
-    private static void backoff(int attempt) {
-        long maxMillis = Math.min(200, 5L << Math.min(attempt, 5));
-        try {
-            Thread.sleep(ThreadLocalRandom.current().nextLong(1, maxMillis + 1));
+            Thread.sleep(Math.max(1, conflictRetries.delay(retry).toMillis()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -245,9 +245,12 @@ public interface Dialect {
 
     /**
      * Serializes concurrent migrations of one prefix; released by {@link #unlockMigrations} or,
-     * where that returns null, by the end of the transaction. Binds: 1 the lock name.
+     * where that returns null, by the end of the transaction. Binds: 1 the lock name. Answers one
+     * row whose first column is 1 when the lock was granted; anything else (0 when {@code wait} ran
+     * out, NULL on an error) means it was not. A transaction lock may ignore {@code wait} and block
+     * until the holder's transaction ends (bounded by the session's lock timeout).
      */
-    String lockMigrations();
+    String lockMigrations(Duration wait);
 
     /** Releases the migration lock, or null when the lock ends with the transaction. Binds: 1 the lock name. */
     String unlockMigrations();

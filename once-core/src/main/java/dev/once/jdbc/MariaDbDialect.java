@@ -140,8 +140,8 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public String lockMigrations() {
-        return "SELECT GET_LOCK(?, 60)";
+    public String lockMigrations(Duration wait) {
+        return "SELECT GET_LOCK(?, " + seconds(wait) + ")";
     }
 
     @Override

@@ -134,8 +134,9 @@ public final class PostgresDialect implements Dialect {
     }
 
     @Override
-    public String lockMigrations() {
-        return "SELECT pg_advisory_xact_lock(hashtext(?))";
+    public String lockMigrations(Duration wait) {
+        // pg_advisory_xact_lock blocks until granted and returns void: one row of 1 once it is held.
+        return "SELECT 1 FROM pg_advisory_xact_lock(hashtext(?))";
     }
 
     @Override

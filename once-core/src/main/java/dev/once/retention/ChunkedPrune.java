@@ -2,6 +2,7 @@ package dev.once.retention;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
+import dev.once.internal.Transactions;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
@@ -18,8 +19,8 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The loop every pruner runs: one bounded {@code DELETE} per short auto-committed transaction until
- * a chunk comes back short, so a large backlog never holds locks long or bloats one transaction,
+ * The loop every pruner runs: one bounded {@code DELETE} per short transaction until a chunk comes
+ * back short, so a large backlog never holds locks long or bloats one transaction,
  * and a failure keeps the chunks already deleted (deleting old rows again later is harmless).
  */
 final class ChunkedPrune {
@@ -31,14 +32,14 @@ final class ChunkedPrune {
 
     private static final Logger log = LoggerFactory.getLogger(ChunkedPrune.class);
 
-    private final DataSource dataSource;
+    private final Transactions transactions;
     private final String sql;
     private final int chunkSize;
     private final Counter deleted;
 
     ChunkedPrune(DataSource dataSource, String sql, int chunkSize, MeterRegistry registry, String table,
                  String description) {
-        this.dataSource = dataSource;
+        this.transactions = Transactions.owning(dataSource);
         this.sql = sql;
         this.chunkSize = chunkSize;
         this.deleted = Counter.builder("once.retention.deleted").description(description).tag("table", table)
@@ -52,22 +53,23 @@ final class ChunkedPrune {
      */
     long run(Binds binds, String what, ConnectionTask afterwards) {
         long total = 0;
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(true);
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
-                int n;
-                do {
-                    ps.setInt(binds.bind(ps), chunkSize);   // the chunk size follows the cutoffs
-                    n = ps.executeUpdate();
-                    total += n;
-                    deleted.increment(n);
-                } while (n == chunkSize);
-                if (afterwards != null) {
-                    afterwards.run(c);
-                }
-            } finally {
-                c.setAutoCommit(autoCommit);
+        try {
+            int n;
+            do {
+                n = transactions.inTransaction(tx -> {
+                    try (PreparedStatement ps = tx.connection().prepareStatement(sql)) {
+                        ps.setInt(binds.bind(ps), chunkSize);   // the chunk size follows the cutoffs
+                        return ps.executeUpdate();
+                    }
+                });
+                total += n;
+                deleted.increment(n);
+            } while (n == chunkSize);
+            if (afterwards != null) {
+                transactions.inTransaction(tx -> {
+                    afterwards.run(tx.connection());
+                    return null;
+                });
             }
         } catch (SQLException e) {
             throw new OnceException("pruning " + what + " failed after " + total + " rows: " + e.getMessage(), e);

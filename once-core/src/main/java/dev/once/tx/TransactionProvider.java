@@ -1,0 +1,50 @@
+package dev.once.tx;
+
+import javax.sql.DataSource;
+import java.sql.SQLException;
+import java.util.Objects;
+
+/**
+ * Where the engine's transactions come from: the seam between {@code once} and whoever owns the
+ * transaction. Two kinds exist.
+ *
+ * <ul>
+ *   <li><b>Owned</b> ({@link #owning(DataSource)}): the engine takes a connection, begins, commits or
+ *       rolls back, and returns the connection. This is what {@code dataSource(ds)} on every builder
+ *       means.</li>
+ *   <li><b>Joined</b>: the engine runs on a transaction the caller already has (Spring
+ *       {@code @Transactional}, JTA, a hand-managed JDBC transaction such as
+ *       {@link ManualTransactions}). The caller commits; the engine commits nothing, marks the
+ *       caller's transaction rollback-only when its part failed, and learns the end through
+ *       {@link TransactionHandle#afterCompletion}.</li>
+ * </ul>
+ *
+ * <p>An integration (Spring, Quarkus, Micronaut) implements this interface; a Spring one with
+ * {@code DataSourceUtils.getConnection} and a transaction synchronization, a JTA one with the
+ * {@code TransactionSynchronizationRegistry}. Implementations must be thread-safe: the engine calls
+ * {@link #begin()} from any thread, one transaction per call, and uses a handle on the calling
+ * thread only.
+ */
+public interface TransactionProvider {
+
+    /**
+     * The engine owns each transaction: a connection from {@code dataSource}, auto-commit switched
+     * off for the transaction and back on before the connection is returned. A connection that
+     * arrives with auto-commit already off is refused: it is the mark of a transaction-aware proxy
+     * or a pool handing out someone else's transaction, whose work the engine's commit would commit.
+     */
+    static TransactionProvider owning(DataSource dataSource) {
+        return new OwnedTransactions(Objects.requireNonNull(dataSource, "dataSource"));
+    }
+
+    /**
+     * Begins (owned) or joins (joined) a transaction for one unit of the engine's work.
+     *
+     * @throws SQLException when no connection can be had, or an owned connection arrives with
+     *         auto-commit off, or (joined) no caller transaction is active on this thread
+     */
+    TransactionHandle begin() throws SQLException;
+
+    /** True when {@link #begin()} joins a caller's transaction rather than beginning one. */
+    boolean joins();
+}
