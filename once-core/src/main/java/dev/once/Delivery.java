@@ -24,7 +24,9 @@ import java.util.Objects;
  * @param attempt     1 for a first delivery; the broker's receive count where it has one
  * @param redelivered the broker's own redelivery flag (AMQP {@code redelivered}, SQS receive count above 1)
  * @param source      where it came from, for logs: {@code kafka:orders/3}, {@code sqs:payments}
- * @throws InvalidDeliveryException if the event id is null, blank, too long or contains NUL, or attempt is below 1
+ *
+ * <p>Construction throws {@link InvalidDeliveryException} if the event id is null, blank, too long
+ * or contains NUL, or attempt is below 1.
  */
 public record Delivery(String eventId, String type, byte[] payload, Map<String, String> headers,
                        int attempt, boolean redelivered, String source) {

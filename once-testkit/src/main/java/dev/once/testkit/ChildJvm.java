@@ -143,14 +143,19 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         if (process.isAlive()) {
+            // Not interruptible, so try-with-resources needs no InterruptedException: a test that is
+            // torn down must not leave a child behind, interrupted or not.
             try {
                 resume();
+                kill();
             } catch (IOException ignored) {
-                // not paused, or already gone
+                process.destroyForcibly(); // not paused, or already gone
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
             }
-            kill();
         }
     }
 }

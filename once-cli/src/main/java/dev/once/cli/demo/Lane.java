@@ -1,5 +1,6 @@
 package dev.once.cli.demo;
 
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -98,13 +99,17 @@ abstract class Lane implements AutoCloseable {
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         for (Worker w : workers) {
             w.running = false;
             w.wakeup();
         }
-        for (Worker w : workers) {
-            w.thread.join(10_000);
+        try {
+            for (Worker w : workers) {
+                w.thread.join(10_000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the workers are told to stop; do not wait further
         }
     }
 
@@ -169,7 +174,7 @@ abstract class Lane implements AutoCloseable {
                 log(id + " stopped: " + e);
                 throw e;
             } finally {
-                consumer.close(Duration.ofSeconds(2));
+                consumer.close(CloseOptions.timeout(Duration.ofSeconds(2)));
             }
         }
 
@@ -205,7 +210,7 @@ abstract class Lane implements AutoCloseable {
                 // commit (auto-commit is off), and a new consumer takes over from the last commit.
                 log(id + " crashed after committing " + crash + " and before committing its offset; restarting");
                 crashes.incrementAndGet();
-                consumer.close(Duration.ofSeconds(2));
+                consumer.close(CloseOptions.timeout(Duration.ofSeconds(2)));
                 consumer = newConsumer(id);
                 return;
             }

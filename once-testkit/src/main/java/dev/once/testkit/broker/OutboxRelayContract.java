@@ -103,6 +103,7 @@ public abstract class OutboxRelayContract {
     }
 
     @Test
+    @SuppressWarnings("try") // the consumer resource is used by running, not by name
     final void relayedMessagesAreAppliedOnceDownstreamAndARelayCrashResendIsAbsorbed() throws Exception {
         IdempotentConsumer upstream = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
                 .handler((d, tx) -> {
