@@ -47,7 +47,8 @@ final class CoreSuite implements Suite {
     static final int[] BATCH_SIZES = {100, 500};
     static final int[] CONNECTIONS = {1, 8};
     static final List<String> SINGLE = List.of("naive", "floor", "floor-per-event", "once");
-    static final List<String> BATCHED = List.of("naive", "floor-set", "floor-pipelined", "floor-per-event", "once");
+    static final List<String> BATCHED = List.of("naive", "floor-set", "floor-pipelined", "floor-per-event", "once",
+            "once-set");
     static final String CONSUMER = "bench";
 
     // The floor's statements: the claim the engine makes (without its inline lock timeout, which a
@@ -143,6 +144,8 @@ final class CoreSuite implements Suite {
                     i -> new Floor(db, new Throughput.Events(name, i), batch, name);
             case "once" -> onceSteps(IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(CONSUMER)
                     .handler(Ledger.ONCE_HANDLER).build(), batch);
+            case "once-set" -> onceSteps(IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(CONSUMER)
+                    .batchHandler(Ledger.ONCE_BATCH_HANDLER).build(), batch);
             default -> throw new IllegalArgumentException("no configuration named '" + name + "'");
         };
     }

@@ -1,5 +1,7 @@
 package dev.once.bench;
 
+import dev.once.BatchHandler;
+import dev.once.Delivery;
 import dev.once.Handler;
 
 import java.sql.Array;
@@ -9,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.SortedMap;
+import java.util.TreeMap;
 
 /** The business effect every consumer in the benchmark applies: credit an account. */
 final class Ledger {
@@ -43,6 +46,21 @@ final class Ledger {
             ps.setLong(1, Event.amount(payload));    // 1 amount
             ps.setLong(2, Event.account(payload));   // 2 account id
             ps.executeUpdate();
+        }
+    };
+
+    /**
+     * The batch handler {@code once} runs in mode {@code batch-set}: the claimed deliveries summed
+     * per account, sorted, applied with {@link #CREDIT_ALL} in one statement.
+     */
+    static final BatchHandler ONCE_BATCH_HANDLER = (claimed, tx) -> {
+        TreeMap<Long, Long> perAccount = new TreeMap<>();
+        for (Delivery d : claimed) {
+            String payload = d.payloadText();
+            perAccount.merge(Event.account(payload), Event.amount(payload), Long::sum);
+        }
+        try (PreparedStatement ps = tx.connection().prepareStatement(CREDIT_ALL)) {
+            creditAll(tx.connection(), ps, perAccount);
         }
     };
 

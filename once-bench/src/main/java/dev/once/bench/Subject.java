@@ -25,7 +25,7 @@ interface Subject extends AutoCloseable {
     }
 
     @Override
-    default void close() throws Exception {
+    default void close() {
     }
 
     /** How to set up and open one kind of subject on a fresh database. */
