@@ -23,7 +23,7 @@ public interface BatchTx {
 
     /**
      * The transactional outbox for effects caused by {@code cause}, one of the deliveries this
-     * transaction claimed: rows get event ids derived from the cause's ({@code <cause id>#<n>}),
+     * transaction claimed: rows get event ids derived from the cause's ({@code <consumer>:<cause id>#<n>}),
      * exactly as {@link Tx#outbox()} does for the per-event handler, so a re-run of the batch after
      * a rollback writes the same ids.
      *

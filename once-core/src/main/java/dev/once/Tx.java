@@ -13,8 +13,34 @@ public interface Tx {
 
     /**
      * The JDBC connection of the claim transaction. Statements run on it commit atomically with
-     * the claim. Transaction control ({@code commit}, {@code rollback}, {@code close},
-     * {@code setAutoCommit}) is refused with {@link HandlerMisuseException}.
+     * the claim. The engine alone ends the transaction, so the following are refused with
+     * {@link HandlerMisuseException}, and the delivery is rolled back and reported
+     * {@link Outcome.Status#FAILED_PERMANENT} even if the handler catches the refusal:
+     * <ul>
+     *   <li>calls: {@code commit()}, {@code rollback()}, {@code close()}, {@code abort(…)},
+     *       {@code setAutoCommit(…)}, {@code setTransactionIsolation(…)}, {@code setReadOnly(…)};</li>
+     *   <li>SQL, through {@code execute*}, {@code addBatch}, {@code prepareStatement} and
+     *       {@code prepareCall}, in any statement of a multi-statement string, whatever the case,
+     *       whitespace or comments before it: {@code COMMIT}, {@code END}, {@code ABORT},
+     *       {@code ROLLBACK} (not {@code ROLLBACK TO SAVEPOINT}), {@code BEGIN}, {@code START TRANSACTION},
+     *       {@code SET [SESSION|LOCAL|GLOBAL] TRANSACTION}, {@code SET autocommit} (also
+     *       {@code @@autocommit}), {@code PREPARE TRANSACTION}, {@code XA}; on MariaDB also the
+     *       statements that commit implicitly (DDL except on temporary tables, {@code LOCK}/{@code UNLOCK
+     *       TABLES}, {@code TRUNCATE}, {@code RENAME}, {@code GRANT}/{@code REVOKE},
+     *       {@code ANALYZE}/{@code OPTIMIZE}/{@code REPAIR}, {@code FLUSH}, {@code RESET}).</li>
+     * </ul>
+     * Every statement, result set and metadata object reached from it leads back to this guarded
+     * connection ({@code getConnection()}, {@code getStatement()}); {@code unwrap} to the driver's
+     * connection or statement class throws {@link SQLException}. Savepoints stay available
+     * ({@code setSavepoint}, {@code rollback(Savepoint)}, {@code releaseSavepoint}, and their SQL):
+     * they only undo the handler's own work.
+     *
+     * <p>After the handler, before the commit, the engine checks that its claim is still part of the
+     * open transaction. A handler that catches a failed statement and goes on (PostgreSQL then
+     * aborts the transaction and a commit would silently roll back; a MariaDB deadlock rolls the
+     * whole transaction back and later statements run in a new one) is reported
+     * {@link Outcome.Status#FAILED_RETRYABLE}, never {@code APPLIED}; a claim deleted by the handler
+     * is not applied either. A stored procedure that commits is not seen by the guard: do not call one.
      */
     Connection connection();
 

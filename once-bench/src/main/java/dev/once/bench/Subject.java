@@ -25,7 +25,7 @@ interface Subject extends AutoCloseable {
     }
 
     @Override
-    default void close() {
+    default void close() throws SQLException {
     }
 
     /** How to set up and open one kind of subject on a fresh database. */

@@ -9,17 +9,17 @@ import picocli.CommandLine.Command;
 import java.io.PrintWriter;
 
 /**
- * The {@code once} command: {@code demo}, {@code schema}, {@code doctor}, {@code prune}.
+ * The {@code once} command: {@code demo}, {@code schema}, {@code doctor}, {@code prune}, {@code scan}.
  *
  * <p>Exit status: {@value ExitCodes#OK} success, {@value ExitCodes#FINDINGS} a check found a
- * problem ({@code doctor} found duplicate business keys), {@value ExitCodes#USAGE} bad arguments
+ * problem ({@code doctor} found duplicate business keys, {@code scan --fail-on} found a finding that serious), {@value ExitCodes#USAGE} bad arguments
  * (unknown option, bad duration), {@value ExitCodes#FAILURE} the operation failed (database
  * unreachable, SQL error).
  */
 @Command(name = "once", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Effectively-once processing: claim the event id, apply the effect, commit, then ack.",
         subcommands = {DemoCommand.class, SchemaCommand.class, DoctorCommand.class, PruneCommand.class,
-                CommandLine.HelpCommand.class})
+                ScanCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -3,6 +3,7 @@ package dev.once.internal;
 import dev.once.BatchTx;
 import dev.once.Delivery;
 import dev.once.jdbc.Dialect;
+import dev.once.lease.Fence;
 import dev.once.outbox.Outbox;
 
 import java.sql.Connection;
@@ -28,7 +29,7 @@ public final class DefaultBatchTx implements BatchTx {
     public DefaultBatchTx(Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed,
                           Clock clock) {
         this.raw = raw;
-        this.guarded = new GuardedConnection(raw);
+        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
         this.prefix = prefix;
         this.consumer = consumer;
@@ -45,7 +46,7 @@ public final class DefaultBatchTx implements BatchTx {
 
     @Override
     public Connection connection() {
-        return guarded.connection();
+        return guarded;
     }
 
     @Override
@@ -60,11 +61,11 @@ public final class DefaultBatchTx implements BatchTx {
                     + " but was " + (cause == null ? "null" : "event '" + cause.eventId() + "'")
                     + ": rows are stamped with an event id derived from their cause");
         }
-        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, id, clock));
+        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
     }
 
     @Override
     public void fence(String resource, long token) throws SQLException {
-        DefaultTx.fence(raw, dialect, prefix, resource, token, clock);
+        Fence.check(raw, dialect, prefix, resource, token, clock);
     }
 }

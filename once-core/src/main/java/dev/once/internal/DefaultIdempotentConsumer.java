@@ -19,6 +19,8 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
@@ -59,6 +61,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final OnceMetrics metrics;
     private final Clock clock;
     private final OutcomeListener listener;
+    private final String verifySql;
+    private final String verifyAndCommitSql;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     public DefaultIdempotentConsumer(Transactions transactions, String consumer, Handler handler,
@@ -75,6 +79,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.metrics = new OnceMetrics(registry, consumer);
         this.clock = clock;
         this.listener = listener;
+        this.verifySql = dialect.verifyClaim(inbox.tablePrefix());
+        this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
     }
 
     @Override
@@ -221,6 +227,15 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         int culprit = failure.delivery() == null ? -1 : batch.indexOf(failure.delivery());
                         return BatchResult.split(d -> failed(d, failure.cause()), culprit);
                     }
+                    if (!mine.isEmpty()) {
+                        Outcome lost = verifyClaim(tx, mine.get(0).eventId());
+                        if (lost != null) {
+                            // Nothing of the batch stands; split, and the culprit fails alone.
+                            tx.setRollbackOnly();
+                            log.debug("batch of {} rolled back: {}", batch.size(), lost.failure().getMessage());
+                            return BatchResult.split(d -> new Outcome(d.eventId(), lost.status(), lost.failure()), -1);
+                        }
+                    }
                     Map<String, Outcome> byId = new HashMap<>();
                     for (Delivery d : batch) {
                         byId.put(d.eventId(), claimed.contains(d.eventId()) ? Outcome.applied(d.eventId())
@@ -265,7 +280,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             DefaultBatchTx batchTx = new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock);
             Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
             if (failure == null && batchTx.misuse() != null) {
-                failure = misuse(batchTx.misuse());
+                failure = refused(batchTx.misuse());
             }
             return failure == null ? null : new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
         }
@@ -274,7 +289,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
             Throwable failure = timed(() -> handler.handle(d, handlerTx));
             if (failure == null && handlerTx.misuse() != null) {
-                failure = misuse(handlerTx.misuse());
+                failure = refused(handlerTx.misuse());
             }
             if (failure != null) {
                 return new Failure(failure, d);
@@ -283,9 +298,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         return null;
     }
 
-    private static HandlerMisuseException misuse(String call) {
-        return new HandlerMisuseException("handler called Connection." + call
-                + "() and swallowed the refusal; the delivery is rolled back");
+    private static HandlerMisuseException refused(String call) {
+        return new HandlerMisuseException("handler tried " + call
+                + " and swallowed the refusal; the delivery is rolled back");
     }
 
     private Outcome inProgress(Delivery d, SQLException e) {
@@ -351,7 +366,67 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
             return failed(d, failure.cause());
         }
+        Outcome lost = verifyClaim(tx, d.eventId());
+        if (lost != null) {
+            tx.setRollbackOnly();
+            return lost;
+        }
         return Outcome.applied(d.eventId());
+    }
+
+    /**
+     * The check after the handler: the claim must still be this open transaction's, and the
+     * transaction able to commit. A handler that swallowed a failed statement (PostgreSQL aborts the
+     * transaction: COMMIT would answer ROLLBACK), a deadlock that rolled the claim back while the
+     * handler went on (MariaDB: later statements run in a new transaction), a commit behind the
+     * engine's back or a deleted claim would otherwise be reported APPLIED and acknowledged with
+     * nothing, or half, committed. On PostgreSQL, when the engine owns the transaction, the check
+     * rides in the commit's round trip and commits when it passes.
+     *
+     * @return null when the claim holds (and, folded, is committed), else the outcome to report
+     */
+    private Outcome verifyClaim(Transaction tx, String eventId) throws SQLException {
+        Transaction.Binds binds = ps -> {
+            ps.setString(1, consumer);       // 1 consumer
+            ps.setString(2, eventId);        // 2 event_id
+        };
+        int verdict;
+        try {
+            if (verifyAndCommitSql != null && !tx.joined()) {
+                tx.commitWithCheck(verifyAndCommitSql, binds);
+                return null;
+            }
+            try (PreparedStatement ps = tx.connection().prepareStatement(verifySql)) {
+                binds.bind(ps);
+                try (ResultSet rs = ps.executeQuery()) {
+                    verdict = rs.next() ? rs.getInt(1) : 0;
+                }
+            }
+        } catch (SQLException e) {
+            if (dialect.isAbortedTransaction(e)) {
+                return rolledBackByDatabase(eventId, "a statement of the handler failed and the handler went on"
+                        + " (it caught the SQLException), so the database aborted the transaction", e);
+            }
+            if (dialect.isClaimMissing(e)) {
+                return misuse(eventId, "the claim is no longer part of the transaction being committed: the handler"
+                        + " deleted it or ended the claim transaction behind the engine's back");
+            }
+            throw e;
+        }
+        return verdict == 1 ? null : rolledBackByDatabase(eventId, "the claim is gone from the transaction: the"
+                + " database rolled it back (a deadlock the handler caught and went on from, its later statements"
+                + " running in a new transaction) or the handler deleted it", null);
+    }
+
+    private static Outcome rolledBackByDatabase(String eventId, String why, SQLException cause) {
+        return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException("event '" + eventId
+                + "' not applied: " + why + "; nothing of it is committed and it will be redelivered", cause));
+    }
+
+    private Outcome misuse(String eventId, String why) {
+        HandlerMisuseException e = new HandlerMisuseException("event '" + eventId + "' not applied: " + why);
+        log.warn("{}", e.getMessage());
+        return new Outcome(eventId, Status.FAILED_PERMANENT, e);
     }
 
     /**
@@ -415,6 +490,23 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     for (Delivery d : mine) {
                         byId.put(d.eventId(), d == failure.delivery() ? failedOne : failedOne != null
                                 ? notRun(d, failedOne) : notRunInJoinedBatch(d, mine.size(), failure.cause()));
+                    }
+                }
+                if (failure == null && !claimed.isEmpty()) {
+                    String first = claimed.iterator().next();
+                    Outcome lost;
+                    try {
+                        lost = verifyClaim(tx, first);
+                    } catch (SQLException e) {
+                        lost = databaseFailure(first, e);
+                    }
+                    if (lost != null) {
+                        tx.setRollbackOnly();
+                        for (Delivery d : firsts) {
+                            if (claimed.contains(d.eventId())) {
+                                byId.put(d.eventId(), notRun(d, lost));
+                            }
+                        }
                     }
                 }
                 tx.afterCompletion(committed -> {

@@ -1,16 +1,14 @@
 package dev.once.internal;
 
 import dev.once.Delivery;
-import dev.once.StaleFencingTokenException;
 import dev.once.Tx;
 import dev.once.jdbc.Dialect;
+import dev.once.lease.Fence;
 import dev.once.outbox.Outbox;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 
 /** The {@link Tx} of one claim transaction. Not API. */
@@ -29,7 +27,7 @@ public final class DefaultTx implements Tx {
     public DefaultTx(Connection raw, Dialect dialect, String prefix, String consumer, Delivery delivery, Clock clock,
                      OnceMetrics metrics) {
         this.raw = raw;
-        this.guarded = new GuardedConnection(raw);
+        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
         this.prefix = prefix;
         this.consumer = consumer;
@@ -45,7 +43,7 @@ public final class DefaultTx implements Tx {
 
     @Override
     public Connection connection() {
-        return guarded.connection();
+        return guarded;
     }
 
     @Override
@@ -61,7 +59,7 @@ public final class DefaultTx implements Tx {
     @Override
     public Outbox outbox() {
         if (outbox == null) {
-            outbox = new JdbcOutbox(raw, dialect, prefix, delivery.eventId(), clock);
+            outbox = new JdbcOutbox(raw, dialect, prefix, consumer, delivery.eventId(), clock);
         }
         return outbox;
     }
@@ -85,28 +83,7 @@ public final class DefaultTx implements Tx {
 
     @Override
     public void fence(String resource, long token) throws SQLException {
-        fence(raw, dialect, prefix, resource, token, clock);
-    }
-
-    /** Enforces a fencing token on any connection inside the caller's transaction. */
-    public static void fence(Connection c, Dialect dialect, String prefix, String resource, long token, Clock clock)
-            throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(dialect.fence(prefix))) {
-            ps.setString(1, resource);                               // 1 resource
-            ps.setLong(2, token);                                    // 2 token
-            ps.setTimestamp(3, Timestamp.from(clock.instant()));     // 3 updated_at
-            ps.executeUpdate();
-        }
-        try (PreparedStatement ps = c.prepareStatement(dialect.newestFence(prefix))) {
-            ps.setString(1, resource);                               // 1 resource
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                long newest = rs.getLong(1);
-                if (newest > token) {
-                    throw new StaleFencingTokenException(resource, token, newest);
-                }
-            }
-        }
+        Fence.check(raw, dialect, prefix, resource, token, clock);
     }
 
     OnceMetrics metrics() {

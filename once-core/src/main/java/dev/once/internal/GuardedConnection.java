@@ -1,61 +1,378 @@
 package dev.once.internal;
 
 import dev.once.HandlerMisuseException;
+import dev.once.jdbc.Dialect;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
+import java.sql.Array;
+import java.sql.Blob;
+import java.sql.CallableStatement;
+import java.sql.Clob;
 import java.sql.Connection;
-import java.util.Set;
+import java.sql.DatabaseMetaData;
+import java.sql.NClob;
+import java.sql.PreparedStatement;
+import java.sql.SQLClientInfoException;
+import java.sql.SQLException;
+import java.sql.SQLWarning;
+import java.sql.SQLXML;
+import java.sql.Savepoint;
+import java.sql.ShardingKey;
+import java.sql.Statement;
+import java.sql.Struct;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Executor;
 
 /**
- * The connection a handler gets: everything passes through except the calls that would end or
- * reshape the claim transaction. A refused call is remembered, so a handler that catches the
- * exception and carries on is still rolled back. Not API.
+ * The connection a handler gets ({@link dev.once.Tx#connection()}): everything passes through
+ * except what would end or reshape the claim transaction, which is refused with
+ * {@link HandlerMisuseException} and remembered, so a handler that catches the refusal and carries on
+ * is still rolled back. Refused: {@code commit}, {@code rollback()} (a savepoint's rollback passes),
+ * {@code close}, {@code abort}, {@code setAutoCommit}, {@code setTransactionIsolation},
+ * {@code setReadOnly}; SQL that controls the transaction ({@link TransactionSql}); {@code unwrap} to
+ * anything that would hand out the driver's connection or statement. Statements, results and
+ * metadata are wrapped so that none leads back to the raw connection. Plain delegation, no
+ * reflection: it is on every statement a handler runs. Not thread-safe. Not API.
  */
-public final class GuardedConnection implements InvocationHandler {
-
-    private static final Set<String> REFUSED =
-            Set.of("commit", "close", "setAutoCommit", "abort", "setTransactionIsolation", "setReadOnly");
+@SuppressWarnings("deprecation")
+public final class GuardedConnection implements Connection {
 
     private final Connection delegate;
-    private final Connection proxy;
-    private volatile String misuse;
+    private final boolean mysqlLexing;
+    private String misuse;
 
-    public GuardedConnection(Connection delegate) {
+    /** @param mysqlLexing how the database reads string literals and comments ({@link Dialect#mysqlLexing()}) */
+    public GuardedConnection(Connection delegate, boolean mysqlLexing) {
         this.delegate = delegate;
-        this.proxy = (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-                new Class<?>[] {Connection.class}, this);
+        this.mysqlLexing = mysqlLexing;
     }
 
-    public Connection connection() {
-        return proxy;
-    }
-
-    /** The refused call, or null if the handler kept to its part. */
+    /** The refused call or SQL, or null if the handler kept to its part. */
     public String misuse() {
         return misuse;
     }
 
+    /** Refuses SQL that would end or reshape the claim transaction. */
+    void check(String sql) {
+        String refused = TransactionSql.refusal(sql, mysqlLexing);
+        if (refused != null) {
+            throw refuse(refused + " issued as SQL", refused);
+        }
+    }
+
+    private HandlerMisuseException refuse(String what, String name) {
+        misuse = what;
+        return new HandlerMisuseException("handler tried " + what + " on the claim transaction; the engine commits or"
+                + " rolls back the claim and the effect together, so this delivery is rolled back and reported as a"
+                + " permanent failure: remove the call");
+    }
+
     @Override
-    public Object invoke(Object p, Method method, Object[] args) throws Throwable {
-        String name = method.getName();
-        // rollback(Savepoint) only undoes the handler's own work; rollback() would drop the claim.
-        boolean refused = REFUSED.contains(name) || ("rollback".equals(name) && (args == null || args.length == 0));
-        if (refused) {
-            misuse = name;
-            throw new HandlerMisuseException("handler called Connection." + name
-                    + "() on the claim transaction; the engine commits or rolls back the claim and the effect together,"
-                    + " so this delivery is rolled back and reported as a permanent failure: remove the call");
-        }
-        if ("unwrap".equals(name) && args[0] == Connection.class) {
-            return proxy;
-        }
-        try {
-            return method.invoke(delegate, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
+    public void abort(Executor p1) throws SQLException {
+        throw refuse("Connection.abort()", "abort");
+    }
+
+    @Override
+    public void beginRequest() throws SQLException {
+        delegate.beginRequest();
+    }
+
+    @Override
+    public void clearWarnings() throws SQLException {
+        delegate.clearWarnings();
+    }
+
+    @Override
+    public void close() throws SQLException {
+        throw refuse("Connection.close()", "close");
+    }
+
+    @Override
+    public void commit() throws SQLException {
+        throw refuse("Connection.commit()", "commit");
+    }
+
+    @Override
+    public Array createArrayOf(String p1, Object[] p2) throws SQLException {
+        return delegate.createArrayOf(p1, p2);
+    }
+
+    @Override
+    public Blob createBlob() throws SQLException {
+        return delegate.createBlob();
+    }
+
+    @Override
+    public Clob createClob() throws SQLException {
+        return delegate.createClob();
+    }
+
+    @Override
+    public NClob createNClob() throws SQLException {
+        return delegate.createNClob();
+    }
+
+    @Override
+    public SQLXML createSQLXML() throws SQLException {
+        return delegate.createSQLXML();
+    }
+
+    @Override
+    public Statement createStatement() throws SQLException {
+        return new GuardedStatement<>(this, delegate.createStatement());
+    }
+
+    @Override
+    public Statement createStatement(int p1, int p2, int p3) throws SQLException {
+        return new GuardedStatement<>(this, delegate.createStatement(p1, p2, p3));
+    }
+
+    @Override
+    public Statement createStatement(int p1, int p2) throws SQLException {
+        return new GuardedStatement<>(this, delegate.createStatement(p1, p2));
+    }
+
+    @Override
+    public Struct createStruct(String p1, Object[] p2) throws SQLException {
+        return delegate.createStruct(p1, p2);
+    }
+
+    @Override
+    public void endRequest() throws SQLException {
+        delegate.endRequest();
+    }
+
+    @Override
+    public boolean getAutoCommit() throws SQLException {
+        return delegate.getAutoCommit();
+    }
+
+    @Override
+    public String getCatalog() throws SQLException {
+        return delegate.getCatalog();
+    }
+
+    @Override
+    public Properties getClientInfo() throws SQLException {
+        return delegate.getClientInfo();
+    }
+
+    @Override
+    public String getClientInfo(String p1) throws SQLException {
+        return delegate.getClientInfo(p1);
+    }
+
+    @Override
+    public int getHoldability() throws SQLException {
+        return delegate.getHoldability();
+    }
+
+    @Override
+    public DatabaseMetaData getMetaData() throws SQLException {
+        return new GuardedMetaData(this, delegate.getMetaData());
+    }
+
+    @Override
+    public int getNetworkTimeout() throws SQLException {
+        return delegate.getNetworkTimeout();
+    }
+
+    @Override
+    public String getSchema() throws SQLException {
+        return delegate.getSchema();
+    }
+
+    @Override
+    public int getTransactionIsolation() throws SQLException {
+        return delegate.getTransactionIsolation();
+    }
+
+    @Override
+    public Map<String, Class<?>> getTypeMap() throws SQLException {
+        return delegate.getTypeMap();
+    }
+
+    @Override
+    public SQLWarning getWarnings() throws SQLException {
+        return delegate.getWarnings();
+    }
+
+    @Override
+    public boolean isClosed() throws SQLException {
+        return delegate.isClosed();
+    }
+
+    @Override
+    public boolean isReadOnly() throws SQLException {
+        return delegate.isReadOnly();
+    }
+
+    @Override
+    public boolean isValid(int p1) throws SQLException {
+        return delegate.isValid(p1);
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> iface) throws SQLException {
+        return delegate.isWrapperFor(iface);
+    }
+
+    @Override
+    public String nativeSQL(String p1) throws SQLException {
+        return delegate.nativeSQL(p1);
+    }
+
+    @Override
+    public CallableStatement prepareCall(String sql, int p2, int p3, int p4) throws SQLException {
+        check(sql);
+        return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3, p4));
+    }
+
+    @Override
+    public CallableStatement prepareCall(String sql, int p2, int p3) throws SQLException {
+        check(sql);
+        return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3));
+    }
+
+    @Override
+    public CallableStatement prepareCall(String sql) throws SQLException {
+        check(sql);
+        return new GuardedCallableStatement(this, delegate.prepareCall(sql));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql, int[] p2) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql, p2));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql, String[] p2) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql, p2));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql, int p2, int p3, int p4) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql, p2, p3, p4));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql, int p2, int p3) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql, p2, p3));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql, int p2) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql, p2));
+    }
+
+    @Override
+    public PreparedStatement prepareStatement(String sql) throws SQLException {
+        check(sql);
+        return new GuardedPreparedStatement<>(this, delegate.prepareStatement(sql));
+    }
+
+    @Override
+    public void releaseSavepoint(Savepoint p1) throws SQLException {
+        delegate.releaseSavepoint(p1);
+    }
+
+    @Override
+    public void rollback() throws SQLException {
+        throw refuse("Connection.rollback()", "rollback");
+    }
+
+    @Override
+    public void rollback(Savepoint p1) throws SQLException {
+        delegate.rollback(p1);
+    }
+
+    @Override
+    public void setAutoCommit(boolean p1) throws SQLException {
+        throw refuse("Connection.setAutoCommit()", "setAutoCommit");
+    }
+
+    @Override
+    public void setCatalog(String p1) throws SQLException {
+        delegate.setCatalog(p1);
+    }
+
+    @Override
+    public void setClientInfo(String p1, String p2) throws SQLClientInfoException {
+        delegate.setClientInfo(p1, p2);
+    }
+
+    @Override
+    public void setClientInfo(Properties p1) throws SQLClientInfoException {
+        delegate.setClientInfo(p1);
+    }
+
+    @Override
+    public void setHoldability(int p1) throws SQLException {
+        delegate.setHoldability(p1);
+    }
+
+    @Override
+    public void setNetworkTimeout(Executor p1, int p2) throws SQLException {
+        delegate.setNetworkTimeout(p1, p2);
+    }
+
+    @Override
+    public void setReadOnly(boolean p1) throws SQLException {
+        throw refuse("Connection.setReadOnly()", "setReadOnly");
+    }
+
+    @Override
+    public Savepoint setSavepoint() throws SQLException {
+        return delegate.setSavepoint();
+    }
+
+    @Override
+    public Savepoint setSavepoint(String p1) throws SQLException {
+        return delegate.setSavepoint(p1);
+    }
+
+    @Override
+    public void setSchema(String p1) throws SQLException {
+        delegate.setSchema(p1);
+    }
+
+    @Override
+    public void setShardingKey(ShardingKey p1, ShardingKey p2) throws SQLException {
+        delegate.setShardingKey(p1, p2);
+    }
+
+    @Override
+    public void setShardingKey(ShardingKey p1) throws SQLException {
+        delegate.setShardingKey(p1);
+    }
+
+    @Override
+    public boolean setShardingKeyIfValid(ShardingKey p1, int p2) throws SQLException {
+        return delegate.setShardingKeyIfValid(p1, p2);
+    }
+
+    @Override
+    public boolean setShardingKeyIfValid(ShardingKey p1, ShardingKey p2, int p3) throws SQLException {
+        return delegate.setShardingKeyIfValid(p1, p2, p3);
+    }
+
+    @Override
+    public void setTransactionIsolation(int p1) throws SQLException {
+        throw refuse("Connection.setTransactionIsolation()", "setTransactionIsolation");
+    }
+
+    @Override
+    public void setTypeMap(Map<String, Class<?>> p1) throws SQLException {
+        delegate.setTypeMap(p1);
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> iface) throws SQLException {
+        return Guards.unwrap(this, delegate, iface);
     }
 }

@@ -1,16 +1,21 @@
 package dev.once.internal;
 
+import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import dev.once.jdbc.Dialect;
 import dev.once.outbox.Outbox;
 import dev.once.outbox.OutboxMessage;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -19,34 +24,47 @@ public final class JdbcOutbox implements Outbox {
 
     static final int MAX_DESTINATION = 1000;
     static final int MAX_KEY = 255;
+    private static final String HASHED = "sha256:";
 
     private final Connection connection;
     private final String insertSql;
+    private final String consumer;
     private final String causeId;
     private final Clock clock;
     private int added;
 
-    public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String eventId, Clock clock) {
+    public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String consumer, String eventId,
+                      Clock clock) {
         this.connection = connection;
         this.insertSql = dialect.outboxInsert(prefix);
+        this.consumer = Names.consumer(consumer);
         this.causeId = eventId;
         this.clock = clock;
     }
 
-    // Each message a handler enqueues is an event of its own: two messages to one downstream
-    // consumer must not share an id, or its inbox would drop the second. "<cause>#<n>" is unique
-    // (the claim lets this transaction commit once per cause) and stable (it is stored in the row,
-    // so every re-send after a relay crash carries the same id).
-    private String nextEventId() {
-        String id = causeId + "#" + (++added);
-        if (id.length() <= dev.once.Delivery.MAX_MESSAGE_ID_LENGTH) {
-            return id;
+    /**
+     * The event id of the {@code n}-th message a consumer enqueues for one cause:
+     * {@code <consumer>:<cause>#<n>}. Each part is needed for uniqueness: two messages of one
+     * handler differ by n, two consumers of one event by the consumer (else a downstream inbox
+     * would drop the second consumer's message as a duplicate, and an HTTP provider would replay
+     * the first answer to the second call), and a cause is committed once per consumer by its
+     * claim. It is stable: stored in the row, so every re-send after a relay crash carries it. A
+     * consumer name holds no ':' and n no '#', so the form is unambiguous. A cause too long for 255
+     * characters is replaced by {@code sha256:<hex>}; a cause that itself starts with
+     * {@code sha256:} is hashed too, so a short id can never pose as a hashed one.
+     */
+    static String eventId(String consumer, String cause, int n) {
+        String suffix = "#" + n;
+        String prefix = consumer + ":";
+        if (!cause.startsWith(HASHED) && prefix.length() + cause.length() + suffix.length()
+                <= Delivery.MAX_MESSAGE_ID_LENGTH) {
+            return prefix + cause + suffix;
         }
         try {
-            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
-                    .digest(causeId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            return java.util.HexFormat.of().formatHex(digest) + "#" + added;
-        } catch (java.security.NoSuchAlgorithmException e) {
+            byte[] digest = MessageDigest.getInstance("SHA-256")
+                    .digest(cause.getBytes(StandardCharsets.UTF_8));
+            return prefix + HASHED + HexFormat.of().formatHex(digest) + suffix;
+        } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
         }
     }
@@ -62,7 +80,7 @@ public final class JdbcOutbox implements Outbox {
             throw new InvalidDeliveryException("outbox key must be at most " + MAX_KEY + " characters, but was "
                     + key.length());
         }
-        String eventId = nextEventId();
+        String eventId = eventId(consumer, causeId, ++added);
         String idem = idempotencyKey == null ? eventId : idempotencyKey;
         if (idem.isBlank() || idem.length() > MAX_KEY) {
             throw new InvalidDeliveryException("outbox idempotency key must be 1 to " + MAX_KEY

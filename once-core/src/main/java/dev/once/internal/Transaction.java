@@ -3,6 +3,8 @@ package dev.once.internal;
 import dev.once.tx.TransactionHandle;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 
 /** One transaction as work inside {@link Transactions#inTransaction} sees it. Not thread-safe. Not API. */
 public final class Transaction {
@@ -30,6 +32,31 @@ public final class Transaction {
 
     boolean rollbackOnly() {
         return rollbackOnly;
+    }
+
+    /** Sets the binds of a statement. */
+    @FunctionalInterface
+    public interface Binds {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
+    /**
+     * Commits through a statement string that checks the transaction first and ends with
+     * {@code COMMIT} (see {@code Dialect.verifyClaimAndCommit}): the check rides in the commit's
+     * round trip. When the check fails the server skips the {@code COMMIT}, this throws its error,
+     * and the transaction is still open to be rolled back. The seam's own commit that follows finds
+     * the transaction ended and sends nothing. Owned transactions only.
+     *
+     * @throws IllegalStateException if the transaction is joined (its owner commits)
+     */
+    public void commitWithCheck(String sql, Binds binds) throws SQLException {
+        if (handle.joined()) {
+            throw new IllegalStateException("a joined transaction is committed by its owner");
+        }
+        try (PreparedStatement ps = handle.connection().prepareStatement(sql)) {
+            binds.bind(ps);
+            ps.execute();
+        }
     }
 
     /** Runs {@code callback} once the transaction has ended: owned, at once; joined, at the caller's commit or rollback. */

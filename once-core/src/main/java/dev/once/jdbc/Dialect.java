@@ -28,6 +28,35 @@ public interface Dialect {
      */
     String claim(String prefix, Duration lockTimeout);
 
+    /**
+     * Run after the handler, before the commit: proves that the claim of one event id was made by
+     * the transaction still open, so committing commits the claim with the effect. Binds: 1 consumer,
+     * 2 event id. Answers one row: 1 when it holds, 0 when the claim is gone (the database rolled the
+     * transaction back, a deadlock victim whose handler went on). Or fails:
+     * {@link #isAbortedTransaction} when a failed statement aborted the transaction,
+     * {@link #isClaimMissing} when the claim is not this transaction's.
+     */
+    String verifyClaim(String prefix);
+
+    /**
+     * {@link #verifyClaim} followed by {@code COMMIT} in one statement string, so the check costs no
+     * round trip of its own: the commit runs only when the check passed. Null where the driver cannot
+     * send both at once; the check then runs alone before the commit.
+     */
+    default String verifyClaimAndCommit(String prefix) {
+        return null;
+    }
+
+    /** The transaction was aborted by an earlier failed statement; a commit would only roll it back. */
+    default boolean isAbortedTransaction(SQLException e) {
+        return false;
+    }
+
+    /** {@link #verifyClaim} found no claim made by the open transaction. */
+    default boolean isClaimMissing(SQLException e) {
+        return false;
+    }
+
     /** True when many ids can be claimed by one statement that returns the claimed ones ({@link #claimBatch}). */
     boolean supportsBatchClaim();
 
@@ -59,9 +88,12 @@ public interface Dialect {
      */
     String fence(String prefix);
 
-    /** Reads the newest accepted token. Binds: 1 resource. */
+    /**
+     * Reads the newest accepted token with a locking read, which sees the latest committed row
+     * rather than the transaction's snapshot (REPEATABLE READ). Binds: 1 resource.
+     */
     default String newestFence(String prefix) {
-        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ?";
+        return "SELECT token FROM " + quote(prefix + "fence") + " WHERE resource = ? FOR UPDATE";
     }
 
     /**
@@ -156,8 +188,10 @@ public interface Dialect {
 
     /**
      * Locks the next sendable rows in id order, skipping rows other relays hold: pending,
-     * available, matching a destination pattern, and only the oldest pending row of each key (a
-     * key's later rows wait for its head, so a failed head blocks its own key and no other).
+     * available, matching a destination pattern, and only the head of each key: the row with no
+     * older pending or dead row of its key (a key's later rows wait for its head, so a failed head
+     * blocks its own key and no other, and a dead head until it is replayed, then sent first, or
+     * discarded).
      * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 limit. Columns:
      * id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at.
      */
@@ -167,8 +201,17 @@ public interface Dialect {
                 + " o.attempts, o.created_at FROM " + table + " o"
                 + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
                 + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " p"
-                + " WHERE p.msg_key = o.msg_key AND p.status = 'pending' AND p.id < o.id))"
+                + " WHERE p.msg_key = o.msg_key AND p.status IN ('pending', 'dead') AND p.id < o.id))"
                 + " ORDER BY o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+    }
+
+    /**
+     * Locks one row if it is still pending and no other transaction holds it. Binds: 1 id.
+     * Columns: attempts, available_at.
+     */
+    default String outboxLockPending(String prefix) {
+        return "SELECT attempts, available_at FROM " + quote(prefix + "outbox")
+                + " WHERE id = ? AND status = 'pending' FOR UPDATE SKIP LOCKED";
     }
 
     /** Marks a row sent. Binds: 1 sent_at, 2 response_status (nullable), 3 response (nullable), 4 id. */
@@ -216,6 +259,11 @@ public interface Dialect {
                 + " last_error = NULL WHERE id = ? AND status = 'dead'";
     }
 
+    /** Deletes a dead row, which frees its key without sending it. Binds: 1 id. 1 row: discarded. */
+    default String outboxDiscard(String prefix) {
+        return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ? AND status = 'dead'";
+    }
+
     /** One row: pending count, created_at of the oldest pending row (null if none), dead count. */
     default String outboxStats(String prefix) {
         String table = quote(prefix + "outbox");
@@ -235,6 +283,15 @@ public interface Dialect {
      */
     default String outboxListen(String prefix) {
         return null;
+    }
+
+    /**
+     * True when the database reads SQL the MySQL way: backslash escapes in string literals,
+     * {@code "..."} as a string, {@code #} starting a comment. The engine's guard needs it to find
+     * where one statement of a handler's SQL ends.
+     */
+    default boolean mysqlLexing() {
+        return false;
     }
 
     /** SQL states, error codes: the claim waited longer than the lock timeout for a concurrent duplicate. */

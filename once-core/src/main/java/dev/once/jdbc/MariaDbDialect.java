@@ -36,6 +36,15 @@ public final class MariaDbDialect implements Dialect {
                 : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + insert;
     }
 
+    // A deadlock makes InnoDB roll the whole transaction back, and the handler's later statements
+    // run in a new one: the claim is then no longer visible. (information_schema.innodb_trx would
+    // name the transaction, but InnoDB refreshes that view at most every 100 ms.) Statements that
+    // commit implicitly are refused by the engine's guard before they run.
+    @Override
+    public String verifyClaim(String prefix) {
+        return "SELECT count(*) FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id = ?";
+    }
+
     private static long seconds(Duration timeout) {
         return Math.max(1, (timeout.toMillis() + 999) / 1000);
     }
@@ -127,6 +136,11 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String pruneOutbox(String prefix) {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
+    }
+
+    @Override
+    public boolean mysqlLexing() {
+        return true;
     }
 
     @Override

@@ -31,6 +31,34 @@ public final class PostgresDialect implements Dialect {
                 : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING";
     }
 
+    // xmin is the 32-bit id of the transaction that inserted the row; txid_current_if_assigned()
+    // the 64-bit (epoch-qualified) id of the open transaction, NULL before its first write. Equal
+    // only when the open transaction made the claim. A mismatch divides by zero (22012) instead of
+    // answering 0, so that in verifyClaimAndCommit the COMMIT after it never runs; in an aborted
+    // transaction the SELECT itself fails with 25P02. PostgreSQL 12+ (txid_* exist through 17).
+    @Override
+    public String verifyClaim(String prefix) {
+        return "SELECT 1 / count(*) FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id = ?"
+                + " AND xmin::text::bigint = txid_current_if_assigned() % 4294967296";
+    }
+
+    // pgjdbc sends both statements in one round trip and the server skips the COMMIT when the check
+    // fails; the driver's commit() afterwards finds the transaction idle and sends nothing.
+    @Override
+    public String verifyClaimAndCommit(String prefix) {
+        return verifyClaim(prefix) + "; COMMIT";
+    }
+
+    @Override
+    public boolean isAbortedTransaction(SQLException e) {
+        return "25P02".equals(e.getSQLState());
+    }
+
+    @Override
+    public boolean isClaimMissing(SQLException e) {
+        return "22012".equals(e.getSQLState());
+    }
+
     @Override
     public boolean supportsBatchClaim() {
         return true;

@@ -7,7 +7,6 @@ import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
 
-import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -50,9 +49,17 @@ import java.util.Objects;
  *
  * <p>Expired keys are deleted by {@link dev.once.retention.IdempotencyKeyPruner}.
  *
+ * <p><b>The effect and its result in one transaction.</b> Where the request's effect is a write to
+ * this store's database, run it in {@link #transaction}: the effect and the saved result then commit
+ * together, so no crash leaves the effect applied and the key re-runnable, and a takeover after the
+ * claim lapsed cannot apply the effect twice (the stale caller's result is refused and its
+ * transaction, effect included, rolls back). {@link #complete(Connection, BeginResult.Started, int, byte[])}
+ * does the same inside a transaction the caller runs. An effect elsewhere (another database, an
+ * external API) cannot be covered so: pass the key on to it, so that it deduplicates a re-run, or
+ * send it through the outbox.
+ *
  * <p>Immutable and thread-safe. Each call is one short transaction of its own, or runs in the
- * caller's transaction where a {@link Connection} is passed (to save the result atomically with the
- * business write it describes).
+ * caller's transaction where a {@link Connection} is passed.
  */
 public final class IdempotencyKeys {
 
@@ -72,7 +79,7 @@ public final class IdempotencyKeys {
     static final String FAILED = "failed";
     static final String RETRYABLE = "retryable";
 
-    private final DataSource dataSource;
+    private final JdbcTarget target;
     private final Dialect dialect;
     private final Clock clock;
     private final Duration lockDuration;
@@ -85,7 +92,7 @@ public final class IdempotencyKeys {
 
     private IdempotencyKeys(Builder b, JdbcTarget t) {
         Dialect dialect = t.dialect();
-        this.dataSource = t.dataSource();
+        this.target = t;
         this.dialect = dialect;
         this.clock = t.clock();
         this.lockDuration = b.lockDuration;
@@ -152,20 +159,10 @@ public final class IdempotencyKeys {
         // A key pruned between the insert and the read, or a deadlock, is a race lost to another
         // statement: trying again decides it.
         for (int attempt = 0; attempt < 3; attempt++) {
-            try (Connection c = dataSource.getConnection()) {
-                boolean autoCommit = c.getAutoCommit();
-                c.setAutoCommit(false);
-                try {
-                    BeginResult r = beginIn(c, scope, key, fingerprint);
-                    c.commit();
-                    if (r != null) {
-                        return r;
-                    }
-                } catch (SQLException | RuntimeException e) {
-                    c.rollback();
-                    throw e;
-                } finally {
-                    c.setAutoCommit(autoCommit);
+            try {
+                BeginResult r = target.inTransaction(c -> beginIn(c, scope, key, fingerprint));
+                if (r != null) {
+                    return r;
                 }
             } catch (SQLException e) {
                 if (!dialect.isTransientConflict(e)) {
@@ -244,6 +241,26 @@ public final class IdempotencyKeys {
     }
 
     /**
+     * Begins a transaction on this store's database for a started request, so that the request's
+     * effect and its saved result commit together: apply the effect on
+     * {@link KeyTransaction#connection()}, then {@link KeyTransaction#complete} saves the result and
+     * commits both. A crash or error before that commits neither, and a caller that outlived its
+     * claim while a successor took the key over has its result refused by the fencing token and its
+     * effect rolled back with it.
+     *
+     * @throws OnceException if the database fails; nothing began
+     */
+    public KeyTransaction transaction(BeginResult.Started started) {
+        Objects.requireNonNull(started, "started");
+        try {
+            return new KeyTransaction(this, started, target.begin());
+        } catch (SQLException e) {
+            throw new OnceException("beginning the transaction of idempotency key '" + started.key() + "' in scope '"
+                    + started.scope() + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Saves the result of a started request; later {@link #begin}s of the key replay it.
      *
      * @param status the status to replay (an HTTP status for HTTP callers), 0 to 999
@@ -284,11 +301,11 @@ public final class IdempotencyKeys {
     }
 
     private void finish(BeginResult.Started started, String state, int status, byte[] body) {
-        try (Connection c = dataSource.getConnection()) {
-            if (!c.getAutoCommit()) {
-                c.setAutoCommit(true);
-            }
-            finishIn(c, started, state, status, body);
+        try {
+            target.autoCommit(c -> {
+                finishIn(c, started, state, status, body);
+                return null;
+            });
         } catch (SQLException e) {
             throw new OnceException("saving the result of idempotency key '" + started.key() + "' in scope '"
                     + started.scope() + "' failed: " + e.getMessage(), e);

@@ -1,13 +1,15 @@
 package dev.once.lease;
 
 import dev.once.StaleFencingTokenException;
-import dev.once.internal.DefaultTx;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Clock;
 import java.util.Objects;
 
@@ -60,6 +62,23 @@ public final class Fence {
             throw new IllegalArgumentException("fenced resource must be 1 to 255 non-blank characters, but was "
                     + (resource == null ? "null" : "'" + resource + "'"));
         }
-        DefaultTx.fence(connection, dialect, prefix, resource, token, clock);
+        try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
+            ps.setString(1, resource);                               // 1 resource
+            ps.setLong(2, token);                                    // 2 token
+            ps.setTimestamp(3, Timestamp.from(clock.instant()));     // 3 updated_at
+            ps.executeUpdate();
+        }
+        // A locking read: under REPEATABLE READ (InnoDB's default) a plain SELECT would answer from
+        // the transaction's snapshot, taken at its first read, and miss a newer token accepted since.
+        try (PreparedStatement ps = connection.prepareStatement(dialect.newestFence(prefix))) {
+            ps.setString(1, resource);                               // 1 resource
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long newest = rs.getLong(1);
+                if (newest > token) {
+                    throw new StaleFencingTokenException(resource, token, newest);
+                }
+            }
+        }
     }
 }

@@ -8,11 +8,13 @@ import java.util.Map;
  * here is written in the claim transaction and leaves only after commit, through a relay that
  * performs it with its idempotency key. A rolled-back transaction sends nothing.
  *
- * <p>Every row gets an event id of its own, {@code <cause event id>#<n>} for the n-th message the
- * handler enqueues (hashed when it would exceed 255 characters), carried as
+ * <p>Every row gets an event id of its own, {@code <consumer>:<cause event id>#<n>} for the n-th
+ * message the handler of {@code consumer} enqueues for one event (the cause part hashed to
+ * {@code sha256:<hex>} when the id would exceed 255 characters), carried as
  * {@value OutboxMessage#EVENT_ID_HEADER}; the cause travels as {@value OutboxMessage#CAUSE_ID_HEADER}.
- * A relay that re-sends after a crash re-sends the same id and the receiving inbox absorbs it;
- * two messages enqueued for one event stay two events downstream.
+ * It is the default idempotency key too. Two consumers of one event, and two messages of one
+ * handler, are distinct events downstream; a relay that re-sends after a crash re-sends the same id
+ * and the receiving inbox absorbs it.
  */
 public interface Outbox {
 

@@ -4,17 +4,9 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
-import dev.once.jdbc.Dialect;
+import dev.once.internal.OutboxRepository;
 
-import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
@@ -29,26 +21,20 @@ import java.util.Objects;
  * admin.replay(List.of(42L, 43L));
  * }</pre>
  *
- * <p>A replayed row goes back to {@code pending} with its attempts reset; a running relay picks it
- * up at its next poll (PostgreSQL wakes relays at once). A dead row no longer holds back the later
- * rows of its key, so a replayed row is sent after them, out of its original order.
+ * <p>A dead row holds back the rows of its key written after it, so per-key order survives a dead
+ * letter: replay it (it goes back to {@code pending} with its attempts reset, and a running relay
+ * sends it first at its next poll; PostgreSQL wakes relays at once) or discard it.
  *
- * <p>Immutable and thread-safe; every call is one short auto-commit statement per row.
+ * <p>Immutable and thread-safe; reads are one short statement, replay and discard one transaction.
  */
 public final class OutboxAdmin {
 
-    private final DataSource dataSource;
-    private final Clock clock;
-    private final String statsSql;
-    private final String deadSql;
-    private final String replaySql;
+    private final JdbcTarget target;
+    private final OutboxRepository repository;
 
-    private OutboxAdmin(DataSource dataSource, Dialect dialect, String prefix, Clock clock) {
-        this.dataSource = dataSource;
-        this.clock = clock;
-        this.statsSql = dialect.outboxStats(prefix);
-        this.deadSql = dialect.outboxListDead(prefix);
-        this.replaySql = dialect.outboxReplay(prefix);
+    private OutboxAdmin(JdbcTarget target) {
+        this.target = target;
+        this.repository = new OutboxRepository(target.dialect(), target.tablePrefix());
     }
 
     public static Builder builder() {
@@ -61,14 +47,8 @@ public final class OutboxAdmin {
      * @throws OnceException if the database fails
      */
     public OutboxStats stats() {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(statsSql);
-             ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            long pending = rs.getLong(1);
-            Timestamp oldest = rs.getTimestamp(2);
-            long dead = rs.getLong(3);
-            Duration lag = oldest == null ? Duration.ZERO : Duration.between(oldest.toInstant(), clock.instant());
-            return new OutboxStats(pending, lag.isNegative() ? Duration.ZERO : lag, dead);
+        try {
+            return target.autoCommit(c -> repository.stats(c, target.clock().instant()));
         } catch (SQLException e) {
             throw new OnceException("reading outbox stats failed: " + e.getMessage(), e);
         }
@@ -83,43 +63,42 @@ public final class OutboxAdmin {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, but was " + limit);
         }
-        List<DeadMessage> result = new ArrayList<>();
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(deadSql)) {
-            ps.setLong(1, afterId);                                  // 1 after id
-            ps.setInt(2, limit);                                     // 2 limit
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    result.add(new DeadMessage(Rows.message(rs), rs.getString(10), rs.getInt(11)));
-                }
-            }
+        try {
+            return target.autoCommit(c -> repository.dead(c, afterId, limit));
         } catch (SQLException e) {
             throw new OnceException("listing dead outbox rows failed: " + e.getMessage(), e);
         }
-        return result;
     }
 
     /**
-     * Sends dead rows again: each goes back to {@code pending}, attempts reset, available now.
+     * Sends dead rows again, in one transaction: each goes back to {@code pending}, attempts reset,
+     * available now, and as the head of its key it is sent before the rows of its key written after it.
      * Ids that are not dead (already replayed, sent, unknown) are skipped.
      *
      * @return how many rows were replayed
      */
     public int replay(Collection<Long> ids) {
         Objects.requireNonNull(ids, "ids");
-        int replayed = 0;
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(replaySql)) {
-            if (!c.getAutoCommit()) {
-                c.setAutoCommit(true);
-            }
-            for (long id : ids) {
-                ps.setTimestamp(1, Timestamp.from(clock.instant()));   // 1 available_at
-                ps.setLong(2, id);                                      // 2 id
-                replayed += ps.executeUpdate();
-            }
+        try {
+            return target.inTransaction(c -> repository.replay(c, ids, target.clock().instant()));
         } catch (SQLException e) {
-            throw new OnceException("replaying dead outbox rows failed after " + replayed + ": " + e.getMessage(), e);
+            throw new OnceException("replaying dead outbox rows failed, none replayed: " + e.getMessage(), e);
         }
-        return replayed;
+    }
+
+    /**
+     * Deletes dead rows without sending them, in one transaction, which frees the rows of their keys
+     * written after them. Ids that are not dead are skipped.
+     *
+     * @return how many rows were discarded
+     */
+    public int discard(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        try {
+            return target.inTransaction(c -> repository.discard(c, ids));
+        } catch (SQLException e) {
+            throw new OnceException("discarding dead outbox rows failed, none discarded: " + e.getMessage(), e);
+        }
     }
 
     /** Builds an {@link OutboxAdmin}; {@code dataSource} is required. Not thread-safe. */
@@ -135,8 +114,7 @@ public final class OutboxAdmin {
 
         /** @throws InvalidConfigurationException if the data source is missing or the dialect cannot be detected */
         public OutboxAdmin build() {
-            JdbcTarget t = target();
-            return new OutboxAdmin(t.dataSource(), t.dialect(), t.tablePrefix(), t.clock());
+            return new OutboxAdmin(target());
         }
     }
 

@@ -4,10 +4,9 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.PermanentFailureException;
 import dev.once.StaleFencingTokenException;
-import dev.once.internal.PgListener;
 import dev.once.internal.JdbcSettings;
 import dev.once.internal.JdbcTarget;
-import dev.once.jdbc.Dialect;
+import dev.once.internal.OutboxRepository;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
@@ -19,13 +18,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
-import javax.sql.DataSource;
-import java.lang.management.ManagementFactory;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -33,7 +27,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 
@@ -52,9 +45,10 @@ import java.util.regex.Pattern;
  * {@code SELECT … FOR UPDATE SKIP LOCKED} in id order, publish each, then mark it sent (or delete
  * it, {@link Builder#deleteSent}) or schedule its retry, and commit. Many relays can run against
  * one table at once: a row locked by one is skipped by the others, so no row is sent twice while
- * it is locked. Only the oldest pending row of each key is taken, so a key is sent by one relay at
- * a time and in id order, and a failing row holds back its own key and no other. Rows without a key
- * are independent.
+ * it is locked. Only the head of each key is taken (its oldest row that is pending or dead), so a
+ * key is sent by one relay at a time and in id order, and a failing row holds back its own key and no
+ * other; a dead head holds it back until {@link OutboxAdmin#replay} (it is then sent first) or
+ * {@link OutboxAdmin#discard}. Rows without a key are independent.
  *
  * <p><b>Delivery guarantee.</b> At least once, with the same event id and idempotency key on every
  * send: a relay that dies after publishing and before its commit leaves the row pending, and it is
@@ -72,9 +66,13 @@ import java.util.regex.Pattern;
  * fallback when the listening connection breaks.
  *
  * <p><b>Exclusive mode.</b> With {@link Builder#lease}, the relay sends only while it holds the named
- * lease, and every batch commits only after {@link Fence#check} of the lease's fencing token: a relay
- * paused past its lease (GC, SIGSTOP) while another took over cannot mark rows when it resumes; its
- * batch rolls back and the rows are sent by the new holder.
+ * lease, renewing it before each send once half its time to live has passed (so a batch may take
+ * longer than the lease), and every batch commits only after {@link Fence#check} of the lease's
+ * fencing token: a relay paused past its lease (GC, SIGSTOP) while another took over cannot mark
+ * rows when it resumes; it stops at its next send, its batch rolls back and the rows are sent by the
+ * new holder. A fenced batch still counts an attempt for each row it sent, so rows whose single
+ * send outlives the lease go to {@code dead} after {@link Builder#maxAttempts} instead of being
+ * re-sent by alternating relays forever.
  *
  * <p><b>Metrics</b> (tag {@code relay}): {@code once.outbox.sent}, {@code once.outbox.retried},
  * {@code once.outbox.dead} counters; {@code once.outbox.pending} and {@code once.outbox.lag}
@@ -101,11 +99,9 @@ public final class OutboxRelay implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(OutboxRelay.class);
     private static final Pattern NAME = Pattern.compile("[a-z0-9._-]{1,100}");
-    private static final int MAX_ERROR = 4000;
 
-    private final DataSource dataSource;
-    private final Dialect dialect;
-    private final String prefix;
+    private final JdbcTarget target;
+    private final OutboxRepository repository;
     private final Publisher publisher;
     private final String name;
     private final int batchSize;
@@ -116,17 +112,7 @@ public final class OutboxRelay implements AutoCloseable {
     private final boolean deleteSent;
     private final String destinationPattern;
     private final Clock clock;
-    private final OutboxAdmin admin;
-    private final Leases leases;
-    private final String leaseName;
-    private final String leaseOwner;
-    private final Duration leaseTtl;
-
-    private final String lockSql;
-    private final String sentSql;
-    private final String deleteSql;
-    private final String retrySql;
-    private final String deadSql;
+    private final RelayLease exclusive;
 
     private final Counter sent;
     private final Counter retried;
@@ -134,16 +120,11 @@ public final class OutboxRelay implements AutoCloseable {
     private final Counter fenceRejections;
     private final AtomicReference<OutboxStats> lastStats = new AtomicReference<>(new OutboxStats(0, Duration.ZERO, 0));
 
-    private final Object wake = new Object();
-    private final AtomicReference<Lease> lease = new AtomicReference<>();
-    private volatile boolean running;
-    private Thread thread;
+    private RelayLoop loop;
 
     private OutboxRelay(Builder b, JdbcTarget t) {
-        Dialect dialect = t.dialect();
-        this.dataSource = t.dataSource();
-        this.dialect = dialect;
-        this.prefix = t.tablePrefix();
+        this.target = t;
+        this.repository = new OutboxRepository(t.dialect(), t.tablePrefix());
         this.publisher = b.publisher;
         this.name = b.name;
         this.batchSize = b.batchSize;
@@ -154,19 +135,7 @@ public final class OutboxRelay implements AutoCloseable {
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
         this.clock = t.clock();
-        this.admin = OutboxAdmin.builder().dataSource(dataSource).dialect(dialect).tablePrefix(prefix)
-                .clock(clock).build();
-        this.leaseName = b.leaseName;
-        this.leaseTtl = b.leaseTtl;
-        this.leaseOwner = b.name + "@" + ManagementFactory.getRuntimeMXBean().getName() + "/"
-                + UUID.randomUUID().toString().substring(0, 8);
-        this.leases = b.leaseName == null ? null
-                : Leases.builder().dataSource(dataSource).dialect(dialect).tablePrefix(prefix).clock(clock).build();
-        this.lockSql = dialect.outboxLockBatch(prefix);
-        this.sentSql = dialect.outboxMarkSent(prefix);
-        this.deleteSql = dialect.outboxDelete(prefix);
-        this.retrySql = dialect.outboxRetry(prefix);
-        this.deadSql = dialect.outboxDead(prefix);
+        this.exclusive = b.leaseName == null ? null : new RelayLease(name, b.leaseName, b.leaseTtl, t);
         MeterRegistry r = b.meterRegistry;
         this.sent = Counter.builder("once.outbox.sent").description("outbox rows sent").tag("relay", name).register(r);
         this.retried = Counter.builder("once.outbox.retried").description("failed sends scheduled for a retry")
@@ -194,7 +163,7 @@ public final class OutboxRelay implements AutoCloseable {
 
     /** The lease this relay holds in exclusive mode, if any right now. */
     public Optional<Lease> lease() {
-        return Optional.ofNullable(lease.get());
+        return Optional.ofNullable(exclusive == null ? null : exclusive.held());
     }
 
     /**
@@ -203,9 +172,13 @@ public final class OutboxRelay implements AutoCloseable {
      * @throws OnceException if the database fails
      */
     public OutboxStats stats() {
-        OutboxStats s = admin.stats();
-        lastStats.set(s);
-        return s;
+        try {
+            OutboxStats s = target.autoCommit(c -> repository.stats(c, clock.instant()));
+            lastStats.set(s);
+            return s;
+        } catch (SQLException e) {
+            throw new OnceException("relay " + name + ": reading outbox stats failed: " + e.getMessage(), e);
+        }
     }
 
     /**
@@ -216,158 +189,152 @@ public final class OutboxRelay implements AutoCloseable {
      * @throws OnceException if the database fails; the batch rolled back and its rows will be sent again
      */
     public int relayOnce() {
-        Lease held = null;
-        if (leaseName != null) {
-            held = currentLease();
-            if (held == null) {
+        Lease lease = null;
+        if (exclusive != null) {
+            lease = exclusive.current();
+            if (lease == null) {
                 return 0;
             }
         }
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                int n = relayBatch(c, held);
-                return n;
-            } catch (StaleFencingTokenException e) {
-                rollbackQuietly(c);
-                lease.compareAndSet(held, null);
-                fenceRejections.increment();
-                log.warn("relay {} lost its lease '{}' (token {}, newest {}); its batch rolled back and will be sent"
-                        + " by the new holder", name, leaseName, e.token(), e.newest());
-                return 0;
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(c);
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
+        Lease under = lease;
+        List<OutboxMessage> attempted = new ArrayList<>();
+        try {
+            List<OutboxRepository.Mark> marks = target.inTransaction(c -> sendBatch(c, under, attempted));
+            count(marks);
+            return marks.size();
+        } catch (StaleFencingTokenException | LeaseLost e) {
+            exclusive.lost(under);
+            fenceRejections.increment();
+            log.warn("relay {} lost its lease '{}' (token {}) during a batch; the batch rolled back after {} send(s),"
+                    + " which the new holder sends again", name, exclusive.name(), under.token(), attempted.size());
+            countFenced(attempted, under);
+            return 0;
         } catch (SQLException e) {
             throw new OnceException("relay " + name + ": batch rolled back, database error (SQLState "
                     + e.getSQLState() + "): " + e.getMessage(), e);
         }
     }
 
-    private record Result(OutboxMessage message, Receipt receipt, Throwable failure, boolean permanent) {
+    /** The lease was renewed before a send and another relay had acquired it: stop sending. */
+    private static final class LeaseLost extends RuntimeException {
+        LeaseLost() {
+            super(null, null, false, false);
+        }
     }
 
-    private int relayBatch(Connection c, Lease held) throws SQLException {
-        Instant now = clock.instant();
-        List<OutboxMessage> rows = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(lockSql)) {
-            ps.setTimestamp(1, Timestamp.from(now));   // 1 now: rows available by then
-            ps.setString(2, destinationPattern);        // 2 destination LIKE pattern
-            ps.setInt(3, batchSize);                    // 3 limit
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    rows.add(Rows.message(rs));
-                }
-            }
-        }
-        if (rows.isEmpty()) {
-            c.commit();
-            return 0;
-        }
-        List<Result> results = new ArrayList<>(rows.size());
+    private List<OutboxRepository.Mark> sendBatch(Connection c, Lease lease, List<OutboxMessage> attempted)
+            throws SQLException {
+        List<OutboxMessage> rows = repository.lockBatch(c, clock.instant(), destinationPattern, batchSize);
+        List<OutboxRepository.Mark> marks = new ArrayList<>(rows.size());
+        Lease current = lease;
         for (OutboxMessage m : rows) {
             if (Thread.currentThread().isInterrupted()) {
                 throw new OnceException("relay " + name + " interrupted; batch rolled back, its rows will be sent again");
             }
-            results.add(publish(m));
-        }
-        int sentRows = 0;
-        int retriedRows = 0;
-        int deadRows = 0;
-        Instant done = clock.instant();
-        try (PreparedStatement ok = c.prepareStatement(deleteSent ? deleteSql : sentSql);
-             PreparedStatement retry = c.prepareStatement(retrySql);
-             PreparedStatement give = c.prepareStatement(deadSql)) {
-            for (Result r : results) {
-                long id = r.message().id();
-                Receipt receipt = r.receipt();
-                if (r.failure() == null) {
-                    if (deleteSent) {
-                        ok.setLong(1, id);                                             // 1 id
-                    } else {
-                        ok.setTimestamp(1, Timestamp.from(done));                      // 1 sent_at
-                        setReceipt(ok, 2, receipt);                                    // 2 status, 3 response
-                        ok.setLong(4, id);                                             // 4 id
-                    }
-                    ok.addBatch();
-                    sentRows++;
-                    continue;
-                }
-                int attempts = r.message().attempts() + 1;
-                String error = Rows.truncate(String.valueOf(r.failure()), MAX_ERROR);
-                if (r.permanent() || attempts >= maxAttempts) {
-                    give.setString(1, error);                                          // 1 last_error
-                    setReceipt(give, 2, receipt);                                      // 2 status, 3 response
-                    give.setLong(4, id);                                               // 4 id
-                    give.addBatch();
-                    deadRows++;
-                    log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, id,
-                            r.message().eventId(), attempts, error);
-                } else {
-                    Instant next = done.plus(backoff(attempts));
-                    retry.setTimestamp(1, Timestamp.from(next));                       // 1 available_at
-                    retry.setString(2, error);                                         // 2 last_error
-                    setReceipt(retry, 3, receipt);                                     // 3 status, 4 response
-                    retry.setLong(5, id);                                              // 5 id
-                    retry.addBatch();
-                    retriedRows++;
-                    log.info("relay {}: row {} (event {}) failed attempt {}, next at {}: {}", name, id,
-                            r.message().eventId(), attempts, next, error);
+            if (current != null) {
+                current = exclusive.keep(current);
+                if (current == null) {
+                    throw new LeaseLost();
                 }
             }
-            if (sentRows > 0) {
-                ok.executeBatch();
-            }
-            if (retriedRows > 0) {
-                retry.executeBatch();
-            }
-            if (deadRows > 0) {
-                give.executeBatch();
-            }
+            attempted.add(m);
+            marks.add(mark(m, publish(m)));
         }
-        if (held != null) {
+        if (rows.isEmpty()) {
+            return marks;
+        }
+        repository.mark(c, marks, deleteSent);
+        if (current != null) {
             // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
-            Fence.check(c, dialect, prefix, fenceResource(), held.token(), clock);
+            exclusive.fence(c, current);
         }
-        c.commit();
-        sent.increment(sentRows);
-        retried.increment(retriedRows);
-        dead.increment(deadRows);
-        return rows.size();
+        return marks;
     }
 
-    private Result publish(OutboxMessage m) {
+    private void count(List<OutboxRepository.Mark> marks) {
+        for (OutboxRepository.Mark m : marks) {
+            if (m instanceof OutboxRepository.Sent) {
+                sent.increment();
+            } else if (m instanceof OutboxRepository.Retry) {
+                retried.increment();
+            } else {
+                dead.increment();
+            }
+        }
+    }
+
+    /** What a send ended with: the destination's receipt, or the failure and whether it is permanent. */
+    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {
+    }
+
+    private Attempt publish(OutboxMessage m) {
         MDC.put("once.outbox.id", Long.toString(m.id()));
         MDC.put("once.event_id", m.eventId());
         try {
             Receipt receipt = publisher.publish(m);
-            return new Result(m, receipt == null ? Receipt.NONE : receipt, null, false);
+            return new Attempt(receipt == null ? Receipt.NONE : receipt, null, false);
         } catch (PublishFailure e) {
-            return new Result(m, e.receipt(), e, !e.retryable());
+            return new Attempt(e.receipt(), e, !e.retryable());
         } catch (PermanentFailureException e) {
-            return new Result(m, null, e, true);
+            return new Attempt(null, e, true);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Result(m, null, e, false);
+            return new Attempt(null, e, false);
         } catch (Exception e) {
-            return new Result(m, null, e, false);
+            return new Attempt(null, e, false);
         } finally {
             MDC.remove("once.outbox.id");
             MDC.remove("once.event_id");
         }
     }
 
-    private static void setReceipt(PreparedStatement ps, int index, Receipt receipt) throws SQLException {
-        if (receipt == null) {
-            ps.setNull(index, java.sql.Types.INTEGER);
-            ps.setNull(index + 1, java.sql.Types.VARCHAR);
-        } else {
-            ps.setInt(index, receipt.status());
-            ps.setString(index + 1, receipt.body());
+    private OutboxRepository.Mark mark(OutboxMessage m, Attempt a) {
+        Instant now = clock.instant();
+        if (a.failure() == null) {
+            return new OutboxRepository.Sent(m.id(), now, a.receipt());
+        }
+        int attempts = m.attempts() + 1;
+        String error = String.valueOf(a.failure());
+        if (a.permanent() || attempts >= maxAttempts) {
+            log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(), m.eventId(),
+                    attempts, error);
+            return new OutboxRepository.Dead(m.id(), error, a.receipt());
+        }
+        return new OutboxRepository.Retry(m.id(), now.plus(backoff(attempts)), error, a.receipt());
+    }
+
+    // A fenced batch still counts: each row it sent gets an attempt, so relays that keep losing the
+    // lease mid-batch (a send longer than the lease) end in dead after maxAttempts instead of
+    // re-sending the rows forever with attempts at 0. The rows stay available now: the new holder
+    // is not slow, it need not back off. Rows the new holder has locked are its to count.
+    private void countFenced(List<OutboxMessage> attempted, Lease lease) {
+        if (attempted.isEmpty()) {
+            return;
+        }
+        String error = "relay " + name + " lost lease '" + exclusive.name() + "' (token " + lease.token()
+                + ") during its batch, after sending; the send is repeated by the new holder";
+        try {
+            List<OutboxRepository.Mark> marks = target.inTransaction(c -> {
+                List<OutboxRepository.Mark> counted = new ArrayList<>();
+                for (OutboxMessage m : attempted) {
+                    Optional<OutboxRepository.Pending> p = repository.lockPending(c, m.id());
+                    if (p.isEmpty()) {
+                        continue;
+                    }
+                    if (p.get().attempts() + 1 >= maxAttempts) {
+                        log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(),
+                                m.eventId(), p.get().attempts() + 1, error);
+                        counted.add(new OutboxRepository.Dead(m.id(), error, null));
+                    } else {
+                        counted.add(new OutboxRepository.Retry(m.id(), p.get().availableAt(), error, null));
+                    }
+                }
+                repository.mark(c, counted, false);
+                return counted;
+            });
+            count(marks);
+        } catch (SQLException | RuntimeException e) {
+            log.warn("relay {}: counting the attempts of its fenced batch failed; they are not counted", name, e);
         }
     }
 
@@ -378,57 +345,6 @@ public final class OutboxRelay implements AutoCloseable {
         return d.compareTo(maxBackoff) > 0 ? maxBackoff : d;
     }
 
-    private String fenceResource() {
-        return "outbox-relay:" + leaseName;
-    }
-
-    /** The lease to send under: held and renewed at half its time to live, or newly acquired; null if another holds it. */
-    private Lease currentLease() {
-        Lease held = lease.get();
-        Instant now = clock.instant();
-        if (held != null && now.isBefore(held.expiresAt().minus(leaseTtl.dividedBy(2)))) {
-            return held;
-        }
-        if (held != null) {
-            Lease renewed = leases.renew(held, leaseTtl).orElse(null);
-            if (renewed != null) {
-                lease.set(renewed);
-                return renewed;
-            }
-            log.warn("relay {} lost its lease '{}' (token {}): another relay acquired it", name, leaseName,
-                    held.token());
-            lease.set(null);
-        }
-        Lease acquired = leases.acquire(leaseName, leaseOwner, leaseTtl).orElse(null);
-        if (acquired != null) {
-            takeOver(acquired);
-            log.info("relay {} acquired lease '{}' with token {}", name, leaseName, acquired.token());
-        }
-        lease.set(acquired);
-        return acquired;
-    }
-
-    // Records the new token at the fence at once, not at this relay's first batch: from here on the
-    // previous holder's batches are rejected even while this relay has nothing to send.
-    private void takeOver(Lease acquired) {
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                Fence.check(c, dialect, prefix, fenceResource(), acquired.token(), clock);
-                c.commit();
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(c);
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            throw new OnceException("relay " + name + ": recording lease token " + acquired.token() + " of '"
-                    + leaseName + "' at the fence failed: " + e.getMessage(), e);
-        }
-    }
-
     /**
      * Starts sending in a background thread named {@code once-relay-<name>}: batches while rows are
      * sendable, then waits for a wake-up or the poll interval.
@@ -436,117 +352,27 @@ public final class OutboxRelay implements AutoCloseable {
      * @throws IllegalStateException if already started
      */
     public synchronized void start() {
-        if (thread != null) {
+        if (loop != null) {
             throw new IllegalStateException("relay " + name + " is already started");
         }
-        running = true;
-        thread = new Thread(this::loop, "once-relay-" + name);
-        thread.setDaemon(true);
-        thread.start();
-    }
-
-    private void loop() {
-        String listen = dialect.outboxListen(prefix);
-        PgListener listener = null;
-        Instant nextListen = Instant.MIN;
-        Instant nextStats = Instant.MIN;
-        try {
-            while (running) {
-                if (listener == null && listen != null && !Instant.now().isBefore(nextListen)) {
-                    listener = PgListener.open(dataSource, listen);
-                    nextListen = Instant.now().plus(pollInterval.multipliedBy(10));
-                }
-                boolean more;
-                try {
-                    more = relayOnce() > 0;
-                    // The gauges' query runs at most once per poll interval, not after every batch.
-                    if (!Instant.now().isBefore(nextStats)) {
-                        stats();
-                        nextStats = Instant.now().plus(pollInterval);
-                    }
-                } catch (RuntimeException e) {
-                    log.warn("relay {}: batch failed, trying again in {}", name, pollInterval, e);
-                    more = false;
-                }
-                if (more || !running) {
-                    continue;
-                }
-                try {
-                    listener = await(listener);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        } finally {
-            if (listener != null) {
-                listener.close();
-            }
-        }
-    }
-
-    /** Waits for a notification or the poll interval, whichever first; returns the listener still usable. */
-    private PgListener await(PgListener listener) throws InterruptedException {
-        long deadline = System.nanoTime() + pollInterval.toNanos();
-        while (running) {
-            long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                return listener;
-            }
-            // Slices keep close() prompt: the driver's wait cannot be interrupted.
-            Duration slice = Duration.ofNanos(Math.min(left, Duration.ofMillis(250).toNanos()));
-            if (listener != null) {
-                try {
-                    if (listener.await(slice)) {
-                        return listener;
-                    }
-                } catch (SQLException e) {
-                    log.info("relay {}: LISTEN connection failed ({}), polling until it is back", name, e.toString());
-                    listener.close();
-                    listener = null;
-                }
-            } else {
-                synchronized (wake) {
-                    wake.wait(Math.max(1, slice.toMillis()));
-                }
-            }
-        }
-        return listener;
+        loop = new RelayLoop(name, target.dataSource(), target.dialect().outboxListen(target.tablePrefix()),
+                pollInterval, this::relayOnce, this::stats);
+        loop.start();
     }
 
     /** Stops the background thread, waiting for the batch in flight; releases the lease in exclusive mode. */
     @Override
     public void close() {
-        Thread t;
+        RelayLoop l;
         synchronized (this) {
-            running = false;
-            t = thread;
-            thread = null;
+            l = loop;
+            loop = null;
         }
-        synchronized (wake) {
-            wake.notifyAll();
+        if (l != null) {
+            l.stop();
         }
-        if (t != null) {
-            try {
-                t.join(Duration.ofSeconds(30).toMillis());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        Lease held = lease.getAndSet(null);
-        if (held != null) {
-            try {
-                leases.release(held);
-            } catch (RuntimeException e) {
-                log.debug("releasing lease '{}' failed; it lapses after its ttl", leaseName, e);
-            }
-        }
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException e) {
-            log.debug("rollback failed", e);
+        if (exclusive != null) {
+            exclusive.release();
         }
     }
 

@@ -21,6 +21,7 @@ abstract class GateBuilder<R, B extends GateBuilder<R, B>> {
     private Set<String> methods = IdempotencyFilter.DEFAULT_METHODS;
     private int maxRequestBytes = IdempotencyFilter.DEFAULT_MAX_REQUEST_BYTES;
     private Function<R, String> scope = r -> IdempotencyFilter.DEFAULT_SCOPE;
+    private boolean transactional;
 
     abstract B self();
 
@@ -73,12 +74,25 @@ abstract class GateBuilder<R, B extends GateBuilder<R, B>> {
         return self();
     }
 
+    /**
+     * True: each request with a key runs in a transaction on the keys' database, which the handler
+     * reaches through {@code transaction(request)} and applies its effect on; the saved result commits
+     * with the effect, a 5xx or an exception rolls the effect back, and a request that outlived its
+     * claim while a retry took over has its effect rolled back (409). Use it when the effect is a
+     * write to that database. Default false: the handler applies its effect where it likes and the
+     * result is saved after it, so a crash between the two leaves the key to be run again.
+     */
+    public B transactional(boolean transactional) {
+        this.transactional = transactional;
+        return self();
+    }
+
     /** @throws InvalidConfigurationException if {@code keys} is not set */
     Gate gate() {
         if (keys == null) {
             throw new InvalidConfigurationException("keys (an IdempotencyKeys store) is required, but was not set");
         }
-        return new Gate(keys, required, methods, maxRequestBytes);
+        return new Gate(keys, required, methods, maxRequestBytes, transactional);
     }
 
     Function<R, String> scope() {

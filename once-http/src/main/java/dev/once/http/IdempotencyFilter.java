@@ -3,6 +3,7 @@ package dev.once.http;
 import dev.once.InvalidConfigurationException;
 import dev.once.http.internal.Gate;
 import dev.once.keys.IdempotencyKeys;
+import dev.once.keys.KeyTransaction;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
@@ -27,6 +28,7 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 
@@ -56,7 +58,17 @@ import java.util.function.Function;
  * </ul>
  * Other methods pass through untouched. The request body is buffered (at most
  * {@link Builder#maxRequestBytes}, else <b>413</b>) to fingerprint it, and the response is buffered
- * to save it, so this filter suits API calls, not streaming; asynchronous servlets are not supported.
+ * to save it, up to {@link IdempotencyKeys#maxResultBytes()}, so this filter suits API calls, not
+ * streaming; asynchronous servlets are not supported. A response larger than that cannot be saved:
+ * the filter answers <b>500</b> (problem+json) instead; in transactional mode the effect is rolled
+ * back and the key released, otherwise that 500 is saved as the key's permanent result, because the
+ * effect may have happened and a retry must not run it again.
+ *
+ * <p><b>Effect and result in one transaction</b> ({@link Builder#transactional}): when the handler's
+ * effect is a write to the keys' database, let it run on {@link #transaction(ServletRequest)}'s
+ * connection; the saved response then commits with it, so a crash between the two leaves neither,
+ * and a request that outlived its claim while a retry took over is rolled back instead of applying
+ * the effect a second time. Effects elsewhere are not covered: pass the key on to them.
  *
  * <p>Immutable and thread-safe.
  */
@@ -68,6 +80,8 @@ public final class IdempotencyFilter implements Filter {
     public static final int DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
     /** The scope of every key unless a scope function is configured. */
     public static final String DEFAULT_SCOPE = "http";
+
+    private static final String TRANSACTION_ATTRIBUTE = KeyTransaction.class.getName();
 
     private final Gate gate;
     private final Function<HttpServletRequest, String> scope;
@@ -108,17 +122,22 @@ public final class IdempotencyFilter implements Filter {
             return;
         }
         Gate.Proceed proceed = (Gate.Proceed) decision;
-        CapturingResponse capture = new CapturingResponse(response);
+        if (proceed.transaction() != null) {
+            cached.setAttribute(TRANSACTION_ATTRIBUTE, proceed.transaction());
+        }
+        CapturingResponse capture = new CapturingResponse(response, gate.maxResponseBytes());
         try {
             chain.doFilter(cached, capture);
         } catch (IOException | ServletException | RuntimeException | Error e) {
-            gate.abandon(proceed.started());
+            gate.abandon(proceed);
             throw e;
+        } finally {
+            cached.removeAttribute(TRANSACTION_ATTRIBUTE);
         }
         byte[] produced = capture.bytes();
         if (capture.error != null) {
             // sendError: let the container render its error page; only the status is saved.
-            Gate.Respond override = gate.finish(proceed.started(), capture.status, null, new byte[0]);
+            Gate.Respond override = gate.finish(proceed, capture.status, null, new byte[0], false);
             if (override != null) {
                 send(response, override);
             } else {
@@ -126,7 +145,8 @@ public final class IdempotencyFilter implements Filter {
             }
             return;
         }
-        Gate.Respond override = gate.finish(proceed.started(), capture.status, response.getContentType(), produced);
+        Gate.Respond override = gate.finish(proceed, capture.status, response.getContentType(), produced,
+                capture.buffer.overflowed());
         if (override != null) {
             response.reset();
             send(response, override);
@@ -135,6 +155,16 @@ public final class IdempotencyFilter implements Filter {
         response.setStatus(capture.status);
         response.setContentLength(produced.length);
         response.getOutputStream().write(produced);
+    }
+
+    /**
+     * The transaction a request runs in when the filter is {@link Builder#transactional transactional}:
+     * apply the effect on its {@link KeyTransaction#connection() connection}, and the filter commits it
+     * with the saved response (never commit it yourself). Empty for requests the filter does not cover,
+     * without a key, or when it is not transactional.
+     */
+    public static Optional<KeyTransaction> transaction(ServletRequest request) {
+        return Optional.ofNullable((KeyTransaction) request.getAttribute(TRANSACTION_ATTRIBUTE));
     }
 
     private static void send(HttpServletResponse response, Gate.Respond answer) throws IOException {
@@ -214,16 +244,21 @@ public final class IdempotencyFilter implements Filter {
         }
     }
 
-    /** Holds the servlet's response back until it is saved; headers go straight to the real response. */
+    /**
+     * Holds the servlet's response back until it is saved; headers go straight to the real response.
+     * The body is kept up to the most a key can save: what the servlet writes past that is dropped
+     * and the gate answers for it ({@link Gate#finish}).
+     */
     private static final class CapturingResponse extends HttpServletResponseWrapper {
-        private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+        private final BoundedBuffer buffer;
         private int status = SC_OK;
         private String error;
         private PrintWriter writer;
         private ServletOutputStream stream;
 
-        CapturingResponse(HttpServletResponse response) {
+        CapturingResponse(HttpServletResponse response, int limit) {
             super(response);
+            this.buffer = new BoundedBuffer(limit);
         }
 
         byte[] bytes() {
@@ -331,6 +366,44 @@ public final class IdempotencyFilter implements Filter {
         @Override
         public void setContentLengthLong(long len) {
             // the real length is set when the buffered body is written
+        }
+    }
+
+    /** Bytes up to a limit; the rest is counted as an overflow and dropped. */
+    static final class BoundedBuffer extends ByteArrayOutputStream {
+        private final int limit;
+        private boolean overflowed;
+
+        BoundedBuffer(int limit) {
+            this.limit = limit;
+        }
+
+        boolean overflowed() {
+            return overflowed;
+        }
+
+        @Override
+        public synchronized void write(int b) {
+            if (count < limit) {
+                super.write(b);
+            } else {
+                overflowed = true;
+            }
+        }
+
+        @Override
+        public synchronized void write(byte[] b, int off, int len) {
+            int room = Math.min(len, limit - count);
+            super.write(b, off, room);
+            if (room < len) {
+                overflowed = true;
+            }
+        }
+
+        @Override
+        public synchronized void reset() {
+            super.reset();
+            overflowed = false;
         }
     }
 

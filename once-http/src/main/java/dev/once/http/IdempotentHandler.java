@@ -3,11 +3,13 @@ package dev.once.http;
 import dev.once.InvalidConfigurationException;
 import dev.once.http.internal.Gate;
 import dev.once.keys.IdempotencyKeys;
+import dev.once.keys.KeyTransaction;
 import io.javalin.http.Context;
 import io.javalin.http.Handler;
 
 import java.io.InputStream;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.function.Function;
 
 /**
@@ -16,7 +18,9 @@ import java.util.function.Function;
  * {@link IdempotencyFilter}: 400 for a missing (where required) or malformed key, 409 while the key
  * is in progress, 422 for a key reused with another request, the saved status, content type and body
  * (with {@code Idempotent-Replayed: true}) for a finished key; otherwise the handler runs and a
- * response below 500 is saved.
+ * response below 500 is saved; with {@link Builder#transactional}, in one transaction with the effect
+ * the handler applies on {@link #transaction(Context)}'s connection. A response larger than
+ * {@link IdempotencyKeys#maxResultBytes()} is answered as the filter does (500).
  *
  * <pre>{@code
  * IdempotentHandler idempotent = IdempotentHandler.builder().keys(keys)
@@ -32,6 +36,8 @@ import java.util.function.Function;
  * it to your own build (7.x). Immutable and thread-safe.
  */
 public final class IdempotentHandler {
+
+    private static final String TRANSACTION_ATTRIBUTE = KeyTransaction.class.getName();
 
     private final Gate gate;
     private final Function<Context, String> scope;
@@ -80,21 +86,39 @@ public final class IdempotentHandler {
             return;
         }
         Gate.Proceed proceed = (Gate.Proceed) decision;
+        if (proceed.transaction() != null) {
+            ctx.attribute(TRANSACTION_ATTRIBUTE, proceed.transaction());
+        }
         try {
             handler.handle(ctx);
         } catch (Exception | Error e) {
-            gate.abandon(proceed.started());
+            gate.abandon(proceed);
             throw e;
         }
+        // Read no more than a key can save: past that the gate answers instead of the handler.
         byte[] produced;
         try (InputStream result = ctx.resultInputStream()) {
-            produced = result == null ? new byte[0] : result.readAllBytes();
+            produced = result == null ? new byte[0] : result.readNBytes(gate.maxResponseBytes() + 1);
         }
-        ctx.result(produced);   // the stream was consumed: put the bytes back for Javalin to send
-        Gate.Respond override = gate.finish(proceed.started(), ctx.statusCode(), ctx.res().getContentType(), produced);
+        boolean overflowed = produced.length > gate.maxResponseBytes();
+        if (!overflowed) {
+            ctx.result(produced);   // the stream was consumed: put the bytes back for Javalin to send
+        }
+        Gate.Respond override = gate.finish(proceed, ctx.statusCode(), ctx.res().getContentType(),
+                overflowed ? new byte[0] : produced, overflowed);
         if (override != null) {
             respond(ctx, override);
         }
+    }
+
+    /**
+     * The transaction a request runs in when the wrapper is {@link Builder#transactional transactional}:
+     * apply the effect on its {@link KeyTransaction#connection() connection}, and the wrapper commits
+     * it with the saved response (never commit it yourself). Empty for requests it does not cover,
+     * without a key, or when it is not transactional.
+     */
+    public static Optional<KeyTransaction> transaction(Context ctx) {
+        return Optional.ofNullable(ctx.attribute(TRANSACTION_ATTRIBUTE));
     }
 
     private static void respond(Context ctx, Gate.Respond answer) {

@@ -9,6 +9,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.URI;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.concurrent.atomic.AtomicReference;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -23,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The {@code Idempotency-Key} contract through a real HTTP server, the same table for every server
@@ -36,7 +46,11 @@ abstract class HttpIdempotencyContract {
 
     /** The business endpoint: what each body makes it do. */
     protected interface Endpoint {
-        Response handle(String tenant, String body) throws Exception;
+        /**
+         * @param transaction the request's transaction connection when the integration is
+         *                    transactional, else null (the endpoint writes on a connection of its own)
+         */
+        Response handle(String tenant, String body, Connection transaction) throws Exception;
     }
 
     protected record Response(int status, String contentType, String body) {
@@ -44,17 +58,25 @@ abstract class HttpIdempotencyContract {
 
     protected TestDatabase db;
     protected IdempotencyKeys keys;
+    protected final TestClock clock = new TestClock();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     private final AtomicInteger payments = new AtomicInteger();
     private volatile CountDownLatch slowEntered = new CountDownLatch(1);
     private volatile CountDownLatch slowRelease = new CountDownLatch(1);
+    private static final Duration LOCK = Duration.ofSeconds(30);
+    private static final int MAX_RESULT = 16 * 1024;
     private String base;
 
     /** Starts the server and returns its base URL, e.g. {@code http://127.0.0.1:4711}. */
     protected abstract String start(Endpoint endpoint) throws Exception;
 
     protected abstract void stop() throws Exception;
+
+    /** True for the subclasses that run the integration with {@code transactional(true)}. */
+    protected boolean transactional() {
+        return false;
+    }
 
     /** What every subclass's scope function does: the X-Tenant header, or "public". */
     protected static String tenant(String header) {
@@ -64,8 +86,9 @@ abstract class HttpIdempotencyContract {
     @BeforeAll
     void startServer() throws Exception {
         db = TestPostgres.shared().freshDatabase();
-        keys = IdempotencyKeys.builder().dataSource(db.dataSource()).lockDuration(Duration.ofSeconds(30))
-                .maxResultBytes(16 * 1024).build();
+        db.execute("CREATE TABLE charge (request text NOT NULL)");
+        keys = IdempotencyKeys.builder().dataSource(db.dataSource()).lockDuration(LOCK).clock(clock)
+                .maxResultBytes(MAX_RESULT).build();
         base = start(this::endpoint);
     }
 
@@ -75,8 +98,14 @@ abstract class HttpIdempotencyContract {
         db.close();
     }
 
-    private Response endpoint(String tenant, String body) throws Exception {
-        runs.computeIfAbsent(tenant + "|" + body, k -> new AtomicInteger()).incrementAndGet();
+    private Response endpoint(String tenant, String body, Connection transaction) throws Exception {
+        int run = runs.computeIfAbsent(tenant + "|" + body, k -> new AtomicInteger()).incrementAndGet();
+        if (body.startsWith("charge")) {
+            return charge(tenant, body, transaction, run);
+        }
+        if (body.startsWith("big")) {
+            return new Response(201, "text/plain", "x".repeat(MAX_RESULT + 1));
+        }
         if (body.startsWith("slow")) {
             slowEntered.countDown();
             slowRelease.await(30, TimeUnit.SECONDS);
@@ -92,6 +121,40 @@ abstract class HttpIdempotencyContract {
         }
         int n = payments.incrementAndGet();
         return new Response(201, "application/json", "{\"payment\":" + n + ",\"tenant\":\"" + tenant + "\"}");
+    }
+
+    // The effect is a row in the keys' database: on the request's transaction when there is one.
+    private Response charge(String tenant, String body, Connection transaction, int run) throws Exception {
+        try (Connection own = transaction == null ? db.dataSource().getConnection() : null) {
+            Connection c = transaction == null ? own : transaction;
+            try (PreparedStatement ps = c.prepareStatement("INSERT INTO charge (request) VALUES (?)")) {
+                ps.setString(1, tenant + "|" + body);
+                ps.executeUpdate();
+            }
+            if (run == 1 && body.startsWith("charge-crash")) {
+                throw new IllegalStateException("crash between the effect and the saved result");
+            }
+            if (run == 1 && body.startsWith("charge-kill")) {
+                long pid;
+                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                    rs.next();
+                    pid = rs.getLong(1);
+                }
+                db.queryLong("SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid + ")) t");
+            }
+            if (run == 1 && body.startsWith("charge-slow")) {
+                slowEntered.countDown();
+                slowRelease.await(30, TimeUnit.SECONDS);
+            }
+            if (body.startsWith("charge-big")) {
+                return new Response(201, "text/plain", "x".repeat(MAX_RESULT + 1));
+            }
+            return new Response(201, "application/json", "{\"charge\":\"" + body + "\",\"run\":" + run + "}");
+        }
+    }
+
+    private long charges(String tenant, String body) {
+        return db.queryLong("SELECT count(*) FROM charge WHERE request = '" + tenant + "|" + body + "'");
     }
 
     private int runs(String tenant, String body) {
@@ -219,11 +282,107 @@ abstract class HttpIdempotencyContract {
         assertThat(post(k, "pay-40", "X-Tenant", "globex").body()).isEqualTo(b.body());
     }
 
+    /**
+     * Issue 10 item 9: the request applies its effect, then fails before its result is saved (an
+     * exception; a killed database connection). In transactional mode neither commits, so the retry
+     * applies the effect once; saved apart, the effect stayed and the retry applied it again.
+     */
+    @Test
+    final void aCrashBetweenTheEffectAndTheSavedResultLeavesNeitherSoARetryAppliesItOnce() throws Exception {
+        assumeTrue(transactional(), "without transactional(true) the effect commits apart from the result");
+        for (String body : new String[] {"charge-crash-1", "charge-kill-1"}) {
+            String k = key();
+            assertThat(post(k, body).statusCode()).as("%s: the failed first run", body).isEqualTo(500);
+            assertThat(charges("public", body)).as("%s: the failed run applied nothing", body).isZero();
+            HttpResponse<String> retry = post(k, body);
+            assertThat(retry.statusCode()).as("%s: the retry runs", body).isEqualTo(201);
+            assertThat(post(k, body).body()).as("%s: and is saved", body).isEqualTo(retry.body());
+            assertThat(charges("public", body)).as("%s: effect applied exactly once", body).isEqualTo(1);
+        }
+    }
+
+    /**
+     * Issue 10 item 9: the first request outlives its claim; a retry takes the key over and applies the
+     * effect; then the first one finishes. Its result is refused by the fencing token and, in
+     * transactional mode, its effect rolls back with it: one effect, not two.
+     */
+    @Test
+    final void aTakeoverAfterTheClaimLapsedCannotApplyTheEffectTwice() throws Exception {
+        assumeTrue(transactional(), "without transactional(true) the effect commits apart from the result");
+        String k = key();
+        slowEntered = new CountDownLatch(1);
+        slowRelease = new CountDownLatch(1);
+        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(() -> {
+            try {
+                return post(k, "charge-slow-1");
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertThat(slowEntered.await(30, TimeUnit.SECONDS)).isTrue();
+        clock.advance(LOCK.plusSeconds(1));
+        HttpResponse<String> takeover = post(k, "charge-slow-1");
+        assertThat(takeover.statusCode()).as("the retry took the lapsed key over").isEqualTo(201);
+        slowRelease.countDown();
+        HttpResponse<String> late = first.get(30, TimeUnit.SECONDS);
+        assertThat(late.statusCode()).as("the first request lost its claim").isEqualTo(409);
+        assertThat(charges("public", "charge-slow-1")).as("effect applied exactly once").isEqualTo(1);
+        assertThat(post(k, "charge-slow-1").body()).as("the successor's result stands").isEqualTo(takeover.body());
+    }
+
+    /**
+     * A response larger than a key can save is answered 500 and never buffered whole. Transactional:
+     * the effect is rolled back and the key released (a retry runs again, applying nothing).
+     * Otherwise the effect may have happened: the 500 is saved and replayed, the request not run again.
+     */
+    @Test
+    final void aResponseTooLargeToSaveIsA500AndNeverRunsTheEffectTwice() throws Exception {
+        String k = key();
+        HttpResponse<String> first = post(k, "charge-big-1");
+        assertThat(first.statusCode()).isEqualTo(500);
+        assertThat(first.body()).contains("exceeded the " + MAX_RESULT + " bytes");
+        HttpResponse<String> again = post(k, "charge-big-1");
+        assertThat(again.statusCode()).isEqualTo(500);
+        if (transactional()) {
+            assertThat(runs("public", "charge-big-1")).as("released: the retry ran").isEqualTo(2);
+            assertThat(charges("public", "charge-big-1")).as("and nothing was applied").isZero();
+        } else {
+            assertThat(runs("public", "charge-big-1")).as("the effect may have happened: not run again")
+                    .isEqualTo(1);
+            assertThat(again.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+            assertThat(charges("public", "charge-big-1")).isEqualTo(1);
+        }
+    }
+
     @Test
     final void uncoveredMethodsPassThrough() throws Exception {
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/payments")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.body()).isEqualTo("list");
+    }
+
+    /** A clock the test moves by hand (the keys' lock expiry); the only fake here is time. */
+    protected static final class TestClock extends Clock {
+        private final AtomicReference<Instant> now = new AtomicReference<>(Instant.now());
+
+        void advance(Duration d) {
+            now.updateAndGet(t -> t.plus(d));
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now.get();
+        }
     }
 }

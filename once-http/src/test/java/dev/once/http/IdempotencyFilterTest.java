@@ -34,7 +34,8 @@ class IdempotencyFilterTest extends HttpIdempotencyContract {
                 String body = new String(req.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 Response r;
                 try {
-                    r = endpoint.handle(tenant(req.getHeader("X-Tenant")), body);
+                    r = endpoint.handle(tenant(req.getHeader("X-Tenant")), body,
+                            IdempotencyFilter.transaction(req).map(t -> t.connection()).orElse(null));
                 } catch (RuntimeException e) {
                     throw e;
                 } catch (Exception e) {
@@ -51,7 +52,7 @@ class IdempotencyFilterTest extends HttpIdempotencyContract {
             }
         }), "/payments");
         context.addFilter(new FilterHolder(IdempotencyFilter.builder().keys(keys)
-                .scope(r -> tenant(r.getHeader("X-Tenant"))).build()), "/*", EnumSet.of(DispatcherType.REQUEST));
+                .scope(r -> tenant(r.getHeader("X-Tenant"))).transactional(transactional()).build()), "/*", EnumSet.of(DispatcherType.REQUEST));
         server.setHandler(context);
         server.start();
         return "http://127.0.0.1:" + connector.getLocalPort();

@@ -191,7 +191,9 @@ public final class KafkaConsumerRunnerBuilder {
      * Where permanently failed records, records out of attempts and (under
      * {@link MissingEventIdPolicy#DEAD_LETTER}) records without an id go, with their headers plus
      * {@code once-dlt-reason}, {@code once-dlt-topic}, {@code once-dlt-partition},
-     * {@code once-dlt-offset}. Not set: such a record stops the runner thread instead.
+     * {@code once-dlt-offset}. Not set: a permanently failed record (or one without an id under
+     * DEAD_LETTER) stops the runner thread instead, and a record out of attempts is retried at the
+     * capped backoff until it succeeds, so a database outage never stops the runner.
      */
     public KafkaConsumerRunnerBuilder deadLetterTopic(String topic) {
         if (topic == null || topic.isBlank()) {
@@ -211,7 +213,10 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
-    /** Tries of one record (1 to 1000) before it is dead-lettered; default {@value #DEFAULT_MAX_ATTEMPTS}. */
+    /**
+     * Tries of one record (1 to 1000) before it is dead-lettered; default {@value #DEFAULT_MAX_ATTEMPTS}.
+     * Without a {@link #deadLetterTopic(String)} the record is tried on, at the capped backoff.
+     */
     public KafkaConsumerRunnerBuilder maxAttempts(int maxAttempts) {
         if (maxAttempts < 1 || maxAttempts > 1000) {
             throw new InvalidConfigurationException("maxAttempts must be between 1 and 1000, but was " + maxAttempts);
@@ -220,7 +225,10 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
-    /** Backoff before a retry: {@code initial} doubled per attempt, at most {@code max}. */
+    /**
+     * Backoff before a retry: {@code initial} doubled per attempt, at most {@code max}. The
+     * partition is paused meanwhile; the others go on.
+     */
     public KafkaConsumerRunnerBuilder retryBackoff(Duration initial, Duration max) {
         positive("retryBackoff initial", initial);
         positive("retryBackoff max", max);

@@ -38,11 +38,17 @@ class AckGapCrashTest {
         try (TestDatabase db = KafkaLedger.database()) {
             long appliedAtCrash;
             long balanceAtCrash;
+            // the child's sessions carry a name of their own, so the test can wait for them to end
+            String application = "once-ackgap-" + topic;
             try (ChildJvm child = ChildJvm.start(AckGapConsumerMain.class, Map.of(), kafka.bootstrapServers(), topic,
-                    group, KafkaLedger.jdbcUrl(db), Integer.toString(kafka.sessionTimeoutMs()))) {
+                    group, KafkaLedger.jdbcUrl(db) + "&ApplicationName=" + application,
+                    Integer.toString(kafka.sessionTimeoutMs()))) {
                 child.awaitLineStartingWith(AckGapConsumerMain.MARKER, Duration.ofSeconds(90));
                 child.kill();
-                // Read after the kill: the next batch may have been running (and committing) in the gap.
+                // The next batch may have been running in the gap, its COMMIT already sent: the server
+                // finishes it after the kill. Read once every session of the child has ended.
+                await().atMost(Duration.ofSeconds(60)).until(() -> db.queryLong(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + application + "'") == 0);
                 appliedAtCrash = KafkaLedger.appliedRows(db);
                 balanceAtCrash = KafkaLedger.balance(db);
             }

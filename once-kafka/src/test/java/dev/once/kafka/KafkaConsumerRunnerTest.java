@@ -17,7 +17,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import javax.sql.DataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -233,8 +237,14 @@ class KafkaConsumerRunnerTest {
         String dlt = kafka.createTopic("retry-dlt", 1);
         KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("r-1", 3, 0), new Event("r-2", 4, 0)));
         Map<String, Integer> tries = new ConcurrentHashMap<>();
-        started(runner(topic, "retry-" + topic).maxAttempts(3).deadLetterTopic(dlt).handler((d, tx) -> {
+        Map<Integer, Long> triedAt = new ConcurrentHashMap<>();
+        // a backoff longer than a fetch's wait on the broker, so a retry that is not held comes too early
+        started(runner(topic, "retry-" + topic).retryBackoff(Duration.ofMillis(600), Duration.ofSeconds(2))
+                .maxAttempts(3).deadLetterTopic(dlt).handler((d, tx) -> {
             tries.merge(d.eventId() + "#" + d.attempt(), 1, Integer::sum);
+            if (d.eventId().equals("r-1")) {
+                triedAt.putIfAbsent(d.attempt(), System.nanoTime());
+            }
             if (d.eventId().equals("r-1")) {
                 throw new IllegalStateException("always down");
             }
@@ -245,6 +255,78 @@ class KafkaConsumerRunnerTest {
         List<ConsumerRecord<byte[], byte[]>> dead = readAll(dlt, 1);
         assertThat(header(dead.get(0), "once-dlt-reason")).contains("failed 3 times").contains("always down");
         assertThat(KafkaLedger.balance(db)).isEqualTo(4);
+        assertSpacedByBackoff(triedAt, 3, Duration.ofMillis(600));
+    }
+
+    @Test
+    void retryBackoffHoldsAnIdlePartitionSoAttemptsAreSpacedByTheConfiguredBackoff() {
+        String topic = kafka.createTopic("idle-backoff", 1);
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("b-1", 5, 0)));
+        Map<Integer, Long> triedAt = new ConcurrentHashMap<>();
+        // one record, nothing else on the partition: no poll during the batch returns records
+        KafkaConsumerRunner r = started(runner(topic, "idle-" + topic).retryBackoff(Duration.ofMillis(100),
+                Duration.ofSeconds(1)).maxAttempts(10).handler((d, tx) -> {
+            triedAt.putIfAbsent(d.attempt(), System.nanoTime());
+            if (d.attempt() <= 4) {
+                throw new IllegalStateException("down on attempt " + d.attempt());
+            }
+            CREDIT.handle(d, tx);
+        }));
+        await().atMost(Duration.ofSeconds(60)).until(() -> Meters.applied(meters) == 1);
+        assertSpacedByBackoff(triedAt, 5, Duration.ofMillis(100));
+        assertThat(r.isRunning()).isTrue();
+        assertThat(KafkaLedger.balance(db)).isEqualTo(5);
+    }
+
+    @Test
+    void aHundredMillisecondDatabaseOutageDoesNotStopARunnerWithoutADeadLetterTopic() {
+        String topic = kafka.createTopic("outage", 1);
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("o-1", 1, 0), new Event("o-2", 2, 0),
+                new Event("o-3", 3, 0)));
+        // the database refuses connections for 100 ms from the first one asked for
+        long[] outageEnd = {-1};   // armed once the runner is built (the builder detects the dialect)
+        DataSource real = db.dataSource();
+        DataSource flaky = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("getConnection")) {
+                        synchronized (outageEnd) {
+                            if (outageEnd[0] == 0) {   // armed, and the first connection since
+                                outageEnd[0] = System.nanoTime() + Duration.ofMillis(100).toNanos();
+                            }
+                            if (outageEnd[0] != -1 && System.nanoTime() - outageEnd[0] < 0) {
+                                throw new SQLException("connection refused (database restarting)", "08001");
+                            }
+                        }
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        // one try before dead-lettering: without a dead-letter topic the failed try must be retried, not fatal
+        KafkaConsumerRunner r = runner(topic, "outage-" + topic).dataSource(flaky).maxAttempts(1).build();
+        runners.add(r);
+        synchronized (outageEnd) {
+            outageEnd[0] = 0;
+        }
+        r.start();
+        await().atMost(Duration.ofSeconds(60)).until(() -> Meters.applied(meters) == 3 || r.failure().isPresent());
+        assertThat(r.failure()).as("a short outage is retried, not fatal").isEmpty();
+        assertThat(r.isRunning()).isTrue();
+        assertThat(KafkaLedger.balance(db)).isEqualTo(6);
+        assertThat(Meters.count(meters, "once.kafka.records.failed")).as("the outage was seen").isPositive();
+    }
+
+    /** Attempt n+1 came at least the backoff after attempt n: {@code initial} doubled per failure. */
+    private static void assertSpacedByBackoff(Map<Integer, Long> triedAt, int attempts, Duration initial) {
+        assertThat(triedAt).containsKeys(IntStream.rangeClosed(1, attempts).boxed().toArray(Integer[]::new));
+        for (int n = 1; n < attempts; n++) {
+            long gap = triedAt.get(n + 1) - triedAt.get(n);
+            Duration backoff = initial.multipliedBy(1L << (n - 1));
+            assertThat(Duration.ofNanos(gap)).as("attempt %d came %s after attempt %d, backoff %s", n + 1,
+                    Duration.ofNanos(gap), n, backoff).isGreaterThanOrEqualTo(backoff);
+        }
     }
 
     @Test

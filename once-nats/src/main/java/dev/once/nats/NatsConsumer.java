@@ -5,7 +5,10 @@ import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
-import dev.once.Outcome.Status;
+import dev.once.adapter.AdapterDriver;
+import dev.once.adapter.Broker;
+import dev.once.adapter.Processed;
+import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
@@ -20,16 +23,11 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
@@ -47,6 +45,10 @@ import java.util.regex.Pattern;
  * event id is read from the header {@value OutboxMessage#EVENT_ID_HEADER} (configurable),
  * falling back to {@code Nats-Msg-Id}; JetStream's delivery count is reported as the attempt.
  * Any number of {@code NatsConsumer}s may share one durable (competing consumers).
+ *
+ * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is
+ * {@code nak}ed and the loop backs off; an unexpected failure stops the consumer, and
+ * {@link #isRunning()} and {@link #failure()} report it.
  *
  * <p>One fetch thread. Thread-safe; {@link #start()} once, {@link #close()} stops fetching, lets the
  * batch in hand finish and ack, and returns.
@@ -79,10 +81,9 @@ public final class NatsConsumer implements AutoCloseable {
     private final Duration retryDelay;
     private final boolean heartbeat;
     private final String eventIdHeader;
+    private final AdapterDriver<Message> driver;
     private final Thread fetcher;
-    private final ScheduledExecutorService heartbeats;
     private volatile JetStreamSubscription subscription;
-    private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running;
 
     private NatsConsumer(Builder b) {
@@ -98,13 +99,14 @@ public final class NatsConsumer implements AutoCloseable {
         this.heartbeat = b.heartbeat;
         this.eventIdHeader = b.eventIdHeader;
         int n = INSTANCES.incrementAndGet();
-        this.fetcher = new Thread(this::fetchLoop, "once-nats-" + n + "-" + stream + "-" + durable);
+        String name = "once-nats-" + n + "-" + stream + "-" + durable;
+        AdapterDriver.Builder<Message> loop = AdapterDriver.builder(name, consumer, new Nats());
+        if (heartbeat) {
+            loop.heartbeat(Duration.ofMillis(Math.max(1, ackWait.toMillis() / 3)));
+        }
+        this.driver = loop.build();
+        this.fetcher = new Thread(() -> this.driver.run(() -> subscription.fetch(batchSize, fetchWait)), name);
         this.fetcher.setDaemon(true);
-        this.heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "once-nats-" + n + "-heartbeat");
-            t.setDaemon(true);
-            return t;
-        });
     }
 
     public static Builder builder() {
@@ -133,80 +135,40 @@ public final class NatsConsumer implements AutoCloseable {
         return this;
     }
 
-    private void fetchLoop() {
-        int failures = 0;
-        while (running) {
-            try {
-                List<Message> messages = subscription.fetch(batchSize, fetchWait);
-                failures = 0;
-                if (!messages.isEmpty()) {
-                    handle(messages);
-                }
-            } catch (RuntimeException e) {
-                if (!running) {
-                    return;
-                }
-                failures++;
-                log.warn("fetch from {}/{} failed ({} in a row), retrying: {}", stream, durable, failures, e.toString());
-                try {
-                    if (stopped.await(Math.min(10_000, 200L << Math.min(failures, 6)), TimeUnit.MILLISECONDS)) {
-                        return;
-                    }
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
-    }
+    /** What JetStream makes different: headers, the delivery count, ack / nak with delay / term per message. */
+    private final class Nats implements Broker<Message> {
 
-    private void handle(List<Message> messages) {
-        ScheduledFuture<?> beat = null;
-        if (heartbeat) {
-            long every = Math.max(1, ackWait.toMillis() / 3);
-            beat = heartbeats.scheduleAtFixedRate(() -> messages.forEach(NatsConsumer::inProgress), every, every,
-                    TimeUnit.MILLISECONDS);
+        @Override
+        public Delivery delivery(Message m) {
+            return NatsConsumer.this.delivery(m);
         }
-        List<Outcome> outcomes = new ArrayList<>(messages.size());
-        try {
-            List<Delivery> deliveries = new ArrayList<>();
-            List<Integer> positions = new ArrayList<>();
-            for (Message m : messages) {
-                try {
-                    deliveries.add(delivery(m));
-                    positions.add(outcomes.size());
-                    outcomes.add(null);
-                } catch (InvalidDeliveryException e) {
-                    outcomes.add(new Outcome(m.getSubject() + "#" + m.metaData().streamSequence(),
-                            Status.FAILED_PERMANENT, e));
-                }
-            }
-            if (!deliveries.isEmpty()) {
-                List<Outcome> results = consumer.processBatch(deliveries);
-                for (int i = 0; i < results.size(); i++) {
-                    outcomes.set(positions.get(i), results.get(i));
-                }
-            }
-        } finally {
-            if (beat != null) {
-                beat.cancel(false);
-            }
+
+        @Override
+        public String describe(Message m) {
+            return m.getSubject() + "#" + m.metaData().streamSequence();
         }
-        for (int i = 0; i < messages.size(); i++) {
-            settle(messages.get(i), outcomes.get(i));
+
+        @Override
+        public void settle(List<Processed<Message>> processed) {
+            processed.forEach(p -> NatsConsumer.this.settle(p.message(), p.outcome()));
+        }
+
+        @Override
+        public void extend(List<Message> messages) {
+            messages.forEach(NatsConsumer::inProgress);
         }
     }
 
     private void settle(Message m, Outcome o) {
         try {
-            if (o.shouldAcknowledge()) {
-                m.ack();
-            } else if (o.status() == Status.FAILED_PERMANENT) {
-                log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.eventId(), stream,
-                        durable, String.valueOf(o.failure()));
-                m.term();
-            } else {
-                m.nakWithDelay(retryDelay);
+            switch (Verdict.of(o)) {
+                case ACKNOWLEDGE -> m.ack();
+                case DEAD_LETTER -> {
+                    log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.eventId(), stream,
+                            durable, String.valueOf(o.failure()));
+                    m.term();
+                }
+                case REDELIVER -> m.nakWithDelay(retryDelay);
             }
         } catch (RuntimeException e) {
             // the connection is gone: JetStream redelivers after the ack wait and the inbox absorbs it
@@ -242,17 +204,27 @@ public final class NatsConsumer implements AutoCloseable {
                 .redelivered(attempt > 1).source("nats:" + stream + "/" + m.getSubject()).build();
     }
 
+    /** True from {@link #start()} until {@link #close()} or a fatal failure ({@link #failure()}). */
+    public boolean isRunning() {
+        return running && driver.isRunning();
+    }
+
+    /** What stopped the consumer when it was not closed. */
+    public Optional<Throwable> failure() {
+        return driver.failure();
+    }
+
     /** Stops fetching, waits for the batch in hand to finish and ack, unsubscribes (the durable stays). */
     @Override
     public void close() {
         running = false;
-        stopped.countDown();
+        driver.stop();
         try {
             fetcher.join(fetchWait.toMillis() + Duration.ofMinutes(1).toMillis());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        heartbeats.shutdownNow();
+        driver.close();
         JetStreamSubscription s = subscription;
         if (s != null) {
             try {

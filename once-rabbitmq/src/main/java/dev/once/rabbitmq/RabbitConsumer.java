@@ -12,6 +12,9 @@ import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.adapter.AdapterDriver;
+import dev.once.adapter.Broker;
+import dev.once.adapter.Processed;
 import dev.once.outbox.OutboxMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,6 +26,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -46,7 +50,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * 2 for a message flagged {@code redelivered} elsewhere, 1 otherwise. Requeued retries come back
  * at once: bound them with a quorum queue's {@code x-delivery-limit}.
  *
- * <p>Uses one channel of its own on the given connection and one worker thread. Thread-safe;
+ * <p>A batch whose processing failed outside the handler is requeued ({@code basicNack}) before
+ * anything received after it is acknowledged. A worker that dies (an {@code Error}) or a channel
+ * that shuts down stops the consumer visibly: {@link #isRunning()} turns false, {@link #failure()}
+ * says why, and the channel is closed so the broker requeues whatever was unacknowledged; build a
+ * new consumer to go on.
+ *
+ * <p>Runs on the {@link AdapterDriver}. Uses one channel of its own on the given connection and one worker thread. Thread-safe;
  * {@link #start()} once, {@link #close()} cancels, finishes the batch in hand and closes the channel
  * (the broker requeues what was delivered but not processed).
  */
@@ -57,7 +67,6 @@ public final class RabbitConsumer implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(RabbitConsumer.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
-    private static final Received STOP = new Received(null, null, null);
 
     private final Connection connection;
     private final String queue;
@@ -65,6 +74,7 @@ public final class RabbitConsumer implements AutoCloseable {
     private final int prefetch;
     private final String eventIdHeader;
     private final BlockingQueue<Received> arrived = new LinkedBlockingQueue<>();
+    private final AdapterDriver<Received> driver;
     private final Thread worker;
     private volatile Channel channel;
     private volatile String consumerTag;
@@ -79,7 +89,9 @@ public final class RabbitConsumer implements AutoCloseable {
         this.consumer = b.consumer;
         this.prefetch = b.prefetch;
         this.eventIdHeader = b.eventIdHeader;
-        this.worker = new Thread(this::work, "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue);
+        String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
+        this.driver = AdapterDriver.builder(name, consumer, new Rabbit()).build();
+        this.worker = new Thread(() -> driver.run(this::receive), name);
         this.worker.setDaemon(true);
     }
 
@@ -109,66 +121,52 @@ public final class RabbitConsumer implements AutoCloseable {
 
             @Override
             public void handleShutdownSignal(String tag, ShutdownSignalException sig) {
-                if (running) {
-                    log.warn("channel of consumer on {} shut down ({}); unacknowledged messages are requeued by the"
-                            + " broker and absorbed on redelivery", queue, sig.getMessage());
+                if (running && driver.isRunning()) {
+                    // Unacknowledged messages are requeued by the broker and absorbed on redelivery;
+                    // without a channel this consumer is dead, and says so.
+                    driver.fail(new IllegalStateException("channel of consumer on " + queue + " shut down: "
+                            + sig.getMessage(), sig));
                 }
             }
         });
         return this;
     }
 
-    private void work() {
-        List<Received> batch = new ArrayList<>(prefetch);
-        while (true) {
-            try {
-                Received first = arrived.poll(200, TimeUnit.MILLISECONDS);
-                if (first == STOP || (!running && first == null)) {
-                    return;
-                }
-                if (first == null) {
-                    continue;
-                }
-                batch.clear();
-                batch.add(first);
-                arrived.drainTo(batch, prefetch - 1);
-                boolean stop = batch.remove(STOP);
-                process(batch);
-                if (stop) {
-                    return;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (RuntimeException e) {
-                log.error("consumer on {} failed on a batch of {}; its messages stay unacknowledged", queue,
-                        batch.size(), e);
-            }
+    /** What RabbitMQ makes different: headers, {@code x-delivery-count}, and settling by delivery tag. */
+    private final class Rabbit implements Broker<Received> {
+
+        @Override
+        public Delivery delivery(Received r) {
+            return RabbitConsumer.this.delivery(r);
+        }
+
+        @Override
+        public String describe(Received r) {
+            return "tag-" + r.envelope().getDeliveryTag();
+        }
+
+        @Override
+        public void settle(List<Processed<Received>> processed) throws IOException {
+            RabbitConsumer.this.settle(processed);
+        }
+
+        @Override
+        public void abandon(Throwable cause) {
+            // Closing the channel makes the broker requeue every unacknowledged message, so no
+            // later cumulative ack can cover the batch that was in hand.
+            abort(channel);
         }
     }
 
-    private void process(List<Received> batch) {
-        List<Long> tags = new ArrayList<>(batch.size());
-        List<Outcome> outcomes = new ArrayList<>(batch.size());
-        List<Delivery> deliveries = new ArrayList<>(batch.size());
-        List<Integer> positions = new ArrayList<>(batch.size());
-        for (Received r : batch) {
-            tags.add(r.envelope().getDeliveryTag());
-            try {
-                deliveries.add(delivery(r));
-                positions.add(outcomes.size());
-                outcomes.add(null);
-            } catch (InvalidDeliveryException e) {
-                outcomes.add(new Outcome("tag-" + r.envelope().getDeliveryTag(), Status.FAILED_PERMANENT, e));
-            }
+    private List<Received> receive() throws InterruptedException {
+        Received first = arrived.poll(200, TimeUnit.MILLISECONDS);
+        if (first == null || !driver.isRunning()) {
+            return List.of();
         }
-        if (!deliveries.isEmpty()) {
-            List<Outcome> results = consumer.processBatch(deliveries);
-            for (int i = 0; i < results.size(); i++) {
-                outcomes.set(positions.get(i), results.get(i));
-            }
-        }
-        settle(tags, outcomes);
+        List<Received> batch = new ArrayList<>(prefetch);
+        batch.add(first);
+        arrived.drainTo(batch, prefetch - 1);
+        return batch;
     }
 
     private Delivery delivery(Received r) {
@@ -196,7 +194,13 @@ public final class RabbitConsumer implements AutoCloseable {
                 .redelivered(r.envelope().isRedeliver() || attempt > 1).source("rabbitmq:" + queue).build();
     }
 
-    private void settle(List<Long> tags, List<Outcome> outcomes) {
+    private void settle(List<Processed<Received>> processed) throws IOException {
+        List<Long> tags = new ArrayList<>(processed.size());
+        List<Outcome> outcomes = new ArrayList<>(processed.size());
+        for (Processed<Received> p : processed) {
+            tags.add(p.message().envelope().getDeliveryTag());
+            outcomes.add(p.outcome());
+        }
         Channel ch = channel;
         for (Settlement s : Settlement.plan(tags, outcomes)) {
             try {
@@ -207,20 +211,39 @@ public final class RabbitConsumer implements AutoCloseable {
                     case DEAD_LETTER -> ch.basicReject(s.tag(), false);
                 }
             } catch (IOException | RuntimeException e) {
-                // The channel is gone (connection lost after commit): the broker requeues every
-                // unacknowledged message and the inbox absorbs the redeliveries.
-                log.warn("could not settle delivery {} on {} ({}); the broker redelivers it and the redelivery is"
-                        + " absorbed", s.tag(), queue, e.toString());
-                return;
+                // A settlement that did not happen must not be overtaken by a later cumulative ack:
+                // close the channel, so the broker requeues every unacknowledged message (the inbox
+                // absorbs the redeliveries), and stop.
+                abort(ch);
+                throw e instanceof IOException io ? io : new IOException(e);
             }
         }
-        for (int i = 0; i < outcomes.size(); i++) {
-            Outcome o = outcomes.get(i);
+        for (Outcome o : outcomes) {
             if (o.status() == Status.FAILED_PERMANENT) {
                 log.warn("message {} on {} failed permanently and was rejected to the dead-letter exchange: {}",
                         o.eventId(), queue, String.valueOf(o.failure()));
             }
         }
+    }
+
+    private void abort(Channel ch) {
+        if (ch != null && ch.isOpen()) {
+            try {
+                ch.abort();
+            } catch (IOException | RuntimeException e) {
+                log.debug("abort of channel on {} failed: {}", queue, e.toString());
+            }
+        }
+    }
+
+    /** True until {@link #close()}, or until the worker or the channel died (then {@link #failure()} says why). */
+    public boolean isRunning() {
+        return running && driver.isRunning();
+    }
+
+    /** What stopped the consumer when it was not closed: an error in the worker, or the channel shut down. */
+    public Optional<Throwable> failure() {
+        return driver.failure();
     }
 
     /** Cancels the subscription, finishes the batch in hand, closes the channel. */
@@ -238,7 +261,7 @@ public final class RabbitConsumer implements AutoCloseable {
             log.debug("cancel of consumer on {} failed: {}", queue, e.toString());
         }
         running = false;
-        arrived.add(STOP);
+        driver.stop();
         try {
             worker.join(Duration.ofMinutes(1).toMillis());
         } catch (InterruptedException e) {
@@ -251,6 +274,7 @@ public final class RabbitConsumer implements AutoCloseable {
         } catch (TimeoutException | RuntimeException e) {
             log.debug("close of channel on {} failed: {}", queue, e.toString());
         }
+        driver.close();
     }
 
     /**

@@ -153,7 +153,68 @@ class RabbitConsumerTest {
         }
     }
 
+    @Test
+    void aBatchWhoseProcessingThrewIsRequeuedNotAcknowledgedByTheNextBatch() throws Exception {
+        declare(Map.of());
+        AtomicBoolean failed = new AtomicBoolean();
+        // the first batch fails outside the handler (a broken pool, a bug): nothing is applied
+        IdempotentConsumer failsOnce = recording(db.dataSource(), batch -> {
+            if (failed.compareAndSet(false, true)) {
+                throw new IllegalStateException("connection pool shut down");
+            }
+        });
+        Connection connection = TestRabbit.connect();
+        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue).consumer(failsOnce)
+                .build().start()) {
+            publish("evt-1", "1");
+            await().atMost(Duration.ofSeconds(30)).until(failed::get);
+            for (int i = 2; i <= 6; i++) {
+                publish("evt-" + i, Integer.toString(i));
+            }
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 6);
+            assertThat(c.failure()).as("a failed batch is requeued, not fatal").isEmpty();
+        } finally {
+            connection.close();
+        }
+        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM effect")).as("all six applied, none lost")
+                .isEqualTo(6);
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'")).as("evt-1 applied once")
+                .isEqualTo(1);
+        assertThat(messagesIn(queue)).isZero();
+    }
+
+    @Test
+    void anErrorInTheWorkerIsVisibleAndItsBatchGoesBackToTheQueue() throws Exception {
+        declare(Map.of());
+        IdempotentConsumer dies = recording(db.dataSource(), batch -> {
+            throw new OutOfMemoryError("simulated");
+        });
+        Connection connection = TestRabbit.connect();
+        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue).consumer(dies)
+                .build().start()) {
+            publish("evt-1", "1");
+            await().atMost(Duration.ofSeconds(30)).until(() -> c.failure().isPresent());
+            assertThat(c.failure().get()).isInstanceOf(OutOfMemoryError.class);
+            assertThat(c.isRunning()).as("a dead worker is reported, not hidden").isFalse();
+            await().atMost(Duration.ofSeconds(30)).until(() -> messagesIn(queue) == 1);
+        } finally {
+            connection.close();
+        }
+        Connection second = TestRabbit.connect();
+        try (RabbitConsumer c = RabbitConsumer.builder().connection(second).queue(queue)
+                .consumer(recording(db.dataSource())).build().start()) {
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 1);
+            assertThat(c.isRunning()).isTrue();
+        } finally {
+            second.close();
+        }
+    }
+
     private IdempotentConsumer recording(DataSource ds) {
+        return recording(ds, batch -> { });
+    }
+
+    private IdempotentConsumer recording(DataSource ds, java.util.function.Consumer<List<Delivery>> beforeBatch) {
         IdempotentConsumer engine = IdempotentConsumer.builder().dataSource(ds).consumer("rabbit-test")
                 .handler(Effects.HANDLER).build();
         return new IdempotentConsumer() {
@@ -178,6 +239,7 @@ class RabbitConsumerTest {
             @Override
             public List<Outcome> processBatch(List<Delivery> ds) {
                 deliveries.addAll(ds);
+                beforeBatch.accept(ds);
                 List<Outcome> os = engine.processBatch(ds);
                 outcomes.addAll(os);
                 return os;

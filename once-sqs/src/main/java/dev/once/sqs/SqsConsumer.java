@@ -3,9 +3,10 @@ package dev.once.sqs;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
-import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
-import dev.once.Outcome.Status;
+import dev.once.adapter.AdapterDriver;
+import dev.once.adapter.Broker;
+import dev.once.adapter.Processed;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.sqs.SqsClient;
@@ -20,15 +21,12 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CountDownLatch;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -49,8 +47,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * then deleted; without one they are left to the queue's redrive policy.
  *
  * <p>FIFO queues ({@code .fifo}): messages of one message group are processed in order, one
- * transaction each; the first that does not succeed stops its group, and the later ones of that
- * group are released for redelivery behind it.
+ * transaction each, each settled before the next; the first that is not deleted (a retryable
+ * failure, or a permanent one whose dead-letter send failed or that has no dead-letter queue)
+ * stops its group, and the later ones of that group are released for redelivery behind it. A
+ * FIFO dead-letter queue gets the message's group and its message id as deduplication id.
+ *
+ * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is left
+ * for redelivery and the receive loop backs off; an unexpected failure stops the consumer, and
+ * {@link #isRunning()} and {@link #failure()} report it.
  *
  * <p>Thread-safe; {@link #start()} once, {@link #close()} stops receiving, lets batches in
  * flight finish and delete, and returns.
@@ -81,9 +85,10 @@ public final class SqsConsumer implements AutoCloseable {
     private final String deadLetterQueueUrl;
     private final boolean fifo;
     private final String source;
+    private final boolean fifoDeadLetters;
+    private final ReceiveMessageRequest request;
+    private final AdapterDriver<Message> driver;
     private final ExecutorService receivers;
-    private final ScheduledExecutorService heartbeats;
-    private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running;
 
     private SqsConsumer(Builder b) {
@@ -106,11 +111,22 @@ public final class SqsConsumer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "once-sqs-" + n + "-heartbeat");
-            t.setDaemon(true);
-            return t;
-        });
+        this.fifoDeadLetters = deadLetterQueueUrl != null && SqsDeliveries.isFifo(deadLetterQueueUrl);
+        this.request = ReceiveMessageRequest.builder().queueUrl(queueUrl)
+                .maxNumberOfMessages(maxMessages).waitTimeSeconds((int) waitTime.toSeconds())
+                .visibilityTimeout((int) visibilityTimeout.toSeconds())
+                .messageSystemAttributeNames(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
+                        MessageSystemAttributeName.MESSAGE_GROUP_ID)
+                .messageAttributeNames("All").build();
+        AdapterDriver.Builder<Message> loop = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs());
+        if (heartbeat) {
+            loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
+        }
+        if (fifo) {
+            // FIFO: each group in order, one transaction per message, settled before the next
+            loop.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID));
+        }
+        this.driver = loop.build();
     }
 
     public static Builder builder() {
@@ -124,111 +140,42 @@ public final class SqsConsumer implements AutoCloseable {
         }
         running = true;
         for (int i = 0; i < concurrency; i++) {
-            receivers.execute(this::receiveLoop);
+            receivers.execute(() -> driver.run(this::receive));
         }
         return this;
     }
 
-    private void receiveLoop() {
-        ReceiveMessageRequest request = ReceiveMessageRequest.builder().queueUrl(queueUrl)
-                .maxNumberOfMessages(maxMessages).waitTimeSeconds((int) waitTime.toSeconds())
-                .visibilityTimeout((int) visibilityTimeout.toSeconds())
-                .messageSystemAttributeNames(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
-                        MessageSystemAttributeName.MESSAGE_GROUP_ID)
-                .messageAttributeNames("All").build();
-        int failures = 0;
-        while (running) {
-            try {
-                List<Message> messages = client.receiveMessage(request).messages();
-                failures = 0;
-                if (!messages.isEmpty()) {
-                    handle(messages);
-                }
-            } catch (RuntimeException e) {
-                // an SdkException, or the client closed under us: back off, and stop at once on close()
-                if (!running) {
-                    return;
-                }
-                failures++;
-                log.warn("receive from {} failed ({} in a row), retrying: {}", queueUrl, failures, e.toString());
-                if (!pause(Duration.ofMillis(Math.min(10_000, 200L << Math.min(failures, 6))))) {
-                    return;
-                }
-            }
-        }
+    private List<Message> receive() {
+        return client.receiveMessage(request).messages();
     }
 
-    private void handle(List<Message> messages) {
-        ScheduledFuture<?> beat = null;
-        if (heartbeat) {
-            long every = Math.max(1, visibilityTimeout.toMillis() / 3);
-            beat = heartbeats.scheduleAtFixedRate(() -> extend(messages), every, every, TimeUnit.MILLISECONDS);
-        }
-        Map<Message, Outcome> outcomes;
-        try {
-            outcomes = fifo ? processInGroupOrder(messages) : processBatch(messages);
-        } finally {
-            if (beat != null) {
-                beat.cancel(false);
-            }
-        }
-        settle(outcomes);
-    }
+    /** What SQS makes different: message attributes, receipt handles, visibility, a dead-letter queue of ours. */
+    private final class Sqs implements Broker<Message> {
 
-    /** One transaction for the whole receive batch; messages without a valid event id fail alone. */
-    private Map<Message, Outcome> processBatch(List<Message> messages) {
-        Map<Message, Outcome> outcomes = new LinkedHashMap<>();
-        List<Message> valid = new ArrayList<>();
-        List<Delivery> deliveries = new ArrayList<>();
-        for (Message m : messages) {
-            try {
-                deliveries.add(delivery(m));
-                valid.add(m);
-            } catch (InvalidDeliveryException e) {
-                outcomes.put(m, new Outcome(m.messageId(), Status.FAILED_PERMANENT, e));
-            }
+        @Override
+        public Delivery delivery(Message m) {
+            return SqsConsumer.this.delivery(m);
         }
-        if (!deliveries.isEmpty()) {
-            List<Outcome> results = consumer.processBatch(deliveries);
-            for (int i = 0; i < valid.size(); i++) {
-                outcomes.put(valid.get(i), results.get(i));
-            }
-        }
-        return outcomes;
-    }
 
-    /**
-     * FIFO: each group in order, one transaction per message. The first message of a group that
-     * is not acknowledged stops the group; its successors get no outcome and are released.
-     */
-    private Map<Message, Outcome> processInGroupOrder(List<Message> messages) {
-        Map<String, List<Message>> groups = new LinkedHashMap<>();
-        for (Message m : messages) {
-            groups.computeIfAbsent(m.attributes().getOrDefault(MessageSystemAttributeName.MESSAGE_GROUP_ID, ""),
-                    g -> new ArrayList<>()).add(m);
+        @Override
+        public String describe(Message m) {
+            return m.messageId();
         }
-        Map<Message, Outcome> outcomes = new LinkedHashMap<>();
-        List<Message> released = new ArrayList<>();
-        for (List<Message> group : groups.values()) {
-            boolean stopped = false;
-            for (Message m : group) {
-                if (stopped) {
-                    released.add(m);
-                    continue;
-                }
-                Outcome o;
-                try {
-                    o = consumer.process(delivery(m));
-                } catch (InvalidDeliveryException e) {
-                    o = new Outcome(m.messageId(), Status.FAILED_PERMANENT, e);
-                }
-                outcomes.put(m, o);
-                boolean deadLettered = o.status() == Status.FAILED_PERMANENT && deadLetterQueueUrl != null;
-                stopped = !o.shouldAcknowledge() && !deadLettered;
-            }
+
+        @Override
+        public void settle(List<Processed<Message>> processed) {
+            SqsConsumer.this.settle(processed);
         }
-        changeVisibility(released, 0);
-        return outcomes;
+
+        @Override
+        public void extend(List<Message> messages) {
+            changeVisibility(messages, (int) visibilityTimeout.toSeconds());
+        }
+
+        @Override
+        public void release(List<Message> messages) {
+            changeVisibility(messages, 0);
+        }
     }
 
     private Delivery delivery(Message m) {
@@ -242,30 +189,54 @@ public final class SqsConsumer implements AutoCloseable {
                 m.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT), source);
     }
 
-    private void settle(Map<Message, Outcome> outcomes) {
+    /**
+     * Deletes the acknowledged messages and those moved to the dead-letter queue; throws when a
+     * permanently failed one stays in the queue (no dead-letter queue, or its send failed), so in
+     * group order its successors wait behind it.
+     */
+    private void settle(List<Processed<Message>> processed) {
         List<Message> delete = new ArrayList<>();
-        for (Map.Entry<Message, Outcome> e : outcomes.entrySet()) {
-            Outcome o = e.getValue();
-            if (o.shouldAcknowledge()) {
-                delete.add(e.getKey());
-            } else if (o.status() == Status.FAILED_PERMANENT) {
-                if (deadLetterQueueUrl != null && deadLetter(e.getKey(), o)) {
-                    delete.add(e.getKey());
-                } else {
-                    log.warn("message {} ({}) failed permanently and is left to the redrive policy of {}: {}",
-                            e.getKey().messageId(), o.eventId(), queueUrl, String.valueOf(o.failure()));
+        List<String> kept = new ArrayList<>();
+        for (Processed<Message> p : processed) {
+            Message m = p.message();
+            Outcome o = p.outcome();
+            switch (p.verdict()) {
+                case ACKNOWLEDGE -> delete.add(m);
+                case DEAD_LETTER -> {
+                    if (deadLetterQueueUrl != null && deadLetter(m, o)) {
+                        delete.add(m);   // counted dead-lettered only now that the send succeeded
+                    } else {
+                        kept.add(m.messageId());
+                        if (deadLetterQueueUrl == null) {
+                            log.warn("message {} ({}) failed permanently and is left to the redrive policy of {}: {}",
+                                    m.messageId(), o.eventId(), queueUrl, String.valueOf(o.failure()));
+                        }
+                    }
+                }
+                case REDELIVER -> {
+                    // left alone; the visibility timeout is the backoff
                 }
             }
-            // retryable and in progress: left alone; the visibility timeout is the backoff
         }
         delete(delete);
+        if (!kept.isEmpty()) {
+            throw new IllegalStateException("permanently failed messages " + kept + " stay in " + queueUrl
+                    + (deadLetterQueueUrl == null ? " (no dead-letter queue)" : " (the dead-letter send failed)"));
+        }
     }
 
     private boolean deadLetter(Message m, Outcome o) {
         try {
             Map<String, MessageAttributeValue> attributes = new HashMap<>(m.messageAttributes());
-            client.sendMessage(r -> r.queueUrl(deadLetterQueueUrl).messageBody(m.body())
-                    .messageAttributes(attributes));
+            client.sendMessage(r -> {
+                r.queueUrl(deadLetterQueueUrl).messageBody(m.body()).messageAttributes(attributes);
+                if (fifoDeadLetters) {
+                    // A FIFO queue refuses a send without a group; the source's message id makes a
+                    // re-send after a crash (same message, redelivered) a deduplicated no-op.
+                    r.messageGroupId(m.attributes().getOrDefault(MessageSystemAttributeName.MESSAGE_GROUP_ID,
+                            m.messageId())).messageDeduplicationId(m.messageId());
+                }
+            });
             log.warn("message {} ({}) failed permanently, moved to {}: {}", m.messageId(), o.eventId(),
                     deadLetterQueueUrl, String.valueOf(o.failure()));
             return true;
@@ -300,10 +271,6 @@ public final class SqsConsumer implements AutoCloseable {
         }
     }
 
-    private void extend(List<Message> messages) {
-        changeVisibility(messages, (int) visibilityTimeout.toSeconds());
-    }
-
     private void changeVisibility(List<Message> messages, int seconds) {
         for (int from = 0; from < messages.size(); from += 10) {
             List<ChangeMessageVisibilityBatchRequestEntry> entries = new ArrayList<>();
@@ -320,21 +287,21 @@ public final class SqsConsumer implements AutoCloseable {
         }
     }
 
-    /** Waits out a backoff; returns false when {@link #close()} was called meanwhile. */
-    private boolean pause(Duration d) {
-        try {
-            return !stopped.await(d.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+    /** True from {@link #start()} until {@link #close()} or a fatal failure ({@link #failure()}). */
+    public boolean isRunning() {
+        return running && driver.isRunning();
+    }
+
+    /** What stopped the consumer when it was not closed. */
+    public Optional<Throwable> failure() {
+        return driver.failure();
     }
 
     /** Stops receiving, waits for batches in flight to finish and delete (at most the wait time plus a minute). */
     @Override
     public void close() {
         running = false;
-        stopped.countDown();
+        driver.stop();
         receivers.shutdown();
         try {
             if (!receivers.awaitTermination(waitTime.toSeconds() + 60, TimeUnit.SECONDS)) {
@@ -344,7 +311,7 @@ public final class SqsConsumer implements AutoCloseable {
             receivers.shutdownNow();
             Thread.currentThread().interrupt();
         } finally {
-            heartbeats.shutdownNow();
+            driver.close();
         }
     }
 

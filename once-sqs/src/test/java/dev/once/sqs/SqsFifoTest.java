@@ -7,6 +7,8 @@ import dev.once.testkit.TestPostgres;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.model.Message;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 import java.sql.Connection;
@@ -59,6 +61,76 @@ class SqsFifoTest {
         assertThat(recorder.count("g1-3", Status.FAILED_RETRYABLE)).as("g1-3 failed once").isEqualTo(1);
         assertThat(appliedOrder("g1-%")).as("group g1 applied in publish order").isEqualTo(g1);
         assertThat(appliedOrder("g2-%")).as("group g2 applied in publish order").isEqualTo(g2);
+    }
+
+    @Test
+    void fifoDeadLetterSendCarriesTheGroupAndDeduplicationIdAndSuccessorsWaitForIt() throws Exception {
+        String dlq = TestSqs.createQueue("fifo-dlq-" + System.nanoTime() + ".fifo", 30);
+        try {
+            Recorder recorder = new Recorder(db, Poison.BODY);
+            send("g-1", "g", "poison");
+            send("g-2", "g", "ok");
+            send("g-3", "g", "ok");
+            try (SqsConsumer c = fifoConsumer(recorder, dlq)) {
+                await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 2);
+            }
+            List<Message> dead = TestSqs.client().receiveMessage(r -> r.queueUrl(dlq).maxNumberOfMessages(10)
+                    .messageSystemAttributeNames(MessageSystemAttributeName.ALL).messageAttributeNames("All")
+                    .waitTimeSeconds(1)).messages();
+            assertThat(dead).as("the poison message is on the FIFO dead-letter queue").hasSize(1);
+            assertThat(dead.get(0).attributes()).as("in its own message group")
+                    .containsEntry(MessageSystemAttributeName.MESSAGE_GROUP_ID, "g")
+                    .containsKey(MessageSystemAttributeName.MESSAGE_DEDUPLICATION_ID);
+            assertThat(dead.get(0).messageAttributes().get("once-event-id").stringValue()).isEqualTo("g-1");
+            assertThat(appliedOrder("g-%")).isEqualTo(List.of("g-2", "g-3"));
+            assertThat(recorder.count("g-1", Status.FAILED_PERMANENT)).as("dead-lettered on its first delivery")
+                    .isEqualTo(1);
+            assertThat(messagesIn(queue)).as("the dead-lettered message and its successors deleted").isZero();
+        } finally {
+            TestSqs.deleteQueue(dlq);
+        }
+    }
+
+    @Test
+    void successorsInTheGroupAreNotAppliedWhileTheDeadLetterSendOfTheirPredecessorFails() throws Exception {
+        // a dead-letter queue that does not exist: every send fails, so g-1 is never settled
+        String dlq = queue.replace(".fifo", "-missing-dlq.fifo");
+        Recorder recorder = new Recorder(db, Poison.BODY);
+        send("g-1", "g", "poison");
+        send("g-2", "g", "ok");
+        send("h-1", "h", "ok");
+        try (SqsConsumer c = fifoConsumer(recorder, dlq)) {
+            // g-1 comes back after its visibility timeout: the group stays behind it meanwhile
+            await().atMost(Duration.ofSeconds(30)).until(() -> recorder.count("g-1", Status.FAILED_PERMANENT) >= 2);
+            assertThat(appliedOrder("g-%")).as("g-2 waits behind the message whose dead-letter send failed").isEmpty();
+            assertThat(appliedOrder("h-%")).as("another group is not held up").containsExactly("h-1");
+        }
+    }
+
+    /** A handler step that fails permanently on the body "poison". */
+    private enum Poison implements Recorder.Slow {
+        BODY;
+
+        @Override
+        public void before(dev.once.Delivery d) {
+            if (d.payloadText().equals("poison")) {
+                throw new dev.once.PermanentFailureException("event " + d.eventId() + " can never succeed");
+            }
+        }
+    }
+
+    private SqsConsumer fifoConsumer(Recorder recorder, String dlq) {
+        return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queue).consumer(recorder).maxMessages(10)
+                .concurrency(1).waitTime(Duration.ofSeconds(1)).visibilityTimeout(Duration.ofSeconds(1))
+                .deadLetterQueueUrl(dlq).build().start();
+    }
+
+    private long messagesIn(String url) {
+        Map<QueueAttributeName, String> a = TestSqs.client().getQueueAttributes(r -> r.queueUrl(url).attributeNames(
+                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE)).attributes();
+        return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
     }
 
     @Test

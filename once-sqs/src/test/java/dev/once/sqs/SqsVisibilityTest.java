@@ -20,6 +20,12 @@ import static org.awaitility.Awaitility.await;
 class SqsVisibilityTest {
 
     private static final Duration VISIBILITY = Duration.ofSeconds(1);
+    /**
+     * With the heartbeat: renewed every third of it (1 s), so a 1 s stall of a loaded machine
+     * still leaves a renewal a second before expiry; the handler works for 2.5 of them, so
+     * without the heartbeat the message would be handed out again.
+     */
+    private static final Duration HEARTBEAT_VISIBILITY = Duration.ofSeconds(3);
 
     private TestDatabase db;
     private String queue;
@@ -38,7 +44,8 @@ class SqsVisibilityTest {
 
     private SqsConsumer consumer(Recorder recorder, boolean heartbeat) {
         return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queue).consumer(recorder).maxMessages(1)
-                .concurrency(2).waitTime(Duration.ofSeconds(1)).visibilityTimeout(VISIBILITY).heartbeat(heartbeat)
+                .concurrency(2).waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(heartbeat ? HEARTBEAT_VISIBILITY : VISIBILITY).heartbeat(heartbeat)
                 .build();
     }
 
@@ -70,8 +77,8 @@ class SqsVisibilityTest {
     void heartbeatKeepsSlowHandlerInvisibleSoNothingIsRedelivered() throws Exception {
         CountDownLatch never = new CountDownLatch(1);
         Recorder recorder = new Recorder(db, d -> {
-            // slow: works for several visibility timeouts
-            assertThat(never.await(VISIBILITY.toMillis() * 4, TimeUnit.MILLISECONDS)).isFalse();
+            // slow: works for 2.5 visibility timeouts, far past the one asked for on receive
+            assertThat(never.await(HEARTBEAT_VISIBILITY.toMillis() * 5 / 2, TimeUnit.MILLISECONDS)).isFalse();
         });
         publish("evt-1");
         try (SqsConsumer c = consumer(recorder, true).start()) {

@@ -132,8 +132,8 @@ class BatchHandlerTest {
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox"))
                 .as("one outbox row per applied event; those written by rolled-back halves are gone").isEqualTo(252);
         assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM once_outbox")).isEqualTo(252);
-        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE event_id IN ('evt-3#1', 'evt-64#1',"
-                + " 'evt-65#1', 'evt-200#1')")).as("nothing of a poison message").isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE event_id IN ('set:evt-3#1', 'set:evt-64#1',"
+                + " 'set:evt-65#1', 'set:evt-200#1')")).as("nothing of a poison message").isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(252);
     }
 

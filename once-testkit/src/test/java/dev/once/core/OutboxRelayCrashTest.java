@@ -82,10 +82,10 @@ class OutboxRelayCrashTest {
         String jdbcUrl = base + (base.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
         try (ChildJvm child = ChildJvm.start(RelayCrashChild.class, Map.of(), jdbcUrl)) {
             assertThat(child.awaitLineStartingWith("PUBLISHED", Duration.ofSeconds(60)))
-                    .isEqualTo("PUBLISHED order-1-paid#1 200");
+                    .isEqualTo("PUBLISHED orders:order-1-paid#1 200");
             child.kill();
         }
-        assertThat(received).as("the provider got the first send").containsExactly("order-1-paid#1|charge:order-1");
+        assertThat(received).as("the provider got the first send").containsExactly("orders:order-1-paid#1|charge:order-1");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending'"))
                 .as("the kill came before the mark: the row is still pending").isEqualTo(1);
 
@@ -95,7 +95,7 @@ class OutboxRelayCrashTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> relay.relayOnce() == 1);
 
         assertThat(received).as("sent again, same event id and idempotency key")
-                .containsExactly("order-1-paid#1|charge:order-1", "order-1-paid#1|charge:order-1");
+                .containsExactly("orders:order-1-paid#1|charge:order-1", "orders:order-1-paid#1|charge:order-1");
         assertThat(outcomes).containsExactly(Outcome.Status.APPLIED, Outcome.Status.DUPLICATE);
         try (Connection c = db.dataSource().getConnection()) {
             assertThat(Ledger.balance(c)).as("the payment was applied exactly once").isEqualTo(2000);

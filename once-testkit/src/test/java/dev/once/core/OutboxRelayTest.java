@@ -75,7 +75,7 @@ class OutboxRelayTest {
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             for (int i = 0; i < keys * perKey; i++) {
-                new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, "evt-" + i, Clock.systemUTC())
+                new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, "test", "evt-" + i, Clock.systemUTC())
                         .add("orders", "key-" + (i % keys), Integer.toString(i / keys).getBytes(StandardCharsets.UTF_8),
                                 Map.of(), null);
             }
@@ -169,20 +169,44 @@ class OutboxRelayTest {
         assertThat(dead.get(0).message().id()).isEqualTo(a1);
         assertThat(dead.get(0).message().attempts()).isEqualTo(3);
         assertThat(dead.get(0).lastError()).contains("provider down for a1");
-        assertThat(relay.relayOnce()).as("a dead head no longer holds its key back").isEqualTo(1);
-        assertThat(sent).containsExactly("b1", "n1", "b2", "a2");
-        assertThat(relay.stats()).isEqualTo(new OutboxStats(0, Duration.ZERO, 1));
+        // Per-key order survives the dead letter: a2 waits until a1 is replayed (and sent first) or discarded.
+        assertThat(relay.relayOnce()).as("a dead head holds its key back").isZero();
+        assertThat(sent).containsExactly("b1", "n1", "b2");
+        assertThat(relay.stats()).isEqualTo(new OutboxStats(1, Duration.ofSeconds(25), 1));
         assertThat(registry.get("once.outbox.retried").counter().count()).isEqualTo(2);
         assertThat(registry.get("once.outbox.dead").counter().count()).isEqualTo(1);
-        assertThat(registry.get("once.outbox.sent").counter().count()).isEqualTo(4);
+        assertThat(registry.get("once.outbox.sent").counter().count()).isEqualTo(3);
 
         failA1.set(false);
         assertThat(admin.replay(List.of(a1, 999_999L))).as("only dead rows replay").isEqualTo(1);
-        assertThat(admin.stats().pending()).isEqualTo(1);
-        assertThat(relay.relayOnce()).isEqualTo(1);
-        assertThat(sent).containsExactly("b1", "n1", "b2", "a2", "a1");
+        assertThat(admin.stats().pending()).isEqualTo(2);
+        assertThat(relay.relayOnce()).as("the replayed head first").isEqualTo(1);
+        assertThat(relay.relayOnce()).as("then the row behind it").isEqualTo(1);
+        assertThat(sent).as("a1 before a2, as written").containsExactly("b1", "n1", "b2", "a1", "a2");
         assertThat(admin.dead(0, 10)).isEmpty();
         assertThat(admin.replay(List.of(a1))).as("a sent row does not replay").isZero();
+    }
+
+    @Test
+    void aDiscardedDeadHeadFreesItsKeyWithoutBeingSent() throws Exception {
+        long c1 = OutboxRows.add(db.dataSource(), clock, "e-c1", "c", "c1");
+        OutboxRows.add(db.dataSource(), clock, "e-c2", "c", "c2");
+        List<String> sent = Collections.synchronizedList(new ArrayList<>());
+        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock)
+                .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
+                    String body = new String(m.payload(), StandardCharsets.UTF_8);
+                    if (body.equals("c1")) {
+                        throw new dev.once.PermanentFailureException("rejected " + body);
+                    }
+                    sent.add(body);
+                    return Receipt.NONE;
+                }).build();
+        assertThat(relay.relayOnce()).as("c1 dies at once").isEqualTo(1);
+        assertThat(relay.relayOnce()).as("c2 waits behind its dead head").isZero();
+        assertThat(admin.discard(List.of(c1, 999_999L))).as("only dead rows are discarded").isEqualTo(1);
+        assertThat(relay.relayOnce()).isEqualTo(1);
+        assertThat(sent).containsExactly("c2");
+        assertThat(admin.stats()).isEqualTo(new OutboxStats(0, Duration.ZERO, 0));
     }
 
     @Test
@@ -191,7 +215,7 @@ class OutboxRelayTest {
         OutboxRows.add(db.dataSource(), clock, "e-dead", "k2", "dead");
         OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).clock(clock).maxAttempts(1)
                 .meterRegistry(new SimpleMeterRegistry()).publisher(m -> {
-                    if (m.eventId().equals("e-dead#1")) {
+                    if (m.eventId().equals("test:e-dead#1")) {
                         throw new dev.once.PermanentFailureException("rejected");
                     }
                     return Receipt.NONE;
@@ -235,12 +259,77 @@ class OutboxRelayTest {
             // each key's rows go one batch after another
         }
         assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
-        assertThat(eventIds.subList(0, 2)).containsExactly("order-7-paid#1", "order-7-paid#2");
+        assertThat(eventIds.subList(0, 2)).containsExactly("orders:order-7-paid#1", "orders:order-7-paid#2");
         assertThat(eventIds.subList(2, 4)).allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(
                 Delivery.MAX_MESSAGE_ID_LENGTH));
         assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
         try (Connection c = db.dataSource().getConnection()) {
             assertThat(Ledger.balance(c)).as("both rows of each handler applied").isEqualTo(2 * (500 + 700));
+        }
+    }
+
+    /**
+     * Issue 10 item 1: two consumers of one event each enqueue a message with the default key. The
+     * downstream inbox must see two events, and an HTTP provider two idempotency keys: the derived id
+     * is unique per (consumer, cause, n), and a relay's re-send carries the same one.
+     */
+    @Test
+    void outboxEventIdsAreUniquePerConsumer() throws Exception {
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        List<String> keysSeen = new CopyOnWriteArrayList<>();
+        server.createContext("/", exchange -> {
+            exchange.getRequestBody().readAllBytes();
+            keysSeen.add(exchange.getRequestHeaders().getFirst("Idempotency-Key"));
+            exchange.sendResponseHeaders(200, -1);
+            exchange.close();
+        });
+        server.start();
+        try {
+            try (Connection c = db.dataSource().getConnection()) {
+                Ledger.create(c);
+            }
+            String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/notify";
+            for (String consumer : List.of("billing", "shipping")) {
+                IdempotentConsumer c = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(consumer)
+                        .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+                            tx.outbox().add("downstream", null, "5".getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                            tx.outbox().add(url, null, new byte[0], Map.of(), null);
+                        }).build();
+                assertThat(c.process(Delivery.of("evt-1", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+            }
+            IdempotentConsumer downstream = IdempotentConsumer.builder().dataSource(db.dataSource())
+                    .consumer("downstream").meterRegistry(new SimpleMeterRegistry()).handler(Ledger.CREDIT).build();
+            List<String> ids = new CopyOnWriteArrayList<>();
+            List<Outcome.Status> outcomes = new CopyOnWriteArrayList<>();
+            HttpPublisher http = HttpPublisher.builder().build();
+            AtomicBoolean crashOnce = new AtomicBoolean(true);
+            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
+                    .publisher(m -> {
+                        if (m.destination().startsWith("http")) {
+                            return http.publish(m);
+                        }
+                        ids.add(m.eventId());
+                        outcomes.add(downstream.process(Delivery.of(m.eventId(), m.payload())).status());
+                        if (crashOnce.getAndSet(false)) {
+                            throw new IllegalStateException("the relay dies after the send, before its commit");
+                        }
+                        return Receipt.NONE;
+                    }).initialBackoff(Duration.ofMillis(1)).maxBackoff(Duration.ofMillis(1)).build();
+            await().atMost(Duration.ofSeconds(30)).until(() -> {
+                relay.relayOnce();
+                return admin.stats().pending() == 0;
+            });
+            assertThat(ids).as("three sends: one re-sent after the failed commit").hasSize(3);
+            assertThat(new java.util.HashSet<>(ids)).as("one event id per consumer").hasSize(2);
+            assertThat(ids).allSatisfy(id -> assertThat(id).contains("evt-1"));
+            assertThat(outcomes).as("the re-send is a duplicate, the other consumer's message is not")
+                    .containsExactlyInAnyOrder(Outcome.Status.APPLIED, Outcome.Status.DUPLICATE, Outcome.Status.APPLIED);
+            try (Connection c = db.dataSource().getConnection()) {
+                assertThat(Ledger.balance(c)).as("the downstream inbox applied both consumers' messages").isEqualTo(10);
+            }
+            assertThat(keysSeen).as("the provider sees two calls with two keys").hasSize(2).doesNotHaveDuplicates();
+        } finally {
+            server.stop(0);
         }
     }
 
@@ -268,12 +357,12 @@ class OutboxRelayTest {
                 }).build()) {
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "first", "k", "1");
             relay.start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("first#1"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("test:first#1"));
             // The relay now waits for up to an hour; only the trigger's pg_notify can wake it.
             OutboxRows.add(db.dataSource(), Clock.systemUTC(), "second", "k", "2");
-            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("second#1"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent.contains("test:second#1"));
         }
-        assertThat(sent).containsExactly("first#1", "second#1");
+        assertThat(sent).containsExactly("test:first#1", "test:second#1");
     }
 
     /**
@@ -315,7 +404,8 @@ class OutboxRelayTest {
 
         resume.countDown();
         ta.join(30_000);
-        assertThat(sentByA).as("A did send (the fence cannot undo that)").containsExactly("e-x#1", "e-y#1");
+        assertThat(sentByA).as("A did send (the fence cannot undo that), and stopped at its next send, when it"
+                + " failed to renew the lease").containsExactly("test:e-x#1");
         assertThat(handledByA).as("A's batch rolled back").hasValue(0);
         assertThat(registryA.get("once.fence.rejections").counter().count()).isEqualTo(1);
         assertThat(registryA.get("once.outbox.sent").counter().count()).isZero();
@@ -323,10 +413,89 @@ class OutboxRelayTest {
         assertThat(a.relayOnce()).as("A stands by while B holds the lease").isZero();
 
         assertThat(b.relayOnce()).isEqualTo(2);
-        assertThat(sentByB).containsExactly("e-x#1", "e-y#1");
+        assertThat(sentByB).containsExactly("test:e-x#1", "test:e-y#1");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).isEqualTo(2);
         a.close();
         b.close();
+    }
+
+    /**
+     * Issue 10 item 8: a batch that takes longer than the lease (10 rows of 500 ms against a 2 s
+     * lease), with a second relay polling between the sends. Renewed at the start of the batch only,
+     * the lease lapsed mid-batch, the other relay took it, the batch was fenced at commit, and the
+     * two relays alternated forever with attempts at 0. Now the holder renews during the batch.
+     */
+    @Test
+    void anExclusiveRelayWhoseBatchOutlivesItsLeaseRenewsItAndDoesNotAlternateForever() throws Exception {
+        for (int i = 0; i < 10; i++) {
+            OutboxRows.add(db.dataSource(), clock, "e-" + i, null, Integer.toString(i));
+        }
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Map<String, OutboxRelay> relays = new ConcurrentHashMap<>();
+        List<String> sends = new CopyOnWriteArrayList<>();
+        for (String name : List.of("a", "b")) {
+            String other = name.equals("a") ? "b" : "a";
+            relays.put(name, OutboxRelay.builder().dataSource(db.dataSource()).name(name).clock(clock)
+                    .meterRegistry(registry).lease("slow-relay", Duration.ofSeconds(2)).publisher(m -> {
+                        clock.advance(Duration.ofMillis(500));   // a slow provider
+                        relays.get(other).relayOnce();           // the standby polls meanwhile
+                        sends.add(name + ":" + new String(m.payload(), StandardCharsets.UTF_8));
+                        return Receipt.NONE;
+                    }).build());
+        }
+        for (int round = 0; round < 5 && admin.stats().pending() > 0; round++) {
+            relays.get("a").relayOnce();
+            relays.get("b").relayOnce();
+        }
+        assertThat(admin.stats().pending()).as("every row sent within five rounds").isZero();
+        assertThat(sends).as("sent once each, by the relay that held the lease throughout").hasSize(10)
+                .allSatisfy(s -> assertThat(s).startsWith("a:"));
+        assertThat(registry.get("once.fence.rejections").counters().stream().mapToDouble(c -> c.count()).sum())
+                .as("no batch fenced").isZero();
+        assertThat(db.queryLong("SELECT max(attempts) FROM once_outbox")).isEqualTo(1);
+        relays.values().forEach(OutboxRelay::close);
+    }
+
+    /**
+     * Issue 10 item 8: a single send longer than the whole lease cannot be saved by renewing, and
+     * the other relay takes over while it runs. Each fenced batch now counts an attempt of the rows it
+     * sent (the row stays available to the new holder at once), so after maxAttempts the row is dead
+     * instead of being sent forever.
+     */
+    @Test
+    void aFencedBatchCountsAnAttemptSoTwoRelaysCannotResendARowForever() throws Exception {
+        long id = OutboxRows.add(db.dataSource(), clock, "e-slow", "k", "slow");
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Map<String, OutboxRelay> relays = new ConcurrentHashMap<>();
+        AtomicInteger sends = new AtomicInteger();
+        for (String name : List.of("a", "b")) {
+            String other = name.equals("a") ? "b" : "a";
+            relays.put(name, OutboxRelay.builder().dataSource(db.dataSource()).name(name).clock(clock)
+                    .meterRegistry(registry).maxAttempts(3).lease("slow-relay", Duration.ofSeconds(2))
+                    .publisher(m -> {
+                        clock.advance(Duration.ofSeconds(3));   // one send outlives the lease
+                        relays.get(other).relayOnce();          // the standby takes the lease over
+                        sends.incrementAndGet();
+                        return Receipt.NONE;
+                    }).build());
+        }
+        for (int round = 0; round < 10 && admin.stats().pending() > 0; round++) {
+            relays.get("a").relayOnce();
+            relays.get("b").relayOnce();
+        }
+        assertThat(admin.stats().pending()).as("the alternation ended").isZero();
+        assertThat(sends).as("one send per attempt").hasValue(3);
+        List<DeadMessage> dead = admin.dead(0, 10);
+        assertThat(dead).singleElement().satisfies(d -> {
+            assertThat(d.message().id()).isEqualTo(id);
+            assertThat(d.message().attempts()).isEqualTo(3);
+            assertThat(d.lastError()).contains("lease 'slow-relay'");
+        });
+        assertThat(registry.get("once.fence.rejections").counters().stream().mapToDouble(c -> c.count()).sum())
+                .isEqualTo(3);
+        assertThat(registry.get("once.outbox.dead").counters().stream().mapToDouble(c -> c.count()).sum())
+                .isEqualTo(1);
+        relays.values().forEach(OutboxRelay::close);
     }
 
     @Test
@@ -362,12 +531,12 @@ class OutboxRelayTest {
 
             assertThat(seen).hasSize(3);
             Map<String, String> first = seen.stream().filter(s -> s.get("path").equals("/ok")).findFirst().orElseThrow();
-            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "evt-ok#1")
+            assertThat(first).containsEntry("key", "charge:order-1").containsEntry("event", "test:evt-ok#1")
                     .containsEntry("type", "application/json; charset=utf-8").containsEntry("trace", "t-1")
                     .containsEntry("body", "{\"amount\":20}");
             Map<String, String> third = seen.stream().filter(s -> s.get("path").equals("/busy")).findFirst().orElseThrow();
             assertThat(third).as("no idempotency key given: the event id is the key")
-                    .containsEntry("key", "evt-busy#1").containsEntry("event", "evt-busy#1");
+                    .containsEntry("key", "test:evt-busy#1").containsEntry("event", "test:evt-busy#1");
 
             assertThat(row(ok)).isEqualTo("sent|1|201|{\"id\":\"ch_1\"}");
             assertThat(row(reject)).as("a 422 is permanent: dead at once").isEqualTo("dead|1|422|nope 422");

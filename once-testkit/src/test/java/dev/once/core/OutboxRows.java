@@ -14,6 +14,9 @@ import java.util.Map;
 /** Writes outbox rows as a handler's transaction would, for relay tests. */
 final class OutboxRows {
 
+    /** The consumer the rows are written for: their event ids read {@code test:<cause>#<n>}. */
+    static final String CONSUMER = "test";
+
     private OutboxRows() {
     }
 
@@ -21,7 +24,7 @@ final class OutboxRows {
                     Map<String, String> headers, String idempotencyKey) throws SQLException {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
-            long id = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, eventId, clock)
+            long id = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock)
                     .add(destination, key, payload.getBytes(StandardCharsets.UTF_8), headers, idempotencyKey);
             c.commit();
             return id;

@@ -40,10 +40,10 @@ class OutboxWriteTest {
                 }
             }
             assertThat(rows).as("written once, despite the redelivery; two events downstream, not one").containsExactly(
-                    "order-7-paid#1|order-7-paid#1|k=v&" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
-                            + OutboxMessage.EVENT_ID_HEADER + "=order-7-paid%231",
-                    "order-7-paid#2|order-7-paid#2|" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
-                            + OutboxMessage.EVENT_ID_HEADER + "=order-7-paid%232");
+                    "orders:order-7-paid#1|orders:order-7-paid#1|k=v&" + OutboxMessage.CAUSE_ID_HEADER
+                            + "=order-7-paid&" + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%231",
+                    "orders:order-7-paid#2|orders:order-7-paid#2|" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
+                            + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%232");
         }
     }
 
@@ -67,7 +67,8 @@ class OutboxWriteTest {
             IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
                     .handler((d, tx) -> tx.outbox().add("emails", null, new byte[0], Map.of(), "k")).build();
             consumer.process(Delivery.of("x".repeat(255), ""));
-            assertThat(db.queryLong("SELECT length(event_id) FROM once_outbox")).isEqualTo(64 + 2);
+            assertThat(db.queryLong("SELECT length(event_id) FROM once_outbox"))
+                    .as("orders:sha256:<64 hex>#1").isEqualTo("orders:sha256:".length() + 64 + 2);
         }
     }
 }

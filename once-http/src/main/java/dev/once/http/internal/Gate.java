@@ -6,11 +6,13 @@ import dev.once.keys.BeginResult;
 import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.IdempotencyResultTooLargeException;
 import dev.once.keys.InvalidIdempotencyKeyException;
+import dev.once.keys.KeyTransaction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.util.Locale;
 import java.util.Set;
 
@@ -31,20 +33,27 @@ public final class Gate {
     private final boolean required;
     private final Set<String> methods;
     private final int maxRequestBytes;
+    private final boolean transactional;
 
-    public Gate(IdempotencyKeys keys, boolean required, Set<String> methods, int maxRequestBytes) {
+    public Gate(IdempotencyKeys keys, boolean required, Set<String> methods, int maxRequestBytes,
+                boolean transactional) {
         this.keys = keys;
         this.required = required;
         this.methods = Set.copyOf(methods);
         this.maxRequestBytes = maxRequestBytes;
+        this.transactional = transactional;
     }
 
     /** What to do with a request. */
     public sealed interface Decision permits Proceed, Respond, PassThrough {
     }
 
-    /** Run the handler, then {@link #finish} with its response. */
-    public record Proceed(BeginResult.Started started) implements Decision {
+    /**
+     * Run the handler, then {@link #finish} with its response (or {@link #abandon} if it threw).
+     *
+     * @param transaction where the handler applies its effect, in transactional mode; else null
+     */
+    public record Proceed(BeginResult.Started started, KeyTransaction transaction) implements Decision {
     }
 
     /** Answer this instead of running the handler. */
@@ -58,6 +67,11 @@ public final class Gate {
 
     public int maxRequestBytes() {
         return maxRequestBytes;
+    }
+
+    /** The most response bytes worth buffering: more cannot be saved ({@link IdempotencyKeys#maxResultBytes()}). */
+    public int maxResponseBytes() {
+        return keys.maxResultBytes();
     }
 
     /** True when requests with this method are handled: the others pass through before their body is read. */
@@ -95,7 +109,17 @@ public final class Gate {
             return problem(400, "Bad Request", e.getMessage());
         }
         if (r instanceof BeginResult.Started s) {
-            return new Proceed(s);
+            if (!transactional) {
+                return new Proceed(s, null);
+            }
+            try {
+                return new Proceed(s, keys.transaction(s));
+            } catch (OnceException e) {
+                log.warn("could not begin the transaction of {} '{}'", HEADER, key, e);
+                release(s);
+                return problem(503, "Service Unavailable", "the request could not begin; retry with the same "
+                        + HEADER);
+            }
         }
         if (r instanceof BeginResult.Replay replay) {
             return replay(replay);
@@ -110,34 +134,83 @@ public final class Gate {
 
     /**
      * Saves the handler's response: a status below 500 is saved and replayed to retries; 5xx is
-     * not, so a retry runs the request again.
+     * not, so a retry runs the request again. In transactional mode the result commits with the
+     * handler's effect, and a 5xx rolls the effect back.
      *
-     * @return null to send the handler's response as it is, or an answer to send instead (409 when
-     *         the claim was taken over meanwhile and a successor's result stands)
+     * @param overflowed true when the handler wrote more than {@link #maxResponseBytes()} and
+     *                   {@code body} holds only the first of them
+     * @return null to send the handler's response as it is, or an answer to send instead: 409 when
+     *         the claim was taken over meanwhile and a successor's result stands, 500 when the
+     *         response was too large to save or the result could not be saved
      */
-    public Respond finish(BeginResult.Started started, int status, String contentType, byte[] body) {
+    public Respond finish(Proceed proceed, int status, String contentType, byte[] body, boolean overflowed) {
+        BeginResult.Started started = proceed.started();
+        KeyTransaction t = proceed.transaction();
+        if (overflowed) {
+            return tooLargeToSave(proceed, status);
+        }
         try {
-            if (status >= 500) {
+            if (t == null && status >= 500) {
                 keys.fail(started, true, status, null);
-            } else {
+            } else if (t == null) {
                 keys.complete(started, status, envelope(contentType, body));
+            } else if (status >= 500) {
+                t.fail(true, status, null);
+            } else {
+                t.complete(status, envelope(contentType, body));
             }
             return null;
         } catch (StaleFencingTokenException e) {
-            log.warn("{} '{}' was taken over while this request ran; its response is discarded: {}", HEADER,
-                    started.key(), e.getMessage());
+            log.warn("{} '{}' was taken over while this request ran; its response is discarded{}: {}", HEADER,
+                    started.key(), t == null ? "" : " and its transaction rolled back", e.getMessage());
             return problem(409, "Conflict", "this request outlived its claim on the " + HEADER
                     + " and another request took over; retry to get the saved result");
         } catch (IdempotencyResultTooLargeException e) {
-            log.warn("response for {} '{}' is too large to save, a retry will run the request again: {}", HEADER,
-                    started.key(), e.getMessage());
-            abandon(started);
-            return null;
+            return tooLargeToSave(proceed, status);
+        } catch (SQLException | OnceException e) {
+            log.warn("saving the result of {} '{}' failed; the key is released", HEADER, started.key(), e);
+            release(started);
+            return problem(500, "Internal Server Error", "the result of this request could not be saved"
+                    + (t == null ? "" : " and nothing was applied") + "; retry with the same " + HEADER);
         }
     }
 
-    /** The handler threw: release the key so a retry runs the request again. Never throws. */
-    public void abandon(BeginResult.Started started) {
+    // A response past the cap cannot be replayed. In transactional mode the effect is rolled back and
+    // the key released: nothing happened. Otherwise the effect may have happened; a retry must not run
+    // it again, so a permanent failure is saved in its place (a 5xx, never saved, only releases the key).
+    private Respond tooLargeToSave(Proceed proceed, int status) {
+        BeginResult.Started started = proceed.started();
+        String detail = "the response exceeded the " + keys.maxResultBytes() + " bytes an " + HEADER
+                + " can save";
+        log.warn("response for {} '{}' is too large to save: {}", HEADER, started.key(), detail);
+        if (proceed.transaction() != null || status >= 500) {
+            abandon(proceed);
+            return problem(500, "Internal Server Error", detail + (proceed.transaction() == null ? ""
+                    : "; nothing was applied") + "; retry with the same " + HEADER + " once the limit is raised");
+        }
+        Respond answer = problem(500, "Internal Server Error", detail + "; the request may have taken effect, so"
+                + " this answer is saved and replayed instead of running it again");
+        try {
+            keys.fail(started, false, answer.status(), envelope(answer.contentType(), answer.body()));
+        } catch (OnceException e) {
+            log.warn("could not save the too-large answer of {} '{}'", HEADER, started.key(), e);
+        }
+        return answer;
+    }
+
+    /** The handler threw: roll back its transaction and release the key so a retry runs the request again. Never throws. */
+    public void abandon(Proceed proceed) {
+        if (proceed.transaction() != null) {
+            try {
+                proceed.transaction().close();
+            } catch (SQLException | RuntimeException e) {
+                log.warn("rolling back the transaction of {} '{}' failed", HEADER, proceed.started().key(), e);
+            }
+        }
+        release(proceed.started());
+    }
+
+    private void release(BeginResult.Started started) {
         try {
             keys.fail(started, true, 500, null);
         } catch (OnceException e) {

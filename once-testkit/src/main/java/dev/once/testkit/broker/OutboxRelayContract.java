@@ -163,7 +163,7 @@ public abstract class OutboxRelayContract {
         Map<String, String> expected = new HashMap<>();
         for (int i = 1; i <= EVENTS; i++) {
             for (int n = 1; n <= PER_EVENT; n++) {
-                expected.put("order-" + i + "#" + n, "order-" + i + " order-" + i + "/" + n);
+                expected.put("orders:order-" + i + "#" + n, "order-" + i + " order-" + i + "/" + n);
             }
         }
         assertThat(applied).as("each message applied once under its own event id, with its cause").isEqualTo(expected);

@@ -1,0 +1,359 @@
+package dev.once.adapter;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidConfigurationException;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.RetryableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * The loop a broker adapter runs, written once: {@link Receiver receive} a batch, decode each
+ * message ({@link Broker#delivery}), run the decodable ones through
+ * {@link IdempotentConsumer#processBatch} in one transaction while a heartbeat
+ * ({@link Broker#extend}) keeps them from being redelivered, then {@link Broker#settle settle}
+ * each by its {@link Verdict}. What can go wrong, and what the driver does:
+ * <ul>
+ *   <li>a message without a usable event id: a {@link Status#FAILED_PERMANENT} outcome of its own,
+ *       so the adapter dead-letters it; the rest of the batch is processed;</li>
+ *   <li>{@code processBatch} throws (a broken pool, a bug): every message of the batch is
+ *       {@link Status#FAILED_RETRYABLE}, settled as such (requeued, never covered by a later
+ *       cumulative ack), and the loop backs off before the next receive;</li>
+ *   <li>a receive fails: the loop backs off (exponential, capped, jittered) and receives again;</li>
+ *   <li>anything else ({@code Error}s included) kills the loop: {@link Broker#abandon} makes the
+ *       broker redeliver what was unsettled, every loop of the driver stops, and
+ *       {@link #failure()} and {@link #isRunning()} report it.</li>
+ * </ul>
+ * In {@linkplain Builder#inGroupOrder group order} (FIFO queues) each message runs in its own
+ * transaction and is settled at once; the first of a group that is not acknowledged, or whose
+ * dead-lettering failed, stops its group: its successors are {@link Broker#release released}
+ * unprocessed, so nothing is applied ahead of a message that is not settled.
+ *
+ * <p>The driver owns no receive thread: an adapter calls {@link #run(Receiver)} on each of its
+ * threads. Thread-safe. {@link #stop()} makes every loop return after the batch in hand;
+ * {@link #close()} also stops the heartbeat thread.
+ *
+ * @param <M> the broker's message type
+ */
+public final class AdapterDriver<M> implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(AdapterDriver.class);
+
+    private final String name;
+    private final IdempotentConsumer consumer;
+    private final Broker<M> broker;
+    private final Duration heartbeatEvery;
+    private final Function<M, String> groupOf;
+    private final Backoff backoff;
+    private final ScheduledExecutorService heartbeats;
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile boolean running = true;
+    private volatile Throwable failure;
+
+    private AdapterDriver(Builder<M> b) {
+        this.name = b.name;
+        this.consumer = b.consumer;
+        this.broker = b.broker;
+        this.heartbeatEvery = b.heartbeatEvery;
+        this.groupOf = b.groupOf;
+        this.backoff = b.backoff;
+        this.heartbeats = heartbeatEvery == null ? null : Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, name + "-heartbeat");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * Starts a builder.
+     *
+     * @param name     names the loop in logs and threads, for example {@code "once-sqs-1"}
+     * @param consumer the engine every message runs through
+     * @param broker   what the broker makes different
+     */
+    public static <M> Builder<M> builder(String name, IdempotentConsumer consumer, Broker<M> broker) {
+        return new Builder<>(name, consumer, broker);
+    }
+
+    /**
+     * Receives and processes until {@link #stop()} or a fatal failure; call it on each receive
+     * thread. Returns normally in both cases; a fatal failure is kept in {@link #failure()}.
+     */
+    public void run(Receiver<M> receiver) {
+        int failures = 0;
+        try {
+            while (running) {
+                List<M> batch;
+                try {
+                    batch = receiver.receive();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                } catch (Exception e) {
+                    if (!running) {
+                        return;   // the client was closed under us by stop()
+                    }
+                    failures++;
+                    log.warn("{}: receive failed ({} in a row), retrying: {}", name, failures, e.toString());
+                    pause(failures);
+                    continue;
+                }
+                failures = 0;
+                if (batch == null || batch.isEmpty()) {
+                    continue;
+                }
+                if (!handle(batch)) {
+                    failures++;
+                    pause(failures);
+                }
+            }
+        } catch (Throwable t) {
+            fail(t);
+        }
+    }
+
+    /**
+     * Processes and settles one batch; returns false when {@code processBatch} failed outside the
+     * handler (its messages were settled as retryable).
+     */
+    boolean handle(List<M> batch) {
+        if (groupOf != null) {
+            return inGroupOrder(batch);
+        }
+        List<Processed<M>> processed = new ArrayList<>(batch.size());
+        boolean ok = beating(batch, () -> process(batch, processed));
+        settle(processed);
+        return ok;
+    }
+
+    /** Decodes and runs one batch in one transaction; fills {@code out} in batch order; false if processBatch threw. */
+    private boolean process(List<M> batch, List<Processed<M>> out) {
+        List<Delivery> deliveries = new ArrayList<>(batch.size());
+        List<Integer> positions = new ArrayList<>(batch.size());
+        for (M m : batch) {
+            try {
+                deliveries.add(broker.delivery(m));
+                positions.add(out.size());
+                out.add(null);
+            } catch (InvalidDeliveryException e) {
+                // never deduplicated on a broker id instead: a permanent failure of its own
+                out.add(new Processed<>(m, null, new Outcome(broker.describe(m), Status.FAILED_PERMANENT, e)));
+            }
+        }
+        if (deliveries.isEmpty()) {
+            return true;
+        }
+        List<Outcome> outcomes;
+        boolean ok = true;
+        try {
+            outcomes = consumer.processBatch(deliveries);
+        } catch (RuntimeException e) {
+            // Nothing of the batch is known to be applied: settle it as retryable, so a cumulative
+            // ack of a later batch cannot cover it.
+            log.error("{}: a batch of {} failed outside the handler; it is left for redelivery", name,
+                    deliveries.size(), e);
+            RetryableException cause = new RetryableException("batch of " + deliveries.size()
+                    + " failed outside the handler: " + e, e);
+            outcomes = deliveries.stream().map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause)).toList();
+            ok = false;
+        }
+        for (int i = 0; i < deliveries.size(); i++) {
+            int at = positions.get(i);
+            out.set(at, new Processed<>(batch.get(at), deliveries.get(i), outcomes.get(i)));
+        }
+        return ok;
+    }
+
+    private boolean inGroupOrder(List<M> batch) {
+        Map<String, List<M>> groups = new LinkedHashMap<>();
+        for (M m : batch) {
+            groups.computeIfAbsent(Objects.requireNonNullElse(groupOf.apply(m), ""), g -> new ArrayList<>()).add(m);
+        }
+        List<M> released = new ArrayList<>();
+        boolean ok = beating(batch, () -> {
+            boolean healthy = true;
+            for (List<M> group : groups.values()) {
+                for (int i = 0; i < group.size(); i++) {
+                    List<Processed<M>> one = new ArrayList<>(1);
+                    healthy &= process(List.of(group.get(i)), one);
+                    if (!settledSoGroupMayGoOn(one.get(0))) {
+                        released.addAll(group.subList(i + 1, group.size()));
+                        break;
+                    }
+                }
+            }
+            return healthy;
+        });
+        if (!released.isEmpty()) {
+            broker.release(released);
+        }
+        return ok;
+    }
+
+    private boolean settledSoGroupMayGoOn(Processed<M> p) {
+        try {
+            broker.settle(List.of(p));
+        } catch (Exception e) {
+            log.warn("{}: could not settle {} ({}); its group waits behind it: {}", name, broker.describe(p.message()),
+                    p.verdict(), e.toString());
+            return false;
+        }
+        return p.verdict() != Verdict.REDELIVER;
+    }
+
+    private void settle(List<Processed<M>> processed) {
+        try {
+            broker.settle(processed);
+        } catch (Exception e) {
+            // Not settled means redelivered: the inbox absorbs what was applied.
+            log.warn("{}: could not settle a batch of {}; the broker redelivers it and the redelivery is absorbed: {}",
+                    name, processed.size(), e.toString());
+        }
+    }
+
+    private interface Work {
+        boolean run();
+    }
+
+    private boolean beating(List<M> messages, Work work) {
+        ScheduledFuture<?> beat = heartbeats == null ? null : heartbeats.scheduleAtFixedRate(() -> {
+            try {
+                broker.extend(messages);
+            } catch (RuntimeException e) {
+                log.warn("{}: heartbeat for {} messages failed: {}", name, messages.size(), e.toString());
+            }
+        }, heartbeatEvery.toMillis(), heartbeatEvery.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            return work.run();
+        } finally {
+            if (beat != null) {
+                beat.cancel(false);
+            }
+        }
+    }
+
+    private void pause(int failures) {
+        try {
+            if (stopped.await(backoff.delay(failures).toMillis(), TimeUnit.MILLISECONDS)) {
+                running = false;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            running = false;
+        }
+    }
+
+    /**
+     * Stops every loop of this driver for good because of {@code cause} (for example the broker
+     * connection died): {@link #failure()} reports it. The first failure is kept.
+     */
+    public void fail(Throwable cause) {
+        Objects.requireNonNull(cause, "cause");
+        synchronized (this) {
+            if (failure == null) {
+                failure = cause;
+            }
+        }
+        log.error("{}: stopped by an unexpected failure; unsettled messages are redelivered", name, cause);
+        stop();
+        try {
+            broker.abandon(cause);
+        } catch (RuntimeException e) {
+            log.warn("{}: abandoning the unsettled messages failed: {}", name, e.toString());
+        }
+    }
+
+    /** Makes every loop return after the batch in hand; returns at once. */
+    public void stop() {
+        running = false;
+        stopped.countDown();
+    }
+
+    /** True until {@link #stop()} or a fatal failure. */
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** The failure that stopped the driver, if one did. */
+    public Optional<Throwable> failure() {
+        return Optional.ofNullable(failure);
+    }
+
+    /** Stops the loops and the heartbeat thread. */
+    @Override
+    public void close() {
+        stop();
+        if (heartbeats != null) {
+            heartbeats.shutdownNow();
+        }
+    }
+
+    /** Configures an {@link AdapterDriver}; setters check their argument at once. Not thread-safe. */
+    public static final class Builder<M> {
+        private final String name;
+        private final IdempotentConsumer consumer;
+        private final Broker<M> broker;
+        private Duration heartbeatEvery;
+        private Function<M, String> groupOf;
+        private Backoff backoff = Backoff.DEFAULT;
+
+        private Builder(String name, IdempotentConsumer consumer, Broker<M> broker) {
+            this.name = Objects.requireNonNull(name, "name");
+            this.consumer = Objects.requireNonNull(consumer, "consumer");
+            this.broker = Objects.requireNonNull(broker, "broker");
+        }
+
+        /** Calls {@link Broker#extend} every {@code every} while a batch works; default no heartbeat. */
+        public Builder<M> heartbeat(Duration every) {
+            Objects.requireNonNull(every, "every");
+            if (every.toMillis() < 1) {
+                throw new InvalidConfigurationException("heartbeat interval must be at least 1 ms, but was " + every);
+            }
+            this.heartbeatEvery = every;
+            return this;
+        }
+
+        /**
+         * Processes messages of one group in order, one transaction each, settling each before the
+         * next; {@code groupOf} names a message's group (null: one group for all). Default: the
+         * whole batch in one transaction.
+         */
+        public Builder<M> inGroupOrder(Function<M, String> groupOf) {
+            this.groupOf = Objects.requireNonNull(groupOf, "groupOf");
+            return this;
+        }
+
+        /** The pause after failures in a row: {@code initial}, doubled per failure, at most {@code max}, jittered. */
+        public Builder<M> backoff(Duration initial, Duration max) {
+            Objects.requireNonNull(initial, "initial");
+            Objects.requireNonNull(max, "max");
+            if (initial.toMillis() < 1 || max.compareTo(initial) < 0) {
+                throw new InvalidConfigurationException("backoff must have initial >= 1 ms and max >= initial, but was "
+                        + initial + " and " + max);
+            }
+            this.backoff = new Backoff(initial, max);
+            return this;
+        }
+
+        public AdapterDriver<M> build() {
+            return new AdapterDriver<>(this);
+        }
+    }
+}

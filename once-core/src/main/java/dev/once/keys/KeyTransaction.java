@@ -1,0 +1,139 @@
+package dev.once.keys;
+
+import dev.once.StaleFencingTokenException;
+import dev.once.internal.JdbcTarget;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/**
+ * The transaction of one started request on the idempotency keys' database
+ * ({@link IdempotencyKeys#transaction}): the request applies its effect on {@link #connection()}, and
+ * {@link #complete} saves the result in the same transaction and commits both.
+ *
+ * <pre>{@code
+ * try (KeyTransaction t = keys.transaction(started)) {
+ *     debit(t.connection(), account, amount);        // the effect, not committed yet
+ *     t.complete(201, receipt);                      // the result with it: both commit, or neither
+ * }                                                  // closed unfinished: rolled back
+ * }</pre>
+ *
+ * <p><b>Fencing.</b> The saved result is fenced by the claim's {@link #token()}, and here the effect is
+ * fenced with it: if the claim lapsed and another caller took the key over, {@link #complete} throws
+ * {@link StaleFencingTokenException} and rolls the whole transaction back, so only the successor's
+ * effect commits. Writes elsewhere (another database, an external API) are not covered: pass the
+ * key on to them, or send them through the outbox.
+ *
+ * <p>Not thread-safe: the request's thread owns it. Close it in every case.
+ */
+public final class KeyTransaction implements AutoCloseable {
+
+    private final IdempotencyKeys keys;
+    private final BeginResult.Started started;
+    private final Connection connection;
+    private boolean ended;
+
+    KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, Connection connection) {
+        this.keys = keys;
+        this.started = started;
+        this.connection = connection;
+    }
+
+    /** The claim this transaction finishes. */
+    public BeginResult.Started started() {
+        return started;
+    }
+
+    /** The claim's fencing token, for logs and for passing on with the request's downstream calls. */
+    public long token() {
+        return started.token();
+    }
+
+    /**
+     * The transaction's connection, auto-commit off: apply the effect on it. Do not commit or roll
+     * it back; {@link #complete}, {@link #fail} and {@link #close} end it.
+     *
+     * @throws IllegalStateException once the transaction has ended
+     */
+    public Connection connection() {
+        open();
+        return connection;
+    }
+
+    /**
+     * Saves the result (as {@link IdempotencyKeys#complete}) and commits it with the effect.
+     *
+     * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
+     * @throws IdempotencyResultTooLargeException if the body exceeds the cap: everything rolled back
+     * @throws SQLException if the database fails: rolled back, unless the commit itself failed, when
+     *         whether it committed is unknown (a retry of the request then replays or runs again)
+     */
+    public void complete(int status, byte[] body) throws SQLException {
+        open();
+        commitAfter(() -> keys.complete(connection, started, status, body));
+    }
+
+    /**
+     * Records a failure. Retryable: the effect is rolled back and the key released, so the next
+     * request with it runs afresh. Not retryable: the failure is saved, to be replayed, and commits
+     * with whatever the request wrote (a declined payment's audit row).
+     *
+     * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
+     */
+    public void fail(boolean retryable, int status, byte[] body) throws SQLException {
+        open();
+        if (retryable) {
+            rollback();
+            keys.fail(started, true, status, null);
+            return;
+        }
+        commitAfter(() -> keys.fail(connection, started, false, status, body));
+    }
+
+    /**
+     * Rolls back what was not completed and hands the connection back. The key stays claimed until
+     * its lock lapses; release it sooner with {@link IdempotencyKeys#fail} (retryable).
+     */
+    @Override
+    public void close() throws SQLException {
+        if (!ended) {
+            rollback();
+        }
+    }
+
+    private interface Step {
+        void run() throws SQLException;
+    }
+
+    private void commitAfter(Step step) throws SQLException {
+        try {
+            step.run();
+            connection.commit();
+        } catch (Throwable t) {
+            try {
+                rollback();
+            } catch (SQLException e) {
+                t.addSuppressed(e);
+            }
+            throw t;
+        }
+        ended = true;
+        JdbcTarget.release(connection);
+    }
+
+    private void rollback() throws SQLException {
+        ended = true;
+        try {
+            connection.rollback();
+        } finally {
+            JdbcTarget.release(connection);
+        }
+    }
+
+    private void open() {
+        if (ended) {
+            throw new IllegalStateException("the transaction of idempotency key '" + started.key()
+                    + "' has ended; apply effects before complete or fail");
+        }
+    }
+}

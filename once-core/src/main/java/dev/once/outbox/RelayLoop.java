@@ -1,0 +1,132 @@
+package dev.once.outbox;
+
+import dev.once.internal.PgListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.sql.DataSource;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.function.IntSupplier;
+
+/**
+ * The background thread of a started relay: sends batches while there are rows to send, then waits
+ * for a {@code LISTEN} wake-up (PostgreSQL) or the poll interval. Owns its listening connection.
+ * Started once, stopped once.
+ */
+final class RelayLoop {
+
+    private static final Logger log = LoggerFactory.getLogger(RelayLoop.class);
+    // Slices keep stop() prompt: the driver's wait for a notification cannot be interrupted.
+    private static final Duration SLICE = Duration.ofMillis(250);
+
+    private final String relay;
+    private final DataSource dataSource;
+    private final String listenSql;
+    private final Duration pollInterval;
+    private final IntSupplier batch;
+    private final Runnable refreshStats;
+    private final Object wake = new Object();
+    private final Thread thread;
+    private volatile boolean running = true;
+
+    /**
+     * @param listenSql    the dialect's LISTEN statement, or null to poll only
+     * @param batch        sends one batch and returns the rows it handled
+     * @param refreshStats refreshes the gauges, at most once per poll interval
+     */
+    RelayLoop(String relay, DataSource dataSource, String listenSql, Duration pollInterval, IntSupplier batch,
+              Runnable refreshStats) {
+        this.relay = relay;
+        this.dataSource = dataSource;
+        this.listenSql = listenSql;
+        this.pollInterval = pollInterval;
+        this.batch = batch;
+        this.refreshStats = refreshStats;
+        this.thread = new Thread(this::run, "once-relay-" + relay);
+        this.thread.setDaemon(true);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    /** Stops the thread, waiting up to 30 s for the batch in flight. */
+    void stop() {
+        running = false;
+        synchronized (wake) {
+            wake.notifyAll();
+        }
+        try {
+            thread.join(Duration.ofSeconds(30).toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void run() {
+        PgListener listener = null;
+        Instant nextListen = Instant.MIN;
+        Instant nextStats = Instant.MIN;
+        try {
+            while (running) {
+                if (listener == null && listenSql != null && !Instant.now().isBefore(nextListen)) {
+                    listener = PgListener.open(dataSource, listenSql);
+                    nextListen = Instant.now().plus(pollInterval.multipliedBy(10));
+                }
+                boolean more;
+                try {
+                    more = batch.getAsInt() > 0;
+                    if (!Instant.now().isBefore(nextStats)) {
+                        refreshStats.run();
+                        nextStats = Instant.now().plus(pollInterval);
+                    }
+                } catch (RuntimeException e) {
+                    log.warn("relay {}: batch failed, trying again in {}", relay, pollInterval, e);
+                    more = false;
+                }
+                if (more || !running) {
+                    continue;
+                }
+                try {
+                    listener = await(listener);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        } finally {
+            if (listener != null) {
+                listener.close();
+            }
+        }
+    }
+
+    /** Waits for a notification or the poll interval, whichever first; returns the listener still usable. */
+    private PgListener await(PgListener listener) throws InterruptedException {
+        long deadline = System.nanoTime() + pollInterval.toNanos();
+        while (running) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return listener;
+            }
+            Duration slice = Duration.ofNanos(Math.min(left, SLICE.toNanos()));
+            if (listener != null) {
+                try {
+                    if (listener.await(slice)) {
+                        return listener;
+                    }
+                } catch (SQLException e) {
+                    log.info("relay {}: LISTEN connection failed ({}), polling until it is back", relay, e.toString());
+                    listener.close();
+                    listener = null;
+                }
+            } else {
+                synchronized (wake) {
+                    wake.wait(Math.max(1, slice.toMillis()));
+                }
+            }
+        }
+        return listener;
+    }
+}

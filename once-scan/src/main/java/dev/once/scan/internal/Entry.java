@@ -1,0 +1,58 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.ast.Node;
+import dev.once.scan.Location;
+
+/** An entry point found in the repository, before its flow is traced. */
+final class Entry {
+
+    /** How the messages of this entry point are acknowledged. */
+    enum Ack {
+        /** The container or runtime acknowledges after the handler returns. */
+        AFTER_RETURN,
+        /** The code acknowledges with calls (commitSync, deleteMessage, basicAck, acknowledge, ack). */
+        EXPLICIT,
+        /** On receipt or on a timer, whatever the handler did: auto-commit, autoAck=true, acknowledge-mode none. */
+        AUTO,
+        /** No acknowledgement and no redelivery (core NATS). */
+        NONE
+    }
+
+    /** Dedupe the framework around the handler provides. */
+    enum Framework {
+        NONE,
+        /** Covers every effect (Powertools @Idempotent). */
+        ALL,
+        /** Covers effects in the handler's database transaction (Eventuate's default detector, Axon tokens). */
+        DATABASE,
+        /** Present but committed apart from the effect (Camel, Spring Integration). */
+        WEAK,
+        /** Switched off (Eventuate's NoopDuplicateMessageDetector). */
+        DISABLED
+    }
+
+    String kind;
+    String broker;
+    String name;
+    Node decl;
+    Node body;
+    Location location;
+    Repo.Source source;
+    Ack ack = Ack.AFTER_RETURN;
+    String ackText;
+    Location ackSetting;
+    Framework framework = Framework.NONE;
+    String frameworkText;
+    Location frameworkLocation;
+    boolean transactional;
+    boolean loop;
+    /** Batch size and lease in ms when both are stated, else 0. */
+    long batch;
+    long leaseMs;
+    Location batchLocation;
+    String leaseName;
+
+    String id() {
+        return location.file() + "#" + name;
+    }
+}

@@ -1,0 +1,667 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
+import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.body.TypeDeclaration;
+import com.github.javaparser.ast.body.VariableDeclarator;
+import com.github.javaparser.ast.expr.AnnotationExpr;
+import com.github.javaparser.ast.expr.BooleanLiteralExpr;
+import com.github.javaparser.ast.expr.Expression;
+import com.github.javaparser.ast.expr.LambdaExpr;
+import com.github.javaparser.ast.expr.MethodCallExpr;
+import com.github.javaparser.ast.expr.MethodReferenceExpr;
+import com.github.javaparser.ast.expr.NameExpr;
+import com.github.javaparser.ast.expr.ObjectCreationExpr;
+import com.github.javaparser.ast.expr.StringLiteralExpr;
+import com.github.javaparser.ast.stmt.DoStmt;
+import com.github.javaparser.ast.stmt.ForEachStmt;
+import com.github.javaparser.ast.stmt.ForStmt;
+import com.github.javaparser.ast.stmt.ReturnStmt;
+import com.github.javaparser.ast.stmt.Statement;
+import com.github.javaparser.ast.stmt.WhileStmt;
+import com.github.javaparser.ast.type.ClassOrInterfaceType;
+import dev.once.scan.Location;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/** Finds the message entry points of a repository and how each acknowledges. */
+final class EntryPoints {
+
+    private static final Pattern CAMEL_BROKER = Pattern.compile(
+            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
+    private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    private static final Set<String> SQS_TYPES = Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient",
+            "AmazonSQSAsync");
+
+    private final Repo repo;
+    private final Types types;
+    private final Settings settings;
+    private final List<Entry> entries = new ArrayList<>();
+    private final Map<Node, Entry> byBody = new IdentityHashMap<>();
+    private final Map<Path, Location> noopDetector = new HashMap<>();
+    private final Map<Path, Boolean> streamModules = new HashMap<>();
+    private final Map<Path, Boolean> integrationInbound = new HashMap<>();
+
+    EntryPoints(Repo repo, Types types, Settings settings) {
+        this.repo = repo;
+        this.types = types;
+        this.settings = settings;
+    }
+
+    List<Entry> find() {
+        for (Repo.Source s : repo.sources) {
+            for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
+                if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
+                    noopDetector.putIfAbsent(s.module(), repo.loc(imp));
+                }
+            }
+            String text = String.join("\n", s.lines());
+            if (text.contains("org.springframework.cloud.stream") || text.contains("spring.cloud.function")) {
+                streamModules.put(s.module(), true);
+            }
+            if (text.contains("messageDrivenChannelAdapter") || text.contains("MessageDrivenChannelAdapter")
+                    || text.contains("Amqp.inboundAdapter") || text.contains("InboundChannelAdapter")) {
+                integrationInbound.put(s.module(), true);
+            }
+        }
+        for (Path f : repo.otherFiles) {
+            String n = f.getFileName().toString();
+            if (n.equals("pom.xml") || n.startsWith("build.gradle")) {
+                try {
+                    if (java.nio.file.Files.readString(f).contains("spring-cloud-stream")) {
+                        streamModules.put(f.getParent(), true);
+                    }
+                } catch (java.io.IOException | RuntimeException e) {
+                    // unreadable build file: no stream detection from it
+                }
+            }
+        }
+        for (Repo.Source s : repo.sources) {
+            for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                annotated(s, c);
+                implemented(s, c);
+                camel(s, c);
+            }
+            for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
+                calls(s, call);
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                eventuate(s, m);
+                stream(s, m);
+            }
+        }
+        return entries;
+    }
+
+    private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
+        Entry existing = byBody.get(body);
+        if (existing != null) {
+            return existing;
+        }
+        Entry e = new Entry();
+        e.kind = kind;
+        e.broker = broker;
+        e.name = name;
+        e.decl = decl;
+        e.body = body;
+        e.location = repo.loc(at);
+        e.source = s;
+        if (decl instanceof MethodDeclaration m) {
+            e.transactional = Types.isTransactional(m);
+        }
+        byBody.put(body, e);
+        entries.add(e);
+        return e;
+    }
+
+    private static String owner(Node n) {
+        TypeDeclaration<?> t = Types.enclosingType(n);
+        String cls = t == null ? "?" : t.getNameAsString();
+        if (n instanceof MethodDeclaration m) {
+            return cls + "." + m.getNameAsString();
+        }
+        return n.findAncestor(MethodDeclaration.class).map(m -> cls + "." + m.getNameAsString()).orElse(cls);
+    }
+
+    // ---- annotation-driven listeners ------------------------------------------------------------
+
+    private void annotated(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        boolean classRabbit = Types.annotated(c.getAnnotations(), "RabbitListener");
+        boolean classKafka = Types.annotated(c.getAnnotations(), "KafkaListener");
+        boolean axon = s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.axonframework"));
+        for (MethodDeclaration m : c.getMethods()) {
+            if (m.getBody().isEmpty()) {
+                continue;
+            }
+            var anns = m.getAnnotations();
+            if (Types.annotated(anns, "KafkaListener") || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
+                Entry e = add(s, "@KafkaListener", "kafka", owner(m), m, m.getBody().get(), m);
+                springKafka(e, m, Types.annotation(anns, "KafkaListener")
+                        .or(() -> Types.annotation(c.getAnnotations(), "KafkaListener")).orElse(null));
+            } else if (Types.annotated(anns, "RabbitListener") || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
+                Entry e = add(s, "@RabbitListener", "rabbitmq", owner(m), m, m.getBody().get(), m);
+                springRabbit(e, m, Types.annotation(anns, "RabbitListener")
+                        .or(() -> Types.annotation(c.getAnnotations(), "RabbitListener")).orElse(null));
+            } else if (Types.annotated(anns, "SqsListener")) {
+                Entry e = add(s, "@SqsListener", "sqs", owner(m), m, m.getBody().get(), m);
+                springSqs(e, m, Types.annotation(anns, "SqsListener").orElse(null));
+            } else if (Types.annotated(anns, "JmsListener")) {
+                Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the JMS container acknowledges after the listener returns";
+            } else if (Types.annotated(anns, "StreamListener")) {
+                Entry e = add(s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the binder acknowledges after the listener returns";
+            } else if (axon && Types.annotated(anns, "EventHandler", "SagaEventHandler")) {
+                Entry e = add(s, "Axon @EventHandler", "axon", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the tracking processor stores its token after the handler";
+                e.framework = Entry.Framework.DATABASE;
+                e.frameworkText = "Axon tracking token, stored in the handler's transaction";
+            } else if (Types.annotated(anns, "EventuateDomainEventHandler")) {
+                Entry e = add(s, "Eventuate @EventuateDomainEventHandler", "eventuate", owner(m), m, m.getBody().get(), m);
+                eventuateDedupe(e);
+            } else if (Types.annotated(anns, "ServiceActivator")
+                    && (Types.annotated(anns, "IdempotentReceiver") || integrationInbound.containsKey(s.module()))) {
+                Entry e = add(s, "Spring Integration @ServiceActivator", "integration", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the inbound adapter acknowledges after the flow returns";
+                Types.annotation(anns, "IdempotentReceiver").ifPresent(a -> {
+                    e.framework = Entry.Framework.WEAK;
+                    e.frameworkText = "Spring Integration idempotent receiver: its MetadataStore commits apart from the effect";
+                    e.frameworkLocation = repo.loc(a);
+                });
+            }
+        }
+    }
+
+    private void springKafka(Entry e, MethodDeclaration m, AnnotationExpr listener) {
+        String props = listener == null ? "" : listener.toString().replace(" ", "");
+        Settings.Setting auto = settings.first(e.source, List.of("spring.kafka.consumer.enable-auto-commit",
+                "spring.kafka.consumer.properties.enable.auto.commit", "enable.auto.commit"));
+        boolean manual = m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Acknowledgment"));
+        Settings.Setting ackMode = settings.first(e.source, List.of("spring.kafka.listener.ack-mode"));
+        if (props.contains("enable.auto.commit=true") || props.contains("enable.auto.commit:true")) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = repo.loc(listener);
+            e.ackText = "enable.auto.commit=true on the listener: offsets commit on a timer";
+        } else if (auto != null && auto.isTrue()) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = auto.location();
+            e.ackText = "enable.auto.commit=true: offsets commit on a timer, whatever the listener did";
+        } else if (manual || (ackMode != null && ackMode.value().toUpperCase(Locale.ROOT).startsWith("MANUAL"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "manual ack mode: Acknowledgment.acknowledge()";
+        } else {
+            e.ackText = "the container commits offsets after the listener returns (ack-mode "
+                    + (ackMode == null ? "BATCH, the default" : ackMode.value()) + ")";
+        }
+        kafkaLease(e);
+    }
+
+    private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
+        String ann = listener == null ? "" : listener.toString().replace(" ", "");
+        Settings.Setting mode = settings.first(e.source, List.of("spring.rabbitmq.listener.simple.acknowledge-mode",
+                "spring.rabbitmq.listener.direct.acknowledge-mode"));
+        String javaMode = moduleText(e.source.module(), "AcknowledgeMode.");
+        boolean channel = m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Channel"));
+        if (ann.contains("ackMode=\"NONE\"") || (mode != null && mode.value().equalsIgnoreCase("none"))
+                || "NONE".equals(javaMode)) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = mode != null ? mode.location() : repo.loc(listener == null ? m : listener);
+            e.ackText = "acknowledge-mode NONE: the broker forgets the message on delivery";
+        } else if (ann.contains("ackMode=\"MANUAL\"") || (mode != null && mode.value().equalsIgnoreCase("manual"))
+                || "MANUAL".equals(javaMode) || channel) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "manual acknowledge: channel.basicAck";
+        } else {
+            e.ackText = "the container acks after the listener returns (acknowledge-mode AUTO); an exception requeues";
+        }
+    }
+
+    private void springSqs(Entry e, MethodDeclaration m, AnnotationExpr listener) {
+        String ann = listener == null ? "" : listener.toString().replace(" ", "");
+        Settings.Setting mode = settings.first(e.source, List.of("spring.cloud.aws.sqs.listener.acknowledgement-mode"));
+        if (ann.contains("ALWAYS") || (mode != null && mode.value().equalsIgnoreCase("always"))) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = mode != null && !ann.contains("ALWAYS") ? mode.location() : repo.loc(listener);
+            e.ackText = "deleted whatever the outcome (ALWAYS): a failed message is gone";
+        } else if (ann.contains("MANUAL") || m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Acknowledgement"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "manual acknowledgement";
+        } else {
+            e.ackText = "deleted after the listener returns (ON_SUCCESS, the default)";
+        }
+    }
+
+    private String moduleText(Path module, String prefix) {
+        for (Repo.Source s : repo.sources) {
+            if (!s.module().equals(module)) {
+                continue;
+            }
+            for (com.github.javaparser.ast.expr.FieldAccessExpr fa : s.cu().findAll(com.github.javaparser.ast.expr.FieldAccessExpr.class)) {
+                if ((fa.getScope().toString() + ".").endsWith(prefix)) {
+                    return fa.getNameAsString();
+                }
+            }
+        }
+        return null;
+    }
+
+    private void kafkaLease(Entry e) {
+        Settings.Setting records = settings.first(e.source, List.of("spring.kafka.consumer.max-poll-records", "max.poll.records"));
+        Settings.Setting interval = settings.first(e.source, List.of("spring.kafka.consumer.properties.max.poll.interval.ms",
+                "max.poll.interval.ms"));
+        if (records != null && interval != null && records.literal() && interval.literal()) {
+            e.batch = records.asLong(0);
+            e.leaseMs = interval.asLong(0);
+            e.batchLocation = records.location();
+            e.leaseName = "max.poll.interval.ms";
+        }
+    }
+
+    // ---- interfaces and supertypes --------------------------------------------------------------
+
+    private void implemented(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+            String n = t.getNameAsString();
+            String arg = t.getTypeArguments().filter(a -> !a.isEmpty()).map(a -> Types.simple(a.get(0))).orElse("");
+            if (n.equals("RequestHandler") && (arg.equals("SQSEvent") || arg.equals("KafkaEvent") || arg.equals("SNSEvent"))) {
+                for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
+                        e.ackText = "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
+                        e.loop = true;
+                        if (Types.annotated(m.getAnnotations(), "Idempotent")) {
+                            e.framework = Entry.Framework.ALL;
+                            e.frameworkText = "Powertools @Idempotent";
+                            e.frameworkLocation = repo.loc(Types.annotation(m.getAnnotations(), "Idempotent").get());
+                        }
+                    });
+                }
+            } else if (n.endsWith("MessageListener") && !n.equals("BatchMessageListener")) {
+                for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, n + ".onMessage", "jms", owner(m), m, b, m);
+                        e.ackText = "the container acknowledges after onMessage returns";
+                    });
+                }
+            }
+        }
+        for (ClassOrInterfaceType t : c.getExtendedTypes()) {
+            if (t.getNameAsString().equals("DefaultConsumer")) {
+                for (MethodDeclaration m : c.getMethodsByName("handleDelivery")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "RabbitMQ DefaultConsumer.handleDelivery", "rabbitmq", owner(m), m, b, m);
+                        e.ack = Entry.Ack.EXPLICIT;
+                        e.ackText = "channel.basicAck in handleDelivery";
+                    });
+                }
+            }
+        }
+    }
+
+    // ---- Camel routes ---------------------------------------------------------------------------
+
+    private void camel(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        if (c.getExtendedTypes().stream().noneMatch(t -> t.getNameAsString().endsWith("RouteBuilder"))) {
+            return;
+        }
+        for (MethodCallExpr from : c.findAll(MethodCallExpr.class, mc -> mc.getNameAsString().equals("from")
+                && mc.getArguments().size() >= 1 && mc.getArgument(0) instanceof StringLiteralExpr lit
+                && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
+            Statement stmt = from.findAncestor(Statement.class).orElse(null);
+            if (stmt == null) {
+                continue;
+            }
+            Entry e = add(s, "Camel route from(" + ((StringLiteralExpr) from.getArgument(0)).getValue().split("[:?]")[0] + ":…)",
+                    "camel", owner(from) + " route", from, stmt, from);
+            e.ackText = "the Camel consumer acknowledges after the route completes";
+        }
+    }
+
+    // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
+
+    private void eventuate(Repo.Source s, MethodDeclaration m) {
+        String text = m.getBody().map(Object::toString).orElse("");
+        if (!text.contains("DomainEventHandlersBuilder") && !text.contains("CommandHandlersBuilder")) {
+            return;
+        }
+        for (MethodCallExpr on : m.findAll(MethodCallExpr.class, mc -> (mc.getNameAsString().equals("onEvent")
+                || mc.getNameAsString().equals("onMessage") || mc.getNameAsString().equals("onReply"))
+                && mc.getArguments().size() >= 2)) {
+            Expression h = on.getArgument(on.getArguments().size() - 1);
+            TypeDeclaration<?> owner = Types.enclosingType(m);
+            if (h instanceof MethodReferenceExpr ref && owner != null) {
+                for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
+                    target.getBody().ifPresent(b -> eventuateDedupe(add(s, "Eventuate " + on.getNameAsString() + " handler",
+                            "eventuate", owner(target), target, b, target)));
+                }
+            } else if (h instanceof LambdaExpr l) {
+                eventuateDedupe(add(s, "Eventuate " + on.getNameAsString() + " handler", "eventuate", owner(m) + " lambda",
+                        l, l.getBody(), l));
+            }
+        }
+    }
+
+    private void eventuateDedupe(Entry e) {
+        e.ackText = "Eventuate commits the offset after the handler's transaction";
+        Location noop = noopDetector.get(e.source.module());
+        if (noop != null) {
+            e.framework = Entry.Framework.DISABLED;
+            e.frameworkText = "NoopDuplicateMessageDetector: Eventuate's duplicate detection is switched off in this service";
+            e.frameworkLocation = noop;
+        } else {
+            e.framework = Entry.Framework.DATABASE;
+            e.frameworkText = "Eventuate duplicate detector (received_messages, in the handler's transaction)";
+        }
+    }
+
+    private void stream(Repo.Source s, MethodDeclaration m) {
+        if (!Types.annotated(m.getAnnotations(), "Bean") || !streamModules.containsKey(s.module())
+                && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
+            return;
+        }
+        String rt = Types.simple(m.getType());
+        if (!rt.equals("Consumer") && !rt.equals("Function") && !rt.equals("BiConsumer")) {
+            return;
+        }
+        for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+            r.getExpression().ifPresent(x -> {
+                Node body = x instanceof LambdaExpr l ? l.getBody() : x;
+                Entry e = add(s, "Spring Cloud Stream " + rt + " bean", "stream", owner(m), m, body, m);
+                e.ackText = "the binder acknowledges after the function returns";
+            });
+        }
+    }
+
+    // ---- client-library loops and callbacks ----------------------------------------------------
+
+    private void calls(Repo.Source s, MethodCallExpr call) {
+        String n = call.getNameAsString();
+        switch (n) {
+            case "poll" -> {
+                String t = call.getScope().map(types::typeOf).orElse(null);
+                if (t != null && KAFKA_CONSUMER_TYPES.contains(t)) {
+                    kafkaLoop(s, call);
+                }
+            }
+            case "receiveMessage" -> {
+                String t = call.getScope().map(types::typeOf).orElse(null);
+                if (t != null && SQS_TYPES.contains(t)) {
+                    sqsLoop(s, call);
+                }
+            }
+            case "basicConsume" -> rabbitConsume(s, call);
+            case "basicGet" -> {
+                Node body = loopOrMethod(call);
+                if (body != null) {
+                    Entry e = add(s, "RabbitMQ basicGet loop", "rabbitmq", owner(call), call, body, call);
+                    e.loop = true;
+                    autoAckArg(e, call, 1);
+                }
+            }
+            case "fetch", "nextMessage", "iterate" -> {
+                String t = call.getScope().map(types::typeOf).orElse("");
+                if (t.startsWith("JetStream") && !t.equals("JetStreamManagement")) {
+                    Node body = loopOrMethod(call);
+                    if (body != null) {
+                        Entry e = add(s, "NATS JetStream pull", "nats", owner(call), call, body, call);
+                        e.ack = Entry.Ack.EXPLICIT;
+                        e.ackText = "message.ack() after processing";
+                        e.loop = true;
+                    }
+                } else if (t.equals("Subscription") && n.equals("nextMessage")) {
+                    Node body = loopOrMethod(call);
+                    if (body != null) {
+                        Entry e = add(s, "NATS subscription", "nats", owner(call), call, body, call);
+                        e.ack = Entry.Ack.NONE;
+                        e.ackText = "core NATS: at-most-once, no acknowledgement";
+                    }
+                }
+            }
+            case "subscribe", "createDispatcher" -> natsCallback(s, call);
+            default -> {
+            }
+        }
+    }
+
+    private void kafkaLoop(Repo.Source s, MethodCallExpr poll) {
+        Node body = loopOrMethod(poll);
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
+        e.loop = true;
+        Settings.Setting auto = settings.get(s, "enable.auto.commit");
+        boolean commits = !body.findAll(MethodCallExpr.class, c -> c.getNameAsString().startsWith("commit")
+                || c.getNameAsString().equals("sendOffsetsToTransaction")).isEmpty();
+        if (auto == null) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = e.location;
+            e.ackText = "enable.auto.commit is not set: Kafka's default (true) commits offsets on a timer from poll()";
+        } else if (auto.isTrue()) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = auto.location();
+            e.ackText = "enable.auto.commit=true: offsets commit on a timer from poll(), whatever was processed";
+        } else if (!auto.literal()) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = auto.location();
+            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value() + "): when true, offsets commit on a timer";
+        } else {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = commits ? "commitSync/commitAsync in the loop" : "enable.auto.commit=false: offsets committed by hand";
+        }
+        Settings.Setting records = settings.get(s, "max.poll.records");
+        Settings.Setting interval = settings.get(s, "max.poll.interval.ms");
+        if (records != null && interval != null && records.literal() && interval.literal()) {
+            e.batch = records.asLong(0);
+            e.leaseMs = interval.asLong(0);
+            e.batchLocation = records.location();
+            e.leaseName = "max.poll.interval.ms";
+        }
+    }
+
+    private void sqsLoop(Repo.Source s, MethodCallExpr receive) {
+        Node body = loopOrMethod(receive);
+        MethodDeclaration m = receive.findAncestor(MethodDeclaration.class).orElse(null);
+        if (body == null || m == null) {
+            return;
+        }
+        boolean inLoop = body != m.getBody().orElse(null);
+        boolean returnsMessages = !inLoop && !m.getType().isVoidType();
+        if (returnsMessages) {
+            // receive in a helper that returns the messages: the caller in the same class is the consumer
+            TypeDeclaration<?> owner = Types.enclosingType(m);
+            for (MethodCallExpr c : owner == null ? List.<MethodCallExpr>of() : owner.findAll(MethodCallExpr.class,
+                    c -> c.getNameAsString().equals(m.getNameAsString()) && c.getScope().isEmpty())) {
+                Node callerBody = loopOrMethod(c);
+                if (callerBody != null) {
+                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, c);
+                    sqsAck(e, receive);
+                }
+            }
+            return;
+        }
+        Entry e = add(s, inLoop ? "SQS receiveMessage loop" : "SQS receiveMessage", "sqs", owner(receive), receive, body, receive);
+        sqsAck(e, receive);
+    }
+
+    private void sqsAck(Entry e, MethodCallExpr receive) {
+        e.ack = Entry.Ack.EXPLICIT;
+        e.ackText = "deleteMessage after processing";
+        e.loop = true;
+        MethodDeclaration m = receive.findAncestor(MethodDeclaration.class).orElse(null);
+        String text = m == null ? "" : m.toString();
+        var max = Pattern.compile("maxNumberOfMessages\\((\\d+)\\)|setMaxNumberOfMessages\\((\\d+)\\)").matcher(text);
+        var vis = Pattern.compile("visibilityTimeout\\((\\d+)\\)|setVisibilityTimeout\\((\\d+)\\)").matcher(text);
+        if (max.find() && vis.find()) {
+            e.batch = Long.parseLong(max.group(1) != null ? max.group(1) : max.group(2));
+            e.leaseMs = 1000L * Long.parseLong(vis.group(1) != null ? vis.group(1) : vis.group(2));
+            e.batchLocation = repo.loc(receive);
+            e.leaseName = "the visibility timeout";
+        }
+    }
+
+    private void rabbitConsume(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() < 2) {
+            return;
+        }
+        Expression cb = null;
+        for (int i = 1; i < call.getArguments().size(); i++) {
+            Expression a = call.getArgument(i);
+            if (a instanceof LambdaExpr || a instanceof ObjectCreationExpr || a instanceof MethodReferenceExpr
+                    || (a instanceof NameExpr && !(isBooleanVar(a)))) {
+                cb = a;
+                break;
+            }
+        }
+        Node body = null;
+        Node decl = null;
+        if (cb instanceof NameExpr n) {
+            cb = lambdaOf(n).map(Expression.class::cast).orElse(cb);
+        }
+        if (cb instanceof LambdaExpr l) {
+            body = l.getBody();
+            decl = l;
+        } else if (cb instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md && md.getNameAsString().equals("handleDelivery") && md.getBody().isPresent()) {
+                    body = md.getBody().get();
+                    decl = md;
+                }
+            }
+        } else if (cb != null) {
+            String t = cb instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(cb);
+            for (MethodDeclaration md : t == null ? List.<MethodDeclaration>of() : repo.methods(t, "handleDelivery", 4)) {
+                if (md.getBody().isPresent()) {
+                    body = md.getBody().get();
+                    decl = md;
+                }
+            }
+        }
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "RabbitMQ basicConsume", "rabbitmq", decl instanceof MethodDeclaration ? owner(decl) : owner(call) + " callback",
+                decl, body, call);
+        e.ack = Entry.Ack.EXPLICIT;
+        e.ackText = "channel.basicAck in the callback";
+        if (call.getArguments().size() >= 3 || (call.getArguments().size() == 2 && isBoolean(call.getArgument(1)))) {
+            autoAckArg(e, call, 1);
+        }
+    }
+
+    /** The lambda a local variable is initialized with: {@code DeliverCallback cb = (tag, d) -> …}. */
+    private static Optional<LambdaExpr> lambdaOf(NameExpr n) {
+        MethodDeclaration m = n.findAncestor(MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return Optional.empty();
+        }
+        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            if (d.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
+                return Optional.of(d.getInitializer().get().asLambdaExpr());
+            }
+        }
+        return Optional.empty();
+    }
+
+    private boolean isBooleanVar(Expression a) {
+        return a instanceof NameExpr n && Optional.ofNullable(types.declaredType(n, n.getNameAsString()))
+                .map(t -> t.asString().equals("boolean") || t.asString().equals("Boolean")).orElse(false);
+    }
+
+    private boolean isBoolean(Expression a) {
+        return a instanceof BooleanLiteralExpr || isBooleanVar(a);
+    }
+
+    private void autoAckArg(Entry e, MethodCallExpr call, int index) {
+        if (call.getArguments().size() <= index) {
+            return;
+        }
+        Expression a = call.getArgument(index);
+        Boolean v = null;
+        if (a instanceof BooleanLiteralExpr b) {
+            v = b.getValue();
+        } else if (a instanceof NameExpr n) {
+            v = booleanValueOf(n);
+        }
+        if (Boolean.TRUE.equals(v)) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = repo.loc(call);
+            e.ackText = "autoAck=true: the broker forgets the message as it is delivered";
+        } else if (Boolean.FALSE.equals(v)) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "autoAck=false, channel.basicAck";
+        }
+    }
+
+    private Boolean booleanValueOf(NameExpr n) {
+        MethodDeclaration m = n.findAncestor(MethodDeclaration.class).orElse(null);
+        TypeDeclaration<?> t = Types.enclosingType(n);
+        for (Node scope : new Node[] {m, t}) {
+            if (scope == null) {
+                continue;
+            }
+            for (VariableDeclarator d : scope.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                if (d.getInitializer().isPresent() && d.getInitializer().get() instanceof BooleanLiteralExpr b) {
+                    return b.getValue();
+                }
+            }
+        }
+        return null;
+    }
+
+    private void natsCallback(Repo.Source s, MethodCallExpr call) {
+        String t = call.getScope().map(types::typeOf).orElse("");
+        boolean jetStream = t.startsWith("JetStream");
+        if (!jetStream && !t.equals("Connection") && !t.equals("Dispatcher")) {
+            return;
+        }
+        for (Expression a : call.getArguments()) {
+            if (a instanceof LambdaExpr l) {
+                Entry e = add(s, jetStream ? "NATS JetStream push subscription" : "NATS subscription", "nats",
+                        owner(call) + " handler", l, l.getBody(), call);
+                if (jetStream) {
+                    e.ack = Entry.Ack.EXPLICIT;
+                    e.ackText = "message.ack() in the handler";
+                    int idx = call.getArguments().indexOf(a);
+                    if (idx + 1 < call.getArguments().size() && call.getArgument(idx + 1) instanceof BooleanLiteralExpr b && b.getValue()) {
+                        e.ack = Entry.Ack.AUTO;
+                        e.ackSetting = repo.loc(call);
+                        e.ackText = "autoAck=true: acked as soon as the handler returns or throws";
+                    }
+                } else {
+                    e.ack = Entry.Ack.NONE;
+                    e.ackText = "core NATS: at-most-once, no acknowledgement";
+                }
+            }
+        }
+    }
+
+    /** The innermost loop around the call, or the method body when there is none. */
+    static Node loopOrMethod(Node call) {
+        for (Node n = call.getParentNode().orElse(null); n != null; n = n.getParentNode().orElse(null)) {
+            if (n instanceof ForEachStmt fe && fe.getIterable().containsWithinRange(call)) {
+                continue; // for (r : consumer.poll(d)): the loop around this one is the consumer's
+            }
+            if (n instanceof WhileStmt || n instanceof ForStmt || n instanceof DoStmt || n instanceof ForEachStmt) {
+                return n;
+            }
+            if (n instanceof MethodDeclaration md) {
+                return md.getBody().orElse(null);
+            }
+            if (n instanceof LambdaExpr l) {
+                return l.getBody();
+            }
+        }
+        return null;
+    }
+}

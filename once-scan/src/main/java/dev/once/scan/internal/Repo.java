@@ -1,0 +1,223 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.JavaParser;
+import com.github.javaparser.ParseResult;
+import com.github.javaparser.ParserConfiguration;
+import com.github.javaparser.ast.CompilationUnit;
+import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
+import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.body.TypeDeclaration;
+import com.github.javaparser.ast.type.ClassOrInterfaceType;
+import com.github.javaparser.symbolsolver.JavaSymbolSolver;
+import com.github.javaparser.symbolsolver.resolution.typesolvers.CombinedTypeSolver;
+import com.github.javaparser.symbolsolver.resolution.typesolvers.JavaParserTypeSolver;
+import com.github.javaparser.symbolsolver.resolution.typesolvers.ReflectionTypeSolver;
+import dev.once.scan.Location;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The scanned repository: its Java sources parsed (test sources left out: they are not
+ * production consumers), its configuration and schema files, and an index of its own types so
+ * calls can be followed into them.
+ */
+public final class Repo {
+
+    private static final Set<String> SKIPPED_DIRS = Set.of(".git", "target", "build", "node_modules", ".idea",
+            ".gradle", "out", ".mvn");
+
+    final Path root;
+    final List<Source> sources = new ArrayList<>();
+    final List<Path> otherFiles = new ArrayList<>();
+    /** Simple type name → declarations with that name. */
+    final Map<String, List<TypeDeclaration<?>>> types = new HashMap<>();
+    /** Simple supertype name → classes that extend or implement it. */
+    final Map<String, List<ClassOrInterfaceDeclaration>> subtypes = new HashMap<>();
+    long lines;
+    int unresolved;
+
+    /** One parsed Java file. */
+    record Source(Path path, String rel, CompilationUnit cu, String[] lines, Path module) {
+    }
+
+    private Repo(Path root) {
+        this.root = root;
+    }
+
+    /** Parses every Java file under {@code root} outside test sources. */
+    public static Repo load(Path root) {
+        Repo repo = new Repo(root.toAbsolutePath().normalize());
+        List<Path> java = new ArrayList<>();
+        Set<Path> sourceRoots = new LinkedHashSet<>();
+        try {
+            Files.walkFileTree(repo.root, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
+                    String n = dir.getFileName() == null ? "" : dir.getFileName().toString();
+                    if (!dir.equals(repo.root) && (SKIPPED_DIRS.contains(n) || isTestDir(repo.root.relativize(dir)))) {
+                        return FileVisitResult.SKIP_SUBTREE;
+                    }
+                    if (n.equals("java") && dir.getParent() != null
+                            && String.valueOf(dir.getParent().getFileName()).equals("main")) {
+                        sourceRoots.add(dir);
+                    }
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+                    String n = file.getFileName().toString();
+                    if (n.endsWith(".java")) {
+                        java.add(file);
+                    } else if (n.endsWith(".sql") || n.endsWith(".yml") || n.endsWith(".yaml")
+                            || n.endsWith(".properties") || n.endsWith(".xml") || n.equals("build.gradle")
+                            || n.equals("build.gradle.kts")) {
+                        repo.otherFiles.add(file);
+                    }
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + root, e);
+        }
+        CombinedTypeSolver solver = new CombinedTypeSolver(new ReflectionTypeSolver());
+        for (Path sr : sourceRoots) {
+            solver.add(new JavaParserTypeSolver(sr));
+        }
+        ParserConfiguration config = new ParserConfiguration()
+                .setLanguageLevel(ParserConfiguration.LanguageLevel.JAVA_17)
+                .setSymbolResolver(new JavaSymbolSolver(solver));
+        JavaParser parser = new JavaParser(config);
+        java.sort(null);
+        for (Path file : java) {
+            String text;
+            try {
+                text = Files.readString(file, StandardCharsets.UTF_8);
+            } catch (IOException | UncheckedIOException e) {
+                continue; // unreadable or not UTF-8: skip the file, not the scan
+            }
+            ParseResult<CompilationUnit> r = parser.parse(text);
+            if (r.getResult().isEmpty()) {
+                continue;
+            }
+            String[] lines = text.split("\r?\n", -1);
+            repo.lines += lines.length;
+            CompilationUnit cu = r.getResult().get();
+            repo.add(new Source(file, rel(repo.root, file), cu, lines, repo.moduleOf(file)));
+        }
+        return repo;
+    }
+
+    static boolean isTestDir(Path rel) {
+        String s = rel.toString().replace('\\', '/');
+        return s.endsWith("src/test") || s.equals("src/test") || s.endsWith("src/it") || s.endsWith("src/testFixtures");
+    }
+
+    static String rel(Path root, Path file) {
+        return root.relativize(file).toString().replace('\\', '/');
+    }
+
+    private void add(Source s) {
+        sources.add(s);
+        s.cu().setData(SOURCE, s);
+        for (TypeDeclaration<?> t : s.cu().findAll(TypeDeclaration.class)) {
+            types.computeIfAbsent(t.getNameAsString(), k -> new ArrayList<>()).add(t);
+            if (t instanceof ClassOrInterfaceDeclaration c) {
+                List<ClassOrInterfaceType> supers = new ArrayList<>(c.getExtendedTypes());
+                supers.addAll(c.getImplementedTypes());
+                for (ClassOrInterfaceType st : supers) {
+                    subtypes.computeIfAbsent(st.getNameAsString(), k -> new ArrayList<>()).add(c);
+                }
+            }
+        }
+    }
+
+    static final com.github.javaparser.ast.DataKey<Source> SOURCE = new com.github.javaparser.ast.DataKey<>() {
+    };
+
+    /** The nearest directory above {@code file} with a build file, else the root. */
+    Path moduleOf(Path file) {
+        for (Path d = file.getParent(); d != null && d.startsWith(root); d = d.getParent()) {
+            if (Files.exists(d.resolve("pom.xml")) || Files.exists(d.resolve("build.gradle"))
+                    || Files.exists(d.resolve("build.gradle.kts"))) {
+                return d;
+            }
+        }
+        return root;
+    }
+
+    /** The source a node is in. */
+    Source sourceOf(Node n) {
+        return n.findCompilationUnit().map(cu -> cu.getData(SOURCE)).orElse(null);
+    }
+
+    /** Where a node starts. */
+    Location loc(Node n) {
+        Source s = sourceOf(n);
+        // a chained call is reported at its own name, not where the chain starts
+        Node at = n instanceof com.github.javaparser.ast.expr.MethodCallExpr mc ? mc.getName() : n;
+        int line = at.getBegin().map(p -> p.line).orElse(1);
+        int col = at.getBegin().map(p -> p.column).orElse(1);
+        if (s == null) {
+            return new Location("?", line, col, "");
+        }
+        String snippet = line - 1 < s.lines().length ? s.lines()[line - 1] : "";
+        return new Location(s.rel(), line, col, snippet);
+    }
+
+    Location loc(Path file, int line, String snippet) {
+        return new Location(rel(root, file), Math.max(1, line), 1, snippet);
+    }
+
+    /** Types declared in the repository with this simple name. */
+    List<TypeDeclaration<?>> types(String simpleName) {
+        return types.getOrDefault(simpleName, List.of());
+    }
+
+    /** Methods named {@code name} taking {@code args} arguments in the type and its repository supertypes and subtypes. */
+    List<MethodDeclaration> methods(String typeName, String name, int args) {
+        List<MethodDeclaration> out = new ArrayList<>();
+        Set<String> seen = new LinkedHashSet<>();
+        collect(typeName, name, args, out, seen, true, 0);
+        return out;
+    }
+
+    private void collect(String typeName, String name, int args, List<MethodDeclaration> out, Set<String> seen,
+                         boolean down, int depth) {
+        if (depth > 4 || !seen.add(typeName + down)) {
+            return;
+        }
+        for (TypeDeclaration<?> t : types(typeName)) {
+            for (MethodDeclaration m : t.getMethodsByName(name)) {
+                if (m.getParameters().size() == args || (m.getParameters().size() > 0
+                        && m.getParameters().getLast().map(p -> p.isVarArgs()).orElse(false))) {
+                    out.add(m);
+                }
+            }
+            if (t instanceof ClassOrInterfaceDeclaration c) {
+                for (ClassOrInterfaceType st : c.getExtendedTypes()) {
+                    collect(st.getNameAsString(), name, args, out, seen, false, depth + 1);
+                }
+            }
+        }
+        if (down) {
+            for (ClassOrInterfaceDeclaration sub : subtypes.getOrDefault(typeName, List.of())) {
+                collect(sub.getNameAsString(), name, args, out, seen, true, depth + 1);
+            }
+        }
+    }
+}

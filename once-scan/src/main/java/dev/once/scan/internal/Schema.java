@@ -1,0 +1,218 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
+import com.github.javaparser.ast.body.FieldDeclaration;
+import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.expr.AnnotationExpr;
+import com.github.javaparser.ast.expr.MemberValuePair;
+import com.github.javaparser.ast.expr.NormalAnnotationExpr;
+import com.github.javaparser.ast.expr.SingleMemberAnnotationExpr;
+import com.github.javaparser.ast.expr.StringLiteralExpr;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * What the repository's schema says about uniqueness: from Flyway/Liquibase SQL files, JPA
+ * {@code @Table(uniqueConstraints)}/{@code @Column(unique = true)}/assigned {@code @Id}, and the SQL
+ * of MyBatis mappers (XML or {@code @Insert}/{@code @Update} annotations) so a call to a mapper
+ * method can be read as the statement it runs.
+ */
+final class Schema {
+
+    private static final Pattern CREATE = Pattern.compile(
+            "create\\s+table\\s+(?:if\\s+not\\s+exists\\s+)?([\\w.\"`]+)\\s*\\((.*?)\\)\\s*(?:engine[^;]*)?;",
+            Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+    private static final Pattern UNIQUE_INDEX = Pattern.compile(
+            "create\\s+unique\\s+index\\s+(?:concurrently\\s+)?(?:if\\s+not\\s+exists\\s+)?[\\w\"`]*\\s*on\\s+([\\w.\"`]+)",
+            Pattern.CASE_INSENSITIVE);
+    private static final Pattern ALTER_UNIQUE = Pattern.compile(
+            "alter\\s+table\\s+([\\w.\"`]+)[^;]*?(unique|primary\\s+key)", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+    private static final Pattern MAPPER_NS = Pattern.compile("<mapper\\s+namespace=\"([\\w.$]+)\"");
+    private static final Pattern MAPPER_STMT = Pattern.compile(
+            "<(insert|update|delete|select)\\s+id=\"(\\w+)\"[^>]*>(.*?)</\\1>", Pattern.DOTALL);
+
+    /** Table (lower case, unquoted, no schema) → has a unique key other than a generated surrogate id. */
+    private final Map<String, Boolean> businessKey = new HashMap<>();
+    /** Entity class simple name → table name. */
+    private final Map<String, String> entityTable = new HashMap<>();
+    /** "MapperSimpleName.method" → SQL. */
+    private final Map<String, String> mapperSql = new HashMap<>();
+
+    Schema(Repo repo) {
+        for (Path f : repo.otherFiles) {
+            String n = f.getFileName().toString();
+            try {
+                if (n.endsWith(".sql")) {
+                    readSql(Files.readString(f, StandardCharsets.UTF_8));
+                } else if (n.endsWith(".xml")) {
+                    String xml = Files.readString(f, StandardCharsets.UTF_8);
+                    Matcher ns = MAPPER_NS.matcher(xml);
+                    if (ns.find()) {
+                        String mapper = simple(ns.group(1));
+                        Matcher st = MAPPER_STMT.matcher(xml);
+                        while (st.find()) {
+                            mapperSql.put(mapper + "." + st.group(2), st.group(3).replaceAll("<[^>]+>", " "));
+                        }
+                    } else if (xml.contains("<createTable") || xml.contains("<addUniqueConstraint")) {
+                        readLiquibase(xml);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                // unreadable schema files are skipped
+            }
+        }
+        for (Repo.Source s : repo.sources) {
+            for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                if (c.isAnnotationPresent("Entity") || c.isAnnotationPresent("Table")) {
+                    readEntity(c);
+                }
+                for (MethodDeclaration m : c.getMethods()) {
+                    for (String a : new String[] {"Insert", "Update", "Delete", "Query"}) {
+                        m.getAnnotationByName(a).flatMap(Schema::stringValue)
+                                .ifPresent(sql -> mapperSql.put(c.getNameAsString() + "." + m.getNameAsString(), sql));
+                    }
+                }
+            }
+        }
+    }
+
+    /** The SQL a mapper method runs, if the repository states it. */
+    Optional<String> mapperSql(String mapperType, String method) {
+        return Optional.ofNullable(mapperSql.get(mapperType + "." + method));
+    }
+
+    /** True, false, or empty when the schema does not say. */
+    Optional<Boolean> hasBusinessKey(String table) {
+        return Optional.ofNullable(businessKey.get(table(table)));
+    }
+
+    /** The table of an entity class, if it is one. */
+    Optional<String> tableOfEntity(String entity) {
+        return Optional.ofNullable(entityTable.get(entity));
+    }
+
+    static String table(String t) {
+        String s = t.replace("\"", "").replace("`", "").toLowerCase(Locale.ROOT);
+        int dot = s.lastIndexOf('.');
+        return dot >= 0 ? s.substring(dot + 1) : s;
+    }
+
+    private static String simple(String qualified) {
+        int dot = qualified.lastIndexOf('.');
+        return dot >= 0 ? qualified.substring(dot + 1) : qualified;
+    }
+
+    private void readSql(String sql) {
+        String noComments = sql.replaceAll("--[^\n]*", " ");
+        Matcher m = CREATE.matcher(noComments);
+        while (m.find()) {
+            String body = m.group(2).toLowerCase(Locale.ROOT);
+            boolean key = body.contains("unique");
+            Matcher pk = Pattern.compile("primary\\s+key\\s*\\(([^)]*)\\)").matcher(body);
+            if (pk.find()) {
+                key |= pk.group(1).contains(",") || !generatedColumn(body, pk.group(1).strip());
+            }
+            for (String col : body.split(",(?![^(]*\\))")) {
+                String c = col.strip();
+                if (c.contains("primary key") && !c.startsWith("primary key") && !c.startsWith("constraint")) {
+                    key |= !isGenerated(c);
+                }
+            }
+            businessKey.merge(table(m.group(1)), key, Boolean::logicalOr);
+        }
+        Matcher u = UNIQUE_INDEX.matcher(noComments);
+        while (u.find()) {
+            businessKey.put(table(u.group(1)), true);
+        }
+        Matcher a = ALTER_UNIQUE.matcher(noComments);
+        while (a.find()) {
+            businessKey.put(table(a.group(1)), true);
+        }
+    }
+
+    private static boolean generatedColumn(String body, String column) {
+        for (String col : body.split(",")) {
+            String c = col.strip();
+            if (c.startsWith(column + " ") || c.startsWith("\"" + column + "\"")) {
+                return isGenerated(c);
+            }
+        }
+        return false;
+    }
+
+    private static boolean isGenerated(String columnDef) {
+        String c = columnDef.toLowerCase(Locale.ROOT);
+        return c.contains("serial") || c.contains("identity") || c.contains("auto_increment") || c.contains("nextval")
+                || c.contains("gen_random_uuid") || c.contains("uuid_generate");
+    }
+
+    private void readLiquibase(String xml) {
+        Matcher t = Pattern.compile("<createTable[^>]*tableName=\"(\\w+)\"(.*?)</createTable>", Pattern.DOTALL).matcher(xml);
+        while (t.find()) {
+            String body = t.group(2);
+            boolean key = body.contains("unique=\"true\"")
+                    || (body.contains("primaryKey=\"true\"") && !body.contains("autoIncrement=\"true\""));
+            businessKey.merge(table(t.group(1)), key, Boolean::logicalOr);
+        }
+        Matcher u = Pattern.compile("<addUniqueConstraint[^>]*tableName=\"(\\w+)\"").matcher(xml);
+        while (u.find()) {
+            businessKey.put(table(u.group(1)), true);
+        }
+    }
+
+    private void readEntity(ClassOrInterfaceDeclaration c) {
+        String table = c.getAnnotationByName("Table").flatMap(a -> member(a, "name")).orElse(c.getNameAsString());
+        entityTable.put(c.getNameAsString(), table(table));
+        boolean key = c.getAnnotationByName("Table").map(a -> a.toString().contains("uniqueConstraints")).orElse(false);
+        for (FieldDeclaration f : c.getFields()) {
+            if (f.getAnnotationByName("Column").map(a -> a.toString().replace(" ", "").contains("unique=true")).orElse(false)
+                    || f.isAnnotationPresent("NaturalId")) {
+                key = true;
+            }
+            if (f.isAnnotationPresent("Id") && !f.isAnnotationPresent("GeneratedValue")) {
+                key = true;
+            }
+        }
+        businessKey.merge(table(table), key, Boolean::logicalOr);
+    }
+
+    static Optional<String> stringValue(AnnotationExpr a) {
+        if (a instanceof SingleMemberAnnotationExpr s) {
+            return Optional.of(concat(s.getMemberValue().toString()));
+        }
+        return member(a, "value");
+    }
+
+    static Optional<String> member(AnnotationExpr a, String name) {
+        if (a instanceof NormalAnnotationExpr n) {
+            for (MemberValuePair p : n.getPairs()) {
+                if (p.getNameAsString().equals(name)) {
+                    return Optional.of(p.getValue() instanceof StringLiteralExpr s ? s.getValue() : concat(p.getValue().toString()));
+                }
+            }
+        }
+        if (a instanceof SingleMemberAnnotationExpr s && name.equals("value")) {
+            return Optional.of(concat(s.getMemberValue().toString()));
+        }
+        return Optional.empty();
+    }
+
+    /** The text of string literals and their concatenations, quotes removed. */
+    static String concat(String expr) {
+        StringBuilder b = new StringBuilder();
+        Matcher m = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(expr);
+        while (m.find()) {
+            b.append(m.group(1)).append(' ');
+        }
+        return b.length() == 0 ? expr : b.toString();
+    }
+}

@@ -1,0 +1,693 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.body.TypeDeclaration;
+import com.github.javaparser.ast.body.VariableDeclarator;
+import com.github.javaparser.ast.expr.AssignExpr;
+import com.github.javaparser.ast.expr.BinaryExpr;
+import com.github.javaparser.ast.expr.ConditionalExpr;
+import com.github.javaparser.ast.expr.Expression;
+import com.github.javaparser.ast.expr.FieldAccessExpr;
+import com.github.javaparser.ast.expr.LambdaExpr;
+import com.github.javaparser.ast.expr.MethodCallExpr;
+import com.github.javaparser.ast.expr.MethodReferenceExpr;
+import com.github.javaparser.ast.expr.NameExpr;
+import com.github.javaparser.ast.expr.ObjectCreationExpr;
+import com.github.javaparser.ast.expr.StringLiteralExpr;
+import com.github.javaparser.ast.expr.TextBlockLiteralExpr;
+import com.github.javaparser.ast.expr.ThisExpr;
+import com.github.javaparser.ast.stmt.ExpressionStmt;
+import com.github.javaparser.ast.stmt.IfStmt;
+import com.github.javaparser.ast.stmt.WhileStmt;
+import dev.once.scan.Blast;
+import dev.once.scan.Location;
+import dev.once.scan.Step;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Walks the flow of one entry point in execution order, into the repository's own methods up to
+ * {@link #MAX_DEPTH} calls deep, and records what it does: effects, acknowledgements, claims,
+ * checks, remote calls, transactions.
+ */
+final class Tracer {
+
+    static final int MAX_DEPTH = 6;
+
+    static final Pattern MONEY = Pattern.compile(
+            "(?i).*(charge|capture|refund|transfer|payout|payment|withdraw|debit|credit|balance|amount|wallet|funds|money|ledger|cards?\\b|accounts?\\b|pay\\b|pay[A-Z(]).*");
+    private static final Pattern MONEY_VERB = Pattern.compile(
+            "(charge|capture|refund|transfer|payout|pay|create|confirm|authorize|debit|credit|withdraw|deposit|submit)\\w*");
+    static final Pattern NOTIFY = Pattern.compile("(?i).*(mail|sms|notif|push|text message|twilio|sendgrid).*");
+    private static final Pattern DEDUPE_TABLE = Pattern.compile(
+            "(?i).*(processed|inbox|dedup|received_messages|idempot|handled|consumed|seen_events|message_log).*");
+    private static final Pattern MONEY_TABLE = Pattern.compile("(?i).*(payment|charge|transfer|ledger|refund|payout|balance|wallet).*");
+    private static final Pattern CHECK = Pattern.compile(
+            "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*|getStatus|getState|isProcessed|isPaid|isCancelled|isCompleted)");
+    private static final Pattern COUNTER_SQL = Pattern.compile("(?i)set\\s.*?\\b(\\w+)\\s*=\\s*\\1\\s*[-+]");
+    private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
+    private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`]+)\\s+set\\s");
+    private static final Pattern GUARD_WHERE = Pattern.compile("(?i)where.*\\b(status|state|version|processed|\\w+_at\\s+is\\s+null)\\b");
+
+    private static final Set<String> ONCE_TYPES = Set.of("IdempotentConsumer", "KafkaConsumerRunner", "RabbitConsumer",
+            "SqsConsumer", "NatsConsumer", "SqsLambdaHandler");
+    private static final Set<String> KAFKA_CONSUMERS = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    private static final Set<String> SQS = Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync",
+            "SqsTemplate");
+    private static final Set<String> PUBLISHERS = Set.of("KafkaTemplate", "KafkaProducer", "Producer", "RabbitTemplate",
+            "AmqpTemplate", "RabbitOperations", "StreamBridge", "JmsTemplate", "SqsTemplate", "KafkaOperations", "Channel",
+            "JetStream");
+    private static final Set<String> PUBLISH_NAMES = Set.of("send", "convertAndSend", "sendAndReceive", "sendDefault",
+            "basicPublish", "publish", "publishAsync", "sendMessage", "sendMessageBatch");
+    private static final Set<String> NOTIFIERS = Set.of("JavaMailSender", "MailSender", "SesClient", "SesV2Client",
+            "AmazonSimpleEmailService", "SnsClient", "AmazonSNS", "SendGrid", "TwilioRestClient", "FirebaseMessaging",
+            "Transport", "EmailSender", "SmsSender");
+    private static final Set<String> MONEY_SDK = Set.of("Stripe", "StripeClient", "PaymentIntent", "Charge", "Refund",
+            "Transfer", "Payout", "BraintreeGateway", "PaymentGateway", "PaymentProvider", "PaymentClient", "PaymentsApi",
+            "Checkout", "AdyenClient", "PayPalHttpClient");
+    private static final Set<String> REST = Set.of("RestTemplate", "RestOperations", "TestRestTemplate");
+    private static final Set<String> FLUENT_HTTP = Set.of("WebClient", "RestClient");
+    private static final Set<String> CACHES = Set.of("Cache", "RedisTemplate", "StringRedisTemplate", "ValueOperations",
+            "HashOperations", "Jedis", "RedisCommands", "JedisPool", "CacheManager", "ReactiveRedisTemplate", "RMap",
+            "RBucket", "LoadingCache");
+
+    private final Repo repo;
+    private final Types types;
+    private final Schema schema;
+    private final Map<Path, Boolean> timeoutsConfigured = new HashMap<>();
+    private Entry entry;
+    private List<Event> events;
+    private List<Engine.Span> spans;
+    private int seq;
+    private int txIds;
+
+    Tracer(Repo repo, Types types, Schema schema) {
+        this.repo = repo;
+        this.types = types;
+        this.schema = schema;
+        for (Repo.Source s : repo.sources) {
+            String text = String.join("\n", s.lines());
+            if (text.matches("(?s).*(setReadTimeout|readTimeout|responseTimeout|setConnectTimeout|connectTimeout|callTimeout|\\.timeout\\(|ReadTimeout|SocketTimeout).*")) {
+                timeoutsConfigured.put(s.module(), true);
+            }
+        }
+    }
+
+    /** A frame: one method (or the entry's body) being walked. */
+    private static final class Frame {
+        final int depth;
+        final List<Step> path;
+        Integer tx;
+        Location txLoc;
+        final Set<MethodDeclaration> visiting;
+        final TypeDeclaration<?> type;
+        final MethodDeclaration method;
+        boolean counter;
+
+        Frame(int depth, List<Step> path, Integer tx, Location txLoc, Set<MethodDeclaration> visiting,
+              TypeDeclaration<?> type, MethodDeclaration method) {
+            this.depth = depth;
+            this.path = path;
+            this.tx = tx;
+            this.txLoc = txLoc;
+            this.visiting = visiting;
+            this.type = type;
+            this.method = method;
+        }
+    }
+
+    List<Event> trace(Entry e) {
+        entry = e;
+        events = new ArrayList<>();
+        spans = new ArrayList<>();
+        span(e.body);
+        seq = 0;
+        Integer tx = null;
+        Location txLoc = null;
+        if (e.transactional) {
+            tx = ++txIds;
+            txLoc = e.location;
+        }
+        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : e.body.findAncestor(MethodDeclaration.class).orElse(null);
+        List<Step> path = List.of(new Step(e.name, e.location));
+        Set<MethodDeclaration> visiting = new HashSet<>();
+        if (m != null) {
+            visiting.add(m);
+        }
+        visit(e.body, new Frame(0, path, tx, txLoc, visiting, Types.enclosingType(e.body), m));
+        return events;
+    }
+
+    private void visit(Node n, Frame f) {
+        if (n instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+            return; // an anonymous listener is an entry point of its own
+        }
+        if (n instanceof MethodCallExpr mc && isOnceBuilder(mc)) {
+            add(Event.Kind.ONCE, mc, f, null, null, "IdempotentConsumer handler");
+            return;
+        }
+        if (n instanceof LambdaExpr l && startsTransaction(l)) {
+            Frame tf = new Frame(f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
+            visitChildren(l, tf);
+            return;
+        }
+        visitChildren(n, f);
+        if (n instanceof MethodCallExpr c) {
+            call(c, f);
+        } else if (n instanceof AssignExpr a) {
+            assign(a, f);
+        } else if (n instanceof MethodReferenceExpr r && r.getParentNode().filter(p -> p instanceof MethodCallExpr).isPresent()) {
+            reference(r, f);
+        }
+    }
+
+    private void visitChildren(Node n, Frame f) {
+        List<Node> children = new ArrayList<>(n.getChildNodes());
+        children.sort(Comparator.comparing(c -> c.getBegin().map(p -> p.line * 10_000L + p.column).orElse(0L)));
+        for (Node c : children) {
+            visit(c, f);
+        }
+    }
+
+    private boolean isOnceBuilder(MethodCallExpr mc) {
+        return mc.getNameAsString().equals("handler") && mc.toString().contains("IdempotentConsumer.builder()");
+    }
+
+    private boolean startsTransaction(LambdaExpr l) {
+        Optional<Node> p = l.getParentNode();
+        if (p.isEmpty() || !(p.get() instanceof MethodCallExpr mc)) {
+            return false;
+        }
+        String n = mc.getNameAsString();
+        String scope = mc.getScope().map(Object::toString).orElse("").toLowerCase(Locale.ROOT);
+        return (n.equals("execute") || n.equals("executeWithoutResult") || n.equals("inTransaction")
+                || n.equals("transaction") || n.equals("transactionResult")) && (scope.contains("transaction") || scope.contains("tx")
+                || scope.contains("dsl") || scope.contains("jdbi"));
+    }
+
+    // ---- calls ------------------------------------------------------------------------------------
+
+    private void call(MethodCallExpr c, Frame f) {
+        String name = c.getNameAsString();
+        Optional<Expression> scope = c.getScope();
+        String stype = scope.map(types::typeOf).orElse(null);
+        String scopeText = scope.map(Object::toString).orElse("");
+
+        if (stype != null && ONCE_TYPES.contains(stype)) {
+            add(Event.Kind.ONCE, c, f, null, null, stype + "." + name);
+            return;
+        }
+        if (name.equals("claim") && "Inbox".equals(stype)) {
+            add(Event.Kind.CLAIM, c, f, null, null, "Inbox.claim");
+            return;
+        }
+        if (name.equals("add") && (scopeText.endsWith("outbox()") || "Outbox".equals(stype))
+                || name.equals("publish") && stype != null && stype.equals("DomainEventPublisher")) {
+            add(Event.Kind.OUTBOX, c, f, null, null, scopeText + "." + name);
+            return;
+        }
+        if (ack(c, name, stype, scopeText, f)) {
+            return;
+        }
+        if (name.equals("setAutoCommit") && c.getArguments().size() == 1 && c.getArgument(0).toString().equals("false")) {
+            f.tx = ++txIds;
+            f.txLoc = repo.loc(c);
+            return;
+        }
+        if (name.equals("sleep") && scopeText.equals("Thread") || name.equals("sleep") && "TimeUnit".equals(stype)) {
+            add(Event.Kind.SLOW, c, f, null, null, "Thread.sleep in the consumer");
+            return;
+        }
+        if (name.equals("conditionExpression") && c.toString().contains("attribute_not_exists")) {
+            add(Event.Kind.GUARD, c, f, null, null, "conditional write (attribute_not_exists)");
+            return;
+        }
+        if (name.equals("idempotentConsumer") && "camel".equals(entry.broker) && !c.getArguments().isEmpty()) {
+            add(Event.Kind.WEAK, c, f, null, null, c.toString().toLowerCase(Locale.ROOT).contains("memory")
+                    ? "Camel idempotentConsumer with an in-memory repository: forgotten on restart, not shared between instances"
+                    : "Camel idempotentConsumer: its repository commits apart from the route's effects");
+            return;
+        }
+        String sql = sqlOf(c, stype, name);
+        if (sql != null) {
+            sql(c, sql, f);
+            return;
+        }
+        if (isCheck(c, name)) {
+            add(Event.Kind.CHECK, c, f, null, null, c.toString());
+            return;
+        }
+        if (library(c, name, stype, scopeText, f)) {
+            return;
+        }
+        descend(c, name, stype, scope, f);
+    }
+
+    private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
+        boolean ack = switch (name) {
+            case "commitSync", "commitAsync" -> stype == null || KAFKA_CONSUMERS.contains(stype);
+            case "deleteMessage", "deleteMessageBatch" -> stype == null || SQS.contains(stype)
+                    || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
+            case "basicAck" -> true;
+            case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
+            case "ack", "ackSync" -> "nats".equals(entry.broker) || "Message".equals(stype);
+            default -> false;
+        };
+        if (ack) {
+            add(Event.Kind.ACK, c, f, null, null, c.toString());
+            return true;
+        }
+        if (name.equals("sendOffsetsToTransaction")) {
+            add(Event.Kind.EOS, c, f, null, null, "offsets committed in the producer transaction");
+            return true;
+        }
+        return false;
+    }
+
+    private boolean library(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
+        String text = c.toString();
+        String member = f.method == null ? "" : f.method.toString();
+        boolean repoType = types.isRepoType(stype);
+        if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
+            boolean stable = member.matches("(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
+            effect(c, f, Blast.MESSAGE, Event.Category.PUBLISH, "publishes " + stype + "." + name, stable);
+            return true;
+        }
+        if (!repoType && (stype != null && NOTIFIERS.contains(stype) && (name.startsWith("send") || name.equals("publish")))
+                || name.equals("create") && scopeText.contains("Message.creator(")) {
+            effect(c, f, Blast.NOTIFICATION, Event.Category.EXTERNAL, "sends a notification (" + shortText(c) + ")", keyed(text, member));
+            add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
+            return true;
+        }
+        if (!repoType && stype != null && MONEY_VERB.matcher(name).matches()
+                && (MONEY_SDK.contains(stype) || stype.matches(".*(Stripe|Braintree|Adyen|PayPal|Payment).*"))) {
+            effect(c, f, Blast.MONEY, Event.Category.EXTERNAL, "moves money (" + shortText(c) + ")", keyed(text, member));
+            add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
+            return true;
+        }
+        if (http(c, name, stype, scopeText, f, member)) {
+            return true;
+        }
+        if ((name.equals("openStream") || name.equals("openConnection"))
+                && ("URL".equals(stype) || scopeText.contains("new URL(") || scopeText.contains("toURL()"))) {
+            add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
+            if (name.equals("openStream") || !member.contains("setReadTimeout")) {
+                add(Event.Kind.SLOW, c, f, null, null, "URL." + name + "() has no read timeout");
+            }
+            return true;
+        }
+        boolean cacheScope = stype != null && CACHES.contains(stype) || scopeText.contains("opsFor")
+                || scopeText.toLowerCase(Locale.ROOT).contains("redis") || scopeText.toLowerCase(Locale.ROOT).contains("cache");
+        if (!repoType && cacheScope) {
+            if (name.matches("incr\\w*|increment\\w*|decr\\w*|decrement\\w*|hincrBy\\w*")) {
+                effect(c, f, Blast.DATA, Event.Category.EXTERNAL, "increments a counter in " + (stype == null ? "the store" : stype), false);
+                return true;
+            }
+            if (name.matches("put|set|setex|hset|putAll|setIfAbsent|putIfAbsent|mset")) {
+                effect(c, f, Blast.CACHE, Event.Category.CACHE, "writes the cache (" + shortText(c) + ")", name.contains("IfAbsent"));
+                return true;
+            }
+        }
+        if (stype != null && (types.isSpringDataRepository(stype) || stype.equals("EntityManager") || stype.equals("Session"))
+                && name.matches("save|saveAll|saveAndFlush|persist|insert|merge")) {
+            save(c, stype, f);
+            return true;
+        }
+        if (name.startsWith("set") && name.length() > 3 && c.getArguments().size() == 1 && isDelta(c.getArgument(0), name.substring(3))) {
+            f.counter = true;
+            String field = name.substring(3);
+            effect(c, f, MONEY.matcher(field).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                    "moves " + field + " by a delta (" + shortText(c) + ")", false);
+            return true;
+        }
+        return false;
+    }
+
+    /** {@code getX() + d}, {@code getX() - d}, {@code getX().add(d)}: a setter argument that moves X relative to itself. */
+    private static boolean isDelta(Expression arg, String field) {
+        boolean arithmetic = arg instanceof BinaryExpr b
+                && (b.getOperator() == BinaryExpr.Operator.PLUS || b.getOperator() == BinaryExpr.Operator.MINUS)
+                || arg instanceof MethodCallExpr m && m.getNameAsString().matches("add|subtract|plus|minus");
+        return arithmetic && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field)).isEmpty();
+    }
+
+    private boolean http(MethodCallExpr c, String name, String stype, String scopeText, Frame f, String member) {
+        boolean write = false;
+        boolean remote = false;
+        boolean noTimeout = false;
+        String kind = null;
+        if (stype != null && REST.contains(stype)) {
+            remote = true;
+            kind = "RestTemplate";
+            write = name.matches("postFor\\w+|put|patchForObject") || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
+            noTimeout = true;
+        } else if (name.matches("post|put|patch") && c.getArguments().isEmpty()
+                && (stype != null && FLUENT_HTTP.contains(stype) || scopeText.matches("(?i).*(webclient|restclient).*"))) {
+            remote = true;
+            write = true;
+            kind = stype == null ? "WebClient" : stype;
+            noTimeout = true;
+        } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
+            remote = true;
+            kind = "HttpClient";
+            write = member.contains(".POST(") || member.contains(".PUT(");
+            noTimeout = !member.contains(".timeout(");
+        } else if (name.equals("execute") && scopeText.contains("newCall(")) {
+            remote = true;
+            kind = "OkHttp";
+            write = member.contains(".post(") || member.contains(".put(");
+        } else if (stype != null && feign(stype)) {
+            for (MethodDeclaration fm : repo.methods(stype, name, c.getArguments().size())) {
+                remote = true;
+                kind = "Feign " + stype;
+                String anns = fm.getAnnotations().toString();
+                write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)).*");
+                member = member + fm;
+            }
+        }
+        if (!remote) {
+            return false;
+        }
+        add(Event.Kind.REMOTE, c, f, null, null, kind + " " + shortText(c));
+        if (noTimeout && !timeoutsConfigured.getOrDefault(entry.source.module(), false)) {
+            add(Event.Kind.SLOW, c, f, null, null, kind + " built without timeouts in this module");
+        }
+        if (write) {
+            String context = c.toString() + " " + String.join(" ", f.path.stream().map(Step::name).toList());
+            Blast b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") ? (member.contains(".PUT(") || member.contains(".put(") ? "PUT" : "POST")
+                    : name.toUpperCase(Locale.ROOT);
+            effect(c, f, b, Event.Category.EXTERNAL, "calls " + kind + " " + verb + " (" + shortText(c) + ")",
+                    keyed(c.toString(), member));
+        }
+        return true;
+    }
+
+    private boolean feign(String type) {
+        for (TypeDeclaration<?> t : repo.types(type)) {
+            if (Types.annotated(t.getAnnotations(), "FeignClient", "HttpExchange")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean keyed(String call, String member) {
+        return (call + member).matches("(?s).*(?i)(idempotency[-_ ]?key|idempotencykey|setIdempotencyKey|Idempotency-Key).*");
+    }
+
+    private void save(MethodCallExpr c, String stype, Frame f) {
+        if (f.counter || c.getArguments().isEmpty()) {
+            return; // the delta set before the save is the effect
+        }
+        Expression arg = c.getArgument(0);
+        boolean insert = arg instanceof ObjectCreationExpr || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
+        String entity = types.entityOfRepository(stype);
+        if (arg instanceof NameExpr n && f.method != null) {
+            for (VariableDeclarator d : f.method.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                insert |= d.getInitializer().map(i -> i instanceof ObjectCreationExpr
+                        || i instanceof MethodCallExpr m && (m.getNameAsString().equals("build") || m.getNameAsString().startsWith("from")
+                        || m.getNameAsString().startsWith("to") || m.getNameAsString().startsWith("new") || m.getNameAsString().startsWith("create")
+                        || m.getNameAsString().startsWith("map"))).orElse(false);
+                if (entity == null) {
+                    entity = Types.simple(d.getType());
+                }
+            }
+        }
+        if (!insert) {
+            return;
+        }
+        String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
+        Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
+        if (table != null && DEDUPE_TABLE.matcher(table).matches() && key.orElse(true)) {
+            add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
+        } else if (key.orElse(false)) {
+            add(Event.Kind.GUARD, c, f, null, null, "insert under a unique business key (" + table + ")");
+        } else {
+            effect(c, f, table != null && MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                    "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key", false);
+        }
+    }
+
+    private void assign(AssignExpr a, Frame f) {
+        if ((a.getOperator() == AssignExpr.Operator.PLUS || a.getOperator() == AssignExpr.Operator.MINUS)
+                && a.getTarget() instanceof FieldAccessExpr fa && !(fa.getScope() instanceof ThisExpr)) {
+            f.counter = true;
+            String field = fa.getNameAsString();
+            effect(a, f, MONEY.matcher(field).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                    "moves " + field + " by a delta (" + a + ")", false);
+        }
+    }
+
+    private boolean isCheck(MethodCallExpr c, String name) {
+        if (!CHECK.matcher(name).matches()) {
+            return false;
+        }
+        if (name.matches("getStatus|getState|is[A-Z]\\w*") && !loadedFromStore(c)) {
+            return false; // the message's own status, not state the consumer stored
+        }
+        for (Node n = c; n.getParentNode().isPresent(); n = n.getParentNode().get()) {
+            Node p = n.getParentNode().get();
+            if (p instanceof IfStmt i && i.getCondition() == n || p instanceof ConditionalExpr ce && ce.getCondition() == n
+                    || p instanceof WhileStmt) {
+                return true;
+            }
+            if (p instanceof VariableDeclarator d) {
+                String t = d.getType().asString();
+                return t.equals("boolean") || t.equals("Boolean") || t.startsWith("Optional");
+            }
+            if (p instanceof com.github.javaparser.ast.stmt.Statement || p instanceof LambdaExpr) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /** The call's scope is a local variable loaded by a call (a repository or mapper read). */
+    private static boolean loadedFromStore(MethodCallExpr c) {
+        if (c.getScope().isEmpty() || !(c.getScope().get() instanceof NameExpr n)) {
+            return false;
+        }
+        MethodDeclaration m = c.findAncestor(MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return false;
+        }
+        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            if (d.getInitializer().filter(i -> i instanceof MethodCallExpr).isPresent()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // ---- SQL --------------------------------------------------------------------------------------
+
+    private String sqlOf(MethodCallExpr c, String stype, String name) {
+        if (stype != null) {
+            Optional<String> mapped = schema.mapperSql(stype, name);
+            if (mapped.isPresent()) {
+                return mapped.get();
+            }
+        }
+        if (!name.matches("update|batchUpdate|execute|executeUpdate|executeLargeUpdate|prepareStatement|query\\w*|insert|sql|createQuery|createNativeQuery|addBatch|executeQuery")) {
+            return null;
+        }
+        for (Expression a : c.getArguments()) {
+            String s = literal(a, c);
+            if (s != null && s.matches("(?is)\\s*(insert|update|merge|delete|select|with)\\b.*")) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    private String literal(Expression a, Node at) {
+        if (a instanceof StringLiteralExpr s) {
+            return s.getValue();
+        }
+        if (a instanceof TextBlockLiteralExpr t) {
+            return t.getValue();
+        }
+        if (a instanceof BinaryExpr b && b.getOperator() == BinaryExpr.Operator.PLUS) {
+            String l = literal(b.getLeft(), at);
+            String r = literal(b.getRight(), at);
+            return (l == null ? "?" : l) + (r == null ? "?" : r);
+        }
+        if (a instanceof NameExpr n) {
+            TypeDeclaration<?> t = Types.enclosingType(at);
+            MethodDeclaration m = at.findAncestor(MethodDeclaration.class).orElse(null);
+            for (Node scope : new Node[] {m, t}) {
+                if (scope == null) {
+                    continue;
+                }
+                for (VariableDeclarator d : scope.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                    if (d.getInitializer().isPresent()) {
+                        String v = literal(d.getInitializer().get(), at);
+                        if (v != null) {
+                            return v;
+                        }
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    private void sql(MethodCallExpr c, String raw, Frame f) {
+        String sql = raw.replaceAll("\\s+", " ").strip();
+        String lower = sql.toLowerCase(Locale.ROOT);
+        Matcher ins = INSERT.matcher(sql);
+        if (ins.find()) {
+            String table = Schema.table(ins.group(1));
+            boolean conflict = lower.contains("on conflict") && lower.contains("do nothing") || lower.startsWith("insert ignore")
+                    || lower.contains("on duplicate key") || lower.contains(" where not exists");
+            Optional<Boolean> key = schema.hasBusinessKey(table);
+            if (DEDUPE_TABLE.matcher(table).matches() && (conflict || key.orElse(true))) {
+                add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + (conflict ? " ON CONFLICT DO NOTHING" : " under its unique key"));
+            } else if (conflict || key.orElse(false)) {
+                add(Event.Kind.GUARD, c, f, null, null, "insert into " + table + " under a unique key");
+            } else {
+                effect(c, f, MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                        "inserts into " + table + (key.isPresent() ? ", which has no unique business key" : " with no unique key in sight"), false);
+            }
+            return;
+        }
+        Matcher upd = UPDATE.matcher(sql);
+        if (upd.find()) {
+            String table = Schema.table(upd.group(1));
+            boolean checked = !(c.getParentNode().orElse(null) instanceof ExpressionStmt);
+            boolean guarded = GUARD_WHERE.matcher(sql).find() && checked;
+            Matcher counter = COUNTER_SQL.matcher(sql);
+            if (guarded) {
+                add(Event.Kind.GUARD, c, f, null, null, "guarded transition on " + table + " (count checked)");
+            } else if (counter.find()) {
+                String col = counter.group(1);
+                effect(c, f, MONEY.matcher(col + " " + table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                        "moves " + table + "." + col + " by a delta", false);
+            }
+        }
+    }
+
+    // ---- into the repository's own code -----------------------------------------------------------
+
+    private void descend(MethodCallExpr c, String name, String stype, Optional<Expression> scope, Frame f) {
+        boolean self = scope.isEmpty() || scope.get() instanceof ThisExpr;
+        List<MethodDeclaration> targets;
+        if (self) {
+            targets = new ArrayList<>();
+            // an inner class calls its outer class's methods without a scope too
+            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> p.findAncestor(TypeDeclaration.class)
+                    .map(Node.class::cast).or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty())).orElse(null)) {
+                targets.addAll(repo.methods(((TypeDeclaration<?>) t).getNameAsString(), name, c.getArguments().size()));
+            }
+        } else if (stype != null && types.isRepoType(stype)) {
+            targets = repo.methods(stype, name, c.getArguments().size());
+        } else {
+            return;
+        }
+        enter(c, targets, self, f);
+    }
+
+    private void reference(MethodReferenceExpr r, Frame f) {
+        Expression scope = r.getScope();
+        boolean self = scope instanceof ThisExpr;
+        String type = self ? (f.type == null ? null : f.type.getNameAsString()) : scope.isTypeExpr() ? scope.toString() : types.typeOf(scope);
+        if (type == null || !types.isRepoType(type)) {
+            return;
+        }
+        List<MethodDeclaration> targets = new ArrayList<>();
+        for (TypeDeclaration<?> t : repo.types(type)) {
+            targets.addAll(t.getMethodsByName(r.getIdentifier()));
+        }
+        enter(r, targets, self, f);
+    }
+
+    private void enter(Node at, List<MethodDeclaration> targets, boolean self, Frame f) {
+        if (f.depth >= MAX_DEPTH) {
+            return;
+        }
+        int followed = 0;
+        for (MethodDeclaration t : targets) {
+            if (t.getBody().isEmpty() || f.visiting.contains(t) || followed++ >= 4) {
+                continue;
+            }
+            Integer tx = f.tx;
+            Location txLoc = f.txLoc;
+            if (Types.isTransactional(t)) {
+                if (self && f.tx == null) {
+                    add(Event.Kind.SELF_INVOCATION, at, f, null, repo.loc(t), Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
+                } else if (!self && (f.tx == null || t.getAnnotations().toString().contains("REQUIRES_NEW"))) {
+                    tx = ++txIds;
+                    txLoc = repo.loc(t);
+                }
+            }
+            List<Step> path = new ArrayList<>(f.path);
+            TypeDeclaration<?> owner = Types.enclosingType(t);
+            path.add(new Step((owner == null ? "?" : owner.getNameAsString()) + "." + t.getNameAsString(), repo.loc(at)));
+            Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
+            visiting.add(t);
+            span(t);
+            visit(t.getBody().get(), new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t));
+        }
+    }
+
+    /** The lines of the entry's body and of every method the last {@link #trace} entered. */
+    List<Engine.Span> spans() {
+        return List.copyOf(spans);
+    }
+
+    private void span(Node n) {
+        Location from = repo.loc(n);
+        int to = n.getEnd().map(p -> p.line).orElse(from.line());
+        spans.add(new Engine.Span(from.file(), from.line(), to));
+    }
+
+    // ---- events -----------------------------------------------------------------------------------
+
+    private void effect(Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed) {
+        List<Step> path = new ArrayList<>(f.path);
+        path.add(new Step(shortText(at), repo.loc(at)));
+        Blast b = blast;
+        if (category == Event.Category.EXTERNAL && b == Blast.DATA) {
+            String context = String.join(" ", path.stream().map(Step::name).toList());
+            b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : b;
+        }
+        events.add(new Event(Event.Kind.EFFECT, seq++, repo.loc(at), List.copyOf(path), b, category, what, f.tx, f.txLoc, keyed,
+                member(at)));
+    }
+
+    private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
+        List<Step> path = new ArrayList<>(f.path);
+        path.add(new Step(shortText(at), repo.loc(at)));
+        events.add(new Event(kind, seq++, repo.loc(at), List.copyOf(path), blast, null, what, f.tx,
+                kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc, false, member(at)));
+    }
+
+    private static String member(Node at) {
+        TypeDeclaration<?> t = Types.enclosingType(at);
+        String m = at.findAncestor(MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
+        return (t == null ? "?" : t.getNameAsString()) + "." + m;
+    }
+
+    static String shortText(Node n) {
+        String s = n.toString().replaceAll("\\s+", " ");
+        return s.length() > 80 ? s.substring(0, 77) + "..." : s;
+    }
+
+    static String shortText0(String s) {
+        String t = s.replaceAll("\\s+", " ");
+        return t.length() > 80 ? t.substring(0, 77) + "..." : t;
+    }
+}

@@ -1,0 +1,299 @@
+package dev.once.scan.internal;
+
+import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.NodeList;
+import com.github.javaparser.ast.body.CallableDeclaration;
+import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
+import com.github.javaparser.ast.body.FieldDeclaration;
+import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.body.Parameter;
+import com.github.javaparser.ast.body.TypeDeclaration;
+import com.github.javaparser.ast.body.VariableDeclarator;
+import com.github.javaparser.ast.expr.AnnotationExpr;
+import com.github.javaparser.ast.expr.Expression;
+import com.github.javaparser.ast.expr.FieldAccessExpr;
+import com.github.javaparser.ast.expr.LambdaExpr;
+import com.github.javaparser.ast.expr.MethodCallExpr;
+import com.github.javaparser.ast.expr.NameExpr;
+import com.github.javaparser.ast.expr.ObjectCreationExpr;
+import com.github.javaparser.ast.expr.ThisExpr;
+import com.github.javaparser.ast.expr.VariableDeclarationExpr;
+import com.github.javaparser.ast.stmt.CatchClause;
+import com.github.javaparser.ast.stmt.ForEachStmt;
+import com.github.javaparser.ast.stmt.TryStmt;
+import com.github.javaparser.ast.type.ClassOrInterfaceType;
+import com.github.javaparser.ast.type.Type;
+import com.github.javaparser.resolution.types.ResolvedType;
+
+import java.util.Optional;
+
+/**
+ * The static type of an expression, as a simple name. Declared types of locals, parameters and
+ * fields are read from the tree; anything else goes to the symbol solver, which fails soft: a type
+ * it cannot resolve (a library that is not on the scan's classpath) counts as unknown, and the scan
+ * goes on by name.
+ */
+final class Types {
+
+    private final Repo repo;
+
+    Types(Repo repo) {
+        this.repo = repo;
+    }
+
+    /** Simple name of the type of {@code e}, or null when unknown. */
+    String typeOf(Expression e) {
+        if (e instanceof NameExpr n) {
+            Type t = declaredType(n, n.getNameAsString());
+            if (t != null) {
+                return simple(t);
+            }
+            if (Character.isUpperCase(n.getNameAsString().charAt(0))) {
+                return n.getNameAsString(); // a static call on a type
+            }
+            return null;
+        }
+        if (e instanceof FieldAccessExpr fa && fa.getScope() instanceof ThisExpr) {
+            Type t = fieldType(enclosingType(fa), fa.getNameAsString(), 0);
+            return t == null ? null : simple(t);
+        }
+        if (e instanceof ObjectCreationExpr oc) {
+            return oc.getType().getNameAsString();
+        }
+        if (e instanceof ThisExpr) {
+            TypeDeclaration<?> t = enclosingType(e);
+            return t == null ? null : t.getNameAsString();
+        }
+        if (e instanceof MethodCallExpr mc) {
+            String declared = returnType(mc);
+            if (declared != null) {
+                return declared;
+            }
+            if (mc.getScope().isEmpty()) {
+                return null;
+            }
+        }
+        return solve(e);
+    }
+
+    /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
+    private String returnType(MethodCallExpr mc) {
+        String owner;
+        if (mc.getScope().isEmpty() || mc.getScope().get() instanceof ThisExpr) {
+            TypeDeclaration<?> t = enclosingType(mc);
+            owner = t == null ? null : t.getNameAsString();
+        } else {
+            owner = typeOf(mc.getScope().get());
+        }
+        if (owner == null || !isRepoType(owner)) {
+            return null;
+        }
+        for (MethodDeclaration m : repo.methods(owner, mc.getNameAsString(), mc.getArguments().size())) {
+            if (!m.getType().isVoidType()) {
+                return simple(m.getType());
+            }
+        }
+        for (TypeDeclaration<?> t : repo.types(owner)) {
+            if (t instanceof com.github.javaparser.ast.body.RecordDeclaration r && mc.getArguments().isEmpty()) {
+                for (Parameter p : r.getParameters()) {
+                    if (p.getNameAsString().equals(mc.getNameAsString())) {
+                        return simple(p.getType());
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    private String solve(Expression e) {
+        if (Boolean.getBoolean("once.scan.nosolver")) {
+            return null;
+        }
+        try {
+            ResolvedType t = e.calculateResolvedType();
+            if (t.isReferenceType()) {
+                String q = t.asReferenceType().getQualifiedName();
+                return q.substring(q.lastIndexOf('.') + 1);
+            }
+            return null;
+        } catch (RuntimeException | StackOverflowError ex) {
+            repo.unresolved++;
+            return null;
+        }
+    }
+
+    static String simple(Type t) {
+        if (t instanceof ClassOrInterfaceType c) {
+            return c.getNameAsString();
+        }
+        String s = t.asString();
+        int lt = s.indexOf('<');
+        return lt >= 0 ? s.substring(0, lt) : s;
+    }
+
+    /** The declared type of a name visible at {@code at}: local, parameter, lambda parameter, field. */
+    Type declaredType(Node at, String name) {
+        Node prev = at;
+        for (Node n = at.getParentNode().orElse(null); n != null; prev = n, n = n.getParentNode().orElse(null)) {
+            if (n instanceof com.github.javaparser.ast.stmt.BlockStmt b) {
+                for (com.github.javaparser.ast.stmt.Statement s : b.getStatements()) {
+                    if (s == prev) {
+                        break;
+                    }
+                    for (VariableDeclarationExpr v : s.findAll(VariableDeclarationExpr.class,
+                            x -> x.getParentNode().filter(p -> p == s).isPresent())) {
+                        for (VariableDeclarator d : v.getVariables()) {
+                            if (d.getNameAsString().equals(name)) {
+                                return varType(d);
+                            }
+                        }
+                    }
+                }
+            } else if (n instanceof ForEachStmt fe) {
+                for (VariableDeclarator d : fe.getVariable().getVariables()) {
+                    if (d.getNameAsString().equals(name)) {
+                        return d.getType();
+                    }
+                }
+            } else if (n instanceof com.github.javaparser.ast.stmt.ForStmt fs) {
+                for (Expression init : fs.getInitialization()) {
+                    if (init instanceof VariableDeclarationExpr v) {
+                        for (VariableDeclarator d : v.getVariables()) {
+                            if (d.getNameAsString().equals(name)) {
+                                return varType(d);
+                            }
+                        }
+                    }
+                }
+            } else if (n instanceof TryStmt ts) {
+                for (Expression r : ts.getResources()) {
+                    if (r instanceof VariableDeclarationExpr v) {
+                        for (VariableDeclarator d : v.getVariables()) {
+                            if (d.getNameAsString().equals(name)) {
+                                return varType(d);
+                            }
+                        }
+                    }
+                }
+            } else if (n instanceof CatchClause cc && cc.getParameter().getNameAsString().equals(name)) {
+                return cc.getParameter().getType();
+            } else if (n instanceof LambdaExpr l) {
+                for (Parameter p : l.getParameters()) {
+                    if (p.getNameAsString().equals(name)) {
+                        return p.getType() instanceof com.github.javaparser.ast.type.UnknownType ? null : p.getType();
+                    }
+                }
+            } else if (n instanceof CallableDeclaration<?> m) {
+                for (Parameter p : m.getParameters()) {
+                    if (p.getNameAsString().equals(name)) {
+                        return p.getType();
+                    }
+                }
+            } else if (n instanceof TypeDeclaration<?> t) {
+                Type f = fieldType(t, name, 0);
+                if (f != null) {
+                    return f;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static Type varType(VariableDeclarator d) {
+        if (d.getType().isVarType()) {
+            return d.getInitializer().filter(Expression::isObjectCreationExpr)
+                    .map(i -> (Type) i.asObjectCreationExpr().getType()).orElse(null);
+        }
+        return d.getType();
+    }
+
+    /** A field of the type or of its repository superclasses. */
+    Type fieldType(TypeDeclaration<?> t, String name, int depth) {
+        if (t == null || depth > 4) {
+            return null;
+        }
+        for (FieldDeclaration f : t.getFields()) {
+            for (VariableDeclarator v : f.getVariables()) {
+                if (v.getNameAsString().equals(name)) {
+                    return v.getType();
+                }
+            }
+        }
+        if (t instanceof com.github.javaparser.ast.body.RecordDeclaration r) {
+            for (Parameter p : r.getParameters()) {
+                if (p.getNameAsString().equals(name)) {
+                    return p.getType();
+                }
+            }
+        }
+        if (t instanceof ClassOrInterfaceDeclaration c) {
+            for (ClassOrInterfaceType st : c.getExtendedTypes()) {
+                for (TypeDeclaration<?> s : repo.types(st.getNameAsString())) {
+                    Type ft = fieldType(s, name, depth + 1);
+                    if (ft != null) {
+                        return ft;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    static TypeDeclaration<?> enclosingType(Node n) {
+        return n.findAncestor(TypeDeclaration.class).orElse(null);
+    }
+
+    static boolean annotated(NodeList<AnnotationExpr> anns, String... names) {
+        for (AnnotationExpr a : anns) {
+            for (String n : names) {
+                if (a.getNameAsString().equals(n) || a.getNameAsString().endsWith("." + n)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    static Optional<AnnotationExpr> annotation(NodeList<AnnotationExpr> anns, String name) {
+        for (AnnotationExpr a : anns) {
+            if (a.getNameAsString().equals(name) || a.getNameAsString().endsWith("." + name)) {
+                return Optional.of(a);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** First type argument of a repository interface's Spring Data supertype: the entity. */
+    String entityOfRepository(String repoType) {
+        for (TypeDeclaration<?> t : repo.types(repoType)) {
+            if (t instanceof ClassOrInterfaceDeclaration c) {
+                for (ClassOrInterfaceType st : c.getExtendedTypes()) {
+                    if (st.getNameAsString().endsWith("Repository") && st.getTypeArguments().isPresent()
+                            && !st.getTypeArguments().get().isEmpty()) {
+                        return simple(st.getTypeArguments().get().get(0));
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /** True if the type is a Spring Data repository interface declared in the repository. */
+    boolean isSpringDataRepository(String typeName) {
+        return entityOfRepository(typeName) != null;
+    }
+
+    /** True for a type declared in the repository. */
+    boolean isRepoType(String typeName) {
+        return typeName != null && !repo.types(typeName).isEmpty();
+    }
+
+    static boolean isTransactional(MethodDeclaration m) {
+        if (annotated(m.getAnnotations(), "Transactional")) {
+            return !annotation(m.getAnnotations(), "Transactional").map(a -> a.toString().contains("NOT_SUPPORTED")
+                    || a.toString().contains("NEVER")).orElse(false);
+        }
+        TypeDeclaration<?> t = enclosingType(m);
+        return t != null && annotated(t.getAnnotations(), "Transactional") && m.isPublic();
+    }
+}
