@@ -10,6 +10,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -24,7 +25,7 @@ public final class DefaultBatchTx implements BatchTx {
     private final Map<String, Delivery> claimed = new HashMap<>();
     private final Clock clock;
     // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does.
-    private final Map<String, Outbox> outboxes = new HashMap<>();
+    private final Map<String, JdbcOutbox> outboxes = new LinkedHashMap<>();
 
     public DefaultBatchTx(Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed,
                           Clock clock) {
@@ -62,6 +63,13 @@ public final class DefaultBatchTx implements BatchTx {
                     + ": rows are stamped with an event id derived from their cause");
         }
         return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
+    }
+
+    /** Writes the rows every cause's outbox buffered, before the commit. */
+    public void flushOutbox() throws SQLException {
+        for (JdbcOutbox outbox : outboxes.values()) {
+            outbox.flush();
+        }
     }
 
     @Override

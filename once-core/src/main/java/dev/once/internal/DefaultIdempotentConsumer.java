@@ -278,7 +278,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
         if (batchHandler != null) {
             DefaultBatchTx batchTx = new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock);
-            Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
+            Throwable failure = timed(() -> {
+                batchHandler.handle(List.copyOf(claimed), batchTx);
+                batchTx.flushOutbox();
+            });
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
             }
@@ -287,7 +290,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         for (Delivery d : claimed) {
             putMdc(d);
             DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
-            Throwable failure = timed(() -> handler.handle(d, handlerTx));
+            Throwable failure = timed(() -> {
+                handler.handle(d, handlerTx);
+                handlerTx.flushOutbox();
+            });
             if (failure == null && handlerTx.misuse() != null) {
                 failure = refused(handlerTx.misuse());
             }

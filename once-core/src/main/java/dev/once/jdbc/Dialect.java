@@ -97,10 +97,24 @@ public interface Dialect {
     }
 
     /**
-     * Inserts one outbox row and returns its id. Binds: 1 event_id, 2 destination, 3 msg_key,
-     * 4 payload, 5 headers, 6 idempotency_key, 7 available_at, 8 created_at.
+     * Inserts one outbox row (run as a JDBC batch where {@link #outboxInsertAll} is null). Binds:
+     * 1 event_id, 2 destination, 3 msg_key, 4 payload, 5 headers, 6 idempotency_key, 7 available_at,
+     * 8 created_at.
      */
-    String outboxInsert(String prefix);
+    default String outboxInsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "outbox")
+                + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
+                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    }
+
+    /**
+     * Inserts many outbox rows in one statement over arrays, ids in array order; null where the
+     * dialect has no array binds. Binds: 1 available_at, 2 created_at, then arrays of 3 event_id,
+     * 4 destination, 5 msg_key, 6 payload (bytea), 7 headers, 8 idempotency_key.
+     */
+    default String outboxInsertAll(String prefix) {
+        return null;
+    }
 
     /**
      * Deletes up to a chunk of inbox rows processed before a cutoff. Binds: 1 cutoff, 2 chunk size.
@@ -314,4 +328,16 @@ public interface Dialect {
 
     /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
     String countInboxRows(String prefix);
+
+    /**
+     * Sets a partition's next Kafka offset (once-kafka, offsets in the claim transaction).
+     * Binds: 1 consumer group, 2 topic, 3 partition, 4 next offset.
+     */
+    String kafkaOffsetUpsert(String prefix);
+
+    /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
+    default String kafkaOffsetSelect(String prefix) {
+        return "SELECT topic, partition_no, next_offset FROM " + quote(prefix + "kafka_offsets")
+                + " WHERE consumer_group = ?";
+    }
 }

@@ -102,13 +102,6 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public String outboxInsert(String prefix) {
-        return "INSERT INTO " + quote(prefix + "outbox")
-                + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
-    }
-
-    @Override
     public String pruneInbox(String prefix) {
         return "DELETE FROM " + quote(prefix + "inbox") + " WHERE processed_at < ? ORDER BY processed_at LIMIT ?";
     }
@@ -166,5 +159,11 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
 }

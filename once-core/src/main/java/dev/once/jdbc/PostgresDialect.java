@@ -98,11 +98,14 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE f.token < EXCLUDED.token";
     }
 
+    // One statement for a transaction's rows: WITH ORDINALITY ... ORDER BY n assigns the ids in the
+    // order the handler added them, so a key's rows keep their order.
     @Override
-    public String outboxInsert(String prefix) {
+    public String outboxInsertAll(String prefix) {
         return "INSERT INTO " + quote(prefix + "outbox")
                 + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+                + " SELECT t.e, t.d, t.k, t.p, t.h, t.i, ?, ? FROM unnest(?::varchar[], ?::varchar[], ?::varchar[],"
+                + " ?::bytea[], ?::text[], ?::varchar[]) WITH ORDINALITY AS t(e, d, k, p, h, i, n) ORDER BY t.n";
     }
 
     @Override
@@ -145,7 +148,7 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
     }
 
-    // The V2 trigger sends pg_notify on this channel whenever a row becomes pending.
+    // The V4 triggers send pg_notify on this channel once per insert statement and when a dead row is replayed.
     @Override
     public String outboxListen(String prefix) {
         return "LISTEN " + quote(prefix + "outbox");
@@ -175,5 +178,12 @@ public final class PostgresDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer_group, topic, partition_no)"
+                + " DO UPDATE SET next_offset = EXCLUDED.next_offset";
     }
 }

@@ -21,6 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -384,6 +385,29 @@ final class PollLoop implements Runnable {
             if (prefetched != null) {
                 consumer.pause(partitions);   // at most one batch waits
             }
+            if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
+                seekToDatabaseOffsets(partitions);
+            }
+        }
+
+        /** Starts where the database is ahead of Kafka: what it committed is not replayed. */
+        private void seekToDatabaseOffsets(Collection<TopicPartition> partitions) {
+            Map<TopicPartition, Long> stored;
+            try {
+                stored = settings.databaseOffsets().read();
+            } catch (SQLException e) {
+                log.warn("{}: could not read the offsets kept in the database, starting from Kafka's (replays are"
+                        + " absorbed): {}", name, e.toString());
+                return;
+            }
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
+            for (TopicPartition tp : partitions) {
+                Long next = stored.get(tp);
+                OffsetAndMetadata kafka = committed.get(tp);
+                if (next != null && (kafka == null || next > kafka.offset())) {
+                    consumer.seek(tp, next);
+                }
+            }
         }
 
         /** Commits what the database committed, if this loop may still commit; drops the rest. */
@@ -445,6 +469,9 @@ final class PollLoop implements Runnable {
         // so no effect gets ahead of the record the runner stops at.
         Set<TopicPartition> stopped = new HashSet<>();
         boolean failOnMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.FAIL;
+        // records dead-lettered after the transaction: no offset past them goes to the database
+        Map<TopicPartition, Long> gaps = new HashMap<>();
+        boolean deadLetterMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.DEAD_LETTER;
         for (ConsumerRecord<byte[], byte[]> r : records) {
             TopicPartition tp = new TopicPartition(r.topic(), r.partition());
             if (stopped.contains(tp)) {
@@ -454,6 +481,8 @@ final class PollLoop implements Runnable {
             byPartition.computeIfAbsent(tp, k -> new ArrayList<>()).add(e);
             if (e.delivery == null && failOnMissing) {
                 stopped.add(tp);
+            } else if (e.delivery == null && deadLetterMissing) {
+                gaps.putIfAbsent(tp, r.offset());
             } else if (e.delivery != null) {
                 withId.add(e);
                 positions.putIfAbsent(e.delivery.eventId(), new Position(tp, r.offset()));
@@ -463,21 +492,23 @@ final class PollLoop implements Runnable {
             List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
             // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
             // of its retry; the seek back below still replays from it and absorbs them as duplicates.
-            List<Outcome> outcomes = guarded(positions, deliveries);
+            List<Outcome> outcomes = guarded(positions, gaps, deliveries);
             for (int i = 0; i < withId.size(); i++) {
                 withId.get(i).outcome = outcomes.get(i);
             }
         }
         BatchVerdicts.Decision d = verdicts.decide(byPartition, this::deadLetter,
-                e -> guarded(Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())),
+                e -> guarded(Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())), gaps,
                         List.of(e.delivery)).get(0));
         return new BatchResult(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
     }
 
-    private List<Outcome> guarded(Map<String, Position> positions, List<Delivery> deliveries) {
+    private List<Outcome> guarded(Map<String, Position> positions, Map<TopicPartition, Long> gaps,
+                                  List<Delivery> deliveries) {
         return settings.orderGuard() == null
                 ? settings.idempotentConsumer().processBatch(deliveries)
-                : settings.orderGuard().guard(positions, () -> settings.idempotentConsumer().processBatch(deliveries));
+                : settings.orderGuard().guard(positions, gaps,
+                        () -> settings.idempotentConsumer().processBatch(deliveries));
     }
 
     private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, Position> positions) {
