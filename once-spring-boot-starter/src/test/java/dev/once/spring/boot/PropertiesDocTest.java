@@ -15,7 +15,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The properties table of {@code docs/spring.md} is generated from the configuration metadata the
+ * The properties table of the README's Spring Boot section is generated from the configuration metadata the
  * processor writes: this test renders it and fails (writing the fresh table to
  * {@code target/spring-properties.md}) when the page and the code disagree.
  */
@@ -59,7 +59,7 @@ class PropertiesDocTest {
     @Test
     void docsPropertiesTableIsTheGeneratedOne() throws Exception {
         String table = table();
-        Path docs = Path.of("..", "docs", "spring.md");
+        Path docs = Path.of("..", "README.md");
         String page = Files.readString(docs);
         int start = page.indexOf(START);
         int end = page.indexOf(END);
@@ -68,7 +68,7 @@ class PropertiesDocTest {
         if (!current.equals(table)) {
             Files.writeString(Path.of("target", "spring-properties.md"), table);
         }
-        assertThat(current).as("docs/spring.md properties table is stale: paste target/spring-properties.md"
+        assertThat(current).as("README.md properties table (Spring Boot) is stale: paste target/spring-properties.md"
                 + " between its markers").isEqualTo(table);
     }
 }
