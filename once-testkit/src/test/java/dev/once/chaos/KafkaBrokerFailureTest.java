@@ -60,7 +60,7 @@ class KafkaBrokerFailureTest {
     @Test
     void inputEqualsOutputThroughTwoBrokerBounces() throws Exception {
         Assumptions.assumeTrue(Boolean.getBoolean(ENABLE) || "1".equals(System.getenv("ONCE_CHAOS_CLUSTER")),
-                "the 3-broker Kafka cluster test runs in the reliability report (see README.md, "Reliability"), or with -D"
+                "the 3-broker Kafka cluster test runs in the reliability report (see README.md, Reliability), or with -D"
                         + ENABLE + "=true or ONCE_CHAOS_CLUSTER=1: starting three brokers takes longer than the CI budget");
         int events = Chaos.scaled(5_000);
         long start = System.nanoTime();
