@@ -8,6 +8,8 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -41,8 +43,8 @@ public final class OnceOutbox implements Outbox {
      *         one on another {@code DataSource}: nothing is written
      */
     @Override
-    public long add(String destination, String key, byte[] payload, Map<String, String> headers,
-                    String idempotencyKey) throws SQLException {
+    public String add(String destination, String key, byte[] payload, Map<String, String> headers,
+                      String idempotencyKey) throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
             return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
@@ -50,13 +52,22 @@ public final class OnceOutbox implements Outbox {
         return standalone().add(destination, key, payload, headers, idempotencyKey);
     }
 
+    @Override
+    public List<String> addAll(List<Message> messages) throws SQLException {
+        List<String> ids = new ArrayList<>(messages.size());
+        for (Message m : messages) {
+            ids.add(add(m.destination(), m.key(), m.payload(), m.headers(), m.idempotencyKey()));
+        }
+        return ids;
+    }
+
     /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */
     private Outbox standalone() throws SQLException {
         Object bound = TransactionSynchronizationManager.getResource(this);
-        if (bound instanceof Outbox writer) {
+        if (bound instanceof JdbcOutbox writer) {
             return writer;
         }
-        Outbox writer;
+        JdbcOutbox writer;
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
@@ -65,6 +76,17 @@ public final class OnceOutbox implements Outbox {
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+            // The writer buffers its rows; they are written in one statement before the commit, and a
+            // failure there rolls the transaction back.
+            @Override
+            public void beforeCommit(boolean readOnly) {
+                try {
+                    writer.flush();
+                } catch (SQLException e) {
+                    throw new IllegalStateException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
+                }
+            }
+
             @Override
             public void afterCompletion(int status) {
                 TransactionSynchronizationManager.unbindResourceIfPossible(OnceOutbox.this);

@@ -105,8 +105,9 @@ public class OnceAutoConfiguration {
         OnceProperties.Relay r = properties.getRelay();
         OutboxRelay.Builder b = OutboxRelay.builder().dataSource(once.dataSource()).dialect(once.dialect())
                 .tablePrefix(once.tablePrefix()).publisher(oncePublisher)
-                .batchSize(r.getBatchSize()).pollInterval(r.getPollInterval()).maxAttempts(r.getMaxAttempts())
-                .initialBackoff(r.getInitialBackoff()).maxBackoff(r.getMaxBackoff())
+                .batchSize(r.getBatchSize()).pollInterval(r.getPollInterval())
+                .retryPolicy(OutboxRelay.DEFAULT_RETRY_POLICY.toBuilder().initialDelay(r.getInitialBackoff())
+                        .maxDelay(r.getMaxBackoff()).maxRetries(r.getMaxAttempts() - 1).build())
                 .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry));
         if (r.getLease() != null) {
             b.lease(r.getLease(), r.getLeaseTtl());
