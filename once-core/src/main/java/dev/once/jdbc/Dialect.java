@@ -1,6 +1,8 @@
 package dev.once.jdbc;
 
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 
 /**
@@ -58,15 +60,21 @@ public interface Dialect {
     /** True when many ids can be claimed by one statement that returns the claimed ones ({@link #claimBatch}). */
     boolean supportsBatchClaim();
 
-    /**
-     * Claims many ids in one statement, in the order given (callers sort them, so overlapping
-     * batches take their locks in one order and cannot deadlock), returning the ids it claimed.
-     * Binds: 1 consumer, 2 processed_at, 3 id array (see {@link #createIdArray}).
-     */
-    String claimBatch(String prefix, Duration lockTimeout);
+    /** The most ids one {@link #claimBatch} statement takes; a larger batch is claimed in sorted chunks of it. */
+    default int maxBatchClaimSize() {
+        return Integer.MAX_VALUE;
+    }
 
-    /** Builds the array bound by {@link #claimBatch}. */
-    java.sql.Array createIdArray(java.sql.Connection connection, String[] ids) throws SQLException;
+    /**
+     * Claims {@code size} ids in one statement, in the order bound (callers sort them, so
+     * overlapping batches take their locks in one order and cannot deadlock), returning the ids it
+     * inserted as its one column. Bound by {@link #bindBatchClaim}.
+     */
+    String claimBatch(String prefix, Duration lockTimeout, int size);
+
+    /** Binds {@link #claimBatch}'s parameters: the consumer, the processed_at stamp and the sorted ids. */
+    void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
+            throws SQLException;
 
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {

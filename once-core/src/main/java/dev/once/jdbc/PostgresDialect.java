@@ -1,8 +1,9 @@
 package dev.once.jdbc;
 
 import java.sql.Array;
-import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 
 /** PostgreSQL 12 and later (and PostgreSQL-compatible databases). */
@@ -66,7 +67,7 @@ public final class PostgresDialect implements Dialect {
     // WITH ORDINALITY ... ORDER BY n keeps the caller's sorted order, so the index entries (and
     // their locks) are taken in one global order by every worker.
     @Override
-    public String claimBatch(String prefix, Duration lockTimeout) {
+    public String claimBatch(String prefix, Duration lockTimeout, int size) {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
@@ -79,9 +80,14 @@ public final class PostgresDialect implements Dialect {
         return "(SELECT set_config('lock_timeout', '" + timeout.toMillis() + "ms', true)) IS NOT NULL";
     }
 
+    // One array bind whatever the batch size, so the statement text (and its server-side plan) is one.
     @Override
-    public Array createIdArray(Connection connection, String[] ids) throws SQLException {
-        return connection.createArrayOf("varchar", ids);
+    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt,
+                               String[] sortedIds) throws SQLException {
+        Array ids = statement.getConnection().createArrayOf("varchar", sortedIds);
+        statement.setString(1, consumer);          // 1 consumer
+        statement.setTimestamp(2, processedAt);    // 2 processed_at
+        statement.setArray(3, ids);                // 3 sorted event ids
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.OnceException;
 import dev.once.Tx;
 import dev.once.internal.JdbcOutbox;
 import dev.once.outbox.Outbox;
@@ -8,7 +9,6 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -52,19 +52,25 @@ public final class OnceOutbox implements Outbox {
         return standalone().add(destination, key, payload, headers, idempotencyKey);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws org.springframework.transaction.IllegalTransactionStateException outside a transaction, or in
+     *         one on another {@code DataSource}: nothing is written
+     */
     @Override
     public List<String> addAll(List<Message> messages) throws SQLException {
-        List<String> ids = new ArrayList<>(messages.size());
-        for (Message m : messages) {
-            ids.add(add(m.destination(), m.key(), m.payload(), m.headers(), m.idempotencyKey()));
+        Tx tx = IdempotentListenerInterceptor.currentTx();
+        if (tx != null) {
+            return tx.outbox().addAll(messages);
         }
-        return ids;
+        return standalone().addAll(messages);
     }
 
     /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */
     private Outbox standalone() throws SQLException {
         Object bound = TransactionSynchronizationManager.getResource(this);
-        if (bound instanceof JdbcOutbox writer) {
+        if (bound instanceof Outbox writer) {
             return writer;
         }
         JdbcOutbox writer;
@@ -76,14 +82,14 @@ public final class OnceOutbox implements Outbox {
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-            // The writer buffers its rows; they are written in one statement before the commit, and a
-            // failure there rolls the transaction back.
+            // The writer buffers its rows; they are written in one statement before the commit, so a
+            // failure to write them rolls the whole transaction back (all or nothing).
             @Override
             public void beforeCommit(boolean readOnly) {
                 try {
                     writer.flush();
                 } catch (SQLException e) {
-                    throw new IllegalStateException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
+                    throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
                 }
             }
 

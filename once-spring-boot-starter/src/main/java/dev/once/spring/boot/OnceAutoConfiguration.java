@@ -106,8 +106,9 @@ public class OnceAutoConfiguration {
         OutboxRelay.Builder b = OutboxRelay.builder().dataSource(once.dataSource()).dialect(once.dialect())
                 .tablePrefix(once.tablePrefix()).publisher(oncePublisher)
                 .batchSize(r.getBatchSize()).pollInterval(r.getPollInterval())
-                .retryPolicy(OutboxRelay.DEFAULT_RETRY_POLICY.toBuilder().initialDelay(r.getInitialBackoff())
-                        .maxDelay(r.getMaxBackoff()).maxRetries(r.getMaxAttempts() - 1).build())
+                // maxAttempts counts the first send; the policy counts the retries after it.
+                .retryPolicy(OutboxRelay.DEFAULT_RETRY_POLICY.toBuilder().maxRetries(r.getMaxAttempts() - 1)
+                        .initialDelay(r.getInitialBackoff()).maxDelay(r.getMaxBackoff()).build())
                 .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry));
         if (r.getLease() != null) {
             b.lease(r.getLease(), r.getLeaseTtl());

@@ -180,9 +180,10 @@ class OnceAutoConfigurationTest {
         assertThat(p.getTablePrefix()).isEqualTo(dev.once.jdbc.TablePrefix.DEFAULT);
         assertThat(p.getRelay().getBatchSize()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_BATCH_SIZE);
         assertThat(p.getRelay().getPollInterval()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_POLL_INTERVAL);
-        assertThat(p.getRelay().getMaxAttempts()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_RETRY_POLICY.maxRetries() + 1);
-        assertThat(p.getRelay().getInitialBackoff()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_RETRY_POLICY.initialDelay());
-        assertThat(p.getRelay().getMaxBackoff()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_RETRY_POLICY.maxDelay());
+        dev.once.RetryPolicy relayRetries = dev.once.outbox.OutboxRelay.DEFAULT_RETRY_POLICY;
+        assertThat(p.getRelay().getMaxAttempts()).isEqualTo(relayRetries.maxRetries() + 1);
+        assertThat(p.getRelay().getInitialBackoff()).isEqualTo(relayRetries.initialDelay());
+        assertThat(p.getRelay().getMaxBackoff()).isEqualTo(relayRetries.maxDelay());
         assertThat(p.getRelay().getLeaseTtl()).isEqualTo(dev.once.outbox.OutboxRelay.DEFAULT_LEASE_TTL);
         assertThat(p.getRetention().getRedeliveryHorizon())
                 .isEqualTo(dev.once.retention.InboxPruner.DEFAULT_REDELIVERY_HORIZON);
