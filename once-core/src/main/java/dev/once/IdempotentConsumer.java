@@ -66,9 +66,12 @@ public interface IdempotentConsumer {
     /**
      * Processes deliveries in one transaction: ids deduplicated in memory (the first occurrence
      * wins, later copies are {@link Outcome.Status#DUPLICATE} of it), claimed with one statement
-     * in sorted order, handlers run in delivery order, one commit. If a handler fails or a claim
-     * waits too long, the batch is rolled back and processed one delivery per transaction, so a
-     * poison message fails alone and nothing is applied twice.
+     * in sorted order, the handler run for the claimed ones in delivery order (or the
+     * {@link BatchHandler} once with all of them), one commit. If the handler fails or a claim
+     * waits too long, the batch is rolled back and split (around the failing delivery when the
+     * per-event handler names it, else in halves), each part in a transaction of its own, until
+     * the failing delivery stands alone: a poison message fails alone in about {@code 2·log2(n)}
+     * transactions and nothing is applied twice.
      *
      * @return one outcome per delivery, in the order given
      */

@@ -33,6 +33,7 @@ public final class IdempotentConsumerBuilder {
     private TransactionProvider transactions;
     private String consumer;
     private Handler handler;
+    private BatchHandler batchHandler;
     private Dialect dialect;
     private String tablePrefix = TablePrefix.DEFAULT;
     private Duration lockTimeout;
@@ -92,6 +93,17 @@ public final class IdempotentConsumerBuilder {
     /** The business effect. Required. */
     public IdempotentConsumerBuilder handler(Handler handler) {
         this.handler = Objects.requireNonNull(handler, "handler");
+        return this;
+    }
+
+    /**
+     * The business effect of a whole batch, instead of {@link #handler}: called once per
+     * transaction with the deliveries it claimed, so the effect can be applied set-wise (one
+     * {@code UPDATE … FROM unnest(…)}, one JDBC batch). A failing batch is bisected until the
+     * failing delivery stands alone. Set exactly one of {@code handler} and {@code batchHandler}.
+     */
+    public IdempotentConsumerBuilder batchHandler(BatchHandler batchHandler) {
+        this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
         return this;
     }
 
@@ -179,15 +191,21 @@ public final class IdempotentConsumerBuilder {
                     + " dataSource(ds) is transactions(TransactionProvider.owning(ds))");
         }
         boolean noDatabase = dataSource == null && transactions == null;
-        if (noDatabase || consumer == null || handler == null) {
-            throw new InvalidConfigurationException("dataSource (or transactions), consumer and handler are required,"
-                    + " but " + (noDatabase ? "dataSource " : "") + (consumer == null ? "consumer " : "")
-                    + (handler == null ? "handler " : "") + "was not set");
+        if (handler != null && batchHandler != null) {
+            throw new InvalidConfigurationException("set either handler or batchHandler, but both were set: a"
+                    + " consumer applies each batch one way, per event (handler) or set-wise (batchHandler)");
+        }
+        boolean noHandler = handler == null && batchHandler == null;
+        if (noDatabase || consumer == null || noHandler) {
+            throw new InvalidConfigurationException("dataSource (or transactions), consumer and handler (or"
+                    + " batchHandler) are required, but " + (noDatabase ? "dataSource " : "")
+                    + (consumer == null ? "consumer " : "") + (noHandler ? "handler " : "") + "was not set");
         }
         TransactionProvider provider = transactions != null ? transactions : TransactionProvider.owning(dataSource);
         Dialect d = dialect != null ? dialect : detect(provider);
         Inbox inbox = Inbox.of(d, tablePrefix, lockTimeout, clock);
-        return new DefaultIdempotentConsumer(new Transactions(provider), consumer, handler, inbox, conflictRetries,
+        return new DefaultIdempotentConsumer(new Transactions(provider), consumer, handler,
+                batchHandler, inbox, conflictRetries,
                 permanentFailure, meterRegistry, clock, outcomeListener);
     }
 

@@ -4,7 +4,6 @@ import dev.once.internal.Names;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.TablePrefix;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -12,14 +11,15 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
-import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The claim, as a primitive usable inside any transaction the caller already manages (plain
@@ -44,7 +44,8 @@ public final class Inbox {
     private final Duration lockTimeout;
     private final Clock clock;
     private final String claimSql;
-    private final String claimBatchSql;
+    // Batch claim statements by batch size (one entry on PostgreSQL, whose statement binds an array).
+    private final Map<Integer, String> claimBatchSql = new ConcurrentHashMap<>();
 
     private Inbox(Dialect dialect, String prefix, Duration lockTimeout, Clock clock) {
         this.dialect = dialect;
@@ -52,7 +53,6 @@ public final class Inbox {
         this.lockTimeout = lockTimeout;
         this.clock = clock;
         this.claimSql = dialect.claim(prefix, lockTimeout);
-        this.claimBatchSql = dialect.supportsBatchClaim() ? dialect.claimBatch(prefix, lockTimeout) : null;
     }
 
     /** An inbox on the default prefix, with no lock timeout of its own. */
@@ -114,6 +114,10 @@ public final class Inbox {
         }
     }
 
+    private String claimBatchSql(int size) {
+        return claimBatchSql.computeIfAbsent(size, n -> dialect.claimBatch(prefix, lockTimeout, n));
+    }
+
     /**
      * Claims many ids in the caller's transaction. Duplicates in the input count once. Ids are
      * claimed in sorted order, so two transactions claiming overlapping sets cannot deadlock.
@@ -130,7 +134,7 @@ public final class Inbox {
         if (sorted.isEmpty()) {
             return Set.of();
         }
-        if (claimBatchSql == null) {
+        if (!dialect.supportsBatchClaim()) {
             Set<String> claimed = new HashSet<>();
             for (String id : sorted) {
                 if (claim(connection, consumer, id)) {
@@ -140,20 +144,22 @@ public final class Inbox {
             return claimed;
         }
         Set<String> claimed = new HashSet<>(sorted.size() * 2);
-        List<String> ids = new ArrayList<>(sorted);
-        Array array = dialect.createIdArray(connection, ids.toArray(new String[0]));
-        try (PreparedStatement ps = connection.prepareStatement(claimBatchSql)) {
-            ps.setString(1, consumer);                             // 1 consumer
-            ps.setTimestamp(2, Timestamp.from(clock.instant()));   // 2 processed_at
-            ps.setArray(3, array);                                 // 3 sorted message ids
-            ps.execute();   // the first result is the claimed ids; a setting's restore may follow
-            try (ResultSet rs = ps.getResultSet()) {
-                while (rs.next()) {
-                    claimed.add(rs.getString(1));
+        String[] ids = sorted.toArray(new String[0]);
+        Timestamp now = Timestamp.from(clock.instant());
+        int chunk = dialect.maxBatchClaimSize();
+        // Chunks in ascending order keep the one global lock order of a single statement.
+        for (int from = 0; from < ids.length; from += chunk) {
+            String[] part = from == 0 && ids.length <= chunk ? ids
+                    : Arrays.copyOfRange(ids, from, Math.min(ids.length, from + chunk));
+            try (PreparedStatement ps = connection.prepareStatement(claimBatchSql(part.length))) {
+                dialect.bindBatchClaim(ps, consumer, now, part);
+                ps.execute();   // the first result is the claimed ids; a setting's restore may follow
+                try (ResultSet rs = ps.getResultSet()) {
+                    while (rs.next()) {
+                        claimed.add(rs.getString(1));
+                    }
                 }
             }
-        } finally {
-            array.free();
         }
         return claimed;
     }

@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * or {@code --postgres URL}), the named suites in order, result lines on stdout, BENCHMARKS.md.
  *
  * <pre>
- * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [--postgres URL]
+ * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [--postgres URL]
  *      [--warmup S] [--seconds S] [--slice S] [--out FILE]
  * </pre>
  */
@@ -37,6 +37,7 @@ public final class BenchMain {
         suites.put("core", CoreSuite::new);
         suites.put("peers", PeersSuite::new);
         suites.put("kafka", KafkaEndToEnd::new);
+        suites.put("retention", RetentionSuite::new);
         return suites;
     }
 

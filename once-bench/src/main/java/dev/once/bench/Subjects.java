@@ -70,7 +70,9 @@ final class Subjects {
             @Override
             public String description() {
                 return "`dev.once:once-core` (this build): `IdempotentConsumer.process` per event, `processBatch` of 100"
-                        + " when batched; claim and effect in one transaction; acknowledge when `Outcome.shouldAcknowledge()`.";
+                        + " when batched (mode `batch`: the per-event handler, one `UPDATE` per event; mode `batch-set`:"
+                        + " a `BatchHandler` applying the batch with one `UPDATE … FROM unnest`, pre-aggregated and"
+                        + " sorted); claim and effect in one transaction; acknowledge when `Outcome.shouldAcknowledge()`.";
             }
 
             @Override

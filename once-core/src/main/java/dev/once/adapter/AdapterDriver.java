@@ -6,6 +6,7 @@ import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,7 +37,7 @@ import java.util.function.Function;
  *   <li>{@code processBatch} throws (a broken pool, a bug): every message of the batch is
  *       {@link Status#FAILED_RETRYABLE}, settled as such (requeued, never covered by a later
  *       cumulative ack), and the loop backs off before the next receive;</li>
- *   <li>a receive fails: the loop backs off (exponential, capped, jittered) and receives again;</li>
+ *   <li>a receive fails: the loop backs off by its {@link RetryPolicy} and receives again;</li>
  *   <li>anything else ({@code Error}s included) kills the loop: {@link Broker#abandon} makes the
  *       broker redeliver what was unsettled, every loop of the driver stops, and
  *       {@link #failure()} and {@link #isRunning()} report it.</li>
@@ -54,6 +55,11 @@ import java.util.function.Function;
  */
 public final class AdapterDriver<M> implements AutoCloseable {
 
+    /** After a failed receive: 200 ms doubling to 10 s, equal jitter so loops failing together spread out. */
+    public static final RetryPolicy DEFAULT_RECEIVE_RETRIES = RetryPolicy.builder().initialDelay(Duration.ofMillis(200))
+            .maxDelay(Duration.ofSeconds(10)).jitter(RetryPolicy.Jitter.EQUAL).maxRetries(RetryPolicy.MAX_RETRIES_LIMIT)
+            .build();
+
     private static final Logger log = LoggerFactory.getLogger(AdapterDriver.class);
 
     private final String name;
@@ -61,7 +67,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
     private final Broker<M> broker;
     private final Duration heartbeatEvery;
     private final Function<M, String> groupOf;
-    private final Backoff backoff;
+    private final RetryPolicy receiveRetries;
     private final ScheduledExecutorService heartbeats;
     private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running = true;
@@ -73,7 +79,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
         this.broker = b.broker;
         this.heartbeatEvery = b.heartbeatEvery;
         this.groupOf = b.groupOf;
-        this.backoff = b.backoff;
+        this.receiveRetries = b.receiveRetries;
         this.heartbeats = heartbeatEvery == null ? null : Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, name + "-heartbeat");
             t.setDaemon(true);
@@ -251,7 +257,8 @@ public final class AdapterDriver<M> implements AutoCloseable {
 
     private void pause(int failures) {
         try {
-            if (stopped.await(backoff.delay(failures).toMillis(), TimeUnit.MILLISECONDS)) {
+            // past the policy's last retry the loop keeps trying at its cap: a receive loop never gives up
+            if (stopped.await(receiveRetries.delay(failures).toMillis(), TimeUnit.MILLISECONDS)) {
                 running = false;
             }
         } catch (InterruptedException e) {
@@ -312,7 +319,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
         private final Broker<M> broker;
         private Duration heartbeatEvery;
         private Function<M, String> groupOf;
-        private Backoff backoff = Backoff.DEFAULT;
+        private RetryPolicy receiveRetries = DEFAULT_RECEIVE_RETRIES;
 
         private Builder(String name, IdempotentConsumer consumer, Broker<M> broker) {
             this.name = Objects.requireNonNull(name, "name");
@@ -340,15 +347,13 @@ public final class AdapterDriver<M> implements AutoCloseable {
             return this;
         }
 
-        /** The pause after failures in a row: {@code initial}, doubled per failure, at most {@code max}, jittered. */
-        public Builder<M> backoff(Duration initial, Duration max) {
-            Objects.requireNonNull(initial, "initial");
-            Objects.requireNonNull(max, "max");
-            if (initial.toMillis() < 1 || max.compareTo(initial) < 0) {
-                throw new InvalidConfigurationException("backoff must have initial >= 1 ms and max >= initial, but was "
-                        + initial + " and " + max);
-            }
-            this.backoff = new Backoff(initial, max);
+        /**
+         * The pause after receive failures (or failed batches) in a row: {@link RetryPolicy#delay}
+         * of their count; default {@link #DEFAULT_RECEIVE_RETRIES}. Its {@code maxRetries} does not
+         * stop the loop: past it the pause stays at the cap.
+         */
+        public Builder<M> receiveRetries(RetryPolicy policy) {
+            this.receiveRetries = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

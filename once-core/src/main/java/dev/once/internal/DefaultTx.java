@@ -22,7 +22,7 @@ public final class DefaultTx implements Tx {
     private final Delivery delivery;
     private final Clock clock;
     private final OnceMetrics metrics;
-    private Outbox outbox;
+    private JdbcOutbox outbox;
 
     public DefaultTx(Connection raw, Dialect dialect, String prefix, String consumer, Delivery delivery, Clock clock,
                      OnceMetrics metrics) {
@@ -62,6 +62,13 @@ public final class DefaultTx implements Tx {
             outbox = new JdbcOutbox(raw, dialect, prefix, consumer, delivery.eventId(), clock);
         }
         return outbox;
+    }
+
+    /** Writes the outbox rows the handler added; the engine calls it when the handler returns. */
+    public void flushOutbox() throws SQLException {
+        if (outbox != null) {
+            outbox.flush();
+        }
     }
 
     @Override

@@ -10,16 +10,18 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.util.HexFormat;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
-/** Writes outbox rows on the claim transaction's connection, stamped with the event id. Not API. */
+/**
+ * The outbox of one claim transaction: rows are buffered as the handler adds them and written in
+ * one statement by {@link #flush}, stamped with their event ids. Not thread-safe. Not API.
+ */
 public final class JdbcOutbox implements Outbox {
 
     static final int MAX_DESTINATION = 1000;
@@ -27,16 +29,17 @@ public final class JdbcOutbox implements Outbox {
     private static final String HASHED = "sha256:";
 
     private final Connection connection;
-    private final String insertSql;
+    private final OutboxRepository repository;
     private final String consumer;
     private final String causeId;
     private final Clock clock;
+    private final List<OutboxRepository.NewRow> buffered = new ArrayList<>();
     private int added;
 
     public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String consumer, String eventId,
                       Clock clock) {
         this.connection = connection;
-        this.insertSql = dialect.outboxInsert(prefix);
+        this.repository = new OutboxRepository(dialect, prefix);
         this.consumer = Names.consumer(consumer);
         this.causeId = eventId;
         this.clock = clock;
@@ -70,8 +73,8 @@ public final class JdbcOutbox implements Outbox {
     }
 
     @Override
-    public long add(String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
-            throws SQLException {
+    public String add(String destination, String key, byte[] payload, Map<String, String> headers,
+                      String idempotencyKey) throws SQLException {
         if (destination == null || destination.isBlank() || destination.length() > MAX_DESTINATION) {
             throw new InvalidDeliveryException("outbox destination must be 1 to " + MAX_DESTINATION
                     + " non-blank characters, but was " + Names.quoted(destination));
@@ -80,7 +83,7 @@ public final class JdbcOutbox implements Outbox {
             throw new InvalidDeliveryException("outbox key must be at most " + MAX_KEY + " characters, but was "
                     + key.length());
         }
-        String eventId = eventId(consumer, causeId, ++added);
+        String eventId = eventId(consumer, causeId, added + 1);
         String idem = idempotencyKey == null ? eventId : idempotencyKey;
         if (idem.isBlank() || idem.length() > MAX_KEY) {
             throw new InvalidDeliveryException("outbox idempotency key must be 1 to " + MAX_KEY
@@ -89,20 +92,35 @@ public final class JdbcOutbox implements Outbox {
         Map<String, String> all = new LinkedHashMap<>(headers == null ? Map.of() : headers);
         all.put(OutboxMessage.EVENT_ID_HEADER, eventId);
         all.put(OutboxMessage.CAUSE_ID_HEADER, causeId);
-        Timestamp now = Timestamp.from(clock.instant());
-        try (PreparedStatement ps = connection.prepareStatement(insertSql)) {
-            ps.setString(1, eventId);                                  // 1 event_id
-            ps.setString(2, destination);                              // 2 destination
-            ps.setString(3, key);                                      // 3 msg_key
-            ps.setBytes(4, payload == null ? new byte[0] : payload);   // 4 payload
-            ps.setString(5, HeaderCodec.encode(all));                  // 5 headers
-            ps.setString(6, idem);                                     // 6 idempotency_key
-            ps.setTimestamp(7, now);                                   // 7 available_at
-            ps.setTimestamp(8, now);                                   // 8 created_at
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
+        added++;
+        buffered.add(new OutboxRepository.NewRow(eventId, destination, key,
+                payload == null ? new byte[0] : payload.clone(), HeaderCodec.encode(all), idem));
+        if (buffered.size() >= FLUSH_ROWS) {
+            flush();
         }
+        return eventId;
+    }
+
+    @Override
+    public List<String> addAll(List<Message> messages) throws SQLException {
+        List<String> ids = new ArrayList<>(messages.size());
+        for (Message m : messages) {
+            ids.add(add(m.destination(), m.key(), m.payload(), m.headers(), m.idempotencyKey()));
+        }
+        return ids;
+    }
+
+    /**
+     * Writes what was added since the last flush, in one statement, on the transaction's connection;
+     * the engine calls it when the handler returns, before the claim commits. Writing at the end,
+     * after everything the handler locked, is also what keeps a key's ids in commit order: two
+     * handlers serialized by a lock (the same account row) get their ids in the order they commit.
+     */
+    public void flush() throws SQLException {
+        if (buffered.isEmpty()) {
+            return;
+        }
+        repository.insert(connection, buffered, clock.instant());
+        buffered.clear();
     }
 }

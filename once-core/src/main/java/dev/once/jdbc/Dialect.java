@@ -1,6 +1,8 @@
 package dev.once.jdbc;
 
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 
 /**
@@ -60,16 +62,22 @@ public interface Dialect {
     /** True when many ids can be claimed by one statement that returns the claimed ones ({@link #claimBatch}). */
     boolean supportsBatchClaim();
 
-    /**
-     * Claims many ids in one statement, in the order given (callers sort them, so overlapping
-     * batches take their locks in one order and cannot deadlock), returning the ids it claimed.
-     * Binds: 1 consumer, 2 processed_at, 3 id array (see {@link #createIdArray}). Executed with
-     * {@code execute}; the first result is the claimed ids.
-     */
-    String claimBatch(String prefix, Duration lockTimeout);
+    /** The most ids one {@link #claimBatch} statement takes; a larger batch is claimed in sorted chunks of it. */
+    default int maxBatchClaimSize() {
+        return Integer.MAX_VALUE;
+    }
 
-    /** Builds the array bound by {@link #claimBatch}. */
-    java.sql.Array createIdArray(java.sql.Connection connection, String[] ids) throws SQLException;
+    /**
+     * Claims {@code size} ids in one statement, in the order bound (callers sort them, so
+     * overlapping batches take their locks in one order and cannot deadlock), returning the ids it
+     * inserted as its one column. Bound by {@link #bindBatchClaim}. Executed with {@code execute};
+     * the first result is the claimed ids (a statement that puts a changed setting back may follow).
+     */
+    String claimBatch(String prefix, Duration lockTimeout, int size);
+
+    /** Binds {@link #claimBatch}'s parameters: the consumer, the processed_at stamp and the sorted ids. */
+    void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
+            throws SQLException;
 
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {
@@ -92,10 +100,24 @@ public interface Dialect {
     }
 
     /**
-     * Inserts one outbox row and returns its id. Binds: 1 event_id, 2 destination, 3 msg_key,
-     * 4 payload, 5 headers, 6 idempotency_key, 7 available_at, 8 created_at.
+     * Inserts one outbox row (run as a JDBC batch where {@link #outboxInsertAll} is null). Binds:
+     * 1 event_id, 2 destination, 3 msg_key, 4 payload, 5 headers, 6 idempotency_key, 7 available_at,
+     * 8 created_at.
      */
-    String outboxInsert(String prefix);
+    default String outboxInsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "outbox")
+                + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
+                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    }
+
+    /**
+     * Inserts many outbox rows in one statement over arrays, ids in array order; null where the
+     * dialect has no array binds. Binds: 1 available_at, 2 created_at, then arrays of 3 event_id,
+     * 4 destination, 5 msg_key, 6 payload (bytea), 7 headers, 8 idempotency_key.
+     */
+    default String outboxInsertAll(String prefix) {
+        return null;
+    }
 
     /**
      * Deletes up to a chunk of inbox rows processed before a cutoff. Binds: 1 cutoff, 2 chunk size.
@@ -309,4 +331,16 @@ public interface Dialect {
 
     /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
     String countInboxRows(String prefix);
+
+    /**
+     * Sets a partition's next Kafka offset (once-kafka, offsets in the claim transaction).
+     * Binds: 1 consumer group, 2 topic, 3 partition, 4 next offset.
+     */
+    String kafkaOffsetUpsert(String prefix);
+
+    /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
+    default String kafkaOffsetSelect(String prefix) {
+        return "SELECT topic, partition_no, next_offset FROM " + quote(prefix + "kafka_offsets")
+                + " WHERE consumer_group = ?";
+    }
 }

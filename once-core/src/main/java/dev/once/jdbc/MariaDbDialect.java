@@ -1,14 +1,14 @@
 package dev.once.jdbc;
 
-import java.sql.Array;
-import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 
 /**
- * MariaDB 10.6 and later with InnoDB; not MySQL ({@link Dialects#byName} refuses it). No batch claim: MariaDB
- * has no array bind, so a batch claims its sorted ids one statement each inside the one
- * transaction, which keeps the lock order and the single commit.
+ * MariaDB 10.6 and later with InnoDB; not MySQL ({@link Dialects#byName} refuses it). A batch is claimed with one multi-row
+ * {@code INSERT IGNORE … RETURNING} (MariaDB 10.5+ returns only the rows it inserted; MySQL 8 has
+ * no {@code RETURNING} and is not covered by this dialect's batch claim).
  */
 public final class MariaDbDialect implements Dialect {
 
@@ -51,17 +51,47 @@ public final class MariaDbDialect implements Dialect {
 
     @Override
     public boolean supportsBatchClaim() {
-        return false;
+        return true;
+    }
+
+    // Server-side prepared statements (useServerPrepStmts) take at most 65,535 placeholders; three
+    // per id keeps a chunk well inside that and inside any max_allowed_packet.
+    @Override
+    public int maxBatchClaimSize() {
+        return 1_000;
+    }
+
+    // With IGNORE, RETURNING yields only the rows inserted: a duplicate key (an id an earlier
+    // transaction committed) is skipped silently and is not returned. MariaDB inserts the rows in
+    // the order listed, so sorted ids are locked in one global order, as on PostgreSQL. Tried on
+    // 10.11: INSERT IGNORE ... VALUES ('a'),('b'),('c') RETURNING event_id with 'b' present returns a, c.
+    @Override
+    public String claimBatch(String prefix, Duration lockTimeout, int size) {
+        if (size < 1 || size > maxBatchClaimSize()) {
+            throw new IllegalArgumentException("a batch claim takes 1 to " + maxBatchClaimSize() + " ids, but was "
+                    + size);
+        }
+        StringBuilder sql = new StringBuilder(96 + size * 11);
+        if (lockTimeout != null) {
+            sql.append("SET STATEMENT innodb_lock_wait_timeout = ").append(seconds(lockTimeout)).append(" FOR ");
+        }
+        sql.append("INSERT IGNORE INTO ").append(quote(prefix + "inbox")).append(" (consumer, event_id, processed_at)")
+                .append(" VALUES (?, ?, ?)");
+        for (int i = 1; i < size; i++) {
+            sql.append(", (?, ?, ?)");
+        }
+        return sql.append(" RETURNING event_id").toString();
     }
 
     @Override
-    public String claimBatch(String prefix, Duration lockTimeout) {
-        throw new UnsupportedOperationException("mariadb has no batch claim; check supportsBatchClaim()");
-    }
-
-    @Override
-    public Array createIdArray(Connection connection, String[] ids) {
-        throw new UnsupportedOperationException("mariadb has no array binds; check supportsBatchClaim()");
+    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt,
+                               String[] sortedIds) throws SQLException {
+        int p = 1;
+        for (String id : sortedIds) {
+            statement.setString(p++, consumer);         // consumer
+            statement.setString(p++, id);               // event_id
+            statement.setTimestamp(p++, processedAt);   // processed_at
+        }
     }
 
     @Override
@@ -69,13 +99,6 @@ public final class MariaDbDialect implements Dialect {
         return "INSERT INTO " + quote(prefix + "fence") + " (resource, token, updated_at) VALUES (?, ?, ?)"
                 + " ON DUPLICATE KEY UPDATE updated_at = IF(token < VALUES(token), VALUES(updated_at), updated_at),"
                 + " token = GREATEST(token, VALUES(token))";
-    }
-
-    @Override
-    public String outboxInsert(String prefix) {
-        return "INSERT INTO " + quote(prefix + "outbox")
-                + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
     }
 
     @Override
@@ -136,5 +159,11 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
 }

@@ -1,8 +1,9 @@
 package dev.once.jdbc;
 
 import java.sql.Array;
-import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 
 /** PostgreSQL 12 and later (and PostgreSQL-compatible databases). */
@@ -69,7 +70,7 @@ public final class PostgresDialect implements Dialect {
     // WITH ORDINALITY ... ORDER BY n keeps the caller's sorted order, so the index entries (and
     // their locks) are taken in one global order by every worker.
     @Override
-    public String claimBatch(String prefix, Duration lockTimeout) {
+    public String claimBatch(String prefix, Duration lockTimeout, int size) {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
@@ -89,9 +90,14 @@ public final class PostgresDialect implements Dialect {
     private static final String RESTORE_LOCK_TIMEOUT =
             "; SELECT set_config('lock_timeout', current_setting('once.lock_timeout'), true)";
 
+    // One array bind whatever the batch size, so the statement text (and its server-side plan) is one.
     @Override
-    public Array createIdArray(Connection connection, String[] ids) throws SQLException {
-        return connection.createArrayOf("varchar", ids);
+    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt,
+                               String[] sortedIds) throws SQLException {
+        Array ids = statement.getConnection().createArrayOf("varchar", sortedIds);
+        statement.setString(1, consumer);          // 1 consumer
+        statement.setTimestamp(2, processedAt);    // 2 processed_at
+        statement.setArray(3, ids);                // 3 sorted event ids
     }
 
     @Override
@@ -102,11 +108,14 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE f.token < EXCLUDED.token";
     }
 
+    // One statement for a transaction's rows: WITH ORDINALITY ... ORDER BY n assigns the ids in the
+    // order the handler added them, so a key's rows keep their order.
     @Override
-    public String outboxInsert(String prefix) {
+    public String outboxInsertAll(String prefix) {
         return "INSERT INTO " + quote(prefix + "outbox")
                 + " (event_id, destination, msg_key, payload, headers, idempotency_key, available_at, created_at)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+                + " SELECT t.e, t.d, t.k, t.p, t.h, t.i, ?, ? FROM unnest(?::varchar[], ?::varchar[], ?::varchar[],"
+                + " ?::bytea[], ?::text[], ?::varchar[]) WITH ORDINALITY AS t(e, d, k, p, h, i, n) ORDER BY t.n";
     }
 
     @Override
@@ -149,7 +158,7 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
     }
 
-    // The V2 trigger sends pg_notify on this channel whenever a row becomes pending.
+    // The V4 triggers send pg_notify on this channel once per insert statement and when a dead row is replayed.
     @Override
     public String outboxListen(String prefix) {
         return "LISTEN " + quote(prefix + "outbox");
@@ -179,5 +188,12 @@ public final class PostgresDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String kafkaOffsetUpsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
+                + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer_group, topic, partition_no)"
+                + " DO UPDATE SET next_offset = EXCLUDED.next_offset";
     }
 }

@@ -302,7 +302,7 @@ public final class IdempotencyKeys {
 
     private void finish(BeginResult.Started started, String state, int status, byte[] body) {
         try {
-            target.autoCommit(c -> {
+            target.inTransaction(c -> {
                 finishIn(c, started, state, status, body);
                 return null;
             });

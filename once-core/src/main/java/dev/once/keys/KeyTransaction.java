@@ -1,7 +1,7 @@
 package dev.once.keys;
 
 import dev.once.StaleFencingTokenException;
-import dev.once.internal.JdbcTarget;
+import dev.once.tx.TransactionHandle;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -30,13 +30,13 @@ public final class KeyTransaction implements AutoCloseable {
 
     private final IdempotencyKeys keys;
     private final BeginResult.Started started;
-    private final Connection connection;
+    private final TransactionHandle handle;
     private boolean ended;
 
-    KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, Connection connection) {
+    KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, TransactionHandle handle) {
         this.keys = keys;
         this.started = started;
-        this.connection = connection;
+        this.handle = handle;
     }
 
     /** The claim this transaction finishes. */
@@ -57,7 +57,7 @@ public final class KeyTransaction implements AutoCloseable {
      */
     public Connection connection() {
         open();
-        return connection;
+        return handle.connection();
     }
 
     /**
@@ -70,7 +70,7 @@ public final class KeyTransaction implements AutoCloseable {
      */
     public void complete(int status, byte[] body) throws SQLException {
         open();
-        commitAfter(() -> keys.complete(connection, started, status, body));
+        commitAfter(() -> keys.complete(handle.connection(), started, status, body));
     }
 
     /**
@@ -87,7 +87,7 @@ public final class KeyTransaction implements AutoCloseable {
             keys.fail(started, true, status, null);
             return;
         }
-        commitAfter(() -> keys.fail(connection, started, false, status, body));
+        commitAfter(() -> keys.fail(handle.connection(), started, false, status, body));
     }
 
     /**
@@ -108,7 +108,7 @@ public final class KeyTransaction implements AutoCloseable {
     private void commitAfter(Step step) throws SQLException {
         try {
             step.run();
-            connection.commit();
+            handle.commit();
         } catch (Throwable t) {
             try {
                 rollback();
@@ -118,15 +118,15 @@ public final class KeyTransaction implements AutoCloseable {
             throw t;
         }
         ended = true;
-        JdbcTarget.release(connection);
+        handle.close();
     }
 
     private void rollback() throws SQLException {
         ended = true;
         try {
-            connection.rollback();
+            handle.rollback();
         } finally {
-            JdbcTarget.release(connection);
+            handle.close();
         }
     }
 

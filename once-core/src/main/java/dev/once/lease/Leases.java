@@ -3,11 +3,8 @@ package dev.once.lease;
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
-import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcBuilder;
 
-import javax.sql.DataSource;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -38,7 +35,10 @@ import java.util.Optional;
  * clock against the stored expiry, so every instance sharing a lease must use clocks that agree
  * (the system clock, or in tests the same injected clock).
  *
- * <p>Immutable and thread-safe. Every call is one short auto-commit statement. PostgreSQL only for
+ * <p>Immutable and thread-safe. Every call is one short transaction of its own, on a connection that
+ * must arrive in auto-commit: one that does not belongs to someone else's transaction (a
+ * transaction-aware proxy) and is refused ({@link OnceException}) rather than switched, which would
+ * commit that transaction. PostgreSQL only for
  * now (MariaDB lacks the single conditional upsert {@link #acquire} relies on).
  */
 public final class Leases {
@@ -48,18 +48,18 @@ public final class Leases {
     /** Longest accepted lease name and owner, in characters (the column size). */
     public static final int MAX_NAME_LENGTH = 255;
 
-    private final DataSource dataSource;
+    private final JdbcTarget target;
     private final Clock clock;
     private final String acquireSql;
     private final String renewSql;
     private final String releaseSql;
 
-    private Leases(DataSource dataSource, Dialect dialect, String prefix, Clock clock) {
-        this.dataSource = dataSource;
-        this.clock = clock;
-        this.acquireSql = dialect.leaseAcquire(prefix);
-        this.renewSql = dialect.leaseRenew(prefix);
-        this.releaseSql = dialect.leaseRelease(prefix);
+    private Leases(JdbcTarget target) {
+        this.target = target;
+        this.clock = target.clock();
+        this.acquireSql = target.dialect().leaseAcquire(target.tablePrefix());
+        this.renewSql = target.dialect().leaseRenew(target.tablePrefix());
+        this.releaseSql = target.dialect().leaseRelease(target.tablePrefix());
     }
 
     public static Builder builder() {
@@ -86,15 +86,19 @@ public final class Leases {
         validTtl(ttl);
         Instant now = clock.instant();
         Instant expiresAt = now.plus(ttl);
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(acquireSql)) {
-            autoCommit(c);
-            ps.setString(1, name);                               // 1 name
-            ps.setString(2, owner);                              // 2 owner
-            ps.setTimestamp(3, Timestamp.from(expiresAt));       // 3 expires_at
-            ps.setTimestamp(4, Timestamp.from(now));             // 4 now
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt)) : Optional.empty();
-            }
+        try {
+            return target.inTransaction(c -> {
+                try (PreparedStatement ps = c.prepareStatement(acquireSql)) {
+                    ps.setString(1, name);                               // 1 name
+                    ps.setString(2, owner);                              // 2 owner
+                    ps.setTimestamp(3, Timestamp.from(expiresAt));       // 3 expires_at
+                    ps.setTimestamp(4, Timestamp.from(now));             // 4 now
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt))
+                                : Optional.<Lease>empty();
+                    }
+                }
+            });
         } catch (SQLException e) {
             throw new OnceException("acquiring lease '" + name + "' for '" + owner + "' failed: " + e.getMessage(), e);
         }
@@ -111,15 +115,18 @@ public final class Leases {
         Objects.requireNonNull(lease, "lease");
         validTtl(ttl);
         Instant expiresAt = clock.instant().plus(ttl);
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(renewSql)) {
-            autoCommit(c);
-            ps.setTimestamp(1, Timestamp.from(expiresAt));       // 1 expires_at
-            ps.setString(2, lease.name());                       // 2 name
-            ps.setLong(3, lease.token());                        // 3 token
-            ps.setString(4, lease.owner());                      // 4 owner
-            return ps.executeUpdate() == 1
-                    ? Optional.of(new Lease(lease.name(), lease.owner(), lease.token(), expiresAt))
-                    : Optional.empty();
+        try {
+            return target.inTransaction(c -> {
+                try (PreparedStatement ps = c.prepareStatement(renewSql)) {
+                    ps.setTimestamp(1, Timestamp.from(expiresAt));       // 1 expires_at
+                    ps.setString(2, lease.name());                       // 2 name
+                    ps.setLong(3, lease.token());                        // 3 token
+                    ps.setString(4, lease.owner());                      // 4 owner
+                    return ps.executeUpdate() == 1
+                            ? Optional.of(new Lease(lease.name(), lease.owner(), lease.token(), expiresAt))
+                            : Optional.<Lease>empty();
+                }
+            });
         } catch (SQLException e) {
             throw new OnceException("renewing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
                     + e.getMessage(), e);
@@ -134,21 +141,18 @@ public final class Leases {
      */
     public boolean release(Lease lease) {
         Objects.requireNonNull(lease, "lease");
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(releaseSql)) {
-            autoCommit(c);
-            ps.setString(1, lease.name());                       // 1 name
-            ps.setLong(2, lease.token());                        // 2 token
-            ps.setString(3, lease.owner());                      // 3 owner
-            return ps.executeUpdate() == 1;
+        try {
+            return target.inTransaction(c -> {
+                try (PreparedStatement ps = c.prepareStatement(releaseSql)) {
+                    ps.setString(1, lease.name());                       // 1 name
+                    ps.setLong(2, lease.token());                        // 2 token
+                    ps.setString(3, lease.owner());                      // 3 owner
+                    return ps.executeUpdate() == 1;
+                }
+            });
         } catch (SQLException e) {
             throw new OnceException("releasing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
                     + e.getMessage(), e);
-        }
-    }
-
-    private static void autoCommit(Connection c) throws SQLException {
-        if (!c.getAutoCommit()) {
-            c.setAutoCommit(true);
         }
     }
 
@@ -183,7 +187,7 @@ public final class Leases {
         public Leases build() {
             JdbcTarget t = JdbcTarget.of(settings());
             try {
-                return new Leases(t.dataSource(), t.dialect(), t.tablePrefix(), t.clock());
+                return new Leases(t);
             } catch (UnsupportedOperationException e) {
                 throw new InvalidConfigurationException(e.getMessage());
             }

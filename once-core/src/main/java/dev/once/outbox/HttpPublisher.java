@@ -4,17 +4,25 @@ import dev.once.InvalidConfigurationException;
 import dev.once.PermanentFailureException;
 import dev.once.RetryableException;
 
-import java.io.IOException;
+import java.io.ByteArrayOutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Performs outbox rows whose destination is an {@code http://} or {@code https://} URL: POSTs the
@@ -34,7 +42,9 @@ import java.util.Set;
  * <p><b>How answers are classified.</b> 2xx: sent. 408, 409 (the provider is still processing the
  * same key), 425, 429 and 5xx, a timeout or a connection failure: retryable, the relay tries again
  * later with the same key. Any other status (400, 401, 404, 422, …): permanent, the row goes to
- * {@code dead} with the provider's answer. The {@code content-type} row header, if any, becomes the
+ * {@code dead} with the provider's answer. Only the first {@link Receipt#MAX_BODY} characters of an
+ * answer are read (the rest is never downloaded), and the whole exchange, body included, must end
+ * within the timeout. The {@code content-type} row header, if any, becomes the
  * request's {@code Content-Type} (default {@value #DEFAULT_CONTENT_TYPE}).
  *
  * <p>Immutable and thread-safe; one {@link HttpClient} is shared by every send.
@@ -51,6 +61,9 @@ public final class HttpPublisher implements Publisher {
     // Headers the JDK client sets itself and refuses from callers.
     private static final Set<String> RESTRICTED = Set.of("connection", "content-length", "expect", "host", "upgrade",
             "content-type", "idempotency-key");
+
+    // UTF-8 needs at most 3 bytes per char of Receipt.MAX_BODY (4 per surrogate pair, which is 2 chars).
+    private static final int MAX_READ = 3 * Receipt.MAX_BODY;
 
     private final HttpClient client;
     private final Duration timeout;
@@ -98,20 +111,79 @@ public final class HttpPublisher implements Publisher {
             }
         }
         request.header("Content-Type", contentType);
-        HttpResponse<String> response;
+        HttpResponse<byte[]> response;
+        CompletableFuture<HttpResponse<byte[]>> sent = client.sendAsync(request.build(), info -> new Head(MAX_READ));
         try {
-            response = client.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            throw new RetryableException("POST " + uri + " for row " + message.id() + " failed: " + e, e);
+            // The whole exchange, body included, within the timeout: the request's own timeout ends
+            // at the response headers, and a body that trickles would hold the row lock for ever.
+            response = sent.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            sent.cancel(true);
+            throw new RetryableException("POST " + uri + " for row " + message.id() + " took longer than " + timeout, e);
+        } catch (ExecutionException e) {
+            throw new RetryableException("POST " + uri + " for row " + message.id() + " failed: " + e.getCause(),
+                    e.getCause());
         }
         int status = response.statusCode();
-        Receipt receipt = new Receipt(status, response.body());
+        Receipt receipt = new Receipt(status, new String(response.body(), StandardCharsets.UTF_8));
         if (status >= 200 && status < 300) {
             return receipt;
         }
         boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
         throw new PublishFailure("POST " + uri + " for row " + message.id() + " answered " + status + ": "
                 + receipt.body(), retryable, receipt);
+    }
+
+    /**
+     * Keeps the first bytes of a body and cancels the rest: an answer is stored only up to
+     * {@link Receipt#MAX_BODY} characters, so a large or endless one is never read whole.
+     */
+    private static final class Head implements HttpResponse.BodySubscriber<byte[]> {
+        private final int limit;
+        private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        private final CompletableFuture<byte[]> body = new CompletableFuture<>();
+        private Flow.Subscription subscription;
+
+        Head(int limit) {
+            this.limit = limit;
+        }
+
+        @Override
+        public CompletionStage<byte[]> getBody() {
+            return body;
+        }
+
+        @Override
+        public void onSubscribe(Flow.Subscription subscription) {
+            this.subscription = subscription;
+            subscription.request(1);
+        }
+
+        @Override
+        public void onNext(List<ByteBuffer> buffers) {
+            for (ByteBuffer b : buffers) {
+                int n = Math.min(b.remaining(), limit - bytes.size());
+                byte[] chunk = new byte[n];
+                b.get(chunk);
+                bytes.writeBytes(chunk);
+            }
+            if (bytes.size() >= limit) {
+                subscription.cancel();
+                body.complete(bytes.toByteArray());
+            } else {
+                subscription.request(1);
+            }
+        }
+
+        @Override
+        public void onError(Throwable failure) {
+            body.completeExceptionally(failure);
+        }
+
+        @Override
+        public void onComplete() {
+            body.complete(bytes.toByteArray());
+        }
     }
 
     /** Builds an {@link HttpPublisher}. Not thread-safe. */

@@ -48,7 +48,7 @@ public final class OutboxAdmin {
      */
     public OutboxStats stats() {
         try {
-            return target.autoCommit(c -> repository.stats(c, target.clock().instant()));
+            return target.inTransaction(c -> repository.stats(c, target.clock().instant()));
         } catch (SQLException e) {
             throw new OnceException("reading outbox stats failed: " + e.getMessage(), e);
         }
@@ -64,7 +64,7 @@ public final class OutboxAdmin {
             throw new IllegalArgumentException("limit must be between 1 and 10000, but was " + limit);
         }
         try {
-            return target.autoCommit(c -> repository.dead(c, afterId, limit));
+            return target.inTransaction(c -> repository.dead(c, afterId, limit));
         } catch (SQLException e) {
             throw new OnceException("listing dead outbox rows failed: " + e.getMessage(), e);
         }

@@ -3,6 +3,7 @@ package dev.once.outbox;
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.PermanentFailureException;
+import dev.once.RetryPolicy;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.JdbcTarget;
 import dev.once.internal.OutboxRepository;
@@ -56,8 +57,8 @@ import java.util.regex.Pattern;
  * {@code Idempotency-Key}-aware API).
  *
  * <p><b>Failures.</b> A retryable failure increments the row's attempts and makes it available
- * again after an exponential backoff ({@link Builder#initialBackoff} doubled per attempt, at most
- * {@link Builder#maxBackoff}); after {@link Builder#maxAttempts} attempts, or at once for a
+ * again after the delay of its {@link Builder#retryPolicy} (exponential, capped, jittered so that rows
+ * failing together do not retry together); once the policy allows no more retries, or at once for a
  * permanent failure, the row goes to {@code dead}, where {@link OutboxAdmin} lists and replays it.
  *
  * <p><b>Wake-up.</b> On PostgreSQL a started relay {@code LISTEN}s on the outbox channel (the
@@ -71,7 +72,7 @@ import java.util.regex.Pattern;
  * fencing token: a relay paused past its lease (GC, SIGSTOP) while another took over cannot mark
  * rows when it resumes; it stops at its next send, its batch rolls back and the rows are sent by the
  * new holder. A fenced batch still counts an attempt for each row it sent, so rows whose single
- * send outlives the lease go to {@code dead} after {@link Builder#maxAttempts} instead of being
+ * send outlives the lease go to {@code dead} when the retry policy is spent instead of being
  * re-sent by alternating relays forever.
  *
  * <p><b>Metrics</b> (tag {@code relay}): {@code once.outbox.sent}, {@code once.outbox.retried},
@@ -88,12 +89,12 @@ public final class OutboxRelay implements AutoCloseable {
     public static final int DEFAULT_BATCH_SIZE = 100;
     /** How often a relay looks for rows without a wake-up, unless configured. */
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
-    /** Sends tried before a row goes to dead, unless configured. */
-    public static final int DEFAULT_MAX_ATTEMPTS = 10;
-    /** Delay before the first retry, doubled per further attempt, unless configured. */
-    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
-    /** Longest delay between retries unless configured. */
-    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(5);
+    /**
+     * How failed sends are retried unless configured: 1 s doubling to 5 minutes, equal jitter (never
+     * less than half the computed delay), 9 retries, so a row goes to dead after 10 attempts.
+     */
+    public static final RetryPolicy DEFAULT_RETRY_POLICY = RetryPolicy.builder().initialDelay(Duration.ofSeconds(1))
+            .maxDelay(Duration.ofMinutes(5)).jitter(RetryPolicy.Jitter.EQUAL).maxRetries(9).build();
     /** Lease time to live in exclusive mode unless configured. */
     public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(30);
 
@@ -106,9 +107,7 @@ public final class OutboxRelay implements AutoCloseable {
     private final String name;
     private final int batchSize;
     private final Duration pollInterval;
-    private final int maxAttempts;
-    private final Duration initialBackoff;
-    private final Duration maxBackoff;
+    private final RetryPolicy retryPolicy;
     private final boolean deleteSent;
     private final String destinationPattern;
     private final Clock clock;
@@ -129,9 +128,7 @@ public final class OutboxRelay implements AutoCloseable {
         this.name = b.name;
         this.batchSize = b.batchSize;
         this.pollInterval = b.pollInterval;
-        this.maxAttempts = b.maxAttempts;
-        this.initialBackoff = b.initialBackoff;
-        this.maxBackoff = b.maxBackoff;
+        this.retryPolicy = b.retryPolicy;
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
         this.clock = t.clock();
@@ -173,7 +170,7 @@ public final class OutboxRelay implements AutoCloseable {
      */
     public OutboxStats stats() {
         try {
-            OutboxStats s = target.autoCommit(c -> repository.stats(c, clock.instant()));
+            OutboxStats s = target.inTransaction(c -> repository.stats(c, clock.instant()));
             lastStats.set(s);
             return s;
         } catch (SQLException e) {
@@ -295,16 +292,16 @@ public final class OutboxRelay implements AutoCloseable {
         }
         int attempts = m.attempts() + 1;
         String error = String.valueOf(a.failure());
-        if (a.permanent() || attempts >= maxAttempts) {
+        if (a.permanent() || !retryPolicy.allowsRetry(attempts)) {
             log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(), m.eventId(),
                     attempts, error);
             return new OutboxRepository.Dead(m.id(), error, a.receipt());
         }
-        return new OutboxRepository.Retry(m.id(), now.plus(backoff(attempts)), error, a.receipt());
+        return new OutboxRepository.Retry(m.id(), now.plus(retryPolicy.delay(attempts)), error, a.receipt());
     }
 
     // A fenced batch still counts: each row it sent gets an attempt, so relays that keep losing the
-    // lease mid-batch (a send longer than the lease) end in dead after maxAttempts instead of
+    // lease mid-batch (a send longer than the lease) end in dead when the retry policy is spent instead of
     // re-sending the rows forever with attempts at 0. The rows stay available now: the new holder
     // is not slow, it need not back off. Rows the new holder has locked are its to count.
     private void countFenced(List<OutboxMessage> attempted, Lease lease) {
@@ -321,7 +318,7 @@ public final class OutboxRelay implements AutoCloseable {
                     if (p.isEmpty()) {
                         continue;
                     }
-                    if (p.get().attempts() + 1 >= maxAttempts) {
+                    if (!retryPolicy.allowsRetry(p.get().attempts() + 1)) {
                         log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(),
                                 m.eventId(), p.get().attempts() + 1, error);
                         counted.add(new OutboxRepository.Dead(m.id(), error, null));
@@ -336,13 +333,6 @@ public final class OutboxRelay implements AutoCloseable {
         } catch (SQLException | RuntimeException e) {
             log.warn("relay {}: counting the attempts of its fenced batch failed; they are not counted", name, e);
         }
-    }
-
-    /** The delay before attempt {@code attempts + 1}: initial × 2^(attempts − 1), at most the maximum. */
-    Duration backoff(int attempts) {
-        int doublings = Math.min(attempts - 1, 30);
-        Duration d = initialBackoff.multipliedBy(1L << doublings);
-        return d.compareTo(maxBackoff) > 0 ? maxBackoff : d;
     }
 
     /**
@@ -387,9 +377,7 @@ public final class OutboxRelay implements AutoCloseable {
         private String name = "relay";
         private int batchSize = DEFAULT_BATCH_SIZE;
         private Duration pollInterval = DEFAULT_POLL_INTERVAL;
-        private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-        private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-        private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+        private RetryPolicy retryPolicy = DEFAULT_RETRY_POLICY;
         private boolean deleteSent;
         private String destinationPrefix = "";
         private MeterRegistry meterRegistry = Metrics.globalRegistry;
@@ -439,25 +427,14 @@ public final class OutboxRelay implements AutoCloseable {
             return this;
         }
 
-        /** Sends tried before a row goes to dead, 1 to 1000; default {@value #DEFAULT_MAX_ATTEMPTS}. */
-        public Builder maxAttempts(int maxAttempts) {
-            if (maxAttempts < 1 || maxAttempts > 1000) {
-                throw new InvalidConfigurationException("maxAttempts must be between 1 and 1000, but was "
-                        + maxAttempts);
-            }
-            this.maxAttempts = maxAttempts;
-            return this;
-        }
-
-        /** Delay before the first retry, 1 ms to 1 day; default {@link #DEFAULT_INITIAL_BACKOFF}. */
-        public Builder initialBackoff(Duration initialBackoff) {
-            this.initialBackoff = positive("initialBackoff", initialBackoff);
-            return this;
-        }
-
-        /** Longest delay between retries, 1 ms to 1 day; default {@link #DEFAULT_MAX_BACKOFF}. */
-        public Builder maxBackoff(Duration maxBackoff) {
-            this.maxBackoff = positive("maxBackoff", maxBackoff);
+        /**
+         * How failed sends are retried: the delay before each retry, and how many retries a row gets
+         * before it goes to dead (attempts = {@link RetryPolicy#maxRetries()} + 1); default
+         * {@link #DEFAULT_RETRY_POLICY}. The relay retries rows, not calls: the delay is when the row
+         * becomes available again.
+         */
+        public Builder retryPolicy(RetryPolicy retryPolicy) {
+            this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
             return this;
         }
 
@@ -502,26 +479,15 @@ public final class OutboxRelay implements AutoCloseable {
             return this;
         }
 
-        private static Duration positive(String what, Duration d) {
-            if (d == null || d.toMillis() < 1 || d.compareTo(Duration.ofDays(1)) > 0) {
-                throw new InvalidConfigurationException(what + " must be between 1ms and 1d, but was " + d);
-            }
-            return d;
-        }
-
         /**
-         * @throws InvalidConfigurationException naming what is missing, if maxBackoff is below
-         *         initialBackoff, or if the dialect cannot be detected or lacks leases in exclusive mode
+         * @throws InvalidConfigurationException naming what is missing, or if the dialect cannot be
+         *         detected or lacks leases in exclusive mode
          */
         public OutboxRelay build() {
             if (!hasDataSource() || publisher == null) {
                 throw new InvalidConfigurationException("dataSource and publisher are required, but "
                         + (hasDataSource() ? "" : "dataSource ") + (publisher == null ? "publisher " : "")
                         + "was not set");
-            }
-            if (maxBackoff.compareTo(initialBackoff) < 0) {
-                throw new InvalidConfigurationException("maxBackoff " + maxBackoff + " is shorter than initialBackoff "
-                        + initialBackoff + "; raise maxBackoff or lower initialBackoff");
             }
             return new OutboxRelay(this, JdbcTarget.of(settings()));
         }

@@ -4,6 +4,8 @@ import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
+import dev.once.RetryPolicy;
+import dev.once.kafka.internal.DatabaseOffsets;
 import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
 import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
@@ -80,14 +82,15 @@ public final class KafkaConsumerRunnerBuilder {
     private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
     private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
     private String deadLetterTopic;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+    /** Delays between tries of one record, and (maxRetries + 1) the tries before it is dead-lettered. */
+    private RetryPolicy retryPolicy = RetryPolicy.builder().initialDelay(DEFAULT_INITIAL_BACKOFF)
+            .maxDelay(DEFAULT_MAX_BACKOFF).jitter(RetryPolicy.Jitter.NONE).maxRetries(DEFAULT_MAX_ATTEMPTS - 1).build();
     private int threads = 1;
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration revokeTimeout;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
+    private boolean offsetsInDatabase;
     private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> { };
 
     KafkaConsumerRunnerBuilder() {
@@ -221,7 +224,7 @@ public final class KafkaConsumerRunnerBuilder {
         if (maxAttempts < 1 || maxAttempts > 1000) {
             throw new InvalidConfigurationException("maxAttempts must be between 1 and 1000, but was " + maxAttempts);
         }
-        this.maxAttempts = maxAttempts;
+        this.retryPolicy = retryPolicy.toBuilder().maxRetries(maxAttempts - 1).build();
         return this;
     }
 
@@ -236,8 +239,20 @@ public final class KafkaConsumerRunnerBuilder {
             throw new InvalidConfigurationException("retryBackoff max must be at least initial, but was max=" + max
                     + ", initial=" + initial);
         }
-        this.initialBackoff = initial;
-        this.maxBackoff = max;
+        this.retryPolicy = retryPolicy.toBuilder().initialDelay(initial).maxDelay(max).build();
+        return this;
+    }
+
+    /**
+     * The retry policy of a failed record, as everywhere in {@code once}: its delays space the
+     * tries (the partition is paused meanwhile) and {@code maxRetries + 1} is the number of tries
+     * before the record is dead-lettered (see {@link #maxAttempts(int)}). Replaces what
+     * {@link #retryBackoff} and {@link #maxAttempts} set; default {@value #DEFAULT_MAX_ATTEMPTS} tries,
+     * {@code DEFAULT_INITIAL_BACKOFF} doubled up to {@code DEFAULT_MAX_BACKOFF}, no jitter (the
+     * records of one partition retry one at a time anyway).
+     */
+    public KafkaConsumerRunnerBuilder retryPolicy(RetryPolicy policy) {
+        this.retryPolicy = Objects.requireNonNull(policy, "policy");
         return this;
     }
 
@@ -275,6 +290,20 @@ public final class KafkaConsumerRunnerBuilder {
     /** Where meters go (the runner's, and the idempotent consumer's unless it is prebuilt); default Micrometer's global registry. */
     public KafkaConsumerRunnerBuilder meterRegistry(MeterRegistry meterRegistry) {
         this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+        return this;
+    }
+
+    /**
+     * Keeps each partition's next offset in the database, written in the same transaction as the
+     * batch's claims (table {@code <prefix>kafka_offsets}, schema version 5), and seeks to it on
+     * assignment where it is ahead of Kafka's committed offset: a crash or a rebalance between the
+     * database commit and {@code commitSync} then replays nothing the database committed (the inbox
+     * still absorbs producer re-sends). Offsets are still committed to Kafka, for lag monitoring and
+     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler (not
+     * a prebuilt consumer); default false.
+     */
+    public KafkaConsumerRunnerBuilder offsetsInDatabase(boolean offsetsInDatabase) {
+        this.offsetsInDatabase = offsetsInDatabase;
         return this;
     }
 
@@ -358,21 +387,40 @@ public final class KafkaConsumerRunnerBuilder {
             throw new InvalidConfigurationException("deadLetterTopic '" + deadLetterTopic
                     + "' is also a subscribed topic; a dead letter would be consumed again");
         }
+        if (offsetsInDatabase && prebuilt != null) {
+            throw new InvalidConfigurationException("offsetsInDatabase(true) needs the runner to build the consumer"
+                    + " (dataSource, consumer, handler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
+                    + " given, whose transactions the runner cannot write offsets in; drop one of them");
+        }
         OrderGuard guard = null;
+        DatabaseOffsets offsets = null;
         IdempotentConsumer idempotent = prebuilt;
         if (idempotent == null) {
-            guard = new OrderGuard(handler);
+            offsets = offsetsInDatabase
+                    ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG))) : null;
+            guard = new OrderGuard(handler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-            b.dataSource(dataSource).consumer(consumer).meterRegistry(meterRegistry);
+            if (offsets == null) {
+                b.dataSource(dataSource);
+            }
+            b.consumer(consumer).meterRegistry(meterRegistry);
             if (consumerSettings != null) {
                 consumerSettings.accept(b);
             }
-            idempotent = b.dataSource(dataSource).consumer(consumer).handler(guard).build();
+            if (offsets == null) {
+                b.dataSource(dataSource);
+            } else {
+                b.transactions(offsets.transactions());
+            }
+            idempotent = b.consumer(consumer).handler(guard).build();
+            if (offsets != null) {
+                offsets.bind(idempotent.inbox());
+            }
         }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
-                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), maxAttempts,
-                initialBackoff, maxBackoff, threads, pollTimeout, revoke, closeTimeout, meterRegistry,
-                afterDatabaseCommit));
+                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), retryPolicy,
+                threads, pollTimeout, revoke, closeTimeout, meterRegistry,
+                afterDatabaseCommit, offsets));
     }
 
     private Map<String, Object> consumerProperties() {

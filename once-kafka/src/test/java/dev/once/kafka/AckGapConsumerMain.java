@@ -11,7 +11,8 @@ import java.util.concurrent.CountDownLatch;
  * Child JVM of {@link AckGapCrashTest}: a runner whose first batch commits in the database, prints
  * {@value #MARKER} and then hangs in the ack gap, before {@code commitSync}, until the test kills it.
  *
- * <p>Arguments: bootstrap servers, topic, group, JDBC URL, session timeout in ms.
+ * <p>Arguments: bootstrap servers, topic, group, JDBC URL, session timeout in ms, and optionally
+ * {@code offsets-in-database}.
  */
 public final class AckGapConsumerMain {
 
@@ -34,6 +35,7 @@ public final class AckGapConsumerMain {
         KafkaConsumerRunner.builder()
                 .kafkaProperties(props).topics(args[1])
                 .dataSource(ds).consumer("ledger").handler(KafkaLedger.CREDIT)
+                .offsetsInDatabase(args.length > 5 && args[5].equals("offsets-in-database"))
                 .afterDatabaseCommit(offsets -> {
                     if (offsets.isEmpty()) {
                         return;

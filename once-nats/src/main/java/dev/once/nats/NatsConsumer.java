@@ -3,6 +3,7 @@ package dev.once.nats;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
+import dev.once.RetryPolicy;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.adapter.AdapterDriver;
@@ -75,6 +76,7 @@ public final class NatsConsumer implements AutoCloseable {
     private final String durable;
     private final String filterSubject;
     private final IdempotentConsumer consumer;
+    private final RetryPolicy receiveRetries;
     private final int batchSize;
     private final Duration fetchWait;
     private final Duration ackWait;
@@ -92,6 +94,7 @@ public final class NatsConsumer implements AutoCloseable {
         this.durable = b.durable;
         this.filterSubject = b.filterSubject;
         this.consumer = b.consumer;
+        this.receiveRetries = b.receiveRetries;
         this.batchSize = b.batchSize;
         this.fetchWait = b.fetchWait;
         this.ackWait = b.ackWait;
@@ -100,7 +103,8 @@ public final class NatsConsumer implements AutoCloseable {
         this.eventIdHeader = b.eventIdHeader;
         int n = INSTANCES.incrementAndGet();
         String name = "once-nats-" + n + "-" + stream + "-" + durable;
-        AdapterDriver.Builder<Message> loop = AdapterDriver.builder(name, consumer, new Nats());
+        AdapterDriver.Builder<Message> loop = AdapterDriver.builder(name, consumer, new Nats())
+                .receiveRetries(receiveRetries);
         if (heartbeat) {
             loop.heartbeat(Duration.ofMillis(Math.max(1, ackWait.toMillis() / 3)));
         }
@@ -252,6 +256,7 @@ public final class NatsConsumer implements AutoCloseable {
         private Duration retryDelay = DEFAULT_RETRY_DELAY;
         private boolean heartbeat = true;
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
+        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {
         }
@@ -324,6 +329,16 @@ public final class NatsConsumer implements AutoCloseable {
                 throw new InvalidConfigurationException("eventIdHeader must not be blank");
             }
             this.eventIdHeader = eventIdHeader;
+            return this;
+        }
+
+        /**
+         * Pause after failed receives (and batches that failed outside the handler) in a row;
+         * default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}; the loop never gives up, past the
+         * last retry it waits the cap.
+         */
+        public Builder receiveRetries(RetryPolicy policy) {
+            this.receiveRetries = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

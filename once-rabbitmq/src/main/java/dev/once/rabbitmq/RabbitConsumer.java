@@ -9,6 +9,7 @@ import com.rabbitmq.client.ShutdownSignalException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
+import dev.once.RetryPolicy;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
@@ -71,6 +72,7 @@ public final class RabbitConsumer implements AutoCloseable {
     private final Connection connection;
     private final String queue;
     private final IdempotentConsumer consumer;
+    private final RetryPolicy receiveRetries;
     private final int prefetch;
     private final String eventIdHeader;
     private final BlockingQueue<Received> arrived = new LinkedBlockingQueue<>();
@@ -87,10 +89,11 @@ public final class RabbitConsumer implements AutoCloseable {
         this.connection = b.connection;
         this.queue = b.queue;
         this.consumer = b.consumer;
+        this.receiveRetries = b.receiveRetries;
         this.prefetch = b.prefetch;
         this.eventIdHeader = b.eventIdHeader;
         String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
-        this.driver = AdapterDriver.builder(name, consumer, new Rabbit()).build();
+        this.driver = AdapterDriver.builder(name, consumer, new Rabbit()).receiveRetries(receiveRetries).build();
         this.worker = new Thread(() -> driver.run(this::receive), name);
         this.worker.setDaemon(true);
     }
@@ -287,6 +290,7 @@ public final class RabbitConsumer implements AutoCloseable {
         private IdempotentConsumer consumer;
         private int prefetch = DEFAULT_PREFETCH;
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
+        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {
         }
@@ -322,6 +326,16 @@ public final class RabbitConsumer implements AutoCloseable {
                 throw new InvalidConfigurationException("eventIdHeader must not be blank");
             }
             this.eventIdHeader = eventIdHeader;
+            return this;
+        }
+
+        /**
+         * Pause after failed receives (and batches that failed outside the handler) in a row;
+         * default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}; the loop never gives up, past the
+         * last retry it waits the cap.
+         */
+        public Builder receiveRetries(RetryPolicy policy) {
+            this.receiveRetries = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

@@ -3,6 +3,7 @@ package dev.once.sqs;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
+import dev.once.RetryPolicy;
 import dev.once.Outcome;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
@@ -76,6 +77,7 @@ public final class SqsConsumer implements AutoCloseable {
     private final SqsClient client;
     private final String queueUrl;
     private final IdempotentConsumer consumer;
+    private final RetryPolicy receiveRetries;
     private final String eventIdAttribute;
     private final int maxMessages;
     private final int concurrency;
@@ -95,6 +97,7 @@ public final class SqsConsumer implements AutoCloseable {
         this.client = b.client;
         this.queueUrl = b.queueUrl;
         this.consumer = b.consumer;
+        this.receiveRetries = b.receiveRetries;
         this.eventIdAttribute = b.eventIdAttribute;
         this.maxMessages = b.maxMessages;
         this.concurrency = b.concurrency;
@@ -118,7 +121,8 @@ public final class SqsConsumer implements AutoCloseable {
                 .messageSystemAttributeNames(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
                         MessageSystemAttributeName.MESSAGE_GROUP_ID)
                 .messageAttributeNames("All").build();
-        AdapterDriver.Builder<Message> loop = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs());
+        AdapterDriver.Builder<Message> loop = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs())
+                .receiveRetries(receiveRetries);
         if (heartbeat) {
             loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
         }
@@ -330,6 +334,7 @@ public final class SqsConsumer implements AutoCloseable {
         private Duration visibilityTimeout = DEFAULT_VISIBILITY_TIMEOUT;
         private boolean heartbeat = true;
         private String deadLetterQueueUrl;
+        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {
         }
@@ -418,6 +423,16 @@ public final class SqsConsumer implements AutoCloseable {
         /** Queue that permanently failed messages are moved to before they are deleted; default none. */
         public Builder deadLetterQueueUrl(String deadLetterQueueUrl) {
             this.deadLetterQueueUrl = Objects.requireNonNull(deadLetterQueueUrl, "deadLetterQueueUrl");
+            return this;
+        }
+
+        /**
+         * Pause after failed receives (and batches that failed outside the handler) in a row;
+         * default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}; the loop never gives up, past the
+         * last retry it waits the cap.
+         */
+        public Builder receiveRetries(RetryPolicy policy) {
+            this.receiveRetries = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

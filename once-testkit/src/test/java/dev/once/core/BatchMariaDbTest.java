@@ -3,7 +3,7 @@ package dev.once.core;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
 
-/** Batches on MariaDB, where ids are claimed one statement each inside the one transaction. */
+/** Batches on MariaDB, claimed with one multi-row INSERT IGNORE … RETURNING per batch. */
 class BatchMariaDbTest extends BatchTest {
 
     @Override

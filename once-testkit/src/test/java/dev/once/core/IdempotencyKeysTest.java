@@ -1,10 +1,13 @@
 package dev.once.core;
 
+import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
+import dev.once.jdbc.Dialects;
 import dev.once.keys.BeginResult;
 import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.IdempotencyResultTooLargeException;
 import dev.once.keys.InvalidIdempotencyKeyException;
+import dev.once.lease.Leases;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
@@ -12,7 +15,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import javax.sql.DataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,6 +54,71 @@ class IdempotencyKeysTest {
     @AfterEach
     void tearDown() {
         db.close();
+    }
+
+    /**
+     * Issue 10, smaller: a DataSource that hands out the caller's own connection, inside its open
+     * transaction (what a transaction-aware proxy does under {@code @Transactional}). Leases and keys
+     * used to switch it to auto-commit (or begin and commit on it), committing the caller's
+     * unfinished work; now they refuse the connection and the caller's rollback still undoes its work.
+     */
+    @Test
+    void leasesAndKeysRefuseAConnectionInsideTheCallersTransaction() throws Exception {
+        db.execute("CREATE TABLE callers_work (n int)");
+        try (Connection caller = db.dataSource().getConnection()) {
+            caller.setAutoCommit(false);
+            try (Statement s = caller.createStatement()) {
+                s.executeUpdate("INSERT INTO callers_work VALUES (1)");
+            }
+            DataSource bound = boundTo(caller);
+            Leases leases = Leases.builder().dataSource(bound).dialect(Dialects.POSTGRESQL).clock(clock).build();
+            IdempotencyKeys proxied = IdempotencyKeys.builder().dataSource(bound).dialect(Dialects.POSTGRESQL)
+                    .clock(clock).build();
+            List<String> refused = new ArrayList<>();
+            for (Runnable call : List.<Runnable>of(
+                    () -> leases.acquire("settlement", "w", Duration.ofSeconds(10)),
+                    () -> proxied.begin("t", "k", "fp"),
+                    () -> proxied.complete(new BeginResult.Started("t", "k", 1, clock.instant()), 200, null))) {
+                try {
+                    call.run();
+                } catch (OnceException e) {
+                    refused.add(e.getMessage());
+                } catch (RuntimeException e) {
+                    refused.add("failed otherwise: " + e);
+                }
+            }
+            boolean stillInItsTransaction = !caller.getAutoCommit();
+            if (stillInItsTransaction) {
+                caller.rollback();
+            }
+            caller.setAutoCommit(true);
+            assertThat(stillInItsTransaction).as("the caller's connection was left in its transaction").isTrue();
+            assertThat(db.queryLong("SELECT count(*) FROM callers_work")).as("the caller's rolled back work committed")
+                    .isZero();
+            assertThat(refused).hasSize(3).allSatisfy(m -> assertThat(m).contains("auto-commit off"));
+        }
+    }
+
+    /** The caller's connection, its close a no-op: the shape of a transaction-aware DataSource proxy. */
+    private static DataSource boundTo(Connection connection) {
+        Connection unclosable = (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
+                new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("close")) {
+                        return null;
+                    }
+                    try {
+                        return method.invoke(connection, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        return (DataSource) Proxy.newProxyInstance(DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("getConnection")) {
+                        return unclosable;
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
     }
 
     @Test

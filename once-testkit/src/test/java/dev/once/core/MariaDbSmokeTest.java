@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
@@ -91,14 +92,15 @@ class MariaDbSmokeTest {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             for (String id : List.of("a1", "a2", "b1")) {
-                new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock)
-                        .add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                JdbcOutbox outbox = new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock);
+                outbox.add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                outbox.flush();
             }
             c.commit();
         }
         List<String> sent = new ArrayList<>();
         OutboxRelay relay = OutboxRelay.builder().dataSource(ds).clock(clock).meterRegistry(new SimpleMeterRegistry())
-                .maxAttempts(1).publisher(m -> {
+                .retryPolicy(RetryPolicy.builder().maxRetries(0).build()).publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("a1") && sent.isEmpty()) {
                         throw new RetryableException("down");

@@ -7,6 +7,8 @@ import dev.once.jdbc.TablePrefix;
 import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.Map;
@@ -24,10 +26,17 @@ final class OutboxRows {
                     Map<String, String> headers, String idempotencyKey) throws SQLException {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
-            long id = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock)
-                    .add(destination, key, payload.getBytes(StandardCharsets.UTF_8), headers, idempotencyKey);
+            JdbcOutbox outbox = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock);
+            String id = outbox.add(destination, key, payload.getBytes(StandardCharsets.UTF_8), headers, idempotencyKey);
+            outbox.flush();
             c.commit();
-            return id;
+            try (PreparedStatement ps = c.prepareStatement("SELECT id FROM once_outbox WHERE event_id = ?")) {
+                ps.setString(1, id);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                }
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
+import dev.once.Outbox;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
@@ -58,6 +59,42 @@ class OutboxWriteTest {
             Outcome o = consumer.process(Delivery.of("order-8-paid", ""));
             assertThat(o.failure()).isInstanceOf(InvalidDeliveryException.class).hasMessageContaining("' '");
             assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("the first add rolled back too").isZero();
+        }
+    }
+
+    /**
+     * Issue 12: a transaction's rows are buffered and written in one statement when the handler
+     * returns: addAll keeps their order, and a row the database refuses at that write takes the
+     * whole transaction with it (claim and the other rows), so the delivery is retried whole.
+     */
+    @Test
+    void aTransactionsOutboxRowsAreWrittenTogetherAllOrNothing() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            db.execute("ALTER TABLE once_outbox ADD CONSTRAINT no_poison CHECK (destination <> 'poison')");
+            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+                    .handler((d, tx) -> {
+                        List<String> ids = tx.outbox().addAll(List.of(
+                                new Outbox.Message("emails", "c-1", "a".getBytes(StandardCharsets.UTF_8), Map.of(), null),
+                                new Outbox.Message("emails", "c-1", "b".getBytes(StandardCharsets.UTF_8), Map.of(), null),
+                                new Outbox.Message(d.payloadText(), "c-1", "c".getBytes(StandardCharsets.UTF_8), Map.of(),
+                                        null)));
+                        assertThat(ids).containsExactly("orders:" + d.eventId() + "#1",
+                                "orders:" + d.eventId() + "#2", "orders:" + d.eventId() + "#3");
+                    }).build();
+            Outcome refused = consumer.process(Delivery.of("e-1", "poison"));
+            assertThat(refused.status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("no row of the refused write").isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).as("nor its claim").isZero();
+
+            assertThat(consumer.process(Delivery.of("e-2", "emails")).status()).isEqualTo(Outcome.Status.APPLIED);
+            List<String> rows = new ArrayList<>();
+            try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT convert_from(payload, 'UTF8') FROM once_outbox ORDER BY id")) {
+                while (rs.next()) {
+                    rows.add(rs.getString(1));
+                }
+            }
+            assertThat(rows).as("all three, ids in the order added").containsExactly("a", "b", "c");
         }
     }
 

@@ -2,6 +2,7 @@ package dev.once.cli.demo;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.once.RetryPolicy;
 import dev.once.Schema;
 import dev.once.cli.internal.Databases;
 import dev.once.cli.internal.Failure;
@@ -202,7 +203,8 @@ public final class Demo implements AutoCloseable {
         relay = OutboxRelay.builder().dataSource(dataSource).publisher(lostAnswers).name("once-demo-relay")
                 .pollInterval(Duration.ofMillis(100))
                 // A lost answer is retried at once: the page should show the replay, not a backoff.
-                .initialBackoff(Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1))
+                .retryPolicy(RetryPolicy.builder().initialDelay(Duration.ofMillis(50)).maxDelay(Duration.ofSeconds(1))
+                        .maxRetries(9).build())
                 .build();
         relay.start();
         closeables.add(relay);

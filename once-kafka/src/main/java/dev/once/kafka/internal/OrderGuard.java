@@ -30,15 +30,27 @@ public final class OrderGuard implements Handler {
     }
 
     private final Handler handler;
+    private final DatabaseOffsets offsets;
     private final ThreadLocal<Batch> current = new ThreadLocal<>();
 
-    public OrderGuard(Handler handler) {
+    /** @param offsets where applied records' next offsets go in their transaction; null when not kept in the database */
+    public OrderGuard(Handler handler, DatabaseOffsets offsets) {
         this.handler = handler;
+        this.offsets = offsets;
     }
 
     /** Runs {@code body} (a {@code processBatch} call) with the positions of the batch's event ids. */
     public <T> T guard(Map<String, Position> positions, Supplier<T> body) {
-        current.set(new Batch(positions));
+        return guard(positions, Map.of(), body);
+    }
+
+    /**
+     * As {@link #guard(Map, Supplier)}; {@code gaps} holds, per partition, the first offset of the
+     * batch that is settled only after the transaction (a record without an id going to the dead
+     * letters): no offset past it is written to the database.
+     */
+    public <T> T guard(Map<String, Position> positions, Map<TopicPartition, Long> gaps, Supplier<T> body) {
+        current.set(new Batch(positions, gaps));
         try {
             return body.get();
         } finally {
@@ -68,14 +80,22 @@ public final class OrderGuard implements Handler {
         if (failed != null && failed == p.offset()) {
             batch.failedAt.remove(p.partition());   // the failed record went through on its second try
         }
+        Long gap = batch.gaps.get(p.partition());
+        if (offsets != null && (gap == null || p.offset() < gap)) {
+            // Everything before it in its partition is applied or a duplicate: an earlier failure
+            // holds this record back above, so its transaction would not commit.
+            offsets.applied(p.partition(), p.offset() + 1);
+        }
     }
 
     private static final class Batch {
         final Map<String, Position> positions;
+        final Map<TopicPartition, Long> gaps;
         final Map<TopicPartition, Long> failedAt = new HashMap<>();
 
-        Batch(Map<String, Position> positions) {
+        Batch(Map<String, Position> positions, Map<TopicPartition, Long> gaps) {
             this.positions = positions;
+            this.gaps = gaps;
         }
     }
 }

@@ -4,6 +4,7 @@ import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.kafka.MissingEventIdPolicy;
+import dev.once.kafka.internal.BatchVerdicts.Entry;
 import dev.once.kafka.internal.OrderGuard.Position;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -20,6 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -29,7 +31,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -45,7 +46,8 @@ import java.util.concurrent.TimeoutException;
  * it fetches the next batch and then pauses every partition, so at most one batch waits. When the batch ends, the
  * poll thread seeks back where a record must be tried again (dropping what was fetched after it),
  * starts the next batch, and commits the finished batch's offsets with {@code commitSync} while the
- * next one runs (a rebalance commits them first). Only the poll thread touches the consumer. Not API.
+ * next one runs (a rebalance commits them first). Only the poll thread touches the consumer. What
+ * a processed batch means for each partition is decided by {@link BatchVerdicts}. Not API.
  */
 final class PollLoop implements Runnable {
 
@@ -67,8 +69,8 @@ final class PollLoop implements Runnable {
     private final String name;
     private final ExecutorService worker;
     private final CountDownLatch stopped = new CountDownLatch(1);
-    /** Failures so far of the record at the head of a partition: {offset, failures}. Written by the worker, cleared on revoke. */
-    private final Map<TopicPartition, long[]> failures = new ConcurrentHashMap<>();
+    /** The worker's decisions, and the failures of each partition's head record (cleared on revoke). */
+    private final BatchVerdicts verdicts;
 
     private volatile boolean running = true;
     private volatile Duration closeTimeout;
@@ -93,6 +95,8 @@ final class PollLoop implements Runnable {
         this.deadLetters = deadLetters;
         this.name = name;
         this.closeTimeout = settings.closeTimeout();
+        this.verdicts = new BatchVerdicts(settings.maxAttempts(), settings.missingEventIdPolicy(),
+                deadLetters != null, metrics, name);
         this.worker = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, name + "-work");
             t.setDaemon(true);
@@ -381,6 +385,29 @@ final class PollLoop implements Runnable {
             if (prefetched != null) {
                 consumer.pause(partitions);   // at most one batch waits
             }
+            if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
+                seekToDatabaseOffsets(partitions);
+            }
+        }
+
+        /** Starts where the database is ahead of Kafka: what it committed is not replayed. */
+        private void seekToDatabaseOffsets(Collection<TopicPartition> partitions) {
+            Map<TopicPartition, Long> stored;
+            try {
+                stored = settings.databaseOffsets().read();
+            } catch (SQLException e) {
+                log.warn("{}: could not read the offsets kept in the database, starting from Kafka's (replays are"
+                        + " absorbed): {}", name, e.toString());
+                return;
+            }
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
+            for (TopicPartition tp : partitions) {
+                Long next = stored.get(tp);
+                OffsetAndMetadata kafka = committed.get(tp);
+                if (next != null && (kafka == null || next > kafka.offset())) {
+                    consumer.seek(tp, next);
+                }
+            }
         }
 
         /** Commits what the database committed, if this loop may still commit; drops the rest. */
@@ -412,8 +439,8 @@ final class PollLoop implements Runnable {
             }
             for (TopicPartition tp : partitions) {
                 backoffUntil.remove(tp);
-                failures.remove(tp);
             }
+            verdicts.forget(partitions);
             if (prefetched != null) {
                 dropPrefetched(partitions);   // their next owner fetches them from the committed offset
                 if (prefetched == null) {
@@ -434,20 +461,6 @@ final class PollLoop implements Runnable {
 
     // ---- worker thread ----------------------------------------------------------------------
 
-    /** One record of a batch, and what became of it. */
-    private static final class Entry {
-        final ConsumerRecord<byte[], byte[]> record;
-        final Delivery delivery;
-        final String missingReason;
-        Outcome outcome;
-
-        Entry(ConsumerRecord<byte[], byte[]> record, Delivery delivery, String missingReason) {
-            this.record = record;
-            this.delivery = delivery;
-            this.missingReason = missingReason;
-        }
-    }
-
     private BatchResult process(List<ConsumerRecord<byte[], byte[]>> records) {
         Map<TopicPartition, List<Entry>> byPartition = new LinkedHashMap<>();
         List<Entry> withId = new ArrayList<>(records.size());
@@ -456,15 +469,20 @@ final class PollLoop implements Runnable {
         // so no effect gets ahead of the record the runner stops at.
         Set<TopicPartition> stopped = new HashSet<>();
         boolean failOnMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.FAIL;
+        // records dead-lettered after the transaction: no offset past them goes to the database
+        Map<TopicPartition, Long> gaps = new HashMap<>();
+        boolean deadLetterMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.DEAD_LETTER;
         for (ConsumerRecord<byte[], byte[]> r : records) {
             TopicPartition tp = new TopicPartition(r.topic(), r.partition());
             if (stopped.contains(tp)) {
                 continue;
             }
-            Entry e = entry(r, tp);
+            Entry e = entry(r, tp, positions);
             byPartition.computeIfAbsent(tp, k -> new ArrayList<>()).add(e);
             if (e.delivery == null && failOnMissing) {
                 stopped.add(tp);
+            } else if (e.delivery == null && deadLetterMissing) {
+                gaps.putIfAbsent(tp, r.offset());
             } else if (e.delivery != null) {
                 withId.add(e);
                 positions.putIfAbsent(e.delivery.eventId(), new Position(tp, r.offset()));
@@ -474,125 +492,49 @@ final class PollLoop implements Runnable {
             List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
             // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
             // of its retry; the seek back below still replays from it and absorbs them as duplicates.
-            List<Outcome> outcomes = settings.orderGuard() == null
-                    ? settings.idempotentConsumer().processBatch(deliveries)
-                    : settings.orderGuard().guard(positions, () -> settings.idempotentConsumer().processBatch(deliveries));
+            List<Outcome> outcomes = guarded(positions, gaps, deliveries);
             for (int i = 0; i < withId.size(); i++) {
                 withId.get(i).outcome = outcomes.get(i);
             }
         }
-        Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
-        Map<TopicPartition, Long> seekTo = new HashMap<>();
-        Map<TopicPartition, Integer> failuresAtSeek = new HashMap<>();
-        Throwable fatal = null;
-        for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
-            TopicPartition tp = p.getKey();
-            long next = -1;
-            for (Entry e : p.getValue()) {
-                long offset = e.record.offset();
-                Verdict v = verdict(tp, e);
-                if (v == Verdict.ADVANCE) {
-                    next = offset + 1;
-                    continue;
-                }
-                if (v == Verdict.RETRY) {
-                    seekTo.put(tp, offset);
-                    long[] f = failures.get(tp);
-                    failuresAtSeek.put(tp, f == null ? 1 : (int) f[1]);
-                } else if (fatal == null) {
-                    fatal = fatalFor(e);
-                }
-                break;
-            }
-            if (next >= 0) {
-                commit.put(tp, new OffsetAndMetadata(next));
-            }
-        }
-        return new BatchResult(commit, seekTo, failuresAtSeek, fatal);
+        BatchVerdicts.Decision d = verdicts.decide(byPartition, this::deadLetter,
+                e -> guarded(Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())), gaps,
+                        List.of(e.delivery)).get(0));
+        return new BatchResult(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
     }
 
-    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp) {
+    private List<Outcome> guarded(Map<String, Position> positions, Map<TopicPartition, Long> gaps,
+                                  List<Delivery> deliveries) {
+        return settings.orderGuard() == null
+                ? settings.idempotentConsumer().processBatch(deliveries)
+                : settings.orderGuard().guard(positions, gaps,
+                        () -> settings.idempotentConsumer().processBatch(deliveries));
+    }
+
+    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, Position> positions) {
         String id;
         try {
             id = settings.eventIdExtractor().eventId(r);
         } catch (RuntimeException ex) {
-            return new Entry(r, null, "the event id extractor failed: " + ex);
+            return new Entry(r, null, "the event id extractor failed: " + ex, false);
         }
         if (id == null) {
-            return new Entry(r, null, "the record carries no event id");
+            return new Entry(r, null, "the record carries no event id", false);
         }
-        long[] f = failures.get(tp);
-        int attempt = f != null && f[0] == r.offset() ? (int) f[1] + 1 : 1;
+        int attempt = verdicts.attempt(tp, r.offset());
+        Position first = positions.get(id);
+        boolean copy = first != null && !first.partition().equals(tp);
         try {
             Delivery d = new Delivery(id, r.topic(), r.value(), headers(r), attempt, attempt > 1,
                     "kafka:" + r.topic() + "/" + r.partition() + "@" + r.offset());
-            return new Entry(r, d, null);
+            return new Entry(r, d, null, copy);
         } catch (InvalidDeliveryException ex) {
-            return new Entry(r, null, ex.getMessage());
+            return new Entry(r, null, ex.getMessage(), false);
         }
     }
 
-    private enum Verdict { ADVANCE, RETRY, STOP }
-
-    private Verdict verdict(TopicPartition tp, Entry e) {
-        if (e.delivery == null) {
-            metrics.missingId.increment();
-            MissingEventIdPolicy policy = settings.missingEventIdPolicy();
-            if (policy == MissingEventIdPolicy.SKIP_AND_LOG) {
-                log.warn("{}: skipped {}-{}@{}: {} (missingEventId=SKIP_AND_LOG)", name, e.record.topic(),
-                        e.record.partition(), e.record.offset(), e.missingReason);
-                return Verdict.ADVANCE;
-            }
-            if (policy == MissingEventIdPolicy.FAIL) {
-                return Verdict.STOP;
-            }
-            return deadLetter(tp, e, "missing event id: " + e.missingReason);
-        }
-        Outcome o = e.outcome;
-        if (o.shouldAcknowledge()) {
-            (o.status() == Outcome.Status.APPLIED ? metrics.applied : metrics.duplicate).increment();
-            failures.remove(tp);
-            return Verdict.ADVANCE;
-        }
-        if (o.status() == Outcome.Status.FAILED_PERMANENT) {
-            metrics.failedPermanent.increment();
-            return deadLetter(tp, e, "failed permanently: " + o.failure());
-        }
-        metrics.failedRetryable.increment();
-        if (o.status() == Outcome.Status.IN_PROGRESS) {
-            // Another delivery holds the claim and will apply it or roll back; waiting for it is
-            // not a failure of this record, so it never uses up attempts nor goes to the dead letters.
-            failures.putIfAbsent(tp, new long[] {e.record.offset(), 1});
-            return Verdict.RETRY;
-        }
-        int failed = countFailure(tp, e.record.offset());
-        if (failed >= settings.maxAttempts() && deadLetters == null) {
-            // Nowhere to move it, and it may well succeed later (a database restarting): retried at
-            // the capped backoff rather than stopping the runner.
-            if (failed == settings.maxAttempts()) {
-                log.error("{}: {}-{}@{} failed {} times (maxAttempts {}) and no deadLetterTopic is set; it is retried"
-                        + " every {} until it succeeds: {}", name, e.record.topic(), e.record.partition(),
-                        e.record.offset(), failed, settings.maxAttempts(), settings.maxBackoff(), o.failure());
-            }
-            return Verdict.RETRY;
-        }
-        if (failed >= settings.maxAttempts()) {
-            return deadLetter(tp, e, "failed " + failed + " times (maxAttempts " + settings.maxAttempts()
-                    + "), last: " + o.failure());
-        }
-        return Verdict.RETRY;
-    }
-
-    private int countFailure(TopicPartition tp, long offset) {
-        long[] f = failures.compute(tp, (k, old) -> old != null && old[0] == offset
-                ? new long[] {offset, old[1] + 1} : new long[] {offset, 1});
-        return (int) f[1];
-    }
-
-    private Verdict deadLetter(TopicPartition tp, Entry e, String reason) {
-        if (deadLetters == null) {
-            return Verdict.STOP;
-        }
+    /** Sends a dead letter and waits for the broker's answer; false when it was not written. */
+    private boolean deadLetter(Entry e, String reason) {
         ConsumerRecord<byte[], byte[]> r = e.record;
         RecordHeaders headers = new RecordHeaders(r.headers().toArray());
         headers.add(DLT_REASON, utf8(reason));
@@ -605,31 +547,14 @@ final class PollLoop implements Runnable {
                     .get(DEAD_LETTER_SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
-            failures.putIfAbsent(tp, new long[] {r.offset(), 1});
-            return Verdict.RETRY;
+            return false;
         } catch (ExecutionException | TimeoutException | KafkaException ex) {
-            log.warn("{}: could not dead-letter {}-{}@{} to {}; it is tried again: {}", name, r.topic(),
-                    r.partition(), r.offset(), settings.deadLetterTopic(), ex.toString());
-            failures.putIfAbsent(tp, new long[] {r.offset(), 1});
-            return Verdict.RETRY;
+            log.warn("{}: could not dead-letter {} to {}; it is tried again: {}", name, e.where(),
+                    settings.deadLetterTopic(), ex.toString());
+            return false;
         }
-        metrics.deadLettered.increment();
-        failures.remove(tp);
-        log.warn("{}: dead-lettered {}-{}@{} to {}: {}", name, r.topic(), r.partition(), r.offset(),
-                settings.deadLetterTopic(), reason);
-        return Verdict.ADVANCE;
-    }
-
-    private Throwable fatalFor(Entry e) {
-        ConsumerRecord<byte[], byte[]> r = e.record;
-        String where = r.topic() + "-" + r.partition() + "@" + r.offset();
-        if (e.delivery == null) {
-            return new InvalidDeliveryException("record " + where + " has no usable event id (" + e.missingReason
-                    + ") and missingEventId is FAIL; fix the producer, or choose SKIP_AND_LOG or DEAD_LETTER");
-        }
-        return new dev.once.PermanentFailureException("record " + where + " (event id '" + e.delivery.eventId()
-                + "') cannot be processed and no deadLetterTopic is set, so the partition cannot move past it: "
-                + e.outcome.failure(), e.outcome.failure());
+        log.warn("{}: dead-lettered {} to {}: {}", name, e.where(), settings.deadLetterTopic(), reason);
+        return true;
     }
 
     private static Map<String, String> headers(ConsumerRecord<byte[], byte[]> r) {

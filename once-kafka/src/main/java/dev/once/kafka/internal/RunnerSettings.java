@@ -1,6 +1,7 @@
 package dev.once.kafka.internal;
 
 import dev.once.IdempotentConsumer;
+import dev.once.RetryPolicy;
 import dev.once.kafka.EventIdExtractor;
 import dev.once.kafka.MissingEventIdPolicy;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -17,23 +18,34 @@ import java.util.function.Consumer;
  *
  * @param orderGuard      null when the runner was given a prebuilt consumer, whose handler it cannot wrap
  * @param deadLetterTopic null when none is set
+ * @param databaseOffsets null unless offsets are kept in the claim transaction
  */
 public record RunnerSettings(Map<String, Object> consumerProperties, List<String> topics,
                              IdempotentConsumer idempotentConsumer, OrderGuard orderGuard,
                              EventIdExtractor eventIdExtractor, MissingEventIdPolicy missingEventIdPolicy,
-                             String deadLetterTopic, Map<String, Object> producerProperties, int maxAttempts,
-                             Duration initialBackoff, Duration maxBackoff, int threads, Duration pollTimeout,
+                             String deadLetterTopic, Map<String, Object> producerProperties, RetryPolicy retryPolicy,
+                             int threads, Duration pollTimeout,
                              Duration revokeTimeout, Duration closeTimeout, MeterRegistry meterRegistry,
-                             Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit) {
+                             Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit,
+                             DatabaseOffsets databaseOffsets) {
 
     /** The consumer group, for logs and meter tags. */
     public String groupId() {
         return String.valueOf(consumerProperties.get("group.id"));
     }
 
-    /** Backoff before try {@code failures + 1}: initial doubled per failure, capped. */
+    /** Tries of one record before it is dead-lettered. */
+    public int maxAttempts() {
+        return (int) Math.min(Integer.MAX_VALUE, retryPolicy.maxRetries() + 1L);
+    }
+
+    /** Backoff before try {@code failures + 1}, from the retry policy (past its last retry: at its cap). */
     public Duration backoff(int failures) {
-        long millis = initialBackoff.toMillis() << Math.min(Math.max(failures - 1, 0), 20);
-        return Duration.ofMillis(Math.min(millis, maxBackoff.toMillis()));
+        return retryPolicy.delay(Math.max(failures, 1));
+    }
+
+    /** The longest backoff. */
+    public Duration maxBackoff() {
+        return retryPolicy.maxDelay();
     }
 }

@@ -101,14 +101,15 @@ final class Analyzer {
                 if (e.framework == Entry.Framework.DATABASE) {
                     continue;
                 }
-                Event claim = claims.stream().findFirst().orElse(null);
-                if (claim != null) {
-                    if (!sameTx(claim, x)) {
-                        weakClaims.add(claim);
+                // a claim, or a write under a unique key / a guarded transition: covers the write if one transaction holds both
+                Event record = claims.stream().filter(c -> sameTx(c, x)).findFirst()
+                        .or(() -> guards.stream().filter(g -> sameTx(g, x)).findFirst())
+                        .or(() -> claims.stream().findFirst())
+                        .or(() -> guards.stream().filter(g -> g.seq() < x.seq()).findFirst()).orElse(null);
+                if (record != null) {
+                    if (!sameTx(record, x)) {
+                        weakClaims.add(record);
                     }
-                    continue;
-                }
-                if (guards.stream().anyMatch(g -> sameTx(g, x) || g.tx() == null && x.tx() == null)) {
                     continue;
                 }
             }

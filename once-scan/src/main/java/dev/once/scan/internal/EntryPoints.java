@@ -130,7 +130,7 @@ final class EntryPoints {
         if (n instanceof MethodDeclaration m) {
             return cls + "." + m.getNameAsString();
         }
-        return n.findAncestor(MethodDeclaration.class).map(m -> cls + "." + m.getNameAsString()).orElse(cls);
+        return Types.ancestor(n, MethodDeclaration.class).map(m -> cls + "." + m.getNameAsString()).orElse(cls);
     }
 
     // ---- annotation-driven listeners ------------------------------------------------------------
@@ -317,7 +317,7 @@ final class EntryPoints {
         for (MethodCallExpr from : c.findAll(MethodCallExpr.class, mc -> mc.getNameAsString().equals("from")
                 && mc.getArguments().size() >= 1 && mc.getArgument(0) instanceof StringLiteralExpr lit
                 && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
-            Statement stmt = from.findAncestor(Statement.class).orElse(null);
+            Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
             if (stmt == null) {
                 continue;
             }
@@ -471,7 +471,7 @@ final class EntryPoints {
 
     private void sqsLoop(Repo.Source s, MethodCallExpr receive) {
         Node body = loopOrMethod(receive);
-        MethodDeclaration m = receive.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(receive, MethodDeclaration.class).orElse(null);
         if (body == null || m == null) {
             return;
         }
@@ -488,6 +488,16 @@ final class EntryPoints {
                     sqsAck(e, receive);
                 }
             }
+            // handed to a loop as a method reference: driver.run(this::receive)
+            for (MethodReferenceExpr ref : owner == null ? List.<MethodReferenceExpr>of() : owner.findAll(MethodReferenceExpr.class,
+                    r -> r.getIdentifier().equals(m.getNameAsString()) && r.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr)) {
+                Node at = ref.getParentNode().orElse(ref);
+                Node callerBody = loopOrMethod(ref);
+                if (callerBody != null) {
+                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(ref), at, callerBody, at);
+                    sqsAck(e, receive);
+                }
+            }
             return;
         }
         Entry e = add(s, inLoop ? "SQS receiveMessage loop" : "SQS receiveMessage", "sqs", owner(receive), receive, body, receive);
@@ -498,7 +508,7 @@ final class EntryPoints {
         e.ack = Entry.Ack.EXPLICIT;
         e.ackText = "deleteMessage after processing";
         e.loop = true;
-        MethodDeclaration m = receive.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(receive, MethodDeclaration.class).orElse(null);
         String text = m == null ? "" : m.toString();
         var max = Pattern.compile("maxNumberOfMessages\\((\\d+)\\)|setMaxNumberOfMessages\\((\\d+)\\)").matcher(text);
         var vis = Pattern.compile("visibilityTimeout\\((\\d+)\\)|setVisibilityTimeout\\((\\d+)\\)").matcher(text);
@@ -561,7 +571,7 @@ final class EntryPoints {
 
     /** The lambda a local variable is initialized with: {@code DeliverCallback cb = (tag, d) -> …}. */
     private static Optional<LambdaExpr> lambdaOf(NameExpr n) {
-        MethodDeclaration m = n.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
         if (m == null) {
             return Optional.empty();
         }
@@ -604,7 +614,7 @@ final class EntryPoints {
     }
 
     private Boolean booleanValueOf(NameExpr n) {
-        MethodDeclaration m = n.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
         TypeDeclaration<?> t = Types.enclosingType(n);
         for (Node scope : new Node[] {m, t}) {
             if (scope == null) {

@@ -83,6 +83,9 @@ final class Tracer {
             "HashOperations", "Jedis", "RedisCommands", "JedisPool", "CacheManager", "ReactiveRedisTemplate", "RMap",
             "RBucket", "LoadingCache");
 
+    private static final List<String> TIMEOUT_WORDS = List.of("setReadTimeout", "readTimeout", "responseTimeout",
+            "setConnectTimeout", "connectTimeout", "callTimeout", ".timeout(", "ReadTimeout", "SocketTimeout");
+
     private final Repo repo;
     private final Types types;
     private final Schema schema;
@@ -98,9 +101,11 @@ final class Tracer {
         this.types = types;
         this.schema = schema;
         for (Repo.Source s : repo.sources) {
-            String text = String.join("\n", s.lines());
-            if (text.matches("(?s).*(setReadTimeout|readTimeout|responseTimeout|setConnectTimeout|connectTimeout|callTimeout|\\.timeout\\(|ReadTimeout|SocketTimeout).*")) {
-                timeoutsConfigured.put(s.module(), true);
+            for (String line : s.lines()) {
+                if (TIMEOUT_WORDS.stream().anyMatch(line::contains)) {
+                    timeoutsConfigured.put(s.module(), true);
+                    break;
+                }
             }
         }
     }
@@ -115,6 +120,7 @@ final class Tracer {
         final TypeDeclaration<?> type;
         final MethodDeclaration method;
         boolean counter;
+        String memberText;
 
         Frame(int depth, List<Step> path, Integer tx, Location txLoc, Set<MethodDeclaration> visiting,
               TypeDeclaration<?> type, MethodDeclaration method) {
@@ -140,7 +146,7 @@ final class Tracer {
             tx = ++txIds;
             txLoc = e.location;
         }
-        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : e.body.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : Types.ancestor(e.body, MethodDeclaration.class).orElse(null);
         List<Step> path = List.of(new Step(e.name, e.location));
         Set<MethodDeclaration> visiting = new HashSet<>();
         if (m != null) {
@@ -277,9 +283,10 @@ final class Tracer {
     }
 
     private boolean library(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
-        String text = c.toString();
-        String member = f.method == null ? "" : f.method.toString();
         boolean repoType = types.isRepoType(stype);
+        boolean library = !repoType && stype != null;
+        String text = library || scopeText.contains("creator(") ? c.toString() : "";
+        String member = library ? memberText(f) : "";
         if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches("(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
             effect(c, f, Blast.MESSAGE, Event.Category.PUBLISH, "publishes " + stype + "." + name, stable);
@@ -297,7 +304,7 @@ final class Tracer {
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
             return true;
         }
-        if (http(c, name, stype, scopeText, f, member)) {
+        if (http(c, name, stype, scopeText, f)) {
             return true;
         }
         if ((name.equals("openStream") || name.equals("openConnection"))
@@ -328,8 +335,9 @@ final class Tracer {
         if (name.startsWith("set") && name.length() > 3 && c.getArguments().size() == 1 && isDelta(c.getArgument(0), name.substring(3))) {
             f.counter = true;
             String field = name.substring(3);
-            effect(c, f, MONEY.matcher(field).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                    "moves " + field + " by a delta (" + shortText(c) + ")", false);
+            String owner = c.getScope().map(types::typeOf).orElse("");
+            effect(c, f, MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+                    "moves " + (owner.isEmpty() ? "" : owner + ".") + decapitalize(field) + " by a delta (" + shortText(c) + ")", false);
             return true;
         }
         return false;
@@ -343,7 +351,16 @@ final class Tracer {
         return arithmetic && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field)).isEmpty();
     }
 
-    private boolean http(MethodCallExpr c, String name, String stype, String scopeText, Frame f, String member) {
+    /** The text of the method being walked, printed once per frame: the idempotency-key and header checks read it. */
+    private static String memberText(Frame f) {
+        if (f.memberText == null) {
+            f.memberText = f.method == null ? "" : f.method.toString();
+        }
+        return f.memberText;
+    }
+
+    private boolean http(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
+        String feignText = "";
         boolean write = false;
         boolean remote = false;
         boolean noTimeout = false;
@@ -362,19 +379,19 @@ final class Tracer {
         } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
             remote = true;
             kind = "HttpClient";
-            write = member.contains(".POST(") || member.contains(".PUT(");
-            noTimeout = !member.contains(".timeout(");
+            write = memberText(f).contains(".POST(") || memberText(f).contains(".PUT(");
+            noTimeout = !memberText(f).contains(".timeout(");
         } else if (name.equals("execute") && scopeText.contains("newCall(")) {
             remote = true;
             kind = "OkHttp";
-            write = member.contains(".post(") || member.contains(".put(");
+            write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm : repo.methods(stype, name, c.getArguments().size())) {
                 remote = true;
                 kind = "Feign " + stype;
                 String anns = fm.getAnnotations().toString();
                 write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)).*");
-                member = member + fm;
+                feignText += fm.toString();
             }
         }
         if (!remote) {
@@ -387,10 +404,10 @@ final class Tracer {
         if (write) {
             String context = c.toString() + " " + String.join(" ", f.path.stream().map(Step::name).toList());
             Blast b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") ? (member.contains(".PUT(") || member.contains(".put(") ? "PUT" : "POST")
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
                     : name.toUpperCase(Locale.ROOT);
             effect(c, f, b, Event.Category.EXTERNAL, "calls " + kind + " " + verb + " (" + shortText(c) + ")",
-                    keyed(c.toString(), member));
+                    keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
     }
@@ -446,7 +463,8 @@ final class Tracer {
                 && a.getTarget() instanceof FieldAccessExpr fa && !(fa.getScope() instanceof ThisExpr)) {
             f.counter = true;
             String field = fa.getNameAsString();
-            effect(a, f, MONEY.matcher(field).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
+            String owner = Optional.ofNullable(types.typeOf(fa.getScope())).orElse("");
+            effect(a, f, MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
                     "moves " + field + " by a delta (" + a + ")", false);
         }
     }
@@ -480,7 +498,7 @@ final class Tracer {
         if (c.getScope().isEmpty() || !(c.getScope().get() instanceof NameExpr n)) {
             return false;
         }
-        MethodDeclaration m = c.findAncestor(MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = Types.ancestor(c, MethodDeclaration.class).orElse(null);
         if (m == null) {
             return false;
         }
@@ -527,7 +545,7 @@ final class Tracer {
         }
         if (a instanceof NameExpr n) {
             TypeDeclaration<?> t = Types.enclosingType(at);
-            MethodDeclaration m = at.findAncestor(MethodDeclaration.class).orElse(null);
+            MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
             for (Node scope : new Node[] {m, t}) {
                 if (scope == null) {
                     continue;
@@ -588,7 +606,7 @@ final class Tracer {
         if (self) {
             targets = new ArrayList<>();
             // an inner class calls its outer class's methods without a scope too
-            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> p.findAncestor(TypeDeclaration.class)
+            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> Types.ancestor(p, TypeDeclaration.class)
                     .map(Node.class::cast).or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty())).orElse(null)) {
                 targets.addAll(repo.methods(((TypeDeclaration<?>) t).getNameAsString(), name, c.getArguments().size()));
             }
@@ -677,13 +695,17 @@ final class Tracer {
 
     private static String member(Node at) {
         TypeDeclaration<?> t = Types.enclosingType(at);
-        String m = at.findAncestor(MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
+        String m = Types.ancestor(at, MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
         return (t == null ? "?" : t.getNameAsString()) + "." + m;
     }
 
     static String shortText(Node n) {
         String s = n.toString().replaceAll("\\s+", " ");
         return s.length() > 80 ? s.substring(0, 77) + "..." : s;
+    }
+
+    private static String decapitalize(String s) {
+        return s.isEmpty() ? s : Character.toLowerCase(s.charAt(0)) + s.substring(1);
     }
 
     static String shortText0(String s) {

@@ -239,8 +239,18 @@ final class Types {
         return null;
     }
 
+    /** The nearest ancestor of a type (JavaParser's own findAncestor takes generic varargs, which javac flags). */
+    static <T extends Node> Optional<T> ancestor(Node n, Class<T> type) {
+        for (Node p = n.getParentNode().orElse(null); p != null; p = p.getParentNode().orElse(null)) {
+            if (type.isInstance(p)) {
+                return Optional.of(type.cast(p));
+            }
+        }
+        return Optional.empty();
+    }
+
     static TypeDeclaration<?> enclosingType(Node n) {
-        return n.findAncestor(TypeDeclaration.class).orElse(null);
+        return Types.ancestor(n, TypeDeclaration.class).orElse(null);
     }
 
     static boolean annotated(NodeList<AnnotationExpr> anns, String... names) {

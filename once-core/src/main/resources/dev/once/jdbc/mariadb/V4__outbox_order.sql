@@ -1,0 +1,5 @@
+-- once schema, version 4, MariaDB: nothing to change. On PostgreSQL this version widens the
+-- key-order index to dead rows and notifies relays once per insert statement; MariaDB has no
+-- partial indexes or notifications (its relays poll), and V2's (msg_key, status, id) index already
+-- serves the order query. The file exists so both dialects number their versions alike:
+-- Schema.migrate applies versions above the highest one recorded, so a gap would be skipped forever.

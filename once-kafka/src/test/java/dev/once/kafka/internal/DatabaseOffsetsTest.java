@@ -1,0 +1,53 @@
+package dev.once.kafka.internal;
+
+import dev.once.IdempotentConsumer;
+import dev.once.tx.TransactionHandle;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
+import dev.once.testkit.TestPostgres;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Offsets written in the claim transaction, on each database: kept on commit, dropped on rollback. */
+class DatabaseOffsetsTest {
+
+    private static final TopicPartition P0 = new TopicPartition("payments", 0);
+    private static final TopicPartition P1 = new TopicPartition("payments", 1);
+
+    @ParameterizedTest
+    @ValueSource(strings = {"postgresql", "mariadb"})
+    void offsetsCommitWithTheTransactionAndOnlyThen(String database) throws Exception {
+        try (TestDatabase db = database.equals("postgresql") ? TestPostgres.shared().freshDatabase()
+                : TestMariaDb.shared().freshDatabase(2)) {
+            DatabaseOffsets offsets = new DatabaseOffsets(db.dataSource(), "billing-group");
+            IdempotentConsumer engine = IdempotentConsumer.builder().transactions(offsets.transactions())
+                    .consumer("billing").handler((d, tx) -> { }).build();
+            offsets.bind(engine.inbox());
+
+            try (TransactionHandle h = offsets.transactions().begin()) {
+                offsets.applied(P0, 5);
+                offsets.applied(P0, 3);   // an earlier record of the same partition: the highest wins
+                offsets.applied(P1, 9);
+                h.commit();
+            }
+            assertThat(offsets.read()).isEqualTo(Map.of(P0, 5L, P1, 9L));
+
+            try (TransactionHandle h = offsets.transactions().begin()) {
+                offsets.applied(P0, 8);
+                h.rollback();
+            }
+            assertThat(offsets.read()).as("a rolled-back transaction moves no offset").containsEntry(P0, 5L);
+
+            try (TransactionHandle h = offsets.transactions().begin()) {
+                offsets.applied(P0, 8);
+                h.commit();
+            }
+            assertThat(offsets.read()).containsEntry(P0, 8L).containsEntry(P1, 9L);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+package dev.once.scan;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Blast radius and the Production Reliability Index: money ranks above a cache, and the index is the documented formula. */
+class RankingTest {
+
+    @Test
+    void aConsumerThatMovesMoneyRanksAboveOneThatRefreshesACache(@TempDir Path repo) throws Exception {
+        for (String f : new String[] {"kafka-cache-refresh", "kafka-payment-reserve", "spring-kafka-once"}) {
+            PullRequestModeTest.copy(Fixtures.of(f), repo.resolve(f));
+            Files.writeString(repo.resolve(f + "/pom.xml"), "<project/>\n");
+        }
+        ScanReport r = ConsumerScan.builder().root(repo).build().run();
+
+        assertThat(r.consumers()).extracting(Consumer::name)
+                .containsExactly("PaymentListener.onOrder", "PriceCacheListener.onPrice", "BillingListener.onPayment");
+        Consumer money = r.consumers().get(0);
+        Consumer cache = r.consumers().get(1);
+        Consumer safe = r.consumers().get(2);
+        assertThat(money.blast()).isEqualTo(Blast.MONEY);
+        assertThat(money.score()).isZero();
+        assertThat(cache.blast()).isEqualTo(Blast.CACHE);
+        assertThat(cache.score()).as("one cache note: 100 - 10 x 0.1 x 1").isEqualTo(99);
+        assertThat(safe.score()).isEqualTo(100);
+        // PRI = round(sum(B_c * S_c) / sum(B_c)) = round((10*0 + 1*99 + 1*100) / 12)
+        assertThat(r.index()).isEqualTo(Math.round((10 * 0 + 99 + 100) / 12f));
+        assertThat(r.findings().get(0).consumer()).isEqualTo(money.id());
+    }
+}

@@ -1,0 +1,96 @@
+package dev.once.scan;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A synthetic repository of 1,000 Java files: listeners that call services that call
+ * repositories and clients, a tenth of them unsafe. Prints the SCAN line; the figure is reported,
+ * not asserted (the machine is shared).
+ */
+class SpeedTest {
+
+    @TempDir
+    Path repo;
+
+    @Test
+    void aThousandFileRepositoryScansInSeconds() throws IOException {
+        Path src = Files.createDirectories(repo.resolve("src/main/java/synth"));
+        int listeners = 250;
+        for (int i = 0; i < listeners; i++) {
+            boolean unsafe = i % 10 == 0;
+            Files.writeString(src.resolve("Listener" + i + ".java"), """
+                    package synth;
+
+                    import org.springframework.kafka.annotation.KafkaListener;
+                    import org.springframework.stereotype.Component;
+
+                    @Component
+                    public class Listener%1$d {
+                        private final Service%1$d service;
+
+                        public Listener%1$d(Service%1$d service) {
+                            this.service = service;
+                        }
+
+                        @KafkaListener(topics = "topic-%1$d")
+                        public void on(Event%1$d e) {
+                            service.apply(e);
+                        }
+                    }
+                    """.formatted(i));
+            Files.writeString(src.resolve("Service" + i + ".java"), """
+                    package synth;
+
+                    import org.springframework.jdbc.core.JdbcTemplate;
+                    import org.springframework.transaction.annotation.Transactional;
+
+                    public class Service%1$d {
+                        private final JdbcTemplate jdbc;
+                        private final Client%1$d client;
+
+                        public Service%1$d(JdbcTemplate jdbc, Client%1$d client) {
+                            this.jdbc = jdbc;
+                            this.client = client;
+                        }
+
+                        @Transactional
+                        public void apply(Event%1$d e) {
+                            %2$s
+                            jdbc.update("UPDATE totals SET n = n + ? WHERE id = ?", e.amount(), e.id());
+                            client.notifyPartner(e);
+                        }
+                    }
+                    """.formatted(i, unsafe ? "" : "if (jdbc.update(\"INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING\", e.id()) == 0) { return; }"));
+            Files.writeString(src.resolve("Client" + i + ".java"), """
+                    package synth;
+
+                    public class Client%1$d {
+                        void notifyPartner(Event%1$d e) {
+                            String s = e.toString();
+                            if (s.isEmpty()) {
+                                throw new IllegalArgumentException("empty event");
+                            }
+                        }
+                    }
+                    """.formatted(i));
+            Files.writeString(src.resolve("Event" + i + ".java"), """
+                    package synth;
+
+                    public record Event%1$d(String id, long amount) {
+                    }
+                    """.formatted(i));
+        }
+        ScanReport report = ConsumerScan.builder().root(repo).build().run();
+        System.out.println(report.summaryLine());
+        assertThat(report.files()).isEqualTo(1000);
+        assertThat(report.consumers()).hasSize(listeners);
+        assertThat(report.findings()).filteredOn(f -> f.rule() == Rule.DUPLICATE_EFFECT).hasSize(listeners / 10);
+    }
+}

@@ -1,0 +1,67 @@
+package dev.once.spring;
+
+import dev.once.outbox.OutboxMessage;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Makes a {@code @KafkaListener} or {@code @RabbitListener} method idempotent: each event's effect is
+ * applied once, however often the broker delivers it.
+ *
+ * <pre>{@code
+ * @KafkaListener(topics = "payments")
+ * @IdempotentListener(consumer = "billing")
+ * void on(ConsumerRecord<String, String> record) {
+ *     jdbc.update("UPDATE account SET balance = balance + ? WHERE id = ?", amount(record), account(record));
+ *     outbox.add("https://psp.example/charges", record.key(), record.value().getBytes(UTF_8), Map.of(),
+ *             "charge:" + record.key());
+ * }
+ * }</pre>
+ *
+ * <p>Each call runs in one transaction of the application's transaction manager: the event id is
+ * claimed first; a <b>duplicate</b> (claimed by an earlier, committed delivery) skips the method body and
+ * returns normally, so the container acknowledges it; otherwise the body, its {@code JdbcTemplate},
+ * {@code JdbcClient} and JPA repository writes and its {@link OnceOutbox} rows commit together with the
+ * claim. The method returns only after that commit, so the container acknowledges (commits the offset,
+ * {@code basicAck}s) after it. A body that throws rolls everything back and its exception reaches the
+ * container's error handler unchanged ({@code DefaultErrorHandler} with its {@code BackOff}, a
+ * {@code DeadLetterPublishingRecoverer}); an {@code Acknowledgment} argument
+ * ({@code AckMode.MANUAL}/{@code MANUAL_IMMEDIATE}) is handed to the body deferred: its
+ * {@code acknowledge()} takes effect after the commit, never before.
+ *
+ * <p><b>Event id</b>: the {@value OutboxMessage#EVENT_ID_HEADER} header ({@link #header}) of the method's
+ * {@code ConsumerRecord}, Spring {@code Message} or AMQP {@code Message} argument, or the SpEL expression
+ * {@link #eventId} over the method's arguments. A missing event id fails the delivery with
+ * {@link dev.once.InvalidDeliveryException} (permanent: dead-letter it). A method with neither a message
+ * argument nor {@link #eventId} is refused when the context starts.
+ *
+ * <p><b>Batch listeners</b> ({@code List<ConsumerRecord<K, V>>} or {@code List<Message<?>>}): the batch is
+ * claimed in one statement and the body receives only the records claimed for the first time, all in one
+ * transaction. If it throws, the batch is rolled back and retried one record per transaction; the first
+ * record that fails again is reported as a {@code BatchListenerFailedException} at its index, after every
+ * record before it committed, so the error handler commits only offsets of records that were applied.
+ *
+ * <p>Enable with {@link EnableIdempotentListeners} (the Boot starter does it).
+ */
+@Target(ElementType.METHOD)
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+public @interface IdempotentListener {
+
+    /** The consumer name that scopes the claims, matching {@code [a-z0-9._-]{1,100}}. */
+    String consumer();
+
+    /** The header that carries the producer's event id; default {@value OutboxMessage#EVENT_ID_HEADER}. */
+    String header() default OutboxMessage.EVENT_ID_HEADER;
+
+    /**
+     * A SpEL expression for the event id over the method's arguments ({@code #record.key()},
+     * {@code #p0.payload.id}, {@code @ids.of(#p0)}), used instead of {@link #header} when set. For a
+     * batch listener it is evaluated per element, as {@code #root}.
+     */
+    String eventId() default "";
+}

@@ -1,0 +1,349 @@
+package dev.once.spring;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.Tx;
+import dev.once.tx.TransactionHandle;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.aop.ProxyMethodInvocation;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Runs an {@link IdempotentListener} method: claim, body and outbox in one transaction of the
+ * application's transaction manager, the body skipped for a duplicate, return (and so the container's
+ * acknowledgement) only after commit. Thread-safe.
+ */
+final class IdempotentListenerInterceptor implements MethodInterceptor {
+
+    private static final Logger log = LoggerFactory.getLogger(IdempotentListenerInterceptor.class);
+
+    /** The listener call running on this thread, so {@link OnceOutbox} can write the delivery's rows. */
+    private static final ThreadLocal<Call> CURRENT = new ThreadLocal<>();
+
+    private final BeanFactory beanFactory;
+    private final Map<Method, ListenerMethod> methods = new ConcurrentHashMap<>();
+    private final Map<String, IdempotentConsumer> consumers = new ConcurrentHashMap<>();
+    private volatile OnceSpring once;
+
+    IdempotentListenerInterceptor(BeanFactory beanFactory) {
+        this.beanFactory = beanFactory;
+    }
+
+    static Tx currentTx() {
+        Call call = CURRENT.get();
+        return call == null ? null : call.tx;
+    }
+
+    ListenerMethod method(Method method) {
+        return methods.computeIfAbsent(method, m -> ListenerMethod.of(m, beanFactory));
+    }
+
+    @Override
+    public Object invoke(MethodInvocation invocation) throws Throwable {
+        ListenerMethod listener = method(invocation.getMethod());
+        if (listener.batchIndex() >= 0) {
+            return batch((ProxyMethodInvocation) invocation, listener);
+        }
+        Object[] args = invocation.getArguments();
+        Delivery delivery = listener.delivery(args);
+        return one((ProxyMethodInvocation) invocation, listener, delivery, args);
+    }
+
+    /** The mutable state of one listener call: set by the engine's handler, read after commit. */
+    private static final class Call {
+        final ProxyMethodInvocation invocation;
+        final Object[] args;
+        Tx tx;
+        Object result;
+        boolean ran;
+        Duration nack;
+
+        Call(ProxyMethodInvocation invocation, Object[] args) {
+            this.invocation = invocation;
+            this.args = args;
+        }
+    }
+
+    /** The handler of every listener consumer: proceeds with the call bound to this thread. */
+    private static void handle(Delivery delivery, Tx tx) throws Exception {
+        Call call = CURRENT.get();
+        call.tx = tx;
+        call.ran = true;
+        try {
+            call.result = call.invocation.invocableClone(call.args).proceed();
+        } catch (Exception | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            call.tx = null;
+        }
+    }
+
+    private Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
+            throws Throwable {
+        Object[] args = given.clone();
+        AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
+        Call call = new Call(invocation, args);
+        IdempotentConsumer consumer = consumer(listener.consumer());
+        OnceSpring o = once();
+        Call outer = CURRENT.get();
+        CURRENT.set(call);
+        Outcome outcome;
+        try {
+            outcome = o.transactionTemplate().execute(status -> {
+                Outcome r = consumer.process(delivery);
+                if (!r.shouldAcknowledge()) {
+                    throw new Failed(r);   // rolls the transaction back; rethrown as the body's own exception
+                }
+                if (ack != null && ack.nacked() != null) {
+                    // The body asked for redelivery: its writes and the claim must not commit.
+                    status.setRollbackOnly();
+                }
+                return r;
+            });
+        } catch (Failed f) {
+            throw f.outcome.failure() != null ? f.outcome.failure()
+                    : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
+        } finally {
+            if (outer == null) {
+                CURRENT.remove();
+            } else {
+                CURRENT.set(outer);
+            }
+        }
+        if (ack != null) {
+            ack.settle(outcome.status() == Outcome.Status.DUPLICATE);
+        }
+        if (outcome.status() == Outcome.Status.DUPLICATE) {
+            log.debug("event '{}' is a duplicate for consumer '{}': body skipped", delivery.eventId(),
+                    listener.consumer());
+            return null;
+        }
+        return call.result;
+    }
+
+    /** Carries a failed outcome out of the transaction callback, so the template rolls back. */
+    private static final class Failed extends RuntimeException {
+        final transient Outcome outcome;
+
+        Failed(Outcome outcome) {
+            super(null, null, false, false);
+            this.outcome = outcome;
+        }
+    }
+
+    private Object batch(ProxyMethodInvocation invocation, ListenerMethod listener) throws Throwable {
+        Object[] args = invocation.getArguments();
+        List<?> records = (List<?>) args[listener.batchIndex()];
+        List<Delivery> deliveries = new ArrayList<>(records.size());
+        int invalid = -1;
+        for (int i = 0; i < records.size(); i++) {
+            try {
+                deliveries.add(listener.delivery(records.get(i)));
+            } catch (InvalidDeliveryException e) {
+                invalid = i;
+                break;
+            }
+        }
+        if (invalid < 0 && !records.isEmpty()) {
+            try {
+                return wholeBatch(invocation, listener, records, deliveries);
+            } catch (Throwable e) {
+                log.debug("batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
+                        records.size(), listener.consumer(), e.toString());
+            }
+        }
+        // One record per transaction, in order, so everything before the failing record is committed when
+        // the error handler hears of it: it commits exactly those offsets (spring-kafka issue 4436 is a
+        // BatchListenerFailedException thrown from a batch whose one transaction rolled them all back).
+        AfterCommitAcknowledgment batchAck = AfterCommitAcknowledgment.wrap(listener, args.clone());
+        for (int i = 0; i < records.size(); i++) {
+            try {
+                Delivery d = i < deliveries.size() ? deliveries.get(i) : listener.delivery(records.get(i));
+                Object[] single = args.clone();
+                single[listener.batchIndex()] = List.of(records.get(i));
+                if (listener.ackIndex() >= 0) {
+                    single[listener.ackIndex()] = AfterCommitAcknowledgment.IGNORED;
+                }
+                one(invocation, listener, d, single);
+            } catch (Throwable e) {
+                throw Kafka.failedAt(listener, records, i, e);
+            }
+        }
+        if (batchAck != null) {
+            batchAck.settle(true);
+        }
+        return null;
+    }
+
+    private Object wholeBatch(ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records,
+                              List<Delivery> deliveries) throws Throwable {
+        Object[] args = invocation.getArguments().clone();
+        AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
+        IdempotentConsumer consumer = consumer(listener.consumer());
+        OnceSpring o = once();
+        Object result;
+        try {
+            result = o.transactionTemplate().execute(status -> {
+                try (TransactionHandle handle = o.transactions().begin()) {
+                    Set<String> claimed = consumer.inbox().claimAll(handle.connection(), listener.consumer(),
+                            deliveries.stream().map(Delivery::eventId).toList());
+                    List<Object> fresh = new ArrayList<>(claimed.size());
+                    Set<String> seen = new HashSet<>();
+                    for (int i = 0; i < records.size(); i++) {
+                        String id = deliveries.get(i).eventId();
+                        if (claimed.contains(id) && seen.add(id)) {
+                            fresh.add(records.get(i));
+                        }
+                    }
+                    if (fresh.isEmpty()) {
+                        return null;
+                    }
+                    args[listener.batchIndex()] = fresh;
+                    return invocation.invocableClone(args).proceed();
+                } catch (RuntimeException | Error e) {
+                    throw e;
+                } catch (Throwable e) {
+                    throw new BatchFailed(e);
+                }
+            });
+        } catch (BatchFailed f) {
+            throw f.getCause();
+        }
+        if (ack != null) {
+            ack.settle(false);
+        }
+        return result;
+    }
+
+    private static final class BatchFailed extends RuntimeException {
+        BatchFailed(Throwable cause) {
+            super(cause);
+        }
+    }
+
+    private IdempotentConsumer consumer(String name) {
+        return consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+    }
+
+    private OnceSpring once() {
+        OnceSpring o = once;
+        if (o == null) {
+            o = beanFactory.getBean(OnceSpring.class);
+            once = o;
+        }
+        return o;
+    }
+
+    /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */
+    static final class Kafka {
+        static Exception failedAt(ListenerMethod listener, List<?> records, int index, Throwable cause) {
+            if (!ListenerMessages.SPRING_KAFKA) {
+                return cause instanceof Exception e ? e : new IllegalStateException(cause);
+            }
+            return new org.springframework.kafka.listener.BatchListenerFailedException("record " + index + " of "
+                    + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
+                    + " before it are committed", cause, index);
+        }
+    }
+
+    /**
+     * The {@code Acknowledgment} a body sees: {@code acknowledge()} takes effect after the transaction
+     * commits (and never when it rolls back); {@code nack} rolls the transaction back, then nacks.
+     */
+    static final class AfterCommitAcknowledgment {
+        static final Object IGNORED = ListenerMessages.SPRING_KAFKA ? KafkaAck.ignored() : null;
+
+        private final Object delegate;
+        private final KafkaAck proxy;
+
+        private AfterCommitAcknowledgment(Object delegate) {
+            this.delegate = delegate;
+            this.proxy = new KafkaAck(delegate);
+        }
+
+        /** Replaces the Acknowledgment argument in {@code args} with a deferring one; null if there is none. */
+        static AfterCommitAcknowledgment wrap(ListenerMethod listener, Object[] args) {
+            if (listener.ackIndex() < 0 || args[listener.ackIndex()] == null || args[listener.ackIndex()] == IGNORED) {
+                return null;
+            }
+            AfterCommitAcknowledgment a = new AfterCommitAcknowledgment(args[listener.ackIndex()]);
+            args[listener.ackIndex()] = a.proxy;
+            return a;
+        }
+
+        Duration nacked() {
+            return proxy.nack;
+        }
+
+        /** After the transaction: acknowledge a duplicate (its body never ran), forward a nack. */
+        void settle(boolean acknowledge) {
+            if (proxy.nack != null) {
+                ((org.springframework.kafka.support.Acknowledgment) delegate).nack(proxy.nack);
+            } else if (acknowledge && !proxy.acknowledged) {
+                ((org.springframework.kafka.support.Acknowledgment) delegate).acknowledge();
+            }
+        }
+    }
+
+    private static final class KafkaAck implements org.springframework.kafka.support.Acknowledgment {
+        private final org.springframework.kafka.support.Acknowledgment delegate;
+        volatile boolean acknowledged;
+        volatile Duration nack;
+
+        KafkaAck(Object delegate) {
+            this.delegate = (org.springframework.kafka.support.Acknowledgment) delegate;
+        }
+
+        static Object ignored() {
+            return new org.springframework.kafka.support.Acknowledgment() {
+                @Override
+                public void acknowledge() {
+                    // a batch retried one record per transaction is acknowledged whole at its end
+                }
+            };
+        }
+
+        @Override
+        public void acknowledge() {
+            acknowledged = true;
+            if (TransactionSynchronizationManager.isSynchronizationActive()) {
+                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        delegate.acknowledge();
+                    }
+                });
+            } else {
+                delegate.acknowledge();
+            }
+        }
+
+        @Override
+        public void nack(Duration sleep) {
+            this.nack = sleep;
+        }
+
+        @Override
+        public boolean isOutOfOrderCommit() {
+            return delegate.isOutOfOrderCommit();
+        }
+    }
+}

@@ -1,0 +1,53 @@
+package dev.once.spring;
+
+import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.aop.support.AopUtils;
+
+import java.lang.reflect.Method;
+import java.util.Map;
+
+/**
+ * Proxies beans with {@link IdempotentListener} methods (class-based proxies, so listener annotations
+ * on the class keep working) and checks each such method when its bean is created, so a method whose
+ * event id cannot be found fails the context start, not the first message.
+ *
+ * <p>Ordered ahead of Spring Kafka's and Spring AMQP's listener post-processors (both
+ * {@link Ordered#LOWEST_PRECEDENCE}), so the endpoints they register call the proxy.
+ */
+public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
+
+    /** Runs before the listener-registering post-processors. */
+    public static final int ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+
+    private IdempotentListenerInterceptor interceptor;
+
+    public IdempotentListenerPostProcessor() {
+        setProxyTargetClass(true);
+        setBeforeExistingAdvisors(true);
+        setOrder(ORDER);
+    }
+
+    @Override
+    public void setBeanFactory(BeanFactory beanFactory) {
+        super.setBeanFactory(beanFactory);
+        this.interceptor = new IdempotentListenerInterceptor(beanFactory);
+        this.advisor = new DefaultPointcutAdvisor(
+                AnnotationMatchingPointcut.forMethodAnnotation(IdempotentListener.class), interceptor);
+    }
+
+    @Override
+    public Object postProcessAfterInitialization(Object bean, String beanName) {
+        Class<?> type = AopUtils.getTargetClass(bean);
+        Map<Method, IdempotentListener> annotated = MethodIntrospector.selectMethods(type,
+                (MethodIntrospector.MetadataLookup<IdempotentListener>) m ->
+                        AnnotatedElementUtils.findMergedAnnotation(m, IdempotentListener.class));
+        annotated.keySet().forEach(interceptor::method);   // validates now, caches for the calls
+        return super.postProcessAfterInitialization(bean, beanName);
+    }
+}

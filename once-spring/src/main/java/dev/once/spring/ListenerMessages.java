@@ -1,0 +1,149 @@
+package dev.once.spring;
+
+import dev.once.Delivery;
+import dev.once.InvalidDeliveryException;
+import org.springframework.util.ClassUtils;
+
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Turns the message argument of a listener method (Kafka {@code ConsumerRecord}, Spring messaging
+ * {@code Message}, AMQP {@code Message}) into a {@link Delivery}. Each broker library is optional: its
+ * branch is used only when its classes are on the class path.
+ */
+final class ListenerMessages {
+
+    private static final ClassLoader LOADER = ListenerMessages.class.getClassLoader();
+    static final boolean KAFKA = ClassUtils.isPresent("org.apache.kafka.clients.consumer.ConsumerRecord", LOADER);
+    static final boolean MESSAGING = ClassUtils.isPresent("org.springframework.messaging.Message", LOADER);
+    static final boolean AMQP = ClassUtils.isPresent("org.springframework.amqp.core.Message", LOADER);
+    static final boolean SPRING_KAFKA = ClassUtils.isPresent(
+            "org.springframework.kafka.support.Acknowledgment", LOADER);
+
+    private ListenerMessages() {
+    }
+
+    /** True when values of {@code type} are messages this class reads headers from. */
+    static boolean isMessage(Class<?> type) {
+        return (KAFKA && Kafka.isRecord(type)) || (MESSAGING && Messaging.isMessage(type))
+                || (AMQP && Amqp.isMessage(type));
+    }
+
+    /**
+     * @param eventId the event id from the listener's SpEL expression, or null to read {@code header}
+     * @throws InvalidDeliveryException if the message carries no usable event id
+     */
+    static Delivery delivery(Object message, String header, String eventId) {
+        if (KAFKA && Kafka.isRecord(message.getClass())) {
+            return Kafka.delivery(message, header, eventId);
+        }
+        if (AMQP && Amqp.isMessage(message.getClass())) {
+            return Amqp.delivery(message, header, eventId);
+        }
+        if (MESSAGING && Messaging.isMessage(message.getClass())) {
+            return Messaging.delivery(message, header, eventId);
+        }
+        if (eventId != null) {
+            return Delivery.builder(eventId).payload(bytes(message)).build();
+        }
+        throw new InvalidDeliveryException("cannot read header '" + header + "' from a " + message.getClass().getName()
+                + ": pass a ConsumerRecord or Message argument, or set @IdempotentListener(eventId = \"<SpEL>\")");
+    }
+
+    static String text(Object value) {
+        if (value == null) {
+            return null;
+        }
+        if (value instanceof byte[] b) {
+            return new String(b, StandardCharsets.UTF_8);
+        }
+        return value.toString();
+    }
+
+    static byte[] bytes(Object value) {
+        if (value instanceof byte[] b) {
+            return b;
+        }
+        return value == null ? new byte[0] : value.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static String required(String id, String header, String where) {
+        if (id == null) {
+            throw new InvalidDeliveryException("no event id: header '" + header + "' is missing on " + where
+                    + "; the producer must stamp a stable event id on every message (or set"
+                    + " @IdempotentListener(eventId = \"<SpEL>\"))");
+        }
+        return id;
+    }
+
+    private static final class Kafka {
+        static boolean isRecord(Class<?> type) {
+            return org.apache.kafka.clients.consumer.ConsumerRecord.class.isAssignableFrom(type);
+        }
+
+        static Delivery delivery(Object message, String header, String eventId) {
+            var record = (org.apache.kafka.clients.consumer.ConsumerRecord<?, ?>) message;
+            Map<String, String> headers = new LinkedHashMap<>();
+            for (var h : record.headers()) {
+                headers.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+            }
+            String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
+            var last = record.headers().lastHeader(header);
+            String id = eventId != null ? eventId : last == null ? null : text(last.value());
+            int attempt = 1;
+            if (SPRING_KAFKA) {
+                var a = record.headers().lastHeader(
+                        org.springframework.kafka.support.KafkaHeaders.DELIVERY_ATTEMPT);
+                if (a != null && a.value() != null && a.value().length == 4) {
+                    attempt = Math.max(1, java.nio.ByteBuffer.wrap(a.value()).getInt());
+                }
+            }
+            return new Delivery(required(id, header, where), "", bytes(record.value()), headers, attempt,
+                    attempt > 1, where);
+        }
+    }
+
+    private static final class Messaging {
+        static boolean isMessage(Class<?> type) {
+            return org.springframework.messaging.Message.class.isAssignableFrom(type);
+        }
+
+        static Delivery delivery(Object message, String header, String eventId) {
+            var m = (org.springframework.messaging.Message<?>) message;
+            Map<String, String> headers = new LinkedHashMap<>();
+            m.getHeaders().forEach((k, v) -> {
+                if (v instanceof String || v instanceof byte[] || v instanceof Number || v instanceof Boolean) {
+                    headers.put(k, text(v));
+                }
+            });
+            String id = eventId != null ? eventId : text(m.getHeaders().get(header));
+            return new Delivery(required(id, header, "message " + m.getHeaders().getId()), "", bytes(m.getPayload()),
+                    headers, 1, false, "message");
+        }
+    }
+
+    private static final class Amqp {
+        static boolean isMessage(Class<?> type) {
+            return org.springframework.amqp.core.Message.class.isAssignableFrom(type);
+        }
+
+        static Delivery delivery(Object message, String header, String eventId) {
+            var m = (org.springframework.amqp.core.Message) message;
+            var props = m.getMessageProperties();
+            Map<String, String> headers = new LinkedHashMap<>();
+            props.getHeaders().forEach((k, v) -> {
+                if (v != null) {
+                    headers.put(k, text(v));
+                }
+            });
+            String where = "rabbitmq:" + props.getConsumerQueue();
+            String id = eventId != null ? eventId : text(props.getHeader(header));
+            Object count = props.getHeader("x-delivery-count");
+            int attempt = count instanceof Number n ? n.intValue() + 1 : 1;
+            boolean redelivered = Boolean.TRUE.equals(props.isRedelivered());
+            return new Delivery(required(id, header, where), "", m.getBody(), headers, attempt, redelivered, where);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package dev.once.spring;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidConfigurationException;
+import dev.once.InvalidDeliveryException;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.EvaluationException;
+import org.springframework.expression.Expression;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.util.ClassUtils;
+
+import java.lang.reflect.Method;
+import java.util.List;
+
+/**
+ * What an {@link IdempotentListener} method needs at every call, worked out once: the consumer, where
+ * the event id comes from, which argument is the message, the batch, the {@code Acknowledgment}.
+ *
+ * @param messageIndex the record/message argument, or -1
+ * @param batchIndex   the {@code List} of records/messages of a batch listener, or -1
+ * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
+ */
+record ListenerMethod(Method method, String consumer, String header, Expression eventId, int messageIndex,
+                      int batchIndex, int ackIndex, BeanFactory beanFactory) {
+
+    private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
+    private static final SpelExpressionParser PARSER = new SpelExpressionParser();
+
+    /**
+     * @throws InvalidConfigurationException if the consumer name is invalid, the SpEL does not parse, or
+     *         the method has no argument the event id can be read from
+     */
+    static ListenerMethod of(Method method, BeanFactory beanFactory) {
+        IdempotentListener a = AnnotatedElementUtils.findMergedAnnotation(method, IdempotentListener.class);
+        if (a == null) {
+            throw new InvalidConfigurationException(method + " is not annotated with @IdempotentListener");
+        }
+        String where = "@IdempotentListener on " + method.getDeclaringClass().getSimpleName() + "." + method.getName();
+        // validates the name the same way every consumer does
+        IdempotentConsumer.builder().consumer(a.consumer());
+        if (a.header().isBlank()) {
+            throw new InvalidConfigurationException(where + ": header must not be blank");
+        }
+        Expression expression = null;
+        if (!a.eventId().isBlank()) {
+            try {
+                expression = PARSER.parseExpression(a.eventId());
+            } catch (RuntimeException e) {
+                throw new InvalidConfigurationException(where + ": eventId must be a SpEL expression, but '"
+                        + a.eventId() + "' does not parse: " + e.getMessage());
+            }
+        }
+        int message = -1;
+        int batch = -1;
+        int ack = -1;
+        Class<?>[] types = method.getParameterTypes();
+        for (int i = 0; i < types.length; i++) {
+            if (ListenerMessages.isMessage(types[i]) && message < 0) {
+                message = i;
+            } else if (List.class.isAssignableFrom(types[i]) && batch < 0) {
+                Class<?> element = ResolvableType.forMethodParameter(method, i).asCollection().resolveGeneric(0);
+                if (element != null && ListenerMessages.isMessage(element)) {
+                    batch = i;
+                }
+            } else if (ListenerMessages.SPRING_KAFKA && ClassUtils.isAssignable(
+                    org.springframework.kafka.support.Acknowledgment.class, types[i])) {
+                ack = i;
+            }
+        }
+        if (batch >= 0) {
+            message = -1;
+        }
+        if (message < 0 && batch < 0 && expression == null) {
+            throw new InvalidConfigurationException(where + " cannot find the event id: the method has no"
+                    + " ConsumerRecord, Message or List<ConsumerRecord> parameter to read header '" + a.header()
+                    + "' from; add one, or set eventId = \"<SpEL over the arguments>\"");
+        }
+        return new ListenerMethod(method, a.consumer(), a.header(), expression, message, batch, ack, beanFactory);
+    }
+
+    /** The delivery of a record listener's call. */
+    Delivery delivery(Object[] args) {
+        String id = eventId == null ? null : evaluate(args, messageIndex >= 0 ? args[messageIndex] : null);
+        if (messageIndex >= 0) {
+            return ListenerMessages.delivery(args[messageIndex], header, id);
+        }
+        return Delivery.builder(id).build();
+    }
+
+    /** The delivery of one element of a batch listener's list. */
+    Delivery delivery(Object element) {
+        String id = eventId == null ? null : evaluate(new Object[] {element}, element);
+        return ListenerMessages.delivery(element, header, id);
+    }
+
+    private String evaluate(Object[] args, Object root) {
+        MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, method, args, NAMES);
+        if (beanFactory != null) {
+            context.setBeanResolver(new BeanFactoryResolver(beanFactory));
+        }
+        Object value;
+        try {
+            value = eventId.getValue(context);
+        } catch (EvaluationException e) {
+            throw new InvalidDeliveryException("eventId '" + eventId.getExpressionString() + "' of consumer '"
+                    + consumer + "' failed: " + e.getMessage());
+        }
+        String id = ListenerMessages.text(value);
+        if (id == null) {
+            throw new InvalidDeliveryException("eventId '" + eventId.getExpressionString() + "' of consumer '"
+                    + consumer + "' gave null: the message carries no event id");
+        }
+        return id;
+    }
+}

@@ -1,0 +1,207 @@
+package dev.once.spring;
+
+import dev.once.Handler;
+import dev.once.IdempotentConsumer;
+import dev.once.IdempotentConsumerBuilder;
+import dev.once.InvalidConfigurationException;
+import dev.once.OutcomeListener;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import javax.sql.DataSource;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * {@code once} wired to one Spring {@code DataSource} and the transaction manager that manages it:
+ * the {@link SpringTransactionProvider}, idempotent consumers that join the current transaction,
+ * the injectable {@link OnceOutbox}, and what {@link IdempotentListener} methods run with. Define
+ * one as a bean (the Boot starter does).
+ *
+ * <pre>{@code
+ * @Bean OnceSpring once(DataSource ds, PlatformTransactionManager tm) {
+ *     return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+ * }
+ * }</pre>
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class OnceSpring {
+
+    private final DataSource dataSource;
+    private final PlatformTransactionManager transactionManager;
+    private final SpringTransactionProvider transactions;
+    private final TransactionTemplate transactionTemplate;
+    private final Dialect dialect;
+    private final String tablePrefix;
+    private final Duration lockTimeout;
+    private final MeterRegistry meterRegistry;
+    private final Clock clock;
+    private final OutcomeListener outcomeListener;
+    private final OnceOutbox outbox;
+
+    private OnceSpring(Builder b) {
+        this.dataSource = b.dataSource;
+        this.transactionManager = b.transactionManager;
+        this.transactions = SpringTransactionProvider.of(b.dataSource, b.transactionManager);
+        this.transactionTemplate = new TransactionTemplate(b.transactionManager);
+        this.transactionTemplate.setName("once");
+        this.dialect = b.dialect != null ? b.dialect : Dialects.detect(b.dataSource);
+        this.tablePrefix = b.tablePrefix;
+        this.lockTimeout = b.lockTimeout;
+        this.meterRegistry = b.meterRegistry;
+        this.clock = b.clock;
+        this.outcomeListener = b.outcomeListener;
+        this.outbox = new OnceOutbox(this);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The provider that joins the current Spring transaction on {@link #dataSource()}. */
+    public SpringTransactionProvider transactions() {
+        return transactions;
+    }
+
+    /**
+     * An idempotent consumer whose {@code process} joins the caller's Spring transaction: call it from a
+     * {@code @Transactional} method; the outcome is final after that method's commit (reported to the
+     * outcome listener and metrics then).
+     */
+    public IdempotentConsumer consumer(String consumer, Handler handler) {
+        return consumerBuilder().consumer(consumer).handler(handler).build();
+    }
+
+    /** A builder preset with this instance's transactions, dialect, prefix, lock timeout, meters and clock. */
+    public IdempotentConsumerBuilder consumerBuilder() {
+        IdempotentConsumerBuilder b = IdempotentConsumer.builder()
+                .transactions(transactions)
+                .dialect(dialect)
+                .tablePrefix(tablePrefix)
+                .meterRegistry(meterRegistry)
+                .clock(clock);
+        if (lockTimeout != null) {
+            b.lockTimeout(lockTimeout);
+        }
+        if (outcomeListener != null) {
+            b.outcomeListener(outcomeListener);
+        }
+        return b;
+    }
+
+    /** The outbox usable from any {@code @Transactional} method of this {@code DataSource}. */
+    public OnceOutbox outbox() {
+        return outbox;
+    }
+
+    public DataSource dataSource() {
+        return dataSource;
+    }
+
+    public PlatformTransactionManager transactionManager() {
+        return transactionManager;
+    }
+
+    /** The template {@link IdempotentListener} methods run in: propagation REQUIRED on the transaction manager. */
+    public TransactionTemplate transactionTemplate() {
+        return transactionTemplate;
+    }
+
+    public Dialect dialect() {
+        return dialect;
+    }
+
+    public String tablePrefix() {
+        return tablePrefix;
+    }
+
+    public Clock clock() {
+        return clock;
+    }
+
+    /** Builds {@link OnceSpring}; {@code dataSource} and {@code transactionManager} are required. Not thread-safe. */
+    public static final class Builder {
+        private DataSource dataSource;
+        private PlatformTransactionManager transactionManager;
+        private Dialect dialect;
+        private String tablePrefix = TablePrefix.DEFAULT;
+        private Duration lockTimeout;
+        private MeterRegistry meterRegistry = Metrics.globalRegistry;
+        private Clock clock = Clock.systemUTC();
+        private OutcomeListener outcomeListener;
+
+        private Builder() {
+        }
+
+        /** The business database, the one {@link #transactionManager} manages. Required. */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            return this;
+        }
+
+        /**
+         * The application's {@code DataSourceTransactionManager}, {@code JdbcTransactionManager} or
+         * {@code JpaTransactionManager} on {@link #dataSource}. Required; the match is checked at
+         * {@link #build()}.
+         */
+        public Builder transactionManager(PlatformTransactionManager transactionManager) {
+            this.transactionManager = Objects.requireNonNull(transactionManager, "transactionManager");
+            return this;
+        }
+
+        /** The SQL dialect; detected from the database at {@link #build()} when not set. */
+        public Builder dialect(Dialect dialect) {
+            this.dialect = Objects.requireNonNull(dialect, "dialect");
+            return this;
+        }
+
+        /** Table prefix, default {@value TablePrefix#DEFAULT}. */
+        public Builder tablePrefix(String tablePrefix) {
+            this.tablePrefix = TablePrefix.validate(tablePrefix);
+            return this;
+        }
+
+        /** See {@link IdempotentConsumerBuilder#lockTimeout}; not set by default. */
+        public Builder lockTimeout(Duration lockTimeout) {
+            this.lockTimeout = Objects.requireNonNull(lockTimeout, "lockTimeout");
+            return this;
+        }
+
+        /** Where meters go; default Micrometer's global registry. */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
+        }
+
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /** Told every delivery's final outcome, after its transaction ended. */
+        public Builder outcomeListener(OutcomeListener outcomeListener) {
+            this.outcomeListener = Objects.requireNonNull(outcomeListener, "outcomeListener");
+            return this;
+        }
+
+        /**
+         * @throws InvalidConfigurationException if a required setting is missing or the transaction
+         *         manager manages another {@code DataSource}
+         */
+        public OnceSpring build() {
+            if (dataSource == null || transactionManager == null) {
+                throw new InvalidConfigurationException("dataSource and transactionManager are required, but "
+                        + (dataSource == null ? "dataSource " : "") + (transactionManager == null
+                        ? "transactionManager " : "") + "was not set");
+            }
+            return new OnceSpring(this);
+        }
+    }
+}

@@ -1,0 +1,140 @@
+package dev.once.spring;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import dev.once.spring.jpa.Payment;
+import dev.once.spring.jpa.PaymentRepository;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import jakarta.persistence.EntityManagerFactory;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.data.jpa.repository.config.EnableJpaRepositories;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.orm.jpa.JpaTransactionManager;
+import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
+import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import javax.sql.DataSource;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The claim joins a {@code JpaTransactionManager} transaction (Hibernate): a Spring Data repository
+ * write, a {@code JdbcTemplate} write and an outbox row commit atomically with it.
+ */
+class JpaTransactionTest {
+
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+
+    @BeforeAll
+    static void start() {
+        db = TestPostgres.shared().freshDatabase(4);
+        db.execute("CREATE TABLE payment (id text PRIMARY KEY, amount bigint NOT NULL)",
+                "CREATE TABLE ledger (account text PRIMARY KEY, balance bigint NOT NULL)",
+                "INSERT INTO ledger VALUES ('acc', 0)");
+        context = new AnnotationConfigApplicationContext(Config.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        context.close();
+        db.close();
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableJpaRepositories(basePackageClasses = PaymentRepository.class)
+    static class Config {
+        @Bean
+        DataSource dataSource() {
+            return db.dataSource();
+        }
+
+        @Bean
+        LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
+            LocalContainerEntityManagerFactoryBean f = new LocalContainerEntityManagerFactoryBean();
+            f.setDataSource(ds);
+            f.setPackagesToScan(Payment.class.getPackageName());
+            f.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
+            return f;
+        }
+
+        @Bean
+        JpaTransactionManager transactionManager(EntityManagerFactory emf) {
+            return new JpaTransactionManager(emf);   // takes the DataSource from the factory
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @Bean
+        OnceSpring once(DataSource ds, JpaTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+    }
+
+    @Test
+    void repositoryWriteJdbcTemplateWriteAndOutboxRowCommitAtomicallyWithTheClaim() {
+        PaymentRepository payments = context.getBean(PaymentRepository.class);
+        JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+        OnceSpring once = context.getBean(OnceSpring.class);
+        IdempotentConsumer billing = once.consumer("billing", (d, tx) -> {
+            payments.save(new Payment(d.eventId(), 20));
+            jdbc.update("UPDATE ledger SET balance = balance + 20 WHERE account = 'acc'");
+            once.outbox().add("https://psp.example/charges", "acc", d.payload(), Map.of(), "charge:" + d.eventId());
+        });
+        TransactionTemplate tt = new TransactionTemplate(once.transactionManager());
+        Delivery evt = Delivery.of("jpa-1", "pay 20");
+
+        assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
+            billing.process(evt);
+            payments.flush();   // the entity is written, not only queued in the persistence context
+            throw new IllegalStateException("crash between the writes and the commit");
+        })).hasMessageContaining("crash");
+        assertThat(db.queryLong("SELECT count(*) FROM payment")).isZero();
+        assertThat(db.queryLong("SELECT balance FROM ledger")).isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isZero();
+
+        assertThat(tt.execute(s -> billing.process(evt.redelivery())).status()).isEqualTo(Outcome.Status.APPLIED);
+        assertThat(tt.execute(s -> billing.process(evt.redelivery())).status()).isEqualTo(Outcome.Status.DUPLICATE);
+        assertThat(db.queryLong("SELECT count(*) FROM payment")).isEqualTo(1);
+        assertThat(db.queryLong("SELECT balance FROM ledger")).as("effect applied exactly once").isEqualTo(20);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(1);
+    }
+
+    @Test
+    void aFailedHandlerRollsTheJpaTransactionBack() {
+        PaymentRepository payments = context.getBean(PaymentRepository.class);
+        OnceSpring once = context.getBean(OnceSpring.class);
+        IdempotentConsumer failing = once.consumer("failing", (d, tx) -> {
+            payments.save(new Payment(d.eventId(), 20));
+            throw new IllegalStateException("handler failed");
+        });
+        TransactionTemplate tt = new TransactionTemplate(once.transactionManager());
+        assertThatThrownBy(() -> tt.executeWithoutResult(s -> failing.process(Delivery.of("jpa-2", "x"))))
+                .isInstanceOf(org.springframework.transaction.UnexpectedRollbackException.class);
+        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-2'")).isZero();
+    }
+
+    @Test
+    void aJpaTransactionManagerWithoutADataSourceIsRefused() {
+        JpaTransactionManager bare = new JpaTransactionManager();
+        bare.setEntityManagerFactory(context.getBean(EntityManagerFactory.class));
+        bare.setDataSource(null);
+        assertThatThrownBy(() -> OnceSpring.builder().dataSource(db.dataSource()).transactionManager(bare).build())
+                .isInstanceOf(dev.once.InvalidConfigurationException.class)
+                .hasMessageContaining("JpaTransactionManager has no DataSource set");
+    }
+}

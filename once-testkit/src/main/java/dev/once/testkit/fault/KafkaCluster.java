@@ -1,0 +1,97 @@
+package dev.once.testkit.fault;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
+
+import java.nio.file.Files;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * An in-process KRaft Kafka cluster of several brokers (and one controller), whose brokers a test
+ * can stop and start again mid-run, so partition leaders and the group coordinator move. Broker
+ * failure tests only; single-broker tests use {@link dev.once.testkit.kafka.TestKafka}. Like it,
+ * this wraps Kafka's internal test API ({@code KafkaClusterTestKit}).
+ */
+public final class KafkaCluster implements AutoCloseable {
+
+    private final KafkaClusterTestKit cluster;
+
+    private KafkaCluster(KafkaClusterTestKit cluster) {
+        this.cluster = cluster;
+    }
+
+    /**
+     * Starts {@code brokers} brokers with replication {@code brokers} for the internal topics and
+     * {@code min.insync.replicas} as given, plus any extra broker settings.
+     */
+    public static KafkaCluster start(int brokers, int minInsyncReplicas, Map<String, String> settings) throws Exception {
+        TestKitNodes nodes = new TestKitNodes.Builder()
+                .setBaseDirectory(Files.createTempDirectory("once-kafka-cluster-"))
+                .setCombined(false)
+                .setNumBrokerNodes(brokers)
+                .setNumControllerNodes(1)
+                .build();
+        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes).setDeleteOnClose(true);
+        String replication = Integer.toString(brokers);
+        builder.setConfigProp("offsets.topic.replication.factor", replication);
+        builder.setConfigProp("offsets.topic.num.partitions", "3");
+        builder.setConfigProp("transaction.state.log.replication.factor", replication);
+        builder.setConfigProp("transaction.state.log.min.isr", Integer.toString(minInsyncReplicas));
+        builder.setConfigProp("default.replication.factor", replication);
+        builder.setConfigProp("min.insync.replicas", Integer.toString(minInsyncReplicas));
+        builder.setConfigProp("group.initial.rebalance.delay.ms", "0");
+        builder.setConfigProp("group.min.session.timeout.ms", "500");
+        builder.setConfigProp("auto.create.topics.enable", "false");
+        settings.forEach(builder::setConfigProp);
+        KafkaClusterTestKit cluster = builder.build();
+        try {
+            cluster.format();
+            cluster.startup();
+            cluster.waitForReadyBrokers();
+        } catch (Exception e) {
+            cluster.close();
+            throw e;
+        }
+        return new KafkaCluster(cluster);
+    }
+
+    /** {@code host:port} of every broker, running or not. */
+    public String bootstrapServers() {
+        return cluster.bootstrapServers();
+    }
+
+    public Admin admin() {
+        return cluster.admin();
+    }
+
+    public Set<Integer> brokerIds() {
+        return new TreeSet<>(cluster.brokers().keySet());
+    }
+
+    /** Stops a broker (a controlled shutdown: its partitions' leadership moves to the others). */
+    public void stopBroker(int id) {
+        broker(id).shutdown();
+        broker(id).awaitShutdown();
+    }
+
+    /** Starts a stopped broker again, with its log directory as it left it. */
+    public void startBroker(int id) {
+        broker(id).startup();
+    }
+
+    private kafka.server.BrokerServer broker(int id) {
+        kafka.server.BrokerServer b = cluster.brokers().get(id);
+        if (b == null) {
+            throw new IllegalArgumentException("no broker " + id + " in this cluster; brokers are " + brokerIds());
+        }
+        return b;
+    }
+
+    @Override
+    public void close() throws Exception {
+        cluster.close();
+    }
+}
