@@ -44,7 +44,9 @@ class ConflictRetryTest {
             CompletableFuture<Outcome> ba = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
-            assertThat(firstAttempts.get()).as("the deadlock victim ran again").isEqualTo(3);
+            // At least 3: the victim's retry can meet the winner again before the winner commits (a second
+            // deadlock, seen under load), and that is retried too; what matters is that both apply once.
+            assertThat(firstAttempts.get()).as("the deadlock victim ran again").isGreaterThanOrEqualTo(3);
             assertThat(db.queryLong("SELECT sum(balance) FROM account")).isZero();
             assertThat(db.queryLong("SELECT balance FROM account WHERE id = 1")).isZero();
         }
@@ -98,7 +100,7 @@ class ConflictRetryTest {
             CompletableFuture<Outcome> ba = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
-            assertThat(attempts.get()).as("the deadlock victim ran again").isEqualTo(3);
+            assertThat(attempts.get()).as("the deadlock victim ran again").isGreaterThanOrEqualTo(3);
             assertThat(db.queryLong("SELECT sum(balance) FROM account")).isZero();
         }
     }
