@@ -1,6 +1,5 @@
 package dev.once;
 
-
 import java.sql.Connection;
 import java.sql.SQLException;
 

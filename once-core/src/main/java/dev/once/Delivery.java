@@ -28,8 +28,14 @@ import java.util.Objects;
  * <p>Construction throws {@link InvalidDeliveryException} if the event id is null, blank, too long
  * or contains NUL, or attempt is below 1.
  */
-public record Delivery(String eventId, String type, byte[] payload, Map<String, String> headers,
-                       int attempt, boolean redelivered, String source) {
+public record Delivery(
+        String eventId,
+        String type,
+        byte[] payload,
+        Map<String, String> headers,
+        int attempt,
+        boolean redelivered,
+        String source) {
 
     /** Longest accepted event id, in characters; the inbox column is sized to it. */
     public static final int MAX_MESSAGE_ID_LENGTH = 255;
@@ -40,8 +46,8 @@ public record Delivery(String eventId, String type, byte[] payload, Map<String, 
         payload = payload == null ? new byte[0] : payload.clone();
         headers = headers == null ? Map.of() : Map.copyOf(headers);
         if (attempt < 1) {
-            throw new InvalidDeliveryException("attempt must be 1 or more, but was " + attempt
-                    + " for event id '" + eventId + "'");
+            throw new InvalidDeliveryException(
+                    "attempt must be 1 or more, but was " + attempt + " for event id '" + eventId + "'");
         }
         source = source == null ? "" : source;
     }
@@ -91,17 +97,22 @@ public record Delivery(String eventId, String type, byte[] payload, Map<String, 
                     + eventId.substring(0, 40) + "…'");
         }
         if (eventId.indexOf('\0') >= 0) {
-            throw new InvalidDeliveryException("event id must not contain a NUL character, but was '"
-                    + eventId.replace("\0", "\\0") + "'");
+            throw new InvalidDeliveryException(
+                    "event id must not contain a NUL character, but was '" + eventId.replace("\0", "\\0") + "'");
         }
         return eventId;
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Delivery d && eventId.equals(d.eventId) && type.equals(d.type)
-                && Arrays.equals(payload, d.payload) && headers.equals(d.headers) && attempt == d.attempt
-                && redelivered == d.redelivered && source.equals(d.source);
+        return o instanceof Delivery d
+                && eventId.equals(d.eventId)
+                && type.equals(d.type)
+                && Arrays.equals(payload, d.payload)
+                && headers.equals(d.headers)
+                && attempt == d.attempt
+                && redelivered == d.redelivered
+                && source.equals(d.source);
     }
 
     @Override

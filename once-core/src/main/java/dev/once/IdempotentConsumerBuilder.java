@@ -10,14 +10,13 @@ import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Predicate;
+import javax.sql.DataSource;
 
 /**
  * Builds an {@link IdempotentConsumer}. Setters check their argument at once; {@link #build()}
@@ -43,8 +42,7 @@ public final class IdempotentConsumerBuilder {
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
     private Clock clock = Clock.systemUTC();
 
-    IdempotentConsumerBuilder() {
-    }
+    IdempotentConsumerBuilder() {}
 
     /**
      * Where the claim, the handler's writes and the outbox live: the business database. The engine
@@ -137,10 +135,11 @@ public final class IdempotentConsumerBuilder {
     /** Retries after a deadlock or serialization failure (0 to 100), default {@value #DEFAULT_MAX_CONFLICT_RETRIES}. */
     public IdempotentConsumerBuilder maxConflictRetries(int maxConflictRetries) {
         if (maxConflictRetries < 0 || maxConflictRetries > 100) {
-            throw new InvalidConfigurationException("maxConflictRetries must be between 0 and 100, but was "
-                    + maxConflictRetries);
+            throw new InvalidConfigurationException(
+                    "maxConflictRetries must be between 0 and 100, but was " + maxConflictRetries);
         }
-        this.conflictRetries = conflictRetries.toBuilder().maxRetries(maxConflictRetries).build();
+        this.conflictRetries =
+                conflictRetries.toBuilder().maxRetries(maxConflictRetries).build();
         return this;
     }
 
@@ -204,9 +203,17 @@ public final class IdempotentConsumerBuilder {
         TransactionProvider provider = transactions != null ? transactions : TransactionProvider.owning(dataSource);
         Dialect d = dialect != null ? dialect : detect(provider);
         Inbox inbox = Inbox.of(d, tablePrefix, lockTimeout, clock);
-        return new DefaultIdempotentConsumer(new Transactions(provider), consumer, handler,
-                batchHandler, inbox, conflictRetries,
-                permanentFailure, meterRegistry, clock, outcomeListener);
+        return new DefaultIdempotentConsumer(
+                new Transactions(provider),
+                consumer,
+                handler,
+                batchHandler,
+                inbox,
+                conflictRetries,
+                permanentFailure,
+                meterRegistry,
+                clock,
+                outcomeListener);
     }
 
     // An owned provider's first connection also proves the pool hands out auto-commit connections,
@@ -234,5 +241,4 @@ public final class IdempotentConsumerBuilder {
                     + e.getMessage() + "); set dialect(...) explicitly when no transaction is open at build()");
         }
     }
-
 }

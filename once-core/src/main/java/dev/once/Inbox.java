@@ -3,7 +3,6 @@ package dev.once;
 import dev.once.internal.Names;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.TablePrefix;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -106,10 +105,10 @@ public final class Inbox {
         Names.consumer(consumer);
         Delivery.validEventId(eventId);
         try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
-            ps.setString(1, consumer);                             // 1 consumer
-            ps.setString(2, eventId);                            // 2 event_id
-            ps.setTimestamp(3, Timestamp.from(clock.instant()));   // 3 processed_at
-            ps.execute();   // the first result is the insert's count; a setting's restore may follow
+            ps.setString(1, consumer); // 1 consumer
+            ps.setString(2, eventId); // 2 event_id
+            ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 processed_at
+            ps.execute(); // the first result is the insert's count; a setting's restore may follow
             return ps.getUpdateCount() == 1;
         }
     }
@@ -149,11 +148,12 @@ public final class Inbox {
         int chunk = dialect.maxBatchClaimSize();
         // Chunks in ascending order keep the one global lock order of a single statement.
         for (int from = 0; from < ids.length; from += chunk) {
-            String[] part = from == 0 && ids.length <= chunk ? ids
+            String[] part = from == 0 && ids.length <= chunk
+                    ? ids
                     : Arrays.copyOfRange(ids, from, Math.min(ids.length, from + chunk));
             try (PreparedStatement ps = connection.prepareStatement(claimBatchSql(part.length))) {
                 dialect.bindBatchClaim(ps, consumer, now, part);
-                ps.execute();   // the first result is the claimed ids; a setting's restore may follow
+                ps.execute(); // the first result is the claimed ids; a setting's restore may follow
                 try (ResultSet rs = ps.getResultSet()) {
                     while (rs.next()) {
                         claimed.add(rs.getString(1));

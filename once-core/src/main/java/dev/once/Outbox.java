@@ -55,7 +55,6 @@ public interface Outbox {
      * One message for {@link #addAll}; the parameters are those of {@link #add}. The payload is not
      * copied: do not change it after adding.
      */
-    record Message(String destination, String key, byte[] payload, Map<String, String> headers,
-                   String idempotencyKey) {
-    }
+    record Message(
+            String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey) {}
 }

@@ -36,8 +36,12 @@ public final class RetryPolicy {
     }
 
     /** The engine's deadlock/serialization retries: 5 ms doubling to 200 ms, full jitter, 5 retries. */
-    public static final RetryPolicy DEFAULT_CONFLICT_RETRIES = builder().initialDelay(Duration.ofMillis(5))
-            .maxDelay(Duration.ofMillis(200)).jitter(Jitter.FULL).maxRetries(5).build();
+    public static final RetryPolicy DEFAULT_CONFLICT_RETRIES = builder()
+            .initialDelay(Duration.ofMillis(5))
+            .maxDelay(Duration.ofMillis(200))
+            .jitter(Jitter.FULL)
+            .maxRetries(5)
+            .build();
 
     /** The largest {@link #maxRetries()} a builder accepts. */
     public static final int MAX_RETRIES_LIMIT = 1_000_000;
@@ -128,7 +132,10 @@ public final class RetryPolicy {
             return from;
         }
         long bound = toInclusive - from + 1;
-        return from + (random != null ? random.nextLong(bound) : ThreadLocalRandom.current().nextLong(bound));
+        return from
+                + (random != null
+                        ? random.nextLong(bound)
+                        : ThreadLocalRandom.current().nextLong(bound));
     }
 
     @Override
@@ -146,8 +153,7 @@ public final class RetryPolicy {
         private int maxRetries = 10;
         private Random random;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The wait before the first retry, more than zero and at most one day. */
         public Builder initialDelay(Duration initialDelay) {
@@ -164,8 +170,8 @@ public final class RetryPolicy {
         /** Growth per retry, 1.0 (constant) to 100.0, default 2.0. */
         public Builder multiplier(double multiplier) {
             if (!(multiplier >= 1.0 && multiplier <= 100.0)) {
-                throw new InvalidConfigurationException("multiplier must be between 1.0 and 100.0, but was "
-                        + multiplier);
+                throw new InvalidConfigurationException(
+                        "multiplier must be between 1.0 and 100.0, but was " + multiplier);
             }
             this.multiplier = multiplier;
             return this;
@@ -180,8 +186,8 @@ public final class RetryPolicy {
         /** How many times to try again, 0 to {@value RetryPolicy#MAX_RETRIES_LIMIT}, default 10. */
         public Builder maxRetries(int maxRetries) {
             if (maxRetries < 0 || maxRetries > MAX_RETRIES_LIMIT) {
-                throw new InvalidConfigurationException("maxRetries must be between 0 and " + MAX_RETRIES_LIMIT
-                        + ", but was " + maxRetries);
+                throw new InvalidConfigurationException(
+                        "maxRetries must be between 0 and " + MAX_RETRIES_LIMIT + ", but was " + maxRetries);
             }
             this.maxRetries = maxRetries;
             return this;
@@ -201,16 +207,16 @@ public final class RetryPolicy {
         /** @throws InvalidConfigurationException if {@code maxDelay} is shorter than {@code initialDelay} */
         public RetryPolicy build() {
             if (maxDelay.compareTo(initialDelay) < 0) {
-                throw new InvalidConfigurationException("maxDelay must be at least initialDelay (" + initialDelay
-                        + "), but was " + maxDelay);
+                throw new InvalidConfigurationException(
+                        "maxDelay must be at least initialDelay (" + initialDelay + "), but was " + maxDelay);
             }
             return new RetryPolicy(this);
         }
 
         private static Duration positive(String name, Duration d) {
             if (d == null || d.isNegative() || d.isZero() || d.compareTo(Duration.ofDays(1)) > 0) {
-                throw new InvalidConfigurationException(name + " must be more than zero and at most 1 day, but was "
-                        + d);
+                throw new InvalidConfigurationException(
+                        name + " must be more than zero and at most 1 day, but was " + d);
             }
             return d;
         }

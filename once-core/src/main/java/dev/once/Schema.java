@@ -4,8 +4,6 @@ import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-
-import javax.sql.DataSource;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -21,6 +19,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import javax.sql.DataSource;
 
 /**
  * The {@code once} tables, as numbered SQL migrations per dialect shipped in this jar
@@ -33,12 +32,10 @@ import java.util.List;
  */
 public final class Schema {
 
-    private Schema() {
-    }
+    private Schema() {}
 
     /** A migration as shipped: its version, file name and SQL with the prefix applied. */
-    public record Migration(int version, String name, String sql) {
-    }
+    public record Migration(int version, String name, String sql) {}
 
     /** How long {@link #migrate} waits for another instance's migration of the same prefix, unless told. */
     public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(60);
@@ -67,7 +64,8 @@ public final class Schema {
      */
     public static int migrate(DataSource dataSource, String prefix, Duration lockWait) {
         TablePrefix.validate(prefix);
-        if (lockWait == null || lockWait.compareTo(Duration.ofSeconds(1)) < 0
+        if (lockWait == null
+                || lockWait.compareTo(Duration.ofSeconds(1)) < 0
                 || lockWait.compareTo(Duration.ofHours(1)) > 0) {
             throw new InvalidConfigurationException("lockWait must be between 1s and 1h, but was " + lockWait
                     + ": it bounds how long a migration waits for another instance migrating the same prefix");
@@ -107,11 +105,13 @@ public final class Schema {
                 }
                 int current;
                 try (Statement s = c.createStatement();
-                     ResultSet rs = s.executeQuery("SELECT coalesce(max(version), 0) FROM " + versionTable)) {
+                        ResultSet rs = s.executeQuery("SELECT coalesce(max(version), 0) FROM " + versionTable)) {
                     rs.next();
                     current = rs.getInt(1);
                 }
-                Migration m = migrations(dialect, prefix).stream().filter(x -> x.version() > current).findFirst()
+                Migration m = migrations(dialect, prefix).stream()
+                        .filter(x -> x.version() > current)
+                        .findFirst()
                         .orElse(null);
                 if (m == null) {
                     return false;
@@ -193,7 +193,9 @@ public final class Schema {
             }
         }
         return Arrays.stream(withoutComments.toString().split(";\\s*\\n"))
-                .map(String::strip).filter(s -> !s.isEmpty()).toList();
+                .map(String::strip)
+                .filter(s -> !s.isEmpty())
+                .toList();
     }
 
     private static String resource(String path) {

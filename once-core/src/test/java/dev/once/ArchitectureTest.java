@@ -1,5 +1,9 @@
 package dev.once;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -11,21 +15,15 @@ import com.tngtech.archunit.core.domain.JavaType;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchCondition;
-import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-
-import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
-import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
-import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+import org.junit.jupiter.api.Test;
 
 /**
  * The layers of once-core, checked on its compiled classes: {@code dev.once} and the other API
@@ -35,21 +33,30 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
 class ArchitectureTest {
 
     private static final JavaClasses CORE = new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages("dev.once");
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.once");
 
     /**
      * Classes that still end transactions by hand, each owned by another part of the code and on
      * its way onto {@code internal.Transactions}: the outbox side (JdbcTarget, idempotency keys,
      * leases; a LISTEN session switches auto-commit on). A class not named here fails the rule.
      */
-    private static final Set<String> NOT_YET_ON_THE_SEAM = Set.of("dev.once.internal.JdbcTarget",
-            "dev.once.internal.PgListener", "dev.once.keys.IdempotencyKeys", "dev.once.keys.KeyTransaction",
+    private static final Set<String> NOT_YET_ON_THE_SEAM = Set.of(
+            "dev.once.internal.JdbcTarget",
+            "dev.once.internal.PgListener",
+            "dev.once.keys.IdempotencyKeys",
+            "dev.once.keys.KeyTransaction",
             "dev.once.lease.Leases");
 
     @Test
     void apiPackagesExposeNoInternalType() {
-        classes().that().resideOutsideOfPackage("dev.once.internal..").and().arePublic()
-                .should(exposeNoInternalType()).check(CORE);
+        classes()
+                .that()
+                .resideOutsideOfPackage("dev.once.internal..")
+                .and()
+                .arePublic()
+                .should(exposeNoInternalType())
+                .check(CORE);
     }
 
     @Test
@@ -58,49 +65,76 @@ class ArchitectureTest {
         // API's InvalidConfigurationException): one slice. The engine in dev.once.internal serves
         // every API package and is never exposed by one (see above), so it is left out of the slices.
         slices().assignedFrom(new SliceAssignment() {
-            @Override
-            public SliceIdentifier getIdentifierOf(JavaClass c) {
-                String p = c.getPackageName();
-                if (p.startsWith("dev.once.internal")) {
-                    return SliceIdentifier.ignore();
-                }
-                if (p.equals("dev.once") || p.startsWith("dev.once.jdbc")) {
-                    return SliceIdentifier.of("dev.once + dev.once.jdbc");
-                }
-                return SliceIdentifier.of(p);
-            }
+                    @Override
+                    public SliceIdentifier getIdentifierOf(JavaClass c) {
+                        String p = c.getPackageName();
+                        if (p.startsWith("dev.once.internal")) {
+                            return SliceIdentifier.ignore();
+                        }
+                        if (p.equals("dev.once") || p.startsWith("dev.once.jdbc")) {
+                            return SliceIdentifier.of("dev.once + dev.once.jdbc");
+                        }
+                        return SliceIdentifier.of(p);
+                    }
 
-            @Override
-            public String getDescription() {
-                return "the API packages of once-core";
-            }
-        }).should().beFreeOfCycles().check(CORE);
+                    @Override
+                    public String getDescription() {
+                        return "the API packages of once-core";
+                    }
+                })
+                .should()
+                .beFreeOfCycles()
+                .check(CORE);
     }
 
     @Test
     void theApiPackageDoesNotDependOnTheOutboxRelaySide() {
-        noClasses().that().resideInAPackage("dev.once").should().dependOnClassesThat()
-                .resideInAPackage("dev.once.outbox..").check(CORE);
+        noClasses()
+                .that()
+                .resideInAPackage("dev.once")
+                .should()
+                .dependOnClassesThat()
+                .resideInAPackage("dev.once.outbox..")
+                .check(CORE);
     }
 
     @Test
     void coreImportsNoBrokerClientAndNoDriver() {
-        noClasses().that().resideInAPackage("dev.once..").should().dependOnClassesThat().resideInAnyPackage(
-                "org.apache.kafka..", "software.amazon..", "com.rabbitmq..", "io.nats..", "org.postgresql..",
-                "org.mariadb..", "com.mysql..", "com.zaxxer..", "org.springframework..").check(CORE);
+        noClasses()
+                .that()
+                .resideInAPackage("dev.once..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAnyPackage(
+                        "org.apache.kafka..",
+                        "software.amazon..",
+                        "com.rabbitmq..",
+                        "io.nats..",
+                        "org.postgresql..",
+                        "org.mariadb..",
+                        "com.mysql..",
+                        "com.zaxxer..",
+                        "org.springframework..")
+                .check(CORE);
     }
 
     @Test
     void onlyTheTransactionSeamEndsTransactions() {
-        DescribedPredicate<JavaClass> seam = DescribedPredicate.describe("the transaction seam", c ->
-                c.getPackageName().equals("dev.once.tx") || c.getName().equals("dev.once.internal.Transaction")
+        DescribedPredicate<JavaClass> seam = DescribedPredicate.describe(
+                "the transaction seam",
+                c -> c.getPackageName().equals("dev.once.tx")
+                        || c.getName().equals("dev.once.internal.Transaction")
                         || c.getName().equals("dev.once.internal.Transactions")
                         || c.getName().startsWith("dev.once.internal.Transactions$")
                         || NOT_YET_ON_THE_SEAM.contains(c.getName()));
-        noClasses().that(DescribedPredicate.not(seam))
-                .should().callMethod(Connection.class, "commit")
-                .orShould().callMethod(Connection.class, "rollback")
-                .orShould().callMethod(Connection.class, "setAutoCommit", boolean.class)
+        noClasses()
+                .that(DescribedPredicate.not(seam))
+                .should()
+                .callMethod(Connection.class, "commit")
+                .orShould()
+                .callMethod(Connection.class, "rollback")
+                .orShould()
+                .callMethod(Connection.class, "setAutoCommit", boolean.class)
                 .because("internal.Transactions is the one place that begins, commits and rolls back")
                 .check(CORE);
     }
@@ -119,7 +153,8 @@ class ArchitectureTest {
                     }
                 }
                 for (JavaMember m : c.getMembers()) {
-                    if (!m.getModifiers().contains(JavaModifier.PUBLIC) && !m.getModifiers().contains(JavaModifier.PROTECTED)) {
+                    if (!m.getModifiers().contains(JavaModifier.PUBLIC)
+                            && !m.getModifiers().contains(JavaModifier.PROTECTED)) {
                         continue;
                     }
                     List<JavaType> types = new ArrayList<>();

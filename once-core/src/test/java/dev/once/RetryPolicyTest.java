@@ -1,18 +1,20 @@
 package dev.once;
 
-import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import org.junit.jupiter.api.Test;
 
 class RetryPolicyTest {
 
     private static RetryPolicy.Builder base() {
-        return RetryPolicy.builder().initialDelay(Duration.ofMillis(100)).maxDelay(Duration.ofSeconds(1)).seed(42);
+        return RetryPolicy.builder()
+                .initialDelay(Duration.ofMillis(100))
+                .maxDelay(Duration.ofSeconds(1))
+                .seed(42);
     }
 
     @Test
@@ -68,19 +70,26 @@ class RetryPolicyTest {
     @Test
     void theBuilderRefusesValuesThatCannotWork() {
         assertThatThrownBy(() -> RetryPolicy.builder().initialDelay(Duration.ZERO))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("initialDelay")
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("initialDelay")
                 .hasMessageContaining("PT0S");
         assertThatThrownBy(() -> RetryPolicy.builder().maxDelay(Duration.ofDays(2)))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("maxDelay");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("maxDelay");
         assertThatThrownBy(() -> RetryPolicy.builder().multiplier(0.5))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("0.5");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("0.5");
         assertThatThrownBy(() -> RetryPolicy.builder().multiplier(Double.NaN))
                 .isInstanceOf(InvalidConfigurationException.class);
         assertThatThrownBy(() -> RetryPolicy.builder().maxRetries(-1))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("-1");
-        assertThatThrownBy(() -> RetryPolicy.builder().initialDelay(Duration.ofSeconds(5))
-                .maxDelay(Duration.ofSeconds(1)).build())
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("at least initialDelay");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("-1");
+        assertThatThrownBy(() -> RetryPolicy.builder()
+                        .initialDelay(Duration.ofSeconds(5))
+                        .maxDelay(Duration.ofSeconds(1))
+                        .build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("at least initialDelay");
     }
 
     @Test

@@ -1,52 +1,59 @@
 package dev.once;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import dev.once.retention.InboxPruner;
+import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-
-import java.time.Duration;
-import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Bad input gets a specific exception whose message names the value and what is expected. No I/O. */
 class ValidationTest {
 
     @Test
     void aNullEventIdIsRejectedWithAnExplanation() {
-        assertThatThrownBy(() -> Delivery.of(null, "x")).isInstanceOf(InvalidDeliveryException.class)
-                .hasMessageContaining("null").hasMessageContaining("event id");
+        assertThatThrownBy(() -> Delivery.of(null, "x"))
+                .isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("null")
+                .hasMessageContaining("event id");
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"", " ", "\t\n"})
     void aBlankEventIdIsRejected(String id) {
-        assertThatThrownBy(() -> Delivery.of(id, "x")).isInstanceOf(InvalidDeliveryException.class)
+        assertThatThrownBy(() -> Delivery.of(id, "x"))
+                .isInstanceOf(InvalidDeliveryException.class)
                 .hasMessageContaining("blank");
     }
 
     @Test
     void anOversizedEventIdIsRejectedWithItsLength() {
         String id = "x".repeat(256);
-        assertThatThrownBy(() -> Delivery.of(id, "x")).isInstanceOf(InvalidDeliveryException.class)
-                .hasMessageContaining("255").hasMessageContaining("256");
+        assertThatThrownBy(() -> Delivery.of(id, "x"))
+                .isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("255")
+                .hasMessageContaining("256");
         assertThat(Delivery.of("x".repeat(255), "x").eventId()).hasSize(255);
     }
 
     @Test
     void anEventIdWithNulIsRejected() {
-        assertThatThrownBy(() -> Delivery.of("a\0b", "x")).isInstanceOf(InvalidDeliveryException.class)
+        assertThatThrownBy(() -> Delivery.of("a\0b", "x"))
+                .isInstanceOf(InvalidDeliveryException.class)
                 .hasMessageContaining("a\\0b");
     }
 
     @Test
     void attemptsStartAtOne() {
-        assertThatThrownBy(() -> Delivery.builder("e").attempt(0).build()).isInstanceOf(InvalidDeliveryException.class)
-                .hasMessageContaining("attempt").hasMessageContaining("0");
+        assertThatThrownBy(() -> Delivery.builder("e").attempt(0).build())
+                .isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("attempt")
+                .hasMessageContaining("0");
     }
 
     @Test
@@ -59,7 +66,11 @@ class ValidationTest {
         d.payload()[1] = 9;
         assertThat(d.payload()).containsExactly(1, 2, 3);
         assertThat(d.headers()).containsOnlyKeys("k");
-        assertThat(d).isEqualTo(Delivery.builder("e").payload(new byte[] {1, 2, 3}).headers(Map.of("k", "v")).build());
+        assertThat(d)
+                .isEqualTo(Delivery.builder("e")
+                        .payload(new byte[] {1, 2, 3})
+                        .headers(Map.of("k", "v"))
+                        .build());
         Delivery again = d.redelivery();
         assertThat(again.attempt()).isEqualTo(2);
         assertThat(again.redelivered()).isTrue();
@@ -71,7 +82,8 @@ class ValidationTest {
     void badConsumerNamesAreRejectedByName(String name) {
         assertThatThrownBy(() -> IdempotentConsumer.builder().consumer(name))
                 .isInstanceOf(InvalidConfigurationException.class)
-                .hasMessageContaining("[a-z0-9._-]{1,100}").hasMessageContaining("'" + name + "'");
+                .hasMessageContaining("[a-z0-9._-]{1,100}")
+                .hasMessageContaining("'" + name + "'");
     }
 
     @Test
@@ -81,9 +93,18 @@ class ValidationTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"once_; drop table x", "Once_", "1once", "once-", "\"once\"", "a_very_long_prefix_that_is_over_30_"})
+    @ValueSource(
+            strings = {
+                "once_; drop table x",
+                "Once_",
+                "1once",
+                "once-",
+                "\"once\"",
+                "a_very_long_prefix_that_is_over_30_"
+            })
     void aTablePrefixThatIsNotAnIdentifierIsRejected(String prefix) {
-        assertThatThrownBy(() -> TablePrefix.validate(prefix)).isInstanceOf(InvalidConfigurationException.class)
+        assertThatThrownBy(() -> TablePrefix.validate(prefix))
+                .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("'" + prefix + "'");
         assertThatThrownBy(() -> IdempotentConsumer.builder().tablePrefix(prefix))
                 .isInstanceOf(InvalidConfigurationException.class);
@@ -93,38 +114,50 @@ class ValidationTest {
 
     @Test
     void aNullTablePrefixIsRejected() {
-        assertThatThrownBy(() -> TablePrefix.validate(null)).isInstanceOf(InvalidConfigurationException.class)
+        assertThatThrownBy(() -> TablePrefix.validate(null))
+                .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("null");
     }
 
     @Test
     void lockTimeoutsOutsideTheirRangeAreRefusedNotClamped() {
         assertThatThrownBy(() -> IdempotentConsumer.builder().lockTimeout(Duration.ZERO))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("PT0S");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("PT0S");
         assertThatThrownBy(() -> IdempotentConsumer.builder().lockTimeout(Duration.ofHours(2)))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("PT2H");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("PT2H");
         assertThatThrownBy(() -> IdempotentConsumer.builder().maxConflictRetries(-1))
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("-1");
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("-1");
     }
 
     @Test
     void buildNamesWhatIsMissing() {
-        assertThatThrownBy(() -> IdempotentConsumer.builder().consumer("billing").build())
+        assertThatThrownBy(
+                        () -> IdempotentConsumer.builder().consumer("billing").build())
                 .isInstanceOf(InvalidConfigurationException.class)
-                .hasMessageContaining("dataSource").hasMessageContaining("handler");
+                .hasMessageContaining("dataSource")
+                .hasMessageContaining("handler");
     }
 
     @Test
     void aRetentionShorterThanTheRedeliveryHorizonIsRefused() {
-        assertThatThrownBy(() -> InboxPruner.builder().dataSource(new NoDataSource()).dialect(Dialects.POSTGRESQL)
-                .retention(Duration.ofDays(1)).redeliveryHorizon(Duration.ofDays(4)).build())
+        assertThatThrownBy(() -> InboxPruner.builder()
+                        .dataSource(new NoDataSource())
+                        .dialect(Dialects.POSTGRESQL)
+                        .retention(Duration.ofDays(1))
+                        .redeliveryHorizon(Duration.ofDays(4))
+                        .build())
                 .isInstanceOf(InvalidConfigurationException.class)
-                .hasMessageContaining("PT24H").hasMessageContaining("PT96H");
+                .hasMessageContaining("PT24H")
+                .hasMessageContaining("PT96H");
     }
 
     @Test
     void unknownDialectsAreNamed() {
-        assertThatThrownBy(() -> Dialects.byName("oracle")).isInstanceOf(InvalidConfigurationException.class)
+        assertThatThrownBy(() -> Dialects.byName("oracle"))
+                .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("'oracle'");
     }
 
@@ -133,9 +166,11 @@ class ValidationTest {
         // Issue 10 item 10: "mysql" used to map to the MariaDB dialect, whose INSERT ... RETURNING and
         // SET STATEMENT do not exist on MySQL. "MySQL" is what both JDBC drivers report for a MySQL server.
         for (String product : java.util.List.of("MySQL", "mysql")) {
-            assertThatThrownBy(() -> Dialects.byName(product)).isInstanceOf(InvalidConfigurationException.class)
+            assertThatThrownBy(() -> Dialects.byName(product))
+                    .isInstanceOf(InvalidConfigurationException.class)
                     .hasMessageContaining("'" + product + "' is not supported")
-                    .hasMessageContaining("PostgreSQL").hasMessageContaining("MariaDB 10.6+");
+                    .hasMessageContaining("PostgreSQL")
+                    .hasMessageContaining("MariaDB 10.6+");
         }
         assertThat(Dialects.byName("MariaDB")).isSameAs(Dialects.MARIADB);
     }
@@ -144,8 +179,14 @@ class ValidationTest {
     void everyDialectShipsItsMigrationsWithThePrefixApplied() {
         for (var dialect : java.util.List.of(Dialects.POSTGRESQL, Dialects.MARIADB)) {
             String script = Schema.script(dialect, "billing_");
-            assertThat(script).contains("billing_inbox", "billing_outbox", "billing_idempotency_key", "billing_lease",
-                    "billing_fence").doesNotContain("${prefix}");
+            assertThat(script)
+                    .contains(
+                            "billing_inbox",
+                            "billing_outbox",
+                            "billing_idempotency_key",
+                            "billing_lease",
+                            "billing_fence")
+                    .doesNotContain("${prefix}");
         }
     }
 
@@ -163,11 +204,9 @@ class ValidationTest {
             return null;
         }
 
-        public void setLogWriter(java.io.PrintWriter out) {
-        }
+        public void setLogWriter(java.io.PrintWriter out) {}
 
-        public void setLoginTimeout(int seconds) {
-        }
+        public void setLoginTimeout(int seconds) {}
 
         public int getLoginTimeout() {
             return 0;

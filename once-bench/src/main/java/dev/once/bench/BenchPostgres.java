@@ -6,7 +6,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Schema;
 import dev.once.testkit.TestPostgres;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
@@ -89,16 +88,25 @@ final class BenchPostgres implements AutoCloseable {
     /** Server version and the settings that decide commit cost. */
     Map<String, String> serverFacts() {
         Map<String, String> facts = new LinkedHashMap<>();
-        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
-            for (String name : new String[] {"server_version", "fsync", "synchronous_commit", "full_page_writes",
-                    "wal_sync_method", "shared_buffers", "max_connections"}) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl);
+                Statement s = c.createStatement()) {
+            for (String name : new String[] {
+                "server_version",
+                "fsync",
+                "synchronous_commit",
+                "full_page_writes",
+                "wal_sync_method",
+                "shared_buffers",
+                "max_connections"
+            }) {
                 try (ResultSet rs = s.executeQuery("SHOW " + name)) {
                     rs.next();
                     facts.put(name, rs.getString(1));
                 }
             }
         } catch (SQLException e) {
-            throw new IllegalStateException("could not read server settings from " + jdbcUrl + ": " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "could not read server settings from " + jdbcUrl + ": " + e.getMessage(), e);
         }
         return facts;
     }
@@ -109,14 +117,17 @@ final class BenchPostgres implements AutoCloseable {
         facts.put("cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
         var os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         facts.put("memory", (os.getTotalMemorySize() >> 20) + " MiB");
-        facts.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
-                + System.getProperty("os.arch"));
+        facts.put(
+                "os",
+                System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
+                        + System.getProperty("os.arch"));
         facts.put("jdk", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
         return facts;
     }
 
     private void admin(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl);
+                Statement s = c.createStatement()) {
             s.execute(sql);
         } catch (SQLException e) {
             throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);

@@ -3,7 +3,6 @@ package dev.once.bench;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
-
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -47,14 +46,14 @@ final class CoreSuite implements Suite {
     static final int[] BATCH_SIZES = {100, 500};
     static final int[] CONNECTIONS = {1, 8};
     static final List<String> SINGLE = List.of("naive", "floor", "floor-per-event", "once");
-    static final List<String> BATCHED = List.of("naive", "floor-set", "floor-pipelined", "floor-per-event", "once",
-            "once-set");
+    static final List<String> BATCHED =
+            List.of("naive", "floor-set", "floor-pipelined", "floor-per-event", "once", "once-set");
     static final String CONSUMER = "bench";
 
     // The floor's statements: the claim the engine makes (without its inline lock timeout, which a
     // hand-written loop would not bother with), on the same table.
-    static final String FLOOR_CLAIM = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
-            + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
+    static final String FLOOR_CLAIM =
+            "INSERT INTO once_inbox (consumer, event_id, processed_at)" + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
     static final String FLOOR_CLAIM_ALL = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
             + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n"
             + " ON CONFLICT DO NOTHING RETURNING event_id";
@@ -102,12 +101,19 @@ final class CoreSuite implements Suite {
                     configs.add(new Throughput.Config(name, g.conns(), steps(name, db, g.batch())));
                 }
                 run.postgres().checkpoint();
-                List<Throughput.Rate> rates = Throughput.measure(configs, run.settings().warmup(),
-                        run.settings().measured(), run.settings().slice());
+                List<Throughput.Rate> rates = Throughput.measure(
+                        configs,
+                        run.settings().warmup(),
+                        run.settings().measured(),
+                        run.settings().slice());
                 for (int i = 0; i < g.names().size(); i++) {
                     String name = g.names().get(i);
                     results.put(key(name, g), rates.get(i));
-                    run.line(Run.bench(benchName(name), mode(name, g), g.conns(), g.batch(),
+                    run.line(Run.bench(
+                            benchName(name),
+                            mode(name, g),
+                            g.conns(),
+                            g.batch(),
                             rates.get(i).eventsPerSecond()));
                 }
             } finally {
@@ -141,11 +147,23 @@ final class CoreSuite implements Suite {
         return switch (name) {
             case "naive" -> i -> new Naive(db, new Throughput.Events(name, i), batch);
             case "floor", "floor-set", "floor-pipelined", "floor-per-event" ->
-                    i -> new Floor(db, new Throughput.Events(name, i), batch, name);
-            case "once" -> onceSteps(IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(CONSUMER)
-                    .handler(Ledger.ONCE_HANDLER).build(), batch);
-            case "once-set" -> onceSteps(IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(CONSUMER)
-                    .batchHandler(Ledger.ONCE_BATCH_HANDLER).build(), batch);
+                i -> new Floor(db, new Throughput.Events(name, i), batch, name);
+            case "once" ->
+                onceSteps(
+                        IdempotentConsumer.builder()
+                                .dataSource(db.dataSource())
+                                .consumer(CONSUMER)
+                                .handler(Ledger.ONCE_HANDLER)
+                                .build(),
+                        batch);
+            case "once-set" ->
+                onceSteps(
+                        IdempotentConsumer.builder()
+                                .dataSource(db.dataSource())
+                                .consumer(CONSUMER)
+                                .batchHandler(Ledger.ONCE_BATCH_HANDLER)
+                                .build(),
+                        batch);
             default -> throw new IllegalArgumentException("no configuration named '" + name + "'");
         };
     }
@@ -177,8 +195,8 @@ final class CoreSuite implements Suite {
 
     private static void expectApplied(Outcome o) {
         if (o.status() != Outcome.Status.APPLIED) {
-            throw new IllegalStateException("every benchmark event is new, but " + o.eventId() + " came out "
-                    + o.status(), o.failure());
+            throw new IllegalStateException(
+                    "every benchmark event is new, but " + o.eventId() + " came out " + o.status(), o.failure());
         }
     }
 
@@ -286,7 +304,7 @@ final class CoreSuite implements Suite {
                 events[k] = this.events.next();
                 ids[k] = events[k].id();
             }
-            Arrays.sort(ids);   // one lock order across workers, as the engine does
+            Arrays.sort(ids); // one lock order across workers, as the engine does
             Array array = c.createArrayOf("varchar", ids);
             claimAll.setString(1, CONSUMER);
             claimAll.setTimestamp(2, new Timestamp(System.currentTimeMillis()));
@@ -359,14 +377,18 @@ final class CoreSuite implements Suite {
         md.append("Events/s. The configurations of one row run interleaved (see settings), each on a fresh schema.")
                 .append(" Floors (hand-written JDBC, one held connection, statements prepared once): single `floor` is")
                 .append(" the claim and the update in one statement (a data-modifying CTE) in auto-commit, one round")
-                .append(" trip per event; `floor-per-event` is the old floor, claim + update + commit. Batched `floor-set`")
-                .append(" is one `unnest` claim of the sorted ids + one `UPDATE … FROM unnest(?::bigint[], ?::bigint[])`")
-                .append(" pre-aggregated per account and sorted + one commit; `floor-pipelined` is the same claim + one")
+                .append(
+                        " trip per event; `floor-per-event` is the old floor, claim + update + commit. Batched `floor-set`")
+                .append(
+                        " is one `unnest` claim of the sorted ids + one `UPDATE … FROM unnest(?::bigint[], ?::bigint[])`")
+                .append(
+                        " pre-aggregated per account and sorted + one commit; `floor-pipelined` is the same claim + one")
                 .append(" JDBC batch of the updates + one commit; `floor-per-event` (the old floor) is the claim + one")
                 .append(" `executeUpdate` per event + one commit. The floor of a batched row is the faster of")
                 .append(" `floor-set` and `floor-pipelined`. `once` runs the per-event `Handler` (`process`, or")
                 .append(" `processBatch` with one `UPDATE` per event); `once batch-set` runs a `BatchHandler` applying")
-                .append(" the batch with the same set-based `UPDATE` as `floor-set`. \"paired\" is the median over turns")
+                .append(
+                        " the batch with the same set-based `UPDATE` as `floor-set`. \"paired\" is the median over turns")
                 .append(" of the ratio between turns adjacent in time, the figure least moved by load drift.\n\n");
         md.append("One event per transaction:\n\n");
         md.append("| conns | naive | floor | floor-per-event | once | once / floor | once / floor, paired")
@@ -375,9 +397,15 @@ final class CoreSuite implements Suite {
             if (!g.family().equals("single")) {
                 continue;
             }
-            md.append(String.format(Locale.ROOT, "| %d | %,.0f | %,.0f | %,.0f | %,.0f | %.3f | %.3f | %.3f | %.3f |%n",
-                    g.conns(), eps(rates, "naive", g), eps(rates, "floor", g), eps(rates, "floor-per-event", g),
-                    eps(rates, "once", g), eps(rates, "once", g) / eps(rates, "floor", g),
+            md.append(String.format(
+                    Locale.ROOT,
+                    "| %d | %,.0f | %,.0f | %,.0f | %,.0f | %.3f | %.3f | %.3f | %.3f |%n",
+                    g.conns(),
+                    eps(rates, "naive", g),
+                    eps(rates, "floor", g),
+                    eps(rates, "floor-per-event", g),
+                    eps(rates, "once", g),
+                    eps(rates, "once", g) / eps(rates, "floor", g),
                     rates.get(key("once", g)).pairedRatio(rates.get(key("floor", g))),
                     eps(rates, "once", g) / eps(rates, "floor-per-event", g),
                     eps(rates, "once", g) / eps(rates, "naive", g)));
@@ -391,11 +419,18 @@ final class CoreSuite implements Suite {
                 continue;
             }
             Group single = new Group("single", g.conns(), 1);
-            md.append(String.format(Locale.ROOT,
+            md.append(String.format(
+                    Locale.ROOT,
                     "| %d | %d | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %.3f | %.3f | %.1fx | %.3f |%n",
-                    g.conns(), g.batch(), eps(rates, "naive", g), eps(rates, "floor-set", g),
-                    eps(rates, "floor-pipelined", g), eps(rates, "floor-per-event", g), eps(rates, "once", g),
-                    eps(rates, "once-set", g), eps(rates, "once-set", g) / floor(rates, g),
+                    g.conns(),
+                    g.batch(),
+                    eps(rates, "naive", g),
+                    eps(rates, "floor-set", g),
+                    eps(rates, "floor-pipelined", g),
+                    eps(rates, "floor-per-event", g),
+                    eps(rates, "once", g),
+                    eps(rates, "once-set", g),
+                    eps(rates, "once-set", g) / floor(rates, g),
                     rates.get(key("once-set", g)).pairedRatio(rates.get(key(floorName(rates, g), g))),
                     eps(rates, "once-set", g) / eps(rates, "once", single),
                     eps(rates, "once", g) / eps(rates, "floor-per-event", g)));
@@ -403,23 +438,44 @@ final class CoreSuite implements Suite {
         md.append("\nTargets:\n\n");
         Group target = new Group("batch", 8, BATCH);
         double ratio = eps(rates, "once-set", target) / floor(rates, target);
-        double paired = rates.get(key("once-set", target)).pairedRatio(rates.get(key(floorName(rates, target), target)));
-        String text = String.format(Locale.ROOT, "once batch-set, %d/tx, 8 conns >= 0.95x the hand-written floor (%s):"
-                + " %.3f (paired %.3f)", BATCH, floorName(rates, target), ratio, paired);
-        md.append(ratio < 0.95 && paired >= 0.95 ? "- met on the paired ratio only: " + text + "\n"
-                : check(text, ratio >= 0.95));
+        double paired =
+                rates.get(key("once-set", target)).pairedRatio(rates.get(key(floorName(rates, target), target)));
+        String text = String.format(
+                Locale.ROOT,
+                "once batch-set, %d/tx, 8 conns >= 0.95x the hand-written floor (%s):" + " %.3f (paired %.3f)",
+                BATCH,
+                floorName(rates, target),
+                ratio,
+                paired);
+        md.append(
+                ratio < 0.95 && paired >= 0.95
+                        ? "- met on the paired ratio only: " + text + "\n"
+                        : check(text, ratio >= 0.95));
         for (int conns : CONNECTIONS) {
             double x = eps(rates, "once-set", new Group("batch", conns, BATCH))
                     / eps(rates, "once", new Group("single", conns, 1));
-            md.append(check(String.format(Locale.ROOT, "once batch-set, %d/tx >= 10x once per-message at %d conns: %.1fx",
-                    BATCH, conns, x), x >= 10));
+            md.append(check(
+                    String.format(
+                            Locale.ROOT,
+                            "once batch-set, %d/tx >= 10x once per-message at %d conns: %.1fx",
+                            BATCH,
+                            conns,
+                            x),
+                    x >= 10));
         }
         for (Group g : groups()) {
             String floorName = g.family().equals("single") ? "floor" : floorName(rates, g);
             String name = g.family().equals("single") ? "once" : "once-set";
             double r = eps(rates, name, g) / eps(rates, floorName, g);
-            md.append(String.format(Locale.ROOT, "- (for reference) %s %s, %d conns, %d/tx vs %s: %.3f%n",
-                    benchName(name), mode(name, g), g.conns(), g.batch(), floorName, r));
+            md.append(String.format(
+                    Locale.ROOT,
+                    "- (for reference) %s %s, %d conns, %d/tx vs %s: %.3f%n",
+                    benchName(name),
+                    mode(name, g),
+                    g.conns(),
+                    g.batch(),
+                    floorName,
+                    r));
         }
         return md.toString();
     }

@@ -25,8 +25,9 @@ final class Correctness {
      * that record the id in a transaction of its own.
      */
     static final String CRASH_BEFORE_COMMIT = "crash_before_commit";
-    static final List<String> CASES = List.of(SEQUENTIAL_DUPLICATE, CRASH_AFTER_COMMIT, CONCURRENT_DUPLICATE,
-            IDENTICAL_PAYLOADS, CRASH_BEFORE_COMMIT);
+
+    static final List<String> CASES = List.of(
+            SEQUENTIAL_DUPLICATE, CRASH_AFTER_COMMIT, CONCURRENT_DUPLICATE, IDENTICAL_PAYLOADS, CRASH_BEFORE_COMMIT);
 
     /** Concurrent deliveries of the same event per round, released together by a barrier. */
     static final int THREADS = 8;
@@ -116,8 +117,8 @@ final class Correctness {
                             expected[r] = 2;
                         }
                     }
-                    default -> throw new IllegalArgumentException("no case named '" + kase + "', expected one of "
-                            + CASES);
+                    default ->
+                        throw new IllegalArgumentException("no case named '" + kase + "', expected one of " + CASES);
                 }
             } finally {
                 subject.close();

@@ -12,8 +12,8 @@ record Event(String id, long account, long amount) {
     Event {
         Objects.requireNonNull(id, "id");
         if (account < 0 || amount <= 0) {
-            throw new IllegalArgumentException("account must be >= 0 and amount > 0, but were " + account
-                    + " and " + amount);
+            throw new IllegalArgumentException(
+                    "account must be >= 0 and amount > 0, but were " + account + " and " + amount);
         }
     }
 

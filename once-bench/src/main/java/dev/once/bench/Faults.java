@@ -13,8 +13,7 @@ final class Faults {
 
     private static final Set<String> CRASH_BEFORE_EFFECT = ConcurrentHashMap.newKeySet();
 
-    private Faults() {
-    }
+    private Faults() {}
 
     /** The next delivery of {@code eventId} dies just before its effect. */
     static void crashBeforeEffect(String eventId) {

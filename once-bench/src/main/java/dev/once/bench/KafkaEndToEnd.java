@@ -3,8 +3,8 @@ package dev.once.bench;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Delivery;
-import dev.once.Schema;
 import dev.once.IdempotentConsumer;
+import dev.once.Schema;
 import dev.once.kafka.KafkaConsumerRunner;
 import dev.once.kafka.KafkaConsumerRunnerBuilder;
 import dev.once.outbox.OutboxMessage;
@@ -12,18 +12,6 @@ import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-
-import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -37,6 +25,17 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Future;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * End-to-end throughput from Kafka to PostgreSQL (fsync and synchronous_commit on): the naive
@@ -67,7 +66,12 @@ public final class KafkaEndToEnd implements Suite {
 
         /** The line the benchmark harness collects. */
         public String line() {
-            return String.format(Locale.ROOT, "BENCH name=%s mode=%s conns=%d events_per_s=%.0f", name, mode, conns,
+            return String.format(
+                    Locale.ROOT,
+                    "BENCH name=%s mode=%s conns=%d events_per_s=%.0f",
+                    name,
+                    mode,
+                    conns,
                     eventsPerSecond());
         }
     }
@@ -80,15 +84,21 @@ public final class KafkaEndToEnd implements Suite {
     @Override
     public void run(Run run) throws Exception {
         List<Result> results;
-        try (TestKafka kafka = TestKafka.start(); BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
+        try (TestKafka kafka = TestKafka.start();
+                BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
             Run.progress("kafka: " + DEFAULT_EVENTS + " events, " + PARTITIONS + " partitions, in-process broker at "
                     + kafka.bootstrapServers());
             results = run(kafka, db.dataSource(), DEFAULT_EVENTS);
         }
         StringBuilder md = new StringBuilder();
-        md.append("Kafka (in-process KRaft broker) to PostgreSQL, ").append(DEFAULT_EVENTS).append(" events over ")
-                .append(PARTITIONS).append(" partitions, `max.poll.records=").append(MAX_POLL_RECORDS)
-                .append("`, one connection, one run each after a ").append(WARMUP_EVENTS)
+        md.append("Kafka (in-process KRaft broker) to PostgreSQL, ")
+                .append(DEFAULT_EVENTS)
+                .append(" events over ")
+                .append(PARTITIONS)
+                .append(" partitions, `max.poll.records=")
+                .append(MAX_POLL_RECORDS)
+                .append("`, one connection, one run each after a ")
+                .append(WARMUP_EVENTS)
                 .append("-event warm-up. Naive: Kafka auto-commit, the poll's records applied in one transaction, no"
                         + " claim; mode `batch` one `UPDATE` per record, mode `batch-set` one `UPDATE … FROM unnest` per"
                         + " poll, pre-aggregated per account and sorted. Once: `KafkaConsumerRunner`, one `processBatch`"
@@ -98,15 +108,27 @@ public final class KafkaEndToEnd implements Suite {
                         + "| consumer | mode | events/s |\n|---|---|---|\n");
         for (Result r : results) {
             run.line(r.line());
-            md.append("| ").append(r.name()).append(" | ").append(r.mode()).append(" | ")
-                    .append(Math.round(r.eventsPerSecond())).append(" |\n");
+            md.append("| ")
+                    .append(r.name())
+                    .append(" | ")
+                    .append(r.mode())
+                    .append(" | ")
+                    .append(Math.round(r.eventsPerSecond()))
+                    .append(" |\n");
         }
         double perEvent = results.get(1).eventsPerSecond() / results.get(0).eventsPerSecond();
         double set = results.get(3).eventsPerSecond() / results.get(2).eventsPerSecond();
-        md.append('\n').append(CoreSuite.check(String.format(Locale.ROOT,
-                "once batch-set >= 0.8x the naive consumer with the same set-based update: %.2f", set), set >= 0.8));
+        md.append('\n')
+                .append(CoreSuite.check(
+                        String.format(
+                                Locale.ROOT,
+                                "once batch-set >= 0.8x the naive consumer with the same set-based update: %.2f",
+                                set),
+                        set >= 0.8));
         md.append(String.format(Locale.ROOT, "- (for reference) per-record update, once / naive: %.2f%n", perEvent));
-        md.append(String.format(Locale.ROOT, "- (for reference) once batch-set / once per-event handler: %.2fx%n",
+        md.append(String.format(
+                Locale.ROOT,
+                "- (for reference) once batch-set / once per-event handler: %.2fx%n",
                 results.get(3).eventsPerSecond() / results.get(1).eventsPerSecond()));
         run.section("Kafka end to end: naive vs once", md.toString());
     }
@@ -126,8 +148,9 @@ public final class KafkaEndToEnd implements Suite {
      * @return naive-kafka, then once-kafka
      */
     public static List<Result> run(int events) throws Exception {
-        try (EmbeddedPostgres pg = TestPostgres.embedded(true); TestKafka kafka = TestKafka.start();
-             HikariDataSource ds = pool(pg.getJdbcUrl("postgres", "postgres"))) {
+        try (EmbeddedPostgres pg = TestPostgres.embedded(true);
+                TestKafka kafka = TestKafka.start();
+                HikariDataSource ds = pool(pg.getJdbcUrl("postgres", "postgres"))) {
             Schema.migrate(ds);
             return run(kafka, ds, events);
         }
@@ -180,8 +203,8 @@ public final class KafkaEndToEnd implements Suite {
         }
         try (PreparedStatement ps = c.prepareStatement("UPDATE bench_account a SET balance = a.balance + d.amount"
                 + " FROM unnest(?::int[], ?::bigint[]) AS d(id, amount) WHERE a.id = d.id")) {
-            ps.setArray(1, c.createArrayOf("int", perAccount.keySet().toArray()));      // 1 account ids
-            ps.setArray(2, c.createArrayOf("bigint", perAccount.values().toArray()));   // 2 amounts
+            ps.setArray(1, c.createArrayOf("int", perAccount.keySet().toArray())); // 1 account ids
+            ps.setArray(2, c.createArrayOf("bigint", perAccount.values().toArray())); // 2 amounts
             ps.executeUpdate();
         }
     }
@@ -192,8 +215,9 @@ public final class KafkaEndToEnd implements Suite {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
         long done = 0;
         long start = System.nanoTime();
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer()); Connection c = ds.getConnection()) {
+        try (KafkaConsumer<byte[], byte[]> consumer =
+                        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                Connection c = ds.getConnection()) {
             consumer.subscribe(List.of(topic));
             c.setAutoCommit(false);
             while (done < events) {
@@ -203,7 +227,10 @@ public final class KafkaEndToEnd implements Suite {
                 }
                 List<Delivery> poll = new ArrayList<>(records.count());
                 for (ConsumerRecord<byte[], byte[]> r : records) {
-                    String id = new String(r.headers().lastHeader(OutboxMessage.EVENT_ID_HEADER).value(),
+                    String id = new String(
+                            r.headers()
+                                    .lastHeader(OutboxMessage.EVENT_ID_HEADER)
+                                    .value(),
                             StandardCharsets.UTF_8);
                     poll.add(Delivery.of(id, r.value()));
                 }
@@ -221,16 +248,20 @@ public final class KafkaEndToEnd implements Suite {
         return new Result("naive-kafka", set ? "batch-set" : "batch", 1, events, (System.nanoTime() - start) / 1e9);
     }
 
-    private static Result once(TestKafka kafka, String topic, DataSource ds, int events, boolean set)
-            throws Exception {
+    private static Result once(TestKafka kafka, String topic, DataSource ds, int events, boolean set) throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         KafkaConsumerRunnerBuilder builder = KafkaConsumerRunner.builder()
-                .kafkaProperties(consumerProperties(kafka, (set ? "once-set-" : "once-") + topic)).topics(topic)
+                .kafkaProperties(consumerProperties(kafka, (set ? "once-set-" : "once-") + topic))
+                .topics(topic)
                 .meterRegistry(meters);
         if (set) {
             // The runner's builder takes a per-event handler; a batch handler comes in a prebuilt consumer.
-            builder.idempotentConsumer(IdempotentConsumer.builder().dataSource(ds).consumer("bench")
-                    .batchHandler((claimed, tx) -> creditAll(tx.connection(), claimed)).meterRegistry(meters).build());
+            builder.idempotentConsumer(IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer("bench")
+                    .batchHandler((claimed, tx) -> creditAll(tx.connection(), claimed))
+                    .meterRegistry(meters)
+                    .build());
         } else {
             builder.dataSource(ds).consumer("bench").handler((d, tx) -> credit(tx.connection(), d));
         }
@@ -264,12 +295,12 @@ public final class KafkaEndToEnd implements Suite {
         // OUT_OF_ORDER_SEQUENCE_NUMBER forever to an idempotent producer with five in flight.
         p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
-                new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             List<Future<RecordMetadata>> sent = new ArrayList<>(events);
             for (int i = 0; i < events; i++) {
-                ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, i % PARTITIONS, null,
-                        "1".getBytes(StandardCharsets.UTF_8));
+                ProducerRecord<byte[], byte[]> r =
+                        new ProducerRecord<>(topic, i % PARTITIONS, null, "1".getBytes(StandardCharsets.UTF_8));
                 r.headers().add(OutboxMessage.EVENT_ID_HEADER, (topic + "-" + i).getBytes(StandardCharsets.UTF_8));
                 sent.add(producer.send(r));
             }
@@ -289,7 +320,8 @@ public final class KafkaEndToEnd implements Suite {
     }
 
     private static void reset(DataSource ds) throws SQLException {
-        try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+        try (Connection c = ds.getConnection();
+                Statement s = c.createStatement()) {
             s.execute("DROP TABLE IF EXISTS bench_account");
             s.execute("CREATE TABLE bench_account (id int PRIMARY KEY, balance bigint NOT NULL)");
             s.execute("INSERT INTO bench_account SELECT g, 0 FROM generate_series(0, " + (ACCOUNTS - 1) + ") g");
@@ -298,8 +330,9 @@ public final class KafkaEndToEnd implements Suite {
     }
 
     private static void check(DataSource ds, int events, String who) throws SQLException {
-        try (Connection c = ds.getConnection(); Statement s = c.createStatement();
-             var rs = s.executeQuery("SELECT sum(balance) FROM bench_account")) {
+        try (Connection c = ds.getConnection();
+                Statement s = c.createStatement();
+                var rs = s.executeQuery("SELECT sum(balance) FROM bench_account")) {
             rs.next();
             if (rs.getLong(1) != events) {
                 throw new IllegalStateException(who + " run credited " + rs.getLong(1) + " instead of " + events);

@@ -3,7 +3,6 @@ package dev.once.bench;
 import dev.once.BatchHandler;
 import dev.once.Delivery;
 import dev.once.Handler;
-
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -27,8 +26,7 @@ final class Ledger {
     static final String CREDIT_ALL = "UPDATE account a SET balance = a.balance + d.amount"
             + " FROM unnest(?::bigint[], ?::bigint[]) AS d(id, amount) WHERE a.id = d.id";
 
-    private Ledger() {
-    }
+    private Ledger() {}
 
     /** Creates {@code account} with ids 0 to {@code accounts - 1}, all at balance 0. */
     static void create(Connection c, int accounts) throws SQLException {
@@ -43,8 +41,8 @@ final class Ledger {
     static final Handler ONCE_HANDLER = (delivery, tx) -> {
         String payload = delivery.payloadText();
         try (PreparedStatement ps = tx.connection().prepareStatement(CREDIT)) {
-            ps.setLong(1, Event.amount(payload));    // 1 amount
-            ps.setLong(2, Event.account(payload));   // 2 account id
+            ps.setLong(1, Event.amount(payload)); // 1 amount
+            ps.setLong(2, Event.account(payload)); // 2 account id
             ps.executeUpdate();
         }
     };
@@ -75,8 +73,8 @@ final class Ledger {
         Array idArray = c.createArrayOf("bigint", ids);
         Array amountArray = c.createArrayOf("bigint", amounts);
         try {
-            creditAll.setArray(1, idArray);       // 1 account ids
-            creditAll.setArray(2, amountArray);   // 2 amounts
+            creditAll.setArray(1, idArray); // 1 account ids
+            creditAll.setArray(2, amountArray); // 2 amounts
             creditAll.executeUpdate();
         } finally {
             idArray.free();

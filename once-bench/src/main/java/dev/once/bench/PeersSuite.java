@@ -3,7 +3,6 @@ package dev.once.bench;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
-
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,15 +46,20 @@ final class PeersSuite implements Suite {
                     BenchPostgres.Db db = run.postgres().freshDatabase(workers);
                     dbs.add(db);
                     kind.createStore(db.dataSource());
-                    Subject subject = config[1].equals("batch-set") ? onceBatchSet(db.dataSource())
-                            : kind.open(db.dataSource());
+                    Subject subject =
+                            config[1].equals("batch-set") ? onceBatchSet(db.dataSource()) : kind.open(db.dataSource());
                     subjects.add(subject);
-                    measured.add(new Throughput.Config(config[0] + "-" + config[1], workers,
+                    measured.add(new Throughput.Config(
+                            config[0] + "-" + config[1],
+                            workers,
                             steps(kind.name(), subject, !config[1].equals("single"))));
                 }
                 run.postgres().checkpoint();
-                List<Throughput.Rate> rates = Throughput.measure(measured, run.settings().warmup(),
-                        run.settings().measured(), run.settings().slice());
+                List<Throughput.Rate> rates = Throughput.measure(
+                        measured,
+                        run.settings().warmup(),
+                        run.settings().measured(),
+                        run.settings().slice());
                 for (int i = 0; i < configs.size(); i++) {
                     double x = rates.get(i).eventsPerSecond();
                     results.put(configs.get(i)[0] + "/" + configs.get(i)[1] + "/" + workers, x);
@@ -78,17 +82,26 @@ final class PeersSuite implements Suite {
                 Correctness.Result result = correctness.run(kind, kase);
                 verdicts.add(result);
                 run.line(result.line());
-                Run.progress(String.format(Locale.ROOT, "correctness %s %s took %.1f s", kind.name(), kase,
+                Run.progress(String.format(
+                        Locale.ROOT,
+                        "correctness %s %s took %.1f s",
+                        kind.name(),
+                        kase,
                         (System.nanoTime() - start) / 1e9));
             }
         }
-        run.section("Peers: Camel, Eventuate Tram, Spring Integration", report(kinds, results, rateOf, verdicts, run.settings()));
+        run.section(
+                "Peers: Camel, Eventuate Tram, Spring Integration",
+                report(kinds, results, rateOf, verdicts, run.settings()));
     }
 
     /** {@code once} with the set-based batch handler, {@code processBatch} of 100 per call. */
     private static Subject onceBatchSet(javax.sql.DataSource dataSource) {
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(dataSource).consumer(Subjects.CONSUMER)
-                .batchHandler(Ledger.ONCE_BATCH_HANDLER).build();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(dataSource)
+                .consumer(Subjects.CONSUMER)
+                .batchHandler(Ledger.ONCE_BATCH_HANDLER)
+                .build();
         return new Subject() {
             @Override
             public boolean deliver(Event e) {
@@ -101,7 +114,9 @@ final class PeersSuite implements Suite {
                 for (Event e : events) {
                     deliveries.add(Delivery.of(e.id(), e.payload()));
                 }
-                return consumer.processBatch(deliveries).stream().map(Outcome::shouldAcknowledge).toList();
+                return consumer.processBatch(deliveries).stream()
+                        .map(Outcome::shouldAcknowledge)
+                        .toList();
             }
         };
     }
@@ -131,17 +146,28 @@ final class PeersSuite implements Suite {
         };
     }
 
-    private static String report(List<Subject.Kind> kinds, Map<String, Double> r, Map<String, Throughput.Rate> rates,
-                                 List<Correctness.Result> verdicts, Run.Settings settings) {
+    private static String report(
+            List<Subject.Kind> kinds,
+            Map<String, Double> r,
+            Map<String, Throughput.Rate> rates,
+            List<Correctness.Result> verdicts,
+            Run.Settings settings) {
         StringBuilder md = new StringBuilder();
-        md.append("Same PostgreSQL, same ledger handler (`").append(Ledger.CREDIT).append("`), each dedupe store in the")
+        md.append("Same PostgreSQL, same ledger handler (`")
+                .append(Ledger.CREDIT)
+                .append("`), each dedupe store in the")
                 .append(" same fresh schema as the ledger. One event per transaction unless batched; all rows of one")
                 .append(" worker count run interleaved (see settings). Workers = threads = pool connections.\n\n");
         md.append("What runs:\n\n");
         for (Subject.Kind k : kinds) {
-            md.append("- **").append(k.name()).append("**: ").append(k.description()).append('\n');
+            md.append("- **")
+                    .append(k.name())
+                    .append("**: ")
+                    .append(k.description())
+                    .append('\n');
         }
-        md.append("\n| subject | mode | events/s, 1 worker | events/s, 8 workers | vs once per-message, 1 | vs once per-message, 8 |\n");
+        md.append(
+                "\n| subject | mode | events/s, 1 worker | events/s, 8 workers | vs once per-message, 1 | vs once per-message, 8 |\n");
         md.append("|---|---|---|---|---|---|\n");
         List<String> rows = new ArrayList<>();
         for (Subject.Kind k : kinds) {
@@ -152,12 +178,20 @@ final class PeersSuite implements Suite {
         for (String row : rows) {
             double one = r.get(row + "/1");
             double eight = r.get(row + "/8");
-            md.append(String.format(Locale.ROOT, "| %s | %s | %,.0f | %,.0f | %.2f | %.2f |%n", row.split("/")[0],
-                    row.split("/")[1], one, eight, one / r.get("once/single/1"), eight / r.get("once/single/8")));
+            md.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %,.0f | %,.0f | %.2f | %.2f |%n",
+                    row.split("/")[0],
+                    row.split("/")[1],
+                    one,
+                    eight,
+                    one / r.get("once/single/1"),
+                    eight / r.get("once/single/8")));
         }
         String fastest = null;
         for (Subject.Kind k : kinds) {
-            if (!k.name().equals("once") && (fastest == null || r.get(k.name() + "/single/8") > r.get(fastest + "/single/8"))) {
+            if (!k.name().equals("once")
+                    && (fastest == null || r.get(k.name() + "/single/8") > r.get(fastest + "/single/8"))) {
                 fastest = k.name();
             }
         }
@@ -166,29 +200,46 @@ final class PeersSuite implements Suite {
         double singleRatio = r.get("once/single/8") / fastest8;
         double batchPaired = rates.get("once/batch-set/8").pairedRatio(rates.get(fastest + "/single/8"));
         double singlePaired = rates.get("once/single/8").pairedRatio(rates.get(fastest + "/single/8"));
-        md.append("\nTargets (fastest peer at 8 workers: ").append(fastest).append("; \"paired\" is the median over")
+        md.append("\nTargets (fastest peer at 8 workers: ")
+                .append(fastest)
+                .append("; \"paired\" is the median over")
                 .append(" turns of the ratio between turns adjacent in time):\n\n");
-        md.append(CoreSuite.check(String.format(Locale.ROOT,
-                "once batched (batch handler, 100/tx) >= 10x the fastest peer at 8 workers: %.1fx (paired %.1fx)",
-                batchRatio, batchPaired),
+        md.append(CoreSuite.check(
+                String.format(
+                        Locale.ROOT,
+                        "once batched (batch handler, 100/tx) >= 10x the fastest peer at 8 workers: %.1fx (paired %.1fx)",
+                        batchRatio,
+                        batchPaired),
                 batchRatio >= 10));
-        md.append(CoreSuite.check(String.format(Locale.ROOT,
-                "once per-message >= the fastest peer at 8 workers: %.2fx (paired %.2fx)", singleRatio, singlePaired),
+        md.append(CoreSuite.check(
+                String.format(
+                        Locale.ROOT,
+                        "once per-message >= the fastest peer at 8 workers: %.2fx (paired %.2fx)",
+                        singleRatio,
+                        singlePaired),
                 singleRatio >= 1));
         double single1 = r.get("once/single/1");
         String fastest1 = null;
         for (Subject.Kind k : kinds) {
-            if (!k.name().equals("once") && (fastest1 == null || r.get(k.name() + "/single/1") > r.get(fastest1 + "/single/1"))) {
+            if (!k.name().equals("once")
+                    && (fastest1 == null || r.get(k.name() + "/single/1") > r.get(fastest1 + "/single/1"))) {
                 fastest1 = k.name();
             }
         }
-        md.append(String.format(Locale.ROOT, "- (for reference) at 1 worker once per-message vs the fastest peer (%s): %.2fx%n",
-                fastest1, single1 / r.get(fastest1 + "/single/1")));
+        md.append(String.format(
+                Locale.ROOT,
+                "- (for reference) at 1 worker once per-message vs the fastest peer (%s): %.2fx%n",
+                fastest1,
+                single1 / r.get(fastest1 + "/single/1")));
 
-        md.append("\nCorrectness: applied twice / lost, per case (").append(Correctness.ROUNDS)
+        md.append("\nCorrectness: applied twice / lost, per case (")
+                .append(Correctness.ROUNDS)
                 .append(" rounds for each case but the concurrent one;")
-                .append(" concurrent duplicate is ").append(Correctness.CONCURRENT_ROUNDS).append(" rounds of ")
-                .append(Correctness.THREADS).append(" threads behind a barrier).\n\n");
+                .append(" concurrent duplicate is ")
+                .append(Correctness.CONCURRENT_ROUNDS)
+                .append(" rounds of ")
+                .append(Correctness.THREADS)
+                .append(" threads behind a barrier).\n\n");
         md.append("| subject |");
         for (String kase : Correctness.CASES) {
             md.append(' ').append(kase).append(" |");
@@ -200,7 +251,11 @@ final class PeersSuite implements Suite {
             md.append("| ").append(k.name()).append(" |");
             for (Correctness.Result v : verdicts) {
                 if (v.subject().equals(k.name())) {
-                    md.append(' ').append(v.appliedTwice()).append(" / ").append(v.lost()).append(" |");
+                    md.append(' ')
+                            .append(v.appliedTwice())
+                            .append(" / ")
+                            .append(v.lost())
+                            .append(" |");
                 }
             }
             md.append('\n');
@@ -222,10 +277,13 @@ final class PeersSuite implements Suite {
                   behind and the redelivery is skipped: the effect is lost.
                 Every round credits an account of its own by 1, so balances count applications exactly.
                 """);
-        long bad = verdicts.stream().filter(v -> v.subject().equals("once"))
-                .mapToLong(v -> v.appliedTwice() + v.lost()).sum();
-        md.append('\n').append(CoreSuite.check("once applies nothing twice and loses nothing: "
-                + bad + " effects wrong", bad == 0));
+        long bad = verdicts.stream()
+                .filter(v -> v.subject().equals("once"))
+                .mapToLong(v -> v.appliedTwice() + v.lost())
+                .sum();
+        md.append('\n')
+                .append(CoreSuite.check(
+                        "once applies nothing twice and loses nothing: " + bad + " effects wrong", bad == 0));
         return md.toString();
     }
 }

@@ -5,7 +5,6 @@ import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.retention.InboxPruner;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -53,8 +52,15 @@ final class RetentionSuite implements Suite {
     }
 
     /** What one run measured. */
-    record Result(long rows, double bytesPerEvent, double pruneRowsPerSecond, long pruned, double ingestAlone,
-                  double ingestDuringPrune, double p99AloneMillis, double p99DuringPruneMillis) {
+    record Result(
+            long rows,
+            double bytesPerEvent,
+            double pruneRowsPerSecond,
+            long pruned,
+            double ingestAlone,
+            double ingestDuringPrune,
+            double p99AloneMillis,
+            double p99DuringPruneMillis) {
 
         double pruneOverIngest() {
             return pruneRowsPerSecond / ingestAlone;
@@ -71,34 +77,55 @@ final class RetentionSuite implements Suite {
         try (BenchPostgres.Db db = run.postgres().freshDatabase(WORKERS + 1)) {
             r = measure(db);
         }
-        run.line(String.format(Locale.ROOT, "RETENTION rows=%d bytes_per_event=%.0f prune_rows_per_s=%.0f"
+        run.line(String.format(
+                Locale.ROOT,
+                "RETENTION rows=%d bytes_per_event=%.0f prune_rows_per_s=%.0f"
                         + " ingest_events_per_s=%.0f ingest_during_prune_events_per_s=%.0f claim_p99_ms=%.1f"
-                        + " claim_p99_during_prune_ms=%.1f", r.rows(), r.bytesPerEvent(), r.pruneRowsPerSecond(),
-                r.ingestAlone(), r.ingestDuringPrune(), r.p99AloneMillis(), r.p99DuringPruneMillis()));
+                        + " claim_p99_during_prune_ms=%.1f",
+                r.rows(),
+                r.bytesPerEvent(),
+                r.pruneRowsPerSecond(),
+                r.ingestAlone(),
+                r.ingestDuringPrune(),
+                r.p99AloneMillis(),
+                r.p99DuringPruneMillis()));
         StringBuilder md = new StringBuilder();
-        md.append(String.format(Locale.ROOT, "An inbox of %,d claims older than the retention (ids of 36 characters,"
-                + " made with `generate_series` in time order), then `once` batch-set (%d per transaction, %d connections)"
-                + " ingesting new events for %d s alone and again while `InboxPruner` (retention 7 d, chunks of %,d, the"
-                + " dialect's `DELETE … USING (SELECT … LIMIT … FOR UPDATE SKIP LOCKED)`) deletes every old row.%n%n",
-                r.rows(), BATCH, WORKERS, ALONE.toSeconds(), InboxPruner.DEFAULT_CHUNK_SIZE));
+        md.append(String.format(
+                Locale.ROOT,
+                "An inbox of %,d claims older than the retention (ids of 36 characters,"
+                        + " made with `generate_series` in time order), then `once` batch-set (%d per transaction, %d connections)"
+                        + " ingesting new events for %d s alone and again while `InboxPruner` (retention 7 d, chunks of %,d, the"
+                        + " dialect's `DELETE … USING (SELECT … LIMIT … FOR UPDATE SKIP LOCKED)`) deletes every old row.%n%n",
+                r.rows(),
+                BATCH,
+                WORKERS,
+                ALONE.toSeconds(),
+                InboxPruner.DEFAULT_CHUNK_SIZE));
         md.append("| figure | value |\n|---|---|\n");
-        md.append(String.format(Locale.ROOT, "| inbox bytes per event (table + indexes) | %.0f |%n", r.bytesPerEvent()));
+        md.append(
+                String.format(Locale.ROOT, "| inbox bytes per event (table + indexes) | %.0f |%n", r.bytesPerEvent()));
         md.append(String.format(Locale.ROOT, "| pruned rows/s (while ingesting) | %,.0f |%n", r.pruneRowsPerSecond()));
         md.append(String.format(Locale.ROOT, "| ingest events/s alone | %,.0f |%n", r.ingestAlone()));
         md.append(String.format(Locale.ROOT, "| ingest events/s during pruning | %,.0f |%n", r.ingestDuringPrune()));
         md.append(String.format(Locale.ROOT, "| batch transaction p99 alone, ms | %.1f |%n", r.p99AloneMillis()));
-        md.append(String.format(Locale.ROOT, "| batch transaction p99 during pruning, ms | %.1f |%n",
-                r.p99DuringPruneMillis()));
-        md.append('\n').append(CoreSuite.check(String.format(Locale.ROOT,
-                "pruning deletes >= 10x faster than the batched path ingests: %.1fx", r.pruneOverIngest()),
-                r.pruneOverIngest() >= 10));
-        md.append(CoreSuite.check(String.format(Locale.ROOT,
-                "claim p99 during pruning within 2x of without: %.2fx", r.p99Ratio()), r.p99Ratio() <= 2));
+        md.append(String.format(
+                Locale.ROOT, "| batch transaction p99 during pruning, ms | %.1f |%n", r.p99DuringPruneMillis()));
+        md.append('\n')
+                .append(CoreSuite.check(
+                        String.format(
+                                Locale.ROOT,
+                                "pruning deletes >= 10x faster than the batched path ingests: %.1fx",
+                                r.pruneOverIngest()),
+                        r.pruneOverIngest() >= 10));
+        md.append(CoreSuite.check(
+                String.format(Locale.ROOT, "claim p99 during pruning within 2x of without: %.2fx", r.p99Ratio()),
+                r.p99Ratio() <= 2));
         run.section("Retention at scale", md.toString());
     }
 
     Result measure(BenchPostgres.Db db) throws Exception {
-        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement()) {
             // Old claims in time order, as a live inbox fills: the BRIN index on processed_at stays tight.
             s.execute("INSERT INTO once_inbox (consumer, event_id, processed_at) SELECT 'bench',"
                     + " md5(g::text)::uuid::text, now() - interval '30 days' + g * interval '1 ms'"
@@ -106,10 +133,17 @@ final class RetentionSuite implements Suite {
             s.execute("VACUUM ANALYZE once_inbox");
         }
         double bytesPerEvent = queryLong(db, "SELECT pg_total_relation_size('once_inbox')") / (double) rows;
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("bench")
-                .batchHandler(Ledger.ONCE_BATCH_HANDLER).meterRegistry(new SimpleMeterRegistry()).build();
-        InboxPruner pruner = InboxPruner.builder().dataSource(db.dataSource()).retention(Duration.ofDays(7))
-                .meterRegistry(new SimpleMeterRegistry()).build();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("bench")
+                .batchHandler(Ledger.ONCE_BATCH_HANDLER)
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
+        InboxPruner pruner = InboxPruner.builder()
+                .dataSource(db.dataSource())
+                .retention(Duration.ofDays(7))
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
 
         Ingest alone = ingest(consumer, "alone", () -> sleep(ALONE));
         long[] pruned = new long[1];
@@ -125,8 +159,15 @@ final class RetentionSuite implements Suite {
             throw new IllegalStateException("pruning left " + oldLeft + " old rows and deleted " + pruned[0] + " of "
                     + rows + "; " + newLeft + " new claims are left of " + (alone.events() + during.events()));
         }
-        return new Result(rows, bytesPerEvent, pruned[0] / (pruneNanos[0] / 1e9), pruned[0], alone.eventsPerSecond(),
-                during.eventsPerSecond(), alone.p99Millis(), during.p99Millis());
+        return new Result(
+                rows,
+                bytesPerEvent,
+                pruned[0] / (pruneNanos[0] / 1e9),
+                pruned[0],
+                alone.eventsPerSecond(),
+                during.eventsPerSecond(),
+                alone.p99Millis(),
+                during.p99Millis());
     }
 
     /** What the workers ingested while {@code meanwhile} ran. */
@@ -194,8 +235,9 @@ final class RetentionSuite implements Suite {
     }
 
     private static long queryLong(BenchPostgres.Db db, String sql) throws SQLException {
-        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(sql)) {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(sql)) {
             rs.next();
             return rs.getLong(1);
         }

@@ -1,8 +1,8 @@
 package dev.once.bench;
 
-import javax.sql.DataSource;
 import java.sql.SQLException;
 import java.util.List;
+import javax.sql.DataSource;
 
 /**
  * A consumer under test: {@code once} or a peer, wired the way its documentation shows, applying
@@ -25,8 +25,7 @@ interface Subject extends AutoCloseable {
     }
 
     @Override
-    default void close() throws SQLException {
-    }
+    default void close() throws SQLException {}
 
     /** How to set up and open one kind of subject on a fresh database. */
     interface Kind {

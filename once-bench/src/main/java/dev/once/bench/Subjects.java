@@ -11,6 +11,13 @@ import io.eventuate.tram.consumer.jdbc.SqlTableBasedDuplicateMessageDetector;
 import io.eventuate.tram.messaging.common.Message;
 import io.eventuate.tram.messaging.common.MessageImpl;
 import io.eventuate.tram.messaging.common.SubscriberIdAndMessage;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
 import org.apache.camel.processor.idempotent.jdbc.JdbcMessageIdRepository;
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.integration.channel.NullChannel;
@@ -23,35 +30,29 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.messaging.MessageHandler;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-
 /** {@code once} and the three peers of issue 7, each as a {@link Subject.Kind}. */
 final class Subjects {
 
     /** The consumer / processor name every subject scopes its dedupe records by. */
     static final String CONSUMER = "ledger";
 
-    private Subjects() {
-    }
+    private Subjects() {}
 
     static List<Subject.Kind> all() {
         return List.of(once(), camel(), eventuate(), springIntegration());
     }
 
     static Subject.Kind byName(String name) {
-        return all().stream().filter(k -> k.name().equals(name)).findFirst()
+        return all().stream()
+                .filter(k -> k.name().equals(name))
+                .findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("no subject named '" + name + "', expected one of "
                         + all().stream().map(Subject.Kind::name).toList()));
     }
 
     private static void execute(DataSource ds, String... statements) throws SQLException {
-        try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+        try (Connection c = ds.getConnection();
+                Statement s = c.createStatement()) {
             for (String sql : statements) {
                 s.execute(sql);
             }
@@ -87,15 +88,19 @@ final class Subjects {
 
             @Override
             public Subject open(DataSource dataSource) {
-                IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(dataSource).consumer(CONSUMER)
+                IdempotentConsumer consumer = IdempotentConsumer.builder()
+                        .dataSource(dataSource)
+                        .consumer(CONSUMER)
                         .handler((delivery, tx) -> {
                             Faults.beforeEffect(delivery.eventId());
                             Ledger.ONCE_HANDLER.handle(delivery, tx);
-                        }).build();
+                        })
+                        .build();
                 return new Subject() {
                     @Override
                     public boolean deliver(Event e) {
-                        return consumer.process(Delivery.of(e.id(), e.payload())).shouldAcknowledge();
+                        return consumer.process(Delivery.of(e.id(), e.payload()))
+                                .shouldAcknowledge();
                     }
 
                     @Override
@@ -157,7 +162,7 @@ final class Subjects {
                     @Override
                     public boolean deliver(Event e) {
                         if (!repo.add(e.id())) {
-                            return true;   // duplicate: the EIP skips the route and the exchange completes
+                            return true; // duplicate: the EIP skips the route and the exchange completes
                         }
                         try {
                             Faults.beforeEffect(e.id());
@@ -207,9 +212,11 @@ final class Subjects {
             @Override
             public void createStore(DataSource dataSource) throws SQLException {
                 // Eventuate's PostgreSQL DDL for the table (consumer_id, message_id) is the key.
-                execute(dataSource, "CREATE TABLE received_messages (consumer_id varchar(1000) NOT NULL,"
-                        + " message_id varchar(1000) NOT NULL, creation_time bigint, published smallint DEFAULT 0,"
-                        + " PRIMARY KEY (consumer_id, message_id))");
+                execute(
+                        dataSource,
+                        "CREATE TABLE received_messages (consumer_id varchar(1000) NOT NULL,"
+                                + " message_id varchar(1000) NOT NULL, creation_time bigint, published smallint DEFAULT 0,"
+                                + " PRIMARY KEY (consumer_id, message_id))");
             }
 
             @Override
@@ -219,7 +226,8 @@ final class Subjects {
                 SqlTableBasedDuplicateMessageDetector detector = new SqlTableBasedDuplicateMessageDetector(
                         new EventuateSchema(EventuateSchema.EMPTY_SCHEMA),
                         new PostgresDialect().getCurrentTimeInMillisecondsExpression(),
-                        new EventuateSpringJdbcStatementExecutor(jdbc), new EventuateSpringTransactionTemplate(tx));
+                        new EventuateSpringJdbcStatementExecutor(jdbc),
+                        new EventuateSpringTransactionTemplate(tx));
                 return e -> {
                     Message message = new MessageImpl(e.payload(), Map.of(Message.ID, e.id()));
                     detector.doWithMessage(new SubscriberIdAndMessage(CONSUMER, message), () -> {
@@ -262,9 +270,11 @@ final class Subjects {
             @Override
             public void createStore(DataSource dataSource) throws SQLException {
                 // From spring-integration-jdbc's schema-postgresql.sql.
-                execute(dataSource, "CREATE TABLE INT_METADATA_STORE (METADATA_KEY varchar(255) NOT NULL,"
-                        + " METADATA_VALUE varchar(4000), REGION varchar(100) NOT NULL,"
-                        + " CONSTRAINT INT_METADATA_STORE_PK PRIMARY KEY (METADATA_KEY, REGION))");
+                execute(
+                        dataSource,
+                        "CREATE TABLE INT_METADATA_STORE (METADATA_KEY varchar(255) NOT NULL,"
+                                + " METADATA_VALUE varchar(4000), REGION varchar(100) NOT NULL,"
+                                + " CONSTRAINT INT_METADATA_STORE_PK PRIMARY KEY (METADATA_KEY, REGION))");
             }
 
             @Override
@@ -272,8 +282,8 @@ final class Subjects {
                 JdbcTemplate jdbc = new JdbcTemplate(dataSource);
                 JdbcMetadataStore store = new JdbcMetadataStore(dataSource);
                 store.afterPropertiesSet();
-                MetadataStoreSelector selector = new MetadataStoreSelector(
-                        m -> m.getHeaders().get("eventId", String.class), store);
+                MetadataStoreSelector selector =
+                        new MetadataStoreSelector(m -> m.getHeaders().get("eventId", String.class), store);
                 IdempotentReceiverInterceptor interceptor = new IdempotentReceiverInterceptor(selector);
                 interceptor.setDiscardChannel(new NullChannel());
                 MessageHandler credit = m -> {
@@ -285,7 +295,9 @@ final class Subjects {
                 proxy.addAdvice(interceptor);
                 MessageHandler handler = (MessageHandler) proxy.getProxy();
                 return e -> {
-                    handler.handleMessage(MessageBuilder.withPayload(e.payload()).setHeader("eventId", e.id()).build());
+                    handler.handleMessage(MessageBuilder.withPayload(e.payload())
+                            .setHeader("eventId", e.id())
+                            .build());
                     return true;
                 };
             }

@@ -32,8 +32,7 @@ final class Throughput {
     }
 
     /** One configuration: how many worker threads run its steps. */
-    record Config(String label, int workers, StepFactory steps) {
-    }
+    record Config(String label, int workers, StepFactory steps) {}
 
     /** A configuration's result: events/s over all its turns, and in each turn. */
     record Rate(double eventsPerSecond, double[] perSlice) {
@@ -52,8 +51,7 @@ final class Throughput {
         }
     }
 
-    private Throughput() {
-    }
+    private Throughput() {}
 
     /** Worker {@code worker}'s events: unique ids, spread over its own accounts. */
     static final class Events {
@@ -183,7 +181,9 @@ final class Throughput {
         }
 
         Rate rate() {
-            return new Rate(events.sum() / (nanos / 1e9), perSlice.stream().mapToDouble(Double::doubleValue).toArray());
+            return new Rate(
+                    events.sum() / (nanos / 1e9),
+                    perSlice.stream().mapToDouble(Double::doubleValue).toArray());
         }
 
         void stop() throws Exception {

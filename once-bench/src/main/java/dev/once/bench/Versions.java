@@ -14,8 +14,7 @@ final class Versions {
 
     private static final Properties VERSIONS = load();
 
-    private Versions() {
-    }
+    private Versions() {}
 
     /** {@code group:artifact:version} for an artifact listed in versions.properties. */
     static String of(String group, String artifact) {

@@ -1,17 +1,16 @@
 package dev.once.bench;
 
-import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
 
-import javax.sql.DataSource;
+import dev.once.testkit.TestPostgres;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The benchmark's correctness harness run against {@code once}, every case at full size (the
@@ -33,12 +32,19 @@ class CorrectnessTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {Correctness.SEQUENTIAL_DUPLICATE, Correctness.CRASH_AFTER_COMMIT,
-            Correctness.CONCURRENT_DUPLICATE, Correctness.IDENTICAL_PAYLOADS, Correctness.CRASH_BEFORE_COMMIT})
+    @ValueSource(
+            strings = {
+                Correctness.SEQUENTIAL_DUPLICATE,
+                Correctness.CRASH_AFTER_COMMIT,
+                Correctness.CONCURRENT_DUPLICATE,
+                Correctness.IDENTICAL_PAYLOADS,
+                Correctness.CRASH_BEFORE_COMMIT
+            })
     void onceAppliesEveryEffectExactlyOnce(String kase) throws Exception {
         Correctness.Result result = new Correctness(postgres).run(Subjects.once(), kase);
 
-        assertThat(result.rounds()).as("rounds of %s", kase)
+        assertThat(result.rounds())
+                .as("rounds of %s", kase)
                 .isEqualTo(kase.equals(Correctness.CONCURRENT_DUPLICATE) ? 1_000 : Correctness.ROUNDS);
         assertThat(result.appliedTwice()).as("%s: effects applied twice", kase).isZero();
         assertThat(result.lost()).as("%s: effects lost", kase).isZero();
@@ -48,12 +54,21 @@ class CorrectnessTest {
     void harnessCountsEffectsAppliedTwiceByAConsumerWithoutDedupe() throws Exception {
         Correctness correctness = new Correctness(postgres);
 
-        assertThat(correctness.run(WITHOUT_DEDUPE, Correctness.SEQUENTIAL_DUPLICATE).appliedTwice())
-                .as("every round's second delivery applies again").isEqualTo(Correctness.ROUNDS);
-        assertThat(correctness.run(WITHOUT_DEDUPE, Correctness.CRASH_AFTER_COMMIT).appliedTwice())
-                .as("every redelivery after the lost ack applies again").isEqualTo(Correctness.ROUNDS);
-        assertThat(correctness.run(WITHOUT_DEDUPE, Correctness.IDENTICAL_PAYLOADS).appliedTwice())
-                .as("two distinct events are not a duplicate").isZero();
+        assertThat(correctness
+                        .run(WITHOUT_DEDUPE, Correctness.SEQUENTIAL_DUPLICATE)
+                        .appliedTwice())
+                .as("every round's second delivery applies again")
+                .isEqualTo(Correctness.ROUNDS);
+        assertThat(correctness
+                        .run(WITHOUT_DEDUPE, Correctness.CRASH_AFTER_COMMIT)
+                        .appliedTwice())
+                .as("every redelivery after the lost ack applies again")
+                .isEqualTo(Correctness.ROUNDS);
+        assertThat(correctness
+                        .run(WITHOUT_DEDUPE, Correctness.IDENTICAL_PAYLOADS)
+                        .appliedTwice())
+                .as("two distinct events are not a duplicate")
+                .isZero();
     }
 
     @Test
@@ -76,15 +91,14 @@ class CorrectnessTest {
         }
 
         @Override
-        public void createStore(DataSource dataSource) {
-        }
+        public void createStore(DataSource dataSource) {}
 
         @Override
         public Subject open(DataSource dataSource) {
             return e -> {
                 if (apply) {
                     try (Connection c = dataSource.getConnection();
-                         PreparedStatement ps = c.prepareStatement(Ledger.CREDIT)) {
+                            PreparedStatement ps = c.prepareStatement(Ledger.CREDIT)) {
                         ps.setLong(1, e.amount());
                         ps.setLong(2, e.account());
                         ps.executeUpdate();

@@ -1,9 +1,9 @@
 package dev.once.bench;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.testkit.TestPostgres;
 import org.junit.jupiter.api.Test;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The retention measurement at CI size (200,000 old claims; the harness runs 1,000,000): every old
@@ -15,13 +15,15 @@ class RetentionSuiteTest {
     @Test
     void pruningDeletesEveryOldClaimWhileTheBatchedPathKeepsIngesting() throws Exception {
         try (BenchPostgres postgres = BenchPostgres.start(TestPostgres.shared().jdbcUrl());
-             BenchPostgres.Db db = postgres.freshDatabase(RetentionSuite.WORKERS + 1)) {
+                BenchPostgres.Db db = postgres.freshDatabase(RetentionSuite.WORKERS + 1)) {
             RetentionSuite.Result r = new RetentionSuite(200_000).measure(db);
 
             assertThat(r.pruned()).isEqualTo(200_000);
             assertThat(r.bytesPerEvent()).as("inbox bytes per event").isBetween(60.0, 400.0);
             assertThat(r.ingestAlone()).isPositive();
-            assertThat(r.ingestDuringPrune()).as("claims keep running while pruning").isPositive();
+            assertThat(r.ingestDuringPrune())
+                    .as("claims keep running while pruning")
+                    .isPositive();
             assertThat(r.pruneRowsPerSecond()).isPositive();
             assertThat(r.p99DuringPruneMillis()).isPositive();
         }

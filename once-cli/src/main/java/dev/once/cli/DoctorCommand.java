@@ -13,11 +13,6 @@ import dev.once.jdbc.TablePrefix;
 import dev.once.outbox.DeadMessage;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxStats;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
-import javax.sql.DataSource;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
@@ -33,17 +28,27 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code once doctor}: the checks seed 000 asks for, in one readable report. Duplicate business
  * keys in a user table make the exit status {@value ExitCodes#FINDINGS}; everything else is
  * reported as OK or WARN and leaves it 0.
  */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
-        description = {"Check a database for the signs of duplicate processing.",
-                "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
-                        + " and dead messages. Exit status " + ExitCodes.FINDINGS + " when duplicate business keys are found, "
-                        + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE + " when the database cannot be read.%n"})
+@Command(
+        name = "doctor",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Check a database for the signs of duplicate processing.",
+            "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
+                    + " and dead messages. Exit status " + ExitCodes.FINDINGS
+                    + " when duplicate business keys are found, "
+                    + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE
+                    + " when the database cannot be read.%n"
+        })
 final class DoctorCommand implements Callable<Integer> {
 
     /** How many dead outbox messages the report lists. */
@@ -55,23 +60,32 @@ final class DoctorCommand implements Callable<Integer> {
     @Option(names = "--url", required = true, description = Databases.EXPECTED_URL)
     String url;
 
-    @Option(names = "--table", description = "a table of yours whose rows should be unique per business key, e.g. shipments")
+    @Option(
+            names = "--table",
+            description = "a table of yours whose rows should be unique per business key, e.g. shipments")
     String table;
 
     @Option(names = "--key", split = ",", description = "the business key column(s) of --table, e.g. order_id")
     List<String> key;
 
-    @Option(names = "--retention", converter = Durations.class, defaultValue = "7d",
+    @Option(
+            names = "--retention",
+            converter = Durations.class,
+            defaultValue = "7d",
             description = "the inbox retention you prune with (default: ${DEFAULT-VALUE})")
     Duration retention;
 
-    @Option(names = "--prefix", defaultValue = TablePrefix.DEFAULT, description = "once table name prefix (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--prefix",
+            defaultValue = TablePrefix.DEFAULT,
+            description = "once table name prefix (default: ${DEFAULT-VALUE})")
     String prefix;
 
     @Override
     public Integer call() throws SQLException {
         if ((table == null) != (key == null || key.isEmpty())) {
-            throw Failure.usage("--table and --key go together: give both (e.g. --table shipments --key order_id) or neither");
+            throw Failure.usage(
+                    "--table and --key go together: give both (e.g. --table shipments --key order_id) or neither");
         }
         if (table != null) {
             checkIdentifier("--table", table);
@@ -81,7 +95,8 @@ final class DoctorCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         boolean duplicates = false;
         // Two connections: the report's own, and one for OutboxAdmin while the first is held.
-        try (HikariDataSource ds = Databases.open(url, 2); Connection c = ds.getConnection()) {
+        try (HikariDataSource ds = Databases.open(url, 2);
+                Connection c = ds.getConnection()) {
             Dialect dialect = Dialects.detect(c);
             out.println("once doctor: " + url + " (" + dialect.name() + ")");
             out.println();
@@ -95,8 +110,8 @@ final class DoctorCommand implements Callable<Integer> {
             if (exists(c, p + "inbox")) {
                 inbox(c, out, inbox);
             } else {
-                out.println("inbox                     WARN  no table " + p + "inbox here: run `once schema migrate --url …`"
-                        + " (or check --prefix)");
+                out.println("inbox                     WARN  no table " + p
+                        + "inbox here: run `once schema migrate --url …`" + " (or check --prefix)");
             }
             out.println();
             if (exists(c, p + "outbox")) {
@@ -108,7 +123,10 @@ final class DoctorCommand implements Callable<Integer> {
             throw Failure.failed("a check failed on " + url + ": " + e.getMessage(), e);
         }
         out.println();
-        out.println(duplicates ? "result: DUPLICATES FOUND (exit status " + ExitCodes.FINDINGS + ")" : "result: no duplicates found");
+        out.println(
+                duplicates
+                        ? "result: DUPLICATES FOUND (exit status " + ExitCodes.FINDINGS + ")"
+                        : "result: no duplicates found");
         return duplicates ? ExitCodes.FINDINGS : ExitCodes.OK;
     }
 
@@ -116,13 +134,16 @@ final class DoctorCommand implements Callable<Integer> {
         String where = table + " by " + String.join(", ", key);
         long keys;
         long surplus;
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(DoctorQueries.duplicateTotals(table, key))) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(DoctorQueries.duplicateTotals(table, key))) {
             rs.next();
             keys = rs.getLong(1);
             surplus = rs.getLong(2);
         } catch (SQLException e) {
-            throw Failure.failed("cannot check --table " + table + " --key " + String.join(",", key) + ": "
-                    + e.getMessage() + " (check that the table and columns exist and are spelled as in your schema)", e);
+            throw Failure.failed(
+                    "cannot check --table " + table + " --key " + String.join(",", key) + ": " + e.getMessage()
+                            + " (check that the table and columns exist and are spelled as in your schema)",
+                    e);
         }
         if (keys == 0) {
             out.println("duplicate business keys   OK    none in " + where);
@@ -131,7 +152,8 @@ final class DoctorCommand implements Callable<Integer> {
         out.println("duplicate business keys   FAIL  " + keys + " key" + (keys == 1 ? "" : "s") + " in " + where
                 + " appear more than once (" + surplus + " surplus row" + (surplus == 1 ? "" : "s") + ")");
         out.println("                                " + String.join(" | ", key) + " | copies");
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(DoctorQueries.duplicateKeys(table, key))) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(DoctorQueries.duplicateKeys(table, key))) {
             int n = rs.getMetaData().getColumnCount();
             while (rs.next()) {
                 List<String> row = new ArrayList<>();
@@ -144,8 +166,9 @@ final class DoctorCommand implements Callable<Integer> {
         if (keys > DoctorQueries.DUPLICATES_LISTED) {
             out.println("                                … and " + (keys - DoctorQueries.DUPLICATES_LISTED) + " more");
         }
-        out.println("                                fix: claim the producer's event id in the same transaction as the write"
-                + " (IdempotentConsumer), then add a UNIQUE constraint on " + String.join(", ", key));
+        out.println(
+                "                                fix: claim the producer's event id in the same transaction as the write"
+                        + " (IdempotentConsumer), then add a UNIQUE constraint on " + String.join(", ", key));
         return true;
     }
 
@@ -153,14 +176,16 @@ final class DoctorCommand implements Callable<Integer> {
         long rows;
         Instant oldest;
         Instant now;
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(DoctorQueries.inboxSummary(inbox))) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(DoctorQueries.inboxSummary(inbox))) {
             rs.next();
             rows = rs.getLong(1);
             oldest = instant(rs.getTimestamp(2));
             now = instant(rs.getTimestamp(3));
         }
         out.println("inbox                     OK    " + rows + " processed event id" + (rows == 1 ? "" : "s"));
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(DoctorQueries.inboxByConsumer(inbox))) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(DoctorQueries.inboxByConsumer(inbox))) {
             while (rs.next()) {
                 out.println("                                " + rs.getString(1) + ": " + rs.getLong(2));
             }
@@ -176,7 +201,7 @@ final class DoctorCommand implements Callable<Integer> {
         }
         long expired;
         try (PreparedStatement ps = c.prepareStatement(DoctorQueries.inboxOlderThan(inbox))) {
-            ps.setTimestamp(1, Timestamp.from(now.minus(retention)));   // 1 cutoff
+            ps.setTimestamp(1, Timestamp.from(now.minus(retention))); // 1 cutoff
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 expired = rs.getLong(1);
@@ -189,19 +214,28 @@ final class DoctorCommand implements Callable<Integer> {
     }
 
     private void outbox(DataSource ds, Dialect dialect, PrintWriter out, String prefix) {
-        OutboxAdmin admin = OutboxAdmin.builder().dataSource(ds).dialect(dialect).tablePrefix(prefix).build();
+        OutboxAdmin admin = OutboxAdmin.builder()
+                .dataSource(ds)
+                .dialect(dialect)
+                .tablePrefix(prefix)
+                .build();
         OutboxStats stats = admin.stats();
-        out.println("outbox backlog            OK    " + (stats.pending() == 0 ? "nothing pending"
-                : stats.pending() + " pending, oldest " + human(stats.oldestPendingAge()) + " old (is a relay running?)"));
+        out.println("outbox backlog            OK    "
+                + (stats.pending() == 0
+                        ? "nothing pending"
+                        : stats.pending() + " pending, oldest " + human(stats.oldestPendingAge())
+                                + " old (is a relay running?)"));
         if (stats.dead() == 0) {
             out.println("outbox dead messages      OK    none");
             return;
         }
-        out.println("outbox dead messages      WARN  " + stats.dead() + " message" + (stats.dead() == 1 ? "" : "s")
-                + " gave up after the last retry (status 'dead'); after fixing the cause, replay them with OutboxAdmin.replay");
+        out.println(
+                "outbox dead messages      WARN  " + stats.dead() + " message" + (stats.dead() == 1 ? "" : "s")
+                        + " gave up after the last retry (status 'dead'); after fixing the cause, replay them with OutboxAdmin.replay");
         for (DeadMessage d : admin.dead(0, DEAD_LISTED)) {
-            out.println("                                #" + d.message().id() + " " + d.message().destination()
-                    + " key " + d.message().idempotencyKey() + ": " + (d.lastError() == null || d.lastError().isBlank() ? "no error recorded" : d.lastError()));
+            out.println("                                #" + d.message().id() + " "
+                    + d.message().destination() + " key " + d.message().idempotencyKey() + ": "
+                    + (d.lastError() == null || d.lastError().isBlank() ? "no error recorded" : d.lastError()));
         }
         if (stats.dead() > DEAD_LISTED) {
             out.println("                                … and " + (stats.dead() - DEAD_LISTED) + " more");

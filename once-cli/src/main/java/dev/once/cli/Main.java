@@ -3,10 +3,9 @@ package dev.once.cli;
 import dev.once.cli.demo.DemoCommand;
 import dev.once.cli.internal.ExitCodes;
 import dev.once.cli.internal.Failure;
+import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-
-import java.io.PrintWriter;
 
 /**
  * The {@code once} command: {@code demo}, {@code schema}, {@code doctor}, {@code prune}, {@code scan}.
@@ -16,10 +15,19 @@ import java.io.PrintWriter;
  * (unknown option, bad duration), {@value ExitCodes#FAILURE} the operation failed (database
  * unreachable, SQL error).
  */
-@Command(name = "once", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+@Command(
+        name = "once",
+        mixinStandardHelpOptions = true,
+        versionProvider = Main.Version.class,
         description = "Effectively-once processing: claim the event id, apply the effect, commit, then ack.",
-        subcommands = {DemoCommand.class, SchemaCommand.class, DoctorCommand.class, PruneCommand.class,
-                ScanCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            DemoCommand.class,
+            SchemaCommand.class,
+            DoctorCommand.class,
+            PruneCommand.class,
+            ScanCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main implements Runnable {
 
     @CommandLine.Spec

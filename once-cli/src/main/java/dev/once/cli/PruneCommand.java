@@ -8,19 +8,22 @@ import dev.once.cli.internal.Durations;
 import dev.once.cli.internal.Failure;
 import dev.once.jdbc.TablePrefix;
 import dev.once.retention.InboxPruner;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.time.Duration;
-import java.time.Instant;
-import java.util.concurrent.Callable;
-
 /** {@code once prune}: deletes inbox rows older than the retention, with {@link InboxPruner}. */
-@Command(name = "prune", mixinStandardHelpOptions = true,
-        description = {"Delete inbox rows older than the retention.",
-                "%nDeletes in short chunks, one transaction each. The retention must cover the redelivery horizon: a copy"
-                        + " of an event arriving after its row was pruned would apply twice.%n"})
+@Command(
+        name = "prune",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Delete inbox rows older than the retention.",
+            "%nDeletes in short chunks, one transaction each. The retention must cover the redelivery horizon: a copy"
+                    + " of an event arriving after its row was pruned would apply twice.%n"
+        })
 final class PruneCommand implements Callable<Integer> {
 
     @CommandLine.Spec
@@ -29,19 +32,31 @@ final class PruneCommand implements Callable<Integer> {
     @Option(names = "--url", required = true, description = Databases.EXPECTED_URL)
     String url;
 
-    @Option(names = "--retention", required = true, converter = Durations.class,
+    @Option(
+            names = "--retention",
+            required = true,
+            converter = Durations.class,
             description = "keep rows this long: " + Durations.EXPECTED)
     Duration retention;
 
-    @Option(names = "--redelivery-horizon", converter = Durations.class, defaultValue = "7d",
-            description = "the longest time after which a copy of an event can still arrive (default: ${DEFAULT-VALUE}); "
-                    + "a retention shorter than this is refused")
+    @Option(
+            names = "--redelivery-horizon",
+            converter = Durations.class,
+            defaultValue = "7d",
+            description =
+                    "the longest time after which a copy of an event can still arrive (default: ${DEFAULT-VALUE}); "
+                            + "a retention shorter than this is refused")
     Duration horizon;
 
-    @Option(names = "--prefix", defaultValue = TablePrefix.DEFAULT, description = "table name prefix (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--prefix",
+            defaultValue = TablePrefix.DEFAULT,
+            description = "table name prefix (default: ${DEFAULT-VALUE})")
     String prefix;
 
-    @Option(names = "--chunk-size", defaultValue = "" + InboxPruner.DEFAULT_CHUNK_SIZE,
+    @Option(
+            names = "--chunk-size",
+            defaultValue = "" + InboxPruner.DEFAULT_CHUNK_SIZE,
             description = "rows deleted per transaction (default: ${DEFAULT-VALUE})")
     int chunkSize;
 
@@ -50,7 +65,11 @@ final class PruneCommand implements Callable<Integer> {
         String p = SchemaCommand.prefix(prefix);
         InboxPruner.Builder builder;
         try {
-            builder = InboxPruner.builder().tablePrefix(p).retention(retention).redeliveryHorizon(horizon).chunkSize(chunkSize);
+            builder = InboxPruner.builder()
+                    .tablePrefix(p)
+                    .retention(retention)
+                    .redeliveryHorizon(horizon)
+                    .chunkSize(chunkSize);
         } catch (InvalidConfigurationException e) {
             throw Failure.usage(e.getMessage());
         }
@@ -68,8 +87,10 @@ final class PruneCommand implements Callable<Integer> {
             } catch (OnceException e) {
                 throw Failure.failed(e.getMessage(), e);
             }
-            spec.commandLine().getOut().println("pruned " + deleted + " inbox row" + (deleted == 1 ? "" : "s")
-                    + " processed before " + cutoff + " (retention " + Durations.format(retention) + ")");
+            spec.commandLine()
+                    .getOut()
+                    .println("pruned " + deleted + " inbox row" + (deleted == 1 ? "" : "s") + " processed before "
+                            + cutoff + " (retention " + Durations.format(retention) + ")");
             return 0;
         }
     }

@@ -6,24 +6,27 @@ import dev.once.scan.ConsumerScan;
 import dev.once.scan.Format;
 import dev.once.scan.Level;
 import dev.once.scan.ScanReport;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /** {@code once scan}: finds the consumers in a Java codebase that would not survive a duplicate delivery. */
-@Command(name = "scan", mixinStandardHelpOptions = true,
-        description = {"Find message consumers that would not survive a duplicate delivery.",
-                "%nReads the Java sources, Spring configuration and schema under PATH: entry points (listeners, poll loops,"
-                        + " Lambda handlers), where each acknowledges relative to its effects, the effects it reaches, the dedupe"
-                        + " it has, lease risks; ranks the consumers by blast radius and prints the Production Reliability Index."
-                        + " The summary line SCAN files=… lines=… entry_points=… findings=… seconds=… goes to standard error.%n"})
+@Command(
+        name = "scan",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Find message consumers that would not survive a duplicate delivery.",
+            "%nReads the Java sources, Spring configuration and schema under PATH: entry points (listeners, poll loops,"
+                    + " Lambda handlers), where each acknowledges relative to its effects, the effects it reaches, the dedupe"
+                    + " it has, lease risks; ranks the consumers by blast radius and prints the Production Reliability Index."
+                    + " The summary line SCAN files=… lines=… entry_points=… findings=… seconds=… goes to standard error.%n"
+        })
 final class ScanCommand implements Callable<Integer> {
 
     @CommandLine.Spec
@@ -32,19 +35,30 @@ final class ScanCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "PATH", description = "the repository (or a directory in it) to scan")
     Path path;
 
-    @Option(names = "--format", defaultValue = "text", paramLabel = "text|json|sarif|markdown",
+    @Option(
+            names = "--format",
+            defaultValue = "text",
+            paramLabel = "text|json|sarif|markdown",
             description = "output format (default: ${DEFAULT-VALUE})")
     String format;
 
-    @Option(names = "--base", paramLabel = "GIT_REF",
-            description = "pull-request mode: report only consumers changed since this ref, each finding marked new or existing")
+    @Option(
+            names = "--base",
+            paramLabel = "GIT_REF",
+            description =
+                    "pull-request mode: report only consumers changed since this ref, each finding marked new or existing")
     String base;
 
-    @Option(names = "--fail-on", paramLabel = "error|warning|note",
+    @Option(
+            names = "--fail-on",
+            paramLabel = "error|warning|note",
             description = "exit " + ExitCodes.FINDINGS + " when a finding is at least this serious (default: never)")
     String failOn;
 
-    @Option(names = "--output", paramLabel = "FILE", description = "write the report to FILE instead of standard output")
+    @Option(
+            names = "--output",
+            paramLabel = "FILE",
+            description = "write the report to FILE instead of standard output")
     Path output;
 
     @Override

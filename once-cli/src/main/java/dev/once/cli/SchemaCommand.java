@@ -8,17 +8,18 @@ import dev.once.cli.internal.Failure;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code once schema print|migrate}: the once tables as SQL, or applied to a database. */
-@Command(name = "schema", mixinStandardHelpOptions = true,
+@Command(
+        name = "schema",
+        mixinStandardHelpOptions = true,
         description = "Print the once tables as SQL, or apply the missing migrations to a database.",
         subcommands = {SchemaCommand.Print.class, SchemaCommand.Migrate.class})
 final class SchemaCommand implements Runnable {
@@ -47,16 +48,24 @@ final class SchemaCommand implements Runnable {
         }
     }
 
-    @Command(name = "print", mixinStandardHelpOptions = true,
+    @Command(
+            name = "print",
+            mixinStandardHelpOptions = true,
             description = "Print the whole schema of a dialect as one script, for your own migration tool.")
     static final class Print implements Callable<Integer> {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        @Option(names = "--dialect", defaultValue = "postgres", description = "postgres or mariadb (default: ${DEFAULT-VALUE})")
+        @Option(
+                names = "--dialect",
+                defaultValue = "postgres",
+                description = "postgres or mariadb (default: ${DEFAULT-VALUE})")
         String dialect;
 
-        @Option(names = "--prefix", defaultValue = TablePrefix.DEFAULT, description = "table name prefix (default: ${DEFAULT-VALUE})")
+        @Option(
+                names = "--prefix",
+                defaultValue = TablePrefix.DEFAULT,
+                description = "table name prefix (default: ${DEFAULT-VALUE})")
         String prefix;
 
         @Option(names = "--url", description = "ignored by print; accepted so print and migrate take the same options")
@@ -64,12 +73,16 @@ final class SchemaCommand implements Runnable {
 
         @Override
         public Integer call() {
-            spec.commandLine().getOut().print(Schema.script(SchemaCommand.dialect(dialect), SchemaCommand.prefix(prefix)));
+            spec.commandLine()
+                    .getOut()
+                    .print(Schema.script(SchemaCommand.dialect(dialect), SchemaCommand.prefix(prefix)));
             return 0;
         }
     }
 
-    @Command(name = "migrate", mixinStandardHelpOptions = true,
+    @Command(
+            name = "migrate",
+            mixinStandardHelpOptions = true,
             description = "Apply the migrations the database lacks, each in its own transaction.")
     static final class Migrate implements Callable<Integer> {
         @CommandLine.Spec
@@ -78,10 +91,15 @@ final class SchemaCommand implements Runnable {
         @Option(names = "--url", required = true, description = Databases.EXPECTED_URL)
         String url;
 
-        @Option(names = "--dialect", description = "postgres or mariadb; detected from the database when omitted, checked when given")
+        @Option(
+                names = "--dialect",
+                description = "postgres or mariadb; detected from the database when omitted, checked when given")
         String dialect;
 
-        @Option(names = "--prefix", defaultValue = TablePrefix.DEFAULT, description = "table name prefix (default: ${DEFAULT-VALUE})")
+        @Option(
+                names = "--prefix",
+                defaultValue = TablePrefix.DEFAULT,
+                description = "table name prefix (default: ${DEFAULT-VALUE})")
         String prefix;
 
         @Override
@@ -106,10 +124,14 @@ final class SchemaCommand implements Runnable {
                 }
                 List<Schema.Migration> all = Schema.migrations(actual, p);
                 int version = all.isEmpty() ? 0 : all.get(all.size() - 1).version();
-                spec.commandLine().getOut().println(applied == 0
-                        ? "schema " + p + "* is up to date (version " + version + ", " + actual.name() + ")"
-                        : "applied " + applied + " migration" + (applied == 1 ? "" : "s") + "; schema " + p
-                        + "* is now at version " + version + " (" + actual.name() + ")");
+                spec.commandLine()
+                        .getOut()
+                        .println(
+                                applied == 0
+                                        ? "schema " + p + "* is up to date (version " + version + ", " + actual.name()
+                                                + ")"
+                                        : "applied " + applied + " migration" + (applied == 1 ? "" : "s") + "; schema "
+                                                + p + "* is now at version " + version + " (" + actual.name() + ")");
                 return 0;
             }
         }

@@ -1,20 +1,19 @@
 package dev.once.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Schema;
 import dev.once.cli.internal.ExitCodes;
 import dev.once.jdbc.Dialects;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.net.ServerSocket;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-
-import java.net.ServerSocket;
-import java.util.List;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code once schema|doctor|prune} against a real PostgreSQL, each test in a schema of its own. */
 class CommandsTest {
@@ -40,14 +39,19 @@ class CommandsTest {
         String[] args = (command + " --help").strip().split(" ");
         Cli r = Cli.run(args);
         assertThat(r.exitCode()).as(r.toString()).isZero();
-        assertThat(r.out()).as(r.toString()).contains("Usage: once" + (command.isEmpty() ? "" : " " + command)).contains("--help");
+        assertThat(r.out())
+                .as(r.toString())
+                .contains("Usage: once" + (command.isEmpty() ? "" : " " + command))
+                .contains("--help");
     }
 
     @Test
     void schemaPrintWritesTheWholeScriptOfTheDialect() {
         Cli r = Cli.run("schema", "print", "--dialect", "postgres", "--prefix", "acme_");
         assertThat(r.exitCode()).as(r.toString()).isZero();
-        assertThat(r.out()).contains("CREATE TABLE acme_inbox").contains("CREATE TABLE acme_outbox")
+        assertThat(r.out())
+                .contains("CREATE TABLE acme_inbox")
+                .contains("CREATE TABLE acme_outbox")
                 .contains("PRIMARY KEY (consumer, message_id)")
                 .contains("RENAME COLUMN message_id TO event_id");
         Cli maria = Cli.run("schema", "print", "--dialect", "mariadb");
@@ -68,7 +72,8 @@ class CommandsTest {
         assertThat(first.exitCode()).as(first.toString()).isZero();
         List<Schema.Migration> shipped = Schema.migrations(Dialects.POSTGRESQL, "m_");
         int latest = shipped.get(shipped.size() - 1).version();
-        assertThat(first.out()).contains("applied " + shipped.size() + " migration")
+        assertThat(first.out())
+                .contains("applied " + shipped.size() + " migration")
                 .contains("now at version " + latest + " (postgresql)");
         assertThat(db.queryLong("SELECT count(*) FROM m_inbox")).isZero();
 
@@ -92,13 +97,17 @@ class CommandsTest {
         }
         String unreachable = "jdbc:postgresql://127.0.0.1:" + closedPort + "/nowhere?user=postgres&connectTimeout=2";
         for (String[] args : new String[][] {
-                {"schema", "migrate", "--url", unreachable},
-                {"doctor", "--url", unreachable},
-                {"prune", "--url", unreachable, "--retention", "7d"}}) {
+            {"schema", "migrate", "--url", unreachable},
+            {"doctor", "--url", unreachable},
+            {"prune", "--url", unreachable, "--retention", "7d"}
+        }) {
             Cli r = Cli.run(args);
             assertThat(r.exitCode()).as(r.toString()).isEqualTo(ExitCodes.FAILURE);
-            assertThat(r.err()).as(r.toString()).contains("cannot connect to " + unreachable)
-                    .contains("check that the database is running").doesNotContain("\tat ");
+            assertThat(r.err())
+                    .as(r.toString())
+                    .contains("cannot connect to " + unreachable)
+                    .contains("check that the database is running")
+                    .doesNotContain("\tat ");
         }
     }
 
@@ -111,7 +120,8 @@ class CommandsTest {
 
     @Test
     void doctorFindsDuplicateBusinessKeysAndExitsNonZero() {
-        db.execute("CREATE TABLE shipments (id serial PRIMARY KEY, order_id varchar(20) NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
+        db.execute(
+                "CREATE TABLE shipments (id serial PRIMARY KEY, order_id varchar(20) NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
                 "INSERT INTO shipments (order_id) VALUES ('order-1'), ('order-2'), ('order-2'), ('order-7'), ('order-7'), ('order-7')",
                 "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES"
                         + " ('billing', 'e-1', now() - interval '10 days'), ('billing', 'e-2', now() - interval '9 days'),"
@@ -124,10 +134,15 @@ class CommandsTest {
         Cli r = Cli.run("doctor", "--url", url, "--table", "shipments", "--key", "order_id", "--retention", "7d");
 
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(ExitCodes.FINDINGS);
-        assertThat(r.out()).as(r.toString())
-                .contains("duplicate business keys   FAIL  2 keys in shipments by order_id appear more than once (3 surplus rows)")
-                .contains("order-7 | 3").contains("order-2 | 2").doesNotContain("order-1 |")
-                .contains("inbox                     OK    4 processed event ids").contains("billing: 3")
+        assertThat(r.out())
+                .as(r.toString())
+                .contains(
+                        "duplicate business keys   FAIL  2 keys in shipments by order_id appear more than once (3 surplus rows)")
+                .contains("order-7 | 3")
+                .contains("order-2 | 2")
+                .doesNotContain("order-1 |")
+                .contains("inbox                     OK    4 processed event ids")
+                .contains("billing: 3")
                 .contains("past the retention of 7d: 2 rows can go")
                 .contains("outbox backlog            OK    1 pending, oldest 3h old")
                 .contains("outbox dead messages      WARN  1 message gave up")
@@ -137,15 +152,18 @@ class CommandsTest {
 
     @Test
     void doctorPassesAHealthyDatabase() {
-        db.execute("CREATE TABLE shipments (order_id varchar(20) PRIMARY KEY)",
+        db.execute(
+                "CREATE TABLE shipments (order_id varchar(20) PRIMARY KEY)",
                 "INSERT INTO shipments VALUES ('order-1'), ('order-2')",
                 "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'e-1', now())");
 
         Cli r = Cli.run("doctor", "--url", url, "--table", "shipments", "--key", "order_id");
 
         assertThat(r.exitCode()).as(r.toString()).isZero();
-        assertThat(r.out()).contains("duplicate business keys   OK    none in shipments by order_id")
-                .contains("within the retention of 7d").contains("outbox dead messages      OK    none")
+        assertThat(r.out())
+                .contains("duplicate business keys   OK    none in shipments by order_id")
+                .contains("within the retention of 7d")
+                .contains("outbox dead messages      OK    none")
                 .contains("result: no duplicates found");
     }
 
@@ -161,7 +179,9 @@ class CommandsTest {
 
         Cli missing = Cli.run("doctor", "--url", url, "--table", "no_such_table", "--key", "order_id");
         assertThat(missing.exitCode()).isEqualTo(ExitCodes.FAILURE);
-        assertThat(missing.err()).contains("cannot check --table no_such_table --key order_id").contains("no_such_table");
+        assertThat(missing.err())
+                .contains("cannot check --table no_such_table --key order_id")
+                .contains("no_such_table");
     }
 
     @Test
@@ -174,17 +194,21 @@ class CommandsTest {
 
         assertThat(r.exitCode()).as(r.toString()).isZero();
         assertThat(r.out()).contains("pruned 2 inbox rows processed before").contains("(retention 7d)");
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id LIKE 'new-%'")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id LIKE 'new-%'"))
+                .isEqualTo(2);
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(2);
     }
 
     @Test
     void pruneRefusesARetentionShorterThanTheRedeliveryHorizonUnlessItIsStated() {
-        db.execute("INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'old', now() - interval '2 days')");
+        db.execute(
+                "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'old', now() - interval '2 days')");
 
         Cli refused = Cli.run("prune", "--url", url, "--retention", "1d");
         assertThat(refused.exitCode()).isEqualTo(ExitCodes.USAGE);
-        assertThat(refused.err()).contains("shorter than the redelivery horizon").contains("--redelivery-horizon");
+        assertThat(refused.err())
+                .contains("shorter than the redelivery horizon")
+                .contains("--redelivery-horizon");
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(1);
 
         Cli stated = Cli.run("prune", "--url", url, "--retention", "PT24H", "--redelivery-horizon", "1d");
@@ -197,6 +221,7 @@ class CommandsTest {
     void aBadDurationNamesTheValueAndTheExpectedForm(String bad) {
         Cli r = Cli.run("prune", "--url", url, "--retention", bad);
         assertThat(r.exitCode()).as(r.toString()).isEqualTo(ExitCodes.USAGE);
-        assertThat(r.err()).contains("'" + bad + "' is not a duration: expected a positive whole number followed by d, h, m or s");
+        assertThat(r.err())
+                .contains("'" + bad + "' is not a duration: expected a positive whole number followed by d, h, m or s");
     }
 }

@@ -1,15 +1,14 @@
 package dev.once.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.once.cli.internal.ExitCodes;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code once scan} over fixtures of the once-scan module: formats, --fail-on, --output, bad arguments. */
 class ScanCommandTest {
@@ -21,9 +20,14 @@ class ScanCommandTest {
     void textRanksTheConsumerWithThePathAndTheFix() {
         Cli r = Cli.run("scan", PAYMENT);
         assertThat(r.exitCode()).as(r.toString()).isZero();
-        assertThat(r.out()).as(r.toString()).contains("#1 PaymentListener.onOrder").contains("blast money")
-                .contains("once/duplicate-effect").contains("→ ReservationService.hold")
-                .contains("IdempotentConsumer").contains("Production Reliability Index 0/100");
+        assertThat(r.out())
+                .as(r.toString())
+                .contains("#1 PaymentListener.onOrder")
+                .contains("blast money")
+                .contains("once/duplicate-effect")
+                .contains("→ ReservationService.hold")
+                .contains("IdempotentConsumer")
+                .contains("Production Reliability Index 0/100");
         assertThat(r.err()).matches("(?s)SCAN files=3 lines=\\d+ entry_points=1 findings=3 seconds=[0-9.]+\\s*");
     }
 
@@ -45,11 +49,16 @@ class ScanCommandTest {
         assertThat(report.at("/findings/0/fix").asText()).contains("IdempotentConsumer");
 
         Path sarif = tmp.resolve("report.sarif");
-        assertThat(Cli.run("scan", PAYMENT, "--format", "sarif", "--output", sarif.toString()).exitCode()).isZero();
-        assertThat(new ObjectMapper().readTree(sarif.toFile()).path("version").asText()).isEqualTo("2.1.0");
+        assertThat(Cli.run("scan", PAYMENT, "--format", "sarif", "--output", sarif.toString())
+                        .exitCode())
+                .isZero();
+        assertThat(new ObjectMapper().readTree(sarif.toFile()).path("version").asText())
+                .isEqualTo("2.1.0");
 
         Cli md = Cli.run("scan", PAYMENT, "--format", "markdown");
-        assertThat(md.out()).startsWith("### once scan: Production Reliability Index 0/100").contains("| 1 | `PaymentListener.onOrder`");
+        assertThat(md.out())
+                .startsWith("### once scan: Production Reliability Index 0/100")
+                .contains("| 1 | `PaymentListener.onOrder`");
         assertThat(Files.exists(tmp.resolve("out"))).isTrue();
     }
 
@@ -64,6 +73,9 @@ class ScanCommandTest {
         Cli missing = Cli.run("scan", "no/such/dir");
         assertThat(missing.exitCode()).isEqualTo(ExitCodes.USAGE);
         assertThat(missing.err()).contains("no/such/dir");
-        assertThat(Cli.run("scan", "--help").out()).contains("Usage: once scan").contains("--base").contains("--fail-on");
+        assertThat(Cli.run("scan", "--help").out())
+                .contains("Usage: once scan")
+                .contains("--base")
+                .contains("--fail-on");
     }
 }

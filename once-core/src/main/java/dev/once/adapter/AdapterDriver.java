@@ -8,9 +8,6 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -24,6 +21,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The loop a broker adapter runs, written once: {@link Receiver receive} a batch, decode each
@@ -56,8 +55,11 @@ import java.util.function.Function;
 public final class AdapterDriver<M> implements AutoCloseable {
 
     /** After a failed receive: 200 ms doubling to 10 s, equal jitter so loops failing together spread out. */
-    public static final RetryPolicy DEFAULT_RECEIVE_RETRIES = RetryPolicy.builder().initialDelay(Duration.ofMillis(200))
-            .maxDelay(Duration.ofSeconds(10)).jitter(RetryPolicy.Jitter.EQUAL).maxRetries(RetryPolicy.MAX_RETRIES_LIMIT)
+    public static final RetryPolicy DEFAULT_RECEIVE_RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(200))
+            .maxDelay(Duration.ofSeconds(10))
+            .jitter(RetryPolicy.Jitter.EQUAL)
+            .maxRetries(RetryPolicy.MAX_RETRIES_LIMIT)
             .build();
 
     private static final Logger log = LoggerFactory.getLogger(AdapterDriver.class);
@@ -80,11 +82,13 @@ public final class AdapterDriver<M> implements AutoCloseable {
         this.heartbeatEvery = b.heartbeatEvery;
         this.groupOf = b.groupOf;
         this.receiveRetries = b.receiveRetries;
-        this.heartbeats = heartbeatEvery == null ? null : Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, name + "-heartbeat");
-            t.setDaemon(true);
-            return t;
-        });
+        this.heartbeats = heartbeatEvery == null
+                ? null
+                : Executors.newSingleThreadScheduledExecutor(r -> {
+                    Thread t = new Thread(r, name + "-heartbeat");
+                    t.setDaemon(true);
+                    return t;
+                });
     }
 
     /**
@@ -114,7 +118,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
                     return;
                 } catch (Exception e) {
                     if (!running) {
-                        return;   // the client was closed under us by stop()
+                        return; // the client was closed under us by stop()
                     }
                     failures++;
                     log.warn("{}: receive failed ({} in a row), retrying: {}", name, failures, e.toString());
@@ -173,11 +177,16 @@ public final class AdapterDriver<M> implements AutoCloseable {
         } catch (RuntimeException e) {
             // Nothing of the batch is known to be applied: settle it as retryable, so a cumulative
             // ack of a later batch cannot cover it.
-            log.error("{}: a batch of {} failed outside the handler; it is left for redelivery", name,
-                    deliveries.size(), e);
-            RetryableException cause = new RetryableException("batch of " + deliveries.size()
-                    + " failed outside the handler: " + e, e);
-            outcomes = deliveries.stream().map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause)).toList();
+            log.error(
+                    "{}: a batch of {} failed outside the handler; it is left for redelivery",
+                    name,
+                    deliveries.size(),
+                    e);
+            RetryableException cause =
+                    new RetryableException("batch of " + deliveries.size() + " failed outside the handler: " + e, e);
+            outcomes = deliveries.stream()
+                    .map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause))
+                    .toList();
             ok = false;
         }
         for (int i = 0; i < deliveries.size(); i++) {
@@ -190,7 +199,8 @@ public final class AdapterDriver<M> implements AutoCloseable {
     private boolean inGroupOrder(List<M> batch) {
         Map<String, List<M>> groups = new LinkedHashMap<>();
         for (M m : batch) {
-            groups.computeIfAbsent(Objects.requireNonNullElse(groupOf.apply(m), ""), g -> new ArrayList<>()).add(m);
+            groups.computeIfAbsent(Objects.requireNonNullElse(groupOf.apply(m), ""), g -> new ArrayList<>())
+                    .add(m);
         }
         List<M> released = new ArrayList<>();
         boolean ok = beating(batch, () -> {
@@ -217,8 +227,12 @@ public final class AdapterDriver<M> implements AutoCloseable {
         try {
             broker.settle(List.of(p));
         } catch (Exception e) {
-            log.warn("{}: could not settle {} ({}); its group waits behind it: {}", name, broker.describe(p.message()),
-                    p.verdict(), e.toString());
+            log.warn(
+                    "{}: could not settle {} ({}); its group waits behind it: {}",
+                    name,
+                    broker.describe(p.message()),
+                    p.verdict(),
+                    e.toString());
             return false;
         }
         return p.verdict() != Verdict.REDELIVER;
@@ -229,8 +243,11 @@ public final class AdapterDriver<M> implements AutoCloseable {
             broker.settle(processed);
         } catch (Exception e) {
             // Not settled means redelivered: the inbox absorbs what was applied.
-            log.warn("{}: could not settle a batch of {}; the broker redelivers it and the redelivery is absorbed: {}",
-                    name, processed.size(), e.toString());
+            log.warn(
+                    "{}: could not settle a batch of {}; the broker redelivers it and the redelivery is absorbed: {}",
+                    name,
+                    processed.size(),
+                    e.toString());
         }
     }
 
@@ -239,13 +256,23 @@ public final class AdapterDriver<M> implements AutoCloseable {
     }
 
     private boolean beating(List<M> messages, Work work) {
-        ScheduledFuture<?> beat = heartbeats == null ? null : heartbeats.scheduleAtFixedRate(() -> {
-            try {
-                broker.extend(messages);
-            } catch (RuntimeException e) {
-                log.warn("{}: heartbeat for {} messages failed: {}", name, messages.size(), e.toString());
-            }
-        }, heartbeatEvery.toMillis(), heartbeatEvery.toMillis(), TimeUnit.MILLISECONDS);
+        ScheduledFuture<?> beat = heartbeats == null
+                ? null
+                : heartbeats.scheduleAtFixedRate(
+                        () -> {
+                            try {
+                                broker.extend(messages);
+                            } catch (RuntimeException e) {
+                                log.warn(
+                                        "{}: heartbeat for {} messages failed: {}",
+                                        name,
+                                        messages.size(),
+                                        e.toString());
+                            }
+                        },
+                        heartbeatEvery.toMillis(),
+                        heartbeatEvery.toMillis(),
+                        TimeUnit.MILLISECONDS);
         try {
             return work.run();
         } finally {

@@ -2,7 +2,6 @@ package dev.once.adapter;
 
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
-
 import java.util.List;
 
 /**
@@ -37,17 +36,14 @@ public interface Broker<M> {
     void settle(List<Processed<M>> processed) throws Exception;
 
     /** Keeps messages still being worked on from being redelivered (visibility, in-progress); default nothing. */
-    default void extend(List<M> messages) {
-    }
+    default void extend(List<M> messages) {}
 
     /** Hands back received messages the driver did not process, so they come again soon; default nothing. */
-    default void release(List<M> messages) {
-    }
+    default void release(List<M> messages) {}
 
     /**
      * The loop died of an unexpected failure (an {@code Error}, a bug): make the broker redeliver
      * whatever it handed out and was not settled (for example close the channel); default nothing.
      */
-    default void abandon(Throwable cause) {
-    }
+    default void abandon(Throwable cause) {}
 }

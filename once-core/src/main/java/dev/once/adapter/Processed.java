@@ -2,7 +2,6 @@ package dev.once.adapter;
 
 import dev.once.Delivery;
 import dev.once.Outcome;
-
 import java.util.Objects;
 
 /**

@@ -2,10 +2,9 @@ package dev.once.internal;
 
 import dev.once.BatchTx;
 import dev.once.Delivery;
+import dev.once.Outbox;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
-import dev.once.Outbox;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -27,8 +26,8 @@ public final class DefaultBatchTx implements BatchTx {
     // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does.
     private final Map<String, JdbcOutbox> outboxes = new LinkedHashMap<>();
 
-    public DefaultBatchTx(Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed,
-                          Clock clock) {
+    public DefaultBatchTx(
+            Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
         this.raw = raw;
         this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
@@ -62,7 +61,8 @@ public final class DefaultBatchTx implements BatchTx {
                     + " but was " + (cause == null ? "null" : "event '" + cause.eventId() + "'")
                     + ": rows are stamped with an event id derived from their cause");
         }
-        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
+        return outboxes.computeIfAbsent(
+                cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
     }
 
     /** Writes the rows every cause's outbox buffered, before the commit. */

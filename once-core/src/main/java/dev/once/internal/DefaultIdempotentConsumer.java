@@ -14,10 +14,6 @@ import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -35,6 +31,9 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * The engine behind {@link IdempotentConsumer}. Not API. See {@link IdempotentConsumer} for the
@@ -65,9 +64,17 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifyAndCommitSql;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
-    public DefaultIdempotentConsumer(Transactions transactions, String consumer, Handler handler,
-                                     BatchHandler batchHandler, Inbox inbox, RetryPolicy conflictRetries, Predicate<Throwable> permanentFailure,
-                                     MeterRegistry registry, Clock clock, OutcomeListener listener) {
+    public DefaultIdempotentConsumer(
+            Transactions transactions,
+            String consumer,
+            Handler handler,
+            BatchHandler batchHandler,
+            Inbox inbox,
+            RetryPolicy conflictRetries,
+            Predicate<Throwable> permanentFailure,
+            MeterRegistry registry,
+            Clock clock,
+            OutcomeListener listener) {
         this.transactions = transactions;
         this.consumer = consumer;
         this.handler = handler;
@@ -202,7 +209,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     Connection c = tx.connection();
                     Set<String> claimed;
                     try {
-                        claimed = inbox.claimAll(c, consumer, batch.stream().map(Delivery::eventId).toList());
+                        claimed = inbox.claimAll(
+                                c,
+                                consumer,
+                                batch.stream().map(Delivery::eventId).toList());
                     } catch (SQLException e) {
                         if (dialect.isLockTimeout(e)) {
                             tx.setRollbackOnly();
@@ -232,14 +242,20 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         if (lost != null) {
                             // Nothing of the batch stands; split, and the culprit fails alone.
                             tx.setRollbackOnly();
-                            log.debug("batch of {} rolled back: {}", batch.size(), lost.failure().getMessage());
+                            log.debug(
+                                    "batch of {} rolled back: {}",
+                                    batch.size(),
+                                    lost.failure().getMessage());
                             return BatchResult.split(d -> new Outcome(d.eventId(), lost.status(), lost.failure()), -1);
                         }
                     }
                     Map<String, Outcome> byId = new HashMap<>();
                     for (Delivery d : batch) {
-                        byId.put(d.eventId(), claimed.contains(d.eventId()) ? Outcome.applied(d.eventId())
-                                : Outcome.duplicate(d.eventId()));
+                        byId.put(
+                                d.eventId(),
+                                claimed.contains(d.eventId())
+                                        ? Outcome.applied(d.eventId())
+                                        : Outcome.duplicate(d.eventId()));
                     }
                     return BatchResult.done(byId);
                 });
@@ -254,8 +270,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     return BatchResult.split(d -> databaseFailure(d.eventId(), e), -1);
                 }
                 Map<String, Outcome> failed = new HashMap<>();
-                RetryableException cause = new RetryableException("batch of " + batch.size()
-                        + " rolled back, database error: " + e.getMessage(), e);
+                RetryableException cause = new RetryableException(
+                        "batch of " + batch.size() + " rolled back, database error: " + e.getMessage(), e);
                 for (Delivery d : batch) {
                     failed.put(d.eventId(), new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause));
                 }
@@ -265,8 +281,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     }
 
     /** Why the handler rolled a transaction back, and the delivery it failed on when the per-event handler ran. */
-    private record Failure(Throwable cause, Delivery delivery) {
-    }
+    private record Failure(Throwable cause, Delivery delivery) {}
 
     /**
      * Runs the handler over the deliveries a transaction claimed: the batch handler once with all
@@ -305,15 +320,21 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     }
 
     private static HandlerMisuseException refused(String call) {
-        return new HandlerMisuseException("handler tried " + call
-                + " and swallowed the refusal; the delivery is rolled back");
+        return new HandlerMisuseException(
+                "handler tried " + call + " and swallowed the refusal; the delivery is rolled back");
     }
 
     private Outcome inProgress(Delivery d, SQLException e) {
-        return new Outcome(d.eventId(), Status.IN_PROGRESS, new RetryableException("event '"
-                + d.eventId() + "' is being processed by another delivery that has not committed"
-                + " within the lock timeout (" + inbox.lockTimeout().map(Duration::toString)
-                .orElse("the session's lock_timeout") + "); leave it unacknowledged", e));
+        return new Outcome(
+                d.eventId(),
+                Status.IN_PROGRESS,
+                new RetryableException(
+                        "event '"
+                                + d.eventId() + "' is being processed by another delivery that has not committed"
+                                + " within the lock timeout ("
+                                + inbox.lockTimeout().map(Duration::toString).orElse("the session's lock_timeout")
+                                + "); leave it unacknowledged",
+                        e));
     }
 
     private interface Attempt {
@@ -337,9 +358,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     // Includes a failed commit: it may or may not have committed, so the message is left for
     // redelivery and the inbox absorbs it if it did.
     private static Outcome databaseFailure(String eventId, SQLException e) {
-        return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException(
-                "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
-                        + e.getMessage(), e));
+        return new Outcome(
+                eventId,
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
+                                + e.getMessage(),
+                        e));
     }
 
     private Outcome processOnce(Delivery d) throws SQLException {
@@ -393,8 +418,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      */
     private Outcome verifyClaim(Transaction tx, String eventId) throws SQLException {
         Transaction.Binds binds = ps -> {
-            ps.setString(1, consumer);       // 1 consumer
-            ps.setString(2, eventId);        // 2 event_id
+            ps.setString(1, consumer); // 1 consumer
+            ps.setString(2, eventId); // 2 event_id
         };
         int verdict;
         try {
@@ -410,23 +435,38 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
         } catch (SQLException e) {
             if (dialect.isAbortedTransaction(e)) {
-                return rolledBackByDatabase(eventId, "a statement of the handler failed and the handler went on"
-                        + " (it caught the SQLException), so the database aborted the transaction", e);
+                return rolledBackByDatabase(
+                        eventId,
+                        "a statement of the handler failed and the handler went on"
+                                + " (it caught the SQLException), so the database aborted the transaction",
+                        e);
             }
             if (dialect.isClaimMissing(e)) {
-                return misuse(eventId, "the claim is no longer part of the transaction being committed: the handler"
-                        + " deleted it or ended the claim transaction behind the engine's back");
+                return misuse(
+                        eventId,
+                        "the claim is no longer part of the transaction being committed: the handler"
+                                + " deleted it or ended the claim transaction behind the engine's back");
             }
             throw e;
         }
-        return verdict == 1 ? null : rolledBackByDatabase(eventId, "the claim is gone from the transaction: the"
-                + " database rolled it back (a deadlock the handler caught and went on from, its later statements"
-                + " running in a new transaction) or the handler deleted it", null);
+        return verdict == 1
+                ? null
+                : rolledBackByDatabase(
+                        eventId,
+                        "the claim is gone from the transaction: the"
+                                + " database rolled it back (a deadlock the handler caught and went on from, its later statements"
+                                + " running in a new transaction) or the handler deleted it",
+                        null);
     }
 
     private static Outcome rolledBackByDatabase(String eventId, String why, SQLException cause) {
-        return new Outcome(eventId, Status.FAILED_RETRYABLE, new RetryableException("event '" + eventId
-                + "' not applied: " + why + "; nothing of it is committed and it will be redelivered", cause));
+        return new Outcome(
+                eventId,
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "event '" + eventId + "' not applied: " + why
+                                + "; nothing of it is committed and it will be redelivered",
+                        cause));
     }
 
     private Outcome misuse(String eventId, String why) {
@@ -466,8 +506,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             transactions.inTransaction(tx -> {
                 Set<String> claimed;
                 try {
-                    claimed = inbox.claimAll(tx.connection(), consumer, firsts.stream().map(Delivery::eventId)
-                            .toList());
+                    claimed = inbox.claimAll(
+                            tx.connection(),
+                            consumer,
+                            firsts.stream().map(Delivery::eventId).toList());
                 } catch (SQLException e) {
                     tx.setRollbackOnly();
                     for (Delivery d : firsts) {
@@ -494,8 +536,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     // joined transaction cannot be split, so a batch handler's failure names no culprit.
                     Outcome failedOne = failure.delivery() == null ? null : failed(failure.delivery(), failure.cause());
                     for (Delivery d : mine) {
-                        byId.put(d.eventId(), d == failure.delivery() ? failedOne : failedOne != null
-                                ? notRun(d, failedOne) : notRunInJoinedBatch(d, mine.size(), failure.cause()));
+                        byId.put(
+                                d.eventId(),
+                                d == failure.delivery()
+                                        ? failedOne
+                                        : failedOne != null
+                                                ? notRun(d, failedOne)
+                                                : notRunInJoinedBatch(d, mine.size(), failure.cause()));
                     }
                 }
                 if (failure == null && !claimed.isEmpty()) {
@@ -547,22 +594,37 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     }
 
     private static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {
-        return new Outcome(d.eventId(), Status.FAILED_RETRYABLE, new RetryableException("event '" + d.eventId()
-                + "' rolled back with its batch of " + size + " in the caller's transaction, where the batch handler"
-                + " failed (" + cause + "); a joined transaction cannot be bisected: redeliver the events in"
-                + " smaller batches to isolate the failing one", cause));
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "event '" + d.eventId()
+                                + "' rolled back with its batch of " + size
+                                + " in the caller's transaction, where the batch handler"
+                                + " failed (" + cause
+                                + "); a joined transaction cannot be bisected: redeliver the events in"
+                                + " smaller batches to isolate the failing one",
+                        cause));
     }
 
     private static Outcome notRun(Delivery d, Outcome failed) {
-        return new Outcome(d.eventId(), Status.FAILED_RETRYABLE, new RetryableException("event '" + d.eventId()
-                + "' rolled back with its batch, in which '" + failed.eventId() + "' failed", failed.failure()));
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "event '" + d.eventId() + "' rolled back with its batch, in which '" + failed.eventId()
+                                + "' failed",
+                        failed.failure()));
     }
 
     private void reportJoined(Delivery d, Outcome provisional, boolean committed) {
         Outcome last = provisional;
         if (!committed && provisional.status() == Status.APPLIED) {
-            last = new Outcome(d.eventId(), Status.FAILED_RETRYABLE, new RetryableException("event '" + d.eventId()
-                    + "' was applied in the caller's transaction, which rolled back: nothing of it stands"));
+            last = new Outcome(
+                    d.eventId(),
+                    Status.FAILED_RETRYABLE,
+                    new RetryableException("event '" + d.eventId()
+                            + "' was applied in the caller's transaction, which rolled back: nothing of it stands"));
         }
         report(d, last);
     }

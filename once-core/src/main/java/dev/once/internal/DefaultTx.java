@@ -5,7 +5,6 @@ import dev.once.Outbox;
 import dev.once.Tx;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -24,8 +23,14 @@ public final class DefaultTx implements Tx {
     private final OnceMetrics metrics;
     private JdbcOutbox outbox;
 
-    public DefaultTx(Connection raw, Dialect dialect, String prefix, String consumer, Delivery delivery, Clock clock,
-                     OnceMetrics metrics) {
+    public DefaultTx(
+            Connection raw,
+            Dialect dialect,
+            String prefix,
+            String consumer,
+            Delivery delivery,
+            Clock clock,
+            OnceMetrics metrics) {
         this.raw = raw;
         this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
@@ -81,9 +86,9 @@ public final class DefaultTx implements Tx {
             throws SQLException {
         String sql = dialect.transition(Names.table(table), Names.column(idColumn), Names.column(statusColumn));
         try (PreparedStatement ps = raw.prepareStatement(sql)) {
-            ps.setString(1, to);      // 1 new status
-            ps.setObject(2, id);      // 2 row id
-            ps.setString(3, from);    // 3 expected current status
+            ps.setString(1, to); // 1 new status
+            ps.setObject(2, id); // 2 row id
+            ps.setString(3, from); // 3 expected current status
             return ps.executeUpdate() == 1;
         }
     }

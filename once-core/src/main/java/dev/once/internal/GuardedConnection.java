@@ -2,7 +2,6 @@ package dev.once.internal;
 
 import dev.once.HandlerMisuseException;
 import dev.once.jdbc.Dialect;
-
 import java.sql.Array;
 import java.sql.Blob;
 import java.sql.CallableStatement;

@@ -104,7 +104,8 @@ final class GuardedMetaData implements DatabaseMetaData {
     }
 
     @Override
-    public ResultSet getCrossReference(String p1, String p2, String p3, String p4, String p5, String p6) throws SQLException {
+    public ResultSet getCrossReference(String p1, String p2, String p3, String p4, String p5, String p6)
+            throws SQLException {
         return GuardedResultSet.wrap(connection, null, delegate.getCrossReference(p1, p2, p3, p4, p5, p6));
     }
 

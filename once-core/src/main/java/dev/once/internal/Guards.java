@@ -8,8 +8,7 @@ import java.sql.Wrapper;
 /** What every guarded JDBC object shares. Not API. */
 final class Guards {
 
-    private Guards() {
-    }
+    private Guards() {}
 
     /**
      * {@code unwrap} for a guarded object: the guard itself when it implements {@code iface}, the

@@ -13,8 +13,7 @@ import java.util.TreeMap;
  */
 public final class HeaderCodec {
 
-    private HeaderCodec() {
-    }
+    private HeaderCodec() {}
 
     public static String encode(Map<String, String> headers) {
         StringBuilder sb = new StringBuilder();
@@ -22,7 +21,8 @@ public final class HeaderCodec {
             if (sb.length() > 0) {
                 sb.append('&');
             }
-            sb.append(URLEncoder.encode(e.getKey(), StandardCharsets.UTF_8)).append('=')
+            sb.append(URLEncoder.encode(e.getKey(), StandardCharsets.UTF_8))
+                    .append('=')
                     .append(URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8));
         }
         return sb.toString();
@@ -35,7 +35,8 @@ public final class HeaderCodec {
         }
         for (String pair : encoded.split("&")) {
             int eq = pair.indexOf('=');
-            headers.put(URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
+            headers.put(
+                    URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
                     URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
         }
         return headers;

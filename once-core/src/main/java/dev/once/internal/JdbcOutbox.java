@@ -5,15 +5,14 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outbox;
 import dev.once.jdbc.Dialect;
 import dev.once.outbox.OutboxMessage;
-
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
-import java.util.HexFormat;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,8 +35,8 @@ public final class JdbcOutbox implements Outbox {
     private final List<OutboxRepository.NewRow> buffered = new ArrayList<>();
     private int added;
 
-    public JdbcOutbox(Connection connection, Dialect dialect, String prefix, String consumer, String eventId,
-                      Clock clock) {
+    public JdbcOutbox(
+            Connection connection, Dialect dialect, String prefix, String consumer, String eventId, Clock clock) {
         this.connection = connection;
         this.repository = new OutboxRepository(dialect, prefix);
         this.consumer = Names.consumer(consumer);
@@ -59,13 +58,12 @@ public final class JdbcOutbox implements Outbox {
     static String eventId(String consumer, String cause, int n) {
         String suffix = "#" + n;
         String prefix = consumer + ":";
-        if (!cause.startsWith(HASHED) && prefix.length() + cause.length() + suffix.length()
-                <= Delivery.MAX_MESSAGE_ID_LENGTH) {
+        if (!cause.startsWith(HASHED)
+                && prefix.length() + cause.length() + suffix.length() <= Delivery.MAX_MESSAGE_ID_LENGTH) {
             return prefix + cause + suffix;
         }
         try {
-            byte[] digest = MessageDigest.getInstance("SHA-256")
-                    .digest(cause.getBytes(StandardCharsets.UTF_8));
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(cause.getBytes(StandardCharsets.UTF_8));
             return prefix + HASHED + HexFormat.of().formatHex(digest) + suffix;
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
@@ -73,15 +71,16 @@ public final class JdbcOutbox implements Outbox {
     }
 
     @Override
-    public String add(String destination, String key, byte[] payload, Map<String, String> headers,
-                      String idempotencyKey) throws SQLException {
+    public String add(
+            String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
+            throws SQLException {
         if (destination == null || destination.isBlank() || destination.length() > MAX_DESTINATION) {
             throw new InvalidDeliveryException("outbox destination must be 1 to " + MAX_DESTINATION
                     + " non-blank characters, but was " + Names.quoted(destination));
         }
         if (key != null && key.length() > MAX_KEY) {
-            throw new InvalidDeliveryException("outbox key must be at most " + MAX_KEY + " characters, but was "
-                    + key.length());
+            throw new InvalidDeliveryException(
+                    "outbox key must be at most " + MAX_KEY + " characters, but was " + key.length());
         }
         String eventId = eventId(consumer, causeId, added + 1);
         String idem = idempotencyKey == null ? eventId : idempotencyKey;
@@ -93,8 +92,13 @@ public final class JdbcOutbox implements Outbox {
         all.put(OutboxMessage.EVENT_ID_HEADER, eventId);
         all.put(OutboxMessage.CAUSE_ID_HEADER, causeId);
         added++;
-        buffered.add(new OutboxRepository.NewRow(eventId, destination, key,
-                payload == null ? new byte[0] : payload.clone(), HeaderCodec.encode(all), idem));
+        buffered.add(new OutboxRepository.NewRow(
+                eventId,
+                destination,
+                key,
+                payload == null ? new byte[0] : payload.clone(),
+                HeaderCodec.encode(all),
+                idem));
         if (buffered.size() >= FLUSH_ROWS) {
             flush();
         }

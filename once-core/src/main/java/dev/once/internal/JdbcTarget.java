@@ -4,11 +4,10 @@ import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcSettings;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
+import javax.sql.DataSource;
 
 /**
  * Where a component's tables live and which clock it judges time by, resolved at build(), and the

@@ -1,7 +1,6 @@
 package dev.once.internal;
 
 import dev.once.InvalidConfigurationException;
-
 import java.util.regex.Pattern;
 
 /** Validation of the names {@code once} accepts from configuration. Not API. */
@@ -12,14 +11,13 @@ public final class Names {
             Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
 
-    private Names() {
-    }
+    private Names() {}
 
     /** A consumer name scopes the inbox: {@code billing}, {@code shipment-consumer}. */
     public static String consumer(String consumer) {
         if (consumer == null || !CONSUMER.matcher(consumer).matches()) {
-            throw new InvalidConfigurationException("consumer must match " + CONSUMER.pattern() + ", but was "
-                    + quoted(consumer));
+            throw new InvalidConfigurationException(
+                    "consumer must match " + CONSUMER.pattern() + ", but was " + quoted(consumer));
         }
         return consumer;
     }
@@ -36,8 +34,8 @@ public final class Names {
     /** A user column name. */
     public static String column(String column) {
         if (column == null || !IDENTIFIER.matcher(column).matches()) {
-            throw new InvalidConfigurationException("column must be an SQL identifier matching "
-                    + IDENTIFIER.pattern() + ", but was " + quoted(column));
+            throw new InvalidConfigurationException("column must be an SQL identifier matching " + IDENTIFIER.pattern()
+                    + ", but was " + quoted(column));
         }
         return column;
     }

@@ -5,7 +5,6 @@ import dev.once.Outcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-
 import java.util.EnumMap;
 import java.util.Map;
 
@@ -25,20 +24,30 @@ public final class OnceMetrics {
 
     public OnceMetrics(MeterRegistry registry, String consumer) {
         for (Outcome.Status s : Outcome.Status.values()) {
-            deliveries.put(s, Counter.builder("once.deliveries").description("deliveries processed, by outcome")
-                    .tag("consumer", consumer).tag("outcome", s.name().toLowerCase(java.util.Locale.ROOT))
-                    .register(registry));
+            deliveries.put(
+                    s,
+                    Counter.builder("once.deliveries")
+                            .description("deliveries processed, by outcome")
+                            .tag("consumer", consumer)
+                            .tag("outcome", s.name().toLowerCase(java.util.Locale.ROOT))
+                            .register(registry));
         }
         redeliveries = Counter.builder("once.redeliveries")
                 .description("deliveries the broker marked as redelivered or counted past the first attempt")
-                .tag("consumer", consumer).register(registry);
+                .tag("consumer", consumer)
+                .register(registry);
         duplicates = Counter.builder("once.duplicates")
                 .description("deliveries whose event id was already applied; their effect was not repeated")
-                .tag("consumer", consumer).register(registry);
+                .tag("consumer", consumer)
+                .register(registry);
         fenceRejections = Counter.builder("once.fence.rejections")
-                .description("writes rejected for a stale fencing token").tag("consumer", consumer).register(registry);
-        handlerDuration = Timer.builder("once.handler.duration").description("time spent in the handler")
-                .tag("consumer", consumer).register(registry);
+                .description("writes rejected for a stale fencing token")
+                .tag("consumer", consumer)
+                .register(registry);
+        handlerDuration = Timer.builder("once.handler.duration")
+                .description("time spent in the handler")
+                .tag("consumer", consumer)
+                .register(registry);
     }
 
     public void received(Delivery d) {

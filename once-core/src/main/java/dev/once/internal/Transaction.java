@@ -1,7 +1,6 @@
 package dev.once.internal;
 
 import dev.once.tx.TransactionHandle;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

@@ -23,8 +23,7 @@ import java.util.Locale;
  */
 final class TransactionSql {
 
-    private TransactionSql() {
-    }
+    private TransactionSql() {}
 
     /** The refused command, upper case (e.g. {@code COMMIT}), or null when the SQL may run. */
     static String refusal(String sql, boolean mysqlLexing) {
@@ -78,8 +77,21 @@ final class TransactionSql {
     // Temporary tables are the exception (CREATE/DROP TEMPORARY TABLE do not commit).
     private static boolean commitsImplicitly(String sql, Word w1) {
         switch (w1.upper) {
-            case "ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "RESET",
-                 "INSTALL", "UNINSTALL", "CACHE", "LOCK", "UNLOCK":
+            case "ALTER",
+                    "RENAME",
+                    "TRUNCATE",
+                    "GRANT",
+                    "REVOKE",
+                    "ANALYZE",
+                    "OPTIMIZE",
+                    "REPAIR",
+                    "FLUSH",
+                    "RESET",
+                    "INSTALL",
+                    "UNINSTALL",
+                    "CACHE",
+                    "LOCK",
+                    "UNLOCK":
                 return true;
             case "CREATE", "DROP": {
                 Word w2 = word(sql, skip(sql, w1.end));
@@ -120,8 +132,7 @@ final class TransactionSql {
         return w.upper.equals("AUTOCOMMIT") ? "SET AUTOCOMMIT" : null;
     }
 
-    private record Word(String upper, int end) {
-    }
+    private record Word(String upper, int end) {}
 
     private static Word word(String sql, int at) {
         int end = at;
@@ -211,7 +222,8 @@ final class TransactionSql {
 
     // PostgreSQL's E'...' strings take backslash escapes even with standard_conforming_strings on.
     private static boolean isEscapeString(String sql, int quote) {
-        return quote > 0 && (sql.charAt(quote - 1) == 'E' || sql.charAt(quote - 1) == 'e')
+        return quote > 0
+                && (sql.charAt(quote - 1) == 'E' || sql.charAt(quote - 1) == 'e')
                 && (quote == 1 || !Character.isLetterOrDigit(sql.charAt(quote - 2)) && sql.charAt(quote - 2) != '_');
     }
 
@@ -224,7 +236,7 @@ final class TransactionSql {
                 i += 2;
             } else if (c == quote) {
                 if (i + 1 < n && sql.charAt(i + 1) == quote) {
-                    i += 2;   // doubled quote inside the literal
+                    i += 2; // doubled quote inside the literal
                 } else {
                     return i + 1;
                 }

@@ -2,12 +2,11 @@ package dev.once.internal;
 
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one place in {@code once} that begins, commits and rolls back a transaction; every
@@ -108,8 +107,10 @@ public final class Transactions {
 
         SessionHandle(Connection connection) throws SQLException {
             if (!connection.getAutoCommit()) {
-                throw new SQLException("connection is not in auto-commit: it holds an open transaction that once did"
-                        + " not begin and must not commit; hand once a connection in auto-commit mode", "55000");
+                throw new SQLException(
+                        "connection is not in auto-commit: it holds an open transaction that once did"
+                                + " not begin and must not commit; hand once a connection in auto-commit mode",
+                        "55000");
             }
             connection.setAutoCommit(false);
             this.connection = connection;

@@ -81,7 +81,8 @@ public interface Dialect {
 
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {
-        return "UPDATE " + table + " SET " + statusColumn + " = ? WHERE " + idColumn + " = ? AND " + statusColumn + " = ?";
+        return "UPDATE " + table + " SET " + statusColumn + " = ? WHERE " + idColumn + " = ? AND " + statusColumn
+                + " = ?";
     }
 
     /**

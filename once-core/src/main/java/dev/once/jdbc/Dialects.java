@@ -1,11 +1,10 @@
 package dev.once.jdbc;
 
 import dev.once.InvalidConfigurationException;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Locale;
+import javax.sql.DataSource;
 
 /** Finds the {@link Dialect} of a connection from its driver metadata. */
 public final class Dialects {
@@ -13,8 +12,7 @@ public final class Dialects {
     public static final Dialect POSTGRESQL = new PostgresDialect();
     public static final Dialect MARIADB = new MariaDbDialect();
 
-    private Dialects() {
-    }
+    private Dialects() {}
 
     /**
      * The dialect of the database behind {@code connection}.

@@ -1,10 +1,9 @@
 package dev.once.jdbc;
 
 import dev.once.InvalidConfigurationException;
-
-import javax.sql.DataSource;
 import java.time.Clock;
 import java.util.Objects;
+import javax.sql.DataSource;
 
 /**
  * The settings every JDBC-backed builder shares (outbox relay and admin, leases, idempotency keys,
@@ -21,8 +20,7 @@ public abstract class JdbcBuilder<B extends JdbcBuilder<B>> {
     private String tablePrefix = TablePrefix.DEFAULT;
     private Clock clock = Clock.systemUTC();
 
-    protected JdbcBuilder() {
-    }
+    protected JdbcBuilder() {}
 
     /** This builder, for the setters to return. */
     protected abstract B self();
@@ -65,6 +63,7 @@ public abstract class JdbcBuilder<B extends JdbcBuilder<B>> {
         if (dataSource == null) {
             throw new InvalidConfigurationException("dataSource is required, but was not set");
         }
-        return new JdbcSettings(dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
+        return new JdbcSettings(
+                dataSource, dialect != null ? dialect : Dialects.detect(dataSource), tablePrefix, clock);
     }
 }

@@ -1,8 +1,8 @@
 package dev.once.jdbc;
 
-import javax.sql.DataSource;
 import java.time.Clock;
 import java.util.Objects;
+import javax.sql.DataSource;
 
 /**
  * Where a JDBC-backed component's tables live and which clock it judges time by, as resolved by

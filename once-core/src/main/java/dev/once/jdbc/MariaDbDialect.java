@@ -32,7 +32,8 @@ public final class MariaDbDialect implements Dialect {
     public String claim(String prefix, Duration lockTimeout) {
         String insert = "INSERT IGNORE INTO " + quote(prefix + "inbox")
                 + " (consumer, event_id, processed_at) VALUES (?, ?, ?)";
-        return lockTimeout == null ? insert
+        return lockTimeout == null
+                ? insert
                 : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + insert;
     }
 
@@ -68,14 +69,18 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String claimBatch(String prefix, Duration lockTimeout, int size) {
         if (size < 1 || size > maxBatchClaimSize()) {
-            throw new IllegalArgumentException("a batch claim takes 1 to " + maxBatchClaimSize() + " ids, but was "
-                    + size);
+            throw new IllegalArgumentException(
+                    "a batch claim takes 1 to " + maxBatchClaimSize() + " ids, but was " + size);
         }
         StringBuilder sql = new StringBuilder(96 + size * 11);
         if (lockTimeout != null) {
-            sql.append("SET STATEMENT innodb_lock_wait_timeout = ").append(seconds(lockTimeout)).append(" FOR ");
+            sql.append("SET STATEMENT innodb_lock_wait_timeout = ")
+                    .append(seconds(lockTimeout))
+                    .append(" FOR ");
         }
-        sql.append("INSERT IGNORE INTO ").append(quote(prefix + "inbox")).append(" (consumer, event_id, processed_at)")
+        sql.append("INSERT IGNORE INTO ")
+                .append(quote(prefix + "inbox"))
+                .append(" (consumer, event_id, processed_at)")
                 .append(" VALUES (?, ?, ?)");
         for (int i = 1; i < size; i++) {
             sql.append(", (?, ?, ?)");
@@ -84,13 +89,13 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
-    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt,
-                               String[] sortedIds) throws SQLException {
+    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
+            throws SQLException {
         int p = 1;
         for (String id : sortedIds) {
-            statement.setString(p++, consumer);         // consumer
-            statement.setString(p++, id);               // event_id
-            statement.setTimestamp(p++, processedAt);   // processed_at
+            statement.setString(p++, consumer); // consumer
+            statement.setString(p++, id); // event_id
+            statement.setTimestamp(p++, processedAt); // processed_at
         }
     }
 

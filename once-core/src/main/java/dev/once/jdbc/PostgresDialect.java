@@ -29,7 +29,8 @@ public final class PostgresDialect implements Dialect {
     @Override
     public String claim(String prefix, Duration lockTimeout) {
         String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)";
-        return lockTimeout == null ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        return lockTimeout == null
+                ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
                 : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING"
                         + RESTORE_LOCK_TIMEOUT;
     }
@@ -92,12 +93,12 @@ public final class PostgresDialect implements Dialect {
 
     // One array bind whatever the batch size, so the statement text (and its server-side plan) is one.
     @Override
-    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt,
-                               String[] sortedIds) throws SQLException {
+    public void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
+            throws SQLException {
         Array ids = statement.getConnection().createArrayOf("varchar", sortedIds);
-        statement.setString(1, consumer);          // 1 consumer
-        statement.setTimestamp(2, processedAt);    // 2 processed_at
-        statement.setArray(3, ids);                // 3 sorted event ids
+        statement.setString(1, consumer); // 1 consumer
+        statement.setTimestamp(2, processedAt); // 2 processed_at
+        statement.setArray(3, ids); // 3 sorted event ids
     }
 
     @Override

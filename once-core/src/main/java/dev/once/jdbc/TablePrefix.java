@@ -1,7 +1,6 @@
 package dev.once.jdbc;
 
 import dev.once.InvalidConfigurationException;
-
 import java.util.regex.Pattern;
 
 /** Validates the configurable table prefix; the only identifier {@code once} ever writes into SQL text. */
@@ -14,8 +13,7 @@ public final class TablePrefix {
     // within PostgreSQL's 63-byte identifier limit.
     private static final Pattern VALID = Pattern.compile("[a-z][a-z0-9_]{0,29}");
 
-    private TablePrefix() {
-    }
+    private TablePrefix() {}
 
     /**
      * @return {@code prefix}, unchanged, if valid

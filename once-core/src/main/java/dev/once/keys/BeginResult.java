@@ -18,8 +18,8 @@ import java.util.Objects;
  * }
  * }</pre>
  */
-public sealed interface BeginResult permits BeginResult.Started, BeginResult.Replay, BeginResult.InProgress,
-        BeginResult.Mismatch {
+public sealed interface BeginResult
+        permits BeginResult.Started, BeginResult.Replay, BeginResult.InProgress, BeginResult.Mismatch {
 
     /**
      * This caller owns the key until {@code lockedUntil} and must finish it with
@@ -91,6 +91,5 @@ public sealed interface BeginResult permits BeginResult.Started, BeginResult.Rep
      * @param scope the key's scope
      * @param key   the idempotency key
      */
-    record Mismatch(String scope, String key) implements BeginResult {
-    }
+    record Mismatch(String scope, String key) implements BeginResult {}
 }

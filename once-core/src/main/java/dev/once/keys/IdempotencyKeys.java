@@ -6,7 +6,6 @@ import dev.once.StaleFencingTokenException;
 import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcBuilder;
-
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -166,14 +165,17 @@ public final class IdempotencyKeys {
                 }
             } catch (SQLException e) {
                 if (!dialect.isTransientConflict(e)) {
-                    throw new OnceException("begin of idempotency key '" + key + "' in scope '" + scope
-                            + "' failed: " + e.getMessage(), e);
+                    throw new OnceException(
+                            "begin of idempotency key '" + key + "' in scope '" + scope + "' failed: " + e.getMessage(),
+                            e);
                 }
                 last = e;
             }
         }
-        throw new OnceException("begin of idempotency key '" + key + "' in scope '" + scope
-                + "' lost three races in a row" + (last == null ? "" : ": " + last.getMessage()), last);
+        throw new OnceException(
+                "begin of idempotency key '" + key + "' in scope '" + scope + "' lost three races in a row"
+                        + (last == null ? "" : ": " + last.getMessage()),
+                last);
     }
 
     /** One attempt; null when the key vanished between insert and read. */
@@ -181,12 +183,12 @@ public final class IdempotencyKeys {
         Instant now = clock.instant();
         Instant lockedUntil = now.plus(lockDuration);
         try (PreparedStatement ps = c.prepareStatement(insertSql)) {
-            ps.setString(1, scope);                                  // 1 scope
-            ps.setString(2, key);                                    // 2 idem_key
-            ps.setString(3, fingerprint);                            // 3 fingerprint
-            ps.setTimestamp(4, Timestamp.from(lockedUntil));         // 4 locked_until
-            ps.setTimestamp(5, Timestamp.from(now));                 // 5 created_at
-            ps.setTimestamp(6, Timestamp.from(now));                 // 6 updated_at
+            ps.setString(1, scope); // 1 scope
+            ps.setString(2, key); // 2 idem_key
+            ps.setString(3, fingerprint); // 3 fingerprint
+            ps.setTimestamp(4, Timestamp.from(lockedUntil)); // 4 locked_until
+            ps.setTimestamp(5, Timestamp.from(now)); // 5 created_at
+            ps.setTimestamp(6, Timestamp.from(now)); // 6 updated_at
             if (ps.executeUpdate() == 1) {
                 return new BeginResult.Started(scope, key, 1, lockedUntil);
             }
@@ -202,8 +204,8 @@ public final class IdempotencyKeys {
         long token;
         Instant savedLockedUntil;
         try (PreparedStatement ps = c.prepareStatement(selectSql)) {
-            ps.setString(1, scope);                                  // 1 scope
-            ps.setString(2, key);                                    // 2 idem_key
+            ps.setString(1, scope); // 1 scope
+            ps.setString(2, key); // 2 idem_key
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     return null;
@@ -228,11 +230,11 @@ public final class IdempotencyKeys {
         }
         // Processing past its claim (the holder stalled or died), or a retryable failure: take over.
         try (PreparedStatement ps = c.prepareStatement(restartSql)) {
-            ps.setTimestamp(1, Timestamp.from(lockedUntil));         // 1 locked_until
-            ps.setTimestamp(2, Timestamp.from(now));                 // 2 updated_at
-            ps.setString(3, scope);                                  // 3 scope
-            ps.setString(4, key);                                    // 4 idem_key
-            ps.setLong(5, token);                                    // 5 token read under the row lock
+            ps.setTimestamp(1, Timestamp.from(lockedUntil)); // 1 locked_until
+            ps.setTimestamp(2, Timestamp.from(now)); // 2 updated_at
+            ps.setString(3, scope); // 3 scope
+            ps.setString(4, key); // 4 idem_key
+            ps.setLong(5, token); // 5 token read under the row lock
             if (ps.executeUpdate() != 1) {
                 throw new IllegalStateException("key row locked by this transaction changed its token");
             }
@@ -255,8 +257,10 @@ public final class IdempotencyKeys {
         try {
             return new KeyTransaction(this, started, target.begin());
         } catch (SQLException e) {
-            throw new OnceException("beginning the transaction of idempotency key '" + started.key() + "' in scope '"
-                    + started.scope() + "' failed: " + e.getMessage(), e);
+            throw new OnceException(
+                    "beginning the transaction of idempotency key '" + started.key() + "' in scope '" + started.scope()
+                            + "' failed: " + e.getMessage(),
+                    e);
         }
     }
 
@@ -296,7 +300,11 @@ public final class IdempotencyKeys {
     /** {@link #fail(BeginResult.Started, boolean, int, byte[])} inside the caller's transaction. */
     public void fail(Connection connection, BeginResult.Started started, boolean retryable, int status, byte[] body)
             throws SQLException {
-        finishIn(Objects.requireNonNull(connection, "connection"), started, retryable ? RETRYABLE : FAILED, status,
+        finishIn(
+                Objects.requireNonNull(connection, "connection"),
+                started,
+                retryable ? RETRYABLE : FAILED,
+                status,
                 retryable ? null : body);
     }
 
@@ -307,8 +315,10 @@ public final class IdempotencyKeys {
                 return null;
             });
         } catch (SQLException e) {
-            throw new OnceException("saving the result of idempotency key '" + started.key() + "' in scope '"
-                    + started.scope() + "' failed: " + e.getMessage(), e);
+            throw new OnceException(
+                    "saving the result of idempotency key '" + started.key() + "' in scope '" + started.scope()
+                            + "' failed: " + e.getMessage(),
+                    e);
         }
     }
 
@@ -322,21 +332,21 @@ public final class IdempotencyKeys {
             throw new IdempotencyResultTooLargeException(started.scope(), started.key(), body.length, maxResultBytes);
         }
         try (PreparedStatement ps = c.prepareStatement(finishSql)) {
-            ps.setString(1, state);                                          // 1 state
-            ps.setInt(2, status);                                            // 2 result_status
-            ps.setBytes(3, body);                                            // 3 result
-            ps.setTimestamp(4, Timestamp.from(clock.instant()));             // 4 updated_at
-            ps.setString(5, started.scope());                                // 5 scope
-            ps.setString(6, started.key());                                  // 6 idem_key
-            ps.setLong(7, started.token());                                  // 7 fencing token
+            ps.setString(1, state); // 1 state
+            ps.setInt(2, status); // 2 result_status
+            ps.setBytes(3, body); // 3 result
+            ps.setTimestamp(4, Timestamp.from(clock.instant())); // 4 updated_at
+            ps.setString(5, started.scope()); // 5 scope
+            ps.setString(6, started.key()); // 6 idem_key
+            ps.setLong(7, started.token()); // 7 fencing token
             if (ps.executeUpdate() == 1) {
                 return;
             }
         }
         long newest = -1;
         try (PreparedStatement ps = c.prepareStatement(tokenSql)) {
-            ps.setString(1, started.scope());                                // 1 scope
-            ps.setString(2, started.key());                                  // 2 idem_key
+            ps.setString(1, started.scope()); // 1 scope
+            ps.setString(2, started.key()); // 2 idem_key
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
                     newest = rs.getLong(1);
@@ -365,8 +375,8 @@ public final class IdempotencyKeys {
         }
         for (int i = 0; i < value.length(); i++) {
             if (Character.isISOControl(value.charAt(i))) {
-                throw new InvalidIdempotencyKeyException(what + " must not contain control characters, but has one at"
-                        + " index " + i);
+                throw new InvalidIdempotencyKeyException(
+                        what + " must not contain control characters, but has one at" + " index " + i);
             }
         }
     }
@@ -376,8 +386,7 @@ public final class IdempotencyKeys {
         private Duration lockDuration = DEFAULT_LOCK_DURATION;
         private int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -390,7 +399,8 @@ public final class IdempotencyKeys {
          * request still running (whose result is then refused by its fencing token).
          */
         public Builder lockDuration(Duration lockDuration) {
-            if (lockDuration == null || lockDuration.compareTo(Duration.ofSeconds(1)) < 0
+            if (lockDuration == null
+                    || lockDuration.compareTo(Duration.ofSeconds(1)) < 0
                     || lockDuration.compareTo(Duration.ofDays(1)) > 0) {
                 throw new InvalidConfigurationException("lockDuration must be between 1s and 1d, but was "
                         + lockDuration + ": it must outlast the slowest request the key protects");
@@ -402,8 +412,8 @@ public final class IdempotencyKeys {
         /** Largest saved result in bytes, 1 to 64 MiB; default {@value #DEFAULT_MAX_RESULT_BYTES}. */
         public Builder maxResultBytes(int maxResultBytes) {
             if (maxResultBytes < 1 || maxResultBytes > 64 * 1024 * 1024) {
-                throw new InvalidConfigurationException("maxResultBytes must be between 1 and 67108864, but was "
-                        + maxResultBytes);
+                throw new InvalidConfigurationException(
+                        "maxResultBytes must be between 1 and 67108864, but was " + maxResultBytes);
             }
             this.maxResultBytes = maxResultBytes;
             return this;

@@ -2,7 +2,6 @@ package dev.once.keys;
 
 import dev.once.StaleFencingTokenException;
 import dev.once.tx.TransactionHandle;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 

@@ -4,7 +4,6 @@ import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -32,8 +31,7 @@ import java.util.Objects;
  */
 public final class Fence {
 
-    private Fence() {
-    }
+    private Fence() {}
 
     /**
      * Checks {@code token} for {@code resource} on the default table prefix, detecting the dialect.
@@ -52,8 +50,9 @@ public final class Fence {
      * @throws StaleFencingTokenException if a newer token was accepted
      * @throws IllegalArgumentException if resource is blank or longer than 255 characters
      */
-    public static void check(Connection connection, Dialect dialect, String prefix, String resource, long token,
-                             Clock clock) throws SQLException {
+    public static void check(
+            Connection connection, Dialect dialect, String prefix, String resource, long token, Clock clock)
+            throws SQLException {
         Objects.requireNonNull(connection, "connection");
         Objects.requireNonNull(dialect, "dialect");
         Objects.requireNonNull(clock, "clock");
@@ -63,15 +62,15 @@ public final class Fence {
                     + (resource == null ? "null" : "'" + resource + "'"));
         }
         try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
-            ps.setString(1, resource);                               // 1 resource
-            ps.setLong(2, token);                                    // 2 token
-            ps.setTimestamp(3, Timestamp.from(clock.instant()));     // 3 updated_at
+            ps.setString(1, resource); // 1 resource
+            ps.setLong(2, token); // 2 token
+            ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 updated_at
             ps.executeUpdate();
         }
         // A locking read: under REPEATABLE READ (InnoDB's default) a plain SELECT would answer from
         // the transaction's snapshot, taken at its first read, and miss a newer token accepted since.
         try (PreparedStatement ps = connection.prepareStatement(dialect.newestFence(prefix))) {
-            ps.setString(1, resource);                               // 1 resource
+            ps.setString(1, resource); // 1 resource
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long newest = rs.getLong(1);

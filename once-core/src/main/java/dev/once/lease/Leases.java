@@ -4,7 +4,6 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.JdbcBuilder;
-
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -89,12 +88,13 @@ public final class Leases {
         try {
             return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(acquireSql)) {
-                    ps.setString(1, name);                               // 1 name
-                    ps.setString(2, owner);                              // 2 owner
-                    ps.setTimestamp(3, Timestamp.from(expiresAt));       // 3 expires_at
-                    ps.setTimestamp(4, Timestamp.from(now));             // 4 now
+                    ps.setString(1, name); // 1 name
+                    ps.setString(2, owner); // 2 owner
+                    ps.setTimestamp(3, Timestamp.from(expiresAt)); // 3 expires_at
+                    ps.setTimestamp(4, Timestamp.from(now)); // 4 now
                     try (ResultSet rs = ps.executeQuery()) {
-                        return rs.next() ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt))
+                        return rs.next()
+                                ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt))
                                 : Optional.<Lease>empty();
                     }
                 }
@@ -118,18 +118,18 @@ public final class Leases {
         try {
             return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(renewSql)) {
-                    ps.setTimestamp(1, Timestamp.from(expiresAt));       // 1 expires_at
-                    ps.setString(2, lease.name());                       // 2 name
-                    ps.setLong(3, lease.token());                        // 3 token
-                    ps.setString(4, lease.owner());                      // 4 owner
+                    ps.setTimestamp(1, Timestamp.from(expiresAt)); // 1 expires_at
+                    ps.setString(2, lease.name()); // 2 name
+                    ps.setLong(3, lease.token()); // 3 token
+                    ps.setString(4, lease.owner()); // 4 owner
                     return ps.executeUpdate() == 1
                             ? Optional.of(new Lease(lease.name(), lease.owner(), lease.token(), expiresAt))
                             : Optional.<Lease>empty();
                 }
             });
         } catch (SQLException e) {
-            throw new OnceException("renewing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
-                    + e.getMessage(), e);
+            throw new OnceException(
+                    "renewing lease '" + lease.name() + "' (token " + lease.token() + ") failed: " + e.getMessage(), e);
         }
     }
 
@@ -144,15 +144,16 @@ public final class Leases {
         try {
             return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(releaseSql)) {
-                    ps.setString(1, lease.name());                       // 1 name
-                    ps.setLong(2, lease.token());                        // 2 token
-                    ps.setString(3, lease.owner());                      // 3 owner
+                    ps.setString(1, lease.name()); // 1 name
+                    ps.setLong(2, lease.token()); // 2 token
+                    ps.setString(3, lease.owner()); // 3 owner
                     return ps.executeUpdate() == 1;
                 }
             });
         } catch (SQLException e) {
-            throw new OnceException("releasing lease '" + lease.name() + "' (token " + lease.token() + ") failed: "
-                    + e.getMessage(), e);
+            throw new OnceException(
+                    "releasing lease '" + lease.name() + "' (token " + lease.token() + ") failed: " + e.getMessage(),
+                    e);
         }
     }
 
@@ -172,8 +173,7 @@ public final class Leases {
     /** Builds {@link Leases}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends JdbcBuilder<Builder> {
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -193,5 +193,4 @@ public final class Leases {
             }
         }
     }
-
 }

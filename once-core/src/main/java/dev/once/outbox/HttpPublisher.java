@@ -3,7 +3,6 @@ package dev.once.outbox;
 import dev.once.InvalidConfigurationException;
 import dev.once.PermanentFailureException;
 import dev.once.RetryableException;
-
 import java.io.ByteArrayOutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -59,8 +58,8 @@ public final class HttpPublisher implements Publisher {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
     // Headers the JDK client sets itself and refuses from callers.
-    private static final Set<String> RESTRICTED = Set.of("connection", "content-length", "expect", "host", "upgrade",
-            "content-type", "idempotency-key");
+    private static final Set<String> RESTRICTED =
+            Set.of("connection", "content-length", "expect", "host", "upgrade", "content-type", "idempotency-key");
 
     // UTF-8 needs at most 3 bytes per char of Receipt.MAX_BODY (4 per surrogate pair, which is 2 chars).
     private static final int MAX_READ = 3 * Receipt.MAX_BODY;
@@ -98,7 +97,8 @@ public final class HttpPublisher implements Publisher {
             throw new PermanentFailureException("HttpPublisher sends to http:// or https:// destinations, but row "
                     + message.id() + " has '" + message.destination() + "'");
         }
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(timeout)
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
+                .timeout(timeout)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(message.payload()))
                 .header(IDEMPOTENCY_KEY_HEADER, message.idempotencyKey());
         String contentType = DEFAULT_CONTENT_TYPE;
@@ -119,10 +119,11 @@ public final class HttpPublisher implements Publisher {
             response = sent.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             sent.cancel(true);
-            throw new RetryableException("POST " + uri + " for row " + message.id() + " took longer than " + timeout, e);
+            throw new RetryableException(
+                    "POST " + uri + " for row " + message.id() + " took longer than " + timeout, e);
         } catch (ExecutionException e) {
-            throw new RetryableException("POST " + uri + " for row " + message.id() + " failed: " + e.getCause(),
-                    e.getCause());
+            throw new RetryableException(
+                    "POST " + uri + " for row " + message.id() + " failed: " + e.getCause(), e.getCause());
         }
         int status = response.statusCode();
         Receipt receipt = new Receipt(status, new String(response.body(), StandardCharsets.UTF_8));
@@ -130,8 +131,10 @@ public final class HttpPublisher implements Publisher {
             return receipt;
         }
         boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
-        throw new PublishFailure("POST " + uri + " for row " + message.id() + " answered " + status + ": "
-                + receipt.body(), retryable, receipt);
+        throw new PublishFailure(
+                "POST " + uri + " for row " + message.id() + " answered " + status + ": " + receipt.body(),
+                retryable,
+                receipt);
     }
 
     /**
@@ -191,8 +194,7 @@ public final class HttpPublisher implements Publisher {
         private HttpClient client;
         private Duration timeout = DEFAULT_TIMEOUT;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The client to send with; default a new {@link HttpClient} with a 5 s connect timeout. */
         public Builder client(HttpClient client) {
@@ -214,8 +216,11 @@ public final class HttpPublisher implements Publisher {
         }
 
         public HttpPublisher build() {
-            HttpClient c = client != null ? client
-                    : HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+            HttpClient c = client != null
+                    ? client
+                    : HttpClient.newBuilder()
+                            .connectTimeout(Duration.ofSeconds(5))
+                            .build();
             return new HttpPublisher(c, timeout);
         }
     }

@@ -5,7 +5,6 @@ import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
 import dev.once.internal.OutboxRepository;
 import dev.once.jdbc.JdbcBuilder;
-
 import java.sql.SQLException;
 import java.util.Collection;
 import java.util.List;
@@ -80,7 +79,8 @@ public final class OutboxAdmin {
     public int replay(Collection<Long> ids) {
         Objects.requireNonNull(ids, "ids");
         try {
-            return target.inTransaction(c -> repository.replay(c, ids, target.clock().instant()));
+            return target.inTransaction(
+                    c -> repository.replay(c, ids, target.clock().instant()));
         } catch (SQLException e) {
             throw new OnceException("replaying dead outbox rows failed, none replayed: " + e.getMessage(), e);
         }
@@ -104,8 +104,7 @@ public final class OutboxAdmin {
     /** Builds an {@link OutboxAdmin}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends JdbcBuilder<Builder> {
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -117,5 +116,4 @@ public final class OutboxAdmin {
             return new OutboxAdmin(JdbcTarget.of(settings()));
         }
     }
-
 }

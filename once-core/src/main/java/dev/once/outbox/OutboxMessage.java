@@ -19,8 +19,16 @@ import java.util.Objects;
  * @param attempts       sends tried so far
  * @param createdAt      when it was written
  */
-public record OutboxMessage(long id, String eventId, String destination, String key, byte[] payload,
-                            Map<String, String> headers, String idempotencyKey, int attempts, Instant createdAt) {
+public record OutboxMessage(
+        long id,
+        String eventId,
+        String destination,
+        String key,
+        byte[] payload,
+        Map<String, String> headers,
+        String idempotencyKey,
+        int attempts,
+        Instant createdAt) {
 
     /** The header that carries the event id on every send. */
     public static final String EVENT_ID_HEADER = "once-event-id";
@@ -43,9 +51,15 @@ public record OutboxMessage(long id, String eventId, String destination, String 
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof OutboxMessage m && id == m.id && eventId.equals(m.eventId)
-                && destination.equals(m.destination) && Objects.equals(key, m.key) && Arrays.equals(payload, m.payload)
-                && headers.equals(m.headers) && idempotencyKey.equals(m.idempotencyKey) && attempts == m.attempts
+        return o instanceof OutboxMessage m
+                && id == m.id
+                && eventId.equals(m.eventId)
+                && destination.equals(m.destination)
+                && Objects.equals(key, m.key)
+                && Arrays.equals(payload, m.payload)
+                && headers.equals(m.headers)
+                && idempotencyKey.equals(m.idempotencyKey)
+                && attempts == m.attempts
                 && Objects.equals(createdAt, m.createdAt);
     }
 
@@ -57,6 +71,7 @@ public record OutboxMessage(long id, String eventId, String destination, String 
     @Override
     public String toString() {
         return "OutboxMessage[id=" + id + ", eventId=" + eventId + ", destination=" + destination + ", key=" + key
-                + ", payload=" + payload.length + " bytes, idempotencyKey=" + idempotencyKey + ", attempts=" + attempts + "]";
+                + ", payload=" + payload.length + " bytes, idempotencyKey=" + idempotencyKey + ", attempts=" + attempts
+                + "]";
     }
 }

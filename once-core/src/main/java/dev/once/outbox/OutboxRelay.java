@@ -15,10 +15,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -30,6 +26,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * Sends what handlers put in the transactional outbox, after their transactions commit.
@@ -93,8 +92,12 @@ public final class OutboxRelay implements AutoCloseable {
      * How failed sends are retried unless configured: 1 s doubling to 5 minutes, equal jitter (never
      * less than half the computed delay), 9 retries, so a row goes to dead after 10 attempts.
      */
-    public static final RetryPolicy DEFAULT_RETRY_POLICY = RetryPolicy.builder().initialDelay(Duration.ofSeconds(1))
-            .maxDelay(Duration.ofMinutes(5)).jitter(RetryPolicy.Jitter.EQUAL).maxRetries(9).build();
+    public static final RetryPolicy DEFAULT_RETRY_POLICY = RetryPolicy.builder()
+            .initialDelay(Duration.ofSeconds(1))
+            .maxDelay(Duration.ofMinutes(5))
+            .jitter(RetryPolicy.Jitter.EQUAL)
+            .maxRetries(9)
+            .build();
     /** Lease time to live in exclusive mode unless configured. */
     public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(30);
 
@@ -134,19 +137,34 @@ public final class OutboxRelay implements AutoCloseable {
         this.clock = t.clock();
         this.exclusive = b.leaseName == null ? null : new RelayLease(name, b.leaseName, b.leaseTtl, t);
         MeterRegistry r = b.meterRegistry;
-        this.sent = Counter.builder("once.outbox.sent").description("outbox rows sent").tag("relay", name).register(r);
-        this.retried = Counter.builder("once.outbox.retried").description("failed sends scheduled for a retry")
-                .tag("relay", name).register(r);
-        this.dead = Counter.builder("once.outbox.dead").description("rows moved to dead").tag("relay", name)
+        this.sent = Counter.builder("once.outbox.sent")
+                .description("outbox rows sent")
+                .tag("relay", name)
+                .register(r);
+        this.retried = Counter.builder("once.outbox.retried")
+                .description("failed sends scheduled for a retry")
+                .tag("relay", name)
+                .register(r);
+        this.dead = Counter.builder("once.outbox.dead")
+                .description("rows moved to dead")
+                .tag("relay", name)
                 .register(r);
         this.fenceRejections = Counter.builder("once.fence.rejections")
-                .description("batches rolled back because the relay's lease was taken over").tag("relay", name)
+                .description("batches rolled back because the relay's lease was taken over")
+                .tag("relay", name)
                 .register(r);
-        Gauge.builder("once.outbox.pending", lastStats, s -> s.get().pending()).description("pending outbox rows")
-                .tag("relay", name).register(r);
-        Gauge.builder("once.outbox.lag", lastStats, s -> s.get().oldestPendingAge().toMillis() / 1000.0)
-                .description("seconds the oldest pending outbox row has waited").baseUnit("seconds")
-                .tag("relay", name).register(r);
+        Gauge.builder("once.outbox.pending", lastStats, s -> s.get().pending())
+                .description("pending outbox rows")
+                .tag("relay", name)
+                .register(r);
+        Gauge.builder(
+                        "once.outbox.lag",
+                        lastStats,
+                        s -> s.get().oldestPendingAge().toMillis() / 1000.0)
+                .description("seconds the oldest pending outbox row has waited")
+                .baseUnit("seconds")
+                .tag("relay", name)
+                .register(r);
     }
 
     public static Builder builder() {
@@ -202,13 +220,20 @@ public final class OutboxRelay implements AutoCloseable {
         } catch (StaleFencingTokenException | LeaseLost e) {
             exclusive.lost(under);
             fenceRejections.increment();
-            log.warn("relay {} lost its lease '{}' (token {}) during a batch; the batch rolled back after {} send(s),"
-                    + " which the new holder sends again", name, exclusive.name(), under.token(), attempted.size());
+            log.warn(
+                    "relay {} lost its lease '{}' (token {}) during a batch; the batch rolled back after {} send(s),"
+                            + " which the new holder sends again",
+                    name,
+                    exclusive.name(),
+                    under.token(),
+                    attempted.size());
             countFenced(attempted, under);
             return 0;
         } catch (SQLException e) {
-            throw new OnceException("relay " + name + ": batch rolled back, database error (SQLState "
-                    + e.getSQLState() + "): " + e.getMessage(), e);
+            throw new OnceException(
+                    "relay " + name + ": batch rolled back, database error (SQLState " + e.getSQLState() + "): "
+                            + e.getMessage(),
+                    e);
         }
     }
 
@@ -226,7 +251,8 @@ public final class OutboxRelay implements AutoCloseable {
         Lease current = lease;
         for (OutboxMessage m : rows) {
             if (Thread.currentThread().isInterrupted()) {
-                throw new OnceException("relay " + name + " interrupted; batch rolled back, its rows will be sent again");
+                throw new OnceException(
+                        "relay " + name + " interrupted; batch rolled back, its rows will be sent again");
             }
             if (current != null) {
                 current = exclusive.keep(current);
@@ -261,8 +287,7 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /** What a send ended with: the destination's receipt, or the failure and whether it is permanent. */
-    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {
-    }
+    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {}
 
     private Attempt publish(OutboxMessage m) {
         MDC.put("once.outbox.id", Long.toString(m.id()));
@@ -293,8 +318,13 @@ public final class OutboxRelay implements AutoCloseable {
         int attempts = m.attempts() + 1;
         String error = String.valueOf(a.failure());
         if (a.permanent() || !retryPolicy.allowsRetry(attempts)) {
-            log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(), m.eventId(),
-                    attempts, error);
+            log.warn(
+                    "relay {}: row {} (event {}) is dead after {} attempt(s): {}",
+                    name,
+                    m.id(),
+                    m.eventId(),
+                    attempts,
+                    error);
             return new OutboxRepository.Dead(m.id(), error, a.receipt());
         }
         return new OutboxRepository.Retry(m.id(), now.plus(retryPolicy.delay(attempts)), error, a.receipt());
@@ -319,8 +349,13 @@ public final class OutboxRelay implements AutoCloseable {
                         continue;
                     }
                     if (!retryPolicy.allowsRetry(p.get().attempts() + 1)) {
-                        log.warn("relay {}: row {} (event {}) is dead after {} attempt(s): {}", name, m.id(),
-                                m.eventId(), p.get().attempts() + 1, error);
+                        log.warn(
+                                "relay {}: row {} (event {}) is dead after {} attempt(s): {}",
+                                name,
+                                m.id(),
+                                m.eventId(),
+                                p.get().attempts() + 1,
+                                error);
                         counted.add(new OutboxRepository.Dead(m.id(), error, null));
                     } else {
                         counted.add(new OutboxRepository.Retry(m.id(), p.get().availableAt(), error, null));
@@ -345,8 +380,13 @@ public final class OutboxRelay implements AutoCloseable {
         if (loop != null) {
             throw new IllegalStateException("relay " + name + " is already started");
         }
-        loop = new RelayLoop(name, target.dataSource(), target.dialect().outboxListen(target.tablePrefix()),
-                pollInterval, this::relayOnce, this::stats);
+        loop = new RelayLoop(
+                name,
+                target.dataSource(),
+                target.dialect().outboxListen(target.tablePrefix()),
+                pollInterval,
+                this::relayOnce,
+                this::stats);
         loop.start();
     }
 
@@ -384,8 +424,7 @@ public final class OutboxRelay implements AutoCloseable {
         private String leaseName;
         private Duration leaseTtl = DEFAULT_LEASE_TTL;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -419,9 +458,11 @@ public final class OutboxRelay implements AutoCloseable {
 
         /** How often to look for rows without a wake-up, 10 ms to 1 hour; default {@link #DEFAULT_POLL_INTERVAL}. */
         public Builder pollInterval(Duration pollInterval) {
-            if (pollInterval == null || pollInterval.toMillis() < 10 || pollInterval.compareTo(Duration.ofHours(1)) > 0) {
-                throw new InvalidConfigurationException("pollInterval must be between 10ms and 1h, but was "
-                        + pollInterval);
+            if (pollInterval == null
+                    || pollInterval.toMillis() < 10
+                    || pollInterval.compareTo(Duration.ofHours(1)) > 0) {
+                throw new InvalidConfigurationException(
+                        "pollInterval must be between 10ms and 1h, but was " + pollInterval);
             }
             this.pollInterval = pollInterval;
             return this;
@@ -471,8 +512,8 @@ public final class OutboxRelay implements AutoCloseable {
                         + (leaseName == null ? "null" : "'" + leaseName + "'"));
             }
             if (ttl == null || ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(Leases.MAX_TTL) > 0) {
-                throw new InvalidConfigurationException("lease ttl must be between 1s and " + Leases.MAX_TTL
-                        + ", but was " + ttl);
+                throw new InvalidConfigurationException(
+                        "lease ttl must be between 1s and " + Leases.MAX_TTL + ", but was " + ttl);
             }
             this.leaseName = leaseName;
             this.leaseTtl = ttl;

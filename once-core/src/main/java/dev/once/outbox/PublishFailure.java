@@ -1,7 +1,6 @@
 package dev.once.outbox;
 
 import dev.once.OnceException;
-
 import java.util.Objects;
 
 /**

@@ -5,9 +5,6 @@ import dev.once.internal.JdbcTarget;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -15,6 +12,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The exclusive mode of a relay: the lease it sends under, acquired, renewed and released here, and
@@ -44,8 +43,12 @@ final class RelayLease {
         this.target = target;
         this.owner = relay + "@" + ManagementFactory.getRuntimeMXBean().getName() + "/"
                 + UUID.randomUUID().toString().substring(0, 8);
-        this.leases = Leases.builder().dataSource(target.dataSource()).dialect(target.dialect())
-                .tablePrefix(target.tablePrefix()).clock(target.clock()).build();
+        this.leases = Leases.builder()
+                .dataSource(target.dataSource())
+                .dialect(target.dialect())
+                .tablePrefix(target.tablePrefix())
+                .clock(target.clock())
+                .build();
     }
 
     String name() {
@@ -124,8 +127,10 @@ final class RelayLease {
                 return null;
             });
         } catch (SQLException e) {
-            throw new OnceException("relay " + relay + ": recording lease token " + acquired.token() + " of '"
-                    + name + "' at the fence failed: " + e.getMessage(), e);
+            throw new OnceException(
+                    "relay " + relay + ": recording lease token " + acquired.token() + " of '" + name
+                            + "' at the fence failed: " + e.getMessage(),
+                    e);
         }
     }
 

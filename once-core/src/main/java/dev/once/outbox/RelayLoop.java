@@ -1,14 +1,13 @@
 package dev.once.outbox;
 
 import dev.once.internal.PgListener;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
-import javax.sql.DataSource;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.function.IntSupplier;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The background thread of a started relay: sends batches while there are rows to send, then waits
@@ -36,8 +35,13 @@ final class RelayLoop {
      * @param batch        sends one batch and returns the rows it handled
      * @param refreshStats refreshes the gauges, at most once per poll interval
      */
-    RelayLoop(String relay, DataSource dataSource, String listenSql, Duration pollInterval, IntSupplier batch,
-              Runnable refreshStats) {
+    RelayLoop(
+            String relay,
+            DataSource dataSource,
+            String listenSql,
+            Duration pollInterval,
+            IntSupplier batch,
+            Runnable refreshStats) {
         this.relay = relay;
         this.dataSource = dataSource;
         this.listenSql = listenSql;

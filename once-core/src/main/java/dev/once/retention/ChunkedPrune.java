@@ -5,10 +5,6 @@ import dev.once.OnceException;
 import dev.once.internal.Transactions;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -17,6 +13,9 @@ import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The loop every pruner runs: one bounded {@code DELETE} per short transaction until a chunk comes
@@ -37,12 +36,19 @@ final class ChunkedPrune {
     private final int chunkSize;
     private final Counter deleted;
 
-    ChunkedPrune(DataSource dataSource, String sql, int chunkSize, MeterRegistry registry, String table,
-                 String description) {
+    ChunkedPrune(
+            DataSource dataSource,
+            String sql,
+            int chunkSize,
+            MeterRegistry registry,
+            String table,
+            String description) {
         this.transactions = Transactions.owning(dataSource);
         this.sql = sql;
         this.chunkSize = chunkSize;
-        this.deleted = Counter.builder("once.retention.deleted").description(description).tag("table", table)
+        this.deleted = Counter.builder("once.retention.deleted")
+                .description(description)
+                .tag("table", table)
                 .register(registry);
     }
 
@@ -58,7 +64,7 @@ final class ChunkedPrune {
             do {
                 n = transactions.inTransaction(tx -> {
                     try (PreparedStatement ps = tx.connection().prepareStatement(sql)) {
-                        ps.setInt(binds.bind(ps), chunkSize);   // the chunk size follows the cutoffs
+                        ps.setInt(binds.bind(ps), chunkSize); // the chunk size follows the cutoffs
                         return ps.executeUpdate();
                     }
                 });
@@ -84,18 +90,22 @@ final class ChunkedPrune {
     }
 
     /** Runs {@code prune} every {@code interval}; a failed run is logged and the next one tries again. */
-    static ScheduledFuture<?> schedule(ScheduledExecutorService executor, Duration interval, Runnable prune,
-                                       String what) {
+    static ScheduledFuture<?> schedule(
+            ScheduledExecutorService executor, Duration interval, Runnable prune, String what) {
         Objects.requireNonNull(executor, "executor");
         if (interval == null || interval.isNegative() || interval.isZero()) {
             throw new InvalidConfigurationException("prune interval must be positive, but was " + interval);
         }
-        return executor.scheduleWithFixedDelay(() -> {
-            try {
-                prune.run();
-            } catch (RuntimeException e) {
-                log.warn("scheduled prune of {} failed, will try again in {}", what, interval, e);
-            }
-        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+        return executor.scheduleWithFixedDelay(
+                () -> {
+                    try {
+                        prune.run();
+                    } catch (RuntimeException e) {
+                        log.warn("scheduled prune of {} failed, will try again in {}", what, interval, e);
+                    }
+                },
+                interval.toMillis(),
+                interval.toMillis(),
+                TimeUnit.MILLISECONDS);
     }
 }

@@ -2,7 +2,6 @@ package dev.once.retention;
 
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
-
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
@@ -22,10 +21,17 @@ public final class IdempotencyKeyPruner extends RowPruner {
     /** Rows deleted per transaction unless configured. */
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-
     private IdempotencyKeyPruner(Builder b, JdbcTarget t) {
-        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneKeys(t.tablePrefix()), b.chunkSize, b.meterRegistry,
-                t.tablePrefix() + "idempotency_key", "idempotency keys pruned"), b.retention, t.clock(),
+        super(
+                new ChunkedPrune(
+                        t.dataSource(),
+                        t.dialect().pruneKeys(t.tablePrefix()),
+                        b.chunkSize,
+                        b.meterRegistry,
+                        t.tablePrefix() + "idempotency_key",
+                        "idempotency keys pruned"),
+                b.retention,
+                t.clock(),
                 t.tablePrefix() + "idempotency_key");
     }
 
@@ -43,19 +49,21 @@ public final class IdempotencyKeyPruner extends RowPruner {
     public long prune() {
         Instant now = clock.instant();
         Instant cutoff = now.minus(retention);
-        return chunks.run(ps -> {
-            ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on created_at
-            ps.setTimestamp(2, Timestamp.from(now));      // 2 now: claims held until later are spared
-            return 3;                                     // 3 chunk size
-        }, "idempotency keys created before " + cutoff, null);
+        return chunks.run(
+                ps -> {
+                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on created_at
+                    ps.setTimestamp(2, Timestamp.from(now)); // 2 now: claims held until later are spared
+                    return 3; // 3 chunk size
+                },
+                "idempotency keys created before " + cutoff,
+                null);
     }
 
     /** Builds an {@link IdempotencyKeyPruner}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
         private Duration retention = DEFAULT_RETENTION;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -64,7 +72,8 @@ public final class IdempotencyKeyPruner extends RowPruner {
 
         /** How long a key is kept after it was created, at least one minute; default {@link #DEFAULT_RETENTION}. */
         public Builder retention(Duration retention) {
-            this.retention = atLeastOneMinute(retention, ": a key pruned while clients still retry lets the retry run the request again");
+            this.retention = atLeastOneMinute(
+                    retention, ": a key pruned while clients still retry lets the retry run the request again");
             return this;
         }
 

@@ -4,7 +4,6 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
 import io.micrometer.core.instrument.Gauge;
-
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.sql.Timestamp;
@@ -32,11 +31,22 @@ public final class InboxPruner extends RowPruner {
     private final AtomicLong rows = new AtomicLong();
 
     private InboxPruner(Builder b, JdbcTarget t) {
-        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneInbox(t.tablePrefix()), b.chunkSize, b.meterRegistry,
-                t.tablePrefix() + "inbox", "inbox rows pruned"), b.retention, t.clock(), t.tablePrefix() + "inbox");
+        super(
+                new ChunkedPrune(
+                        t.dataSource(),
+                        t.dialect().pruneInbox(t.tablePrefix()),
+                        b.chunkSize,
+                        b.meterRegistry,
+                        t.tablePrefix() + "inbox",
+                        "inbox rows pruned"),
+                b.retention,
+                t.clock(),
+                t.tablePrefix() + "inbox");
         this.countSql = t.dialect().countInboxRows(t.tablePrefix());
-        Gauge.builder("once.inbox.rows", rows, AtomicLong::get).description("inbox rows after the last prune")
-                .tag("table", t.tablePrefix() + "inbox").register(b.meterRegistry);
+        Gauge.builder("once.inbox.rows", rows, AtomicLong::get)
+                .description("inbox rows after the last prune")
+                .tag("table", t.tablePrefix() + "inbox")
+                .register(b.meterRegistry);
     }
 
     public static Builder builder() {
@@ -53,15 +63,19 @@ public final class InboxPruner extends RowPruner {
     @Override
     public long prune() {
         Instant cutoff = clock.instant().minus(retention);
-        return chunks.run(ps -> {
-            ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on processed_at
-            return 2;                                     // 2 chunk size
-        }, "inbox rows processed before " + cutoff, c -> {
-            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(countSql)) {
-                rs.next();
-                rows.set(rs.getLong(1));
-            }
-        });
+        return chunks.run(
+                ps -> {
+                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on processed_at
+                    return 2; // 2 chunk size
+                },
+                "inbox rows processed before " + cutoff,
+                c -> {
+                    try (Statement s = c.createStatement();
+                            ResultSet rs = s.executeQuery(countSql)) {
+                        rs.next();
+                        rows.set(rs.getLong(1));
+                    }
+                });
     }
 
     /** Builds an {@link InboxPruner}; {@code dataSource} and {@code retention} are required. Not thread-safe. */
@@ -69,8 +83,7 @@ public final class InboxPruner extends RowPruner {
         private Duration retention;
         private Duration redeliveryHorizon = DEFAULT_REDELIVERY_HORIZON;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {
@@ -89,8 +102,8 @@ public final class InboxPruner extends RowPruner {
         /** The longest time after which a copy of an event can still arrive; default {@link #DEFAULT_REDELIVERY_HORIZON}. */
         public Builder redeliveryHorizon(Duration redeliveryHorizon) {
             if (redeliveryHorizon == null || redeliveryHorizon.isNegative()) {
-                throw new InvalidConfigurationException("redeliveryHorizon must be zero or positive, but was "
-                        + redeliveryHorizon);
+                throw new InvalidConfigurationException(
+                        "redeliveryHorizon must be zero or positive, but was " + redeliveryHorizon);
             }
             this.redeliveryHorizon = redeliveryHorizon;
             return this;
@@ -105,7 +118,8 @@ public final class InboxPruner extends RowPruner {
                 throw new InvalidConfigurationException("retention is required, but was not set");
             }
             if (retention.compareTo(redeliveryHorizon) < 0) {
-                throw new InvalidConfigurationException("retention " + retention + " is shorter than the redelivery horizon "
+                throw new InvalidConfigurationException("retention " + retention
+                        + " is shorter than the redelivery horizon "
                         + redeliveryHorizon + ": a copy arriving after its row was pruned would apply twice; keep rows"
                         + " at least as long as any message can be redelivered or replayed");
             }

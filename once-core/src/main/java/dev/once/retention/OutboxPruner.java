@@ -2,7 +2,6 @@ package dev.once.retention;
 
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
-
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,10 +20,18 @@ public final class OutboxPruner extends RowPruner {
     /** Rows deleted per transaction unless configured. */
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
-
     private OutboxPruner(Builder b, JdbcTarget t) {
-        super(new ChunkedPrune(t.dataSource(), t.dialect().pruneOutbox(t.tablePrefix()), b.chunkSize, b.meterRegistry,
-                t.tablePrefix() + "outbox", "sent outbox rows pruned"), b.retention, t.clock(), t.tablePrefix() + "outbox");
+        super(
+                new ChunkedPrune(
+                        t.dataSource(),
+                        t.dialect().pruneOutbox(t.tablePrefix()),
+                        b.chunkSize,
+                        b.meterRegistry,
+                        t.tablePrefix() + "outbox",
+                        "sent outbox rows pruned"),
+                b.retention,
+                t.clock(),
+                t.tablePrefix() + "outbox");
     }
 
     public static Builder builder() {
@@ -41,18 +48,20 @@ public final class OutboxPruner extends RowPruner {
     public long prune() {
         Instant now = clock.instant();
         Instant cutoff = now.minus(retention);
-        return chunks.run(ps -> {
-            ps.setTimestamp(1, Timestamp.from(cutoff));   // 1 cutoff on sent_at
-            return 2;                                     // 2 chunk size
-        }, "outbox rows sent before " + cutoff, null);
+        return chunks.run(
+                ps -> {
+                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on sent_at
+                    return 2; // 2 chunk size
+                },
+                "outbox rows sent before " + cutoff,
+                null);
     }
 
     /** Builds an {@link OutboxPruner}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
         private Duration retention = DEFAULT_RETENTION;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         protected Builder self() {

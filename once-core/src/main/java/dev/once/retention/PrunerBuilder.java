@@ -5,7 +5,6 @@ import dev.once.internal.JdbcTarget;
 import dev.once.jdbc.JdbcBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
-
 import java.time.Duration;
 import java.util.Objects;
 

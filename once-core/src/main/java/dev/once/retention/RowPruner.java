@@ -1,7 +1,6 @@
 package dev.once.retention;
 
 import dev.once.OnceException;
-
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;

@@ -1,10 +1,9 @@
 package dev.once.tx;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.util.ArrayList;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** The callbacks of one transaction, each run once; a failing callback does not stop the others. */
 final class Completions {

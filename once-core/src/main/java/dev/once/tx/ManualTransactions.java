@@ -86,8 +86,10 @@ public final class ManualTransactions implements TransactionProvider {
         public void commit() throws SQLException {
             if (rollbackOnly) {
                 rollback();
-                throw new SQLException("transaction rolled back: once marked it rollback-only because a delivery"
-                        + " processed in it failed; nothing of it was committed", "40000");
+                throw new SQLException(
+                        "transaction rolled back: once marked it rollback-only because a delivery"
+                                + " processed in it failed; nothing of it was committed",
+                        "40000");
             }
             boolean committed = false;
             try {

@@ -1,11 +1,10 @@
 package dev.once.tx;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** {@link TransactionProvider#owning}: the engine begins, commits and returns the connection. */
 final class OwnedTransactions implements TransactionProvider {
@@ -28,10 +27,12 @@ final class OwnedTransactions implements TransactionProvider {
         Connection c = dataSource.getConnection();
         try {
             if (!c.getAutoCommit()) {
-                throw new SQLException("the DataSource handed out a connection with auto-commit off; once owns this"
-                        + " transaction and would commit whatever that connection already holds (a transaction-aware"
-                        + " proxy hands out the caller's transaction this way): give it a DataSource whose connections"
-                        + " are in auto-commit, or join the caller's transaction with transactions(...)", "55000");
+                throw new SQLException(
+                        "the DataSource handed out a connection with auto-commit off; once owns this"
+                                + " transaction and would commit whatever that connection already holds (a transaction-aware"
+                                + " proxy hands out the caller's transaction this way): give it a DataSource whose connections"
+                                + " are in auto-commit, or join the caller's transaction with transactions(...)",
+                        "55000");
             }
             c.setAutoCommit(false);
         } catch (SQLException | RuntimeException | Error e) {

@@ -1,8 +1,8 @@
 package dev.once.tx;
 
-import javax.sql.DataSource;
 import java.sql.SQLException;
 import java.util.Objects;
+import javax.sql.DataSource;
 
 /**
  * Where the engine's transactions come from: the seam between {@code once} and whoever owns the

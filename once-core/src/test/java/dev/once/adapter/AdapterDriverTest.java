@@ -1,5 +1,7 @@
 package dev.once.adapter;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
@@ -7,16 +9,13 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
-import org.junit.jupiter.api.Test;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /**
  * The driver's loop with a broker made of strings and an engine whose outcome is named in the
@@ -25,8 +24,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class AdapterDriverTest {
 
-    private static final RetryPolicy FAST = RetryPolicy.builder().initialDelay(Duration.ofMillis(1))
-            .maxDelay(Duration.ofMillis(5)).build();
+    private static final RetryPolicy FAST = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(1))
+            .maxDelay(Duration.ofMillis(5))
+            .build();
 
     /** A broker of strings: "?x" carries no event id; "g:id" is id in group g. */
     private static final class Strings implements Broker<String> {
@@ -81,7 +82,7 @@ class AdapterDriverTest {
     /** Outcome by id prefix; processBatch runs {@code before} first. */
     private static final class Scripted implements IdempotentConsumer {
         final List<String> processed = new CopyOnWriteArrayList<>();
-        volatile Runnable before = () -> { };
+        volatile Runnable before = () -> {};
 
         @Override
         public String consumer() {
@@ -104,7 +105,8 @@ class AdapterDriverTest {
             List<Outcome> out = new ArrayList<>();
             for (Delivery d : ds) {
                 processed.add(d.eventId());
-                Status s = d.eventId().startsWith("ok") ? Status.APPLIED
+                Status s = d.eventId().startsWith("ok")
+                        ? Status.APPLIED
                         : d.eventId().startsWith("poison") ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE;
                 out.add(new Outcome(d.eventId(), s, s == Status.APPLIED ? null : new IllegalStateException(s.name())));
             }
@@ -137,8 +139,8 @@ class AdapterDriverTest {
         d[0] = AdapterDriver.builder("t", engine, broker).receiveRetries(FAST).build();
         d[0].run(batches(d, List.of(List.of("ok-1", "?x", "retry-2", "ok-3"))));
         assertThat(broker.settled).containsExactly(List.of("ok-1", "?x", "retry-2", "ok-3"));
-        assertThat(broker.settledVerdicts).containsExactly("ok-1=ACKNOWLEDGE", "?x=DEAD_LETTER", "retry-2=REDELIVER",
-                "ok-3=ACKNOWLEDGE");
+        assertThat(broker.settledVerdicts)
+                .containsExactly("ok-1=ACKNOWLEDGE", "?x=DEAD_LETTER", "retry-2=REDELIVER", "ok-3=ACKNOWLEDGE");
         assertThat(engine.processed).containsExactly("ok-1", "retry-2", "ok-3");
         assertThat(d[0].failure()).isEmpty();
     }
@@ -156,7 +158,8 @@ class AdapterDriverTest {
         AdapterDriver<String>[] d = holder();
         d[0] = AdapterDriver.builder("t", engine, broker).receiveRetries(FAST).build();
         d[0].run(batches(d, List.of(List.of("ok-1"), List.of("ok-2"))));
-        assertThat(broker.settledVerdicts).as("requeued before the next batch is acknowledged")
+        assertThat(broker.settledVerdicts)
+                .as("requeued before the next batch is acknowledged")
                 .containsExactly("ok-1=REDELIVER", "ok-2=ACKNOWLEDGE");
         assertThat(d[0].failure()).isEmpty();
     }
@@ -183,14 +186,17 @@ class AdapterDriverTest {
         broker.refuseDeadLetterOf = "g:poison-2";
         Scripted engine = new Scripted();
         AdapterDriver<String>[] d = holder();
-        d[0] = AdapterDriver.builder("t", engine, broker).receiveRetries(FAST)
-                .inGroupOrder(m -> m.substring(0, m.indexOf(':'))).build();
+        d[0] = AdapterDriver.builder("t", engine, broker)
+                .receiveRetries(FAST)
+                .inGroupOrder(m -> m.substring(0, m.indexOf(':')))
+                .build();
         d[0].run(batches(d, List.of(List.of("g:ok-1", "h:ok-1h", "g:poison-2", "h:retry-2h", "g:ok-3", "h:ok-3h"))));
-        assertThat(engine.processed).as("one by one, each group in order, up to the first not settled")
+        assertThat(engine.processed)
+                .as("one by one, each group in order, up to the first not settled")
                 .containsExactly("ok-1", "poison-2", "ok-1h", "retry-2h");
         assertThat(broker.released).containsExactlyInAnyOrder("g:ok-3", "h:ok-3h");
-        assertThat(broker.settledVerdicts).containsExactly("g:ok-1=ACKNOWLEDGE", "h:ok-1h=ACKNOWLEDGE",
-                "h:retry-2h=REDELIVER");
+        assertThat(broker.settledVerdicts)
+                .containsExactly("g:ok-1=ACKNOWLEDGE", "h:ok-1h=ACKNOWLEDGE", "h:retry-2h=REDELIVER");
     }
 
     @Test
@@ -198,7 +204,9 @@ class AdapterDriverTest {
         Strings broker = new Strings();
         AtomicInteger receives = new AtomicInteger();
         AdapterDriver<String>[] d = holder();
-        d[0] = AdapterDriver.builder("t", new Scripted(), broker).receiveRetries(FAST).build();
+        d[0] = AdapterDriver.builder("t", new Scripted(), broker)
+                .receiveRetries(FAST)
+                .build();
         d[0].run(() -> switch (receives.incrementAndGet()) {
             case 1, 2 -> throw new java.io.IOException("connection reset");
             case 3 -> List.of("ok-1");

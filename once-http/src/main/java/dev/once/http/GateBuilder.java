@@ -3,7 +3,6 @@ package dev.once.http;
 import dev.once.InvalidConfigurationException;
 import dev.once.http.internal.Gate;
 import dev.once.keys.IdempotencyKeys;
-
 import java.util.HashSet;
 import java.util.Locale;
 import java.util.Objects;
@@ -45,8 +44,8 @@ abstract class GateBuilder<R, B extends GateBuilder<R, B>> {
         Set<String> upper = new HashSet<>();
         for (String m : methods) {
             if (m == null || !m.matches("[A-Za-z]{1,20}")) {
-                throw new InvalidConfigurationException("methods must be HTTP method names, but one was "
-                        + (m == null ? "null" : "'" + m + "'"));
+                throw new InvalidConfigurationException(
+                        "methods must be HTTP method names, but one was " + (m == null ? "null" : "'" + m + "'"));
             }
             upper.add(m.toUpperCase(Locale.ROOT));
         }
@@ -67,8 +66,8 @@ abstract class GateBuilder<R, B extends GateBuilder<R, B>> {
     /** Largest request body accepted with a key, 1 byte to 64 MiB; default {@value IdempotencyFilter#DEFAULT_MAX_REQUEST_BYTES}. */
     public B maxRequestBytes(int maxRequestBytes) {
         if (maxRequestBytes < 1 || maxRequestBytes > 64 * 1024 * 1024) {
-            throw new InvalidConfigurationException("maxRequestBytes must be between 1 and 67108864, but was "
-                    + maxRequestBytes);
+            throw new InvalidConfigurationException(
+                    "maxRequestBytes must be between 1 and 67108864, but was " + maxRequestBytes);
         }
         this.maxRequestBytes = maxRequestBytes;
         return self();

@@ -17,7 +17,6 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
 import jakarta.servlet.http.HttpServletResponseWrapper;
-
 import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -98,7 +97,8 @@ public final class IdempotencyFilter implements Filter {
     @Override
     public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
             throws IOException, ServletException {
-        if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)
+        if (!(req instanceof HttpServletRequest request)
+                || !(res instanceof HttpServletResponse response)
                 || !gate.covers(request.getMethod())) {
             chain.doFilter(req, res);
             return;
@@ -109,9 +109,10 @@ public final class IdempotencyFilter implements Filter {
             send(response, gate.tooLarge());
             return;
         }
-        String target = request.getRequestURI() + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
-        Gate.Decision decision = gate.begin(header == null ? null : scope.apply(request), request.getMethod(), target,
-                header, body);
+        String target =
+                request.getRequestURI() + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+        Gate.Decision decision =
+                gate.begin(header == null ? null : scope.apply(request), request.getMethod(), target, header, body);
         CachedRequest cached = new CachedRequest(request, body);
         if (decision instanceof Gate.PassThrough) {
             chain.doFilter(cached, response);
@@ -145,8 +146,8 @@ public final class IdempotencyFilter implements Filter {
             }
             return;
         }
-        Gate.Respond override = gate.finish(proceed, capture.status, response.getContentType(), produced,
-                capture.buffer.overflowed());
+        Gate.Respond override =
+                gate.finish(proceed, capture.status, response.getContentType(), produced, capture.buffer.overflowed());
         if (override != null) {
             response.reset();
             send(response, override);
@@ -210,8 +211,8 @@ public final class IdempotencyFilter implements Filter {
 
                 @Override
                 public void setReadListener(ReadListener listener) {
-                    throw new UnsupportedOperationException("the Idempotency-Key filter buffers the body;"
-                            + " asynchronous reads are not supported");
+                    throw new UnsupportedOperationException(
+                            "the Idempotency-Key filter buffers the body;" + " asynchronous reads are not supported");
                 }
 
                 @Override
@@ -410,8 +411,7 @@ public final class IdempotencyFilter implements Filter {
     /** Builds an {@link IdempotencyFilter}; {@code keys} is required. Not thread-safe. */
     public static final class Builder extends GateBuilder<HttpServletRequest, Builder> {
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         Builder self() {

@@ -6,7 +6,6 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.KeyTransaction;
 import io.javalin.http.Context;
 import io.javalin.http.Handler;
-
 import java.io.InputStream;
 import java.util.Objects;
 import java.util.Optional;
@@ -75,8 +74,12 @@ public final class IdempotentHandler {
         }
         String header = ctx.header(Gate.HEADER);
         String query = ctx.req().getQueryString();
-        Gate.Decision decision = gate.begin(header == null ? null : scope.apply(ctx), method,
-                ctx.req().getRequestURI() + (query == null ? "" : "?" + query), header, body);
+        Gate.Decision decision = gate.begin(
+                header == null ? null : scope.apply(ctx),
+                method,
+                ctx.req().getRequestURI() + (query == null ? "" : "?" + query),
+                header,
+                body);
         if (decision instanceof Gate.PassThrough) {
             handler.handle(ctx);
             return;
@@ -102,10 +105,10 @@ public final class IdempotentHandler {
         }
         boolean overflowed = produced.length > gate.maxResponseBytes();
         if (!overflowed) {
-            ctx.result(produced);   // the stream was consumed: put the bytes back for Javalin to send
+            ctx.result(produced); // the stream was consumed: put the bytes back for Javalin to send
         }
-        Gate.Respond override = gate.finish(proceed, ctx.statusCode(), ctx.res().getContentType(),
-                overflowed ? new byte[0] : produced, overflowed);
+        Gate.Respond override = gate.finish(
+                proceed, ctx.statusCode(), ctx.res().getContentType(), overflowed ? new byte[0] : produced, overflowed);
         if (override != null) {
             respond(ctx, override);
         }
@@ -135,8 +138,7 @@ public final class IdempotentHandler {
     /** Builds an {@link IdempotentHandler}; {@code keys} is required. Not thread-safe. */
     public static final class Builder extends GateBuilder<Context, Builder> {
 
-        private Builder() {
-        }
+        private Builder() {}
 
         @Override
         Builder self() {

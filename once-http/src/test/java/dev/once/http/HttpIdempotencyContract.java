@@ -1,28 +1,25 @@
 package dev.once.http;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import dev.once.keys.IdempotencyKeys;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
-import java.util.concurrent.atomic.AtomicReference;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -30,9 +27,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /**
  * The {@code Idempotency-Key} contract through a real HTTP server, the same table for every server
@@ -53,13 +52,13 @@ abstract class HttpIdempotencyContract {
         Response handle(String tenant, String body, Connection transaction) throws Exception;
     }
 
-    protected record Response(int status, String contentType, String body) {
-    }
+    protected record Response(int status, String contentType, String body) {}
 
     protected TestDatabase db;
     protected IdempotencyKeys keys;
     protected final TestClock clock = new TestClock();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     private final AtomicInteger payments = new AtomicInteger();
     private volatile CountDownLatch slowEntered = new CountDownLatch(1);
@@ -87,8 +86,12 @@ abstract class HttpIdempotencyContract {
     void startServer() throws Exception {
         db = TestPostgres.shared().freshDatabase();
         db.execute("CREATE TABLE charge (request text NOT NULL)");
-        keys = IdempotencyKeys.builder().dataSource(db.dataSource()).lockDuration(LOCK).clock(clock)
-                .maxResultBytes(MAX_RESULT).build();
+        keys = IdempotencyKeys.builder()
+                .dataSource(db.dataSource())
+                .lockDuration(LOCK)
+                .clock(clock)
+                .maxResultBytes(MAX_RESULT)
+                .build();
         base = start(this::endpoint);
     }
 
@@ -99,7 +102,8 @@ abstract class HttpIdempotencyContract {
     }
 
     private Response endpoint(String tenant, String body, Connection transaction) throws Exception {
-        int run = runs.computeIfAbsent(tenant + "|" + body, k -> new AtomicInteger()).incrementAndGet();
+        int run = runs.computeIfAbsent(tenant + "|" + body, k -> new AtomicInteger())
+                .incrementAndGet();
         if (body.startsWith("charge")) {
             return charge(tenant, body, transaction, run);
         }
@@ -136,7 +140,8 @@ abstract class HttpIdempotencyContract {
             }
             if (run == 1 && body.startsWith("charge-kill")) {
                 long pid;
-                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                try (Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
                     rs.next();
                     pid = rs.getLong(1);
                 }
@@ -163,7 +168,8 @@ abstract class HttpIdempotencyContract {
     }
 
     private HttpResponse<String> post(String key, String body, String... headers) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/payments")).timeout(Duration.ofSeconds(30))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + "/payments"))
+                .timeout(Duration.ofSeconds(30))
                 .POST(HttpRequest.BodyPublishers.ofString(body));
         if (key != null) {
             b.header("Idempotency-Key", key);
@@ -182,8 +188,8 @@ abstract class HttpIdempotencyContract {
     final void aMissingKeyIsA400AndTheHandlerDoesNotRun() throws Exception {
         HttpResponse<String> r = post(null, "missing-key");
         assertThat(r.statusCode()).isEqualTo(400);
-        assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(
-                t -> assertThat(t).startsWith("application/problem+json"));
+        assertThat(r.headers().firstValue("Content-Type"))
+                .hasValueSatisfying(t -> assertThat(t).startsWith("application/problem+json"));
         assertThat(r.body()).contains("Idempotency-Key");
         assertThat(runs("public", "missing-key")).isZero();
     }
@@ -204,9 +210,11 @@ abstract class HttpIdempotencyContract {
         HttpResponse<String> second = post(k, "pay-20");
         assertThat(second.statusCode()).isEqualTo(201);
         assertThat(second.body()).isEqualTo(first.body());
-        assertThat(second.headers().firstValue("Content-Type")).isEqualTo(first.headers().firstValue("Content-Type"));
+        assertThat(second.headers().firstValue("Content-Type"))
+                .isEqualTo(first.headers().firstValue("Content-Type"));
         assertThat(second.headers().firstValue("Idempotent-Replayed")).hasValue("true");
-        assertThat(post("\"" + k + "\"", "pay-20").body()).as("the draft's quoted form is the same key")
+        assertThat(post("\"" + k + "\"", "pay-20").body())
+                .as("the draft's quoted form is the same key")
                 .isEqualTo(first.body());
         assertThat(runs("public", "pay-20")).as("the payment ran once").isEqualTo(1);
     }
@@ -275,7 +283,9 @@ abstract class HttpIdempotencyContract {
         HttpResponse<String> a = post(k, "pay-40", "X-Tenant", "acme");
         HttpResponse<String> b = post(k, "pay-40", "X-Tenant", "globex");
         assertThat(a.statusCode()).isEqualTo(201);
-        assertThat(b.statusCode()).as("the same key in another scope is a new request").isEqualTo(201);
+        assertThat(b.statusCode())
+                .as("the same key in another scope is a new request")
+                .isEqualTo(201);
         assertThat(a.body()).contains("acme");
         assertThat(b.body()).contains("globex");
         assertThat(post(k, "pay-40", "X-Tenant", "acme").body()).isEqualTo(a.body());
@@ -292,12 +302,18 @@ abstract class HttpIdempotencyContract {
         assumeTrue(transactional(), "without transactional(true) the effect commits apart from the result");
         for (String body : new String[] {"charge-crash-1", "charge-kill-1"}) {
             String k = key();
-            assertThat(post(k, body).statusCode()).as("%s: the failed first run", body).isEqualTo(500);
-            assertThat(charges("public", body)).as("%s: the failed run applied nothing", body).isZero();
+            assertThat(post(k, body).statusCode())
+                    .as("%s: the failed first run", body)
+                    .isEqualTo(500);
+            assertThat(charges("public", body))
+                    .as("%s: the failed run applied nothing", body)
+                    .isZero();
             HttpResponse<String> retry = post(k, body);
             assertThat(retry.statusCode()).as("%s: the retry runs", body).isEqualTo(201);
             assertThat(post(k, body).body()).as("%s: and is saved", body).isEqualTo(retry.body());
-            assertThat(charges("public", body)).as("%s: effect applied exactly once", body).isEqualTo(1);
+            assertThat(charges("public", body))
+                    .as("%s: effect applied exactly once", body)
+                    .isEqualTo(1);
         }
     }
 
@@ -322,12 +338,18 @@ abstract class HttpIdempotencyContract {
         assertThat(slowEntered.await(30, TimeUnit.SECONDS)).isTrue();
         clock.advance(LOCK.plusSeconds(1));
         HttpResponse<String> takeover = post(k, "charge-slow-1");
-        assertThat(takeover.statusCode()).as("the retry took the lapsed key over").isEqualTo(201);
+        assertThat(takeover.statusCode())
+                .as("the retry took the lapsed key over")
+                .isEqualTo(201);
         slowRelease.countDown();
         HttpResponse<String> late = first.get(30, TimeUnit.SECONDS);
         assertThat(late.statusCode()).as("the first request lost its claim").isEqualTo(409);
-        assertThat(charges("public", "charge-slow-1")).as("effect applied exactly once").isEqualTo(1);
-        assertThat(post(k, "charge-slow-1").body()).as("the successor's result stands").isEqualTo(takeover.body());
+        assertThat(charges("public", "charge-slow-1"))
+                .as("effect applied exactly once")
+                .isEqualTo(1);
+        assertThat(post(k, "charge-slow-1").body())
+                .as("the successor's result stands")
+                .isEqualTo(takeover.body());
     }
 
     /**
@@ -344,10 +366,15 @@ abstract class HttpIdempotencyContract {
         HttpResponse<String> again = post(k, "charge-big-1");
         assertThat(again.statusCode()).isEqualTo(500);
         if (transactional()) {
-            assertThat(runs("public", "charge-big-1")).as("released: the retry ran").isEqualTo(2);
-            assertThat(charges("public", "charge-big-1")).as("and nothing was applied").isZero();
+            assertThat(runs("public", "charge-big-1"))
+                    .as("released: the retry ran")
+                    .isEqualTo(2);
+            assertThat(charges("public", "charge-big-1"))
+                    .as("and nothing was applied")
+                    .isZero();
         } else {
-            assertThat(runs("public", "charge-big-1")).as("the effect may have happened: not run again")
+            assertThat(runs("public", "charge-big-1"))
+                    .as("the effect may have happened: not run again")
                     .isEqualTo(1);
             assertThat(again.headers().firstValue("Idempotent-Replayed")).hasValue("true");
             assertThat(charges("public", "charge-big-1")).isEqualTo(1);
@@ -356,7 +383,8 @@ abstract class HttpIdempotencyContract {
 
     @Test
     final void uncoveredMethodsPassThrough() throws Exception {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/payments")).GET().build(),
+        HttpResponse<String> r = http.send(
+                HttpRequest.newBuilder(URI.create(base + "/payments")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.body()).isEqualTo("list");

@@ -1,11 +1,10 @@
 package dev.once.kafka;
 
 import dev.once.outbox.OutboxMessage;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.header.Header;
-
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
 
 /**
  * Finds the producer-assigned event id of a record: the dedupe key. Never the offset, never a hash
@@ -29,8 +28,8 @@ public interface EventIdExtractor {
     static EventIdExtractor header(String name) {
         Objects.requireNonNull(name, "name");
         if (name.isBlank()) {
-            throw new dev.once.InvalidConfigurationException("event id header name must not be blank, but was '"
-                    + name + "'");
+            throw new dev.once.InvalidConfigurationException(
+                    "event id header name must not be blank, but was '" + name + "'");
         }
         return record -> {
             Header h = record.headers().lastHeader(name);

@@ -11,13 +11,6 @@ import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-
-import javax.sql.DataSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -29,6 +22,12 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.function.Consumer;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Builds a {@link KafkaConsumerRunner}. Setters check their argument at once; {@link #build()}
@@ -83,18 +82,22 @@ public final class KafkaConsumerRunnerBuilder {
     private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
     private String deadLetterTopic;
     /** Delays between tries of one record, and (maxRetries + 1) the tries before it is dead-lettered. */
-    private RetryPolicy retryPolicy = RetryPolicy.builder().initialDelay(DEFAULT_INITIAL_BACKOFF)
-            .maxDelay(DEFAULT_MAX_BACKOFF).jitter(RetryPolicy.Jitter.NONE).maxRetries(DEFAULT_MAX_ATTEMPTS - 1).build();
+    private RetryPolicy retryPolicy = RetryPolicy.builder()
+            .initialDelay(DEFAULT_INITIAL_BACKOFF)
+            .maxDelay(DEFAULT_MAX_BACKOFF)
+            .jitter(RetryPolicy.Jitter.NONE)
+            .maxRetries(DEFAULT_MAX_ATTEMPTS - 1)
+            .build();
+
     private int threads = 1;
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration revokeTimeout;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
     private boolean offsetsInDatabase;
-    private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> { };
+    private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> {};
 
-    KafkaConsumerRunnerBuilder() {
-    }
+    KafkaConsumerRunnerBuilder() {}
 
     /**
      * {@code KafkaConsumer} settings; {@code bootstrap.servers} and {@code group.id} are required.
@@ -105,7 +108,8 @@ public final class KafkaConsumerRunnerBuilder {
      */
     public KafkaConsumerRunnerBuilder kafkaProperties(Map<String, ?> properties) {
         Objects.requireNonNull(properties, "properties");
-        properties.forEach((k, v) -> kafkaProperties.put(Objects.requireNonNull(k, "property name"),
+        properties.forEach((k, v) -> kafkaProperties.put(
+                Objects.requireNonNull(k, "property name"),
                 Objects.requireNonNull(v, () -> "value of Kafka property " + k)));
         return this;
     }
@@ -236,10 +240,11 @@ public final class KafkaConsumerRunnerBuilder {
         positive("retryBackoff initial", initial);
         positive("retryBackoff max", max);
         if (max.compareTo(initial) < 0) {
-            throw new InvalidConfigurationException("retryBackoff max must be at least initial, but was max=" + max
-                    + ", initial=" + initial);
+            throw new InvalidConfigurationException(
+                    "retryBackoff max must be at least initial, but was max=" + max + ", initial=" + initial);
         }
-        this.retryPolicy = retryPolicy.toBuilder().initialDelay(initial).maxDelay(max).build();
+        this.retryPolicy =
+                retryPolicy.toBuilder().initialDelay(initial).maxDelay(max).build();
         return this;
     }
 
@@ -346,10 +351,12 @@ public final class KafkaConsumerRunnerBuilder {
                 conflicting.add("idempotentConsumer(settings -> ...)");
             }
             if (!conflicting.isEmpty()) {
-                throw new InvalidConfigurationException("idempotentConsumer(IdempotentConsumer) was given together with "
-                        + String.join(", ", conflicting) + ", but a prebuilt consumer brings its own data source, name,"
-                        + " handler and settings; remove " + String.join(", ", conflicting)
-                        + ", or drop the prebuilt consumer and let the runner build one from them");
+                throw new InvalidConfigurationException(
+                        "idempotentConsumer(IdempotentConsumer) was given together with "
+                                + String.join(", ", conflicting)
+                                + ", but a prebuilt consumer brings its own data source, name,"
+                                + " handler and settings; remove " + String.join(", ", conflicting)
+                                + ", or drop the prebuilt consumer and let the runner build one from them");
             }
         } else {
             if (dataSource == null) {
@@ -364,13 +371,15 @@ public final class KafkaConsumerRunnerBuilder {
         }
         if (!missing.isEmpty()) {
             throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
-                    + ", but they were not set" + (prebuilt == null && (dataSource == null || consumer == null
-                    || handler == null) ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
-                    + " dataSource, consumer and handler)" : ""));
+                    + ", but they were not set"
+                    + (prebuilt == null && (dataSource == null || consumer == null || handler == null)
+                            ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
+                                    + " dataSource, consumer and handler)"
+                            : ""));
         }
         Map<String, Object> props = consumerProperties();
-        int maxPollIntervalMs = intProperty(props, ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
-                KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS);
+        int maxPollIntervalMs =
+                intProperty(props, ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS);
         Duration revoke = revokeTimeout;
         if (revoke == null) {
             revoke = Duration.ofMillis(Math.min(DEFAULT_REVOKE_TIMEOUT.toMillis(), maxPollIntervalMs / 2));
@@ -397,7 +406,8 @@ public final class KafkaConsumerRunnerBuilder {
         IdempotentConsumer idempotent = prebuilt;
         if (idempotent == null) {
             offsets = offsetsInDatabase
-                    ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG))) : null;
+                    ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG)))
+                    : null;
             guard = new OrderGuard(handler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
             if (offsets == null) {
@@ -417,23 +427,37 @@ public final class KafkaConsumerRunnerBuilder {
                 offsets.bind(idempotent.inbox());
             }
         }
-        return new DefaultKafkaConsumerRunner(new RunnerSettings(props, List.copyOf(topics), idempotent, guard,
-                eventIdExtractor, missingEventIdPolicy, deadLetterTopic, deadLetterProducerProperties(props), retryPolicy,
-                threads, pollTimeout, revoke, closeTimeout, meterRegistry,
-                afterDatabaseCommit, offsets));
+        return new DefaultKafkaConsumerRunner(new RunnerSettings(
+                props,
+                List.copyOf(topics),
+                idempotent,
+                guard,
+                eventIdExtractor,
+                missingEventIdPolicy,
+                deadLetterTopic,
+                deadLetterProducerProperties(props),
+                retryPolicy,
+                threads,
+                pollTimeout,
+                revoke,
+                closeTimeout,
+                meterRegistry,
+                afterDatabaseCommit,
+                offsets));
     }
 
     private Map<String, Object> consumerProperties() {
         Map<String, Object> props = new HashMap<>(kafkaProperties);
         Object autoCommit = props.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-        if (autoCommit != null && Boolean.parseBoolean(autoCommit.toString().strip().toLowerCase(Locale.ROOT))) {
+        if (autoCommit != null
+                && Boolean.parseBoolean(autoCommit.toString().strip().toLowerCase(Locale.ROOT))) {
             throw new InvalidConfigurationException("enable.auto.commit must be false for a once runner, but was '"
                     + autoCommit + "': auto-commit commits offsets from inside poll(), before the database commit,"
                     + " so a crash loses records; remove the setting (the runner commits after each batch)");
         }
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        for (String key : List.of(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-                ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG)) {
+        for (String key :
+                List.of(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG)) {
             Object given = props.get(key);
             if (given != null && !isByteArrayDeserializer(given)) {
                 throw new InvalidConfigurationException(key + " must be " + ByteArrayDeserializer.class.getName()
@@ -454,7 +478,9 @@ public final class KafkaConsumerRunnerBuilder {
     private Map<String, Object> deadLetterProducerProperties(Map<String, Object> consumerProps) {
         Map<String, Object> p = new HashMap<>();
         consumerProps.forEach((k, v) -> {
-            if (k.equals(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG) || k.startsWith("security.") || k.startsWith("ssl.")
+            if (k.equals(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG)
+                    || k.startsWith("security.")
+                    || k.startsWith("ssl.")
                     || k.startsWith("sasl.")) {
                 p.put(k, v);
             }
@@ -466,7 +492,8 @@ public final class KafkaConsumerRunnerBuilder {
     }
 
     private static boolean isByteArrayDeserializer(Object value) {
-        return value == ByteArrayDeserializer.class || ByteArrayDeserializer.class.getName().equals(value.toString());
+        return value == ByteArrayDeserializer.class
+                || ByteArrayDeserializer.class.getName().equals(value.toString());
     }
 
     private static int intProperty(Map<String, Object> props, String key, int fallback) {
@@ -475,7 +502,9 @@ public final class KafkaConsumerRunnerBuilder {
             return fallback;
         }
         try {
-            return v instanceof Number n ? n.intValue() : Integer.parseInt(v.toString().strip());
+            return v instanceof Number n
+                    ? n.intValue()
+                    : Integer.parseInt(v.toString().strip());
         } catch (NumberFormatException e) {
             throw new InvalidConfigurationException(key + " must be an integer, but was '" + v + "'");
         }

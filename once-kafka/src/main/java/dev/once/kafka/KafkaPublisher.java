@@ -6,14 +6,6 @@ import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.errors.RetriableException;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -23,6 +15,13 @@ import java.util.Objects;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The {@link Publisher} for Kafka, driven by the {@link dev.once.outbox.OutboxRelay}: topic =
@@ -89,8 +88,8 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
         p.remove(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
-        return new KafkaPublisher(new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()),
-                sendTimeout);
+        return new KafkaPublisher(
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer()), sendTimeout);
     }
 
     /**
@@ -112,29 +111,41 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
         });
         headers.add(OutboxMessage.EVENT_ID_HEADER, utf8(message.eventId()));
         headers.add(IDEMPOTENCY_KEY_HEADER, utf8(message.idempotencyKey()));
-        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(message.destination(), null,
-                message.key() == null ? null : utf8(message.key()), message.payload(), headers);
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(
+                message.destination(),
+                null,
+                message.key() == null ? null : utf8(message.key()),
+                message.payload(),
+                headers);
         try {
             return producer.send(record).get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RetryableException("interrupted while sending outbox message " + message.id() + " to "
-                    + message.destination() + "; it may or may not have been written", e);
+            throw new RetryableException(
+                    "interrupted while sending outbox message " + message.id() + " to " + message.destination()
+                            + "; it may or may not have been written",
+                    e);
         } catch (TimeoutException e) {
-            throw new RetryableException("outbox message " + message.id() + " to " + message.destination()
-                    + " was not acknowledged within " + sendTimeout + "; it may or may not have been written", e);
+            throw new RetryableException(
+                    "outbox message " + message.id() + " to " + message.destination() + " was not acknowledged within "
+                            + sendTimeout + "; it may or may not have been written",
+                    e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
-            if (cause instanceof RetriableException || cause instanceof org.apache.kafka.common.errors.TimeoutException) {
-                throw new RetryableException("Kafka refused outbox message " + message.id() + " to "
-                        + message.destination() + " for now: " + cause, cause);
+            if (cause instanceof RetriableException
+                    || cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+                throw new RetryableException(
+                        "Kafka refused outbox message " + message.id() + " to " + message.destination() + " for now: "
+                                + cause,
+                        cause);
             }
-            throw new PermanentFailureException("Kafka rejected outbox message " + message.id() + " to "
-                    + message.destination() + ": " + cause, cause);
+            throw new PermanentFailureException(
+                    "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + cause,
+                    cause);
         } catch (org.apache.kafka.common.KafkaException e) {
             // send() itself throws for a message it can never send (serialization, too large for the buffer).
-            throw new PermanentFailureException("Kafka cannot send outbox message " + message.id() + " to "
-                    + message.destination() + ": " + e, e);
+            throw new PermanentFailureException(
+                    "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e, e);
         }
     }
 

@@ -1,11 +1,10 @@
 package dev.once.kafka;
 
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.postgresql.ds.PGSimpleDataSource;
-
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * Child JVM of {@link AckGapCrashTest}: a runner whose first batch commits in the database, prints
@@ -18,8 +17,7 @@ public final class AckGapConsumerMain {
 
     static final String MARKER = "DB_COMMITTED";
 
-    private AckGapConsumerMain() {
-    }
+    private AckGapConsumerMain() {}
 
     public static void main(String[] args) throws Exception {
         PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -33,8 +31,11 @@ public final class AckGapConsumerMain {
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20");
         CountDownLatch never = new CountDownLatch(1);
         KafkaConsumerRunner.builder()
-                .kafkaProperties(props).topics(args[1])
-                .dataSource(ds).consumer("ledger").handler(KafkaLedger.CREDIT)
+                .kafkaProperties(props)
+                .topics(args[1])
+                .dataSource(ds)
+                .consumer("ledger")
+                .handler(KafkaLedger.CREDIT)
                 .offsetsInDatabase(args.length > 5 && args[5].equals("offsets-in-database"))
                 .afterDatabaseCommit(offsets -> {
                     if (offsets.isEmpty()) {
@@ -43,12 +44,13 @@ public final class AckGapConsumerMain {
                     System.out.println(MARKER + " " + offsets);
                     System.out.flush();
                     try {
-                        never.await();   // the ack gap, held open until SIGKILL
+                        never.await(); // the ack gap, held open until SIGKILL
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
                 })
-                .build().start();
+                .build()
+                .start();
         never.await();
     }
 }

@@ -1,19 +1,18 @@
 package dev.once.kafka;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.kafka.KafkaLedger.Event;
 import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.Test;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.junit.jupiter.api.Test;
 
 /**
  * SIGKILL in the ack gap: a consumer in a child JVM commits its first batch in the database and is
@@ -25,19 +24,21 @@ class AckGapCrashTest {
     @Test
     void recordsCommittedInTheDatabaseButNotInKafkaAreReplayedAsDuplicatesAndTheLedgerIsUnchanged() throws Exception {
         Crash c = crashInTheAckGap(false);
-        assertThat(c.replayed).as("every record of the killed batch replayed as a duplicate").isEqualTo(c.appliedAtCrash);
+        assertThat(c.replayed)
+                .as("every record of the killed batch replayed as a duplicate")
+                .isEqualTo(c.appliedAtCrash);
     }
 
     @Test
     void withOffsetsInTheClaimTransactionNothingTheDatabaseCommittedIsReplayed() throws Exception {
         Crash c = crashInTheAckGap(true);
-        assertThat(c.replayed).as("offsets committed with the claims: no replay of what the database committed")
+        assertThat(c.replayed)
+                .as("offsets committed with the claims: no replay of what the database committed")
                 .isZero();
     }
 
     /** What a SIGKILL in the ack gap left: rows the killed child committed, and records replayed as duplicates. */
-    private record Crash(long appliedAtCrash, long replayed) {
-    }
+    private record Crash(long appliedAtCrash, long replayed) {}
 
     private Crash crashInTheAckGap(boolean offsetsInDatabase) throws Exception {
         TestKafka kafka = TestKafka.shared();
@@ -56,35 +57,58 @@ class AckGapCrashTest {
             long balanceAtCrash;
             // the child's sessions carry a name of their own, so the test can wait for them to end
             String application = "once-ackgap-" + topic;
-            try (ChildJvm child = ChildJvm.start(AckGapConsumerMain.class, Map.of(), kafka.bootstrapServers(), topic,
-                    group, KafkaLedger.jdbcUrl(db) + "&ApplicationName=" + application,
-                    Integer.toString(kafka.sessionTimeoutMs()), offsetsInDatabase ? "offsets-in-database" : "-")) {
+            try (ChildJvm child = ChildJvm.start(
+                    AckGapConsumerMain.class,
+                    Map.of(),
+                    kafka.bootstrapServers(),
+                    topic,
+                    group,
+                    KafkaLedger.jdbcUrl(db) + "&ApplicationName=" + application,
+                    Integer.toString(kafka.sessionTimeoutMs()),
+                    offsetsInDatabase ? "offsets-in-database" : "-")) {
                 child.awaitLineStartingWith(AckGapConsumerMain.MARKER, Duration.ofSeconds(90));
                 child.kill();
                 // The next batch may have been running in the gap, its COMMIT already sent: the server
                 // finishes it after the kill. Read once every session of the child has ended.
-                await().atMost(Duration.ofSeconds(60)).until(() -> db.queryLong(
-                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + application + "'") == 0);
+                await().atMost(Duration.ofSeconds(60))
+                        .until(() -> db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
+                                        + application + "'")
+                                == 0);
                 appliedAtCrash = KafkaLedger.appliedRows(db);
                 balanceAtCrash = KafkaLedger.balance(db);
             }
-            assertThat(appliedAtCrash).as("the killed consumer committed a batch in the database").isPositive();
-            assertThat(committedOffsets(kafka, group)).as("and no offset in Kafka: it died in the ack gap").isZero();
+            assertThat(appliedAtCrash)
+                    .as("the killed consumer committed a batch in the database")
+                    .isPositive();
+            assertThat(committedOffsets(kafka, group))
+                    .as("and no offset in Kafka: it died in the ack gap")
+                    .isZero();
 
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             try (KafkaConsumerRunner replay = KafkaConsumerRunner.builder()
-                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, group)).topics(topic)
-                    .dataSource(db.dataSource()).consumer("ledger").handler(KafkaLedger.CREDIT)
-                    .offsetsInDatabase(offsetsInDatabase).meterRegistry(meters).build().start()) {
-                await().atMost(Duration.ofSeconds(60)).until(() -> Meters.applied(meters) + appliedAtCrash
-                        >= events.size());
+                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, group))
+                    .topics(topic)
+                    .dataSource(db.dataSource())
+                    .consumer("ledger")
+                    .handler(KafkaLedger.CREDIT)
+                    .offsetsInDatabase(offsetsInDatabase)
+                    .meterRegistry(meters)
+                    .build()
+                    .start()) {
+                await().atMost(Duration.ofSeconds(60))
+                        .until(() -> Meters.applied(meters) + appliedAtCrash >= events.size());
                 await().atMost(Duration.ofSeconds(60)).until(() -> committedOffsets(kafka, group) == events.size());
             }
             assertThat(Meters.applied(meters)).isEqualTo(events.size() - appliedAtCrash);
-            assertThat(KafkaLedger.appliedTwice(db)).as("no effect applied twice").isZero();
-            assertThat(KafkaLedger.balance(db)).as("ledger credited each event once").isEqualTo(total);
+            assertThat(KafkaLedger.appliedTwice(db))
+                    .as("no effect applied twice")
+                    .isZero();
+            assertThat(KafkaLedger.balance(db))
+                    .as("ledger credited each event once")
+                    .isEqualTo(total);
             assertThat(balanceAtCrash).isPositive().isLessThan(total);
-            assertThat(committedOffsets(kafka, group)).as("the replaying consumer committed on close")
+            assertThat(committedOffsets(kafka, group))
+                    .as("the replaying consumer committed on close")
                     .isEqualTo(events.size());
             System.out.println("ACKGAP offsetsInDatabase=" + offsetsInDatabase + " appliedAtCrash=" + appliedAtCrash
                     + " replayed=" + Meters.duplicates(meters));
@@ -95,7 +119,9 @@ class AckGapCrashTest {
     static long committedOffsets(TestKafka kafka, String group) throws Exception {
         try (var admin = kafka.admin()) {
             return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().values().stream()
-                    .filter(o -> o != null).mapToLong(o -> o.offset()).sum();
+                    .filter(o -> o != null)
+                    .mapToLong(o -> o.offset())
+                    .sum();
         }
     }
 }

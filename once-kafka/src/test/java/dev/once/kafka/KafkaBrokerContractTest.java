@@ -4,16 +4,15 @@ import dev.once.IdempotentConsumer;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.BrokerContract;
 import dev.once.testkit.kafka.TestKafka;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 
 /**
  * once-kafka through the shared broker contract, on a 2-partition topic per case. An event goes to
@@ -34,12 +33,13 @@ class KafkaBrokerContractTest extends BrokerContract {
     @Override
     protected void publish(String topic, List<Event> events) throws Exception {
         // KafkaLedger's producer: acks=all, one request in flight, every send awaited
-        try (KafkaProducer<byte[], byte[]> producer = KafkaLedger.producer(TestKafka.shared().bootstrapServers())) {
+        try (KafkaProducer<byte[], byte[]> producer =
+                KafkaLedger.producer(TestKafka.shared().bootstrapServers())) {
             List<Future<RecordMetadata>> sent = new ArrayList<>(events.size());
             for (Event e : events) {
                 int partition = Math.floorMod(e.eventId().hashCode(), 2) ^ (e.copy() ? 1 : 0);
-                ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, partition, null,
-                        e.payload().getBytes(StandardCharsets.UTF_8));
+                ProducerRecord<byte[], byte[]> r =
+                        new ProducerRecord<>(topic, partition, null, e.payload().getBytes(StandardCharsets.UTF_8));
                 r.headers().add(OutboxMessage.EVENT_ID_HEADER, e.eventId().getBytes(StandardCharsets.UTF_8));
                 sent.add(producer.send(r));
             }
@@ -55,8 +55,11 @@ class KafkaBrokerContractTest extends BrokerContract {
         return KafkaConsumerRunner.builder()
                 .kafkaProperties(KafkaLedger.consumerProperties(kafka, topic))
                 .kafkaProperties(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(batchSize)))
-                .topics(topic).idempotentConsumer(consumer).deadLetterTopic(topic + DEAD_LETTERS)
-                .build().start();
+                .topics(topic)
+                .idempotentConsumer(consumer)
+                .deadLetterTopic(topic + DEAD_LETTERS)
+                .build()
+                .start();
     }
 
     @Override

@@ -5,13 +5,6 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.util.ArrayList;
@@ -20,6 +13,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The business effect used across Kafka tests: credit one account by the payload's amount, and
@@ -30,26 +29,25 @@ import java.util.concurrent.Future;
 final class KafkaLedger {
 
     static final String[] SCHEMA = {
-            "CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
-            "INSERT INTO account VALUES (1, 0)",
-            "CREATE TABLE applied (seq bigserial PRIMARY KEY, event_id text NOT NULL, part int NOT NULL,"
-                    + " off bigint NOT NULL, amount bigint NOT NULL)"};
+        "CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
+        "INSERT INTO account VALUES (1, 0)",
+        "CREATE TABLE applied (seq bigserial PRIMARY KEY, event_id text NOT NULL, part int NOT NULL,"
+                + " off bigint NOT NULL, amount bigint NOT NULL)"
+    };
 
     /** One event to publish: its id, amount and partition. */
-    record Event(String id, long amount, int partition) {
-    }
+    record Event(String id, long amount, int partition) {}
 
-    private KafkaLedger() {
-    }
+    private KafkaLedger() {}
 
     static final Handler CREDIT = (d, tx) -> {
         long amount = Long.parseLong(d.payloadText());
         int at = d.source().lastIndexOf('@');
         int slash = d.source().lastIndexOf('/');
-        try (PreparedStatement ins = tx.connection().prepareStatement(
-                "INSERT INTO applied (event_id, part, off, amount) VALUES (?, ?, ?, ?)");
-             PreparedStatement upd = tx.connection().prepareStatement(
-                     "UPDATE account SET balance = balance + ? WHERE id = 1")) {
+        try (PreparedStatement ins = tx.connection()
+                        .prepareStatement("INSERT INTO applied (event_id, part, off, amount) VALUES (?, ?, ?, ?)");
+                PreparedStatement upd =
+                        tx.connection().prepareStatement("UPDATE account SET balance = balance + ? WHERE id = 1")) {
             ins.setString(1, d.eventId());
             ins.setInt(2, Integer.parseInt(d.source().substring(slash + 1, at)));
             ins.setLong(3, Long.parseLong(d.source().substring(at + 1)));
@@ -98,8 +96,8 @@ final class KafkaLedger {
         try (KafkaProducer<byte[], byte[]> producer = producer(bootstrapServers)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>(events.size());
             for (Event e : events) {
-                ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, e.partition(), null,
-                        Long.toString(e.amount()).getBytes(StandardCharsets.UTF_8));
+                ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(
+                        topic, e.partition(), null, Long.toString(e.amount()).getBytes(StandardCharsets.UTF_8));
                 r.headers().add(OutboxMessage.EVENT_ID_HEADER, e.id().getBytes(StandardCharsets.UTF_8));
                 sent.add(producer.send(r));
             }
@@ -134,5 +132,4 @@ final class KafkaLedger {
         return db.queryLong("SELECT count(*) FROM (SELECT off < lag(off) OVER (PARTITION BY part ORDER BY seq) AS back"
                 + " FROM applied) x WHERE back");
     }
-
 }

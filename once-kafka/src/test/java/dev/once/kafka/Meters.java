@@ -6,12 +6,13 @@ import io.micrometer.core.instrument.MeterRegistry;
 /** Reads runner meters in tests. */
 final class Meters {
 
-    private Meters() {
-    }
+    private Meters() {}
 
     /** Sum of every counter named {@code name}, whatever its tags. */
     static long count(MeterRegistry registry, String name) {
-        return (long) registry.find(name).counters().stream().mapToDouble(Counter::count).sum();
+        return (long) registry.find(name).counters().stream()
+                .mapToDouble(Counter::count)
+                .sum();
     }
 
     static long applied(MeterRegistry r) {

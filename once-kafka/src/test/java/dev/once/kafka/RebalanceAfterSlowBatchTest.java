@@ -1,13 +1,12 @@
 package dev.once.kafka;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.kafka.KafkaLedger.Event;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.admin.ConsumerGroupDescription;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.junit.jupiter.api.Test;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,9 +15,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.junit.jupiter.api.Test;
 
 /**
  * A batch slower than {@code max.poll.interval.ms}: the first consumer keeps its membership (its
@@ -50,8 +49,12 @@ class RebalanceAfterSlowBatchTest {
             SimpleMeterRegistry metersB = new SimpleMeterRegistry();
             Map<String, Object> props = KafkaLedger.consumerProperties(kafka, group);
             props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, Integer.toString(MAX_POLL_INTERVAL_MS));
-            try (KafkaConsumerRunner a = KafkaConsumerRunner.builder().kafkaProperties(props).topics(topic)
-                    .dataSource(db.dataSource()).consumer("ledger").meterRegistry(metersA)
+            try (KafkaConsumerRunner a = KafkaConsumerRunner.builder()
+                    .kafkaProperties(props)
+                    .topics(topic)
+                    .dataSource(db.dataSource())
+                    .consumer("ledger")
+                    .meterRegistry(metersA)
                     .revokeTimeout(Duration.ofMillis(MAX_POLL_INTERVAL_MS / 2))
                     .handler((d, tx) -> {
                         if (slowDone.compareAndSet(false, true)) {
@@ -61,26 +64,40 @@ class RebalanceAfterSlowBatchTest {
                             Thread.sleep(SLOW_HANDLER_MS);
                         }
                         KafkaLedger.CREDIT.handle(d, tx);
-                    }).build().start()) {
+                    })
+                    .build()
+                    .start()) {
                 assertThat(slowStarted.await(60, TimeUnit.SECONDS)).isTrue();
-                await().atMost(Duration.ofSeconds(30)).until(() ->
-                        System.nanoTime() - slowSince.get() > TimeUnit.MILLISECONDS.toNanos(MAX_POLL_INTERVAL_MS + 500));
+                await().atMost(Duration.ofSeconds(30))
+                        .until(() -> System.nanoTime() - slowSince.get()
+                                > TimeUnit.MILLISECONDS.toNanos(MAX_POLL_INTERVAL_MS + 500));
                 ConsumerGroupDescription during = describe(kafka, group);
-                assertThat(during.members()).as("past max.poll.interval.ms, the slow consumer is still a member")
+                assertThat(during.members())
+                        .as("past max.poll.interval.ms, the slow consumer is still a member")
                         .hasSize(1);
 
-                try (KafkaConsumerRunner b = KafkaConsumerRunner.builder().kafkaProperties(props).topics(topic)
-                        .dataSource(db.dataSource()).consumer("ledger").meterRegistry(metersB)
-                        .handler(KafkaLedger.CREDIT).build().start()) {
-                    await().atMost(Duration.ofSeconds(60)).until(() -> Meters.applied(metersA) + Meters.applied(metersB)
-                            == events.size() && Meters.duplicates(metersB) > 0);
+                try (KafkaConsumerRunner b = KafkaConsumerRunner.builder()
+                        .kafkaProperties(props)
+                        .topics(topic)
+                        .dataSource(db.dataSource())
+                        .consumer("ledger")
+                        .meterRegistry(metersB)
+                        .handler(KafkaLedger.CREDIT)
+                        .build()
+                        .start()) {
+                    await().atMost(Duration.ofSeconds(60))
+                            .until(() -> Meters.applied(metersA) + Meters.applied(metersB) == events.size()
+                                    && Meters.duplicates(metersB) > 0);
                     assertThat(a.isRunning()).isTrue();
                     assertThat(b.isRunning()).isTrue();
                 }
             }
-            assertThat(Meters.duplicates(metersB)).as("the second consumer replayed records the first applied")
+            assertThat(Meters.duplicates(metersB))
+                    .as("the second consumer replayed records the first applied")
                     .isPositive();
-            assertThat(KafkaLedger.appliedTwice(db)).as("each effect applied exactly once").isZero();
+            assertThat(KafkaLedger.appliedTwice(db))
+                    .as("each effect applied exactly once")
+                    .isZero();
             assertThat(KafkaLedger.distinctApplied(db)).isEqualTo(events.size());
             assertThat(KafkaLedger.balance(db)).isEqualTo(events.size());
         }
@@ -88,7 +105,10 @@ class RebalanceAfterSlowBatchTest {
 
     private static ConsumerGroupDescription describe(TestKafka kafka, String group) throws Exception {
         try (var admin = kafka.admin()) {
-            return admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+            return admin.describeConsumerGroups(List.of(group))
+                    .describedGroups()
+                    .get(group)
+                    .get();
         }
     }
 }

@@ -3,14 +3,13 @@ package dev.once.kafka;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 
 /**
  * Child JVM of {@link ScaleTest}: one consumer of the group. Prints {@code STATS applied=… duplicates=…}
@@ -20,8 +19,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ScaleConsumerMain {
 
-    private ScaleConsumerMain() {
-    }
+    private ScaleConsumerMain() {}
 
     public static void main(String[] args) throws Exception {
         HikariConfig pool = new HikariConfig();
@@ -38,9 +36,14 @@ public final class ScaleConsumerMain {
         props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
-                .kafkaProperties(props).topics(args[1])
-                .dataSource(ds).consumer("ledger").handler(KafkaLedger.CREDIT)
-                .meterRegistry(meters).build().start();
+                .kafkaProperties(props)
+                .topics(args[1])
+                .dataSource(ds)
+                .consumer("ledger")
+                .handler(KafkaLedger.CREDIT)
+                .meterRegistry(meters)
+                .build()
+                .start();
         ScheduledExecutorService stats = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "stats");
             t.setDaemon(true);

@@ -1,12 +1,12 @@
 package dev.once.kafka;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.kafka.KafkaLedger.Event;
 import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.Test;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,9 +16,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
 
 /**
  * 100,000 events over 6 partitions, 10% of them published twice (the copy in a random partition),
@@ -55,8 +54,14 @@ class ScaleTest {
         long start = System.nanoTime();
 
         try (TestDatabase db = KafkaLedger.database()) {
-            String[] args = {kafka.bootstrapServers(), topic, group, KafkaLedger.jdbcUrl(db),
-                    Integer.toString(kafka.sessionTimeoutMs()), "1000"};
+            String[] args = {
+                kafka.bootstrapServers(),
+                topic,
+                group,
+                KafkaLedger.jdbcUrl(db),
+                Integer.toString(kafka.sessionTimeoutMs()),
+                "1000"
+            };
             List<ChildJvm> all = new ArrayList<>();
             ChildJvm[] live = new ChildJvm[CONSUMERS];
             Map<ChildJvm, long[]> stats = new HashMap<>();
@@ -71,7 +76,8 @@ class ScaleTest {
                 double[] at = {0.15, 0.35, 0.55, 0.75};
                 for (int f = 0; f < faults.length; f++) {
                     long threshold = (long) (EVENTS * at[f]);
-                    await().atMost(Duration.ofSeconds(180)).pollInterval(Duration.ofMillis(200))
+                    await().atMost(Duration.ofSeconds(180))
+                            .pollInterval(Duration.ofMillis(200))
                             .until(() -> KafkaLedger.appliedRows(db) >= threshold);
                     int victim = rnd.nextInt(CONSUMERS);
                     ChildJvm old = live[victim];
@@ -82,11 +88,17 @@ class ScaleTest {
                         terminate(old);
                         stats.put(old, lastStats(old));
                     }
-                    System.out.printf("fault %s on consumer %d (pid %d) at %d applied, %.1f s%n", faults[f], victim, old.pid(),
-                            KafkaLedger.appliedRows(db), (System.nanoTime() - start) / 1e9);
+                    System.out.printf(
+                            "fault %s on consumer %d (pid %d) at %d applied, %.1f s%n",
+                            faults[f],
+                            victim,
+                            old.pid(),
+                            KafkaLedger.appliedRows(db),
+                            (System.nanoTime() - start) / 1e9);
                     live[victim] = start(args, all);
                 }
-                await().atMost(Duration.ofSeconds(240)).pollInterval(Duration.ofMillis(250))
+                await().atMost(Duration.ofSeconds(240))
+                        .pollInterval(Duration.ofMillis(250))
                         .until(() -> committed(kafka, group) >= records);
                 for (ChildJvm c : live) {
                     terminate(c);
@@ -94,7 +106,9 @@ class ScaleTest {
                 }
             } catch (RuntimeException | Error e) {
                 for (ChildJvm c : all) {
-                    List<String> out = c.output().stream().filter(l -> !l.startsWith("STATS")).toList();
+                    List<String> out = c.output().stream()
+                            .filter(l -> !l.startsWith("STATS"))
+                            .toList();
                     System.out.println("---- consumer pid " + c.pid() + " (last lines)");
                     out.subList(Math.max(0, out.size() - 40), out.size()).forEach(System.out::println);
                 }
@@ -110,13 +124,15 @@ class ScaleTest {
             long distinct = KafkaLedger.distinctApplied(db);
             long lost = EVENTS - distinct;
             long twice = KafkaLedger.appliedTwice(db);
-            System.out.printf("SCALE attempted=%d published=%d delivered=%d duplicates_absorbed=%d lost=%d "
+            System.out.printf(
+                    "SCALE attempted=%d published=%d delivered=%d duplicates_absorbed=%d lost=%d "
                             + "applied_twice=%d consumers=%d restarts=3 sigkills=1 seconds=%.1f seed=%d%n",
                     EVENTS, records, delivered, absorbed, lost, twice, CONSUMERS, seconds, seed);
             assertThat(lost).as("events lost").isZero();
             assertThat(twice).as("events applied twice").isZero();
             assertThat(KafkaLedger.balance(db)).as("ledger exact").isEqualTo(total);
-            assertThat(absorbed).as("duplicates counted (the killed consumer's last half second may be unreported)")
+            assertThat(absorbed)
+                    .as("duplicates counted (the killed consumer's last half second may be unreported)")
                     .isPositive();
         }
     }
@@ -130,7 +146,10 @@ class ScaleTest {
 
     /** SIGTERM: the child's shutdown hook closes the runner gracefully and prints FINAL. */
     private static void terminate(ChildJvm c) throws IOException, InterruptedException {
-        new ProcessBuilder("kill", "-TERM", Long.toString(c.pid())).inheritIO().start().waitFor();
+        new ProcessBuilder("kill", "-TERM", Long.toString(c.pid()))
+                .inheritIO()
+                .start()
+                .waitFor();
         c.awaitLineStartingWith("FINAL", Duration.ofSeconds(60));
         c.waitFor(Duration.ofSeconds(30));
     }
@@ -149,8 +168,13 @@ class ScaleTest {
     private static long committed(TestKafka kafka, String group) throws Exception {
         try (var admin = kafka.admin()) {
             Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> offsets =
-                    admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-            return offsets.values().stream().filter(o -> o != null).mapToLong(o -> o.offset()).sum();
+                    admin.listConsumerGroupOffsets(group)
+                            .partitionsToOffsetAndMetadata()
+                            .get();
+            return offsets.values().stream()
+                    .filter(o -> o != null)
+                    .mapToLong(o -> o.offset())
+                    .sum();
         }
     }
 }

@@ -3,9 +3,9 @@ package dev.once.nats;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
-import dev.once.RetryPolicy;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
+import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.Processed;
@@ -19,9 +19,6 @@ import io.nats.client.PullSubscribeOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.impl.Headers;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -31,6 +28,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Pulls from a durable JetStream consumer and runs every message through an
@@ -103,8 +102,8 @@ public final class NatsConsumer implements AutoCloseable {
         this.eventIdHeader = b.eventIdHeader;
         int n = INSTANCES.incrementAndGet();
         String name = "once-nats-" + n + "-" + stream + "-" + durable;
-        AdapterDriver.Builder<Message> loop = AdapterDriver.builder(name, consumer, new Nats())
-                .receiveRetries(receiveRetries);
+        AdapterDriver.Builder<Message> loop =
+                AdapterDriver.builder(name, consumer, new Nats()).receiveRetries(receiveRetries);
         if (heartbeat) {
             loop.heartbeat(Duration.ofMillis(Math.max(1, ackWait.toMillis() / 3)));
         }
@@ -127,8 +126,10 @@ public final class NatsConsumer implements AutoCloseable {
         if (running) {
             throw new IllegalStateException("NatsConsumer " + durable + " on " + stream + " is already started");
         }
-        ConsumerConfiguration.Builder config = ConsumerConfiguration.builder().durable(durable)
-                .ackPolicy(AckPolicy.Explicit).ackWait(ackWait);
+        ConsumerConfiguration.Builder config = ConsumerConfiguration.builder()
+                .durable(durable)
+                .ackPolicy(AckPolicy.Explicit)
+                .ackWait(ackWait);
         if (filterSubject != null) {
             config.filterSubject(filterSubject);
         }
@@ -168,16 +169,24 @@ public final class NatsConsumer implements AutoCloseable {
             switch (Verdict.of(o)) {
                 case ACKNOWLEDGE -> m.ack();
                 case DEAD_LETTER -> {
-                    log.warn("message {} on {}/{} failed permanently and is terminated: {}", o.eventId(), stream,
-                            durable, String.valueOf(o.failure()));
+                    log.warn(
+                            "message {} on {}/{} failed permanently and is terminated: {}",
+                            o.eventId(),
+                            stream,
+                            durable,
+                            String.valueOf(o.failure()));
                     m.term();
                 }
                 case REDELIVER -> m.nakWithDelay(retryDelay);
             }
         } catch (RuntimeException e) {
             // the connection is gone: JetStream redelivers after the ack wait and the inbox absorbs it
-            log.warn("could not settle {} on {}/{} ({}); it is redelivered after the ack wait and absorbed",
-                    o.eventId(), stream, durable, e.toString());
+            log.warn(
+                    "could not settle {} on {}/{} ({}); it is redelivered after the ack wait and absorbed",
+                    o.eventId(),
+                    stream,
+                    durable,
+                    e.toString());
         }
     }
 
@@ -204,8 +213,13 @@ public final class NatsConsumer implements AutoCloseable {
                     + " event id; publish with NatsPublisher or set one of them");
         }
         int attempt = (int) Math.min(Integer.MAX_VALUE, Math.max(1, m.metaData().deliveredCount()));
-        return Delivery.builder(eventId).payload(m.getData()).headers(headers).attempt(attempt)
-                .redelivered(attempt > 1).source("nats:" + stream + "/" + m.getSubject()).build();
+        return Delivery.builder(eventId)
+                .payload(m.getData())
+                .headers(headers)
+                .attempt(attempt)
+                .redelivered(attempt > 1)
+                .source("nats:" + stream + "/" + m.getSubject())
+                .build();
     }
 
     /** True from {@link #start()} until {@link #close()} or a fatal failure ({@link #failure()}). */
@@ -258,8 +272,7 @@ public final class NatsConsumer implements AutoCloseable {
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         public Builder connection(Connection connection) {
             this.connection = Objects.requireNonNull(connection, "connection");
@@ -360,7 +373,8 @@ public final class NatsConsumer implements AutoCloseable {
         private static String name(String what, String value) {
             Objects.requireNonNull(value, what);
             if (!NAME.matcher(value).matches()) {
-                throw new InvalidConfigurationException(what + " must match " + NAME.pattern() + ", but was '" + value + "'");
+                throw new InvalidConfigurationException(
+                        what + " must match " + NAME.pattern() + ", but was '" + value + "'");
             }
             return value;
         }

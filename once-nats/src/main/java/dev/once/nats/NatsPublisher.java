@@ -12,7 +12,6 @@ import io.nats.client.JetStreamApiException;
 import io.nats.client.PublishOptions;
 import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
-
 import java.io.IOException;
 import java.util.List;
 import java.util.Objects;
@@ -71,18 +70,25 @@ public final class NatsPublisher implements Publisher {
             Headers h = new Headers();
             message.headers().forEach(h::put);
             h.put(OutboxMessage.EVENT_ID_HEADER, message.eventId());
-            ack = jetStream.publish(subject, h, message.payload(),
+            ack = jetStream.publish(
+                    subject,
+                    h,
+                    message.payload(),
                     PublishOptions.builder().messageId(message.idempotencyKey()).build());
         } catch (IllegalArgumentException e) {
             // jnats validates the subject, the header names and the payload size before sending
-            throw new PermanentFailureException("row " + message.id() + " (event " + message.eventId()
-                    + ") cannot be published to NATS subject '" + subject + "': " + e.getMessage(), e);
+            throw new PermanentFailureException(
+                    "row " + message.id() + " (event " + message.eventId() + ") cannot be published to NATS subject '"
+                            + subject + "': " + e.getMessage(),
+                    e);
         } catch (JetStreamApiException e) {
             int code = e.getErrorCode();
             boolean retryable = code >= 500 || code == 408 || code == 429;
-            PublishFailure f = new PublishFailure("stream refused row " + message.id() + " (event "
-                    + message.eventId() + ") on subject '" + subject + "': " + e.getMessage()
-                    + (retryable ? "; the relay tries again" : "; publishing it again cannot succeed"), retryable,
+            PublishFailure f = new PublishFailure(
+                    "stream refused row " + message.id() + " (event "
+                            + message.eventId() + ") on subject '" + subject + "': " + e.getMessage()
+                            + (retryable ? "; the relay tries again" : "; publishing it again cannot succeed"),
+                    retryable,
                     new Receipt(code, "apiErrorCode=" + e.getApiErrorCode() + " " + e.getErrorDescription()));
             f.initCause(e);
             throw f;
@@ -90,15 +96,19 @@ public final class NatsPublisher implements Publisher {
             // An IOException is a timeout or a status reply such as 503 no responders, which is
             // either a missing stream (permanent) or a stream without a leader right now (retryable).
             if (e instanceof IOException && noStreamTakes(subject)) {
-                throw new PermanentFailureException("no JetStream stream takes subject '" + subject + "' of row "
-                        + message.id() + " (event " + message.eventId() + "); create a stream with that subject"
-                        + " and replay the row", e);
+                throw new PermanentFailureException(
+                        "no JetStream stream takes subject '" + subject + "' of row "
+                                + message.id() + " (event " + message.eventId() + "); create a stream with that subject"
+                                + " and replay the row",
+                        e);
             }
-            throw new RetryableException("publishing row " + message.id() + " (event " + message.eventId()
-                    + ") to NATS subject '" + subject + "' failed: " + e.getMessage(), e);
+            throw new RetryableException(
+                    "publishing row " + message.id() + " (event " + message.eventId() + ") to NATS subject '" + subject
+                            + "' failed: " + e.getMessage(),
+                    e);
         }
-        return new Receipt(0, "stream=" + ack.getStream() + " seq=" + ack.getSeqno()
-                + " duplicate=" + ack.isDuplicate());
+        return new Receipt(
+                0, "stream=" + ack.getStream() + " seq=" + ack.getSeqno() + " duplicate=" + ack.isDuplicate());
     }
 
     // Asked only after a failed publish; an error here leaves the failure retryable.

@@ -7,7 +7,6 @@ import io.nats.client.Connection;
 import io.nats.client.PublishOptions;
 import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,12 +49,24 @@ class NatsBrokerContractTest extends BrokerContract {
             if (e.copy()) {
                 // a copy the stream cannot deduplicate: a re-send after the duplicate window
                 Headers h = new Headers().put(OutboxMessage.EVENT_ID_HEADER, e.eventId());
-                copies.add(connection().jetStream().publishAsync(stream, h, body,
-                        PublishOptions.builder().messageId(e.eventId() + "/copy-" + COPIES.incrementAndGet()).build()));
+                copies.add(connection()
+                        .jetStream()
+                        .publishAsync(
+                                stream,
+                                h,
+                                body,
+                                PublishOptions.builder()
+                                        .messageId(e.eventId() + "/copy-" + COPIES.incrementAndGet())
+                                        .build()));
             } else if (events.size() > 100) {
                 Headers h = new Headers().put(OutboxMessage.EVENT_ID_HEADER, e.eventId());
-                copies.add(connection().jetStream().publishAsync(stream, h, body,
-                        PublishOptions.builder().messageId(e.eventId()).build()));
+                copies.add(connection()
+                        .jetStream()
+                        .publishAsync(
+                                stream,
+                                h,
+                                body,
+                                PublishOptions.builder().messageId(e.eventId()).build()));
             } else {
                 publisher.publish(TestNats.message(stream, e.eventId(), null, e.payload()));
             }
@@ -68,8 +79,14 @@ class NatsBrokerContractTest extends BrokerContract {
         // A connection per consumer, closed first on restart: the batch in hand cannot be acked and
         // comes back after the ack wait, to be absorbed by the others.
         Connection own = TestNats.connect();
-        NatsConsumer c = NatsConsumer.builder().connection(own).stream(stream).durable(CONSUMER).consumer(consumer)
-                .batchSize(batchSize).fetchWait(Duration.ofMillis(500)).ackWait(Duration.ofSeconds(3)).build().start();
+        NatsConsumer c = NatsConsumer.builder().connection(own).stream(stream)
+                .durable(CONSUMER)
+                .consumer(consumer)
+                .batchSize(batchSize)
+                .fetchWait(Duration.ofMillis(500))
+                .ackWait(Duration.ofSeconds(3))
+                .build()
+                .start();
         return () -> {
             own.close();
             c.close();

@@ -1,13 +1,12 @@
 package dev.once.nats;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
 import io.nats.client.Connection;
-
 import java.time.Duration;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** The outbox relay with {@link NatsPublisher} into a JetStream stream, consumed by {@link NatsConsumer}. */
 class NatsOutboxRelayTest extends OutboxRelayContract {
@@ -37,24 +36,35 @@ class NatsOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected AutoCloseable startConsumer(String stream, IdempotentConsumer consumer) throws Exception {
-        return NatsConsumer.builder().connection(connection).stream(stream).durable("billing").consumer(consumer)
-                .batchSize(10).fetchWait(Duration.ofMillis(300)).ackWait(Duration.ofSeconds(2)).build().start();
+        return NatsConsumer.builder().connection(connection).stream(stream)
+                .durable("billing")
+                .consumer(consumer)
+                .batchSize(10)
+                .fetchWait(Duration.ofMillis(300))
+                .ackWait(Duration.ofSeconds(2))
+                .build()
+                .start();
     }
 
     @Override
     protected long messagesStored(String stream) throws Exception {
-        return connection.jetStreamManagement().getStreamInfo(stream).getStreamState().getMsgCount();
+        return connection
+                .jetStreamManagement()
+                .getStreamInfo(stream)
+                .getStreamState()
+                .getMsgCount();
     }
 
     @Override
     protected boolean brokerDeduplicates() {
-        return true;   // Nats-Msg-Id = the row's idempotency key
+        return true; // Nats-Msg-Id = the row's idempotency key
     }
 
     @Override
     protected void checkReceipts(String firstSend, String reSend) {
         assertThat(firstSend).as("the stream sequence that stored it").matches("stream=\\S+ seq=\\d+ duplicate=false");
-        assertThat(reSend).as("the stream's duplicate ack names the first message's sequence")
+        assertThat(reSend)
+                .as("the stream's duplicate ack names the first message's sequence")
                 .isEqualTo(firstSend.replace("duplicate=false", "duplicate=true"));
     }
 }

@@ -1,5 +1,8 @@
 package dev.once.nats;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.PermanentFailureException;
@@ -12,14 +15,10 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.nats.client.Connection;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-
-import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** How {@link NatsPublisher} maps what NATS answers to the publisher failure contract. */
 class NatsPublisherFailureTest {
@@ -42,31 +41,49 @@ class NatsPublisherFailureTest {
     void aSubjectNoStreamTakesIsPermanentAndTheRelayMovesTheRowToDead() {
         String subject = "once-no-stream-" + System.nanoTime();
         assertThatThrownBy(() -> publisher.publish(TestNats.message(subject, "evt-1", null, "1")))
-                .isInstanceOf(PermanentFailureException.class).hasMessageContaining("no JetStream stream takes subject");
+                .isInstanceOf(PermanentFailureException.class)
+                .hasMessageContaining("no JetStream stream takes subject");
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(subject, null, new byte[] {'1'}, Map.of(), null)).build()
+            IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
+                    .handler((d, tx) -> tx.outbox().add(subject, null, new byte[] {'1'}, Map.of(), null))
+                    .build()
                     .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry()).build();
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(db.dataSource())
+                    .publisher(publisher)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .build();
             assertThat(relay.relayOnce()).isEqualTo(1);
             assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"))
-                    .as("dead after one attempt").isEqualTo(1);
+                    .as("dead after one attempt")
+                    .isEqualTo(1);
         }
     }
 
     @Test
     void aMessageLargerThanTheStreamOrServerAllowsIsPermanent() throws Exception {
         String stream = "once-small-" + System.nanoTime();
-        nats.jetStreamManagement().addStream(StreamConfiguration.builder().name(stream).subjects(stream)
-                .storageType(StorageType.Memory).maximumMessageSize(100).build());
+        nats.jetStreamManagement()
+                .addStream(StreamConfiguration.builder()
+                        .name(stream)
+                        .subjects(stream)
+                        .storageType(StorageType.Memory)
+                        .maximumMessageSize(100)
+                        .build());
         try {
             assertThatThrownBy(() -> publisher.publish(TestNats.message(stream, "evt-1", null, "x".repeat(200))))
                     .as("over the stream's maximum message size")
-                    .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
-            assertThatThrownBy(() -> publisher.publish(TestNats.message(stream, "evt-2", null,
-                    "x".repeat((int) nats.getServerInfo().getMaxPayload() + 1))))
-                    .as("over the server's maximum payload").isInstanceOf(PermanentFailureException.class);
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
+            assertThatThrownBy(() -> publisher.publish(TestNats.message(
+                            stream,
+                            "evt-2",
+                            null,
+                            "x".repeat((int) nats.getServerInfo().getMaxPayload() + 1))))
+                    .as("over the server's maximum payload")
+                    .isInstanceOf(PermanentFailureException.class);
         } finally {
             TestNats.deleteStream(nats, stream);
         }

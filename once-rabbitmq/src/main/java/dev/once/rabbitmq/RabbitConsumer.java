@@ -9,17 +9,14 @@ import com.rabbitmq.client.ShutdownSignalException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
-import dev.once.RetryPolicy;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.Processed;
 import dev.once.outbox.OutboxMessage;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,6 +30,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Consumes one RabbitMQ queue with manual acknowledgements and runs every message through an
@@ -82,8 +81,7 @@ public final class RabbitConsumer implements AutoCloseable {
     private volatile String consumerTag;
     private volatile boolean running;
 
-    private record Received(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
-    }
+    private record Received(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {}
 
     private RabbitConsumer(Builder b) {
         this.connection = b.connection;
@@ -93,7 +91,9 @@ public final class RabbitConsumer implements AutoCloseable {
         this.prefetch = b.prefetch;
         this.eventIdHeader = b.eventIdHeader;
         String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
-        this.driver = AdapterDriver.builder(name, consumer, new Rabbit()).receiveRetries(receiveRetries).build();
+        this.driver = AdapterDriver.builder(name, consumer, new Rabbit())
+                .receiveRetries(receiveRetries)
+                .build();
         this.worker = new Thread(() -> driver.run(this::receive), name);
         this.worker.setDaemon(true);
     }
@@ -127,8 +127,8 @@ public final class RabbitConsumer implements AutoCloseable {
                 if (running && driver.isRunning()) {
                     // Unacknowledged messages are requeued by the broker and absorbed on redelivery;
                     // without a channel this consumer is dead, and says so.
-                    driver.fail(new IllegalStateException("channel of consumer on " + queue + " shut down: "
-                            + sig.getMessage(), sig));
+                    driver.fail(new IllegalStateException(
+                            "channel of consumer on " + queue + " shut down: " + sig.getMessage(), sig));
                 }
             }
         });
@@ -173,11 +173,12 @@ public final class RabbitConsumer implements AutoCloseable {
     }
 
     private Delivery delivery(Received r) {
-        Map<String, Object> raw = r.properties().getHeaders() == null ? Map.of() : r.properties().getHeaders();
+        Map<String, Object> raw =
+                r.properties().getHeaders() == null ? Map.of() : r.properties().getHeaders();
         Map<String, String> headers = new HashMap<>();
         raw.forEach((k, v) -> {
             if (v != null) {
-                headers.put(k, v.toString());   // LongString and numbers print as their text
+                headers.put(k, v.toString()); // LongString and numbers print as their text
             }
         });
         String eventId = headers.getOrDefault(eventIdHeader, r.properties().getMessageId());
@@ -193,8 +194,13 @@ public final class RabbitConsumer implements AutoCloseable {
         } else if (r.envelope().isRedeliver()) {
             attempt = 2;
         }
-        return Delivery.builder(eventId).payload(r.body()).headers(headers).attempt(attempt)
-                .redelivered(r.envelope().isRedeliver() || attempt > 1).source("rabbitmq:" + queue).build();
+        return Delivery.builder(eventId)
+                .payload(r.body())
+                .headers(headers)
+                .attempt(attempt)
+                .redelivered(r.envelope().isRedeliver() || attempt > 1)
+                .source("rabbitmq:" + queue)
+                .build();
     }
 
     private void settle(List<Processed<Received>> processed) throws IOException {
@@ -223,8 +229,11 @@ public final class RabbitConsumer implements AutoCloseable {
         }
         for (Outcome o : outcomes) {
             if (o.status() == Status.FAILED_PERMANENT) {
-                log.warn("message {} on {} failed permanently and was rejected to the dead-letter exchange: {}",
-                        o.eventId(), queue, String.valueOf(o.failure()));
+                log.warn(
+                        "message {} on {} failed permanently and was rejected to the dead-letter exchange: {}",
+                        o.eventId(),
+                        queue,
+                        String.valueOf(o.failure()));
             }
         }
     }
@@ -292,8 +301,7 @@ public final class RabbitConsumer implements AutoCloseable {
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         public Builder connection(Connection connection) {
             this.connection = Objects.requireNonNull(connection, "connection");

@@ -9,7 +9,6 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -78,8 +77,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
             throw new IOException("connection " + connection + " has no channel left to open");
         }
         ch.confirmSelect();
-        ch.addReturnListener(r -> returned.put(String.valueOf(r.getProperties().getMessageId()),
-                r.getReplyCode() + " " + r.getReplyText()));
+        ch.addReturnListener(r -> returned.put(
+                String.valueOf(r.getProperties().getMessageId()), r.getReplyCode() + " " + r.getReplyText()));
         return ch;
     }
 
@@ -103,8 +102,11 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                 + "' with routing key '" + routingKey + "'";
         Map<String, Object> amqpHeaders = new HashMap<>(message.headers());
         amqpHeaders.put(OutboxMessage.EVENT_ID_HEADER, eventId);
-        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder().messageId(eventId)
-                .headers(amqpHeaders).deliveryMode(2).build();
+        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder()
+                .messageId(eventId)
+                .headers(amqpHeaders)
+                .deliveryMode(2)
+                .build();
         long seq;
         try {
             if (!channel.isOpen()) {
@@ -114,7 +116,9 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
             seq = channel.getNextPublishSeqNo();
             channel.basicPublish(exchange, routingKey, true, properties, message.payload());
             if (!channel.waitForConfirms(confirmTimeout.toMillis())) {
-                throw new PublishFailure("the broker nacked " + what + "; the relay tries again", true,
+                throw new PublishFailure(
+                        "the broker nacked " + what + "; the relay tries again",
+                        true,
                         new Receipt(0, "nacked seq=" + seq));
             }
         } catch (ShutdownSignalException e) {
@@ -130,8 +134,11 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
         // a returned message is confirmed after its return, so the reason is recorded by now
         String reason = returned.remove(eventId);
         if (reason != null) {
-            throw new PublishFailure(what + " was returned unroutable (" + reason + "): no queue is bound for it;"
-                    + " declare the queue or binding and replay the row", false, new Receipt(NO_ROUTE, reason));
+            throw new PublishFailure(
+                    what + " was returned unroutable (" + reason + "): no queue is bound for it;"
+                            + " declare the queue or binding and replay the row",
+                    false,
+                    new Receipt(NO_ROUTE, reason));
         }
         return new Receipt(0, "confirmed seq=" + seq);
     }
@@ -143,9 +150,12 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
         if (!e.isHardError() && e.getReason() instanceof AMQP.Channel.Close close) {
             int code = close.getReplyCode();
             boolean retryable = code != 404 && code != 406 && code != 311;
-            PublishFailure f = new PublishFailure("the broker closed the channel publishing " + what + ": " + code
-                    + " " + close.getReplyText() + (retryable ? "; the relay tries again"
-                    : "; sending it again cannot succeed"), retryable, new Receipt(code, close.getReplyText()));
+            PublishFailure f = new PublishFailure(
+                    "the broker closed the channel publishing " + what + ": " + code
+                            + " " + close.getReplyText()
+                            + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
+                    retryable,
+                    new Receipt(code, close.getReplyText()));
             f.initCause(e);
             return f;
         }

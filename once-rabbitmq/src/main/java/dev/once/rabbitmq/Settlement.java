@@ -2,7 +2,6 @@ package dev.once.rabbitmq;
 
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-
 import java.util.ArrayList;
 import java.util.List;
 
@@ -19,7 +18,12 @@ import java.util.List;
  */
 record Settlement(Kind kind, long tag) {
 
-    enum Kind { ACK_MULTIPLE, ACK, REQUEUE, DEAD_LETTER }
+    enum Kind {
+        ACK_MULTIPLE,
+        ACK,
+        REQUEUE,
+        DEAD_LETTER
+    }
 
     /** @param tags ascending delivery tags of one batch; {@code outcomes} in the same order */
     static List<Settlement> plan(List<Long> tags, List<Outcome> outcomes) {
@@ -35,8 +39,8 @@ record Settlement(Kind kind, long tag) {
                 plan.add(new Settlement(end > i ? Kind.ACK_MULTIPLE : Kind.ACK, tags.get(end)));
                 i = end + 1;
             } else {
-                plan.add(new Settlement(o.status() == Status.FAILED_PERMANENT ? Kind.DEAD_LETTER : Kind.REQUEUE,
-                        tags.get(i)));
+                plan.add(new Settlement(
+                        o.status() == Status.FAILED_PERMANENT ? Kind.DEAD_LETTER : Kind.REQUEUE, tags.get(i)));
                 i++;
             }
         }

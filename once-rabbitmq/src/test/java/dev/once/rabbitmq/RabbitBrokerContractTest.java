@@ -6,7 +6,6 @@ import com.rabbitmq.client.Connection;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.BrokerContract;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -54,8 +53,14 @@ class RabbitBrokerContractTest extends BrokerContract {
         try (Channel ch = connection().createChannel()) {
             ch.confirmSelect();
             for (Event e : events) {
-                ch.basicPublish("", queue, new AMQP.BasicProperties.Builder().messageId(e.eventId())
-                        .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, e.eventId())).deliveryMode(2).build(),
+                ch.basicPublish(
+                        "",
+                        queue,
+                        new AMQP.BasicProperties.Builder()
+                                .messageId(e.eventId())
+                                .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, e.eventId()))
+                                .deliveryMode(2)
+                                .build(),
                         e.payload().getBytes(StandardCharsets.UTF_8));
             }
             if (!ch.waitForConfirms(60_000)) {
@@ -69,8 +74,13 @@ class RabbitBrokerContractTest extends BrokerContract {
         // A connection per consumer, and a restart aborts it (no clean close, no last acks): the
         // broker requeues whatever that consumer held, committed or not, and the others absorb it.
         Connection own = TestRabbit.connect();
-        RabbitConsumer c = RabbitConsumer.builder().connection(own).queue(queue).consumer(consumer)
-                .prefetch(batchSize).build().start();
+        RabbitConsumer c = RabbitConsumer.builder()
+                .connection(own)
+                .queue(queue)
+                .consumer(consumer)
+                .prefetch(batchSize)
+                .build()
+                .start();
         return () -> {
             own.abort();
             c.close();

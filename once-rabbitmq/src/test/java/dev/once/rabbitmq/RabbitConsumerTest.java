@@ -1,5 +1,8 @@
 package dev.once.rabbitmq;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
@@ -10,20 +13,16 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
-import javax.sql.DataSource;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /** RabbitMQ-specific faults against the real server: a connection lost in the ack gap, delivery limits, dead-lettering. */
 class RabbitConsumerTest {
@@ -66,22 +65,36 @@ class RabbitConsumerTest {
             }
         });
         publish("evt-1", "1");
-        try (RabbitConsumer first = RabbitConsumer.builder().connection(doomed).queue(queue)
-                .consumer(recording(dropsConnection)).prefetch(10).build().start()) {
+        try (RabbitConsumer first = RabbitConsumer.builder()
+                .connection(doomed)
+                .queue(queue)
+                .consumer(recording(dropsConnection))
+                .prefetch(10)
+                .build()
+                .start()) {
             await().atMost(Duration.ofSeconds(30)).until(() -> dropped.get() && !doomed.isOpen());
         }
-        assertThat(db.queryLong("SELECT count(*) FROM effect")).as("committed before the connection dropped").isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM effect"))
+                .as("committed before the connection dropped")
+                .isEqualTo(1);
 
         Connection second = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(second).queue(queue)
-                .consumer(recording(db.dataSource())).build().start()) {
-            await().atMost(Duration.ofSeconds(30)).until(() -> outcomes.stream().anyMatch(o -> o.status() == Status.DUPLICATE));
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(second)
+                .queue(queue)
+                .consumer(recording(db.dataSource()))
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> outcomes.stream().anyMatch(o -> o.status() == Status.DUPLICATE));
         } finally {
             second.close();
         }
         assertThat(deliveries).as("the requeued copy is flagged redelivered").anyMatch(Delivery::redelivered);
         assertThat(outcomes).extracting(Outcome::status).containsExactly(Status.APPLIED, Status.DUPLICATE);
-        assertThat(db.queryLong("SELECT count(*) FROM effect")).as("effect applied exactly once").isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM effect"))
+                .as("effect applied exactly once")
+                .isEqualTo(1);
         assertThat(messagesIn(queue)).as("the redelivery was acked").isZero();
     }
 
@@ -91,19 +104,31 @@ class RabbitConsumerTest {
         publish("evt-1", "retry");
         publish("evt-2", "2");
         Connection connection = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue)
-                .consumer(recording(db.dataSource())).build().start()) {
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(connection)
+                .queue(queue)
+                .consumer(recording(db.dataSource()))
+                .build()
+                .start()) {
             AtomicReference<GetResponse> dead = new AtomicReference<>();
-            await().atMost(Duration.ofSeconds(60)).until(() -> (dead.get() != null || dead.compareAndSet(null, get(queue + "-dlq")))
-                    && dead.get() != null);
-            assertThat(dead.get().getProps().getMessageId()).as("the dead-lettered message").isEqualTo("evt-1");
+            await().atMost(Duration.ofSeconds(60))
+                    .until(() -> (dead.get() != null || dead.compareAndSet(null, get(queue + "-dlq")))
+                            && dead.get() != null);
+            assertThat(dead.get().getProps().getMessageId())
+                    .as("the dead-lettered message")
+                    .isEqualTo("evt-1");
         } finally {
             connection.close();
         }
-        assertThat(deliveries).filteredOn(d -> d.eventId().equals("evt-1")).extracting(Delivery::attempt)
-                .as("x-delivery-count reported as the attempt").containsExactly(1, 2, 3);
-        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'")).isZero();
-        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-2'")).isEqualTo(1);
+        assertThat(deliveries)
+                .filteredOn(d -> d.eventId().equals("evt-1"))
+                .extracting(Delivery::attempt)
+                .as("x-delivery-count reported as the attempt")
+                .containsExactly(1, 2, 3);
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'"))
+                .isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-2'"))
+                .isEqualTo(1);
     }
 
     @Test
@@ -112,15 +137,23 @@ class RabbitConsumerTest {
         publish("evt-1", "poison");
         publish("evt-2", "2");
         Connection connection = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue)
-                .consumer(recording(db.dataSource())).build().start()) {
-            await().atMost(Duration.ofSeconds(30)).until(() -> messagesIn(queue + "-dlq") == 1
-                    && db.queryLong("SELECT count(*) FROM effect") == 1);
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(connection)
+                .queue(queue)
+                .consumer(recording(db.dataSource()))
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> messagesIn(queue + "-dlq") == 1 && db.queryLong("SELECT count(*) FROM effect") == 1);
         } finally {
             connection.close();
         }
-        assertThat(deliveries).filteredOn(d -> d.eventId().equals("evt-1")).as("not retried").hasSize(1);
-        assertThat(get(queue + "-dlq").getProps().getHeaders()).as("event id kept on the dead letter")
+        assertThat(deliveries)
+                .filteredOn(d -> d.eventId().equals("evt-1"))
+                .as("not retried")
+                .hasSize(1);
+        assertThat(get(queue + "-dlq").getProps().getHeaders())
+                .as("event id kept on the dead letter")
                 .containsKey("once-event-id");
     }
 
@@ -164,8 +197,12 @@ class RabbitConsumerTest {
             }
         });
         Connection connection = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue).consumer(failsOnce)
-                .build().start()) {
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(connection)
+                .queue(queue)
+                .consumer(failsOnce)
+                .build()
+                .start()) {
             publish("evt-1", "1");
             await().atMost(Duration.ofSeconds(30)).until(failed::get);
             for (int i = 2; i <= 6; i++) {
@@ -176,9 +213,11 @@ class RabbitConsumerTest {
         } finally {
             connection.close();
         }
-        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM effect")).as("all six applied, none lost")
+        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM effect"))
+                .as("all six applied, none lost")
                 .isEqualTo(6);
-        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'")).as("evt-1 applied once")
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'"))
+                .as("evt-1 applied once")
                 .isEqualTo(1);
         assertThat(messagesIn(queue)).isZero();
     }
@@ -190,19 +229,29 @@ class RabbitConsumerTest {
             throw new OutOfMemoryError("simulated");
         });
         Connection connection = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(connection).queue(queue).consumer(dies)
-                .build().start()) {
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(connection)
+                .queue(queue)
+                .consumer(dies)
+                .build()
+                .start()) {
             publish("evt-1", "1");
             await().atMost(Duration.ofSeconds(30)).until(() -> c.failure().isPresent());
             assertThat(c.failure().get()).isInstanceOf(OutOfMemoryError.class);
-            assertThat(c.isRunning()).as("a dead worker is reported, not hidden").isFalse();
+            assertThat(c.isRunning())
+                    .as("a dead worker is reported, not hidden")
+                    .isFalse();
             await().atMost(Duration.ofSeconds(30)).until(() -> messagesIn(queue) == 1);
         } finally {
             connection.close();
         }
         Connection second = TestRabbit.connect();
-        try (RabbitConsumer c = RabbitConsumer.builder().connection(second).queue(queue)
-                .consumer(recording(db.dataSource())).build().start()) {
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(second)
+                .queue(queue)
+                .consumer(recording(db.dataSource()))
+                .build()
+                .start()) {
             await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 1);
             assertThat(c.isRunning()).isTrue();
         } finally {
@@ -211,12 +260,15 @@ class RabbitConsumerTest {
     }
 
     private IdempotentConsumer recording(DataSource ds) {
-        return recording(ds, batch -> { });
+        return recording(ds, batch -> {});
     }
 
     private IdempotentConsumer recording(DataSource ds, java.util.function.Consumer<List<Delivery>> beforeBatch) {
-        IdempotentConsumer engine = IdempotentConsumer.builder().dataSource(ds).consumer("rabbit-test")
-                .handler(Effects.HANDLER).build();
+        IdempotentConsumer engine = IdempotentConsumer.builder()
+                .dataSource(ds)
+                .consumer("rabbit-test")
+                .handler(Effects.HANDLER)
+                .build();
         return new IdempotentConsumer() {
             @Override
             public String consumer() {

@@ -1,14 +1,13 @@
 package dev.once.rabbitmq;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
-
 import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** The outbox relay with {@link RabbitPublisher} into a durable queue, consumed by {@link RabbitConsumer}. */
 class RabbitOutboxRelayTest extends OutboxRelayContract {
@@ -45,7 +44,12 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected AutoCloseable startConsumer(String queue, IdempotentConsumer consumer) throws Exception {
-        return RabbitConsumer.builder().connection(connection).queue(queue).consumer(consumer).prefetch(10).build()
+        return RabbitConsumer.builder()
+                .connection(connection)
+                .queue(queue)
+                .consumer(consumer)
+                .prefetch(10)
+                .build()
                 .start();
     }
 
@@ -58,7 +62,7 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected boolean brokerDeduplicates() {
-        return false;   // RabbitMQ has no deduplication: the receiving inbox absorbs the re-send
+        return false; // RabbitMQ has no deduplication: the receiving inbox absorbs the re-send
     }
 
     @Override

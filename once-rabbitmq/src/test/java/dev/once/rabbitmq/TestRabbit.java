@@ -4,15 +4,13 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.Services;
-
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /** The RabbitMQ server on this machine (127.0.0.1:5672, guest/guest), or a skip saying how to start it. */
 final class TestRabbit {
 
-    private TestRabbit() {
-    }
+    private TestRabbit() {}
 
     static Connection connect() {
         ConnectionFactory factory = new ConnectionFactory();
@@ -31,7 +29,7 @@ final class TestRabbit {
 
     /** A message as the outbox relay would hand it to the publisher: the event id is also its idempotency key. */
     static OutboxMessage message(String destination, String eventId, String key, String body) {
-        return new OutboxMessage(0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId,
-                0, null);
+        return new OutboxMessage(
+                0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId, 0, null);
     }
 }

@@ -14,6 +14,14 @@ package dev.once.scan;
  * @param risk     sum of its findings' weights
  * @param score    0–100, 100 is safe
  */
-public record Consumer(String id, String kind, String name, Location location, String ack, String dedupe,
-                       int effects, Blast blast, double risk, int score) {
-}
+public record Consumer(
+        String id,
+        String kind,
+        String name,
+        Location location,
+        String ack,
+        String dedupe,
+        int effects,
+        Blast blast,
+        double risk,
+        int score) {}

@@ -2,7 +2,6 @@ package dev.once.scan;
 
 import dev.once.scan.internal.Engine;
 import dev.once.scan.internal.Git;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -62,12 +61,14 @@ public final class ConsumerScan {
             Set<String> before = baseFingerprints(git);
             Set<String> touched = new HashSet<>();
             for (Consumer c : consumers) {
-                if (hit(changed, c.location()) || raw.spans().getOrDefault(c.id(), List.of()).stream().anyMatch(s -> hit(changed, s))) {
+                if (hit(changed, c.location())
+                        || raw.spans().getOrDefault(c.id(), List.of()).stream().anyMatch(s -> hit(changed, s))) {
                     touched.add(c.id());
                 }
             }
             for (Finding f : findings) {
-                if (hit(changed, f.location()) || f.path().stream().anyMatch(s -> hit(changed, s.location()))
+                if (hit(changed, f.location())
+                        || f.path().stream().anyMatch(s -> hit(changed, s.location()))
                         || f.related().stream().anyMatch(r -> hit(changed, r.location()))) {
                     touched.add(f.consumer());
                 }
@@ -82,8 +83,17 @@ public final class ConsumerScan {
             findings = marked;
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        return new ScanReport(root.toString(), raw.files(), raw.lines(), consumers, findings, Scoring.index(consumers),
-                seconds, base, raw.suppressed(), raw.unresolved());
+        return new ScanReport(
+                root.toString(),
+                raw.files(),
+                raw.lines(),
+                consumers,
+                findings,
+                Scoring.index(consumers),
+                seconds,
+                base,
+                raw.suppressed(),
+                raw.unresolved());
     }
 
     private Set<String> baseFingerprints(Git git) {
@@ -128,8 +138,7 @@ public final class ConsumerScan {
         private Path root;
         private String base;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The directory to scan. */
         public Builder root(Path root) {
@@ -140,7 +149,8 @@ public final class ConsumerScan {
         /** A git ref: report only consumers changed since it (pull-request mode). */
         public Builder base(String ref) {
             if (ref != null && (ref.isBlank() || ref.startsWith("-"))) {
-                throw new IllegalArgumentException("base must be a git ref such as main or HEAD~1, but was '" + ref + "'");
+                throw new IllegalArgumentException(
+                        "base must be a git ref such as main or HEAD~1, but was '" + ref + "'");
             }
             this.base = ref;
             return this;

@@ -17,8 +17,18 @@ import java.util.List;
  * @param fingerprint stable across line moves: rule, file, enclosing member, code of the line
  * @param status      {@code new} or {@code existing} in pull-request mode, null otherwise
  */
-public record Finding(Rule rule, Level level, String message, String fix, Location location, String consumer,
-                      Blast blast, List<Step> path, List<Related> related, String fingerprint, String status) {
+public record Finding(
+        Rule rule,
+        Level level,
+        String message,
+        String fix,
+        Location location,
+        String consumer,
+        Blast blast,
+        List<Step> path,
+        List<Related> related,
+        String fingerprint,
+        String status) {
 
     public Finding {
         path = List.copyOf(path);

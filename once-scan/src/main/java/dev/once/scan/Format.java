@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -16,7 +15,10 @@ import java.util.stream.Collectors;
 
 /** The output formats of {@code once scan}: a terminal report, JSON, Markdown for a pull-request comment, SARIF 2.1.0. */
 public enum Format {
-    TEXT, JSON, MARKDOWN, SARIF;
+    TEXT,
+    JSON,
+    MARKDOWN,
+    SARIF;
 
     private static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     /** The tool version written into JSON and SARIF. */
@@ -69,14 +71,28 @@ public enum Format {
 
     private static String text(ScanReport r) {
         StringBuilder b = new StringBuilder();
-        b.append("once scan ").append(r.root()).append(r.base() == null ? "" : " (changed since " + r.base() + ")").append('\n');
-        b.append(String.format(Locale.ROOT, "Production Reliability Index %d/100 · %d consumers · %d findings%n%n",
-                r.index(), r.consumers().size(), r.findings().size()));
+        b.append("once scan ")
+                .append(r.root())
+                .append(r.base() == null ? "" : " (changed since " + r.base() + ")")
+                .append('\n');
+        b.append(String.format(
+                Locale.ROOT,
+                "Production Reliability Index %d/100 · %d consumers · %d findings%n%n",
+                r.index(),
+                r.consumers().size(),
+                r.findings().size()));
         Map<String, List<Finding>> by = byConsumer(r);
         int rank = 0;
         for (Consumer c : r.consumers()) {
             rank++;
-            b.append(String.format(Locale.ROOT, "#%d %s  [%s]  score %d/100, blast %s%n", rank, c.name(), c.kind(), c.score(), blast(c.blast())));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "#%d %s  [%s]  score %d/100, blast %s%n",
+                    rank,
+                    c.name(),
+                    c.kind(),
+                    c.score(),
+                    blast(c.blast())));
             b.append("   at     ").append(c.location()).append('\n');
             b.append("   ack    ").append(c.ack()).append('\n');
             b.append("   dedupe ").append(c.dedupe()).append('\n');
@@ -85,11 +101,20 @@ public enum Format {
                 b.append("   safe: no finding\n");
             }
             for (Finding f : fs) {
-                b.append("   ").append(f.level().id().toUpperCase(Locale.ROOT)).append(' ').append(f.rule().id())
-                        .append(f.status() == null ? "" : " (" + f.status() + ")").append("  ").append(f.location()).append('\n');
+                b.append("   ")
+                        .append(f.level().id().toUpperCase(Locale.ROOT))
+                        .append(' ')
+                        .append(f.rule().id())
+                        .append(f.status() == null ? "" : " (" + f.status() + ")")
+                        .append("  ")
+                        .append(f.location())
+                        .append('\n');
                 b.append("      ").append(f.message()).append('\n');
-                b.append("      path ").append(f.path().stream().map(s -> s.name() + " (" + s.location() + ")")
-                        .collect(Collectors.joining("\n           → "))).append('\n');
+                b.append("      path ")
+                        .append(f.path().stream()
+                                .map(s -> s.name() + " (" + s.location() + ")")
+                                .collect(Collectors.joining("\n           → ")))
+                        .append('\n');
                 b.append("      fix  ").append(f.fix()).append('\n');
             }
             b.append('\n');
@@ -156,27 +181,57 @@ public enum Format {
 
     private static String markdown(ScanReport r) {
         StringBuilder b = new StringBuilder();
-        b.append("### once scan: Production Reliability Index ").append(r.index()).append("/100\n\n");
-        b.append(r.findings().size()).append(" findings in ").append(r.consumers().size()).append(" consumers")
-                .append(r.base() == null ? "" : " changed since `" + r.base() + "`").append(".\n\n");
+        b.append("### once scan: Production Reliability Index ")
+                .append(r.index())
+                .append("/100\n\n");
+        b.append(r.findings().size())
+                .append(" findings in ")
+                .append(r.consumers().size())
+                .append(" consumers")
+                .append(r.base() == null ? "" : " changed since `" + r.base() + "`")
+                .append(".\n\n");
         if (!r.consumers().isEmpty()) {
             b.append("| # | consumer | kind | blast | score | findings |\n|---|---|---|---|---|---|\n");
             Map<String, List<Finding>> by = byConsumer(r);
             int rank = 0;
             for (Consumer c : r.consumers()) {
-                b.append("| ").append(++rank).append(" | `").append(c.name()).append("` | ").append(c.kind()).append(" | ")
-                        .append(blast(c.blast())).append(" | ").append(c.score()).append(" | ")
-                        .append(by.getOrDefault(c.id(), List.of()).size()).append(" |\n");
+                b.append("| ")
+                        .append(++rank)
+                        .append(" | `")
+                        .append(c.name())
+                        .append("` | ")
+                        .append(c.kind())
+                        .append(" | ")
+                        .append(blast(c.blast()))
+                        .append(" | ")
+                        .append(c.score())
+                        .append(" | ")
+                        .append(by.getOrDefault(c.id(), List.of()).size())
+                        .append(" |\n");
             }
             b.append('\n');
         }
         for (Finding f : r.findings()) {
-            b.append("- **").append(f.level().id()).append("** `").append(f.rule().id()).append("`")
-                    .append(f.status() == null ? "" : " _" + f.status() + "_").append(" at `").append(f.location()).append("`: ")
-                    .append(f.message().replace("|", "\\|")).append("  \n  **Fix:** ").append(f.fix()).append('\n');
+            b.append("- **")
+                    .append(f.level().id())
+                    .append("** `")
+                    .append(f.rule().id())
+                    .append("`")
+                    .append(f.status() == null ? "" : " _" + f.status() + "_")
+                    .append(" at `")
+                    .append(f.location())
+                    .append("`: ")
+                    .append(f.message().replace("|", "\\|"))
+                    .append("  \n  **Fix:** ")
+                    .append(f.fix())
+                    .append('\n');
             b.append("  <details><summary>path</summary>\n\n");
             for (Step s : f.path()) {
-                b.append("  1. `").append(s.name().replace("`", "'")).append("` at `").append(s.location()).append("`\n");
+                b.append("  1. `")
+                        .append(s.name().replace("`", "'"))
+                        .append("` at `")
+                        .append(s.location())
+                        .append("`\n");
             }
             b.append("\n  </details>\n");
         }
@@ -206,9 +261,17 @@ public enum Format {
             ObjectNode help = n.putObject("help");
             help.put("text", rule.description() + " Fix: " + rule.fix().replace("`", ""));
             help.put("markdown", rule.description() + "\n\n**Fix:** " + rule.fix());
-            n.putObject("defaultConfiguration").put("level", rule == Rule.WEAK_DEDUPE || rule == Rule.SLOW_CALL_IN_LEASE
-                    || rule == Rule.BATCH_OUTLIVES_LEASE || rule == Rule.REMOTE_CALL_IN_TRANSACTION || rule == Rule.SELF_INVOCATION
-                    || rule == Rule.DUAL_WRITE ? "warning" : "error");
+            n.putObject("defaultConfiguration")
+                    .put(
+                            "level",
+                            rule == Rule.WEAK_DEDUPE
+                                            || rule == Rule.SLOW_CALL_IN_LEASE
+                                            || rule == Rule.BATCH_OUTLIVES_LEASE
+                                            || rule == Rule.REMOTE_CALL_IN_TRANSACTION
+                                            || rule == Rule.SELF_INVOCATION
+                                            || rule == Rule.DUAL_WRITE
+                                    ? "warning"
+                                    : "error");
             ObjectNode props = n.putObject("properties");
             props.put("precision", rule.precision());
             props.putArray("tags").add("reliability").add("idempotency").add("messaging");
@@ -221,7 +284,8 @@ public enum Format {
             n.put("ruleId", f.rule().id());
             n.put("ruleIndex", order.indexOf(f.rule()));
             n.put("level", f.level().id());
-            n.putObject("message").put("text", sentence(f.message()) + " Fix: " + f.fix().replace("`", ""));
+            n.putObject("message")
+                    .put("text", sentence(f.message()) + " Fix: " + f.fix().replace("`", ""));
             n.putArray("locations").addObject().set("physicalLocation", physical(f.location()));
             n.putObject("partialFingerprints").put("primaryLocationLineHash", f.fingerprint() + ":1");
             ArrayNode related = n.putArray("relatedLocations");
@@ -232,7 +296,11 @@ public enum Format {
                 rn.set("physicalLocation", physical(rel.location()));
                 rn.putObject("message").put("text", rel.role());
             }
-            ArrayNode steps = n.putArray("codeFlows").addObject().putArray("threadFlows").addObject().putArray("locations");
+            ArrayNode steps = n.putArray("codeFlows")
+                    .addObject()
+                    .putArray("threadFlows")
+                    .addObject()
+                    .putArray("locations");
             for (Step s : f.path()) {
                 ObjectNode loc = steps.addObject().putObject("location");
                 loc.set("physicalLocation", physical(s.location()));

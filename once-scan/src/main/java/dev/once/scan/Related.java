@@ -7,5 +7,4 @@ package dev.once.scan;
  * @param role     {@code entry point}, {@code ack}, {@code effect}, {@code transaction}, {@code setting}
  * @param location the place
  */
-public record Related(String role, Location location) {
-}
+public record Related(String role, Location location) {}

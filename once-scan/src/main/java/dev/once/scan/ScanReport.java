@@ -16,8 +16,17 @@ import java.util.List;
  * @param suppressed  findings left out by {@code @SuppressWarnings("once-scan")}
  * @param unresolved  call sites whose types the symbol solver could not resolve (scanned by name instead)
  */
-public record ScanReport(String root, int files, long lines, List<Consumer> consumers, List<Finding> findings,
-                         int index, double seconds, String base, int suppressed, int unresolved) {
+public record ScanReport(
+        String root,
+        int files,
+        long lines,
+        List<Consumer> consumers,
+        List<Finding> findings,
+        int index,
+        double seconds,
+        String base,
+        int suppressed,
+        int unresolved) {
 
     public ScanReport {
         consumers = List.copyOf(consumers);
@@ -26,8 +35,14 @@ public record ScanReport(String root, int files, long lines, List<Consumer> cons
 
     /** The one-line summary the command prints. */
     public String summaryLine() {
-        return String.format(java.util.Locale.ROOT, "SCAN files=%d lines=%d entry_points=%d findings=%d seconds=%.2f",
-                files, lines, consumers.size(), findings.size(), seconds);
+        return String.format(
+                java.util.Locale.ROOT,
+                "SCAN files=%d lines=%d entry_points=%d findings=%d seconds=%.2f",
+                files,
+                lines,
+                consumers.size(),
+                findings.size(),
+                seconds);
     }
 
     /** True if some finding is at least as serious as {@code threshold}. */

@@ -23,8 +23,7 @@ public final class Scoring {
     /** Points a consumer loses per unit of risk. */
     public static final double POINTS_PER_RISK = 10;
 
-    private Scoring() {
-    }
+    private Scoring() {}
 
     /** S_c for a consumer with this risk. */
     public static int consumerScore(double risk) {

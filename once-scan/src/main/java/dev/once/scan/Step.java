@@ -6,5 +6,4 @@ package dev.once.scan;
  * @param name     {@code Class.method} or the call as written
  * @param location where the hop is
  */
-public record Step(String name, Location location) {
-}
+public record Step(String name, Location location) {}

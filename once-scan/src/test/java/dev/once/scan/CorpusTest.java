@@ -1,13 +1,12 @@
 package dev.once.scan;
 
-import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /**
  * Precision and recall of the scan over the fixture corpus: every fixture's findings against its
@@ -30,7 +29,8 @@ class CorpusTest {
             reported += report.findings().size();
             List<Fixtures.Expected> unmatched = new ArrayList<>(expected);
             for (Finding f : report.findings()) {
-                Fixtures.Expected hit = unmatched.stream().filter(x -> x.matches(f)).findFirst().orElse(null);
+                Fixtures.Expected hit =
+                        unmatched.stream().filter(x -> x.matches(f)).findFirst().orElse(null);
                 if (hit != null) {
                     unmatched.remove(hit);
                     truePositives++;
@@ -42,13 +42,24 @@ class CorpusTest {
         }
         double precision = reported == 0 ? 1 : (double) truePositives / reported;
         double recall = expectedTotal == 0 ? 1 : (double) truePositives / expectedTotal;
-        System.out.printf(Locale.ROOT, "CORPUS fixtures=%d expected=%d reported=%d true_positives=%d precision=%.3f recall=%.3f%n",
-                fixtures.size(), expectedTotal, reported, truePositives, precision, recall);
+        System.out.printf(
+                Locale.ROOT,
+                "CORPUS fixtures=%d expected=%d reported=%d true_positives=%d precision=%.3f recall=%.3f%n",
+                fixtures.size(),
+                expectedTotal,
+                reported,
+                truePositives,
+                precision,
+                recall);
         misses.forEach(m -> System.out.println("MISSED " + m));
         extras.forEach(m -> System.out.println("EXTRA  " + m));
         assertThat(fixtures).as("the corpus has a fixture per pattern").hasSizeGreaterThanOrEqualTo(5);
         // the sidecars are the specification: every expected finding, and nothing else
-        assertThat(extras).as("findings no sidecar expects (precision %.3f)", precision).isEmpty();
-        assertThat(misses).as("expected findings not reported (recall %.3f)", recall).isEmpty();
+        assertThat(extras)
+                .as("findings no sidecar expects (precision %.3f)", precision)
+                .isEmpty();
+        assertThat(misses)
+                .as("expected findings not reported (recall %.3f)", recall)
+                .isEmpty();
     }
 }

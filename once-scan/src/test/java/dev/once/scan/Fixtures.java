@@ -16,7 +16,9 @@ final class Fixtures {
     /** One expected finding: rule id, file name, text on the reported line. */
     record Expected(String rule, String file, String text) {
         boolean matches(Finding f) {
-            return f.rule().id().equals(rule) && f.location().file().endsWith("/" + file) && f.location().snippet().contains(text);
+            return f.rule().id().equals(rule)
+                    && f.location().file().endsWith("/" + file)
+                    && f.location().snippet().contains(text);
         }
 
         @Override
@@ -25,8 +27,7 @@ final class Fixtures {
         }
     }
 
-    private Fixtures() {
-    }
+    private Fixtures() {}
 
     static List<Path> all() {
         try (Stream<Path> dirs = Files.list(ROOT)) {

@@ -16,8 +16,7 @@ final class Multitool {
     private static final Path LOCAL = Path.of("target/sarif-multitool");
     private static final Path BIN = LOCAL.resolve("node_modules/.bin/sarif-multitool");
 
-    private Multitool() {
-    }
+    private Multitool() {}
 
     static synchronized Optional<Path> find() throws InterruptedException {
         String explicit = System.getenv("ONCE_SARIF_MULTITOOL");
@@ -35,8 +34,12 @@ final class Multitool {
         }
         try {
             Files.createDirectories(LOCAL);
-            Process p = new ProcessBuilder("npm", "install", "--no-audit", "--no-fund", "--silent", "@microsoft/sarif-multitool")
-                    .directory(LOCAL.toFile()).redirectErrorStream(true).redirectOutput(LOCAL.resolve("npm.log").toFile()).start();
+            Process p = new ProcessBuilder(
+                            "npm", "install", "--no-audit", "--no-fund", "--silent", "@microsoft/sarif-multitool")
+                    .directory(LOCAL.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(LOCAL.resolve("npm.log").toFile())
+                    .start();
             if (!p.waitFor(300, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 return Optional.empty();

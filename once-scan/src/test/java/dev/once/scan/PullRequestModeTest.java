@@ -1,7 +1,7 @@
 package dev.once.scan;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -11,9 +11,8 @@ import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code --base REF} on a real git history made here with the git binary. */
 class PullRequestModeTest {
@@ -36,8 +35,12 @@ class PullRequestModeTest {
 
         // the pull request: a line inside the cache listener's body changes, and a new payment service arrives
         Path cache = repo.resolve("catalog/src/main/java/acme/catalog/PriceCacheListener.java");
-        Files.writeString(cache, Files.readString(cache).replace("prices.put(p.sku(), p.price());",
-                "String sku = p.sku();\n        prices.put(p.sku(), p.price());"));
+        Files.writeString(
+                cache,
+                Files.readString(cache)
+                        .replace(
+                                "prices.put(p.sku(), p.price());",
+                                "String sku = p.sku();\n        prices.put(p.sku(), p.price());"));
         copy(Fixtures.of("kafka-payment-reserve"), repo.resolve("payment"));
         Files.writeString(repo.resolve("payment/pom.xml"), "<project/>\n");
         git("add", "-A");
@@ -46,29 +49,49 @@ class PullRequestModeTest {
         ScanReport full = ConsumerScan.builder().root(repo).build().run();
         ScanReport pr = ConsumerScan.builder().root(repo).base("HEAD~1").build().run();
 
-        assertThat(full.consumers()).extracting(Consumer::name)
+        assertThat(full.consumers())
+                .extracting(Consumer::name)
                 .contains("WelcomeMailer.onSignup", "PriceCacheListener.onPrice", "PaymentListener.onOrder");
-        assertThat(pr.consumers()).as("only changed consumers: %s", pr.consumers()).extracting(Consumer::name)
+        assertThat(pr.consumers())
+                .as("only changed consumers: %s", pr.consumers())
+                .extracting(Consumer::name)
                 .containsExactlyInAnyOrder("PriceCacheListener.onPrice", "PaymentListener.onOrder");
-        assertThat(pr.findings()).filteredOn(f -> f.location().file().startsWith("payment/"))
-                .isNotEmpty().allSatisfy(f -> assertThat(f.status()).isEqualTo("new"));
-        assertThat(pr.findings()).filteredOn(f -> f.location().file().startsWith("catalog/"))
-                .singleElement().satisfies(f -> assertThat(f.status()).as("the cache write was there before").isEqualTo("existing"));
+        assertThat(pr.findings())
+                .filteredOn(f -> f.location().file().startsWith("payment/"))
+                .isNotEmpty()
+                .allSatisfy(f -> assertThat(f.status()).isEqualTo("new"));
+        assertThat(pr.findings())
+                .filteredOn(f -> f.location().file().startsWith("catalog/"))
+                .singleElement()
+                .satisfies(f -> assertThat(f.status())
+                        .as("the cache write was there before")
+                        .isEqualTo("existing"));
         assertThat(pr.findings()).noneMatch(f -> f.location().file().startsWith("notify/"));
-        assertThat(Format.MARKDOWN.render(pr)).contains("changed since `HEAD~1`").contains("_new_").contains("_existing_");
+        assertThat(Format.MARKDOWN.render(pr))
+                .contains("changed since `HEAD~1`")
+                .contains("_new_")
+                .contains("_existing_");
     }
 
     @Test
     void anUnknownBaseIsReportedWithGitsOwnWords() throws Exception {
         git("init", "-q", "-b", "main");
         copy(Fixtures.of("kafka-cache-refresh"), repo);
-        assertThatThrownBy(() -> ConsumerScan.builder().root(repo).base("no-such-ref").build().run())
-                .isInstanceOf(IllegalStateException.class).hasMessageContaining("git").hasMessageContaining("no-such-ref");
+        assertThatThrownBy(() -> ConsumerScan.builder()
+                        .root(repo)
+                        .base("no-such-ref")
+                        .build()
+                        .run())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("git")
+                .hasMessageContaining("no-such-ref");
     }
 
     private void git(String... args) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(Stream.concat(Stream.of("git", "-C", repo.toString()), Stream.of(args)).toList())
-                .redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(Stream.concat(Stream.of("git", "-C", repo.toString()), Stream.of(args))
+                        .toList())
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as("git %s: %s", List.of(args), out).isZero();

@@ -1,12 +1,11 @@
 package dev.once.scan;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Blast radius and the Production Reliability Index: money ranks above a cache, and the index is the documented formula. */
 class RankingTest {
@@ -19,7 +18,8 @@ class RankingTest {
         }
         ScanReport r = ConsumerScan.builder().root(repo).build().run();
 
-        assertThat(r.consumers()).extracting(Consumer::name)
+        assertThat(r.consumers())
+                .extracting(Consumer::name)
                 .containsExactly("PaymentListener.onOrder", "PriceCacheListener.onPrice", "BillingListener.onPayment");
         Consumer money = r.consumers().get(0);
         Consumer cache = r.consumers().get(1);

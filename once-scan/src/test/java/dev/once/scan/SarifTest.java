@@ -1,16 +1,13 @@
 package dev.once.scan;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -21,8 +18,10 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * SARIF output against the official OASIS SARIF 2.1.0 schema (read from {@code ../shared/data/}
@@ -59,7 +58,8 @@ class SarifTest {
     @Test
     void sarifValidatesAgainstTheOfficialSchema() throws IOException {
         Optional<Path> schemaFile = officialSchema();
-        Assumptions.assumeTrue(schemaFile.isPresent(),
+        Assumptions.assumeTrue(
+                schemaFile.isPresent(),
                 "skipped: ../shared/data/sarif-schema-2.1.0.json is not beside this clone (it is in CI and on developers' machines)");
         JsonSchema schema;
         try (InputStream in = Files.newInputStream(schemaFile.get())) {
@@ -69,7 +69,9 @@ class SarifTest {
         System.out.println("SARIF schema " + schemaFile.get() + ": " + errors.size() + " errors over "
                 + sarif.at("/runs/0/results").size() + " results");
         assertThat(errors).as("SARIF 2.1.0 schema violations").isEmpty();
-        assertThat(sarif.at("/runs/0/results").size()).as("the corpus has findings to validate").isGreaterThan(10);
+        assertThat(sarif.at("/runs/0/results").size())
+                .as("the corpus has findings to validate")
+                .isGreaterThan(10);
     }
 
     @Test
@@ -83,13 +85,21 @@ class SarifTest {
             assertThat(r.at("/help/text").asText()).isNotBlank();
             assertThat(r.at("/help/markdown").asText()).contains("`");
             assertThat(r.at("/properties/precision").asText()).isIn("very-high", "high", "medium", "low");
-            assertThat(r.at("/properties/security-severity").isMissingNode()).as("not a security tool").isTrue();
+            assertThat(r.at("/properties/security-severity").isMissingNode())
+                    .as("not a security tool")
+                    .isTrue();
         }
         for (JsonNode res : sarif.at("/runs/0/results")) {
-            assertThat(res.at("/partialFingerprints/primaryLocationLineHash").asText()).matches("[0-9a-f]{16}:1");
-            assertThat(res.at("/locations/0/physicalLocation/artifactLocation/uri").asText()).doesNotStartWith("/");
-            assertThat(res.at("/locations/0/physicalLocation/region/startLine").asInt()).isPositive();
-            assertThat(res.at("/relatedLocations").size()).as("entry point and ack or effect: %s", res).isGreaterThanOrEqualTo(1);
+            assertThat(res.at("/partialFingerprints/primaryLocationLineHash").asText())
+                    .matches("[0-9a-f]{16}:1");
+            assertThat(res.at("/locations/0/physicalLocation/artifactLocation/uri")
+                            .asText())
+                    .doesNotStartWith("/");
+            assertThat(res.at("/locations/0/physicalLocation/region/startLine").asInt())
+                    .isPositive();
+            assertThat(res.at("/relatedLocations").size())
+                    .as("entry point and ack or effect: %s", res)
+                    .isGreaterThanOrEqualTo(1);
             assertThat(res.at("/properties/security-severity").isMissingNode()).isTrue();
         }
         JsonNode duplicate = null;
@@ -101,19 +111,23 @@ class SarifTest {
         }
         assertThat(duplicate).isNotNull();
         List<String> roles = new ArrayList<>();
-        duplicate.at("/relatedLocations").forEach(r -> roles.add(r.at("/message/text").asText()));
+        duplicate
+                .at("/relatedLocations")
+                .forEach(r -> roles.add(r.at("/message/text").asText()));
         assertThat(roles).contains("ack", "effect");
     }
 
     @Test
     void sarifPassesTheMultitoolWhereItInstalls(@TempDir Path tmp) throws Exception {
         Optional<Path> tool = Multitool.find();
-        Assumptions.assumeTrue(tool.isPresent(), "skipped: @microsoft/sarif-multitool did not install here (npm missing or offline)");
+        Assumptions.assumeTrue(
+                tool.isPresent(), "skipped: @microsoft/sarif-multitool did not install here (npm missing or offline)");
         Path file = tmp.resolve("once-scan.sarif");
         Files.writeString(file, Format.SARIF.render(report), StandardCharsets.UTF_8);
         Path out = tmp.resolve("validation.sarif");
         Process p = new ProcessBuilder(tool.get().toString(), "validate", file.toString(), "-o", out.toString())
-                .redirectErrorStream(true).start();
+                .redirectErrorStream(true)
+                .start();
         String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(180, TimeUnit.SECONDS)).as("multitool finished").isTrue();
         System.out.println("SARIF multitool " + tool.get() + ":\n" + log);

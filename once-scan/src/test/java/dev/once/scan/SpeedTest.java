@@ -1,13 +1,12 @@
 package dev.once.scan;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A synthetic repository of 1,000 Java files: listeners that call services that call
@@ -45,7 +44,9 @@ class SpeedTest {
                         }
                     }
                     """.formatted(i));
-            Files.writeString(src.resolve("Service" + i + ".java"), """
+            Files.writeString(
+                    src.resolve("Service" + i + ".java"),
+                    """
                     package synth;
 
                     import org.springframework.jdbc.core.JdbcTemplate;
@@ -67,7 +68,11 @@ class SpeedTest {
                             client.notifyPartner(e);
                         }
                     }
-                    """.formatted(i, unsafe ? "" : "if (jdbc.update(\"INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING\", e.id()) == 0) { return; }"));
+                    """.formatted(
+                                    i,
+                                    unsafe
+                                            ? ""
+                                            : "if (jdbc.update(\"INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING\", e.id()) == 0) { return; }"));
             Files.writeString(src.resolve("Client" + i + ".java"), """
                     package synth;
 
@@ -91,6 +96,8 @@ class SpeedTest {
         System.out.println(report.summaryLine());
         assertThat(report.files()).isEqualTo(1000);
         assertThat(report.consumers()).hasSize(listeners);
-        assertThat(report.findings()).filteredOn(f -> f.rule() == Rule.DUPLICATE_EFFECT).hasSize(listeners / 10);
+        assertThat(report.findings())
+                .filteredOn(f -> f.rule() == Rule.DUPLICATE_EFFECT)
+                .hasSize(listeners / 10);
     }
 }

@@ -1,12 +1,11 @@
 package dev.once.spring;
 
-import org.springframework.context.annotation.Import;
-
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
+import org.springframework.context.annotation.Import;
 
 /**
  * Turns on {@link IdempotentListener} for the beans of this context. Needs one {@link OnceSpring} bean
@@ -16,5 +15,4 @@ import java.lang.annotation.Target;
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
 @Import(IdempotentListenerConfiguration.class)
-public @interface EnableIdempotentListeners {
-}
+public @interface EnableIdempotentListeners {}

@@ -1,7 +1,6 @@
 package dev.once.spring;
 
 import dev.once.outbox.OutboxMessage;
-
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;

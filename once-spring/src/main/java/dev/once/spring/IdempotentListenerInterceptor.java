@@ -6,15 +6,6 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Tx;
 import dev.once.tx.TransactionHandle;
-import org.aopalliance.intercept.MethodInterceptor;
-import org.aopalliance.intercept.MethodInvocation;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.springframework.aop.ProxyMethodInvocation;
-import org.springframework.beans.factory.BeanFactory;
-import org.springframework.transaction.support.TransactionSynchronization;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
-
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,6 +14,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.aop.ProxyMethodInvocation;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Runs an {@link IdempotentListener} method: claim, body and outbox in one transaction of the
@@ -110,7 +109,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             outcome = o.transactionTemplate().execute(status -> {
                 Outcome r = consumer.process(delivery);
                 if (!r.shouldAcknowledge()) {
-                    throw new Failed(r);   // rolls the transaction back; rethrown as the body's own exception
+                    throw new Failed(r); // rolls the transaction back; rethrown as the body's own exception
                 }
                 if (ack != null && ack.nacked() != null) {
                     // The body asked for redelivery: its writes and the claim must not commit.
@@ -119,7 +118,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 return r;
             });
         } catch (Failed f) {
-            throw f.outcome.failure() != null ? f.outcome.failure()
+            throw f.outcome.failure() != null
+                    ? f.outcome.failure()
                     : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
         } finally {
             if (outer == null) {
@@ -132,7 +132,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             ack.settle(outcome.status() == Outcome.Status.DUPLICATE);
         }
         if (outcome.status() == Outcome.Status.DUPLICATE) {
-            log.debug("event '{}' is a duplicate for consumer '{}': body skipped", delivery.eventId(),
+            log.debug(
+                    "event '{}' is a duplicate for consumer '{}': body skipped",
+                    delivery.eventId(),
                     listener.consumer());
             return null;
         }
@@ -166,8 +168,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             try {
                 return wholeBatch(invocation, listener, records, deliveries);
             } catch (Throwable e) {
-                log.debug("batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
-                        records.size(), listener.consumer(), e.toString());
+                log.debug(
+                        "batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
+                        records.size(),
+                        listener.consumer(),
+                        e.toString());
             }
         }
         // One record per transaction, in order, so everything before the failing record is committed when
@@ -193,8 +198,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return null;
     }
 
-    private Object wholeBatch(ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records,
-                              List<Delivery> deliveries) throws Throwable {
+    private Object wholeBatch(
+            ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records, List<Delivery> deliveries)
+            throws Throwable {
         Object[] args = invocation.getArguments().clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
         IdempotentConsumer consumer = consumer(listener.consumer());
@@ -203,8 +209,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         try {
             result = o.transactionTemplate().execute(status -> {
                 try (TransactionHandle handle = o.transactions().begin()) {
-                    Set<String> claimed = consumer.inbox().claimAll(handle.connection(), listener.consumer(),
-                            deliveries.stream().map(Delivery::eventId).toList());
+                    Set<String> claimed = consumer.inbox()
+                            .claimAll(
+                                    handle.connection(),
+                                    listener.consumer(),
+                                    deliveries.stream().map(Delivery::eventId).toList());
                     List<Object> fresh = new ArrayList<>(claimed.size());
                     Set<String> seen = new HashSet<>();
                     for (int i = 0; i < records.size(); i++) {
@@ -258,9 +267,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (!ListenerMessages.SPRING_KAFKA) {
                 return cause instanceof Exception e ? e : new IllegalStateException(cause);
             }
-            return new org.springframework.kafka.listener.BatchListenerFailedException("record " + index + " of "
-                    + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
-                    + " before it are committed", cause, index);
+            return new org.springframework.kafka.listener.BatchListenerFailedException(
+                    "record " + index + " of "
+                            + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
+                            + " before it are committed",
+                    cause,
+                    index);
         }
     }
 

@@ -1,16 +1,15 @@
 package dev.once.spring;
 
+import java.lang.reflect.Method;
+import java.util.Map;
 import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
+import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.aop.support.AopUtils;
-
-import java.lang.reflect.Method;
-import java.util.Map;
 
 /**
  * Proxies beans with {@link IdempotentListener} methods (class-based proxies, so listener annotations
@@ -44,10 +43,10 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
     @Override
     public Object postProcessAfterInitialization(Object bean, String beanName) {
         Class<?> type = AopUtils.getTargetClass(bean);
-        Map<Method, IdempotentListener> annotated = MethodIntrospector.selectMethods(type,
-                (MethodIntrospector.MetadataLookup<IdempotentListener>) m ->
-                        AnnotatedElementUtils.findMergedAnnotation(m, IdempotentListener.class));
-        annotated.keySet().forEach(interceptor::method);   // validates now, caches for the calls
+        Map<Method, IdempotentListener> annotated =
+                MethodIntrospector.selectMethods(type, (MethodIntrospector.MetadataLookup<IdempotentListener>)
+                        m -> AnnotatedElementUtils.findMergedAnnotation(m, IdempotentListener.class));
+        annotated.keySet().forEach(interceptor::method); // validates now, caches for the calls
         return super.postProcessAfterInitialization(bean, beanName);
     }
 }

@@ -2,11 +2,10 @@ package dev.once.spring;
 
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
-import org.springframework.util.ClassUtils;
-
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.springframework.util.ClassUtils;
 
 /**
  * Turns the message argument of a listener method (Kafka {@code ConsumerRecord}, Spring messaging
@@ -19,15 +18,15 @@ final class ListenerMessages {
     static final boolean KAFKA = ClassUtils.isPresent("org.apache.kafka.clients.consumer.ConsumerRecord", LOADER);
     static final boolean MESSAGING = ClassUtils.isPresent("org.springframework.messaging.Message", LOADER);
     static final boolean AMQP = ClassUtils.isPresent("org.springframework.amqp.core.Message", LOADER);
-    static final boolean SPRING_KAFKA = ClassUtils.isPresent(
-            "org.springframework.kafka.support.Acknowledgment", LOADER);
+    static final boolean SPRING_KAFKA =
+            ClassUtils.isPresent("org.springframework.kafka.support.Acknowledgment", LOADER);
 
-    private ListenerMessages() {
-    }
+    private ListenerMessages() {}
 
     /** True when values of {@code type} are messages this class reads headers from. */
     static boolean isMessage(Class<?> type) {
-        return (KAFKA && Kafka.isRecord(type)) || (MESSAGING && Messaging.isMessage(type))
+        return (KAFKA && Kafka.isRecord(type))
+                || (MESSAGING && Messaging.isMessage(type))
                 || (AMQP && Amqp.isMessage(type));
     }
 
@@ -48,7 +47,8 @@ final class ListenerMessages {
         if (eventId != null) {
             return Delivery.builder(eventId).payload(bytes(message)).build();
         }
-        throw new InvalidDeliveryException("cannot read header '" + header + "' from a " + message.getClass().getName()
+        throw new InvalidDeliveryException("cannot read header '" + header + "' from a "
+                + message.getClass().getName()
                 + ": pass a ConsumerRecord or Message argument, or set @IdempotentListener(eventId = \"<SpEL>\")");
     }
 
@@ -94,14 +94,13 @@ final class ListenerMessages {
             String id = eventId != null ? eventId : last == null ? null : text(last.value());
             int attempt = 1;
             if (SPRING_KAFKA) {
-                var a = record.headers().lastHeader(
-                        org.springframework.kafka.support.KafkaHeaders.DELIVERY_ATTEMPT);
+                var a = record.headers().lastHeader(org.springframework.kafka.support.KafkaHeaders.DELIVERY_ATTEMPT);
                 if (a != null && a.value() != null && a.value().length == 4) {
                     attempt = Math.max(1, java.nio.ByteBuffer.wrap(a.value()).getInt());
                 }
             }
-            return new Delivery(required(id, header, where), "", bytes(record.value()), headers, attempt,
-                    attempt > 1, where);
+            return new Delivery(
+                    required(id, header, where), "", bytes(record.value()), headers, attempt, attempt > 1, where);
         }
     }
 
@@ -119,8 +118,14 @@ final class ListenerMessages {
                 }
             });
             String id = eventId != null ? eventId : text(m.getHeaders().get(header));
-            return new Delivery(required(id, header, "message " + m.getHeaders().getId()), "", bytes(m.getPayload()),
-                    headers, 1, false, "message");
+            return new Delivery(
+                    required(id, header, "message " + m.getHeaders().getId()),
+                    "",
+                    bytes(m.getPayload()),
+                    headers,
+                    1,
+                    false,
+                    "message");
         }
     }
 

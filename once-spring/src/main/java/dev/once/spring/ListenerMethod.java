@@ -4,6 +4,8 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
+import java.lang.reflect.Method;
+import java.util.List;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
@@ -16,9 +18,6 @@ import org.springframework.expression.Expression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.util.ClassUtils;
 
-import java.lang.reflect.Method;
-import java.util.List;
-
 /**
  * What an {@link IdempotentListener} method needs at every call, worked out once: the consumer, where
  * the event id comes from, which argument is the message, the batch, the {@code Acknowledgment}.
@@ -27,8 +26,15 @@ import java.util.List;
  * @param batchIndex   the {@code List} of records/messages of a batch listener, or -1
  * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
  */
-record ListenerMethod(Method method, String consumer, String header, Expression eventId, int messageIndex,
-                      int batchIndex, int ackIndex, BeanFactory beanFactory) {
+record ListenerMethod(
+        Method method,
+        String consumer,
+        String header,
+        Expression eventId,
+        int messageIndex,
+        int batchIndex,
+        int ackIndex,
+        BeanFactory beanFactory) {
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
     private static final SpelExpressionParser PARSER = new SpelExpressionParser();
@@ -65,12 +71,14 @@ record ListenerMethod(Method method, String consumer, String header, Expression 
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
                 message = i;
             } else if (List.class.isAssignableFrom(types[i]) && batch < 0) {
-                Class<?> element = ResolvableType.forMethodParameter(method, i).asCollection().resolveGeneric(0);
+                Class<?> element = ResolvableType.forMethodParameter(method, i)
+                        .asCollection()
+                        .resolveGeneric(0);
                 if (element != null && ListenerMessages.isMessage(element)) {
                     batch = i;
                 }
-            } else if (ListenerMessages.SPRING_KAFKA && ClassUtils.isAssignable(
-                    org.springframework.kafka.support.Acknowledgment.class, types[i])) {
+            } else if (ListenerMessages.SPRING_KAFKA
+                    && ClassUtils.isAssignable(org.springframework.kafka.support.Acknowledgment.class, types[i])) {
                 ack = i;
             }
         }

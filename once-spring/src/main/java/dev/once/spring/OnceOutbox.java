@@ -1,17 +1,16 @@
 package dev.once.spring;
 
 import dev.once.OnceException;
+import dev.once.Outbox;
 import dev.once.Tx;
 import dev.once.internal.JdbcOutbox;
-import dev.once.Outbox;
 import dev.once.tx.TransactionHandle;
-import org.springframework.transaction.support.TransactionSynchronization;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
-
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The transactional outbox as a Spring bean: inject it anywhere and call {@link #add} from any
@@ -43,8 +42,9 @@ public final class OnceOutbox implements Outbox {
      *         one on another {@code DataSource}: nothing is written
      */
     @Override
-    public String add(String destination, String key, byte[] payload, Map<String, String> headers,
-                      String idempotencyKey) throws SQLException {
+    public String add(
+            String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
+            throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
             return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
@@ -77,8 +77,13 @@ public final class OnceOutbox implements Outbox {
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            writer = new JdbcOutbox(handle.connection(), once.dialect(), once.tablePrefix(), STANDALONE_SOURCE,
-                    UUID.randomUUID().toString(), once.clock());
+            writer = new JdbcOutbox(
+                    handle.connection(),
+                    once.dialect(),
+                    once.tablePrefix(),
+                    STANDALONE_SOURCE,
+                    UUID.randomUUID().toString(),
+                    once.clock());
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {

@@ -10,13 +10,12 @@ import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
-import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
-
-import javax.sql.DataSource;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import javax.sql.DataSource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * {@code once} wired to one Spring {@code DataSource} and the transaction manager that manages it:
@@ -137,8 +136,7 @@ public final class OnceSpring {
         private Clock clock = Clock.systemUTC();
         private OutcomeListener outcomeListener;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The business database, the one {@link #transactionManager} manages. Required. */
         public Builder dataSource(DataSource dataSource) {
@@ -198,8 +196,8 @@ public final class OnceSpring {
         public OnceSpring build() {
             if (dataSource == null || transactionManager == null) {
                 throw new InvalidConfigurationException("dataSource and transactionManager are required, but "
-                        + (dataSource == null ? "dataSource " : "") + (transactionManager == null
-                        ? "transactionManager " : "") + "was not set");
+                        + (dataSource == null ? "dataSource " : "")
+                        + (transactionManager == null ? "transactionManager " : "") + "was not set");
             }
             return new OnceSpring(this);
         }

@@ -3,6 +3,12 @@ package dev.once.spring;
 import dev.once.InvalidConfigurationException;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
+import java.lang.reflect.Method;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Objects;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DataSourceUtils;
@@ -14,13 +20,6 @@ import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.util.ClassUtils;
-
-import javax.sql.DataSource;
-import java.lang.reflect.Method;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.util.Objects;
-import java.util.stream.Collectors;
 
 /**
  * The engine's transactions from Spring: {@link #begin()} joins the transaction that Spring's
@@ -78,19 +77,21 @@ public final class SpringTransactionProvider implements TransactionProvider {
         SpringTransactionProvider provider = of(dataSource);
         DataSource managed = managedDataSource(transactionManager);
         if (managed == NOT_KNOWN) {
-            return provider;   // JTA and others: checked per transaction in begin()
+            return provider; // JTA and others: checked per transaction in begin()
         }
         if (managed == null) {
-            throw new InvalidConfigurationException(transactionManager.getClass().getSimpleName()
-                    + " has no DataSource set, so its transactions expose no JDBC connection and once would claim"
-                    + " on a separate, auto-committed connection: call setDataSource(" + describe(dataSource)
-                    + ") on it");
+            throw new InvalidConfigurationException(
+                    transactionManager.getClass().getSimpleName()
+                            + " has no DataSource set, so its transactions expose no JDBC connection and once would claim"
+                            + " on a separate, auto-committed connection: call setDataSource(" + describe(dataSource)
+                            + ") on it");
         }
         if (resourceKey(managed) != provider.key) {
-            throw new InvalidConfigurationException("the transaction manager " + transactionManager.getClass()
-                    .getSimpleName() + " manages " + describe(managed) + ", but once was given " + describe(dataSource)
-                    + ": the claim would commit apart from the business writes. Give once the transaction manager's"
-                    + " DataSource" + hint(managed, dataSource));
+            throw new InvalidConfigurationException(
+                    "the transaction manager " + transactionManager.getClass().getSimpleName() + " manages "
+                            + describe(managed) + ", but once was given " + describe(dataSource)
+                            + ": the claim would commit apart from the business writes. Give once the transaction manager's"
+                            + " DataSource" + hint(managed, dataSource));
         }
         return provider;
     }
@@ -196,7 +197,8 @@ public final class SpringTransactionProvider implements TransactionProvider {
      * (JpaTransactionManager reads {@code EntityTransaction.getRollbackOnly()}).
      */
     static void markRollbackOnly() {
-        for (Object resource : TransactionSynchronizationManager.getResourceMap().values()) {
+        for (Object resource :
+                TransactionSynchronizationManager.getResourceMap().values()) {
             if (resource instanceof ResourceHolderSupport holder) {
                 holder.setRollbackOnly();
             }
@@ -243,8 +245,8 @@ public final class SpringTransactionProvider implements TransactionProvider {
         while (d instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null) {
             d = proxy.getTargetDataSource();
         }
-        Object unwrapped = org.springframework.transaction.support.TransactionSynchronizationUtils
-                .unwrapResourceIfNecessary(d);
+        Object unwrapped =
+                org.springframework.transaction.support.TransactionSynchronizationUtils.unwrapResourceIfNecessary(d);
         return unwrapped instanceof DataSource u ? u : d;
     }
 
@@ -288,7 +290,8 @@ public final class SpringTransactionProvider implements TransactionProvider {
         if (keys.isEmpty()) {
             return "no resources";
         }
-        return keys.stream().map(k -> k instanceof DataSource d ? describe(d) : k.getClass().getSimpleName())
+        return keys.stream()
+                .map(k -> k instanceof DataSource d ? describe(d) : k.getClass().getSimpleName())
                 .collect(Collectors.joining(", ", "[", "]"));
     }
 

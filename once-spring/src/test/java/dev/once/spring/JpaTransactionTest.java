@@ -1,5 +1,8 @@
 package dev.once.spring;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
@@ -8,6 +11,8 @@ import dev.once.spring.jpa.PaymentRepository;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import jakarta.persistence.EntityManagerFactory;
+import java.util.Map;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -21,12 +26,6 @@ import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
 import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 import org.springframework.transaction.support.TransactionTemplate;
 
-import javax.sql.DataSource;
-import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 /**
  * The claim joins a {@code JpaTransactionManager} transaction (Hibernate): a Spring Data repository
  * write, a {@code JdbcTemplate} write and an outbox row commit atomically with it.
@@ -39,7 +38,8 @@ class JpaTransactionTest {
     @BeforeAll
     static void start() {
         db = TestPostgres.shared().freshDatabase(4);
-        db.execute("CREATE TABLE payment (id text PRIMARY KEY, amount bigint NOT NULL)",
+        db.execute(
+                "CREATE TABLE payment (id text PRIMARY KEY, amount bigint NOT NULL)",
                 "CREATE TABLE ledger (account text PRIMARY KEY, balance bigint NOT NULL)",
                 "INSERT INTO ledger VALUES ('acc', 0)");
         context = new AnnotationConfigApplicationContext(Config.class);
@@ -70,7 +70,7 @@ class JpaTransactionTest {
 
         @Bean
         JpaTransactionManager transactionManager(EntityManagerFactory emf) {
-            return new JpaTransactionManager(emf);   // takes the DataSource from the factory
+            return new JpaTransactionManager(emf); // takes the DataSource from the factory
         }
 
         @Bean
@@ -98,10 +98,11 @@ class JpaTransactionTest {
         Delivery evt = Delivery.of("jpa-1", "pay 20");
 
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
-            billing.process(evt);
-            payments.flush();   // the entity is written, not only queued in the persistence context
-            throw new IllegalStateException("crash between the writes and the commit");
-        })).hasMessageContaining("crash");
+                    billing.process(evt);
+                    payments.flush(); // the entity is written, not only queued in the persistence context
+                    throw new IllegalStateException("crash between the writes and the commit");
+                }))
+                .hasMessageContaining("crash");
         assertThat(db.queryLong("SELECT count(*) FROM payment")).isZero();
         assertThat(db.queryLong("SELECT balance FROM ledger")).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isZero();
@@ -110,7 +111,9 @@ class JpaTransactionTest {
         assertThat(tt.execute(s -> billing.process(evt.redelivery())).status()).isEqualTo(Outcome.Status.APPLIED);
         assertThat(tt.execute(s -> billing.process(evt.redelivery())).status()).isEqualTo(Outcome.Status.DUPLICATE);
         assertThat(db.queryLong("SELECT count(*) FROM payment")).isEqualTo(1);
-        assertThat(db.queryLong("SELECT balance FROM ledger")).as("effect applied exactly once").isEqualTo(20);
+        assertThat(db.queryLong("SELECT balance FROM ledger"))
+                .as("effect applied exactly once")
+                .isEqualTo(20);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(1);
     }
 
@@ -125,7 +128,8 @@ class JpaTransactionTest {
         TransactionTemplate tt = new TransactionTemplate(once.transactionManager());
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> failing.process(Delivery.of("jpa-2", "x"))))
                 .isInstanceOf(org.springframework.transaction.UnexpectedRollbackException.class);
-        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-2'")).isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-2'"))
+                .isZero();
     }
 
     @Test
@@ -133,7 +137,10 @@ class JpaTransactionTest {
         JpaTransactionManager bare = new JpaTransactionManager();
         bare.setEntityManagerFactory(context.getBean(EntityManagerFactory.class));
         bare.setDataSource(null);
-        assertThatThrownBy(() -> OnceSpring.builder().dataSource(db.dataSource()).transactionManager(bare).build())
+        assertThatThrownBy(() -> OnceSpring.builder()
+                        .dataSource(db.dataSource())
+                        .transactionManager(bare)
+                        .build())
                 .isInstanceOf(dev.once.InvalidConfigurationException.class)
                 .hasMessageContaining("JpaTransactionManager has no DataSource set");
     }

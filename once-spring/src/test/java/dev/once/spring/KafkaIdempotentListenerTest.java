@@ -1,9 +1,22 @@
 package dev.once.spring;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.PermanentFailureException;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -34,20 +47,6 @@ import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.util.backoff.FixedBackOff;
-
-import javax.sql.DataSource;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * {@code @IdempotentListener} on real {@code @KafkaListener} containers (in-process Kafka, real
@@ -82,7 +81,8 @@ class KafkaIdempotentListenerTest {
         CONTAINER_TX = kafka.createTopic("spring-container-tx", PARTITIONS);
         CONTAINER_TX_ONCE = kafka.createTopic("spring-container-tx-once", PARTITIONS);
         db = TestPostgres.shared().freshDatabase(8);
-        db.execute("CREATE TABLE ledger (event_id text NOT NULL, topic text NOT NULL, amount bigint NOT NULL)",
+        db.execute(
+                "CREATE TABLE ledger (event_id text NOT NULL, topic text NOT NULL, amount bigint NOT NULL)",
                 // checked at commit: the commit itself fails, after the listener returned
                 "CREATE TABLE strict (id text, CONSTRAINT strict_id UNIQUE (id) DEFERRABLE INITIALLY DEFERRED)",
                 "INSERT INTO strict VALUES ('taken')");
@@ -140,17 +140,23 @@ class KafkaIdempotentListenerTest {
 
         static DefaultKafkaConsumerFactory<String, String> consumers() {
             return new DefaultKafkaConsumerFactory<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, kafka.sessionTimeoutMs(),
-                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, kafka.sessionTimeoutMs() / 4,
-                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class,
-                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class));
+                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                    kafka.bootstrapServers(),
+                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                    "earliest",
+                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                    kafka.sessionTimeoutMs(),
+                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+                    kafka.sessionTimeoutMs() / 4,
+                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
+                    StringDeserializer.class,
+                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+                    StringDeserializer.class));
         }
 
         static DefaultErrorHandler errorHandler(KafkaTemplate<String, String> template) {
-            DefaultErrorHandler handler = new DefaultErrorHandler(new DeadLetterPublishingRecoverer(template),
-                    new FixedBackOff(0, 2));
+            DefaultErrorHandler handler =
+                    new DefaultErrorHandler(new DeadLetterPublishingRecoverer(template), new FixedBackOff(0, 2));
             handler.addNotRetryableExceptions(PermanentFailureException.class);
             return handler;
         }
@@ -236,7 +242,11 @@ class KafkaIdempotentListenerTest {
             if (r.value().equals("flaky") && call == 1) {
                 throw new IllegalStateException("database hiccup on the first attempt of " + id);
             }
-            outbox.add("https://psp.example/charges", r.key(), r.value().getBytes(StandardCharsets.UTF_8), Map.of(),
+            outbox.add(
+                    "https://psp.example/charges",
+                    r.key(),
+                    r.value().getBytes(StandardCharsets.UTF_8),
+                    Map.of(),
                     "charge:" + id);
         }
 
@@ -246,8 +256,11 @@ class KafkaIdempotentListenerTest {
             apply(record);
         }
 
-        @KafkaListener(id = "spring-batch", topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).BATCH}",
-                containerFactory = "batchFactory", autoStartup = "false")
+        @KafkaListener(
+                id = "spring-batch",
+                topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).BATCH}",
+                containerFactory = "batchFactory",
+                autoStartup = "false")
         @IdempotentListener(consumer = "batch-billing")
         public void onBatch(List<ConsumerRecord<String, String>> records) throws Exception {
             for (ConsumerRecord<String, String> r : records) {
@@ -255,17 +268,22 @@ class KafkaIdempotentListenerTest {
             }
         }
 
-        @KafkaListener(id = "spring-manual", topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).MANUAL}",
+        @KafkaListener(
+                id = "spring-manual",
+                topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).MANUAL}",
                 containerFactory = "manualFactory")
         @IdempotentListener(consumer = "manual-billing")
         public void onManual(ConsumerRecord<String, String> record, Acknowledgment ack) throws Exception {
-            ack.acknowledge();   // deferred: takes effect after the commit, never when it rolls back
+            ack.acknowledge(); // deferred: takes effect after the commit, never when it rolls back
             apply(record);
         }
 
         /** The naive batch listener of spring-kafka issue 4436: one transaction, BatchListenerFailedException. */
-        @KafkaListener(id = "spring-naive-batch", topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).NAIVE_BATCH}",
-                containerFactory = "batchFactory", autoStartup = "false")
+        @KafkaListener(
+                id = "spring-naive-batch",
+                topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).NAIVE_BATCH}",
+                containerFactory = "batchFactory",
+                autoStartup = "false")
         @org.springframework.transaction.annotation.Transactional
         public void onNaiveBatch(List<ConsumerRecord<String, String>> records) {
             for (int i = 0; i < records.size(); i++) {
@@ -277,14 +295,17 @@ class KafkaIdempotentListenerTest {
             }
         }
 
-        @KafkaListener(id = "spring-container-tx", topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).CONTAINER_TX}",
+        @KafkaListener(
+                id = "spring-container-tx",
+                topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).CONTAINER_TX}",
                 containerFactory = "containerTxFactory")
         public void onContainerTx(ConsumerRecord<String, String> record) {
             calls.computeIfAbsent("container-tx", k -> new AtomicInteger()).incrementAndGet();
             jdbc.update("INSERT INTO strict VALUES (?)", record.value());
         }
 
-        @KafkaListener(id = "spring-container-tx-once",
+        @KafkaListener(
+                id = "spring-container-tx-once",
                 topics = "#{T(dev.once.spring.KafkaIdempotentListenerTest).CONTAINER_TX_ONCE}",
                 containerFactory = "retryingFactory")
         @IdempotentListener(consumer = "strict")
@@ -305,8 +326,11 @@ class KafkaIdempotentListenerTest {
             record.headers().add("once-event-id", eventId.getBytes(StandardCharsets.UTF_8));
         }
         try {
-            return ((KafkaTemplate<String, String>) context.getBean(KafkaTemplate.class)).send(record)
-                    .get(30, TimeUnit.SECONDS).getRecordMetadata().offset();
+            return ((KafkaTemplate<String, String>) context.getBean(KafkaTemplate.class))
+                    .send(record)
+                    .get(30, TimeUnit.SECONDS)
+                    .getRecordMetadata()
+                    .offset();
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -314,19 +338,22 @@ class KafkaIdempotentListenerTest {
 
     /** Starts a container after its records are on the topic, so its first poll is one batch of all of them. */
     static void startContainer(String id) {
-        context.getBean(org.springframework.kafka.config.KafkaListenerEndpointRegistry.class).getListenerContainer(id)
+        context.getBean(org.springframework.kafka.config.KafkaListenerEndpointRegistry.class)
+                .getListenerContainer(id)
                 .start();
     }
 
     static long ledger(String topic, String eventId) {
-        return jdbc.queryForObject("SELECT count(*) FROM ledger WHERE topic = ? AND event_id = ?", Long.class, topic,
-                eventId);
+        return jdbc.queryForObject(
+                "SELECT count(*) FROM ledger WHERE topic = ? AND event_id = ?", Long.class, topic, eventId);
     }
 
     static long committed(String group, String topic) {
         try (Admin admin = kafka.admin()) {
-            OffsetAndMetadata o = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
-                    .get(30, TimeUnit.SECONDS).get(new TopicPartition(topic, 0));
+            OffsetAndMetadata o = admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata()
+                    .get(30, TimeUnit.SECONDS)
+                    .get(new TopicPartition(topic, 0));
             return o == null ? 0 : o.offset();
         } catch (Exception e) {
             throw new IllegalStateException(e);
@@ -334,10 +361,16 @@ class KafkaIdempotentListenerTest {
     }
 
     static List<ConsumerRecord<String, String>> readAll(String topic, int expected) {
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ConsumerConfig.GROUP_ID_CONFIG, "reader-" + UUID.randomUUID(),
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"), new StringDeserializer(), new StringDeserializer())) {
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        "reader-" + UUID.randomUUID(),
+                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                        "earliest"),
+                new StringDeserializer(),
+                new StringDeserializer())) {
             c.subscribe(List.of(topic));
             List<ConsumerRecord<String, String>> all = new ArrayList<>();
             await().atMost(Duration.ofSeconds(30)).until(() -> {
@@ -351,23 +384,28 @@ class KafkaIdempotentListenerTest {
     @Test
     void doublePublishIsAppliedOnceAndBothCopiesAreAcknowledged() {
         send(PAYMENTS, "pay-1", "acc-1", "20");
-        send(PAYMENTS, "pay-1", "acc-1", "20");   // the producer's retry: same event id
-        long last = send(PAYMENTS, "pay-2", "acc-1", "20");   // another $20 payment: counts too
+        send(PAYMENTS, "pay-1", "acc-1", "20"); // the producer's retry: same event id
+        long last = send(PAYMENTS, "pay-2", "acc-1", "20"); // another $20 payment: counts too
         await().atMost(Duration.ofSeconds(30)).until(() -> committed("spring-payments", PAYMENTS) > last);
         assertThat(ledger(PAYMENTS, "pay-1")).as("effect applied exactly once").isEqualTo(1);
         assertThat(ledger(PAYMENTS, "pay-2")).isEqualTo(1);
-        assertThat(listeners().calls("pay-1")).as("the duplicate's body is skipped").isEqualTo(1);
-        assertThat(jdbc.queryForObject("SELECT count(*) FROM once_outbox WHERE idempotency_key = 'charge:pay-1'",
-                Long.class)).isEqualTo(1);
+        assertThat(listeners().calls("pay-1"))
+                .as("the duplicate's body is skipped")
+                .isEqualTo(1);
+        assertThat(jdbc.queryForObject(
+                        "SELECT count(*) FROM once_outbox WHERE idempotency_key = 'charge:pay-1'", Long.class))
+                .isEqualTo(1);
     }
 
     @Test
     void aFailedAttemptRollsBackAndTheErrorHandlersRetryAppliesOnce() {
         send(PAYMENTS, "flaky-1", "acc-2", "flaky");
-        await().atMost(Duration.ofSeconds(30)).until(() -> ledger(PAYMENTS, "flaky-1") == 1
-                && listeners().calls("flaky-1") == 2);
-        assertThat(jdbc.queryForObject("SELECT count(*) FROM once_outbox WHERE idempotency_key = 'charge:flaky-1'",
-                Long.class)).as("the first attempt's outbox row was rolled back with it").isEqualTo(1);
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> ledger(PAYMENTS, "flaky-1") == 1 && listeners().calls("flaky-1") == 2);
+        assertThat(jdbc.queryForObject(
+                        "SELECT count(*) FROM once_outbox WHERE idempotency_key = 'charge:flaky-1'", Long.class))
+                .as("the first attempt's outbox row was rolled back with it")
+                .isEqualTo(1);
     }
 
     @Test
@@ -377,14 +415,16 @@ class KafkaIdempotentListenerTest {
         ConsumerRecord<String, String> d = dead.get(0);
         assertThat(new String(d.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8))
                 .isEqualTo("poison-1");
-        assertThat(new String(d.headers().lastHeader("kafka_dlt-exception-cause-fqcn").value(),
-                StandardCharsets.UTF_8)).as("the body's own exception reaches the error handler")
+        assertThat(new String(
+                        d.headers().lastHeader("kafka_dlt-exception-cause-fqcn").value(), StandardCharsets.UTF_8))
+                .as("the body's own exception reaches the error handler")
                 .isEqualTo(PermanentFailureException.class.getName());
         assertThat(d.headers().lastHeader("kafka_dlt-original-topic")).isNotNull();
         assertThat(listeners().calls("poison-1")).as("permanent: not retried").isEqualTo(1);
         assertThat(ledger(PAYMENTS, "poison-1")).as("its write rolled back").isZero();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = 'poison-1'", Long.class))
-                .as("not claimed: a replay from the dead-letter topic would apply it").isZero();
+                .as("not claimed: a replay from the dead-letter topic would apply it")
+                .isZero();
     }
 
     @Test
@@ -392,7 +432,7 @@ class KafkaIdempotentListenerTest {
         List<String> ids = List.of("b-1", "b-2", "b-3", "b-4", "b-5", "b-6");
         send(BATCH, "b-1", "k", "20");
         send(BATCH, "b-2", "k", "20");
-        send(BATCH, "b-1", "k", "20");   // a duplicate inside the batch
+        send(BATCH, "b-1", "k", "20"); // a duplicate inside the batch
         send(BATCH, "b-3", "k", "poison");
         send(BATCH, "b-4", "k", "20");
         send(BATCH, "b-5", "k", "20");
@@ -421,17 +461,20 @@ class KafkaIdempotentListenerTest {
 
     @Test
     void aDatabaseTransactionManagerOnTheContainerCommitsOffsetsOfAFailedCommitSpringKafka2775() {
-        send(CONTAINER_TX, null, "k", "taken");   // the deferred unique constraint fails at COMMIT
+        send(CONTAINER_TX, null, "k", "taken"); // the deferred unique constraint fails at COMMIT
         await().atMost(Duration.ofSeconds(30)).until(() -> committed("spring-container-tx", CONTAINER_TX) >= 1);
         assertThat(jdbc.queryForObject("SELECT count(*) FROM strict", Long.class))
                 .as("offset committed inside the transaction, then the database commit failed: the event is lost"
-                        + " to a restart").isEqualTo(1);
+                        + " to a restart")
+                .isEqualTo(1);
 
         // once, with no transaction manager on the container: the commit fails inside the listener call,
         // so the offset stays put while it retries.
         send(CONTAINER_TX_ONCE, "strict-1", "k", "taken");
         await().atMost(Duration.ofSeconds(30)).until(() -> listeners().calls("container-tx-once") >= 3);
-        assertThat(committed("spring-container-tx-once", CONTAINER_TX_ONCE)).as("not acknowledged").isZero();
+        assertThat(committed("spring-container-tx-once", CONTAINER_TX_ONCE))
+                .as("not acknowledged")
+                .isZero();
         assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = 'strict-1'", Long.class))
                 .isZero();
     }
@@ -462,9 +505,12 @@ class KafkaIdempotentListenerTest {
     void acknowledgeInTheBodyTakesEffectAfterTheCommitAndNeverOnRollback() throws Exception {
         RecordingAck failed = new RecordingAck("direct-1");
         org.assertj.core.api.Assertions.assertThatThrownBy(
-                () -> listeners().onManual(record("direct-1", "flaky"), failed))
-                .isInstanceOf(IllegalStateException.class).hasMessageContaining("database hiccup");
-        assertThat(failed.events).as("a rolled-back delivery is not acknowledged").isEmpty();
+                        () -> listeners().onManual(record("direct-1", "flaky"), failed))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("database hiccup");
+        assertThat(failed.events)
+                .as("a rolled-back delivery is not acknowledged")
+                .isEmpty();
 
         RecordingAck applied = new RecordingAck("direct-1");
         listeners().onManual(record("direct-1", "flaky"), applied);
@@ -472,19 +518,22 @@ class KafkaIdempotentListenerTest {
 
         RecordingAck duplicate = new RecordingAck("direct-1");
         listeners().onManual(record("direct-1", "flaky"), duplicate);
-        assertThat(duplicate.events).as("the duplicate's body did not run; once acknowledged it")
+        assertThat(duplicate.events)
+                .as("the duplicate's body did not run; once acknowledged it")
                 .containsExactly("acknowledged after the commit");
         assertThat(ledger(MANUAL, "direct-1")).isEqualTo(1);
     }
 
     @Test
     void manualAcknowledgementTakesEffectAfterCommitAndDuplicatesAreAcknowledged() {
-        send(MANUAL, "m-1", "k", "flaky");   // acknowledges, then fails: the ack must not survive the rollback
-        send(MANUAL, "m-1", "k", "20");      // duplicate: body skipped, acknowledged by once
+        send(MANUAL, "m-1", "k", "flaky"); // acknowledges, then fails: the ack must not survive the rollback
+        send(MANUAL, "m-1", "k", "20"); // duplicate: body skipped, acknowledged by once
         send(MANUAL, "m-2", "k", "20");
         await().atMost(Duration.ofSeconds(30)).until(() -> committed("spring-manual", MANUAL) >= 3);
         assertThat(ledger(MANUAL, "m-1")).isEqualTo(1);
         assertThat(ledger(MANUAL, "m-2")).isEqualTo(1);
-        assertThat(listeners().calls("m-1")).as("failed once, retried once, duplicate skipped").isEqualTo(2);
+        assertThat(listeners().calls("m-1"))
+                .as("failed once, retried once, duplicate skipped")
+                .isEqualTo(2);
     }
 }

@@ -1,7 +1,19 @@
 package dev.once.spring;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -20,19 +32,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
-
-import javax.sql.DataSource;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.Map;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /** {@code @IdempotentListener} on a real {@code @RabbitListener} (RabbitMQ on 127.0.0.1:5672, AUTO ack). */
 class RabbitIdempotentListenerTest {
@@ -156,8 +155,13 @@ class RabbitIdempotentListenerTest {
     }
 
     static void publish(String eventId, String body) {
-        context.getBean(RabbitTemplate.class).send("", QUEUE, MessageBuilder.withBody(body.getBytes(StandardCharsets.UTF_8))
-                .setHeader("once-event-id", eventId).build());
+        context.getBean(RabbitTemplate.class)
+                .send(
+                        "",
+                        QUEUE,
+                        MessageBuilder.withBody(body.getBytes(StandardCharsets.UTF_8))
+                                .setHeader("once-event-id", eventId)
+                                .build());
     }
 
     static long ledger(String eventId) {

@@ -1,11 +1,18 @@
 package dev.once.spring;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.Outcome;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -17,14 +24,6 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.support.TransactionTemplate;
-
-import java.nio.charset.StandardCharsets;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The claim joins a Spring JDBC transaction: JdbcTemplate and JdbcClient writes commit or roll back with it. */
 class SpringTransactionProviderTest {
@@ -39,13 +38,17 @@ class SpringTransactionProviderTest {
     @BeforeAll
     static void setUp() {
         db = TestPostgres.shared().freshDatabase(4);
-        db.execute("CREATE TABLE ledger (account text PRIMARY KEY, balance bigint NOT NULL)",
+        db.execute(
+                "CREATE TABLE ledger (account text PRIMARY KEY, balance bigint NOT NULL)",
                 "CREATE TABLE audit (event_id text NOT NULL)");
         tm = new JdbcTransactionManager(db.dataSource());
         jdbc = new JdbcTemplate(db.dataSource());
         client = JdbcClient.create(db.dataSource());
-        once = OnceSpring.builder().dataSource(db.dataSource()).transactionManager(tm)
-                .outcomeListener((d, o) -> outcomes.add(d.eventId() + "=" + o.tag())).build();
+        once = OnceSpring.builder()
+                .dataSource(db.dataSource())
+                .transactionManager(tm)
+                .outcomeListener((d, o) -> outcomes.add(d.eventId() + "=" + o.tag()))
+                .build();
     }
 
     @AfterAll
@@ -80,9 +83,10 @@ class SpringTransactionProviderTest {
 
         // crash after the handler, before the commit: nothing of it stays
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
-            billing.process(evt);
-            throw new IllegalStateException("crash before commit");
-        })).hasMessage("crash before commit");
+                    billing.process(evt);
+                    throw new IllegalStateException("crash before commit");
+                }))
+                .hasMessage("crash before commit");
         assertThat(balance()).as("effect rolled back with the claim").isZero();
         assertThat(db.queryLong("SELECT count(*) FROM audit")).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isZero();
@@ -105,7 +109,9 @@ class SpringTransactionProviderTest {
         TransactionTemplate tt = new TransactionTemplate(tm);
         tt.executeWithoutResult(s -> {
             billing.process(Delivery.of("evt-2", "x"));
-            assertThat(outcomes).as("nothing is final before the caller's commit").isEmpty();
+            assertThat(outcomes)
+                    .as("nothing is final before the caller's commit")
+                    .isEmpty();
         });
         assertThat(outcomes).containsExactly("evt-2=applied");
     }
@@ -118,10 +124,11 @@ class SpringTransactionProviderTest {
         });
         TransactionTemplate tt = new TransactionTemplate(tm);
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
-            Outcome o = failing.process(Delivery.of("evt-3", "x"));
-            assertThat(o.status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
-            jdbc.update("INSERT INTO audit VALUES ('caller ignored the failed outcome')");
-        })).isInstanceOf(org.springframework.transaction.UnexpectedRollbackException.class);
+                    Outcome o = failing.process(Delivery.of("evt-3", "x"));
+                    assertThat(o.status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
+                    jdbc.update("INSERT INTO audit VALUES ('caller ignored the failed outcome')");
+                }))
+                .isInstanceOf(org.springframework.transaction.UnexpectedRollbackException.class);
         assertThat(balance()).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM audit")).isZero();
     }
@@ -130,7 +137,8 @@ class SpringTransactionProviderTest {
     void outsideATransactionFailsFast() {
         assertThatThrownBy(() -> billing.process(Delivery.of("evt-4", "x")))
                 .isInstanceOf(IllegalTransactionStateException.class)
-                .hasMessageContaining("no transaction is active on thread 'main': call it from a @Transactional method");
+                .hasMessageContaining(
+                        "no transaction is active on thread 'main': call it from a @Transactional method");
         assertThat(balance()).as("nothing written on a side connection").isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isZero();
     }
@@ -138,8 +146,10 @@ class SpringTransactionProviderTest {
     @Test
     void transactionManagerOnAnotherDataSourceIsRefusedAtBuild() {
         try (TestDatabase other = TestPostgres.shared().freshDatabase(1)) {
-            assertThatThrownBy(() -> OnceSpring.builder().dataSource(db.dataSource())
-                    .transactionManager(new JdbcTransactionManager(other.dataSource())).build())
+            assertThatThrownBy(() -> OnceSpring.builder()
+                            .dataSource(db.dataSource())
+                            .transactionManager(new JdbcTransactionManager(other.dataSource()))
+                            .build())
                     .isInstanceOf(InvalidConfigurationException.class)
                     .hasMessageContaining("manages HikariDataSource@")
                     .hasMessageContaining("the claim would commit apart from the business writes");
@@ -160,30 +170,41 @@ class SpringTransactionProviderTest {
     @Test
     void lazyConnectionProxyOnTheTransactionManagerIsNamed() {
         LazyConnectionDataSourceProxy lazy = new LazyConnectionDataSourceProxy(db.dataSource());
-        assertThatThrownBy(() -> OnceSpring.builder().dataSource(db.dataSource())
-                .transactionManager(new JdbcTransactionManager(lazy)).build())
+        assertThatThrownBy(() -> OnceSpring.builder()
+                        .dataSource(db.dataSource())
+                        .transactionManager(new JdbcTransactionManager(lazy))
+                        .build())
                 .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("it is a LazyConnectionDataSourceProxy around the one once was given");
         // given the proxy itself, the claim joins the proxy's transaction
-        OnceSpring viaLazy = OnceSpring.builder().dataSource(lazy).transactionManager(new JdbcTransactionManager(lazy))
+        OnceSpring viaLazy = OnceSpring.builder()
+                .dataSource(lazy)
+                .transactionManager(new JdbcTransactionManager(lazy))
                 .build();
-        IdempotentConsumer c = viaLazy.consumer("lazy", (d, tx) ->
-                new JdbcTemplate(lazy).update("UPDATE ledger SET balance = balance + 1 WHERE account = 'acc'"));
-        new TransactionTemplate(viaLazy.transactionManager()).executeWithoutResult(s -> c.process(Delivery.of("e", "x")));
+        IdempotentConsumer c = viaLazy.consumer(
+                "lazy",
+                (d, tx) ->
+                        new JdbcTemplate(lazy).update("UPDATE ledger SET balance = balance + 1 WHERE account = 'acc'"));
+        new TransactionTemplate(viaLazy.transactionManager())
+                .executeWithoutResult(s -> c.process(Delivery.of("e", "x")));
         assertThat(balance()).isEqualTo(1);
     }
 
     @Test
     void transactionAwareProxyIsLookedThrough() {
         TransactionAwareDataSourceProxy aware = new TransactionAwareDataSourceProxy(db.dataSource());
-        OnceSpring viaAware = OnceSpring.builder().dataSource(aware).transactionManager(tm).build();
-        IdempotentConsumer c = viaAware.consumer("aware", (d, tx) ->
-                new JdbcTemplate(aware).update("UPDATE ledger SET balance = balance + 1 WHERE account = 'acc'"));
+        OnceSpring viaAware =
+                OnceSpring.builder().dataSource(aware).transactionManager(tm).build();
+        IdempotentConsumer c = viaAware.consumer(
+                "aware",
+                (d, tx) -> new JdbcTemplate(aware)
+                        .update("UPDATE ledger SET balance = balance + 1 WHERE account = 'acc'"));
         TransactionTemplate tt = new TransactionTemplate(tm);
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
-            c.process(Delivery.of("e", "x"));
-            throw new IllegalStateException("rollback");
-        })).hasMessage("rollback");
+                    c.process(Delivery.of("e", "x"));
+                    throw new IllegalStateException("rollback");
+                }))
+                .hasMessage("rollback");
         assertThat(balance()).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isZero();
         tt.executeWithoutResult(s -> c.process(Delivery.of("e", "x")));
@@ -194,26 +215,32 @@ class SpringTransactionProviderTest {
     void outboxIsUsableFromAnyTransactionalMethod() throws Exception {
         TransactionTemplate tt = new TransactionTemplate(tm);
         assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
-            add("rolled back");
-            throw new IllegalStateException("rollback");
-        })).hasMessage("rollback");
-        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("a rolled-back transaction sends nothing")
+                    add("rolled back");
+                    throw new IllegalStateException("rollback");
+                }))
+                .hasMessage("rollback");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox"))
+                .as("a rolled-back transaction sends nothing")
                 .isZero();
         tt.executeWithoutResult(s -> {
             add("one");
             add("two");
         });
         assertThat(jdbc.queryForList("SELECT event_id FROM once_outbox ORDER BY id", String.class))
-                .hasSize(2).allMatch(id -> id.startsWith(OnceOutbox.STANDALONE_SOURCE + ":"))
-                .satisfies(ids -> assertThat(ids.get(0)).endsWith("#1"), ids -> assertThat(ids.get(1)).endsWith("#2"));
+                .hasSize(2)
+                .allMatch(id -> id.startsWith(OnceOutbox.STANDALONE_SOURCE + ":"))
+                .satisfies(
+                        ids -> assertThat(ids.get(0)).endsWith("#1"),
+                        ids -> assertThat(ids.get(1)).endsWith("#2"));
         assertThatThrownBy(() -> add("outside"))
-                .isInstanceOf(IllegalTransactionStateException.class).hasMessageContaining("no transaction is active");
+                .isInstanceOf(IllegalTransactionStateException.class)
+                .hasMessageContaining("no transaction is active");
     }
 
     private static void add(String body) {
         try {
-            once.outbox().add("https://psp.example/refunds", null, body.getBytes(StandardCharsets.UTF_8), Map.of(),
-                    null);
+            once.outbox()
+                    .add("https://psp.example/refunds", null, body.getBytes(StandardCharsets.UTF_8), Map.of(), null);
         } catch (java.sql.SQLException e) {
             throw new IllegalStateException(e);
         }

@@ -15,6 +15,5 @@ public record SqsBatchResponse(List<BatchItemFailure> batchItemFailures) {
     }
 
     /** @param itemIdentifier the SQS message id of a message to redeliver */
-    public record BatchItemFailure(String itemIdentifier) {
-    }
+    public record BatchItemFailure(String itemIdentifier) {}
 }

@@ -3,22 +3,11 @@ package dev.once.sqs;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
-import dev.once.RetryPolicy;
 import dev.once.Outcome;
+import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.Processed;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import software.amazon.awssdk.services.sqs.SqsClient;
-import software.amazon.awssdk.services.sqs.model.ChangeMessageVisibilityBatchRequestEntry;
-import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequestEntry;
-import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchResponse;
-import software.amazon.awssdk.services.sqs.model.Message;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
-import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
-import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -30,6 +19,16 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.ChangeMessageVisibilityBatchRequestEntry;
+import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequestEntry;
+import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchResponse;
+import software.amazon.awssdk.services.sqs.model.Message;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
+import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
 
 /**
  * Receives from one SQS queue and runs every message through an {@link IdempotentConsumer}:
@@ -115,14 +114,18 @@ public final class SqsConsumer implements AutoCloseable {
             return t;
         });
         this.fifoDeadLetters = deadLetterQueueUrl != null && SqsDeliveries.isFifo(deadLetterQueueUrl);
-        this.request = ReceiveMessageRequest.builder().queueUrl(queueUrl)
-                .maxNumberOfMessages(maxMessages).waitTimeSeconds((int) waitTime.toSeconds())
+        this.request = ReceiveMessageRequest.builder()
+                .queueUrl(queueUrl)
+                .maxNumberOfMessages(maxMessages)
+                .waitTimeSeconds((int) waitTime.toSeconds())
                 .visibilityTimeout((int) visibilityTimeout.toSeconds())
-                .messageSystemAttributeNames(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
+                .messageSystemAttributeNames(
+                        MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
                         MessageSystemAttributeName.MESSAGE_GROUP_ID)
-                .messageAttributeNames("All").build();
-        AdapterDriver.Builder<Message> loop = AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs())
-                .receiveRetries(receiveRetries);
+                .messageAttributeNames("All")
+                .build();
+        AdapterDriver.Builder<Message> loop =
+                AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs()).receiveRetries(receiveRetries);
         if (heartbeat) {
             loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
         }
@@ -189,8 +192,13 @@ public final class SqsConsumer implements AutoCloseable {
                 attributes.put(k, v.stringValue());
             }
         });
-        return SqsDeliveries.delivery(eventIdAttribute, m.messageId(), m.body(), attributes,
-                m.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT), source);
+        return SqsDeliveries.delivery(
+                eventIdAttribute,
+                m.messageId(),
+                m.body(),
+                attributes,
+                m.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT),
+                source);
     }
 
     /**
@@ -208,12 +216,16 @@ public final class SqsConsumer implements AutoCloseable {
                 case ACKNOWLEDGE -> delete.add(m);
                 case DEAD_LETTER -> {
                     if (deadLetterQueueUrl != null && deadLetter(m, o)) {
-                        delete.add(m);   // counted dead-lettered only now that the send succeeded
+                        delete.add(m); // counted dead-lettered only now that the send succeeded
                     } else {
                         kept.add(m.messageId());
                         if (deadLetterQueueUrl == null) {
-                            log.warn("message {} ({}) failed permanently and is left to the redrive policy of {}: {}",
-                                    m.messageId(), o.eventId(), queueUrl, String.valueOf(o.failure()));
+                            log.warn(
+                                    "message {} ({}) failed permanently and is left to the redrive policy of {}: {}",
+                                    m.messageId(),
+                                    o.eventId(),
+                                    queueUrl,
+                                    String.valueOf(o.failure()));
                         }
                     }
                 }
@@ -237,16 +249,25 @@ public final class SqsConsumer implements AutoCloseable {
                 if (fifoDeadLetters) {
                     // A FIFO queue refuses a send without a group; the source's message id makes a
                     // re-send after a crash (same message, redelivered) a deduplicated no-op.
-                    r.messageGroupId(m.attributes().getOrDefault(MessageSystemAttributeName.MESSAGE_GROUP_ID,
-                            m.messageId())).messageDeduplicationId(m.messageId());
+                    r.messageGroupId(m.attributes()
+                                    .getOrDefault(MessageSystemAttributeName.MESSAGE_GROUP_ID, m.messageId()))
+                            .messageDeduplicationId(m.messageId());
                 }
             });
-            log.warn("message {} ({}) failed permanently, moved to {}: {}", m.messageId(), o.eventId(),
-                    deadLetterQueueUrl, String.valueOf(o.failure()));
+            log.warn(
+                    "message {} ({}) failed permanently, moved to {}: {}",
+                    m.messageId(),
+                    o.eventId(),
+                    deadLetterQueueUrl,
+                    String.valueOf(o.failure()));
             return true;
         } catch (RuntimeException e) {
-            log.warn("could not dead-letter message {} to {}, leaving it in {}: {}", m.messageId(),
-                    deadLetterQueueUrl, queueUrl, e.toString());
+            log.warn(
+                    "could not dead-letter message {} to {}, leaving it in {}: {}",
+                    m.messageId(),
+                    deadLetterQueueUrl,
+                    queueUrl,
+                    e.toString());
             return false;
         }
     }
@@ -257,21 +278,32 @@ public final class SqsConsumer implements AutoCloseable {
         }
         List<DeleteMessageBatchRequestEntry> entries = new ArrayList<>();
         for (int i = 0; i < messages.size(); i++) {
-            entries.add(DeleteMessageBatchRequestEntry.builder().id(Integer.toString(i))
-                    .receiptHandle(messages.get(i).receiptHandle()).build());
+            entries.add(DeleteMessageBatchRequestEntry.builder()
+                    .id(Integer.toString(i))
+                    .receiptHandle(messages.get(i).receiptHandle())
+                    .build());
         }
         try {
             for (int from = 0; from < entries.size(); from += 10) {
                 List<DeleteMessageBatchRequestEntry> chunk = entries.subList(from, Math.min(from + 10, entries.size()));
-                DeleteMessageBatchResponse response = client.deleteMessageBatch(r -> r.queueUrl(queueUrl).entries(chunk));
+                DeleteMessageBatchResponse response =
+                        client.deleteMessageBatch(r -> r.queueUrl(queueUrl).entries(chunk));
                 // A failed delete (for example a receipt handle from before a redelivery) is not an
                 // error of ours: the message comes back and the inbox absorbs it as a duplicate.
-                response.failed().forEach(f -> log.info("delete of a processed message from {} failed ({}: {});"
-                        + " it will be redelivered and absorbed", queueUrl, f.code(), f.message()));
+                response.failed()
+                        .forEach(f -> log.info(
+                                "delete of a processed message from {} failed ({}: {});"
+                                        + " it will be redelivered and absorbed",
+                                queueUrl,
+                                f.code(),
+                                f.message()));
             }
         } catch (RuntimeException e) {
-            log.warn("delete of {} processed messages from {} failed; they will be redelivered and absorbed: {}",
-                    messages.size(), queueUrl, e.toString());
+            log.warn(
+                    "delete of {} processed messages from {} failed; they will be redelivered and absorbed: {}",
+                    messages.size(),
+                    queueUrl,
+                    e.toString());
         }
     }
 
@@ -279,14 +311,21 @@ public final class SqsConsumer implements AutoCloseable {
         for (int from = 0; from < messages.size(); from += 10) {
             List<ChangeMessageVisibilityBatchRequestEntry> entries = new ArrayList<>();
             for (int i = from; i < Math.min(from + 10, messages.size()); i++) {
-                entries.add(ChangeMessageVisibilityBatchRequestEntry.builder().id(Integer.toString(i))
-                        .receiptHandle(messages.get(i).receiptHandle()).visibilityTimeout(seconds).build());
+                entries.add(ChangeMessageVisibilityBatchRequestEntry.builder()
+                        .id(Integer.toString(i))
+                        .receiptHandle(messages.get(i).receiptHandle())
+                        .visibilityTimeout(seconds)
+                        .build());
             }
             try {
                 client.changeMessageVisibilityBatch(r -> r.queueUrl(queueUrl).entries(entries));
             } catch (RuntimeException e) {
-                log.warn("could not change the visibility of {} messages in {} to {}s: {}", entries.size(),
-                        queueUrl, seconds, e.toString());
+                log.warn(
+                        "could not change the visibility of {} messages in {} to {}s: {}",
+                        entries.size(),
+                        queueUrl,
+                        seconds,
+                        e.toString());
             }
         }
     }
@@ -336,8 +375,7 @@ public final class SqsConsumer implements AutoCloseable {
         private String deadLetterQueueUrl;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         public Builder client(SqsClient client) {
             this.client = Objects.requireNonNull(client, "client");
@@ -368,8 +406,8 @@ public final class SqsConsumer implements AutoCloseable {
         /** Messages per receive and per transaction, 1 to 10; default {@value #DEFAULT_MAX_MESSAGES}. */
         public Builder maxMessages(int maxMessages) {
             if (maxMessages < 1 || maxMessages > 10) {
-                throw new InvalidConfigurationException("maxMessages must be between 1 and 10 (SQS's limit per receive),"
-                        + " but was " + maxMessages);
+                throw new InvalidConfigurationException(
+                        "maxMessages must be between 1 and 10 (SQS's limit per receive)," + " but was " + maxMessages);
             }
             this.maxMessages = maxMessages;
             return this;
@@ -378,7 +416,8 @@ public final class SqsConsumer implements AutoCloseable {
         /** Receives in flight at once, 1 to 100; default {@value #DEFAULT_CONCURRENCY}. */
         public Builder concurrency(int concurrency) {
             if (concurrency < 1 || concurrency > 100) {
-                throw new InvalidConfigurationException("concurrency must be between 1 and 100, but was " + concurrency);
+                throw new InvalidConfigurationException(
+                        "concurrency must be between 1 and 100, but was " + concurrency);
             }
             this.concurrency = concurrency;
             return this;
@@ -388,8 +427,8 @@ public final class SqsConsumer implements AutoCloseable {
         public Builder waitTime(Duration waitTime) {
             Objects.requireNonNull(waitTime, "waitTime");
             if (waitTime.isNegative() || waitTime.toSeconds() > 20 || waitTime.toMillis() % 1000 != 0) {
-                throw new InvalidConfigurationException("waitTime must be 0 to 20 whole seconds (SQS's long-poll"
-                        + " limit), but was " + waitTime);
+                throw new InvalidConfigurationException(
+                        "waitTime must be 0 to 20 whole seconds (SQS's long-poll" + " limit), but was " + waitTime);
             }
             this.waitTime = waitTime;
             return this;
@@ -401,10 +440,11 @@ public final class SqsConsumer implements AutoCloseable {
          */
         public Builder visibilityTimeout(Duration visibilityTimeout) {
             Objects.requireNonNull(visibilityTimeout, "visibilityTimeout");
-            if (visibilityTimeout.toSeconds() < 1 || visibilityTimeout.toHours() >= 12
+            if (visibilityTimeout.toSeconds() < 1
+                    || visibilityTimeout.toHours() >= 12
                     || visibilityTimeout.toMillis() % 1000 != 0) {
-                throw new InvalidConfigurationException("visibilityTimeout must be 1 s to 12 h in whole seconds,"
-                        + " but was " + visibilityTimeout);
+                throw new InvalidConfigurationException(
+                        "visibilityTimeout must be 1 s to 12 h in whole seconds," + " but was " + visibilityTimeout);
             }
             this.visibilityTimeout = visibilityTimeout;
             return this;

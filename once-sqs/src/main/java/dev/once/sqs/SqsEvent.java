@@ -25,8 +25,13 @@ public record SqsEvent(List<Message> records) {
      * @param messageAttributes string message attributes by name (their {@code stringValue})
      * @param eventSourceArn    the queue's ARN; a FIFO queue's ends in {@code .fifo}
      */
-    public record Message(String messageId, String receiptHandle, String body, Map<String, String> attributes,
-                          Map<String, String> messageAttributes, String eventSourceArn) {
+    public record Message(
+            String messageId,
+            String receiptHandle,
+            String body,
+            Map<String, String> attributes,
+            Map<String, String> messageAttributes,
+            String eventSourceArn) {
 
         public Message {
             attributes = attributes == null ? Map.of() : Map.copyOf(attributes);

@@ -4,12 +4,11 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs the messages of a Lambda SQS invocation through an {@link IdempotentConsumer} and
@@ -56,7 +55,8 @@ public final class SqsLambdaHandler {
                 if (!o.shouldAcknowledge()) {
                     report(m, o);
                     for (int j = i; j < records.size(); j++) {
-                        failures.add(new SqsBatchResponse.BatchItemFailure(records.get(j).messageId()));
+                        failures.add(new SqsBatchResponse.BatchItemFailure(
+                                records.get(j).messageId()));
                     }
                     break;
                 }
@@ -93,12 +93,21 @@ public final class SqsLambdaHandler {
     }
 
     private Delivery delivery(SqsEvent.Message m) {
-        return SqsDeliveries.delivery(eventIdAttribute, m.messageId(), m.body(), m.messageAttributes(),
-                m.attributes().get("ApproximateReceiveCount"), "sqs:" + SqsDeliveries.queueName(m.eventSourceArn()));
+        return SqsDeliveries.delivery(
+                eventIdAttribute,
+                m.messageId(),
+                m.body(),
+                m.messageAttributes(),
+                m.attributes().get("ApproximateReceiveCount"),
+                "sqs:" + SqsDeliveries.queueName(m.eventSourceArn()));
     }
 
     private static void report(SqsEvent.Message m, Outcome o) {
-        log.warn("SQS message {} (event {}) not processed ({}), reported for redelivery: {}", m.messageId(),
-                o.eventId(), o.tag(), String.valueOf(o.failure()));
+        log.warn(
+                "SQS message {} (event {}) not processed ({}), reported for redelivery: {}",
+                m.messageId(),
+                o.eventId(),
+                o.tag(),
+                String.valueOf(o.failure()));
     }
 }

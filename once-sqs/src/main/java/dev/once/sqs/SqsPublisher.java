@@ -6,14 +6,6 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
-import software.amazon.awssdk.awscore.exception.AwsServiceException;
-import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.services.sqs.SqsClient;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
-import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
-import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
-import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
-
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -26,6 +18,13 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
+import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
+import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
 
 /**
  * The outbox {@link Publisher} for SQS: sends a row to the queue named by its destination (a queue
@@ -92,34 +91,49 @@ public final class SqsPublisher implements Publisher {
         String body = utf8(message);
         try {
             String url = queueUrl(message.destination());
-            SendMessageRequest.Builder request = SendMessageRequest.builder().queueUrl(url).messageBody(body)
-                    .messageAttributes(attributes);
+            SendMessageRequest.Builder request =
+                    SendMessageRequest.builder().queueUrl(url).messageBody(body).messageAttributes(attributes);
             if (SqsDeliveries.isFifo(url)) {
                 request.messageDeduplicationId(sqsId(message.idempotencyKey()))
                         .messageGroupId(sqsId(message.key() != null ? message.key() : eventId));
             }
             SendMessageResponse response = client.sendMessage(request.build());
-            return new Receipt(response.sdkHttpResponse().statusCode(), "messageId=" + response.messageId()
-                    + (response.sequenceNumber() == null ? "" : " sequenceNumber=" + response.sequenceNumber()));
+            return new Receipt(
+                    response.sdkHttpResponse().statusCode(),
+                    "messageId=" + response.messageId()
+                            + (response.sequenceNumber() == null
+                                    ? ""
+                                    : " sequenceNumber=" + response.sequenceNumber()));
         } catch (AwsServiceException e) {
             throw failure(message, e);
         } catch (SdkClientException e) {
-            throw new RetryableException("sending row " + message.id() + " (event " + eventId + ") to SQS queue '"
-                    + message.destination() + "' failed without an answer from SQS: " + e.getMessage(), e);
+            throw new RetryableException(
+                    "sending row " + message.id() + " (event " + eventId + ") to SQS queue '" + message.destination()
+                            + "' failed without an answer from SQS: " + e.getMessage(),
+                    e);
         }
     }
 
     private static PublishFailure failure(OutboxMessage message, AwsServiceException e) {
         int status = e.statusCode();
         String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
-        String detail = e.awsErrorDetails() == null ? e.getMessage() : e.awsErrorDetails().errorMessage();
+        String detail = e.awsErrorDetails() == null
+                ? e.getMessage()
+                : e.awsErrorDetails().errorMessage();
         boolean retryable = !(e instanceof QueueDoesNotExistException)
-                && (status >= 500 || status == 401 || status == 403 || e.isThrottlingException()
-                || e.isClockSkewException() || e.retryable() || (code != null && code.contains("Throttl")));
-        PublishFailure f = new PublishFailure("SQS refused row " + message.id() + " (event " + message.eventId()
-                + ") for queue '" + message.destination() + "' with " + status + " " + code + ": " + detail
-                + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
-                retryable, new Receipt(status, code + ": " + detail));
+                && (status >= 500
+                        || status == 401
+                        || status == 403
+                        || e.isThrottlingException()
+                        || e.isClockSkewException()
+                        || e.retryable()
+                        || (code != null && code.contains("Throttl")));
+        PublishFailure f = new PublishFailure(
+                "SQS refused row " + message.id() + " (event " + message.eventId()
+                        + ") for queue '" + message.destination() + "' with " + status + " " + code + ": " + detail
+                        + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
+                retryable,
+                new Receipt(status, code + ": " + detail));
         f.initCause(e);
         return f;
     }
@@ -127,13 +141,19 @@ public final class SqsPublisher implements Publisher {
     // SQS bodies are text: decoding strictly refuses a binary payload instead of sending a mangled copy.
     private static String utf8(OutboxMessage message) {
         try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(message.payload()))
+            return StandardCharsets.UTF_8
+                    .newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(message.payload()))
                     .toString();
         } catch (CharacterCodingException e) {
-            throw new PermanentFailureException("SQS message bodies are text, but the payload of row " + message.id()
-                    + " (event " + message.eventId() + ") is not valid UTF-8; encode binary payloads (Base64) before"
-                    + " enqueueing them", e);
+            throw new PermanentFailureException(
+                    "SQS message bodies are text, but the payload of row " + message.id()
+                            + " (event " + message.eventId()
+                            + ") is not valid UTF-8; encode binary payloads (Base64) before"
+                            + " enqueueing them",
+                    e);
         }
     }
 
@@ -147,8 +167,8 @@ public final class SqsPublisher implements Publisher {
             return value;
         }
         try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
-                    .digest(value.getBytes(StandardCharsets.UTF_8)));
+            return HexFormat.of()
+                    .formatHex(MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8)));
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every JVM", e);
         }
@@ -158,10 +178,14 @@ public final class SqsPublisher implements Publisher {
         if (queue.startsWith("https://") || queue.startsWith("http://")) {
             return queue;
         }
-        return queueUrls.computeIfAbsent(queue, q -> client.getQueueUrl(r -> r.queueName(q)).queueUrl());
+        return queueUrls.computeIfAbsent(
+                queue, q -> client.getQueueUrl(r -> r.queueName(q)).queueUrl());
     }
 
     private static MessageAttributeValue text(String value) {
-        return MessageAttributeValue.builder().dataType("String").stringValue(value).build();
+        return MessageAttributeValue.builder()
+                .dataType("String")
+                .stringValue(value)
+                .build();
     }
 }

@@ -7,7 +7,6 @@ import dev.once.Outcome;
 import dev.once.RetryableException;
 import dev.once.Tx;
 import dev.once.testkit.TestDatabase;
-
 import java.sql.PreparedStatement;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -25,12 +24,15 @@ final class Recorder implements IdempotentConsumer {
     final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
     final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
     private final IdempotentConsumer delegate;
-    private volatile Consumer<Delivery> onDelivery = d -> { };
+    private volatile Consumer<Delivery> onDelivery = d -> {};
 
     Recorder(TestDatabase db, Slow slow) {
         db.execute(CREATE);
-        this.delegate = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("sqs-test")
-                .handler((d, tx) -> apply(d, tx, slow)).build();
+        this.delegate = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("sqs-test")
+                .handler((d, tx) -> apply(d, tx, slow))
+                .build();
     }
 
     /** What the handler does before it writes: wait, or fail. */
@@ -48,11 +50,11 @@ final class Recorder implements IdempotentConsumer {
         if (d.payloadText().startsWith("fail-once") && d.attempt() == 1) {
             throw new RetryableException("first attempt of " + d.eventId() + " fails on purpose");
         }
-        try (PreparedStatement ps = tx.connection().prepareStatement(
-                "INSERT INTO effect (event_id, body, attempt) VALUES (?, ?, ?)")) {
-            ps.setString(1, d.eventId());   // 1: event id
+        try (PreparedStatement ps =
+                tx.connection().prepareStatement("INSERT INTO effect (event_id, body, attempt) VALUES (?, ?, ?)")) {
+            ps.setString(1, d.eventId()); // 1: event id
             ps.setString(2, d.payloadText()); // 2: body
-            ps.setInt(3, d.attempt());        // 3: attempt
+            ps.setInt(3, d.attempt()); // 3: attempt
             ps.executeUpdate();
         }
     }
@@ -86,6 +88,8 @@ final class Recorder implements IdempotentConsumer {
     }
 
     long count(String eventId, Outcome.Status status) {
-        return outcomes.stream().filter(o -> o.eventId().equals(eventId) && o.status() == status).count();
+        return outcomes.stream()
+                .filter(o -> o.eventId().equals(eventId) && o.status() == status)
+                .count();
     }
 }

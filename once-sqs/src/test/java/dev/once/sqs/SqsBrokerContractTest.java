@@ -2,12 +2,10 @@ package dev.once.sqs;
 
 import dev.once.IdempotentConsumer;
 import dev.once.testkit.broker.BrokerContract;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
@@ -42,9 +40,16 @@ class SqsBrokerContractTest extends BrokerContract {
             List<SendMessageBatchRequestEntry> entries = new ArrayList<>();
             for (int i = from; i < Math.min(from + 10, events.size()); i++) {
                 Event e = events.get(i);
-                entries.add(SendMessageBatchRequestEntry.builder().id(Integer.toString(i)).messageBody(e.payload())
-                        .messageAttributes(Map.of(SqsDeliveries.DEFAULT_EVENT_ID_ATTRIBUTE, MessageAttributeValue
-                                .builder().dataType("String").stringValue(e.eventId()).build())).build());
+                entries.add(SendMessageBatchRequestEntry.builder()
+                        .id(Integer.toString(i))
+                        .messageBody(e.payload())
+                        .messageAttributes(Map.of(
+                                SqsDeliveries.DEFAULT_EVENT_ID_ATTRIBUTE,
+                                MessageAttributeValue.builder()
+                                        .dataType("String")
+                                        .stringValue(e.eventId())
+                                        .build()))
+                        .build());
             }
             TestSqs.client().sendMessageBatch(r -> r.queueUrl(queueUrl).entries(entries));
         }
@@ -55,10 +60,17 @@ class SqsBrokerContractTest extends BrokerContract {
         // A client per consumer, closed first on restart: the batches in hand cannot be deleted
         // and come back after the visibility timeout, to be absorbed by the others.
         SqsClient own = TestSqs.newClient();
-        SqsConsumer c = SqsConsumer.builder().client(own).queueUrl(queueUrl).consumer(consumer)
-                .maxMessages(batchSize).concurrency(2).waitTime(Duration.ofSeconds(1))
-                .visibilityTimeout(Duration.ofSeconds(VISIBILITY_SECONDS)).deadLetterQueueUrl(queueUrl + "-dlq")
-                .build().start();
+        SqsConsumer c = SqsConsumer.builder()
+                .client(own)
+                .queueUrl(queueUrl)
+                .consumer(consumer)
+                .maxMessages(batchSize)
+                .concurrency(2)
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(Duration.ofSeconds(VISIBILITY_SECONDS))
+                .deadLetterQueueUrl(queueUrl + "-dlq")
+                .build()
+                .start();
         return () -> {
             own.close();
             c.close();

@@ -1,16 +1,12 @@
 package dev.once.sqs;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.Outcome.Status;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import software.amazon.awssdk.services.sqs.model.Message;
-import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
-
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -18,9 +14,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.model.Message;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /** FIFO queues: order within a message group, and the publisher's deduplication id. */
 class SqsFifoTest {
@@ -43,7 +42,7 @@ class SqsFifoTest {
 
     @Test
     void messageGroupsAreAppliedInOrderEvenWhenOneMessageFailsOnce() throws Exception {
-        Recorder recorder = new Recorder(db, d -> { });
+        Recorder recorder = new Recorder(db, d -> {});
         List<String> g1 = new ArrayList<>();
         List<String> g2 = new ArrayList<>();
         for (int i = 1; i <= 8; i++) {
@@ -53,12 +52,21 @@ class SqsFifoTest {
             send("g1-" + i, "g1", i == 3 ? "fail-once" : "ok");
             send("g2-" + i, "g2", "ok");
         }
-        try (SqsConsumer c = SqsConsumer.builder().client(TestSqs.client()).queueUrl(queue).consumer(recorder)
-                .maxMessages(10).concurrency(2).waitTime(Duration.ofSeconds(1))
-                .visibilityTimeout(Duration.ofSeconds(1)).build().start()) {
+        try (SqsConsumer c = SqsConsumer.builder()
+                .client(TestSqs.client())
+                .queueUrl(queue)
+                .consumer(recorder)
+                .maxMessages(10)
+                .concurrency(2)
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(Duration.ofSeconds(1))
+                .build()
+                .start()) {
             await().atMost(Duration.ofSeconds(60)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 16);
         }
-        assertThat(recorder.count("g1-3", Status.FAILED_RETRYABLE)).as("g1-3 failed once").isEqualTo(1);
+        assertThat(recorder.count("g1-3", Status.FAILED_RETRYABLE))
+                .as("g1-3 failed once")
+                .isEqualTo(1);
         assertThat(appliedOrder("g1-%")).as("group g1 applied in publish order").isEqualTo(g1);
         assertThat(appliedOrder("g2-%")).as("group g2 applied in publish order").isEqualTo(g2);
     }
@@ -74,18 +82,29 @@ class SqsFifoTest {
             try (SqsConsumer c = fifoConsumer(recorder, dlq)) {
                 await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 2);
             }
-            List<Message> dead = TestSqs.client().receiveMessage(r -> r.queueUrl(dlq).maxNumberOfMessages(10)
-                    .messageSystemAttributeNames(MessageSystemAttributeName.ALL).messageAttributeNames("All")
-                    .waitTimeSeconds(1)).messages();
-            assertThat(dead).as("the poison message is on the FIFO dead-letter queue").hasSize(1);
-            assertThat(dead.get(0).attributes()).as("in its own message group")
+            List<Message> dead = TestSqs.client()
+                    .receiveMessage(r -> r.queueUrl(dlq)
+                            .maxNumberOfMessages(10)
+                            .messageSystemAttributeNames(MessageSystemAttributeName.ALL)
+                            .messageAttributeNames("All")
+                            .waitTimeSeconds(1))
+                    .messages();
+            assertThat(dead)
+                    .as("the poison message is on the FIFO dead-letter queue")
+                    .hasSize(1);
+            assertThat(dead.get(0).attributes())
+                    .as("in its own message group")
                     .containsEntry(MessageSystemAttributeName.MESSAGE_GROUP_ID, "g")
                     .containsKey(MessageSystemAttributeName.MESSAGE_DEDUPLICATION_ID);
-            assertThat(dead.get(0).messageAttributes().get("once-event-id").stringValue()).isEqualTo("g-1");
+            assertThat(dead.get(0).messageAttributes().get("once-event-id").stringValue())
+                    .isEqualTo("g-1");
             assertThat(appliedOrder("g-%")).isEqualTo(List.of("g-2", "g-3"));
-            assertThat(recorder.count("g-1", Status.FAILED_PERMANENT)).as("dead-lettered on its first delivery")
+            assertThat(recorder.count("g-1", Status.FAILED_PERMANENT))
+                    .as("dead-lettered on its first delivery")
                     .isEqualTo(1);
-            assertThat(messagesIn(queue)).as("the dead-lettered message and its successors deleted").isZero();
+            assertThat(messagesIn(queue))
+                    .as("the dead-lettered message and its successors deleted")
+                    .isZero();
         } finally {
             TestSqs.deleteQueue(dlq);
         }
@@ -102,7 +121,9 @@ class SqsFifoTest {
         try (SqsConsumer c = fifoConsumer(recorder, dlq)) {
             // g-1 comes back after its visibility timeout: the group stays behind it meanwhile
             await().atMost(Duration.ofSeconds(30)).until(() -> recorder.count("g-1", Status.FAILED_PERMANENT) >= 2);
-            assertThat(appliedOrder("g-%")).as("g-2 waits behind the message whose dead-letter send failed").isEmpty();
+            assertThat(appliedOrder("g-%"))
+                    .as("g-2 waits behind the message whose dead-letter send failed")
+                    .isEmpty();
             assertThat(appliedOrder("h-%")).as("another group is not held up").containsExactly("h-1");
         }
     }
@@ -120,15 +141,26 @@ class SqsFifoTest {
     }
 
     private SqsConsumer fifoConsumer(Recorder recorder, String dlq) {
-        return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queue).consumer(recorder).maxMessages(10)
-                .concurrency(1).waitTime(Duration.ofSeconds(1)).visibilityTimeout(Duration.ofSeconds(1))
-                .deadLetterQueueUrl(dlq).build().start();
+        return SqsConsumer.builder()
+                .client(TestSqs.client())
+                .queueUrl(queue)
+                .consumer(recorder)
+                .maxMessages(10)
+                .concurrency(1)
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(Duration.ofSeconds(1))
+                .deadLetterQueueUrl(dlq)
+                .build()
+                .start();
     }
 
     private long messagesIn(String url) {
-        Map<QueueAttributeName, String> a = TestSqs.client().getQueueAttributes(r -> r.queueUrl(url).attributeNames(
-                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
-                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE)).attributes();
+        Map<QueueAttributeName, String> a = TestSqs.client()
+                .getQueueAttributes(r -> r.queueUrl(url)
+                        .attributeNames(
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
+                .attributes();
         return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
                 + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
     }
@@ -136,18 +168,26 @@ class SqsFifoTest {
     @Test
     void publisherSetsTheDeduplicationIdFromTheEventId() {
         Receipt first = send("evt-1", null, "1");
-        Receipt again = send("evt-1", null, "1");   // the relay re-sends after a crash: same event id, same dedup id
+        Receipt again = send("evt-1", null, "1"); // the relay re-sends after a crash: same event id, same dedup id
         send("evt-2", null, "2");
         assertThat(first.status()).isEqualTo(200);
-        assertThat(first.body()).as("SQS's answer: message id and FIFO sequence number")
+        assertThat(first.body())
+                .as("SQS's answer: message id and FIFO sequence number")
                 .matches("messageId=\\S+ sequenceNumber=\\d+");
-        assertThat(again.body()).as("SQS answers a deduplicated send like the first").isEqualTo(first.body());
-        Map<QueueAttributeName, String> attributes = TestSqs.client().getQueueAttributes(r -> r.queueUrl(queue)
-                .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes();
-        assertThat(attributes).as("the second send of evt-1 was deduplicated by SQS")
+        assertThat(again.body())
+                .as("SQS answers a deduplicated send like the first")
+                .isEqualTo(first.body());
+        Map<QueueAttributeName, String> attributes = TestSqs.client()
+                .getQueueAttributes(
+                        r -> r.queueUrl(queue).attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                .attributes();
+        assertThat(attributes)
+                .as("the second send of evt-1 was deduplicated by SQS")
                 .containsEntry(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES, "2");
         assertThat(SqsPublisher.sqsId("evt-1")).isEqualTo("evt-1");
-        assertThat(SqsPublisher.sqsId("évènement " + "x".repeat(200))).as("ids SQS refuses are hashed").hasSize(64);
+        assertThat(SqsPublisher.sqsId("évènement " + "x".repeat(200)))
+                .as("ids SQS refuses are hashed")
+                .hasSize(64);
     }
 
     private Receipt send(String eventId, String group, String body) {
@@ -156,8 +196,10 @@ class SqsFifoTest {
 
     private List<String> appliedOrder(String like) throws Exception {
         List<String> ids = new ArrayList<>();
-        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT event_id FROM effect WHERE event_id LIKE '" + like + "' ORDER BY seq")) {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs =
+                        s.executeQuery("SELECT event_id FROM effect WHERE event_id LIKE '" + like + "' ORDER BY seq")) {
             while (rs.next()) {
                 ids.add(rs.getString(1));
             }

@@ -1,13 +1,12 @@
 package dev.once.sqs;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
-
 import java.time.Duration;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /** The outbox relay with {@link SqsPublisher} into a FIFO queue, consumed by {@link SqsConsumer}. */
 class SqsOutboxRelayTest extends OutboxRelayContract {
@@ -29,25 +28,36 @@ class SqsOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected AutoCloseable startConsumer(String queueUrl, IdempotentConsumer consumer) {
-        return SqsConsumer.builder().client(TestSqs.client()).queueUrl(queueUrl).consumer(consumer).maxMessages(10)
-                .waitTime(Duration.ofSeconds(1)).visibilityTimeout(Duration.ofSeconds(2)).build().start();
+        return SqsConsumer.builder()
+                .client(TestSqs.client())
+                .queueUrl(queueUrl)
+                .consumer(consumer)
+                .maxMessages(10)
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(Duration.ofSeconds(2))
+                .build()
+                .start();
     }
 
     @Override
     protected long messagesStored(String queueUrl) {
-        return Long.parseLong(TestSqs.client().getQueueAttributes(r -> r.queueUrl(queueUrl)
-                .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes()
+        return Long.parseLong(TestSqs.client()
+                .getQueueAttributes(
+                        r -> r.queueUrl(queueUrl).attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                .attributes()
                 .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
     }
 
     @Override
     protected boolean brokerDeduplicates() {
-        return true;   // MessageDeduplicationId = the row's idempotency key
+        return true; // MessageDeduplicationId = the row's idempotency key
     }
 
     @Override
     protected void checkReceipts(String firstSend, String reSend) {
-        assertThat(firstSend).as("SQS's message id and FIFO sequence number").matches("messageId=\\S+ sequenceNumber=\\d+");
+        assertThat(firstSend)
+                .as("SQS's message id and FIFO sequence number")
+                .matches("messageId=\\S+ sequenceNumber=\\d+");
         assertThat(reSend).as("a deduplicated send is answered like the first").isEqualTo(firstSend);
     }
 }

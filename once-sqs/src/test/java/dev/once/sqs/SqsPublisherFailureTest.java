@@ -1,5 +1,8 @@
 package dev.once.sqs;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.PermanentFailureException;
@@ -10,19 +13,15 @@ import dev.once.outbox.PublishFailure;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.util.HashMap;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
-
-import java.net.ServerSocket;
-import java.net.URI;
-import java.util.HashMap;
-import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** How {@link SqsPublisher} maps what SQS answers to the publisher failure contract. */
 class SqsPublisherFailureTest {
@@ -31,17 +30,28 @@ class SqsPublisherFailureTest {
 
     @Test
     void aQueueThatDoesNotExistIsPermanentAndTheRelayMovesTheRowToDead() {
-        assertThatThrownBy(() -> publisher.publish(TestSqs.message("no-such-queue-" + System.nanoTime(), "evt-1", null,
-                "1"))).isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
+        assertThatThrownBy(() ->
+                        publisher.publish(TestSqs.message("no-such-queue-" + System.nanoTime(), "evt-1", null, "1")))
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add("no-such-queue-" + System.nanoTime(), null, new byte[] {'1'},
-                            Map.of(), null)).build().process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry()).build();
+            IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
+                    .handler((d, tx) -> tx.outbox()
+                            .add("no-such-queue-" + System.nanoTime(), null, new byte[] {'1'}, Map.of(), null))
+                    .build()
+                    .process(Delivery.builder("order-1").build());
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(db.dataSource())
+                    .publisher(publisher)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .build();
             assertThat(relay.relayOnce()).isEqualTo(1);
             assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"
-                    + " AND response_status = 400")).as("dead after one attempt, SQS's status recorded").isEqualTo(1);
+                            + " AND response_status = 400"))
+                    .as("dead after one attempt, SQS's status recorded")
+                    .isEqualTo(1);
         }
     }
 
@@ -61,16 +71,18 @@ class SqsPublisherFailureTest {
 
     @Test
     void whatCanNeverBeAnSqsMessageIsPermanent() {
-        OutboxMessage binary = new OutboxMessage(1, "evt-1", "q", null, new byte[] {(byte) 0xC3, 0x28}, Map.of(),
-                "evt-1", 0, null);
-        assertThatThrownBy(() -> publisher.publish(binary)).isInstanceOf(PermanentFailureException.class)
+        OutboxMessage binary =
+                new OutboxMessage(1, "evt-1", "q", null, new byte[] {(byte) 0xC3, 0x28}, Map.of(), "evt-1", 0, null);
+        assertThatThrownBy(() -> publisher.publish(binary))
+                .isInstanceOf(PermanentFailureException.class)
                 .hasMessageContaining("not valid UTF-8");
         Map<String, String> headers = new HashMap<>();
         for (int i = 0; i < 10; i++) {
             headers.put("h" + i, "v");
         }
         OutboxMessage crowded = new OutboxMessage(2, "evt-2", "q", null, new byte[] {'1'}, headers, "evt-2", 0, null);
-        assertThatThrownBy(() -> publisher.publish(crowded)).isInstanceOf(PermanentFailureException.class)
+        assertThatThrownBy(() -> publisher.publish(crowded))
+                .isInstanceOf(PermanentFailureException.class)
                 .hasMessageContaining("SQS allows 10 message attributes");
     }
 
@@ -78,13 +90,16 @@ class SqsPublisherFailureTest {
     void anUnreachableSqsIsRetryable() throws Exception {
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();   // closed again: nothing listens there
+            port = s.getLocalPort(); // closed again: nothing listens there
         }
-        try (SqsClient unreachable = SqsClient.builder().endpointOverride(URI.create("http://127.0.0.1:" + port))
-                .region(Region.US_EAST_1).credentialsProvider(StaticCredentialsProvider.create(
-                        AwsBasicCredentials.create("x", "x"))).build()) {
-            assertThatThrownBy(() -> new SqsPublisher(unreachable).publish(TestSqs.message(
-                    "http://127.0.0.1:" + port + "/000000000000/q", "evt-1", null, "1")))
+        try (SqsClient unreachable = SqsClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build()) {
+            assertThatThrownBy(() -> new SqsPublisher(unreachable)
+                            .publish(TestSqs.message(
+                                    "http://127.0.0.1:" + port + "/000000000000/q", "evt-1", null, "1")))
                     .isInstanceOf(RetryableException.class);
         }
     }

@@ -2,6 +2,10 @@ package dev.once.sqs;
 
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.Services;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
 import org.elasticmq.rest.sqs.SQSRestServer;
 import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -11,11 +15,6 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
-
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
  * SQS for tests: the endpoint named by {@value #ENDPOINT_ENV}, or ElasticMQ started in-process
@@ -29,8 +28,7 @@ final class TestSqs {
     private static String endpoint;
     private static AwsCredentialsProvider credentials;
 
-    private TestSqs() {
-    }
+    private TestSqs() {}
 
     static synchronized SqsClient client() {
         if (client == null) {
@@ -38,7 +36,9 @@ final class TestSqs {
             AwsCredentialsProvider credentials = StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x"));
             if (endpoint == null || endpoint.isBlank()) {
                 try {
-                    SQSRestServer server = SQSRestServerBuilder.withInterface("127.0.0.1").withDynamicPort().start();
+                    SQSRestServer server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                            .withDynamicPort()
+                            .start();
                     int port = server.waitUntilStarted().localAddress().getPort();
                     endpoint = "http://127.0.0.1:" + port;
                     Runtime.getRuntime().addShutdownHook(new Thread(server::stopAndWait, "elasticmq-stop"));
@@ -59,9 +59,11 @@ final class TestSqs {
         if (credentials == null) {
             client();
         }
-        return SqsClient.builder().endpointOverride(URI.create(endpoint))
+        return SqsClient.builder()
+                .endpointOverride(URI.create(endpoint))
                 .region(Region.of(System.getenv().getOrDefault("AWS_REGION", "us-east-1")))
-                .credentialsProvider(credentials).build();
+                .credentialsProvider(credentials)
+                .build();
     }
 
     /** What a child JVM needs to reach the same SQS. */
@@ -77,13 +79,14 @@ final class TestSqs {
         if (name.endsWith(".fifo")) {
             attributes.put(QueueAttributeName.FIFO_QUEUE, "true");
         }
-        return client().createQueue(r -> r.queueName(name).attributes(attributes)).queueUrl();
+        return client().createQueue(r -> r.queueName(name).attributes(attributes))
+                .queueUrl();
     }
 
     /** A message as the outbox relay would hand it to the publisher: the event id is also its idempotency key. */
     static OutboxMessage message(String destination, String eventId, String key, String body) {
-        return new OutboxMessage(0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId,
-                0, null);
+        return new OutboxMessage(
+                0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId, 0, null);
     }
 
     static void deleteQueue(String url) {

@@ -26,23 +26,25 @@ public final class ChildJvm implements AutoCloseable {
 
     private ChildJvm(Process process) {
         this.process = process;
-        Thread reader = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    lines.add(line);
+        Thread reader = new Thread(
+                () -> {
+                    try (BufferedReader r = new BufferedReader(
+                            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = r.readLine()) != null) {
+                            lines.add(line);
+                            synchronized (lock) {
+                                lock.notifyAll();
+                            }
+                        }
+                    } catch (IOException ignored) {
+                        // the child died: that is what these tests do to it
+                    }
                     synchronized (lock) {
                         lock.notifyAll();
                     }
-                }
-            } catch (IOException ignored) {
-                // the child died: that is what these tests do to it
-            }
-            synchronized (lock) {
-                lock.notifyAll();
-            }
-        }, "child-jvm-stdout-" + process.pid());
+                },
+                "child-jvm-stdout-" + process.pid());
         reader.setDaemon(true);
         reader.start();
     }
@@ -123,7 +125,10 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     private void signal(String name) throws IOException, InterruptedException {
-        int rc = new ProcessBuilder("kill", "-" + name, Long.toString(pid())).inheritIO().start().waitFor();
+        int rc = new ProcessBuilder("kill", "-" + name, Long.toString(pid()))
+                .inheritIO()
+                .start()
+                .waitFor();
         if (rc != 0) {
             throw new IOException("kill -" + name + " " + pid() + " exited with " + rc);
         }
@@ -132,8 +137,8 @@ public final class ChildJvm implements AutoCloseable {
     /** Waits for a normal exit and returns the exit code. */
     public int waitFor(Duration timeout) throws InterruptedException {
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-            throw new IllegalStateException("child " + pid() + " still running after " + timeout + "; output:\n"
-                    + String.join("\n", lines));
+            throw new IllegalStateException(
+                    "child " + pid() + " still running after " + timeout + "; output:\n" + String.join("\n", lines));
         }
         return process.exitValue();
     }

@@ -3,7 +3,6 @@ package dev.once.testkit;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
-
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;

@@ -1,16 +1,13 @@
 package dev.once.testkit;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -20,8 +17,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * The contract every handler must meet, run against real PostgreSQL: whatever the broker does,
@@ -102,7 +101,10 @@ public abstract class IdempotentHandlerContract {
     }
 
     private IdempotentConsumer consumer() {
-        return configure(IdempotentConsumer.builder().dataSource(dataSource()).consumer("contract").handler(handler()))
+        return configure(IdempotentConsumer.builder()
+                        .dataSource(dataSource())
+                        .consumer("contract")
+                        .handler(handler()))
                 .build();
     }
 
@@ -116,9 +118,13 @@ public abstract class IdempotentHandlerContract {
     final void firstDeliveryChangesState() throws Exception {
         Object before = state();
         Outcome outcome = consumer().process(event("evt-1"));
-        assertThat(outcome.status()).as("first delivery outcome (%s)", outcome.failure()).isEqualTo(Status.APPLIED);
-        assertThat(state()).as("the handler's first delivery must change the probed state, or duplicates"
-                + " could not be told apart").isNotEqualTo(before);
+        assertThat(outcome.status())
+                .as("first delivery outcome (%s)", outcome.failure())
+                .isEqualTo(Status.APPLIED);
+        assertThat(state())
+                .as("the handler's first delivery must change the probed state, or duplicates"
+                        + " could not be told apart")
+                .isNotEqualTo(before);
     }
 
     @Test
@@ -129,7 +135,9 @@ public abstract class IdempotentHandlerContract {
         Object once = state();
         Outcome second = consumer.process(event.redelivery());
         assertThat(second.status()).as("second delivery of the same event").isEqualTo(Status.DUPLICATE);
-        assertThat(state()).as("effect applied exactly once after a sequential duplicate").isEqualTo(once);
+        assertThat(state())
+                .as("effect applied exactly once after a sequential duplicate")
+                .isEqualTo(once);
     }
 
     @Test
@@ -137,9 +145,12 @@ public abstract class IdempotentHandlerContract {
         IdempotentConsumer consumer = consumer();
         Object expected = stateAfterOneDeliveryOnTheSide();
         FaultInjectingSource source = new FaultInjectingSource(consumer);
-        List<Outcome> outcomes = source.publish(event("evt-1")).crashInAckGap("evt-1").drain();
+        List<Outcome> outcomes =
+                source.publish(event("evt-1")).crashInAckGap("evt-1").drain();
         assertThat(outcomes).extracting(Outcome::status).containsExactly(Status.APPLIED, Status.DUPLICATE);
-        assertThat(state()).as("effect applied exactly once after a crash between commit and ack").isEqualTo(expected);
+        assertThat(state())
+                .as("effect applied exactly once after a crash between commit and ack")
+                .isEqualTo(expected);
     }
 
     @Test
@@ -167,14 +178,20 @@ public abstract class IdempotentHandlerContract {
             outcomes.stream().filter(Outcome::retryable).forEach(o -> redeliveries.publish(event.redelivery()));
             List<Outcome> all = new ArrayList<>(outcomes);
             all.addAll(redeliveries.drain());
-            assertThat(all).filteredOn(o -> o.status() == Status.APPLIED).as("exactly one of %d concurrent deliveries applies: %s", n, all)
+            assertThat(all)
+                    .filteredOn(o -> o.status() == Status.APPLIED)
+                    .as("exactly one of %d concurrent deliveries applies: %s", n, all)
                     .hasSize(1);
-            assertThat(all).filteredOn(o -> o.status() == Status.FAILED_PERMANENT || o.status() == Status.FAILED_RETRYABLE)
-                    .as("no concurrent delivery fails").isEmpty();
+            assertThat(all)
+                    .filteredOn(o -> o.status() == Status.FAILED_PERMANENT || o.status() == Status.FAILED_RETRYABLE)
+                    .as("no concurrent delivery fails")
+                    .isEmpty();
         } finally {
             pool.shutdownNow();
         }
-        assertThat(state()).as("effect applied exactly once after %d concurrent deliveries", n).isEqualTo(expected);
+        assertThat(state())
+                .as("effect applied exactly once after %d concurrent deliveries", n)
+                .isEqualTo(expected);
     }
 
     // The reference end state, computed by the handler itself (not guessed by the contract): the
@@ -184,8 +201,11 @@ public abstract class IdempotentHandlerContract {
             try (Connection c = side.dataSource().getConnection()) {
                 createTables(c);
             }
-            IdempotentConsumer once = configure(IdempotentConsumer.builder().dataSource(side.dataSource())
-                    .consumer("contract").handler(handler())).build();
+            IdempotentConsumer once = configure(IdempotentConsumer.builder()
+                            .dataSource(side.dataSource())
+                            .consumer("contract")
+                            .handler(handler()))
+                    .build();
             assertThat(once.process(event("evt-1")).status()).isEqualTo(Status.APPLIED);
             try (Connection c = side.dataSource().getConnection()) {
                 return state(c);

@@ -1,11 +1,10 @@
 package dev.once.testkit;
 
-import org.junit.jupiter.api.Assumptions;
-
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Decides what a test does when a service it needs cannot be reached: skip with a message that
@@ -17,8 +16,7 @@ public final class Services {
     /** Comma-separated services that must be reachable ({@code postgres,kafka,rabbitmq,nats,sqs,mariadb}), or {@code all}. */
     public static final String REQUIRE_ENV = "ONCE_REQUIRE_SERVICES";
 
-    private Services() {
-    }
+    private Services() {}
 
     /** True when {@code service} is listed in {@value #REQUIRE_ENV} (or it says {@code all}). */
     public static boolean required(String service) {
@@ -26,7 +24,8 @@ public final class Services {
         if (value == null || value.isBlank()) {
             return false;
         }
-        Set<String> names = Arrays.stream(value.split(",")).map(s -> s.strip().toLowerCase(Locale.ROOT))
+        Set<String> names = Arrays.stream(value.split(","))
+                .map(s -> s.strip().toLowerCase(Locale.ROOT))
                 .collect(Collectors.toSet());
         return names.contains("all") || names.contains(service.toLowerCase(Locale.ROOT));
     }
@@ -43,6 +42,6 @@ public final class Services {
             throw new IllegalStateException(message + " [required by " + REQUIRE_ENV + "]", cause);
         }
         Assumptions.abort(message);
-        return new IllegalStateException(message);   // not reached: abort throws
+        return new IllegalStateException(message); // not reached: abort throws
     }
 }

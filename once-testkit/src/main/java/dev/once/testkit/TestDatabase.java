@@ -2,11 +2,10 @@ package dev.once.testkit;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Schema;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import javax.sql.DataSource;
 
 /**
  * A database of its own for one test: a fresh schema (PostgreSQL) or database (MariaDB) with the
@@ -37,7 +36,8 @@ public final class TestDatabase implements AutoCloseable {
 
     /** Runs statements in auto-commit, for business tables a test needs. */
     public TestDatabase execute(String... statements) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement()) {
             for (String sql : statements) {
                 s.execute(sql);
             }
@@ -49,8 +49,9 @@ public final class TestDatabase implements AutoCloseable {
 
     /** Reads one long value, such as a count or a balance. */
     public long queryLong(String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             var rs = s.executeQuery(sql)) {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement();
+                var rs = s.executeQuery(sql)) {
             rs.next();
             return rs.getLong(1);
         } catch (SQLException e) {

@@ -2,7 +2,6 @@ package dev.once.testkit;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -36,8 +35,8 @@ public final class TestMariaDb {
             try (Connection c = DriverManager.getConnection(url)) {
                 c.isValid(5);
             } catch (SQLException e) {
-                throw Services.unavailable("mariadb", "start MariaDB on 127.0.0.1:3306 (root, no password) or set "
-                        + URL_ENV, e);
+                throw Services.unavailable(
+                        "mariadb", "start MariaDB on 127.0.0.1:3306 (root, no password) or set " + URL_ENV, e);
             }
             shared = new TestMariaDb(url);
         }
@@ -53,12 +52,13 @@ public final class TestMariaDb {
         config.setMaximumPoolSize(poolSize);
         config.setMinimumIdle(0);
         config.setPoolName(database);
-        return TestDatabase.migrated(new HikariDataSource(config), database,
-                () -> admin("DROP DATABASE IF EXISTS " + database));
+        return TestDatabase.migrated(
+                new HikariDataSource(config), database, () -> admin("DROP DATABASE IF EXISTS " + database));
     }
 
     private void admin(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl);
+                Statement s = c.createStatement()) {
             s.execute(sql);
         } catch (SQLException e) {
             throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);

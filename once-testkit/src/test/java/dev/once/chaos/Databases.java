@@ -8,11 +8,13 @@ import dev.once.testkit.TestPostgres;
 
 /** The two databases the chaos tests run on, and direct URLs to a test's own schema, for proxying. */
 enum Databases {
-    POSTGRES, MARIADB;
+    POSTGRES,
+    MARIADB;
 
     /** A fresh schema (PostgreSQL) or database (MariaDB) with the once tables. */
     TestDatabase fresh(int poolSize) {
-        return this == POSTGRES ? TestPostgres.shared().freshDatabase(poolSize)
+        return this == POSTGRES
+                ? TestPostgres.shared().freshDatabase(poolSize)
                 : TestMariaDb.shared().freshDatabase(poolSize);
     }
 
@@ -33,8 +35,11 @@ enum Databases {
      */
     static HikariDataSource pool(String url, int size, String name) {
         HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url + (url.contains("?") ? "&" : "?")
-                + (url.startsWith("jdbc:postgresql:") ? "socketTimeout=10&connectTimeout=5" : "socketTimeout=10000&connectTimeout=5000"));
+        config.setJdbcUrl(url
+                + (url.contains("?") ? "&" : "?")
+                + (url.startsWith("jdbc:postgresql:")
+                        ? "socketTimeout=10&connectTimeout=5"
+                        : "socketTimeout=10000&connectTimeout=5000"));
         config.setMaximumPoolSize(size);
         config.setMinimumIdle(0);
         config.setConnectionTimeout(30_000);

@@ -3,7 +3,6 @@ package dev.once.chaos;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.testkit.TestDatabase;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -24,8 +23,7 @@ final class Effects {
     /** The effect the once consumer's handler applies in its claim transaction. */
     static final Handler HANDLER = (d, tx) -> apply(tx.connection(), d);
 
-    private Effects() {
-    }
+    private Effects() {}
 
     static void create(TestDatabase db) {
         String type = "varchar(255)";
@@ -41,7 +39,8 @@ final class Effects {
     }
 
     static void apply(Connection c, Delivery d) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + TABLE + " (event_id, applied_at) VALUES (?, ?)")) {
+        try (PreparedStatement ps =
+                c.prepareStatement("INSERT INTO " + TABLE + " (event_id, applied_at) VALUES (?, ?)")) {
             ps.setString(1, d.eventId());
             ps.setLong(2, System.nanoTime());
             ps.executeUpdate();
@@ -52,8 +51,9 @@ final class Effects {
     static Map<String, Long> counts(TestDatabase db) {
         Map<String, Long> counts = new HashMap<>();
         try (Connection c = db.dataSource().getConnection();
-             PreparedStatement ps = c.prepareStatement("SELECT event_id, count(*) FROM " + TABLE + " GROUP BY event_id");
-             ResultSet rs = ps.executeQuery()) {
+                PreparedStatement ps =
+                        c.prepareStatement("SELECT event_id, count(*) FROM " + TABLE + " GROUP BY event_id");
+                ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 counts.put(rs.getString(1), rs.getLong(2));
             }
@@ -65,7 +65,9 @@ final class Effects {
 
     /** Acknowledged events whose effect is missing: the broker forgot them, the database never had them. */
     static long lost(Collection<String> acknowledged, Map<String, Long> counts) {
-        return acknowledged.stream().filter(id -> counts.getOrDefault(id, 0L) == 0).count();
+        return acknowledged.stream()
+                .filter(id -> counts.getOrDefault(id, 0L) == 0)
+                .count();
     }
 
     /** Events whose effect was applied more than once. */

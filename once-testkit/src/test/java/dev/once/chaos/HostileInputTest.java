@@ -1,5 +1,7 @@
 package dev.once.chaos;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -12,12 +14,6 @@ import dev.once.keys.InvalidIdempotencyKeyException;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.TestDatabase;
-import org.junit.jupiter.api.Disabled;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,8 +26,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * S3: 1,000 generated hostile identifiers ({@link HostileStrings}) as event ids, consumer names,
@@ -98,6 +97,7 @@ class HostileInputTest {
         long altered;
         /** Refused, but by an error that does not say what was wrong (a database error after acceptance). */
         long refusedUnnamed;
+
         long appliedTwice;
         final List<String> examples = new ArrayList<>();
 
@@ -129,9 +129,15 @@ class HostileInputTest {
         }
 
         Chaos.Figure print() {
-            Chaos.Figure f = Chaos.figure("hostile-" + name).rounds(HOSTILE.size()).lost(collided).appliedTwice(appliedTwice)
-                    .put("db", db.name().toLowerCase()).put("refused_named", refusedNamed)
-                    .put("round_tripped", roundTripped).put("altered", altered).put("refused_unnamed", refusedUnnamed)
+            Chaos.Figure f = Chaos.figure("hostile-" + name)
+                    .rounds(HOSTILE.size())
+                    .lost(collided)
+                    .appliedTwice(appliedTwice)
+                    .put("db", db.name().toLowerCase())
+                    .put("refused_named", refusedNamed)
+                    .put("round_tripped", roundTripped)
+                    .put("altered", altered)
+                    .put("refused_unnamed", refusedUnnamed)
                     .put("outside_known_holes", unexpected);
             holes.forEach((h, n) -> f.put("hole_" + h.name().toLowerCase(), n));
             f.print();
@@ -141,18 +147,29 @@ class HostileInputTest {
 
         /** No violation outside the known holes. */
         void assertCleanBut() {
-            assertThat(unexpected).as(name + ": violations outside the known holes " + holes + " " + examples).isZero();
+            assertThat(unexpected)
+                    .as(name + ": violations outside the known holes " + holes + " " + examples)
+                    .isZero();
             assertThat(refusedNamed + roundTripped + collided + altered + refusedUnnamed)
-                    .as(name + ": every string accounted for").isEqualTo(HOSTILE.size());
+                    .as(name + ": every string accounted for")
+                    .isEqualTo(HOSTILE.size());
         }
 
         /** No violation at all. */
         void assertClean() {
-            assertThat(collided).as(name + ": distinct strings folded into one " + examples).isZero();
-            assertThat(altered).as(name + ": stored but read back different " + examples).isZero();
-            assertThat(refusedUnnamed).as(name + ": refused without naming it " + examples).isZero();
+            assertThat(collided)
+                    .as(name + ": distinct strings folded into one " + examples)
+                    .isZero();
+            assertThat(altered)
+                    .as(name + ": stored but read back different " + examples)
+                    .isZero();
+            assertThat(refusedUnnamed)
+                    .as(name + ": refused without naming it " + examples)
+                    .isZero();
             assertThat(appliedTwice).as(name + ": applied twice " + examples).isZero();
-            assertThat(refusedNamed + roundTripped).as(name + ": every string accounted for").isEqualTo(HOSTILE.size());
+            assertThat(refusedNamed + roundTripped)
+                    .as(name + ": every string accounted for")
+                    .isEqualTo(HOSTILE.size());
         }
     }
 
@@ -174,8 +191,11 @@ class HostileInputTest {
         Tally t = new Tally("event-id", database, "event id");
         try (TestDatabase db = database.fresh(4)) {
             Effects.create(db);
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("hostile")
-                    .handler(Effects.HANDLER).build();
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("hostile")
+                    .handler(Effects.HANDLER)
+                    .build();
             Set<String> accepted = new HashSet<>();
             for (String id : HOSTILE) {
                 Delivery d;
@@ -225,8 +245,11 @@ class HostileInputTest {
             for (String name : HOSTILE) {
                 IdempotentConsumer c;
                 try {
-                    c = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(name)
-                            .handler(Effects.HANDLER).build();
+                    c = IdempotentConsumer.builder()
+                            .dataSource(db.dataSource())
+                            .consumer(name)
+                            .handler(Effects.HANDLER)
+                            .build();
                 } catch (InvalidConfigurationException e) {
                     t.refused(e.getMessage(), "consumer", name);
                     continue;
@@ -253,8 +276,12 @@ class HostileInputTest {
             for (String prefix : HOSTILE) {
                 try {
                     Schema.migrate(db.dataSource(), prefix);
-                    IdempotentConsumer c = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("p")
-                            .tablePrefix(prefix).handler(Effects.HANDLER).build();
+                    IdempotentConsumer c = IdempotentConsumer.builder()
+                            .dataSource(db.dataSource())
+                            .consumer("p")
+                            .tablePrefix(prefix)
+                            .handler(Effects.HANDLER)
+                            .build();
                     Outcome o = c.process(Delivery.of("evt", "p"));
                     if (o.status() == Outcome.Status.APPLIED
                             && db.queryLong("SELECT count(*) FROM \"" + prefix + "inbox\"") == 1) {
@@ -289,7 +316,8 @@ class HostileInputTest {
     private static Tally idempotencyKeys(Databases database) throws Exception {
         Tally t = new Tally("idempotency-key", database, "idempotency key");
         try (TestDatabase db = database.fresh(4)) {
-            IdempotencyKeys keys = IdempotencyKeys.builder().dataSource(db.dataSource()).build();
+            IdempotencyKeys keys =
+                    IdempotencyKeys.builder().dataSource(db.dataSource()).build();
             for (String key : HOSTILE) {
                 byte[] result = ("result of " + key).getBytes(StandardCharsets.UTF_8);
                 BeginResult first;
@@ -299,7 +327,7 @@ class HostileInputTest {
                     t.refused(e.getMessage(), "idempotency key", key);
                     continue;
                 } catch (RuntimeException e) {
-                    t.refused(e.getMessage(), "idempotency key", key);   // names the key only if it says so
+                    t.refused(e.getMessage(), "idempotency key", key); // names the key only if it says so
                     continue;
                 }
                 if (!(first instanceof BeginResult.Started started)) {
@@ -342,23 +370,34 @@ class HostileInputTest {
         Tally headers = new Tally("outbox-header", Databases.POSTGRES, "header");
         try (TestDatabase db = Databases.POSTGRES.fresh(4)) {
             Map<String, String> byEvent = new ConcurrentHashMap<>();
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("hostile")
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("hostile")
                     .handler((d, tx) -> {
                         String s = byEvent.get(d.eventId());
                         boolean asDestination = d.payloadText().equals("destination");
-                        tx.outbox().add(asDestination ? s : "queue", null, d.payload(),
-                                asDestination ? Map.of() : Map.of("x-hostile", s), null);
-                    }).build();
+                        tx.outbox()
+                                .add(
+                                        asDestination ? s : "queue",
+                                        null,
+                                        d.payload(),
+                                        asDestination ? Map.of() : Map.of("x-hostile", s),
+                                        null);
+                    })
+                    .build();
             List<String> sentDestinations = new ArrayList<>();
             List<String> sentHeaders = new ArrayList<>();
-            OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).publisher(m -> {
-                if (m.destination().equals("queue")) {
-                    sentHeaders.add(m.headers().get("x-hostile"));
-                } else {
-                    sentDestinations.add(m.destination());
-                }
-                return Receipt.NONE;
-            }).build();
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(db.dataSource())
+                    .publisher(m -> {
+                        if (m.destination().equals("queue")) {
+                            sentHeaders.add(m.headers().get("x-hostile"));
+                        } else {
+                            sentDestinations.add(m.destination());
+                        }
+                        return Receipt.NONE;
+                    })
+                    .build();
             Set<String> acceptedDestinations = new HashSet<>();
             Set<String> acceptedHeaders = new HashSet<>();
             int i = 0;
@@ -403,8 +442,9 @@ class HostileInputTest {
 
     private static Set<String> column(TestDatabase db, String sql) throws SQLException {
         Set<String> values = new HashSet<>();
-        try (Connection c = db.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(sql);
-             ResultSet rs = ps.executeQuery()) {
+        try (Connection c = db.dataSource().getConnection();
+                PreparedStatement ps = c.prepareStatement(sql);
+                ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 values.add(rs.getString(1));
             }

@@ -18,15 +18,56 @@ import java.util.Set;
 final class HostileStrings {
 
     private static final String[] FRAGMENTS = {
-        "'", "''", "\"", "`", "\\", ";", "--", "/*", "*/", "%", "_", "$1", "?", ":name", "${prefix}",
-        "' OR '1'='1", "'); DROP TABLE once_inbox; --", "\" OR \"\"=\"", "\0", "\n", "\r\n", "\t",
-        "\u001b[31m", "\u0007", "\u202E", "\u200F", "\u200B", "\uFEFF", "\u00A0", "\u00e9", "e\u0301",
-        "\uD83D\uDE00", "\uD800", "\uDFFF", "\u0130", "\u00DF", "\uFF21\uFF22", " ", "A", "a", "z", "0",
-        "<script>", "&amp;", "{\"a\":1}", "%s%n", "\u0000\u0000",
+        "'",
+        "''",
+        "\"",
+        "`",
+        "\\",
+        ";",
+        "--",
+        "/*",
+        "*/",
+        "%",
+        "_",
+        "$1",
+        "?",
+        ":name",
+        "${prefix}",
+        "' OR '1'='1",
+        "'); DROP TABLE once_inbox; --",
+        "\" OR \"\"=\"",
+        "\0",
+        "\n",
+        "\r\n",
+        "\t",
+        "\u001b[31m",
+        "\u0007",
+        "\u202E",
+        "\u200F",
+        "\u200B",
+        "\uFEFF",
+        "\u00A0",
+        "\u00e9",
+        "e\u0301",
+        "\uD83D\uDE00",
+        "\uD800",
+        "\uDFFF",
+        "\u0130",
+        "\u00DF",
+        "\uFF21\uFF22",
+        " ",
+        "A",
+        "a",
+        "z",
+        "0",
+        "<script>",
+        "&amp;",
+        "{\"a\":1}",
+        "%s%n",
+        "\u0000\u0000",
     };
 
-    private HostileStrings() {
-    }
+    private HostileStrings() {}
 
     /** {@code count} distinct strings, reproducible from {@code seed}. */
     static List<String> generate(int count, long seed) {
@@ -48,15 +89,15 @@ final class HostileStrings {
     private static String base(Random random, int i) {
         int kind = random.nextInt(100);
         if (kind < 4) {
-            return "x".repeat(255 + random.nextInt(2));              // at and one past the 255 limit
+            return "x".repeat(255 + random.nextInt(2)); // at and one past the 255 limit
         }
         if (kind < 7) {
-            return fragments(random, 2) + "y".repeat(10_000);         // 10 kB
+            return fragments(random, 2) + "y".repeat(10_000); // 10 kB
         }
         if (kind < 10) {
-            return FRAGMENTS[random.nextInt(FRAGMENTS.length)];       // a fragment alone (blank, NUL, quote…)
+            return FRAGMENTS[random.nextInt(FRAGMENTS.length)]; // a fragment alone (blank, NUL, quote…)
         }
-        return fragments(random, 1 + random.nextInt(4)) + "-" + i;    // unique, hostile around it
+        return fragments(random, 1 + random.nextInt(4)) + "-" + i; // unique, hostile around it
     }
 
     private static String fragments(Random random, int n) {
@@ -71,7 +112,11 @@ final class HostileStrings {
         if (base.length() > 300) {
             return List.of();
         }
-        return List.of(base + " ", base.toUpperCase(Locale.ROOT), base + "\uD800", base + "\uDBFF",
+        return List.of(
+                base + " ",
+                base.toUpperCase(Locale.ROOT),
+                base + "\uD800",
+                base + "\uDBFF",
                 Normalizer.normalize(base + "\u00e9", Normalizer.Form.NFD));
     }
 
@@ -86,6 +131,8 @@ final class HostileStrings {
                 b.append(String.format("\\u%04x", (int) c));
             }
         }
-        return b.append(s.length() > 60 ? "…(" + s.length() + " chars)" : "").append('"').toString();
+        return b.append(s.length() > 60 ? "…(" + s.length() + " chars)" : "")
+                .append('"')
+                .toString();
     }
 }

@@ -1,10 +1,25 @@
 package dev.once.chaos;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.fault.KafkaCluster;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -25,22 +40,6 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.Random;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 /**
  * R13, broker failure: a 3-broker in-process KRaft cluster (replication 3, {@code min.insync.replicas=2}),
  * an idempotent {@code acks=all} producer sending 5,000 events (25,000 in the report) plus 10% duplicates, two consumers of
@@ -59,46 +58,54 @@ class KafkaBrokerFailureTest {
 
     @Test
     void inputEqualsOutputThroughTwoBrokerBounces() throws Exception {
-        Assumptions.assumeTrue(Boolean.getBoolean(ENABLE) || "1".equals(System.getenv("ONCE_CHAOS_CLUSTER")),
+        Assumptions.assumeTrue(
+                Boolean.getBoolean(ENABLE) || "1".equals(System.getenv("ONCE_CHAOS_CLUSTER")),
                 "the 3-broker Kafka cluster test runs in the reliability report (see README.md, Reliability), or with -D"
-                        + ENABLE + "=true or ONCE_CHAOS_CLUSTER=1: starting three brokers takes longer than the CI budget");
+                        + ENABLE
+                        + "=true or ONCE_CHAOS_CLUSTER=1: starting three brokers takes longer than the CI budget");
         int events = Chaos.scaled(5_000);
         long start = System.nanoTime();
         String topic = "r13-" + System.nanoTime();
         try (KafkaCluster cluster = KafkaCluster.start(3, 2, Map.of());
-             TestDatabase db = Databases.POSTGRES.fresh(4)) {
+                TestDatabase db = Databases.POSTGRES.fresh(4)) {
             double startSeconds = (System.nanoTime() - start) / 1e9;
             Effects.create(db);
             try (var admin = cluster.admin()) {
-                admin.createTopics(List.of(new NewTopic(topic, 3, (short) 3)
-                        .configs(Map.of("min.insync.replicas", "2")))).all().get(60, TimeUnit.SECONDS);
+                admin.createTopics(
+                                List.of(new NewTopic(topic, 3, (short) 3).configs(Map.of("min.insync.replicas", "2"))))
+                        .all()
+                        .get(60, TimeUnit.SECONDS);
             }
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("r13")
-                    .handler(Effects.HANDLER).build();
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("r13")
+                    .handler(Effects.HANDLER)
+                    .build();
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong commitFailures = new AtomicLong();
             List<Thread> consumers = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
-                Thread t = new Thread(() -> consume(cluster.bootstrapServers(), topic, once, stop, commitFailures),
-                        "r13-consumer");
+                Thread t = new Thread(
+                        () -> consume(cluster.bootstrapServers(), topic, once, stop, commitFailures), "r13-consumer");
                 t.setDaemon(true);
                 t.start();
                 consumers.add(t);
             }
             Set<String> sent = ConcurrentHashMap.newKeySet();
             AtomicLong sendFailures = new AtomicLong();
-            Thread producer = new Thread(() -> produce(cluster.bootstrapServers(), topic, events, sent, sendFailures),
-                    "r13-producer");
+            Thread producer = new Thread(
+                    () -> produce(cluster.bootstrapServers(), topic, events, sent, sendFailures), "r13-producer");
             producer.start();
 
             Duration long_ = Duration.ofMinutes(3);
-            int[] brokers = cluster.brokerIds().stream().mapToInt(Integer::intValue).toArray();
+            int[] brokers =
+                    cluster.brokerIds().stream().mapToInt(Integer::intValue).toArray();
             await("a third applied").atMost(long_).until(() -> applied(db) >= events / 3);
             long stopAt = System.nanoTime();
             cluster.stopBroker(brokers[0]);
             await("two thirds applied with a broker down").atMost(long_).until(() -> applied(db) >= 2L * events / 3);
             cluster.startBroker(brokers[0]);
-            cluster.stopBroker(brokers[1]);   // the second bounce
+            cluster.stopBroker(brokers[1]); // the second bounce
             cluster.startBroker(brokers[1]);
             double bouncesSeconds = (System.nanoTime() - stopAt) / 1e9;
             producer.join(TimeUnit.MINUTES.toMillis(3));
@@ -108,14 +115,26 @@ class KafkaBrokerFailureTest {
                 t.join(30_000);
             }
             Map<String, Long> counts = Effects.counts(db);
-            long lost = sent.stream().filter(id -> counts.getOrDefault(id, 0L) == 0).count();
-            Chaos.Figure f = Chaos.figure("kafka-broker-failure").rounds(events).lost(lost)
-                    .appliedTwice(Effects.appliedTwice(counts)).put("brokers", 3).put("min_insync", 2)
-                    .put("sent", sent.size()).put("applied", counts.size()).put("send_failures", sendFailures.get())
-                    .put("commit_failures", commitFailures.get()).put("cluster_start_s", startSeconds).put("bounces_s", bouncesSeconds)
-                    .put("total_s", (System.nanoTime() - start) / 1e9).print();
+            long lost =
+                    sent.stream().filter(id -> counts.getOrDefault(id, 0L) == 0).count();
+            Chaos.Figure f = Chaos.figure("kafka-broker-failure")
+                    .rounds(events)
+                    .lost(lost)
+                    .appliedTwice(Effects.appliedTwice(counts))
+                    .put("brokers", 3)
+                    .put("min_insync", 2)
+                    .put("sent", sent.size())
+                    .put("applied", counts.size())
+                    .put("send_failures", sendFailures.get())
+                    .put("commit_failures", commitFailures.get())
+                    .put("cluster_start_s", startSeconds)
+                    .put("bounces_s", bouncesSeconds)
+                    .put("total_s", (System.nanoTime() - start) / 1e9)
+                    .print();
             assertThat(f.get("lost")).as("events sent and never applied").isZero();
-            assertThat(f.get("applied_twice")).as("events applied more than once").isZero();
+            assertThat(f.get("applied_twice"))
+                    .as("events applied more than once")
+                    .isZero();
             assertThat(counts.keySet()).as("output = input").isEqualTo(sent);
         }
     }
@@ -126,11 +145,20 @@ class KafkaBrokerFailureTest {
 
     /** Sends every event until the cluster accepted it, and a duplicate of one in ten. */
     private static void produce(String bootstrap, String topic, int events, Set<String> sent, AtomicLong failures) {
-        Map<String, Object> props = Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
-                ProducerConfig.LINGER_MS_CONFIG, 5, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+        Map<String, Object> props = Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true,
+                ProducerConfig.LINGER_MS_CONFIG,
+                5,
+                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
+                120_000);
         Random random = new Random(13);
-        try (KafkaProducer<String, byte[]> p = new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<String, byte[]> p =
+                new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer())) {
             List<String> pending = new ArrayList<>();
             for (int i = 0; i < events; i++) {
                 pending.add("evt-" + i);
@@ -141,7 +169,8 @@ class KafkaBrokerFailureTest {
             while (!pending.isEmpty()) {
                 List<String> retry = java.util.Collections.synchronizedList(new ArrayList<>());
                 for (String id : pending) {
-                    ProducerRecord<String, byte[]> r = new ProducerRecord<>(topic, id, id.getBytes(StandardCharsets.UTF_8));
+                    ProducerRecord<String, byte[]> r =
+                            new ProducerRecord<>(topic, id, id.getBytes(StandardCharsets.UTF_8));
                     r.headers().add(HEADER, id.getBytes(StandardCharsets.UTF_8));
                     p.send(r, (md, e) -> {
                         if (e == null) {
@@ -159,13 +188,23 @@ class KafkaBrokerFailureTest {
     }
 
     /** Poll, one processBatch, commit the offsets only after the database commit; seek back what was not acknowledged. */
-    private static void consume(String bootstrap, String topic, IdempotentConsumer once, AtomicBoolean stop,
-                                AtomicLong commitFailures) {
-        Map<String, Object> props = Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ConsumerConfig.GROUP_ID_CONFIG, "r13", ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest", ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 200,
-                ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6_000);
-        try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(props, new StringDeserializer(), new ByteArrayDeserializer())) {
+    private static void consume(
+            String bootstrap, String topic, IdempotentConsumer once, AtomicBoolean stop, AtomicLong commitFailures) {
+        Map<String, Object> props = Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                ConsumerConfig.GROUP_ID_CONFIG,
+                "r13",
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false,
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                "earliest",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                200,
+                ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                6_000);
+        try (KafkaConsumer<String, byte[]> c =
+                new KafkaConsumer<>(props, new StringDeserializer(), new ByteArrayDeserializer())) {
             c.subscribe(List.of(topic));
             while (!stop.get()) {
                 ConsumerRecords<String, byte[]> records;
@@ -174,18 +213,22 @@ class KafkaBrokerFailureTest {
                 } catch (WakeupException e) {
                     return;
                 } catch (RuntimeException e) {
-                    continue;   // a broker going away mid-poll: poll again
+                    continue; // a broker going away mid-poll: poll again
                 }
                 if (records.isEmpty()) {
                     continue;
                 }
                 List<ConsumerRecord<String, byte[]>> list = new ArrayList<>();
                 records.forEach(list::add);
-                List<Delivery> deliveries = list.stream().map(r -> {
-                    Header h = r.headers().lastHeader(HEADER);
-                    return Delivery.builder(new String(h.value(), StandardCharsets.UTF_8)).payload(r.value())
-                            .source("kafka:" + r.topic() + "/" + r.partition()).build();
-                }).toList();
+                List<Delivery> deliveries = list.stream()
+                        .map(r -> {
+                            Header h = r.headers().lastHeader(HEADER);
+                            return Delivery.builder(new String(h.value(), StandardCharsets.UTF_8))
+                                    .payload(r.value())
+                                    .source("kafka:" + r.topic() + "/" + r.partition())
+                                    .build();
+                        })
+                        .toList();
                 List<Outcome> outcomes = once.processBatch(deliveries);
                 Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
                 Map<TopicPartition, Long> rewind = new HashMap<>();
@@ -205,7 +248,7 @@ class KafkaBrokerFailureTest {
                 try {
                     c.commitSync(commit, Duration.ofSeconds(10));
                 } catch (RuntimeException e) {
-                    commitFailures.incrementAndGet();   // redelivered after the rebalance; the inbox absorbs it
+                    commitFailures.incrementAndGet(); // redelivered after the rebalance; the inbox absorbs it
                 }
             }
         }

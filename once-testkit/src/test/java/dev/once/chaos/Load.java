@@ -1,7 +1,6 @@
 package dev.once.chaos;
 
 import dev.once.Delivery;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -20,8 +19,7 @@ import java.util.function.Predicate;
  */
 final class Load implements AutoCloseable {
 
-    private record Sample(long nanos, long acks) {
-    }
+    private record Sample(long nanos, long acks) {}
 
     private final Broker broker;
     private final List<Thread> workers = new ArrayList<>();
@@ -36,30 +34,36 @@ final class Load implements AutoCloseable {
 
     Load(Broker broker, int threads, Predicate<Delivery> consumer) {
         this.broker = broker;
-        sampler.scheduleAtFixedRate(() -> {
-            samples.addLast(new Sample(System.nanoTime(), broker.acks()));
-            while (samples.size() > 2_000) {
-                samples.pollFirst();
-            }
-        }, 0, 50, TimeUnit.MILLISECONDS);
-        for (int i = 0; i < threads; i++) {
-            Thread t = new Thread(() -> {
-                try {
-                    while (!stop) {
-                        Delivery d = broker.poll(50);
-                        if (d == null) {
-                            continue;
-                        }
-                        if (consumer.test(d)) {
-                            broker.ack(d);
-                        } else {
-                            broker.redeliver(d);
-                        }
+        sampler.scheduleAtFixedRate(
+                () -> {
+                    samples.addLast(new Sample(System.nanoTime(), broker.acks()));
+                    while (samples.size() > 2_000) {
+                        samples.pollFirst();
                     }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            }, "load-worker-" + i);
+                },
+                0,
+                50,
+                TimeUnit.MILLISECONDS);
+        for (int i = 0; i < threads; i++) {
+            Thread t = new Thread(
+                    () -> {
+                        try {
+                            while (!stop) {
+                                Delivery d = broker.poll(50);
+                                if (d == null) {
+                                    continue;
+                                }
+                                if (consumer.test(d)) {
+                                    broker.ack(d);
+                                } else {
+                                    broker.redeliver(d);
+                                }
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        }
+                    },
+                    "load-worker-" + i);
             t.setDaemon(true);
             t.start();
             workers.add(t);
@@ -89,7 +93,8 @@ final class Load implements AutoCloseable {
      * {@code rate} per second, in {@link System#nanoTime()} terms; -1 while there is none yet.
      */
     long recoveredAt(long afterNanos, double rate, Duration window) {
-        List<Sample> after = samples.stream().filter(s -> s.nanos() >= afterNanos).toList();
+        List<Sample> after =
+                samples.stream().filter(s -> s.nanos() >= afterNanos).toList();
         for (int i = 0, j = 0; i < after.size(); i++) {
             while (j < after.size() && after.get(j).nanos() - after.get(i).nanos() < window.toNanos()) {
                 j++;

@@ -1,13 +1,13 @@
 package dev.once.chaos;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.fault.FaultProxy;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-
 import java.time.Duration;
 import java.util.Map;
 import java.util.Random;
@@ -16,9 +16,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 
 /**
  * R8: network faults on the database link while 10,000 events (and 10% producer duplicates) flow
@@ -39,11 +38,14 @@ class NetworkFaultsUnderLoadTest {
         Databases database = Databases.POSTGRES;
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
         try (TestDatabase db = database.fresh(2);
-             FaultProxy proxy = FaultProxy.forJdbcUrl(database.directUrl(db));
-             HikariDataSource ds = Databases.pool(proxy.jdbcUrl(database.directUrl(db)), 4, "network-faults")) {
+                FaultProxy proxy = FaultProxy.forJdbcUrl(database.directUrl(db));
+                HikariDataSource ds = Databases.pool(proxy.jdbcUrl(database.directUrl(db)), 4, "network-faults")) {
             Effects.create(db);
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(ds).consumer("network-faults")
-                    .handler(Effects.HANDLER).build();
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer("network-faults")
+                    .handler(Effects.HANDLER)
+                    .build();
             Broker broker = publish(events, new Random(11));
             Predicate<Delivery> consumer = d -> once.process(d).shouldAcknowledge();
             try (Load load = new Load(broker, 4, consumer)) {
@@ -51,20 +53,36 @@ class NetworkFaultsUnderLoadTest {
                 double baseline = load.rate(Duration.ofSeconds(1));
                 double freeze = fault(load, baseline, () -> during(timer, FAULT, proxy::freeze, proxy::thaw));
                 double reset = fault(load, baseline, proxy::reset);
-                double latency = fault(load, baseline, () -> during(timer, FAULT,
-                        () -> proxy.latency(Duration.ofMillis(100)),   // each way: 200 ms per round trip
-                        () -> proxy.latency(Duration.ZERO)));
+                double latency = fault(
+                        load,
+                        baseline,
+                        () -> during(
+                                timer,
+                                FAULT,
+                                () -> proxy.latency(Duration.ofMillis(100)), // each way: 200 ms per round trip
+                                () -> proxy.latency(Duration.ZERO)));
                 await("every event acknowledged").atMost(Duration.ofMinutes(3)).until(broker::drained);
                 load.check();
                 Map<String, Long> counts = Effects.counts(db);
-                Chaos.Figure f = Chaos.figure("network-faults").rounds(events)
-                        .lost(Effects.lost(broker.published(), counts)).appliedTwice(Effects.appliedTwice(counts))
-                        .put("db", "postgres").put("deliveries", broker.deliveries())
-                        .put("redeliveries", broker.redeliveries()).put("baseline_per_s", baseline)
-                        .put("freeze_2s_recovery_s", freeze).put("reset_recovery_s", reset)
-                        .put("latency_200ms_2s_recovery_s", latency).put("resets", proxy.resets()).print();
-                assertThat(f.get("lost")).as("events published and never applied").isZero();
-                assertThat(f.get("applied_twice")).as("events applied more than once").isZero();
+                Chaos.Figure f = Chaos.figure("network-faults")
+                        .rounds(events)
+                        .lost(Effects.lost(broker.published(), counts))
+                        .appliedTwice(Effects.appliedTwice(counts))
+                        .put("db", "postgres")
+                        .put("deliveries", broker.deliveries())
+                        .put("redeliveries", broker.redeliveries())
+                        .put("baseline_per_s", baseline)
+                        .put("freeze_2s_recovery_s", freeze)
+                        .put("reset_recovery_s", reset)
+                        .put("latency_200ms_2s_recovery_s", latency)
+                        .put("resets", proxy.resets())
+                        .print();
+                assertThat(f.get("lost"))
+                        .as("events published and never applied")
+                        .isZero();
+                assertThat(f.get("applied_twice"))
+                        .as("events applied more than once")
+                        .isZero();
             }
         } finally {
             timer.shutdownNow();
@@ -76,10 +94,13 @@ class NetworkFaultsUnderLoadTest {
             throws InterruptedException {
         CountDownLatch over = new CountDownLatch(1);
         start.run();
-        timer.schedule(() -> {
-            end.run();
-            over.countDown();
-        }, length.toMillis(), TimeUnit.MILLISECONDS);
+        timer.schedule(
+                () -> {
+                    end.run();
+                    over.countDown();
+                },
+                length.toMillis(),
+                TimeUnit.MILLISECONDS);
         if (!over.await(length.toMillis() * 10, TimeUnit.MILLISECONDS)) {
             throw new IllegalStateException("the fault did not end after " + length);
         }
@@ -111,7 +132,8 @@ class NetworkFaultsUnderLoadTest {
         fault.inject();
         long end = System.nanoTime();
         await("throughput back to " + RECOVERED + " of " + Math.round(baseline) + "/s")
-                .atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(50))
+                .atMost(Duration.ofMinutes(1))
+                .pollInterval(Duration.ofMillis(50))
                 .until(() -> load.broker().drained() || load.recoveredAt(end, baseline * RECOVERED, WINDOW) >= 0);
         long at = load.recoveredAt(end, baseline * RECOVERED, WINDOW);
         return at < 0 ? -1 : (at - end) / 1e9;

@@ -1,14 +1,13 @@
 package dev.once.chaos;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
-import dev.once.Outcome;
 import dev.once.retention.InboxPruner;
 import dev.once.testkit.TestDatabase;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -24,9 +23,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 
 /**
  * R12: pruning a large inbox (200,000 rows here, a million in the report) while old events are
@@ -44,15 +42,19 @@ class PruningRacesRedeliveriesTest {
     @Test
     void pruningWhileOldEventsAreRedeliveredAppliesNothingTwiceInsideTheHorizon() throws Exception {
         Chaos.Figure f = race(Chaos.scaled(200_000), RETENTION, InboxPruner.DEFAULT_REDELIVERY_HORIZON, null);
-        assertThat(f.get("applied_twice")).as("events claimed inside the horizon applied again").isZero();
+        assertThat(f.get("applied_twice"))
+                .as("events claimed inside the horizon applied again")
+                .isZero();
         assertThat(f.get("pruned")).as("rows outside the horizon pruned").isPositive();
         assertThat(f.get("inside_rows_left")).as("rows inside the horizon kept").isEqualTo(f.get("inside_rows"));
     }
 
     @Test
     void aRetentionShorterThanTheHorizonIsRefused() {
-        assertThatThrownBy(() -> InboxPruner.builder().dataSource(new org.postgresql.ds.PGSimpleDataSource())
-                .retention(RETENTION.minusHours(1)).build())
+        assertThatThrownBy(() -> InboxPruner.builder()
+                        .dataSource(new org.postgresql.ds.PGSimpleDataSource())
+                        .retention(RETENTION.minusHours(1))
+                        .build())
                 .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("shorter than the redelivery horizon");
     }
@@ -61,7 +63,9 @@ class PruningRacesRedeliveriesTest {
     @Test
     void theSameRaceCatchesARetentionShorterThanTheHorizon() throws Exception {
         Chaos.Figure f = race(20_000, RETENTION.minusHours(1), Duration.ZERO, "retention-below-horizon");
-        assertThat(f.get("applied_twice")).as("copies of events pruned inside the real horizon").isPositive();
+        assertThat(f.get("applied_twice"))
+                .as("copies of events pruned inside the real horizon")
+                .isPositive();
     }
 
     private static Chaos.Figure race(int rows, Duration retention, Duration horizon, String broken) throws Exception {
@@ -71,27 +75,34 @@ class PruningRacesRedeliveriesTest {
         try (TestDatabase db = Databases.POSTGRES.fresh(8)) {
             Effects.create(db);
             // Bulk rows: half well outside the horizon (pruned), half well inside (kept).
-            db.execute("INSERT INTO once_inbox (consumer, event_id, processed_at) SELECT '" + CONSUMER + "', 'old-' || g,"
-                            + " timestamp with time zone '" + cutoff + "' - g * interval '1 second' - interval '1 minute'"
+            db.execute(
+                    "INSERT INTO once_inbox (consumer, event_id, processed_at) SELECT '" + CONSUMER + "', 'old-' || g,"
+                            + " timestamp with time zone '" + cutoff
+                            + "' - g * interval '1 second' - interval '1 minute'"
                             + " FROM generate_series(1, " + (rows / 2 - sample) + ") g",
                     "INSERT INTO once_inbox (consumer, event_id, processed_at) SELECT '" + CONSUMER + "', 'new-' || g,"
-                            + " timestamp with time zone '" + cutoff + "' + g * interval '1 second' + interval '1 minute'"
+                            + " timestamp with time zone '" + cutoff
+                            + "' + g * interval '1 second' + interval '1 minute'"
                             + " FROM generate_series(1, " + (rows / 2 - sample) + ") g");
             // The raced events: claimed (and applied once) 1 to 50 seconds either side of the cutoff.
             List<Delivery> copies = new ArrayList<>();
             try (Connection c = db.dataSource().getConnection();
-                 PreparedStatement claim = c.prepareStatement(
-                         "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES (?, ?, ?)");
-                 PreparedStatement effect = c.prepareStatement(
-                         "INSERT INTO " + Effects.TABLE + " (event_id, applied_at) VALUES (?, 0)")) {
+                    PreparedStatement claim = c.prepareStatement(
+                            "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES (?, ?, ?)");
+                    PreparedStatement effect = c.prepareStatement(
+                            "INSERT INTO " + Effects.TABLE + " (event_id, applied_at) VALUES (?, 0)")) {
                 for (int i = 0; i < sample; i++) {
                     for (String side : List.of("inside", "outside")) {
                         String id = side + "-" + i;
                         long seconds = 1 + i % 50;
                         claim.setString(1, CONSUMER);
                         claim.setString(2, id);
-                        claim.setTimestamp(3, Timestamp.from(side.equals("inside")
-                                ? cutoff.plusSeconds(seconds) : cutoff.minusSeconds(seconds)));
+                        claim.setTimestamp(
+                                3,
+                                Timestamp.from(
+                                        side.equals("inside")
+                                                ? cutoff.plusSeconds(seconds)
+                                                : cutoff.minusSeconds(seconds)));
                         claim.addBatch();
                         effect.setString(1, id);
                         effect.addBatch();
@@ -102,18 +113,28 @@ class PruningRacesRedeliveriesTest {
                 effect.executeBatch();
             }
             Collections.shuffle(copies, new Random(12));
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer(CONSUMER)
-                    .handler(Effects.HANDLER).build();
-            InboxPruner pruner = InboxPruner.builder().dataSource(db.dataSource()).retention(retention)
-                    .redeliveryHorizon(horizon).clock(Clock.fixed(now, ZoneOffset.UTC)).chunkSize(5_000).build();
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(CONSUMER)
+                    .handler(Effects.HANDLER)
+                    .build();
+            InboxPruner pruner = InboxPruner.builder()
+                    .dataSource(db.dataSource())
+                    .retention(retention)
+                    .redeliveryHorizon(horizon)
+                    .clock(Clock.fixed(now, ZoneOffset.UTC))
+                    .chunkSize(5_000)
+                    .build();
             long start = System.nanoTime();
             CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
             List<CompletableFuture<Long>> workers = new ArrayList<>();
             int threads = 4;
             for (int w = 0; w < threads; w++) {
                 List<Delivery> mine = copies.subList(w * copies.size() / threads, (w + 1) * copies.size() / threads);
-                workers.add(CompletableFuture.supplyAsync(() -> mine.stream().map(once::process)
-                        .filter(o -> !o.shouldAcknowledge()).count()));
+                workers.add(CompletableFuture.supplyAsync(() -> mine.stream()
+                        .map(once::process)
+                        .filter(o -> !o.shouldAcknowledge())
+                        .count()));
             }
             long pruneRows = pruned.get(3, TimeUnit.MINUTES);
             double pruneSeconds = (System.nanoTime() - start) / 1e9;
@@ -127,17 +148,29 @@ class PruningRacesRedeliveriesTest {
             }
             Map<String, Long> counts = Effects.counts(db);
             long insideTwice = counts.entrySet().stream()
-                    .filter(e -> e.getKey().startsWith("inside-") && e.getValue() > 1).count();
+                    .filter(e -> e.getKey().startsWith("inside-") && e.getValue() > 1)
+                    .count();
             long outsideAgain = counts.entrySet().stream()
-                    .filter(e -> e.getKey().startsWith("outside-") && e.getValue() > 1).count();
+                    .filter(e -> e.getKey().startsWith("outside-") && e.getValue() > 1)
+                    .count();
             long insideRows = rows / 2 - sample + sample;
-            long insideLeft = db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id LIKE 'new-%'"
-                    + " OR event_id LIKE 'inside-%'");
-            return Chaos.figure("prune-race").rounds(2L * copies.size()).lost(notAcked).appliedTwice(insideTwice)
-                    .put("db", "postgres").put("inbox_rows", rows).put("pruned", pruneRows)
-                    .put("inside_rows", insideRows).put("inside_rows_left", insideLeft)
-                    .put("reapplied_outside_horizon", outsideAgain).put("retention", retention)
-                    .put("horizon", horizon).put("prune_s", pruneSeconds).broken(broken).print();
+            long insideLeft = db.queryLong(
+                    "SELECT count(*) FROM once_inbox WHERE event_id LIKE 'new-%'" + " OR event_id LIKE 'inside-%'");
+            return Chaos.figure("prune-race")
+                    .rounds(2L * copies.size())
+                    .lost(notAcked)
+                    .appliedTwice(insideTwice)
+                    .put("db", "postgres")
+                    .put("inbox_rows", rows)
+                    .put("pruned", pruneRows)
+                    .put("inside_rows", insideRows)
+                    .put("inside_rows_left", insideLeft)
+                    .put("reapplied_outside_horizon", outsideAgain)
+                    .put("retention", retention)
+                    .put("horizon", horizon)
+                    .put("prune_s", pruneSeconds)
+                    .broken(broken)
+                    .print();
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }

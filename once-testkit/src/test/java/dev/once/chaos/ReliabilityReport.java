@@ -20,44 +20,56 @@ import java.util.Map;
 public final class ReliabilityReport {
 
     /** What a figure's name stands for: the guarantee, the fault injected, the test. */
-    private record Claim(String guarantee, String fault, String test) {
-    }
+    private record Claim(String guarantee, String fault, String test) {}
 
     private static final Map<String, Claim> CLAIMS = new LinkedHashMap<>();
 
     static {
-        CLAIMS.put("unknown-commit", new Claim(
-                "A commit whose outcome the client cannot know is never acknowledged, and its redelivery is absorbed (R2)",
-                "COMMIT request or the server's reply dropped at random, both sides reset (`FaultProxy`)",
-                "UnknownCommitOutcomeTest"));
-        CLAIMS.put("network-faults", new Claim(
-                "No event lost or applied twice through database-link faults under load; throughput comes back (R8)",
-                "link frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
-                "NetworkFaultsUnderLoadTest"));
-        CLAIMS.put("kafka-broker-failure", new Claim(
-                "Input = output through Kafka broker failures (R13)",
-                "3-broker KRaft cluster, replication 3, min.insync.replicas 2; one broker stopped mid-run (controlled shutdown, leaders move), restarted, then a second bounce",
-                "KafkaBrokerFailureTest"));
-        CLAIMS.put("prune-race", new Claim(
-                "Pruning never lets a copy inside the redelivery horizon apply twice; a shorter retention is refused (R12)",
-                "`InboxPruner` deleting half of a large inbox while every raced event is redelivered during and after",
-                "PruningRacesRedeliveriesTest"));
-        CLAIMS.put("hostile-", new Claim(
-                "Identifiers are refused with a message naming them or stored and read back exactly (S3)",
-                "1,000 generated hostile strings: SQL metacharacters, quotes, NUL, RTL marks, lone surrogates, 10 kB, near twins",
-                "HostileInputTest"));
-        CLAIMS.put("secrets-in-logs", new Claim(
-                "A secret in payloads, headers, outbox rows or saved results never appears in a log line (S5)",
-                "every SLF4J logger at TRACE in a child JVM, every logging path exercised",
-                "SecretsNeverLoggedTest"));
-        CLAIMS.put("model-", new Claim(
-                "The protocol itself: claim → effect → commit → ack, and lease + fencing token (R11)",
-                "SPIN, exhaustive: crashes at every step, redelivery, concurrent duplicates, paused lease holders",
-                "SpinModelTest"));
+        CLAIMS.put(
+                "unknown-commit",
+                new Claim(
+                        "A commit whose outcome the client cannot know is never acknowledged, and its redelivery is absorbed (R2)",
+                        "COMMIT request or the server's reply dropped at random, both sides reset (`FaultProxy`)",
+                        "UnknownCommitOutcomeTest"));
+        CLAIMS.put(
+                "network-faults",
+                new Claim(
+                        "No event lost or applied twice through database-link faults under load; throughput comes back (R8)",
+                        "link frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
+                        "NetworkFaultsUnderLoadTest"));
+        CLAIMS.put(
+                "kafka-broker-failure",
+                new Claim(
+                        "Input = output through Kafka broker failures (R13)",
+                        "3-broker KRaft cluster, replication 3, min.insync.replicas 2; one broker stopped mid-run (controlled shutdown, leaders move), restarted, then a second bounce",
+                        "KafkaBrokerFailureTest"));
+        CLAIMS.put(
+                "prune-race",
+                new Claim(
+                        "Pruning never lets a copy inside the redelivery horizon apply twice; a shorter retention is refused (R12)",
+                        "`InboxPruner` deleting half of a large inbox while every raced event is redelivered during and after",
+                        "PruningRacesRedeliveriesTest"));
+        CLAIMS.put(
+                "hostile-",
+                new Claim(
+                        "Identifiers are refused with a message naming them or stored and read back exactly (S3)",
+                        "1,000 generated hostile strings: SQL metacharacters, quotes, NUL, RTL marks, lone surrogates, 10 kB, near twins",
+                        "HostileInputTest"));
+        CLAIMS.put(
+                "secrets-in-logs",
+                new Claim(
+                        "A secret in payloads, headers, outbox rows or saved results never appears in a log line (S5)",
+                        "every SLF4J logger at TRACE in a child JVM, every logging path exercised",
+                        "SecretsNeverLoggedTest"));
+        CLAIMS.put(
+                "model-",
+                new Claim(
+                        "The protocol itself: claim → effect → commit → ack, and lease + fencing token (R11)",
+                        "SPIN, exhaustive: crashes at every step, redelivery, concurrent duplicates, paused lease holders",
+                        "SpinModelTest"));
     }
 
-    private ReliabilityReport() {
-    }
+    private ReliabilityReport() {}
 
     public static void main(String[] args) throws IOException, InterruptedException {
         if (args.length == 2 && args[0].equals("--reset")) {
@@ -84,33 +96,61 @@ public final class ReliabilityReport {
         md.append("# Reliability\n\n")
                 .append("Generated by `ReliabilityReport` from the fault tests' `CHAOS` lines; do not edit by hand.\n")
                 .append("Regenerate with the command in README.md, section \"Reliability\".\n\n")
-                .append("- commit: `").append(git("rev-parse", "--short", "HEAD")).append('`')
-                .append(git("status", "--porcelain").isBlank() ? "" : " (with uncommitted changes)").append('\n')
-                .append("- run: ").append(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME)).append('\n')
-                .append("- machine: ").append(Runtime.getRuntime().availableProcessors()).append(" cores, load average ")
-                .append(loadAverage()).append(", Java ").append(System.getProperty("java.version")).append('\n')
-                .append("- scale: ").append(System.getProperty(Chaos.SCALE_PROPERTY, "1"))
+                .append("- commit: `")
+                .append(git("rev-parse", "--short", "HEAD"))
+                .append('`')
+                .append(git("status", "--porcelain").isBlank() ? "" : " (with uncommitted changes)")
+                .append('\n')
+                .append("- run: ")
+                .append(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME))
+                .append('\n')
+                .append("- machine: ")
+                .append(Runtime.getRuntime().availableProcessors())
+                .append(" cores, load average ")
+                .append(loadAverage())
+                .append(", Java ")
+                .append(System.getProperty("java.version"))
+                .append('\n')
+                .append("- scale: ")
+                .append(System.getProperty(Chaos.SCALE_PROPERTY, "1"))
                 .append(" × the CI counts\n\n")
-                .append("`lost` = acknowledged (or published) events whose effect is missing; `applied_twice` = events whose\n")
-                .append("effect is in the database more than once. For models, `rounds` is the number of states SPIN explored.\n\n");
+                .append(
+                        "`lost` = acknowledged (or published) events whose effect is missing; `applied_twice` = events whose\n")
+                .append(
+                        "effect is in the database more than once. For models, `rounds` is the number of states SPIN explored.\n\n");
         md.append("## Guarantees\n\n| guarantee | fault | test | figure |\n|---|---|---|---|\n");
         for (Map.Entry<String, Claim> c : CLAIMS.entrySet()) {
             for (Map<String, String> f : real) {
                 if (f.get("name").startsWith(c.getKey())) {
-                    md.append("| ").append(c.getValue().guarantee()).append(" | ").append(c.getValue().fault())
-                            .append(" | `").append(c.getValue().test()).append("` | ").append(figure(f)).append(" |\n");
+                    md.append("| ")
+                            .append(c.getValue().guarantee())
+                            .append(" | ")
+                            .append(c.getValue().fault())
+                            .append(" | `")
+                            .append(c.getValue().test())
+                            .append("` | ")
+                            .append(figure(f))
+                            .append(" |\n");
                 }
             }
         }
         md.append("\n## Each test can fail: the deliberate breaks\n\n")
-                .append("The same scenario against a consumer or configuration broken on purpose; each figure must be non-zero.\n\n")
+                .append(
+                        "The same scenario against a consumer or configuration broken on purpose; each figure must be non-zero.\n\n")
                 .append("| test | break | figure |\n|---|---|---|\n");
         for (Map<String, String> f : breaks) {
-            md.append("| ").append(f.get("name")).append(" | ").append(f.get("break")).append(" | ").append(figure(f))
+            md.append("| ")
+                    .append(f.get("name"))
+                    .append(" | ")
+                    .append(f.get("break"))
+                    .append(" | ")
+                    .append(figure(f))
                     .append(" |\n");
         }
-        md.append("\n## Holes found\n\nFigures with `hole_…` fields count inputs that hit a hole found by these tests and not yet\n")
-                .append("closed (see `HostileInputTest.Hole`); the strict variants of those tests are disabled until then.\n");
+        md.append(
+                        "\n## Holes found\n\nFigures with `hole_…` fields count inputs that hit a hole found by these tests and not yet\n")
+                .append(
+                        "closed (see `HostileInputTest.Hole`); the strict variants of those tests are disabled until then.\n");
         return md.toString();
     }
 

@@ -1,10 +1,8 @@
 package dev.once.chaos;
 
-import dev.once.testkit.Services;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.testkit.Services;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,8 +13,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 
 /**
  * R11: the protocol itself, model-checked. Each Promela model in {@code src/test/spin} (with a
@@ -48,27 +47,35 @@ class SpinModelTest {
     @Test
     void claimEffectCommitAckAppliesEveryAcknowledgedEventExactlyOnce() throws Exception {
         Result r = check("claim.pml", null);
-        assertThat(r.errors).as("SPIN on the once protocol, with crashes at every step:\n" + r.output).isZero();
+        assertThat(r.errors)
+                .as("SPIN on the once protocol, with crashes at every step:\n" + r.output)
+                .isZero();
     }
 
     @Test
     void theNaiveConsumerHasACounterexample() throws Exception {
         Result r = check("naive.pml", "NAIVE");
-        assertThat(r.errors).as("SPIN must find the redelivery after the ack gap:\n" + r.output).isPositive();
+        assertThat(r.errors)
+                .as("SPIN must find the redelivery after the ack gap:\n" + r.output)
+                .isPositive();
         assertThat(r.trail).contains("assertion violated");
     }
 
     @Test
     void theCheckThenActConsumerHasACounterexample() throws Exception {
         Result r = check("naive.pml", "CHECK_THEN_ACT");
-        assertThat(r.errors).as("SPIN must find the two concurrent checks:\n" + r.output).isPositive();
+        assertThat(r.errors)
+                .as("SPIN must find the two concurrent checks:\n" + r.output)
+                .isPositive();
         assertThat(r.trail).contains("assertion violated");
     }
 
     @Test
     void anAckBeforeTheCommitHasACounterexample() throws Exception {
         Result r = check("claim.pml", "ACK_BEFORE_COMMIT");
-        assertThat(r.errors).as("SPIN must find the acknowledged, crashed, lost event:\n" + r.output).isPositive();
+        assertThat(r.errors)
+                .as("SPIN must find the acknowledged, crashed, lost event:\n" + r.output)
+                .isPositive();
         assertThat(r.trail).contains("assertion violated");
     }
 
@@ -81,7 +88,8 @@ class SpinModelTest {
     @Test
     void anUnfencedLeaseHolderHasACounterexample() throws Exception {
         Result r = check("lease.pml", "UNFENCED");
-        assertThat(r.errors).as("SPIN must find the paused holder writing after its successor:\n" + r.output)
+        assertThat(r.errors)
+                .as("SPIN must find the paused holder writing after its successor:\n" + r.output)
                 .isPositive();
         assertThat(r.trail).contains("assertion violated");
     }
@@ -89,13 +97,13 @@ class SpinModelTest {
     @Test
     void aFenceCheckedOutsideTheWritesTransactionHasACounterexample() throws Exception {
         Result r = check("lease.pml", "FENCE_OUTSIDE_TX");
-        assertThat(r.errors).as("SPIN must find the write that lands after the fence was released:\n" + r.output)
+        assertThat(r.errors)
+                .as("SPIN must find the write that lands after the fence was released:\n" + r.output)
                 .isPositive();
         assertThat(r.trail).contains("assertion violated");
     }
 
-    private record Result(int errors, long states, String output, String trail) {
-    }
+    private record Result(int errors, long states, String output, String trail) {}
 
     private static Result check(String model, String define) throws Exception {
         String variant = model.replace(".pml", "") + (define == null ? "" : "-" + define.toLowerCase());
@@ -123,12 +131,15 @@ class SpinModelTest {
             System.out.println("SPIN counterexample for " + variant + ":\n" + trail);
         }
         // rounds = states explored; the figures say what the counterexample shows, if any.
-        Chaos.figure("model-" + variant).rounds(states)
+        Chaos.figure("model-" + variant)
+                .rounds(states)
                 .lost(violated.contains("acked") ? 1 : 0)
                 .appliedTwice(violated.contains("effect[e]<=1") ? 1 : 0)
                 .put("stale_write_accepted", violated.contains("lastWrite") ? 1 : 0)
-                .put("errors", errors).put("violated", violated)
-                .broken(define == null ? null : define.toLowerCase()).print();
+                .put("errors", errors)
+                .put("violated", violated)
+                .broken(define == null ? null : define.toLowerCase())
+                .print();
         return new Result(errors, states, output, trail);
     }
 
@@ -148,7 +159,10 @@ class SpinModelTest {
 
     /** Runs a command in {@code dir}; returns its output; fails on a non-zero exit or after 2 minutes. */
     private static String run(Path dir, String... command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(command)
+                .directory(dir.toFile())
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(2, TimeUnit.MINUTES)) {
             p.destroyForcibly();

@@ -1,17 +1,13 @@
 package dev.once.chaos;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.fault.CommitFault;
 import dev.once.testkit.fault.FaultProxy;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayDeque;
@@ -20,8 +16,11 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * R2, the unknown commit outcome: the proxy drops the COMMIT request (rolled back) or the
@@ -47,17 +46,24 @@ class UnknownCommitOutcomeTest {
     @EnumSource(Databases.class)
     void unknownCommitOutcomeLosesNothingAndAppliesNothingTwice(Databases database) throws Exception {
         Chaos.Figure f = run(database, Variant.ONCE, Chaos.scaled(200));
-        assertThat(f.get("reply_dropped")).as("rounds whose commit happened but whose reply was dropped").isPositive();
-        assertThat(f.get("request_dropped")).as("rounds whose commit request was dropped").isPositive();
+        assertThat(f.get("reply_dropped"))
+                .as("rounds whose commit happened but whose reply was dropped")
+                .isPositive();
+        assertThat(f.get("request_dropped"))
+                .as("rounds whose commit request was dropped")
+                .isPositive();
         assertThat(f.get("lost")).as("acknowledged events without their effect").isZero();
-        assertThat(f.get("applied_twice")).as("events whose effect was applied more than once").isZero();
+        assertThat(f.get("applied_twice"))
+                .as("events whose effect was applied more than once")
+                .isZero();
     }
 
     /** The test can fail: the same faults against a consumer without the claim apply effects twice. */
     @Test
     void theSameFaultsCatchAConsumerWithoutTheClaim() throws Exception {
         Chaos.Figure f = run(Databases.POSTGRES, Variant.NAIVE, 50);
-        assertThat(f.get("applied_twice")).as("a dropped COMMIT reply, redelivered to a consumer without a claim")
+        assertThat(f.get("applied_twice"))
+                .as("a dropped COMMIT reply, redelivered to a consumer without a claim")
                 .isPositive();
     }
 
@@ -65,18 +71,23 @@ class UnknownCommitOutcomeTest {
     @Test
     void theSameFaultsCatchAnAcknowledgementOfAFailedCommit() throws Exception {
         Chaos.Figure f = run(Databases.POSTGRES, Variant.ACK_REGARDLESS, 50);
-        assertThat(f.get("lost")).as("a dropped COMMIT request, acknowledged anyway").isPositive();
+        assertThat(f.get("lost"))
+                .as("a dropped COMMIT request, acknowledged anyway")
+                .isPositive();
     }
 
     private static Chaos.Figure run(Databases database, Variant variant, int rounds) throws Exception {
         long seed = Long.getLong("once.chaos.seed", System.nanoTime());
         Random random = new Random(seed);
         try (TestDatabase db = database.fresh(2);
-             FaultProxy proxy = FaultProxy.forJdbcUrl(database.directUrl(db));
-             HikariDataSource ds = Databases.pool(proxy.jdbcUrl(database.directUrl(db)), 2, "unknown-commit")) {
+                FaultProxy proxy = FaultProxy.forJdbcUrl(database.directUrl(db));
+                HikariDataSource ds = Databases.pool(proxy.jdbcUrl(database.directUrl(db)), 2, "unknown-commit")) {
             Effects.create(db);
-            IdempotentConsumer once = IdempotentConsumer.builder().dataSource(ds).consumer("unknown-commit")
-                    .handler(Effects.HANDLER).build();
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer("unknown-commit")
+                    .handler(Effects.HANDLER)
+                    .build();
             Deque<Delivery> broker = new ArrayDeque<>();
             for (int i = 0; i < rounds; i++) {
                 broker.add(Delivery.of("evt-" + i, "round " + i));
@@ -89,11 +100,13 @@ class UnknownCommitOutcomeTest {
                 Delivery d = broker.poll();
                 deliveries++;
                 // A fault on two of three first deliveries and fewer later, so every event ends.
-                CommitFault fault = d.attempt() > 3 ? null : switch (random.nextInt(3)) {
-                    case 0 -> CommitFault.DROP_REPLY;
-                    case 1 -> CommitFault.DROP_REQUEST;
-                    default -> null;
-                };
+                CommitFault fault = d.attempt() > 3
+                        ? null
+                        : switch (random.nextInt(3)) {
+                            case 0 -> CommitFault.DROP_REPLY;
+                            case 1 -> CommitFault.DROP_REQUEST;
+                            default -> null;
+                        };
                 if (fault != null) {
                     proxy.failNextCommit(fault);
                 }
@@ -114,12 +127,18 @@ class UnknownCommitOutcomeTest {
                 }
             }
             Map<String, Long> counts = Effects.counts(db);
-            return Chaos.figure("unknown-commit").rounds(rounds)
-                    .lost(Effects.lost(acknowledged, counts)).appliedTwice(Effects.appliedTwice(counts))
-                    .put("db", database.name().toLowerCase()).put("consumer", variant.name().toLowerCase())
-                    .put("deliveries", deliveries).put("reply_dropped", replyDropped)
-                    .put("request_dropped", requestDropped).put("seed", seed)
-                    .broken(variant == Variant.ONCE ? null : variant.name().toLowerCase()).print();
+            return Chaos.figure("unknown-commit")
+                    .rounds(rounds)
+                    .lost(Effects.lost(acknowledged, counts))
+                    .appliedTwice(Effects.appliedTwice(counts))
+                    .put("db", database.name().toLowerCase())
+                    .put("consumer", variant.name().toLowerCase())
+                    .put("deliveries", deliveries)
+                    .put("reply_dropped", replyDropped)
+                    .put("request_dropped", requestDropped)
+                    .put("seed", seed)
+                    .broken(variant == Variant.ONCE ? null : variant.name().toLowerCase())
+                    .print();
         }
     }
 

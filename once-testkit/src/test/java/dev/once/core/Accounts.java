@@ -4,7 +4,6 @@ import dev.once.BatchHandler;
 import dev.once.Delivery;
 import dev.once.PermanentFailureException;
 import dev.once.testkit.TestDatabase;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;
@@ -24,8 +23,7 @@ import java.util.TreeMap;
  */
 final class Accounts {
 
-    private Accounts() {
-    }
+    private Accounts() {}
 
     /** Creates {@code acct} with ids 0 to {@code n - 1}, all at balance 0. */
     static TestDatabase on(TestDatabase db, int n) {
@@ -33,7 +31,8 @@ final class Accounts {
         for (int i = 0; i < n; i++) {
             values.append(i == 0 ? "" : ", ").append('(').append(i).append(", 0)");
         }
-        return db.execute("CREATE TABLE acct (id bigint PRIMARY KEY, balance bigint NOT NULL)",
+        return db.execute(
+                "CREATE TABLE acct (id bigint PRIMARY KEY, balance bigint NOT NULL)",
                 "INSERT INTO acct (id, balance) VALUES " + values);
     }
 
@@ -98,8 +97,9 @@ final class Accounts {
 
     static Map<Long, Long> balances(TestDatabase db) throws SQLException {
         Map<Long, Long> balances = new TreeMap<>();
-        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT id, balance FROM acct WHERE balance <> 0")) {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT id, balance FROM acct WHERE balance <> 0")) {
             while (rs.next()) {
                 balances.put(rs.getLong(1), rs.getLong(2));
             }

@@ -1,13 +1,11 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Inbox;
 import dev.once.jdbc.Dialects;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -16,8 +14,9 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * The MariaDB batch claim: one multi-row {@code INSERT IGNORE … RETURNING} per batch (MariaDB
@@ -48,7 +47,7 @@ class BatchClaimMariaDbTest {
             for (int i = 99; i >= 0; i--) {
                 ids.add(String.format("evt-%03d", i));
             }
-            ids.add("evt-007");   // a copy inside the batch counts once
+            ids.add("evt-007"); // a copy inside the batch counts once
 
             long before = inserts(c);
             Set<String> claimed = inbox.claimAll(c, "batch", ids);
@@ -57,7 +56,9 @@ class BatchClaimMariaDbTest {
 
             Set<String> expected = new HashSet<>(ids);
             expected.removeAll(Set.of("evt-003", "evt-050"));
-            assertThat(statements).as("INSERT statements for a batch of 100 ids").isEqualTo(1);
+            assertThat(statements)
+                    .as("INSERT statements for a batch of 100 ids")
+                    .isEqualTo(1);
             assertThat(claimed).as("exactly the ids this transaction inserted").isEqualTo(expected);
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(100);
         }
@@ -82,7 +83,8 @@ class BatchClaimMariaDbTest {
     }
 
     private static long inserts(Connection c) throws SQLException {
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW SESSION STATUS LIKE 'Com_insert'")) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SHOW SESSION STATUS LIKE 'Com_insert'")) {
             rs.next();
             return rs.getLong(2);
         }

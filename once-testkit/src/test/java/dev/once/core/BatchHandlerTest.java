@@ -1,5 +1,7 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.BatchHandler;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -7,11 +9,6 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.RepeatedTest;
-import org.junit.jupiter.api.Test;
-
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -28,8 +25,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Test;
 
 /** The batch handler on real PostgreSQL: one call per transaction with the claimed deliveries, set-based effects. */
 class BatchHandlerTest {
@@ -59,8 +58,11 @@ class BatchHandlerTest {
     }
 
     private IdempotentConsumer consumer(BatchHandler handler) {
-        IdempotentConsumer c = IdempotentConsumer.builder().dataSource(counting.dataSource()).consumer("set")
-                .batchHandler(handler).build();
+        IdempotentConsumer c = IdempotentConsumer.builder()
+                .dataSource(counting.dataSource())
+                .consumer("set")
+                .batchHandler(handler)
+                .build();
         counting.reset();
         return c;
     }
@@ -76,13 +78,19 @@ class BatchHandlerTest {
         consumer.process(Accounts.credit("b", 1, 10));
         calls.clear();
 
-        List<Outcome> outcomes = consumer.processBatch(List.of(Accounts.credit("z", 1, 1), Accounts.credit("b", 1, 10),
-                Accounts.credit("a", 2, 100), Accounts.credit("z", 1, 1).redelivery(), Accounts.credit("m", 3, 1000)));
+        List<Outcome> outcomes = consumer.processBatch(List.of(
+                Accounts.credit("z", 1, 1),
+                Accounts.credit("b", 1, 10),
+                Accounts.credit("a", 2, 100),
+                Accounts.credit("z", 1, 1).redelivery(),
+                Accounts.credit("m", 3, 1000)));
 
-        assertThat(calls).as("one call, with each event this transaction claimed once, in delivery order")
+        assertThat(calls)
+                .as("one call, with each event this transaction claimed once, in delivery order")
                 .containsExactly(List.of("z", "a", "m"));
-        assertThat(outcomes).extracting(Outcome::status).containsExactly(Status.APPLIED, Status.DUPLICATE,
-                Status.APPLIED, Status.DUPLICATE, Status.APPLIED);
+        assertThat(outcomes)
+                .extracting(Outcome::status)
+                .containsExactly(Status.APPLIED, Status.DUPLICATE, Status.APPLIED, Status.DUPLICATE, Status.APPLIED);
         assertThat(Accounts.balances(db)).isEqualTo(Map.of(1L, 11L, 2L, 100L, 3L, 1000L));
     }
 
@@ -94,12 +102,13 @@ class BatchHandlerTest {
         for (int round = 0; round < 20; round++) {
             List<Delivery> batch = new ArrayList<>();
             for (int k = 0; k < 100; k++) {
-                int n = random.nextInt(600);   // 2,000 draws from 600 ids: copies in and across batches
+                int n = random.nextInt(600); // 2,000 draws from 600 ids: copies in and across batches
                 Delivery d = Accounts.credit("evt-" + n, n % ACCOUNTS, 1 + n % 13);
                 distinct.putIfAbsent(d.eventId(), d);
                 batch.add(d);
             }
-            assertThat(consumer.processBatch(batch)).extracting(Outcome::status)
+            assertThat(consumer.processBatch(batch))
+                    .extracting(Outcome::status)
                     .allSatisfy(s -> assertThat(s).isIn(Status.APPLIED, Status.DUPLICATE));
         }
         assertThat(counting.transactions()).as("one transaction per batch").isEqualTo(20);
@@ -122,18 +131,27 @@ class BatchHandlerTest {
         }
         List<Outcome> outcomes = consumer.processBatch(batch);
 
-        assertThat(counting.transactions()).as("transactions for 4 poison messages in 256")
+        assertThat(counting.transactions())
+                .as("transactions for 4 poison messages in 256")
                 .isLessThanOrEqualTo(1 + 2 * 4 * 8);
         for (int i = 0; i < 256; i++) {
-            assertThat(outcomes.get(i).status()).as("evt-%d", i)
+            assertThat(outcomes.get(i).status())
+                    .as("evt-%d", i)
                     .isEqualTo(poison.contains(i) ? Status.FAILED_PERMANENT : Status.APPLIED);
         }
-        assertThat(Accounts.balances(db).values().stream().mapToLong(Long::longValue).sum()).isEqualTo(252);
+        assertThat(Accounts.balances(db).values().stream()
+                        .mapToLong(Long::longValue)
+                        .sum())
+                .isEqualTo(252);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox"))
-                .as("one outbox row per applied event; those written by rolled-back halves are gone").isEqualTo(252);
-        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM once_outbox")).isEqualTo(252);
+                .as("one outbox row per applied event; those written by rolled-back halves are gone")
+                .isEqualTo(252);
+        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM once_outbox"))
+                .isEqualTo(252);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE event_id IN ('set:evt-3#1', 'set:evt-64#1',"
-                + " 'set:evt-65#1', 'set:evt-200#1')")).as("nothing of a poison message").isZero();
+                        + " 'set:evt-65#1', 'set:evt-200#1')"))
+                .as("nothing of a poison message")
+                .isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(252);
     }
 
@@ -190,7 +208,8 @@ class BatchHandlerTest {
         } finally {
             pool.shutdownNow();
         }
-        assertThat(outcomes).as("no deadlock or other error surfaces")
+        assertThat(outcomes)
+                .as("no deadlock or other error surfaces")
                 .allSatisfy(o -> assertThat(o.status()).isIn(Status.APPLIED, Status.DUPLICATE));
         assertThat(outcomes).filteredOn(o -> o.status() == Status.APPLIED).hasSize(400);
         assertThat(Accounts.balances(db)).isEqualTo(expected(all));

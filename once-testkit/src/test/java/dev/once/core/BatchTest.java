@@ -1,16 +1,13 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.RepeatedTest;
-import org.junit.jupiter.api.Test;
-
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -18,8 +15,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Test;
 
 class BatchTest {
 
@@ -33,7 +32,10 @@ class BatchTest {
     @BeforeEach
     void setUp() throws SQLException {
         db = Ledger.on(newDatabase(8));
-        consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("batch").handler(Ledger.CREDIT)
+        consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("batch")
+                .handler(Ledger.CREDIT)
                 .build();
     }
 
@@ -48,9 +50,13 @@ class BatchTest {
 
     @Test
     void inBatchDuplicatesCountOnceAndTheFirstOccurrenceWins() throws Exception {
-        List<Outcome> outcomes = consumer.processBatch(List.of(Ledger.payment("a", 1), Ledger.payment("b", 10),
-                Ledger.payment("a", 1).redelivery(), Ledger.payment("c", 100)));
-        assertThat(outcomes).extracting(Outcome::status)
+        List<Outcome> outcomes = consumer.processBatch(List.of(
+                Ledger.payment("a", 1),
+                Ledger.payment("b", 10),
+                Ledger.payment("a", 1).redelivery(),
+                Ledger.payment("c", 100)));
+        assertThat(outcomes)
+                .extracting(Outcome::status)
                 .containsExactly(Status.APPLIED, Status.APPLIED, Status.DUPLICATE, Status.APPLIED);
         assertThat(balance()).isEqualTo(111);
         List<Outcome> again = consumer.processBatch(List.of(Ledger.payment("c", 100), Ledger.payment("d", 1000)));
@@ -66,13 +72,18 @@ class BatchTest {
         }
         List<Outcome> outcomes = consumer.processBatch(batch);
         for (int i = 0; i < 100; i++) {
-            assertThat(outcomes.get(i).status()).as("outcome of evt-%d", i)
+            assertThat(outcomes.get(i).status())
+                    .as("outcome of evt-%d", i)
                     .isEqualTo(i == 37 ? Status.FAILED_PERMANENT : Status.APPLIED);
         }
         assertThat(balance()).as("the other 99 applied exactly once").isEqualTo(99);
         assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = 'evt-37'"))
-                .as("the poison message is not claimed, so a fixed handler can still apply it").isZero();
-        assertThat(consumer.processBatch(batch)).extracting(Outcome::status).filteredOn(s -> s == Status.APPLIED).isEmpty();
+                .as("the poison message is not claimed, so a fixed handler can still apply it")
+                .isZero();
+        assertThat(consumer.processBatch(batch))
+                .extracting(Outcome::status)
+                .filteredOn(s -> s == Status.APPLIED)
+                .isEmpty();
         assertThat(balance()).as("redelivering the whole batch changes nothing").isEqualTo(99);
     }
 
@@ -97,15 +108,18 @@ class BatchTest {
         });
         List<Outcome> all = new ArrayList<>(first.get(60, TimeUnit.SECONDS));
         all.addAll(second.get(60, TimeUnit.SECONDS));
-        assertThat(all).as("no error surfaces").allSatisfy(o -> assertThat(o.status()).isIn(Status.APPLIED,
-                Status.DUPLICATE, Status.IN_PROGRESS));
+        assertThat(all)
+                .as("no error surfaces")
+                .allSatisfy(o -> assertThat(o.status()).isIn(Status.APPLIED, Status.DUPLICATE, Status.IN_PROGRESS));
         // Whatever was left in progress is redelivered.
         for (Outcome o : all) {
             if (o.retryable()) {
                 consumer.process(Ledger.payment(o.eventId(), 1).redelivery());
             }
         }
-        assertThat(all).filteredOn(o -> o.status() == Status.APPLIED).extracting(Outcome::eventId)
+        assertThat(all)
+                .filteredOn(o -> o.status() == Status.APPLIED)
+                .extracting(Outcome::eventId)
                 .doesNotHaveDuplicates();
         assertThat(balance()).as("each of the 200 events applied exactly once").isEqualTo(200);
     }

@@ -1,11 +1,18 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -14,14 +21,6 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
-
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.Set;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Random batches with copies and several poison messages, through the batch handler on real
@@ -55,17 +54,31 @@ class BisectionPropertyTest {
 
     @Provide
     Arbitrary<Batch> batches() {
-        return Arbitraries.integers().between(1, 300).flatMap(space -> Combinators.combine(
-                Arbitraries.integers().between(0, space - 1).list().ofMinSize(1).ofMaxSize(400),
-                Arbitraries.integers().between(0, space - 1).set().ofMinSize(0).ofMaxSize(5)).as(Batch::new));
+        return Arbitraries.integers()
+                .between(1, 300)
+                .flatMap(space -> Combinators.combine(
+                                Arbitraries.integers()
+                                        .between(0, space - 1)
+                                        .list()
+                                        .ofMinSize(1)
+                                        .ofMaxSize(400),
+                                Arbitraries.integers()
+                                        .between(0, space - 1)
+                                        .set()
+                                        .ofMinSize(0)
+                                        .ofMaxSize(5))
+                        .as(Batch::new));
     }
 
     @Property(tries = 60)
-    void poisonMessagesAreIsolatedWithinTheBisectionBoundAndEveryOtherEventAppliesOnce(
-            @ForAll("batches") Batch batch) throws Exception {
+    void poisonMessagesAreIsolatedWithinTheBisectionBoundAndEveryOtherEventAppliesOnce(@ForAll("batches") Batch batch)
+            throws Exception {
         db.execute("UPDATE acct SET balance = 0");
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(counting.dataSource())
-                .consumer("property-" + (++run)).batchHandler(Accounts.setCredit(true)).build();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(counting.dataSource())
+                .consumer("property-" + (++run))
+                .batchHandler(Accounts.setCredit(true))
+                .build();
         List<Delivery> deliveries = new ArrayList<>();
         Map<String, Delivery> distinct = new LinkedHashMap<>();
         for (int n : batch.events()) {
@@ -80,17 +93,20 @@ class BisectionPropertyTest {
 
         int n = distinct.size();
         int log2 = n == 1 ? 0 : 32 - Integer.numberOfLeadingZeros(n - 1);
-        assertThat(counting.transactions()).as("transactions for %d poison ids among %d", poisonIds, n)
+        assertThat(counting.transactions())
+                .as("transactions for %d poison ids among %d", poisonIds, n)
                 .isLessThanOrEqualTo(1 + 2 * (int) poisonIds * log2);
         Map<String, Boolean> seen = new LinkedHashMap<>();
         for (int i = 0; i < deliveries.size(); i++) {
             Delivery d = deliveries.get(i);
             boolean copy = seen.put(d.eventId(), true) != null;
-            Status expected = Accounts.isPoison(d) ? Status.FAILED_PERMANENT
-                    : copy ? Status.DUPLICATE : Status.APPLIED;
-            assertThat(outcomes.get(i).status()).as("delivery %d, %s", i, d.eventId()).isEqualTo(expected);
+            Status expected = Accounts.isPoison(d) ? Status.FAILED_PERMANENT : copy ? Status.DUPLICATE : Status.APPLIED;
+            assertThat(outcomes.get(i).status())
+                    .as("delivery %d, %s", i, d.eventId())
+                    .isEqualTo(expected);
         }
-        List<Delivery> healthy = distinct.values().stream().filter(d -> !Accounts.isPoison(d)).toList();
+        List<Delivery> healthy =
+                distinct.values().stream().filter(d -> !Accounts.isPoison(d)).toList();
         assertThat(Accounts.balances(db)).isEqualTo(BatchHandlerTest.expected(healthy));
     }
 }

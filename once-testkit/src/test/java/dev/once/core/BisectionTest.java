@@ -1,20 +1,19 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-
-import java.util.ArrayList;
-import java.util.List;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** Poison isolation by bisection with the per-event handler: a failing batch is halved until the poison stands alone. */
 class BisectionTest {
@@ -31,8 +30,11 @@ class BisectionTest {
     void setUp() {
         db = Ledger.on(newDatabase());
         counting = new CountingDataSource(db.dataSource());
-        consumer = IdempotentConsumer.builder().dataSource(counting.dataSource()).consumer("bisect")
-                .handler(Ledger.CREDIT).build();
+        consumer = IdempotentConsumer.builder()
+                .dataSource(counting.dataSource())
+                .consumer("bisect")
+                .handler(Ledger.CREDIT)
+                .build();
         counting.reset();
     }
 
@@ -50,11 +52,13 @@ class BisectionTest {
         }
         List<Outcome> outcomes = consumer.processBatch(batch);
 
-        int log2 = 32 - Integer.numberOfLeadingZeros(n - 1);   // ceil(log2 n)
-        assertThat(counting.transactions()).as("transactions for one poison message in %d", n)
+        int log2 = 32 - Integer.numberOfLeadingZeros(n - 1); // ceil(log2 n)
+        assertThat(counting.transactions())
+                .as("transactions for one poison message in %d", n)
                 .isLessThanOrEqualTo(1 + 2 * log2);
         for (int i = 0; i < n; i++) {
-            assertThat(outcomes.get(i).status()).as("outcome of evt-%d", i)
+            assertThat(outcomes.get(i).status())
+                    .as("outcome of evt-%d", i)
                     .isEqualTo(i == poison ? Status.FAILED_PERMANENT : Status.APPLIED);
         }
         assertThat(Ledger.balance(db)).as("every other message applied once").isEqualTo(n - 1);

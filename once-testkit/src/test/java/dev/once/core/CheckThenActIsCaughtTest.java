@@ -1,9 +1,9 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -14,8 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /**
  * Proof that the concurrent-duplicate check can fail: the dedupe most teams write first
@@ -28,7 +27,7 @@ class CheckThenActIsCaughtTest {
     void aSelectBeforeInsertDedupeAppliesTheEventOncePerRacingDelivery() throws Exception {
         int threads = 8;
         try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(threads))) {
-            db.execute("CREATE TABLE processed (event_id text NOT NULL)");   // no unique constraint: advisory only
+            db.execute("CREATE TABLE processed (event_id text NOT NULL)"); // no unique constraint: advisory only
             CyclicBarrier checked = new CyclicBarrier(threads);
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             try {
@@ -37,7 +36,8 @@ class CheckThenActIsCaughtTest {
                     applied.add(pool.submit(() -> {
                         try (Connection c = db.dataSource().getConnection()) {
                             boolean seen;
-                            try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM processed WHERE event_id = ?")) {
+                            try (PreparedStatement ps =
+                                    c.prepareStatement("SELECT 1 FROM processed WHERE event_id = ?")) {
                                 ps.setString(1, "evt-1");
                                 try (ResultSet rs = ps.executeQuery()) {
                                     seen = rs.next();
@@ -47,8 +47,8 @@ class CheckThenActIsCaughtTest {
                             if (seen) {
                                 return false;
                             }
-                            try (PreparedStatement ps = c.prepareStatement(
-                                    "UPDATE account SET balance = balance + 20 WHERE id = 1")) {
+                            try (PreparedStatement ps =
+                                    c.prepareStatement("UPDATE account SET balance = balance + 20 WHERE id = 1")) {
                                 ps.executeUpdate();
                             }
                             try (PreparedStatement ps = c.prepareStatement("INSERT INTO processed VALUES (?)")) {
@@ -67,7 +67,9 @@ class CheckThenActIsCaughtTest {
             } finally {
                 pool.shutdownNow();
             }
-            assertThat(Ledger.balance(db)).as("check-then-act credits once per delivery").isEqualTo(20L * threads);
+            assertThat(Ledger.balance(db))
+                    .as("check-then-act credits once per delivery")
+                    .isEqualTo(20L * threads);
         }
     }
 }

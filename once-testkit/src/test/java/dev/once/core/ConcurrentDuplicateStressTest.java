@@ -1,13 +1,13 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
@@ -15,8 +15,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /** The test that catches a dedupe check written as a SELECT: many threads, one event, one barrier. */
 class ConcurrentDuplicateStressTest {
@@ -27,8 +26,11 @@ class ConcurrentDuplicateStressTest {
     @Test
     void eightThreadsDeliveringTheSameEventApplyItExactlyOnceInEachOfAThousandRounds() throws Exception {
         try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(THREADS))) {
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource())
-                    .consumer("stress").handler(Ledger.CREDIT).build();
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("stress")
+                    .handler(Ledger.CREDIT)
+                    .build();
             ExecutorService pool = Executors.newFixedThreadPool(THREADS);
             CyclicBarrier barrier = new CyclicBarrier(THREADS);
             long expected = 0;
@@ -46,19 +48,23 @@ class ConcurrentDuplicateStressTest {
                     int applied = 0;
                     for (Future<Outcome> f : futures) {
                         Outcome o = f.get(60, TimeUnit.SECONDS);
-                        assertThat(o.status()).as("round %d: no delivery fails or times out (%s)", round, o.failure())
+                        assertThat(o.status())
+                                .as("round %d: no delivery fails or times out (%s)", round, o.failure())
                                 .isIn(Status.APPLIED, Status.DUPLICATE);
                         if (o.status() == Status.APPLIED) {
                             applied++;
                         }
                     }
-                    assertThat(applied).as("round %d: exactly one of %d concurrent deliveries applied", round, THREADS)
+                    assertThat(applied)
+                            .as("round %d: exactly one of %d concurrent deliveries applied", round, THREADS)
                             .isEqualTo(1);
                 }
             } finally {
                 pool.shutdownNow();
             }
-            assertThat(Ledger.balance(db)).as("ledger equals the sum of distinct events").isEqualTo(expected);
+            assertThat(Ledger.balance(db))
+                    .as("ledger equals the sum of distinct events")
+                    .isEqualTo(expected);
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).isEqualTo(ROUNDS);
         }
     }

@@ -1,5 +1,7 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
@@ -8,8 +10,6 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.Test;
-
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -17,8 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /** Deadlocks (40P01) and serialization failures (40001) are retried a bounded number of times. */
 class ConflictRetryTest {
@@ -26,22 +25,28 @@ class ConflictRetryTest {
     @Test
     void aRealDeadlockBetweenTwoHandlersIsRetriedAndBothEventsApplyOnce() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(4)) {
-            db.execute("CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
+            db.execute(
+                    "CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
                     "INSERT INTO account VALUES (1, 0), (2, 0)");
             CyclicBarrier bothHoldTheirFirstRow = new CyclicBarrier(2);
             AtomicInteger firstAttempts = new AtomicInteger();
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("transfers")
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("transfers")
                     .handler((d, tx) -> {
                         long from = d.eventId().equals("a-to-b") ? 1 : 2;
                         long to = 3 - from;
                         credit(tx.connection(), from, -10);
                         if (firstAttempts.incrementAndGet() <= 2) {
-                            bothHoldTheirFirstRow.await(30, TimeUnit.SECONDS);   // opposite lock orders meet
+                            bothHoldTheirFirstRow.await(30, TimeUnit.SECONDS); // opposite lock orders meet
                         }
                         credit(tx.connection(), to, 10);
-                    }).build();
-            CompletableFuture<Outcome> ab = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
-            CompletableFuture<Outcome> ba = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
+                    })
+                    .build();
+            CompletableFuture<Outcome> ab =
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
+            CompletableFuture<Outcome> ba =
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             // At least 3: the victim's retry can meet the winner again before the winner commits (a second
@@ -56,20 +61,29 @@ class ConflictRetryTest {
     void serializationFailuresAreRetriedUpToTheLimitThenReportedRetryable() throws Exception {
         try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             AtomicInteger failuresLeft = new AtomicInteger(2);
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("serial")
-                    .maxConflictRetries(2).handler((d, tx) -> {
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("serial")
+                    .maxConflictRetries(2)
+                    .handler((d, tx) -> {
                         Ledger.CREDIT.handle(d, tx);
                         if (failuresLeft.getAndDecrement() > 0) {
                             throw new SQLException("could not serialize access", "40001");
                         }
-                    }).build();
-            assertThat(consumer.process(Ledger.payment("evt-1", 5)).status()).as("two failures, two retries")
+                    })
+                    .build();
+            assertThat(consumer.process(Ledger.payment("evt-1", 5)).status())
+                    .as("two failures, two retries")
                     .isEqualTo(Status.APPLIED);
             failuresLeft.set(3);
             Outcome exhausted = consumer.process(Ledger.payment("evt-2", 7));
             assertThat(exhausted.status()).isEqualTo(Status.FAILED_RETRYABLE);
-            assertThat(exhausted.failure()).isInstanceOf(RetryableException.class).hasMessageContaining("40001");
-            assertThat(Ledger.balance(db)).as("the first applied once, the exhausted one not at all").isEqualTo(5);
+            assertThat(exhausted.failure())
+                    .isInstanceOf(RetryableException.class)
+                    .hasMessageContaining("40001");
+            assertThat(Ledger.balance(db))
+                    .as("the first applied once, the exhausted one not at all")
+                    .isEqualTo(5);
         }
     }
 
@@ -78,11 +92,14 @@ class ConflictRetryTest {
         // Issue 10: retries recognised only a bare SQLException; jOOQ (DataAccessException), Spring
         // (DeadlockLoserDataAccessException) and Jdbi wrap it, so the victim failed without a retry.
         try (TestDatabase db = TestPostgres.shared().freshDatabase(4)) {
-            db.execute("CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
+            db.execute(
+                    "CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL)",
                     "INSERT INTO account VALUES (1, 0), (2, 0)");
             CyclicBarrier bothHoldTheirFirstRow = new CyclicBarrier(2);
             AtomicInteger attempts = new AtomicInteger();
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("wrapped")
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("wrapped")
                     .handler((d, tx) -> {
                         long from = d.eventId().equals("a-to-b") ? 1 : 2;
                         try {
@@ -92,12 +109,15 @@ class ConflictRetryTest {
                             }
                             credit(tx.connection(), 3 - from, 10);
                         } catch (SQLException e) {
-                            throw new IllegalStateException("data access failed",
-                                    new RuntimeException("translated by the framework", e));
+                            throw new IllegalStateException(
+                                    "data access failed", new RuntimeException("translated by the framework", e));
                         }
-                    }).build();
-            CompletableFuture<Outcome> ab = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
-            CompletableFuture<Outcome> ba = CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
+                    })
+                    .build();
+            CompletableFuture<Outcome> ab =
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
+            CompletableFuture<Outcome> ba =
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(attempts.get()).as("the deadlock victim ran again").isGreaterThanOrEqualTo(3);
@@ -109,13 +129,20 @@ class ConflictRetryTest {
     void theConflictRetryPolicyBoundsTheRetries() throws Exception {
         try (TestDatabase db = Ledger.on(TestPostgres.shared().freshDatabase(2))) {
             AtomicInteger runs = new AtomicInteger();
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("policy")
-                    .conflictRetries(RetryPolicy.builder().initialDelay(Duration.ofMillis(1))
-                            .maxDelay(Duration.ofMillis(2)).maxRetries(3).seed(1).build())
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("policy")
+                    .conflictRetries(RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(1))
+                            .maxDelay(Duration.ofMillis(2))
+                            .maxRetries(3)
+                            .seed(1)
+                            .build())
                     .handler((d, tx) -> {
                         runs.incrementAndGet();
                         throw new RuntimeException(new SQLException("could not serialize access", "40001"));
-                    }).build();
+                    })
+                    .build();
             assertThat(consumer.process(Ledger.payment("evt-1", 5)).status()).isEqualTo(Status.FAILED_RETRYABLE);
             assertThat(runs.get()).as("one run and three retries").isEqualTo(4);
         }

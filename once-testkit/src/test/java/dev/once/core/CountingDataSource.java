@@ -1,10 +1,10 @@
 package dev.once.core;
 
-import javax.sql.DataSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 
 /**
  * A data source that counts the connections taken from it: the engine takes one per transaction
@@ -16,8 +16,8 @@ final class CountingDataSource {
     private final DataSource dataSource;
 
     CountingDataSource(DataSource target) {
-        this.dataSource = (DataSource) Proxy.newProxyInstance(DataSource.class.getClassLoader(),
-                new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
+        this.dataSource = (DataSource) Proxy.newProxyInstance(
+                DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
                     if (method.getName().equals("getConnection") && method.getReturnType() == Connection.class) {
                         connections.incrementAndGet();
                     }

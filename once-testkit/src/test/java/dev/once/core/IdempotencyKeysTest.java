@@ -1,5 +1,8 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialects;
@@ -11,11 +14,6 @@ import dev.once.lease.Leases;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
-import javax.sql.DataSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
@@ -31,9 +29,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 class IdempotencyKeysTest {
 
@@ -47,8 +46,12 @@ class IdempotencyKeysTest {
     void setUp() {
         db = TestPostgres.shared().freshDatabase(20);
         clock = MutableClock.startingNow();
-        keys = IdempotencyKeys.builder().dataSource(db.dataSource()).clock(clock).lockDuration(LOCK)
-                .maxResultBytes(64 * 1024).build();
+        keys = IdempotencyKeys.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .lockDuration(LOCK)
+                .maxResultBytes(64 * 1024)
+                .build();
     }
 
     @AfterEach
@@ -71,9 +74,16 @@ class IdempotencyKeysTest {
                 s.executeUpdate("INSERT INTO callers_work VALUES (1)");
             }
             DataSource bound = boundTo(caller);
-            Leases leases = Leases.builder().dataSource(bound).dialect(Dialects.POSTGRESQL).clock(clock).build();
-            IdempotencyKeys proxied = IdempotencyKeys.builder().dataSource(bound).dialect(Dialects.POSTGRESQL)
-                    .clock(clock).build();
+            Leases leases = Leases.builder()
+                    .dataSource(bound)
+                    .dialect(Dialects.POSTGRESQL)
+                    .clock(clock)
+                    .build();
+            IdempotencyKeys proxied = IdempotencyKeys.builder()
+                    .dataSource(bound)
+                    .dialect(Dialects.POSTGRESQL)
+                    .clock(clock)
+                    .build();
             List<String> refused = new ArrayList<>();
             for (Runnable call : List.<Runnable>of(
                     () -> leases.acquire("settlement", "w", Duration.ofSeconds(10)),
@@ -92,8 +102,11 @@ class IdempotencyKeysTest {
                 caller.rollback();
             }
             caller.setAutoCommit(true);
-            assertThat(stillInItsTransaction).as("the caller's connection was left in its transaction").isTrue();
-            assertThat(db.queryLong("SELECT count(*) FROM callers_work")).as("the caller's rolled back work committed")
+            assertThat(stillInItsTransaction)
+                    .as("the caller's connection was left in its transaction")
+                    .isTrue();
+            assertThat(db.queryLong("SELECT count(*) FROM callers_work"))
+                    .as("the caller's rolled back work committed")
                     .isZero();
             assertThat(refused).hasSize(3).allSatisfy(m -> assertThat(m).contains("auto-commit off"));
         }
@@ -101,8 +114,8 @@ class IdempotencyKeysTest {
 
     /** The caller's connection, its close a no-op: the shape of a transaction-aware DataSource proxy. */
     private static DataSource boundTo(Connection connection) {
-        Connection unclosable = (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-                new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+        Connection unclosable = (Connection) Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
                     if (method.getName().equals("close")) {
                         return null;
                     }
@@ -112,8 +125,8 @@ class IdempotencyKeysTest {
                         throw e.getCause();
                     }
                 });
-        return (DataSource) Proxy.newProxyInstance(DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class},
-                (proxy, method, args) -> {
+        return (DataSource) Proxy.newProxyInstance(
+                DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
                     if (method.getName().equals("getConnection")) {
                         return unclosable;
                     }
@@ -147,7 +160,9 @@ class IdempotencyKeysTest {
                         inProgress++;
                     }
                 }
-                assertThat(started).as("exactly one of %d concurrent begins of %s started", threads, key).isEqualTo(1);
+                assertThat(started)
+                        .as("exactly one of %d concurrent begins of %s started", threads, key)
+                        .isEqualTo(1);
                 assertThat(inProgress).as("the others see it in progress").isEqualTo(threads - 1);
             }
         } finally {
@@ -158,7 +173,7 @@ class IdempotencyKeysTest {
     @Test
     void replayReturnsTheSavedResultByteForByteIncludingASavedFailure() {
         byte[] body = new byte[4096];
-        new Random(42).nextBytes(body);   // every byte value, NULs included
+        new Random(42).nextBytes(body); // every byte value, NULs included
         BeginResult.Started s = (BeginResult.Started) keys.begin("t", "charge-1", "fp-1");
         keys.complete(s, 201, body);
         BeginResult replay = keys.begin("t", "charge-1", "fp-1");
@@ -168,7 +183,8 @@ class IdempotencyKeysTest {
         BeginResult.Started declined = (BeginResult.Started) keys.begin("t", "charge-2", "fp-2");
         byte[] problem = "{\"error\":\"card_declined\"}".getBytes(StandardCharsets.UTF_8);
         keys.fail(declined, false, 402, problem);
-        assertThat(keys.begin("t", "charge-2", "fp-2")).as("a saved failure is replayed, not retried")
+        assertThat(keys.begin("t", "charge-2", "fp-2"))
+                .as("a saved failure is replayed, not retried")
                 .isEqualTo(new BeginResult.Replay(402, problem, true));
 
         BeginResult.Started empty = (BeginResult.Started) keys.begin("t", "charge-3", "fp-3");
@@ -178,12 +194,15 @@ class IdempotencyKeysTest {
 
     @Test
     void aKeyReusedForADifferentRequestIsAMismatch() {
-        BeginResult.Started s = (BeginResult.Started) keys.begin("t", "k", IdempotencyKeys.fingerprint("POST", "/a", "1"));
+        BeginResult.Started s =
+                (BeginResult.Started) keys.begin("t", "k", IdempotencyKeys.fingerprint("POST", "/a", "1"));
         assertThat(keys.begin("t", "k", IdempotencyKeys.fingerprint("POST", "/a", "2")))
-                .as("in progress, other body").isEqualTo(new BeginResult.Mismatch("t", "k"));
-        keys.complete(s, 200, new byte[]{1});
+                .as("in progress, other body")
+                .isEqualTo(new BeginResult.Mismatch("t", "k"));
+        keys.complete(s, 200, new byte[] {1});
         assertThat(keys.begin("t", "k", IdempotencyKeys.fingerprint("POST", "/a", "2")))
-                .as("finished, other body").isEqualTo(new BeginResult.Mismatch("t", "k"));
+                .as("finished, other body")
+                .isEqualTo(new BeginResult.Mismatch("t", "k"));
         assertThat(IdempotencyKeys.fingerprint("ab", "c")).isNotEqualTo(IdempotencyKeys.fingerprint("a", "bc"));
     }
 
@@ -192,7 +211,7 @@ class IdempotencyKeysTest {
         BeginResult.Started first = (BeginResult.Started) keys.begin("t", "slow", "fp");
         assertThat(keys.begin("t", "slow", "fp")).isInstanceOf(BeginResult.InProgress.class);
 
-        clock.advance(LOCK.plusMillis(1));   // the first worker stalls past its claim
+        clock.advance(LOCK.plusMillis(1)); // the first worker stalls past its claim
         BeginResult.Started second = (BeginResult.Started) keys.begin("t", "slow", "fp");
         assertThat(second.token()).isGreaterThan(first.token());
         keys.complete(second, 200, "second".getBytes(StandardCharsets.UTF_8));
@@ -212,8 +231,9 @@ class IdempotencyKeysTest {
         BeginResult.Started first = (BeginResult.Started) keys.begin("t", "flaky", "fp");
         keys.fail(first, true, 503, "upstream down".getBytes(StandardCharsets.UTF_8));
         BeginResult again = keys.begin("t", "flaky", "fp");
-        assertThat(again).isInstanceOfSatisfying(BeginResult.Started.class,
-                s -> assertThat(s.token()).isEqualTo(first.token() + 1));
+        assertThat(again)
+                .isInstanceOfSatisfying(
+                        BeginResult.Started.class, s -> assertThat(s.token()).isEqualTo(first.token() + 1));
         assertThatThrownBy(() -> keys.complete(first, 200, null)).isInstanceOf(StaleFencingTokenException.class);
     }
 
@@ -274,12 +294,15 @@ class IdempotencyKeysTest {
     @Test
     void keysAndResultsAreCappedWithClearErrors() {
         assertThatThrownBy(() -> keys.begin("t", "k".repeat(IdempotencyKeys.MAX_KEY_LENGTH + 1), "fp"))
-                .isInstanceOf(InvalidIdempotencyKeyException.class).hasMessageContaining("1 to 255")
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
+                .hasMessageContaining("1 to 255")
                 .hasMessageContaining("256 characters");
         assertThatThrownBy(() -> keys.begin("t", " ", "fp")).isInstanceOf(InvalidIdempotencyKeyException.class);
-        assertThatThrownBy(() -> keys.begin("", "k", "fp")).isInstanceOf(InvalidIdempotencyKeyException.class)
+        assertThatThrownBy(() -> keys.begin("", "k", "fp"))
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
                 .hasMessageContaining("scope");
-        assertThatThrownBy(() -> keys.begin("t", "k\n", "fp")).isInstanceOf(InvalidIdempotencyKeyException.class)
+        assertThatThrownBy(() -> keys.begin("t", "k\n", "fp"))
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
                 .hasMessageContaining("control");
 
         BeginResult.Started s = (BeginResult.Started) keys.begin("t", "big", "fp");
@@ -288,7 +311,8 @@ class IdempotencyKeysTest {
                     assertThat(e.size()).isEqualTo(64 * 1024 + 1);
                     assertThat(e.max()).isEqualTo(64 * 1024);
                 });
-        assertThat(keys.begin("t", "big", "fp")).as("nothing saved, still processing")
+        assertThat(keys.begin("t", "big", "fp"))
+                .as("nothing saved, still processing")
                 .isInstanceOf(BeginResult.InProgress.class);
         keys.complete(s, 200, new byte[64 * 1024]);
         assertThat(keys.begin("t", "big", "fp")).isInstanceOf(BeginResult.Replay.class);
@@ -300,12 +324,16 @@ class IdempotencyKeysTest {
         keys.complete(done, 200, null);
         keys.begin("t", "old-held", "fp");
         clock.advance(Duration.ofHours(25));
-        keys.begin("t", "old-held", "fp");   // taken over: held again, now
+        keys.begin("t", "old-held", "fp"); // taken over: held again, now
         keys.begin("t", "fresh", "fp");
-        IdempotencyKeyPruner pruner = IdempotencyKeyPruner.builder().dataSource(db.dataSource()).clock(clock)
-                .chunkSize(1).build();
+        IdempotencyKeyPruner pruner = IdempotencyKeyPruner.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .chunkSize(1)
+                .build();
         assertThat(pruner.prune()).isEqualTo(1);
-        assertThat(keys.begin("t", "old-done", "fp")).as("pruned: starts afresh")
+        assertThat(keys.begin("t", "old-done", "fp"))
+                .as("pruned: starts afresh")
                 .isInstanceOf(BeginResult.Started.class);
         assertThat(keys.begin("t", "old-held", "fp")).isInstanceOf(BeginResult.InProgress.class);
     }

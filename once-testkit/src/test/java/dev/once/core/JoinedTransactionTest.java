@@ -1,5 +1,8 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -10,11 +13,6 @@ import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import dev.once.tx.ManualTransactions;
 import dev.once.tx.TransactionProvider;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
-import javax.sql.DataSource;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -22,9 +20,10 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.logging.Logger;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /** The engine joining a transaction the caller manages by hand: the caller's commit decides. */
 class JoinedTransactionTest {
@@ -38,8 +37,13 @@ class JoinedTransactionTest {
     void setUp() {
         db = Ledger.on(TestPostgres.shared().freshDatabase(4));
         db.execute("CREATE TABLE audit (note text NOT NULL)");
-        billing = IdempotentConsumer.builder().transactions(manual).dialect(Dialects.POSTGRESQL).consumer("billing")
-                .handler(Ledger.CREDIT).outcomeListener((d, o) -> reported.add(o)).build();
+        billing = IdempotentConsumer.builder()
+                .transactions(manual)
+                .dialect(Dialects.POSTGRESQL)
+                .consumer("billing")
+                .handler(Ledger.CREDIT)
+                .outcomeListener((d, o) -> reported.add(o))
+                .build();
     }
 
     @AfterEach
@@ -62,8 +66,11 @@ class JoinedTransactionTest {
                 audit(c, "caller write");
                 Outcome provisional = billing.process(event);
                 assertThat(provisional.status()).isEqualTo(Status.APPLIED);
-                assertThat(reported).as("nothing is final before the caller commits").isEmpty();
-                assertThat(Ledger.balance(db)).as("the engine committed nothing of the caller's transaction")
+                assertThat(reported)
+                        .as("nothing is final before the caller commits")
+                        .isEmpty();
+                assertThat(Ledger.balance(db))
+                        .as("the engine committed nothing of the caller's transaction")
                         .isZero();
                 tx.commit();
             }
@@ -71,7 +78,9 @@ class JoinedTransactionTest {
         }
         assertThat(reported).extracting(Outcome::status).containsExactly(Status.APPLIED);
         assertThat(Ledger.balance(db)).as("effect applied exactly once").isEqualTo(20);
-        assertThat(db.queryLong("SELECT count(*) FROM audit")).as("the caller's write committed with it").isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM audit"))
+                .as("the caller's write committed with it")
+                .isEqualTo(1);
 
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
@@ -97,10 +106,14 @@ class JoinedTransactionTest {
             }
             c.setAutoCommit(true);
         }
-        assertThat(reported).extracting(Outcome::status).as("an APPLIED whose caller rolled back is not applied")
+        assertThat(reported)
+                .extracting(Outcome::status)
+                .as("an APPLIED whose caller rolled back is not applied")
                 .containsExactly(Status.FAILED_RETRYABLE);
         assertThat(Ledger.balance(db)).isZero();
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).as("the claim rolled back too").isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox"))
+                .as("the claim rolled back too")
+                .isZero();
 
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
@@ -128,9 +141,12 @@ class JoinedTransactionTest {
             }
             c.setAutoCommit(true);
         }
-        assertThat(Ledger.balance(db)).as("nothing of the transaction committed").isZero();
+        assertThat(Ledger.balance(db))
+                .as("nothing of the transaction committed")
+                .isZero();
         assertThat(db.queryLong("SELECT count(*) FROM audit")).isZero();
-        assertThat(reported).extracting(Outcome::status)
+        assertThat(reported)
+                .extracting(Outcome::status)
                 .containsExactly(Status.FAILED_RETRYABLE, Status.FAILED_PERMANENT);
     }
 
@@ -139,9 +155,10 @@ class JoinedTransactionTest {
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try (ManualTransactions.Scope tx = manual.join(c)) {
-                List<Outcome> provisional = billing.processBatch(List.of(Ledger.payment("a", 1),
-                        Ledger.payment("b", 2), Ledger.payment("a", 1)));
-                assertThat(provisional).extracting(Outcome::status)
+                List<Outcome> provisional = billing.processBatch(
+                        List.of(Ledger.payment("a", 1), Ledger.payment("b", 2), Ledger.payment("a", 1)));
+                assertThat(provisional)
+                        .extracting(Outcome::status)
                         .containsExactly(Status.APPLIED, Status.APPLIED, Status.DUPLICATE);
                 assertThat(reported).isEmpty();
                 tx.commit();
@@ -149,7 +166,8 @@ class JoinedTransactionTest {
             c.setAutoCommit(true);
         }
         assertThat(Ledger.balance(db)).isEqualTo(3);
-        assertThat(reported).extracting(Outcome::status)
+        assertThat(reported)
+                .extracting(Outcome::status)
                 .containsExactly(Status.APPLIED, Status.APPLIED, Status.DUPLICATE);
     }
 
@@ -164,14 +182,21 @@ class JoinedTransactionTest {
     @Test
     void anOwnedTransactionRefusesAConnectionThatArrivesWithAutoCommitOff() throws Exception {
         DataSource autoCommitOff = new AutoCommitOff(db.dataSource());
-        assertThatThrownBy(() -> IdempotentConsumer.builder().dataSource(autoCommitOff).consumer("billing")
-                .handler(Ledger.CREDIT).build())
+        assertThatThrownBy(() -> IdempotentConsumer.builder()
+                        .dataSource(autoCommitOff)
+                        .consumer("billing")
+                        .handler(Ledger.CREDIT)
+                        .build())
                 .isInstanceOf(InvalidConfigurationException.class)
-                .hasMessageContaining("auto-commit off").hasMessageContaining("transactions(...)");
+                .hasMessageContaining("auto-commit off")
+                .hasMessageContaining("transactions(...)");
         // Built with an explicit dialect, the refusal happens per transaction: nothing is committed.
         IdempotentConsumer consumer = IdempotentConsumer.builder()
-                .transactions(TransactionProvider.owning(autoCommitOff)).dialect(Dialects.POSTGRESQL)
-                .consumer("billing").handler(Ledger.CREDIT).build();
+                .transactions(TransactionProvider.owning(autoCommitOff))
+                .dialect(Dialects.POSTGRESQL)
+                .consumer("billing")
+                .handler(Ledger.CREDIT)
+                .build();
         Outcome o = consumer.process(Ledger.payment("evt-1", 20));
         assertThat(o.status()).isEqualTo(Status.FAILED_RETRYABLE);
         assertThat(o.failure()).hasMessageContaining("auto-commit off");

@@ -1,22 +1,21 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import dev.once.lease.Fence;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /** The fence on MariaDB, whose InnoDB default is REPEATABLE READ: a plain read sees the transaction's snapshot. */
 class LeaseFencingMariaDbTest {
@@ -44,12 +43,15 @@ class LeaseFencingMariaDbTest {
         fencedWrite("writer-4", 4);
         try (Connection stale = db.dataSource().getConnection()) {
             stale.setAutoCommit(false);
-            assertThat(stale.getTransactionIsolation()).as("InnoDB's default")
+            assertThat(stale.getTransactionIsolation())
+                    .as("InnoDB's default")
                     .isEqualTo(Connection.TRANSACTION_REPEATABLE_READ);
-            try (Statement s = stale.createStatement(); ResultSet rs = s.executeQuery(
-                    "SELECT token FROM once_fence WHERE resource = 'ledger'")) {
+            try (Statement s = stale.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT token FROM once_fence WHERE resource = 'ledger'")) {
                 rs.next();
-                assertThat(rs.getLong(1)).as("the handler's first read fixes its snapshot").isEqualTo(4);
+                assertThat(rs.getLong(1))
+                        .as("the handler's first read fixes its snapshot")
+                        .isEqualTo(4);
             }
             fencedWrite("writer-6", 6);
             StaleFencingTokenException rejected = null;
@@ -64,13 +66,19 @@ class LeaseFencingMariaDbTest {
                 rejected = e;
             }
             assertThat(rejected).as("the holder of 5 is rejected").isNotNull();
-            assertThat(rejected.newest()).as("the newest token, not the snapshot's").isEqualTo(6);
+            assertThat(rejected.newest())
+                    .as("the newest token, not the snapshot's")
+                    .isEqualTo(6);
         }
         assertThat(db.queryLong("SELECT count(*) FROM ledger_write WHERE writer = 'writer-5'"))
-                .as("stale writes committed").isZero();
-        assertThat(db.queryLong("SELECT token FROM once_fence WHERE resource = 'ledger'")).isEqualTo(6);
+                .as("stale writes committed")
+                .isZero();
+        assertThat(db.queryLong("SELECT token FROM once_fence WHERE resource = 'ledger'"))
+                .isEqualTo(6);
         fencedWrite("writer-6", 6);
-        assertThat(db.queryLong("SELECT count(*) FROM ledger_write")).as("equal tokens pass").isEqualTo(3);
+        assertThat(db.queryLong("SELECT count(*) FROM ledger_write"))
+                .as("equal tokens pass")
+                .isEqualTo(3);
     }
 
     private void fencedWrite(String writer, long token) throws SQLException {

@@ -1,15 +1,14 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.StaleFencingTokenException;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -17,9 +16,9 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 class LeaseFencingTest {
 
@@ -47,7 +46,9 @@ class LeaseFencingTest {
     void everyAcquisitionIncrementsTheTokenAndAHeldLeaseIsRefused() {
         Lease first = leases.acquire("settlement", "a", TTL).orElseThrow();
         assertThat(first.token()).isEqualTo(1);
-        assertThat(leases.acquire("settlement", "b", TTL)).as("held and unexpired: refused").isEmpty();
+        assertThat(leases.acquire("settlement", "b", TTL))
+                .as("held and unexpired: refused")
+                .isEmpty();
 
         Lease renewed = leases.renew(first, TTL.multipliedBy(2)).orElseThrow();
         assertThat(renewed.token()).isEqualTo(1);
@@ -62,7 +63,9 @@ class LeaseFencingTest {
         assertThat(third.token()).as("expired then acquired: next token").isEqualTo(3);
         assertThat(leases.renew(second, TTL)).as("taken over: renewal refused").isEmpty();
         assertThat(leases.release(second)).as("taken over: release refused").isFalse();
-        assertThat(leases.acquire("other", "a", TTL).orElseThrow().token()).as("tokens are per name").isEqualTo(1);
+        assertThat(leases.acquire("other", "a", TTL).orElseThrow().token())
+                .as("tokens are per name")
+                .isEqualTo(1);
     }
 
     @Test
@@ -90,7 +93,9 @@ class LeaseFencingTest {
             for (Thread t : ts) {
                 t.join();
             }
-            assertThat(winners).as("exactly one of %d concurrent acquirers wins %s", threads, name).hasValue(1);
+            assertThat(winners)
+                    .as("exactly one of %d concurrent acquirers wins %s", threads, name)
+                    .hasValue(1);
         }
     }
 
@@ -104,14 +109,14 @@ class LeaseFencingTest {
         int rounds = 500;
         int staleRejected = 0;
         for (int round = 1; round <= rounds; round++) {
-            Lease holder = leases.acquire("ledger", "holder", TTL).orElseThrow(
-                    () -> new AssertionError("the holder must get the lease at the start of each round"));
+            Lease holder = leases.acquire("ledger", "holder", TTL)
+                    .orElseThrow(() -> new AssertionError("the holder must get the lease at the start of each round"));
             CountDownLatch resume = new CountDownLatch(1);
             AtomicReference<Throwable> holderOutcome = new AtomicReference<>();
             int r = round;
             Thread paused = new Thread(() -> {
                 try {
-                    resume.await();   // the pause: GC, SIGSTOP, a slow dependency
+                    resume.await(); // the pause: GC, SIGSTOP, a slow dependency
                     write(r, "holder", holder.token());
                 } catch (Throwable t) {
                     holderOutcome.set(t);
@@ -120,8 +125,8 @@ class LeaseFencingTest {
             paused.start();
 
             clock.advance(TTL.plusMillis(1));
-            Lease rival = leases.acquire("ledger", "rival", TTL).orElseThrow(
-                    () -> new AssertionError("the rival must get the expired lease"));
+            Lease rival = leases.acquire("ledger", "rival", TTL)
+                    .orElseThrow(() -> new AssertionError("the rival must get the expired lease"));
             assertThat(rival.token()).isGreaterThan(holder.token());
             write(round, "rival", rival.token());
 
@@ -136,10 +141,14 @@ class LeaseFencingTest {
             assertThat(leases.release(rival)).isTrue();
         }
         assertThat(db.queryLong("SELECT count(*) FROM ledger_write WHERE writer = 'holder'"))
-                .as("stale writes accepted").isZero();
-        assertThat(staleRejected).as("stale writes rejected with StaleFencingTokenException").isEqualTo(rounds);
+                .as("stale writes accepted")
+                .isZero();
+        assertThat(staleRejected)
+                .as("stale writes rejected with StaleFencingTokenException")
+                .isEqualTo(rounds);
         assertThat(db.queryLong("SELECT count(*) FROM ledger_write WHERE writer = 'rival'"))
-                .as("current holder's writes accepted").isEqualTo(rounds);
+                .as("current holder's writes accepted")
+                .isEqualTo(rounds);
     }
 
     @Test
@@ -149,7 +158,9 @@ class LeaseFencingTest {
         write(2, "holder", holder.token());
         assertThat(db.queryLong("SELECT count(*) FROM ledger_write")).isEqualTo(2);
         assertThatThrownBy(() -> write(3, "older", holder.token() - 1)).isInstanceOf(StaleFencingTokenException.class);
-        assertThat(db.queryLong("SELECT count(*) FROM ledger_write")).as("rejected write rolled back").isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM ledger_write"))
+                .as("rejected write rolled back")
+                .isEqualTo(2);
     }
 
     private void write(int round, String writer, long token) throws SQLException {
@@ -157,8 +168,8 @@ class LeaseFencingTest {
             c.setAutoCommit(false);
             try {
                 Fence.check(c, "ledger", token);
-                try (PreparedStatement ps = c.prepareStatement(
-                        "INSERT INTO ledger_write (round, writer, token) VALUES (?, ?, ?)")) {
+                try (PreparedStatement ps =
+                        c.prepareStatement("INSERT INTO ledger_write (round, writer, token) VALUES (?, ?, ?)")) {
                     ps.setInt(1, round);
                     ps.setString(2, writer);
                     ps.setLong(3, token);

@@ -6,7 +6,6 @@ import dev.once.StaleFencingTokenException;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,8 +20,7 @@ import java.time.Duration;
  */
 public final class LeaseHolderChild {
 
-    private LeaseHolderChild() {
-    }
+    private LeaseHolderChild() {}
 
     public static void main(String[] args) throws Exception {
         HikariConfig config = new HikariConfig();
@@ -30,17 +28,19 @@ public final class LeaseHolderChild {
         config.setMaximumPoolSize(2);
         try (HikariDataSource ds = new HikariDataSource(config)) {
             Leases leases = Leases.builder().dataSource(ds).build();
-            Lease lease = leases.acquire("vault", "child", Duration.ofSeconds(1)).orElseThrow();
+            Lease lease =
+                    leases.acquire("vault", "child", Duration.ofSeconds(1)).orElseThrow();
             System.out.println("ACQUIRED " + lease.token());
             System.out.flush();
             while (!go(ds)) {
-                Thread.sleep(10);   // the child's own work loop, not a test wait
+                Thread.sleep(10); // the child's own work loop, not a test wait
             }
             try (Connection c = ds.getConnection()) {
                 c.setAutoCommit(false);
                 try {
                     Fence.check(c, "vault", lease.token());
-                    try (PreparedStatement ps = c.prepareStatement("INSERT INTO vault_write (writer) VALUES ('child')")) {
+                    try (PreparedStatement ps =
+                            c.prepareStatement("INSERT INTO vault_write (writer) VALUES ('child')")) {
                         ps.executeUpdate();
                     }
                     c.commit();
@@ -54,8 +54,9 @@ public final class LeaseHolderChild {
     }
 
     private static boolean go(HikariDataSource ds) throws Exception {
-        try (Connection c = ds.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT count(*) FROM vault_go")) {
+        try (Connection c = ds.getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT count(*) FROM vault_go")) {
             rs.next();
             return rs.getLong(1) > 0;
         }

@@ -1,21 +1,20 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
 import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.junit.jupiter.api.Test;
 
 /**
  * A lease holder frozen with SIGSTOP past its lease's expiry: a rival acquires the lease and
@@ -26,22 +25,26 @@ class LeaseSigstopTest {
     @Test
     void aHolderStoppedPastItsLeaseIsFencedOffWhenItResumes() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            db.execute("CREATE TABLE vault_write (id bigserial PRIMARY KEY, writer text NOT NULL)",
+            db.execute(
+                    "CREATE TABLE vault_write (id bigserial PRIMARY KEY, writer text NOT NULL)",
                     "CREATE TABLE vault_go (go int)");
             String base = TestPostgres.shared().jdbcUrl();
             String url = base + (base.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
             try (ChildJvm holder = ChildJvm.start(LeaseHolderChild.class, Map.of(), url)) {
-                long holderToken = Long.parseLong(
-                        holder.awaitLineStartingWith("ACQUIRED ", Duration.ofSeconds(60)).substring(9));
+                long holderToken = Long.parseLong(holder.awaitLineStartingWith("ACQUIRED ", Duration.ofSeconds(60))
+                        .substring(9));
                 holder.pause();
 
                 Leases leases = Leases.builder().dataSource(db.dataSource()).build();
                 AtomicReference<Lease> rival = new AtomicReference<>();
-                await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
-                        .until(() -> leases.acquire("vault", "rival", Duration.ofSeconds(30)).map(l -> {
-                            rival.set(l);
-                            return true;
-                        }).orElse(false));
+                await().atMost(Duration.ofSeconds(20))
+                        .pollInterval(Duration.ofMillis(50))
+                        .until(() -> leases.acquire("vault", "rival", Duration.ofSeconds(30))
+                                .map(l -> {
+                                    rival.set(l);
+                                    return true;
+                                })
+                                .orElse(false));
                 assertThat(rival.get().token()).isGreaterThan(holderToken);
                 try (Connection c = db.dataSource().getConnection()) {
                     c.setAutoCommit(false);
@@ -54,13 +57,15 @@ class LeaseSigstopTest {
                 db.execute("INSERT INTO vault_go VALUES (1)");
 
                 holder.resume();
-                String verdict = holder.awaitLine(l -> l.startsWith("ACCEPTED") || l.startsWith("REJECTED"),
-                        Duration.ofSeconds(60));
+                String verdict = holder.awaitLine(
+                        l -> l.startsWith("ACCEPTED") || l.startsWith("REJECTED"), Duration.ofSeconds(60));
                 assertThat(verdict).isEqualTo("REJECTED " + rival.get().token());
             }
             assertThat(db.queryLong("SELECT count(*) FROM vault_write WHERE writer = 'child'"))
-                    .as("stale writes accepted").isZero();
-            assertThat(db.queryLong("SELECT count(*) FROM vault_write WHERE writer = 'rival'")).isEqualTo(1);
+                    .as("stale writes accepted")
+                    .isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM vault_write WHERE writer = 'rival'"))
+                    .isEqualTo(1);
         }
     }
 }

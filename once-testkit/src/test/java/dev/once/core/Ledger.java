@@ -4,7 +4,6 @@ import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
 import dev.once.testkit.TestDatabase;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -17,8 +16,7 @@ final class Ledger {
     static final String CREATE = "CREATE TABLE account (id bigint PRIMARY KEY, balance bigint NOT NULL);"
             + "INSERT INTO account VALUES (1, 0)";
 
-    private Ledger() {
-    }
+    private Ledger() {}
 
     /** Creates the ledger tables in {@code db} and returns it. */
     static TestDatabase on(TestDatabase db) {
@@ -55,15 +53,16 @@ final class Ledger {
         if (body.equals("poison")) {
             throw new PermanentFailureException("payload '" + body + "' is not an amount");
         }
-        try (PreparedStatement ps = tx.connection().prepareStatement(
-                "UPDATE account SET balance = balance + ? WHERE id = 1")) {
+        try (PreparedStatement ps =
+                tx.connection().prepareStatement("UPDATE account SET balance = balance + ? WHERE id = 1")) {
             ps.setLong(1, Long.parseLong(body));
             ps.executeUpdate();
         }
     };
 
     static long balance(Connection c) throws SQLException {
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT balance FROM account WHERE id = 1")) {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT balance FROM account WHERE id = 1")) {
             rs.next();
             return rs.getLong(1);
         }

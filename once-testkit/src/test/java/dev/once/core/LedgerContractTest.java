@@ -3,7 +3,6 @@ package dev.once.core;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.testkit.IdempotentHandlerContract;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 

@@ -1,19 +1,12 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
-
 import java.sql.Connection;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -22,8 +15,14 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
  * Random streams of deliveries with duplicates (sequential and in-batch), crashes between commit
@@ -34,8 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class LedgerPropertyTest {
 
     /** One step of a stream: a batch of deliveries, and whether the consumer crashes before acking it. */
-    record Step(List<Event> batch, boolean crashBeforeAck) {
-    }
+    record Step(List<Event> batch, boolean crashBeforeAck) {}
 
     /** An event id drawn from a small space (so duplicates are common) and whether its handler fails. */
     record Event(int id, boolean poison) {
@@ -62,34 +60,44 @@ class LedgerPropertyTest {
 
     @Provide
     Arbitrary<List<Step>> streams() {
-        Arbitrary<Event> event = Combinators.combine(Arbitraries.integers().between(0, 30),
-                Arbitraries.integers().between(0, 9).map(n -> n == 0)).as(Event::new);
-        Arbitrary<Step> step = Combinators.combine(event.list().ofMinSize(1).ofMaxSize(12),
-                Arbitraries.integers().between(0, 3).map(n -> n == 0)).as(Step::new);
+        Arbitrary<Event> event = Combinators.combine(
+                        Arbitraries.integers().between(0, 30),
+                        Arbitraries.integers().between(0, 9).map(n -> n == 0))
+                .as(Event::new);
+        Arbitrary<Step> step = Combinators.combine(
+                        event.list().ofMinSize(1).ofMaxSize(12),
+                        Arbitraries.integers().between(0, 3).map(n -> n == 0))
+                .as(Step::new);
         return step.list().ofMinSize(1).ofMaxSize(15);
     }
 
     @Property(tries = 200)
-    void ledgerEqualsTheSumOverDistinctSuccessfullyHandledEvents(@ForAll("streams") List<Step> stream) throws Exception {
-        try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
+    void ledgerEqualsTheSumOverDistinctSuccessfullyHandledEvents(@ForAll("streams") List<Step> stream)
+            throws Exception {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement()) {
             s.execute("UPDATE account SET balance = 0");
             s.execute("DELETE FROM once_inbox");
         }
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("property")
-                .handler(Ledger.CREDIT).build();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("property")
+                .handler(Ledger.CREDIT)
+                .build();
         Map<String, Long> applied = new HashMap<>();
         Set<String> succeeded = new HashSet<>();
         List<List<Delivery>> pending = new ArrayList<>();
         for (Step step : stream) {
             List<Delivery> batch = step.batch().stream().map(Event::delivery).toList();
-            List<Outcome> outcomes = batch.size() == 1 ? List.of(consumer.process(batch.get(0)))
-                    : consumer.processBatch(batch);
+            List<Outcome> outcomes =
+                    batch.size() == 1 ? List.of(consumer.process(batch.get(0))) : consumer.processBatch(batch);
             for (int i = 0; i < batch.size(); i++) {
                 Outcome o = outcomes.get(i);
                 Event e = step.batch().get(i);
                 if (o.status() == Outcome.Status.APPLIED) {
                     assertThat(applied.put(o.eventId(), e.amount()))
-                            .as("event %s applied twice", o.eventId()).isNull();
+                            .as("event %s applied twice", o.eventId())
+                            .isNull();
                     succeeded.add(o.eventId());
                 }
                 if (e.poison()) {
@@ -103,7 +111,8 @@ class LedgerPropertyTest {
         }
         for (List<Delivery> redelivery : pending) {
             for (Outcome o : consumer.processBatch(redelivery)) {
-                assertThat(o.status()).as("a redelivery after a lost ack never applies")
+                assertThat(o.status())
+                        .as("a redelivery after a lost ack never applies")
                         .isNotEqualTo(Outcome.Status.APPLIED);
             }
         }
@@ -115,13 +124,17 @@ class LedgerPropertyTest {
                 }
             }
         }
-        long oracle = distinctNonPoison.values().stream().mapToLong(Long::longValue).sum();
-        assertThat(Ledger.balance(db)).as("ledger = sum over the distinct non-poison ids of the input %s",
-                distinctNonPoison.keySet()).isEqualTo(oracle);
-        assertThat(succeeded).as("every distinct non-poison id was reported APPLIED exactly once")
+        long oracle =
+                distinctNonPoison.values().stream().mapToLong(Long::longValue).sum();
+        assertThat(Ledger.balance(db))
+                .as("ledger = sum over the distinct non-poison ids of the input %s", distinctNonPoison.keySet())
+                .isEqualTo(oracle);
+        assertThat(succeeded)
+                .as("every distinct non-poison id was reported APPLIED exactly once")
                 .isEqualTo(distinctNonPoison.keySet());
         long reported = applied.values().stream().mapToLong(Long::longValue).sum();
-        assertThat(Ledger.balance(db)).as("ledger = sum over distinct successfully handled ids %s", succeeded)
-                    .isEqualTo(reported);
+        assertThat(Ledger.balance(db))
+                .as("ledger = sum over distinct successfully handled ids %s", succeeded)
+                .isEqualTo(reported);
     }
 }

@@ -1,5 +1,7 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
@@ -15,11 +17,6 @@ import dev.once.retention.OutboxPruner;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
-import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.time.Duration;
@@ -30,8 +27,10 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * The idempotency keys, the relay and retention on MariaDB (the second dialect). Leases are
@@ -57,7 +56,8 @@ class MariaDbSmokeTest {
 
     @Test
     void idempotencyKeysWorkOnMariaDb() throws Exception {
-        IdempotencyKeys keys = IdempotencyKeys.builder().dataSource(ds).clock(clock).build();
+        IdempotencyKeys keys =
+                IdempotencyKeys.builder().dataSource(ds).clock(clock).build();
         assertThat(keys.begin("t", "k", "fp")).isInstanceOf(BeginResult.Started.class);
         ExecutorService pool = Executors.newFixedThreadPool(16);
         try {
@@ -84,7 +84,12 @@ class MariaDbSmokeTest {
         assertThat(keys.begin("t", "pay", "other")).isInstanceOf(BeginResult.Mismatch.class);
         assertThat(keys.begin("u", "pay", "other")).as("another scope").isInstanceOf(BeginResult.Started.class);
         clock.advance(Duration.ofDays(2));
-        assertThat(IdempotencyKeyPruner.builder().dataSource(ds).clock(clock).build().prune()).isEqualTo(4);
+        assertThat(IdempotencyKeyPruner.builder()
+                        .dataSource(ds)
+                        .clock(clock)
+                        .build()
+                        .prune())
+                .isEqualTo(4);
     }
 
     @Test
@@ -92,32 +97,40 @@ class MariaDbSmokeTest {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             for (String id : List.of("a1", "a2", "b1")) {
-                JdbcOutbox outbox = new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock);
+                JdbcOutbox outbox =
+                        new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock);
                 outbox.add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
                 outbox.flush();
             }
             c.commit();
         }
         List<String> sent = new ArrayList<>();
-        OutboxRelay relay = OutboxRelay.builder().dataSource(ds).clock(clock).meterRegistry(new SimpleMeterRegistry())
-                .retryPolicy(RetryPolicy.builder().maxRetries(0).build()).publisher(m -> {
+        OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(ds)
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .retryPolicy(RetryPolicy.builder().maxRetries(0).build())
+                .publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("a1") && sent.isEmpty()) {
                         throw new RetryableException("down");
                     }
                     sent.add(body);
                     return new Receipt(200, "ok");
-                }).build();
-        assertThat(relay.relayOnce()).isEqualTo(2);   // a1 (dies: one attempt allowed) and b1
-        assertThat(relay.relayOnce()).isZero();       // a2 waits behind its dead head
+                })
+                .build();
+        assertThat(relay.relayOnce()).isEqualTo(2); // a1 (dies: one attempt allowed) and b1
+        assertThat(relay.relayOnce()).isZero(); // a2 waits behind its dead head
         assertThat(sent).containsExactly("b1");
         OutboxAdmin admin = OutboxAdmin.builder().dataSource(ds).clock(clock).build();
         assertThat(admin.stats().dead()).isEqualTo(1);
-        assertThat(admin.replay(List.of(admin.dead(0, 10).get(0).message().id()))).isEqualTo(1);
-        assertThat(relay.relayOnce()).isEqualTo(1);   // a1, the replayed head
-        assertThat(relay.relayOnce()).isEqualTo(1);   // then a2
+        assertThat(admin.replay(List.of(admin.dead(0, 10).get(0).message().id())))
+                .isEqualTo(1);
+        assertThat(relay.relayOnce()).isEqualTo(1); // a1, the replayed head
+        assertThat(relay.relayOnce()).isEqualTo(1); // then a2
         assertThat(sent).containsExactly("b1", "a1", "a2");
         clock.advance(Duration.ofDays(8));
-        assertThat(OutboxPruner.builder().dataSource(ds).clock(clock).build().prune()).isEqualTo(3);
+        assertThat(OutboxPruner.builder().dataSource(ds).clock(clock).build().prune())
+                .isEqualTo(3);
     }
 }

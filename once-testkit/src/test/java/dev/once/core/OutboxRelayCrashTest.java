@@ -1,5 +1,8 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import com.sun.net.httpserver.HttpServer;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -11,10 +14,6 @@ import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -22,9 +21,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * A relay is killed (SIGKILL) after the provider accepted a message and before the relay marked it
@@ -45,8 +44,12 @@ class OutboxRelayCrashTest {
             Ledger.create(c);
         }
         // The receiving service: an idempotent consumer behind HTTP, deduplicating on the event id header.
-        IdempotentConsumer payments = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("payments")
-                .handler(Ledger.CREDIT).meterRegistry(new SimpleMeterRegistry()).build();
+        IdempotentConsumer payments = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("payments")
+                .handler(Ledger.CREDIT)
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
         receiver = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         receiver.createContext("/payments", exchange -> {
             String eventId = exchange.getRequestHeaders().getFirst(OutboxMessage.EVENT_ID_HEADER);
@@ -72,7 +75,9 @@ class OutboxRelayCrashTest {
     @Test
     void aRelayKilledBetweenPublishAndMarkSendsAgainWithTheSameEventIdAndTheInboxAppliesItOnce() throws Exception {
         String url = "http://127.0.0.1:" + receiver.getAddress().getPort() + "/payments";
-        IdempotentConsumer orders = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+        IdempotentConsumer orders = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("orders")
                 .meterRegistry(new SimpleMeterRegistry())
                 .handler((d, tx) -> tx.outbox().add(url, "order-1", d.payload(), Map.of(), "charge:order-1"))
                 .build();
@@ -85,22 +90,32 @@ class OutboxRelayCrashTest {
                     .isEqualTo("PUBLISHED orders:order-1-paid#1 200");
             child.kill();
         }
-        assertThat(received).as("the provider got the first send").containsExactly("orders:order-1-paid#1|charge:order-1");
+        assertThat(received)
+                .as("the provider got the first send")
+                .containsExactly("orders:order-1-paid#1|charge:order-1");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending'"))
-                .as("the kill came before the mark: the row is still pending").isEqualTo(1);
+                .as("the kill came before the mark: the row is still pending")
+                .isEqualTo(1);
 
-        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).meterRegistry(new SimpleMeterRegistry())
-                .publisher(HttpPublisher.builder().build()).build();
+        OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .meterRegistry(new SimpleMeterRegistry())
+                .publisher(HttpPublisher.builder().build())
+                .build();
         // The killed relay's row lock lasts until PostgreSQL notices the dropped connection.
         await().atMost(Duration.ofSeconds(30)).until(() -> relay.relayOnce() == 1);
 
-        assertThat(received).as("sent again, same event id and idempotency key")
+        assertThat(received)
+                .as("sent again, same event id and idempotency key")
                 .containsExactly("orders:order-1-paid#1|charge:order-1", "orders:order-1-paid#1|charge:order-1");
         assertThat(outcomes).containsExactly(Outcome.Status.APPLIED, Outcome.Status.DUPLICATE);
         try (Connection c = db.dataSource().getConnection()) {
-            assertThat(Ledger.balance(c)).as("the payment was applied exactly once").isEqualTo(2000);
+            assertThat(Ledger.balance(c))
+                    .as("the payment was applied exactly once")
+                    .isEqualTo(2000);
         }
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'payments'")).isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'payments'"))
+                .isEqualTo(1);
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent' AND response_status = 200"))
                 .isEqualTo(1);
     }

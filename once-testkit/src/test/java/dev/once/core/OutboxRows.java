@@ -3,8 +3,6 @@ package dev.once.core;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-
-import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -12,6 +10,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.Map;
+import javax.sql.DataSource;
 
 /** Writes outbox rows as a handler's transaction would, for relay tests. */
 final class OutboxRows {
@@ -19,11 +18,18 @@ final class OutboxRows {
     /** The consumer the rows are written for: their event ids read {@code test:<cause>#<n>}. */
     static final String CONSUMER = "test";
 
-    private OutboxRows() {
-    }
+    private OutboxRows() {}
 
-    static long add(DataSource ds, Clock clock, String eventId, String destination, String key, String payload,
-                    Map<String, String> headers, String idempotencyKey) throws SQLException {
+    static long add(
+            DataSource ds,
+            Clock clock,
+            String eventId,
+            String destination,
+            String key,
+            String payload,
+            Map<String, String> headers,
+            String idempotencyKey)
+            throws SQLException {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             JdbcOutbox outbox = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock);

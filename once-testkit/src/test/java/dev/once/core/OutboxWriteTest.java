@@ -1,15 +1,15 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
-import dev.once.Outcome;
 import dev.once.Outbox;
+import dev.once.Outcome;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.junit.jupiter.api.Test;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -17,8 +17,7 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
 
 /** What a handler writes to the outbox: in the claim transaction, each message an event of its own. */
 class OutboxWriteTest {
@@ -26,39 +25,57 @@ class OutboxWriteTest {
     @Test
     void twoMessagesEnqueuedForOneEventGetDistinctStableIdsAndCarryTheirCause() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
                     .handler((d, tx) -> {
-                        tx.outbox().add("emails", "c-1", "receipt".getBytes(StandardCharsets.UTF_8), Map.of("k", "v"), null);
+                        tx.outbox()
+                                .add(
+                                        "emails",
+                                        "c-1",
+                                        "receipt".getBytes(StandardCharsets.UTF_8),
+                                        Map.of("k", "v"),
+                                        null);
                         tx.outbox().add("emails", "c-1", "survey".getBytes(StandardCharsets.UTF_8), Map.of(), null);
-                    }).build();
+                    })
+                    .build();
             consumer.process(Delivery.of("order-7-paid", ""));
             consumer.process(Delivery.of("order-7-paid", "").redelivery());
             List<String> rows = new ArrayList<>();
-            try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT event_id, idempotency_key, headers FROM once_outbox ORDER BY id")) {
+            try (Connection c = db.dataSource().getConnection();
+                    Statement s = c.createStatement();
+                    ResultSet rs =
+                            s.executeQuery("SELECT event_id, idempotency_key, headers FROM once_outbox ORDER BY id")) {
                 while (rs.next()) {
                     rows.add(rs.getString(1) + "|" + rs.getString(2) + "|" + rs.getString(3));
                 }
             }
-            assertThat(rows).as("written once, despite the redelivery; two events downstream, not one").containsExactly(
-                    "orders:order-7-paid#1|orders:order-7-paid#1|k=v&" + OutboxMessage.CAUSE_ID_HEADER
-                            + "=order-7-paid&" + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%231",
-                    "orders:order-7-paid#2|orders:order-7-paid#2|" + OutboxMessage.CAUSE_ID_HEADER + "=order-7-paid&"
-                            + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%232");
+            assertThat(rows)
+                    .as("written once, despite the redelivery; two events downstream, not one")
+                    .containsExactly(
+                            "orders:order-7-paid#1|orders:order-7-paid#1|k=v&" + OutboxMessage.CAUSE_ID_HEADER
+                                    + "=order-7-paid&" + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%231",
+                            "orders:order-7-paid#2|orders:order-7-paid#2|" + OutboxMessage.CAUSE_ID_HEADER
+                                    + "=order-7-paid&" + OutboxMessage.EVENT_ID_HEADER + "=orders%3Aorder-7-paid%232");
         }
     }
 
     @Test
     void aRolledBackHandlerLeavesNoOutboxRowAndABadDestinationIsNamed() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
                     .handler((d, tx) -> {
                         tx.outbox().add("emails", null, new byte[0], Map.of(), null);
                         tx.outbox().add(" ", null, new byte[0], Map.of(), null);
-                    }).build();
+                    })
+                    .build();
             Outcome o = consumer.process(Delivery.of("order-8-paid", ""));
             assertThat(o.failure()).isInstanceOf(InvalidDeliveryException.class).hasMessageContaining("' '");
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("the first add rolled back too").isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox"))
+                    .as("the first add rolled back too")
+                    .isZero();
         }
     }
 
@@ -71,25 +88,44 @@ class OutboxWriteTest {
     void aTransactionsOutboxRowsAreWrittenTogetherAllOrNothing() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
             db.execute("ALTER TABLE once_outbox ADD CONSTRAINT no_poison CHECK (destination <> 'poison')");
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
                     .handler((d, tx) -> {
-                        List<String> ids = tx.outbox().addAll(List.of(
-                                new Outbox.Message("emails", "c-1", "a".getBytes(StandardCharsets.UTF_8), Map.of(), null),
-                                new Outbox.Message("emails", "c-1", "b".getBytes(StandardCharsets.UTF_8), Map.of(), null),
-                                new Outbox.Message(d.payloadText(), "c-1", "c".getBytes(StandardCharsets.UTF_8), Map.of(),
-                                        null)));
-                        assertThat(ids).containsExactly("orders:" + d.eventId() + "#1",
-                                "orders:" + d.eventId() + "#2", "orders:" + d.eventId() + "#3");
-                    }).build();
+                        List<String> ids = tx.outbox()
+                                .addAll(List.of(
+                                        new Outbox.Message(
+                                                "emails", "c-1", "a".getBytes(StandardCharsets.UTF_8), Map.of(), null),
+                                        new Outbox.Message(
+                                                "emails", "c-1", "b".getBytes(StandardCharsets.UTF_8), Map.of(), null),
+                                        new Outbox.Message(
+                                                d.payloadText(),
+                                                "c-1",
+                                                "c".getBytes(StandardCharsets.UTF_8),
+                                                Map.of(),
+                                                null)));
+                        assertThat(ids)
+                                .containsExactly(
+                                        "orders:" + d.eventId() + "#1",
+                                        "orders:" + d.eventId() + "#2",
+                                        "orders:" + d.eventId() + "#3");
+                    })
+                    .build();
             Outcome refused = consumer.process(Delivery.of("e-1", "poison"));
             assertThat(refused.status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).as("no row of the refused write").isZero();
-            assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).as("nor its claim").isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox"))
+                    .as("no row of the refused write")
+                    .isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM once_inbox"))
+                    .as("nor its claim")
+                    .isZero();
 
             assertThat(consumer.process(Delivery.of("e-2", "emails")).status()).isEqualTo(Outcome.Status.APPLIED);
             List<String> rows = new ArrayList<>();
-            try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("SELECT convert_from(payload, 'UTF8') FROM once_outbox ORDER BY id")) {
+            try (Connection c = db.dataSource().getConnection();
+                    Statement s = c.createStatement();
+                    ResultSet rs =
+                            s.executeQuery("SELECT convert_from(payload, 'UTF8') FROM once_outbox ORDER BY id")) {
                 while (rs.next()) {
                     rows.add(rs.getString(1));
                 }
@@ -101,11 +137,15 @@ class OutboxWriteTest {
     @Test
     void aLongCauseIdIsHashedSoTheEventIdStaysWithinLimits() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add("emails", null, new byte[0], Map.of(), "k")).build();
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
+                    .handler((d, tx) -> tx.outbox().add("emails", null, new byte[0], Map.of(), "k"))
+                    .build();
             consumer.process(Delivery.of("x".repeat(255), ""));
             assertThat(db.queryLong("SELECT length(event_id) FROM once_outbox"))
-                    .as("orders:sha256:<64 hex>#1").isEqualTo("orders:sha256:".length() + 64 + 2);
+                    .as("orders:sha256:<64 hex>#1")
+                    .isEqualTo("orders:sha256:".length() + 64 + 2);
         }
     }
 }

@@ -6,7 +6,6 @@ import dev.once.outbox.HttpPublisher;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Receipt;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -16,8 +15,7 @@ import java.util.concurrent.CountDownLatch;
  */
 public final class RelayCrashChild {
 
-    private RelayCrashChild() {
-    }
+    private RelayCrashChild() {}
 
     public static void main(String[] args) throws Exception {
         HikariConfig config = new HikariConfig();
@@ -25,14 +23,17 @@ public final class RelayCrashChild {
         config.setMaximumPoolSize(2);
         HikariDataSource ds = new HikariDataSource(config);
         HttpPublisher http = HttpPublisher.builder().build();
-        OutboxRelay relay = OutboxRelay.builder().dataSource(ds).meterRegistry(new SimpleMeterRegistry())
+        OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(ds)
+                .meterRegistry(new SimpleMeterRegistry())
                 .publisher(m -> {
                     Receipt r = http.publish(m);
                     System.out.println("PUBLISHED " + m.eventId() + " " + r.status());
                     System.out.flush();
-                    new CountDownLatch(1).await();   // the ack gap: published, not yet marked sent
+                    new CountDownLatch(1).await(); // the ack gap: published, not yet marked sent
                     return r;
-                }).build();
+                })
+                .build();
         System.out.println("RELAYED " + relay.relayOnce());
     }
 }

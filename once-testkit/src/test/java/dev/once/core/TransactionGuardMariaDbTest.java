@@ -1,5 +1,7 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.HandlerMisuseException;
 import dev.once.IdempotentConsumer;
@@ -7,18 +9,15 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * Issue 10, items 2 and 3 on MariaDB: InnoDB rolls back the whole transaction on a deadlock and
@@ -62,7 +61,9 @@ class TransactionGuardMariaDbTest {
     void handlerThatSwallowsADeadlockIsNeverReportedApplied() throws Exception {
         CountDownLatch handlerHoldsRow1 = new CountDownLatch(1);
         CountDownLatch rivalHoldsRow2 = new CountDownLatch(1);
-        IdempotentConsumer careless = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("guarded")
+        IdempotentConsumer careless = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("guarded")
                 .handler((d, tx) -> {
                     Connection c = tx.connection();
                     update(c, "UPDATE account SET balance = balance + 1 WHERE id = 1");
@@ -77,7 +78,8 @@ class TransactionGuardMariaDbTest {
                         }
                     }
                     update(c, "UPDATE account SET balance = balance + 10 WHERE id = 3");
-                }).build();
+                })
+                .build();
         CompletableFuture<Void> rival = CompletableFuture.runAsync(() -> {
             try (Connection c = db.dataSource().getConnection()) {
                 c.setAutoCommit(false);
@@ -96,9 +98,13 @@ class TransactionGuardMariaDbTest {
         Delivery event = Delivery.of("evt-1", "x");
         Outcome o = careless.process(event);
         rival.get(30, TimeUnit.SECONDS);
-        assertThat(o.status()).as("the database rolled the claim back: not applied").isNotEqualTo(Status.APPLIED);
+        assertThat(o.status())
+                .as("the database rolled the claim back: not applied")
+                .isNotEqualTo(Status.APPLIED);
         assertThat(o.retryable()).isTrue();
-        assertThat(balance(3)).as("what ran after the deadlock, in a new transaction, is not committed").isZero();
+        assertThat(balance(3))
+                .as("what ran after the deadlock, in a new transaction, is not committed")
+                .isZero();
         assertThat(balance(1)).isZero();
         assertThat(claims()).isZero();
         assertThat(careless.process(event.redelivery()).status()).isEqualTo(Status.APPLIED);
@@ -108,13 +114,16 @@ class TransactionGuardMariaDbTest {
 
     @Test
     void aStatementThatWouldCommitImplicitlyIsRefused() throws Exception {
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("guarded")
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("guarded")
                 .handler((d, tx) -> {
                     update(tx.connection(), "UPDATE account SET balance = balance + 1 WHERE id = 1");
                     // DDL would commit the claim transaction implicitly on MariaDB, the rest running in a new one.
                     update(tx.connection(), "CREATE TABLE side_effect (id int)");
                     update(tx.connection(), "UPDATE account SET balance = balance + 10 WHERE id = 3");
-                }).build();
+                })
+                .build();
         Outcome o = consumer.process(Delivery.of("evt-1", "x"));
         assertThat(o.status()).isEqualTo(Status.FAILED_PERMANENT);
         assertThat(o.failure()).isInstanceOf(HandlerMisuseException.class).hasMessageContaining("implicit");
@@ -122,20 +131,34 @@ class TransactionGuardMariaDbTest {
         assertThat(balance(3)).isZero();
         assertThat(claims()).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
-                + " AND table_name = 'side_effect'")).as("the DDL never ran").isZero();
+                        + " AND table_name = 'side_effect'"))
+                .as("the DDL never ran")
+                .isZero();
     }
 
     @Test
     void transactionControlIssuedAsSqlIsRefusedOnMariaDb() throws Exception {
-        for (String sql : new String[] {"COMMIT", "rollback", "BEGIN", "START TRANSACTION READ WRITE", "SET autocommit = 1",
-                "SET @@autocommit=1", "set session autocommit=ON", "XA START 'x'", "# why\nCOMMIT"}) {
-            IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(db.dataSource())
-                    .consumer("guarded").handler((d, tx) -> {
+        for (String sql : new String[] {
+            "COMMIT",
+            "rollback",
+            "BEGIN",
+            "START TRANSACTION READ WRITE",
+            "SET autocommit = 1",
+            "SET @@autocommit=1",
+            "set session autocommit=ON",
+            "XA START 'x'",
+            "# why\nCOMMIT"
+        }) {
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("guarded")
+                    .handler((d, tx) -> {
                         update(tx.connection(), "UPDATE account SET balance = balance + 1 WHERE id = 1");
                         try (Statement s = tx.connection().createStatement()) {
                             s.execute(sql);
                         }
-                    }).build();
+                    })
+                    .build();
             Outcome o = consumer.process(Delivery.of("evt-" + Math.abs(sql.hashCode()), "x"));
             assertThat(o.status()).as(sql).isEqualTo(Status.FAILED_PERMANENT);
             assertThat(o.failure()).as(sql).isInstanceOf(HandlerMisuseException.class);

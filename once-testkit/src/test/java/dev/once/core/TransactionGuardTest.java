@@ -1,5 +1,8 @@
 package dev.once.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.HandlerMisuseException;
@@ -10,21 +13,17 @@ import dev.once.jdbc.Dialects;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import dev.once.tx.ManualTransactions;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
-
 import java.sql.CallableStatement;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Issue 10, items 2 and 3 on PostgreSQL: a handler cannot get the engine to report APPLIED for a
@@ -45,7 +44,11 @@ class TransactionGuardTest {
     }
 
     private IdempotentConsumer consumer(Handler handler) {
-        return IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("guarded").handler(handler).build();
+        return IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("guarded")
+                .handler(handler)
+                .build();
     }
 
     private long balance() throws SQLException {
@@ -66,7 +69,9 @@ class TransactionGuardTest {
     /** Nothing of the first delivery stands, and the redelivery applies the whole effect once. */
     private void assertNothingAppliedThenRedeliveryApplies(IdempotentConsumer consumer, Delivery event)
             throws SQLException {
-        assertThat(balance()).as("nothing of the refused transaction is applied").isZero();
+        assertThat(balance())
+                .as("nothing of the refused transaction is applied")
+                .isZero();
         assertThat(claims()).as("the event is not claimed, so it is not lost").isZero();
         assertThat(consumer.process(event.redelivery()).status()).isEqualTo(Status.APPLIED);
         assertThat(balance()).as("effect applied exactly once").isEqualTo(11);
@@ -119,12 +124,16 @@ class TransactionGuardTest {
                 }
             }
         });
-        var outcomes = careless.processBatch(java.util.List.of(Ledger.payment("evt-1", 0),
-                Ledger.payment("evt-2", 0), Ledger.payment("evt-3", 0)));
-        assertThat(outcomes).extracting(Outcome::eventId, Outcome::status).doesNotContain(
-                org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
-        long applied = outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance()).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        var outcomes = careless.processBatch(
+                java.util.List.of(Ledger.payment("evt-1", 0), Ledger.payment("evt-2", 0), Ledger.payment("evt-3", 0)));
+        assertThat(outcomes)
+                .extracting(Outcome::eventId, Outcome::status)
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
+        long applied =
+                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(balance())
+                .as("exactly the events reported APPLIED are applied")
+                .isEqualTo(applied);
         assertThat(claims()).isEqualTo(applied);
     }
 
@@ -132,37 +141,63 @@ class TransactionGuardTest {
     void handlerThatSwallowsAFailedStatementInAJoinedTransactionIsNotReportedApplied() throws Exception {
         ManualTransactions manual = new ManualTransactions();
         java.util.List<Outcome> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
-        IdempotentConsumer careless = IdempotentConsumer.builder().transactions(manual).dialect(Dialects.POSTGRESQL)
-                .consumer("guarded").outcomeListener((d, x) -> reported.add(x)).handler((d, tx) -> {
+        IdempotentConsumer careless = IdempotentConsumer.builder()
+                .transactions(manual)
+                .dialect(Dialects.POSTGRESQL)
+                .consumer("guarded")
+                .outcomeListener((d, x) -> reported.add(x))
+                .handler((d, tx) -> {
                     credit(tx.connection(), 1);
                     try (Statement s = tx.connection().createStatement()) {
                         s.execute("SELECT 1/0");
                     } catch (SQLException swallowed) {
                         // aborted
                     }
-                }).build();
+                })
+                .build();
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try (ManualTransactions.Scope tx = manual.join(c)) {
                 Outcome o = careless.process(Ledger.payment("evt-1", 0));
                 assertThat(o.status()).isNotEqualTo(Status.APPLIED);
-                assertThat(tx.rollbackOnly()).as("the caller learns its transaction is lost").isTrue();
+                assertThat(tx.rollbackOnly())
+                        .as("the caller learns its transaction is lost")
+                        .isTrue();
                 assertThatThrownBy(tx::commit).isInstanceOf(SQLException.class);
             }
             c.setAutoCommit(true);
         }
-        assertThat(reported).extracting(Outcome::status).doesNotContain(Status.APPLIED).hasSize(1);
+        assertThat(reported)
+                .extracting(Outcome::status)
+                .doesNotContain(Status.APPLIED)
+                .hasSize(1);
         assertThat(balance()).isZero();
     }
 
     // ---- item 3: transaction control behind the engine's back ----------------------------------
 
     @ParameterizedTest
-    @ValueSource(strings = {"COMMIT", "commit", "  COMMIT  ", "/* done */ COMMIT", "-- done\nCOMMIT", "Commit Work",
-            "COMMIT AND CHAIN", "END", "end transaction", "ROLLBACK", "rollback and chain", "ABORT", "BEGIN",
-            "START TRANSACTION", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "PREPARE TRANSACTION 'x'",
-            "UPDATE account SET balance = balance + 1 WHERE id = 1; COMMIT",
-            "SELECT 1;\n/* and then */\n  commit;"})
+    @ValueSource(
+            strings = {
+                "COMMIT",
+                "commit",
+                "  COMMIT  ",
+                "/* done */ COMMIT",
+                "-- done\nCOMMIT",
+                "Commit Work",
+                "COMMIT AND CHAIN",
+                "END",
+                "end transaction",
+                "ROLLBACK",
+                "rollback and chain",
+                "ABORT",
+                "BEGIN",
+                "START TRANSACTION",
+                "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                "PREPARE TRANSACTION 'x'",
+                "UPDATE account SET balance = balance + 1 WHERE id = 1; COMMIT",
+                "SELECT 1;\n/* and then */\n  commit;"
+            })
     void transactionControlIssuedAsSqlIsRefused(String sql) throws Exception {
         IdempotentConsumer consumer = consumer((d, tx) -> {
             credit(tx.connection(), 1);
@@ -184,8 +219,9 @@ class TransactionGuardTest {
 
     @Test
     void transactionControlIsRefusedOnEveryStatementPath() throws Exception {
-        String[] paths = {"executeUpdate", "executeQuery", "addBatch", "prepareStatement", "prepareCall",
-                "executeLargeUpdate"};
+        String[] paths = {
+            "executeUpdate", "executeQuery", "addBatch", "prepareStatement", "prepareCall", "executeLargeUpdate"
+        };
         for (String path : paths) {
             IdempotentConsumer consumer = consumer((d, tx) -> {
                 credit(tx.connection(), 1);
@@ -206,7 +242,10 @@ class TransactionGuardTest {
             });
             Outcome o = consumer.process(Ledger.payment("evt-" + path, 0));
             assertThat(o.status()).as(path).isEqualTo(Status.FAILED_PERMANENT);
-            assertThat(o.failure()).as(path).isInstanceOf(HandlerMisuseException.class).hasMessageContaining("COMMIT");
+            assertThat(o.failure())
+                    .as(path)
+                    .isInstanceOf(HandlerMisuseException.class)
+                    .hasMessageContaining("COMMIT");
             assertThat(balance()).as(path).isZero();
             assertThat(claims()).as(path).isZero();
         }
@@ -232,7 +271,8 @@ class TransactionGuardTest {
     void everyRouteBackToTheConnectionLeadsToTheGuard() throws Exception {
         IdempotentConsumer consumer = consumer((d, tx) -> {
             Connection guard = tx.connection();
-            try (Statement s = guard.createStatement(); ResultSet rs = s.executeQuery("SELECT 1")) {
+            try (Statement s = guard.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT 1")) {
                 assertThat(s.getConnection()).isSameAs(guard);
                 assertThat(rs.getStatement().getConnection()).isSameAs(guard);
             }
@@ -253,7 +293,8 @@ class TransactionGuardTest {
             }
             assertThat(guard.unwrap(Connection.class)).isSameAs(guard);
             assertThatThrownBy(() -> guard.unwrap(Class.forName("org.postgresql.jdbc.PgConnection")))
-                    .isInstanceOf(SQLException.class).hasMessageContaining("raw connection");
+                    .isInstanceOf(SQLException.class)
+                    .hasMessageContaining("raw connection");
             assertThatThrownBy(() -> guard.createStatement().unwrap(Class.forName("org.postgresql.jdbc.PgStatement")))
                     .isInstanceOf(SQLException.class);
             credit(guard, 11);
@@ -313,8 +354,8 @@ class TransactionGuardTest {
         IdempotentConsumer consumer = consumer((d, tx) -> {
             credit(tx.connection(), 1);
             if (d.attempt() == 1) {
-                try (PreparedStatement ps = tx.connection().prepareStatement(
-                        "DELETE FROM once_inbox WHERE event_id = ?")) {
+                try (PreparedStatement ps =
+                        tx.connection().prepareStatement("DELETE FROM once_inbox WHERE event_id = ?")) {
                     ps.setString(1, d.eventId());
                     ps.executeUpdate();
                 }
@@ -323,7 +364,8 @@ class TransactionGuardTest {
         });
         Delivery event = Ledger.payment("evt-1", 0);
         Outcome o = consumer.process(event);
-        assertThat(o.status()).as("committing would apply it with no claim: a redelivery applies it again")
+        assertThat(o.status())
+                .as("committing would apply it with no claim: a redelivery applies it again")
                 .isEqualTo(Status.FAILED_PERMANENT);
         assertThat(o.failure()).isInstanceOf(HandlerMisuseException.class).hasMessageContaining("claim");
         assertNothingAppliedThenRedeliveryApplies(consumer, event);

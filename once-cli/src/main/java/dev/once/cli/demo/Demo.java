@@ -12,17 +12,6 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringSerializer;
-
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.http.HttpClient;
@@ -48,6 +37,16 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The scenario behind the page and the headless run, on real parts: PostgreSQL, a Kafka topic
@@ -60,6 +59,7 @@ public final class Demo implements AutoCloseable {
 
     /** Every payment is $20, so that two separate payments look the same except for their ids. */
     public static final int AMOUNT = 20;
+
     static final int PARTITIONS = 2;
     private static final int STORY_LINES = 6;
     private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
@@ -102,7 +102,8 @@ public final class Demo implements AutoCloseable {
     public record Options(String postgresUrl, String kafka, String schema) {
         public Options {
             if (schema == null || !SCHEMA.matcher(schema).matches()) {
-                throw Failure.usage("--schema '" + schema + "' is not a plain lower-case identifier; expected e.g. once_demo");
+                throw Failure.usage(
+                        "--schema '" + schema + "' is not a plain lower-case identifier; expected e.g. once_demo");
             }
         }
     }
@@ -125,8 +126,7 @@ public final class Demo implements AutoCloseable {
     private LostAnswers lostAnswers;
     private OutboxAdmin outboxAdmin;
 
-    private Demo() {
-    }
+    private Demo() {}
 
     /**
      * Starts everything; {@code progress} hears what is starting. On failure everything started so far is closed.
@@ -158,7 +158,8 @@ public final class Demo implements AutoCloseable {
         dataSource = openSchema(pgUrl, options.schema());
         closeables.add(dataSource);
         Schema.migrate(dataSource);
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement()) {
             s.execute(DemoSql.CREATE_NAIVE_LEDGER);
             s.execute(DemoSql.CREATE_ONCE_LEDGER);
         }
@@ -170,15 +171,24 @@ public final class Demo implements AutoCloseable {
             closeables.add(kafka);
             bootstrap = kafka.bootstrapServers();
         }
-        admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15_000, AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000));
+        admin = Admin.create(Map.of(
+                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG,
+                15_000,
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG,
+                5_000));
         closeables.add(admin);
         topic = "once-demo-payments-" + runId;
         try {
-            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1)))
+                    .all()
+                    .get(20, TimeUnit.SECONDS);
         } catch (ExecutionException | TimeoutException e) {
-            throw Failure.failed("cannot use Kafka at " + bootstrap + ": " + Databases.rootMessage(e)
-                    + "; check that a broker listens there (--kafka HOST:PORT), or drop --kafka for an embedded one", e);
+            throw Failure.failed(
+                    "cannot use Kafka at " + bootstrap + ": " + Databases.rootMessage(e)
+                            + "; check that a broker listens there (--kafka HOST:PORT), or drop --kafka for an embedded one",
+                    e);
         }
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -194,17 +204,28 @@ public final class Demo implements AutoCloseable {
         Schema.migrate(providerStore);
         provider = new PaymentProvider(providerStore);
         closeables.add(provider);
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        naive = new NaiveLane(bootstrap, topic, "once-demo-naive-" + runId, faults, dataSource, http, provider.chargesUrl());
+        HttpClient http =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        naive = new NaiveLane(
+                bootstrap, topic, "once-demo-naive-" + runId, faults, dataSource, http, provider.chargesUrl());
         once = new OnceLane(bootstrap, topic, "once-demo-once-" + runId, faults, dataSource, provider.chargesUrl());
         closeables.add(naive);
         closeables.add(once);
-        lostAnswers = new LostAnswers(HttpPublisher.builder().client(http).timeout(Duration.ofSeconds(5)).build());
-        relay = OutboxRelay.builder().dataSource(dataSource).publisher(lostAnswers).name("once-demo-relay")
+        lostAnswers = new LostAnswers(HttpPublisher.builder()
+                .client(http)
+                .timeout(Duration.ofSeconds(5))
+                .build());
+        relay = OutboxRelay.builder()
+                .dataSource(dataSource)
+                .publisher(lostAnswers)
+                .name("once-demo-relay")
                 .pollInterval(Duration.ofMillis(100))
                 // A lost answer is retried at once: the page should show the replay, not a backoff.
-                .retryPolicy(RetryPolicy.builder().initialDelay(Duration.ofMillis(50)).maxDelay(Duration.ofSeconds(1))
-                        .maxRetries(9).build())
+                .retryPolicy(RetryPolicy.builder()
+                        .initialDelay(Duration.ofMillis(50))
+                        .maxDelay(Duration.ofSeconds(1))
+                        .maxRetries(9)
+                        .build())
                 .build();
         relay.start();
         closeables.add(relay);
@@ -226,13 +247,16 @@ public final class Demo implements AutoCloseable {
     }
 
     private static HikariDataSource openSchema(String url, String schema) {
-        try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(url);
+                Statement s = c.createStatement()) {
             s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
             s.execute("CREATE SCHEMA " + schema);
         } catch (SQLException e) {
-            throw Failure.failed("cannot use PostgreSQL at " + url + ": " + e.getMessage()
-                    + "; check that it is running and the URL is right (--postgres jdbc:postgresql://HOST:PORT/DB?user=U),"
-                    + " or drop --postgres for an embedded one", e);
+            throw Failure.failed(
+                    "cannot use PostgreSQL at " + url + ": " + e.getMessage()
+                            + "; check that it is running and the URL is right (--postgres jdbc:postgresql://HOST:PORT/DB?user=U),"
+                            + " or drop --postgres for an embedded one",
+                    e);
         }
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(url + (url.contains("?") ? "&" : "?") + "currentSchema=" + schema);
@@ -283,7 +307,8 @@ public final class Demo implements AutoCloseable {
                 publish(payment, null);
                 yield "Rebalance after a slow batch: a worker spent " + Lane.SLOW_BATCH.toSeconds() + " s on the batch"
                         + " holding " + id + ", longer than max.poll.interval.ms (" + Lane.MAX_POLL_INTERVAL.toSeconds()
-                        + " s). The group rebalanced, the other worker read " + id + " again, and the slow worker's offset"
+                        + " s). The group rebalanced, the other worker read " + id
+                        + " again, and the slow worker's offset"
                         + " commit was refused. Naive applied it twice; once discarded the second copy.";
             }
             case CONCURRENT -> {
@@ -313,8 +338,8 @@ public final class Demo implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while publishing " + p.eventId(), e);
         } catch (ExecutionException | TimeoutException e) {
-            throw new IllegalStateException("could not publish " + p.eventId() + " to " + topic + ": "
-                    + Databases.rootMessage(e), e);
+            throw new IllegalStateException(
+                    "could not publish " + p.eventId() + " to " + topic + ": " + Databases.rootMessage(e), e);
         }
     }
 
@@ -327,26 +352,45 @@ public final class Demo implements AutoCloseable {
         long[] naiveLedger = balance("naive_ledger");
         long[] onceLedger = balance("once_ledger");
         List<DemoState.Discarded> discarded = once.recentDiscards().stream()
-                .map(d -> new DemoState.Discarded(d.paymentId(), d.reason(), d.worker())).toList();
-        DemoState.LaneState n = new DemoState.LaneState(naive.deliveries.get(), naiveLedger[0],
-                naiveLedger[0] - naiveLedger[1], 0, 0, provider.charges(NaiveLane.NAME), provider.replays(NaiveLane.NAME),
-                naive.crashes.get(), naive.refusedCommits.get(), naive.recentLog(), List.of());
-        DemoState.LaneState o = new DemoState.LaneState(once.deliveries.get(), onceLedger[0],
-                onceLedger[0] - onceLedger[1], once.discardedAmount.get(), once.discardedCount.get(),
-                provider.charges(OnceLane.NAME), provider.replays(OnceLane.NAME), once.crashes.get(),
-                once.refusedCommits.get(), once.recentLog(), discarded);
+                .map(d -> new DemoState.Discarded(d.paymentId(), d.reason(), d.worker()))
+                .toList();
+        DemoState.LaneState n = new DemoState.LaneState(
+                naive.deliveries.get(),
+                naiveLedger[0],
+                naiveLedger[0] - naiveLedger[1],
+                0,
+                0,
+                provider.charges(NaiveLane.NAME),
+                provider.replays(NaiveLane.NAME),
+                naive.crashes.get(),
+                naive.refusedCommits.get(),
+                naive.recentLog(),
+                List.of());
+        DemoState.LaneState o = new DemoState.LaneState(
+                once.deliveries.get(),
+                onceLedger[0],
+                onceLedger[0] - onceLedger[1],
+                once.discardedAmount.get(),
+                once.discardedCount.get(),
+                provider.charges(OnceLane.NAME),
+                provider.replays(OnceLane.NAME),
+                once.crashes.get(),
+                once.refusedCommits.get(),
+                once.recentLog(),
+                discarded);
         List<String> lines;
         synchronized (story) {
             lines = List.copyOf(story);
         }
         long delivered = once.deliveries.get();
-        return new DemoState((long) made * AMOUNT, made, delivered, delivered - once.applied.get(), settled,
-                n, o, lines);
+        return new DemoState(
+                (long) made * AMOUNT, made, delivered, delivered - once.applied.get(), settled, n, o, lines);
     }
 
     private long[] balance(String ledger) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(DemoSql.balance(ledger))) {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(DemoSql.balance(ledger))) {
             rs.next();
             return new long[] {rs.getLong(1), rs.getLong(2)};
         } catch (SQLException e) {
@@ -369,8 +413,9 @@ public final class Demo implements AutoCloseable {
             }
             var ends = admin.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
             for (String group : List.of(naive.group(), once.group())) {
-                Map<TopicPartition, OffsetAndMetadata> committed =
-                        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(10, TimeUnit.SECONDS);
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get(10, TimeUnit.SECONDS);
                 for (var e : ends.entrySet()) {
                     OffsetAndMetadata c = committed.get(e.getKey());
                     if ((c == null ? 0 : c.offset()) < e.getValue().offset()) {
@@ -385,7 +430,9 @@ public final class Demo implements AutoCloseable {
             return false;
         }
         try {
-            return outboxAdmin.stats().pending() == 0 && performing.get() == 0 && naive.inFlight.get() == 0
+            return outboxAdmin.stats().pending() == 0
+                    && performing.get() == 0
+                    && naive.inFlight.get() == 0
                     && once.inFlight.get() == 0;
         } catch (RuntimeException e) {
             return false;
@@ -399,7 +446,7 @@ public final class Demo implements AutoCloseable {
             if (settled()) {
                 return true;
             }
-            Thread.sleep(100);   // polling interval of the check, not a guess at how long work takes
+            Thread.sleep(100); // polling interval of the check, not a guess at how long work takes
         }
         return false;
     }

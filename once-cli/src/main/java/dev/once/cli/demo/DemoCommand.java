@@ -1,10 +1,6 @@
 package dev.once.cli.demo;
 
 import dev.once.cli.internal.Failure;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetAddress;
@@ -12,47 +8,75 @@ import java.net.ServerSocket;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code once demo}: the ledger page, or the same scenario headless. */
-@Command(name = "demo", mixinStandardHelpOptions = true,
-        description = {"Delivered twice, counted once: the ledger page.",
-                "%nA naive consumer and a once consumer read the same Kafka topic in their own groups. Starts embedded"
-                        + " PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost with a button"
-                        + " for each real source of duplicates. --headless runs the same scenario and prints a table.%n"})
+@Command(
+        name = "demo",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Delivered twice, counted once: the ledger page.",
+            "%nA naive consumer and a once consumer read the same Kafka topic in their own groups. Starts embedded"
+                    + " PostgreSQL and Kafka (or uses --postgres / --kafka) and serves a page on localhost with a button"
+                    + " for each real source of duplicates. --headless runs the same scenario and prints a table.%n"
+        })
 public final class DemoCommand implements Callable<Integer> {
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--port", defaultValue = "8080", description = "port of the page on localhost; 0 picks a free one (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--port",
+            defaultValue = "8080",
+            description = "port of the page on localhost; 0 picks a free one (default: ${DEFAULT-VALUE})")
     int port;
 
-    @Option(names = "--postgres", paramLabel = "URL", description = "JDBC URL of a PostgreSQL to use instead of the embedded one")
+    @Option(
+            names = "--postgres",
+            paramLabel = "URL",
+            description = "JDBC URL of a PostgreSQL to use instead of the embedded one")
     String postgres;
 
-    @Option(names = "--kafka", paramLabel = "HOST:PORT", description = "a Kafka broker to use instead of the embedded one")
+    @Option(
+            names = "--kafka",
+            paramLabel = "HOST:PORT",
+            description = "a Kafka broker to use instead of the embedded one")
     String kafka;
 
-    @Option(names = "--schema", defaultValue = "once_demo", description = "PostgreSQL schema the demo owns; dropped and created afresh (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--schema",
+            defaultValue = "once_demo",
+            description = "PostgreSQL schema the demo owns; dropped and created afresh (default: ${DEFAULT-VALUE})")
     String schema;
 
     @Option(names = "--headless", description = "run without the page and print the side-by-side table")
     boolean headless;
 
-    @Option(names = "--events", defaultValue = "20", description = "payments in a headless run (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--events",
+            defaultValue = "20",
+            description = "payments in a headless run (default: ${DEFAULT-VALUE})")
     int events;
 
-    @Option(names = "--chaos", description = "headless: give payments the faults of the page's buttons (each at least once)")
+    @Option(
+            names = "--chaos",
+            description = "headless: give payments the faults of the page's buttons (each at least once)")
     boolean chaos;
 
-    @Option(names = "--seed", defaultValue = "1", description = "headless: seed of the chaos plan (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--seed",
+            defaultValue = "1",
+            description = "headless: seed of the chaos plan (default: ${DEFAULT-VALUE})")
     long seed;
 
     private static void requireFreePort(int port) {
         try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
             probe.setReuseAddress(true);
         } catch (IOException e) {
-            throw Failure.usage("--port " + port + " is in use on localhost; pass another --port, or --port 0 for a free one");
+            throw Failure.usage(
+                    "--port " + port + " is in use on localhost; pass another --port, or --port 0 for a free one");
         }
     }
 
@@ -77,7 +101,7 @@ public final class DemoCommand implements Callable<Integer> {
                     + " jdbc:postgresql://HOST:PORT/DB?user=U");
         }
         if (!headless && port != 0) {
-            requireFreePort(port);   // before PostgreSQL and Kafka start, not after
+            requireFreePort(port); // before PostgreSQL and Kafka start, not after
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -91,16 +115,19 @@ public final class DemoCommand implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         CountDownLatch closed = new CountDownLatch(1);
         // Ctrl-C: this thread closes the server, the consumers, Kafka and PostgreSQL before the JVM goes.
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            stop.countDown();
-            try {
-                closed.await(15, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "once-demo-stop"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            stop.countDown();
+                            try {
+                                closed.await(15, TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "once-demo-stop"));
         try (Demo demo = Demo.start(options, line -> status(err, line));
-             DemoServer server = DemoServer.start(demo, port)) {
+                DemoServer server = DemoServer.start(demo, port)) {
             out.println("once demo: open http://localhost:" + server.port() + "/  (Ctrl-C to stop)");
             out.flush();
             stop.await();

@@ -5,9 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.once.cli.internal.Databases;
 import dev.once.cli.internal.Failure;
 import io.javalin.Javalin;
-import io.javalin.http.staticfiles.Location;
 import io.javalin.http.sse.SseClient;
-
+import io.javalin.http.staticfiles.Location;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -44,13 +43,15 @@ public final class DemoServer implements AutoCloseable {
                 files.directory = "/dev/once/cli/demo/web";
                 files.location = Location.CLASSPATH;
             });
-            config.routes.get("/api/state", ctx -> ctx.contentType("application/json").result(stateJson()));
+            config.routes.get(
+                    "/api/state", ctx -> ctx.contentType("application/json").result(stateJson()));
             config.routes.post("/api/actions/{action}", ctx -> {
                 Demo.Action action;
                 try {
                     action = Demo.Action.byKey(ctx.pathParam("action"));
                 } catch (IllegalArgumentException e) {
-                    ctx.status(404).contentType("application/json")
+                    ctx.status(404)
+                            .contentType("application/json")
                             .result(json.writeValueAsString(Map.of("error", e.getMessage())));
                     return;
                 }
@@ -70,7 +71,8 @@ public final class DemoServer implements AutoCloseable {
         } catch (RuntimeException e) {
             if (Databases.rootMessage(e).toLowerCase(java.util.Locale.ROOT).contains("address already in use")
                     || e.getCause() instanceof java.net.BindException) {
-                throw Failure.usage("--port " + port + " is in use on localhost; pass another --port, or --port 0 for a free one");
+                throw Failure.usage(
+                        "--port " + port + " is in use on localhost; pass another --port, or --port 0 for a free one");
             }
             throw e;
         }
@@ -99,7 +101,7 @@ public final class DemoServer implements AutoCloseable {
         try {
             now = stateJson();
         } catch (RuntimeException e) {
-            return;   // the database is briefly away; the next tick tries again
+            return; // the database is briefly away; the next tick tries again
         }
         if (now.equals(last)) {
             return;

@@ -15,8 +15,15 @@ import java.util.List;
  * @param once       the once lane
  * @param story      what the buttons did, newest first, one line each
  */
-public record DemoState(long charged, int payments, long delivered, long duplicated, boolean settled,
-                        LaneState naive, LaneState once, List<String> story) {
+public record DemoState(
+        long charged,
+        int payments,
+        long delivered,
+        long duplicated,
+        boolean settled,
+        LaneState naive,
+        LaneState once,
+        List<String> story) {
 
     /**
      * One lane.
@@ -33,12 +40,19 @@ public record DemoState(long charged, int payments, long delivered, long duplica
      * @param log              what its workers just did, newest first
      * @param discarded        duplicate deliveries it discarded, newest first
      */
-    public record LaneState(long deliveries, long ledger, long overcount, long deduped, long dedupedCount,
-                            int providerCharges, int providerReplays, int crashes, int refusedCommits,
-                            List<String> log, List<Discarded> discarded) {
-    }
+    public record LaneState(
+            long deliveries,
+            long ledger,
+            long overcount,
+            long deduped,
+            long dedupedCount,
+            int providerCharges,
+            int providerReplays,
+            int crashes,
+            int refusedCommits,
+            List<String> log,
+            List<Discarded> discarded) {}
 
     /** A discarded duplicate delivery. */
-    public record Discarded(String payment, String reason, String worker) {
-    }
+    public record Discarded(String payment, String reason, String worker) {}
 }

@@ -16,8 +16,7 @@ final class Headless {
 
     static final Duration SETTLE_TIMEOUT = Duration.ofSeconds(60);
 
-    private Headless() {
-    }
+    private Headless() {}
 
     /**
      * The actions of a run: plain deliveries, or with chaos every fault at least once (when there
@@ -27,13 +26,22 @@ final class Headless {
         List<Demo.Action> plan = new ArrayList<>();
         Random random = new Random(seed);
         if (chaos) {
-            Demo.Action[] faults = {Demo.Action.DOUBLE_PUBLISH, Demo.Action.CRASH, Demo.Action.REBALANCE, Demo.Action.CONCURRENT};
+            Demo.Action[] faults = {
+                Demo.Action.DOUBLE_PUBLISH, Demo.Action.CRASH, Demo.Action.REBALANCE, Demo.Action.CONCURRENT
+            };
             for (int i = 0; i < faults.length && plan.size() < events; i++) {
                 plan.add(faults[i]);
             }
             // Half of the remaining events get a fault; rebalances are rarer because each costs seconds.
-            Demo.Action[] weighted = {Demo.Action.DOUBLE_PUBLISH, Demo.Action.DOUBLE_PUBLISH, Demo.Action.CRASH,
-                    Demo.Action.CRASH, Demo.Action.CONCURRENT, Demo.Action.CONCURRENT, Demo.Action.REBALANCE};
+            Demo.Action[] weighted = {
+                Demo.Action.DOUBLE_PUBLISH,
+                Demo.Action.DOUBLE_PUBLISH,
+                Demo.Action.CRASH,
+                Demo.Action.CRASH,
+                Demo.Action.CONCURRENT,
+                Demo.Action.CONCURRENT,
+                Demo.Action.REBALANCE
+            };
             while (plan.size() < events) {
                 plan.add(random.nextBoolean() ? Demo.Action.DELIVER : weighted[random.nextInt(weighted.length)]);
             }
@@ -67,7 +75,8 @@ final class Headless {
         int width = 30;
         int filled = (int) ((long) done * width / total);
         err.print("\r[" + "#".repeat(filled) + "-".repeat(width - filled) + "] " + done + "/" + total
-                + " payments   naive " + Demo.money(s.naive().ledger()) + "   once " + Demo.money(s.once().ledger())
+                + " payments   naive " + Demo.money(s.naive().ledger()) + "   once "
+                + Demo.money(s.once().ledger())
                 + String.format(Locale.ROOT, "   %.1f s  ", (System.nanoTime() - started) / 1e9));
         err.flush();
     }
@@ -75,23 +84,37 @@ final class Headless {
     /** The final side-by-side table. */
     static void table(PrintWriter out, DemoState s) {
         out.println();
-        out.println("charged " + Demo.money(s.charged()) + " (" + s.payments() + " payments of " + Demo.money(Demo.AMOUNT)
-                + ") · " + s.delivered() + " delivered · " + s.duplicated() + " duplicated");
+        out.println("charged " + Demo.money(s.charged()) + " (" + s.payments() + " payments of "
+                + Demo.money(Demo.AMOUNT) + ") · " + s.delivered() + " delivered · " + s.duplicated() + " duplicated");
         out.println();
         String f = "%-22s %14s %14s%n";
         out.printf(f, "", "naive", "once");
         out.printf(f, "deliveries", s.naive().deliveries(), s.once().deliveries());
-        out.printf(f, "in ledger", Demo.money(s.naive().ledger()), Demo.money(s.once().ledger()));
-        out.printf(f, "overcount", Demo.money(s.naive().overcount()), Demo.money(s.once().overcount()));
-        out.printf(f, "deduped", Demo.money(s.naive().deduped()), Demo.money(s.once().deduped()));
+        out.printf(
+                f,
+                "in ledger",
+                Demo.money(s.naive().ledger()),
+                Demo.money(s.once().ledger()));
+        out.printf(
+                f,
+                "overcount",
+                Demo.money(s.naive().overcount()),
+                Demo.money(s.once().overcount()));
+        out.printf(
+                f,
+                "deduped",
+                Demo.money(s.naive().deduped()),
+                Demo.money(s.once().deduped()));
         out.printf(f, "card charges", s.naive().providerCharges(), s.once().providerCharges());
         out.printf(f, "provider replays", s.naive().providerReplays(), s.once().providerReplays());
         out.printf(f, "consumer crashes", s.naive().crashes(), s.once().crashes());
         out.printf(f, "refused commits", s.naive().refusedCommits(), s.once().refusedCommits());
         out.println();
-        out.println(s.once().overcount() == 0 && s.once().ledger() == s.charged()
-                ? "once counted every payment exactly once; the naive consumer over-counted by " + Demo.money(s.naive().overcount()) + "."
-                : "UNEXPECTED: the once lane does not match what was charged.");
+        out.println(
+                s.once().overcount() == 0 && s.once().ledger() == s.charged()
+                        ? "once counted every payment exactly once; the naive consumer over-counted by "
+                                + Demo.money(s.naive().overcount()) + "."
+                        : "UNEXPECTED: the once lane does not match what was charged.");
         out.flush();
     }
 }

@@ -1,18 +1,5 @@
 package dev.once.cli.demo;
 
-import org.apache.kafka.clients.consumer.CloseOptions;
-import org.apache.kafka.clients.consumer.CommitFailedException;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
-import org.apache.kafka.common.errors.WakeupException;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.StringDeserializer;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -25,6 +12,18 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * One side of the page: a consumer group of {@value #WORKERS} real Kafka consumers reading the
@@ -42,6 +41,7 @@ abstract class Lane implements AutoCloseable {
      * with a margin so that a busy machine's late heartbeat thread still sees the poll interval expire.
      */
     static final Duration SLOW_BATCH = Duration.ofSeconds(5);
+
     static final String EVENT_ID_HEADER = "once-event-id";
     private static final int LOG_LINES = 8;
 
@@ -118,7 +118,7 @@ abstract class Lane implements AutoCloseable {
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, group + "-" + worker);
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");   // commit after processing, by hand
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"); // commit after processing, by hand
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, (int) MAX_POLL_INTERVAL.toMillis());
         // Frequent heartbeats: the other worker hears of a rebalance within a fraction of a second.
@@ -190,9 +190,9 @@ abstract class Lane implements AutoCloseable {
 
             String slow = faults.take(name, Fault.SLOW_BATCH_REBALANCE, ids);
             if (slow != null) {
-                log(id + " is slow on the batch with " + slow + ": " + SLOW_BATCH.toSeconds() + " s > max.poll.interval.ms "
-                        + MAX_POLL_INTERVAL.toSeconds() + " s, the group rebalances");
-                Thread.sleep(SLOW_BATCH.toMillis());   // the slow work itself, not a wait for a condition
+                log(id + " is slow on the batch with " + slow + ": " + SLOW_BATCH.toSeconds()
+                        + " s > max.poll.interval.ms " + MAX_POLL_INTERVAL.toSeconds() + " s, the group rebalances");
+                Thread.sleep(SLOW_BATCH.toMillis()); // the slow work itself, not a wait for a condition
             }
             faults.meet(name, ids, 1_000);
 
@@ -230,7 +230,7 @@ abstract class Lane implements AutoCloseable {
                     offsets.put(tp, new OffsetAndMetadata(r.offset() + 1));
                 } else {
                     stopped.add(tp);
-                    consumer.seek(tp, r.offset());   // read it again
+                    consumer.seek(tp, r.offset()); // read it again
                 }
             }
             if (offsets.isEmpty()) {
@@ -240,13 +240,17 @@ abstract class Lane implements AutoCloseable {
                 consumer.commitSync(offsets);
             } catch (CommitFailedException | RebalanceInProgressException e) {
                 refusedCommits.incrementAndGet();
-                log(id + "'s offset commit was refused: the group rebalanced while it worked; its batch goes to a new owner");
+                log(
+                        id
+                                + "'s offset commit was refused: the group rebalanced while it worked; its batch goes to a new owner");
             }
         }
     }
 
     private static String eventId(ConsumerRecord<String, String> r) {
         Header h = r.headers().lastHeader(EVENT_ID_HEADER);
-        return h == null ? r.topic() + "/" + r.partition() + "@" + r.offset() : new String(h.value(), StandardCharsets.UTF_8);
+        return h == null
+                ? r.topic() + "/" + r.partition() + "@" + r.offset()
+                : new String(h.value(), StandardCharsets.UTF_8);
     }
 }

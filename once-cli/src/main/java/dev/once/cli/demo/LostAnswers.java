@@ -4,7 +4,6 @@ import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
-
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;

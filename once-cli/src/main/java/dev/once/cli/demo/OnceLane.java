@@ -3,8 +3,6 @@ package dev.once.cli.demo;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
-
-import javax.sql.DataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.time.Duration;
@@ -14,6 +12,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
 
 /**
  * The consumer built on {@link IdempotentConsumer}: each batch claims the event ids in the same
@@ -27,8 +26,7 @@ final class OnceLane extends Lane {
     private static final int DISCARDS_SHOWN = 8;
 
     /** A discarded duplicate, as the page lists it. */
-    record Discard(String paymentId, String reason, String worker) {
-    }
+    record Discard(String paymentId, String reason, String worker) {}
 
     final AtomicLong applied = new AtomicLong();
     final AtomicLong discardedCount = new AtomicLong();
@@ -46,14 +44,19 @@ final class OnceLane extends Lane {
                 .handler((d, tx) -> {
                     Payment p = Payment.of(d.eventId(), d.payloadText());
                     try (PreparedStatement ps = tx.connection().prepareStatement(DemoSql.credit("once_ledger"))) {
-                        ps.setString(1, p.eventId());             // 1 event id
-                        ps.setString(2, p.paymentId());           // 2 payment id
-                        ps.setInt(3, p.amount());                 // 3 amount
+                        ps.setString(1, p.eventId()); // 1 event id
+                        ps.setString(2, p.paymentId()); // 2 payment id
+                        ps.setInt(3, p.amount()); // 3 amount
                         ps.setString(4, d.headers().getOrDefault("worker", "")); // 4 worker
                         ps.executeUpdate();
                     }
-                    tx.outbox().add(chargesUrl, p.paymentId(), p.body().getBytes(StandardCharsets.UTF_8),
-                            Map.of(PaymentProvider.CALLER, NAME), "charge:" + p.paymentId());
+                    tx.outbox()
+                            .add(
+                                    chargesUrl,
+                                    p.paymentId(),
+                                    p.body().getBytes(StandardCharsets.UTF_8),
+                                    Map.of(PaymentProvider.CALLER, NAME),
+                                    "charge:" + p.paymentId());
                 })
                 .build();
     }
@@ -62,8 +65,12 @@ final class OnceLane extends Lane {
     boolean[] process(List<Payment> batch, String worker) {
         List<Delivery> deliveries = new ArrayList<>();
         for (Payment p : batch) {
-            deliveries.add(Delivery.builder(p.eventId()).type("payment").payload(p.body())
-                    .headers(Map.of("worker", worker)).source("kafka").build());
+            deliveries.add(Delivery.builder(p.eventId())
+                    .type("payment")
+                    .payload(p.body())
+                    .headers(Map.of("worker", worker))
+                    .source("kafka")
+                    .build());
         }
         List<Outcome> outcomes = consumer.processBatch(deliveries);
         boolean[] ack = new boolean[batch.size()];
@@ -89,8 +96,9 @@ final class OnceLane extends Lane {
                     }
                     log(worker + " discarded " + p.eventId() + ": id already claimed (" + reason + ")");
                 }
-                default -> log(worker + " left " + p.eventId() + " for redelivery: " + o.tag()
-                        + (o.failure() == null ? "" : " (" + o.failure().getMessage() + ")"));
+                default ->
+                    log(worker + " left " + p.eventId() + " for redelivery: " + o.tag()
+                            + (o.failure() == null ? "" : " (" + o.failure().getMessage() + ")"));
             }
         }
         return ack;

@@ -14,7 +14,8 @@ record Payment(String eventId, String paymentId, int amount) {
     static Payment of(String eventId, String body) {
         Matcher m = BODY.matcher(body == null ? "" : body);
         if (!m.matches()) {
-            throw new IllegalArgumentException("payment event " + eventId + " has a body the demo did not write: " + body);
+            throw new IllegalArgumentException(
+                    "payment event " + eventId + " has a body the demo did not write: " + body);
         }
         return new Payment(eventId, m.group(1), Integer.parseInt(m.group(2)));
     }

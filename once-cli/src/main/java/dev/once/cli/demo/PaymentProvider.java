@@ -4,11 +4,10 @@ import dev.once.http.IdempotentHandler;
 import dev.once.keys.IdempotencyKeys;
 import io.javalin.Javalin;
 import io.javalin.http.Context;
-
-import javax.sql.DataSource;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 
 /**
  * A card provider behind HTTP, as the demo's consumers see one: {@code POST /charges} charges the
@@ -32,14 +31,15 @@ final class PaymentProvider implements AutoCloseable {
     PaymentProvider(DataSource keysStore) {
         IdempotentHandler idempotent = IdempotentHandler.builder()
                 .keys(IdempotencyKeys.builder().dataSource(keysStore).build())
-                .required(false)   // like most card APIs: the key is optional, and without it every call charges
+                .required(false) // like most card APIs: the key is optional, and without it every call charges
                 .build();
         app = Javalin.create(config -> {
             config.startup.showJavalinBanner = false;
             config.routes.post("/charges", idempotent.wrap(this::charge));
             config.routes.after("/charges", ctx -> {
                 if ("true".equals(ctx.res().getHeader(REPLAYED))) {
-                    replays.computeIfAbsent(caller(ctx), c -> new AtomicInteger()).incrementAndGet();
+                    replays.computeIfAbsent(caller(ctx), c -> new AtomicInteger())
+                            .incrementAndGet();
                 }
             });
         });

@@ -2,7 +2,6 @@ package dev.once.cli.internal;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-
 import java.util.Locale;
 
 /** Opens the database a command was pointed at, failing with a message that says what to check. */
@@ -12,8 +11,7 @@ public final class Databases {
     public static final String EXPECTED_URL = "a JDBC URL such as jdbc:postgresql://127.0.0.1:5432/app?user=app "
             + "(or jdbc:mariadb://127.0.0.1:3306/app?user=app)";
 
-    private Databases() {
-    }
+    private Databases() {}
 
     /**
      * A small pool on {@code url} whose first connection has already succeeded.
@@ -27,7 +25,9 @@ public final class Databases {
         if (lower.startsWith("postgres://") || lower.startsWith("postgresql://")) {
             throw Failure.usage("--url '" + url + "' is a libpq URL; expected " + EXPECTED_URL);
         }
-        if (!lower.startsWith("jdbc:postgresql:") && !lower.startsWith("jdbc:mariadb:") && !lower.startsWith("jdbc:mysql:")) {
+        if (!lower.startsWith("jdbc:postgresql:")
+                && !lower.startsWith("jdbc:mariadb:")
+                && !lower.startsWith("jdbc:mysql:")) {
             throw Failure.usage("--url '" + url + "' is not a supported JDBC URL; expected " + EXPECTED_URL);
         }
         HikariConfig config = new HikariConfig();
@@ -36,12 +36,13 @@ public final class Databases {
         config.setMinimumIdle(0);
         config.setPoolName("once-cli");
         config.setConnectionTimeout(5_000);
-        config.setInitializationFailTimeout(1);   // connect now, so an unreachable URL fails here, not later
+        config.setInitializationFailTimeout(1); // connect now, so an unreachable URL fails here, not later
         try {
             return new HikariDataSource(config);
         } catch (RuntimeException e) {
-            throw Failure.failed("cannot connect to " + u + ": " + rootMessage(e)
-                    + "; check that the database is running and that the URL's host, port, database and user are right",
+            throw Failure.failed(
+                    "cannot connect to " + u + ": " + rootMessage(e)
+                            + "; check that the database is running and that the URL's host, port, database and user are right",
                     e);
         }
     }

@@ -13,13 +13,13 @@ import java.util.regex.Pattern;
 public final class DoctorQueries {
 
     /** A plain or schema-qualified identifier, as {@code --table} and each {@code --key} column must be. */
-    public static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}(\\.[A-Za-z_][A-Za-z0-9_$]{0,62})?");
+    public static final Pattern IDENTIFIER =
+            Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}(\\.[A-Za-z_][A-Za-z0-9_$]{0,62})?");
 
     /** How many duplicate keys the report lists. */
     public static final int DUPLICATES_LISTED = 20;
 
-    private DoctorQueries() {
-    }
+    private DoctorQueries() {}
 
     /** Seed 000's diagnosis: business keys present more than once, most repeated first. Columns: key columns..., copies. */
     public static String duplicateKeys(String table, List<String> keys) {
@@ -42,7 +42,8 @@ public final class DoctorQueries {
 
     /** Rows per consumer, largest first. Columns: consumer, rows. */
     public static String inboxByConsumer(String inboxTable) {
-        return "SELECT consumer, count(*) AS n FROM " + inboxTable + " GROUP BY consumer ORDER BY n DESC, consumer LIMIT 10";
+        return "SELECT consumer, count(*) AS n FROM " + inboxTable
+                + " GROUP BY consumer ORDER BY n DESC, consumer LIMIT 10";
     }
 
     /** Inbox rows older than a cutoff. Binds: 1 cutoff. */

@@ -1,12 +1,11 @@
 package dev.once.cli.internal;
 
-import picocli.CommandLine;
-
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import picocli.CommandLine;
 
 /**
  * Parses durations written as a whole number and a unit ({@code 7d}, {@code 12h}, {@code 30m},

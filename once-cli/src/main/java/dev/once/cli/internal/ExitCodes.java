@@ -11,6 +11,5 @@ public final class ExitCodes {
     /** The operation failed: database unreachable, SQL error. */
     public static final int FAILURE = 3;
 
-    private ExitCodes() {
-    }
+    private ExitCodes() {}
 }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.once.testkit.Services;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -39,8 +38,12 @@ final class Chromium implements AutoCloseable {
 
     /** Overrides where the binary is looked for. */
     static final String BINARY_ENV = "ONCE_CHROMIUM";
-    private static final List<String> CANDIDATES = List.of("/usr/bin/chromium", "/usr/bin/chromium-browser",
-            "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable");
+
+    private static final List<String> CANDIDATES = List.of(
+            "/usr/bin/chromium",
+            "/usr/bin/chromium-browser",
+            "/usr/bin/google-chrome",
+            "/usr/bin/google-chrome-stable");
     private static final Pattern LISTENING = Pattern.compile("DevTools listening on (ws://\\S+)");
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
 
@@ -54,36 +57,54 @@ final class Chromium implements AutoCloseable {
     private Chromium(Process process, Path profile, URI page) throws Exception {
         this.process = process;
         this.profile = profile;
-        this.socket = HttpClient.newHttpClient().newWebSocketBuilder()
-                .buildAsync(page, new Listener()).get(CALL_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        this.socket = HttpClient.newHttpClient()
+                .newWebSocketBuilder()
+                .buildAsync(page, new Listener())
+                .get(CALL_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     }
 
     /** Starts a headless Chromium with a fresh profile and attaches to its first tab. */
     static Chromium launch() throws Exception {
         String binary = binary();
         Path profile = Files.createTempDirectory("once-chromium-");
-        Process p = new ProcessBuilder(binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--remote-debugging-port=0", "--remote-allow-origins=*",
-                "--user-data-dir=" + profile, "--window-size=1280,1400", "about:blank")
-                .redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(
+                        binary,
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--disable-quic",
+                        "--no-first-run",
+                        "--disable-background-networking",
+                        "--disable-component-update",
+                        "--disable-sync",
+                        "--disable-dev-shm-usage",
+                        "--remote-debugging-port=0",
+                        "--remote-allow-origins=*",
+                        "--user-data-dir=" + profile,
+                        "--window-size=1280,1400",
+                        "about:blank")
+                .redirectErrorStream(true)
+                .start();
         CompletableFuture<String> endpoint = new CompletableFuture<>();
-        Thread drain = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    Matcher m = LISTENING.matcher(line);
-                    if (m.find()) {
-                        endpoint.complete(m.group(1));
+        Thread drain = new Thread(
+                () -> {
+                    try (BufferedReader r =
+                            new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = r.readLine()) != null) {
+                            Matcher m = LISTENING.matcher(line);
+                            if (m.find()) {
+                                endpoint.complete(m.group(1));
+                            }
+                        }
+                    } catch (IOException e) {
+                        endpoint.completeExceptionally(e);
                     }
-                }
-            } catch (IOException e) {
-                endpoint.completeExceptionally(e);
-            }
-            // The output ended: chromium is gone. Does nothing if it had already said where it listens.
-            endpoint.completeExceptionally(new IllegalStateException("chromium closed its output before it listened"
-                    + " for DevTools"));
-        }, "chromium-output");
+                    // The output ended: chromium is gone. Does nothing if it had already said where it listens.
+                    endpoint.completeExceptionally(new IllegalStateException(
+                            "chromium closed its output before it listened" + " for DevTools"));
+                },
+                "chromium-output");
         drain.setDaemon(true);
         drain.start();
         try {
@@ -104,7 +125,9 @@ final class Chromium implements AutoCloseable {
                 return candidate;
             }
         }
-        throw Services.unavailable("chromium", "apt-get install -y chromium (or set " + BINARY_ENV + ")",
+        throw Services.unavailable(
+                "chromium",
+                "apt-get install -y chromium (or set " + BINARY_ENV + ")",
                 new IllegalStateException("no chromium binary at " + (configured != null ? configured : CANDIDATES)));
     }
 
@@ -113,14 +136,14 @@ final class Chromium implements AutoCloseable {
         ObjectMapper json = new ObjectMapper();
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
-            HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(list).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = HttpClient.newHttpClient()
+                    .send(HttpRequest.newBuilder(list).build(), HttpResponse.BodyHandlers.ofString());
             for (JsonNode target : json.readTree(r.body())) {
                 if ("page".equals(target.path("type").asText())) {
                     return URI.create(target.path("webSocketDebuggerUrl").asText());
                 }
             }
-            Thread.sleep(100);   // polling the target list until the first tab is registered
+            Thread.sleep(100); // polling the target list until the first tab is registered
         }
         throw new IllegalStateException("chromium showed no page target at " + list);
     }
@@ -144,7 +167,8 @@ final class Chromium implements AutoCloseable {
 
     /** Evaluates a JavaScript expression in the page (awaiting a promise) and returns its value. */
     JsonNode eval(String expression) throws Exception {
-        JsonNode r = call("Runtime.evaluate", Map.of("expression", expression, "returnByValue", true, "awaitPromise", true));
+        JsonNode r =
+                call("Runtime.evaluate", Map.of("expression", expression, "returnByValue", true, "awaitPromise", true));
         if (r.has("exceptionDetails")) {
             throw new IllegalStateException("page threw on `" + expression + "`: " + r.get("exceptionDetails"));
         }
@@ -153,8 +177,9 @@ final class Chromium implements AutoCloseable {
 
     /** Opens {@code url} in the tab at 1280×1400 and waits until the document has loaded. */
     void open(String url) throws Exception {
-        call("Emulation.setDeviceMetricsOverride", Map.of("width", 1280, "height", 1400, "deviceScaleFactor", 1,
-                "mobile", false));
+        call(
+                "Emulation.setDeviceMetricsOverride",
+                Map.of("width", 1280, "height", 1400, "deviceScaleFactor", 1, "mobile", false));
         call("Page.navigate", Map.of("url", url));
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
@@ -162,7 +187,7 @@ final class Chromium implements AutoCloseable {
             if (state.asText().startsWith("complete " + url)) {
                 return;
             }
-            Thread.sleep(50);   // polling the page's load state
+            Thread.sleep(50); // polling the page's load state
         }
         throw new IllegalStateException("the page " + url + " did not load within 30 s");
     }
@@ -214,7 +239,8 @@ final class Chromium implements AutoCloseable {
                 try {
                     JsonNode message = json.readTree(text);
                     if (message.has("id")) {
-                        CompletableFuture<JsonNode> call = calls.remove(message.get("id").asInt());
+                        CompletableFuture<JsonNode> call =
+                                calls.remove(message.get("id").asInt());
                         if (call != null) {
                             call.complete(message);
                         }

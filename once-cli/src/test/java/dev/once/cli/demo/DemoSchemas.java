@@ -1,7 +1,6 @@
 package dev.once.cli.demo;
 
 import dev.once.testkit.TestPostgres;
-
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -10,8 +9,7 @@ import java.sql.Statement;
 /** Schemas a demo test gives the demo, dropped afterwards so a shared PostgreSQL keeps no leftovers. */
 final class DemoSchemas {
 
-    private DemoSchemas() {
-    }
+    private DemoSchemas() {}
 
     static String name(String test) {
         return "once_demo_" + test + "_" + ProcessHandle.current().pid();
@@ -19,7 +17,8 @@ final class DemoSchemas {
 
     /** Drops the demo's schema and its provider's. */
     static void drop(String schema) throws SQLException {
-        try (Connection c = DriverManager.getConnection(TestPostgres.shared().jdbcUrl()); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(TestPostgres.shared().jdbcUrl());
+                Statement s = c.createStatement()) {
             s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
             s.execute("DROP SCHEMA IF EXISTS " + schema + "_provider CASCADE");
         }

@@ -7,14 +7,13 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.IdempotencyResultTooLargeException;
 import dev.once.keys.InvalidIdempotencyKeyException;
 import dev.once.keys.KeyTransaction;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.util.Locale;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The {@code Idempotency-Key} protocol, independent of any server API: what to answer before the
@@ -35,8 +34,8 @@ public final class Gate {
     private final int maxRequestBytes;
     private final boolean transactional;
 
-    public Gate(IdempotencyKeys keys, boolean required, Set<String> methods, int maxRequestBytes,
-                boolean transactional) {
+    public Gate(
+            IdempotencyKeys keys, boolean required, Set<String> methods, int maxRequestBytes, boolean transactional) {
         this.keys = keys;
         this.required = required;
         this.methods = Set.copyOf(methods);
@@ -45,20 +44,17 @@ public final class Gate {
     }
 
     /** What to do with a request. */
-    public sealed interface Decision permits Proceed, Respond, PassThrough {
-    }
+    public sealed interface Decision permits Proceed, Respond, PassThrough {}
 
     /**
      * Run the handler, then {@link #finish} with its response (or {@link #abandon} if it threw).
      *
      * @param transaction where the handler applies its effect, in transactional mode; else null
      */
-    public record Proceed(BeginResult.Started started, KeyTransaction transaction) implements Decision {
-    }
+    public record Proceed(BeginResult.Started started, KeyTransaction transaction) implements Decision {}
 
     /** Answer this instead of running the handler. */
-    public record Respond(int status, String contentType, byte[] body, boolean replayed) implements Decision {
-    }
+    public record Respond(int status, String contentType, byte[] body, boolean replayed) implements Decision {}
 
     /** Not covered (another method, or no key where none is required): run the handler untouched. */
     public record PassThrough() implements Decision {
@@ -81,8 +77,10 @@ public final class Gate {
 
     /** The answer to a request whose body exceeds {@link #maxRequestBytes()}. */
     public Respond tooLarge() {
-        return problem(413, "Content Too Large", "request bodies with an " + HEADER + " are limited to "
-                + maxRequestBytes + " bytes");
+        return problem(
+                413,
+                "Content Too Large",
+                "request bodies with an " + HEADER + " are limited to " + maxRequestBytes + " bytes");
     }
 
     /**
@@ -94,7 +92,8 @@ public final class Gate {
      */
     public Decision begin(String scope, String method, String target, String header, byte[] body) {
         if (header == null) {
-            return required ? problem(400, "Bad Request", "this endpoint requires an " + HEADER + " header")
+            return required
+                    ? problem(400, "Bad Request", "this endpoint requires an " + HEADER + " header")
                     : PassThrough.INSTANCE;
         }
         String key = parseKey(header);
@@ -103,8 +102,11 @@ public final class Gate {
         }
         BeginResult r;
         try {
-            r = keys.begin(scope, key, IdempotencyKeys.fingerprint(method.getBytes(StandardCharsets.UTF_8),
-                    target.getBytes(StandardCharsets.UTF_8), body));
+            r = keys.begin(
+                    scope,
+                    key,
+                    IdempotencyKeys.fingerprint(
+                            method.getBytes(StandardCharsets.UTF_8), target.getBytes(StandardCharsets.UTF_8), body));
         } catch (InvalidIdempotencyKeyException e) {
             return problem(400, "Bad Request", e.getMessage());
         }
@@ -117,19 +119,22 @@ public final class Gate {
             } catch (OnceException e) {
                 log.warn("could not begin the transaction of {} '{}'", HEADER, key, e);
                 release(s);
-                return problem(503, "Service Unavailable", "the request could not begin; retry with the same "
-                        + HEADER);
+                return problem(
+                        503, "Service Unavailable", "the request could not begin; retry with the same " + HEADER);
             }
         }
         if (r instanceof BeginResult.Replay replay) {
             return replay(replay);
         }
         if (r instanceof BeginResult.InProgress) {
-            return problem(409, "Conflict", "a request with this " + HEADER + " is still being processed;"
-                    + " retry later");
+            return problem(
+                    409, "Conflict", "a request with this " + HEADER + " is still being processed;" + " retry later");
         }
-        return problem(422, "Unprocessable Content", "this " + HEADER + " was used with a different request"
-                + " (method, path or body); use a new key for a new request");
+        return problem(
+                422,
+                "Unprocessable Content",
+                "this " + HEADER + " was used with a different request"
+                        + " (method, path or body); use a new key for a new request");
     }
 
     /**
@@ -161,17 +166,27 @@ public final class Gate {
             }
             return null;
         } catch (StaleFencingTokenException e) {
-            log.warn("{} '{}' was taken over while this request ran; its response is discarded{}: {}", HEADER,
-                    started.key(), t == null ? "" : " and its transaction rolled back", e.getMessage());
-            return problem(409, "Conflict", "this request outlived its claim on the " + HEADER
-                    + " and another request took over; retry to get the saved result");
+            log.warn(
+                    "{} '{}' was taken over while this request ran; its response is discarded{}: {}",
+                    HEADER,
+                    started.key(),
+                    t == null ? "" : " and its transaction rolled back",
+                    e.getMessage());
+            return problem(
+                    409,
+                    "Conflict",
+                    "this request outlived its claim on the " + HEADER
+                            + " and another request took over; retry to get the saved result");
         } catch (IdempotencyResultTooLargeException e) {
             return tooLargeToSave(proceed, status);
         } catch (SQLException | OnceException e) {
             log.warn("saving the result of {} '{}' failed; the key is released", HEADER, started.key(), e);
             release(started);
-            return problem(500, "Internal Server Error", "the result of this request could not be saved"
-                    + (t == null ? "" : " and nothing was applied") + "; retry with the same " + HEADER);
+            return problem(
+                    500,
+                    "Internal Server Error",
+                    "the result of this request could not be saved" + (t == null ? "" : " and nothing was applied")
+                            + "; retry with the same " + HEADER);
         }
     }
 
@@ -180,16 +195,21 @@ public final class Gate {
     // it again, so a permanent failure is saved in its place (a 5xx, never saved, only releases the key).
     private Respond tooLargeToSave(Proceed proceed, int status) {
         BeginResult.Started started = proceed.started();
-        String detail = "the response exceeded the " + keys.maxResultBytes() + " bytes an " + HEADER
-                + " can save";
+        String detail = "the response exceeded the " + keys.maxResultBytes() + " bytes an " + HEADER + " can save";
         log.warn("response for {} '{}' is too large to save: {}", HEADER, started.key(), detail);
         if (proceed.transaction() != null || status >= 500) {
             abandon(proceed);
-            return problem(500, "Internal Server Error", detail + (proceed.transaction() == null ? ""
-                    : "; nothing was applied") + "; retry with the same " + HEADER + " once the limit is raised");
+            return problem(
+                    500,
+                    "Internal Server Error",
+                    detail + (proceed.transaction() == null ? "" : "; nothing was applied") + "; retry with the same "
+                            + HEADER + " once the limit is raised");
         }
-        Respond answer = problem(500, "Internal Server Error", detail + "; the request may have taken effect, so"
-                + " this answer is saved and replayed instead of running it again");
+        Respond answer = problem(
+                500,
+                "Internal Server Error",
+                detail + "; the request may have taken effect, so"
+                        + " this answer is saved and replayed instead of running it again");
         try {
             keys.fail(started, false, answer.status(), envelope(answer.contentType(), answer.body()));
         } catch (OnceException e) {
@@ -204,7 +224,11 @@ public final class Gate {
             try {
                 proceed.transaction().close();
             } catch (SQLException | RuntimeException e) {
-                log.warn("rolling back the transaction of {} '{}' failed", HEADER, proceed.started().key(), e);
+                log.warn(
+                        "rolling back the transaction of {} '{}' failed",
+                        HEADER,
+                        proceed.started().key(),
+                        e);
             }
         }
         release(proceed.started());
@@ -214,8 +238,11 @@ public final class Gate {
         try {
             keys.fail(started, true, 500, null);
         } catch (OnceException e) {
-            log.warn("could not release {} '{}' after a failed request; it frees itself when its claim lapses",
-                    HEADER, started.key(), e);
+            log.warn(
+                    "could not release {} '{}' after a failed request; it frees itself when its claim lapses",
+                    HEADER,
+                    started.key(),
+                    e);
         }
     }
 

@@ -6,17 +6,16 @@ import dev.once.Outcome;
 import dev.once.PermanentFailureException;
 import dev.once.adapter.Verdict;
 import dev.once.kafka.MissingEventIdPolicy;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The decisions of the poll loop, apart from its threads: what a processed batch means for each
@@ -56,10 +55,14 @@ final class BatchVerdicts {
          * copy that record's outcome, which says nothing about this partition when it is a failure.
          */
         final boolean copyOfOtherPartition;
+
         Outcome outcome;
 
-        Entry(ConsumerRecord<byte[], byte[]> record, Delivery delivery, String missingReason,
-              boolean copyOfOtherPartition) {
+        Entry(
+                ConsumerRecord<byte[], byte[]> record,
+                Delivery delivery,
+                String missingReason,
+                boolean copyOfOtherPartition) {
             this.partition = new TopicPartition(record.topic(), record.partition());
             this.record = record;
             this.delivery = delivery;
@@ -77,11 +80,17 @@ final class BatchVerdicts {
     }
 
     /** What to do with a batch's partitions. */
-    record Decision(Map<TopicPartition, OffsetAndMetadata> commit, Map<TopicPartition, Long> seekTo,
-                    Map<TopicPartition, Integer> failuresAtSeek, Throwable fatal) {
-    }
+    record Decision(
+            Map<TopicPartition, OffsetAndMetadata> commit,
+            Map<TopicPartition, Long> seekTo,
+            Map<TopicPartition, Integer> failuresAtSeek,
+            Throwable fatal) {}
 
-    private enum Step { ADVANCE, RETRY, STOP }
+    private enum Step {
+        ADVANCE,
+        RETRY,
+        STOP
+    }
 
     private final int maxAttempts;
     private final MissingEventIdPolicy missingEventIdPolicy;
@@ -91,8 +100,12 @@ final class BatchVerdicts {
     /** Failures so far of the record at the head of a partition: {offset, failures}. */
     private final Map<TopicPartition, long[]> failures = new ConcurrentHashMap<>();
 
-    BatchVerdicts(int maxAttempts, MissingEventIdPolicy missingEventIdPolicy, boolean deadLetterTopic,
-                  KafkaRunnerMetrics metrics, String name) {
+    BatchVerdicts(
+            int maxAttempts,
+            MissingEventIdPolicy missingEventIdPolicy,
+            boolean deadLetterTopic,
+            KafkaRunnerMetrics metrics,
+            String name) {
         this.maxAttempts = maxAttempts;
         this.missingEventIdPolicy = missingEventIdPolicy;
         this.deadLetterTopic = deadLetterTopic;
@@ -192,21 +205,30 @@ final class BatchVerdicts {
                     // Nowhere to move it, and it may well succeed later (a database restarting): retried
                     // at the capped backoff rather than stopping the runner.
                     if (failed == maxAttempts) {
-                        log.error("{}: {} failed {} times (maxAttempts {}) and no deadLetterTopic is set; it is"
-                                + " retried at the longest backoff until it succeeds: {}", name, e.where(), failed,
-                                maxAttempts, o.failure());
+                        log.error(
+                                "{}: {} failed {} times (maxAttempts {}) and no deadLetterTopic is set; it is"
+                                        + " retried at the longest backoff until it succeeds: {}",
+                                name,
+                                e.where(),
+                                failed,
+                                maxAttempts,
+                                o.failure());
                     }
                     return Step.RETRY;
                 }
-                return deadLetter(tp, e, "failed " + failed + " times (maxAttempts " + maxAttempts + "), last: "
-                        + o.failure(), deadLetters);
+                return deadLetter(
+                        tp,
+                        e,
+                        "failed " + failed + " times (maxAttempts " + maxAttempts + "), last: " + o.failure(),
+                        deadLetters);
             }
         }
     }
 
     private int countFailure(TopicPartition tp, long offset) {
-        long[] f = failures.compute(tp, (k, old) -> old != null && old[0] == offset
-                ? new long[] {offset, old[1] + 1} : new long[] {offset, 1});
+        long[] f = failures.compute(
+                tp,
+                (k, old) -> old != null && old[0] == offset ? new long[] {offset, old[1] + 1} : new long[] {offset, 1});
         return (int) f[1];
     }
 
@@ -228,8 +250,10 @@ final class BatchVerdicts {
             return new InvalidDeliveryException("record " + e.where() + " has no usable event id (" + e.missingReason
                     + ") and missingEventId is FAIL; fix the producer, or choose SKIP_AND_LOG or DEAD_LETTER");
         }
-        return new PermanentFailureException("record " + e.where() + " (event id '" + e.delivery.eventId()
-                + "') cannot be processed and no deadLetterTopic is set, so the partition cannot move past it: "
-                + e.outcome.failure(), e.outcome.failure());
+        return new PermanentFailureException(
+                "record " + e.where() + " (event id '" + e.delivery.eventId()
+                        + "') cannot be processed and no deadLetterTopic is set, so the partition cannot move past it: "
+                        + e.outcome.failure(),
+                e.outcome.failure());
     }
 }

@@ -4,15 +4,14 @@ import dev.once.Inbox;
 import dev.once.jdbc.Dialect;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
-import org.apache.kafka.common.TopicPartition;
-
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.HashMap;
 import java.util.Map;
+import javax.sql.DataSource;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Kafka offsets kept in the claim transaction (opt-in): the handler wrapper records, per thread,
@@ -67,8 +66,8 @@ public final class DatabaseOffsets {
     Map<TopicPartition, Long> read() throws SQLException {
         Map<TopicPartition, Long> offsets = new HashMap<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement(dialect.kafkaOffsetSelect(prefix))) {
-            ps.setString(1, group);   // 1: consumer group
+                PreparedStatement ps = c.prepareStatement(dialect.kafkaOffsetSelect(prefix))) {
+            ps.setString(1, group); // 1: consumer group
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     offsets.put(new TopicPartition(rs.getString(1), rs.getInt(2)), rs.getLong(3));
@@ -81,10 +80,10 @@ public final class DatabaseOffsets {
     private void write(Connection c, Map<TopicPartition, Long> offsets) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(dialect.kafkaOffsetUpsert(prefix))) {
             for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
-                ps.setString(1, group);                      // 1: consumer group
-                ps.setString(2, e.getKey().topic());         // 2: topic
-                ps.setInt(3, e.getKey().partition());        // 3: partition
-                ps.setLong(4, e.getValue());                 // 4: next offset
+                ps.setString(1, group); // 1: consumer group
+                ps.setString(2, e.getKey().topic()); // 2: topic
+                ps.setInt(3, e.getKey().partition()); // 3: partition
+                ps.setLong(4, e.getValue()); // 4: next offset
                 ps.addBatch();
             }
             ps.executeBatch();

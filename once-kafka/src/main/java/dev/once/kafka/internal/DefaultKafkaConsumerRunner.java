@@ -1,16 +1,15 @@
 package dev.once.kafka.internal;
 
 import dev.once.kafka.KafkaConsumerRunner;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Optional;
 
 /** The runner behind {@link KafkaConsumerRunner}: one {@link PollLoop} per thread, one dead-letter producer. Not API. */
 public final class DefaultKafkaConsumerRunner implements KafkaConsumerRunner {
@@ -26,8 +25,8 @@ public final class DefaultKafkaConsumerRunner implements KafkaConsumerRunner {
 
     public DefaultKafkaConsumerRunner(RunnerSettings settings) {
         this.settings = settings;
-        this.metrics = new KafkaRunnerMetrics(settings.meterRegistry(), settings.idempotentConsumer().consumer(),
-                settings.groupId());
+        this.metrics = new KafkaRunnerMetrics(
+                settings.meterRegistry(), settings.idempotentConsumer().consumer(), settings.groupId());
     }
 
     @Override
@@ -38,8 +37,8 @@ public final class DefaultKafkaConsumerRunner implements KafkaConsumerRunner {
         }
         started = true;
         if (settings.deadLetterTopic() != null) {
-            deadLetters = new KafkaProducer<>(settings.producerProperties(), new ByteArraySerializer(),
-                    new ByteArraySerializer());
+            deadLetters = new KafkaProducer<>(
+                    settings.producerProperties(), new ByteArraySerializer(), new ByteArraySerializer());
         }
         String base = "once-kafka-" + settings.idempotentConsumer().consumer();
         for (int i = 0; i < settings.threads(); i++) {
@@ -80,7 +79,9 @@ public final class DefaultKafkaConsumerRunner implements KafkaConsumerRunner {
         try {
             for (PollLoop l : loops) {
                 if (!l.awaitStopped(wait)) {
-                    log.warn("a poll loop of consumer {} did not stop within {}", settings.idempotentConsumer().consumer(),
+                    log.warn(
+                            "a poll loop of consumer {} did not stop within {}",
+                            settings.idempotentConsumer().consumer(),
                             wait);
                 }
             }

@@ -5,11 +5,10 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
-import org.apache.kafka.common.TopicPartition;
-
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The meters of one runner, shared by its poll loops, tagged {@code consumer} and {@code group}:
@@ -38,14 +37,20 @@ public final class KafkaRunnerMetrics {
         this.tags = Tags.of("consumer", consumer, "group", group);
         polled = counter("once.kafka.records.polled", "records returned by poll", tags);
         applied = counter("once.kafka.records.applied", "records whose effect was applied", tags);
-        duplicate = counter("once.kafka.records.duplicate",
-                "records whose event id was already applied: replays and double publishes absorbed", tags);
-        failedRetryable = counter("once.kafka.records.failed", "record tries that failed", tags.and("kind", "retryable"));
-        failedPermanent = counter("once.kafka.records.failed", "record tries that failed", tags.and("kind", "permanent"));
+        duplicate = counter(
+                "once.kafka.records.duplicate",
+                "records whose event id was already applied: replays and double publishes absorbed",
+                tags);
+        failedRetryable =
+                counter("once.kafka.records.failed", "record tries that failed", tags.and("kind", "retryable"));
+        failedPermanent =
+                counter("once.kafka.records.failed", "record tries that failed", tags.and("kind", "permanent"));
         deadLettered = counter("once.kafka.records.dead_lettered", "records sent to the dead-letter topic", tags);
         missingId = counter("once.kafka.records.missing_id", "records without an event id", tags);
-        commitLatency = Timer.builder("once.kafka.commit.latency").description("time of one offset commitSync")
-                .tags(tags).register(registry);
+        commitLatency = Timer.builder("once.kafka.commit.latency")
+                .description("time of one offset commitSync")
+                .tags(tags)
+                .register(registry);
     }
 
     private Counter counter(String name, String description, Tags t) {
@@ -54,12 +59,13 @@ public final class KafkaRunnerMetrics {
 
     void lag(TopicPartition tp, long value) {
         lag.computeIfAbsent(tp, p -> {
-            AtomicLong holder = new AtomicLong();
-            Gauge.builder("once.kafka.lag", holder, AtomicLong::doubleValue)
-                    .description("records between the consumer position and the log end")
-                    .tags(tags.and("topic", p.topic(), "partition", Integer.toString(p.partition())))
-                    .register(registry);
-            return holder;
-        }).set(value);
+                    AtomicLong holder = new AtomicLong();
+                    Gauge.builder("once.kafka.lag", holder, AtomicLong::doubleValue)
+                            .description("records between the consumer position and the log end")
+                            .tags(tags.and("topic", p.topic(), "partition", Integer.toString(p.partition())))
+                            .register(registry);
+                    return holder;
+                })
+                .set(value);
     }
 }

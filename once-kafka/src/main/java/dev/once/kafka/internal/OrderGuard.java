@@ -4,11 +4,10 @@ import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.RetryableException;
 import dev.once.Tx;
-import org.apache.kafka.common.TopicPartition;
-
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Supplier;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Wraps the user's handler to keep effects in offset order per partition. When a batch fails,
@@ -26,8 +25,7 @@ import java.util.function.Supplier;
 public final class OrderGuard implements Handler {
 
     /** Where a record sits in its partition. */
-    public record Position(TopicPartition partition, long offset) {
-    }
+    public record Position(TopicPartition partition, long offset) {}
 
     private final Handler handler;
     private final DatabaseOffsets offsets;
@@ -78,7 +76,7 @@ public final class OrderGuard implements Handler {
             throw e;
         }
         if (failed != null && failed == p.offset()) {
-            batch.failedAt.remove(p.partition());   // the failed record went through on its second try
+            batch.failedAt.remove(p.partition()); // the failed record went through on its second try
         }
         Long gap = batch.gaps.get(p.partition());
         if (offsets != null && (gap == null || p.offset() < gap)) {

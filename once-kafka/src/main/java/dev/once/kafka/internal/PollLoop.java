@@ -6,20 +6,6 @@ import dev.once.Outcome;
 import dev.once.kafka.MissingEventIdPolicy;
 import dev.once.kafka.internal.BatchVerdicts.Entry;
 import dev.once.kafka.internal.OrderGuard.Position;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.KafkaException;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -38,6 +24,19 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One poll loop: a {@code KafkaConsumer} owned by the poll thread, and a worker thread that runs
@@ -55,6 +54,7 @@ final class PollLoop implements Runnable {
 
     /** How often the poll thread calls poll while a batch runs: keeps the membership and runs rebalance callbacks. */
     private static final Duration BUSY_POLL_INTERVAL = Duration.ofMillis(20);
+
     private static final Duration DEAD_LETTER_SEND_TIMEOUT = Duration.ofSeconds(30);
 
     static final String DLT_REASON = "once-dlt-reason";
@@ -87,6 +87,7 @@ final class PollLoop implements Runnable {
     private Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> prefetched;
     /** Offsets of the last finished batch, committed in the database and not yet in Kafka. */
     private Map<TopicPartition, OffsetAndMetadata> pendingCommit;
+
     private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
 
     PollLoop(RunnerSettings settings, KafkaRunnerMetrics metrics, Producer<byte[], byte[]> deadLetters, String name) {
@@ -95,8 +96,8 @@ final class PollLoop implements Runnable {
         this.deadLetters = deadLetters;
         this.name = name;
         this.closeTimeout = settings.closeTimeout();
-        this.verdicts = new BatchVerdicts(settings.maxAttempts(), settings.missingEventIdPolicy(),
-                deadLetters != null, metrics, name);
+        this.verdicts = new BatchVerdicts(
+                settings.maxAttempts(), settings.missingEventIdPolicy(), deadLetters != null, metrics, name);
         this.worker = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, name + "-work");
             t.setDaemon(true);
@@ -109,6 +110,7 @@ final class PollLoop implements Runnable {
         final Future<BatchResult> result;
         /** First offset of each partition in the batch: where to replay from if it is abandoned. */
         final Map<TopicPartition, Long> firstOffsets;
+
         boolean abandoned;
 
         InFlight(Future<BatchResult> result, Map<TopicPartition, Long> firstOffsets) {
@@ -118,9 +120,11 @@ final class PollLoop implements Runnable {
     }
 
     /** What the worker decided for each partition of a batch. */
-    private record BatchResult(Map<TopicPartition, OffsetAndMetadata> commit, Map<TopicPartition, Long> seekTo,
-                               Map<TopicPartition, Integer> failuresAtSeek, Throwable fatal) {
-    }
+    private record BatchResult(
+            Map<TopicPartition, OffsetAndMetadata> commit,
+            Map<TopicPartition, Long> seekTo,
+            Map<TopicPartition, Integer> failuresAtSeek,
+            Throwable fatal) {}
 
     @Override
     public void run() {
@@ -282,7 +286,9 @@ final class PollLoop implements Runnable {
                     // Paused, or the next poll fetches the record again at once (or whenever the fetch
                     // in flight returns) and the attempts are spent without the backoff.
                     consumer.pause(List.of(tp));
-                    backoffUntil.put(tp, now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
+                    backoffUntil.put(
+                            tp,
+                            now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
                 }
             });
             if (r.fatal() != null) {
@@ -313,8 +319,11 @@ final class PollLoop implements Runnable {
             consumer.commitSync(offsets);
         } catch (KafkaException e) {
             // The database has these records; a new owner replays them and the inbox absorbs them.
-            log.warn("{}: offset commit failed, {} partitions will be replayed from their last commit: {}", name,
-                    offsets.size(), e.toString());
+            log.warn(
+                    "{}: offset commit failed, {} partitions will be replayed from their last commit: {}",
+                    name,
+                    offsets.size(),
+                    e.toString());
         } finally {
             metrics.commitLatency.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
         }
@@ -361,8 +370,10 @@ final class PollLoop implements Runnable {
         if (inFlight.result.isDone()) {
             finishBatch();
         } else {
-            log.warn("{}: closing with a batch still running after {}; it is not committed and will be replayed",
-                    name, closeTimeout);
+            log.warn(
+                    "{}: closing with a batch still running after {}; it is not committed and will be replayed",
+                    name,
+                    closeTimeout);
             inFlight = null;
         }
     }
@@ -383,7 +394,7 @@ final class PollLoop implements Runnable {
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
             if (prefetched != null) {
-                consumer.pause(partitions);   // at most one batch waits
+                consumer.pause(partitions); // at most one batch waits
             }
             if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
                 seekToDatabaseOffsets(partitions);
@@ -396,8 +407,11 @@ final class PollLoop implements Runnable {
             try {
                 stored = settings.databaseOffsets().read();
             } catch (SQLException e) {
-                log.warn("{}: could not read the offsets kept in the database, starting from Kafka's (replays are"
-                        + " absorbed): {}", name, e.toString());
+                log.warn(
+                        "{}: could not read the offsets kept in the database, starting from Kafka's (replays are"
+                                + " absorbed): {}",
+                        name,
+                        e.toString());
                 return;
             }
             Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
@@ -432,9 +446,13 @@ final class PollLoop implements Runnable {
                     commitPending();
                 } else {
                     f.abandoned = true;
-                    log.warn("{}: partitions {} {} while a batch ran past {}; the batch is abandoned, its records are "
-                            + "replayed by their next owner and absorbed as duplicates", name, partitions,
-                            mayCommit ? "revoked" : "lost", settings.revokeTimeout());
+                    log.warn(
+                            "{}: partitions {} {} while a batch ran past {}; the batch is abandoned, its records are "
+                                    + "replayed by their next owner and absorbed as duplicates",
+                            name,
+                            partitions,
+                            mayCommit ? "revoked" : "lost",
+                            settings.revokeTimeout());
                 }
             }
             for (TopicPartition tp : partitions) {
@@ -442,7 +460,7 @@ final class PollLoop implements Runnable {
             }
             verdicts.forget(partitions);
             if (prefetched != null) {
-                dropPrefetched(partitions);   // their next owner fetches them from the committed offset
+                dropPrefetched(partitions); // their next owner fetches them from the committed offset
                 if (prefetched == null) {
                     resumeAllButBackoffs();
                 }
@@ -497,18 +515,26 @@ final class PollLoop implements Runnable {
                 withId.get(i).outcome = outcomes.get(i);
             }
         }
-        BatchVerdicts.Decision d = verdicts.decide(byPartition, this::deadLetter,
-                e -> guarded(Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())), gaps,
-                        List.of(e.delivery)).get(0));
+        BatchVerdicts.Decision d = verdicts.decide(
+                byPartition,
+                this::deadLetter,
+                e -> guarded(
+                                Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())),
+                                gaps,
+                                List.of(e.delivery))
+                        .get(0));
         return new BatchResult(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
     }
 
-    private List<Outcome> guarded(Map<String, Position> positions, Map<TopicPartition, Long> gaps,
-                                  List<Delivery> deliveries) {
+    private List<Outcome> guarded(
+            Map<String, Position> positions, Map<TopicPartition, Long> gaps, List<Delivery> deliveries) {
         return settings.orderGuard() == null
                 ? settings.idempotentConsumer().processBatch(deliveries)
-                : settings.orderGuard().guard(positions, gaps,
-                        () -> settings.idempotentConsumer().processBatch(deliveries));
+                : settings.orderGuard()
+                        .guard(
+                                positions,
+                                gaps,
+                                () -> settings.idempotentConsumer().processBatch(deliveries));
     }
 
     private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, Position> positions) {
@@ -525,7 +551,13 @@ final class PollLoop implements Runnable {
         Position first = positions.get(id);
         boolean copy = first != null && !first.partition().equals(tp);
         try {
-            Delivery d = new Delivery(id, r.topic(), r.value(), headers(r), attempt, attempt > 1,
+            Delivery d = new Delivery(
+                    id,
+                    r.topic(),
+                    r.value(),
+                    headers(r),
+                    attempt,
+                    attempt > 1,
                     "kafka:" + r.topic() + "/" + r.partition() + "@" + r.offset());
             return new Entry(r, d, null, copy);
         } catch (InvalidDeliveryException ex) {
@@ -543,14 +575,19 @@ final class PollLoop implements Runnable {
         headers.add(DLT_OFFSET, utf8(Long.toString(r.offset())));
         headers.add(DLT_CONSUMER, utf8(settings.idempotentConsumer().consumer()));
         try {
-            deadLetters.send(new ProducerRecord<>(settings.deadLetterTopic(), null, r.key(), r.value(), headers))
+            deadLetters
+                    .send(new ProducerRecord<>(settings.deadLetterTopic(), null, r.key(), r.value(), headers))
                     .get(DEAD_LETTER_SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
             return false;
         } catch (ExecutionException | TimeoutException | KafkaException ex) {
-            log.warn("{}: could not dead-letter {} to {}; it is tried again: {}", name, e.where(),
-                    settings.deadLetterTopic(), ex.toString());
+            log.warn(
+                    "{}: could not dead-letter {} to {}; it is tried again: {}",
+                    name,
+                    e.where(),
+                    settings.deadLetterTopic(),
+                    ex.toString());
             return false;
         }
         log.warn("{}: dead-lettered {} to {}: {}", name, e.where(), settings.deadLetterTopic(), reason);

@@ -5,13 +5,12 @@ import dev.once.RetryPolicy;
 import dev.once.kafka.EventIdExtractor;
 import dev.once.kafka.MissingEventIdPolicy;
 import io.micrometer.core.instrument.MeterRegistry;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Everything a runner was built with, validated and copied by the builder. Not API.
@@ -20,14 +19,23 @@ import java.util.function.Consumer;
  * @param deadLetterTopic null when none is set
  * @param databaseOffsets null unless offsets are kept in the claim transaction
  */
-public record RunnerSettings(Map<String, Object> consumerProperties, List<String> topics,
-                             IdempotentConsumer idempotentConsumer, OrderGuard orderGuard,
-                             EventIdExtractor eventIdExtractor, MissingEventIdPolicy missingEventIdPolicy,
-                             String deadLetterTopic, Map<String, Object> producerProperties, RetryPolicy retryPolicy,
-                             int threads, Duration pollTimeout,
-                             Duration revokeTimeout, Duration closeTimeout, MeterRegistry meterRegistry,
-                             Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit,
-                             DatabaseOffsets databaseOffsets) {
+public record RunnerSettings(
+        Map<String, Object> consumerProperties,
+        List<String> topics,
+        IdempotentConsumer idempotentConsumer,
+        OrderGuard orderGuard,
+        EventIdExtractor eventIdExtractor,
+        MissingEventIdPolicy missingEventIdPolicy,
+        String deadLetterTopic,
+        Map<String, Object> producerProperties,
+        RetryPolicy retryPolicy,
+        int threads,
+        Duration pollTimeout,
+        Duration revokeTimeout,
+        Duration closeTimeout,
+        MeterRegistry meterRegistry,
+        Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit,
+        DatabaseOffsets databaseOffsets) {
 
     /** The consumer group, for logs and meter tags. */
     public String groupId() {

@@ -1,5 +1,7 @@
 package dev.once.kafka.internal;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
@@ -9,17 +11,14 @@ import dev.once.kafka.MissingEventIdPolicy;
 import dev.once.kafka.internal.BatchVerdicts.Decision;
 import dev.once.kafka.internal.BatchVerdicts.Entry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
 
 /** The poll loop's record/outcome decisions, without a broker: records and outcomes in, commit/seek/dead-letter out. */
 class BatchVerdictsTest {
@@ -44,31 +43,41 @@ class BatchVerdictsTest {
         ConsumerRecord<byte[], byte[]> r = new ConsumerRecord<>(tp.topic(), tp.partition(), offset, null, new byte[0]);
         Entry e = new Entry(r, id == null ? null : Delivery.of(id, new byte[0]), id == null ? "no id" : null, copy);
         if (id != null) {
-            Throwable cause = status == Status.FAILED_PERMANENT ? new PermanentFailureException("poison")
+            Throwable cause = status == Status.FAILED_PERMANENT
+                    ? new PermanentFailureException("poison")
                     : status == Status.APPLIED || status == Status.DUPLICATE ? null : new RetryableException("down");
             e.outcome = new Outcome(id, status, cause);
         }
         return e;
     }
 
-    private Decision decide(BatchVerdicts v, boolean sendSucceeds, Map<String, Status> aloneOutcomes, Entry... entries) {
+    private Decision decide(
+            BatchVerdicts v, boolean sendSucceeds, Map<String, Status> aloneOutcomes, Entry... entries) {
         Map<TopicPartition, List<Entry>> byPartition = new LinkedHashMap<>();
         for (Entry e : entries) {
             byPartition.computeIfAbsent(e.partition, k -> new ArrayList<>()).add(e);
         }
-        return v.decide(byPartition, (e, reason) -> {
-            deadLettered.add(e.delivery == null ? "@" + e.offset() : e.delivery.eventId());
-            return sendSucceeds;
-        }, e -> {
-            ranAlone.add(e.delivery.eventId() + "@" + e.partition.partition());
-            return new Outcome(e.delivery.eventId(), aloneOutcomes.get(e.delivery.eventId()), null);
-        });
+        return v.decide(
+                byPartition,
+                (e, reason) -> {
+                    deadLettered.add(e.delivery == null ? "@" + e.offset() : e.delivery.eventId());
+                    return sendSucceeds;
+                },
+                e -> {
+                    ranAlone.add(e.delivery.eventId() + "@" + e.partition.partition());
+                    return new Outcome(e.delivery.eventId(), aloneOutcomes.get(e.delivery.eventId()), null);
+                });
     }
 
     @Test
     void acknowledgedRecordsCommitTheNextOffsetAndARetryableOneSeeksBackToItself() {
-        Decision d = decide(verdicts(5, false), true, Map.of(), entry(A, 10, "a", Status.APPLIED),
-                entry(A, 11, "b", Status.DUPLICATE), entry(A, 12, "c", Status.FAILED_RETRYABLE),
+        Decision d = decide(
+                verdicts(5, false),
+                true,
+                Map.of(),
+                entry(A, 10, "a", Status.APPLIED),
+                entry(A, 11, "b", Status.DUPLICATE),
+                entry(A, 12, "c", Status.FAILED_RETRYABLE),
                 entry(A, 13, "d", Status.APPLIED));
         assertThat(d.commit()).containsExactly(Map.entry(A, new OffsetAndMetadata(12)));
         assertThat(d.seekTo()).containsExactly(Map.entry(A, 12L));
@@ -84,8 +93,8 @@ class BatchVerdictsTest {
             Decision d = decide(v, true, Map.of(), entry(A, 7, "x", Status.FAILED_RETRYABLE));
             assertThat(d.failuresAtSeek()).containsEntry(A, attempt);
         }
-        Decision last = decide(v, true, Map.of(), entry(A, 7, "x", Status.FAILED_RETRYABLE),
-                entry(A, 8, "y", Status.APPLIED));
+        Decision last =
+                decide(v, true, Map.of(), entry(A, 7, "x", Status.FAILED_RETRYABLE), entry(A, 8, "y", Status.APPLIED));
         assertThat(deadLettered).containsExactly("x");
         assertThat(last.commit()).containsEntry(A, new OffsetAndMetadata(9));
         assertThat(last.seekTo()).isEmpty();
@@ -99,13 +108,19 @@ class BatchVerdictsTest {
             Decision d = decide(v, true, Map.of(), entry(A, 0, "x", Status.FAILED_RETRYABLE));
             assertThat(d.fatal()).isNull();
             assertThat(d.seekTo()).containsEntry(A, 0L);
-            assertThat(d.failuresAtSeek()).as("the backoff grows with the failures").containsEntry(A, i + 1);
+            assertThat(d.failuresAtSeek())
+                    .as("the backoff grows with the failures")
+                    .containsEntry(A, i + 1);
         }
     }
 
     @Test
     void aFailedDeadLetterSendIsRetriedNotCommittedPast() {
-        Decision d = decide(verdicts(5, true), false, Map.of(), entry(A, 0, "p", Status.FAILED_PERMANENT),
+        Decision d = decide(
+                verdicts(5, true),
+                false,
+                Map.of(),
+                entry(A, 0, "p", Status.FAILED_PERMANENT),
                 entry(A, 1, "q", Status.APPLIED));
         assertThat(deadLettered).containsExactly("p");
         assertThat(d.commit()).isEmpty();
@@ -114,8 +129,13 @@ class BatchVerdictsTest {
 
     @Test
     void permanentFailureWithoutDeadLetterTopicStopsAndCommitsOnlyWhatCameBefore() {
-        Decision d = decide(verdicts(5, false), true, Map.of(), entry(A, 0, "ok", Status.APPLIED),
-                entry(A, 1, "p", Status.FAILED_PERMANENT), entry(A, 2, "later", Status.APPLIED));
+        Decision d = decide(
+                verdicts(5, false),
+                true,
+                Map.of(),
+                entry(A, 0, "ok", Status.APPLIED),
+                entry(A, 1, "p", Status.FAILED_PERMANENT),
+                entry(A, 2, "later", Status.APPLIED));
         assertThat(d.commit()).containsExactly(Map.entry(A, new OffsetAndMetadata(1)));
         assertThat(d.fatal()).hasMessageContaining("t-0@1").hasMessageContaining("no deadLetterTopic");
     }
@@ -132,8 +152,8 @@ class BatchVerdictsTest {
 
     @Test
     void missingIdUnderFailStopsThePartition() {
-        Decision d = decide(verdicts(5, true), true, Map.of(), entry(A, 0, "ok", Status.APPLIED),
-                entry(A, 1, null, null));
+        Decision d =
+                decide(verdicts(5, true), true, Map.of(), entry(A, 0, "ok", Status.APPLIED), entry(A, 1, null, null));
         assertThat(d.fatal()).hasMessageContaining("no usable event id");
         assertThat(d.commit()).containsEntry(A, new OffsetAndMetadata(1));
     }
@@ -143,8 +163,13 @@ class BatchVerdictsTest {
         BatchVerdicts v = verdicts(2, true);
         // A: a-1 failed, so the copy of x behind it was held back; B holds the same event x, healthy.
         // The engine gave B's copy the outcome of the batch's first x, which is A's held-back one.
-        Decision d = decide(v, true, Map.of("x", Status.APPLIED), entry(A, 0, "a-1", Status.FAILED_RETRYABLE),
-                entry(A, 1, "x", Status.FAILED_RETRYABLE), entry(B, 0, "x", Status.FAILED_RETRYABLE, true),
+        Decision d = decide(
+                v,
+                true,
+                Map.of("x", Status.APPLIED),
+                entry(A, 0, "a-1", Status.FAILED_RETRYABLE),
+                entry(A, 1, "x", Status.FAILED_RETRYABLE),
+                entry(B, 0, "x", Status.FAILED_RETRYABLE, true),
                 entry(B, 1, "b-2", Status.APPLIED));
         assertThat(ranAlone).as("B's copy got a try of its own").containsExactly("x@1");
         assertThat(d.commit()).as("B moves on").containsEntry(B, new OffsetAndMetadata(2));

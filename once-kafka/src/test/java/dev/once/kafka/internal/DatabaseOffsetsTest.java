@@ -1,17 +1,16 @@
 package dev.once.kafka.internal;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.IdempotentConsumer;
-import dev.once.tx.TransactionHandle;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
 import dev.once.testkit.TestPostgres;
+import dev.once.tx.TransactionHandle;
+import java.util.Map;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-
-import java.util.Map;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** Offsets written in the claim transaction, on each database: kept on commit, dropped on rollback. */
 class DatabaseOffsetsTest {
@@ -22,16 +21,20 @@ class DatabaseOffsetsTest {
     @ParameterizedTest
     @ValueSource(strings = {"postgresql", "mariadb"})
     void offsetsCommitWithTheTransactionAndOnlyThen(String database) throws Exception {
-        try (TestDatabase db = database.equals("postgresql") ? TestPostgres.shared().freshDatabase()
+        try (TestDatabase db = database.equals("postgresql")
+                ? TestPostgres.shared().freshDatabase()
                 : TestMariaDb.shared().freshDatabase(2)) {
             DatabaseOffsets offsets = new DatabaseOffsets(db.dataSource(), "billing-group");
-            IdempotentConsumer engine = IdempotentConsumer.builder().transactions(offsets.transactions())
-                    .consumer("billing").handler((d, tx) -> { }).build();
+            IdempotentConsumer engine = IdempotentConsumer.builder()
+                    .transactions(offsets.transactions())
+                    .consumer("billing")
+                    .handler((d, tx) -> {})
+                    .build();
             offsets.bind(engine.inbox());
 
             try (TransactionHandle h = offsets.transactions().begin()) {
                 offsets.applied(P0, 5);
-                offsets.applied(P0, 3);   // an earlier record of the same partition: the highest wins
+                offsets.applied(P0, 3); // an earlier record of the same partition: the highest wins
                 offsets.applied(P1, 9);
                 h.commit();
             }
@@ -41,7 +44,9 @@ class DatabaseOffsetsTest {
                 offsets.applied(P0, 8);
                 h.rollback();
             }
-            assertThat(offsets.read()).as("a rolled-back transaction moves no offset").containsEntry(P0, 5L);
+            assertThat(offsets.read())
+                    .as("a rolled-back transaction moves no offset")
+                    .containsEntry(P0, 5L);
 
             try (TransactionHandle h = offsets.transactions().begin()) {
                 offsets.applied(P0, 8);

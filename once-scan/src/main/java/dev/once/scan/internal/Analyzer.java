@@ -9,7 +9,6 @@ import dev.once.scan.Related;
 import dev.once.scan.Rule;
 import dev.once.scan.Scoring;
 import dev.once.scan.Step;
-
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -25,10 +24,10 @@ import java.util.Set;
 final class Analyzer {
 
     /** The verdict on one entry point. */
-    record Result(Consumer consumer, List<Finding> findings) {
-    }
+    record Result(Consumer consumer, List<Finding> findings) {}
 
-    private static final Set<String> LEASED = Set.of("kafka", "sqs", "lambda", "nats", "stream", "eventuate", "camel", "axon");
+    private static final Set<String> LEASED =
+            Set.of("kafka", "sqs", "lambda", "nats", "stream", "eventuate", "camel", "axon");
 
     Result analyze(Entry e, List<Event> events) {
         List<Finding> out = new ArrayList<>();
@@ -38,62 +37,113 @@ final class Analyzer {
         List<Event> checks = of(events, Event.Kind.CHECK);
         // a dedupe record written after an exists-check is the check-then-act race, not a claim
         List<Event> claims = of(events, Event.Kind.CLAIM).stream()
-                .filter(c -> checks.stream().noneMatch(k -> k.seq() < c.seq())).toList();
+                .filter(c -> checks.stream().noneMatch(k -> k.seq() < c.seq()))
+                .toList();
         List<Event> onceCalls = of(events, Event.Kind.ONCE);
         boolean once = !onceCalls.isEmpty();
         boolean eos = !of(events, Event.Kind.EOS).isEmpty();
         List<Event> weak = of(events, Event.Kind.WEAK);
         Blast heaviest = effects.stream().map(Event::blast).reduce(null, Blast::max);
-        Location ackLoc = acks.isEmpty() ? (e.ackSetting != null ? e.ackSetting : e.location) : acks.get(0).location();
+        Location ackLoc = acks.isEmpty()
+                ? (e.ackSetting != null ? e.ackSetting : e.location)
+                : acks.get(0).location();
         Related entryRel = new Related("entry point", e.location);
         Related ackRel = new Related("ack", ackLoc);
 
         if (e.framework == Entry.Framework.WEAK || e.framework == Entry.Framework.DISABLED) {
             Location at = e.frameworkLocation != null ? e.frameworkLocation : e.location;
-            out.add(finding(Rule.WEAK_DEDUPE, e.framework == Entry.Framework.DISABLED ? Level.WARNING : Level.WARNING,
-                    e.frameworkText + (e.framework == Entry.Framework.DISABLED ? "; every redelivery of " + e.name + " applies again" : ""),
-                    at, e, heaviest, List.of(new Step(e.name, e.location)), List.of(entryRel), e.name));
+            out.add(finding(
+                    Rule.WEAK_DEDUPE,
+                    e.framework == Entry.Framework.DISABLED ? Level.WARNING : Level.WARNING,
+                    e.frameworkText
+                            + (e.framework == Entry.Framework.DISABLED
+                                    ? "; every redelivery of " + e.name + " applies again"
+                                    : ""),
+                    at,
+                    e,
+                    heaviest,
+                    List.of(new Step(e.name, e.location)),
+                    List.of(entryRel),
+                    e.name));
         }
         for (Event w : weak) {
-            out.add(finding(Rule.WEAK_DEDUPE, Level.WARNING, w.what(), w.location(), e, heaviest, w.path(), List.of(entryRel), w.member()));
+            out.add(finding(
+                    Rule.WEAK_DEDUPE,
+                    Level.WARNING,
+                    w.what(),
+                    w.location(),
+                    e,
+                    heaviest,
+                    w.path(),
+                    List.of(entryRel),
+                    w.member()));
         }
 
         boolean auto = e.ack == Entry.Ack.AUTO;
         if (auto) {
             Event worst = worst(effects);
-            Level level = worst == null ? Level.NOTE
+            Level level = worst == null
+                    ? Level.NOTE
                     : worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
-            List<Related> rel = new ArrayList<>(List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
+            List<Related> rel = new ArrayList<>(
+                    List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
             if (worst != null) {
                 rel.add(new Related("effect", worst.location()));
             }
-            out.add(finding(Rule.AUTO_ACK, level, e.ackText + (worst == null ? "; the handler has no effect in sight, so a loss is all it risks"
-                            : "; a crash loses messages and a rebalance re-applies " + worst.what()),
-                    e.ackSetting != null ? e.ackSetting : e.location, e, worst == null ? null : worst.blast(),
-                    worst == null ? List.of(new Step(e.name, e.location)) : worst.path(), rel, e.name));
+            out.add(finding(
+                    Rule.AUTO_ACK,
+                    level,
+                    e.ackText
+                            + (worst == null
+                                    ? "; the handler has no effect in sight, so a loss is all it risks"
+                                    : "; a crash loses messages and a rebalance re-applies " + worst.what()),
+                    e.ackSetting != null ? e.ackSetting : e.location,
+                    e,
+                    worst == null ? null : worst.blast(),
+                    worst == null ? List.of(new Step(e.name, e.location)) : worst.path(),
+                    rel,
+                    e.name));
         }
 
         Set<Event> lost = new LinkedHashSet<>();
         if (e.ack == Entry.Ack.EXPLICIT && !acks.isEmpty()) {
             Event first = acks.get(0);
-            List<Event> after = effects.stream().filter(x -> x.seq() > first.seq()).toList();
+            List<Event> after =
+                    effects.stream().filter(x -> x.seq() > first.seq()).toList();
             boolean anyBefore = effects.stream().anyMatch(x -> x.seq() < first.seq());
             if (!after.isEmpty() && !anyBefore) {
                 Event worst = worst(after);
                 lost.addAll(after);
-                out.add(finding(Rule.ACK_BEFORE_EFFECT, worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
                         "acknowledged (" + first.what() + ") before " + worst.what() + ": a crash in between loses it",
-                        first.location(), e, worst.blast(), worst.path(),
-                        List.of(entryRel, new Related("ack", first.location()), new Related("effect", worst.location())), first.member()));
+                        first.location(),
+                        e,
+                        worst.blast(),
+                        worst.path(),
+                        List.of(
+                                entryRel,
+                                new Related("ack", first.location()),
+                                new Related("effect", worst.location())),
+                        first.member()));
             }
         }
 
         Set<Event> weakClaims = new LinkedHashSet<>();
         Set<Event> reportedChecks = new LinkedHashSet<>();
-        boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE) || !claims.isEmpty() || !guards.isEmpty();
+        boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE)
+                || !claims.isEmpty()
+                || !guards.isEmpty();
         for (Event x : effects) {
-            if (x.keyed() || e.ack == Entry.Ack.NONE || auto || lost.contains(x) || onceCalls.stream().anyMatch(o -> covers(o, x))
-                    || e.framework == Entry.Framework.ALL || e.framework == Entry.Framework.WEAK || !weak.isEmpty()
+            if (x.keyed()
+                    || e.ack == Entry.Ack.NONE
+                    || auto
+                    || lost.contains(x)
+                    || onceCalls.stream().anyMatch(o -> covers(o, x))
+                    || e.framework == Entry.Framework.ALL
+                    || e.framework == Entry.Framework.WEAK
+                    || !weak.isEmpty()
                     || x.category() == Event.Category.PUBLISH && eos) {
                 continue;
             }
@@ -101,11 +151,15 @@ final class Analyzer {
                 if (e.framework == Entry.Framework.DATABASE) {
                     continue;
                 }
-                // a claim, or a write under a unique key / a guarded transition: covers the write if one transaction holds both
-                Event record = claims.stream().filter(c -> sameTx(c, x)).findFirst()
+                // a claim, or a write under a unique key / a guarded transition: covers the write if one transaction
+                // holds both
+                Event record = claims.stream()
+                        .filter(c -> sameTx(c, x))
+                        .findFirst()
                         .or(() -> guards.stream().filter(g -> sameTx(g, x)).findFirst())
                         .or(() -> claims.stream().findFirst())
-                        .or(() -> guards.stream().filter(g -> g.seq() < x.seq()).findFirst()).orElse(null);
+                        .or(() -> guards.stream().filter(g -> g.seq() < x.seq()).findFirst())
+                        .orElse(null);
                 if (record != null) {
                     if (!sameTx(record, x)) {
                         weakClaims.add(record);
@@ -116,30 +170,47 @@ final class Analyzer {
             if (x.category() == Event.Category.CACHE && !claims.isEmpty()) {
                 continue;
             }
-            Event check = checks.stream().filter(c -> c.seq() < x.seq()).findFirst().orElse(null);
+            Event check =
+                    checks.stream().filter(c -> c.seq() < x.seq()).findFirst().orElse(null);
             if (check != null) {
                 if (reportedChecks.add(check)) {
-                    out.add(finding(Rule.CHECK_THEN_ACT, x.blast() == Blast.MONEY ? Level.ERROR : Level.WARNING,
+                    out.add(finding(
+                            Rule.CHECK_THEN_ACT,
+                            x.blast() == Blast.MONEY ? Level.ERROR : Level.WARNING,
                             "checks (" + Tracer.shortText0(check.what()) + ") and then " + x.what()
                                     + ": two concurrent deliveries both pass the check",
-                            check.location(), e, x.blast(), x.path(),
-                            List.of(entryRel, ackRel, new Related("effect", x.location())), check.member()));
+                            check.location(),
+                            e,
+                            x.blast(),
+                            x.path(),
+                            List.of(entryRel, ackRel, new Related("effect", x.location())),
+                            check.member()));
                 }
                 continue;
             }
             if (x.category() == Event.Category.PUBLISH && dbWrite) {
-                out.add(finding(Rule.DUAL_WRITE, Level.WARNING,
-                        x.what() + " after writing to the database, outside its transaction: a crash between them loses the"
+                out.add(finding(
+                        Rule.DUAL_WRITE,
+                        Level.WARNING,
+                        x.what()
+                                + " after writing to the database, outside its transaction: a crash between them loses the"
                                 + " message, a redelivery sends it again",
-                        x.location(), e, x.blast(), x.path(), List.of(entryRel, ackRel, new Related("effect", x.location())), x.member()));
+                        x.location(),
+                        e,
+                        x.blast(),
+                        x.path(),
+                        List.of(entryRel, ackRel, new Related("effect", x.location())),
+                        x.member()));
                 continue;
             }
             String why;
             if (e.framework == Entry.Framework.DISABLED) {
                 why = "Eventuate's duplicate detection is switched off";
-            } else if (x.category() == Event.Category.EXTERNAL && (!claims.isEmpty() || e.framework == Entry.Framework.DATABASE)) {
-                why = "the dedupe record lives in the database transaction, the call does not: a crash after the call and before"
-                        + " the commit makes it again";
+            } else if (x.category() == Event.Category.EXTERNAL
+                    && (!claims.isEmpty() || e.framework == Entry.Framework.DATABASE)) {
+                why =
+                        "the dedupe record lives in the database transaction, the call does not: a crash after the call and before"
+                                + " the commit makes it again";
             } else {
                 why = "nothing on the path records the event id";
             }
@@ -149,18 +220,38 @@ final class Analyzer {
                 case CACHE -> Level.NOTE;
             };
             String fix = switch (x.category()) {
-                case DATABASE -> "Claim the event id with `IdempotentConsumer` (or `Inbox.claim`) in the same transaction as this write.";
-                case EXTERNAL -> "Move this call to `tx.outbox().add(…)` with an idempotency key, behind a claim by `IdempotentConsumer`.";
+                case DATABASE ->
+                    "Claim the event id with `IdempotentConsumer` (or `Inbox.claim`) in the same transaction as this write.";
+                case EXTERNAL ->
+                    "Move this call to `tx.outbox().add(…)` with an idempotency key, behind a claim by `IdempotentConsumer`.";
                 case PUBLISH -> "Publish through `tx.outbox()` so `OutboxRelay` sends it once, with the event id.";
                 case CACHE -> "Harmless if the write is idempotent; otherwise claim with `IdempotentConsumer` first.";
             };
-            out.add(new Finding(Rule.DUPLICATE_EFFECT, level, x.what() + " before the ack; on redelivery it runs again: " + why, fix,
-                    x.location(), e.id(), x.blast(), x.path(), List.of(entryRel, ackRel, new Related("effect", x.location())),
-                    fingerprint(Rule.DUPLICATE_EFFECT, x.location(), x.member()), null));
+            out.add(new Finding(
+                    Rule.DUPLICATE_EFFECT,
+                    level,
+                    x.what() + " before the ack; on redelivery it runs again: " + why,
+                    fix,
+                    x.location(),
+                    e.id(),
+                    x.blast(),
+                    x.path(),
+                    List.of(entryRel, ackRel, new Related("effect", x.location())),
+                    fingerprint(Rule.DUPLICATE_EFFECT, x.location(), x.member()),
+                    null));
         }
         for (Event c : weakClaims) {
-            out.add(finding(Rule.WEAK_DEDUPE, Level.WARNING, c.what() + " commits apart from the effect (no transaction spans both):"
-                    + " a crash between them drops or repeats the effect", c.location(), e, heaviest, c.path(), List.of(entryRel), c.member()));
+            out.add(finding(
+                    Rule.WEAK_DEDUPE,
+                    Level.WARNING,
+                    c.what() + " commits apart from the effect (no transaction spans both):"
+                            + " a crash between them drops or repeats the effect",
+                    c.location(),
+                    e,
+                    heaviest,
+                    c.path(),
+                    List.of(entryRel),
+                    c.member()));
         }
         for (Event r : of(events, Event.Kind.REMOTE)) {
             if (r.tx() != null) {
@@ -168,9 +259,18 @@ final class Analyzer {
                 if (r.txLocation() != null) {
                     rel.add(new Related("transaction", r.txLocation()));
                 }
-                out.add(finding(Rule.REMOTE_CALL_IN_TRANSACTION, Level.WARNING,
-                        r.what() + " while a database transaction is open: it holds the connection and locks for the whole call,"
-                                + " and a rollback cannot take it back", r.location(), e, heaviest, r.path(), rel, r.member()));
+                out.add(finding(
+                        Rule.REMOTE_CALL_IN_TRANSACTION,
+                        Level.WARNING,
+                        r.what()
+                                + " while a database transaction is open: it holds the connection and locks for the whole call,"
+                                + " and a rollback cannot take it back",
+                        r.location(),
+                        e,
+                        heaviest,
+                        r.path(),
+                        rel,
+                        r.member()));
             }
         }
         for (Event s : of(events, Event.Kind.SELF_INVOCATION)) {
@@ -178,39 +278,79 @@ final class Analyzer {
             if (s.txLocation() != null) {
                 rel.add(new Related("transaction", s.txLocation()));
             }
-            out.add(finding(Rule.SELF_INVOCATION, Level.WARNING, "calls @Transactional " + s.what()
-                    + " on this: the proxy is bypassed and it runs without a transaction", s.location(), e, heaviest, s.path(), rel, s.member()));
+            out.add(finding(
+                    Rule.SELF_INVOCATION,
+                    Level.WARNING,
+                    "calls @Transactional " + s.what()
+                            + " on this: the proxy is bypassed and it runs without a transaction",
+                    s.location(),
+                    e,
+                    heaviest,
+                    s.path(),
+                    rel,
+                    s.member()));
         }
         if (LEASED.contains(e.broker)) {
             Set<Location> seen = new LinkedHashSet<>();
             for (Event s : of(events, Event.Kind.SLOW)) {
                 if (seen.add(s.location())) {
-                    out.add(finding(Rule.SLOW_CALL_IN_LEASE, Level.WARNING, s.what() + ", inside " + e.kind
+                    out.add(finding(
+                            Rule.SLOW_CALL_IN_LEASE,
+                            Level.WARNING,
+                            s.what() + ", inside " + e.kind
                                     + ": a hang outlives the lease and the message goes to another consumer while this one works on it",
-                            s.location(), e, heaviest, s.path(), List.of(entryRel, ackRel), s.member()));
+                            s.location(),
+                            e,
+                            heaviest,
+                            s.path(),
+                            List.of(entryRel, ackRel),
+                            s.member()));
                 }
             }
-            boolean remote = !of(events, Event.Kind.REMOTE).isEmpty() || !of(events, Event.Kind.SLOW).isEmpty();
+            boolean remote = !of(events, Event.Kind.REMOTE).isEmpty()
+                    || !of(events, Event.Kind.SLOW).isEmpty();
             if (e.batch > 0 && e.leaseMs > 0 && remote && e.leaseMs / e.batch < 1000) {
-                out.add(finding(Rule.BATCH_OUTLIVES_LEASE, Level.WARNING, "a batch of " + e.batch + " against " + e.leaseName + " of "
-                                + e.leaseMs + " ms leaves " + (e.leaseMs / e.batch) + " ms per message for a handler that makes remote calls",
-                        e.batchLocation, e, heaviest, List.of(new Step(e.name, e.location)), List.of(entryRel), e.name));
+                out.add(finding(
+                        Rule.BATCH_OUTLIVES_LEASE,
+                        Level.WARNING,
+                        "a batch of " + e.batch + " against " + e.leaseName + " of " + e.leaseMs + " ms leaves "
+                                + (e.leaseMs / e.batch) + " ms per message for a handler that makes remote calls",
+                        e.batchLocation,
+                        e,
+                        heaviest,
+                        List.of(new Step(e.name, e.location)),
+                        List.of(entryRel),
+                        e.name));
             }
         }
 
         // the same problem reached along several paths is one finding, with the first (shortest-walked) path
         Set<String> keys = new LinkedHashSet<>();
-        out.removeIf(f -> !keys.add(f.rule().id() + "@" + f.location() + ":" + f.location().column()));
+        out.removeIf(f -> !keys.add(
+                f.rule().id() + "@" + f.location() + ":" + f.location().column()));
         double risk = out.stream().mapToDouble(f -> f.weight(heaviest)).sum();
-        String dedupe = once ? "once IdempotentConsumer"
-                : e.framework != Entry.Framework.NONE ? e.frameworkText
-                : !weak.isEmpty() ? weak.get(0).what()
-                : !claims.isEmpty() ? "claim: " + claims.get(0).what()
-                : !guards.isEmpty() ? "guarded: " + guards.get(0).what()
-                : !checks.isEmpty() ? "check-then-act (a race, not a dedupe)"
-                : "none";
-        Consumer c = new Consumer(e.id(), e.kind, e.name, e.location, e.ackText == null ? e.ack.name() : e.ackText, dedupe,
-                effects.size(), heaviest, Math.round(risk * 100) / 100.0, Scoring.consumerScore(risk));
+        String dedupe = once
+                ? "once IdempotentConsumer"
+                : e.framework != Entry.Framework.NONE
+                        ? e.frameworkText
+                        : !weak.isEmpty()
+                                ? weak.get(0).what()
+                                : !claims.isEmpty()
+                                        ? "claim: " + claims.get(0).what()
+                                        : !guards.isEmpty()
+                                                ? "guarded: " + guards.get(0).what()
+                                                : !checks.isEmpty() ? "check-then-act (a race, not a dedupe)" : "none";
+        Consumer c = new Consumer(
+                e.id(),
+                e.kind,
+                e.name,
+                e.location,
+                e.ackText == null ? e.ack.name() : e.ackText,
+                dedupe,
+                effects.size(),
+                heaviest,
+                Math.round(risk * 100) / 100.0,
+                Scoring.consumerScore(risk));
         return new Result(c, out);
     }
 
@@ -219,7 +359,9 @@ final class Analyzer {
     }
 
     private static Event worst(List<Event> effects) {
-        return effects.stream().min(Comparator.comparing((Event x) -> x.blast().ordinal()).thenComparing(Event::seq)).orElse(null);
+        return effects.stream()
+                .min(Comparator.comparing((Event x) -> x.blast().ordinal()).thenComparing(Event::seq))
+                .orElse(null);
     }
 
     /** A call into once covers an effect made in the same method, or in one that method (transitively) called. */
@@ -233,17 +375,39 @@ final class Analyzer {
         return a.tx() != null && Objects.equals(a.tx(), b.tx());
     }
 
-    private static Finding finding(Rule rule, Level level, String message, Location at, Entry e, Blast blast, List<Step> path,
-                                   List<Related> related, String member) {
-        return new Finding(rule, level, message, rule.fix(), at, e.id(), blast, path, related, fingerprint(rule, at, member), null);
+    private static Finding finding(
+            Rule rule,
+            Level level,
+            String message,
+            Location at,
+            Entry e,
+            Blast blast,
+            List<Step> path,
+            List<Related> related,
+            String member) {
+        return new Finding(
+                rule,
+                level,
+                message,
+                rule.fix(),
+                at,
+                e.id(),
+                blast,
+                path,
+                related,
+                fingerprint(rule, at, member),
+                null);
     }
 
     /** Rule, file, enclosing member and the code of the line: survives the line moving. */
     static String fingerprint(Rule rule, Location at, String member) {
         try {
             MessageDigest d = MessageDigest.getInstance("SHA-256");
-            String key = rule.id() + "\u0000" + at.file() + "\u0000" + member + "\u0000" + at.snippet().replaceAll("\\s+", "");
-            return HexFormat.of().formatHex(d.digest(key.getBytes(StandardCharsets.UTF_8))).substring(0, 16);
+            String key = rule.id() + "\u0000" + at.file() + "\u0000" + member + "\u0000"
+                    + at.snippet().replaceAll("\\s+", "");
+            return HexFormat.of()
+                    .formatHex(d.digest(key.getBytes(StandardCharsets.UTF_8)))
+                    .substring(0, 16);
         } catch (NoSuchAlgorithmException ex) {
             throw new IllegalStateException("SHA-256 is part of every JDK", ex);
         }

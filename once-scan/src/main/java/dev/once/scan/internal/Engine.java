@@ -5,7 +5,6 @@ import com.github.javaparser.ast.body.BodyDeclaration;
 import com.github.javaparser.ast.nodeTypes.NodeWithAnnotations;
 import dev.once.scan.Consumer;
 import dev.once.scan.Finding;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -17,9 +16,14 @@ import java.util.Map;
 public final class Engine {
 
     /** What a scan produced, before ranking and pull-request filtering. */
-    public record Raw(int files, long lines, List<Consumer> consumers, List<Finding> findings, int suppressed, int unresolved,
-                      Map<String, List<Span>> spans) {
-    }
+    public record Raw(
+            int files,
+            long lines,
+            List<Consumer> consumers,
+            List<Finding> findings,
+            int suppressed,
+            int unresolved,
+            Map<String, List<Span>> spans) {}
 
     /** Lines {@code from}–{@code to} of a file that a consumer's flow runs through. */
     public record Span(String file, int from, int to) {
@@ -28,8 +32,7 @@ public final class Engine {
         }
     }
 
-    private Engine() {
-    }
+    private Engine() {}
 
     public static Raw run(Path root) {
         Repo repo = Repo.load(root);
@@ -53,7 +56,8 @@ public final class Engine {
             consumers.add(r.consumer());
             findings.addAll(r.findings());
         }
-        consumers.sort(Comparator.comparingDouble(Consumer::risk).reversed()
+        consumers.sort(Comparator.comparingDouble(Consumer::risk)
+                .reversed()
                 .thenComparing(c -> c.blast() == null ? 0 : -c.blast().weight())
                 .thenComparing(Consumer::id));
         List<String> order = consumers.stream().map(Consumer::id).toList();
@@ -67,8 +71,11 @@ public final class Engine {
     /** {@code @SuppressWarnings("once-scan")} on the entry point's method or class leaves it out, counted. */
     private static boolean suppressed(Node body) {
         for (Node n = body; n != null; n = n.getParentNode().orElse(null)) {
-            if (n instanceof BodyDeclaration<?> && n instanceof NodeWithAnnotations<?> a
-                    && a.getAnnotationByName("SuppressWarnings").map(x -> x.toString().contains("once-scan")).orElse(false)) {
+            if (n instanceof BodyDeclaration<?>
+                    && n instanceof NodeWithAnnotations<?> a
+                    && a.getAnnotationByName("SuppressWarnings")
+                            .map(x -> x.toString().contains("once-scan"))
+                            .orElse(false)) {
                 return true;
             }
         }

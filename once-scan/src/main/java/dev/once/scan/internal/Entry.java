@@ -48,6 +48,7 @@ final class Entry {
     boolean loop;
     /** Batch size and lease in ms when both are stated, else 0. */
     long batch;
+
     long leaseMs;
     Location batchLocation;
     String leaseName;

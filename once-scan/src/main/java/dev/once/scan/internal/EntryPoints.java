@@ -22,7 +22,6 @@ import com.github.javaparser.ast.stmt.Statement;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import com.github.javaparser.ast.type.ClassOrInterfaceType;
 import dev.once.scan.Location;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -40,8 +39,8 @@ final class EntryPoints {
     private static final Pattern CAMEL_BROKER = Pattern.compile(
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
-    private static final Set<String> SQS_TYPES = Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient",
-            "AmazonSQSAsync");
+    private static final Set<String> SQS_TYPES =
+            Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync");
 
     private final Repo repo;
     private final Types types;
@@ -69,8 +68,10 @@ final class EntryPoints {
             if (text.contains("org.springframework.cloud.stream") || text.contains("spring.cloud.function")) {
                 streamModules.put(s.module(), true);
             }
-            if (text.contains("messageDrivenChannelAdapter") || text.contains("MessageDrivenChannelAdapter")
-                    || text.contains("Amqp.inboundAdapter") || text.contains("InboundChannelAdapter")) {
+            if (text.contains("messageDrivenChannelAdapter")
+                    || text.contains("MessageDrivenChannelAdapter")
+                    || text.contains("Amqp.inboundAdapter")
+                    || text.contains("InboundChannelAdapter")) {
                 integrationInbound.put(s.module(), true);
             }
         }
@@ -130,7 +131,9 @@ final class EntryPoints {
         if (n instanceof MethodDeclaration m) {
             return cls + "." + m.getNameAsString();
         }
-        return Types.ancestor(n, MethodDeclaration.class).map(m -> cls + "." + m.getNameAsString()).orElse(cls);
+        return Types.ancestor(n, MethodDeclaration.class)
+                .map(m -> cls + "." + m.getNameAsString())
+                .orElse(cls);
     }
 
     // ---- annotation-driven listeners ------------------------------------------------------------
@@ -138,20 +141,38 @@ final class EntryPoints {
     private void annotated(Repo.Source s, ClassOrInterfaceDeclaration c) {
         boolean classRabbit = Types.annotated(c.getAnnotations(), "RabbitListener");
         boolean classKafka = Types.annotated(c.getAnnotations(), "KafkaListener");
-        boolean axon = s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.axonframework"));
+        boolean axon =
+                s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.axonframework"));
         for (MethodDeclaration m : c.getMethods()) {
             if (m.getBody().isEmpty()) {
                 continue;
             }
             var anns = m.getAnnotations();
             if (Types.annotated(anns, "KafkaListener") || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
-                Entry e = add(s, "@KafkaListener", "kafka", owner(m), m, m.getBody().get(), m);
-                springKafka(e, m, Types.annotation(anns, "KafkaListener")
-                        .or(() -> Types.annotation(c.getAnnotations(), "KafkaListener")).orElse(null));
-            } else if (Types.annotated(anns, "RabbitListener") || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
-                Entry e = add(s, "@RabbitListener", "rabbitmq", owner(m), m, m.getBody().get(), m);
-                springRabbit(e, m, Types.annotation(anns, "RabbitListener")
-                        .or(() -> Types.annotation(c.getAnnotations(), "RabbitListener")).orElse(null));
+                Entry e = add(
+                        s, "@KafkaListener", "kafka", owner(m), m, m.getBody().get(), m);
+                springKafka(
+                        e,
+                        m,
+                        Types.annotation(anns, "KafkaListener")
+                                .or(() -> Types.annotation(c.getAnnotations(), "KafkaListener"))
+                                .orElse(null));
+            } else if (Types.annotated(anns, "RabbitListener")
+                    || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
+                Entry e = add(
+                        s,
+                        "@RabbitListener",
+                        "rabbitmq",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                springRabbit(
+                        e,
+                        m,
+                        Types.annotation(anns, "RabbitListener")
+                                .or(() -> Types.annotation(c.getAnnotations(), "RabbitListener"))
+                                .orElse(null));
             } else if (Types.annotated(anns, "SqsListener")) {
                 Entry e = add(s, "@SqsListener", "sqs", owner(m), m, m.getBody().get(), m);
                 springSqs(e, m, Types.annotation(anns, "SqsListener").orElse(null));
@@ -159,23 +180,46 @@ final class EntryPoints {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";
             } else if (Types.annotated(anns, "StreamListener")) {
-                Entry e = add(s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the binder acknowledges after the listener returns";
             } else if (axon && Types.annotated(anns, "EventHandler", "SagaEventHandler")) {
-                Entry e = add(s, "Axon @EventHandler", "axon", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s,
+                        "Axon @EventHandler",
+                        "axon",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
                 e.ackText = "the tracking processor stores its token after the handler";
                 e.framework = Entry.Framework.DATABASE;
                 e.frameworkText = "Axon tracking token, stored in the handler's transaction";
             } else if (Types.annotated(anns, "EventuateDomainEventHandler")) {
-                Entry e = add(s, "Eventuate @EventuateDomainEventHandler", "eventuate", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s,
+                        "Eventuate @EventuateDomainEventHandler",
+                        "eventuate",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
                 eventuateDedupe(e);
             } else if (Types.annotated(anns, "ServiceActivator")
                     && (Types.annotated(anns, "IdempotentReceiver") || integrationInbound.containsKey(s.module()))) {
-                Entry e = add(s, "Spring Integration @ServiceActivator", "integration", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s,
+                        "Spring Integration @ServiceActivator",
+                        "integration",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
                 e.ackText = "the inbound adapter acknowledges after the flow returns";
                 Types.annotation(anns, "IdempotentReceiver").ifPresent(a -> {
                     e.framework = Entry.Framework.WEAK;
-                    e.frameworkText = "Spring Integration idempotent receiver: its MetadataStore commits apart from the effect";
+                    e.frameworkText =
+                            "Spring Integration idempotent receiver: its MetadataStore commits apart from the effect";
                     e.frameworkLocation = repo.loc(a);
                 });
             }
@@ -184,9 +228,14 @@ final class EntryPoints {
 
     private void springKafka(Entry e, MethodDeclaration m, AnnotationExpr listener) {
         String props = listener == null ? "" : listener.toString().replace(" ", "");
-        Settings.Setting auto = settings.first(e.source, List.of("spring.kafka.consumer.enable-auto-commit",
-                "spring.kafka.consumer.properties.enable.auto.commit", "enable.auto.commit"));
-        boolean manual = m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Acknowledgment"));
+        Settings.Setting auto = settings.first(
+                e.source,
+                List.of(
+                        "spring.kafka.consumer.enable-auto-commit",
+                        "spring.kafka.consumer.properties.enable.auto.commit",
+                        "enable.auto.commit"));
+        boolean manual =
+                m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Acknowledgment"));
         Settings.Setting ackMode = settings.first(e.source, List.of("spring.kafka.listener.ack-mode"));
         if (props.contains("enable.auto.commit=true") || props.contains("enable.auto.commit:true")) {
             e.ack = Entry.Ack.AUTO;
@@ -196,7 +245,8 @@ final class EntryPoints {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = auto.location();
             e.ackText = "enable.auto.commit=true: offsets commit on a timer, whatever the listener did";
-        } else if (manual || (ackMode != null && ackMode.value().toUpperCase(Locale.ROOT).startsWith("MANUAL"))) {
+        } else if (manual
+                || (ackMode != null && ackMode.value().toUpperCase(Locale.ROOT).startsWith("MANUAL"))) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "manual ack mode: Acknowledgment.acknowledge()";
         } else {
@@ -208,17 +258,24 @@ final class EntryPoints {
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
         String ann = listener == null ? "" : listener.toString().replace(" ", "");
-        Settings.Setting mode = settings.first(e.source, List.of("spring.rabbitmq.listener.simple.acknowledge-mode",
-                "spring.rabbitmq.listener.direct.acknowledge-mode"));
+        Settings.Setting mode = settings.first(
+                e.source,
+                List.of(
+                        "spring.rabbitmq.listener.simple.acknowledge-mode",
+                        "spring.rabbitmq.listener.direct.acknowledge-mode"));
         String javaMode = moduleText(e.source.module(), "AcknowledgeMode.");
-        boolean channel = m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Channel"));
-        if (ann.contains("ackMode=\"NONE\"") || (mode != null && mode.value().equalsIgnoreCase("none"))
+        boolean channel =
+                m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Channel"));
+        if (ann.contains("ackMode=\"NONE\"")
+                || (mode != null && mode.value().equalsIgnoreCase("none"))
                 || "NONE".equals(javaMode)) {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = mode != null ? mode.location() : repo.loc(listener == null ? m : listener);
             e.ackText = "acknowledge-mode NONE: the broker forgets the message on delivery";
-        } else if (ann.contains("ackMode=\"MANUAL\"") || (mode != null && mode.value().equalsIgnoreCase("manual"))
-                || "MANUAL".equals(javaMode) || channel) {
+        } else if (ann.contains("ackMode=\"MANUAL\"")
+                || (mode != null && mode.value().equalsIgnoreCase("manual"))
+                || "MANUAL".equals(javaMode)
+                || channel) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "manual acknowledge: channel.basicAck";
         } else {
@@ -233,7 +290,9 @@ final class EntryPoints {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = mode != null && !ann.contains("ALWAYS") ? mode.location() : repo.loc(listener);
             e.ackText = "deleted whatever the outcome (ALWAYS): a failed message is gone";
-        } else if (ann.contains("MANUAL") || m.getParameters().stream().anyMatch(p -> p.getType().asString().endsWith("Acknowledgement"))) {
+        } else if (ann.contains("MANUAL")
+                || m.getParameters().stream()
+                        .anyMatch(p -> p.getType().asString().endsWith("Acknowledgement"))) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "manual acknowledgement";
         } else {
@@ -246,7 +305,8 @@ final class EntryPoints {
             if (!s.module().equals(module)) {
                 continue;
             }
-            for (com.github.javaparser.ast.expr.FieldAccessExpr fa : s.cu().findAll(com.github.javaparser.ast.expr.FieldAccessExpr.class)) {
+            for (com.github.javaparser.ast.expr.FieldAccessExpr fa :
+                    s.cu().findAll(com.github.javaparser.ast.expr.FieldAccessExpr.class)) {
                 if ((fa.getScope().toString() + ".").endsWith(prefix)) {
                     return fa.getNameAsString();
                 }
@@ -256,9 +316,10 @@ final class EntryPoints {
     }
 
     private void kafkaLease(Entry e) {
-        Settings.Setting records = settings.first(e.source, List.of("spring.kafka.consumer.max-poll-records", "max.poll.records"));
-        Settings.Setting interval = settings.first(e.source, List.of("spring.kafka.consumer.properties.max.poll.interval.ms",
-                "max.poll.interval.ms"));
+        Settings.Setting records =
+                settings.first(e.source, List.of("spring.kafka.consumer.max-poll-records", "max.poll.records"));
+        Settings.Setting interval = settings.first(
+                e.source, List.of("spring.kafka.consumer.properties.max.poll.interval.ms", "max.poll.interval.ms"));
         if (records != null && interval != null && records.literal() && interval.literal()) {
             e.batch = records.asLong(0);
             e.leaseMs = interval.asLong(0);
@@ -272,8 +333,12 @@ final class EntryPoints {
     private void implemented(Repo.Source s, ClassOrInterfaceDeclaration c) {
         for (ClassOrInterfaceType t : c.getImplementedTypes()) {
             String n = t.getNameAsString();
-            String arg = t.getTypeArguments().filter(a -> !a.isEmpty()).map(a -> Types.simple(a.get(0))).orElse("");
-            if (n.equals("RequestHandler") && (arg.equals("SQSEvent") || arg.equals("KafkaEvent") || arg.equals("SNSEvent"))) {
+            String arg = t.getTypeArguments()
+                    .filter(a -> !a.isEmpty())
+                    .map(a -> Types.simple(a.get(0)))
+                    .orElse("");
+            if (n.equals("RequestHandler")
+                    && (arg.equals("SQSEvent") || arg.equals("KafkaEvent") || arg.equals("SNSEvent"))) {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
@@ -282,7 +347,8 @@ final class EntryPoints {
                         if (Types.annotated(m.getAnnotations(), "Idempotent")) {
                             e.framework = Entry.Framework.ALL;
                             e.frameworkText = "Powertools @Idempotent";
-                            e.frameworkLocation = repo.loc(Types.annotation(m.getAnnotations(), "Idempotent").get());
+                            e.frameworkLocation = repo.loc(Types.annotation(m.getAnnotations(), "Idempotent")
+                                    .get());
                         }
                     });
                 }
@@ -314,15 +380,27 @@ final class EntryPoints {
         if (c.getExtendedTypes().stream().noneMatch(t -> t.getNameAsString().endsWith("RouteBuilder"))) {
             return;
         }
-        for (MethodCallExpr from : c.findAll(MethodCallExpr.class, mc -> mc.getNameAsString().equals("from")
-                && mc.getArguments().size() >= 1 && mc.getArgument(0) instanceof StringLiteralExpr lit
-                && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
+        for (MethodCallExpr from : c.findAll(
+                MethodCallExpr.class,
+                mc -> mc.getNameAsString().equals("from")
+                        && mc.getArguments().size() >= 1
+                        && mc.getArgument(0) instanceof StringLiteralExpr lit
+                        && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
             Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
             if (stmt == null) {
                 continue;
             }
-            Entry e = add(s, "Camel route from(" + ((StringLiteralExpr) from.getArgument(0)).getValue().split("[:?]")[0] + ":…)",
-                    "camel", owner(from) + " route", from, stmt, from);
+            Entry e = add(
+                    s,
+                    "Camel route from("
+                            + ((StringLiteralExpr) from.getArgument(0))
+                                    .getValue()
+                                    .split("[:?]")[0] + ":…)",
+                    "camel",
+                    owner(from) + " route",
+                    from,
+                    stmt,
+                    from);
             e.ackText = "the Camel consumer acknowledges after the route completes";
         }
     }
@@ -334,19 +412,35 @@ final class EntryPoints {
         if (!text.contains("DomainEventHandlersBuilder") && !text.contains("CommandHandlersBuilder")) {
             return;
         }
-        for (MethodCallExpr on : m.findAll(MethodCallExpr.class, mc -> (mc.getNameAsString().equals("onEvent")
-                || mc.getNameAsString().equals("onMessage") || mc.getNameAsString().equals("onReply"))
-                && mc.getArguments().size() >= 2)) {
+        for (MethodCallExpr on : m.findAll(
+                MethodCallExpr.class,
+                mc -> (mc.getNameAsString().equals("onEvent")
+                                || mc.getNameAsString().equals("onMessage")
+                                || mc.getNameAsString().equals("onReply"))
+                        && mc.getArguments().size() >= 2)) {
             Expression h = on.getArgument(on.getArguments().size() - 1);
             TypeDeclaration<?> owner = Types.enclosingType(m);
             if (h instanceof MethodReferenceExpr ref && owner != null) {
                 for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
-                    target.getBody().ifPresent(b -> eventuateDedupe(add(s, "Eventuate " + on.getNameAsString() + " handler",
-                            "eventuate", owner(target), target, b, target)));
+                    target.getBody()
+                            .ifPresent(b -> eventuateDedupe(add(
+                                    s,
+                                    "Eventuate " + on.getNameAsString() + " handler",
+                                    "eventuate",
+                                    owner(target),
+                                    target,
+                                    b,
+                                    target)));
                 }
             } else if (h instanceof LambdaExpr l) {
-                eventuateDedupe(add(s, "Eventuate " + on.getNameAsString() + " handler", "eventuate", owner(m) + " lambda",
-                        l, l.getBody(), l));
+                eventuateDedupe(add(
+                        s,
+                        "Eventuate " + on.getNameAsString() + " handler",
+                        "eventuate",
+                        owner(m) + " lambda",
+                        l,
+                        l.getBody(),
+                        l));
             }
         }
     }
@@ -356,7 +450,8 @@ final class EntryPoints {
         Location noop = noopDetector.get(e.source.module());
         if (noop != null) {
             e.framework = Entry.Framework.DISABLED;
-            e.frameworkText = "NoopDuplicateMessageDetector: Eventuate's duplicate detection is switched off in this service";
+            e.frameworkText =
+                    "NoopDuplicateMessageDetector: Eventuate's duplicate detection is switched off in this service";
             e.frameworkLocation = noop;
         } else {
             e.framework = Entry.Framework.DATABASE;
@@ -365,8 +460,8 @@ final class EntryPoints {
     }
 
     private void stream(Repo.Source s, MethodDeclaration m) {
-        if (!Types.annotated(m.getAnnotations(), "Bean") || !streamModules.containsKey(s.module())
-                && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
+        if (!Types.annotated(m.getAnnotations(), "Bean")
+                || !streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
             return;
         }
         String rt = Types.simple(m.getType());
@@ -428,8 +523,7 @@ final class EntryPoints {
                 }
             }
             case "subscribe", "createDispatcher" -> natsCallback(s, call);
-            default -> {
-            }
+            default -> {}
         }
     }
 
@@ -441,8 +535,11 @@ final class EntryPoints {
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
         Settings.Setting auto = settings.get(s, "enable.auto.commit");
-        boolean commits = !body.findAll(MethodCallExpr.class, c -> c.getNameAsString().startsWith("commit")
-                || c.getNameAsString().equals("sendOffsetsToTransaction")).isEmpty();
+        boolean commits = !body.findAll(
+                        MethodCallExpr.class,
+                        c -> c.getNameAsString().startsWith("commit")
+                                || c.getNameAsString().equals("sendOffsetsToTransaction"))
+                .isEmpty();
         if (auto == null) {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = e.location;
@@ -454,10 +551,13 @@ final class EntryPoints {
         } else if (!auto.literal()) {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = auto.location();
-            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value() + "): when true, offsets commit on a timer";
+            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value()
+                    + "): when true, offsets commit on a timer";
         } else {
             e.ack = Entry.Ack.EXPLICIT;
-            e.ackText = commits ? "commitSync/commitAsync in the loop" : "enable.auto.commit=false: offsets committed by hand";
+            e.ackText = commits
+                    ? "commitSync/commitAsync in the loop"
+                    : "enable.auto.commit=false: offsets committed by hand";
         }
         Settings.Setting records = settings.get(s, "max.poll.records");
         Settings.Setting interval = settings.get(s, "max.poll.interval.ms");
@@ -480,8 +580,12 @@ final class EntryPoints {
         if (returnsMessages) {
             // receive in a helper that returns the messages: the caller in the same class is the consumer
             TypeDeclaration<?> owner = Types.enclosingType(m);
-            for (MethodCallExpr c : owner == null ? List.<MethodCallExpr>of() : owner.findAll(MethodCallExpr.class,
-                    c -> c.getNameAsString().equals(m.getNameAsString()) && c.getScope().isEmpty())) {
+            for (MethodCallExpr c : owner == null
+                    ? List.<MethodCallExpr>of()
+                    : owner.findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().equals(m.getNameAsString())
+                                    && c.getScope().isEmpty())) {
                 Node callerBody = loopOrMethod(c);
                 if (callerBody != null) {
                     Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, c);
@@ -489,8 +593,12 @@ final class EntryPoints {
                 }
             }
             // handed to a loop as a method reference: driver.run(this::receive)
-            for (MethodReferenceExpr ref : owner == null ? List.<MethodReferenceExpr>of() : owner.findAll(MethodReferenceExpr.class,
-                    r -> r.getIdentifier().equals(m.getNameAsString()) && r.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr)) {
+            for (MethodReferenceExpr ref : owner == null
+                    ? List.<MethodReferenceExpr>of()
+                    : owner.findAll(
+                            MethodReferenceExpr.class,
+                            r -> r.getIdentifier().equals(m.getNameAsString())
+                                    && r.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr)) {
                 Node at = ref.getParentNode().orElse(ref);
                 Node callerBody = loopOrMethod(ref);
                 if (callerBody != null) {
@@ -500,7 +608,14 @@ final class EntryPoints {
             }
             return;
         }
-        Entry e = add(s, inLoop ? "SQS receiveMessage loop" : "SQS receiveMessage", "sqs", owner(receive), receive, body, receive);
+        Entry e = add(
+                s,
+                inLoop ? "SQS receiveMessage loop" : "SQS receiveMessage",
+                "sqs",
+                owner(receive),
+                receive,
+                body,
+                receive);
         sqsAck(e, receive);
     }
 
@@ -510,8 +625,10 @@ final class EntryPoints {
         e.loop = true;
         MethodDeclaration m = Types.ancestor(receive, MethodDeclaration.class).orElse(null);
         String text = m == null ? "" : m.toString();
-        var max = Pattern.compile("maxNumberOfMessages\\((\\d+)\\)|setMaxNumberOfMessages\\((\\d+)\\)").matcher(text);
-        var vis = Pattern.compile("visibilityTimeout\\((\\d+)\\)|setVisibilityTimeout\\((\\d+)\\)").matcher(text);
+        var max = Pattern.compile("maxNumberOfMessages\\((\\d+)\\)|setMaxNumberOfMessages\\((\\d+)\\)")
+                .matcher(text);
+        var vis = Pattern.compile("visibilityTimeout\\((\\d+)\\)|setVisibilityTimeout\\((\\d+)\\)")
+                .matcher(text);
         if (max.find() && vis.find()) {
             e.batch = Long.parseLong(max.group(1) != null ? max.group(1) : max.group(2));
             e.leaseMs = 1000L * Long.parseLong(vis.group(1) != null ? vis.group(1) : vis.group(2));
@@ -527,7 +644,9 @@ final class EntryPoints {
         Expression cb = null;
         for (int i = 1; i < call.getArguments().size(); i++) {
             Expression a = call.getArgument(i);
-            if (a instanceof LambdaExpr || a instanceof ObjectCreationExpr || a instanceof MethodReferenceExpr
+            if (a instanceof LambdaExpr
+                    || a instanceof ObjectCreationExpr
+                    || a instanceof MethodReferenceExpr
                     || (a instanceof NameExpr && !(isBooleanVar(a)))) {
                 cb = a;
                 break;
@@ -541,16 +660,20 @@ final class EntryPoints {
         if (cb instanceof LambdaExpr l) {
             body = l.getBody();
             decl = l;
-        } else if (cb instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+        } else if (cb instanceof ObjectCreationExpr oc
+                && oc.getAnonymousClassBody().isPresent()) {
             for (var member : oc.getAnonymousClassBody().get()) {
-                if (member instanceof MethodDeclaration md && md.getNameAsString().equals("handleDelivery") && md.getBody().isPresent()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals("handleDelivery")
+                        && md.getBody().isPresent()) {
                     body = md.getBody().get();
                     decl = md;
                 }
             }
         } else if (cb != null) {
             String t = cb instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(cb);
-            for (MethodDeclaration md : t == null ? List.<MethodDeclaration>of() : repo.methods(t, "handleDelivery", 4)) {
+            for (MethodDeclaration md :
+                    t == null ? List.<MethodDeclaration>of() : repo.methods(t, "handleDelivery", 4)) {
                 if (md.getBody().isPresent()) {
                     body = md.getBody().get();
                     decl = md;
@@ -560,8 +683,14 @@ final class EntryPoints {
         if (body == null) {
             return;
         }
-        Entry e = add(s, "RabbitMQ basicConsume", "rabbitmq", decl instanceof MethodDeclaration ? owner(decl) : owner(call) + " callback",
-                decl, body, call);
+        Entry e = add(
+                s,
+                "RabbitMQ basicConsume",
+                "rabbitmq",
+                decl instanceof MethodDeclaration ? owner(decl) : owner(call) + " callback",
+                decl,
+                body,
+                call);
         e.ack = Entry.Ack.EXPLICIT;
         e.ackText = "channel.basicAck in the callback";
         if (call.getArguments().size() >= 3 || (call.getArguments().size() == 2 && isBoolean(call.getArgument(1)))) {
@@ -575,7 +704,8 @@ final class EntryPoints {
         if (m == null) {
             return Optional.empty();
         }
-        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+        for (VariableDeclarator d :
+                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
             if (d.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
                 return Optional.of(d.getInitializer().get().asLambdaExpr());
             }
@@ -584,8 +714,10 @@ final class EntryPoints {
     }
 
     private boolean isBooleanVar(Expression a) {
-        return a instanceof NameExpr n && Optional.ofNullable(types.declaredType(n, n.getNameAsString()))
-                .map(t -> t.asString().equals("boolean") || t.asString().equals("Boolean")).orElse(false);
+        return a instanceof NameExpr n
+                && Optional.ofNullable(types.declaredType(n, n.getNameAsString()))
+                        .map(t -> t.asString().equals("boolean") || t.asString().equals("Boolean"))
+                        .orElse(false);
     }
 
     private boolean isBoolean(Expression a) {
@@ -620,7 +752,8 @@ final class EntryPoints {
             if (scope == null) {
                 continue;
             }
-            for (VariableDeclarator d : scope.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            for (VariableDeclarator d : scope.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
                 if (d.getInitializer().isPresent() && d.getInitializer().get() instanceof BooleanLiteralExpr b) {
                     return b.getValue();
                 }
@@ -637,13 +770,21 @@ final class EntryPoints {
         }
         for (Expression a : call.getArguments()) {
             if (a instanceof LambdaExpr l) {
-                Entry e = add(s, jetStream ? "NATS JetStream push subscription" : "NATS subscription", "nats",
-                        owner(call) + " handler", l, l.getBody(), call);
+                Entry e = add(
+                        s,
+                        jetStream ? "NATS JetStream push subscription" : "NATS subscription",
+                        "nats",
+                        owner(call) + " handler",
+                        l,
+                        l.getBody(),
+                        call);
                 if (jetStream) {
                     e.ack = Entry.Ack.EXPLICIT;
                     e.ackText = "message.ack() in the handler";
                     int idx = call.getArguments().indexOf(a);
-                    if (idx + 1 < call.getArguments().size() && call.getArgument(idx + 1) instanceof BooleanLiteralExpr b && b.getValue()) {
+                    if (idx + 1 < call.getArguments().size()
+                            && call.getArgument(idx + 1) instanceof BooleanLiteralExpr b
+                            && b.getValue()) {
                         e.ack = Entry.Ack.AUTO;
                         e.ackSetting = repo.loc(call);
                         e.ackText = "autoAck=true: acked as soon as the handler returns or throws";
@@ -658,7 +799,9 @@ final class EntryPoints {
 
     /** The innermost loop around the call, or the method body when there is none. */
     static Node loopOrMethod(Node call) {
-        for (Node n = call.getParentNode().orElse(null); n != null; n = n.getParentNode().orElse(null)) {
+        for (Node n = call.getParentNode().orElse(null);
+                n != null;
+                n = n.getParentNode().orElse(null)) {
             if (n instanceof ForEachStmt fe && fe.getIterable().containsWithinRange(call)) {
                 continue; // for (r : consumer.poll(d)): the loop around this one is the consumer's
             }

@@ -30,7 +30,8 @@ public final class Git {
         Path top = Path.of(run("rev-parse", "--show-toplevel").strip());
         Map<String, TreeSet<Integer>> out = new HashMap<>();
         String file = null;
-        for (String line : run("diff", "--unified=0", "--no-color", "--no-ext-diff", ref, "--").split("\n")) {
+        for (String line : run("diff", "--unified=0", "--no-color", "--no-ext-diff", ref, "--")
+                .split("\n")) {
             if (line.startsWith("+++ ")) {
                 file = line.equals("+++ /dev/null") ? null : rel(top, scanRoot, line.substring(line.indexOf('/') + 1));
             } else if (file != null && line.startsWith("@@")) {
@@ -40,7 +41,7 @@ public final class Git {
                     int count = m.group(2) == null ? 1 : Integer.parseInt(m.group(2));
                     TreeSet<Integer> lines = out.computeIfAbsent(file, k -> new TreeSet<>());
                     if (count == 0) {
-                        lines.add(start);       // a deletion: the lines around it changed
+                        lines.add(start); // a deletion: the lines around it changed
                         lines.add(start + 1);
                     }
                     for (int i = 0; i < count; i++) {
@@ -49,7 +50,8 @@ public final class Git {
                 }
             }
         }
-        for (String untracked : run("ls-files", "--others", "--exclude-standard", "--full-name").split("\n")) {
+        for (String untracked :
+                run("ls-files", "--others", "--exclude-standard", "--full-name").split("\n")) {
             if (!untracked.isBlank()) {
                 TreeSet<Integer> all = new TreeSet<>();
                 all.add(-1); // every line
@@ -60,12 +62,18 @@ public final class Git {
     }
 
     private static String rel(Path top, Path scanRoot, String fromTop) {
-        return scanRoot.toAbsolutePath().normalize().relativize(top.resolve(fromTop).normalize()).toString().replace('\\', '/');
+        return scanRoot.toAbsolutePath()
+                .normalize()
+                .relativize(top.resolve(fromTop).normalize())
+                .toString()
+                .replace('\\', '/');
     }
 
     /** Extracts the tree of {@code ref} into {@code target} and returns where {@code scanRoot} is in it. */
     public Path checkout(String ref, Path scanRoot, Path target) {
-        Path top = Path.of(run("rev-parse", "--show-toplevel").strip()).toAbsolutePath().normalize();
+        Path top = Path.of(run("rev-parse", "--show-toplevel").strip())
+                .toAbsolutePath()
+                .normalize();
         Path tar = target.resolve("base.tar");
         run("archive", "--format=tar", "-o", tar.toString(), ref);
         exec(List.of("tar", "-xf", tar.toString(), "-C", target.toString()), target);
@@ -74,7 +82,8 @@ public final class Git {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return target.resolve(top.relativize(scanRoot.toAbsolutePath().normalize()).toString());
+        return target.resolve(
+                top.relativize(scanRoot.toAbsolutePath().normalize()).toString());
     }
 
     String run(String... args) {
@@ -90,7 +99,10 @@ public final class Git {
         try {
             Path err = Files.createTempFile("once-scan-git", ".err");
             try {
-                Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectError(err.toFile()).start();
+                Process p = new ProcessBuilder(cmd)
+                        .directory(dir.toFile())
+                        .redirectError(err.toFile())
+                        .start();
                 byte[] out = p.getInputStream().readAllBytes();
                 if (!p.waitFor(120, TimeUnit.SECONDS)) {
                     p.destroyForcibly();

@@ -14,7 +14,6 @@ import com.github.javaparser.symbolsolver.resolution.typesolvers.CombinedTypeSol
 import com.github.javaparser.symbolsolver.resolution.typesolvers.JavaParserTypeSolver;
 import com.github.javaparser.symbolsolver.resolution.typesolvers.ReflectionTypeSolver;
 import dev.once.scan.Location;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -37,8 +36,8 @@ import java.util.Set;
  */
 public final class Repo {
 
-    private static final Set<String> SKIPPED_DIRS = Set.of(".git", "target", "build", "node_modules", ".idea",
-            ".gradle", "out", ".mvn");
+    private static final Set<String> SKIPPED_DIRS =
+            Set.of(".git", "target", "build", "node_modules", ".idea", ".gradle", "out", ".mvn");
 
     final Path root;
     final List<Source> sources = new ArrayList<>();
@@ -47,15 +46,14 @@ public final class Repo {
     final Map<String, List<TypeDeclaration<?>>> types = new HashMap<>();
     /** Simple supertype name → classes that extend or implement it. */
     final Map<String, List<ClassOrInterfaceDeclaration>> subtypes = new HashMap<>();
+
     long lines;
     int unresolved;
 
-    private record Parsed(Path file, CompilationUnit cu, String[] lines) {
-    }
+    private record Parsed(Path file, CompilationUnit cu, String[] lines) {}
 
     /** One parsed Java file. */
-    record Source(Path path, String rel, CompilationUnit cu, String[] lines, Path module) {
-    }
+    record Source(Path path, String rel, CompilationUnit cu, String[] lines, Path module) {}
 
     private Repo(Path root) {
         this.root = root;
@@ -70,11 +68,13 @@ public final class Repo {
             Files.walkFileTree(repo.root, new SimpleFileVisitor<>() {
                 @Override
                 public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
-                    String n = dir.getFileName() == null ? "" : dir.getFileName().toString();
+                    String n =
+                            dir.getFileName() == null ? "" : dir.getFileName().toString();
                     if (!dir.equals(repo.root) && (SKIPPED_DIRS.contains(n) || isTestDir(repo.root.relativize(dir)))) {
                         return FileVisitResult.SKIP_SUBTREE;
                     }
-                    if (n.equals("java") && dir.getParent() != null
+                    if (n.equals("java")
+                            && dir.getParent() != null
                             && String.valueOf(dir.getParent().getFileName()).equals("main")) {
                         sourceRoots.add(dir);
                     }
@@ -86,8 +86,12 @@ public final class Repo {
                     String n = file.getFileName().toString();
                     if (n.endsWith(".java")) {
                         java.add(file);
-                    } else if (n.endsWith(".sql") || n.endsWith(".yml") || n.endsWith(".yaml")
-                            || n.endsWith(".properties") || n.endsWith(".xml") || n.equals("build.gradle")
+                    } else if (n.endsWith(".sql")
+                            || n.endsWith(".yml")
+                            || n.endsWith(".yaml")
+                            || n.endsWith(".properties")
+                            || n.endsWith(".xml")
+                            || n.equals("build.gradle")
                             || n.equals("build.gradle.kts")) {
                         repo.otherFiles.add(file);
                     }
@@ -110,16 +114,20 @@ public final class Repo {
         // one parser per thread (a JavaParser is not thread-safe); results are added in file order
         ThreadLocal<JavaParser> parsers = ThreadLocal.withInitial(() -> new JavaParser(config));
         java.sort(null);
-        List<Parsed> parsed = java.parallelStream().map(file -> {
-            String text;
-            try {
-                text = Files.readString(file, StandardCharsets.UTF_8);
-            } catch (IOException | UncheckedIOException e) {
-                return null; // unreadable or not UTF-8: skip the file, not the scan
-            }
-            ParseResult<CompilationUnit> r = parsers.get().parse(text);
-            return r.getResult().map(cu -> new Parsed(file, cu, text.split("\\r?\\n", -1))).orElse(null);
-        }).toList();
+        List<Parsed> parsed = java.parallelStream()
+                .map(file -> {
+                    String text;
+                    try {
+                        text = Files.readString(file, StandardCharsets.UTF_8);
+                    } catch (IOException | UncheckedIOException e) {
+                        return null; // unreadable or not UTF-8: skip the file, not the scan
+                    }
+                    ParseResult<CompilationUnit> r = parsers.get().parse(text);
+                    return r.getResult()
+                            .map(cu -> new Parsed(file, cu, text.split("\\r?\\n", -1)))
+                            .orElse(null);
+                })
+                .toList();
         for (Parsed p : parsed) {
             if (p != null) {
                 repo.lines += p.lines().length;
@@ -147,19 +155,20 @@ public final class Repo {
                 List<ClassOrInterfaceType> supers = new ArrayList<>(c.getExtendedTypes());
                 supers.addAll(c.getImplementedTypes());
                 for (ClassOrInterfaceType st : supers) {
-                    subtypes.computeIfAbsent(st.getNameAsString(), k -> new ArrayList<>()).add(c);
+                    subtypes.computeIfAbsent(st.getNameAsString(), k -> new ArrayList<>())
+                            .add(c);
                 }
             }
         }
     }
 
-    static final com.github.javaparser.ast.DataKey<Source> SOURCE = new com.github.javaparser.ast.DataKey<>() {
-    };
+    static final com.github.javaparser.ast.DataKey<Source> SOURCE = new com.github.javaparser.ast.DataKey<>() {};
 
     /** The nearest directory above {@code file} with a build file, else the root. */
     Path moduleOf(Path file) {
         for (Path d = file.getParent(); d != null && d.startsWith(root); d = d.getParent()) {
-            if (Files.exists(d.resolve("pom.xml")) || Files.exists(d.resolve("build.gradle"))
+            if (Files.exists(d.resolve("pom.xml"))
+                    || Files.exists(d.resolve("build.gradle"))
                     || Files.exists(d.resolve("build.gradle.kts"))) {
                 return d;
             }
@@ -203,15 +212,25 @@ public final class Repo {
         return out;
     }
 
-    private void collect(String typeName, String name, int args, List<MethodDeclaration> out, Set<String> seen,
-                         boolean down, int depth) {
+    private void collect(
+            String typeName,
+            String name,
+            int args,
+            List<MethodDeclaration> out,
+            Set<String> seen,
+            boolean down,
+            int depth) {
         if (depth > 4 || !seen.add(typeName + down)) {
             return;
         }
         for (TypeDeclaration<?> t : types(typeName)) {
             for (MethodDeclaration m : t.getMethodsByName(name)) {
-                if (m.getParameters().size() == args || (m.getParameters().size() > 0
-                        && m.getParameters().getLast().map(p -> p.isVarArgs()).orElse(false))) {
+                if (m.getParameters().size() == args
+                        || (m.getParameters().size() > 0
+                                && m.getParameters()
+                                        .getLast()
+                                        .map(p -> p.isVarArgs())
+                                        .orElse(false))) {
                     out.add(m);
                 }
             }

@@ -8,7 +8,6 @@ import com.github.javaparser.ast.expr.MemberValuePair;
 import com.github.javaparser.ast.expr.NormalAnnotationExpr;
 import com.github.javaparser.ast.expr.SingleMemberAnnotationExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -37,8 +36,8 @@ final class Schema {
     private static final Pattern ALTER_UNIQUE = Pattern.compile(
             "alter\\s+table\\s+([\\w.\"`]+)[^;]*?(unique|primary\\s+key)", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
     private static final Pattern MAPPER_NS = Pattern.compile("<mapper\\s+namespace=\"([\\w.$]+)\"");
-    private static final Pattern MAPPER_STMT = Pattern.compile(
-            "<(insert|update|delete|select)\\s+id=\"(\\w+)\"[^>]*>(.*?)</\\1>", Pattern.DOTALL);
+    private static final Pattern MAPPER_STMT =
+            Pattern.compile("<(insert|update|delete|select)\\s+id=\"(\\w+)\"[^>]*>(.*?)</\\1>", Pattern.DOTALL);
 
     /** Table (lower case, unquoted, no schema) → has a unique key other than a generated surrogate id. */
     private final Map<String, Boolean> businessKey = new HashMap<>();
@@ -60,7 +59,8 @@ final class Schema {
                         String mapper = simple(ns.group(1));
                         Matcher st = MAPPER_STMT.matcher(xml);
                         while (st.find()) {
-                            mapperSql.put(mapper + "." + st.group(2), st.group(3).replaceAll("<[^>]+>", " "));
+                            mapperSql.put(
+                                    mapper + "." + st.group(2), st.group(3).replaceAll("<[^>]+>", " "));
                         }
                     } else if (xml.contains("<createTable") || xml.contains("<addUniqueConstraint")) {
                         readLiquibase(xml);
@@ -77,7 +77,8 @@ final class Schema {
                 }
                 for (MethodDeclaration m : c.getMethods()) {
                     for (String a : new String[] {"Insert", "Update", "Delete", "Query"}) {
-                        m.getAnnotationByName(a).flatMap(Schema::stringValue)
+                        m.getAnnotationByName(a)
+                                .flatMap(Schema::stringValue)
                                 .ifPresent(sql -> mapperSql.put(c.getNameAsString() + "." + m.getNameAsString(), sql));
                     }
                 }
@@ -119,7 +120,8 @@ final class Schema {
             boolean key = body.contains("unique");
             Matcher pk = Pattern.compile("primary\\s+key\\s*\\(([^)]*)\\)").matcher(body);
             if (pk.find()) {
-                key |= pk.group(1).contains(",") || !generatedColumn(body, pk.group(1).strip());
+                key |= pk.group(1).contains(",")
+                        || !generatedColumn(body, pk.group(1).strip());
             }
             for (String col : body.split(",(?![^(]*\\))")) {
                 String c = col.strip();
@@ -151,30 +153,41 @@ final class Schema {
 
     private static boolean isGenerated(String columnDef) {
         String c = columnDef.toLowerCase(Locale.ROOT);
-        return c.contains("serial") || c.contains("identity") || c.contains("auto_increment") || c.contains("nextval")
-                || c.contains("gen_random_uuid") || c.contains("uuid_generate");
+        return c.contains("serial")
+                || c.contains("identity")
+                || c.contains("auto_increment")
+                || c.contains("nextval")
+                || c.contains("gen_random_uuid")
+                || c.contains("uuid_generate");
     }
 
     private void readLiquibase(String xml) {
-        Matcher t = Pattern.compile("<createTable[^>]*tableName=\"(\\w+)\"(.*?)</createTable>", Pattern.DOTALL).matcher(xml);
+        Matcher t = Pattern.compile("<createTable[^>]*tableName=\"(\\w+)\"(.*?)</createTable>", Pattern.DOTALL)
+                .matcher(xml);
         while (t.find()) {
             String body = t.group(2);
             boolean key = body.contains("unique=\"true\"")
                     || (body.contains("primaryKey=\"true\"") && !body.contains("autoIncrement=\"true\""));
             businessKey.merge(table(t.group(1)), key, Boolean::logicalOr);
         }
-        Matcher u = Pattern.compile("<addUniqueConstraint[^>]*tableName=\"(\\w+)\"").matcher(xml);
+        Matcher u =
+                Pattern.compile("<addUniqueConstraint[^>]*tableName=\"(\\w+)\"").matcher(xml);
         while (u.find()) {
             businessKey.put(table(u.group(1)), true);
         }
     }
 
     private void readEntity(ClassOrInterfaceDeclaration c) {
-        String table = c.getAnnotationByName("Table").flatMap(a -> member(a, "name")).orElse(c.getNameAsString());
+        String table =
+                c.getAnnotationByName("Table").flatMap(a -> member(a, "name")).orElse(c.getNameAsString());
         entityTable.put(c.getNameAsString(), table(table));
-        boolean key = c.getAnnotationByName("Table").map(a -> a.toString().contains("uniqueConstraints")).orElse(false);
+        boolean key = c.getAnnotationByName("Table")
+                .map(a -> a.toString().contains("uniqueConstraints"))
+                .orElse(false);
         for (FieldDeclaration f : c.getFields()) {
-            if (f.getAnnotationByName("Column").map(a -> a.toString().replace(" ", "").contains("unique=true")).orElse(false)
+            if (f.getAnnotationByName("Column")
+                            .map(a -> a.toString().replace(" ", "").contains("unique=true"))
+                            .orElse(false)
                     || f.isAnnotationPresent("NaturalId")) {
                 key = true;
             }
@@ -196,7 +209,10 @@ final class Schema {
         if (a instanceof NormalAnnotationExpr n) {
             for (MemberValuePair p : n.getPairs()) {
                 if (p.getNameAsString().equals(name)) {
-                    return Optional.of(p.getValue() instanceof StringLiteralExpr s ? s.getValue() : concat(p.getValue().toString()));
+                    return Optional.of(
+                            p.getValue() instanceof StringLiteralExpr s
+                                    ? s.getValue()
+                                    : concat(p.getValue().toString()));
                 }
             }
         }

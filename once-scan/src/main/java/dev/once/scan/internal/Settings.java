@@ -12,7 +12,6 @@ import com.github.javaparser.ast.expr.MethodCallExpr;
 import com.github.javaparser.ast.expr.NameExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
 import dev.once.scan.Location;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -82,7 +81,8 @@ final class Settings {
         for (Repo.Source s : repo.sources) {
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
                 String n = call.getNameAsString();
-                if ((n.equals("put") || n.equals("setProperty") || n.equals("putIfAbsent")) && call.getArguments().size() == 2) {
+                if ((n.equals("put") || n.equals("setProperty") || n.equals("putIfAbsent"))
+                        && call.getArguments().size() == 2) {
                     String key = keyOf(call.getArgument(0));
                     if (key == null) {
                         continue;
@@ -101,22 +101,30 @@ final class Settings {
         if (e instanceof StringLiteralExpr s && s.getValue().matches("[a-z][a-z0-9.\\-]+")) {
             return s.getValue();
         }
-        String name = e instanceof FieldAccessExpr fa ? fa.getNameAsString() : e instanceof NameExpr ne ? ne.getNameAsString() : null;
+        String name = e instanceof FieldAccessExpr fa
+                ? fa.getNameAsString()
+                : e instanceof NameExpr ne ? ne.getNameAsString() : null;
         if (name != null && name.endsWith("_CONFIG")) {
-            return name.substring(0, name.length() - "_CONFIG".length()).toLowerCase(Locale.ROOT).replace('_', '.');
+            return name.substring(0, name.length() - "_CONFIG".length())
+                    .toLowerCase(Locale.ROOT)
+                    .replace('_', '.');
         }
         return null;
     }
 
     private static boolean isLiteral(Expression e) {
-        if (e instanceof StringLiteralExpr || e instanceof BooleanLiteralExpr || e instanceof IntegerLiteralExpr
+        if (e instanceof StringLiteralExpr
+                || e instanceof BooleanLiteralExpr
+                || e instanceof IntegerLiteralExpr
                 || e instanceof com.github.javaparser.ast.expr.LongLiteralExpr) {
             return true;
         }
         if (e instanceof FieldAccessExpr fa) { // Boolean.TRUE
             return fa.getNameAsString().equals("TRUE") || fa.getNameAsString().equals("FALSE");
         }
-        if (e instanceof MethodCallExpr mc && mc.getNameAsString().equals("toString") && mc.getScope().isPresent()) {
+        if (e instanceof MethodCallExpr mc
+                && mc.getNameAsString().equals("toString")
+                && mc.getScope().isPresent()) {
             return isLiteral(mc.getScope().get());
         }
         return false;
@@ -129,7 +137,8 @@ final class Settings {
         if (e instanceof BooleanLiteralExpr b) {
             return String.valueOf(b.getValue());
         }
-        if (e instanceof FieldAccessExpr fa && (fa.getNameAsString().equals("TRUE") || fa.getNameAsString().equals("FALSE"))) {
+        if (e instanceof FieldAccessExpr fa
+                && (fa.getNameAsString().equals("TRUE") || fa.getNameAsString().equals("FALSE"))) {
             return fa.getNameAsString().toLowerCase(Locale.ROOT);
         }
         return e.toString();
@@ -244,8 +253,12 @@ final class Settings {
                             int line = p.currentTokenLocation().getLineNr();
                             String v = p.getValueAsString();
                             String snippet = line >= 1 && line <= lines.size() ? lines.get(line - 1) : key.toString();
-                            m.put(norm(key.toString()), new Setting(v == null ? "" : v, repo.loc(f, line, snippet),
-                                    v != null && !v.startsWith("${")));
+                            m.put(
+                                    norm(key.toString()),
+                                    new Setting(
+                                            v == null ? "" : v,
+                                            repo.loc(f, line, snippet),
+                                            v != null && !v.startsWith("${")));
                             field = null;
                         }
                     }

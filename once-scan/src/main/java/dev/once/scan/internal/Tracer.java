@@ -23,7 +23,6 @@ import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
 import dev.once.scan.Location;
 import dev.once.scan.Step;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -53,38 +52,106 @@ final class Tracer {
     static final Pattern NOTIFY = Pattern.compile("(?i).*(mail|sms|notif|push|text message|twilio|sendgrid).*");
     private static final Pattern DEDUPE_TABLE = Pattern.compile(
             "(?i).*(processed|inbox|dedup|received_messages|idempot|handled|consumed|seen_events|message_log).*");
-    private static final Pattern MONEY_TABLE = Pattern.compile("(?i).*(payment|charge|transfer|ledger|refund|payout|balance|wallet).*");
+    private static final Pattern MONEY_TABLE =
+            Pattern.compile("(?i).*(payment|charge|transfer|ledger|refund|payout|balance|wallet).*");
     private static final Pattern CHECK = Pattern.compile(
             "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*|getStatus|getState|isProcessed|isPaid|isCancelled|isCompleted)");
     private static final Pattern COUNTER_SQL = Pattern.compile("(?i)set\\s.*?\\b(\\w+)\\s*=\\s*\\1\\s*[-+]");
     private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
     private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`]+)\\s+set\\s");
-    private static final Pattern GUARD_WHERE = Pattern.compile("(?i)where.*\\b(status|state|version|processed|\\w+_at\\s+is\\s+null)\\b");
+    private static final Pattern GUARD_WHERE =
+            Pattern.compile("(?i)where.*\\b(status|state|version|processed|\\w+_at\\s+is\\s+null)\\b");
 
-    private static final Set<String> ONCE_TYPES = Set.of("IdempotentConsumer", "KafkaConsumerRunner", "RabbitConsumer",
-            "SqsConsumer", "NatsConsumer", "SqsLambdaHandler");
+    private static final Set<String> ONCE_TYPES = Set.of(
+            "IdempotentConsumer",
+            "KafkaConsumerRunner",
+            "RabbitConsumer",
+            "SqsConsumer",
+            "NatsConsumer",
+            "SqsLambdaHandler");
     private static final Set<String> KAFKA_CONSUMERS = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
-    private static final Set<String> SQS = Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync",
-            "SqsTemplate");
-    private static final Set<String> PUBLISHERS = Set.of("KafkaTemplate", "KafkaProducer", "Producer", "RabbitTemplate",
-            "AmqpTemplate", "RabbitOperations", "StreamBridge", "JmsTemplate", "SqsTemplate", "KafkaOperations", "Channel",
+    private static final Set<String> SQS =
+            Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "SqsTemplate");
+    private static final Set<String> PUBLISHERS = Set.of(
+            "KafkaTemplate",
+            "KafkaProducer",
+            "Producer",
+            "RabbitTemplate",
+            "AmqpTemplate",
+            "RabbitOperations",
+            "StreamBridge",
+            "JmsTemplate",
+            "SqsTemplate",
+            "KafkaOperations",
+            "Channel",
             "JetStream");
-    private static final Set<String> PUBLISH_NAMES = Set.of("send", "convertAndSend", "sendAndReceive", "sendDefault",
-            "basicPublish", "publish", "publishAsync", "sendMessage", "sendMessageBatch");
-    private static final Set<String> NOTIFIERS = Set.of("JavaMailSender", "MailSender", "SesClient", "SesV2Client",
-            "AmazonSimpleEmailService", "SnsClient", "AmazonSNS", "SendGrid", "TwilioRestClient", "FirebaseMessaging",
-            "Transport", "EmailSender", "SmsSender");
-    private static final Set<String> MONEY_SDK = Set.of("Stripe", "StripeClient", "PaymentIntent", "Charge", "Refund",
-            "Transfer", "Payout", "BraintreeGateway", "PaymentGateway", "PaymentProvider", "PaymentClient", "PaymentsApi",
-            "Checkout", "AdyenClient", "PayPalHttpClient");
+    private static final Set<String> PUBLISH_NAMES = Set.of(
+            "send",
+            "convertAndSend",
+            "sendAndReceive",
+            "sendDefault",
+            "basicPublish",
+            "publish",
+            "publishAsync",
+            "sendMessage",
+            "sendMessageBatch");
+    private static final Set<String> NOTIFIERS = Set.of(
+            "JavaMailSender",
+            "MailSender",
+            "SesClient",
+            "SesV2Client",
+            "AmazonSimpleEmailService",
+            "SnsClient",
+            "AmazonSNS",
+            "SendGrid",
+            "TwilioRestClient",
+            "FirebaseMessaging",
+            "Transport",
+            "EmailSender",
+            "SmsSender");
+    private static final Set<String> MONEY_SDK = Set.of(
+            "Stripe",
+            "StripeClient",
+            "PaymentIntent",
+            "Charge",
+            "Refund",
+            "Transfer",
+            "Payout",
+            "BraintreeGateway",
+            "PaymentGateway",
+            "PaymentProvider",
+            "PaymentClient",
+            "PaymentsApi",
+            "Checkout",
+            "AdyenClient",
+            "PayPalHttpClient");
     private static final Set<String> REST = Set.of("RestTemplate", "RestOperations", "TestRestTemplate");
     private static final Set<String> FLUENT_HTTP = Set.of("WebClient", "RestClient");
-    private static final Set<String> CACHES = Set.of("Cache", "RedisTemplate", "StringRedisTemplate", "ValueOperations",
-            "HashOperations", "Jedis", "RedisCommands", "JedisPool", "CacheManager", "ReactiveRedisTemplate", "RMap",
-            "RBucket", "LoadingCache");
+    private static final Set<String> CACHES = Set.of(
+            "Cache",
+            "RedisTemplate",
+            "StringRedisTemplate",
+            "ValueOperations",
+            "HashOperations",
+            "Jedis",
+            "RedisCommands",
+            "JedisPool",
+            "CacheManager",
+            "ReactiveRedisTemplate",
+            "RMap",
+            "RBucket",
+            "LoadingCache");
 
-    private static final List<String> TIMEOUT_WORDS = List.of("setReadTimeout", "readTimeout", "responseTimeout",
-            "setConnectTimeout", "connectTimeout", "callTimeout", ".timeout(", "ReadTimeout", "SocketTimeout");
+    private static final List<String> TIMEOUT_WORDS = List.of(
+            "setReadTimeout",
+            "readTimeout",
+            "responseTimeout",
+            "setConnectTimeout",
+            "connectTimeout",
+            "callTimeout",
+            ".timeout(",
+            "ReadTimeout",
+            "SocketTimeout");
 
     private final Repo repo;
     private final Types types;
@@ -122,8 +189,14 @@ final class Tracer {
         boolean counter;
         String memberText;
 
-        Frame(int depth, List<Step> path, Integer tx, Location txLoc, Set<MethodDeclaration> visiting,
-              TypeDeclaration<?> type, MethodDeclaration method) {
+        Frame(
+                int depth,
+                List<Step> path,
+                Integer tx,
+                Location txLoc,
+                Set<MethodDeclaration> visiting,
+                TypeDeclaration<?> type,
+                MethodDeclaration method) {
             this.depth = depth;
             this.path = path;
             this.tx = tx;
@@ -146,7 +219,9 @@ final class Tracer {
             tx = ++txIds;
             txLoc = e.location;
         }
-        MethodDeclaration m = e.decl instanceof MethodDeclaration md ? md : Types.ancestor(e.body, MethodDeclaration.class).orElse(null);
+        MethodDeclaration m = e.decl instanceof MethodDeclaration md
+                ? md
+                : Types.ancestor(e.body, MethodDeclaration.class).orElse(null);
         List<Step> path = List.of(new Step(e.name, e.location));
         Set<MethodDeclaration> visiting = new HashSet<>();
         if (m != null) {
@@ -165,7 +240,8 @@ final class Tracer {
             return;
         }
         if (n instanceof LambdaExpr l && startsTransaction(l)) {
-            Frame tf = new Frame(f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
+            Frame tf = new Frame(
+                    f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
             visitChildren(l, tf);
             return;
         }
@@ -174,14 +250,16 @@ final class Tracer {
             call(c, f);
         } else if (n instanceof AssignExpr a) {
             assign(a, f);
-        } else if (n instanceof MethodReferenceExpr r && r.getParentNode().filter(p -> p instanceof MethodCallExpr).isPresent()) {
+        } else if (n instanceof MethodReferenceExpr r
+                && r.getParentNode().filter(p -> p instanceof MethodCallExpr).isPresent()) {
             reference(r, f);
         }
     }
 
     private void visitChildren(Node n, Frame f) {
         List<Node> children = new ArrayList<>(n.getChildNodes());
-        children.sort(Comparator.comparing(c -> c.getBegin().map(p -> p.line * 10_000L + p.column).orElse(0L)));
+        children.sort(Comparator.comparing(
+                c -> c.getBegin().map(p -> p.line * 10_000L + p.column).orElse(0L)));
         for (Node c : children) {
             visit(c, f);
         }
@@ -198,9 +276,15 @@ final class Tracer {
         }
         String n = mc.getNameAsString();
         String scope = mc.getScope().map(Object::toString).orElse("").toLowerCase(Locale.ROOT);
-        return (n.equals("execute") || n.equals("executeWithoutResult") || n.equals("inTransaction")
-                || n.equals("transaction") || n.equals("transactionResult")) && (scope.contains("transaction") || scope.contains("tx")
-                || scope.contains("dsl") || scope.contains("jdbi"));
+        return (n.equals("execute")
+                        || n.equals("executeWithoutResult")
+                        || n.equals("inTransaction")
+                        || n.equals("transaction")
+                        || n.equals("transactionResult"))
+                && (scope.contains("transaction")
+                        || scope.contains("tx")
+                        || scope.contains("dsl")
+                        || scope.contains("jdbi"));
     }
 
     // ---- calls ------------------------------------------------------------------------------------
@@ -227,7 +311,9 @@ final class Tracer {
         if (ack(c, name, stype, scopeText, f)) {
             return;
         }
-        if (name.equals("setAutoCommit") && c.getArguments().size() == 1 && c.getArgument(0).toString().equals("false")) {
+        if (name.equals("setAutoCommit")
+                && c.getArguments().size() == 1
+                && c.getArgument(0).toString().equals("false")) {
             f.tx = ++txIds;
             f.txLoc = repo.loc(c);
             return;
@@ -240,10 +326,18 @@ final class Tracer {
             add(Event.Kind.GUARD, c, f, null, null, "conditional write (attribute_not_exists)");
             return;
         }
-        if (name.equals("idempotentConsumer") && "camel".equals(entry.broker) && !c.getArguments().isEmpty()) {
-            add(Event.Kind.WEAK, c, f, null, null, c.toString().toLowerCase(Locale.ROOT).contains("memory")
-                    ? "Camel idempotentConsumer with an in-memory repository: forgotten on restart, not shared between instances"
-                    : "Camel idempotentConsumer: its repository commits apart from the route's effects");
+        if (name.equals("idempotentConsumer")
+                && "camel".equals(entry.broker)
+                && !c.getArguments().isEmpty()) {
+            add(
+                    Event.Kind.WEAK,
+                    c,
+                    f,
+                    null,
+                    null,
+                    c.toString().toLowerCase(Locale.ROOT).contains("memory")
+                            ? "Camel idempotentConsumer with an in-memory repository: forgotten on restart, not shared between instances"
+                            : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
         String sql = sqlOf(c, stype, name);
@@ -264,8 +358,10 @@ final class Tracer {
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         boolean ack = switch (name) {
             case "commitSync", "commitAsync" -> stype == null || KAFKA_CONSUMERS.contains(stype);
-            case "deleteMessage", "deleteMessageBatch" -> stype == null || SQS.contains(stype)
-                    || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
+            case "deleteMessage", "deleteMessageBatch" ->
+                stype == null
+                        || SQS.contains(stype)
+                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
             case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
             case "ack", "ackSync" -> "nats".equals(entry.broker) || "Message".equals(stype);
@@ -288,19 +384,37 @@ final class Tracer {
         String text = library || scopeText.contains("creator(") ? c.toString() : "";
         String member = library ? memberText(f) : "";
         if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
-            boolean stable = member.matches("(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
+            boolean stable = member.matches(
+                    "(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
             effect(c, f, Blast.MESSAGE, Event.Category.PUBLISH, "publishes " + stype + "." + name, stable);
             return true;
         }
-        if (!repoType && (stype != null && NOTIFIERS.contains(stype) && (name.startsWith("send") || name.equals("publish")))
+        if (!repoType
+                        && (stype != null
+                                && NOTIFIERS.contains(stype)
+                                && (name.startsWith("send") || name.equals("publish")))
                 || name.equals("create") && scopeText.contains("Message.creator(")) {
-            effect(c, f, Blast.NOTIFICATION, Event.Category.EXTERNAL, "sends a notification (" + shortText(c) + ")", keyed(text, member));
+            effect(
+                    c,
+                    f,
+                    Blast.NOTIFICATION,
+                    Event.Category.EXTERNAL,
+                    "sends a notification (" + shortText(c) + ")",
+                    keyed(text, member));
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
             return true;
         }
-        if (!repoType && stype != null && MONEY_VERB.matcher(name).matches()
+        if (!repoType
+                && stype != null
+                && MONEY_VERB.matcher(name).matches()
                 && (MONEY_SDK.contains(stype) || stype.matches(".*(Stripe|Braintree|Adyen|PayPal|Payment).*"))) {
-            effect(c, f, Blast.MONEY, Event.Category.EXTERNAL, "moves money (" + shortText(c) + ")", keyed(text, member));
+            effect(
+                    c,
+                    f,
+                    Blast.MONEY,
+                    Event.Category.EXTERNAL,
+                    "moves money (" + shortText(c) + ")",
+                    keyed(text, member));
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
             return true;
         }
@@ -315,29 +429,53 @@ final class Tracer {
             }
             return true;
         }
-        boolean cacheScope = stype != null && CACHES.contains(stype) || scopeText.contains("opsFor")
-                || scopeText.toLowerCase(Locale.ROOT).contains("redis") || scopeText.toLowerCase(Locale.ROOT).contains("cache");
+        boolean cacheScope = stype != null && CACHES.contains(stype)
+                || scopeText.contains("opsFor")
+                || scopeText.toLowerCase(Locale.ROOT).contains("redis")
+                || scopeText.toLowerCase(Locale.ROOT).contains("cache");
         if (!repoType && cacheScope) {
             if (name.matches("incr\\w*|increment\\w*|decr\\w*|decrement\\w*|hincrBy\\w*")) {
-                effect(c, f, Blast.DATA, Event.Category.EXTERNAL, "increments a counter in " + (stype == null ? "the store" : stype), false);
+                effect(
+                        c,
+                        f,
+                        Blast.DATA,
+                        Event.Category.EXTERNAL,
+                        "increments a counter in " + (stype == null ? "the store" : stype),
+                        false);
                 return true;
             }
             if (name.matches("put|set|setex|hset|putAll|setIfAbsent|putIfAbsent|mset")) {
-                effect(c, f, Blast.CACHE, Event.Category.CACHE, "writes the cache (" + shortText(c) + ")", name.contains("IfAbsent"));
+                effect(
+                        c,
+                        f,
+                        Blast.CACHE,
+                        Event.Category.CACHE,
+                        "writes the cache (" + shortText(c) + ")",
+                        name.contains("IfAbsent"));
                 return true;
             }
         }
-        if (stype != null && (types.isSpringDataRepository(stype) || stype.equals("EntityManager") || stype.equals("Session"))
+        if (stype != null
+                && (types.isSpringDataRepository(stype) || stype.equals("EntityManager") || stype.equals("Session"))
                 && name.matches("save|saveAll|saveAndFlush|persist|insert|merge")) {
             save(c, stype, f);
             return true;
         }
-        if (name.startsWith("set") && name.length() > 3 && c.getArguments().size() == 1 && isDelta(c.getArgument(0), name.substring(3))) {
+        if (name.startsWith("set")
+                && name.length() > 3
+                && c.getArguments().size() == 1
+                && isDelta(c.getArgument(0), name.substring(3))) {
             f.counter = true;
             String field = name.substring(3);
             String owner = c.getScope().map(types::typeOf).orElse("");
-            effect(c, f, MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                    "moves " + (owner.isEmpty() ? "" : owner + ".") + decapitalize(field) + " by a delta (" + shortText(c) + ")", false);
+            effect(
+                    c,
+                    f,
+                    MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA,
+                    Event.Category.DATABASE,
+                    "moves " + (owner.isEmpty() ? "" : owner + ".") + decapitalize(field) + " by a delta ("
+                            + shortText(c) + ")",
+                    false);
             return true;
         }
         return false;
@@ -346,9 +484,11 @@ final class Tracer {
     /** {@code getX() + d}, {@code getX() - d}, {@code getX().add(d)}: a setter argument that moves X relative to itself. */
     private static boolean isDelta(Expression arg, String field) {
         boolean arithmetic = arg instanceof BinaryExpr b
-                && (b.getOperator() == BinaryExpr.Operator.PLUS || b.getOperator() == BinaryExpr.Operator.MINUS)
+                        && (b.getOperator() == BinaryExpr.Operator.PLUS || b.getOperator() == BinaryExpr.Operator.MINUS)
                 || arg instanceof MethodCallExpr m && m.getNameAsString().matches("add|subtract|plus|minus");
-        return arithmetic && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field)).isEmpty();
+        return arithmetic
+                && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field))
+                        .isEmpty();
     }
 
     /** The text of the method being walked, printed once per frame: the idempotency-key and header checks read it. */
@@ -368,10 +508,13 @@ final class Tracer {
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
-            write = name.matches("postFor\\w+|put|patchForObject") || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
+            write = name.matches("postFor\\w+|put|patchForObject")
+                    || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
             noTimeout = true;
-        } else if (name.matches("post|put|patch") && c.getArguments().isEmpty()
-                && (stype != null && FLUENT_HTTP.contains(stype) || scopeText.matches("(?i).*(webclient|restclient).*"))) {
+        } else if (name.matches("post|put|patch")
+                && c.getArguments().isEmpty()
+                && (stype != null && FLUENT_HTTP.contains(stype)
+                        || scopeText.matches("(?i).*(webclient|restclient).*"))) {
             remote = true;
             write = true;
             kind = stype == null ? "WebClient" : stype;
@@ -386,7 +529,8 @@ final class Tracer {
             kind = "OkHttp";
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
         } else if (stype != null && feign(stype)) {
-            for (MethodDeclaration fm : repo.methods(stype, name, c.getArguments().size())) {
+            for (MethodDeclaration fm :
+                    repo.methods(stype, name, c.getArguments().size())) {
                 remote = true;
                 kind = "Feign " + stype;
                 String anns = fm.getAnnotations().toString();
@@ -402,11 +546,20 @@ final class Tracer {
             add(Event.Kind.SLOW, c, f, null, null, kind + " built without timeouts in this module");
         }
         if (write) {
-            String context = c.toString() + " " + String.join(" ", f.path.stream().map(Step::name).toList());
-            Blast b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
+            String context = c.toString() + " "
+                    + String.join(" ", f.path.stream().map(Step::name).toList());
+            Blast b = MONEY.matcher(context).matches()
+                    ? Blast.MONEY
+                    : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp")
+                    ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
                     : name.toUpperCase(Locale.ROOT);
-            effect(c, f, b, Event.Category.EXTERNAL, "calls " + kind + " " + verb + " (" + shortText(c) + ")",
+            effect(
+                    c,
+                    f,
+                    b,
+                    Event.Category.EXTERNAL,
+                    "calls " + kind + " " + verb + " (" + shortText(c) + ")",
                     keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
@@ -422,7 +575,8 @@ final class Tracer {
     }
 
     private static boolean keyed(String call, String member) {
-        return (call + member).matches("(?s).*(?i)(idempotency[-_ ]?key|idempotencykey|setIdempotencyKey|Idempotency-Key).*");
+        return (call + member)
+                .matches("(?s).*(?i)(idempotency[-_ ]?key|idempotencykey|setIdempotencyKey|Idempotency-Key).*");
     }
 
     private void save(MethodCallExpr c, String stype, Frame f) {
@@ -430,14 +584,22 @@ final class Tracer {
             return; // the delta set before the save is the effect
         }
         Expression arg = c.getArgument(0);
-        boolean insert = arg instanceof ObjectCreationExpr || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
+        boolean insert = arg instanceof ObjectCreationExpr
+                || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
         String entity = types.entityOfRepository(stype);
         if (arg instanceof NameExpr n && f.method != null) {
-            for (VariableDeclarator d : f.method.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
-                insert |= d.getInitializer().map(i -> i instanceof ObjectCreationExpr
-                        || i instanceof MethodCallExpr m && (m.getNameAsString().equals("build") || m.getNameAsString().startsWith("from")
-                        || m.getNameAsString().startsWith("to") || m.getNameAsString().startsWith("new") || m.getNameAsString().startsWith("create")
-                        || m.getNameAsString().startsWith("map"))).orElse(false);
+            for (VariableDeclarator d : f.method.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                insert |= d.getInitializer()
+                        .map(i -> i instanceof ObjectCreationExpr
+                                || i instanceof MethodCallExpr m
+                                        && (m.getNameAsString().equals("build")
+                                                || m.getNameAsString().startsWith("from")
+                                                || m.getNameAsString().startsWith("to")
+                                                || m.getNameAsString().startsWith("new")
+                                                || m.getNameAsString().startsWith("create")
+                                                || m.getNameAsString().startsWith("map")))
+                        .orElse(false);
                 if (entity == null) {
                     entity = Types.simple(d.getType());
                 }
@@ -453,19 +615,30 @@ final class Tracer {
         } else if (key.orElse(false)) {
             add(Event.Kind.GUARD, c, f, null, null, "insert under a unique business key (" + table + ")");
         } else {
-            effect(c, f, table != null && MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                    "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key", false);
+            effect(
+                    c,
+                    f,
+                    table != null && MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
+                    Event.Category.DATABASE,
+                    "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
+                    false);
         }
     }
 
     private void assign(AssignExpr a, Frame f) {
         if ((a.getOperator() == AssignExpr.Operator.PLUS || a.getOperator() == AssignExpr.Operator.MINUS)
-                && a.getTarget() instanceof FieldAccessExpr fa && !(fa.getScope() instanceof ThisExpr)) {
+                && a.getTarget() instanceof FieldAccessExpr fa
+                && !(fa.getScope() instanceof ThisExpr)) {
             f.counter = true;
             String field = fa.getNameAsString();
             String owner = Optional.ofNullable(types.typeOf(fa.getScope())).orElse("");
-            effect(a, f, MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                    "moves " + field + " by a delta (" + a + ")", false);
+            effect(
+                    a,
+                    f,
+                    MONEY.matcher(field + " " + owner).matches() ? Blast.MONEY : Blast.DATA,
+                    Event.Category.DATABASE,
+                    "moves " + field + " by a delta (" + a + ")",
+                    false);
         }
     }
 
@@ -478,7 +651,8 @@ final class Tracer {
         }
         for (Node n = c; n.getParentNode().isPresent(); n = n.getParentNode().get()) {
             Node p = n.getParentNode().get();
-            if (p instanceof IfStmt i && i.getCondition() == n || p instanceof ConditionalExpr ce && ce.getCondition() == n
+            if (p instanceof IfStmt i && i.getCondition() == n
+                    || p instanceof ConditionalExpr ce && ce.getCondition() == n
                     || p instanceof WhileStmt) {
                 return true;
             }
@@ -502,7 +676,8 @@ final class Tracer {
         if (m == null) {
             return false;
         }
-        for (VariableDeclarator d : m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+        for (VariableDeclarator d :
+                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
             if (d.getInitializer().filter(i -> i instanceof MethodCallExpr).isPresent()) {
                 return true;
             }
@@ -519,7 +694,8 @@ final class Tracer {
                 return mapped.get();
             }
         }
-        if (!name.matches("update|batchUpdate|execute|executeUpdate|executeLargeUpdate|prepareStatement|query\\w*|insert|sql|createQuery|createNativeQuery|addBatch|executeQuery")) {
+        if (!name.matches(
+                "update|batchUpdate|execute|executeUpdate|executeLargeUpdate|prepareStatement|query\\w*|insert|sql|createQuery|createNativeQuery|addBatch|executeQuery")) {
             return null;
         }
         for (Expression a : c.getArguments()) {
@@ -550,7 +726,8 @@ final class Tracer {
                 if (scope == null) {
                     continue;
                 }
-                for (VariableDeclarator d : scope.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                for (VariableDeclarator d : scope.findAll(
+                        VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
                     if (d.getInitializer().isPresent()) {
                         String v = literal(d.getInitializer().get(), at);
                         if (v != null) {
@@ -569,16 +746,32 @@ final class Tracer {
         Matcher ins = INSERT.matcher(sql);
         if (ins.find()) {
             String table = Schema.table(ins.group(1));
-            boolean conflict = lower.contains("on conflict") && lower.contains("do nothing") || lower.startsWith("insert ignore")
-                    || lower.contains("on duplicate key") || lower.contains(" where not exists");
+            boolean conflict = lower.contains("on conflict") && lower.contains("do nothing")
+                    || lower.startsWith("insert ignore")
+                    || lower.contains("on duplicate key")
+                    || lower.contains(" where not exists");
             Optional<Boolean> key = schema.hasBusinessKey(table);
             if (DEDUPE_TABLE.matcher(table).matches() && (conflict || key.orElse(true))) {
-                add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + (conflict ? " ON CONFLICT DO NOTHING" : " under its unique key"));
+                add(
+                        Event.Kind.CLAIM,
+                        c,
+                        f,
+                        null,
+                        null,
+                        "insert into " + table + (conflict ? " ON CONFLICT DO NOTHING" : " under its unique key"));
             } else if (conflict || key.orElse(false)) {
                 add(Event.Kind.GUARD, c, f, null, null, "insert into " + table + " under a unique key");
             } else {
-                effect(c, f, MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                        "inserts into " + table + (key.isPresent() ? ", which has no unique business key" : " with no unique key in sight"), false);
+                effect(
+                        c,
+                        f,
+                        MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
+                        Event.Category.DATABASE,
+                        "inserts into " + table
+                                + (key.isPresent()
+                                        ? ", which has no unique business key"
+                                        : " with no unique key in sight"),
+                        false);
             }
             return;
         }
@@ -592,8 +785,13 @@ final class Tracer {
                 add(Event.Kind.GUARD, c, f, null, null, "guarded transition on " + table + " (count checked)");
             } else if (counter.find()) {
                 String col = counter.group(1);
-                effect(c, f, MONEY.matcher(col + " " + table).matches() ? Blast.MONEY : Blast.DATA, Event.Category.DATABASE,
-                        "moves " + table + "." + col + " by a delta", false);
+                effect(
+                        c,
+                        f,
+                        MONEY.matcher(col + " " + table).matches() ? Blast.MONEY : Blast.DATA,
+                        Event.Category.DATABASE,
+                        "moves " + table + "." + col + " by a delta",
+                        false);
             }
         }
     }
@@ -606,9 +804,17 @@ final class Tracer {
         if (self) {
             targets = new ArrayList<>();
             // an inner class calls its outer class's methods without a scope too
-            for (Node t = f.type; t != null && targets.isEmpty(); t = t.getParentNode().flatMap(p -> Types.ancestor(p, TypeDeclaration.class)
-                    .map(Node.class::cast).or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty())).orElse(null)) {
-                targets.addAll(repo.methods(((TypeDeclaration<?>) t).getNameAsString(), name, c.getArguments().size()));
+            for (Node t = f.type;
+                    t != null && targets.isEmpty();
+                    t = t.getParentNode()
+                            .flatMap(p -> Types.ancestor(p, TypeDeclaration.class)
+                                    .map(Node.class::cast)
+                                    .or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty()))
+                            .orElse(null)) {
+                targets.addAll(repo.methods(
+                        ((TypeDeclaration<?>) t).getNameAsString(),
+                        name,
+                        c.getArguments().size()));
             }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size());
@@ -621,7 +827,9 @@ final class Tracer {
     private void reference(MethodReferenceExpr r, Frame f) {
         Expression scope = r.getScope();
         boolean self = scope instanceof ThisExpr;
-        String type = self ? (f.type == null ? null : f.type.getNameAsString()) : scope.isTypeExpr() ? scope.toString() : types.typeOf(scope);
+        String type = self
+                ? (f.type == null ? null : f.type.getNameAsString())
+                : scope.isTypeExpr() ? scope.toString() : types.typeOf(scope);
         if (type == null || !types.isRepoType(type)) {
             return;
         }
@@ -645,15 +853,23 @@ final class Tracer {
             Location txLoc = f.txLoc;
             if (Types.isTransactional(t)) {
                 if (self && f.tx == null) {
-                    add(Event.Kind.SELF_INVOCATION, at, f, null, repo.loc(t), Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
-                } else if (!self && (f.tx == null || t.getAnnotations().toString().contains("REQUIRES_NEW"))) {
+                    add(
+                            Event.Kind.SELF_INVOCATION,
+                            at,
+                            f,
+                            null,
+                            repo.loc(t),
+                            Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
+                } else if (!self
+                        && (f.tx == null || t.getAnnotations().toString().contains("REQUIRES_NEW"))) {
                     tx = ++txIds;
                     txLoc = repo.loc(t);
                 }
             }
             List<Step> path = new ArrayList<>(f.path);
             TypeDeclaration<?> owner = Types.enclosingType(t);
-            path.add(new Step((owner == null ? "?" : owner.getNameAsString()) + "." + t.getNameAsString(), repo.loc(at)));
+            path.add(new Step(
+                    (owner == null ? "?" : owner.getNameAsString()) + "." + t.getNameAsString(), repo.loc(at)));
             Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
             visiting.add(t);
             span(t);
@@ -680,22 +896,46 @@ final class Tracer {
         Blast b = blast;
         if (category == Event.Category.EXTERNAL && b == Blast.DATA) {
             String context = String.join(" ", path.stream().map(Step::name).toList());
-            b = MONEY.matcher(context).matches() ? Blast.MONEY : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : b;
+            b = MONEY.matcher(context).matches()
+                    ? Blast.MONEY
+                    : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : b;
         }
-        events.add(new Event(Event.Kind.EFFECT, seq++, repo.loc(at), List.copyOf(path), b, category, what, f.tx, f.txLoc, keyed,
+        events.add(new Event(
+                Event.Kind.EFFECT,
+                seq++,
+                repo.loc(at),
+                List.copyOf(path),
+                b,
+                category,
+                what,
+                f.tx,
+                f.txLoc,
+                keyed,
                 member(at)));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
-        events.add(new Event(kind, seq++, repo.loc(at), List.copyOf(path), blast, null, what, f.tx,
-                kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc, false, member(at)));
+        events.add(new Event(
+                kind,
+                seq++,
+                repo.loc(at),
+                List.copyOf(path),
+                blast,
+                null,
+                what,
+                f.tx,
+                kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc,
+                false,
+                member(at)));
     }
 
     private static String member(Node at) {
         TypeDeclaration<?> t = Types.enclosingType(at);
-        String m = Types.ancestor(at, MethodDeclaration.class).map(MethodDeclaration::getNameAsString).orElse("<init>");
+        String m = Types.ancestor(at, MethodDeclaration.class)
+                .map(MethodDeclaration::getNameAsString)
+                .orElse("<init>");
         return (t == null ? "?" : t.getNameAsString()) + "." + m;
     }
 

@@ -24,7 +24,6 @@ import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.type.ClassOrInterfaceType;
 import com.github.javaparser.ast.type.Type;
 import com.github.javaparser.resolution.types.ResolvedType;
-
 import java.util.Optional;
 
 /**
@@ -88,13 +87,15 @@ final class Types {
         if (owner == null || !isRepoType(owner)) {
             return null;
         }
-        for (MethodDeclaration m : repo.methods(owner, mc.getNameAsString(), mc.getArguments().size())) {
+        for (MethodDeclaration m :
+                repo.methods(owner, mc.getNameAsString(), mc.getArguments().size())) {
             if (!m.getType().isVoidType()) {
                 return simple(m.getType());
             }
         }
         for (TypeDeclaration<?> t : repo.types(owner)) {
-            if (t instanceof com.github.javaparser.ast.body.RecordDeclaration r && mc.getArguments().isEmpty()) {
+            if (t instanceof com.github.javaparser.ast.body.RecordDeclaration r
+                    && mc.getArguments().isEmpty()) {
                 for (Parameter p : r.getParameters()) {
                     if (p.getNameAsString().equals(mc.getNameAsString())) {
                         return simple(p.getType());
@@ -134,13 +135,16 @@ final class Types {
     /** The declared type of a name visible at {@code at}: local, parameter, lambda parameter, field. */
     Type declaredType(Node at, String name) {
         Node prev = at;
-        for (Node n = at.getParentNode().orElse(null); n != null; prev = n, n = n.getParentNode().orElse(null)) {
+        for (Node n = at.getParentNode().orElse(null);
+                n != null;
+                prev = n, n = n.getParentNode().orElse(null)) {
             if (n instanceof com.github.javaparser.ast.stmt.BlockStmt b) {
                 for (com.github.javaparser.ast.stmt.Statement s : b.getStatements()) {
                     if (s == prev) {
                         break;
                     }
-                    for (VariableDeclarationExpr v : s.findAll(VariableDeclarationExpr.class,
+                    for (VariableDeclarationExpr v : s.findAll(
+                            VariableDeclarationExpr.class,
                             x -> x.getParentNode().filter(p -> p == s).isPresent())) {
                         for (VariableDeclarator d : v.getVariables()) {
                             if (d.getNameAsString().equals(name)) {
@@ -175,7 +179,8 @@ final class Types {
                         }
                     }
                 }
-            } else if (n instanceof CatchClause cc && cc.getParameter().getNameAsString().equals(name)) {
+            } else if (n instanceof CatchClause cc
+                    && cc.getParameter().getNameAsString().equals(name)) {
                 return cc.getParameter().getType();
             } else if (n instanceof LambdaExpr l) {
                 for (Parameter p : l.getParameters()) {
@@ -201,8 +206,10 @@ final class Types {
 
     private static Type varType(VariableDeclarator d) {
         if (d.getType().isVarType()) {
-            return d.getInitializer().filter(Expression::isObjectCreationExpr)
-                    .map(i -> (Type) i.asObjectCreationExpr().getType()).orElse(null);
+            return d.getInitializer()
+                    .filter(Expression::isObjectCreationExpr)
+                    .map(i -> (Type) i.asObjectCreationExpr().getType())
+                    .orElse(null);
         }
         return d.getType();
     }
@@ -241,7 +248,9 @@ final class Types {
 
     /** The nearest ancestor of a type (JavaParser's own findAncestor takes generic varargs, which javac flags). */
     static <T extends Node> Optional<T> ancestor(Node n, Class<T> type) {
-        for (Node p = n.getParentNode().orElse(null); p != null; p = p.getParentNode().orElse(null)) {
+        for (Node p = n.getParentNode().orElse(null);
+                p != null;
+                p = p.getParentNode().orElse(null)) {
             if (type.isInstance(p)) {
                 return Optional.of(type.cast(p));
             }
@@ -278,7 +287,8 @@ final class Types {
         for (TypeDeclaration<?> t : repo.types(repoType)) {
             if (t instanceof ClassOrInterfaceDeclaration c) {
                 for (ClassOrInterfaceType st : c.getExtendedTypes()) {
-                    if (st.getNameAsString().endsWith("Repository") && st.getTypeArguments().isPresent()
+                    if (st.getNameAsString().endsWith("Repository")
+                            && st.getTypeArguments().isPresent()
                             && !st.getTypeArguments().get().isEmpty()) {
                         return simple(st.getTypeArguments().get().get(0));
                     }
@@ -300,8 +310,10 @@ final class Types {
 
     static boolean isTransactional(MethodDeclaration m) {
         if (annotated(m.getAnnotations(), "Transactional")) {
-            return !annotation(m.getAnnotations(), "Transactional").map(a -> a.toString().contains("NOT_SUPPORTED")
-                    || a.toString().contains("NEVER")).orElse(false);
+            return !annotation(m.getAnnotations(), "Transactional")
+                    .map(a -> a.toString().contains("NOT_SUPPORTED")
+                            || a.toString().contains("NEVER"))
+                    .orElse(false);
         }
         TypeDeclaration<?> t = enclosingType(m);
         return t != null && annotated(t.getAnnotations(), "Transactional") && m.isPublic();

@@ -12,6 +12,7 @@ import dev.once.spring.OnceOutbox;
 import dev.once.spring.OnceSpring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
+import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -23,8 +24,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Role;
 import org.springframework.transaction.PlatformTransactionManager;
 
-import javax.sql.DataSource;
-
 /**
  * Auto-configures {@code once} on the application's {@code DataSource} and transaction manager:
  * {@link OnceSpring} (consumers that join the current transaction; an {@code OutcomeListener} bean is told
@@ -33,13 +32,15 @@ import javax.sql.DataSource;
  * {@code SmartLifecycle}, and the pruners on a schedule. Every bean backs off when the application
  * defines its own; {@code once.enabled=false} turns all of it off.
  */
-@AutoConfiguration(afterName = {
-        "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
-        "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
-        "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
-        "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
-        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-        "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration"})
+@AutoConfiguration(
+        afterName = {
+            "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+            "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
+            "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
+            "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
+            "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+            "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration"
+        })
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(OnceProperties.class)
@@ -63,11 +64,17 @@ public class OnceAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnSingleCandidate(PlatformTransactionManager.class)
-    OnceSpring onceSpring(DataSource dataSource, PlatformTransactionManager transactionManager,
-                          OnceProperties properties, ObjectProvider<MeterRegistry> meterRegistry,
-                          ObjectProvider<OnceSchema> schema, ObjectProvider<OutcomeListener> outcomeListener) {
-        schema.ifAvailable(s -> { });   // tables first, when once migrates them
-        OnceSpring.Builder b = OnceSpring.builder().dataSource(dataSource).transactionManager(transactionManager)
+    OnceSpring onceSpring(
+            DataSource dataSource,
+            PlatformTransactionManager transactionManager,
+            OnceProperties properties,
+            ObjectProvider<MeterRegistry> meterRegistry,
+            ObjectProvider<OnceSchema> schema,
+            ObjectProvider<OutcomeListener> outcomeListener) {
+        schema.ifAvailable(s -> {}); // tables first, when once migrates them
+        OnceSpring.Builder b = OnceSpring.builder()
+                .dataSource(dataSource)
+                .transactionManager(transactionManager)
                 .tablePrefix(properties.getTablePrefix())
                 .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry));
         if (properties.getLockTimeout() != null) {
@@ -86,8 +93,11 @@ public class OnceAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     OutboxAdmin onceOutboxAdmin(OnceSpring once) {
-        return OutboxAdmin.builder().dataSource(once.dataSource()).dialect(once.dialect())
-                .tablePrefix(once.tablePrefix()).build();
+        return OutboxAdmin.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .build();
     }
 
     @Bean
@@ -99,16 +109,27 @@ public class OnceAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBooleanProperty(name = "once.relay.enabled", matchIfMissing = true)
-    OnceRelayLifecycle onceRelay(OnceSpring once, OnceProperties properties, Publisher oncePublisher,
-                                 ObjectProvider<MeterRegistry> meterRegistry, ObjectProvider<OnceSchema> schema) {
-        schema.ifAvailable(s -> { });
+    OnceRelayLifecycle onceRelay(
+            OnceSpring once,
+            OnceProperties properties,
+            Publisher oncePublisher,
+            ObjectProvider<MeterRegistry> meterRegistry,
+            ObjectProvider<OnceSchema> schema) {
+        schema.ifAvailable(s -> {});
         OnceProperties.Relay r = properties.getRelay();
-        OutboxRelay.Builder b = OutboxRelay.builder().dataSource(once.dataSource()).dialect(once.dialect())
-                .tablePrefix(once.tablePrefix()).publisher(oncePublisher)
-                .batchSize(r.getBatchSize()).pollInterval(r.getPollInterval())
+        OutboxRelay.Builder b = OutboxRelay.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .publisher(oncePublisher)
+                .batchSize(r.getBatchSize())
+                .pollInterval(r.getPollInterval())
                 // maxAttempts counts the first send; the policy counts the retries after it.
-                .retryPolicy(OutboxRelay.DEFAULT_RETRY_POLICY.toBuilder().maxRetries(r.getMaxAttempts() - 1)
-                        .initialDelay(r.getInitialBackoff()).maxDelay(r.getMaxBackoff()).build())
+                .retryPolicy(OutboxRelay.DEFAULT_RETRY_POLICY.toBuilder()
+                        .maxRetries(r.getMaxAttempts() - 1)
+                        .initialDelay(r.getInitialBackoff())
+                        .maxDelay(r.getMaxBackoff())
+                        .build())
                 .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry));
         if (r.getLease() != null) {
             b.lease(r.getLease(), r.getLeaseTtl());
@@ -119,15 +140,25 @@ public class OnceAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBooleanProperty(name = "once.retention.enabled", matchIfMissing = true)
-    OnceRetentionLifecycle onceRetention(OnceSpring once, OnceProperties properties,
-                                         ObjectProvider<MeterRegistry> meterRegistry) {
+    OnceRetentionLifecycle onceRetention(
+            OnceSpring once, OnceProperties properties, ObjectProvider<MeterRegistry> meterRegistry) {
         OnceProperties.Retention r = properties.getRetention();
         MeterRegistry registry = meterRegistry.getIfUnique(() -> Metrics.globalRegistry);
-        InboxPruner inbox = InboxPruner.builder().dataSource(once.dataSource()).dialect(once.dialect())
-                .tablePrefix(once.tablePrefix()).retention(r.getInbox()).redeliveryHorizon(r.getRedeliveryHorizon())
-                .meterRegistry(registry).build();
-        OutboxPruner outbox = OutboxPruner.builder().dataSource(once.dataSource()).dialect(once.dialect())
-                .tablePrefix(once.tablePrefix()).retention(r.getOutbox()).meterRegistry(registry).build();
+        InboxPruner inbox = InboxPruner.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .retention(r.getInbox())
+                .redeliveryHorizon(r.getRedeliveryHorizon())
+                .meterRegistry(registry)
+                .build();
+        OutboxPruner outbox = OutboxPruner.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .retention(r.getOutbox())
+                .meterRegistry(registry)
+                .build();
         return new OnceRetentionLifecycle(java.util.List.of(inbox::schedule, outbox::schedule), r.getInterval());
     }
 }

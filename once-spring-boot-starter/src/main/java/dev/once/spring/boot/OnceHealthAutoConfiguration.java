@@ -23,21 +23,24 @@ public class OnceHealthAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean(name = "onceHealthIndicator")
-    HealthIndicator onceHealthIndicator(OutboxAdmin admin, ObjectProvider<OnceRelayLifecycle> relay,
-                                        OnceProperties properties) {
+    HealthIndicator onceHealthIndicator(
+            OutboxAdmin admin, ObjectProvider<OnceRelayLifecycle> relay, OnceProperties properties) {
         return () -> health(admin.stats(), relay.getIfAvailable(), properties);
     }
 
     static Health health(OutboxStats stats, OnceRelayLifecycle relay, OnceProperties properties) {
         boolean relayDown = relay != null && !relay.isRunning();
         Health.Builder b = relayDown ? Health.down() : Health.up();
-        return b.withDetail("relay", relay == null ? "not in this application" : relay.isRunning() ? "running"
-                        : "stopped")
+        return b.withDetail(
+                        "relay", relay == null ? "not in this application" : relay.isRunning() ? "running" : "stopped")
                 .withDetail("outboxPending", stats.pending())
                 .withDetail("outboxLag", stats.oldestPendingAge().toString())
                 .withDetail("outboxDead", stats.dead())
-                .withDetail("inboxRetention", properties.getRetention().getInbox().toString())
-                .withDetail("redeliveryHorizon", properties.getRetention().getRedeliveryHorizon().toString())
+                .withDetail(
+                        "inboxRetention", properties.getRetention().getInbox().toString())
+                .withDetail(
+                        "redeliveryHorizon",
+                        properties.getRetention().getRedeliveryHorizon().toString())
                 .build();
     }
 }

@@ -26,15 +26,20 @@ public class OnceHttpAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     IdempotencyKeys onceIdempotencyKeys(dev.once.spring.OnceSpring once) {
-        return IdempotencyKeys.builder().dataSource(once.dataSource()).dialect(once.dialect())
-                .tablePrefix(once.tablePrefix()).build();
+        return IdempotencyKeys.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .build();
     }
 
     @Bean
     @ConditionalOnMissingBean(name = "onceIdempotencyFilter")
     FilterRegistrationBean<IdempotencyFilter> onceIdempotencyFilter(IdempotencyKeys keys, OnceProperties properties) {
         OnceProperties.Idempotency p = properties.getHttp().getIdempotency();
-        IdempotencyFilter.Builder b = IdempotencyFilter.builder().keys(keys).required(p.isRequired())
+        IdempotencyFilter.Builder b = IdempotencyFilter.builder()
+                .keys(keys)
+                .required(p.isRequired())
                 .methods(p.getMethods().toArray(String[]::new));
         if (p.getScopeHeader() != null) {
             String header = p.getScopeHeader();

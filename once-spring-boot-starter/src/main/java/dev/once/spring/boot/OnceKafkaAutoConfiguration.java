@@ -15,7 +15,8 @@ import org.springframework.kafka.core.ProducerFactory;
  * are published to the Kafka topic of that name, with the producer settings of the application, made
  * idempotent with {@code acks=all}.
  */
-@AutoConfiguration(before = OnceAutoConfiguration.class,
+@AutoConfiguration(
+        before = OnceAutoConfiguration.class,
         afterName = "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration")
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnClass({KafkaPublisher.class, ProducerFactory.class})

@@ -1,10 +1,9 @@
 package dev.once.spring.boot;
 
-import org.springframework.boot.context.properties.ConfigurationProperties;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * Settings of the {@code once} auto-configuration, under {@code once.*}. Defaults are literals so the

@@ -5,7 +5,6 @@ import dev.once.outbox.HttpPublisher;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
-
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Predicate;
@@ -18,8 +17,7 @@ import java.util.function.Predicate;
  */
 public final class OncePublishers {
 
-    private OncePublishers() {
-    }
+    private OncePublishers() {}
 
     /**
      * A publisher for destinations {@code accepts} says yes to.
@@ -53,8 +51,11 @@ public final class OncePublishers {
             }
         }
         throw new PermanentFailureException("no publisher for outbox destination '" + d + "': it is not an http(s)"
-                + " URL and " + (brokers.isEmpty() ? "no broker publisher is configured (add spring-kafka with a"
-                + " ProducerFactory bean, or define a Publisher bean named 'oncePublisher')"
-                : "none of " + brokers.stream().map(BrokerPublisher::name).toList() + " accepts it"));
+                + " URL and "
+                + (brokers.isEmpty()
+                        ? "no broker publisher is configured (add spring-kafka with a"
+                                + " ProducerFactory bean, or define a Publisher bean named 'oncePublisher')"
+                        : "none of "
+                                + brokers.stream().map(BrokerPublisher::name).toList() + " accepts it"));
     }
 }

@@ -55,7 +55,7 @@ public final class OnceRelayLifecycle implements SmartLifecycle {
             return;
         }
         running = false;
-        relay.close();   // waits for the batch in flight; a row it could not mark is sent again later
+        relay.close(); // waits for the batch in flight; a row it could not mark is sent again later
         relay = null;
     }
 

@@ -1,13 +1,12 @@
 package dev.once.spring.boot;
 
-import org.springframework.context.SmartLifecycle;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import org.springframework.context.SmartLifecycle;
 
 /** Runs the inbox and outbox pruners on one daemon thread, every {@code once.retention.interval}. Thread-safe. */
 public final class OnceRetentionLifecycle implements SmartLifecycle {

@@ -6,5 +6,4 @@ package dev.once.spring.boot;
  *
  * @param applied migrations applied by this start (0 when the schema was current)
  */
-public record OnceSchema(int applied) {
-}
+public record OnceSchema(int applied) {}

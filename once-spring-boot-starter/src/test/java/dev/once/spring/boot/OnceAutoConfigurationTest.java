@@ -1,5 +1,7 @@
 package dev.once.spring.boot;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.Publisher;
@@ -9,6 +11,14 @@ import dev.once.spring.OnceOutbox;
 import dev.once.spring.OnceSpring;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,17 +32,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
-
-import javax.sql.DataSource;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.Statement;
-import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** The starter on a Boot application that has only spring-boot-starter-jdbc, the PostgreSQL driver and it. */
 class OnceAutoConfigurationTest {
@@ -54,11 +53,17 @@ class OnceAutoConfigurationTest {
     /** Only what spring-boot-starter-jdbc brings: Kafka, once-http, Actuator health hidden. */
     private static ApplicationContextRunner jdbcOnly() {
         return new ApplicationContextRunner()
-                .withClassLoader(new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka",
-                        "dev.once.http", "org.springframework.boot.health"))
-                .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class, OnceKafkaAutoConfiguration.class,
-                        OnceAutoConfiguration.class, OnceHealthAutoConfiguration.class,
+                .withClassLoader(new FilteredClassLoader(
+                        "org.springframework.kafka",
+                        "dev.once.kafka",
+                        "dev.once.http",
+                        "org.springframework.boot.health"))
+                .withConfiguration(AutoConfigurations.of(
+                        DataSourceAutoConfiguration.class,
+                        DataSourceTransactionManagerAutoConfiguration.class,
+                        OnceKafkaAutoConfiguration.class,
+                        OnceAutoConfiguration.class,
+                        OnceHealthAutoConfiguration.class,
                         OnceHttpAutoConfiguration.class))
                 .withPropertyValues("spring.datasource.url=" + url);
     }
@@ -66,27 +71,35 @@ class OnceAutoConfigurationTest {
     @Test
     void bootsWithOnlyTheJdbcStarterThePostgresDriverAndTheStarter() {
         jdbcOnly().run(context -> {
-            assertThat(context).hasNotFailed()
-                    .hasSingleBean(OnceSpring.class).hasSingleBean(OnceOutbox.class)
-                    .hasSingleBean(IdempotentListenerPostProcessor.class).hasSingleBean(OutboxAdmin.class)
-                    .hasSingleBean(OnceRelayLifecycle.class).hasSingleBean(OnceRetentionLifecycle.class)
-                    .doesNotHaveBean(OnceSchema.class).doesNotHaveBean("onceIdempotencyFilter");
+            assertThat(context)
+                    .hasNotFailed()
+                    .hasSingleBean(OnceSpring.class)
+                    .hasSingleBean(OnceOutbox.class)
+                    .hasSingleBean(IdempotentListenerPostProcessor.class)
+                    .hasSingleBean(OutboxAdmin.class)
+                    .hasSingleBean(OnceRelayLifecycle.class)
+                    .hasSingleBean(OnceRetentionLifecycle.class)
+                    .doesNotHaveBean(OnceSchema.class)
+                    .doesNotHaveBean("onceIdempotencyFilter");
             OnceSpring once = context.getBean(OnceSpring.class);
             assertThat(once.dataSource()).isSameAs(context.getBean(DataSource.class));
             assertThat(once.transactionManager()).isSameAs(context.getBean(PlatformTransactionManager.class));
-            assertThat(context.getBean(OnceRelayLifecycle.class).isRunning()).as("relay started with the context")
+            assertThat(context.getBean(OnceRelayLifecycle.class).isRunning())
+                    .as("relay started with the context")
                     .isTrue();
             // the outbox joins the application's transactions
             new TransactionTemplate(once.transactionManager()).executeWithoutResult(s -> {
                 try {
-                    context.getBean(OnceOutbox.class).add("https://psp.example/charges", null, new byte[0], Map.of(),
-                            "boot-1");
+                    context.getBean(OnceOutbox.class)
+                            .add("https://psp.example/charges", null, new byte[0], Map.of(), "boot-1");
                 } catch (java.sql.SQLException e) {
                     throw new IllegalStateException(e);
                 }
             });
-            assertThat(new JdbcTemplate(once.dataSource()).queryForObject(
-                    "SELECT count(*) FROM once_outbox WHERE idempotency_key = 'boot-1'", Long.class)).isEqualTo(1);
+            assertThat(new JdbcTemplate(once.dataSource())
+                            .queryForObject(
+                                    "SELECT count(*) FROM once_outbox WHERE idempotency_key = 'boot-1'", Long.class))
+                    .isEqualTo(1);
         });
     }
 
@@ -120,36 +133,48 @@ class OnceAutoConfigurationTest {
 
         @org.springframework.context.annotation.Bean
         OnceSpring myOnce(DataSource ds, PlatformTransactionManager tm) {
-            built = OnceSpring.builder().dataSource(ds).transactionManager(tm).tablePrefix("once_").build();
+            built = OnceSpring.builder()
+                    .dataSource(ds)
+                    .transactionManager(tm)
+                    .tablePrefix("once_")
+                    .build();
             return built;
         }
     }
 
     @Test
     void onceEnabledFalseTurnsEverythingOff() {
-        jdbcOnly().withPropertyValues("once.enabled=false").run(context -> assertThat(context).hasNotFailed()
-                .doesNotHaveBean(OnceSpring.class).doesNotHaveBean(OnceRelayLifecycle.class)
-                .doesNotHaveBean(IdempotentListenerPostProcessor.class));
+        jdbcOnly()
+                .withPropertyValues("once.enabled=false")
+                .run(context -> assertThat(context)
+                        .hasNotFailed()
+                        .doesNotHaveBean(OnceSpring.class)
+                        .doesNotHaveBean(OnceRelayLifecycle.class)
+                        .doesNotHaveBean(IdempotentListenerPostProcessor.class));
     }
 
     @Test
     void schemaMigrateCreatesTheTablesWhenAskedTo() throws Exception {
         String schema = "once_boot_" + ProcessHandle.current().pid() + "_" + System.nanoTime();
         String base = TestPostgres.shared().jdbcUrl();
-        try (Connection c = DriverManager.getConnection(base); Statement s = c.createStatement()) {
+        try (Connection c = DriverManager.getConnection(base);
+                Statement s = c.createStatement()) {
             s.execute("CREATE SCHEMA " + schema);
         }
         try {
             String bare = base + (base.contains("?") ? "&" : "?") + "currentSchema=" + schema;
-            jdbcOnly().withPropertyValues("spring.datasource.url=" + bare, "once.schema.migrate=true")
+            jdbcOnly()
+                    .withPropertyValues("spring.datasource.url=" + bare, "once.schema.migrate=true")
                     .run(context -> {
                         assertThat(context).hasNotFailed().hasSingleBean(OnceSchema.class);
                         assertThat(context.getBean(OnceSchema.class).applied()).isPositive();
-                        assertThat(new JdbcTemplate(context.getBean(DataSource.class)).queryForObject(
-                                "SELECT count(*) FROM once_inbox", Long.class)).isZero();
+                        assertThat(new JdbcTemplate(context.getBean(DataSource.class))
+                                        .queryForObject("SELECT count(*) FROM once_inbox", Long.class))
+                                .isZero();
                     });
         } finally {
-            try (Connection c = DriverManager.getConnection(base); Statement s = c.createStatement()) {
+            try (Connection c = DriverManager.getConnection(base);
+                    Statement s = c.createStatement()) {
                 s.execute("DROP SCHEMA " + schema + " CASCADE");
             }
         }
@@ -159,16 +184,20 @@ class OnceAutoConfigurationTest {
     void healthIndicatorReportsTheRelayAndTheOutbox() {
         new ApplicationContextRunner()
                 .withClassLoader(new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka"))
-                .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class, OnceAutoConfiguration.class,
+                .withConfiguration(AutoConfigurations.of(
+                        DataSourceAutoConfiguration.class,
+                        DataSourceTransactionManagerAutoConfiguration.class,
+                        OnceAutoConfiguration.class,
                         OnceHealthAutoConfiguration.class))
                 .withPropertyValues("spring.datasource.url=" + url)
                 .run(context -> {
                     HealthIndicator health = context.getBean("onceHealthIndicator", HealthIndicator.class);
                     var h = health.health(true);
                     assertThat(h.getStatus()).isEqualTo(Status.UP);
-                    assertThat(h.getDetails()).containsEntry("relay", "running").containsKeys("outboxPending",
-                            "outboxLag", "outboxDead", "inboxRetention", "redeliveryHorizon");
+                    assertThat(h.getDetails())
+                            .containsEntry("relay", "running")
+                            .containsKeys(
+                                    "outboxPending", "outboxLag", "outboxDead", "inboxRetention", "redeliveryHorizon");
                     context.getBean(OnceRelayLifecycle.class).stop();
                     assertThat(health.health(true).getStatus()).isEqualTo(Status.DOWN);
                 });
@@ -196,8 +225,13 @@ class OnceAutoConfigurationTest {
         try (InputStream in = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
             assertThat(in).as("spring-boot-configuration-processor output").isNotNull();
             String json = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(json).contains("\"once.enabled\"", "\"once.schema.migrate\"", "\"once.relay.batch-size\"",
-                    "\"once.retention.inbox\"", "\"once.http.idempotency.enabled\"");
+            assertThat(json)
+                    .contains(
+                            "\"once.enabled\"",
+                            "\"once.schema.migrate\"",
+                            "\"once.relay.batch-size\"",
+                            "\"once.retention.inbox\"",
+                            "\"once.http.idempotency.enabled\"");
         }
     }
 }

@@ -1,8 +1,6 @@
 package dev.once.spring.boot;
 
-import org.junit.jupiter.api.Test;
-import org.springframework.boot.configurationprocessor.json.JSONArray;
-import org.springframework.boot.configurationprocessor.json.JSONObject;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -11,8 +9,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.configurationprocessor.json.JSONArray;
+import org.springframework.boot.configurationprocessor.json.JSONObject;
 
 /**
  * The properties table of the README's Spring Boot section is generated from the configuration metadata the
@@ -26,7 +25,8 @@ class PropertiesDocTest {
 
     static String table() throws Exception {
         String json;
-        try (InputStream in = PropertiesDocTest.class.getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
+        try (InputStream in =
+                PropertiesDocTest.class.getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
             json = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
         JSONArray properties = new JSONObject(json).getJSONArray("properties");
@@ -50,8 +50,13 @@ class PropertiesDocTest {
             } else {
                 shown = d.toString();
             }
-            b.append("| `").append(p.getString("name")).append("` | `").append(shown).append("` | ")
-                    .append(p.optString("description").replace("|", "\\|").replace("\n", " ")).append(" |\n");
+            b.append("| `")
+                    .append(p.getString("name"))
+                    .append("` | `")
+                    .append(shown)
+                    .append("` | ")
+                    .append(p.optString("description").replace("|", "\\|").replace("\n", " "))
+                    .append(" |\n");
         }
         return b.toString();
     }
@@ -68,7 +73,9 @@ class PropertiesDocTest {
         if (!current.equals(table)) {
             Files.writeString(Path.of("target", "spring-properties.md"), table);
         }
-        assertThat(current).as("README.md properties table (Spring Boot) is stale: paste target/spring-properties.md"
-                + " between its markers").isEqualTo(table);
+        assertThat(current)
+                .as("README.md properties table (Spring Boot) is stale: paste target/spring-properties.md"
+                        + " between its markers")
+                .isEqualTo(table);
     }
 }

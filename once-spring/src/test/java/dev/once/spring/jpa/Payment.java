@@ -10,10 +10,10 @@ import jakarta.persistence.Table;
 public class Payment {
     @Id
     private String id;
+
     private long amount;
 
-    protected Payment() {
-    }
+    protected Payment() {}
 
     public Payment(String id, long amount) {
         this.id = id;

@@ -3,14 +3,13 @@ package dev.once.testkit.broker;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.IdempotentConsumer;
-
-import javax.sql.DataSource;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.util.concurrent.locks.LockSupport;
+import javax.sql.DataSource;
 
 /**
  * The child JVM of {@link BrokerContract}'s crash case. It builds the adapter's consumer through
@@ -28,13 +27,12 @@ public final class AckGapChild {
     /** Printed right after the first commit returned, before anything can be acknowledged. */
     public static final String COMMITTED = "ONCE-CHILD COMMITTED";
 
-    private AckGapChild() {
-    }
+    private AckGapChild() {}
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
-            throw new IllegalArgumentException("expected: <contract class> <jdbc url> <destination>, but got "
-                    + args.length + " arguments");
+            throw new IllegalArgumentException(
+                    "expected: <contract class> <jdbc url> <destination>, but got " + args.length + " arguments");
         }
         Constructor<?> constructor = Class.forName(args[0]).getDeclaredConstructor();
         constructor.setAccessible(true);
@@ -44,13 +42,16 @@ public final class AckGapChild {
         config.setJdbcUrl(args[1]);
         config.setMaximumPoolSize(4);
         DataSource dataSource = stopAfterCommit(new HikariDataSource(config));
-        IdempotentConsumer consumer = IdempotentConsumer.builder().dataSource(dataSource)
-                .consumer(BrokerContract.CONSUMER).handler(new LedgerHandler()).build();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(dataSource)
+                .consumer(BrokerContract.CONSUMER)
+                .handler(new LedgerHandler())
+                .build();
         contract.startConsumer(args[2], consumer, 1);
         System.out.println(STARTED);
         System.out.flush();
         while (true) {
-            LockSupport.park();   // the parent kills this JVM; nothing here ever acknowledges
+            LockSupport.park(); // the parent kills this JVM; nothing here ever acknowledges
         }
     }
 
@@ -58,14 +59,14 @@ public final class AckGapChild {
         InvocationHandler onDataSource = (proxy, method, args) -> {
             Object result = invoke(method, target, args);
             if (result instanceof Connection c) {
-                return Proxy.newProxyInstance(AckGapChild.class.getClassLoader(), new Class<?>[] {Connection.class},
-                        (p, m, a) -> {
+                return Proxy.newProxyInstance(
+                        AckGapChild.class.getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
                             Object r = invoke(m, c, a);
                             if (m.getName().equals("commit")) {
                                 System.out.println(COMMITTED);
                                 System.out.flush();
                                 while (true) {
-                                    LockSupport.park();   // the commit returned; the ack must never happen
+                                    LockSupport.park(); // the commit returned; the ack must never happen
                                 }
                             }
                             return r;
@@ -73,8 +74,8 @@ public final class AckGapChild {
             }
             return result;
         };
-        return (DataSource) Proxy.newProxyInstance(AckGapChild.class.getClassLoader(),
-                new Class<?>[] {DataSource.class}, onDataSource);
+        return (DataSource) Proxy.newProxyInstance(
+                AckGapChild.class.getClassLoader(), new Class<?>[] {DataSource.class}, onDataSource);
     }
 
     private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args) throws Throwable {

@@ -1,17 +1,12 @@
 package dev.once.testkit.broker;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome.Status;
 import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
-import org.awaitility.Awaitility;
-import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -26,8 +21,12 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
 import java.util.concurrent.Callable;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 
 /**
  * The guarantee every broker adapter must give, whatever the broker does: each event's effect
@@ -93,8 +92,7 @@ public abstract class BrokerContract {
     protected abstract String createDestination(String name) throws Exception;
 
     /** Removes what {@link #createDestination} made; called after each case. Default: nothing. */
-    protected void deleteDestination(String destination) throws Exception {
-    }
+    protected void deleteDestination(String destination) throws Exception {}
 
     /**
      * Publishes the events in order, one broker message each, with the event id where the
@@ -157,10 +155,14 @@ public abstract class BrokerContract {
         database = TestPostgres.shared().freshDatabase();
         database.execute(LedgerHandler.CREATE);
         handler = new LedgerHandler();
-        counting = new CountingConsumer(IdempotentConsumer.builder().dataSource(database.dataSource())
-                .consumer(CONSUMER).handler(handler).build());
+        counting = new CountingConsumer(IdempotentConsumer.builder()
+                .dataSource(database.dataSource())
+                .consumer(CONSUMER)
+                .handler(handler)
+                .build());
         String name = (abbreviation(caseName) + "-" + Long.toString(System.nanoTime(), 36) + "-"
-                + ProcessHandle.current().pid()).toLowerCase(java.util.Locale.ROOT);
+                        + ProcessHandle.current().pid())
+                .toLowerCase(java.util.Locale.ROOT);
         destination = createDestination(name);
     }
 
@@ -189,7 +191,8 @@ public abstract class BrokerContract {
         start(1);
         waitUntil("evt-1 applied", () -> counting.outcomes("evt-1").contains(Status.APPLIED));
         send(List.of(e.asCopy()));
-        waitUntil("the second message of evt-1 absorbed as a duplicate",
+        waitUntil(
+                "the second message of evt-1 absorbed as a duplicate",
                 () -> counting.outcomes("evt-1").contains(Status.DUPLICATE));
         assertLedger(List.of(e));
     }
@@ -200,17 +203,20 @@ public abstract class BrokerContract {
         send(List.of(e));
         String url = TestPostgres.shared().jdbcUrl();
         url += (url.contains("?") ? "&" : "?") + "currentSchema=" + database.name();
-        try (ChildJvm child = ChildJvm.start(AckGapChild.class, childEnvironment(), getClass().getName(), url,
-                destination)) {
+        try (ChildJvm child =
+                ChildJvm.start(AckGapChild.class, childEnvironment(), getClass().getName(), url, destination)) {
             child.awaitLineStartingWith(AckGapChild.COMMITTED, patience());
             child.kill();
         }
         assertThat(rows()).as("the child committed evt-1 before it was killed").containsEntry("evt-1", 1);
         start(1);
-        waitUntil("evt-1, never acknowledged by the killed consumer, redelivered and absorbed",
+        waitUntil(
+                "evt-1, never acknowledged by the killed consumer, redelivered and absorbed",
                 () -> counting.outcomes("evt-1").contains(Status.DUPLICATE));
-        assertThat(counting.outcomes("evt-1")).as("outcomes of evt-1 after the crash").doesNotContain(Status.APPLIED);
-        elsewhere = 1;   // the child's delivery; this JVM saw only the redelivery
+        assertThat(counting.outcomes("evt-1"))
+                .as("outcomes of evt-1 after the crash")
+                .doesNotContain(Status.APPLIED);
+        elsewhere = 1; // the child's delivery; this JVM saw only the redelivery
         assertLedger(List.of(e));
     }
 
@@ -221,18 +227,23 @@ public abstract class BrokerContract {
         start(1);
         start(1);
         send(List.of(e));
-        assertThat(handler.awaitEntered(patience())).as("evt-1 reached the handler").isTrue();
+        assertThat(handler.awaitEntered(patience()))
+                .as("evt-1 reached the handler")
+                .isTrue();
         send(List.of(e.asCopy()));
         try {
-            waitUntil("the second message of evt-1 delivered while the first holds the claim",
+            waitUntil(
+                    "the second message of evt-1 delivered while the first holds the claim",
                     () -> counting.received("evt-1") >= 2);
         } finally {
             handler.release();
         }
-        waitUntil("both messages of evt-1 settled (applied once, the other absorbed)",
+        waitUntil(
+                "both messages of evt-1 settled (applied once, the other absorbed)",
                 () -> counting.outcomes("evt-1").contains(Status.APPLIED)
                         && counting.outcomes("evt-1").contains(Status.DUPLICATE));
-        assertThat(counting.outcomes("evt-1")).as("outcomes of two concurrent deliveries of evt-1")
+        assertThat(counting.outcomes("evt-1"))
+                .as("outcomes of two concurrent deliveries of evt-1")
                 .containsOnlyOnce(Status.APPLIED)
                 .doesNotContain(Status.FAILED_PERMANENT, Status.FAILED_RETRYABLE);
         assertLedger(List.of(e));
@@ -245,10 +256,13 @@ public abstract class BrokerContract {
         send(List.of(e1, e1, e2));
         start(batchSize());
         long expected = publisherDeduplicates() ? 2 : 3;
-        waitUntil(expected + " deliveries settled", () -> settled() >= expected
-                && rows().keySet().containsAll(List.of("evt-1", "evt-2")));
+        waitUntil(
+                expected + " deliveries settled",
+                () -> settled() >= expected && rows().keySet().containsAll(List.of("evt-1", "evt-2")));
         if (!publisherDeduplicates()) {
-            assertThat(counting.outcomes("evt-1")).as("outcomes of evt-1 published twice").contains(Status.DUPLICATE);
+            assertThat(counting.outcomes("evt-1"))
+                    .as("outcomes of evt-1 published twice")
+                    .contains(Status.DUPLICATE);
         }
         assertLedger(List.of(e1, e2));
     }
@@ -264,7 +278,8 @@ public abstract class BrokerContract {
         events.addAll(good);
         send(events);
         start(batchSize());
-        waitUntil("all 20 good events applied and the poison message failed permanently",
+        waitUntil(
+                "all 20 good events applied and the poison message failed permanently",
                 () -> rows().size() == 20 && counting.outcomes("poison-1").contains(Status.FAILED_PERMANENT));
         assertThat(rows()).as("the poison message applied nothing").doesNotContainKey("poison-1");
         assertLedger(good);
@@ -290,13 +305,15 @@ public abstract class BrokerContract {
         int restarts = 4;
         for (int r = 1; r <= restarts; r++) {
             long threshold = (long) messages.size() * r / (restarts + 1) + random.nextInt(Math.max(1, n / 50));
-            waitUntil(threshold + " deliveries before restart " + r + " (seed " + seed + ")",
+            waitUntil(
+                    threshold + " deliveries before restart " + r + " (seed " + seed + ")",
                     () -> counting.delivered() >= threshold);
             int victim = random.nextInt(2);
             stop(consumers[victim]);
             consumers[victim] = start(batchSize());
         }
-        waitUntil("all " + n + " events applied and all " + messages.size() + " messages settled (seed " + seed + ")",
+        waitUntil(
+                "all " + n + " events applied and all " + messages.size() + " messages settled (seed " + seed + ")",
                 () -> settled() >= messages.size() && rows().size() == n);
         assertLedger(originals);
     }
@@ -333,7 +350,10 @@ public abstract class BrokerContract {
 
     private void waitUntil(String what, Callable<Boolean> condition) {
         try {
-            Awaitility.await(what).atMost(patience()).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+            Awaitility.await(what)
+                    .atMost(patience())
+                    .pollDelay(Duration.ZERO)
+                    .pollInterval(Duration.ofMillis(50))
                     .until(condition);
         } catch (ConditionTimeoutException e) {
             throw new AssertionError("waited " + patience() + " for: " + what + "; " + tally(List.of()), e);
@@ -348,7 +368,8 @@ public abstract class BrokerContract {
         Map<String, Long> amounts = new LinkedHashMap<>();
         expected.forEach(e -> amounts.putIfAbsent(e.eventId(), Long.parseLong(e.payload())));
         Map<String, Integer> rows = rows();
-        long lost = amounts.keySet().stream().filter(id -> !rows.containsKey(id)).count();
+        long lost =
+                amounts.keySet().stream().filter(id -> !rows.containsKey(id)).count();
         long twice = rows.values().stream().mapToLong(c -> c - 1L).sum();
         String tally = tally(amounts.keySet());
         System.out.println(tally);
@@ -356,8 +377,10 @@ public abstract class BrokerContract {
         assertThat(twice).as("effects applied twice: %s", tally).isZero();
         assertThat(rows.keySet()).as("events applied").containsExactlyInAnyOrderElementsOf(amounts.keySet());
         try (Connection c = database.dataSource().getConnection()) {
-            assertThat(LedgerHandler.balance(c)).as("ledger balance: every effect applied exactly once")
-                    .isEqualTo(amounts.values().stream().mapToLong(Long::longValue).sum());
+            assertThat(LedgerHandler.balance(c))
+                    .as("ledger balance: every effect applied exactly once")
+                    .isEqualTo(
+                            amounts.values().stream().mapToLong(Long::longValue).sum());
         }
     }
 
@@ -366,10 +389,16 @@ public abstract class BrokerContract {
         Map<String, Integer> rows = rows();
         long lost = expected.stream().filter(id -> !rows.containsKey(id)).count();
         long twice = rows.values().stream().mapToLong(c -> c - 1L).sum();
-        return String.format(java.util.Locale.ROOT,
+        return String.format(
+                java.util.Locale.ROOT,
                 "%s.%s: attempted %d / delivered %d / duplicates absorbed %d / lost %d / applied twice %d",
-                getClass().getSimpleName(), caseName, attempted, counting.delivered() + elsewhere,
-                counting.count(Status.DUPLICATE), lost, twice);
+                getClass().getSimpleName(),
+                caseName,
+                attempted,
+                counting.delivered() + elsewhere,
+                counting.count(Status.DUPLICATE),
+                lost,
+                twice);
     }
 
     private static String abbreviation(String method) {

@@ -5,7 +5,6 @@ import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -65,7 +64,8 @@ final class CountingConsumer implements IdempotentConsumer {
 
     private Outcome record(Outcome o) {
         byStatus.get(o.status()).incrementAndGet();
-        outcomes.computeIfAbsent(o.eventId(), k -> Collections.synchronizedList(new ArrayList<>())).add(o.status());
+        outcomes.computeIfAbsent(o.eventId(), k -> Collections.synchronizedList(new ArrayList<>()))
+                .add(o.status());
         return o;
     }
 

@@ -4,7 +4,6 @@ import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
 import dev.once.Tx;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -53,14 +52,14 @@ final class LedgerHandler implements Handler {
     public void handle(Delivery delivery, Tx tx) throws Exception {
         String body = delivery.payloadText();
         if (body.equals(POISON)) {
-            throw new PermanentFailureException("payload '" + body + "' of event " + delivery.eventId()
-                    + " is not an amount");
+            throw new PermanentFailureException(
+                    "payload '" + body + "' of event " + delivery.eventId() + " is not an amount");
         }
-        try (PreparedStatement ps = tx.connection().prepareStatement(
-                "INSERT INTO " + TABLE + " (event_id, amount, attempt) VALUES (?, ?, ?)")) {
-            ps.setString(1, delivery.eventId());   // 1: event id
-            ps.setLong(2, Long.parseLong(body));     // 2: amount
-            ps.setInt(3, delivery.attempt());        // 3: broker attempt, for the record
+        try (PreparedStatement ps = tx.connection()
+                .prepareStatement("INSERT INTO " + TABLE + " (event_id, amount, attempt) VALUES (?, ?, ?)")) {
+            ps.setString(1, delivery.eventId()); // 1: event id
+            ps.setLong(2, Long.parseLong(body)); // 2: amount
+            ps.setInt(3, delivery.attempt()); // 3: broker attempt, for the record
             ps.executeUpdate();
         }
         if (delivery.eventId().equals(gatedEventId) && entered.getCount() > 0) {
@@ -75,7 +74,7 @@ final class LedgerHandler implements Handler {
     static Map<String, Integer> rows(Connection c) throws SQLException {
         Map<String, Integer> rows = new HashMap<>();
         try (Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT event_id, count(*) FROM " + TABLE + " GROUP BY event_id")) {
+                ResultSet rs = s.executeQuery("SELECT event_id, count(*) FROM " + TABLE + " GROUP BY event_id")) {
             while (rs.next()) {
                 rows.put(rs.getString(1), rs.getInt(2));
             }
@@ -85,7 +84,7 @@ final class LedgerHandler implements Handler {
 
     static long balance(Connection c) throws SQLException {
         try (Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT coalesce(sum(amount), 0) FROM " + TABLE)) {
+                ResultSet rs = s.executeQuery("SELECT coalesce(sum(amount), 0) FROM " + TABLE)) {
             rs.next();
             return rs.getLong(1);
         }

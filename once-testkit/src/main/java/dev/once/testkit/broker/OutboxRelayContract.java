@@ -1,5 +1,7 @@
 package dev.once.testkit.broker;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
@@ -11,11 +13,6 @@ import dev.once.outbox.Publisher;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,8 +22,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * The outbox path end to end through one broker, as every broker publisher must support it: a
@@ -60,8 +59,7 @@ public abstract class OutboxRelayContract {
     protected abstract String createDestination(String name) throws Exception;
 
     /** Removes what {@link #createDestination} made. Default: nothing. */
-    protected void deleteDestination(String destination) throws Exception {
-    }
+    protected void deleteDestination(String destination) throws Exception {}
 
     /** The adapter's publisher, as the relay is given it. */
     protected abstract Publisher publisher() throws Exception;
@@ -81,7 +79,9 @@ public abstract class OutboxRelayContract {
      */
     protected void checkReceipts(String firstSend, String reSend) {
         assertThat(firstSend).as("the broker's answer is recorded on the row").isNotBlank();
-        assertThat(reSend).as("the broker's answer to the re-send is recorded on the row").isNotBlank();
+        assertThat(reSend)
+                .as("the broker's answer to the re-send is recorded on the row")
+                .isNotBlank();
     }
 
     // ---- the case ----------------------------------------------------------------------------
@@ -105,27 +105,42 @@ public abstract class OutboxRelayContract {
     @Test
     @SuppressWarnings("try") // the consumer resource is used by running, not by name
     final void relayedMessagesAreAppliedOnceDownstreamAndARelayCrashResendIsAbsorbed() throws Exception {
-        IdempotentConsumer upstream = IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("orders")
+        IdempotentConsumer upstream = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("orders")
                 .handler((d, tx) -> {
                     for (int n = 1; n <= PER_EVENT; n++) {
-                        tx.outbox().add(destination, d.eventId(),
-                                (d.payloadText() + "/" + n).getBytes(StandardCharsets.UTF_8), Map.of("kind", "charge"),
-                                null);
+                        tx.outbox()
+                                .add(
+                                        destination,
+                                        d.eventId(),
+                                        (d.payloadText() + "/" + n).getBytes(StandardCharsets.UTF_8),
+                                        Map.of("kind", "charge"),
+                                        null);
                     }
-                }).build();
+                })
+                .build();
         for (int i = 1; i <= EVENTS; i++) {
-            assertThat(upstream.process(Delivery.builder("order-" + i).payload("order-" + i).build()).status())
+            assertThat(upstream.process(Delivery.builder("order-" + i)
+                                    .payload("order-" + i)
+                                    .build())
+                            .status())
                     .isEqualTo(Status.APPLIED);
         }
         int rows = EVENTS * PER_EVENT;
         Publisher publisher = publisher();
-        OutboxRelay relay = OutboxRelay.builder().dataSource(db.dataSource()).publisher(publisher).name("contract")
-                .meterRegistry(new SimpleMeterRegistry()).build();
+        OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .publisher(publisher)
+                .name("contract")
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
         int relayed = 0;
         for (int batches = 0; batches < rows && relayed < rows; batches++) {
-            relayed += relay.relayOnce();   // one row per key per batch: PER_EVENT batches
+            relayed += relay.relayOnce(); // one row per key per batch: PER_EVENT batches
         }
-        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'")).as("every row sent")
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'"))
+                .as("every row sent")
                 .isEqualTo(rows);
 
         // The relay crashes after sending the first row and before marking it: the row is pending again.
@@ -135,29 +150,36 @@ public abstract class OutboxRelayContract {
         assertThat(relay.relayOnce()).as("the re-send").isEqualTo(1);
         checkReceipts(firstSend, response(first));
         long stored = messagesStored(destination);
-        assertThat(stored).as(brokerDeduplicates() ? "the broker dropped the re-send" : "the re-send is a second message")
+        assertThat(stored)
+                .as(brokerDeduplicates() ? "the broker dropped the re-send" : "the re-send is a second message")
                 .isEqualTo(brokerDeduplicates() ? rows : rows + 1);
 
-        Recording downstream = new Recording(IdempotentConsumer.builder().dataSource(db.dataSource())
-                .consumer("billing").handler((d, tx) -> {
-                    try (PreparedStatement ps = tx.connection().prepareStatement(
-                            "INSERT INTO effect (event_id, cause, body) VALUES (?, ?, ?)")) {
-                        ps.setString(1, d.eventId());                                      // 1 event id
-                        ps.setString(2, d.headers().get(OutboxMessage.CAUSE_ID_HEADER));     // 2 cause
-                        ps.setString(3, d.payloadText());                                    // 3 body
+        Recording downstream = new Recording(IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("billing")
+                .handler((d, tx) -> {
+                    try (PreparedStatement ps = tx.connection()
+                            .prepareStatement("INSERT INTO effect (event_id, cause, body) VALUES (?, ?, ?)")) {
+                        ps.setString(1, d.eventId()); // 1 event id
+                        ps.setString(2, d.headers().get(OutboxMessage.CAUSE_ID_HEADER)); // 2 cause
+                        ps.setString(3, d.payloadText()); // 3 body
                         ps.executeUpdate();
                     }
-                }).build());
+                })
+                .build());
         try (AutoCloseable consumer = startConsumer(destination, downstream)) {
-            Awaitility.await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(50))
+            Awaitility.await()
+                    .atMost(Duration.ofMinutes(1))
+                    .pollInterval(Duration.ofMillis(50))
                     .until(() -> downstream.deliveries.size() >= stored && settled(downstream, stored));
         }
         Map<String, String> applied = new HashMap<>();
         try (Connection c = db.dataSource().getConnection();
-             ResultSet rs = c.createStatement().executeQuery("SELECT event_id, cause, body FROM effect")) {
+                ResultSet rs = c.createStatement().executeQuery("SELECT event_id, cause, body FROM effect")) {
             while (rs.next()) {
                 assertThat(applied.put(rs.getString(1), rs.getString(2) + " " + rs.getString(3)))
-                        .as("effect of %s applied exactly once", rs.getString(1)).isNull();
+                        .as("effect of %s applied exactly once", rs.getString(1))
+                        .isNull();
             }
         }
         Map<String, String> expected = new HashMap<>();
@@ -166,7 +188,9 @@ public abstract class OutboxRelayContract {
                 expected.put("orders:order-" + i + "#" + n, "order-" + i + " order-" + i + "/" + n);
             }
         }
-        assertThat(applied).as("each message applied once under its own event id, with its cause").isEqualTo(expected);
+        assertThat(applied)
+                .as("each message applied once under its own event id, with its cause")
+                .isEqualTo(expected);
         String resent = queryString("SELECT event_id FROM once_outbox WHERE id = " + first);
         List<Status> outcomes = downstream.outcomes(resent);
         if (brokerDeduplicates()) {
@@ -177,8 +201,8 @@ public abstract class OutboxRelayContract {
     }
 
     private static boolean settled(Recording r, long stored) {
-        return r.outcomes.size() >= stored && r.outcomes.stream().allMatch(o -> o.status() == Status.APPLIED
-                || o.status() == Status.DUPLICATE);
+        return r.outcomes.size() >= stored
+                && r.outcomes.stream().allMatch(o -> o.status() == Status.APPLIED || o.status() == Status.DUPLICATE);
     }
 
     private String response(long id) throws Exception {
@@ -186,7 +210,8 @@ public abstract class OutboxRelayContract {
     }
 
     private String queryString(String sql) throws Exception {
-        try (Connection c = db.dataSource().getConnection(); ResultSet rs = c.createStatement().executeQuery(sql)) {
+        try (Connection c = db.dataSource().getConnection();
+                ResultSet rs = c.createStatement().executeQuery(sql)) {
             assertThat(rs.next()).as(sql).isTrue();
             return rs.getString(1);
         }
@@ -229,7 +254,10 @@ public abstract class OutboxRelayContract {
         }
 
         List<Status> outcomes(String eventId) {
-            return outcomes.stream().filter(o -> o.eventId().equals(eventId)).map(Outcome::status).toList();
+            return outcomes.stream()
+                    .filter(o -> o.eventId().equals(eventId))
+                    .map(Outcome::status)
+                    .toList();
         }
     }
 }

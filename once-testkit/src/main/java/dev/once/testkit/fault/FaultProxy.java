@@ -186,7 +186,8 @@ public final class FaultProxy implements AutoCloseable {
     public void failNextCommit(CommitFault fault) {
         Objects.requireNonNull(fault, "fault");
         if (protocol == WireProtocol.RAW) {
-            throw new IllegalStateException("commit faults need WireProtocol.POSTGRES or MARIADB, but this proxy is RAW");
+            throw new IllegalStateException(
+                    "commit faults need WireProtocol.POSTGRES or MARIADB, but this proxy is RAW");
         }
         armed.set(fault);
     }
@@ -240,7 +241,7 @@ public final class FaultProxy implements AutoCloseable {
             try {
                 client = listener.accept();
             } catch (IOException e) {
-                return;   // closed
+                return; // closed
             }
             accepted.incrementAndGet();
             Link link = new Link(client);
@@ -260,8 +261,7 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     /** Bytes read from one side, to be written to the other no earlier than {@code dueNanos}; empty means end of stream. */
-    private record Chunk(byte[] bytes, long dueNanos) {
-    }
+    private record Chunk(byte[] bytes, long dueNanos) {}
 
     /** One proxied connection: a client channel, a server channel, a pump per direction. */
     private final class Link implements WireInspector.Verdicts {
@@ -278,7 +278,7 @@ public final class FaultProxy implements AutoCloseable {
 
         void open() {
             try {
-                awaitThaw();   // frozen: accept, but not even the connection reaches the server
+                awaitThaw(); // frozen: accept, but not even the connection reaches the server
                 SocketChannel s = SocketChannel.open();
                 server = s;
                 if (done.get()) {
@@ -314,7 +314,7 @@ public final class FaultProxy implements AutoCloseable {
                     int n = from.read(buffer);
                     long at = System.nanoTime();
                     if (n < 0) {
-                        queue.put(new Chunk(new byte[0], at + latencyNanos));   // end of stream: a half-close
+                        queue.put(new Chunk(new byte[0], at + latencyNanos)); // end of stream: a half-close
                         return;
                     }
                     // Inspect before queueing: a commit request is marked before the server can answer it.

@@ -1,13 +1,12 @@
 package dev.once.testkit.fault;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
-
 import java.nio.file.Files;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
 
 /**
  * An in-process KRaft Kafka cluster of several brokers (and one controller), whose brokers a test
@@ -27,7 +26,8 @@ public final class KafkaCluster implements AutoCloseable {
      * Starts {@code brokers} brokers with replication {@code brokers} for the internal topics and
      * {@code min.insync.replicas} as given, plus any extra broker settings.
      */
-    public static KafkaCluster start(int brokers, int minInsyncReplicas, Map<String, String> settings) throws Exception {
+    public static KafkaCluster start(int brokers, int minInsyncReplicas, Map<String, String> settings)
+            throws Exception {
         TestKitNodes nodes = new TestKitNodes.Builder()
                 .setBaseDirectory(Files.createTempDirectory("once-kafka-cluster-"))
                 .setCombined(false)

@@ -123,7 +123,12 @@ abstract class WireInspector {
     }
 
     static boolean isCommit(String sql) {
-        return sql != null && sql.strip().replaceAll(";$", "").strip().toUpperCase(Locale.ROOT).equals("COMMIT");
+        return sql != null
+                && sql.strip()
+                        .replaceAll(";$", "")
+                        .strip()
+                        .toUpperCase(Locale.ROOT)
+                        .equals("COMMIT");
     }
 
     /** PostgreSQL protocol 3.0. */
@@ -222,7 +227,7 @@ abstract class WireInspector {
                 if (single) {
                     singleByteReplies--;
                     if (h[0] != 'N') {
-                        opaque = true;   // TLS or GSS encryption follows: nothing more to read here
+                        opaque = true; // TLS or GSS encryption follows: nothing more to read here
                     }
                     return false;
                 }
@@ -271,9 +276,10 @@ abstract class WireInspector {
             @Override
             boolean frame(byte[] h, byte[] body, int n) {
                 if (h[3] != 0) {
-                    return false;   // handshake and auth exchange; every command starts at sequence 0
+                    return false; // handshake and auth exchange; every command starts at sequence 0
                 }
-                boolean commit = n >= 1 && (body[0] & 0xff) == COM_QUERY
+                boolean commit = n >= 1
+                        && (body[0] & 0xff) == COM_QUERY
                         && isCommit(new String(body, 1, n - 1, StandardCharsets.UTF_8));
                 commitPending = commit;
                 return commit && verdicts.commitRequest();

@@ -1,13 +1,6 @@
 package dev.once.testkit.kafka;
 
 import dev.once.testkit.Services;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
-
 import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +8,12 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
 
 /**
  * A real Kafka broker for tests and the demo: the cluster named by {@value #BOOTSTRAP_ENV} when
@@ -70,9 +69,12 @@ public final class TestKafka implements AutoCloseable {
                     try {
                         k = start();
                     } catch (RuntimeException e) {
-                        throw Services.unavailable("kafka", "set " + BOOTSTRAP_ENV
-                                + " to a reachable cluster, or let the in-process broker start (needs a free port"
-                                + " and a writable temporary directory)", e);
+                        throw Services.unavailable(
+                                "kafka",
+                                "set " + BOOTSTRAP_ENV
+                                        + " to a reachable cluster, or let the in-process broker start (needs a free port"
+                                        + " and a writable temporary directory)",
+                                e);
                     }
                     TestKafka stopping = k;
                     Runtime.getRuntime().addShutdownHook(new Thread(stopping::close, "once-test-kafka-stop"));
@@ -99,8 +101,8 @@ public final class TestKafka implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while reaching Kafka at " + external, e);
             } catch (ExecutionException | TimeoutException e) {
-                throw new IllegalStateException("Kafka at " + BOOTSTRAP_ENV + "=" + external + " did not answer: "
-                        + e.getMessage(), e);
+                throw new IllegalStateException(
+                        "Kafka at " + BOOTSTRAP_ENV + "=" + external + " did not answer: " + e.getMessage(), e);
             }
             return k;
         }
@@ -176,31 +178,40 @@ public final class TestKafka implements AutoCloseable {
     public void createTopic(String name, int partitions, Map<String, String> configs) {
         try (Admin admin = admin()) {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs)))
-                    .all().get(30, TimeUnit.SECONDS);
+                    .all()
+                    .get(30, TimeUnit.SECONDS);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!allLed(admin, name)) {
                 if (System.nanoTime() - deadline > 0) {
                     throw new TimeoutException("partitions of " + name + " have no leader after 30 s");
                 }
-                Thread.sleep(20);   // polling the broker's metadata; Admin offers no wait for leadership
+                Thread.sleep(20); // polling the broker's metadata; Admin offers no wait for leadership
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while creating topic " + name, e);
         } catch (ExecutionException | TimeoutException e) {
-            throw new IllegalStateException("could not create topic " + name + " with " + partitions
-                    + " partitions on " + bootstrapServers + ": " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "could not create topic " + name + " with " + partitions + " partitions on " + bootstrapServers
+                            + ": " + e.getMessage(),
+                    e);
         }
     }
 
-    private static boolean allLed(Admin admin, String topic) throws InterruptedException, ExecutionException,
-            TimeoutException {
+    private static boolean allLed(Admin admin, String topic)
+            throws InterruptedException, ExecutionException, TimeoutException {
         try {
-            return admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
-                    .partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+            return admin
+                    .describeTopics(List.of(topic))
+                    .allTopicNames()
+                    .get(30, TimeUnit.SECONDS)
+                    .get(topic)
+                    .partitions()
+                    .stream()
+                    .allMatch(p -> p.leader() != null && !p.leader().isEmpty());
         } catch (ExecutionException e) {
             if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-                return false;   // created, but not yet in the metadata the broker answers from
+                return false; // created, but not yet in the metadata the broker answers from
             }
             throw e;
         }

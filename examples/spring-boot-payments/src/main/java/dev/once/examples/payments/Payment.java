@@ -8,11 +8,11 @@ import jakarta.persistence.Id;
 public class Payment {
     @Id
     private String eventId;
+
     private String account;
     private long amount;
 
-    protected Payment() {
-    }
+    protected Payment() {}
 
     public Payment(String eventId, String account, long amount) {
         this.eventId = eventId;

@@ -2,15 +2,14 @@ package dev.once.examples.payments;
 
 import dev.once.spring.IdempotentListener;
 import dev.once.spring.OnceOutbox;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
-
-import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
-import java.util.Map;
 
 /**
  * Consumes {@code account,amount} payments. The three writes (JPA entity, ledger update, outbox charge)
@@ -24,8 +23,11 @@ public class PaymentListener {
     private final OnceOutbox outbox;
     private final String provider;
 
-    public PaymentListener(PaymentRepository payments, JdbcTemplate jdbc, OnceOutbox outbox,
-                           @Value("${payments.provider-url}") String provider) {
+    public PaymentListener(
+            PaymentRepository payments,
+            JdbcTemplate jdbc,
+            OnceOutbox outbox,
+            @Value("${payments.provider-url}") String provider) {
         this.payments = payments;
         this.jdbc = jdbc;
         this.outbox = outbox;
@@ -41,7 +43,11 @@ public class PaymentListener {
         String eventId = new String(record.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
         payments.save(new Payment(eventId, account, amount));
         jdbc.update("UPDATE ledger SET balance = balance + ? WHERE account = ?", amount, account);
-        outbox.add(provider, account, ("{\"account\":\"" + account + "\",\"amount\":" + amount + "}")
-                .getBytes(StandardCharsets.UTF_8), Map.of(), "charge:" + eventId);
+        outbox.add(
+                provider,
+                account,
+                ("{\"account\":\"" + account + "\",\"amount\":" + amount + "}").getBytes(StandardCharsets.UTF_8),
+                Map.of(),
+                "charge:" + eventId);
     }
 }

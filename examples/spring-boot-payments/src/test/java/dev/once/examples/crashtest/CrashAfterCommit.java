@@ -1,13 +1,12 @@
 package dev.once.examples.crashtest;
 
-import dev.once.OutcomeListener;
 import dev.once.Outcome;
+import dev.once.OutcomeListener;
 import dev.once.examples.payments.PaymentsApplication;
+import java.util.concurrent.CountDownLatch;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-
-import java.util.concurrent.CountDownLatch;
 
 /**
  * The payments application in a child JVM that stops dead in the ack gap: once a delivery's
@@ -30,7 +29,7 @@ public class CrashAfterCommit {
             System.out.println("COMMITTED " + delivery.eventId());
             System.out.flush();
             try {
-                new CountDownLatch(1).await();   // never released: the SIGKILL comes first
+                new CountDownLatch(1).await(); // never released: the SIGKILL comes first
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
