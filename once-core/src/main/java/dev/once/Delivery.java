@@ -100,6 +100,12 @@ public record Delivery(
             throw new InvalidDeliveryException(
                     "event id must not contain a NUL character, but was '" + eventId.replace("\0", "\\0") + "'");
         }
+        int lone = dev.once.internal.Names.unpairedSurrogate(eventId);
+        if (lone >= 0) {
+            throw new InvalidDeliveryException("event id must be well-formed UTF-16, but has an unpaired surrogate"
+                    + " U+" + Integer.toHexString(eventId.charAt(lone)).toUpperCase(java.util.Locale.ROOT)
+                    + " at index " + lone + " (it would be stored as '?' and collide with other ids)");
+        }
         return eventId;
     }
 

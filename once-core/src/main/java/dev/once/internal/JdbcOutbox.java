@@ -78,12 +78,23 @@ public final class JdbcOutbox implements Outbox {
             throw new InvalidDeliveryException("outbox destination must be 1 to " + MAX_DESTINATION
                     + " non-blank characters, but was " + Names.quoted(destination));
         }
+        storable("outbox destination", destination);
+        if (key != null) {
+            storable("outbox key", key);
+        }
+        if (headers != null) {
+            headers.forEach((name, value) -> {
+                storable("outbox header name", name);
+                storable("outbox header '" + name + "'", value);
+            });
+        }
         if (key != null && key.length() > MAX_KEY) {
             throw new InvalidDeliveryException(
                     "outbox key must be at most " + MAX_KEY + " characters, but was " + key.length());
         }
         String eventId = eventId(consumer, causeId, added + 1);
         String idem = idempotencyKey == null ? eventId : idempotencyKey;
+        storable("outbox idempotency key", idem);
         if (idem.isBlank() || idem.length() > MAX_KEY) {
             throw new InvalidDeliveryException("outbox idempotency key must be 1 to " + MAX_KEY
                     + " non-blank characters, but was " + Names.quoted(idem));
@@ -126,5 +137,22 @@ public final class JdbcOutbox implements Outbox {
         }
         repository.insert(connection, buffered, clock.instant());
         buffered.clear();
+    }
+
+    // Text the database cannot store exactly is refused by name here, before anything is buffered:
+    // PostgreSQL rejects NUL with an error naming no value, and an unpaired surrogate is stored as '?'.
+    private static void storable(String what, String value) {
+        if (value == null) {
+            return; // absence is checked where it matters
+        }
+        if (value.indexOf('\0') >= 0) {
+            throw new InvalidDeliveryException(
+                    what + " must not contain a NUL character, but was " + Names.quoted(value.replace("\0", "\\0")));
+        }
+        int lone = Names.unpairedSurrogate(value);
+        if (lone >= 0) {
+            throw new InvalidDeliveryException(
+                    what + " must be well-formed UTF-16, but has an unpaired surrogate at" + " index " + lone);
+        }
     }
 }

@@ -44,4 +44,23 @@ public final class Names {
     public static String quoted(String value) {
         return value == null ? "null" : "'" + value + "'";
     }
+
+    /**
+     * The index of the first UTF-16 surrogate without its pair, or -1. Such a string has no UTF-8
+     * form: the drivers send {@code '?'} in its place, so two distinct values would be stored as one
+     * (two event ids claimed as one, the second event lost).
+     */
+    public static int unpairedSurrogate(String value) {
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (Character.isHighSurrogate(c)
+                    && i + 1 < value.length()
+                    && Character.isLowSurrogate(value.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return i;
+            }
+        }
+        return -1;
+    }
 }

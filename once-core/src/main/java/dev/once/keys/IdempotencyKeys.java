@@ -379,6 +379,11 @@ public final class IdempotencyKeys {
                         what + " must not contain control characters, but has one at" + " index " + i);
             }
         }
+        int lone = dev.once.internal.Names.unpairedSurrogate(value);
+        if (lone >= 0) {
+            throw new InvalidIdempotencyKeyException(what + " must be well-formed UTF-16, but has an unpaired"
+                    + " surrogate at index " + lone + " (it would be stored as '?' and collide with other keys)");
+        }
     }
 
     /** Builds {@link IdempotencyKeys}; {@code dataSource} is required. Not thread-safe. */

@@ -26,7 +26,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -179,8 +178,6 @@ class HostileInputTest {
         eventIds(database).assertCleanBut();
     }
 
-    @Disabled("hole: LONE_SURROGATE (both databases) and TRAILING_SPACE_ON_MARIADB fold distinct event ids into one;"
-            + " see Hole and the CHAOS lines of the test above")
     @ParameterizedTest(name = "{0}")
     @EnumSource(Databases.class)
     void strictHostileEventIds(Databases database) throws Exception {
@@ -305,8 +302,6 @@ class HostileInputTest {
         idempotencyKeys(database).assertCleanBut();
     }
 
-    @Disabled("hole: LONE_SURROGATE (both databases) and TRAILING_SPACE_ON_MARIADB fold distinct idempotency keys"
-            + " into one, and the second request replays the first one's result; see Hole")
     @ParameterizedTest(name = "{0}")
     @EnumSource(Databases.class)
     void strictHostileIdempotencyKeys(Databases database) throws Exception {
@@ -356,8 +351,6 @@ class HostileInputTest {
         }
     }
 
-    @Disabled("hole: LONE_SURROGATE in outbox destinations and header values is sent as '?', and"
-            + " NUL_IN_OUTBOX_DESTINATION passes validation and fails in PostgreSQL unnamed; see Hole")
     @Test
     void strictHostileOutboxDestinationsAndHeaderValues() throws Exception {
         for (Tally t : outbox()) {
