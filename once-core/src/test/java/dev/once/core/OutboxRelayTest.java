@@ -17,6 +17,7 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxStats;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
