@@ -63,7 +63,12 @@ public final class TestDatabase implements AutoCloseable {
 
     static TestDatabase migrated(HikariDataSource ds, String name, Runnable drop) {
         TestDatabase db = new TestDatabase(ds, name, drop);
-        registeredMigration().migrate(ds);
+        try {
+            registeredMigration().migrate(ds);
+        } catch (RuntimeException e) {
+            db.close(); // no schema left behind on a shared server
+            throw e;
+        }
         return db;
     }
 
