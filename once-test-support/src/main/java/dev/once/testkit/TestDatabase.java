@@ -11,8 +11,9 @@ import javax.sql.DataSource;
 
 /**
  * A database of its own for one test: a fresh schema (PostgreSQL) or database (MariaDB) with the
- * once tables migrated (by the registered {@link SchemaMigration}), behind a small connection pool. Closing it drops the schema and the pool,
- * so tests never see each other's rows nor state a previous run left behind.
+ * once tables migrated (by the registered {@link SchemaMigration}), behind a small connection pool.
+ * Closing it drops the schema and the pool, so tests never see each other's rows nor state a
+ * previous run left behind.
  */
 public final class TestDatabase implements AutoCloseable {
 
