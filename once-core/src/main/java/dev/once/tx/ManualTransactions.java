@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import dev.once.internal.Completions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;

@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import dev.once.internal.Transactions;
 import java.sql.SQLException;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -34,7 +35,7 @@ public interface TransactionProvider {
      * or a pool handing out someone else's transaction, whose work the engine's commit would commit.
      */
     static TransactionProvider owning(DataSource dataSource) {
-        return new OwnedTransactions(Objects.requireNonNull(dataSource, "dataSource"));
+        return Transactions.provider(Objects.requireNonNull(dataSource, "dataSource"));
     }
 
     /**
