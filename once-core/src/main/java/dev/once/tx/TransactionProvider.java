@@ -22,7 +22,8 @@ import javax.sql.DataSource;
  *
  * <p>An integration (Spring, Quarkus, Micronaut) implements this interface; a Spring one with
  * {@code DataSourceUtils.getConnection} and a transaction synchronization, a JTA one with the
- * {@code TransactionSynchronizationRegistry}. Implementations must be thread-safe: the engine calls
+ * {@code TransactionSynchronizationRegistry}; its handle extends {@link JoinedTransactionHandle}.
+ * Implementations must be thread-safe: the engine calls
  * {@link #begin()} from any thread, one transaction per call, and uses a handle on the calling
  * thread only.
  */
