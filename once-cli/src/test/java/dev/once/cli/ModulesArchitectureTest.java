@@ -1,8 +1,10 @@
 package dev.once.cli;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
+import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.Dependency;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -19,12 +21,13 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * The adapters' layers, checked on their compiled classes: no adapter depends on another, and none
- * reaches into another module's {@code internal} package (core's engine included); each goes
- * through the other's API. Here because once-cli is the module whose test classpath can see every
- * adapter (once-core's {@code ArchitectureTest} checks the core's own layers).
+ * The rules that need every module, checked on their compiled classes: no adapter depends on
+ * another, none reaches into another module's {@code internal} package (core's engine included),
+ * and no builder reports bad configuration as anything but {@code InvalidConfigurationException}.
+ * Here because once-cli is the module whose test classpath can see every adapter (once-core's
+ * {@code ArchitectureTest} checks the core's own layers).
  */
-class AdapterLayersTest {
+class ModulesArchitectureTest {
 
     /** The adapter modules by their root package. */
     private static final List<String> ADAPTERS = List.of("kafka", "sqs", "rabbitmq", "nats", "spring", "http");
@@ -32,6 +35,11 @@ class AdapterLayersTest {
     private static final JavaClasses ADAPTER_CLASSES = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages(ADAPTERS.stream().map(a -> "dev.once." + a).toArray(String[]::new));
+
+    /** Core, the adapters and the test kit: the library, without the command and the scanner. */
+    private static final JavaClasses LIBRARY = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.once");
 
     /**
      * Known reaches into another module's internals, each with the change that removes it. A
@@ -100,6 +108,25 @@ class AdapterLayersTest {
                 .because("internal packages are not API: another module goes through the API, or the"
                         + " API grows what it needs")
                 .check(ADAPTER_CLASSES);
+    }
+
+    @Test
+    void buildersReportBadConfigurationAsInvalidConfigurationException() {
+        noClasses()
+                .that()
+                .haveSimpleNameEndingWith("Builder")
+                // The scanner has no once-core dependency (it runs on other people's code, alone), and
+                // the command's and benchmark's argument errors are usage errors, not a library's.
+                .and()
+                .resideOutsideOfPackages("dev.once.scan..", "dev.once.cli..", "dev.once.bench..")
+                .should()
+                .callConstructorWhere(DescribedPredicate.describe(
+                        "an IllegalArgumentException or IllegalStateException",
+                        call -> call.getTargetOwner().isAssignableTo(IllegalArgumentException.class)
+                                || call.getTargetOwner().isAssignableTo(IllegalStateException.class)))
+                .because("a configuration error is an InvalidConfigurationException naming the value and what is"
+                        + " expected")
+                .check(LIBRARY);
     }
 
     /** The once module a package belongs to ({@code dev.once.kafka.internal}: kafka, {@code dev.once.internal}: core), or "" outside once. */
