@@ -80,6 +80,17 @@ class ValidationTest {
         assertThat(again.eventId()).isEqualTo("e");
     }
 
+    @Test
+    void aDeliveryPrintsItsHeaderNamesButNotTheirValues() {
+        // Headers carry tokens (authorization, signatures): a logged Delivery must not carry them.
+        Delivery d = Delivery.builder("evt-1")
+                .headers(Map.of("authorization", "Bearer s3cr3t-token", "x-signature", "sig-value"))
+                .build();
+        assertThat(d.toString())
+                .contains("evt-1", "authorization", "x-signature")
+                .doesNotContain("s3cr3t-token", "sig-value");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"billing; drop table", "Billing", "", "a b"})
     void badConsumerNamesAreRejectedByName(String name) {
