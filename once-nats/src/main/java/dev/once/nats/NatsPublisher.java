@@ -91,7 +91,12 @@ public final class NatsPublisher implements Publisher {
             }
             // Classified off the connection's own thread: telling a missing stream apart asks the server.
             results.add(ack.thenApply(NatsPublisher::receipt).exceptionallyAsync(e -> {
-                Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                Throwable cause = e;
+                // jnats wraps the IOException of a status reply in a plain RuntimeException
+                while ((cause instanceof CompletionException || cause.getClass() == RuntimeException.class)
+                        && cause.getCause() != null) {
+                    cause = cause.getCause();
+                }
                 throw failure(m, cause);
             }));
         }

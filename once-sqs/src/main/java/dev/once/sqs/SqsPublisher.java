@@ -107,7 +107,8 @@ public final class SqsPublisher implements Publisher {
     }
 
     /**
-     * Sends the rows with {@code SendMessageBatch}, up to ten of one queue per request, and returns
+     * Sends the rows with {@code SendMessageBatch}, up to ten of one standard queue per request
+     * (rows for a FIFO queue go one {@code SendMessage} each, as {@link #publish}), and returns
      * each row's outcome: SQS answers per entry, so one refused entry fails alone (permanent when SQS
      * blames the message, retryable otherwise). A request SQS refuses as a whole (too long, the
      * queue missing) is failed for its entries as {@link #publish} would fail each; a request too
@@ -146,7 +147,12 @@ public final class SqsPublisher implements Publisher {
             chunk.forEach(i -> results.set(i, CompletableFuture.failedFuture(unanswered(messages.get(i), e))));
             return;
         }
-        boolean fifo = SqsDeliveries.isFifo(url);
+        if (SqsDeliveries.isFifo(url)) {
+            // One SendMessage per row on a FIFO queue: its answer carries the sequence number the
+            // receipt records, which a batch answer may lack (ElasticMQ's does).
+            chunk.forEach(i -> results.set(i, one(messages.get(i))));
+            return;
+        }
         for (int i : chunk) {
             OutboxMessage m = messages.get(i);
             try {
@@ -154,10 +160,6 @@ public final class SqsPublisher implements Publisher {
                         .id(Integer.toString(i))
                         .messageBody(utf8(m))
                         .messageAttributes(attributes(m));
-                if (fifo) {
-                    e.messageDeduplicationId(sqsId(m.idempotencyKey()))
-                            .messageGroupId(sqsId(m.key() != null ? m.key() : m.eventId()));
-                }
                 entries.add(e.build());
             } catch (PublishFailure f) {
                 results.set(i, CompletableFuture.failedFuture(f));
