@@ -2,8 +2,8 @@ package dev.once.spring;
 
 import dev.once.OnceException;
 import dev.once.Outbox;
+import dev.once.TransactionOutbox;
 import dev.once.Tx;
-import dev.once.internal.JdbcOutbox;
 import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.List;
@@ -73,17 +73,18 @@ public final class OnceOutbox implements Outbox {
         if (bound instanceof Outbox writer) {
             return writer;
         }
-        JdbcOutbox writer;
+        TransactionOutbox writer;
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            writer = new JdbcOutbox(
-                    handle.connection(),
-                    once.dialect(),
-                    once.tablePrefix(),
-                    STANDALONE_SOURCE,
-                    UUID.randomUUID().toString(),
-                    once.clock());
+            writer = TransactionOutbox.builder()
+                    .connection(handle.connection())
+                    .dialect(once.dialect())
+                    .tablePrefix(once.tablePrefix())
+                    .source(STANDALONE_SOURCE)
+                    .cause(UUID.randomUUID().toString())
+                    .clock(once.clock())
+                    .build();
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
