@@ -81,6 +81,18 @@ public final class OnceSpring {
         return consumerBuilder().consumer(consumer).handler(handler).build();
     }
 
+    /**
+     * A consumer that runs each delivery in a Spring transaction of its own on the transaction
+     * manager (propagation REQUIRED), as an {@link IdempotentListener} method does: the handler's
+     * {@code JdbcTemplate}, JPA and {@link #outbox()} writes and the claim commit together, a failed
+     * outcome rolls them back, and the outcome returned is the one after the commit (a failed commit is
+     * {@code FAILED_RETRYABLE}). For listeners not annotated, and for the test kit's
+     * {@code IdempotentHandlerContract}. {@code processBatch} runs one transaction per delivery.
+     */
+    public IdempotentConsumer transactionalConsumer(String consumer, Handler handler) {
+        return new TransactionalConsumer(consumer(consumer, handler), transactionTemplate);
+    }
+
     /** A builder preset with this instance's transactions, dialect, prefix, lock timeout, meters and clock. */
     public IdempotentConsumerBuilder consumerBuilder() {
         IdempotentConsumerBuilder b = IdempotentConsumer.builder()
