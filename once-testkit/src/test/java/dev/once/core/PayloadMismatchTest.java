@@ -226,6 +226,21 @@ class PayloadMismatchTest {
     }
 
     @Test
+    void withALockTimeoutTheClaimsKeepTheFingerprintToo() {
+        IdempotentConsumer once = builder(db.dataSource())
+                .lockTimeout(java.time.Duration.ofSeconds(2))
+                .onMismatch(MismatchPolicy.FAIL_PERMANENT)
+                .build();
+        assertThat(once.process(payment("a", 1)).status()).isEqualTo(Status.APPLIED);
+        assertThat(once.process(payment("a", 2)).status()).isEqualTo(Status.FAILED_PERMANENT);
+        assertThat(once.processBatch(List.of(payment("a", 1), payment("b", 1), payment("b", 2))))
+                .extracting(Outcome::status)
+                .containsExactly(Status.DUPLICATE, Status.APPLIED, Status.FAILED_PERMANENT);
+        assertThat(storedFingerprints()).isEqualTo(2);
+        assertThat(mismatched()).isEqualTo(2);
+    }
+
+    @Test
     void offByDefaultTheClaimWritesNoFingerprintAndCountsNothing() {
         IdempotentConsumer once = builder(db.dataSource()).build();
         once.process(payment("a", 1));
