@@ -79,6 +79,40 @@ public interface Dialect {
     void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
             throws SQLException;
 
+    /**
+     * {@link #claim} that also keeps the payload's fingerprint ({@link dev.once.MismatchPolicy}
+     * other than OFF). Binds: 1 consumer, 2 event id, 3 processed_at, 4 payload_fingerprint
+     * (bigint, null for a delivery without payload). Executed and answered like {@link #claim}.
+     */
+    String claimWithFingerprint(String prefix, Duration lockTimeout);
+
+    /**
+     * {@link #claimBatch} that also keeps each id's payload fingerprint, bound by
+     * {@link #bindBatchClaimWithFingerprints}; returns the ids it inserted, like {@link #claimBatch}.
+     */
+    String claimBatchWithFingerprints(String prefix, Duration lockTimeout, int size);
+
+    /** Binds {@link #claimBatchWithFingerprints}: as {@link #bindBatchClaim}, plus a fingerprint (or null) per id. */
+    void bindBatchClaimWithFingerprints(
+            PreparedStatement statement,
+            String consumer,
+            Timestamp processedAt,
+            String[] sortedIds,
+            Long[] fingerprints)
+            throws SQLException;
+
+    /**
+     * Reads the payload fingerprints of {@code size} ids a claim just found claimed by an earlier
+     * transaction, bound by {@link #bindStoredFingerprints}. Columns: event_id, payload_fingerprint
+     * (null for a claim made without one). It must see the committed claim the insert conflicted
+     * with, even in a transaction whose snapshot is older (MariaDB's REPEATABLE READ). At most
+     * {@link #maxBatchClaimSize} ids.
+     */
+    String storedFingerprints(String prefix, int size);
+
+    /** Binds {@link #storedFingerprints}: the consumer and the ids. */
+    void bindStoredFingerprints(PreparedStatement statement, String consumer, String[] ids) throws SQLException;
+
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {
         return "UPDATE " + table + " SET " + statusColumn + " = ? WHERE " + idColumn + " = ? AND " + statusColumn
