@@ -164,6 +164,22 @@ public final class PostgresDialect implements Dialect {
                 + " ?::bytea[], ?::text[], ?::varchar[]) WITH ORDINALITY AS t(e, d, k, p, h, i, n) ORDER BY t.n";
     }
 
+    // One statement for a whole relay batch: sent rows deleted (when the relay keeps no history)
+    // and every other row marked, whichever its outcome. Times arrive as microseconds since the
+    // epoch: exact, and free of the driver's time zone handling of timestamp arrays.
+    @Override
+    public String outboxMarkAll(String prefix) {
+        String table = quote(prefix + "outbox");
+        return "WITH gone AS (DELETE FROM " + table + " WHERE id = ANY(?::bigint[])) UPDATE " + table + " o"
+                + " SET status = m.status, attempts = o.attempts + 1,"
+                + " sent_at = CASE WHEN m.status = 'sent' THEN m.at ELSE o.sent_at END,"
+                + " available_at = CASE WHEN m.status = 'pending' THEN m.at ELSE o.available_at END,"
+                + " last_error = m.error, response_status = m.rstatus, response = m.response"
+                + " FROM (SELECT u.id, u.status, timestamptz 'epoch' + u.micros * interval '1 microsecond' AS at,"
+                + " u.error, u.rstatus, u.response FROM unnest(?::bigint[], ?::varchar[], ?::bigint[], ?::text[],"
+                + " ?::int[], ?::text[]) AS u(id, status, micros, error, rstatus, response)) m WHERE o.id = m.id";
+    }
+
     @Override
     public String pruneInbox(String prefix) {
         String table = quote(prefix + "inbox");
