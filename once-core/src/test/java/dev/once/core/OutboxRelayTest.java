@@ -15,8 +15,10 @@ import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxStats;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -263,7 +265,7 @@ class OutboxRelayTest {
                 .publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("c1")) {
-                        throw new dev.once.PermanentFailureException("rejected " + body);
+                        throw PublishFailure.permanent("rejected " + body, Receipt.NONE, null);
                     }
                     sent.add(body);
                     return Receipt.NONE;
@@ -290,7 +292,7 @@ class OutboxRelayTest {
                 .meterRegistry(new SimpleMeterRegistry())
                 .publisher(m -> {
                     if (m.eventId().equals("test:e-dead#1")) {
-                        throw new dev.once.PermanentFailureException("rejected");
+                        throw PublishFailure.permanent("rejected", Receipt.NONE, null);
                     }
                     return Receipt.NONE;
                 })
