@@ -61,7 +61,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * R8 on the broker links: a {@link FaultProxy} between the consumer and RabbitMQ, Kafka (a broker
- * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 3,000 events and 10% producer duplicates (published straight to the broker)
+ * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 4,000 events and 10% producer duplicates (published straight to the broker)
  * flow through the engine into PostgreSQL: the link frozen for two seconds, every connection reset
  * (the broker requeues what was delivered and not acknowledged; acknowledgements in flight are
  * lost), 200 ms added to every round trip for two seconds. Each consumer acknowledges only after
@@ -85,7 +85,7 @@ class BrokerLinkFaultsTest {
 
     @Test
     void natsLinkFaultsLoseNothingAndApplyNothingTwice() throws Exception {
-        assertClean(run(new Jets(), false));
+        assertClean(run(new NatsJetStream(), false));
     }
 
     /** The deliberate break: the same faults on RabbitMQ against a consumer that applies every delivery. */
@@ -419,7 +419,7 @@ class BrokerLinkFaultsTest {
     }
 
     /** NATS JetStream: a memory stream, a durable pull consumer with explicit acks and a 2 s ack wait. */
-    static final class Jets implements Link {
+    static final class NatsJetStream implements Link {
         private final String stream = "once_link_" + System.nanoTime();
         private static final String URL = "nats://127.0.0.1:4222";
 
