@@ -27,8 +27,6 @@ import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -61,7 +59,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * R8 on the broker links: a {@link FaultProxy} between the consumer and RabbitMQ, Kafka (a broker
- * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 4,000 events and 10% producer duplicates (published straight to the broker)
+ * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 6,000 events and 10% producer duplicates (published straight to the broker)
  * flow through the engine into PostgreSQL: the link frozen for two seconds, every connection reset
  * (the broker requeues what was delivered and not acknowledged; acknowledgements in flight are
  * lost), 200 ms added to every round trip for two seconds. Each consumer acknowledges only after
@@ -88,11 +86,17 @@ class BrokerLinkFaultsTest {
         assertClean(run(new NatsJetStream(), false));
     }
 
-    /** The deliberate break: the same faults on RabbitMQ against a consumer that applies every delivery. */
+    /**
+     * The deliberate break: the same faults on RabbitMQ against a consumer that claims a key of each
+     * delivery instead of the event id (as a consumer keying on the broker's delivery tag would), at
+     * the same cost per event, so the redeliveries after the reset apply again.
+     */
     @Test
-    void withoutTheClaimTheRedeliveriesOfAResetApplyTwice() throws Exception {
+    void aClaimOnTheDeliveryInsteadOfTheEventLetsTheResetsRedeliveriesApplyTwice() throws Exception {
         Chaos.Figure f = run(new Rabbit(), true);
-        assertThat(f.get("applied_twice")).as("a consumer without the claim").isPositive();
+        assertThat(f.get("twice_published_once"))
+                .as("events published once and applied twice")
+                .isPositive();
     }
 
     private static void assertClean(Chaos.Figure f) {
@@ -113,8 +117,8 @@ class BrokerLinkFaultsTest {
         AutoCloseable consume(int port, Predicate<Delivery> handle, AtomicLong acks) throws Exception;
     }
 
-    private static Chaos.Figure run(Link link, boolean withoutClaim) throws Exception {
-        int events = Chaos.scaled(4_000);
+    private static Chaos.Figure run(Link link, boolean claimPerDelivery) throws Exception {
+        int events = Chaos.scaled(6_000);
         Random random = new Random(23);
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < events; i++) {
@@ -131,18 +135,17 @@ class BrokerLinkFaultsTest {
             IdempotentConsumer once = IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
                     .consumer("broker-link-" + link.name())
-                    .handler(Effects.HANDLER)
+                    .handler((d, tx) -> Effects.apply(tx.connection(), Delivery.of(d.payloadText(), "")))
                     .build();
+            AtomicLong delivery = new AtomicLong();
             Predicate<Delivery> handle = d -> {
                 try {
-                    if (withoutClaim) {
-                        try (Connection c = db.dataSource().getConnection()) {
-                            Effects.apply(c, d);
-                        }
-                        return true;
-                    }
-                    return once.process(d).shouldAcknowledge();
-                } catch (SQLException | RuntimeException e) {
+                    // The break: every delivery its own key; the effect still records the event id (the payload).
+                    Delivery claimed = claimPerDelivery
+                            ? Delivery.of(d.eventId() + "@" + delivery.incrementAndGet(), d.eventId())
+                            : d;
+                    return once.process(claimed).shouldAcknowledge();
+                } catch (RuntimeException e) {
                     return false;
                 }
             };
@@ -190,7 +193,7 @@ class BrokerLinkFaultsTest {
                         .put("reset_recovery_s", reset)
                         .put("latency_200ms_2s_recovery_s", latency)
                         .put("resets", proxy.resets())
-                        .broken(withoutClaim ? "consumer without the claim (every delivery applied)" : null)
+                        .broken(claimPerDelivery ? "claim keyed on the delivery, not the event id" : null)
                         .print();
             }
         } finally {
