@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -23,11 +22,19 @@ public final class DefaultBatchTx implements BatchTx {
     private final String consumer;
     private final Map<String, Delivery> claimed = new HashMap<>();
     private final Clock clock;
-    // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does.
-    private final Map<String, JdbcOutbox> outboxes = new LinkedHashMap<>();
+    private final OutboxBuffer outboxBuffer;
+    // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does; all
+    // of them write to the one buffer, flushed once by the engine.
+    private final Map<String, JdbcOutbox> outboxes = new HashMap<>();
 
     public DefaultBatchTx(
-            Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
+            Connection raw,
+            Dialect dialect,
+            String prefix,
+            String consumer,
+            List<Delivery> claimed,
+            Clock clock,
+            OutboxBuffer outboxBuffer) {
         this.raw = raw;
         this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
@@ -37,6 +44,7 @@ public final class DefaultBatchTx implements BatchTx {
             this.claimed.put(d.eventId(), d);
         }
         this.clock = clock;
+        this.outboxBuffer = outboxBuffer;
     }
 
     /** The refused transaction-control call, or null. */
@@ -61,15 +69,7 @@ public final class DefaultBatchTx implements BatchTx {
                     + " but was " + (cause == null ? "null" : "event '" + cause.eventId() + "'")
                     + ": rows are stamped with an event id derived from their cause");
         }
-        return outboxes.computeIfAbsent(
-                cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
-    }
-
-    /** Writes the rows every cause's outbox buffered, before the commit. */
-    public void flushOutbox() throws SQLException {
-        for (JdbcOutbox outbox : outboxes.values()) {
-            outbox.flush();
-        }
+        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(outboxBuffer, consumer, id));
     }
 
     @Override

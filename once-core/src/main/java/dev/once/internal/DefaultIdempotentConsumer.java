@@ -285,36 +285,43 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /**
      * Runs the handler over the deliveries a transaction claimed: the batch handler once with all
-     * of them, or the per-event handler for each in order. Returns null when all went well.
+     * of them, or the per-event handler for each in order; then writes the outbox rows they all
+     * added in one statement (not timed as handler work). Returns null when all went well.
      */
     private Failure apply(Connection c, List<Delivery> claimed) {
         if (claimed.isEmpty()) {
             return null;
         }
+        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock);
         if (batchHandler != null) {
-            DefaultBatchTx batchTx = new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock);
-            Throwable failure = timed(() -> {
-                batchHandler.handle(List.copyOf(claimed), batchTx);
-                batchTx.flushOutbox();
-            });
+            DefaultBatchTx batchTx =
+                    new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);
+            Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
             }
-            return failure == null ? null : new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
-        }
-        for (Delivery d : claimed) {
-            putMdc(d);
-            DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
-            Throwable failure = timed(() -> {
-                handler.handle(d, handlerTx);
-                handlerTx.flushOutbox();
-            });
-            if (failure == null && handlerTx.misuse() != null) {
-                failure = refused(handlerTx.misuse());
-            }
             if (failure != null) {
-                return new Failure(failure, d);
+                return new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
             }
+        } else {
+            for (Delivery d : claimed) {
+                putMdc(d);
+                DefaultTx handlerTx =
+                        new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics, outbox);
+                Throwable failure = timed(() -> handler.handle(d, handlerTx));
+                if (failure == null && handlerTx.misuse() != null) {
+                    failure = refused(handlerTx.misuse());
+                }
+                if (failure != null) {
+                    return new Failure(failure, d);
+                }
+            }
+        }
+        try {
+            outbox.flush();
+        } catch (SQLException e) {
+            // The rows of all causes go in one statement, so a failure names no single delivery.
+            return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
         }
         return null;
     }

@@ -10,7 +10,10 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Clock;
 
-/** The {@link Tx} of one claim transaction. Not API. */
+/**
+ * The {@link Tx} of one delivery in a claim transaction; its outbox rows go to the transaction's
+ * {@link OutboxBuffer}, which the engine flushes once for all the transaction's deliveries. Not API.
+ */
 public final class DefaultTx implements Tx {
 
     private final GuardedConnection guarded;
@@ -21,6 +24,7 @@ public final class DefaultTx implements Tx {
     private final Delivery delivery;
     private final Clock clock;
     private final OnceMetrics metrics;
+    private final OutboxBuffer outboxBuffer;
     private JdbcOutbox outbox;
 
     public DefaultTx(
@@ -30,7 +34,8 @@ public final class DefaultTx implements Tx {
             String consumer,
             Delivery delivery,
             Clock clock,
-            OnceMetrics metrics) {
+            OnceMetrics metrics,
+            OutboxBuffer outboxBuffer) {
         this.raw = raw;
         this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
         this.dialect = dialect;
@@ -39,6 +44,7 @@ public final class DefaultTx implements Tx {
         this.delivery = delivery;
         this.clock = clock;
         this.metrics = metrics;
+        this.outboxBuffer = outboxBuffer;
     }
 
     /** The refused transaction-control call, or null. */
@@ -64,16 +70,9 @@ public final class DefaultTx implements Tx {
     @Override
     public Outbox outbox() {
         if (outbox == null) {
-            outbox = new JdbcOutbox(raw, dialect, prefix, consumer, delivery.eventId(), clock);
+            outbox = new JdbcOutbox(outboxBuffer, consumer, delivery.eventId());
         }
         return outbox;
-    }
-
-    /** Writes the outbox rows the handler added; the engine calls it when the handler returns. */
-    public void flushOutbox() throws SQLException {
-        if (outbox != null) {
-            outbox.flush();
-        }
     }
 
     @Override
