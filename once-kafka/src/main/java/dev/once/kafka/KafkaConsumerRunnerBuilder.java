@@ -1,5 +1,6 @@
 package dev.once.kafka;
 
+import dev.once.BatchHandler;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
@@ -35,7 +36,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>The runner gets its {@link IdempotentConsumer} one of two ways, and the order guarantee differs:
  * <ul>
- *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} (plus
+ *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} or {@link #batchHandler} (plus
  *       {@link #idempotentConsumer(Consumer)} for further settings): the runner builds the consumer
  *       and wraps the handler, so when record k of a partition fails, later records of that
  *       partition in the batch are held back, not applied. <em>Effects are applied in offset order
@@ -76,6 +77,7 @@ public final class KafkaConsumerRunnerBuilder {
     private DataSource dataSource;
     private String consumer;
     private Handler handler;
+    private BatchHandler batchHandler;
     private Consumer<IdempotentConsumerBuilder> consumerSettings;
     private IdempotentConsumer prebuilt;
     private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
@@ -149,15 +151,28 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
-    /** The business effect, run in the claim transaction. Required. */
+    /** The business effect per record, run in the claim transaction. This or {@link #batchHandler}. */
     public KafkaConsumerRunnerBuilder handler(Handler handler) {
         this.handler = Objects.requireNonNull(handler, "handler");
         return this;
     }
 
     /**
+     * The business effect of a whole poll, applied set-wise in its claim transaction (see
+     * {@link BatchHandler}): called with the records the transaction claimed, in poll order (each
+     * partition's in offset order). This or {@link #handler}. The guarantees are those of the
+     * per-record handler: effects in offset order per partition (a failing batch is halved until
+     * the failing record stands alone; later records of its partition are held back and replayed
+     * after it), offsets committed in order, retries and dead letters per record.
+     */
+    public KafkaConsumerRunnerBuilder batchHandler(BatchHandler batchHandler) {
+        this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+        return this;
+    }
+
+    /**
      * Further settings of the underlying {@link IdempotentConsumer} (table prefix, lock timeout,
-     * permanent-failure predicate, clock). Its data source, consumer, handler and meter registry
+     * permanent-failure predicate, clock). Its data source, consumer, handler (or batch handler) and meter registry
      * are the runner's. Not with {@link #idempotentConsumer(IdempotentConsumer)}.
      */
     public KafkaConsumerRunnerBuilder idempotentConsumer(Consumer<IdempotentConsumerBuilder> settings) {
@@ -167,7 +182,7 @@ public final class KafkaConsumerRunnerBuilder {
 
     /**
      * A consumer built elsewhere, used as is, instead of {@link #dataSource}, {@link #consumer},
-     * {@link #handler} and {@link #idempotentConsumer(Consumer)} (setting any of them too fails at
+     * {@link #handler} (or {@link #batchHandler}) and {@link #idempotentConsumer(Consumer)} (setting any of them too fails at
      * {@link #build()}). Its name and meter registry are its own. The runner cannot wrap its
      * handler, so effects of later records of a partition may precede a failed record's retry
      * (each is still applied once; see the class description).
@@ -304,7 +319,7 @@ public final class KafkaConsumerRunnerBuilder {
      * assignment where it is ahead of Kafka's committed offset: a crash or a rebalance between the
      * database commit and {@code commitSync} then replays nothing the database committed (the inbox
      * still absorbs producer re-sends). Offsets are still committed to Kafka, for lag monitoring and
-     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler (not
+     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler or batch handler (not
      * a prebuilt consumer); default false.
      */
     public KafkaConsumerRunnerBuilder offsetsInDatabase(boolean offsetsInDatabase) {
@@ -347,6 +362,9 @@ public final class KafkaConsumerRunnerBuilder {
             if (handler != null) {
                 conflicting.add("handler(...)");
             }
+            if (batchHandler != null) {
+                conflicting.add("batchHandler(...)");
+            }
             if (consumerSettings != null) {
                 conflicting.add("idempotentConsumer(settings -> ...)");
             }
@@ -365,14 +383,22 @@ public final class KafkaConsumerRunnerBuilder {
             if (consumer == null) {
                 missing.add("consumer");
             }
-            if (handler == null) {
-                missing.add("handler");
+            if (handler != null && batchHandler != null) {
+                throw new InvalidConfigurationException("handler(...) and batchHandler(...) were both set, but a"
+                        + " runner applies records one way: per record (handler) or per poll, set-wise"
+                        + " (batchHandler); remove one of them");
+            }
+            if (handler == null && batchHandler == null) {
+                missing.add("handler or batchHandler");
             }
         }
         if (!missing.isEmpty()) {
             throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
                     + ", but they were not set"
-                    + (prebuilt == null && (dataSource == null || consumer == null || handler == null)
+                    + (prebuilt == null
+                                    && (dataSource == null
+                                            || consumer == null
+                                            || (handler == null && batchHandler == null))
                             ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
                                     + " dataSource, consumer and handler)"
                             : ""));
@@ -398,7 +424,7 @@ public final class KafkaConsumerRunnerBuilder {
         }
         if (offsetsInDatabase && prebuilt != null) {
             throw new InvalidConfigurationException("offsetsInDatabase(true) needs the runner to build the consumer"
-                    + " (dataSource, consumer, handler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
+                    + " (dataSource, consumer, handler or batchHandler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
                     + " given, whose transactions the runner cannot write offsets in; drop one of them");
         }
         OrderGuard guard = null;
@@ -408,7 +434,7 @@ public final class KafkaConsumerRunnerBuilder {
             offsets = offsetsInDatabase
                     ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG)))
                     : null;
-            guard = new OrderGuard(handler, offsets);
+            guard = handler != null ? new OrderGuard(handler, offsets) : new OrderGuard(batchHandler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
             if (offsets == null) {
                 b.dataSource(dataSource);
@@ -422,7 +448,8 @@ public final class KafkaConsumerRunnerBuilder {
             } else {
                 b.transactions(offsets.transactions());
             }
-            idempotent = b.consumer(consumer).handler(guard).build();
+            b.consumer(consumer);
+            idempotent = (handler != null ? b.handler(guard) : b.batchHandler(guard)).build();
             if (offsets != null) {
                 offsets.bind(idempotent.inbox());
             }
