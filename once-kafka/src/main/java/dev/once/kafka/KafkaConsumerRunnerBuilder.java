@@ -54,10 +54,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 public final class KafkaConsumerRunnerBuilder {
 
-    /** {@code max.poll.records} when not given: one batch, one transaction, one commit. */
+    /** {@code max.poll.records} when not given. */
     public static final int DEFAULT_MAX_POLL_RECORDS = 500;
     /** Tries of one record before it is dead-lettered. */
     public static final int DEFAULT_MAX_ATTEMPTS = 5;
+    /** Records per transaction when not given: polls merged while a batch runs, as many as four polls hold. */
+    public static final int DEFAULT_MAX_BATCH_POLLS = 4;
+    /** The most records one transaction may take. */
+    public static final int MAX_BATCH_RECORDS = 10_000;
     /** Backoff before the first retry; doubled per attempt up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
     /** Longest backoff between two tries of one record. */
@@ -92,6 +96,7 @@ public final class KafkaConsumerRunnerBuilder {
             .build();
 
     private int threads = 1;
+    private Integer maxBatchRecords;
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration revokeTimeout;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
@@ -285,6 +290,22 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
+    /**
+     * The most records one batch, one transaction, takes (1 to {@value #MAX_BATCH_RECORDS}). The
+     * polls that return while a batch runs are merged into the next batch up to this many records,
+     * so a slow database gets fewer, larger transactions; an idle runner starts a batch with what
+     * one poll returns. Default {@value #DEFAULT_MAX_BATCH_POLLS} × {@code max.poll.records}, at most
+     * {@value #MAX_BATCH_RECORDS}. Below {@code max.poll.records}, a batch is one poll.
+     */
+    public KafkaConsumerRunnerBuilder maxBatchRecords(int maxBatchRecords) {
+        if (maxBatchRecords < 1 || maxBatchRecords > MAX_BATCH_RECORDS) {
+            throw new InvalidConfigurationException(
+                    "maxBatchRecords must be between 1 and " + MAX_BATCH_RECORDS + ", but was " + maxBatchRecords);
+        }
+        this.maxBatchRecords = maxBatchRecords;
+        return this;
+    }
+
     /** How long an idle {@code poll} waits; default {@link #DEFAULT_POLL_TIMEOUT}. */
     public KafkaConsumerRunnerBuilder pollTimeout(Duration pollTimeout) {
         this.pollTimeout = positive("pollTimeout", pollTimeout);
@@ -317,7 +338,7 @@ public final class KafkaConsumerRunnerBuilder {
      * Keeps each partition's next offset in the database, written in the same transaction as the
      * batch's claims (table {@code <prefix>kafka_offsets}, schema version 5), and seeks to it on
      * assignment where it is ahead of Kafka's committed offset: a crash or a rebalance between the
-     * database commit and {@code commitSync} then replays nothing the database committed (the inbox
+     * database commit and the offset commit then replays nothing the database committed (the inbox
      * still absorbs producer re-sends). Offsets are still committed to Kafka, for lag monitoring and
      * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler or batch handler (not
      * a prebuilt consumer); default false.
@@ -329,7 +350,7 @@ public final class KafkaConsumerRunnerBuilder {
 
     /**
      * Test hook: runs on the poll thread after a batch's database commit and before its
-     * {@code commitSync}, with the offsets about to be committed: the ack gap that crash tests
+     * offset commit, with the offsets about to be committed: the ack gap that crash tests
      * strike in. Not API.
      */
     KafkaConsumerRunnerBuilder afterDatabaseCommit(Consumer<Map<TopicPartition, OffsetAndMetadata>> hook) {
@@ -465,6 +486,15 @@ public final class KafkaConsumerRunnerBuilder {
                 deadLetterProducerProperties(props),
                 retryPolicy,
                 threads,
+                maxBatchRecords != null
+                        ? maxBatchRecords
+                        : Math.min(
+                                MAX_BATCH_RECORDS,
+                                DEFAULT_MAX_BATCH_POLLS
+                                        * intProperty(
+                                                props,
+                                                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                                                DEFAULT_MAX_POLL_RECORDS)),
                 pollTimeout,
                 revoke,
                 closeTimeout,
