@@ -151,6 +151,94 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         return outcomes;
     }
 
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> deliveries) {
+        Objects.requireNonNull(deliveries, "deliveries");
+        if (deliveries.size() <= 1 || transactions.joins()) {
+            // One delivery, or one joined transaction: all of it commits or none, never out of order.
+            return processBatch(deliveries);
+        }
+        Map<String, Delivery> firsts = new LinkedHashMap<>();
+        for (Delivery d : deliveries) {
+            metrics.received(Objects.requireNonNull(d, "delivery in batch"));
+            firsts.putIfAbsent(d.eventId(), d);
+        }
+        MDC.put(MDC_CONSUMER, consumer);
+        Map<String, Outcome> byId = new HashMap<>();
+        try {
+            List<Delivery> ordered = new ArrayList<>(firsts.values());
+            int acknowledged = prefix(ordered, byId);
+            if (acknowledged < ordered.size()) {
+                Outcome stop = byId.get(ordered.get(acknowledged).eventId());
+                for (Delivery d : ordered.subList(acknowledged + 1, ordered.size())) {
+                    byId.put(d.eventId(), heldBack(d, stop));
+                }
+            }
+        } finally {
+            clearMdc();
+        }
+        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
+        Map<String, Boolean> seen = new HashMap<>();
+        for (Delivery d : deliveries) {
+            boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
+            outcomes.add(report(d, mirror(byId.get(d.eventId()), d, copy)));
+        }
+        return outcomes;
+    }
+
+    /**
+     * Runs {@code batch} as {@link #bisect} does, parts in list order, but stops at the first
+     * delivery that is not acknowledged: nothing after it runs.
+     *
+     * @return how many deliveries from the start were acknowledged; when fewer than all, the next
+     *     one has its outcome too and those after it none
+     */
+    private int prefix(List<Delivery> batch, Map<String, Outcome> byId) {
+        BatchResult result = batchOnce(batch);
+        if (result.outcomes() != null) {
+            for (int i = 0; i < batch.size(); i++) {
+                Outcome o = result.outcomes().get(batch.get(i).eventId());
+                byId.put(o.eventId(), o);
+                if (!o.shouldAcknowledge()) {
+                    return i;
+                }
+            }
+            return batch.size();
+        }
+        if (batch.size() == 1) {
+            Outcome o = result.alone().apply(batch.get(0));
+            byId.put(o.eventId(), o);
+            return o.shouldAcknowledge() ? 1 : 0;
+        }
+        int culprit = result.culprit();
+        if (culprit >= 0) {
+            // The deliveries before the named one, then it alone; the rest only if it went through.
+            int before = culprit == 0 ? 0 : prefix(batch.subList(0, culprit), byId);
+            if (before < culprit || prefix(batch.subList(culprit, culprit + 1), byId) == 0) {
+                return before;
+            }
+            return culprit
+                    + 1
+                    + (culprit + 1 < batch.size() ? prefix(batch.subList(culprit + 1, batch.size()), byId) : 0);
+        }
+        int half = (batch.size() + 1) / 2;
+        int first = prefix(batch.subList(0, half), byId);
+        if (first < half) {
+            return first;
+        }
+        return half + prefix(batch.subList(half, batch.size()), byId);
+    }
+
+    private static Outcome heldBack(Delivery d, Outcome first) {
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "held back: '" + first.eventId() + "' before it was not acknowledged (" + first.tag()
+                                + "); ordered deliveries take effect in order",
+                        first.failure()));
+    }
+
     /**
      * Runs {@code batch} in one transaction. If it rolls back because of its deliveries (a handler
      * failed, a claim timed out on a concurrent duplicate, conflicts outlasted the retries), the
