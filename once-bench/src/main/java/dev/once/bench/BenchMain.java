@@ -16,9 +16,14 @@ import java.util.function.Supplier;
  * or {@code --postgres URL}), the named suites in order, result lines on stdout, BENCHMARKS.md.
  *
  * <pre>
- * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [--postgres URL]
- *      [--warmup S] [--seconds S] [--slice S] [--out FILE]
+ * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [--postgres URL]
+ *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint]
  * </pre>
+ *
+ * <p>Each suite writes its own sections, headed by the date, commit and load average of its run and
+ * followed by its result lines. Running some suites replaces only their sections of an existing
+ * report and keeps the others (and the hand-written ones) as they were, so suites can be rerun
+ * one at a time.
  */
 public final class BenchMain {
 
@@ -37,6 +42,7 @@ public final class BenchMain {
         suites.put("peers", PeersSuite::new);
         suites.put("kafka", KafkaEndToEnd::new);
         suites.put("retention", RetentionSuite::new);
+        suites.put("relay", RelaySuite::new);
         return suites;
     }
 
@@ -47,6 +53,7 @@ public final class BenchMain {
         Duration warmup = Duration.ofSeconds(2);
         Duration measured = Duration.ofSeconds(30);
         Duration slice = Duration.ofSeconds(1);
+        boolean fingerprint = false;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -56,15 +63,19 @@ public final class BenchMain {
                     measured = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
                 case "--slice" -> slice = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
                 case "--out" -> out = Path.of(value(args, ++i, a));
+                case "--fingerprint" -> fingerprint = true;
                 case "-h", "--help" -> {
                     System.out.println("usage: java -jar once-bench.jar [" + String.join("] [", suites().keySet())
-                            + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]");
+                            + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]"
+                            + " [--fingerprint]\n  --fingerprint  core also runs once with onMismatch(COUNT), the"
+                            + " payload fingerprint's cost");
                     return;
                 }
                 default -> {
                     if (a.startsWith("-") || !suites().containsKey(a)) {
-                        throw new IllegalArgumentException("unknown argument '" + a + "'; suites in this build are "
-                                + suites().keySet() + ", options --postgres --warmup --seconds --slice --out");
+                        throw new IllegalArgumentException(
+                                "unknown argument '" + a + "'; suites in this build are " + suites().keySet()
+                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint");
                     }
                     names.add(a);
                 }
@@ -73,7 +84,7 @@ public final class BenchMain {
         if (names.isEmpty()) {
             names.addAll(suites().keySet());
         }
-        Run.Settings settings = new Run.Settings(warmup, measured, slice);
+        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint);
         String loadBefore = loadAverage();
         try (BenchPostgres postgres = BenchPostgres.start(postgresUrl)) {
             Run run = new Run(postgres, settings);
@@ -82,11 +93,18 @@ public final class BenchMain {
             if (!"on".equals(server.get("fsync")) || !"on".equals(server.get("synchronous_commit"))) {
                 Run.progress("WARNING: fsync or synchronous_commit is off; the figures are not durable-commit figures");
             }
+            Map<String, String> ran = new LinkedHashMap<>();
             for (String name : names) {
                 Run.progress("suite " + name);
+                int sections = run.sections().size();
+                int lines = run.lines().size();
+                String load = loadAverage();
                 suites().get(name).get().run(run);
+                ran.put(name, suiteMarkdown(name, run, sections, lines, load, loadAverage()));
             }
-            Files.writeString(out, markdown(run, names, server, postgres.isEmbedded(), loadBefore, loadAverage()));
+            String machine = machine(run, server, postgres.isEmbedded(), loadBefore, loadAverage());
+            String old = Files.exists(out) ? Files.readString(out) : null;
+            Files.writeString(out, Report.merge(old, machine, ran, suites().keySet()));
             Run.progress("wrote " + out.toAbsolutePath());
         }
     }
@@ -110,23 +128,59 @@ public final class BenchMain {
         }
     }
 
-    private static String markdown(
-            Run run,
-            List<String> names,
-            Map<String, String> server,
-            boolean embedded,
-            String loadBefore,
-            String loadAfter) {
+    /** The sections suite {@code name} added to the run, headed by when, where and under which load it ran. */
+    private static String suiteMarkdown(
+            String name, Run run, int sectionsBefore, int linesBefore, String loadBefore, String loadAfter) {
         StringBuilder md = new StringBuilder();
-        md.append("# Benchmarks\n\n");
-        md.append("Generated by `dev.once.bench.BenchMain` (suites: ")
-                .append(String.join(", ", names))
-                .append(") on ")
-                .append(LocalDate.now(ZoneOffset.UTC))
-                .append(". Rerun from the repository root:\n\n");
-        md.append("```\n").append(COMMAND).append('\n').append("```\n\n");
-        md.append(
-                "It rewrites this file and prints one `BENCH` / `CORRECTNESS` line per result (below, verbatim).\n\n");
+        List<Map.Entry<String, String>> sections = new ArrayList<>(
+                        run.sections().entrySet())
+                .subList(sectionsBefore, run.sections().size());
+        List<String> lines = run.lines().subList(linesBefore, run.lines().size());
+        for (int i = 0; i < sections.size(); i++) {
+            md.append("## ").append(sections.get(i).getKey()).append("\n\n");
+            md.append(Report.marker(name)).append('\n');
+            if (i == 0) {
+                md.append("_Suite `")
+                        .append(name)
+                        .append("`, run on ")
+                        .append(LocalDate.now(ZoneOffset.UTC))
+                        .append(" at commit ")
+                        .append(commit())
+                        .append("; load average (1 / 5 / 15 min) ")
+                        .append(loadBefore)
+                        .append(" at start, ")
+                        .append(loadAfter)
+                        .append(" at end._\n\n");
+            }
+            md.append(sections.get(i).getValue()).append('\n');
+            if (i == sections.size() - 1 && !lines.isEmpty()) {
+                md.append("Result lines:\n\n```\n");
+                lines.forEach(l -> md.append(l).append('\n'));
+                md.append("```\n\n");
+            }
+        }
+        return md.toString();
+    }
+
+    /** The commit the jar was built from, as git names it, or {@code unknown}. */
+    private static String commit() {
+        try {
+            Process p = new ProcessBuilder("git", "rev-parse", "--short", "HEAD")
+                    .redirectErrorStream(true)
+                    .start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+            return p.waitFor() == 0 && !out.isEmpty() ? "`" + out + "`" : "unknown";
+        } catch (java.io.IOException e) {
+            return "unknown";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "unknown";
+        }
+    }
+
+    private static String machine(
+            Run run, Map<String, String> server, boolean embedded, String loadBefore, String loadAfter) {
+        StringBuilder md = new StringBuilder();
         md.append("## Machine and settings\n\n");
         BenchPostgres.machineFacts()
                 .forEach((k, v) ->
@@ -162,23 +216,22 @@ public final class BenchMain {
                 .append("` with exactly `conns` connections; driver `")
                 .append(Versions.of("org.postgresql", "postgresql"))
                 .append("`\n");
-        md.append("- load average (1 / 5 / 15 min) at start: ")
+        md.append("- load average (1 / 5 / 15 min) of the last run, at start: ")
                 .append(loadBefore)
                 .append("; at end: ")
                 .append(loadAfter)
-                .append(". The machine is shared with other builds: when the load is far above the core count, commit")
-                .append(" latency and CPU share move by the minute and absolute figures fall well below an idle")
-                .append(
-                        " machine's; compare configurations within a table (they ran interleaved), not across runs\n\n");
-        run.sections()
-                .forEach((title, body) -> md.append("## ")
-                        .append(title)
-                        .append("\n\n")
-                        .append(body)
-                        .append('\n'));
-        md.append("## Raw result lines\n\n```\n");
-        run.lines().forEach(l -> md.append(l).append('\n'));
-        md.append("```\n");
+                .append(" (each suite's section gives its own). The machine is shared with other builds: when the")
+                .append(" load is far above the core count, commit latency and CPU share move by the minute and")
+                .append(" absolute figures fall well below an idle machine's; compare configurations within a table")
+                .append(" (they ran interleaved), not across runs\n\n");
         return md.toString();
+    }
+
+    /** The report's head: what it is and how to rerun it. */
+    static String head() {
+        return "# Benchmarks\n\nGenerated by `dev.once.bench.BenchMain`; each suite's section says when it was run, at"
+                + " which commit and under which load. Rerun from the repository root (name suites to rerun only"
+                + " theirs; the other sections are kept):\n\n```\n" + COMMAND + "\n```\n\n"
+                + "It prints one `BENCH` / `CORRECTNESS` line per result; each section lists its own.\n\n";
     }
 }

@@ -13,6 +13,7 @@ import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -33,10 +34,9 @@ public final class OutboxRepository {
     private final String insertAllSql;
     private final String lockSql;
     private final String lockPendingSql;
-    private final String sentSql;
+    private final String markSql;
+    private final String markAllSql;
     private final String deleteSql;
-    private final String retrySql;
-    private final String deadSql;
     private final String statsSql;
     private final String listDeadSql;
     private final String replaySql;
@@ -47,10 +47,9 @@ public final class OutboxRepository {
         this.insertAllSql = dialect.outboxInsertAll(prefix);
         this.lockSql = dialect.outboxLockBatch(prefix);
         this.lockPendingSql = dialect.outboxLockPending(prefix);
-        this.sentSql = dialect.outboxMarkSent(prefix);
+        this.markSql = dialect.outboxMark(prefix);
+        this.markAllSql = dialect.outboxMarkAll(prefix);
         this.deleteSql = dialect.outboxDelete(prefix);
-        this.retrySql = dialect.outboxRetry(prefix);
-        this.deadSql = dialect.outboxDead(prefix);
         this.statsSql = dialect.outboxStats(prefix);
         this.listDeadSql = dialect.outboxListDead(prefix);
         this.replaySql = dialect.outboxReplay(prefix);
@@ -161,53 +160,105 @@ public final class OutboxRepository {
     }
 
     /**
-     * Records the end of each row's attempt; every mark counts one attempt.
+     * Records the end of each row's attempt; every mark counts one attempt. One statement for the
+     * whole list on PostgreSQL (arrays); one JDBC batch elsewhere, plus one for deletions.
      *
      * @param deleteSent true to delete sent rows rather than mark them
      */
     public void mark(Connection c, List<? extends Mark> marks, boolean deleteSent) throws SQLException {
-        try (PreparedStatement ok = c.prepareStatement(deleteSent ? deleteSql : sentSql);
-                PreparedStatement retry = c.prepareStatement(retrySql);
-                PreparedStatement dead = c.prepareStatement(deadSql)) {
-            int sent = 0;
-            int retried = 0;
-            int died = 0;
+        if (marks.isEmpty()) {
+            return;
+        }
+        if (markAllSql != null) {
+            markAll(c, marks, deleteSent);
+            return;
+        }
+        int updates = 0;
+        int deletes = 0;
+        try (PreparedStatement mark = c.prepareStatement(markSql);
+                PreparedStatement delete = c.prepareStatement(deleteSql)) {
             for (Mark m : marks) {
-                if (m instanceof Sent s) {
-                    if (deleteSent) {
-                        ok.setLong(1, s.id()); // 1 id
-                    } else {
-                        ok.setTimestamp(1, Timestamp.from(s.sentAt())); // 1 sent_at
-                        setReceipt(ok, 2, s.receipt()); // 2 status, 3 response
-                        ok.setLong(4, s.id()); // 4 id
-                    }
-                    ok.addBatch();
-                    sent++;
-                } else if (m instanceof Retry r) {
-                    retry.setTimestamp(1, Timestamp.from(r.availableAt())); // 1 available_at
-                    retry.setString(2, truncate(r.error())); // 2 last_error
-                    setReceipt(retry, 3, r.receipt()); // 3 status, 4 response
-                    retry.setLong(5, r.id()); // 5 id
-                    retry.addBatch();
-                    retried++;
-                } else if (m instanceof Dead d) {
-                    dead.setString(1, truncate(d.error())); // 1 last_error
-                    setReceipt(dead, 2, d.receipt()); // 2 status, 3 response
-                    dead.setLong(4, d.id()); // 4 id
-                    dead.addBatch();
-                    died++;
+                if (m instanceof Sent && deleteSent) {
+                    delete.setLong(1, m.id()); // 1 id
+                    delete.addBatch();
+                    deletes++;
+                    continue;
                 }
+                mark.setString(1, status(m)); // 1 status
+                mark.setTimestamp(2, m instanceof Sent s ? Timestamp.from(s.sentAt()) : null); // 2 sent_at
+                mark.setTimestamp(3, m instanceof Retry r ? Timestamp.from(r.availableAt()) : null); // 3 available_at
+                mark.setString(4, truncate(error(m))); // 4 last_error
+                Receipt receipt = receipt(m);
+                if (receipt == null) {
+                    mark.setNull(5, Types.INTEGER); // 5 response_status
+                    mark.setNull(6, Types.VARCHAR); // 6 response
+                } else {
+                    mark.setInt(5, receipt.status());
+                    mark.setString(6, receipt.body());
+                }
+                mark.setLong(7, m.id()); // 7 id
+                mark.addBatch();
+                updates++;
             }
-            if (sent > 0) {
-                ok.executeBatch();
+            if (updates > 0) {
+                mark.executeBatch();
             }
-            if (retried > 0) {
-                retry.executeBatch();
-            }
-            if (died > 0) {
-                dead.executeBatch();
+            if (deletes > 0) {
+                delete.executeBatch();
             }
         }
+    }
+
+    private void markAll(Connection c, List<? extends Mark> marks, boolean deleteSent) throws SQLException {
+        List<Long> deleted = new ArrayList<>();
+        List<Mark> updated = new ArrayList<>(marks.size());
+        for (Mark m : marks) {
+            if (m instanceof Sent && deleteSent) {
+                deleted.add(m.id());
+            } else {
+                updated.add(m);
+            }
+        }
+        int n = updated.size();
+        Long[] ids = new Long[n];
+        String[] statuses = new String[n];
+        Long[] micros = new Long[n];
+        String[] errors = new String[n];
+        Integer[] statusCodes = new Integer[n];
+        String[] responses = new String[n];
+        for (int i = 0; i < n; i++) {
+            Mark m = updated.get(i);
+            ids[i] = m.id();
+            statuses[i] = status(m);
+            Instant at = m instanceof Sent s ? s.sentAt() : m instanceof Retry r ? r.availableAt() : null;
+            micros[i] = at == null ? null : ChronoUnit.MICROS.between(Instant.EPOCH, at);
+            errors[i] = truncate(error(m));
+            Receipt receipt = receipt(m);
+            statusCodes[i] = receipt == null ? null : receipt.status();
+            responses[i] = receipt == null ? null : receipt.body();
+        }
+        try (PreparedStatement ps = c.prepareStatement(markAllSql)) {
+            ps.setArray(1, c.createArrayOf("bigint", deleted.toArray())); // 1 ids to delete
+            ps.setArray(2, c.createArrayOf("bigint", ids)); // 2 ids
+            ps.setArray(3, c.createArrayOf("varchar", statuses)); // 3 statuses
+            ps.setArray(4, c.createArrayOf("bigint", micros)); // 4 sent_at or available_at, µs since the epoch
+            ps.setArray(5, c.createArrayOf("text", errors)); // 5 last_error
+            ps.setArray(6, c.createArrayOf("int4", statusCodes)); // 6 response_status
+            ps.setArray(7, c.createArrayOf("text", responses)); // 7 response
+            ps.executeUpdate();
+        }
+    }
+
+    private static String status(Mark m) {
+        return m instanceof Sent ? "sent" : m instanceof Retry ? "pending" : "dead";
+    }
+
+    private static String error(Mark m) {
+        return m instanceof Retry r ? r.error() : m instanceof Dead d ? d.error() : null;
+    }
+
+    private static Receipt receipt(Mark m) {
+        return m instanceof Sent s ? s.receipt() : m instanceof Retry r ? r.receipt() : ((Dead) m).receipt();
     }
 
     /** Pending rows, the age of the oldest one at {@code now}, and dead rows. */
@@ -280,16 +331,6 @@ public final class OutboxRepository {
                 rs.getString(7),
                 rs.getInt(8),
                 created == null ? null : created.toInstant());
-    }
-
-    private static void setReceipt(PreparedStatement ps, int index, Receipt receipt) throws SQLException {
-        if (receipt == null) {
-            ps.setNull(index, Types.INTEGER);
-            ps.setNull(index + 1, Types.VARCHAR);
-        } else {
-            ps.setInt(index, receipt.status());
-            ps.setString(index + 1, receipt.body());
-        }
     }
 
     private static String truncate(String s) {

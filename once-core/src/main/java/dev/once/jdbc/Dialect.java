@@ -79,6 +79,40 @@ public interface Dialect {
     void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
             throws SQLException;
 
+    /**
+     * {@link #claim} that also keeps the payload's fingerprint ({@link dev.once.MismatchPolicy}
+     * other than OFF). Binds: 1 consumer, 2 event id, 3 processed_at, 4 payload_fingerprint
+     * (bigint, null for a delivery without payload). Executed and answered like {@link #claim}.
+     */
+    String claimWithFingerprint(String prefix, Duration lockTimeout);
+
+    /**
+     * {@link #claimBatch} that also keeps each id's payload fingerprint, bound by
+     * {@link #bindBatchClaimWithFingerprints}; returns the ids it inserted, like {@link #claimBatch}.
+     */
+    String claimBatchWithFingerprints(String prefix, Duration lockTimeout, int size);
+
+    /** Binds {@link #claimBatchWithFingerprints}: as {@link #bindBatchClaim}, plus a fingerprint (or null) per id. */
+    void bindBatchClaimWithFingerprints(
+            PreparedStatement statement,
+            String consumer,
+            Timestamp processedAt,
+            String[] sortedIds,
+            Long[] fingerprints)
+            throws SQLException;
+
+    /**
+     * Reads the payload fingerprints of {@code size} ids a claim just found claimed by an earlier
+     * transaction, bound by {@link #bindStoredFingerprints}. Columns: event_id, payload_fingerprint
+     * (null for a claim made without one). It must see the committed claim the insert conflicted
+     * with, even in a transaction whose snapshot is older (MariaDB's REPEATABLE READ). At most
+     * {@link #maxBatchClaimSize} ids.
+     */
+    String storedFingerprints(String prefix, int size);
+
+    /** Binds {@link #storedFingerprints}: the consumer and the ids. */
+    void bindStoredFingerprints(PreparedStatement statement, String consumer, String[] ids) throws SQLException;
+
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {
         return "UPDATE " + table + " SET " + statusColumn + " = ? WHERE " + idColumn + " = ? AND " + statusColumn
@@ -125,6 +159,21 @@ public interface Dialect {
      * Bounded so that pruning a large backlog never holds locks or bloats one transaction.
      */
     String pruneInbox(String prefix);
+
+    /**
+     * Deletes up to a chunk of inbox rows processed before a cutoff that lie after a position in
+     * the table's physical order, so that one run walks forward and never reads again the rows its
+     * earlier chunks deleted (they stay in the table as dead tuples until vacuum). Binds: 1 cutoff,
+     * 2 the position (text: null for the first chunk, then the previous chunk's), 3 chunk size.
+     * Executed as a query: one row of the rows deleted and the position of the last one (null when
+     * none). A run must start from null every time: a row that committed late with an old stamp
+     * may lie behind any position an earlier run reached.
+     *
+     * @param serverMajorVersion the server's major version, from the driver's metadata
+     * @return the statement, or null when this dialect or server version cannot walk (then
+     *         {@link #pruneInbox} is the statement)
+     */
+    String pruneInboxWalking(String prefix, int serverMajorVersion);
 
     // ---- leases (dev.once.lease) -------------------------------------------------------------
 
@@ -205,7 +254,8 @@ public interface Dialect {
     // ---- outbox relay (dev.once.outbox) --------------------------------------------------------
 
     /**
-     * Locks the next sendable rows in id order, skipping rows other relays hold: pending,
+     * Locks the next sendable rows, oldest available first (available_at, then id), skipping rows
+     * other relays hold: pending,
      * available, matching a destination pattern, and only the head of each key: the row with no
      * older pending or dead row of its key (a key's later rows wait for its head, so a failed head
      * blocks its own key and no other, and a dead head until it is replayed, then sent first, or
@@ -220,7 +270,9 @@ public interface Dialect {
                 + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
                 + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " p"
                 + " WHERE p.msg_key = o.msg_key AND p.status IN ('pending', 'dead') AND p.id < o.id))"
-                + " ORDER BY o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+                // The order of the V7 index on (available_at, id): the scan stops at the first row
+                // available later, so rows waiting for a retry are never read.
+                + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
     }
 
     /**
@@ -232,33 +284,33 @@ public interface Dialect {
                 + " WHERE id = ? AND status = 'pending' FOR UPDATE SKIP LOCKED";
     }
 
-    /** Marks a row sent. Binds: 1 sent_at, 2 response_status (nullable), 3 response (nullable), 4 id. */
-    default String outboxMarkSent(String prefix) {
-        return "UPDATE " + quote(prefix + "outbox") + " SET status = 'sent', attempts = attempts + 1, sent_at = ?,"
-                + " response_status = ?, response = ?, last_error = NULL WHERE id = ?";
+    /**
+     * Records the end of one row's attempt, whichever it was (run as one JDBC batch for a whole
+     * relay batch where {@link #outboxMarkAll} is null); counts the attempt. Sent: status
+     * {@code sent} with sent_at; retry: status {@code pending} with the next available_at; dead:
+     * status {@code dead}. Binds: 1 status, 2 sent_at (null unless sent), 3 available_at (null
+     * unless retried), 4 last_error (nullable), 5 response_status (nullable), 6 response (nullable), 7 id.
+     */
+    default String outboxMark(String prefix) {
+        return "UPDATE " + quote(prefix + "outbox") + " SET status = ?, attempts = attempts + 1,"
+                + " sent_at = COALESCE(?, sent_at), available_at = COALESCE(?, available_at), last_error = ?,"
+                + " response_status = ?, response = ? WHERE id = ?";
+    }
+
+    /**
+     * {@link #outboxMark} for a whole batch in one statement over arrays, with the deletion of sent
+     * rows (relays keeping no history) in the same statement; null where the dialect has no array
+     * binds. Binds: 1 ids to delete, then arrays of 2 id, 3 status, 4 time in microseconds since
+     * the epoch (sent_at when sent, available_at when retried, ignored when dead), 5 last_error,
+     * 6 response_status, 7 response.
+     */
+    default String outboxMarkAll(String prefix) {
+        return null;
     }
 
     /** Deletes a sent row (relays configured to keep no history). Binds: 1 id. */
     default String outboxDelete(String prefix) {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ?";
-    }
-
-    /**
-     * Schedules a retry of a failed row. Binds: 1 available_at, 2 last_error, 3 response_status
-     * (nullable), 4 response (nullable), 5 id.
-     */
-    default String outboxRetry(String prefix) {
-        return "UPDATE " + quote(prefix + "outbox") + " SET attempts = attempts + 1, available_at = ?,"
-                + " last_error = ?, response_status = ?, response = ? WHERE id = ?";
-    }
-
-    /**
-     * Moves a row that will not be tried again to {@code dead}. Binds: 1 last_error,
-     * 2 response_status (nullable), 3 response (nullable), 4 id.
-     */
-    default String outboxDead(String prefix) {
-        return "UPDATE " + quote(prefix + "outbox") + " SET status = 'dead', attempts = attempts + 1,"
-                + " last_error = ?, response_status = ?, response = ? WHERE id = ?";
     }
 
     /**

@@ -1,8 +1,6 @@
 package dev.once.outbox;
 
 import dev.once.InvalidConfigurationException;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import java.io.ByteArrayOutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -11,12 +9,14 @@ import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
@@ -77,25 +77,52 @@ public final class HttpPublisher implements Publisher {
     }
 
     /**
-     * POSTs the message.
+     * POSTs the message and waits for the answer.
      *
      * @return the provider's status and body
-     * @throws PublishFailure retryable or not, with the provider's answer, for a non-2xx status
-     * @throws RetryableException for a timeout or connection failure
-     * @throws PermanentFailureException when the destination is not an http(s) URL
+     * @throws PublishFailure retryable or not, with the provider's answer, for a non-2xx status;
+     *                        retryable for a timeout or connection failure; permanent when the
+     *                        destination is not an http(s) URL
      */
     @Override
     public Receipt publish(OutboxMessage message) throws InterruptedException {
+        try {
+            return send(message).get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof PublishFailure f
+                    ? f
+                    : PublishFailure.retryable(
+                            "POST for row " + message.id() + " failed: " + e.getCause(), Receipt.NONE, e.getCause());
+        }
+    }
+
+    /** POSTs every message at once ({@link HttpClient#sendAsync}); each answer is classified as {@link #publish} does. */
+    @Override
+    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        for (OutboxMessage m : messages) {
+            results.add(send(m));
+        }
+        return results;
+    }
+
+    private CompletableFuture<Receipt> send(OutboxMessage message) {
         URI uri;
         try {
             uri = URI.create(message.destination());
         } catch (IllegalArgumentException e) {
-            throw new PermanentFailureException("destination '" + message.destination() + "' is not a URL", e);
+            return CompletableFuture.failedFuture(PublishFailure.permanent(
+                    "destination '" + message.destination() + "' of row " + message.id() + " is not a URL",
+                    Receipt.NONE,
+                    e));
         }
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
         if (!scheme.equals("http") && !scheme.equals("https")) {
-            throw new PermanentFailureException("HttpPublisher sends to http:// or https:// destinations, but row "
-                    + message.id() + " has '" + message.destination() + "'");
+            return CompletableFuture.failedFuture(PublishFailure.permanent(
+                    "HttpPublisher sends to http:// or https:// destinations, but row " + message.id() + " has '"
+                            + message.destination() + "'",
+                    Receipt.NONE,
+                    null));
         }
         HttpRequest.Builder request = HttpRequest.newBuilder(uri)
                 .timeout(timeout)
@@ -111,30 +138,43 @@ public final class HttpPublisher implements Publisher {
             }
         }
         request.header("Content-Type", contentType);
-        HttpResponse<byte[]> response;
-        CompletableFuture<HttpResponse<byte[]>> sent = client.sendAsync(request.build(), info -> new Head(MAX_READ));
+        CompletableFuture<HttpResponse<byte[]>> sent;
         try {
-            // The whole exchange, body included, within the timeout: the request's own timeout ends
-            // at the response headers, and a body that trickles would hold the row lock for ever.
-            response = sent.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            sent.cancel(true);
-            throw new RetryableException(
-                    "POST " + uri + " for row " + message.id() + " took longer than " + timeout, e);
-        } catch (ExecutionException e) {
-            throw new RetryableException(
-                    "POST " + uri + " for row " + message.id() + " failed: " + e.getCause(), e.getCause());
+            sent = client.sendAsync(request.build(), info -> new Head(MAX_READ));
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(PublishFailure.permanent(
+                    "POST " + uri + " for row " + message.id() + " cannot be sent: " + e.getMessage(),
+                    Receipt.NONE,
+                    e));
         }
-        int status = response.statusCode();
-        Receipt receipt = new Receipt(status, new String(response.body(), StandardCharsets.UTF_8));
-        if (status >= 200 && status < 300) {
-            return receipt;
-        }
-        boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
-        throw new PublishFailure(
-                "POST " + uri + " for row " + message.id() + " answered " + status + ": " + receipt.body(),
-                retryable,
-                receipt);
+        // The whole exchange, body included, within the timeout: the request's own timeout ends
+        // at the response headers, and a body that trickles would hold the row lock for ever.
+        return sent.copy().orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS).handle((response, failure) -> {
+            if (failure != null) {
+                Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                        ? failure.getCause()
+                        : failure;
+                if (cause instanceof TimeoutException) {
+                    sent.cancel(true);
+                    throw PublishFailure.retryable(
+                            "POST " + uri + " for row " + message.id() + " took longer than " + timeout,
+                            Receipt.NONE,
+                            cause);
+                }
+                throw PublishFailure.retryable(
+                        "POST " + uri + " for row " + message.id() + " failed: " + cause, Receipt.NONE, cause);
+            }
+            int status = response.statusCode();
+            Receipt receipt = new Receipt(status, new String(response.body(), StandardCharsets.UTF_8));
+            if (status >= 200 && status < 300) {
+                return receipt;
+            }
+            boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
+            throw new PublishFailure(
+                    "POST " + uri + " for row " + message.id() + " answered " + status + ": " + receipt.body(),
+                    retryable,
+                    receipt);
+        });
     }
 
     /**

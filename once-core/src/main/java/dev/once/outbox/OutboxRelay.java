@@ -2,7 +2,6 @@ package dev.once.outbox;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
-import dev.once.PermanentFailureException;
 import dev.once.RetryPolicy;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.JdbcTarget;
@@ -24,11 +23,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 /**
  * Sends what handlers put in the transactional outbox, after their transactions commit.
@@ -42,8 +47,13 @@ import org.slf4j.MDC;
  * }</pre>
  *
  * <p><b>How it sends.</b> One transaction per batch: lock the next rows with
- * {@code SELECT … FOR UPDATE SKIP LOCKED} in id order, publish each, then mark it sent (or delete
- * it, {@link Builder#deleteSent}) or schedule its retry, and commit. Many relays can run against
+ * {@code SELECT … FOR UPDATE SKIP LOCKED}, oldest available first, hand them all to
+ * {@link Publisher#publishAll} (which may send them concurrently: a batch holds at most one row
+ * per key), wait for every send's outcome within {@link Builder#sendTimeout}, then mark each row
+ * sent (or delete it, {@link Builder#deleteSent}), schedule its retry or move it to dead, all in
+ * one statement, and commit. Each row's outcome is its own: one failed or hung send never marks
+ * another row. Rows waiting for a retry are not read by the lock query at all (an index on when
+ * they are available), so a large backlog in backoff costs a poll nothing. Many relays can run against
  * one table at once: a row locked by one is skipped by the others, so no row is sent twice while
  * it is locked. Only the head of each key is taken (its oldest row that is pending or dead), so a
  * key is sent by one relay at a time and in id order, and a failing row holds back its own key and no
@@ -76,7 +86,9 @@ import org.slf4j.MDC;
  *
  * <p><b>Metrics</b> (tag {@code relay}): {@code once.outbox.sent}, {@code once.outbox.retried},
  * {@code once.outbox.dead} counters; {@code once.outbox.pending} and {@code once.outbox.lag}
- * (seconds since the oldest pending row was written) gauges, refreshed every poll;
+ * (seconds since the oldest pending row was written) gauges, sampled by a started relay every
+ * {@link Builder#statsInterval} (counting pending rows reads them all, so it is not done per poll)
+ * and by every {@link #stats} call;
  * {@code once.fence.rejections}.
  *
  * <p>Thread-safe: {@link #relayOnce} may be called from several threads, though one started relay
@@ -98,6 +110,10 @@ public final class OutboxRelay implements AutoCloseable {
             .jitter(RetryPolicy.Jitter.EQUAL)
             .maxRetries(9)
             .build();
+    /** How long a batch's sends may take in all, unless configured. */
+    public static final Duration DEFAULT_SEND_TIMEOUT = Duration.ofSeconds(60);
+    /** How often a started relay counts pending rows for its gauges, unless configured. */
+    public static final Duration DEFAULT_STATS_INTERVAL = Duration.ofSeconds(15);
     /** Lease time to live in exclusive mode unless configured. */
     public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(30);
 
@@ -110,11 +126,15 @@ public final class OutboxRelay implements AutoCloseable {
     private final String name;
     private final int batchSize;
     private final Duration pollInterval;
+    private final Duration sendTimeout;
+    private final Duration statsInterval;
     private final RetryPolicy retryPolicy;
     private final boolean deleteSent;
     private final String destinationPattern;
     private final Clock clock;
     private final RelayLease exclusive;
+    private final long leaseSlice;
+    private final boolean concurrent;
 
     private final Counter sent;
     private final Counter retried;
@@ -131,11 +151,15 @@ public final class OutboxRelay implements AutoCloseable {
         this.name = b.name;
         this.batchSize = b.batchSize;
         this.pollInterval = b.pollInterval;
+        this.sendTimeout = b.sendTimeout;
+        this.statsInterval = b.statsInterval;
         this.retryPolicy = b.retryPolicy;
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
         this.clock = t.clock();
         this.exclusive = b.leaseName == null ? null : new RelayLease(name, b.leaseName, b.leaseTtl, t);
+        this.leaseSlice = b.leaseTtl.dividedBy(4).toNanos();
+        this.concurrent = overridesPublishAll(b.publisher);
         MeterRegistry r = b.meterRegistry;
         this.sent = Counter.builder("once.outbox.sent")
                 .description("outbox rows sent")
@@ -247,31 +271,66 @@ public final class OutboxRelay implements AutoCloseable {
     private List<OutboxRepository.Mark> sendBatch(Connection c, Lease lease, List<OutboxMessage> attempted)
             throws SQLException {
         List<OutboxMessage> rows = repository.lockBatch(c, clock.instant(), destinationPattern, batchSize);
+        if (rows.isEmpty()) {
+            return List.of();
+        }
+        Held held = new Held(lease);
+        // The batch holds at most one row per key (the lock query takes only heads), so its sends
+        // may overlap without reordering any key.
+        List<Attempt> attempts = concurrent ? sendAll(rows, held, attempted) : sendEach(rows, held, attempted);
+        interrupted();
         List<OutboxRepository.Mark> marks = new ArrayList<>(rows.size());
-        Lease current = lease;
-        for (OutboxMessage m : rows) {
-            if (Thread.currentThread().isInterrupted()) {
-                throw new OnceException(
-                        "relay " + name + " interrupted; batch rolled back, its rows will be sent again");
-            }
-            if (current != null) {
-                current = exclusive.keep(current);
-                if (current == null) {
+        for (int i = 0; i < rows.size(); i++) {
+            marks.add(mark(rows.get(i), attempts.get(i)));
+        }
+        repository.mark(c, marks, deleteSent);
+        if (held.lease != null) {
+            held.keep();
+            // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
+            exclusive.fence(c, held.lease);
+        }
+        return marks;
+    }
+
+    /** The lease a batch runs under, renewed as the batch goes on; null outside exclusive mode. */
+    private final class Held {
+        Lease lease;
+
+        Held(Lease lease) {
+            this.lease = lease;
+        }
+
+        /** Renews the lease once half its time to live has passed; stops the batch if another relay took it. */
+        void keep() {
+            if (lease != null) {
+                lease = exclusive.keep(lease);
+                if (lease == null) {
                     throw new LeaseLost();
                 }
             }
+        }
+    }
+
+    /**
+     * The path for a publisher that sends one message at a time ({@link Publisher#publishAll} not
+     * overridden): send by send, renewing the lease and checking for an interruption before each.
+     */
+    private List<Attempt> sendEach(List<OutboxMessage> rows, Held held, List<OutboxMessage> attempted) {
+        List<Attempt> attempts = new ArrayList<>(rows.size());
+        for (OutboxMessage m : rows) {
+            interrupted();
+            held.keep();
             attempted.add(m);
-            marks.add(mark(m, publish(m)));
+            CompletionStage<Receipt> stage = publisher.publishAll(List.of(m)).get(0);
+            attempts.add(await(m, stage, System.nanoTime() + sendTimeout.toNanos(), held));
         }
-        if (rows.isEmpty()) {
-            return marks;
+        return attempts;
+    }
+
+    private void interrupted() {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new OnceException("relay " + name + " interrupted; batch rolled back, its rows will be sent again");
         }
-        repository.mark(c, marks, deleteSent);
-        if (current != null) {
-            // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
-            exclusive.fence(c, current);
-        }
-        return marks;
     }
 
     private void count(List<OutboxRepository.Mark> marks) {
@@ -287,26 +346,79 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /** What a send ended with: the destination's receipt, or the failure and whether it is permanent. */
-    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {}
+    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {
 
-    private Attempt publish(OutboxMessage m) {
-        MDC.put("once.outbox.id", Long.toString(m.id()));
-        MDC.put("once.event_id", m.eventId());
+        static Attempt of(Throwable failure) {
+            return failure instanceof PublishFailure f
+                    ? new Attempt(f.receipt(), f, !f.retryable())
+                    : new Attempt(null, failure, false);
+        }
+    }
+
+    /**
+     * Sends the batch through {@link Publisher#publishAll} and waits for every stage, all of them
+     * within one send timeout: a stage still open then counts as a retryable failure (and is
+     * cancelled), so one hung send delays its batch, never blocks it.
+     */
+    private List<Attempt> sendAll(List<OutboxMessage> rows, Held held, List<OutboxMessage> attempted) {
+        interrupted();
+        held.keep();
+        attempted.addAll(rows);
+        List<? extends CompletionStage<Receipt>> stages;
         try {
-            Receipt receipt = publisher.publish(m);
+            stages = publisher.publishAll(List.copyOf(rows));
+        } catch (RuntimeException e) {
+            return rows.stream().map(m -> Attempt.of(e)).toList();
+        }
+        if (stages == null || stages.size() != rows.size()) {
+            IllegalStateException e = new IllegalStateException("publisher " + publisher + " answered "
+                    + (stages == null ? "null" : stages.size() + " results") + " for " + rows.size()
+                    + " messages; Publisher.publishAll must return one per message");
+            return rows.stream().map(m -> Attempt.of(e)).toList();
+        }
+        long deadline = System.nanoTime() + sendTimeout.toNanos();
+        List<Attempt> attempts = new ArrayList<>(rows.size());
+        for (int i = 0; i < rows.size(); i++) {
+            attempts.add(await(rows.get(i), stages.get(i), deadline, held));
+        }
+        return attempts;
+    }
+
+    // In exclusive mode the wait goes in slices, the lease renewed between them, so a batch that
+    // outlasts half the lease keeps it.
+    private Attempt await(OutboxMessage m, CompletionStage<Receipt> stage, long deadline, Held held) {
+        if (stage == null) {
+            return Attempt.of(new IllegalStateException("publisher " + publisher + " answered null for row " + m.id()));
+        }
+        CompletableFuture<Receipt> f = stage.toCompletableFuture();
+        try {
+            while (held.lease != null && !f.isDone() && deadline - System.nanoTime() > leaseSlice) {
+                try {
+                    f.get(leaseSlice, TimeUnit.NANOSECONDS);
+                } catch (TimeoutException e) {
+                    held.keep();
+                }
+            }
+            Receipt receipt = f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             return new Attempt(receipt == null ? Receipt.NONE : receipt, null, false);
-        } catch (PublishFailure e) {
-            return new Attempt(e.receipt(), e, !e.retryable());
-        } catch (PermanentFailureException e) {
-            return new Attempt(null, e, true);
+        } catch (ExecutionException | CompletionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof CompletionException && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            return Attempt.of(cause);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            return Attempt.of(PublishFailure.retryable(
+                    "relay " + name + ": no answer for row " + m.id() + " (event " + m.eventId() + ") within the send"
+                            + " timeout " + sendTimeout + "; it may or may not have been sent",
+                    Receipt.NONE,
+                    e));
+        } catch (CancellationException e) {
+            return Attempt.of(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Attempt(null, e, false);
-        } catch (Exception e) {
-            return new Attempt(null, e, false);
-        } finally {
-            MDC.remove("once.outbox.id");
-            MDC.remove("once.event_id");
+            return Attempt.of(e);
         }
     }
 
@@ -385,6 +497,7 @@ public final class OutboxRelay implements AutoCloseable {
                 target.dataSource(),
                 target.dialect().outboxListen(target.tablePrefix()),
                 pollInterval,
+                statsInterval,
                 this::relayOnce,
                 this::stats);
         loop.start();
@@ -406,6 +519,15 @@ public final class OutboxRelay implements AutoCloseable {
         }
     }
 
+    // A publisher that keeps the sequential default is driven send by send (see sendEach).
+    private static boolean overridesPublishAll(Publisher p) {
+        try {
+            return p.getClass().getMethod("publishAll", List.class).getDeclaringClass() != Publisher.class;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
     // Prefix match with LIKE: escape its wildcards so "https://a_b" means itself.
     private static String like(String prefix) {
         return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%";
@@ -417,6 +539,8 @@ public final class OutboxRelay implements AutoCloseable {
         private String name = "relay";
         private int batchSize = DEFAULT_BATCH_SIZE;
         private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+        private Duration sendTimeout = DEFAULT_SEND_TIMEOUT;
+        private Duration statsInterval = DEFAULT_STATS_INTERVAL;
         private RetryPolicy retryPolicy = DEFAULT_RETRY_POLICY;
         private boolean deleteSent;
         private String destinationPrefix = "";
@@ -465,6 +589,39 @@ public final class OutboxRelay implements AutoCloseable {
                         "pollInterval must be between 10ms and 1h, but was " + pollInterval);
             }
             this.pollInterval = pollInterval;
+            return this;
+        }
+
+        /**
+         * How long the sends of one batch may take in all, 1 ms to 1 hour; default
+         * {@link #DEFAULT_SEND_TIMEOUT}. A send still unanswered then counts as a retryable failure:
+         * one hung send delays its batch, it never holds the other rows' outcomes or locks for
+         * longer. It bounds the wait for {@link Publisher#publishAll}'s stages; a publisher that sends
+         * in the calling thread (the sequential default) is bounded by its own timeouts.
+         */
+        public Builder sendTimeout(Duration sendTimeout) {
+            if (sendTimeout == null || sendTimeout.toMillis() < 1 || sendTimeout.compareTo(Duration.ofHours(1)) > 0) {
+                throw new InvalidConfigurationException(
+                        "sendTimeout must be between 1ms and 1h, but was " + sendTimeout);
+            }
+            this.sendTimeout = sendTimeout;
+            return this;
+        }
+
+        /**
+         * How often a started relay reads the outbox statistics behind its {@code once.outbox.pending}
+         * and {@code once.outbox.lag} gauges, 100 ms to 1 hour; default
+         * {@link #DEFAULT_STATS_INTERVAL}. Counting pending rows reads every one of them, so it is
+         * sampled rather than run at every poll; the gauges are at most this old.
+         */
+        public Builder statsInterval(Duration statsInterval) {
+            if (statsInterval == null
+                    || statsInterval.toMillis() < 100
+                    || statsInterval.compareTo(Duration.ofHours(1)) > 0) {
+                throw new InvalidConfigurationException(
+                        "statsInterval must be between 100ms and 1h, but was " + statsInterval);
+            }
+            this.statsInterval = statsInterval;
             return this;
         }
 

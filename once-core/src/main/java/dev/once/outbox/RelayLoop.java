@@ -24,6 +24,7 @@ final class RelayLoop {
     private final DataSource dataSource;
     private final String listenSql;
     private final Duration pollInterval;
+    private final Duration statsInterval;
     private final IntSupplier batch;
     private final Runnable refreshStats;
     private final Object wake = new Object();
@@ -33,19 +34,22 @@ final class RelayLoop {
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
      * @param batch        sends one batch and returns the rows it handled
-     * @param refreshStats refreshes the gauges, at most once per poll interval
+     * @param statsInterval how often to refresh the gauges at most
+     * @param refreshStats refreshes the gauges
      */
     RelayLoop(
             String relay,
             DataSource dataSource,
             String listenSql,
             Duration pollInterval,
+            Duration statsInterval,
             IntSupplier batch,
             Runnable refreshStats) {
         this.relay = relay;
         this.dataSource = dataSource;
         this.listenSql = listenSql;
         this.pollInterval = pollInterval;
+        this.statsInterval = statsInterval;
         this.batch = batch;
         this.refreshStats = refreshStats;
         this.thread = new Thread(this::run, "once-relay-" + relay);
@@ -84,7 +88,7 @@ final class RelayLoop {
                     more = batch.getAsInt() > 0;
                     if (!Instant.now().isBefore(nextStats)) {
                         refreshStats.run();
-                        nextStats = Instant.now().plus(pollInterval);
+                        nextStats = Instant.now().plus(statsInterval);
                     }
                 } catch (RuntimeException e) {
                     log.warn("relay {}: batch failed, trying again in {}", relay, pollInterval, e);

@@ -1,17 +1,21 @@
 package dev.once.kafka;
 
 import dev.once.InvalidConfigurationException;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -96,13 +100,63 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      * Sends {@code message} and blocks until the broker acknowledged it.
      *
      * @return where it was written
-     * @throws PermanentFailureException if Kafka rejected it for good (record too large, unknown or
-     *                                   unauthorized topic): sending again cannot help; dead-letter the row
-     * @throws RetryableException        for a timeout, a broker that is unreachable or any retriable
-     *                                   Kafka error, and on interruption: send it again later
+     * @throws PublishFailure permanent if Kafka rejected it for good (record too large, unknown or
+     *                        unauthorized topic): sending again cannot help, dead-letter the row;
+     *                        retryable for a timeout, a broker that is unreachable or any retriable
+     *                        Kafka error, and on interruption: send it again later
      */
     public RecordMetadata send(OutboxMessage message) {
-        Objects.requireNonNull(message, "message");
+        CompletableFuture<RecordMetadata> sent = start(Objects.requireNonNull(message, "message"));
+        try {
+            return sent.get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw PublishFailure.retryable(
+                    "interrupted while sending outbox message " + message.id() + " to " + message.destination()
+                            + "; it may or may not have been written",
+                    Receipt.NONE,
+                    e);
+        } catch (TimeoutException e) {
+            throw timedOut(message, e);
+        } catch (ExecutionException e) {
+            throw (PublishFailure) e.getCause();
+        }
+    }
+
+    /**
+     * {@link #send} for the relay; the receipt records where the record was written
+     * ({@code topic-partition@offset}).
+     */
+    @Override
+    public Receipt publish(OutboxMessage message) {
+        return receipt(send(message));
+    }
+
+    /**
+     * Hands every message to the producer at once, without waiting in between (the producer
+     * batches them into few requests), and returns one stage per message: acknowledged within the
+     * send timeout, or failed as {@link #send} fails.
+     */
+    @Override
+    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        for (OutboxMessage m : messages) {
+            results.add(start(m).orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                    .handle((md, failure) -> {
+                        if (failure == null) {
+                            return receipt(md);
+                        }
+                        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                ? failure.getCause()
+                                : failure;
+                        throw cause instanceof TimeoutException t ? timedOut(m, t) : (PublishFailure) cause;
+                    }));
+        }
+        return results;
+    }
+
+    // The producer's send, its outcome classified: the stage fails with a PublishFailure only.
+    private CompletableFuture<RecordMetadata> start(OutboxMessage message) {
         RecordHeaders headers = new RecordHeaders();
         message.headers().forEach((k, v) -> {
             if (!k.equals(OutboxMessage.EVENT_ID_HEADER) && !k.equals(IDEMPOTENCY_KEY_HEADER)) {
@@ -117,45 +171,47 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                 message.key() == null ? null : utf8(message.key()),
                 message.payload(),
                 headers);
+        CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
         try {
-            return producer.send(record).get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RetryableException(
-                    "interrupted while sending outbox message " + message.id() + " to " + message.destination()
-                            + "; it may or may not have been written",
-                    e);
-        } catch (TimeoutException e) {
-            throw new RetryableException(
-                    "outbox message " + message.id() + " to " + message.destination() + " was not acknowledged within "
-                            + sendTimeout + "; it may or may not have been written",
-                    e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RetriableException
-                    || cause instanceof org.apache.kafka.common.errors.TimeoutException) {
-                throw new RetryableException(
-                        "Kafka refused outbox message " + message.id() + " to " + message.destination() + " for now: "
-                                + cause,
-                        cause);
-            }
-            throw new PermanentFailureException(
-                    "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + cause,
-                    cause);
+            producer.send(record, (md, e) -> {
+                if (e == null) {
+                    result.complete(md);
+                } else {
+                    result.completeExceptionally(refused(message, e));
+                }
+            });
         } catch (org.apache.kafka.common.KafkaException e) {
             // send() itself throws for a message it can never send (serialization, too large for the buffer).
-            throw new PermanentFailureException(
-                    "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e, e);
+            result.completeExceptionally(PublishFailure.permanent(
+                    "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e,
+                    Receipt.NONE,
+                    e));
         }
+        return result;
     }
 
-    /**
-     * {@link #send} for the relay; the receipt records where the record was written
-     * ({@code topic-partition@offset}).
-     */
-    @Override
-    public Receipt publish(OutboxMessage message) {
-        RecordMetadata md = send(message);
+    private static PublishFailure refused(OutboxMessage message, Exception e) {
+        if (e instanceof RetriableException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
+            return PublishFailure.retryable(
+                    "Kafka refused outbox message " + message.id() + " to " + message.destination() + " for now: " + e,
+                    Receipt.NONE,
+                    e);
+        }
+        return PublishFailure.permanent(
+                "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + e,
+                Receipt.NONE,
+                e);
+    }
+
+    private PublishFailure timedOut(OutboxMessage message, TimeoutException e) {
+        return PublishFailure.retryable(
+                "outbox message " + message.id() + " to " + message.destination() + " was not acknowledged within "
+                        + sendTimeout + "; it may or may not have been written",
+                Receipt.NONE,
+                e);
+    }
+
+    private static Receipt receipt(RecordMetadata md) {
         return new Receipt(0, md.topic() + "-" + md.partition() + "@" + md.offset());
     }
 

@@ -8,9 +8,9 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.Outcome;
-import dev.once.PermanentFailureException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.PublishFailure;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -162,7 +162,8 @@ class KafkaPublisherTest {
             OutboxMessage big =
                     new OutboxMessage(9, "big-1", topic, null, new byte[5000], Map.of(), "big-1", 0, Instant.now());
             assertThatThrownBy(() -> publisher.send(big))
-                    .isInstanceOf(PermanentFailureException.class)
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                     .hasMessageContaining("outbox message 9");
         }
     }

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.testkit.TestDatabase;
@@ -41,7 +39,8 @@ class NatsPublisherFailureTest {
     void aSubjectNoStreamTakesIsPermanentAndTheRelayMovesTheRowToDead() {
         String subject = "once-no-stream-" + System.nanoTime();
         assertThatThrownBy(() -> publisher.publish(TestNats.message(subject, "evt-1", null, "1")))
-                .isInstanceOf(PermanentFailureException.class)
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("no JetStream stream takes subject");
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
             IdempotentConsumer.builder()
@@ -83,7 +82,8 @@ class NatsPublisherFailureTest {
                             null,
                             "x".repeat((int) nats.getServerInfo().getMaxPayload() + 1))))
                     .as("over the server's maximum payload")
-                    .isInstanceOf(PermanentFailureException.class);
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
         } finally {
             TestNats.deleteStream(nats, stream);
         }
@@ -93,6 +93,7 @@ class NatsPublisherFailureTest {
     void aLostConnectionIsRetryable() throws Exception {
         nats.close();
         assertThatThrownBy(() -> publisher.publish(TestNats.message("any", "evt-1", null, "1")))
-                .isInstanceOf(RetryableException.class);
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isTrue());
     }
 }

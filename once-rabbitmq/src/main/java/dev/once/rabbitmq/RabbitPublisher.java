@@ -4,17 +4,23 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ShutdownSignalException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -35,7 +41,7 @@ import java.util.concurrent.TimeoutException;
  * <p><b>Receipt.</b> Status 0; body {@code confirmed seq=<n>}, the channel's publish sequence number
  * that the broker confirmed.
  *
- * <p><b>Failure contract.</b> Permanent ({@link PublishFailure} with the AMQP reply code): the
+ * <p><b>Failure contract</b> (a {@link PublishFailure}). Permanent, with the AMQP reply code: the
  * exchange does not exist (404), no queue is bound for the routing key, such as a queue name that
  * does not exist (312 {@code NO_ROUTE}), or the broker refuses the message (406, e.g. larger than
  * its {@code max_message_size}; 311). Retryable: the broker nacked it, no confirm within the
@@ -57,6 +63,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     private final Duration confirmTimeout;
     // message id -> the broker's reason for returning it; filled by the channel's return listener
     private final Map<String, String> returned = new ConcurrentHashMap<>();
+    // sequence number -> publish waiting for its confirm, on the current channel
+    private final ConcurrentSkipListMap<Long, Sent> unconfirmed = new ConcurrentSkipListMap<>();
     private Channel channel;
 
     /** @throws IOException if the channel cannot be opened */
@@ -79,87 +87,192 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
         ch.confirmSelect();
         ch.addReturnListener(r -> returned.put(
                 String.valueOf(r.getProperties().getMessageId()), r.getReplyCode() + " " + r.getReplyText()));
+        ch.addConfirmListener(
+                (seq, multiple) -> settle(seq, multiple, true), (seq, multiple) -> settle(seq, multiple, false));
+        ch.addShutdownListener(signal -> {
+            for (Sent s : unconfirmed.values()) {
+                s.closed.completeExceptionally(signal);
+            }
+        });
+        unconfirmed.clear();
         return ch;
+    }
+
+    /** A publish waiting for its confirm: completed true (ack) or false (nack), or failed when the channel closed. */
+    private record Sent(long seq, CompletableFuture<Boolean> closed) {}
+
+    // Runs on the connection's thread: a confirm covers one sequence number, or all up to it.
+    private void settle(long seq, boolean multiple, boolean ack) {
+        var settled = multiple ? unconfirmed.headMap(seq, true) : unconfirmed.subMap(seq, true, seq, true);
+        for (Sent s : settled.values()) {
+            s.closed.complete(ack);
+        }
+        settled.clear();
     }
 
     /**
      * Publishes one outbox row and waits for its confirm.
      *
      * @return {@code confirmed seq=…}
-     * @throws PublishFailure       permanent when the exchange is missing, nothing routes the message or the
-     *                              broker refuses it; retryable when the broker nacked it
-     * @throws RetryableException   no confirm in time, or the connection was lost
+     * @throws PublishFailure permanent when the exchange is missing, nothing routes the message or the
+     *                        broker refuses it; retryable when the broker nacked it, no confirm came in
+     *                        time or the connection was lost
      * @throws InterruptedException interrupted while waiting for the confirm; the row is sent again
      */
     @Override
     public synchronized Receipt publish(OutboxMessage message) throws InterruptedException {
-        String destination = message.destination();
-        int slash = destination.indexOf('/');
-        String exchange = slash < 0 ? "" : destination.substring(0, slash);
-        String routingKey = slash < 0 ? destination : destination.substring(slash + 1);
-        String eventId = message.eventId();
-        String what = "row " + message.id() + " (event " + eventId + ") to exchange '" + exchange
-                + "' with routing key '" + routingKey + "'";
-        Map<String, Object> amqpHeaders = new HashMap<>(message.headers());
-        amqpHeaders.put(OutboxMessage.EVENT_ID_HEADER, eventId);
-        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder()
-                .messageId(eventId)
+        Object outcome = send(List.of(message)).get(0);
+        if (outcome instanceof PublishFailure f) {
+            throw f;
+        }
+        return (Receipt) outcome;
+    }
+
+    /**
+     * Publishes every row, then waits once for all their confirms (within the confirm timeout), and
+     * returns each row's outcome. When the broker closes the channel mid-batch (a missing exchange,
+     * a refused message), it does not say for which message, so the rows without a confirm are
+     * published again one by one on a new channel: the one at fault fails alone, the others are
+     * sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs a second copy).
+     */
+    @Override
+    public synchronized List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        try {
+            for (Object outcome : send(messages)) {
+                results.add(
+                        outcome instanceof PublishFailure f
+                                ? CompletableFuture.failedFuture(f)
+                                : CompletableFuture.completedFuture((Receipt) outcome));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            while (results.size() < messages.size()) {
+                results.add(CompletableFuture.failedFuture(e));
+            }
+        }
+        return results;
+    }
+
+    // One outcome per message: its Receipt or its PublishFailure.
+    private List<Object> send(List<OutboxMessage> messages) throws InterruptedException {
+        Object[] outcomes = new Object[messages.size()];
+        Sent[] sent = new Sent[messages.size()];
+        ShutdownSignalException closedBy = null;
+        for (int i = 0; i < messages.size() && closedBy == null; i++) {
+            OutboxMessage m = messages.get(i);
+            try {
+                if (!channel.isOpen()) {
+                    channel = open();
+                }
+                returned.remove(m.eventId());
+                long seq = channel.getNextPublishSeqNo();
+                sent[i] = new Sent(seq, new CompletableFuture<>());
+                unconfirmed.put(seq, sent[i]);
+                channel.basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
+            } catch (ShutdownSignalException e) {
+                closedBy = e;
+            } catch (IOException e) {
+                if (e.getCause() instanceof ShutdownSignalException signal) {
+                    closedBy = signal;
+                } else {
+                    outcomes[i] = PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
+                    sent[i] = null;
+                }
+            }
+        }
+        long deadline = System.nanoTime() + confirmTimeout.toNanos();
+        List<Integer> unknown = new ArrayList<>();
+        for (int i = 0; i < messages.size(); i++) {
+            if (outcomes[i] != null) {
+                continue;
+            }
+            if (sent[i] == null) {
+                unknown.add(i); // not published: the channel closed before its turn
+                continue;
+            }
+            OutboxMessage m = messages.get(i);
+            try {
+                boolean acked = sent[i].closed.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                outcomes[i] = acked ? confirmed(m, sent[i].seq) : nacked(m, sent[i].seq);
+            } catch (ExecutionException e) {
+                closedBy = (ShutdownSignalException) e.getCause();
+                unknown.add(i);
+            } catch (TimeoutException e) {
+                outcomes[i] = PublishFailure.retryable(
+                        "no confirm for " + what(m) + " within " + confirmTimeout, Receipt.NONE, e);
+            }
+        }
+        if (messages.size() == 1 && !unknown.isEmpty()) {
+            outcomes[0] = closed(what(messages.get(0)), closedBy);
+        } else {
+            for (int i : unknown) {
+                outcomes[i] = send(List.of(messages.get(i))).get(0);
+            }
+        }
+        return List.of(outcomes);
+    }
+
+    private Object confirmed(OutboxMessage m, long seq) {
+        // a returned message is confirmed after its return, so the reason is recorded by now
+        String reason = returned.remove(m.eventId());
+        if (reason != null) {
+            return PublishFailure.permanent(
+                    what(m) + " was returned unroutable (" + reason + "): no queue is bound for it;"
+                            + " declare the queue or binding and replay the row",
+                    new Receipt(NO_ROUTE, reason),
+                    null);
+        }
+        return new Receipt(0, "confirmed seq=" + seq);
+    }
+
+    private static PublishFailure nacked(OutboxMessage m, long seq) {
+        return PublishFailure.retryable(
+                "the broker nacked " + what(m) + "; the relay tries again", new Receipt(0, "nacked seq=" + seq), null);
+    }
+
+    private static String exchange(OutboxMessage m) {
+        int slash = m.destination().indexOf('/');
+        return slash < 0 ? "" : m.destination().substring(0, slash);
+    }
+
+    private static String routingKey(OutboxMessage m) {
+        int slash = m.destination().indexOf('/');
+        return slash < 0 ? m.destination() : m.destination().substring(slash + 1);
+    }
+
+    private static String what(OutboxMessage m) {
+        return "row " + m.id() + " (event " + m.eventId() + ") to exchange '" + exchange(m) + "' with routing key '"
+                + routingKey(m) + "'";
+    }
+
+    private static AMQP.BasicProperties properties(OutboxMessage m) {
+        Map<String, Object> amqpHeaders = new HashMap<>(m.headers());
+        amqpHeaders.put(OutboxMessage.EVENT_ID_HEADER, m.eventId());
+        return new AMQP.BasicProperties.Builder()
+                .messageId(m.eventId())
                 .headers(amqpHeaders)
                 .deliveryMode(2)
                 .build();
-        long seq;
-        try {
-            if (!channel.isOpen()) {
-                channel = open();
-            }
-            returned.remove(eventId);
-            seq = channel.getNextPublishSeqNo();
-            channel.basicPublish(exchange, routingKey, true, properties, message.payload());
-            if (!channel.waitForConfirms(confirmTimeout.toMillis())) {
-                throw new PublishFailure(
-                        "the broker nacked " + what + "; the relay tries again",
-                        true,
-                        new Receipt(0, "nacked seq=" + seq));
-            }
-        } catch (ShutdownSignalException e) {
-            throw closed(what, e);
-        } catch (IOException e) {
-            if (e.getCause() instanceof ShutdownSignalException s) {
-                throw closed(what, s);
-            }
-            throw new RetryableException("publishing " + what + " failed: " + e, e);
-        } catch (TimeoutException e) {
-            throw new RetryableException("no confirm for " + what + " within " + confirmTimeout, e);
-        }
-        // a returned message is confirmed after its return, so the reason is recorded by now
-        String reason = returned.remove(eventId);
-        if (reason != null) {
-            throw new PublishFailure(
-                    what + " was returned unroutable (" + reason + "): no queue is bound for it;"
-                            + " declare the queue or binding and replay the row",
-                    false,
-                    new Receipt(NO_ROUTE, reason));
-        }
-        return new Receipt(0, "confirmed seq=" + seq);
     }
 
     // The broker closes the channel for an error in the message or its address (404 no exchange,
     // 406 refused, 311 too large): sending it again cannot succeed. A closed connection, or access
     // refused, can succeed later.
-    private static RuntimeException closed(String what, ShutdownSignalException e) {
+    private static PublishFailure closed(String what, ShutdownSignalException e) {
         if (!e.isHardError() && e.getReason() instanceof AMQP.Channel.Close close) {
             int code = close.getReplyCode();
             boolean retryable = code != 404 && code != 406 && code != 311;
-            PublishFailure f = new PublishFailure(
+            return new PublishFailure(
                     "the broker closed the channel publishing " + what + ": " + code
                             + " " + close.getReplyText()
                             + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
                     retryable,
-                    new Receipt(code, close.getReplyText()));
-            f.initCause(e);
-            return f;
+                    new Receipt(code, close.getReplyText()),
+                    e);
         }
-        return new RetryableException("the connection closed while publishing " + what + ": " + e.getMessage(), e);
+        return PublishFailure.retryable(
+                "the connection closed while publishing " + what + ": " + e.getMessage(), Receipt.NONE, e);
     }
 
     @Override

@@ -7,7 +7,6 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.testkit.TestDatabase;
@@ -95,6 +94,7 @@ class RabbitPublisherFailureTest {
     void aLostConnectionIsRetryable() {
         connection.abort();
         assertThatThrownBy(() -> publisher.publish(TestRabbit.message(queue, "evt-1", null, "1")))
-                .isInstanceOf(RetryableException.class);
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isTrue());
     }
 }

@@ -1,7 +1,5 @@
 package dev.once.sqs;
 
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
@@ -12,17 +10,26 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.BatchRequestTooLongException;
+import software.amazon.awssdk.services.sqs.model.BatchResultErrorEntry;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchResponse;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchResultEntry;
 import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
 import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
 
@@ -45,8 +52,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
  * <p><b>Receipt.</b> Status: SQS's HTTP status (200). Body: {@code messageId=<id>}, followed by
  * {@code  sequenceNumber=<n>} on a FIFO queue.
  *
- * <p><b>Failure contract.</b> Permanent ({@link PublishFailure} with SQS's status and error code,
- * or {@link PermanentFailureException} for what is refused before sending): the queue does not
+ * <p><b>Failure contract</b> (a {@link PublishFailure}, with SQS's status and error code where SQS
+ * answered). Permanent: the queue does not
  * exist, the body is not UTF-8 text (SQS bodies are text), more than ten headers (SQS allows ten
  * message attributes), and any other 4xx SQS answers, such as a body over the queue's maximum
  * message size or characters SQS refuses. Retryable: a timeout, a connection failure, throttling,
@@ -72,22 +79,15 @@ public final class SqsPublisher implements Publisher {
      * Sends one outbox row and returns once SQS has stored it.
      *
      * @return SQS's status and {@code messageId=… [sequenceNumber=…]}
-     * @throws PublishFailure            SQS refused it: permanent for a missing queue or an invalid
-     *                                   message, retryable for throttling, 5xx and 401/403
-     * @throws PermanentFailureException the row cannot be an SQS message (body not UTF-8, too many headers)
-     * @throws RetryableException        SQS could not be reached or did not answer in time
+     * @throws PublishFailure SQS refused it: permanent for a missing queue or an invalid message,
+     *                        and when the row cannot be an SQS message (body not UTF-8, too many
+     *                        headers); retryable for throttling, 5xx and 401/403, and when SQS could
+     *                        not be reached or did not answer in time
      */
     @Override
     public Receipt publish(OutboxMessage message) {
         String eventId = message.eventId();
-        Map<String, MessageAttributeValue> attributes = new LinkedHashMap<>();
-        attributes.put(OutboxMessage.EVENT_ID_HEADER, text(eventId));
-        message.headers().forEach((k, v) -> attributes.putIfAbsent(k, text(v)));
-        if (attributes.size() > MAX_ATTRIBUTES) {
-            throw new PermanentFailureException("SQS allows " + MAX_ATTRIBUTES + " message attributes, but row "
-                    + message.id() + " (event " + eventId + ") has " + attributes.size() + " (headers "
-                    + attributes.keySet() + "); enqueue it with fewer headers");
-        }
+        Map<String, MessageAttributeValue> attributes = attributes(message);
         String body = utf8(message);
         try {
             String url = queueUrl(message.destination());
@@ -98,20 +98,166 @@ public final class SqsPublisher implements Publisher {
                         .messageGroupId(sqsId(message.key() != null ? message.key() : eventId));
             }
             SendMessageResponse response = client.sendMessage(request.build());
-            return new Receipt(
-                    response.sdkHttpResponse().statusCode(),
-                    "messageId=" + response.messageId()
-                            + (response.sequenceNumber() == null
-                                    ? ""
-                                    : " sequenceNumber=" + response.sequenceNumber()));
+            return receipt(response.sdkHttpResponse().statusCode(), response.messageId(), response.sequenceNumber());
         } catch (AwsServiceException e) {
             throw failure(message, e);
         } catch (SdkClientException e) {
-            throw new RetryableException(
-                    "sending row " + message.id() + " (event " + eventId + ") to SQS queue '" + message.destination()
-                            + "' failed without an answer from SQS: " + e.getMessage(),
-                    e);
+            throw unanswered(message, e);
         }
+    }
+
+    /**
+     * Sends the rows with {@code SendMessageBatch}, up to ten of one standard queue per request
+     * (rows for a FIFO queue go one {@code SendMessage} each, as {@link #publish}), and returns
+     * each row's outcome: SQS answers per entry, so one refused entry fails alone (permanent when SQS
+     * blames the message, retryable otherwise). A request SQS refuses as a whole (too long, the
+     * queue missing) is failed for its entries as {@link #publish} would fail each; a request too
+     * long for one batch is sent message by message.
+     */
+    @Override
+    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        Map<String, List<Integer>> byQueue = new LinkedHashMap<>();
+        for (int i = 0; i < messages.size(); i++) {
+            results.add(null);
+            byQueue.computeIfAbsent(messages.get(i).destination(), q -> new ArrayList<>())
+                    .add(i);
+        }
+        for (List<Integer> queue : byQueue.values()) {
+            for (int from = 0; from < queue.size(); from += MAX_BATCH) {
+                List<Integer> chunk = queue.subList(from, Math.min(queue.size(), from + MAX_BATCH));
+                sendBatch(messages, chunk, results);
+            }
+        }
+        return results;
+    }
+
+    /** Entries SQS takes in one {@code SendMessageBatch}. */
+    static final int MAX_BATCH = 10;
+
+    private void sendBatch(List<OutboxMessage> messages, List<Integer> chunk, List<CompletionStage<Receipt>> results) {
+        List<SendMessageBatchRequestEntry> entries = new ArrayList<>(chunk.size());
+        String url;
+        try {
+            url = queueUrl(messages.get(chunk.get(0)).destination());
+        } catch (AwsServiceException e) {
+            chunk.forEach(i -> results.set(i, CompletableFuture.failedFuture(failure(messages.get(i), e))));
+            return;
+        } catch (SdkClientException e) {
+            chunk.forEach(i -> results.set(i, CompletableFuture.failedFuture(unanswered(messages.get(i), e))));
+            return;
+        }
+        if (SqsDeliveries.isFifo(url)) {
+            // One SendMessage per row on a FIFO queue: its answer carries the sequence number the
+            // receipt records, which a batch answer may lack (ElasticMQ's does).
+            chunk.forEach(i -> results.set(i, one(messages.get(i))));
+            return;
+        }
+        for (int i : chunk) {
+            OutboxMessage m = messages.get(i);
+            try {
+                SendMessageBatchRequestEntry.Builder e = SendMessageBatchRequestEntry.builder()
+                        .id(Integer.toString(i))
+                        .messageBody(utf8(m))
+                        .messageAttributes(attributes(m));
+                entries.add(e.build());
+            } catch (PublishFailure f) {
+                results.set(i, CompletableFuture.failedFuture(f));
+            }
+        }
+        if (entries.isEmpty()) {
+            return;
+        }
+        SendMessageBatchResponse response;
+        try {
+            response = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries));
+        } catch (BatchRequestTooLongException e) {
+            for (SendMessageBatchRequestEntry entry : entries) {
+                int i = Integer.parseInt(entry.id());
+                results.set(i, one(messages.get(i)));
+            }
+            return;
+        } catch (AwsServiceException e) {
+            entries.forEach(entry -> {
+                int i = Integer.parseInt(entry.id());
+                results.set(i, CompletableFuture.failedFuture(failure(messages.get(i), e)));
+            });
+            return;
+        } catch (SdkClientException e) {
+            entries.forEach(entry -> {
+                int i = Integer.parseInt(entry.id());
+                results.set(i, CompletableFuture.failedFuture(unanswered(messages.get(i), e)));
+            });
+            return;
+        }
+        int status = response.sdkHttpResponse().statusCode();
+        for (SendMessageBatchResultEntry ok : response.successful()) {
+            results.set(
+                    Integer.parseInt(ok.id()),
+                    CompletableFuture.completedFuture(receipt(status, ok.messageId(), ok.sequenceNumber())));
+        }
+        for (BatchResultErrorEntry failed : response.failed()) {
+            int i = Integer.parseInt(failed.id());
+            OutboxMessage m = messages.get(i);
+            boolean retryable = !Boolean.TRUE.equals(failed.senderFault())
+                    || (failed.code() != null && failed.code().contains("Throttl"));
+            results.set(
+                    i,
+                    CompletableFuture.failedFuture(new PublishFailure(
+                            "SQS refused row " + m.id() + " (event " + m.eventId() + ") for queue '" + m.destination()
+                                    + "' with " + failed.code() + ": " + failed.message()
+                                    + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
+                            retryable,
+                            new Receipt(status, failed.code() + ": " + failed.message()))));
+        }
+        for (SendMessageBatchRequestEntry entry : entries) {
+            int i = Integer.parseInt(entry.id());
+            if (results.get(i) == null) {
+                results.set(
+                        i,
+                        CompletableFuture.failedFuture(PublishFailure.retryable(
+                                "SQS's batch answer named no outcome for row "
+                                        + messages.get(i).id(),
+                                Receipt.NONE,
+                                null)));
+            }
+        }
+    }
+
+    private CompletionStage<Receipt> one(OutboxMessage m) {
+        try {
+            return CompletableFuture.completedFuture(publish(m));
+        } catch (PublishFailure f) {
+            return CompletableFuture.failedFuture(f);
+        }
+    }
+
+    private static Receipt receipt(int status, String messageId, String sequenceNumber) {
+        return new Receipt(
+                status, "messageId=" + messageId + (sequenceNumber == null ? "" : " sequenceNumber=" + sequenceNumber));
+    }
+
+    private static Map<String, MessageAttributeValue> attributes(OutboxMessage message) {
+        Map<String, MessageAttributeValue> attributes = new LinkedHashMap<>();
+        attributes.put(OutboxMessage.EVENT_ID_HEADER, text(message.eventId()));
+        message.headers().forEach((k, v) -> attributes.putIfAbsent(k, text(v)));
+        if (attributes.size() > MAX_ATTRIBUTES) {
+            throw PublishFailure.permanent(
+                    "SQS allows " + MAX_ATTRIBUTES + " message attributes, but row " + message.id() + " (event "
+                            + message.eventId() + ") has " + attributes.size() + " (headers " + attributes.keySet()
+                            + "); enqueue it with fewer headers",
+                    Receipt.NONE,
+                    null);
+        }
+        return attributes;
+    }
+
+    private static PublishFailure unanswered(OutboxMessage message, SdkClientException e) {
+        return PublishFailure.retryable(
+                "sending row " + message.id() + " (event " + message.eventId() + ") to SQS queue '"
+                        + message.destination() + "' failed without an answer from SQS: " + e.getMessage(),
+                Receipt.NONE,
+                e);
     }
 
     private static PublishFailure failure(OutboxMessage message, AwsServiceException e) {
@@ -128,14 +274,13 @@ public final class SqsPublisher implements Publisher {
                         || e.isClockSkewException()
                         || e.retryable()
                         || (code != null && code.contains("Throttl")));
-        PublishFailure f = new PublishFailure(
+        return new PublishFailure(
                 "SQS refused row " + message.id() + " (event " + message.eventId()
                         + ") for queue '" + message.destination() + "' with " + status + " " + code + ": " + detail
                         + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
                 retryable,
-                new Receipt(status, code + ": " + detail));
-        f.initCause(e);
-        return f;
+                new Receipt(status, code + ": " + detail),
+                e);
     }
 
     // SQS bodies are text: decoding strictly refuses a binary payload instead of sending a mangled copy.
@@ -148,11 +293,12 @@ public final class SqsPublisher implements Publisher {
                     .decode(ByteBuffer.wrap(message.payload()))
                     .toString();
         } catch (CharacterCodingException e) {
-            throw new PermanentFailureException(
+            throw PublishFailure.permanent(
                     "SQS message bodies are text, but the payload of row " + message.id()
                             + " (event " + message.eventId()
                             + ") is not valid UTF-8; encode binary payloads (Base64) before"
                             + " enqueueing them",
+                    Receipt.NONE,
                     e);
         }
     }

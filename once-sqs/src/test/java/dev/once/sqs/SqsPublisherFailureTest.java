@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
@@ -74,7 +72,8 @@ class SqsPublisherFailureTest {
         OutboxMessage binary =
                 new OutboxMessage(1, "evt-1", "q", null, new byte[] {(byte) 0xC3, 0x28}, Map.of(), "evt-1", 0, null);
         assertThatThrownBy(() -> publisher.publish(binary))
-                .isInstanceOf(PermanentFailureException.class)
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("not valid UTF-8");
         Map<String, String> headers = new HashMap<>();
         for (int i = 0; i < 10; i++) {
@@ -82,7 +81,8 @@ class SqsPublisherFailureTest {
         }
         OutboxMessage crowded = new OutboxMessage(2, "evt-2", "q", null, new byte[] {'1'}, headers, "evt-2", 0, null);
         assertThatThrownBy(() -> publisher.publish(crowded))
-                .isInstanceOf(PermanentFailureException.class)
+                .isInstanceOfSatisfying(
+                        PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("SQS allows 10 message attributes");
     }
 
@@ -100,7 +100,8 @@ class SqsPublisherFailureTest {
             assertThatThrownBy(() -> new SqsPublisher(unreachable)
                             .publish(TestSqs.message(
                                     "http://127.0.0.1:" + port + "/000000000000/q", "evt-1", null, "1")))
-                    .isInstanceOf(RetryableException.class);
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isTrue());
         }
     }
 }

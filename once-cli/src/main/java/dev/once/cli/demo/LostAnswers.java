@@ -1,7 +1,7 @@
 package dev.once.cli.demo;
 
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import java.util.Set;
@@ -33,8 +33,11 @@ final class LostAnswers implements Publisher {
         Receipt receipt = delegate.publish(message);
         if (keys.remove(message.idempotencyKey())) {
             lost.incrementAndGet();
-            throw new RetryableException("the provider's answer to " + message.idempotencyKey() + " was lost after it"
-                    + " charged (the relay died before marking the row sent); sending again with the same key");
+            throw PublishFailure.retryable(
+                    "the provider's answer to " + message.idempotencyKey() + " was lost after it"
+                            + " charged (the relay died before marking the row sent); sending again with the same key",
+                    Receipt.NONE,
+                    null);
         }
         return receipt;
     }

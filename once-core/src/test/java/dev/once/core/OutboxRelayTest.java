@@ -15,8 +15,10 @@ import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxStats;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -263,7 +265,7 @@ class OutboxRelayTest {
                 .publisher(m -> {
                     String body = new String(m.payload(), StandardCharsets.UTF_8);
                     if (body.equals("c1")) {
-                        throw new dev.once.PermanentFailureException("rejected " + body);
+                        throw PublishFailure.permanent("rejected " + body, Receipt.NONE, null);
                     }
                     sent.add(body);
                     return Receipt.NONE;
@@ -290,7 +292,7 @@ class OutboxRelayTest {
                 .meterRegistry(new SimpleMeterRegistry())
                 .publisher(m -> {
                     if (m.eventId().equals("test:e-dead#1")) {
-                        throw new dev.once.PermanentFailureException("rejected");
+                        throw PublishFailure.permanent("rejected", Receipt.NONE, null);
                     }
                     return Receipt.NONE;
                 })
@@ -325,7 +327,7 @@ class OutboxRelayTest {
                     tx.outbox().add("payments", "order-7", "700".getBytes(StandardCharsets.UTF_8), Map.of(), null);
                 })
                 .build();
-        String longId = "o".repeat(Delivery.MAX_MESSAGE_ID_LENGTH);
+        String longId = "o".repeat(Delivery.MAX_EVENT_ID_LENGTH);
         assertThat(orders.process(Delivery.of("order-7-paid", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
         assertThat(orders.process(Delivery.of(longId, "x")).status()).isEqualTo(Outcome.Status.APPLIED);
         IdempotentConsumer payments = IdempotentConsumer.builder()
@@ -352,7 +354,7 @@ class OutboxRelayTest {
         assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
         assertThat(eventIds.subList(0, 2)).containsExactly("orders:order-7-paid#1", "orders:order-7-paid#2");
         assertThat(eventIds.subList(2, 4))
-                .allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(Delivery.MAX_MESSAGE_ID_LENGTH));
+                .allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(Delivery.MAX_EVENT_ID_LENGTH));
         assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
         try (Connection c = db.dataSource().getConnection()) {
             assertThat(Ledger.balance(c))

@@ -1,0 +1,254 @@
+package dev.once.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.OnceException;
+import dev.once.RetryPolicy;
+import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.PublishFailure;
+import dev.once.outbox.Publisher;
+import dev.once.outbox.Receipt;
+import dev.once.testkit.MutableClock;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The relay's concurrent batch path ({@link Publisher#publishAll} overridden): sends of one batch
+ * overlap, yet a key's rows keep their order, each row's outcome is its own, a hung send is bounded
+ * by the send timeout, and sends the relay never marked are repeated with the same ids.
+ */
+class OutboxRelayBatchTest {
+
+    private TestDatabase db;
+    private MutableClock clock;
+    private ExecutorService pool;
+
+    @BeforeEach
+    void setUp() {
+        db = TestPostgres.shared().freshDatabase(5);
+        clock = MutableClock.startingNow();
+        pool = Executors.newFixedThreadPool(4);
+    }
+
+    @AfterEach
+    void tearDown() {
+        pool.shutdownNow();
+        db.close();
+    }
+
+    /** Sends through a function per message, completing on a pool: the shape of an async client. */
+    private static final class AsyncPublisher implements Publisher {
+        final List<List<OutboxMessage>> batches = new CopyOnWriteArrayList<>();
+        final List<OutboxMessage> sent = new CopyOnWriteArrayList<>();
+        final Function<OutboxMessage, CompletableFuture<Receipt>> send;
+
+        AsyncPublisher(Function<OutboxMessage, CompletableFuture<Receipt>> send) {
+            this.send = send;
+        }
+
+        @Override
+        public Receipt publish(OutboxMessage message) throws Exception {
+            return publishAll(List.of(message)).get(0).toCompletableFuture().get();
+        }
+
+        @Override
+        public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+            batches.add(messages);
+            List<CompletionStage<Receipt>> stages = new ArrayList<>();
+            for (OutboxMessage m : messages) {
+                stages.add(send.apply(m).thenApply(r -> {
+                    sent.add(m);
+                    return r;
+                }));
+            }
+            return stages;
+        }
+    }
+
+    private static String body(OutboxMessage m) {
+        return new String(m.payload(), StandardCharsets.UTF_8);
+    }
+
+    private OutboxRelay relay(Publisher publisher, Duration sendTimeout) {
+        return OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .sendTimeout(sendTimeout)
+                .retryPolicy(RetryPolicy.builder()
+                        .initialDelay(Duration.ofSeconds(10))
+                        .maxDelay(Duration.ofSeconds(10))
+                        .jitter(RetryPolicy.Jitter.NONE)
+                        .maxRetries(5)
+                        .build())
+                .publisher(publisher)
+                .build();
+    }
+
+    /**
+     * A batch where one key's send fails: the key's later row must not go out before it, neither in
+     * the same batch (sent concurrently it could overtake) nor in the next ones while the head waits
+     * for its retry; the other keys go on.
+     */
+    @Test
+    void aFailedSendHoldsBackTheLaterRowsOfItsKeyAndNoOther() throws Exception {
+        for (String key : List.of("a", "b", "c")) {
+            for (int n = 1; n <= 3; n++) {
+                OutboxRows.add(db.dataSource(), clock, "e-" + key + n, key, key + n);
+            }
+        }
+        Set<String> failing = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        failing.add("a1");
+        AsyncPublisher publisher = new AsyncPublisher(m -> CompletableFuture.supplyAsync(
+                () -> {
+                    if (failing.contains(body(m))) {
+                        throw PublishFailure.retryable("provider down for " + body(m), Receipt.NONE, null);
+                    }
+                    return Receipt.NONE;
+                },
+                pool));
+        OutboxRelay relay = relay(publisher, Duration.ofSeconds(30));
+
+        assertThat(relay.relayOnce()).as("the heads a1, b1, c1").isEqualTo(3);
+        assertThat(relay.relayOnce()).as("b2, c2; a2 waits behind a1").isEqualTo(2);
+        assertThat(relay.relayOnce()).as("b3, c3").isEqualTo(2);
+        assertThat(relay.relayOnce()).as("a1 backs off and holds a2, a3").isZero();
+        failing.clear();
+        clock.advance(Duration.ofSeconds(10));
+        for (int i = 0; i < 3; i++) {
+            assertThat(relay.relayOnce()).isEqualTo(1);
+        }
+        for (List<OutboxMessage> batch : publisher.batches) {
+            assertThat(batch.stream().map(OutboxMessage::key))
+                    .as("a batch holds at most one row per key")
+                    .doesNotHaveDuplicates();
+        }
+        List<String> a = publisher.sent.stream()
+                .map(OutboxRelayBatchTest::body)
+                .filter(b -> b.startsWith("a"))
+                .toList();
+        assertThat(a).as("key a in its order, a1 first").containsExactly("a1", "a2", "a3");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'"))
+                .isEqualTo(9);
+    }
+
+    /**
+     * In one concurrent batch, one send never answers and one fails with an unexpected exception:
+     * the relay waits no longer than its send timeout, marks the three others sent with their own
+     * receipts, schedules both failures for a retry with their own errors, and sends them later.
+     */
+    @Test
+    @Timeout(30)
+    void aHungAndAThrowingSendLeaveTheOthersMarkedAndAreRetried() throws Exception {
+        for (int n = 1; n <= 5; n++) {
+            OutboxRows.add(db.dataSource(), clock, "e-" + n, "k" + n, "m" + n);
+        }
+        Set<String> broken = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        broken.add("m2");
+        broken.add("m3");
+        AsyncPublisher publisher = new AsyncPublisher(m -> {
+            String body = body(m);
+            if (broken.contains(body) && body.equals("m2")) {
+                return new CompletableFuture<>(); // hangs: never completed
+            }
+            if (broken.contains(body) && body.equals("m3")) {
+                return CompletableFuture.failedFuture(new IllegalStateException("client bug on " + body));
+            }
+            return CompletableFuture.supplyAsync(() -> new Receipt(200, "ok " + body), pool);
+        });
+        OutboxRelay relay = relay(publisher, Duration.ofMillis(500));
+
+        long start = System.nanoTime();
+        assertThat(relay.relayOnce()).isEqualTo(5);
+        assertThat(Duration.ofNanos(System.nanoTime() - start))
+                .as("the hung send is bounded by the send timeout")
+                .isLessThan(Duration.ofSeconds(10));
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent' AND attempts = 1"
+                        + " AND response = 'ok ' || convert_from(payload, 'UTF8')"))
+                .as("m1, m4, m5 sent, each with its own receipt")
+                .isEqualTo(3);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending' AND attempts = 1"
+                        + " AND convert_from(payload, 'UTF8') = 'm2' AND last_error LIKE '%within the send timeout%'"))
+                .as("m2 scheduled for a retry as unanswered")
+                .isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending' AND attempts = 1"
+                        + " AND convert_from(payload, 'UTF8') = 'm3' AND last_error LIKE '%client bug on m3%'"))
+                .as("m3 scheduled for a retry with its own error")
+                .isEqualTo(1);
+
+        broken.clear();
+        assertThat(relay.relayOnce()).as("not before the retry delay").isZero();
+        clock.advance(Duration.ofSeconds(10));
+        assertThat(relay.relayOnce()).as("m2 and m3 retried").isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'"))
+                .isEqualTo(5);
+    }
+
+    /**
+     * The relay's database session dies after the concurrent sends completed and before the batch
+     * was marked (what a crash of the relay process looks like to the database): the batch rolls
+     * back, the rows stay pending, and the next relay sends each again with the same event id and
+     * idempotency key, so the receiver's dedupe absorbs the copies.
+     */
+    @Test
+    void aCrashAfterTheSendsAndBeforeTheMarkResendsWithTheSameIds() throws Exception {
+        for (int n = 1; n <= 4; n++) {
+            OutboxRows.add(db.dataSource(), clock, "e-" + n, "k" + n, "m" + n);
+        }
+        AsyncPublisher crashing = new AsyncPublisher(m -> CompletableFuture.completedFuture(Receipt.NONE));
+        OutboxRelay first = relay(
+                new Publisher() {
+                    @Override
+                    public Receipt publish(OutboxMessage message) {
+                        throw new UnsupportedOperationException();
+                    }
+
+                    @Override
+                    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+                        List<CompletionStage<Receipt>> stages = crashing.publishAll(messages);
+                        CompletableFuture.allOf(stages.stream()
+                                        .map(CompletionStage::toCompletableFuture)
+                                        .toArray(CompletableFuture[]::new))
+                                .join();
+                        // Every send accepted; now the relay's session dies, holding the row locks.
+                        db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname ="
+                                + " current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()");
+                        return stages;
+                    }
+                },
+                Duration.ofSeconds(30));
+        assertThatThrownBy(first::relayOnce).as("the batch could not be marked").isInstanceOf(OnceException.class);
+        assertThat(crashing.sent).hasSize(4);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending' AND attempts = 0"))
+                .as("nothing marked: all four rows pending")
+                .isEqualTo(4);
+
+        AsyncPublisher second = new AsyncPublisher(m -> CompletableFuture.completedFuture(Receipt.NONE));
+        assertThat(relay(second, Duration.ofSeconds(30)).relayOnce()).isEqualTo(4);
+        assertThat(second.sent.stream().map(m -> m.eventId() + " " + m.idempotencyKey()))
+                .as("the re-sends carry the first sends' event ids and idempotency keys")
+                .containsExactlyInAnyOrderElementsOf(crashing.sent.stream()
+                        .map(m -> m.eventId() + " " + m.idempotencyKey())
+                        .toList());
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent' AND attempts = 1"))
+                .isEqualTo(4);
+    }
+}
