@@ -125,6 +125,8 @@ public final class KafkaEndToEnd implements Suite {
                                 "once batch-set >= 0.8x the naive consumer with the same set-based update: %.2f",
                                 set),
                         set >= 0.8));
+        md.append("- bound: once inserts one inbox row per event (the claim), the naive consumer none; on one"
+                + " connection the claim insert is most of once's database time (see \"What bounds each figure\")\n");
         md.append(String.format(Locale.ROOT, "- (for reference) per-record update, once / naive: %.2f%n", perEvent));
         md.append(String.format(
                 Locale.ROOT,
