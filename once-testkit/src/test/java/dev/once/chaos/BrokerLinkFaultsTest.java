@@ -27,8 +27,6 @@ import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -42,6 +40,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -61,7 +60,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * R8 on the broker links: a {@link FaultProxy} between the consumer and RabbitMQ, Kafka (a broker
- * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 3,000 events and 10% producer duplicates (published straight to the broker)
+ * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 6,000 events and 10% producer duplicates (published straight to the broker)
  * flow through the engine into PostgreSQL: the link frozen for two seconds, every connection reset
  * (the broker requeues what was delivered and not acknowledged; acknowledgements in flight are
  * lost), 200 ms added to every round trip for two seconds. Each consumer acknowledges only after
@@ -85,14 +84,20 @@ class BrokerLinkFaultsTest {
 
     @Test
     void natsLinkFaultsLoseNothingAndApplyNothingTwice() throws Exception {
-        assertClean(run(new Jets(), false));
+        assertClean(run(new NatsJetStream(), false));
     }
 
-    /** The deliberate break: the same faults on RabbitMQ against a consumer that applies every delivery. */
+    /**
+     * The deliberate break: the same faults on RabbitMQ against a consumer that claims a key of each
+     * delivery instead of the event id (as a consumer keying on the broker's delivery tag would), at
+     * the same cost per event, so the redeliveries after the reset apply again.
+     */
     @Test
-    void withoutTheClaimTheRedeliveriesOfAResetApplyTwice() throws Exception {
+    void aClaimOnTheDeliveryInsteadOfTheEventLetsTheResetsRedeliveriesApplyTwice() throws Exception {
         Chaos.Figure f = run(new Rabbit(), true);
-        assertThat(f.get("applied_twice")).as("a consumer without the claim").isPositive();
+        assertThat(f.get("twice_published_once"))
+                .as("events published once and applied twice")
+                .isPositive();
     }
 
     private static void assertClean(Chaos.Figure f) {
@@ -113,17 +118,8 @@ class BrokerLinkFaultsTest {
         AutoCloseable consume(int port, Predicate<Delivery> handle, AtomicLong acks) throws Exception;
     }
 
-    private static Chaos.Figure run(Link link, boolean withoutClaim) throws Exception {
-        int events = Chaos.scaled(4_000);
-        Random random = new Random(23);
-        List<String> ids = new ArrayList<>();
-        for (int i = 0; i < events; i++) {
-            ids.add("evt-" + i);
-            if (random.nextInt(10) == 0) {
-                ids.add("evt-" + random.nextInt(i + 1));
-            }
-        }
-        Set<String> distinct = new HashSet<>(ids);
+    private static Chaos.Figure run(Link link, boolean claimPerDelivery) throws Exception {
+        int events = Chaos.scaled(6_000);
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
         try (TestDatabase db = Databases.POSTGRES.fresh(4);
                 FaultProxy proxy = link.proxy()) {
@@ -131,55 +127,55 @@ class BrokerLinkFaultsTest {
             IdempotentConsumer once = IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
                     .consumer("broker-link-" + link.name())
-                    .handler(Effects.HANDLER)
+                    .handler((d, tx) -> Effects.apply(tx.connection(), Delivery.of(d.payloadText(), "")))
                     .build();
+            AtomicLong delivery = new AtomicLong();
             Predicate<Delivery> handle = d -> {
                 try {
-                    if (withoutClaim) {
-                        try (Connection c = db.dataSource().getConnection()) {
-                            Effects.apply(c, d);
-                        }
-                        return true;
-                    }
-                    return once.process(d).shouldAcknowledge();
-                } catch (SQLException | RuntimeException e) {
+                    // The break: every delivery its own key; the effect still records the event id (the payload).
+                    Delivery claimed = claimPerDelivery
+                            ? Delivery.of(d.eventId() + "@" + delivery.incrementAndGet(), d.eventId())
+                            : d;
+                    return once.process(claimed).shouldAcknowledge();
+                } catch (RuntimeException e) {
                     return false;
                 }
             };
-            link.publish(ids);
             AtomicLong acks = new AtomicLong();
-            try (Throughput throughput = new Throughput(acks::get);
+            try (Producer producer = new Producer(link, events, acks);
+                    Throughput throughput = new Throughput(acks::get);
                     AutoCloseable consumer = closingOnce(link.consume(proxy.port(), handle, acks))) {
                 await("a tenth of the events").atMost(Duration.ofMinutes(1)).until(() -> acks.get() >= events / 10);
                 double baseline = throughput.rate(Duration.ofSeconds(1));
-                java.util.function.BooleanSupplier done =
-                        () -> acks.get() >= ids.size() && applied(db) >= distinct.size();
+                BooleanSupplier never = () -> false; // the producer keeps events coming until the faults are over
                 double freeze = NetworkFaultsUnderLoadTest.fault(
                         throughput,
-                        done,
+                        never,
                         baseline,
                         () -> NetworkFaultsUnderLoadTest.during(timer, FAULT, proxy::freeze, proxy::thaw));
-                double reset = NetworkFaultsUnderLoadTest.fault(throughput, done, baseline, proxy::reset);
+                double reset = NetworkFaultsUnderLoadTest.fault(throughput, never, baseline, proxy::reset);
                 double latency = NetworkFaultsUnderLoadTest.fault(
                         throughput,
-                        done,
+                        never,
                         baseline,
                         () -> NetworkFaultsUnderLoadTest.during(
                                 timer,
                                 FAULT,
                                 () -> proxy.latency(Duration.ofMillis(100)), // each way: 200 ms per round trip
                                 () -> proxy.latency(Duration.ZERO)));
+                List<String> ids = producer.finish();
+                Set<String> distinct = new HashSet<>(ids);
                 try {
                     await("every event applied and acknowledged")
                             .atMost(Duration.ofMinutes(1))
-                            .until(done::getAsBoolean);
+                            .until(() -> acks.get() >= ids.size() && applied(db) >= distinct.size());
                 } catch (ConditionTimeoutException e) {
                     // counted below as lost: the figure says what is missing
                 }
                 consumer.close();
                 Map<String, Long> counts = Effects.counts(db);
                 return Chaos.figure("broker-link-" + link.name())
-                        .rounds(events)
+                        .rounds(distinct.size())
                         .lost(Effects.lost(distinct, counts))
                         .appliedTwice(Effects.appliedTwice(counts))
                         .put("messages", ids.size())
@@ -190,11 +186,72 @@ class BrokerLinkFaultsTest {
                         .put("reset_recovery_s", reset)
                         .put("latency_200ms_2s_recovery_s", latency)
                         .put("resets", proxy.resets())
-                        .broken(withoutClaim ? "consumer without the claim (every delivery applied)" : null)
+                        .broken(claimPerDelivery ? "claim keyed on the delivery, not the event id" : null)
                         .print();
             }
         } finally {
             timer.shutdownNow();
+        }
+    }
+
+    /**
+     * Publishes events straight to the broker, in batches, with a duplicate of one in ten, from
+     * before the first fault until {@link #finish()} (and at least {@code min}), never more than
+     * {@value #BACKLOG} ahead of the acknowledgements: so every fault meets a flowing stream and a
+     * backlog to recover from, whatever the machine's speed.
+     */
+    static final class Producer implements AutoCloseable {
+        static final int BACKLOG = 1_000;
+        private final List<String> sent = java.util.Collections.synchronizedList(new ArrayList<>());
+        private final AtomicBoolean finishing = new AtomicBoolean();
+        private final java.util.concurrent.atomic.AtomicReference<Exception> failure =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        private final Thread thread;
+
+        Producer(Link link, int min, AtomicLong acks) {
+            Random random = new Random(23);
+            thread = new Thread(
+                    () -> {
+                        int i = 0;
+                        try {
+                            while (i < min || !finishing.get()) {
+                                if (sent.size() - acks.get() >= BACKLOG) {
+                                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // backpressure
+                                    continue;
+                                }
+                                List<String> batch = new ArrayList<>();
+                                for (int end = i + 100; i < end; i++) {
+                                    batch.add("evt-" + i);
+                                    if (random.nextInt(10) == 0) {
+                                        batch.add("evt-" + random.nextInt(i + 1));
+                                    }
+                                }
+                                link.publish(batch);
+                                sent.addAll(batch);
+                            }
+                        } catch (Exception e) {
+                            failure.set(e);
+                        }
+                    },
+                    "broker-link-producer");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        /** Stops publishing (once {@code min} are out) and returns every message published. */
+        List<String> finish() throws Exception {
+            finishing.set(true);
+            thread.join(TimeUnit.MINUTES.toMillis(2));
+            if (failure.get() != null) {
+                throw failure.get();
+            }
+            return List.copyOf(sent);
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            finishing.set(true);
+            thread.join(TimeUnit.MINUTES.toMillis(2));
         }
     }
 
@@ -224,6 +281,7 @@ class BrokerLinkFaultsTest {
     /** RabbitMQ: a classic queue, manual acks, automatic connection recovery after a reset. */
     static final class Rabbit implements Link {
         private final String queue = "once-link-" + System.nanoTime();
+        private Channel publishing;
 
         @Override
         public String name() {
@@ -232,8 +290,9 @@ class BrokerLinkFaultsTest {
 
         @Override
         public FaultProxy proxy() throws Exception {
-            try (var c = factory(5672).newConnection()) {
-                c.getServerProperties();
+            try (var c = factory(5672).newConnection();
+                    Channel ch = c.createChannel()) {
+                ch.queueDeclare(queue, true, false, false, null);
             } catch (Exception e) {
                 throw Services.unavailable(
                         "rabbitmq", "start RabbitMQ on 127.0.0.1:5672 (rabbitmq-server -detached)", e);
@@ -254,19 +313,18 @@ class BrokerLinkFaultsTest {
 
         @Override
         public void publish(List<String> ids) throws Exception {
-            try (var c = factory(5672).newConnection();
-                    Channel ch = c.createChannel()) {
-                ch.queueDeclare(queue, true, false, false, null);
-                ch.confirmSelect();
-                for (String id : ids) {
-                    ch.basicPublish(
-                            "",
-                            queue,
-                            new AMQP.BasicProperties.Builder().messageId(id).build(),
-                            id.getBytes(StandardCharsets.UTF_8));
-                }
-                ch.waitForConfirmsOrDie(60_000);
+            if (publishing == null) {
+                publishing = factory(5672).newConnection("once-link-producer").createChannel();
+                publishing.confirmSelect();
             }
+            for (String id : ids) {
+                publishing.basicPublish(
+                        "",
+                        queue,
+                        new AMQP.BasicProperties.Builder().messageId(id).build(),
+                        id.getBytes(StandardCharsets.UTF_8));
+            }
+            publishing.waitForConfirmsOrDie(60_000);
         }
 
         @Override
@@ -293,6 +351,9 @@ class BrokerLinkFaultsTest {
             });
             return () -> {
                 connection.abort();
+                if (publishing != null) {
+                    publishing.getConnection().abort();
+                }
                 try (var c = factory(5672).newConnection();
                         Channel admin = c.createChannel()) {
                     admin.queueDelete(queue);
@@ -310,6 +371,7 @@ class BrokerLinkFaultsTest {
     static final class Kafka implements Link {
         private static final String TOPIC = "once-link";
         private KafkaCluster cluster;
+        private KafkaProducer<String, String> producer;
         private String bootstrap;
 
         @Override
@@ -336,20 +398,25 @@ class BrokerLinkFaultsTest {
 
         @Override
         public void publish(List<String> ids) throws Exception {
-            try (KafkaProducer<String, String> p = new KafkaProducer<>(
-                    Map.of(
-                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                            bootstrap,
-                            ProducerConfig.ACKS_CONFIG,
-                            "all",
-                            ProducerConfig.LINGER_MS_CONFIG,
-                            5),
-                    new StringSerializer(),
-                    new StringSerializer())) {
-                for (String id : ids) {
-                    p.send(new ProducerRecord<>(TOPIC, id, id));
-                }
-                p.flush();
+            if (producer == null) {
+                // Straight to the broker, not through the proxy's advertised address: the faults are the consumer's.
+                producer = new KafkaProducer<>(
+                        Map.of(
+                                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                cluster.bootstrapServers(),
+                                ProducerConfig.ACKS_CONFIG,
+                                "all",
+                                ProducerConfig.LINGER_MS_CONFIG,
+                                5),
+                        new StringSerializer(),
+                        new StringSerializer());
+            }
+            List<java.util.concurrent.Future<?>> sends = new ArrayList<>();
+            for (String id : ids) {
+                sends.add(producer.send(new ProducerRecord<>(TOPIC, id, id)));
+            }
+            for (var f : sends) {
+                f.get(2, TimeUnit.MINUTES);
             }
         }
 
@@ -384,6 +451,9 @@ class BrokerLinkFaultsTest {
             return () -> {
                 stop.set(true);
                 poller.join(30_000);
+                if (producer != null) {
+                    producer.close(Duration.ofSeconds(10));
+                }
                 cluster.close();
             };
         }
@@ -419,8 +489,9 @@ class BrokerLinkFaultsTest {
     }
 
     /** NATS JetStream: a memory stream, a durable pull consumer with explicit acks and a 2 s ack wait. */
-    static final class Jets implements Link {
+    static final class NatsJetStream implements Link {
         private final String stream = "once_link_" + System.nanoTime();
+        private io.nats.client.Connection publishing;
         private static final String URL = "nats://127.0.0.1:4222";
 
         @Override
@@ -431,7 +502,12 @@ class BrokerLinkFaultsTest {
         @Override
         public FaultProxy proxy() throws Exception {
             try (var c = Nats.connect(URL)) {
-                c.jetStreamManagement().getAccountStatistics();
+                c.jetStreamManagement()
+                        .addStream(StreamConfiguration.builder()
+                                .name(stream)
+                                .subjects(stream)
+                                .storageType(StorageType.Memory)
+                                .build());
             } catch (Exception e) {
                 throw Services.unavailable(
                         "nats", "start nats-server with JetStream on 127.0.0.1:4222 (nats-server -js)", e);
@@ -441,21 +517,16 @@ class BrokerLinkFaultsTest {
 
         @Override
         public void publish(List<String> ids) throws Exception {
-            try (var c = Nats.connect(URL)) {
-                c.jetStreamManagement()
-                        .addStream(StreamConfiguration.builder()
-                                .name(stream)
-                                .subjects(stream)
-                                .storageType(StorageType.Memory)
-                                .build());
-                JetStream js = c.jetStream();
-                List<java.util.concurrent.CompletableFuture<?>> acks = new ArrayList<>();
-                for (String id : ids) {
-                    acks.add(js.publishAsync(stream, id.getBytes(StandardCharsets.UTF_8)));
-                }
-                for (var a : acks) {
-                    a.get();
-                }
+            if (publishing == null) {
+                publishing = Nats.connect(URL);
+            }
+            JetStream js = publishing.jetStream();
+            List<java.util.concurrent.CompletableFuture<?>> acks = new ArrayList<>();
+            for (String id : ids) {
+                acks.add(js.publishAsync(stream, id.getBytes(StandardCharsets.UTF_8)));
+            }
+            for (var a : acks) {
+                a.get(2, TimeUnit.MINUTES);
             }
         }
 
@@ -506,6 +577,9 @@ class BrokerLinkFaultsTest {
                 stop.set(true);
                 fetcher.join(10_000);
                 connection.close();
+                if (publishing != null) {
+                    publishing.close();
+                }
                 try (var c = Nats.connect(URL)) {
                     c.jetStreamManagement().deleteStream(stream);
                 }

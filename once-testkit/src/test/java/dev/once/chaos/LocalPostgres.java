@@ -17,7 +17,7 @@ import java.util.stream.Stream;
 /**
  * A PostgreSQL server of the test's own, started from the machine's binaries
  * ({@code /usr/lib/postgresql/N/bin}, or {@code ONCE_PG_BIN}) or else from the embedded (zonky)
- * ones, in a temporary directory on a free port: what the failover and kernel-fault tests need and
+ * ones (which lack pg_basebackup: a standby is then a copy of the stopped primary), in a temporary directory on a free port: what the failover and kernel-fault tests need and
  * the shared server cannot give (a standby, a SIGKILL, a listen address inside a network
  * namespace). As root the servers run as the {@code postgres} OS user, which initdb requires.
  */
@@ -74,22 +74,37 @@ final class LocalPostgres implements AutoCloseable {
      */
     LocalPostgres standby(Path root, String name, String conf) throws IOException, InterruptedException {
         Path data = root.resolve(name);
-        run(
-                prefix,
-                binary("pg_basebackup"),
-                "-h",
-                host,
-                "-p",
-                Integer.toString(port),
-                "-U",
-                "postgres",
-                "-D",
-                data.toString(),
-                "-R",
-                "-X",
-                "stream",
-                "-c",
-                "fast");
+        if (Files.isExecutable(bin().resolve("pg_basebackup"))) {
+            run(
+                    prefix,
+                    binary("pg_basebackup"),
+                    "-h",
+                    host,
+                    "-p",
+                    Integer.toString(port),
+                    "-U",
+                    "postgres",
+                    "-D",
+                    data.toString(),
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast");
+        } else {
+            // The embedded binaries have no pg_basebackup: a copy of the stopped primary is a base
+            // backup too; standby.signal and primary_conninfo are what -R would have written.
+            run(List.of(), binary("pg_ctl"), "-D", dataDir.toString(), "-m", "fast", "-w", "stop");
+            run(List.of(), List.of("cp", "-a", dataDir.toString(), data.toString()));
+            Files.deleteIfExists(data.resolve("postmaster.pid"));
+            Files.writeString(data.resolve("standby.signal"), "", StandardCharsets.UTF_8);
+            Files.writeString(
+                    data.resolve("postgresql.auto.conf"),
+                    "primary_conninfo = 'host=" + host + " port=" + port + " user=postgres'\n",
+                    StandardCharsets.UTF_8,
+                    java.nio.file.StandardOpenOption.APPEND);
+            start();
+        }
         Files.writeString(
                 data.resolve("postgresql.auto.conf"),
                 "cluster_name = '" + name + "'\nsynchronous_standby_names = ''\n" + conf,
@@ -107,7 +122,8 @@ final class LocalPostgres implements AutoCloseable {
             if (isRoot() && new ProcessBuilder("id", "-u", "postgres").start().waitFor() != 0) {
                 return "running as root and there is no postgres OS user to run the servers as";
             }
-            binary("pg_basebackup");
+            binary("pg_ctl");
+            binary("initdb");
             return null;
         } catch (IOException | RuntimeException e) {
             return e.getMessage();
@@ -123,7 +139,8 @@ final class LocalPostgres implements AutoCloseable {
         if (why != null) {
             throw Services.unavailable(
                     SERVICE,
-                    "install the PostgreSQL server package (Debian postgresql: /usr/lib/postgresql/N/bin) or set ONCE_PG_BIN",
+                    "install the PostgreSQL server package (Debian postgresql: /usr/lib/postgresql/N/bin), set ONCE_PG_BIN"
+                            + " to a bin directory, or to 'embedded' for the zonky binaries",
                     new IllegalStateException(why));
         }
     }
@@ -233,11 +250,15 @@ final class LocalPostgres implements AutoCloseable {
         }
     }
 
-    private static synchronized String binary(String name) throws IOException {
+    private static synchronized Path bin() throws IOException {
         if (bin == null) {
             bin = findBin();
         }
-        Path p = bin.resolve(name);
+        return bin;
+    }
+
+    private static String binary(String name) throws IOException {
+        Path p = bin().resolve(name);
         if (!Files.isExecutable(p)) {
             throw new IllegalStateException("no " + name + " in " + bin);
         }
@@ -246,6 +267,9 @@ final class LocalPostgres implements AutoCloseable {
 
     private static Path findBin() throws IOException {
         String env = System.getenv("ONCE_PG_BIN");
+        if ("embedded".equals(env)) {
+            return embedded();
+        }
         if (env != null && !env.isBlank()) {
             return Path.of(env);
         }
@@ -253,7 +277,7 @@ final class LocalPostgres implements AutoCloseable {
         if (Files.isDirectory(debian)) {
             try (Stream<Path> versions = Files.list(debian)) {
                 var newest = versions.map(v -> v.resolve("bin"))
-                        .filter(b -> Files.isExecutable(b.resolve("pg_basebackup")))
+                        .filter(b -> Files.isExecutable(b.resolve("pg_ctl")))
                         .max(Comparator.comparing(b -> Integer.parseInt(
                                 b.getParent().getFileName().toString().replaceAll("\\D", "0"))));
                 if (newest.isPresent()) {
@@ -261,9 +285,34 @@ final class LocalPostgres implements AutoCloseable {
                 }
             }
         }
-        throw new IllegalStateException(
-                "no PostgreSQL server binaries with pg_basebackup under /usr/lib/postgresql/*/bin (ONCE_PG_BIN unset);"
-                        + " the embedded (zonky) binaries have initdb, pg_ctl and postgres but no pg_basebackup");
+        return embedded();
+    }
+
+    /** The embedded (zonky) binaries, unpacked from the classpath into a directory the postgres user can read. */
+    private static Path embedded() throws IOException {
+        String archive = "/postgres-linux-x86_64.txz";
+        try (InputStream in = LocalPostgres.class.getResourceAsStream(archive)) {
+            if (in == null) {
+                throw new IllegalStateException("no PostgreSQL server binaries: none under /usr/lib/postgresql/*/bin,"
+                        + " ONCE_PG_BIN unset, and no embedded " + archive + " on the classpath");
+            }
+            Path dir = tempRoot("pg-bin");
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                try {
+                    delete(dir);
+                } catch (IOException ignored) {
+                    // a temporary directory left behind
+                }
+            }));
+            Path txz = dir.resolve("postgres.txz");
+            Files.copy(in, txz);
+            run(List.of(), List.of("tar", "-xJf", txz.toString(), "-C", dir.toString()));
+            chownIfRoot(dir);
+            return dir.resolve("bin");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while unpacking the embedded PostgreSQL", e);
+        }
     }
 
     private static void run(List<String> prefix, String... command) throws IOException, InterruptedException {
