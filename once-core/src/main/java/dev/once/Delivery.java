@@ -17,7 +17,7 @@ import java.util.Objects;
  * metrics and logs (a redelivery handled safely is not a duplicate effect) and never decide
  * anything.
  *
- * @param eventId   producer-assigned event id; 1 to {@value #MAX_MESSAGE_ID_LENGTH} characters, not blank, no NUL
+ * @param eventId   producer-assigned event id; 1 to {@value #MAX_EVENT_ID_LENGTH} characters, not blank, no NUL
  * @param type        event type for routing and metrics; empty when unknown
  * @param payload     the message body, copied on the way in and out
  * @param headers     broker headers as strings, copied
@@ -38,7 +38,7 @@ public record Delivery(
         String source) {
 
     /** Longest accepted event id, in characters; the inbox column is sized to it. */
-    public static final int MAX_MESSAGE_ID_LENGTH = 255;
+    public static final int MAX_EVENT_ID_LENGTH = 255;
 
     public Delivery {
         eventId = validEventId(eventId);
@@ -91,8 +91,8 @@ public record Delivery(
         if (eventId.isBlank()) {
             throw new InvalidDeliveryException("event id must not be blank, but was '" + eventId + "'");
         }
-        if (eventId.length() > MAX_MESSAGE_ID_LENGTH) {
-            throw new InvalidDeliveryException("event id must be at most " + MAX_MESSAGE_ID_LENGTH
+        if (eventId.length() > MAX_EVENT_ID_LENGTH) {
+            throw new InvalidDeliveryException("event id must be at most " + MAX_EVENT_ID_LENGTH
                     + " characters, but was " + eventId.length() + " characters: '"
                     + eventId.substring(0, 40) + "…'");
         }
@@ -126,10 +126,12 @@ public record Delivery(
         return Objects.hash(eventId, type, Arrays.hashCode(payload), headers, attempt, redelivered, source);
     }
 
+    /** The header names only, never their values: headers carry tokens and signatures, and deliveries get logged. */
     @Override
     public String toString() {
         return "Delivery[eventId=" + eventId + ", type=" + type + ", payload=" + payload.length + " bytes, headers="
-                + headers + ", attempt=" + attempt + ", redelivered=" + redelivered + ", source=" + source + "]";
+                + new java.util.TreeSet<>(headers.keySet()) + ", attempt=" + attempt + ", redelivered=" + redelivered
+                + ", source=" + source + "]";
     }
 
     /** Builds a {@link Delivery}; validation happens in {@link #build()}. Not thread-safe. */

@@ -28,6 +28,9 @@ public final class IdempotentConsumerBuilder {
     /** Times a transaction that hit a deadlock or serialization failure is tried again before FAILED_RETRYABLE. */
     public static final int DEFAULT_MAX_CONFLICT_RETRIES = 5;
 
+    /** No payload fingerprints kept or compared: the claim writes no more than the event id. */
+    public static final MismatchPolicy DEFAULT_MISMATCH_POLICY = MismatchPolicy.OFF;
+
     private DataSource dataSource;
     private TransactionProvider transactions;
     private String consumer;
@@ -41,6 +44,7 @@ public final class IdempotentConsumerBuilder {
     private Predicate<Throwable> permanentFailure = t -> t instanceof PermanentFailureException;
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
     private Clock clock = Clock.systemUTC();
+    private MismatchPolicy mismatchPolicy = DEFAULT_MISMATCH_POLICY;
 
     IdempotentConsumerBuilder() {}
 
@@ -175,6 +179,18 @@ public final class IdempotentConsumerBuilder {
         return this;
     }
 
+    /**
+     * What to do with a duplicate whose payload differs from the one applied (an event id the
+     * producer reused), default {@link #DEFAULT_MISMATCH_POLICY}: {@link MismatchPolicy#COUNT} or
+     * {@link MismatchPolicy#FAIL_PERMANENT} keep a fingerprint of each claimed payload (schema
+     * migration V8) and compare it on every duplicate. An applied delivery costs no extra round
+     * trip; a duplicate costs one read of the stored fingerprint (one per batch on the batch path).
+     */
+    public IdempotentConsumerBuilder onMismatch(MismatchPolicy mismatchPolicy) {
+        this.mismatchPolicy = Objects.requireNonNull(mismatchPolicy, "mismatchPolicy");
+        return this;
+    }
+
     /** The clock stamped on claims and outbox rows; tests inject one to move time. */
     public IdempotentConsumerBuilder clock(Clock clock) {
         this.clock = Objects.requireNonNull(clock, "clock");
@@ -213,7 +229,8 @@ public final class IdempotentConsumerBuilder {
                 permanentFailure,
                 meterRegistry,
                 clock,
-                outcomeListener);
+                outcomeListener,
+                mismatchPolicy);
     }
 
     // An owned provider's first connection also proves the pool hands out auto-commit connections,

@@ -25,7 +25,11 @@ public record Outcome(String eventId, Status status, Throwable failure) {
         IN_PROGRESS,
         /** Failed, rolled back, unclaimed, may succeed later: do not acknowledge; redeliver with backoff. */
         FAILED_RETRYABLE,
-        /** Failed, rolled back, unclaimed, will never succeed: dead-letter it, then acknowledge. */
+        /**
+         * Failed, rolled back, unclaimed, will never succeed: dead-letter it, then acknowledge. Also a
+         * duplicate whose payload differs from the applied one's under
+         * {@link MismatchPolicy#FAIL_PERMANENT} ({@link PayloadMismatchException}): nothing of it ran.
+         */
         FAILED_PERMANENT
     }
 

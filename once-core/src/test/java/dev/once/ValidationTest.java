@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
+import dev.once.lease.Fence;
+import dev.once.lease.Lease;
+import dev.once.lease.Leases;
 import dev.once.retention.InboxPruner;
 import java.time.Duration;
 import java.util.Map;
@@ -75,6 +78,17 @@ class ValidationTest {
         assertThat(again.attempt()).isEqualTo(2);
         assertThat(again.redelivered()).isTrue();
         assertThat(again.eventId()).isEqualTo("e");
+    }
+
+    @Test
+    void aDeliveryPrintsItsHeaderNamesButNotTheirValues() {
+        // Headers carry tokens (authorization, signatures): a logged Delivery must not carry them.
+        Delivery d = Delivery.builder("evt-1")
+                .headers(Map.of("authorization", "Bearer s3cr3t-token", "x-signature", "sig-value"))
+                .build();
+        assertThat(d.toString())
+                .contains("evt-1", "authorization", "x-signature")
+                .doesNotContain("s3cr3t-token", "sig-value");
     }
 
     @ParameterizedTest
@@ -188,6 +202,42 @@ class ValidationTest {
                             "billing_fence")
                     .doesNotContain("${prefix}");
         }
+    }
+
+    @Test
+    void leaseNamesAndTtlsOutsideTheirRangeAreConfigurationErrors() {
+        Leases leases = Leases.builder()
+                .dataSource(new NoDataSource())
+                .dialect(Dialects.POSTGRESQL)
+                .build();
+        assertThatThrownBy(() -> leases.acquire(" ", "worker-7", Duration.ofSeconds(10)))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("lease name")
+                .hasMessageContaining("' '");
+        assertThatThrownBy(() -> leases.acquire("settlement", "w".repeat(256), Duration.ofSeconds(10)))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("lease owner")
+                .hasMessageContaining("1 to 255");
+        assertThatThrownBy(() -> leases.acquire("settlement", "worker-7", Duration.ofDays(2)))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("PT48H")
+                .hasMessageContaining("PT24H");
+        Lease held = new Lease("settlement", "worker-7", 1, java.time.Instant.EPOCH);
+        assertThatThrownBy(() -> leases.renew(held, Duration.ZERO))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("PT0S");
+    }
+
+    @Test
+    void aBlankFencedResourceIsAConfigurationError() {
+        java.sql.Connection unused = (java.sql.Connection) java.lang.reflect.Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[] {java.sql.Connection.class}, (proxy, method, args) -> {
+                    throw new AssertionError("no I/O expected");
+                });
+        assertThatThrownBy(() -> Fence.check(unused, Dialects.POSTGRESQL, "once_", "", 1, java.time.Clock.systemUTC()))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("fenced resource")
+                .hasMessageContaining("''");
     }
 
     /** A DataSource that is never asked for a connection. */

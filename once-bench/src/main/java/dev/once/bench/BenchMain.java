@@ -17,7 +17,7 @@ import java.util.function.Supplier;
  *
  * <pre>
  * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [--postgres URL]
- *      [--warmup S] [--seconds S] [--slice S] [--out FILE]
+ *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint]
  * </pre>
  *
  * <p>Each suite writes its own sections, headed by the date, commit and load average of its run and
@@ -53,6 +53,7 @@ public final class BenchMain {
         Duration warmup = Duration.ofSeconds(2);
         Duration measured = Duration.ofSeconds(30);
         Duration slice = Duration.ofSeconds(1);
+        boolean fingerprint = false;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -62,15 +63,19 @@ public final class BenchMain {
                     measured = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
                 case "--slice" -> slice = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
                 case "--out" -> out = Path.of(value(args, ++i, a));
+                case "--fingerprint" -> fingerprint = true;
                 case "-h", "--help" -> {
                     System.out.println("usage: java -jar once-bench.jar [" + String.join("] [", suites().keySet())
-                            + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]");
+                            + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]"
+                            + " [--fingerprint]\n  --fingerprint  core also runs once with onMismatch(COUNT), the"
+                            + " payload fingerprint's cost");
                     return;
                 }
                 default -> {
                     if (a.startsWith("-") || !suites().containsKey(a)) {
-                        throw new IllegalArgumentException("unknown argument '" + a + "'; suites in this build are "
-                                + suites().keySet() + ", options --postgres --warmup --seconds --slice --out");
+                        throw new IllegalArgumentException(
+                                "unknown argument '" + a + "'; suites in this build are " + suites().keySet()
+                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint");
                     }
                     names.add(a);
                 }
@@ -79,7 +84,7 @@ public final class BenchMain {
         if (names.isEmpty()) {
             names.addAll(suites().keySet());
         }
-        Run.Settings settings = new Run.Settings(warmup, measured, slice);
+        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint);
         String loadBefore = loadAverage();
         try (BenchPostgres postgres = BenchPostgres.start(postgresUrl)) {
             Run run = new Run(postgres, settings);

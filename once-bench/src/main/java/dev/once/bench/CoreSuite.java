@@ -2,6 +2,7 @@ package dev.once.bench;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
+import dev.once.MismatchPolicy;
 import dev.once.Outcome;
 import java.sql.Array;
 import java.sql.Connection;
@@ -49,6 +50,8 @@ final class CoreSuite implements Suite {
     static final List<String> BATCHED =
             List.of("naive", "floor-set", "floor-pipelined", "floor-per-event", "once", "once-set");
     static final String CONSUMER = "bench";
+    // With --fingerprint: once again, keeping payload fingerprints, measured with the rest of its group.
+    static final String FINGERPRINT = "-fingerprint";
 
     // The floor's statements: the claim the engine makes (without its inline lock timeout, which a
     // hand-written loop would not bother with), on the same table.
@@ -70,8 +73,15 @@ final class CoreSuite implements Suite {
 
     /** A group of configurations measured together: one mode family, connection count and batch size. */
     record Group(String family, int conns, int batch) {
-        List<String> names() {
-            return family.equals("single") ? SINGLE : BATCHED;
+        List<String> names(boolean fingerprint) {
+            List<String> names = new ArrayList<>(family.equals("single") ? SINGLE : BATCHED);
+            if (fingerprint) {
+                names.add("once" + FINGERPRINT);
+                if (!family.equals("single")) {
+                    names.add("once-set" + FINGERPRINT);
+                }
+            }
+            return names;
         }
     }
 
@@ -91,11 +101,13 @@ final class CoreSuite implements Suite {
     @Override
     public void run(Run run) throws Exception {
         Map<String, Throughput.Rate> results = new HashMap<>();
+        boolean fingerprint = run.settings().fingerprint();
         for (Group g : groups()) {
+            List<String> names = g.names(fingerprint);
             List<BenchPostgres.Db> dbs = new ArrayList<>();
             try {
                 List<Throughput.Config> configs = new ArrayList<>();
-                for (String name : g.names()) {
+                for (String name : names) {
                     BenchPostgres.Db db = run.postgres().freshDatabase(g.conns());
                     dbs.add(db);
                     configs.add(new Throughput.Config(name, g.conns(), steps(name, db, g.batch())));
@@ -106,8 +118,8 @@ final class CoreSuite implements Suite {
                         run.settings().warmup(),
                         run.settings().measured(),
                         run.settings().slice());
-                for (int i = 0; i < g.names().size(); i++) {
-                    String name = g.names().get(i);
+                for (int i = 0; i < names.size(); i++) {
+                    String name = names.get(i);
                     results.put(key(name, g), rates.get(i));
                     run.line(Run.bench(
                             benchName(name),
@@ -121,11 +133,40 @@ final class CoreSuite implements Suite {
             }
         }
         run.section("Core: naive vs hand-written floor vs once", table(results));
+        if (fingerprint) {
+            run.section("Core: the cost of payload fingerprints", fingerprintTable(results));
+        }
+    }
+
+    private static String fingerprintTable(Map<String, Throughput.Rate> rates) {
+        StringBuilder md = new StringBuilder();
+        md.append("Events/s of `once` with `onMismatch(MismatchPolicy.COUNT)` (the claim keeps a payload")
+                .append(" fingerprint) against `once` without, in the same interleaved group; every event is new, so")
+                .append(" this is the applied path (a duplicate costs one more read).\n\n")
+                .append("| mode | conns | events/tx | once | with fingerprint | ratio | ratio, paired |\n")
+                .append("|---|---|---|---|---|---|---|\n");
+        for (Group g : groups()) {
+            for (String name : g.family().equals("single") ? List.of("once") : List.of("once", "once-set")) {
+                Throughput.Rate plain = rates.get(key(name, g));
+                Throughput.Rate with = rates.get(key(name + FINGERPRINT, g));
+                md.append(String.format(
+                        Locale.ROOT,
+                        "| %s | %d | %d | %,.0f | %,.0f | %.3f | %.3f |%n",
+                        mode(name, g),
+                        g.conns(),
+                        g.batch(),
+                        plain.eventsPerSecond(),
+                        with.eventsPerSecond(),
+                        with.eventsPerSecond() / plain.eventsPerSecond(),
+                        with.pairedRatio(plain)));
+            }
+        }
+        return md.toString();
     }
 
     /** The name in the BENCH line: {@code once-set} is {@code once} in mode {@code batch-set}. */
     static String benchName(String name) {
-        return name.equals("once-set") ? "once" : name;
+        return name.equals("once-set") ? "once" : name.equals("once-set" + FINGERPRINT) ? "once" + FINGERPRINT : name;
     }
 
     static String mode(String name, Group g) {
@@ -133,7 +174,7 @@ final class CoreSuite implements Suite {
             return "single";
         }
         return switch (name) {
-            case "once-set", "floor-set" -> "batch-set";
+            case "once-set", "once-set" + FINGERPRINT, "floor-set" -> "batch-set";
             case "floor-pipelined" -> "batch-pipelined";
             default -> "batch";
         };
@@ -162,6 +203,24 @@ final class CoreSuite implements Suite {
                                 .dataSource(db.dataSource())
                                 .consumer(CONSUMER)
                                 .batchHandler(Ledger.ONCE_BATCH_HANDLER)
+                                .build(),
+                        batch);
+            case "once" + FINGERPRINT ->
+                onceSteps(
+                        IdempotentConsumer.builder()
+                                .dataSource(db.dataSource())
+                                .consumer(CONSUMER)
+                                .handler(Ledger.ONCE_HANDLER)
+                                .onMismatch(MismatchPolicy.COUNT)
+                                .build(),
+                        batch);
+            case "once-set" + FINGERPRINT ->
+                onceSteps(
+                        IdempotentConsumer.builder()
+                                .dataSource(db.dataSource())
+                                .consumer(CONSUMER)
+                                .batchHandler(Ledger.ONCE_BATCH_HANDLER)
+                                .onMismatch(MismatchPolicy.COUNT)
                                 .build(),
                         batch);
             default -> throw new IllegalArgumentException("no configuration named '" + name + "'");

@@ -15,9 +15,10 @@ final class Run {
     /**
      * Measurement settings shared by every suite of a run: each configuration warms up, then runs
      * {@code measured} in total, in turns of {@code slice} interleaved with the configurations it
-     * is compared with.
+     * is compared with. {@code fingerprint} adds configurations of {@code once} that keep payload
+     * fingerprints ({@code onMismatch(COUNT)}) to the core suite, next to the ones they cost against.
      */
-    record Settings(Duration warmup, Duration measured, Duration slice) {
+    record Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint) {
         Settings {
             if (warmup.isNegative() || measured.toMillis() < 1 || slice.toMillis() < 1) {
                 throw new IllegalArgumentException("warm-up must be >= 0 and measured time and slice >= 1 ms, but were "

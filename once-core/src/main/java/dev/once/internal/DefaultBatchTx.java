@@ -4,7 +4,6 @@ import dev.once.BatchTx;
 import dev.once.Delivery;
 import dev.once.Outbox;
 import dev.once.jdbc.Dialect;
-import dev.once.lease.Fence;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -14,44 +13,18 @@ import java.util.List;
 import java.util.Map;
 
 /** The {@link BatchTx} of one batch transaction. Not API. */
-public final class DefaultBatchTx implements BatchTx {
+public final class DefaultBatchTx extends ClaimTx implements BatchTx {
 
-    private final GuardedConnection guarded;
-    private final Connection raw;
-    private final Dialect dialect;
-    private final String prefix;
-    private final String consumer;
     private final Map<String, Delivery> claimed = new HashMap<>();
-    private final Clock clock;
     // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does.
     private final Map<String, JdbcOutbox> outboxes = new LinkedHashMap<>();
 
     public DefaultBatchTx(
             Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
-        this.raw = raw;
-        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
-        this.dialect = dialect;
-        this.prefix = prefix;
-        this.consumer = consumer;
+        super(raw, dialect, prefix, consumer, clock);
         for (Delivery d : claimed) {
             this.claimed.put(d.eventId(), d);
         }
-        this.clock = clock;
-    }
-
-    /** The refused transaction-control call, or null. */
-    public String misuse() {
-        return guarded.misuse();
-    }
-
-    @Override
-    public Connection connection() {
-        return guarded;
-    }
-
-    @Override
-    public String consumer() {
-        return consumer;
     }
 
     @Override
@@ -70,10 +43,5 @@ public final class DefaultBatchTx implements BatchTx {
         for (JdbcOutbox outbox : outboxes.values()) {
             outbox.flush();
         }
-    }
-
-    @Override
-    public void fence(String resource, long token) throws SQLException {
-        Fence.check(raw, dialect, prefix, resource, token, clock);
     }
 }

@@ -6,9 +6,11 @@ import dev.once.Handler;
 import dev.once.HandlerMisuseException;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
+import dev.once.MismatchPolicy;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.OutcomeListener;
+import dev.once.PayloadMismatchException;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
@@ -23,6 +25,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -62,6 +65,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final OutcomeListener listener;
     private final String verifySql;
     private final String verifyAndCommitSql;
+    private final MismatchPolicy mismatchPolicy;
+    // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
+    private final FingerprintedClaims fingerprints;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     public DefaultIdempotentConsumer(
@@ -74,7 +80,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             Predicate<Throwable> permanentFailure,
             MeterRegistry registry,
             Clock clock,
-            OutcomeListener listener) {
+            OutcomeListener listener,
+            MismatchPolicy mismatchPolicy) {
         this.transactions = transactions;
         this.consumer = consumer;
         this.handler = handler;
@@ -88,6 +95,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.listener = listener;
         this.verifySql = dialect.verifyClaim(inbox.tablePrefix());
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
+        this.mismatchPolicy = mismatchPolicy;
+        this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
     @Override
@@ -130,25 +139,129 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             metrics.received(Objects.requireNonNull(d, "delivery in batch"));
             firsts.putIfAbsent(d.eventId(), d);
         }
+        BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
         if (transactions.joins()) {
-            return batchJoined(deliveries, new ArrayList<>(firsts.values()));
+            return batchJoined(deliveries, new ArrayList<>(firsts.values()), prints);
         }
         MDC.put(MDC_CONSUMER, consumer);
         Map<String, Outcome> byId = new HashMap<>();
         try {
-            bisect(new ArrayList<>(firsts.values()), byId);
+            bisect(new ArrayList<>(firsts.values()), byId, prints);
         } finally {
             clearMdc();
         }
-        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
-        Map<String, Boolean> seen = new HashMap<>();
-        for (Delivery d : deliveries) {
-            Outcome first = byId.get(d.eventId());
-            boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
-            Outcome o = copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.eventId()) : first;
-            outcomes.add(report(d, o));
+        List<Outcome> outcomes = settle(deliveries, byId, prints);
+        for (int i = 0; i < deliveries.size(); i++) {
+            report(deliveries.get(i), outcomes.get(i));
         }
         return outcomes;
+    }
+
+    /**
+     * The outcome of every delivery of a batch from those of the first occurrences: a later copy of
+     * an applied event is a duplicate of it, a copy of a failed one fails alike. With fingerprints,
+     * each duplicate is compared with the payload that was applied: the first occurrence's when this
+     * batch applied it, the inbox's when an earlier transaction did. Counts and logs each mismatch
+     * once, so it runs once per batch, after any bisection.
+     */
+    private List<Outcome> settle(List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
+        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
+        Set<String> seen = new HashSet<>();
+        for (int i = 0; i < deliveries.size(); i++) {
+            Delivery d = deliveries.get(i);
+            Outcome first = byId.get(d.eventId());
+            boolean copy = !seen.add(d.eventId());
+            Status status = first.status();
+            if (status == Status.APPLIED && !copy || status != Status.APPLIED && status != Status.DUPLICATE) {
+                outcomes.add(first);
+            } else if (prints == null) {
+                outcomes.add(Outcome.duplicate(d.eventId()));
+            } else {
+                Long applied =
+                        status == Status.APPLIED ? prints.firsts.get(d.eventId()) : prints.stored.get(d.eventId());
+                outcomes.add(duplicateOf(d, prints.delivered[i], applied));
+            }
+        }
+        return outcomes;
+    }
+
+    /**
+     * The fingerprints of one batch: each delivery's, in order, and each id's first occurrence's;
+     * once claimed, those the inbox holds for the ids earlier transactions claimed.
+     */
+    private static final class BatchFingerprints {
+        final Long[] delivered;
+        final Map<String, Long> firsts = new HashMap<>();
+        final Set<String> withPayload = new HashSet<>();
+        final Map<String, Long> stored = new HashMap<>();
+
+        BatchFingerprints(List<Delivery> deliveries) {
+            delivered = new Long[deliveries.size()];
+            for (int i = 0; i < delivered.length; i++) {
+                Delivery d = deliveries.get(i);
+                delivered[i] = FingerprintedClaims.of(d);
+                if (!firsts.containsKey(d.eventId())) {
+                    firsts.put(d.eventId(), delivered[i]);
+                }
+                if (delivered[i] != null) {
+                    withPayload.add(d.eventId());
+                }
+            }
+        }
+    }
+
+    /**
+     * Claims the ids of {@code batch} (first occurrences). With fingerprints, the claim keeps them,
+     * and the ones stored for the ids found claimed are read in one more statement, only when there
+     * are such ids with a payload to compare.
+     */
+    private Set<String> claimAll(Connection c, List<Delivery> batch, BatchFingerprints prints) throws SQLException {
+        if (prints == null) {
+            return inbox.claimAll(
+                    c, consumer, batch.stream().map(Delivery::eventId).toList());
+        }
+        Map<String, Long> mine = new HashMap<>();
+        for (Delivery d : batch) {
+            mine.put(d.eventId(), prints.firsts.get(d.eventId()));
+        }
+        Set<String> claimed = fingerprints.claimAll(c, consumer, mine);
+        List<String> taken = new ArrayList<>();
+        for (Delivery d : batch) {
+            if (!claimed.contains(d.eventId()) && prints.withPayload.contains(d.eventId())) {
+                taken.add(d.eventId());
+            }
+        }
+        if (!taken.isEmpty()) {
+            prints.stored.putAll(fingerprints.stored(c, consumer, taken));
+        }
+        return claimed;
+    }
+
+    /**
+     * A delivery of an event an earlier delivery applied: a plain duplicate, unless both payloads
+     * have a fingerprint and they differ, a reused event id. That is counted and logged with both
+     * fingerprints (never the payload, which may hold secrets), and under FAIL_PERMANENT reported
+     * for dead-lettering. Nothing is applied either way.
+     */
+    private Outcome duplicateOf(Delivery d, Long delivered, Long applied) {
+        if (delivered == null || applied == null || delivered.equals(applied)) {
+            return Outcome.duplicate(d.eventId());
+        }
+        metrics.mismatched();
+        String was = FingerprintedClaims.hex(applied);
+        String is = FingerprintedClaims.hex(delivered);
+        boolean fail = mismatchPolicy == MismatchPolicy.FAIL_PERMANENT;
+        log.warn(
+                "event '{}' (source '{}') was already applied with a different payload: stored fingerprint {},"
+                        + " this delivery's {}; the producer reused the event id for another event; {}",
+                d.eventId(),
+                d.source(),
+                was,
+                is,
+                fail ? "reported FAILED_PERMANENT for dead-lettering" : "acknowledged as a duplicate, not applied");
+        return fail
+                ? new Outcome(d.eventId(), Status.FAILED_PERMANENT, new PayloadMismatchException(d.eventId(), was, is))
+                : Outcome.duplicate(d.eventId());
     }
 
     /**
@@ -161,8 +274,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      * disjoint and each commits only its own claims. No savepoints: PostgreSQL subtransactions
      * degrade past 64 per transaction.
      */
-    private void bisect(List<Delivery> batch, Map<String, Outcome> byId) {
-        BatchResult result = batchOnce(batch);
+    private void bisect(List<Delivery> batch, Map<String, Outcome> byId, BatchFingerprints prints) {
+        BatchResult result = batchOnce(batch, prints);
         if (result.outcomes() != null) {
             byId.putAll(result.outcomes());
             return;
@@ -174,17 +287,17 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         int culprit = result.culprit();
         if (culprit >= 0) {
             if (culprit > 0) {
-                bisect(batch.subList(0, culprit), byId);
+                bisect(batch.subList(0, culprit), byId, prints);
             }
-            bisect(batch.subList(culprit, culprit + 1), byId);
+            bisect(batch.subList(culprit, culprit + 1), byId, prints);
             if (culprit + 1 < batch.size()) {
-                bisect(batch.subList(culprit + 1, batch.size()), byId);
+                bisect(batch.subList(culprit + 1, batch.size()), byId, prints);
             }
             return;
         }
         int half = (batch.size() + 1) / 2;
-        bisect(batch.subList(0, half), byId);
-        bisect(batch.subList(half, batch.size()), byId);
+        bisect(batch.subList(0, half), byId, prints);
+        bisect(batch.subList(half, batch.size()), byId, prints);
     }
 
     /**
@@ -202,17 +315,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
     }
 
-    private BatchResult batchOnce(List<Delivery> batch) {
+    private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints) {
         for (int attempt = 1; ; attempt++) {
             try {
                 return transactions.inTransaction(tx -> {
                     Connection c = tx.connection();
                     Set<String> claimed;
                     try {
-                        claimed = inbox.claimAll(
-                                c,
-                                consumer,
-                                batch.stream().map(Delivery::eventId).toList());
+                        claimed = claimAll(c, batch, prints);
                     } catch (SQLException e) {
                         if (dialect.isLockTimeout(e)) {
                             tx.setRollbackOnly();
@@ -374,9 +484,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     /** The claim and the handler on the transaction's connection; marks it rollback-only unless applied. */
     private Outcome claimAndHandle(Transaction tx, Delivery d) throws SQLException {
         Connection c = tx.connection();
+        Long fingerprint = fingerprints == null ? null : FingerprintedClaims.of(d);
         boolean claimed;
         try {
-            claimed = inbox.claim(c, consumer, d.eventId());
+            claimed = fingerprints == null
+                    ? inbox.claim(c, consumer, d.eventId())
+                    : fingerprints.claim(c, consumer, d.eventId(), fingerprint);
         } catch (SQLException e) {
             if (dialect.isLockTimeout(e)) {
                 tx.setRollbackOnly();
@@ -385,8 +498,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             throw e;
         }
         if (!claimed) {
-            // Nothing was written; ending it either way is the same, and a joined caller's work stays.
-            return Outcome.duplicate(d.eventId());
+            // Nothing was written; ending it either way is the same, and a joined caller's work stays
+            // (a reused id reported FAILED_PERMANENT included: nothing of it ran).
+            if (fingerprint == null) {
+                return Outcome.duplicate(d.eventId());
+            }
+            Long applied =
+                    fingerprints.stored(c, consumer, List.of(d.eventId())).get(d.eventId());
+            return duplicateOf(d, fingerprint, applied);
         }
         Failure failure = apply(c, List.of(d));
         if (failure != null) {
@@ -500,16 +619,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         return result[0];
     }
 
-    private List<Outcome> batchJoined(List<Delivery> deliveries, List<Delivery> firsts) {
+    private List<Outcome> batchJoined(List<Delivery> deliveries, List<Delivery> firsts, BatchFingerprints prints) {
         Map<String, Outcome> byId = new HashMap<>();
+        List<List<Outcome>> settled = new ArrayList<>(1);
         try {
             transactions.inTransaction(tx -> {
                 Set<String> claimed;
                 try {
-                    claimed = inbox.claimAll(
-                            tx.connection(),
-                            consumer,
-                            firsts.stream().map(Delivery::eventId).toList());
+                    claimed = claimAll(tx.connection(), firsts, prints);
                 } catch (SQLException e) {
                     tx.setRollbackOnly();
                     for (Delivery d : firsts) {
@@ -562,11 +679,11 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         }
                     }
                 }
+                List<Outcome> outcomes = settle(deliveries, byId, prints);
+                settled.add(outcomes);
                 tx.afterCompletion(committed -> {
-                    Map<String, Boolean> seen = new HashMap<>();
-                    for (Delivery d : deliveries) {
-                        boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
-                        reportJoined(d, mirror(byId.get(d.eventId()), d, copy), committed);
+                    for (int i = 0; i < deliveries.size(); i++) {
+                        reportJoined(deliveries.get(i), outcomes.get(i), committed);
                     }
                 });
                 return null;
@@ -580,17 +697,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             clearMdc();
         }
-        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
-        Map<String, Boolean> seen = new HashMap<>();
-        for (Delivery d : deliveries) {
-            boolean copy = seen.put(d.eventId(), Boolean.TRUE) != null;
-            outcomes.add(mirror(byId.get(d.eventId()), d, copy));
-        }
-        return outcomes;
-    }
-
-    private static Outcome mirror(Outcome first, Delivery d, boolean copy) {
-        return copy && first.status() == Status.APPLIED ? Outcome.duplicate(d.eventId()) : first;
+        // Settled in the transaction unless the claim failed, which left only failures to mirror.
+        return settled.isEmpty() ? settle(deliveries, byId, prints) : settled.get(0);
     }
 
     private static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {

@@ -4,22 +4,15 @@ import dev.once.Delivery;
 import dev.once.Outbox;
 import dev.once.Tx;
 import dev.once.jdbc.Dialect;
-import dev.once.lease.Fence;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Clock;
 
 /** The {@link Tx} of one claim transaction. Not API. */
-public final class DefaultTx implements Tx {
+public final class DefaultTx extends ClaimTx implements Tx {
 
-    private final GuardedConnection guarded;
-    private final Connection raw;
-    private final Dialect dialect;
-    private final String prefix;
-    private final String consumer;
     private final Delivery delivery;
-    private final Clock clock;
     private final OnceMetrics metrics;
     private JdbcOutbox outbox;
 
@@ -31,29 +24,9 @@ public final class DefaultTx implements Tx {
             Delivery delivery,
             Clock clock,
             OnceMetrics metrics) {
-        this.raw = raw;
-        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
-        this.dialect = dialect;
-        this.prefix = prefix;
-        this.consumer = consumer;
+        super(raw, dialect, prefix, consumer, clock);
         this.delivery = delivery;
-        this.clock = clock;
         this.metrics = metrics;
-    }
-
-    /** The refused transaction-control call, or null. */
-    public String misuse() {
-        return guarded.misuse();
-    }
-
-    @Override
-    public Connection connection() {
-        return guarded;
-    }
-
-    @Override
-    public String consumer() {
-        return consumer;
     }
 
     @Override
@@ -91,11 +64,6 @@ public final class DefaultTx implements Tx {
             ps.setString(3, from); // 3 expected current status
             return ps.executeUpdate() == 1;
         }
-    }
-
-    @Override
-    public void fence(String resource, long token) throws SQLException {
-        Fence.check(raw, dialect, prefix, resource, token, clock);
     }
 
     OnceMetrics metrics() {

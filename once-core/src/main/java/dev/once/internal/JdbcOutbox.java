@@ -59,7 +59,7 @@ public final class JdbcOutbox implements Outbox {
         String suffix = "#" + n;
         String prefix = consumer + ":";
         if (!cause.startsWith(HASHED)
-                && prefix.length() + cause.length() + suffix.length() <= Delivery.MAX_MESSAGE_ID_LENGTH) {
+                && prefix.length() + cause.length() + suffix.length() <= Delivery.MAX_EVENT_ID_LENGTH) {
             return prefix + cause + suffix;
         }
         try {

@@ -2,7 +2,6 @@ package dev.once.internal;
 
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcSettings;
-import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -12,7 +11,7 @@ import javax.sql.DataSource;
 /**
  * Where a component's tables live and which clock it judges time by, resolved at build(), and the
  * transactions the outbox relay, admin, idempotency keys and leases own on it, through the one
- * transaction seam ({@link Transactions}, {@link TransactionProvider#owning}): a connection that
+ * transaction seam ({@link Transactions}, as {@link TransactionProvider#owning} does): a connection that
  * arrives with auto-commit off (someone else's transaction) is refused, never switched. Not API.
  */
 public record JdbcTarget(DataSource dataSource, Dialect dialect, String tablePrefix, Clock clock) {
@@ -39,10 +38,10 @@ public record JdbcTarget(DataSource dataSource, Dialect dialect, String tablePre
     }
 
     /**
-     * Begins a transaction that outlives one call (a request runs in it); the caller commits or
-     * rolls back through the handle and closes it.
+     * Begins a transaction that outlives one call (a request runs in it); the caller ends it through
+     * {@link Transactions.Open} and closes it.
      */
-    public TransactionHandle begin() throws SQLException {
-        return TransactionProvider.owning(dataSource).begin();
+    public Transactions.Open begin() throws SQLException {
+        return Transactions.owning(dataSource).begin();
     }
 }

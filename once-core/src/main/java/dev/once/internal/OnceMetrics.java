@@ -19,6 +19,7 @@ public final class OnceMetrics {
     private final Map<Outcome.Status, Counter> deliveries = new EnumMap<>(Outcome.Status.class);
     private final Counter redeliveries;
     private final Counter duplicates;
+    private final Counter mismatched;
     private final Counter fenceRejections;
     private final Timer handlerDuration;
 
@@ -38,6 +39,11 @@ public final class OnceMetrics {
                 .register(registry);
         duplicates = Counter.builder("once.duplicates")
                 .description("deliveries whose event id was already applied; their effect was not repeated")
+                .tag("consumer", consumer)
+                .register(registry);
+        mismatched = Counter.builder("once.duplicates.mismatched")
+                .description("duplicates whose payload fingerprint differs from the applied one's: an event id the"
+                        + " producer reused for another event (MismatchPolicy COUNT or FAIL_PERMANENT)")
                 .tag("consumer", consumer)
                 .register(registry);
         fenceRejections = Counter.builder("once.fence.rejections")
@@ -62,6 +68,10 @@ public final class OnceMetrics {
             duplicates.increment();
         }
         return o;
+    }
+
+    public void mismatched() {
+        mismatched.increment();
     }
 
     public void fenceRejected() {

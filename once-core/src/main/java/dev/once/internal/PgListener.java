@@ -11,7 +11,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A connection subscribed with {@code LISTEN}, waiting for PostgreSQL notifications. once-core has
+ * A connection subscribed with {@code LISTEN}, waiting for PostgreSQL notifications. It is an
+ * auto-commit session and never holds a transaction: one that arrives with auto-commit off is
+ * refused (the relay polls), never switched. once-core has
  * no driver dependency, so the PostgreSQL driver's {@code PGConnection.getNotifications(int)} is
  * reached by reflection through {@link Connection#unwrap} (which connection pools forward). Not
  * thread-safe: one relay thread owns it. Not API.
@@ -48,7 +50,12 @@ public final class PgListener implements AutoCloseable {
             Object pg = c.unwrap(type);
             Method get = type.getMethod("getNotifications", int.class);
             if (!c.getAutoCommit()) {
-                c.setAutoCommit(true);
+                // LISTEN outside auto-commit waits for a commit nobody sends; switching auto-commit on
+                // would commit whatever the connection holds (the mark of someone else's transaction).
+                log.info("no LISTEN/NOTIFY wake-ups (the DataSource handed out a connection with auto-commit off);"
+                        + " the relay polls");
+                c.close();
+                return null;
             }
             try (Statement s = c.createStatement()) {
                 s.execute(listenSql);

@@ -19,6 +19,10 @@ import org.slf4j.LoggerFactory;
  *   <li>a failed commit is followed by a rollback and rethrown: the caller treats the outcome as
  *       unknown (retryable), never as applied.</li>
  * </ul>
+ * The owned transaction itself lives here too ({@link #provider}, behind
+ * {@link TransactionProvider#owning}; the same handle serves a session connection, which it keeps
+ * open), so every {@code commit}, {@code rollback} and {@code setAutoCommit} of the engine is in this
+ * file; {@code ArchitectureTest} holds every other class to that.
  * Immutable and thread-safe. Not API.
  */
 public final class Transactions {
@@ -39,7 +43,7 @@ public final class Transactions {
 
     /** Transactions the engine owns on {@code dataSource}. */
     public static Transactions owning(DataSource dataSource) {
-        return new Transactions(TransactionProvider.owning(dataSource));
+        return new Transactions(provider(dataSource));
     }
 
     /** True when the work joins the caller's transaction, which the caller commits. */
@@ -55,15 +59,45 @@ public final class Transactions {
     }
 
     /**
+     * Begins a transaction that outlives one call (a request applies its effect in it); it ends
+     * with {@link Open#commitAfter} or {@link Open#rollback}, under the same rules as
+     * {@link #inTransaction}.
+     */
+    public Open begin() throws SQLException {
+        return new Open(provider.begin());
+    }
+
+    /**
      * Runs {@code work} in one transaction on a connection the component holds for a whole session
-     * (a migration lock, a listener): the connection must be in auto-commit, which is restored after.
+     * (a migration lock): the connection must be in auto-commit, which is restored after, and stays open.
      *
      * @throws SQLException if the connection is not in auto-commit (it would hold someone else's transaction)
      */
     public static <T> T inTransaction(Connection session, Work<T> work) throws SQLException {
-        try (SessionHandle handle = new SessionHandle(session)) {
+        try (Owned handle = Owned.begin(session, true)) {
             return run(handle, work);
         }
+    }
+
+    /** The provider behind {@link TransactionProvider#owning}: a connection of its own per transaction. */
+    public static TransactionProvider provider(DataSource dataSource) {
+        return new TransactionProvider() {
+            @Override
+            public TransactionHandle begin() throws SQLException {
+                Connection c = dataSource.getConnection();
+                try {
+                    return Owned.begin(c, false);
+                } catch (SQLException | RuntimeException | Error e) {
+                    c.close();
+                    throw e;
+                }
+            }
+
+            @Override
+            public boolean joins() {
+                return false;
+            }
+        };
     }
 
     private static <T> T run(TransactionHandle handle, Work<T> work) throws SQLException {
@@ -98,22 +132,82 @@ public final class Transactions {
         }
     }
 
-    /** A transaction on a session connection that stays open after it. */
-    private static final class SessionHandle implements TransactionHandle {
-        private final Connection connection;
-        private final java.util.List<CompletionCallback> callbacks = new java.util.ArrayList<>(1);
+    /** A transaction begun by {@link #begin()}, ended by one of its methods, closed in every case. Not thread-safe. */
+    public static final class Open implements AutoCloseable {
+        private final TransactionHandle handle;
         private boolean ended;
+
+        private Open(TransactionHandle handle) {
+            this.handle = handle;
+        }
+
+        public Connection connection() {
+            return handle.connection();
+        }
+
+        /** True once the transaction was committed or rolled back. */
+        public boolean ended() {
+            return ended;
+        }
+
+        /** Runs {@code last} and commits with it; any throwable, or a failed commit, rolls all of it back. */
+        public <T> T commitAfter(Work<T> last) throws SQLException {
+            ended = true;
+            try {
+                return run(handle, last);
+            } finally {
+                handle.close();
+            }
+        }
+
+        /** Rolls the transaction back. */
+        public void rollback() throws SQLException {
+            ended = true;
+            try {
+                handle.rollback();
+            } finally {
+                handle.close();
+            }
+        }
+
+        /** Rolls back unless the transaction has ended. */
+        @Override
+        public void close() throws SQLException {
+            if (!ended) {
+                rollback();
+            }
+        }
+    }
+
+    /**
+     * A transaction the engine owns on a connection in auto-commit: switched off for the
+     * transaction and back on after it. The connection is closed (a pool's) or kept (a session's).
+     */
+    private static final class Owned implements TransactionHandle {
+        private final Connection connection;
+        private final boolean keep;
+        private final Completions completions = new Completions();
         private boolean rollbackFailed;
 
-        SessionHandle(Connection connection) throws SQLException {
+        private Owned(Connection connection, boolean keep) {
+            this.connection = connection;
+            this.keep = keep;
+        }
+
+        static Owned begin(Connection connection, boolean keep) throws SQLException {
             if (!connection.getAutoCommit()) {
                 throw new SQLException(
-                        "connection is not in auto-commit: it holds an open transaction that once did"
-                                + " not begin and must not commit; hand once a connection in auto-commit mode",
+                        (keep
+                                        ? "the connection once holds for a session (a migration lock) arrived with auto-commit off"
+                                        : "the DataSource handed out a connection with auto-commit off")
+                                + "; once owns this transaction and would commit whatever that connection already"
+                                + " holds (a transaction-aware proxy hands out the caller's transaction this way):"
+                                + " give it a DataSource whose connections are in auto-commit, or join the caller's"
+                                + " transaction with transactions(...)",
                         "55000");
             }
             connection.setAutoCommit(false);
-            this.connection = connection;
+            return new Owned(connection, keep);
         }
 
         @Override
@@ -129,7 +223,7 @@ public final class Transactions {
         @Override
         public void commit() throws SQLException {
             connection.commit();
-            end(true);
+            completions.fire(true);
         }
 
         @Override
@@ -140,29 +234,39 @@ public final class Transactions {
                 rollbackFailed = true;
                 throw e;
             } finally {
-                end(false);
-            }
-        }
-
-        private void end(boolean committed) {
-            if (!ended) {
-                ended = true;
-                callbacks.forEach(cb -> cb.completed(committed));
+                completions.fire(false);
             }
         }
 
         @Override
         public void afterCompletion(CompletionCallback callback) {
-            callbacks.add(callback);
+            completions.add(callback);
         }
 
         @Override
         public void close() throws SQLException {
-            if (!ended) {
-                rollback();
-            }
-            if (!rollbackFailed) {
-                connection.setAutoCommit(true);
+            try {
+                if (!completions.done()) {
+                    rollback();
+                }
+            } catch (SQLException e) {
+                log.debug("rollback before close failed", e);
+            } finally {
+                try {
+                    // Restoring auto-commit commits whatever is open: only safe once the rollback went through.
+                    if (!rollbackFailed && !connection.isClosed()) {
+                        connection.setAutoCommit(true);
+                    }
+                } catch (SQLException e) {
+                    if (keep) {
+                        throw e; // the session's next transaction would find auto-commit off: say so now
+                    }
+                    log.debug("could not restore auto-commit", e);
+                } finally {
+                    if (!keep) {
+                        connection.close();
+                    }
+                }
             }
         }
     }

@@ -79,6 +79,40 @@ public interface Dialect {
     void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
             throws SQLException;
 
+    /**
+     * {@link #claim} that also keeps the payload's fingerprint ({@link dev.once.MismatchPolicy}
+     * other than OFF). Binds: 1 consumer, 2 event id, 3 processed_at, 4 payload_fingerprint
+     * (bigint, null for a delivery without payload). Executed and answered like {@link #claim}.
+     */
+    String claimWithFingerprint(String prefix, Duration lockTimeout);
+
+    /**
+     * {@link #claimBatch} that also keeps each id's payload fingerprint, bound by
+     * {@link #bindBatchClaimWithFingerprints}; returns the ids it inserted, like {@link #claimBatch}.
+     */
+    String claimBatchWithFingerprints(String prefix, Duration lockTimeout, int size);
+
+    /** Binds {@link #claimBatchWithFingerprints}: as {@link #bindBatchClaim}, plus a fingerprint (or null) per id. */
+    void bindBatchClaimWithFingerprints(
+            PreparedStatement statement,
+            String consumer,
+            Timestamp processedAt,
+            String[] sortedIds,
+            Long[] fingerprints)
+            throws SQLException;
+
+    /**
+     * Reads the payload fingerprints of {@code size} ids a claim just found claimed by an earlier
+     * transaction, bound by {@link #bindStoredFingerprints}. Columns: event_id, payload_fingerprint
+     * (null for a claim made without one). It must see the committed claim the insert conflicted
+     * with, even in a transaction whose snapshot is older (MariaDB's REPEATABLE READ). At most
+     * {@link #maxBatchClaimSize} ids.
+     */
+    String storedFingerprints(String prefix, int size);
+
+    /** Binds {@link #storedFingerprints}: the consumer and the ids. */
+    void bindStoredFingerprints(PreparedStatement statement, String consumer, String[] ids) throws SQLException;
+
     /** Guarded transition on already-validated identifiers. Binds: 1 to, 2 id, 3 from. */
     default String transition(String table, String idColumn, String statusColumn) {
         return "UPDATE " + table + " SET " + statusColumn + " = ? WHERE " + idColumn + " = ? AND " + statusColumn
@@ -125,6 +159,21 @@ public interface Dialect {
      * Bounded so that pruning a large backlog never holds locks or bloats one transaction.
      */
     String pruneInbox(String prefix);
+
+    /**
+     * Deletes up to a chunk of inbox rows processed before a cutoff that lie after a position in
+     * the table's physical order, so that one run walks forward and never reads again the rows its
+     * earlier chunks deleted (they stay in the table as dead tuples until vacuum). Binds: 1 cutoff,
+     * 2 the position (text: null for the first chunk, then the previous chunk's), 3 chunk size.
+     * Executed as a query: one row of the rows deleted and the position of the last one (null when
+     * none). A run must start from null every time: a row that committed late with an old stamp
+     * may lie behind any position an earlier run reached.
+     *
+     * @param serverMajorVersion the server's major version, from the driver's metadata
+     * @return the statement, or null when this dialect or server version cannot walk (then
+     *         {@link #pruneInbox} is the statement)
+     */
+    String pruneInboxWalking(String prefix, int serverMajorVersion);
 
     // ---- leases (dev.once.lease) -------------------------------------------------------------
 

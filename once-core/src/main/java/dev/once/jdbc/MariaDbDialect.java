@@ -3,6 +3,7 @@ package dev.once.jdbc;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.sql.Types;
 import java.time.Duration;
 
 /**
@@ -30,11 +31,24 @@ public final class MariaDbDialect implements Dialect {
     // SET STATEMENT scopes the lock wait to this one statement; InnoDB counts it in whole seconds.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
-        String insert = "INSERT IGNORE INTO " + quote(prefix + "inbox")
-                + " (consumer, event_id, processed_at) VALUES (?, ?, ?)";
+        return withLockTimeout(
+                lockTimeout,
+                "INSERT IGNORE INTO " + quote(prefix + "inbox")
+                        + " (consumer, event_id, processed_at) VALUES (?, ?, ?)");
+    }
+
+    @Override
+    public String claimWithFingerprint(String prefix, Duration lockTimeout) {
+        return withLockTimeout(
+                lockTimeout,
+                "INSERT IGNORE INTO " + quote(prefix + "inbox")
+                        + " (consumer, event_id, processed_at, payload_fingerprint) VALUES (?, ?, ?, ?)");
+    }
+
+    private static String withLockTimeout(Duration lockTimeout, String statement) {
         return lockTimeout == null
-                ? insert
-                : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + insert;
+                ? statement
+                : "SET STATEMENT innodb_lock_wait_timeout = " + seconds(lockTimeout) + " FOR " + statement;
     }
 
     // A deadlock makes InnoDB roll the whole transaction back, and the handler's later statements
@@ -56,7 +70,7 @@ public final class MariaDbDialect implements Dialect {
     }
 
     // Server-side prepared statements (useServerPrepStmts) take at most 65,535 placeholders; three
-    // per id keeps a chunk well inside that and inside any max_allowed_packet.
+    // or four per id keep a chunk well inside that and inside any max_allowed_packet.
     @Override
     public int maxBatchClaimSize() {
         return 1_000;
@@ -68,11 +82,17 @@ public final class MariaDbDialect implements Dialect {
     // 10.11: INSERT IGNORE ... VALUES ('a'),('b'),('c') RETURNING event_id with 'b' present returns a, c.
     @Override
     public String claimBatch(String prefix, Duration lockTimeout, int size) {
-        if (size < 1 || size > maxBatchClaimSize()) {
-            throw new IllegalArgumentException(
-                    "a batch claim takes 1 to " + maxBatchClaimSize() + " ids, but was " + size);
-        }
-        StringBuilder sql = new StringBuilder(96 + size * 11);
+        return claimBatch(prefix, lockTimeout, size, "", "");
+    }
+
+    @Override
+    public String claimBatchWithFingerprints(String prefix, Duration lockTimeout, int size) {
+        return claimBatch(prefix, lockTimeout, size, ", payload_fingerprint", ", ?");
+    }
+
+    private String claimBatch(String prefix, Duration lockTimeout, int size, String column, String bind) {
+        checkSize(size);
+        StringBuilder sql = new StringBuilder(96 + size * 14);
         if (lockTimeout != null) {
             sql.append("SET STATEMENT innodb_lock_wait_timeout = ")
                     .append(seconds(lockTimeout))
@@ -80,12 +100,22 @@ public final class MariaDbDialect implements Dialect {
         }
         sql.append("INSERT IGNORE INTO ")
                 .append(quote(prefix + "inbox"))
-                .append(" (consumer, event_id, processed_at)")
-                .append(" VALUES (?, ?, ?)");
+                .append(" (consumer, event_id, processed_at")
+                .append(column)
+                .append(") VALUES (?, ?, ?")
+                .append(bind)
+                .append(')');
         for (int i = 1; i < size; i++) {
-            sql.append(", (?, ?, ?)");
+            sql.append(", (?, ?, ?").append(bind).append(')');
         }
         return sql.append(" RETURNING event_id").toString();
+    }
+
+    private void checkSize(int size) {
+        if (size < 1 || size > maxBatchClaimSize()) {
+            throw new IllegalArgumentException(
+                    "a batch claim takes 1 to " + maxBatchClaimSize() + " ids, but was " + size);
+        }
     }
 
     @Override
@@ -100,6 +130,47 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
+    public void bindBatchClaimWithFingerprints(
+            PreparedStatement statement,
+            String consumer,
+            Timestamp processedAt,
+            String[] sortedIds,
+            Long[] fingerprints)
+            throws SQLException {
+        int p = 1;
+        for (int i = 0; i < sortedIds.length; i++) {
+            statement.setString(p++, consumer); // consumer
+            statement.setString(p++, sortedIds[i]); // event_id
+            statement.setTimestamp(p++, processedAt); // processed_at
+            statement.setObject(p++, fingerprints[i], Types.BIGINT); // payload_fingerprint, null without payload
+        }
+    }
+
+    // A locking read sees the latest committed row, not the snapshot REPEATABLE READ (the default)
+    // took at the transaction's first read, which may predate the claim the insert conflicted with.
+    // It costs no wait: INSERT IGNORE already holds a shared lock on each duplicate it skipped.
+    @Override
+    public String storedFingerprints(String prefix, int size) {
+        checkSize(size);
+        StringBuilder sql = new StringBuilder(128 + size * 3)
+                .append("SELECT event_id, payload_fingerprint FROM ")
+                .append(quote(prefix + "inbox"))
+                .append(" WHERE consumer = ? AND event_id IN (?");
+        for (int i = 1; i < size; i++) {
+            sql.append(", ?");
+        }
+        return sql.append(") LOCK IN SHARE MODE").toString();
+    }
+
+    @Override
+    public void bindStoredFingerprints(PreparedStatement statement, String consumer, String[] ids) throws SQLException {
+        statement.setString(1, consumer); // 1 consumer
+        for (int i = 0; i < ids.length; i++) {
+            statement.setString(i + 2, ids[i]); // 2.. event ids
+        }
+    }
+
+    @Override
     public String fence(String prefix) {
         return "INSERT INTO " + quote(prefix + "fence") + " (resource, token, updated_at) VALUES (?, ?, ?)"
                 + " ON DUPLICATE KEY UPDATE updated_at = IF(token < VALUES(token), VALUES(updated_at), updated_at),"
@@ -109,6 +180,13 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String pruneInbox(String prefix) {
         return "DELETE FROM " + quote(prefix + "inbox") + " WHERE processed_at < ? ORDER BY processed_at LIMIT ?";
+    }
+
+    // InnoDB deletes purge their index entries in the background, soon after the chunk commits,
+    // so the ordered delete on the processed_at index does not wade through earlier chunks' rows.
+    @Override
+    public String pruneInboxWalking(String prefix, int serverMajorVersion) {
+        return null;
     }
 
     // MariaDB has no upsert that reports whether its conditional update happened; leases need a

@@ -28,10 +28,19 @@ public final class PostgresDialect implements Dialect {
     // role's or database's lock_timeout applies.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
-        String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)";
+        return claim(prefix, lockTimeout, "", "");
+    }
+
+    @Override
+    public String claimWithFingerprint(String prefix, Duration lockTimeout) {
+        return claim(prefix, lockTimeout, ", payload_fingerprint", ", ?");
+    }
+
+    private String claim(String prefix, Duration lockTimeout, String column, String bind) {
+        String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at" + column + ")";
         return lockTimeout == null
-                ? insert + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
-                : insert + " SELECT ?, ?, ? WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING"
+                ? insert + " VALUES (?, ?, ?" + bind + ") ON CONFLICT DO NOTHING"
+                : insert + " SELECT ?, ?, ?" + bind + " WHERE " + lockTimeout(lockTimeout) + " ON CONFLICT DO NOTHING"
                         + RESTORE_LOCK_TIMEOUT;
     }
 
@@ -76,6 +85,42 @@ public final class PostgresDialect implements Dialect {
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
                 + " ON CONFLICT DO NOTHING RETURNING event_id" + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+    }
+
+    // The fingerprints ride in a second array of the same length, unnested in step with the ids.
+    @Override
+    public String claimBatchWithFingerprints(String prefix, Duration lockTimeout, int size) {
+        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at, payload_fingerprint)"
+                + " SELECT ?, t.m, ?, t.f FROM unnest(?::varchar[], ?::bigint[]) WITH ORDINALITY AS t(m, f, n)"
+                + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
+                + " ON CONFLICT DO NOTHING RETURNING event_id" + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+    }
+
+    @Override
+    public void bindBatchClaimWithFingerprints(
+            PreparedStatement statement,
+            String consumer,
+            Timestamp processedAt,
+            String[] sortedIds,
+            Long[] fingerprints)
+            throws SQLException {
+        bindBatchClaim(statement, consumer, processedAt, sortedIds);
+        statement.setArray(4, statement.getConnection().createArrayOf("bigint", fingerprints)); // 4 fingerprints
+    }
+
+    // A plain read: under READ COMMITTED it sees the claim the insert waited for; under REPEATABLE
+    // READ an insert that conflicts with a row its snapshot cannot see fails (40001) before this runs.
+    // No FOR SHARE: it would write a lock into every duplicate's row.
+    @Override
+    public String storedFingerprints(String prefix, int size) {
+        return "SELECT event_id, payload_fingerprint FROM " + quote(prefix + "inbox")
+                + " WHERE consumer = ? AND event_id = ANY(?::varchar[])";
+    }
+
+    @Override
+    public void bindStoredFingerprints(PreparedStatement statement, String consumer, String[] ids) throws SQLException {
+        statement.setString(1, consumer); // 1 consumer
+        statement.setArray(2, statement.getConnection().createArrayOf("varchar", ids)); // 2 event ids
     }
 
     // A scalar subquery, so PostgreSQL evaluates the volatile set_config once per statement (an
@@ -142,6 +187,27 @@ public final class PostgresDialect implements Dialect {
         return "DELETE FROM " + table + " i USING (SELECT consumer, event_id FROM " + table
                 + " WHERE processed_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old"
                 + " WHERE i.consumer = old.consumer AND i.event_id = old.event_id";
+    }
+
+    // ctid is the row's physical position. A TID range scan (PostgreSQL 14+) from the previous
+    // chunk's last position reads only blocks no earlier chunk has read, where the statement above
+    // (and a BRIN on processed_at) starts from the first old block every time and wades through
+    // all the dead tuples the earlier chunks left: each chunk got slower as the run went on. The
+    // TID scan of the delete then finds each row by its position, with no primary key lookup.
+    // max(tid) is PostgreSQL 14+ too; older servers use pruneInbox. The delete checks the cutoff
+    // again because a ctid is only unique within one table: on an inbox partitioned by hand (see
+    // the README) a position names a row in every partition. There a walk is safe but may leave
+    // rows of later partitions for the next run; such an inbox is meant to drop whole partitions.
+    @Override
+    public String pruneInboxWalking(String prefix, int serverMajorVersion) {
+        if (serverMajorVersion < 14) {
+            return null;
+        }
+        String table = quote(prefix + "inbox");
+        return "WITH c AS (SELECT ?::timestamptz AS cutoff), d AS (DELETE FROM " + table
+                + " WHERE processed_at < (SELECT cutoff FROM c) AND ctid = ANY(ARRAY(SELECT ctid FROM " + table
+                + " WHERE processed_at < (SELECT cutoff FROM c) AND ctid > COALESCE(?::tid, '(0,0)') LIMIT ?"
+                + " FOR UPDATE SKIP LOCKED)) RETURNING ctid) SELECT count(*), max(ctid)::text FROM d";
     }
 
     // ON CONFLICT ... DO UPDATE ... WHERE: one statement takes the row lock, checks that the lease

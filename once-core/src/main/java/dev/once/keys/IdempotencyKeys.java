@@ -159,7 +159,15 @@ public final class IdempotencyKeys {
         // statement: trying again decides it.
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
-                BeginResult r = target.inTransaction(c -> beginIn(c, scope, key, fingerprint));
+                Instant now = clock.instant();
+                Instant lockedUntil = now.plus(lockDuration);
+                BeginResult r = target.inTransaction(c -> insertIn(c, scope, key, fingerprint, now, lockedUntil));
+                if (r == null) {
+                    // The key exists. The insert's transaction has ended before the row is locked: InnoDB
+                    // leaves a shared lock on the duplicate, and concurrent callers upgrading theirs to the
+                    // exclusive lock of the read would deadlock each other. Nothing was written.
+                    r = target.inTransaction(c -> resumeIn(c, scope, key, fingerprint, now, lockedUntil));
+                }
                 if (r != null) {
                     return r;
                 }
@@ -178,10 +186,10 @@ public final class IdempotencyKeys {
                 last);
     }
 
-    /** One attempt; null when the key vanished between insert and read. */
-    private BeginResult beginIn(Connection c, String scope, String key, String fingerprint) throws SQLException {
-        Instant now = clock.instant();
-        Instant lockedUntil = now.plus(lockDuration);
+    /** Claims a new key; null when the key exists. */
+    private BeginResult insertIn(
+            Connection c, String scope, String key, String fingerprint, Instant now, Instant lockedUntil)
+            throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(insertSql)) {
             ps.setString(1, scope); // 1 scope
             ps.setString(2, key); // 2 idem_key
@@ -193,10 +201,13 @@ public final class IdempotencyKeys {
                 return new BeginResult.Started(scope, key, 1, lockedUntil);
             }
         }
-        // The key exists. End this transaction before locking the row: InnoDB leaves a shared lock
-        // on the duplicate, and concurrent callers upgrading theirs to the exclusive lock of the
-        // read below would deadlock each other. Nothing was written, so nothing is lost.
-        c.rollback();
+        return null;
+    }
+
+    /** Reads an existing key under its row lock and replays, refuses or takes it over; null when it vanished. */
+    private BeginResult resumeIn(
+            Connection c, String scope, String key, String fingerprint, Instant now, Instant lockedUntil)
+            throws SQLException {
         String savedFingerprint;
         String state;
         int status;

@@ -1,7 +1,7 @@
 package dev.once.keys;
 
 import dev.once.StaleFencingTokenException;
-import dev.once.tx.TransactionHandle;
+import dev.once.internal.Transactions;
 import java.sql.Connection;
 import java.sql.SQLException;
 
@@ -29,13 +29,12 @@ public final class KeyTransaction implements AutoCloseable {
 
     private final IdempotencyKeys keys;
     private final BeginResult.Started started;
-    private final TransactionHandle handle;
-    private boolean ended;
+    private final Transactions.Open tx;
 
-    KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, TransactionHandle handle) {
+    KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, Transactions.Open tx) {
         this.keys = keys;
         this.started = started;
-        this.handle = handle;
+        this.tx = tx;
     }
 
     /** The claim this transaction finishes. */
@@ -56,7 +55,7 @@ public final class KeyTransaction implements AutoCloseable {
      */
     public Connection connection() {
         open();
-        return handle.connection();
+        return tx.connection();
     }
 
     /**
@@ -69,7 +68,10 @@ public final class KeyTransaction implements AutoCloseable {
      */
     public void complete(int status, byte[] body) throws SQLException {
         open();
-        commitAfter(() -> keys.complete(handle.connection(), started, status, body));
+        tx.commitAfter(t -> {
+            keys.complete(t.connection(), started, status, body);
+            return null;
+        });
     }
 
     /**
@@ -82,11 +84,14 @@ public final class KeyTransaction implements AutoCloseable {
     public void fail(boolean retryable, int status, byte[] body) throws SQLException {
         open();
         if (retryable) {
-            rollback();
+            tx.rollback();
             keys.fail(started, true, status, null);
             return;
         }
-        commitAfter(() -> keys.fail(handle.connection(), started, false, status, body));
+        tx.commitAfter(t -> {
+            keys.fail(t.connection(), started, false, status, body);
+            return null;
+        });
     }
 
     /**
@@ -95,42 +100,11 @@ public final class KeyTransaction implements AutoCloseable {
      */
     @Override
     public void close() throws SQLException {
-        if (!ended) {
-            rollback();
-        }
-    }
-
-    private interface Step {
-        void run() throws SQLException;
-    }
-
-    private void commitAfter(Step step) throws SQLException {
-        try {
-            step.run();
-            handle.commit();
-        } catch (Throwable t) {
-            try {
-                rollback();
-            } catch (SQLException e) {
-                t.addSuppressed(e);
-            }
-            throw t;
-        }
-        ended = true;
-        handle.close();
-    }
-
-    private void rollback() throws SQLException {
-        ended = true;
-        try {
-            handle.rollback();
-        } finally {
-            handle.close();
-        }
+        tx.close();
     }
 
     private void open() {
-        if (ended) {
+        if (tx.ended()) {
             throw new IllegalStateException("the transaction of idempotency key '" + started.key()
                     + "' has ended; apply effects before complete or fail");
         }

@@ -1,5 +1,6 @@
 package dev.once.lease;
 
+import dev.once.InvalidConfigurationException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
@@ -48,7 +49,7 @@ public final class Fence {
      * Checks {@code token} for {@code resource} with an explicit dialect, prefix and clock.
      *
      * @throws StaleFencingTokenException if a newer token was accepted
-     * @throws IllegalArgumentException if resource is blank or longer than 255 characters
+     * @throws InvalidConfigurationException if resource is blank or longer than 255 characters
      */
     public static void check(
             Connection connection, Dialect dialect, String prefix, String resource, long token, Clock clock)
@@ -58,7 +59,7 @@ public final class Fence {
         Objects.requireNonNull(clock, "clock");
         TablePrefix.validate(prefix);
         if (resource == null || resource.isBlank() || resource.length() > 255) {
-            throw new IllegalArgumentException("fenced resource must be 1 to 255 non-blank characters, but was "
+            throw new InvalidConfigurationException("fenced resource must be 1 to 255 non-blank characters, but was "
                     + (resource == null ? "null" : "'" + resource + "'"));
         }
         try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {

@@ -75,7 +75,8 @@ public final class Leases {
      * with a token one larger than the previous acquisition's.
      *
      * @return the lease, or empty when another owner (or this owner, earlier) holds it unexpired
-     * @throws IllegalArgumentException for a blank or too long name or owner, or a ttl outside 1 ms to {@link #MAX_TTL}
+     * @throws InvalidConfigurationException for a blank or too long name or owner, or a ttl outside 1 ms
+     *         to {@link #MAX_TTL}
      * @throws OnceException if the database fails; whether the lease was taken is then unknown, and
      *         it lapses by itself after {@code ttl}
      */
@@ -159,14 +160,15 @@ public final class Leases {
 
     private static void validName(String what, String value) {
         if (value == null || value.isBlank() || value.length() > MAX_NAME_LENGTH) {
-            throw new IllegalArgumentException(what + " must be 1 to " + MAX_NAME_LENGTH
+            throw new InvalidConfigurationException(what + " must be 1 to " + MAX_NAME_LENGTH
                     + " non-blank characters, but was " + (value == null ? "null" : "'" + value + "'"));
         }
     }
 
     private static void validTtl(Duration ttl) {
         if (ttl == null || ttl.toMillis() < 1 || ttl.compareTo(MAX_TTL) > 0) {
-            throw new IllegalArgumentException("lease ttl must be between 1ms and " + MAX_TTL + ", but was " + ttl);
+            throw new InvalidConfigurationException("lease ttl must be between 1ms and " + MAX_TTL + ", but was " + ttl
+                    + ": a lease outlives its holder's longest pause, and past a day it is not a lock");
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import dev.once.internal.Completions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;
@@ -65,11 +66,12 @@ public final class ManualTransactions implements TransactionProvider {
     public final class Scope implements AutoCloseable {
         private final Connection connection;
         private final Completions completions = new Completions();
-        private final Joined handle = new Joined();
+        private final Joined handle;
         private boolean rollbackOnly;
 
         private Scope(Connection connection) {
             this.connection = connection;
+            this.handle = new Joined();
         }
 
         /** True when the engine's part failed and this transaction may only roll back. */
@@ -118,24 +120,13 @@ public final class ManualTransactions implements TransactionProvider {
             }
         }
 
-        private final class Joined implements TransactionHandle {
-            @Override
-            public Connection connection() {
-                return connection;
+        private final class Joined extends JoinedTransactionHandle {
+            Joined() {
+                super(connection);
             }
 
             @Override
-            public boolean joined() {
-                return true;
-            }
-
-            @Override
-            public void commit() {
-                // the caller commits
-            }
-
-            @Override
-            public void rollback() {
+            protected void markRollbackOnly() {
                 rollbackOnly = true;
             }
 

@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import dev.once.internal.Transactions;
 import java.sql.SQLException;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -21,7 +22,8 @@ import javax.sql.DataSource;
  *
  * <p>An integration (Spring, Quarkus, Micronaut) implements this interface; a Spring one with
  * {@code DataSourceUtils.getConnection} and a transaction synchronization, a JTA one with the
- * {@code TransactionSynchronizationRegistry}. Implementations must be thread-safe: the engine calls
+ * {@code TransactionSynchronizationRegistry}; its handle extends {@link JoinedTransactionHandle}.
+ * Implementations must be thread-safe: the engine calls
  * {@link #begin()} from any thread, one transaction per call, and uses a handle on the calling
  * thread only.
  */
@@ -34,7 +36,7 @@ public interface TransactionProvider {
      * or a pool handing out someone else's transaction, whose work the engine's commit would commit.
      */
     static TransactionProvider owning(DataSource dataSource) {
-        return new OwnedTransactions(Objects.requireNonNull(dataSource, "dataSource"));
+        return Transactions.provider(Objects.requireNonNull(dataSource, "dataSource"));
     }
 
     /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.once.keys.IdempotencyKeys;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import java.net.URI;
@@ -15,11 +16,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -27,7 +24,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -56,7 +52,9 @@ abstract class HttpIdempotencyContract {
 
     protected TestDatabase db;
     protected IdempotencyKeys keys;
-    protected final TestClock clock = new TestClock();
+    /** The keys' lock expiry moves with this clock; the only fake here is time. */
+    protected final MutableClock clock = MutableClock.startingNow();
+
     private final HttpClient http =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
@@ -388,29 +386,5 @@ abstract class HttpIdempotencyContract {
                 HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.body()).isEqualTo("list");
-    }
-
-    /** A clock the test moves by hand (the keys' lock expiry); the only fake here is time. */
-    protected static final class TestClock extends Clock {
-        private final AtomicReference<Instant> now = new AtomicReference<>(Instant.now());
-
-        void advance(Duration d) {
-            now.updateAndGet(t -> t.plus(d));
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public Instant instant() {
-            return now.get();
-        }
     }
 }

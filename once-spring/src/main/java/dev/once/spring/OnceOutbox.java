@@ -2,10 +2,12 @@ package dev.once.spring;
 
 import dev.once.OnceException;
 import dev.once.Outbox;
+import dev.once.TransactionOutbox;
 import dev.once.Tx;
-import dev.once.internal.JdbcOutbox;
 import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -47,7 +49,7 @@ public final class OnceOutbox implements Outbox {
             throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
-            return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
+            return tx.outbox().add(destination, key, payload, withOutboxHeaders(headers), idempotencyKey);
         }
         return standalone().add(destination, key, payload, headers, idempotencyKey);
     }
@@ -62,9 +64,32 @@ public final class OnceOutbox implements Outbox {
     public List<String> addAll(List<Message> messages) throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
-            return tx.outbox().addAll(messages);
+            List<String> ids = new ArrayList<>(messages.size());
+            for (Message m : messages) {
+                ids.add(tx.outbox()
+                        .add(
+                                m.destination(),
+                                m.key(),
+                                m.payload(),
+                                withOutboxHeaders(m.headers()),
+                                m.idempotencyKey()));
+            }
+            return ids;
         }
         return standalone().addAll(messages);
+    }
+
+    // A listener's rows go through the engine's own outbox of the delivery, which has no header hook.
+    private Map<String, String> withOutboxHeaders(Map<String, String> given) {
+        Map<String, String> extra = once.outboxHeaders().current();
+        if (extra.isEmpty()) {
+            return given;
+        }
+        Map<String, String> all = new LinkedHashMap<>(extra);
+        if (given != null) {
+            all.putAll(given); // the caller's headers win
+        }
+        return all;
     }
 
     /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */
@@ -73,17 +98,19 @@ public final class OnceOutbox implements Outbox {
         if (bound instanceof Outbox writer) {
             return writer;
         }
-        JdbcOutbox writer;
+        TransactionOutbox writer;
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            writer = new JdbcOutbox(
-                    handle.connection(),
-                    once.dialect(),
-                    once.tablePrefix(),
-                    STANDALONE_SOURCE,
-                    UUID.randomUUID().toString(),
-                    once.clock());
+            writer = TransactionOutbox.builder()
+                    .connection(handle.connection())
+                    .dialect(once.dialect())
+                    .tablePrefix(once.tablePrefix())
+                    .source(STANDALONE_SOURCE)
+                    .cause(UUID.randomUUID().toString())
+                    .clock(once.clock())
+                    .headers(once.outboxHeaders())
+                    .build();
         }
         TransactionSynchronizationManager.bindResource(this, writer);
         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {

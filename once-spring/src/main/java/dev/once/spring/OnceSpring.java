@@ -4,6 +4,7 @@ import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
+import dev.once.OutboxHeaders;
 import dev.once.OutcomeListener;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
@@ -43,6 +44,7 @@ public final class OnceSpring {
     private final MeterRegistry meterRegistry;
     private final Clock clock;
     private final OutcomeListener outcomeListener;
+    private final OutboxHeaders outboxHeaders;
     private final OnceOutbox outbox;
 
     private OnceSpring(Builder b) {
@@ -57,6 +59,7 @@ public final class OnceSpring {
         this.meterRegistry = b.meterRegistry;
         this.clock = b.clock;
         this.outcomeListener = b.outcomeListener;
+        this.outboxHeaders = b.outboxHeaders;
         this.outbox = new OnceOutbox(this);
     }
 
@@ -76,6 +79,18 @@ public final class OnceSpring {
      */
     public IdempotentConsumer consumer(String consumer, Handler handler) {
         return consumerBuilder().consumer(consumer).handler(handler).build();
+    }
+
+    /**
+     * A consumer that runs each delivery in a Spring transaction of its own on the transaction
+     * manager (propagation REQUIRED), as an {@link IdempotentListener} method does: the handler's
+     * {@code JdbcTemplate}, JPA and {@link #outbox()} writes and the claim commit together, a failed
+     * outcome rolls them back, and the outcome returned is the one after the commit (a failed commit is
+     * {@code FAILED_RETRYABLE}). For listeners not annotated, and for the test kit's
+     * {@code IdempotentHandlerContract}. {@code processBatch} runs one transaction per delivery.
+     */
+    public IdempotentConsumer transactionalConsumer(String consumer, Handler handler) {
+        return new TransactionalConsumer(consumer(consumer, handler), transactionTemplate);
     }
 
     /** A builder preset with this instance's transactions, dialect, prefix, lock timeout, meters and clock. */
@@ -125,6 +140,11 @@ public final class OnceSpring {
         return clock;
     }
 
+    /** The headers {@link #outbox()} stores with every row at add time. */
+    public OutboxHeaders outboxHeaders() {
+        return outboxHeaders;
+    }
+
     /** Builds {@link OnceSpring}; {@code dataSource} and {@code transactionManager} are required. Not thread-safe. */
     public static final class Builder {
         private DataSource dataSource;
@@ -135,6 +155,7 @@ public final class OnceSpring {
         private MeterRegistry meterRegistry = Metrics.globalRegistry;
         private Clock clock = Clock.systemUTC();
         private OutcomeListener outcomeListener;
+        private OutboxHeaders outboxHeaders = OutboxHeaders.NONE;
 
         private Builder() {}
 
@@ -186,6 +207,15 @@ public final class OnceSpring {
         /** Told every delivery's final outcome, after its transaction ended. */
         public Builder outcomeListener(OutcomeListener outcomeListener) {
             this.outcomeListener = Objects.requireNonNull(outcomeListener, "outcomeListener");
+            return this;
+        }
+
+        /**
+         * Headers stored with every outbox row at add time, such as {@link OnceTracing#outboxHeaders()}
+         * (the Boot starter sets that one when a Micrometer {@code Tracer} is present); none by default.
+         */
+        public Builder outboxHeaders(OutboxHeaders outboxHeaders) {
+            this.outboxHeaders = Objects.requireNonNull(outboxHeaders, "outboxHeaders");
             return this;
         }
 

@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidConfigurationException;
+import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import java.lang.reflect.Method;
@@ -139,34 +140,18 @@ public final class SpringTransactionProvider implements TransactionProvider {
         return new JoinedHandle(DataSourceUtils.getConnection(key), key);
     }
 
-    private static final class JoinedHandle implements TransactionHandle {
-        private final Connection connection;
+    private static final class JoinedHandle extends JoinedTransactionHandle {
         private final DataSource key;
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key) {
-            this.connection = connection;
+            super(connection);
             this.key = key;
         }
 
         @Override
-        public Connection connection() {
-            return connection;
-        }
-
-        @Override
-        public boolean joined() {
-            return true;
-        }
-
-        @Override
-        public void commit() {
-            // the transaction's owner commits
-        }
-
-        @Override
-        public void rollback() {
-            markRollbackOnly();
+        protected void markRollbackOnly() {
+            SpringTransactionProvider.markRollbackOnly();
         }
 
         @Override
@@ -186,7 +171,7 @@ public final class SpringTransactionProvider implements TransactionProvider {
         public void close() {
             if (!closed) {
                 closed = true;
-                DataSourceUtils.releaseConnection(connection, key);
+                DataSourceUtils.releaseConnection(connection(), key);
             }
         }
     }

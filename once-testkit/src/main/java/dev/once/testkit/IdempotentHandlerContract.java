@@ -37,6 +37,10 @@ import org.junit.jupiter.api.Test;
  * }
  * }</pre>
  *
+ * <p>A handler wired by Spring (a {@code @Transactional} service writing with {@code JdbcTemplate} or
+ * a JPA repository) is tested the same way by overriding {@link #consumer(DataSource)} instead of
+ * {@link #handler()}; see the README's Spring section.
+ *
  * <p>Four cases: one delivery (it must change the state, or the contract would prove nothing),
  * a sequential duplicate, a crash in the ack gap (commit, lose the ack, redeliver), and N
  * concurrent deliveries released together by a barrier. Each runs on a fresh schema. The case
@@ -49,8 +53,14 @@ public abstract class IdempotentHandlerContract {
     /** Creates the business tables the handler writes, in the test's fresh schema. */
     protected abstract void createTables(Connection connection) throws SQLException;
 
-    /** The handler under test. */
-    protected abstract Handler handler();
+    /**
+     * The handler under test, run by the default {@link #consumer(DataSource)}. A subclass that
+     * overrides that method instead need not implement this one.
+     */
+    protected Handler handler() {
+        throw new UnsupportedOperationException(
+                "override handler(), or consumer(DataSource) to test a consumer" + " built elsewhere");
+    }
 
     /** A representative event with the given id. */
     protected abstract Delivery event(String eventId);
@@ -100,12 +110,24 @@ public abstract class IdempotentHandlerContract {
         return database.dataSource();
     }
 
-    private IdempotentConsumer consumer() {
+    /**
+     * The consumer under test on {@code dataSource}, named {@code contract}: by default
+     * {@link #handler()} on its own transactions, adjusted by {@link #configure}. Override it to test
+     * a consumer wired elsewhere, such as a Spring handler that joins the Spring-managed transaction
+     * ({@code OnceSpring.transactionalConsumer} in once-spring). It is called for the case's
+     * database and for the side database the reference state is computed on; each {@code process}
+     * call must run in, and commit, a transaction of its own.
+     */
+    protected IdempotentConsumer consumer(DataSource dataSource) {
         return configure(IdempotentConsumer.builder()
-                        .dataSource(dataSource())
+                        .dataSource(dataSource)
                         .consumer("contract")
                         .handler(handler()))
                 .build();
+    }
+
+    private IdempotentConsumer consumer() {
+        return consumer(dataSource());
     }
 
     private Object state() throws SQLException {
@@ -201,11 +223,7 @@ public abstract class IdempotentHandlerContract {
             try (Connection c = side.dataSource().getConnection()) {
                 createTables(c);
             }
-            IdempotentConsumer once = configure(IdempotentConsumer.builder()
-                            .dataSource(side.dataSource())
-                            .consumer("contract")
-                            .handler(handler()))
-                    .build();
+            IdempotentConsumer once = consumer(side.dataSource());
             assertThat(once.process(event("evt-1")).status()).isEqualTo(Status.APPLIED);
             try (Connection c = side.dataSource().getConnection()) {
                 return state(c);

@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
+import dev.once.MismatchPolicy;
 import dev.once.PermanentFailureException;
 import dev.once.RetryableException;
 import dev.once.keys.BeginResult;
@@ -19,9 +20,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The JVM of {@link SecretsNeverLoggedTest}: every SLF4J logger at TRACE on stdout, then the paths
- * that log (applied, duplicate, retryable and permanent failures, outbox sends that fail and are
- * retried, idempotency keys completed and replayed) with a secret in every payload, header value,
- * outbox row and saved result. Prints {@code PROBE <probe>} through a logger of its own at TRACE
+ * that log (applied, duplicate, retryable and permanent failures, an event id reused for a
+ * different payload, outbox sends that fail and are retried, idempotency keys completed and
+ * replayed) with a secret in every payload, header value, outbox row and saved result. Prints {@code PROBE <probe>} through a logger of its own at TRACE
  * (so the test knows TRACE lines are captured) and {@code DONE} at the end.
  * Arguments: JDBC URL of the test's schema, the secret, the probe.
  */
@@ -66,6 +67,23 @@ public final class CanaryChild {
                 once.processBatch(java.util.List.of(
                         d.redelivery(), new Delivery(id + "-b", "payment", payload, headers, 1, false, "test:canary")));
             }
+            // An event id reused for a different payload: logged with fingerprints, never the payload.
+            IdempotentConsumer strict = IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer("canary-fingerprints")
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .onMismatch(MismatchPolicy.FAIL_PERMANENT)
+                    .handler((d, tx) -> {})
+                    .build();
+            byte[] other = ("{\"card\":\"" + secret + "\",\"amount\":2}").getBytes(StandardCharsets.UTF_8);
+            Delivery first = new Delivery("reused-1", "payment", payload, headers, 1, false, "test:canary");
+            Delivery reused = new Delivery("reused-1", "payment", other, headers, 1, false, "test:canary");
+            strict.process(first);
+            strict.process(reused);
+            strict.processBatch(java.util.List.of(
+                    reused,
+                    new Delivery("reused-2", "payment", payload, headers, 1, false, "test:canary"),
+                    new Delivery("reused-2", "payment", other, headers, 1, false, "test:canary")));
             AtomicInteger sends = new AtomicInteger();
             OutboxRelay relay = OutboxRelay.builder()
                     .dataSource(ds)

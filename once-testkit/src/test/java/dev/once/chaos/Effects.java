@@ -7,9 +7,11 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
+import javax.sql.DataSource;
 
 /**
  * The business effect of the fault tests, kept countable: every application of an event inserts
@@ -26,16 +28,21 @@ final class Effects {
     private Effects() {}
 
     static void create(TestDatabase db) {
+        create(db.dataSource());
+    }
+
+    static void create(DataSource ds) {
         String type = "varchar(255)";
-        try (Connection c = db.dataSource().getConnection()) {
+        try (Connection c = ds.getConnection();
+                Statement s = c.createStatement()) {
             if (!c.getMetaData().getDatabaseProductName().toLowerCase().contains("postgres")) {
                 // The oracle must tell every distinct id apart: MariaDB's defaults fold case and trailing spaces.
                 type += " CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin";
             }
+            s.execute("CREATE TABLE " + TABLE + " (event_id " + type + " NOT NULL, applied_at bigint NOT NULL)");
         } catch (SQLException e) {
-            throw new IllegalStateException(e);
+            throw new IllegalStateException("could not create " + TABLE + ": " + e.getMessage(), e);
         }
-        db.execute("CREATE TABLE " + TABLE + " (event_id " + type + " NOT NULL, applied_at bigint NOT NULL)");
     }
 
     static void apply(Connection c, Delivery d) throws SQLException {
@@ -49,8 +56,12 @@ final class Effects {
 
     /** Applications per event id. */
     static Map<String, Long> counts(TestDatabase db) {
+        return counts(db.dataSource());
+    }
+
+    static Map<String, Long> counts(DataSource ds) {
         Map<String, Long> counts = new HashMap<>();
-        try (Connection c = db.dataSource().getConnection();
+        try (Connection c = ds.getConnection();
                 PreparedStatement ps =
                         c.prepareStatement("SELECT event_id, count(*) FROM " + TABLE + " GROUP BY event_id");
                 ResultSet rs = ps.executeQuery()) {

@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -129,13 +130,18 @@ class NetworkFaultsUnderLoadTest {
      * out first.
      */
     static double fault(Load load, double baseline, Fault fault) throws Exception {
+        return fault(load.throughput(), () -> load.broker().drained(), baseline, fault);
+    }
+
+    /** As above, for any consumer whose acknowledgements {@code throughput} counts; {@code done} when they ran out. */
+    static double fault(Throughput throughput, BooleanSupplier done, double baseline, Fault fault) throws Exception {
         fault.inject();
         long end = System.nanoTime();
         await("throughput back to " + RECOVERED + " of " + Math.round(baseline) + "/s")
                 .atMost(Duration.ofMinutes(1))
                 .pollInterval(Duration.ofMillis(50))
-                .until(() -> load.broker().drained() || load.recoveredAt(end, baseline * RECOVERED, WINDOW) >= 0);
-        long at = load.recoveredAt(end, baseline * RECOVERED, WINDOW);
+                .until(() -> done.getAsBoolean() || throughput.recoveredAt(end, baseline * RECOVERED, WINDOW) >= 0);
+        long at = throughput.recoveredAt(end, baseline * RECOVERED, WINDOW);
         return at < 0 ? -1 : (at - end) / 1e9;
     }
 }

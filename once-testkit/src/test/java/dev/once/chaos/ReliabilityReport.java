@@ -38,6 +38,24 @@ public final class ReliabilityReport {
                         "link frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
                         "NetworkFaultsUnderLoadTest"));
         CLAIMS.put(
+                "broker-link-",
+                new Claim(
+                        "No event lost or applied twice through broker-link faults under load; throughput comes back (R8)",
+                        "`FaultProxy` between the consumer and RabbitMQ, Kafka (the broker advertises the proxy) or NATS JetStream: frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
+                        "BrokerLinkFaultsTest"));
+        CLAIMS.put(
+                "kernel-faults",
+                new Claim(
+                        "No event lost or applied twice through kernel packet drops on the database link (R8)",
+                        "PostgreSQL in a network namespace behind a veth pair; `tc` drops every packet both ways for 2 s (statements and commits time out), netem loss and delay where the kernel has it, 256 kbit/s for 2 s",
+                        "KernelNetworkFaultsTest"));
+        CLAIMS.put(
+                "failover",
+                new Claim(
+                        "Nothing acknowledged is lost through a database failover with a synchronous standby, nothing applied twice (R14)",
+                        "two PostgreSQL servers with streaming replication, one multi-host URL (`targetServerType=primary`); replication partitioned, the primary SIGKILLed, the standby promoted",
+                        "DatabaseFailoverTest"));
+        CLAIMS.put(
                 "kafka-broker-failure",
                 new Claim(
                         "Input = output through Kafka broker failures (R13)",

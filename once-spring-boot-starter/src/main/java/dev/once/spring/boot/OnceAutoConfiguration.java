@@ -1,5 +1,6 @@
 package dev.once.spring.boot;
 
+import dev.once.OutboxHeaders;
 import dev.once.OutcomeListener;
 import dev.once.Schema;
 import dev.once.outbox.OutboxAdmin;
@@ -21,6 +22,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.transaction.PlatformTransactionManager;
 
@@ -39,11 +41,15 @@ import org.springframework.transaction.PlatformTransactionManager;
             "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
             "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
             "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-            "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration"
+            "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+            // the Tracer and Propagator beans OnceTracingConfiguration waits for
+            "org.springframework.boot.micrometer.tracing.opentelemetry.autoconfigure.OpenTelemetryTracingAutoConfiguration",
+            "org.springframework.boot.micrometer.tracing.brave.autoconfigure.BraveAutoConfiguration"
         })
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(OnceProperties.class)
+@Import(OnceTracingConfiguration.class)
 public class OnceAutoConfiguration {
 
     /** Registered whenever once is on, so {@code @IdempotentListener} works with no further annotation. */
@@ -70,7 +76,8 @@ public class OnceAutoConfiguration {
             OnceProperties properties,
             ObjectProvider<MeterRegistry> meterRegistry,
             ObjectProvider<OnceSchema> schema,
-            ObjectProvider<OutcomeListener> outcomeListener) {
+            ObjectProvider<OutcomeListener> outcomeListener,
+            ObjectProvider<OutboxHeaders> outboxHeaders) {
         schema.ifAvailable(s -> {}); // tables first, when once migrates them
         OnceSpring.Builder b = OnceSpring.builder()
                 .dataSource(dataSource)
@@ -81,6 +88,7 @@ public class OnceAutoConfiguration {
             b.lockTimeout(properties.getLockTimeout());
         }
         outcomeListener.ifUnique(b::outcomeListener);
+        outboxHeaders.ifUnique(b::outboxHeaders);
         return b.build();
     }
 
@@ -114,14 +122,19 @@ public class OnceAutoConfiguration {
             OnceProperties properties,
             Publisher oncePublisher,
             ObjectProvider<MeterRegistry> meterRegistry,
-            ObjectProvider<OnceSchema> schema) {
+            ObjectProvider<OnceSchema> schema,
+            ObjectProvider<OnceTracingConfiguration.SendSpans> sendSpans) {
         schema.ifAvailable(s -> {});
+        Publisher publisher = sendSpans.stream()
+                .findFirst()
+                .map(spans -> spans.around(oncePublisher))
+                .orElse(oncePublisher);
         OnceProperties.Relay r = properties.getRelay();
         OutboxRelay.Builder b = OutboxRelay.builder()
                 .dataSource(once.dataSource())
                 .dialect(once.dialect())
                 .tablePrefix(once.tablePrefix())
-                .publisher(oncePublisher)
+                .publisher(publisher)
                 .batchSize(r.getBatchSize())
                 .pollInterval(r.getPollInterval())
                 // maxAttempts counts the first send; the policy counts the retries after it.

@@ -29,6 +29,7 @@ public class OnceProperties {
     private final Relay relay = new Relay();
     private final Retention retention = new Retention();
     private final Http http = new Http();
+    private final Tracing tracing = new Tracing();
 
     public boolean isEnabled() {
         return enabled;
@@ -56,6 +57,27 @@ public class OnceProperties {
 
     public Schema getSchema() {
         return schema;
+    }
+
+    public Tracing getTracing() {
+        return tracing;
+    }
+
+    /** Tracing through the outbox, when Micrometer Tracing is configured. */
+    public static class Tracing {
+        /**
+         * Whether outbox rows store the caller's trace context (traceparent) and the relay sends each in a
+         * span linked to it, when a Micrometer Tracer and Propagator are defined.
+         */
+        private boolean enabled = true;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
     }
 
     public Relay getRelay() {

@@ -3,14 +3,18 @@ package dev.once.spring.boot;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.once.OutboxHeaders;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import dev.once.spring.IdempotentListenerPostProcessor;
 import dev.once.spring.OnceOutbox;
 import dev.once.spring.OnceSpring;
+import dev.once.spring.OnceTracing;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -57,6 +61,7 @@ class OnceAutoConfigurationTest {
                         "org.springframework.kafka",
                         "dev.once.kafka",
                         "dev.once.http",
+                        "io.micrometer.tracing",
                         "org.springframework.boot.health"))
                 .withConfiguration(AutoConfigurations.of(
                         DataSourceAutoConfiguration.class,
@@ -100,6 +105,34 @@ class OnceAutoConfigurationTest {
                             .queryForObject(
                                     "SELECT count(*) FROM once_outbox WHERE idempotency_key = 'boot-1'", Long.class))
                     .isEqualTo(1);
+        });
+    }
+
+    @Test
+    void withATracerAndAPropagatorRowsStoreTheTraceAndTheRelayLinksToIt() {
+        ApplicationContextRunner tracing = new ApplicationContextRunner()
+                .withClassLoader(
+                        new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka", "dev.once.http"))
+                .withConfiguration(AutoConfigurations.of(
+                        DataSourceAutoConfiguration.class,
+                        DataSourceTransactionManagerAutoConfiguration.class,
+                        OnceAutoConfiguration.class))
+                .withPropertyValues("spring.datasource.url=" + url, "once.relay.enabled=false");
+        tracing.withBean(Tracer.class, () -> Tracer.NOOP)
+                .withBean(Propagator.class, () -> Propagator.NOOP)
+                .run(context -> {
+                    assertThat(context).hasNotFailed().hasSingleBean(OnceTracing.class);
+                    assertThat(context.getBean(OnceSpring.class).outboxHeaders())
+                            .isSameAs(context.getBean(OutboxHeaders.class));
+                    assertThat(context).hasSingleBean(OnceTracingConfiguration.SendSpans.class);
+                });
+        tracing.withBean(Tracer.class, () -> Tracer.NOOP)
+                .withBean(Propagator.class, () -> Propagator.NOOP)
+                .withPropertyValues("once.tracing.enabled=false")
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(OnceTracing.class));
+        tracing.run(context -> {
+            assertThat(context).hasNotFailed().doesNotHaveBean(OnceTracing.class);
+            assertThat(context.getBean(OnceSpring.class).outboxHeaders()).isSameAs(OutboxHeaders.NONE);
         });
     }
 

@@ -63,11 +63,11 @@ public final class FaultProxy implements AutoCloseable {
     private final AtomicLong resets = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private FaultProxy(InetSocketAddress upstream, WireProtocol protocol) throws IOException {
+    private FaultProxy(InetSocketAddress upstream, WireProtocol protocol, int port) throws IOException {
         this.upstream = upstream;
         this.protocol = protocol;
         this.listener = ServerSocketChannel.open();
-        listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
         Thread acceptor = new Thread(this::acceptLoop, "fault-proxy-accept-" + port());
         acceptor.setDaemon(true);
         acceptor.start();
@@ -80,13 +80,25 @@ public final class FaultProxy implements AutoCloseable {
      * @throws IOException if no port can be bound
      */
     public static FaultProxy start(InetSocketAddress upstream, WireProtocol protocol) throws IOException {
+        return start(upstream, protocol, 0);
+    }
+
+    /**
+     * Starts a proxy to {@code upstream} on the given loopback port (0 for any free one), for a
+     * server that must name the proxy's address before the proxy can know the server's, such as a
+     * Kafka broker advertising it.
+     *
+     * @throws IllegalArgumentException if {@code upstream} is not a loopback address
+     * @throws IOException if the port cannot be bound
+     */
+    public static FaultProxy start(InetSocketAddress upstream, WireProtocol protocol, int port) throws IOException {
         Objects.requireNonNull(upstream, "upstream");
         Objects.requireNonNull(protocol, "protocol");
         if (upstream.isUnresolved() || !upstream.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException("FaultProxy forwards to loopback addresses only, but upstream was "
                     + upstream + "; run the server on 127.0.0.1");
         }
-        return new FaultProxy(upstream, protocol);
+        return new FaultProxy(upstream, protocol, port);
     }
 
     /**

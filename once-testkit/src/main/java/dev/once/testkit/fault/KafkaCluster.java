@@ -1,5 +1,8 @@
 package dev.once.testkit.fault;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.util.Map;
 import java.util.Set;
@@ -16,7 +19,11 @@ import org.apache.kafka.common.test.TestKitNodes;
  */
 public final class KafkaCluster implements AutoCloseable {
 
+    /** The node id Kafka's test kit gives the first broker. */
+    private static final int FIRST_BROKER_ID = 0;
+
     private final KafkaClusterTestKit cluster;
+    private FaultProxy proxy;
 
     private KafkaCluster(KafkaClusterTestKit cluster) {
         this.cluster = cluster;
@@ -28,11 +35,62 @@ public final class KafkaCluster implements AutoCloseable {
      */
     public static KafkaCluster start(int brokers, int minInsyncReplicas, Map<String, String> settings)
             throws Exception {
+        return start(brokers, minInsyncReplicas, settings, Map.of());
+    }
+
+    /**
+     * One broker whose clients all talk to it through a {@link FaultProxy} ({@link #proxy()}) once
+     * they have bootstrapped: the broker advertises the proxy's port in its metadata, so the proxy's
+     * faults reach every producer, consumer, coordinator and offset-commit connection. Closing the
+     * cluster closes the proxy.
+     */
+    public static KafkaCluster behindProxy() throws Exception {
+        int proxyPort;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            proxyPort = free.getLocalPort();
+        }
+        KafkaCluster cluster = start(
+                1,
+                1,
+                Map.of(),
+                Map.of(FIRST_BROKER_ID, Map.of("advertised.listeners", "EXTERNAL://127.0.0.1:" + proxyPort)));
+        try {
+            String bootstrap = cluster.cluster.bootstrapServers();
+            int brokerPort = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
+            cluster.proxy =
+                    FaultProxy.start(new InetSocketAddress("127.0.0.1", brokerPort), WireProtocol.RAW, proxyPort);
+        } catch (Exception e) {
+            cluster.close();
+            throw e;
+        }
+        return cluster;
+    }
+
+    /**
+     * The proxy of a cluster started by {@link #behindProxy()}.
+     *
+     * @throws IllegalStateException for a cluster started without one
+     */
+    public FaultProxy proxy() {
+        if (proxy == null) {
+            throw new IllegalStateException(
+                    "this cluster was not started behind a proxy; use KafkaCluster.behindProxy()");
+        }
+        return proxy;
+    }
+
+    private static KafkaCluster start(
+            int brokers,
+            int minInsyncReplicas,
+            Map<String, String> settings,
+            Map<Integer, Map<String, String>> perBroker)
+            throws Exception {
         TestKitNodes nodes = new TestKitNodes.Builder()
                 .setBaseDirectory(Files.createTempDirectory("once-kafka-cluster-"))
                 .setCombined(false)
                 .setNumBrokerNodes(brokers)
                 .setNumControllerNodes(1)
+                .setPerServerProperties(perBroker)
                 .build();
         KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes).setDeleteOnClose(true);
         String replication = Integer.toString(brokers);
@@ -92,6 +150,9 @@ public final class KafkaCluster implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
         cluster.close();
     }
 }

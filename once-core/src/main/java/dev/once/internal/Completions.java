@@ -1,30 +1,35 @@
-package dev.once.tx;
+package dev.once.internal;
 
+import dev.once.tx.TransactionHandle;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The callbacks of one transaction, each run once; a failing callback does not stop the others. */
-final class Completions {
+/**
+ * The completion callbacks of one transaction, run once; a failing callback does not stop the
+ * others. Shared by the owned handles of {@link Transactions} and {@link dev.once.tx.ManualTransactions}.
+ * Not API.
+ */
+public final class Completions {
 
     private static final Logger log = LoggerFactory.getLogger(Completions.class);
 
     private List<TransactionHandle.CompletionCallback> callbacks;
     private boolean done;
 
-    void add(TransactionHandle.CompletionCallback callback) {
+    public void add(TransactionHandle.CompletionCallback callback) {
         if (callbacks == null) {
             callbacks = new ArrayList<>(2);
         }
         callbacks.add(callback);
     }
 
-    boolean done() {
+    public boolean done() {
         return done;
     }
 
-    void fire(boolean committed) {
+    public void fire(boolean committed) {
         if (done) {
             return;
         }

@@ -1,16 +1,19 @@
 package dev.once.testkit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.once.Schema;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.ServiceLoader;
 import javax.sql.DataSource;
 
 /**
  * A database of its own for one test: a fresh schema (PostgreSQL) or database (MariaDB) with the
- * once tables migrated, behind a small connection pool. Closing it drops the schema and the pool,
- * so tests never see each other's rows nor state a previous run left behind.
+ * once tables migrated (by the registered {@link SchemaMigration}), behind a small connection pool.
+ * Closing it drops the schema and the pool, so tests never see each other's rows nor state a
+ * previous run left behind.
  */
 public final class TestDatabase implements AutoCloseable {
 
@@ -61,8 +64,30 @@ public final class TestDatabase implements AutoCloseable {
 
     static TestDatabase migrated(HikariDataSource ds, String name, Runnable drop) {
         TestDatabase db = new TestDatabase(ds, name, drop);
-        Schema.migrate(ds);
+        try {
+            registeredMigration().migrate(ds);
+        } catch (RuntimeException e) {
+            db.close(); // no schema left behind on a shared server
+            throw e;
+        }
         return db;
+    }
+
+    private static SchemaMigration migration;
+
+    /** The one {@link SchemaMigration} registered for {@link ServiceLoader}, loaded on first use. */
+    private static synchronized SchemaMigration registeredMigration() {
+        if (migration == null) {
+            List<SchemaMigration> found = new ArrayList<>();
+            ServiceLoader.load(SchemaMigration.class).forEach(found::add);
+            if (found.size() != 1) {
+                throw new IllegalStateException("expected exactly one " + SchemaMigration.class.getName()
+                        + " registered in META-INF/services, found " + found.size() + " " + found
+                        + ": depend on once-testkit, which registers the once schema, or register one");
+            }
+            migration = found.get(0);
+        }
+        return migration;
     }
 
     @Override

@@ -14,6 +14,7 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Receipt;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.retention.OutboxPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestMariaDb;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

@@ -18,6 +18,7 @@ import dev.once.outbox.OutboxStats;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -326,7 +327,7 @@ class OutboxRelayTest {
                     tx.outbox().add("payments", "order-7", "700".getBytes(StandardCharsets.UTF_8), Map.of(), null);
                 })
                 .build();
-        String longId = "o".repeat(Delivery.MAX_MESSAGE_ID_LENGTH);
+        String longId = "o".repeat(Delivery.MAX_EVENT_ID_LENGTH);
         assertThat(orders.process(Delivery.of("order-7-paid", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
         assertThat(orders.process(Delivery.of(longId, "x")).status()).isEqualTo(Outcome.Status.APPLIED);
         IdempotentConsumer payments = IdempotentConsumer.builder()
@@ -353,7 +354,7 @@ class OutboxRelayTest {
         assertThat(eventIds).hasSize(4).doesNotHaveDuplicates();
         assertThat(eventIds.subList(0, 2)).containsExactly("orders:order-7-paid#1", "orders:order-7-paid#2");
         assertThat(eventIds.subList(2, 4))
-                .allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(Delivery.MAX_MESSAGE_ID_LENGTH));
+                .allSatisfy(id -> assertThat(id).hasSizeLessThanOrEqualTo(Delivery.MAX_EVENT_ID_LENGTH));
         assertThat(outcomes).as("no row is a duplicate of another").containsOnly(Outcome.Status.APPLIED);
         try (Connection c = db.dataSource().getConnection()) {
             assertThat(Ledger.balance(c))

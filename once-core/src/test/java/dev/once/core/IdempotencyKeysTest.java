@@ -12,6 +12,7 @@ import dev.once.keys.IdempotencyResultTooLargeException;
 import dev.once.keys.InvalidIdempotencyKeyException;
 import dev.once.lease.Leases;
 import dev.once.retention.IdempotencyKeyPruner;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import java.lang.reflect.InvocationTargetException;

@@ -7,6 +7,7 @@ import dev.once.StaleFencingTokenException;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import java.sql.Connection;

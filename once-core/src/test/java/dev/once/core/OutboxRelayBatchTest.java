@@ -10,6 +10,7 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
+import dev.once.testkit.MutableClock;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

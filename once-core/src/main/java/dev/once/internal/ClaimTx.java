@@ -1,0 +1,47 @@
+package dev.once.internal;
+
+import dev.once.jdbc.Dialect;
+import dev.once.lease.Fence;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+
+/**
+ * What {@link DefaultTx} and {@link DefaultBatchTx} share: the claim transaction's connection, which
+ * the handler gets guarded against transaction control, and the fence check on it. Not API.
+ */
+abstract class ClaimTx {
+
+    final Connection raw;
+    final Dialect dialect;
+    final String prefix;
+    final String consumer;
+    final Clock clock;
+    private final GuardedConnection guarded;
+
+    ClaimTx(Connection raw, Dialect dialect, String prefix, String consumer, Clock clock) {
+        this.raw = raw;
+        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
+        this.dialect = dialect;
+        this.prefix = prefix;
+        this.consumer = consumer;
+        this.clock = clock;
+    }
+
+    /** The refused transaction-control call, or null. */
+    public String misuse() {
+        return guarded.misuse();
+    }
+
+    public Connection connection() {
+        return guarded;
+    }
+
+    public String consumer() {
+        return consumer;
+    }
+
+    public void fence(String resource, long token) throws SQLException {
+        Fence.check(raw, dialect, prefix, resource, token, clock);
+    }
+}
