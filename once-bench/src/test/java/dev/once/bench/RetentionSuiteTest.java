@@ -28,4 +28,16 @@ class RetentionSuiteTest {
             assertThat(r.p99DuringPruneMillis()).isPositive();
         }
     }
+
+    @Test
+    void droppingAPartitionKeepsEveryClaimMadeMeanwhile() throws Exception {
+        try (BenchPostgres postgres = BenchPostgres.start(TestPostgres.shared().jdbcUrl());
+                BenchPostgres.Db db = postgres.freshDatabase(RetentionSuite.WORKERS + 1)) {
+            RetentionSuite.Dropped d = new RetentionSuite(50_000).measurePartitioned(db, 50_000);
+
+            assertThat(d.dropSeconds()).isPositive();
+            assertThat(d.ingestAlone()).isPositive();
+            assertThat(d.p99DuringMillis()).isPositive();
+        }
+    }
 }
