@@ -30,14 +30,14 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class RetentionSuite implements Suite {
 
-    static final int DEFAULT_ROWS = 1_000_000;
+    static final int DEFAULT_ROWS = 10_000_000;
     static final int BATCH = 100;
     static final int WORKERS = 8;
     static final Duration ALONE = Duration.ofSeconds(10);
 
     private final int rows;
 
-    /** {@value #DEFAULT_ROWS} rows, or the system property {@code once.bench.retention.rows} (a one-off 10M run). */
+    /** {@value #DEFAULT_ROWS} rows, or the system property {@code once.bench.retention.rows}. */
     RetentionSuite() {
         this(Integer.getInteger("once.bench.retention.rows", DEFAULT_ROWS));
     }
@@ -79,14 +79,15 @@ final class RetentionSuite implements Suite {
         }
         run.line(String.format(
                 Locale.ROOT,
-                "RETENTION rows=%d bytes_per_event=%.0f prune_rows_per_s=%.0f"
-                        + " ingest_events_per_s=%.0f ingest_during_prune_events_per_s=%.0f claim_p99_ms=%.1f"
-                        + " claim_p99_during_prune_ms=%.1f",
+                "BENCH name=retention rows=%d bytes_per_event=%.0f prune_rows_per_s=%.0f"
+                        + " ingest_events_per_s=%.0f ingest_during_prune_events_per_s=%.0f prune_over_ingest=%.1f"
+                        + " claim_p99_ms=%.1f claim_p99_during_prune_ms=%.1f",
                 r.rows(),
                 r.bytesPerEvent(),
                 r.pruneRowsPerSecond(),
                 r.ingestAlone(),
                 r.ingestDuringPrune(),
+                r.pruneOverIngest(),
                 r.p99AloneMillis(),
                 r.p99DuringPruneMillis()));
         StringBuilder md = new StringBuilder();
@@ -95,7 +96,9 @@ final class RetentionSuite implements Suite {
                 "An inbox of %,d claims older than the retention (ids of 36 characters,"
                         + " made with `generate_series` in time order), then `once` batch-set (%d per transaction, %d connections)"
                         + " ingesting new events for %d s alone and again while `InboxPruner` (retention 7 d, chunks of %,d, the"
-                        + " dialect's `DELETE … USING (SELECT … LIMIT … FOR UPDATE SKIP LOCKED)`) deletes every old row.%n%n",
+                        + " dialect's walk: `DELETE … WHERE ctid = ANY(ARRAY(SELECT ctid … WHERE processed_at < ? AND ctid > ?"
+                        + " LIMIT … FOR UPDATE SKIP LOCKED))`, each chunk starting after the previous one's last row)"
+                        + " deletes every old row.%n%n",
                 r.rows(),
                 BATCH,
                 WORKERS,

@@ -19,6 +19,10 @@ import org.slf4j.LoggerFactory;
  *   <li>a failed commit is followed by a rollback and rethrown: the caller treats the outcome as
  *       unknown (retryable), never as applied.</li>
  * </ul>
+ * The owned transaction itself lives here too ({@link #provider}, behind
+ * {@link TransactionProvider#owning}; the same handle serves a session connection, which it keeps
+ * open), so every {@code commit}, {@code rollback} and {@code setAutoCommit} of the engine is in this
+ * file; {@code ArchitectureTest} holds every other class to that.
  * Immutable and thread-safe. Not API.
  */
 public final class Transactions {

@@ -160,6 +160,21 @@ public interface Dialect {
      */
     String pruneInbox(String prefix);
 
+    /**
+     * Deletes up to a chunk of inbox rows processed before a cutoff that lie after a position in
+     * the table's physical order, so that one run walks forward and never reads again the rows its
+     * earlier chunks deleted (they stay in the table as dead tuples until vacuum). Binds: 1 cutoff,
+     * 2 the position (text: null for the first chunk, then the previous chunk's), 3 chunk size.
+     * Executed as a query: one row of the rows deleted and the position of the last one (null when
+     * none). A run must start from null every time: a row that committed late with an old stamp
+     * may lie behind any position an earlier run reached.
+     *
+     * @param serverMajorVersion the server's major version, from the driver's metadata
+     * @return the statement, or null when this dialect or server version cannot walk (then
+     *         {@link #pruneInbox} is the statement)
+     */
+    String pruneInboxWalking(String prefix, int serverMajorVersion);
+
     // ---- leases (dev.once.lease) -------------------------------------------------------------
 
     /**

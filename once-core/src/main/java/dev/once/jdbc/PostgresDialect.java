@@ -189,6 +189,27 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE i.consumer = old.consumer AND i.event_id = old.event_id";
     }
 
+    // ctid is the row's physical position. A TID range scan (PostgreSQL 14+) from the previous
+    // chunk's last position reads only blocks no earlier chunk has read, where the statement above
+    // (and a BRIN on processed_at) starts from the first old block every time and wades through
+    // all the dead tuples the earlier chunks left: each chunk got slower as the run went on. The
+    // TID scan of the delete then finds each row by its position, with no primary key lookup.
+    // max(tid) is PostgreSQL 14+ too; older servers use pruneInbox. The delete checks the cutoff
+    // again because a ctid is only unique within one table: on an inbox partitioned by hand (see
+    // the README) a position names a row in every partition. There a walk is safe but may leave
+    // rows of later partitions for the next run; such an inbox is meant to drop whole partitions.
+    @Override
+    public String pruneInboxWalking(String prefix, int serverMajorVersion) {
+        if (serverMajorVersion < 14) {
+            return null;
+        }
+        String table = quote(prefix + "inbox");
+        return "WITH c AS (SELECT ?::timestamptz AS cutoff), d AS (DELETE FROM " + table
+                + " WHERE processed_at < (SELECT cutoff FROM c) AND ctid = ANY(ARRAY(SELECT ctid FROM " + table
+                + " WHERE processed_at < (SELECT cutoff FROM c) AND ctid > COALESCE(?::tid, '(0,0)') LIMIT ?"
+                + " FOR UPDATE SKIP LOCKED)) RETURNING ctid) SELECT count(*), max(ctid)::text FROM d";
+    }
+
     // ON CONFLICT ... DO UPDATE ... WHERE: one statement takes the row lock, checks that the lease
     // is free and increments the token, so two rivals can never both acquire one expiry.
     @Override

@@ -31,9 +31,11 @@ import java.util.concurrent.CompletionStage;
  * <p><b>Batches.</b> The relay hands a whole batch to {@link #publishAll}. A batch never holds two
  * messages of one key (the relay locks only the head of each key), so its sends may run
  * concurrently without breaking per-key order. The default sends them one after another through
- * {@link #publish}; a publisher whose client can pipeline (asynchronous sends, batch requests)
+ * {@link #publish} (and the relay drives a publisher that keeps it send by send, renewing its lease
+ * in between); a publisher whose client can pipeline (asynchronous sends, batch requests)
  * overrides it, and must then report each message's outcome apart: one failed send never decides
- * another message's outcome.
+ * another message's outcome. A wrapper (routing, decorating) that only implements {@link #publish}
+ * turns a concurrent publisher sequential: delegate {@link #publishAll} too.
  *
  * <p>Implementations must be thread-safe: several relays may share one.
  */

@@ -7,12 +7,14 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +23,8 @@ import org.slf4j.LoggerFactory;
  * The loop every pruner runs: one bounded {@code DELETE} per short transaction until a chunk comes
  * back short, so a large backlog never holds locks long or bloats one transaction,
  * and a failure keeps the chunks already deleted (deleting old rows again later is harmless).
+ * Where the dialect can walk the table, each chunk starts after the previous chunk's last row;
+ * every run starts from the beginning again.
  */
 final class ChunkedPrune {
 
@@ -33,18 +37,24 @@ final class ChunkedPrune {
 
     private final Transactions transactions;
     private final String sql;
+    private final IntFunction<String> walkingSql;
     private final int chunkSize;
+    /** The walking statement for this server once known, or "" when it cannot walk. */
+    private volatile String walking;
+
     private final Counter deleted;
 
     ChunkedPrune(
             DataSource dataSource,
             String sql,
+            IntFunction<String> walkingSql,
             int chunkSize,
             MeterRegistry registry,
             String table,
             String description) {
         this.transactions = Transactions.owning(dataSource);
         this.sql = sql;
+        this.walkingSql = walkingSql;
         this.chunkSize = chunkSize;
         this.deleted = Counter.builder("once.retention.deleted")
                 .description(description)
@@ -60,12 +70,27 @@ final class ChunkedPrune {
     long run(Binds binds, String what, ConnectionTask afterwards) {
         long total = 0;
         try {
+            String walk = walking();
+            String[] position = {null}; // the walk's first chunk starts before the first row
             int n;
             do {
                 n = transactions.inTransaction(tx -> {
-                    try (PreparedStatement ps = tx.connection().prepareStatement(sql)) {
-                        ps.setInt(binds.bind(ps), chunkSize); // the chunk size follows the cutoffs
-                        return ps.executeUpdate();
+                    try (PreparedStatement ps = tx.connection().prepareStatement(walk.isEmpty() ? sql : walk)) {
+                        int next = binds.bind(ps); // the cutoffs come first
+                        if (walk.isEmpty()) {
+                            ps.setInt(next, chunkSize);
+                            return ps.executeUpdate();
+                        }
+                        ps.setString(next, position[0]);
+                        ps.setInt(next + 1, chunkSize);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            rs.next();
+                            String last = rs.getString(2);
+                            if (last != null) {
+                                position[0] = last;
+                            }
+                            return rs.getInt(1);
+                        }
                     }
                 });
                 total += n;
@@ -82,6 +107,19 @@ final class ChunkedPrune {
         }
         log.info("pruned {} {}", total, what);
         return total;
+    }
+
+    private String walking() throws SQLException {
+        String w = walking;
+        if (w == null) {
+            w = transactions.inTransaction(tx -> {
+                String statement =
+                        walkingSql.apply(tx.connection().getMetaData().getDatabaseMajorVersion());
+                return statement == null ? "" : statement;
+            });
+            walking = w;
+        }
+        return w;
     }
 
     /** Work on the pruner's connection after the last chunk. */

@@ -35,6 +35,7 @@ public final class InboxPruner extends RowPruner {
                 new ChunkedPrune(
                         t.dataSource(),
                         t.dialect().pruneInbox(t.tablePrefix()),
+                        version -> t.dialect().pruneInboxWalking(t.tablePrefix(), version),
                         b.chunkSize,
                         b.meterRegistry,
                         t.tablePrefix() + "inbox",

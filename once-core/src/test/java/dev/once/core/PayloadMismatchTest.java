@@ -9,6 +9,7 @@ import dev.once.MismatchPolicy;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.PayloadMismatchException;
+import dev.once.PermanentFailureException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.testkit.TestDatabase;
@@ -82,7 +83,12 @@ class PayloadMismatchTest {
                 .dataSource(ds)
                 .consumer("billing")
                 .meterRegistry(registry)
-                .handler((d, tx) -> effects.incrementAndGet());
+                .handler((d, tx) -> {
+                    if (d.eventId().startsWith("poison")) {
+                        throw new PermanentFailureException("poison");
+                    }
+                    effects.incrementAndGet();
+                });
     }
 
     private IdempotentConsumer consumer(MismatchPolicy policy) {
@@ -223,6 +229,27 @@ class PayloadMismatchTest {
                 .containsExactly(Status.FAILED_PERMANENT, Status.DUPLICATE, Status.APPLIED, Status.FAILED_PERMANENT);
         assertThat(mismatched()).isEqualTo(4);
         assertThat(effects).as("each event applied exactly once").hasValue(4);
+    }
+
+    @Test
+    void aMismatchInABatchThatIsBisectedIsCountedOnce() {
+        IdempotentConsumer once = consumer(MismatchPolicy.FAIL_PERMANENT);
+        once.process(payment("a", 1));
+        List<Delivery> batch = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            batch.add(i == 13 ? payment("poison-13", 1) : payment("e-" + i, 1));
+        }
+        batch.add(5, payment("a", 2));
+        List<Outcome> outcomes = once.processBatch(batch);
+        assertThat(outcomes.get(5).status()).isEqualTo(Status.FAILED_PERMANENT);
+        assertThat(outcomes.get(5).failure()).isInstanceOf(PayloadMismatchException.class);
+        assertThat(outcomes)
+                .extracting(Outcome::status)
+                .filteredOn(s -> s == Status.APPLIED)
+                .hasSize(19);
+        assertThat(mismatched())
+                .as("one reused delivery, however many transactions the bisection ran")
+                .isEqualTo(1);
     }
 
     @Test

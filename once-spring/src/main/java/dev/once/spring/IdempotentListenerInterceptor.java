@@ -99,6 +99,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             throws Throwable {
         Object[] args = given.clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
+        AfterCommitChannel channel = listener.channelIndex() >= 0 ? AfterCommitChannel.wrap(listener, args) : null;
         Call call = new Call(invocation, args);
         IdempotentConsumer consumer = consumer(listener.consumer());
         OnceSpring o = once();
@@ -107,11 +108,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Outcome outcome;
         try {
             outcome = o.transactionTemplate().execute(status -> {
+                if (channel != null) {
+                    TransactionSynchronizationManager.registerSynchronization(channel);
+                }
                 Outcome r = consumer.process(delivery);
                 if (!r.shouldAcknowledge()) {
                     throw new Failed(r); // rolls the transaction back; rethrown as the body's own exception
                 }
-                if (ack != null && ack.nacked() != null) {
+                if ((ack != null && ack.nacked() != null) || (channel != null && channel.refused(r))) {
                     // The body asked for redelivery: its writes and the claim must not commit.
                     status.setRollbackOnly();
                 }
@@ -311,6 +315,120 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 ((org.springframework.kafka.support.Acknowledgment) delegate).nack(proxy.nack);
             } else if (acknowledge && !proxy.acknowledged) {
                 ((org.springframework.kafka.support.Acknowledgment) delegate).acknowledge();
+            }
+        }
+    }
+
+    /**
+     * The RabbitMQ {@code Channel} a MANUAL-ack body sees: {@code basicAck}, {@code basicNack} and
+     * {@code basicReject} are recorded and sent after the transaction completes. After a commit they
+     * go out as called (a duplicate, whose body never ran, is acked by once). After a rollback or a
+     * failed commit, an ack would lose a message whose effect did not commit: it is sent as a
+     * {@code basicNack} with requeue instead, so the message comes back. A nack or reject rolls the
+     * transaction back and is sent as called. Every other method goes straight to the channel.
+     */
+    static final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, TransactionSynchronization {
+        private final com.rabbitmq.client.Channel channel;
+        private final long tag;
+        private final List<Object[]> acks = new ArrayList<>(); // {deliveryTag, multiple}
+        private final List<Runnable> refusals = new ArrayList<>();
+        private boolean duplicate;
+
+        private AfterCommitChannel(com.rabbitmq.client.Channel channel, long tag) {
+            this.channel = channel;
+            this.tag = tag;
+        }
+
+        /** Replaces the Channel argument in {@code args} with a deferring one; null if there is none. */
+        static AfterCommitChannel wrap(ListenerMethod listener, Object[] args) {
+            if (!(args[listener.channelIndex()] instanceof com.rabbitmq.client.Channel c)) {
+                return null;
+            }
+            AfterCommitChannel a =
+                    new AfterCommitChannel(c, ListenerMessages.deliveryTag(args[listener.messageIndex()]));
+            args[listener.channelIndex()] = java.lang.reflect.Proxy.newProxyInstance(
+                    com.rabbitmq.client.Channel.class.getClassLoader(),
+                    new Class<?>[] {com.rabbitmq.client.Channel.class},
+                    a);
+            return a;
+        }
+
+        /** Records the outcome (a duplicate is acked after commit); true when the body refused the message. */
+        boolean refused(Outcome outcome) {
+            duplicate = outcome.status() == Outcome.Status.DUPLICATE;
+            return !refusals.isEmpty();
+        }
+
+        @Override
+        public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+            Class<?>[] p = method.getParameterTypes();
+            switch (method.getName()) {
+                case "basicAck" -> {
+                    if (p.length == 2) {
+                        acks.add(new Object[] {args[0], args[1]});
+                        return null;
+                    }
+                }
+                case "basicNack" -> {
+                    if (p.length == 3) {
+                        refusals.add(() ->
+                                send(() -> channel.basicNack((long) args[0], (boolean) args[1], (boolean) args[2])));
+                        return null;
+                    }
+                }
+                case "basicReject" -> {
+                    if (p.length == 2) {
+                        refusals.add(() -> send(() -> channel.basicReject((long) args[0], (boolean) args[1])));
+                        return null;
+                    }
+                }
+                case "equals" -> {
+                    if (p.length == 1) {
+                        return proxy == args[0];
+                    }
+                }
+                case "hashCode" -> {
+                    if (p.length == 0) {
+                        return System.identityHashCode(proxy);
+                    }
+                }
+                default -> {}
+            }
+            try {
+                return method.invoke(channel, args);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }
+
+        @Override
+        public void afterCompletion(int status) {
+            if (!refusals.isEmpty()) {
+                refusals.forEach(Runnable::run);
+            } else if (status == STATUS_COMMITTED) {
+                if (acks.isEmpty() && duplicate) {
+                    send(() -> channel.basicAck(tag, false));
+                }
+                for (Object[] a : acks) {
+                    send(() -> channel.basicAck((long) a[0], (boolean) a[1]));
+                }
+            } else {
+                for (Object[] a : acks) {
+                    send(() -> channel.basicNack((long) a[0], (boolean) a[1], true));
+                }
+            }
+        }
+
+        private interface ChannelCall {
+            void run() throws java.io.IOException;
+        }
+
+        private static void send(ChannelCall call) {
+            try {
+                call.run();
+            } catch (java.io.IOException | RuntimeException e) {
+                // The channel is gone: the broker gives the unacknowledged message back, once absorbs the copy.
+                log.warn("deferred RabbitMQ acknowledgement failed: {}", e.toString());
             }
         }
     }

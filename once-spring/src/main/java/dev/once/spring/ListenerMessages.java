@@ -20,6 +20,7 @@ final class ListenerMessages {
     static final boolean AMQP = ClassUtils.isPresent("org.springframework.amqp.core.Message", LOADER);
     static final boolean SPRING_KAFKA =
             ClassUtils.isPresent("org.springframework.kafka.support.Acknowledgment", LOADER);
+    static final boolean RABBIT_CLIENT = ClassUtils.isPresent("com.rabbitmq.client.Channel", LOADER);
 
     private ListenerMessages() {}
 
@@ -28,6 +29,33 @@ final class ListenerMessages {
         return (KAFKA && Kafka.isRecord(type))
                 || (MESSAGING && Messaging.isMessage(type))
                 || (AMQP && Amqp.isMessage(type));
+    }
+
+    /** True when {@code type} is the RabbitMQ {@code Channel} a MANUAL-ack listener acknowledges on. */
+    static boolean isChannel(Class<?> type) {
+        return RABBIT_CLIENT && type == com.rabbitmq.client.Channel.class;
+    }
+
+    /** True when a delivery tag can be read from values of {@code type} (an AMQP or a messaging {@code Message}). */
+    static boolean carriesDeliveryTag(Class<?> type) {
+        return (AMQP && Amqp.isMessage(type)) || (MESSAGING && Messaging.isMessage(type));
+    }
+
+    /** The RabbitMQ delivery tag of a message for which {@link #carriesDeliveryTag} holds. */
+    static long deliveryTag(Object message) {
+        if (AMQP && Amqp.isMessage(message.getClass())) {
+            return ((org.springframework.amqp.core.Message) message)
+                    .getMessageProperties()
+                    .getDeliveryTag();
+        }
+        Object tag = ((org.springframework.messaging.Message<?>) message)
+                .getHeaders()
+                .get("amqp_deliveryTag");
+        if (tag instanceof Number n) {
+            return n.longValue();
+        }
+        throw new InvalidDeliveryException(
+                "the message has no amqp_deliveryTag header: is it from a RabbitMQ listener?");
     }
 
     /**

@@ -25,6 +25,7 @@ import org.springframework.util.ClassUtils;
  * @param messageIndex the record/message argument, or -1
  * @param batchIndex   the {@code List} of records/messages of a batch listener, or -1
  * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
+ * @param channelIndex the RabbitMQ {@code Channel} argument of a MANUAL-ack listener, or -1
  */
 record ListenerMethod(
         Method method,
@@ -34,6 +35,7 @@ record ListenerMethod(
         int messageIndex,
         int batchIndex,
         int ackIndex,
+        int channelIndex,
         BeanFactory beanFactory) {
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
@@ -66,6 +68,7 @@ record ListenerMethod(
         int message = -1;
         int batch = -1;
         int ack = -1;
+        int channel = -1;
         Class<?>[] types = method.getParameterTypes();
         for (int i = 0; i < types.length; i++) {
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
@@ -77,6 +80,8 @@ record ListenerMethod(
                 if (element != null && ListenerMessages.isMessage(element)) {
                     batch = i;
                 }
+            } else if (ListenerMessages.isChannel(types[i])) {
+                channel = i;
             } else if (ListenerMessages.SPRING_KAFKA
                     && ClassUtils.isAssignable(org.springframework.kafka.support.Acknowledgment.class, types[i])) {
                 ack = i;
@@ -85,12 +90,21 @@ record ListenerMethod(
         if (batch >= 0) {
             message = -1;
         }
+        if (channel >= 0 && (message < 0 || !ListenerMessages.carriesDeliveryTag(types[message]))) {
+            throw new InvalidConfigurationException(where + " takes a RabbitMQ Channel, so its acknowledgements"
+                    + " are deferred to after the commit, which needs the delivery tag: add an"
+                    + " org.springframework.amqp.core.Message (or org.springframework.messaging.Message) parameter"
+                    + (batch >= 0
+                            ? "; a batch listener with a Channel is not supported, use AcknowledgeMode.AUTO"
+                            : ""));
+        }
         if (message < 0 && batch < 0 && expression == null) {
             throw new InvalidConfigurationException(where + " cannot find the event id: the method has no"
                     + " ConsumerRecord, Message or List<ConsumerRecord> parameter to read header '" + a.header()
                     + "' from; add one, or set eventId = \"<SpEL over the arguments>\"");
         }
-        return new ListenerMethod(method, a.consumer(), a.header(), expression, message, batch, ack, beanFactory);
+        return new ListenerMethod(
+                method, a.consumer(), a.header(), expression, message, batch, ack, channel, beanFactory);
     }
 
     /** The delivery of a record listener's call. */

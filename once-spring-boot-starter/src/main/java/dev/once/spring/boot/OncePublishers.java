@@ -1,8 +1,8 @@
 package dev.once.spring.boot;
 
-import dev.once.PermanentFailureException;
 import dev.once.outbox.HttpPublisher;
 import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import java.util.List;
@@ -50,12 +50,17 @@ public final class OncePublishers {
                 return b.publisher().publish(message);
             }
         }
-        throw new PermanentFailureException("no publisher for outbox destination '" + d + "': it is not an http(s)"
-                + " URL and "
-                + (brokers.isEmpty()
-                        ? "no broker publisher is configured (add spring-kafka with a"
-                                + " ProducerFactory bean, or define a Publisher bean named 'oncePublisher')"
-                        : "none of "
-                                + brokers.stream().map(BrokerPublisher::name).toList() + " accepts it"));
+        throw PublishFailure.permanent(
+                "no publisher for outbox destination '" + d + "': it is not an http(s)"
+                        + " URL and "
+                        + (brokers.isEmpty()
+                                ? "no broker publisher is configured (add spring-kafka with a"
+                                        + " ProducerFactory bean, or define a Publisher bean named 'oncePublisher')"
+                                : "none of "
+                                        + brokers.stream()
+                                                .map(BrokerPublisher::name)
+                                                .toList() + " accepts it"),
+                Receipt.NONE,
+                null);
     }
 }

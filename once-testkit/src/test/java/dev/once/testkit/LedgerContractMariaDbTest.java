@@ -1,7 +1,4 @@
-package dev.once.core;
-
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+package dev.once.testkit;
 
 /** The same contract on MariaDB: the guarantee does not depend on PostgreSQL. */
 class LedgerContractMariaDbTest extends LedgerContractTest {

@@ -1,8 +1,7 @@
-package dev.once.core;
+package dev.once.testkit;
 
 import dev.once.Delivery;
 import dev.once.Handler;
-import dev.once.testkit.IdempotentHandlerContract;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
