@@ -1,5 +1,6 @@
 package dev.once;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -76,4 +77,43 @@ public interface IdempotentConsumer {
      * @return one outcome per delivery, in the order given
      */
     List<Outcome> processBatch(List<Delivery> deliveries);
+
+    /**
+     * As {@link #processBatch}, for deliveries whose effects must follow the list order (the
+     * messages of one FIFO message group): the longest prefix that goes through is applied, in
+     * transactions that take the batch whole or split it as {@code processBatch} does, and nothing
+     * after the first delivery that is not {@linkplain Outcome#shouldAcknowledge() acknowledged}
+     * runs: those after it come back {@link Outcome.Status#FAILED_RETRYABLE} ("held back"), so
+     * no effect ever precedes that of an earlier delivery. This default runs one delivery per
+     * transaction; the engine's own consumer runs the batch in one.
+     *
+     * @return one outcome per delivery, in the order given
+     */
+    default List<Outcome> processInOrder(List<Delivery> deliveries) {
+        List<Outcome> outcomes = new ArrayList<>(deliveries.size());
+        Outcome stop = null;
+        for (Delivery d : deliveries) {
+            if (stop != null) {
+                outcomes.add(heldBack(d, stop));
+                continue;
+            }
+            Outcome o = process(d);
+            outcomes.add(o);
+            if (!o.shouldAcknowledge()) {
+                stop = o;
+            }
+        }
+        return outcomes;
+    }
+
+    /** The outcome of a delivery not run because {@code first}, earlier in its ordered list, was not acknowledged. */
+    private static Outcome heldBack(Delivery d, Outcome first) {
+        return new Outcome(
+                d.eventId(),
+                Outcome.Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "held back: '" + first.eventId() + "' before it was not acknowledged (" + first.tag()
+                                + "); ordered deliveries take effect in order",
+                        first.failure()));
+    }
 }

@@ -15,8 +15,8 @@ import java.util.Map;
  * message the handler of {@code consumer} enqueues for one event (the cause part hashed to
  * {@code sha256:<hex>} when the id would exceed 255 characters), carried as
  * {@value dev.once.outbox.OutboxMessage#EVENT_ID_HEADER}; the cause travels as {@value dev.once.outbox.OutboxMessage#CAUSE_ID_HEADER}.
- * It is the default idempotency key too. A transaction's rows are written together, in one
- * statement, when its handler returns: all of them commit or none. Two consumers of one event, and two messages of one
+ * It is the default idempotency key too. A transaction's rows, those of every delivery of a batch
+ * included, are written together in one statement after its handlers return: all of them commit or none. Two consumers of one event, and two messages of one
  * handler, are distinct events downstream; a relay that re-sends after a crash re-sends the same id
  * and the receiving inbox absorbs it.
  */

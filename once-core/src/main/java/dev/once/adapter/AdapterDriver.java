@@ -41,10 +41,11 @@ import org.slf4j.LoggerFactory;
  *       broker redeliver what was unsettled, every loop of the driver stops, and
  *       {@link #failure()} and {@link #isRunning()} report it.</li>
  * </ul>
- * In {@linkplain Builder#inGroupOrder group order} (FIFO queues) each message runs in its own
- * transaction and is settled at once; the first of a group that is not acknowledged, or whose
- * dead-lettering failed, stops its group: its successors are {@link Broker#release released}
- * unprocessed, so nothing is applied ahead of a message that is not settled.
+ * In {@linkplain Builder#inGroupOrder group order} (FIFO queues) each group's messages run as one
+ * ordered batch ({@link IdempotentConsumer#processInOrder}): the acknowledged prefix is settled
+ * together; the first of a group that is not acknowledged, or whose dead-lettering failed, stops
+ * its group: its successors are {@link Broker#release released} unprocessed, so nothing is
+ * applied ahead of a message that is not settled.
  *
  * <p>The driver owns no receive thread: an adapter calls {@link #run(Receiver)} on each of its
  * threads. Thread-safe. {@link #stop()} makes every loop return after the batch in hand;
@@ -196,6 +197,12 @@ public final class AdapterDriver<M> implements AutoCloseable {
         return ok;
     }
 
+    /**
+     * Each group's messages as one ordered run ({@link IdempotentConsumer#processInOrder}): the
+     * acknowledged prefix is settled together, then the first message that was not, alone; if that
+     * one is settled (dead-lettered) the group goes on with the rest, else the rest is released.
+     * A message that cannot be decoded ends a run and is settled alone at its place.
+     */
     private boolean inGroupOrder(List<M> batch) {
         Map<String, List<M>> groups = new LinkedHashMap<>();
         for (M m : batch) {
@@ -206,11 +213,22 @@ public final class AdapterDriver<M> implements AutoCloseable {
         boolean ok = beating(batch, () -> {
             boolean healthy = true;
             for (List<M> group : groups.values()) {
-                for (int i = 0; i < group.size(); i++) {
-                    List<Processed<M>> one = new ArrayList<>(1);
-                    healthy &= process(List.of(group.get(i)), one);
-                    if (!settledSoGroupMayGoOn(one.get(0))) {
-                        released.addAll(group.subList(i + 1, group.size()));
+                int next = 0;
+                while (next < group.size()) {
+                    List<Processed<M>> run = new ArrayList<>();
+                    healthy &= processInOrder(group.subList(next, group.size()), run);
+                    int acknowledged = 0;
+                    while (acknowledged < run.size() && run.get(acknowledged).verdict() == Verdict.ACKNOWLEDGE) {
+                        acknowledged++;
+                    }
+                    boolean goOn = acknowledged == 0 || settledSoGroupMayGoOn(run.subList(0, acknowledged));
+                    if (goOn && acknowledged < run.size()) {
+                        goOn = settledSoGroupMayGoOn(run.subList(acknowledged, acknowledged + 1));
+                        acknowledged++;
+                    }
+                    next += acknowledged;
+                    if (!goOn) {
+                        released.addAll(group.subList(next, group.size()));
                         break;
                     }
                 }
@@ -223,19 +241,61 @@ public final class AdapterDriver<M> implements AutoCloseable {
         return ok;
     }
 
-    private boolean settledSoGroupMayGoOn(Processed<M> p) {
+    /**
+     * Decodes {@code messages} up to the first that cannot be decoded and runs them in order;
+     * fills {@code out} with their outcomes (held-back ones included), or with the undecodable
+     * message alone when it comes first. False if processing threw.
+     */
+    private boolean processInOrder(List<M> messages, List<Processed<M>> out) {
+        List<Delivery> deliveries = new ArrayList<>(messages.size());
+        for (M m : messages) {
+            try {
+                deliveries.add(broker.delivery(m));
+            } catch (InvalidDeliveryException e) {
+                if (deliveries.isEmpty()) {
+                    out.add(new Processed<>(m, null, new Outcome(broker.describe(m), Status.FAILED_PERMANENT, e)));
+                    return true;
+                }
+                break;
+            }
+        }
+        List<Outcome> outcomes;
+        boolean ok = true;
         try {
-            broker.settle(List.of(p));
+            outcomes = consumer.processInOrder(deliveries);
+        } catch (RuntimeException e) {
+            log.error(
+                    "{}: an ordered run of {} failed outside the handler; it is left for redelivery",
+                    name,
+                    deliveries.size(),
+                    e);
+            RetryableException cause =
+                    new RetryableException("run of " + deliveries.size() + " failed outside the handler: " + e, e);
+            outcomes = deliveries.stream()
+                    .map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause))
+                    .toList();
+            ok = false;
+        }
+        for (int i = 0; i < deliveries.size(); i++) {
+            out.add(new Processed<>(messages.get(i), deliveries.get(i), outcomes.get(i)));
+        }
+        return ok;
+    }
+
+    /** Settles {@code ps}; true when all of them are gone from the queue, so their group may go on. */
+    private boolean settledSoGroupMayGoOn(List<Processed<M>> ps) {
+        try {
+            broker.settle(ps);
         } catch (Exception e) {
             log.warn(
                     "{}: could not settle {} ({}); its group waits behind it: {}",
                     name,
-                    broker.describe(p.message()),
-                    p.verdict(),
+                    broker.describe(ps.get(ps.size() - 1).message()),
+                    ps.get(ps.size() - 1).verdict(),
                     e.toString());
             return false;
         }
-        return p.verdict() != Verdict.REDELIVER;
+        return ps.stream().noneMatch(p -> p.verdict() == Verdict.REDELIVER);
     }
 
     private void settle(List<Processed<M>> processed) {
@@ -365,8 +425,9 @@ public final class AdapterDriver<M> implements AutoCloseable {
         }
 
         /**
-         * Processes messages of one group in order, one transaction each, settling each before the
-         * next; {@code groupOf} names a message's group (null: one group for all). Default: the
+         * Processes messages of one group in order, as one ordered batch
+         * ({@link IdempotentConsumer#processInOrder}), settling them before the group goes on past a
+         * failure; {@code groupOf} names a message's group (null: one group for all). Default: the
          * whole batch in one transaction.
          */
         public Builder<M> inGroupOrder(Function<M, String> groupOf) {

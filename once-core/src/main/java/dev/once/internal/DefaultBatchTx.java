@@ -5,10 +5,8 @@ import dev.once.Delivery;
 import dev.once.Outbox;
 import dev.once.jdbc.Dialect;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Clock;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -16,12 +14,21 @@ import java.util.Map;
 public final class DefaultBatchTx extends ClaimTx implements BatchTx {
 
     private final Map<String, Delivery> claimed = new HashMap<>();
-    // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does.
-    private final Map<String, JdbcOutbox> outboxes = new LinkedHashMap<>();
+    private final OutboxBuffer outboxBuffer;
+    // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does; all
+    // of them write to the one buffer, flushed once by the engine.
+    private final Map<String, JdbcOutbox> outboxes = new HashMap<>();
 
     public DefaultBatchTx(
-            Connection raw, Dialect dialect, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
+            Connection raw,
+            Dialect dialect,
+            String prefix,
+            String consumer,
+            List<Delivery> claimed,
+            Clock clock,
+            OutboxBuffer outboxBuffer) {
         super(raw, dialect, prefix, consumer, clock);
+        this.outboxBuffer = outboxBuffer;
         for (Delivery d : claimed) {
             this.claimed.put(d.eventId(), d);
         }
@@ -34,14 +41,6 @@ public final class DefaultBatchTx extends ClaimTx implements BatchTx {
                     + " but was " + (cause == null ? "null" : "event '" + cause.eventId() + "'")
                     + ": rows are stamped with an event id derived from their cause");
         }
-        return outboxes.computeIfAbsent(
-                cause.eventId(), id -> new JdbcOutbox(raw, dialect, prefix, consumer, id, clock));
-    }
-
-    /** Writes the rows every cause's outbox buffered, before the commit. */
-    public void flushOutbox() throws SQLException {
-        for (JdbcOutbox outbox : outboxes.values()) {
-            outbox.flush();
-        }
+        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(outboxBuffer, consumer, id));
     }
 }

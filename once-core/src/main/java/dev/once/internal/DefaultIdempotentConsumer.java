@@ -7,6 +7,7 @@ import dev.once.HandlerMisuseException;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.MismatchPolicy;
+import dev.once.OutboxHeaders;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.OutcomeListener;
@@ -66,6 +67,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifySql;
     private final String verifyAndCommitSql;
     private final MismatchPolicy mismatchPolicy;
+    private final OutboxHeaders outboxHeaders;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -81,7 +83,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             MeterRegistry registry,
             Clock clock,
             OutcomeListener listener,
-            MismatchPolicy mismatchPolicy) {
+            MismatchPolicy mismatchPolicy,
+            OutboxHeaders outboxHeaders) {
         this.transactions = transactions;
         this.consumer = consumer;
         this.handler = handler;
@@ -96,6 +99,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.verifySql = dialect.verifyClaim(inbox.tablePrefix());
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
         this.mismatchPolicy = mismatchPolicy;
+        this.outboxHeaders = outboxHeaders;
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -155,6 +159,93 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             report(deliveries.get(i), outcomes.get(i));
         }
         return outcomes;
+    }
+
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> deliveries) {
+        Objects.requireNonNull(deliveries, "deliveries");
+        if (deliveries.size() <= 1 || transactions.joins()) {
+            // One delivery, or one joined transaction: all of it commits or none, never out of order.
+            return processBatch(deliveries);
+        }
+        Map<String, Delivery> firsts = new LinkedHashMap<>();
+        for (Delivery d : deliveries) {
+            metrics.received(Objects.requireNonNull(d, "delivery in batch"));
+            firsts.putIfAbsent(d.eventId(), d);
+        }
+        BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
+        MDC.put(MDC_CONSUMER, consumer);
+        Map<String, Outcome> byId = new HashMap<>();
+        try {
+            List<Delivery> ordered = new ArrayList<>(firsts.values());
+            int acknowledged = prefix(ordered, byId, prints);
+            if (acknowledged < ordered.size()) {
+                Outcome stop = byId.get(ordered.get(acknowledged).eventId());
+                for (Delivery d : ordered.subList(acknowledged + 1, ordered.size())) {
+                    byId.put(d.eventId(), heldBack(d, stop));
+                }
+            }
+        } finally {
+            clearMdc();
+        }
+        List<Outcome> outcomes = settle(deliveries, byId, prints);
+        for (int i = 0; i < deliveries.size(); i++) {
+            report(deliveries.get(i), outcomes.get(i));
+        }
+        return outcomes;
+    }
+
+    /**
+     * Runs {@code batch} as {@link #bisect} does, parts in list order, but stops at the first
+     * delivery that is not acknowledged: nothing after it runs.
+     *
+     * @return how many deliveries from the start were acknowledged; when fewer than all, the next
+     *     one has its outcome too and those after it none
+     */
+    private int prefix(List<Delivery> batch, Map<String, Outcome> byId, BatchFingerprints prints) {
+        BatchResult result = batchOnce(batch, prints);
+        if (result.outcomes() != null) {
+            for (int i = 0; i < batch.size(); i++) {
+                Outcome o = result.outcomes().get(batch.get(i).eventId());
+                byId.put(o.eventId(), o);
+                if (!o.shouldAcknowledge()) {
+                    return i;
+                }
+            }
+            return batch.size();
+        }
+        if (batch.size() == 1) {
+            Outcome o = result.alone().apply(batch.get(0));
+            byId.put(o.eventId(), o);
+            return o.shouldAcknowledge() ? 1 : 0;
+        }
+        int culprit = result.culprit();
+        if (culprit >= 0) {
+            // The deliveries before the named one, then it alone; the rest only if it went through.
+            int before = culprit == 0 ? 0 : prefix(batch.subList(0, culprit), byId, prints);
+            if (before < culprit || prefix(batch.subList(culprit, culprit + 1), byId, prints) == 0) {
+                return before;
+            }
+            return culprit
+                    + 1
+                    + (culprit + 1 < batch.size() ? prefix(batch.subList(culprit + 1, batch.size()), byId, prints) : 0);
+        }
+        int half = (batch.size() + 1) / 2;
+        int first = prefix(batch.subList(0, half), byId, prints);
+        if (first < half) {
+            return first;
+        }
+        return half + prefix(batch.subList(half, batch.size()), byId, prints);
+    }
+
+    private static Outcome heldBack(Delivery d, Outcome first) {
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "held back: '" + first.eventId() + "' before it was not acknowledged (" + first.tag()
+                                + "); ordered deliveries take effect in order",
+                        first.failure()));
     }
 
     /**
@@ -395,36 +486,43 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /**
      * Runs the handler over the deliveries a transaction claimed: the batch handler once with all
-     * of them, or the per-event handler for each in order. Returns null when all went well.
+     * of them, or the per-event handler for each in order; then writes the outbox rows they all
+     * added in one statement (not timed as handler work). Returns null when all went well.
      */
     private Failure apply(Connection c, List<Delivery> claimed) {
         if (claimed.isEmpty()) {
             return null;
         }
+        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock, outboxHeaders);
         if (batchHandler != null) {
-            DefaultBatchTx batchTx = new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock);
-            Throwable failure = timed(() -> {
-                batchHandler.handle(List.copyOf(claimed), batchTx);
-                batchTx.flushOutbox();
-            });
+            DefaultBatchTx batchTx =
+                    new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);
+            Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
             }
-            return failure == null ? null : new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
-        }
-        for (Delivery d : claimed) {
-            putMdc(d);
-            DefaultTx handlerTx = new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics);
-            Throwable failure = timed(() -> {
-                handler.handle(d, handlerTx);
-                handlerTx.flushOutbox();
-            });
-            if (failure == null && handlerTx.misuse() != null) {
-                failure = refused(handlerTx.misuse());
-            }
             if (failure != null) {
-                return new Failure(failure, d);
+                return new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
             }
+        } else {
+            for (Delivery d : claimed) {
+                putMdc(d);
+                DefaultTx handlerTx =
+                        new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics, outbox);
+                Throwable failure = timed(() -> handler.handle(d, handlerTx));
+                if (failure == null && handlerTx.misuse() != null) {
+                    failure = refused(handlerTx.misuse());
+                }
+                if (failure != null) {
+                    return new Failure(failure, d);
+                }
+            }
+        }
+        try {
+            outbox.flush();
+        } catch (SQLException e) {
+            // The rows of all causes go in one statement, so a failure names no single delivery.
+            return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
         }
         return null;
     }

@@ -9,11 +9,15 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Clock;
 
-/** The {@link Tx} of one claim transaction. Not API. */
+/**
+ * The {@link Tx} of one delivery in a claim transaction; its outbox rows go to the transaction's
+ * {@link OutboxBuffer}, which the engine flushes once for all the transaction's deliveries. Not API.
+ */
 public final class DefaultTx extends ClaimTx implements Tx {
 
     private final Delivery delivery;
     private final OnceMetrics metrics;
+    private final OutboxBuffer outboxBuffer;
     private JdbcOutbox outbox;
 
     public DefaultTx(
@@ -23,10 +27,12 @@ public final class DefaultTx extends ClaimTx implements Tx {
             String consumer,
             Delivery delivery,
             Clock clock,
-            OnceMetrics metrics) {
+            OnceMetrics metrics,
+            OutboxBuffer outboxBuffer) {
         super(raw, dialect, prefix, consumer, clock);
         this.delivery = delivery;
         this.metrics = metrics;
+        this.outboxBuffer = outboxBuffer;
     }
 
     @Override
@@ -37,16 +43,9 @@ public final class DefaultTx extends ClaimTx implements Tx {
     @Override
     public Outbox outbox() {
         if (outbox == null) {
-            outbox = new JdbcOutbox(raw, dialect, prefix, consumer, delivery.eventId(), clock);
+            outbox = new JdbcOutbox(outboxBuffer, consumer, delivery.eventId());
         }
         return outbox;
-    }
-
-    /** Writes the outbox rows the handler added; the engine calls it when the handler returns. */
-    public void flushOutbox() throws SQLException {
-        if (outbox != null) {
-            outbox.flush();
-        }
     }
 
     @Override

@@ -3,6 +3,7 @@ package dev.once.internal;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outbox;
+import dev.once.OutboxHeaders;
 import dev.once.jdbc.Dialect;
 import dev.once.outbox.OutboxMessage;
 import java.nio.charset.StandardCharsets;
@@ -18,8 +19,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The outbox of one claim transaction: rows are buffered as the handler adds them and written in
- * one statement by {@link #flush}, stamped with their event ids. Not thread-safe. Not API.
+ * The outbox of one cause in a claim transaction: rows are stamped with their event ids and
+ * buffered in the transaction's {@link OutboxBuffer}, which writes every cause's rows in one
+ * statement. Not thread-safe. Not API.
  */
 public final class JdbcOutbox implements Outbox {
 
@@ -27,21 +29,28 @@ public final class JdbcOutbox implements Outbox {
     static final int MAX_KEY = 255;
     private static final String HASHED = "sha256:";
 
-    private final Connection connection;
-    private final OutboxRepository repository;
+    private final OutboxBuffer buffer;
     private final String consumer;
     private final String causeId;
-    private final Clock clock;
-    private final List<OutboxRepository.NewRow> buffered = new ArrayList<>();
     private int added;
 
+    /** An outbox with a buffer of its own, flushed by {@link #flush}. */
     public JdbcOutbox(
-            Connection connection, Dialect dialect, String prefix, String consumer, String eventId, Clock clock) {
-        this.connection = connection;
-        this.repository = new OutboxRepository(dialect, prefix);
+            Connection connection,
+            Dialect dialect,
+            String prefix,
+            String consumer,
+            String eventId,
+            Clock clock,
+            OutboxHeaders headers) {
+        this(new OutboxBuffer(connection, dialect, prefix, clock, headers), consumer, eventId);
+    }
+
+    /** The outbox of cause {@code eventId}, its rows going to the transaction's shared {@code buffer}. */
+    public JdbcOutbox(OutboxBuffer buffer, String consumer, String eventId) {
+        this.buffer = buffer;
         this.consumer = Names.consumer(consumer);
         this.causeId = eventId;
-        this.clock = clock;
     }
 
     /**
@@ -74,6 +83,7 @@ public final class JdbcOutbox implements Outbox {
     public String add(
             String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
             throws SQLException {
+        headers = buffer.withHookHeaders(headers);
         if (destination == null || destination.isBlank() || destination.length() > MAX_DESTINATION) {
             throw new InvalidDeliveryException("outbox destination must be 1 to " + MAX_DESTINATION
                     + " non-blank characters, but was " + Names.quoted(destination));
@@ -103,16 +113,13 @@ public final class JdbcOutbox implements Outbox {
         all.put(OutboxMessage.EVENT_ID_HEADER, eventId);
         all.put(OutboxMessage.CAUSE_ID_HEADER, causeId);
         added++;
-        buffered.add(new OutboxRepository.NewRow(
+        buffer.add(new OutboxRepository.NewRow(
                 eventId,
                 destination,
                 key,
                 payload == null ? new byte[0] : payload.clone(),
                 HeaderCodec.encode(all),
                 idem));
-        if (buffered.size() >= FLUSH_ROWS) {
-            flush();
-        }
         return eventId;
     }
 
@@ -125,18 +132,9 @@ public final class JdbcOutbox implements Outbox {
         return ids;
     }
 
-    /**
-     * Writes what was added since the last flush, in one statement, on the transaction's connection;
-     * the engine calls it when the handler returns, before the claim commits. Writing at the end,
-     * after everything the handler locked, is also what keeps a key's ids in commit order: two
-     * handlers serialized by a lock (the same account row) get their ids in the order they commit.
-     */
+    /** Writes what the buffer holds, this cause's rows and those of any other cause sharing it (see {@link OutboxBuffer#flush}). */
     public void flush() throws SQLException {
-        if (buffered.isEmpty()) {
-            return;
-        }
-        repository.insert(connection, buffered, clock.instant());
-        buffered.clear();
+        buffer.flush();
     }
 
     // Text the database cannot store exactly is refused by name here, before anything is buffered:

@@ -1,32 +1,56 @@
 package dev.once.core;
 
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 /**
- * A data source that counts the connections taken from it: the engine takes one per transaction
- * it owns, so the count is the number of transactions a call ran.
+ * A data source that counts the connections taken from it (the engine takes one per transaction it
+ * owns, so the count is the number of transactions a call ran) and the statements prepared on them
+ * that insert into the outbox table (each is executed once, as one statement or one JDBC batch).
  */
 final class CountingDataSource {
 
     private final AtomicInteger connections = new AtomicInteger();
+    private final AtomicInteger outboxInserts = new AtomicInteger();
     private final DataSource dataSource;
 
     CountingDataSource(DataSource target) {
         this.dataSource = (DataSource) Proxy.newProxyInstance(
                 DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
+                    Object result = invoke(method, target, args);
                     if (method.getName().equals("getConnection") && method.getReturnType() == Connection.class) {
                         connections.incrementAndGet();
+                        return counting((Connection) result);
                     }
-                    try {
-                        return method.invoke(target, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
+                    return result;
                 });
+    }
+
+    private Connection counting(Connection target) {
+        return (Connection) Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("prepareStatement")
+                            && args[0] instanceof String sql
+                            && sql.trim()
+                                    .toLowerCase(Locale.ROOT)
+                                    .matches("(?s)insert\\s+into\\s+[\"`]?\\w*outbox[\"`]?\\s.*")) {
+                        outboxInserts.incrementAndGet();
+                    }
+                    return invoke(method, target, args);
+                });
+    }
+
+    private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
     }
 
     DataSource dataSource() {
@@ -38,7 +62,13 @@ final class CountingDataSource {
         return connections.get();
     }
 
+    /** Outbox insert statements prepared since the last reset. */
+    int outboxInserts() {
+        return outboxInserts.get();
+    }
+
     void reset() {
         connections.set(0);
+        outboxInserts.set(0);
     }
 }

@@ -4,10 +4,13 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * Runs an effectively-once Kafka consumer: poll loops on their own threads, each poll processed as
- * one batch through {@link dev.once.IdempotentConsumer#processBatch}, offsets committed with
- * {@code commitSync} only after the database commit and only up to the last record of each
- * partition that was applied, found duplicate or dead-lettered without a gap.
+ * Runs an effectively-once Kafka consumer: poll loops on their own threads, each batch (a poll, or
+ * the polls that arrived while the previous batch ran, up to
+ * {@link KafkaConsumerRunnerBuilder#maxBatchRecords}) processed in one transaction through
+ * {@link dev.once.IdempotentConsumer#processBatch}, offsets committed only after the database
+ * commit ({@code commitAsync} between batches, {@code commitSync} on a rebalance and a close) and
+ * only up to the last record of each partition that was applied, found duplicate or dead-lettered
+ * without a gap.
  *
  * <pre>{@code
  * KafkaConsumerRunner runner = KafkaConsumerRunner.builder()

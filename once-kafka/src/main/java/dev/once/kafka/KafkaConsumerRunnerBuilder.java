@@ -1,5 +1,6 @@
 package dev.once.kafka;
 
+import dev.once.BatchHandler;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
@@ -35,7 +36,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>The runner gets its {@link IdempotentConsumer} one of two ways, and the order guarantee differs:
  * <ul>
- *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} (plus
+ *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} or {@link #batchHandler} (plus
  *       {@link #idempotentConsumer(Consumer)} for further settings): the runner builds the consumer
  *       and wraps the handler, so when record k of a partition fails, later records of that
  *       partition in the batch are held back, not applied. <em>Effects are applied in offset order
@@ -53,10 +54,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 public final class KafkaConsumerRunnerBuilder {
 
-    /** {@code max.poll.records} when not given: one batch, one transaction, one commit. */
+    /** {@code max.poll.records} when not given. */
     public static final int DEFAULT_MAX_POLL_RECORDS = 500;
     /** Tries of one record before it is dead-lettered. */
     public static final int DEFAULT_MAX_ATTEMPTS = 5;
+    /** Records per transaction when not given: polls merged while a batch runs, as many as four polls hold. */
+    public static final int DEFAULT_MAX_BATCH_POLLS = 4;
+    /** The most records one transaction may take. */
+    public static final int MAX_BATCH_RECORDS = 10_000;
     /** Backoff before the first retry; doubled per attempt up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
     /** Longest backoff between two tries of one record. */
@@ -76,6 +81,7 @@ public final class KafkaConsumerRunnerBuilder {
     private DataSource dataSource;
     private String consumer;
     private Handler handler;
+    private BatchHandler batchHandler;
     private Consumer<IdempotentConsumerBuilder> consumerSettings;
     private IdempotentConsumer prebuilt;
     private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
@@ -90,6 +96,7 @@ public final class KafkaConsumerRunnerBuilder {
             .build();
 
     private int threads = 1;
+    private Integer maxBatchRecords;
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration revokeTimeout;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
@@ -149,15 +156,28 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
-    /** The business effect, run in the claim transaction. Required. */
+    /** The business effect per record, run in the claim transaction. This or {@link #batchHandler}. */
     public KafkaConsumerRunnerBuilder handler(Handler handler) {
         this.handler = Objects.requireNonNull(handler, "handler");
         return this;
     }
 
     /**
+     * The business effect of a whole poll, applied set-wise in its claim transaction (see
+     * {@link BatchHandler}): called with the records the transaction claimed, in poll order (each
+     * partition's in offset order). This or {@link #handler}. The guarantees are those of the
+     * per-record handler: effects in offset order per partition (a failing batch is halved until
+     * the failing record stands alone; later records of its partition are held back and replayed
+     * after it), offsets committed in order, retries and dead letters per record.
+     */
+    public KafkaConsumerRunnerBuilder batchHandler(BatchHandler batchHandler) {
+        this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+        return this;
+    }
+
+    /**
      * Further settings of the underlying {@link IdempotentConsumer} (table prefix, lock timeout,
-     * permanent-failure predicate, clock). Its data source, consumer, handler and meter registry
+     * permanent-failure predicate, clock). Its data source, consumer, handler (or batch handler) and meter registry
      * are the runner's. Not with {@link #idempotentConsumer(IdempotentConsumer)}.
      */
     public KafkaConsumerRunnerBuilder idempotentConsumer(Consumer<IdempotentConsumerBuilder> settings) {
@@ -167,7 +187,7 @@ public final class KafkaConsumerRunnerBuilder {
 
     /**
      * A consumer built elsewhere, used as is, instead of {@link #dataSource}, {@link #consumer},
-     * {@link #handler} and {@link #idempotentConsumer(Consumer)} (setting any of them too fails at
+     * {@link #handler} (or {@link #batchHandler}) and {@link #idempotentConsumer(Consumer)} (setting any of them too fails at
      * {@link #build()}). Its name and meter registry are its own. The runner cannot wrap its
      * handler, so effects of later records of a partition may precede a failed record's retry
      * (each is still applied once; see the class description).
@@ -270,6 +290,22 @@ public final class KafkaConsumerRunnerBuilder {
         return this;
     }
 
+    /**
+     * The most records one batch, one transaction, takes (1 to {@value #MAX_BATCH_RECORDS}). The
+     * polls that return while a batch runs are merged into the next batch up to this many records,
+     * so a slow database gets fewer, larger transactions; an idle runner starts a batch with what
+     * one poll returns. Default {@value #DEFAULT_MAX_BATCH_POLLS} × {@code max.poll.records}, at most
+     * {@value #MAX_BATCH_RECORDS}. Below {@code max.poll.records}, a batch is one poll.
+     */
+    public KafkaConsumerRunnerBuilder maxBatchRecords(int maxBatchRecords) {
+        if (maxBatchRecords < 1 || maxBatchRecords > MAX_BATCH_RECORDS) {
+            throw new InvalidConfigurationException(
+                    "maxBatchRecords must be between 1 and " + MAX_BATCH_RECORDS + ", but was " + maxBatchRecords);
+        }
+        this.maxBatchRecords = maxBatchRecords;
+        return this;
+    }
+
     /** How long an idle {@code poll} waits; default {@link #DEFAULT_POLL_TIMEOUT}. */
     public KafkaConsumerRunnerBuilder pollTimeout(Duration pollTimeout) {
         this.pollTimeout = positive("pollTimeout", pollTimeout);
@@ -302,9 +338,9 @@ public final class KafkaConsumerRunnerBuilder {
      * Keeps each partition's next offset in the database, written in the same transaction as the
      * batch's claims (table {@code <prefix>kafka_offsets}, schema version 5), and seeks to it on
      * assignment where it is ahead of Kafka's committed offset: a crash or a rebalance between the
-     * database commit and {@code commitSync} then replays nothing the database committed (the inbox
+     * database commit and the offset commit then replays nothing the database committed (the inbox
      * still absorbs producer re-sends). Offsets are still committed to Kafka, for lag monitoring and
-     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler (not
+     * tools. Resetting the group's offsets in Kafka needs its rows deleted too. Needs a handler or batch handler (not
      * a prebuilt consumer); default false.
      */
     public KafkaConsumerRunnerBuilder offsetsInDatabase(boolean offsetsInDatabase) {
@@ -314,7 +350,7 @@ public final class KafkaConsumerRunnerBuilder {
 
     /**
      * Test hook: runs on the poll thread after a batch's database commit and before its
-     * {@code commitSync}, with the offsets about to be committed: the ack gap that crash tests
+     * offset commit, with the offsets about to be committed: the ack gap that crash tests
      * strike in. Not API.
      */
     KafkaConsumerRunnerBuilder afterDatabaseCommit(Consumer<Map<TopicPartition, OffsetAndMetadata>> hook) {
@@ -347,6 +383,9 @@ public final class KafkaConsumerRunnerBuilder {
             if (handler != null) {
                 conflicting.add("handler(...)");
             }
+            if (batchHandler != null) {
+                conflicting.add("batchHandler(...)");
+            }
             if (consumerSettings != null) {
                 conflicting.add("idempotentConsumer(settings -> ...)");
             }
@@ -365,14 +404,22 @@ public final class KafkaConsumerRunnerBuilder {
             if (consumer == null) {
                 missing.add("consumer");
             }
-            if (handler == null) {
-                missing.add("handler");
+            if (handler != null && batchHandler != null) {
+                throw new InvalidConfigurationException("handler(...) and batchHandler(...) were both set, but a"
+                        + " runner applies records one way: per record (handler) or per poll, set-wise"
+                        + " (batchHandler); remove one of them");
+            }
+            if (handler == null && batchHandler == null) {
+                missing.add("handler or batchHandler");
             }
         }
         if (!missing.isEmpty()) {
             throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
                     + ", but they were not set"
-                    + (prebuilt == null && (dataSource == null || consumer == null || handler == null)
+                    + (prebuilt == null
+                                    && (dataSource == null
+                                            || consumer == null
+                                            || (handler == null && batchHandler == null))
                             ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
                                     + " dataSource, consumer and handler)"
                             : ""));
@@ -398,7 +445,7 @@ public final class KafkaConsumerRunnerBuilder {
         }
         if (offsetsInDatabase && prebuilt != null) {
             throw new InvalidConfigurationException("offsetsInDatabase(true) needs the runner to build the consumer"
-                    + " (dataSource, consumer, handler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
+                    + " (dataSource, consumer, handler or batchHandler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
                     + " given, whose transactions the runner cannot write offsets in; drop one of them");
         }
         OrderGuard guard = null;
@@ -408,7 +455,7 @@ public final class KafkaConsumerRunnerBuilder {
             offsets = offsetsInDatabase
                     ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG)))
                     : null;
-            guard = new OrderGuard(handler, offsets);
+            guard = handler != null ? new OrderGuard(handler, offsets) : new OrderGuard(batchHandler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
             if (offsets == null) {
                 b.dataSource(dataSource);
@@ -422,7 +469,8 @@ public final class KafkaConsumerRunnerBuilder {
             } else {
                 b.transactions(offsets.transactions());
             }
-            idempotent = b.consumer(consumer).handler(guard).build();
+            b.consumer(consumer);
+            idempotent = (handler != null ? b.handler(guard) : b.batchHandler(guard)).build();
             if (offsets != null) {
                 offsets.bind(idempotent.inbox());
             }
@@ -438,6 +486,15 @@ public final class KafkaConsumerRunnerBuilder {
                 deadLetterProducerProperties(props),
                 retryPolicy,
                 threads,
+                maxBatchRecords != null
+                        ? maxBatchRecords
+                        : Math.min(
+                                MAX_BATCH_RECORDS,
+                                DEFAULT_MAX_BATCH_POLLS
+                                        * intProperty(
+                                                props,
+                                                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                                                DEFAULT_MAX_POLL_RECORDS)),
                 pollTimeout,
                 revoke,
                 closeTimeout,

@@ -1,5 +1,7 @@
 package dev.once.kafka;
 
+import dev.once.BatchHandler;
+import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.TestDatabase;
@@ -54,6 +56,33 @@ final class KafkaLedger {
             ins.setLong(4, amount);
             ins.executeUpdate();
             upd.setLong(1, amount);
+            upd.executeUpdate();
+        }
+    };
+
+    /**
+     * {@link #CREDIT} set-wise: the log rows as one JDBC batch, the balance as one update of the
+     * batch's sum. Records in {@code applied} in the order of the list.
+     */
+    static final BatchHandler BATCH_CREDIT = (claimed, tx) -> {
+        long sum = 0;
+        try (PreparedStatement ins = tx.connection()
+                        .prepareStatement("INSERT INTO applied (event_id, part, off, amount) VALUES (?, ?, ?, ?)");
+                PreparedStatement upd =
+                        tx.connection().prepareStatement("UPDATE account SET balance = balance + ? WHERE id = 1")) {
+            for (Delivery d : claimed) {
+                long amount = Long.parseLong(d.payloadText());
+                int at = d.source().lastIndexOf('@');
+                int slash = d.source().lastIndexOf('/');
+                ins.setString(1, d.eventId());
+                ins.setInt(2, Integer.parseInt(d.source().substring(slash + 1, at)));
+                ins.setLong(3, Long.parseLong(d.source().substring(at + 1)));
+                ins.setLong(4, amount);
+                ins.addBatch();
+                sum += amount;
+            }
+            ins.executeBatch();
+            upd.setLong(1, sum);
             upd.executeUpdate();
         }
     };

@@ -46,8 +46,9 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * {@linkplain Builder#deadLetterQueueUrl(String) dead-letter queue} when one is set, and are
  * then deleted; without one they are left to the queue's redrive policy.
  *
- * <p>FIFO queues ({@code .fifo}): messages of one message group are processed in order, one
- * transaction each, each settled before the next; the first that is not deleted (a retryable
+ * <p>FIFO queues ({@code .fifo}): the messages of one message group in a receive are processed in
+ * order as one batch ({@link IdempotentConsumer#processInOrder}: one transaction when all go
+ * through, nothing applied after the first that does not); the first that is not deleted (a retryable
  * failure, or a permanent one whose dead-letter send failed or that has no dead-letter queue)
  * stops its group, and the later ones of that group are released for redelivery behind it. A
  * FIFO dead-letter queue gets the message's group and its message id as deduplication id.
@@ -130,7 +131,7 @@ public final class SqsConsumer implements AutoCloseable {
             loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
         }
         if (fifo) {
-            // FIFO: each group in order, one transaction per message, settled before the next
+            // FIFO: each group's run in order, as one batch, nothing applied past a message not settled
             loop.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID));
         }
         this.driver = loop.build();

@@ -23,6 +23,9 @@ final class Recorder implements IdempotentConsumer {
 
     final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
     final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
+    /** The size of each ordered run the adapter handed over. */
+    final List<Integer> runs = new CopyOnWriteArrayList<>();
+
     private final IdempotentConsumer delegate;
     private volatile Consumer<Delivery> onDelivery = d -> {};
 
@@ -83,6 +86,16 @@ final class Recorder implements IdempotentConsumer {
         deliveries.addAll(ds);
         ds.forEach(onDelivery);
         List<Outcome> os = delegate.processBatch(ds);
+        outcomes.addAll(os);
+        return os;
+    }
+
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> ds) {
+        deliveries.addAll(ds);
+        ds.forEach(onDelivery);
+        runs.add(ds.size());
+        List<Outcome> os = delegate.processInOrder(ds);
         outcomes.addAll(os);
         return os;
     }

@@ -72,6 +72,32 @@ class SqsFifoTest {
     }
 
     @Test
+    void aGroupsMessagesOfOneReceiveAreHandedOverAsOneOrderedBatch() throws Exception {
+        Recorder recorder = new Recorder(db, d -> {});
+        List<String> g = new ArrayList<>();
+        for (int i = 1; i <= 10; i++) {
+            g.add("g-" + i);
+            send("g-" + i, "g", "ok");
+        }
+        try (SqsConsumer c = SqsConsumer.builder()
+                .client(TestSqs.client())
+                .queueUrl(queue)
+                .consumer(recorder)
+                .maxMessages(10)
+                .concurrency(1)
+                .waitTime(Duration.ofSeconds(1))
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 10);
+        }
+        assertThat(recorder.runs.stream().mapToInt(Integer::intValue).max().orElse(0))
+                .as("messages of one group in one run")
+                .isGreaterThan(1);
+        assertThat(recorder.runs.size()).as("runs for 10 messages").isLessThan(10);
+        assertThat(appliedOrder("g-%")).isEqualTo(g);
+    }
+
+    @Test
     void fifoDeadLetterSendCarriesTheGroupAndDeduplicationIdAndSuccessorsWaitForIt() throws Exception {
         String dlq = TestSqs.createQueue("fifo-dlq-" + System.nanoTime() + ".fifo", 30);
         try {

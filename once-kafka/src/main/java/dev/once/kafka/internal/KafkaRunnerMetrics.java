@@ -15,7 +15,8 @@ import org.apache.kafka.common.TopicPartition;
  * {@code once.kafka.records.polled}, {@code once.kafka.records.applied},
  * {@code once.kafka.records.duplicate}, {@code once.kafka.records.failed{kind=retryable|permanent}},
  * {@code once.kafka.records.dead_lettered}, {@code once.kafka.records.missing_id},
- * {@code once.kafka.commit.latency} (timer of {@code commitSync}) and
+ * {@code once.kafka.commit.latency} (timer of an offset commit, an async one until its callback),
+ * {@code once.kafka.commit.failed} (offset commits that failed: replays follow, absorbed) and
  * {@code once.kafka.lag{topic,partition}} (records behind the log end, as last seen by a poll). Not API.
  */
 public final class KafkaRunnerMetrics {
@@ -30,6 +31,7 @@ public final class KafkaRunnerMetrics {
     final Counter deadLettered;
     final Counter missingId;
     final Timer commitLatency;
+    final Counter commitFailed;
     private final Map<TopicPartition, AtomicLong> lag = new ConcurrentHashMap<>();
 
     public KafkaRunnerMetrics(MeterRegistry registry, String consumer, String group) {
@@ -48,9 +50,13 @@ public final class KafkaRunnerMetrics {
         deadLettered = counter("once.kafka.records.dead_lettered", "records sent to the dead-letter topic", tags);
         missingId = counter("once.kafka.records.missing_id", "records without an event id", tags);
         commitLatency = Timer.builder("once.kafka.commit.latency")
-                .description("time of one offset commitSync")
+                .description("time of one offset commit, an async one until its callback")
                 .tags(tags)
                 .register(registry);
+        commitFailed = counter(
+                "once.kafka.commit.failed",
+                "offset commits that failed; their records are replayed and absorbed by the inbox",
+                tags);
     }
 
     private Counter counter(String name, String description, Tags t) {

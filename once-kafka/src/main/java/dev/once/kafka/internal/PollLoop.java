@@ -42,11 +42,16 @@ import org.slf4j.LoggerFactory;
  * One poll loop: a {@code KafkaConsumer} owned by the poll thread, and a worker thread that runs
  * each batch through the idempotent consumer. While a batch runs, the poll thread keeps calling
  * {@code poll}, so the group membership survives a batch longer than {@code max.poll.interval.ms};
- * it fetches the next batch and then pauses every partition, so at most one batch waits. When the batch ends, the
- * poll thread seeks back where a record must be tried again (dropping what was fetched after it),
- * starts the next batch, and commits the finished batch's offsets with {@code commitSync} while the
- * next one runs (a rebalance commits them first). Only the poll thread touches the consumer. What
- * a processed batch means for each partition is decided by {@link BatchVerdicts}. Not API.
+ * what those polls return is merged into the next batch until it holds
+ * {@link RunnerSettings#maxBatchRecords()} records, then every partition is paused, so at most one
+ * batch waits and a slow database gets larger transactions. When the batch ends, the poll thread
+ * seeks back where a record must be tried again (dropping what was fetched after it), starts the
+ * next batch, and commits the finished batch's offsets with {@code commitAsync} while the next one
+ * runs: only offsets whose database commit is done are ever sent, so a failed or late async commit
+ * only causes replays, which the inbox absorbs. A rebalance and a close commit with
+ * {@code commitSync}, again including what was sent asynchronously, before the partitions go.
+ * Only the poll thread touches the consumer. What a processed batch means for each partition is
+ * decided by {@link BatchVerdicts}. Not API.
  */
 final class PollLoop implements Runnable {
 
@@ -80,13 +85,20 @@ final class PollLoop implements Runnable {
     private KafkaConsumer<byte[], byte[]> consumer;
     private InFlight inFlight;
     /**
-     * The next batch, fetched while the current one runs; every partition is paused while it is
-     * held, so at most one batch waits. Its records of a partition that is sought back or revoked
-     * are dropped.
+     * The next batch, fetched while the current one runs; every partition is paused once it holds
+     * {@code maxBatchRecords}, so at most one batch waits. Its records of a partition that is
+     * sought back or revoked are dropped.
      */
     private Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> prefetched;
-    /** Offsets of the last finished batch, committed in the database and not yet in Kafka. */
+
+    private int prefetchedCount;
+    /** Offsets of the last finished batch, committed in the database and not yet sent to Kafka. */
     private Map<TopicPartition, OffsetAndMetadata> pendingCommit;
+    /**
+     * The newest offsets of each owned partition whose database commit is done, sent or not: what a
+     * revoke or close commits synchronously, since an async commit still in flight may fail.
+     */
+    private final Map<TopicPartition, OffsetAndMetadata> databaseCommitted = new HashMap<>();
 
     private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
 
@@ -140,11 +152,11 @@ final class PollLoop implements Runnable {
                     }
                     if (prefetched != null) {
                         startBatch(prefetched);
-                        prefetched = null;
+                        clearPrefetched();
                         resumeAllButBackoffs();
                     }
-                    // The finished batch's commit round trip overlaps the next batch's transaction.
-                    commitPending();
+                    // The finished batch's commit overlaps the next batch's transaction.
+                    commitPending(false);
                 } else {
                     take(consumer.poll(Duration.ZERO));
                     // A revoke inside that poll may have finished the batch already.
@@ -154,8 +166,8 @@ final class PollLoop implements Runnable {
                 }
             }
             drainOnClose();
-            prefetched = null;
-            commitPending();
+            clearPrefetched();
+            commitPending(true);
         } catch (Throwable t) {
             failure = t;
             log.error("{}: poll loop stopped by an unexpected failure; uncommitted records will be replayed", name, t);
@@ -186,12 +198,15 @@ final class PollLoop implements Runnable {
 
     // ---- poll thread -----------------------------------------------------------------------
 
-    /** Keeps what a poll returned as the next batch and pauses everything until it is started. */
+    /**
+     * Adds what a poll returned to the next batch (each partition's records continue its list in
+     * offset order) and pauses everything once the batch is full, until it is started.
+     */
     private void take(ConsumerRecords<byte[], byte[]> records) {
         if (records.isEmpty()) {
             return;
         }
-        if (prefetched != null) {
+        if (full()) {
             // Paused partitions return nothing; one assigned meanwhile may slip through: give it back.
             for (TopicPartition tp : records.partitions()) {
                 consumer.seek(tp, records.records(tp).get(0).offset());
@@ -201,11 +216,21 @@ final class PollLoop implements Runnable {
         }
         metrics.polled.increment(records.count());
         recordLag();
-        prefetched = new LinkedHashMap<>();
-        for (TopicPartition tp : records.partitions()) {
-            prefetched.put(tp, records.records(tp));
+        if (prefetched == null) {
+            prefetched = new LinkedHashMap<>();
         }
-        consumer.pause(consumer.assignment());
+        for (TopicPartition tp : records.partitions()) {
+            prefetched.computeIfAbsent(tp, k -> new ArrayList<>()).addAll(records.records(tp));
+        }
+        prefetchedCount += records.count();
+        if (full()) {
+            consumer.pause(consumer.assignment());
+        }
+    }
+
+    /** Whether the next batch holds all it may: every partition is paused until it starts. */
+    private boolean full() {
+        return prefetched != null && prefetchedCount >= settings.maxBatchRecords();
     }
 
     private void startBatch(Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> batch) {
@@ -218,6 +243,11 @@ final class PollLoop implements Runnable {
         inFlight = new InFlight(worker.submit(() -> process(list)), firstOffsets);
     }
 
+    private void clearPrefetched() {
+        prefetched = null;
+        prefetchedCount = 0;
+    }
+
     /** Seeks {@code tp} to {@code offset}, dropping what was prefetched of it. */
     private void seek(TopicPartition tp, long offset) {
         consumer.seek(tp, offset);
@@ -226,9 +256,16 @@ final class PollLoop implements Runnable {
 
     private void dropPrefetched(Collection<TopicPartition> partitions) {
         if (prefetched != null) {
-            prefetched.keySet().removeAll(partitions);
+            boolean wasFull = full();
+            for (TopicPartition tp : partitions) {
+                List<ConsumerRecord<byte[], byte[]>> dropped = prefetched.remove(tp);
+                prefetchedCount -= dropped == null ? 0 : dropped.size();
+            }
             if (prefetched.isEmpty()) {
-                prefetched = null;
+                clearPrefetched();
+            }
+            if (wasFull && !full()) {
+                resumeAllButBackoffs();
             }
         }
     }
@@ -278,6 +315,7 @@ final class PollLoop implements Runnable {
             if (!r.commit().isEmpty()) {
                 pendingCommit = pendingCommit == null ? new HashMap<>() : pendingCommit;
                 pendingCommit.putAll(r.commit());
+                databaseCommitted.putAll(r.commit());
             }
             long now = System.nanoTime();
             r.seekTo().forEach((tp, offset) -> {
@@ -297,20 +335,42 @@ final class PollLoop implements Runnable {
                 log.error("{}: stopping: {}", name, r.fatal().getMessage());
             }
         }
-        if (prefetched == null) {
+        if (!full()) {
             resumeAllButBackoffs();
         }
     }
 
-    /** Commits the offsets of the last finished batch that this loop still owns. */
-    private void commitPending() {
-        if (pendingCommit == null) {
+    /**
+     * Commits the offsets of the finished batches that this loop still owns, all of them committed
+     * in the database first. Asynchronously between batches; {@code sync} (a rebalance, a close)
+     * waits, and sends again every owned partition's newest database-committed offset, since an
+     * async commit still in flight may yet fail.
+     */
+    private void commitPending(boolean sync) {
+        Set<TopicPartition> owned = consumer.assignment();
+        if (pendingCommit != null) {
+            Map<TopicPartition, OffsetAndMetadata> offsets = pendingCommit;
+            pendingCommit = null;
+            offsets.keySet().retainAll(owned);
+            settings.afterDatabaseCommit().accept(Map.copyOf(offsets));
+            if (!sync && !offsets.isEmpty()) {
+                long start = System.nanoTime();
+                consumer.commitAsync(offsets, (committed, e) -> {
+                    metrics.commitLatency.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                    if (e != null) {
+                        metrics.commitFailed.increment();
+                        // The database has these records; the next commit carries newer offsets, and a
+                        // new owner replays from the last one that landed, absorbed by the inbox.
+                        log.debug("{}: async offset commit failed: {}", name, e.toString());
+                    }
+                });
+            }
+        }
+        if (!sync) {
             return;
         }
-        Map<TopicPartition, OffsetAndMetadata> offsets = pendingCommit;
-        pendingCommit = null;
-        offsets.keySet().retainAll(consumer.assignment());
-        settings.afterDatabaseCommit().accept(Map.copyOf(offsets));
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>(databaseCommitted);
+        offsets.keySet().retainAll(owned);
         if (offsets.isEmpty()) {
             return;
         }
@@ -318,6 +378,7 @@ final class PollLoop implements Runnable {
         try {
             consumer.commitSync(offsets);
         } catch (KafkaException e) {
+            metrics.commitFailed.increment();
             // The database has these records; a new owner replays them and the inbox absorbs them.
             log.warn(
                     "{}: offset commit failed, {} partitions will be replayed from their last commit: {}",
@@ -341,7 +402,7 @@ final class PollLoop implements Runnable {
             }
         });
         due.forEach(backoffUntil::remove);
-        if (prefetched == null) {
+        if (!full()) {
             due.retainAll(consumer.assignment());
             consumer.resume(due);
         }
@@ -393,7 +454,7 @@ final class PollLoop implements Runnable {
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            if (prefetched != null) {
+            if (full()) {
                 consumer.pause(partitions); // at most one batch waits
             }
             if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
@@ -427,7 +488,7 @@ final class PollLoop implements Runnable {
         /** Commits what the database committed, if this loop may still commit; drops the rest. */
         private void settle(Collection<TopicPartition> partitions, boolean mayCommit) {
             if (mayCommit) {
-                commitPending();
+                commitPending(true);
             } else if (pendingCommit != null) {
                 pendingCommit.keySet().removeAll(partitions);
             }
@@ -443,7 +504,7 @@ final class PollLoop implements Runnable {
                 }
                 if (done) {
                     finishBatch();
-                    commitPending();
+                    commitPending(true);
                 } else {
                     f.abandoned = true;
                     log.warn(
@@ -457,6 +518,8 @@ final class PollLoop implements Runnable {
             }
             for (TopicPartition tp : partitions) {
                 backoffUntil.remove(tp);
+                // A later owner moves them on; a stale offset sent on its return would move them back.
+                databaseCommitted.remove(tp);
             }
             verdicts.forget(partitions);
             if (prefetched != null) {

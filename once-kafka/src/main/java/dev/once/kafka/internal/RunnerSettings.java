@@ -30,6 +30,7 @@ public record RunnerSettings(
         Map<String, Object> producerProperties,
         RetryPolicy retryPolicy,
         int threads,
+        int maxBatchRecords,
         Duration pollTimeout,
         Duration revokeTimeout,
         Duration closeTimeout,

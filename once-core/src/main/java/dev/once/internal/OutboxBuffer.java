@@ -1,0 +1,69 @@
+package dev.once.internal;
+
+import dev.once.Outbox;
+import dev.once.OutboxHeaders;
+import dev.once.jdbc.Dialect;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The outbox rows of one transaction, from every cause's {@link JdbcOutbox}, written together by
+ * {@link #flush}: a batch of n deliveries that each add a row costs one insert, not n. Not
+ * thread-safe. Not API.
+ */
+public final class OutboxBuffer {
+
+    private final Connection connection;
+    private final OutboxRepository repository;
+    private final Clock clock;
+    private final OutboxHeaders headers;
+    private final List<OutboxRepository.NewRow> rows = new ArrayList<>();
+
+    public OutboxBuffer(Connection connection, Dialect dialect, String prefix, Clock clock, OutboxHeaders headers) {
+        this.connection = connection;
+        this.repository = new OutboxRepository(dialect, prefix);
+        this.clock = clock;
+        this.headers = headers;
+    }
+
+    /** {@code given} with the {@link OutboxHeaders} hook's headers added; the caller's win on a clash. */
+    Map<String, String> withHookHeaders(Map<String, String> given) {
+        Map<String, String> extra = headers.current();
+        if (extra == null || extra.isEmpty()) {
+            return given;
+        }
+        Map<String, String> all = new LinkedHashMap<>(extra);
+        if (given != null) {
+            all.putAll(given);
+        }
+        return all;
+    }
+
+    /** Buffers a row; a transaction this large writes what it holds now, to bound the memory it keeps. */
+    void add(OutboxRepository.NewRow row) throws SQLException {
+        rows.add(row);
+        if (rows.size() >= Outbox.FLUSH_ROWS) {
+            flush();
+        }
+    }
+
+    /**
+     * Writes what was buffered since the last flush, in one statement, on the transaction's
+     * connection; the engine calls it once, after the handler returned and before the claim commits.
+     * Writing at the end, after everything the handlers locked, is also what keeps a key's ids in
+     * commit order: two transactions serialized by a lock (the same account row) get their ids in
+     * the order they commit.
+     */
+    public void flush() throws SQLException {
+        if (rows.isEmpty()) {
+            return;
+        }
+        repository.insert(connection, rows, clock.instant());
+        rows.clear();
+    }
+}

@@ -1,0 +1,18 @@
+package dev.once.core;
+
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
+
+/** One outbox write per batch transaction on MariaDB (one JDBC batch). */
+class OutboxBatchFlushMariaDbTest extends OutboxBatchFlushTest {
+
+    @Override
+    protected TestDatabase newDatabase() {
+        return TestMariaDb.shared().freshDatabase(2);
+    }
+
+    @Override
+    protected boolean postgres() {
+        return false;
+    }
+}
