@@ -45,6 +45,7 @@ public final class IdempotentConsumerBuilder {
     private MeterRegistry meterRegistry = Metrics.globalRegistry;
     private Clock clock = Clock.systemUTC();
     private MismatchPolicy mismatchPolicy = DEFAULT_MISMATCH_POLICY;
+    private OutboxHeaders outboxHeaders = OutboxHeaders.NONE;
 
     IdempotentConsumerBuilder() {}
 
@@ -198,6 +199,19 @@ public final class IdempotentConsumerBuilder {
     }
 
     /**
+     * Headers added to every row the handler adds to {@code tx.outbox()}, on the handler's thread:
+     * the hook a tracing integration uses to store the trace context of the delivery being handled
+     * with each row (see {@link OutboxHeaders}). Default {@link OutboxHeaders#NONE}.
+     */
+    public IdempotentConsumerBuilder outboxHeaders(OutboxHeaders outboxHeaders) {
+        if (outboxHeaders == null) {
+            throw new InvalidConfigurationException("outboxHeaders must not be null (OutboxHeaders.NONE for none)");
+        }
+        this.outboxHeaders = outboxHeaders;
+        return this;
+    }
+
+    /**
      * @throws InvalidConfigurationException naming what is missing, or if the dialect cannot be detected
      */
     public IdempotentConsumer build() {
@@ -230,7 +244,8 @@ public final class IdempotentConsumerBuilder {
                 meterRegistry,
                 clock,
                 outcomeListener,
-                mismatchPolicy);
+                mismatchPolicy,
+                outboxHeaders);
     }
 
     // An owned provider's first connection also proves the pool hands out auto-commit connections,

@@ -7,8 +7,6 @@ import dev.once.jdbc.TablePrefix;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -33,11 +31,9 @@ import java.util.Map;
 public final class TransactionOutbox implements Outbox {
 
     private final JdbcOutbox rows;
-    private final OutboxHeaders headers;
 
     private TransactionOutbox(Builder b) {
-        this.rows = new JdbcOutbox(b.connection, b.dialect, b.tablePrefix, b.source, b.cause, b.clock);
-        this.headers = b.headers;
+        this.rows = new JdbcOutbox(b.connection, b.dialect, b.tablePrefix, b.source, b.cause, b.clock, b.headers);
     }
 
     public static Builder builder() {
@@ -48,16 +44,12 @@ public final class TransactionOutbox implements Outbox {
     public String add(
             String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
             throws SQLException {
-        return rows.add(destination, key, payload, withEnriched(headers), idempotencyKey);
+        return rows.add(destination, key, payload, headers, idempotencyKey);
     }
 
     @Override
     public List<String> addAll(List<Message> messages) throws SQLException {
-        List<String> ids = new ArrayList<>(messages.size());
-        for (Message m : messages) {
-            ids.add(add(m.destination(), m.key(), m.payload(), m.headers(), m.idempotencyKey()));
-        }
-        return ids;
+        return rows.addAll(messages);
     }
 
     /**
@@ -66,18 +58,6 @@ public final class TransactionOutbox implements Outbox {
      */
     public void flush() throws SQLException {
         rows.flush();
-    }
-
-    private Map<String, String> withEnriched(Map<String, String> given) {
-        Map<String, String> extra = headers.current();
-        if (extra == null || extra.isEmpty()) {
-            return given;
-        }
-        Map<String, String> all = new LinkedHashMap<>(extra);
-        if (given != null) {
-            all.putAll(given); // the caller's headers win
-        }
-        return all;
     }
 
     /** Builds a {@link TransactionOutbox}; {@code connection}, {@code dialect}, {@code source} and {@code cause} are required. Not thread-safe. */

@@ -7,6 +7,7 @@ import dev.once.HandlerMisuseException;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.MismatchPolicy;
+import dev.once.OutboxHeaders;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.OutcomeListener;
@@ -66,6 +67,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifySql;
     private final String verifyAndCommitSql;
     private final MismatchPolicy mismatchPolicy;
+    private final OutboxHeaders outboxHeaders;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -81,7 +83,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             MeterRegistry registry,
             Clock clock,
             OutcomeListener listener,
-            MismatchPolicy mismatchPolicy) {
+            MismatchPolicy mismatchPolicy,
+            OutboxHeaders outboxHeaders) {
         this.transactions = transactions;
         this.consumer = consumer;
         this.handler = handler;
@@ -96,6 +99,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.verifySql = dialect.verifyClaim(inbox.tablePrefix());
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
         this.mismatchPolicy = mismatchPolicy;
+        this.outboxHeaders = outboxHeaders;
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -489,7 +493,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         if (claimed.isEmpty()) {
             return null;
         }
-        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock);
+        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock, outboxHeaders);
         if (batchHandler != null) {
             DefaultBatchTx batchTx =
                     new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);

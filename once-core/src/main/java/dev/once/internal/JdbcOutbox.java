@@ -3,6 +3,7 @@ package dev.once.internal;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outbox;
+import dev.once.OutboxHeaders;
 import dev.once.jdbc.Dialect;
 import dev.once.outbox.OutboxMessage;
 import java.nio.charset.StandardCharsets;
@@ -35,8 +36,14 @@ public final class JdbcOutbox implements Outbox {
 
     /** An outbox with a buffer of its own, flushed by {@link #flush}. */
     public JdbcOutbox(
-            Connection connection, Dialect dialect, String prefix, String consumer, String eventId, Clock clock) {
-        this(new OutboxBuffer(connection, dialect, prefix, clock), consumer, eventId);
+            Connection connection,
+            Dialect dialect,
+            String prefix,
+            String consumer,
+            String eventId,
+            Clock clock,
+            OutboxHeaders headers) {
+        this(new OutboxBuffer(connection, dialect, prefix, clock, headers), consumer, eventId);
     }
 
     /** The outbox of cause {@code eventId}, its rows going to the transaction's shared {@code buffer}. */
@@ -76,6 +83,7 @@ public final class JdbcOutbox implements Outbox {
     public String add(
             String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
             throws SQLException {
+        headers = buffer.withHookHeaders(headers);
         if (destination == null || destination.isBlank() || destination.length() > MAX_DESTINATION) {
             throw new InvalidDeliveryException("outbox destination must be 1 to " + MAX_DESTINATION
                     + " non-blank characters, but was " + Names.quoted(destination));

@@ -1,12 +1,15 @@
 package dev.once.internal;
 
 import dev.once.Outbox;
+import dev.once.OutboxHeaders;
 import dev.once.jdbc.Dialect;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The outbox rows of one transaction, from every cause's {@link JdbcOutbox}, written together by
@@ -18,12 +21,27 @@ public final class OutboxBuffer {
     private final Connection connection;
     private final OutboxRepository repository;
     private final Clock clock;
+    private final OutboxHeaders headers;
     private final List<OutboxRepository.NewRow> rows = new ArrayList<>();
 
-    public OutboxBuffer(Connection connection, Dialect dialect, String prefix, Clock clock) {
+    public OutboxBuffer(Connection connection, Dialect dialect, String prefix, Clock clock, OutboxHeaders headers) {
         this.connection = connection;
         this.repository = new OutboxRepository(dialect, prefix);
         this.clock = clock;
+        this.headers = headers;
+    }
+
+    /** {@code given} with the {@link OutboxHeaders} hook's headers added; the caller's win on a clash. */
+    Map<String, String> withHookHeaders(Map<String, String> given) {
+        Map<String, String> extra = headers.current();
+        if (extra == null || extra.isEmpty()) {
+            return given;
+        }
+        Map<String, String> all = new LinkedHashMap<>(extra);
+        if (given != null) {
+            all.putAll(given);
+        }
+        return all;
     }
 
     /** Buffers a row; a transaction this large writes what it holds now, to bound the memory it keeps. */

@@ -2,6 +2,7 @@ package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.OutboxHeaders;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.internal.JdbcOutbox;
@@ -98,8 +99,8 @@ class MariaDbSmokeTest {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             for (String id : List.of("a1", "a2", "b1")) {
-                JdbcOutbox outbox =
-                        new JdbcOutbox(c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock);
+                JdbcOutbox outbox = new JdbcOutbox(
+                        c, Dialects.MARIADB, TablePrefix.DEFAULT, "test", "evt-" + id, clock, OutboxHeaders.NONE);
                 outbox.add("topic", id.substring(0, 1), id.getBytes(StandardCharsets.UTF_8), Map.of(), null);
                 outbox.flush();
             }

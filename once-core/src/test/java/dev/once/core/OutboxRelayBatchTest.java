@@ -229,8 +229,10 @@ class OutboxRelayBatchTest {
                                         .toArray(CompletableFuture[]::new))
                                 .join();
                         // Every send accepted; now the relay's session dies, holding the row locks.
-                        db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname ="
-                                + " current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()");
+                        // Only the session holding this schema's outbox rows: other tests share the database.
+                        db.queryLong(
+                                "SELECT count(pg_terminate_backend(pid)) FROM (SELECT DISTINCT pid FROM pg_locks"
+                                        + " WHERE relation = 'once_outbox'::regclass AND granted AND pid <> pg_backend_pid()) l");
                         return stages;
                     }
                 },

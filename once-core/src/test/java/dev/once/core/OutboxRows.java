@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import dev.once.OutboxHeaders;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -32,7 +33,8 @@ final class OutboxRows {
             throws SQLException {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
-            JdbcOutbox outbox = new JdbcOutbox(c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock);
+            JdbcOutbox outbox = new JdbcOutbox(
+                    c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock, OutboxHeaders.NONE);
             String id = outbox.add(destination, key, payload.getBytes(StandardCharsets.UTF_8), headers, idempotencyKey);
             outbox.flush();
             c.commit();

@@ -148,4 +148,47 @@ class OutboxWriteTest {
                     .isEqualTo("orders:sha256:".length() + 64 + 2);
         }
     }
+
+    @Test
+    void theOutboxHeadersHookAddsToEveryRowAHandlerAddsAndTheHandlersOwnHeadersWin() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            // A hook that tries to pose as the row's event id too: the outbox's own ids must win.
+            Map<String, String> hook =
+                    Map.of("traceparent", "00-hook-01", "x", "hook", OutboxMessage.EVENT_ID_HEADER, "forged");
+            IdempotentConsumer perEvent = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
+                    .outboxHeaders(() -> hook)
+                    .handler((d, tx) -> tx.outbox().add("emails", "c-1", new byte[0], Map.of("x", "handler"), null))
+                    .build();
+            IdempotentConsumer setWise = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("billing")
+                    .outboxHeaders(() -> hook)
+                    .batchHandler((deliveries, tx) -> {
+                        for (Delivery d : deliveries) {
+                            tx.outbox(d).add("invoices", "c-1", new byte[0], Map.of(), null);
+                        }
+                    })
+                    .build();
+            perEvent.process(Delivery.of("order-1", ""));
+            setWise.processBatch(List.of(Delivery.of("order-2", ""), Delivery.of("order-3", "")));
+            List<String> rows = new ArrayList<>();
+            try (Connection c = db.dataSource().getConnection();
+                    Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT event_id, headers FROM once_outbox ORDER BY id")) {
+                while (rs.next()) {
+                    rows.add(rs.getString(1) + "|" + rs.getString(2));
+                }
+            }
+            assertThat(rows)
+                    .hasSize(3)
+                    .allSatisfy(row ->
+                            assertThat(row).contains("traceparent=00-hook-01").doesNotContain("forged"));
+            assertThat(rows.get(0))
+                    .as("the handler's header wins over the hook's")
+                    .contains("x=handler");
+            assertThat(rows.get(1)).contains("x=hook");
+        }
+    }
 }

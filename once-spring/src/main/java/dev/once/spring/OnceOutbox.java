@@ -6,8 +6,6 @@ import dev.once.TransactionOutbox;
 import dev.once.Tx;
 import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -49,7 +47,7 @@ public final class OnceOutbox implements Outbox {
             throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
-            return tx.outbox().add(destination, key, payload, withOutboxHeaders(headers), idempotencyKey);
+            return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
         }
         return standalone().add(destination, key, payload, headers, idempotencyKey);
     }
@@ -64,32 +62,9 @@ public final class OnceOutbox implements Outbox {
     public List<String> addAll(List<Message> messages) throws SQLException {
         Tx tx = IdempotentListenerInterceptor.currentTx();
         if (tx != null) {
-            List<String> ids = new ArrayList<>(messages.size());
-            for (Message m : messages) {
-                ids.add(tx.outbox()
-                        .add(
-                                m.destination(),
-                                m.key(),
-                                m.payload(),
-                                withOutboxHeaders(m.headers()),
-                                m.idempotencyKey()));
-            }
-            return ids;
+            return tx.outbox().addAll(messages);
         }
         return standalone().addAll(messages);
-    }
-
-    // A listener's rows go through the engine's own outbox of the delivery, which has no header hook.
-    private Map<String, String> withOutboxHeaders(Map<String, String> given) {
-        Map<String, String> extra = once.outboxHeaders().current();
-        if (extra.isEmpty()) {
-            return given;
-        }
-        Map<String, String> all = new LinkedHashMap<>(extra);
-        if (given != null) {
-            all.putAll(given); // the caller's headers win
-        }
-        return all;
     }
 
     /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */

@@ -100,7 +100,8 @@ public final class OnceSpring {
                 .dialect(dialect)
                 .tablePrefix(tablePrefix)
                 .meterRegistry(meterRegistry)
-                .clock(clock);
+                .clock(clock)
+                .outboxHeaders(outboxHeaders);
         if (lockTimeout != null) {
             b.lockTimeout(lockTimeout);
         }

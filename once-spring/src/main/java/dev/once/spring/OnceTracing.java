@@ -3,14 +3,17 @@ package dev.once.spring;
 import dev.once.OutboxHeaders;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Publisher;
+import dev.once.outbox.Receipt;
 import io.micrometer.tracing.Link;
 import io.micrometer.tracing.Span;
 import io.micrometer.tracing.TraceContext;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletionStage;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -74,27 +77,57 @@ public final class OnceTracing {
      */
     public Publisher publisher(Publisher delegate) {
         Objects.requireNonNull(delegate, "delegate");
-        return message -> {
-            Span.Builder builder = tracer.spanBuilder()
-                    .setNoParent()
-                    .name(SEND_SPAN)
-                    .kind(Span.Kind.PRODUCER)
-                    .tag("messaging.destination.name", message.destination())
-                    .tag("once.event_id", message.eventId());
-            TraceContext origin = origin(message);
-            if (origin != null) {
-                builder.addLink(new Link(origin));
+        return new Publisher() {
+            @Override
+            public Receipt publish(OutboxMessage message) throws Exception {
+                Span span = sendSpan(message);
+                try (Tracer.SpanInScope scope = tracer.withSpan(span)) {
+                    return delegate.publish(message);
+                } catch (Exception | Error e) {
+                    span.error(e);
+                    throw e;
+                } finally {
+                    span.end();
+                }
             }
-            Span span = builder.start();
-            try (Tracer.SpanInScope scope = tracer.withSpan(span)) {
-                return delegate.publish(message);
-            } catch (Exception | Error e) {
-                span.error(e);
-                throw e;
-            } finally {
-                span.end();
+
+            /** Keeps the delegate's batch concurrent: one span per message, ended when its send completes. */
+            @Override
+            public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+                List<Span> spans = messages.stream().map(m -> sendSpan(m)).toList();
+                List<CompletionStage<Receipt>> stages;
+                try {
+                    stages = delegate.publishAll(messages);
+                } catch (RuntimeException | Error e) {
+                    spans.forEach(span -> span.error(e).end());
+                    throw e;
+                }
+                for (int i = 0; i < stages.size() && i < spans.size(); i++) {
+                    Span span = spans.get(i);
+                    stages.get(i).whenComplete((receipt, failure) -> {
+                        if (failure != null) {
+                            span.error(failure);
+                        }
+                        span.end();
+                    });
+                }
+                return stages;
             }
         };
+    }
+
+    private Span sendSpan(OutboxMessage message) {
+        Span.Builder builder = tracer.spanBuilder()
+                .setNoParent()
+                .name(SEND_SPAN)
+                .kind(Span.Kind.PRODUCER)
+                .tag("messaging.destination.name", message.destination())
+                .tag("once.event_id", message.eventId());
+        TraceContext origin = origin(message);
+        if (origin != null) {
+            builder.addLink(new Link(origin));
+        }
+        return builder.start();
     }
 
     /** The context the row was added in, from its stored {@code traceparent}; null when absent or malformed. */

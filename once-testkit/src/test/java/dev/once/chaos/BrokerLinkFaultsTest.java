@@ -186,7 +186,7 @@ class BrokerLinkFaultsTest {
                         .put("reset_recovery_s", reset)
                         .put("latency_200ms_2s_recovery_s", latency)
                         .put("resets", proxy.resets())
-                        .broken(claimPerDelivery ? "claim keyed on the delivery, not the event id" : null)
+                        .broken(claimPerDelivery ? "claim_per_delivery" : null)
                         .print();
             }
         } finally {

@@ -133,7 +133,7 @@ class DatabaseFailoverTest {
                             .put("promote_s", promoteSeconds)
                             .put("kill_to_first_ack_s", failoverSeconds)
                             .put("total_s", (System.nanoTime() - started) / 1e9)
-                            .broken(synchronous ? null : "asynchronous standby (synchronous_standby_names empty)")
+                            .broken(synchronous ? null : "async_standby")
                             .print();
                 }
             }

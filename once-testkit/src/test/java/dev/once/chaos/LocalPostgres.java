@@ -202,11 +202,6 @@ final class LocalPostgres implements AutoCloseable {
         }
     }
 
-    /** Sends a signal ({@code STOP}, {@code CONT}) to one of this server's processes. */
-    static void signal(long pid, String signal) throws IOException, InterruptedException {
-        run(List.of(), List.of("kill", "-" + signal, Long.toString(pid)));
-    }
-
     @Override
     public void close() throws IOException, InterruptedException {
         if (Files.exists(dataDir.resolve("postmaster.pid"))) {

@@ -118,7 +118,7 @@ final class NetworkNamespace implements AutoCloseable {
         List<String> out = new ArrayList<>(List.of("tc", "qdisc", "replace", "dev", outside, "root"));
         out.addAll(List.of(args));
         run(out);
-        run(inNamespace(concat(List.of("tc", "qdisc", "replace", "dev", inside, "root"), args)));
+        run(concat(inNamespace("tc", "qdisc", "replace", "dev", inside, "root"), args));
     }
 
     private List<String> inNamespace(String... command) {
@@ -128,12 +128,6 @@ final class NetworkNamespace implements AutoCloseable {
     private static List<String> concat(List<String> head, String... tail) {
         List<String> all = new ArrayList<>(head);
         all.addAll(List.of(tail));
-        return all;
-    }
-
-    private List<String> inNamespace(List<String> command) {
-        List<String> all = new ArrayList<>(exec());
-        all.addAll(command);
         return all;
     }
 

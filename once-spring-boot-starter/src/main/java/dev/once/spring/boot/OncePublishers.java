@@ -5,8 +5,14 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Predicate;
 
 /**
@@ -34,23 +40,69 @@ public final class OncePublishers {
 
     /** HTTP(S) URLs to HTTP, the rest to the first broker publisher that accepts the destination. */
     public static Publisher routing(List<BrokerPublisher> brokers) {
-        List<BrokerPublisher> all = List.copyOf(brokers);
-        HttpPublisher http = HttpPublisher.builder().build();
-        return message -> route(message, http, all);
+        return new Routing(HttpPublisher.builder().build(), List.copyOf(brokers));
+    }
+
+    private record Routing(HttpPublisher http, List<BrokerPublisher> brokers) implements Publisher {
+
+        @Override
+        public Receipt publish(OutboxMessage message) throws Exception {
+            return route(message, http, brokers);
+        }
+
+        /**
+         * Each target's share of the batch goes to that target's own {@code publishAll}, so a batch
+         * to Kafka and HTTP is sent concurrently by both; stages come back in the batch's order.
+         */
+        @Override
+        public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+            Map<Publisher, List<Integer>> positions = new LinkedHashMap<>();
+            List<CompletionStage<Receipt>> stages = new ArrayList<>(Collections.nCopies(messages.size(), null));
+            for (int i = 0; i < messages.size(); i++) {
+                Publisher target = target(messages.get(i).destination(), http, brokers);
+                if (target == null) {
+                    stages.set(
+                            i,
+                            CompletableFuture.failedFuture(
+                                    noPublisher(messages.get(i).destination(), brokers)));
+                } else {
+                    positions.computeIfAbsent(target, t -> new ArrayList<>()).add(i);
+                }
+            }
+            positions.forEach((target, at) -> {
+                List<CompletionStage<Receipt>> sent =
+                        target.publishAll(at.stream().map(messages::get).toList());
+                for (int j = 0; j < at.size(); j++) {
+                    stages.set(at.get(j), sent.get(j));
+                }
+            });
+            return stages;
+        }
+    }
+
+    private static Publisher target(String destination, HttpPublisher http, List<BrokerPublisher> brokers) {
+        if (destination.startsWith("http://") || destination.startsWith("https://")) {
+            return http;
+        }
+        for (BrokerPublisher b : brokers) {
+            if (b.accepts().test(destination)) {
+                return b.publisher();
+            }
+        }
+        return null;
     }
 
     private static Receipt route(OutboxMessage message, HttpPublisher http, List<BrokerPublisher> brokers)
             throws Exception {
-        String d = message.destination();
-        if (d.startsWith("http://") || d.startsWith("https://")) {
-            return http.publish(message);
+        Publisher target = target(message.destination(), http, brokers);
+        if (target == null) {
+            throw noPublisher(message.destination(), brokers);
         }
-        for (BrokerPublisher b : brokers) {
-            if (b.accepts().test(d)) {
-                return b.publisher().publish(message);
-            }
-        }
-        throw PublishFailure.permanent(
+        return target.publish(message);
+    }
+
+    private static PublishFailure noPublisher(String d, List<BrokerPublisher> brokers) {
+        return PublishFailure.permanent(
                 "no publisher for outbox destination '" + d + "': it is not an http(s)"
                         + " URL and "
                         + (brokers.isEmpty()
