@@ -90,11 +90,20 @@ final class ListenerMessages {
         return value.toString();
     }
 
+    /**
+     * The payload the engine fingerprints: raw bytes or text only. A deserialized object has no
+     * stable byte form here (its {@code toString} may be {@code Object}'s identity hash, different on
+     * every redelivery, which would report each copy as a payload mismatch), so it gets none: a
+     * delivery without a payload is never a mismatch.
+     */
     static byte[] bytes(Object value) {
         if (value instanceof byte[] b) {
             return b;
         }
-        return value == null ? new byte[0] : value.toString().getBytes(StandardCharsets.UTF_8);
+        if (value instanceof CharSequence text) {
+            return text.toString().getBytes(StandardCharsets.UTF_8);
+        }
+        return new byte[0];
     }
 
     static String required(String id, String header, String where) {

@@ -4,6 +4,7 @@ import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
+import dev.once.MismatchPolicy;
 import dev.once.OutboxHeaders;
 import dev.once.OutcomeListener;
 import dev.once.jdbc.Dialect;
@@ -41,6 +42,7 @@ public final class OnceSpring {
     private final Dialect dialect;
     private final String tablePrefix;
     private final Duration lockTimeout;
+    private final MismatchPolicy mismatchPolicy;
     private final MeterRegistry meterRegistry;
     private final Clock clock;
     private final OutcomeListener outcomeListener;
@@ -56,6 +58,7 @@ public final class OnceSpring {
         this.dialect = b.dialect != null ? b.dialect : Dialects.detect(b.dataSource);
         this.tablePrefix = b.tablePrefix;
         this.lockTimeout = b.lockTimeout;
+        this.mismatchPolicy = b.mismatchPolicy;
         this.meterRegistry = b.meterRegistry;
         this.clock = b.clock;
         this.outcomeListener = b.outcomeListener;
@@ -101,7 +104,8 @@ public final class OnceSpring {
                 .tablePrefix(tablePrefix)
                 .meterRegistry(meterRegistry)
                 .clock(clock)
-                .outboxHeaders(outboxHeaders);
+                .outboxHeaders(outboxHeaders)
+                .onMismatch(mismatchPolicy);
         if (lockTimeout != null) {
             b.lockTimeout(lockTimeout);
         }
@@ -153,6 +157,7 @@ public final class OnceSpring {
         private Dialect dialect;
         private String tablePrefix = TablePrefix.DEFAULT;
         private Duration lockTimeout;
+        private MismatchPolicy mismatchPolicy = IdempotentConsumerBuilder.DEFAULT_MISMATCH_POLICY;
         private MeterRegistry meterRegistry = Metrics.globalRegistry;
         private Clock clock = Clock.systemUTC();
         private OutcomeListener outcomeListener;
@@ -185,6 +190,12 @@ public final class OnceSpring {
         /** Table prefix, default {@value TablePrefix#DEFAULT}. */
         public Builder tablePrefix(String tablePrefix) {
             this.tablePrefix = TablePrefix.validate(tablePrefix);
+            return this;
+        }
+
+        /** See {@link IdempotentConsumerBuilder#onMismatch}; {@link MismatchPolicy#OFF} by default. */
+        public Builder onMismatch(MismatchPolicy mismatchPolicy) {
+            this.mismatchPolicy = Objects.requireNonNull(mismatchPolicy, "mismatchPolicy");
             return this;
         }
 

@@ -83,7 +83,8 @@ public class OnceAutoConfiguration {
                 .dataSource(dataSource)
                 .transactionManager(transactionManager)
                 .tablePrefix(properties.getTablePrefix())
-                .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry));
+                .meterRegistry(meterRegistry.getIfUnique(() -> Metrics.globalRegistry))
+                .onMismatch(properties.getOnMismatch());
         if (properties.getLockTimeout() != null) {
             b.lockTimeout(properties.getLockTimeout());
         }

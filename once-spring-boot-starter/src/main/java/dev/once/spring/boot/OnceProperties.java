@@ -1,5 +1,6 @@
 package dev.once.spring.boot;
 
+import dev.once.MismatchPolicy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,14 @@ public class OnceProperties {
      * IN_PROGRESS and left for redelivery. Unset: the session's own lock_timeout applies.
      */
     private Duration lockTimeout;
+
+    /**
+     * What a duplicate whose payload differs from the claimed one does (an event id reused for
+     * another payload, a producer bug dedupe would hide): OFF, COUNT (once.duplicates.mismatched and a
+     * log line with both fingerprints) or FAIL_PERMANENT (also reported for dead-lettering). Needs
+     * migration V8.
+     */
+    private MismatchPolicy onMismatch = MismatchPolicy.OFF;
 
     private final Schema schema = new Schema();
     private final Relay relay = new Relay();
@@ -53,6 +62,14 @@ public class OnceProperties {
 
     public void setLockTimeout(Duration lockTimeout) {
         this.lockTimeout = lockTimeout;
+    }
+
+    public MismatchPolicy getOnMismatch() {
+        return onMismatch;
+    }
+
+    public void setOnMismatch(MismatchPolicy onMismatch) {
+        this.onMismatch = onMismatch;
     }
 
     public Schema getSchema() {
