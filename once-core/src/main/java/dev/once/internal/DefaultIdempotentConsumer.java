@@ -154,11 +154,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             clearMdc();
         }
-        List<Outcome> outcomes = settle(deliveries, byId, prints);
-        for (int i = 0; i < deliveries.size(); i++) {
-            report(deliveries.get(i), outcomes.get(i));
-        }
-        return outcomes;
+        return settleAndReport(deliveries, byId, prints);
     }
 
     @Override
@@ -188,6 +184,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             clearMdc();
         }
+        return settleAndReport(deliveries, byId, prints);
+    }
+
+    /** Every delivery's outcome (copies take their first's), each reported to meters and listener. */
+    private List<Outcome> settleAndReport(
+            List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
         List<Outcome> outcomes = settle(deliveries, byId, prints);
         for (int i = 0; i < deliveries.size(); i++) {
             report(deliveries.get(i), outcomes.get(i));
