@@ -16,8 +16,6 @@ import com.tngtech.archunit.lang.SimpleConditionEvent;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,15 +38,6 @@ class ModulesArchitectureTest {
     private static final JavaClasses LIBRARY = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("dev.once");
-
-    /**
-     * Known reaches into another module's internals, each with the change that removes it. A
-     * dependency not listed fails the rule.
-     */
-    private static final Map<String, Set<String>> KNOWN = Map.of(
-            // OnceOutbox writes rows on Spring's connection with core's JdbcOutbox until core offers a
-            // public "outbox on this connection" entry point (issue 11 review).
-            "dev.once.spring.OnceOutbox", Set.of("dev.once.internal.JdbcOutbox"));
 
     @Test
     void everyAdapterIsOnTheClasspath() {
@@ -94,11 +83,6 @@ class ModulesArchitectureTest {
                             boolean internal =
                                     p.startsWith("dev.once.") && (p.endsWith(".internal") || p.contains(".internal."));
                             if (!internal || module(p).equals(own)) {
-                                continue;
-                            }
-                            String outer = c.getName().replaceAll("\\$.*", "");
-                            String targetOuter = target.getName().replaceAll("\\$.*", "");
-                            if (KNOWN.getOrDefault(outer, Set.of()).contains(targetOuter)) {
                                 continue;
                             }
                             events.add(SimpleConditionEvent.violated(d, d.getDescription()));
