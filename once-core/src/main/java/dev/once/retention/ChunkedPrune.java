@@ -44,6 +44,17 @@ final class ChunkedPrune {
 
     private final Counter deleted;
 
+    /** A prune by {@code sql} alone: only the inbox is large enough to need the heap walk. */
+    ChunkedPrune(
+            DataSource dataSource,
+            String sql,
+            int chunkSize,
+            MeterRegistry registry,
+            String table,
+            String description) {
+        this(dataSource, sql, version -> null, chunkSize, registry, table, description);
+    }
+
     ChunkedPrune(
             DataSource dataSource,
             String sql,

@@ -26,7 +26,6 @@ public final class IdempotencyKeyPruner extends RowPruner {
                 new ChunkedPrune(
                         t.dataSource(),
                         t.dialect().pruneKeys(t.tablePrefix()),
-                        version -> null, // walks only the inbox, the one table large enough to need it
                         b.chunkSize,
                         b.meterRegistry,
                         t.tablePrefix() + "idempotency_key",

@@ -25,7 +25,6 @@ public final class OutboxPruner extends RowPruner {
                 new ChunkedPrune(
                         t.dataSource(),
                         t.dialect().pruneOutbox(t.tablePrefix()),
-                        version -> null, // walks only the inbox, the one table large enough to need it
                         b.chunkSize,
                         b.meterRegistry,
                         t.tablePrefix() + "outbox",

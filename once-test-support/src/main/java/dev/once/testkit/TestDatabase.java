@@ -2,6 +2,7 @@ package dev.once.testkit;
 
 import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -59,6 +60,16 @@ public final class TestDatabase implements AutoCloseable {
             return rs.getLong(1);
         } catch (SQLException e) {
             throw new IllegalStateException("query failed: " + sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Runs one administrative statement (create or drop a schema or database) on its own connection. */
+    static void admin(String jdbcUrl, String sql) {
+        try (Connection c = DriverManager.getConnection(jdbcUrl);
+                Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);
         }
     }
 

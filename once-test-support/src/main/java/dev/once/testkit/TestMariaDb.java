@@ -5,7 +5,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -57,11 +56,6 @@ public final class TestMariaDb {
     }
 
     private void admin(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl);
-                Statement s = c.createStatement()) {
-            s.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);
-        }
+        TestDatabase.admin(jdbcUrl, sql);
     }
 }

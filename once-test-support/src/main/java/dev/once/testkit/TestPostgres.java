@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -125,12 +124,7 @@ public final class TestPostgres {
     }
 
     private void admin(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl);
-                Statement s = c.createStatement()) {
-            s.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException(sql + " failed on " + jdbcUrl + ": " + e.getMessage(), e);
-        }
+        TestDatabase.admin(jdbcUrl, sql);
     }
 
     static String withParameter(String url, String parameter) {
