@@ -98,6 +98,12 @@ record ListenerMethod(
                             ? "; a batch listener with a Channel is not supported, use AcknowledgeMode.AUTO"
                             : ""));
         }
+        if (expression != null) {
+            ResolvableType root = batch >= 0
+                    ? ResolvableType.forMethodParameter(method, batch).asCollection().getGeneric(0)
+                    : message >= 0 ? ResolvableType.forMethodParameter(method, message) : ResolvableType.NONE;
+            EventIdCheck.check(expression, method, root, batch >= 0, NAMES, where);
+        }
         if (message < 0 && batch < 0 && expression == null) {
             throw new InvalidConfigurationException(where + " cannot find the event id: the method has no"
                     + " ConsumerRecord, Message or List<ConsumerRecord> parameter to read header '" + a.header()
