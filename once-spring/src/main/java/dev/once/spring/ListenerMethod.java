@@ -70,6 +70,10 @@ record ListenerMethod(
         int ack = -1;
         int channel = -1;
         Class<?>[] types = method.getParameterTypes();
+        // A List of payloads (List<Payment>, a batch listener whose values the container converted) is a batch
+        // when the method has no message argument and eventId says how to read each element's id.
+        boolean payloads = expression != null
+                && java.util.Arrays.stream(types).noneMatch(ListenerMessages::isMessage);
         for (int i = 0; i < types.length; i++) {
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
                 message = i;
@@ -77,7 +81,7 @@ record ListenerMethod(
                 Class<?> element = ResolvableType.forMethodParameter(method, i)
                         .asCollection()
                         .resolveGeneric(0);
-                if (element != null && ListenerMessages.isMessage(element)) {
+                if (element != null && (ListenerMessages.isMessage(element) || payloads)) {
                     batch = i;
                 }
             } else if (ListenerMessages.isChannel(types[i])) {
