@@ -153,8 +153,8 @@ public final class Schema {
                     .mapToInt(Migration::version)
                     .max()
                     .orElse(0);
-            Integer current = probe(c, "SELECT coalesce(max(version), 0) FROM "
-                    + dialect.quote(prefix + "schema_version"));
+            Integer current =
+                    probe(c, "SELECT coalesce(max(version), 0) FROM " + dialect.quote(prefix + "schema_version"));
             Integer inbox = probe(c, "SELECT count(*) FROM " + dialect.quote(prefix + "inbox") + " WHERE 1 = 0");
             return new Status(prefix, current == null ? 0 : current, latest, current != null, inbox != null);
         } catch (SQLException e) {

@@ -119,7 +119,9 @@ final class EventIdCheck {
         int index = Arrays.asList(parameters).indexOf(name);
         if (index < 0) {
             throw refused(
-                    where, text, "the method has no parameter named '" + name + "' (it has " + List.of(parameters) + ")");
+                    where,
+                    text,
+                    "the method has no parameter named '" + name + "' (it has " + List.of(parameters) + ")");
         }
         return scope.batch() ? scope.root() : ResolvableType.forMethodParameter(scope.method(), index);
     }
@@ -158,8 +160,11 @@ final class EventIdCheck {
         throw refused(
                 where,
                 text,
-                c.getName() + " has no " + (arguments < 0 ? "property '" + name + "'" : "method '" + name + "' with "
-                        + arguments + " argument(s)") + " (it has " + has + ")");
+                c.getName() + " has no "
+                        + (arguments < 0
+                                ? "property '" + name + "'"
+                                : "method '" + name + "' with " + arguments + " argument(s)")
+                        + " (it has " + has + ")");
     }
 
     private static InvalidConfigurationException refused(String where, String text, String why) {

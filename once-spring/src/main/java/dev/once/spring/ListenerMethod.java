@@ -72,8 +72,7 @@ record ListenerMethod(
         Class<?>[] types = method.getParameterTypes();
         // A List of payloads (List<Payment>, a batch listener whose values the container converted) is a batch
         // when the method has no message argument and eventId says how to read each element's id.
-        boolean payloads = expression != null
-                && java.util.Arrays.stream(types).noneMatch(ListenerMessages::isMessage);
+        boolean payloads = expression != null && java.util.Arrays.stream(types).noneMatch(ListenerMessages::isMessage);
         for (int i = 0; i < types.length; i++) {
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
                 message = i;
@@ -104,7 +103,9 @@ record ListenerMethod(
         }
         if (expression != null) {
             ResolvableType root = batch >= 0
-                    ? ResolvableType.forMethodParameter(method, batch).asCollection().getGeneric(0)
+                    ? ResolvableType.forMethodParameter(method, batch)
+                            .asCollection()
+                            .getGeneric(0)
                     : message >= 0 ? ResolvableType.forMethodParameter(method, message) : ResolvableType.NONE;
             EventIdCheck.check(expression, method, root, batch >= 0, NAMES, where);
         }

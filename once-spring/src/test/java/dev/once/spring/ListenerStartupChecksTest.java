@@ -182,7 +182,8 @@ class ListenerStartupChecksTest {
             fine.byPayload(MessageBuilder.withPayload(new Payment("pay-1", 20)).build());
             assertThat(fine.calls()).as("effect applied exactly once").isEqualTo(1);
 
-            assertThatThrownBy(() -> fine.byHeader(MessageBuilder.withPayload(new Payment("pay-2", 20)).build()))
+            assertThatThrownBy(() -> fine.byHeader(
+                            MessageBuilder.withPayload(new Payment("pay-2", 20)).build()))
                     .isInstanceOf(InvalidDeliveryException.class);
             assertThat(errors())
                     .anySatisfy(line -> assertThat(line)
@@ -196,7 +197,8 @@ class ListenerStartupChecksTest {
         try (AnnotationConfigApplicationContext c = context(Fine.class)) {
             db.execute("DROP TABLE once_inbox CASCADE"); // the schema went missing under a running application
             Fine fine = c.getBean(Fine.class);
-            assertThatThrownBy(() -> fine.byPayload(MessageBuilder.withPayload(new Payment("pay-3", 20)).build()));
+            assertThatThrownBy(() -> fine.byPayload(
+                    MessageBuilder.withPayload(new Payment("pay-3", 20)).build()));
             assertThat(errors())
                     .anySatisfy(line -> assertThat(line)
                             .contains("consumer 'billing' failed event 'pay-3'")

@@ -56,14 +56,20 @@ public class OnceEndpoint {
         body.put("schema", Schema.status(once.dataSource(), once.tablePrefix()).describe());
 
         Map<String, Object> inbox = new LinkedHashMap<>();
-        Map<String, Object> counted = new JdbcTemplate(once.dataSource())
-                .queryForMap(once.dialect().inboxStats(once.tablePrefix()));
+        Map<String, Object> counted =
+                new JdbcTemplate(once.dataSource()).queryForMap(once.dialect().inboxStats(once.tablePrefix()));
         Instant oldest = instant(counted.get("oldest_claim"));
         inbox.put("rows", ((Number) counted.get("inbox_rows")).longValue());
         inbox.put("oldestProcessedAt", oldest == null ? null : oldest.toString());
-        inbox.put("oldestAge", oldest == null ? null : Duration.between(oldest, clock.instant()).toString());
+        inbox.put(
+                "oldestAge",
+                oldest == null
+                        ? null
+                        : Duration.between(oldest, clock.instant()).toString());
         inbox.put("retention", properties.getRetention().getInbox().toString());
-        inbox.put("redeliveryHorizon", properties.getRetention().getRedeliveryHorizon().toString());
+        inbox.put(
+                "redeliveryHorizon",
+                properties.getRetention().getRedeliveryHorizon().toString());
         body.put("inbox", inbox);
 
         OutboxStats stats = admin.stats();
@@ -99,15 +105,17 @@ public class OnceEndpoint {
     public Map<String, Object> deadRows(@Selector String action, String ids) {
         List<Long> parsed;
         try {
-            parsed = Arrays.stream(ids.split(",")).map(String::strip).map(Long::valueOf).toList();
+            parsed = Arrays.stream(ids.split(","))
+                    .map(String::strip)
+                    .map(Long::valueOf)
+                    .toList();
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("ids must be comma-separated outbox row ids, but was '" + ids + "'");
         }
         int done = switch (action) {
             case "replay" -> admin.replay(parsed);
             case "discard" -> admin.discard(parsed);
-            default -> throw new IllegalArgumentException(
-                    "action must be replay or discard, but was '" + action + "'");
+            default -> throw new IllegalArgumentException("action must be replay or discard, but was '" + action + "'");
         };
         return Map.of("action", action, "requested", parsed.size(), "done", done);
     }

@@ -45,7 +45,8 @@ public final class OnceFlywayMigration implements JavaMigration {
     public Integer getChecksum() {
         List<String> shipped = new ArrayList<>();
         for (String dialect : List.of("postgresql", "mariadb")) {
-            Schema.migrations(Dialects.byName(dialect), tablePrefix).forEach(m -> shipped.add(dialect + "/" + m.name()));
+            Schema.migrations(Dialects.byName(dialect), tablePrefix)
+                    .forEach(m -> shipped.add(dialect + "/" + m.name()));
         }
         return shipped.hashCode();
     }

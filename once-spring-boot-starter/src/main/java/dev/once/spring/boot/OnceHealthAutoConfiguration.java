@@ -46,8 +46,7 @@ public class OnceHealthAutoConfiguration {
         };
     }
 
-    static Health health(
-            OutboxStats stats, OnceRelayLifecycle relay, OnceProperties properties, Schema.Status schema) {
+    static Health health(OutboxStats stats, OnceRelayLifecycle relay, OnceProperties properties, Schema.Status schema) {
         boolean relayDown = relay != null && !relay.isRunning();
         Health.Builder b = relayDown ? Health.down() : Health.up();
         return b.withDetail("schema", schema.describe())

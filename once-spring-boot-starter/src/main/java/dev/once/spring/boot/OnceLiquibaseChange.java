@@ -29,8 +29,8 @@ public class OnceLiquibaseChange implements CustomTaskChange {
     @Override
     public void execute(Database database) throws CustomChangeException {
         if (!(database.getConnection() instanceof JdbcConnection jdbc)) {
-            throw new CustomChangeException("once's migration needs a JDBC connection, but Liquibase has "
-                    + database.getConnection());
+            throw new CustomChangeException(
+                    "once's migration needs a JDBC connection, but Liquibase has " + database.getConnection());
         }
         try {
             AutoCommit.run(jdbc.getUnderlyingConnection(), c -> Schema.migrate(c, tablePrefix));

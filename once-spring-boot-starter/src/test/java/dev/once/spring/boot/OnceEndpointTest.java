@@ -48,11 +48,17 @@ class OnceEndpointTest {
                         OnceSpring once = context.getBean(OnceSpring.class);
                         TransactionTemplate tx = new TransactionTemplate(once.transactionManager());
                         tx.executeWithoutResult(s -> {
-                            once.consumer("billing", (d, t) -> {}).process(Delivery.builder("pay-1").build());
+                            once.consumer("billing", (d, t) -> {})
+                                    .process(Delivery.builder("pay-1").build());
                             for (String key : List.of("a", "b", "c")) {
                                 try {
                                     context.getBean(OnceOutbox.class)
-                                            .add("https://psp.example/charges", key, new byte[0], Map.of(), "charge:" + key);
+                                            .add(
+                                                    "https://psp.example/charges",
+                                                    key,
+                                                    new byte[0],
+                                                    Map.of(),
+                                                    "charge:" + key);
                                 } catch (java.sql.SQLException e) {
                                     throw new IllegalStateException(e);
                                 }
@@ -79,11 +85,13 @@ class OnceEndpointTest {
 
                         long b = (Long) dead.get(0).get("id");
                         long c = (Long) dead.get(1).get("id");
-                        assertThat(endpoint.deadRows("replay", String.valueOf(b))).containsEntry("done", 1);
+                        assertThat(endpoint.deadRows("replay", String.valueOf(b)))
+                                .containsEntry("done", 1);
                         assertThat(endpoint.deadRows("discard", c + ", " + b))
                                 .as("b is pending again, so only c is discarded")
                                 .containsEntry("done", 1);
-                        Map<String, Object> after = (Map<String, Object>) endpoint.once().get("outbox");
+                        Map<String, Object> after =
+                                (Map<String, Object>) endpoint.once().get("outbox");
                         assertThat(after).containsEntry("pending", 2L).containsEntry("dead", 0L);
 
                         assertThatThrownBy(() -> endpoint.deadRows("resend", "1"))

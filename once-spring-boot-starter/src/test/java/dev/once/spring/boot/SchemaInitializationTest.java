@@ -138,7 +138,9 @@ class SchemaInitializationTest {
                 .withPropertyValues("once.schema.initialize-schema=sometimes")
                 .run(context -> {
                     assertThat(context).hasFailed();
-                    assertThat(failure(context)).contains("once.schema.initialize-schema").contains("sometimes");
+                    assertThat(failure(context))
+                            .contains("once.schema.initialize-schema")
+                            .contains("sometimes");
                 });
         withoutFlyway(app(url))
                 .withPropertyValues("once.schema.initialize-schema=never", "once.schema.migrate=true")
@@ -176,7 +178,9 @@ class SchemaInitializationTest {
             assertThat(context).hasNotFailed();
             assertThat(context.getBean(OnceSchema.class).status().isCurrent()).isTrue();
         });
-        flyway.run(context -> assertThat(context).as("a second start finds everything applied").hasNotFailed());
+        flyway.run(context -> assertThat(context)
+                .as("a second start finds everything applied")
+                .hasNotFailed());
         Db db = database(url);
         assertThat(db.queryLong("SELECT count(*) FROM flyway_schema_history WHERE version = '1' AND success"))
                 .as("the application's own V1 ran beside once's migration")
@@ -203,7 +207,9 @@ class SchemaInitializationTest {
             assertThat(context).hasNotFailed();
             assertThat(context.getBean(OnceSchema.class).status().isCurrent()).isTrue();
         });
-        liquibase.run(context -> assertThat(context).as("a second start finds everything applied").hasNotFailed());
+        liquibase.run(context -> assertThat(context)
+                .as("a second start finds everything applied")
+                .hasNotFailed());
         Db db = database(url);
         assertThat(db.queryLong("SELECT count(*) FROM databasechangelog WHERE id = 'once-schema'"))
                 .isEqualTo(1);

@@ -28,7 +28,10 @@ public class BatchPaymentListener {
         this.jdbc = jdbc;
     }
 
-    @KafkaListener(topics = "${payments.batch-topic}", batch = "true", groupId = "${payments.batch-group:payments-batch}")
+    @KafkaListener(
+            topics = "${payments.batch-topic}",
+            batch = "true",
+            groupId = "${payments.batch-group:payments-batch}")
     @IdempotentListener(consumer = "payments-batch")
     public void on(List<ConsumerRecord<String, String>> fresh) {
         Map<String, Long> perAccount = new TreeMap<>();
@@ -37,7 +40,8 @@ public class BatchPaymentListener {
             String[] fields = record.value().split(",");
             long amount = Long.parseLong(fields[1]);
             perAccount.merge(fields[0], amount, Long::sum);
-            String eventId = new String(record.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
+            String eventId =
+                    new String(record.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
             rows.add(new Payment(eventId, fields[0], amount));
         }
         payments.saveAll(rows);

@@ -145,7 +145,9 @@ class PaymentsDuplicatesTest {
         publish(batchTopic, 0, "pay-batch-3", "batch-a,1");
         await().atMost(Duration.ofSeconds(60))
                 .until(() -> db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'payments-batch'") == 3);
-        assertThat(balance("batch-a")).as("effect applied exactly once per payment").isEqualTo(11);
+        assertThat(balance("batch-a"))
+                .as("effect applied exactly once per payment")
+                .isEqualTo(11);
         assertThat(balance("batch-b")).isEqualTo(5);
         assertThat(db.queryLong("SELECT count(*) FROM payment WHERE account LIKE 'batch-%'"))
                 .isEqualTo(3);
