@@ -7,8 +7,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.springframework.context.annotation.Bean;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.core.ConsumerFactory;
+import org.springframework.kafka.listener.ContainerProperties;
 import org.springframework.stereotype.Component;
 
 /**
@@ -22,6 +26,20 @@ public class BatchPaymentListener {
 
     private final PaymentRepository payments;
     private final JdbcTemplate jdbc;
+
+    /**
+     * A batch container with {@code AckMode.BATCH} (the application's {@code ack-mode=record} is refused for a
+     * batch listener): the poll's offsets are committed after the method returned, so after the commit.
+     */
+    @Bean
+    static ConcurrentKafkaListenerContainerFactory<Object, Object> batchFactory(
+            ConsumerFactory<Object, Object> consumers) {
+        var factory = new ConcurrentKafkaListenerContainerFactory<Object, Object>();
+        factory.setConsumerFactory(consumers);
+        factory.setBatchListener(true);
+        factory.getContainerProperties().setAckMode(ContainerProperties.AckMode.BATCH);
+        return factory;
+    }
 
     public BatchPaymentListener(PaymentRepository payments, JdbcTemplate jdbc) {
         this.payments = payments;
