@@ -64,8 +64,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Lease.</b> The client extends each outstanding message's ack deadline while it waits in
  * this consumer and while its batch runs, up to the {@linkplain Builder#lease lease} (the client's
- * {@code maxAckExtensionPeriod}); flow control admits at most {@code batchSize × (threads + 1)}
- * messages, so none waits long before its batch starts. Work that outlives the lease loses the
+ * {@code maxAckExtensionPeriod}); flow control admits at most {@code batchSize × threads}
+ * messages, so none waits for more than the batch ahead of it. Work that outlives the lease loses the
  * message: Pub/Sub hands it to another subscriber, whose claim waits for this transaction and
  * then finds the event applied (a duplicate), or applies it if this one rolled back.
  *
@@ -168,12 +168,15 @@ public final class PubSubConsumer implements AutoCloseable {
         if (running) {
             throw new IllegalStateException("PubSubConsumer on " + subscription + " is already started");
         }
-        MessageReceiverWithAckResponse receiver = (message, reply) -> buffer.add(new Received(message, reply));
+        MessageReceiverWithAckResponse receiver = (message, reply) -> {
+            log.debug("{}: received {}", name, message.getMessageId());
+            buffer.add(new Received(message, reply));
+        };
         Subscriber.Builder s = Subscriber.newBuilder(subscription, receiver)
                 .setParallelPullCount(1)
                 .setMaxAckExtensionPeriodDuration(lease)
                 .setFlowControlSettings(FlowControlSettings.newBuilder()
-                        .setMaxOutstandingElementCount((long) batchSize * (threads + 1))
+                        .setMaxOutstandingElementCount((long) batchSize * threads)
                         .setLimitExceededBehavior(LimitExceededBehavior.Block)
                         .build())
                 // close() settles what it holds itself; anything left is nacked, not waited for
