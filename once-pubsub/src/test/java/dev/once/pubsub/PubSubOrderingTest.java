@@ -27,8 +27,13 @@ import org.junit.jupiter.api.Test;
 /**
  * Ordering keys: rows of three keys published through {@link PubSubPublisher} (ordering key = row
  * key) to a subscription with message ordering, one message of each key failing (retryable) the
- * first time it is handled. With {@link PubSubConsumer.Builder#orderedByKey()} every key's effects
- * come in publish order; without it a successor overtakes the failed message.
+ * first time it is handled: with {@link PubSubConsumer.Builder#orderedByKey()} every key's effects
+ * come in publish order.
+ *
+ * <p>What this does not reach: the emulator hands out a key's next message only once the one before
+ * it is settled (the same run without {@code orderedByKey()} kept the order too), so the consumer's
+ * hold-back of successors already received never has work to do here. Pub/Sub proper hands out
+ * several messages of a key at once; that path is untested.
  */
 class PubSubOrderingTest {
 
@@ -66,15 +71,6 @@ class PubSubOrderingTest {
                     .as("effects of key %s in commit order", key)
                     .containsExactlyElementsOf(expected(key));
         }
-    }
-
-    /** The deliberate break: the same run without orderedByKey, one batch per pull, lets a successor commit first. */
-    @Test
-    void withoutOrderedByKeyASuccessorOvertakesTheFailedMessage() throws Exception {
-        Map<String, List<String>> applied = run(false);
-        assertThat(KEYS)
-                .as("some key applied out of publish order")
-                .anyMatch(key -> !applied.get(key).equals(expected(key)));
     }
 
     private Map<String, List<String>> run(boolean ordered) throws Exception {
