@@ -32,7 +32,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(IdempotentListenerInterceptor.class);
 
-    /** The listener call running on this thread, so {@link OnceOutbox} can write the delivery's rows. */
+    /** The listener call running on this thread, for the engine's handler to proceed with. */
     private static final ThreadLocal<Call> CURRENT = new ThreadLocal<>();
 
     private final BeanFactory beanFactory;
@@ -42,11 +42,6 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
 
     IdempotentListenerInterceptor(BeanFactory beanFactory) {
         this.beanFactory = beanFactory;
-    }
-
-    static Tx currentTx() {
-        Call call = CURRENT.get();
-        return call == null ? null : call.tx;
     }
 
     ListenerMethod method(Method method) {
@@ -68,22 +63,28 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private static final class Call {
         final ProxyMethodInvocation invocation;
         final Object[] args;
-        Tx tx;
+        final javax.sql.DataSource dataSource;
         Object result;
         boolean ran;
         Duration nack;
 
-        Call(ProxyMethodInvocation invocation, Object[] args) {
+        Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource) {
             this.invocation = invocation;
             this.args = args;
+            this.dataSource = dataSource;
         }
     }
 
-    /** The handler of every listener consumer: proceeds with the call bound to this thread. */
+    /**
+     * The handler of every listener consumer: proceeds with the call bound to this thread. The body's
+     * {@link Tx} is kept with the physical transaction, where {@link OnceOutbox} finds it; a
+     * {@code REQUIRES_NEW} step in the body runs in another transaction and does not see it.
+     */
     private static void handle(Delivery delivery, Tx tx) throws Exception {
         Call call = CURRENT.get();
-        call.tx = tx;
         call.ran = true;
+        PhysicalTransaction state = PhysicalTransaction.current(call.dataSource);
+        Tx outer = state.listenerTx(tx);
         try {
             call.result = call.invocation.invocableClone(call.args).proceed();
         } catch (Exception | Error e) {
@@ -91,7 +92,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         } finally {
-            call.tx = null;
+            state.listenerTx(outer);
         }
     }
 
@@ -100,9 +101,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Object[] args = given.clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
         AfterCommitChannel channel = listener.channelIndex() >= 0 ? AfterCommitChannel.wrap(listener, args) : null;
-        Call call = new Call(invocation, args);
-        IdempotentConsumer consumer = consumer(listener.consumer());
         OnceSpring o = once();
+        Call call = new Call(invocation, args, o.transactions().key());
+        IdempotentConsumer consumer = consumer(listener.consumer());
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
