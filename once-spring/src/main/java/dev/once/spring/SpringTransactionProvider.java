@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidConfigurationException;
+import dev.once.tx.JoinedTransaction;
 import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
@@ -149,7 +150,9 @@ public final class SpringTransactionProvider implements TransactionProvider {
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key) {
-            super(connection);
+            // Registers its callbacks with Spring itself (afterCompletion below); the JoinedTransaction that
+            // follows Spring's savepoints comes with the Spring half of issue 19.
+            super(connection, new JoinedTransaction());
             this.key = key;
         }
 
