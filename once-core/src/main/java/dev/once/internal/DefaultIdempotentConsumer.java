@@ -68,6 +68,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifyAndCommitSql;
     private final MismatchPolicy mismatchPolicy;
     private final OutboxHeaders outboxHeaders;
+    // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
+    private final OutboxRepository outboxRepository;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -100,6 +102,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
         this.mismatchPolicy = mismatchPolicy;
         this.outboxHeaders = outboxHeaders;
+        this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -495,7 +498,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         if (claimed.isEmpty()) {
             return null;
         }
-        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock, outboxHeaders);
+        OutboxBuffer outbox = new OutboxBuffer(c, outboxRepository, clock, outboxHeaders);
         if (batchHandler != null) {
             DefaultBatchTx batchTx =
                     new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);
