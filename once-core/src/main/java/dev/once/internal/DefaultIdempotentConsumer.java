@@ -432,7 +432,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                             mine.add(d);
                         }
                     }
-                    Failure failure = apply(c, mine);
+                    ClaimWatch watch = watch(c);
+                    Failure failure = apply(c, mine, watch);
                     if (failure != null) {
                         tx.setRollbackOnly();
                         SQLException conflict = transientConflict(failure.cause());
@@ -444,7 +445,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         return BatchResult.split(d -> failed(d, failure.cause()), culprit);
                     }
                     if (!mine.isEmpty()) {
-                        Outcome lost = verifyClaim(tx, mine.get(0).eventId());
+                        Outcome lost = verifyClaim(tx, mine.get(0).eventId(), watch);
                         if (lost != null) {
                             // Nothing of the batch stands; split, and the culprit fails alone.
                             tx.setRollbackOnly();
@@ -494,14 +495,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      * of them, or the per-event handler for each in order; then writes the outbox rows they all
      * added in one statement (not timed as handler work). Returns null when all went well.
      */
-    private Failure apply(Connection c, List<Delivery> claimed) {
+    private Failure apply(Connection c, List<Delivery> claimed, ClaimWatch watch) {
         if (claimed.isEmpty()) {
             return null;
         }
-        OutboxBuffer outbox = new OutboxBuffer(c, outboxRepository, clock, outboxHeaders);
+        OutboxBuffer outbox = watch.outbox();
         if (batchHandler != null) {
-            DefaultBatchTx batchTx =
-                    new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);
+            DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
             Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
@@ -512,8 +512,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } else {
             for (Delivery d : claimed) {
                 putMdc(d);
-                DefaultTx handlerTx =
-                        new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics, outbox);
+                DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
                 Throwable failure = timed(() -> handler.handle(d, handlerTx));
                 if (failure == null && handlerTx.misuse() != null) {
                     failure = refused(handlerTx.misuse());
@@ -530,6 +529,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
         }
         return null;
+    }
+
+    /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
+    private ClaimWatch watch(Connection c) {
+        return new ClaimWatch(
+                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inbox.tablePrefix());
     }
 
     private static HandlerMisuseException refused(String call) {
@@ -610,7 +615,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     fingerprints.stored(c, consumer, List.of(d.eventId())).get(d.eventId());
             return duplicateOf(d, fingerprint, applied);
         }
-        Failure failure = apply(c, List.of(d));
+        ClaimWatch watch = watch(c);
+        Failure failure = apply(c, List.of(d), watch);
         if (failure != null) {
             tx.setRollbackOnly();
             SQLException conflict = transientConflict(failure.cause());
@@ -619,7 +625,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
             return failed(d, failure.cause());
         }
-        Outcome lost = verifyClaim(tx, d.eventId());
+        Outcome lost = verifyClaim(tx, d.eventId(), watch);
         if (lost != null) {
             tx.setRollbackOnly();
             return lost;
@@ -629,16 +635,45 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /**
      * The check after the handler: the claim must still be this open transaction's, and the
-     * transaction able to commit. A handler that swallowed a failed statement (PostgreSQL aborts the
-     * transaction: COMMIT would answer ROLLBACK), a deadlock that rolled the claim back while the
-     * handler went on (MariaDB: later statements run in a new transaction), a commit behind the
-     * engine's back or a deleted claim would otherwise be reported APPLIED and acknowledged with
-     * nothing, or half, committed. On PostgreSQL, when the engine owns the transaction, the check
+     * transaction able to commit. The guarded connection refuses what would end the transaction
+     * (commit, rollback, COMMIT as SQL, implicit commits, unwrap to the driver), but it cannot see
+     * what the database did. What only the database can tell, each proved by a test:
+     * <ul>
+     *   <li>a statement failed and the handler went on (it caught the SQLException): on PostgreSQL the
+     *       transaction is aborted, and COMMIT would answer ROLLBACK, unless the handler had rolled back
+     *       to a savepoint of its own, after which all is well (TransactionGuardTest, and
+     *       CallerTransactionScenarios' handlers that recover in their own savepoint);</li>
+     *   <li>on MariaDB a deadlock rolled the whole transaction back and the handler's later statements ran
+     *       in a new one, maybe after another delivery committed the same claim, which a count would
+     *       then find: the guard sees the error ({@link Dialect#endsTransaction}) and no check is asked
+     *       (TransactionGuardMariaDbTest, CallerTransactionMariaDbTest);</li>
+     *   <li>the claim row itself deleted by a statement naming the inbox, or a procedure that ended the
+     *       transaction (TransactionGuardTest);</li>
+     *   <li>joined: a claim made inside the caller's savepoint (a subtransaction, whose xmin is not the
+     *       top-level id) must pass, and a claim rolled back to a savepoint and committed meanwhile by
+     *       someone else must not (CallerTransactionPostgresTest).</li>
+     * </ul>
+     * Each of these passes through the guard first (an SQLException on its way to the handler, SQL naming
+     * the inbox, a procedure call), so an owned transaction in which the guard saw none of them needs no
+     * check: the default path sends claim, handler statements and COMMIT, and nothing else. A joined
+     * transaction is always checked: the caller's code may reach the same connection without the guard
+     * (a Spring handler's JdbcTemplate). On PostgreSQL, when the engine owns the transaction, the check
      * rides in the commit's round trip and commits when it passes.
      *
      * @return null when the claim holds (and, folded, is committed), else the outcome to report
      */
-    private Outcome verifyClaim(Transaction tx, String eventId) throws SQLException {
+    private Outcome verifyClaim(Transaction tx, String eventId, ClaimWatch watch) throws SQLException {
+        if (watch.ended() != null) {
+            return rolledBackByDatabase(
+                    eventId,
+                    "the database rolled the transaction back (" + watch.ended().getMessage()
+                            + ") and the handler went on (it caught the SQLException), its later statements"
+                            + " running in a new transaction",
+                    watch.ended());
+        }
+        if (watch.suspicion() == null && !tx.joined()) {
+            return null;
+        }
         Transaction.Binds binds = ps -> {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
@@ -745,7 +780,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         byId.put(d.eventId(), Outcome.duplicate(d.eventId()));
                     }
                 }
-                Failure failure = apply(tx.connection(), mine);
+                ClaimWatch watch = watch(tx.connection());
+                Failure failure = apply(tx.connection(), mine, watch);
                 if (failure == null) {
                     for (Delivery d : mine) {
                         byId.put(d.eventId(), Outcome.applied(d.eventId()));
@@ -769,7 +805,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     String first = claimed.iterator().next();
                     Outcome lost;
                     try {
-                        lost = verifyClaim(tx, first);
+                        lost = verifyClaim(tx, first, watch);
                     } catch (SQLException e) {
                         lost = databaseFailure(first, e);
                     }

@@ -23,6 +23,8 @@ public final class OutboxBuffer {
     private final Clock clock;
     private final OutboxHeaders headers;
     private final List<OutboxRepository.NewRow> rows = new ArrayList<>();
+    // rows written by earlier flushes; position() counts them with those still buffered
+    private int flushed;
 
     public OutboxBuffer(Connection connection, Dialect dialect, String prefix, Clock clock, OutboxHeaders headers) {
         this(connection, new OutboxRepository(dialect, prefix), clock, headers);
@@ -73,6 +75,27 @@ public final class OutboxBuffer {
             return;
         }
         repository.insert(connection, rows, clock.instant());
+        flushed += rows.size();
         rows.clear();
+    }
+
+    /** How many rows this transaction has added so far, written or not: the mark a savepoint keeps. */
+    int position() {
+        return flushed + rows.size();
+    }
+
+    /**
+     * The transaction rolled back to a savepoint set at {@code position}: the rows added since are
+     * dropped. Those a flush already wrote after the savepoint were undone by the database itself.
+     * Kept in memory rather than flushed at every savepoint: a batch handler with a savepoint per
+     * record would otherwise pay one insert per record instead of one per transaction.
+     */
+    void rollbackTo(int position) {
+        if (position >= flushed) {
+            rows.subList(position - flushed, rows.size()).clear();
+        } else {
+            rows.clear();
+            flushed = position;
+        }
     }
 }

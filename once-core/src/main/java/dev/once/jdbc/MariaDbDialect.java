@@ -225,6 +225,14 @@ public final class MariaDbDialect implements Dialect {
         return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT;
     }
 
+    // InnoDB rolls back the whole transaction on a deadlock (1213, and Galera's certification failure,
+    // reported alike); a lock wait timeout (1205) rolls back only the statement, unless the server runs
+    // with innodb_rollback_on_timeout, where the count check finds the claim gone.
+    @Override
+    public boolean endsTransaction(SQLException e) {
+        return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
+    }
+
     @Override
     public boolean isTransientConflict(SQLException e) {
         return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
