@@ -85,8 +85,8 @@ final class GuardSuite implements Suite {
         }
         md.append("\nThe statements: the ledger's `")
                 .append(Ledger.CREDIT)
-                .append("` and a data-modifying CTE of 200 characters (the lexer reads the first word of each")
-                .append(" statement, so its cost does not grow with the length of one statement).\n");
+                .append("` and a data-modifying CTE with a string literal (the guard reads the first word of each")
+                .append(" statement for transaction control and scans the text for the inbox's name).\n");
         run.section("Guarded connection: cost per statement (JMH)", md.toString());
     }
 }

@@ -24,7 +24,6 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -511,7 +510,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
         } else {
             for (Delivery d : claimed) {
-                putMdc(d);
+                if (!d.eventId().equals(MDC.get(MDC_MESSAGE_ID))) {
+                    putMdc(d); // process() has put this delivery's already
+                }
                 DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
                 Throwable failure = timed(() -> handler.handle(d, handlerTx));
                 if (failure == null && handlerTx.misuse() != null) {
@@ -948,8 +949,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         MDC.put(MDC_REDELIVERED, Boolean.toString(d.redelivered()));
     }
 
+    private static final String[] MDC_KEYS = {MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME};
+
     private static void clearMdc() {
-        for (String key : Arrays.asList(MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME)) {
+        for (String key : MDC_KEYS) {
             MDC.remove(key);
         }
     }

@@ -1,6 +1,11 @@
 package dev.once.bench.jmh;
 
+import dev.once.OutboxHeaders;
+import dev.once.internal.ClaimWatch;
 import dev.once.internal.GuardedConnection;
+import dev.once.internal.OutboxBuffer;
+import dev.once.jdbc.Dialects;
+import dev.once.jdbc.TablePrefix;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.reflect.InvocationHandler;
@@ -13,6 +18,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Clock;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -50,12 +56,12 @@ public class GuardBench {
 
     public static final String URL_PROPERTY = "once.bench.jdbc";
 
-    /** The handler statement of the benchmark's ledger, and a longer one (a data-modifying CTE). */
+    /** The handler statement of the benchmark's ledger, and a longer one (a data-modifying CTE with a literal). */
     @Param({
         "UPDATE account SET balance = balance + ? WHERE id = ?",
-        "WITH claim AS (INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('c', 'e', now())"
-                + " ON CONFLICT DO NOTHING RETURNING 1) UPDATE account SET balance = balance + ? WHERE id = ?"
-                + " AND EXISTS (SELECT 1 FROM claim)"
+        "WITH moved AS (UPDATE account SET balance = balance - ? WHERE id = ? RETURNING id, balance)"
+                + " INSERT INTO ledger_entry (account_id, balance_after, note)"
+                + " SELECT id, balance, 'transfer, written by the benchmark''s handler' FROM moved"
     })
     public String sql;
 
@@ -68,9 +74,17 @@ public class GuardBench {
     public void open() throws SQLException {
         String url = System.getProperty(URL_PROPERTY, "jdbc:postgresql://127.0.0.1:5432/test?user=postgres");
         raw = DriverManager.getConnection(url);
-        guarded = new GuardedConnection(raw, false);
-        proxied = ProxyGuard.connection(raw);
+        guarded = new GuardedConnection(raw, watch(raw));
+        proxied = ProxyGuard.connection(raw, new GuardedConnection(raw, watch(raw)));
         selectOne = raw.prepareStatement("SELECT 1");
+    }
+
+    /** What the engine gives the guard of one claim transaction (what the handler was seen doing). */
+    private static ClaimWatch watch(Connection raw) {
+        return new ClaimWatch(
+                new OutboxBuffer(raw, Dialects.POSTGRESQL, TablePrefix.DEFAULT, Clock.systemUTC(), OutboxHeaders.NONE),
+                Dialects.POSTGRESQL,
+                TablePrefix.DEFAULT);
     }
 
     @TearDown(Level.Trial)
@@ -112,33 +126,35 @@ public class GuardBench {
     }
 
     /**
-     * The alternative to 3,600 lines of delegates: one {@link InvocationHandler} per JDBC type,
-     * refusing the same calls and lexing SQL with the engine's own lexer (reached reflectively,
-     * bound once into a {@link MethodHandle}, so the lexing costs the same as in the guard).
+     * The alternative to 3,600 lines of delegates: one {@link InvocationHandler} for every JDBC type,
+     * refusing the same calls and checking SQL with the guard's own check (reached reflectively,
+     * bound once into a {@link MethodHandle}, so the check costs the same as in the guard and the
+     * difference is the forwarding).
      */
     static final class ProxyGuard implements InvocationHandler {
-        private static final MethodHandle REFUSAL;
+        private static final MethodHandle CHECK;
 
         static {
             try {
-                Method m = Class.forName("dev.once.internal.TransactionSql")
-                        .getDeclaredMethod("refusal", String.class, boolean.class);
+                Method m = GuardedConnection.class.getDeclaredMethod("check", String.class);
                 m.setAccessible(true);
-                REFUSAL = MethodHandles.lookup().unreflect(m);
+                CHECK = MethodHandles.lookup().unreflect(m);
             } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e);
             }
         }
 
         private final Object delegate;
+        private final GuardedConnection checker;
 
-        private ProxyGuard(Object delegate) {
+        private ProxyGuard(Object delegate, GuardedConnection checker) {
             this.delegate = delegate;
+            this.checker = checker;
         }
 
-        static Connection connection(Connection raw) {
+        static Connection connection(Connection raw, GuardedConnection checker) {
             return (Connection) Proxy.newProxyInstance(
-                    ProxyGuard.class.getClassLoader(), new Class<?>[] {Connection.class}, new ProxyGuard(raw));
+                    ProxyGuard.class.getClassLoader(), new Class<?>[] {Connection.class}, new ProxyGuard(raw, checker));
         }
 
         @Override
@@ -153,10 +169,7 @@ public class GuardBench {
                 case "prepareStatement", "prepareCall", "execute", "executeQuery", "executeUpdate", "addBatch",
                         "executeLargeUpdate", "nativeSQL" -> {
                     if (args != null && args.length > 0 && args[0] instanceof String s) {
-                        String refused = (String) REFUSAL.invokeExact(s, false);
-                        if (refused != null) {
-                            throw new SQLException("refused: " + refused);
-                        }
+                        CHECK.invoke(checker, s);
                     }
                 }
                 default -> {}
@@ -173,11 +186,11 @@ public class GuardBench {
                         ? java.sql.CallableStatement.class
                         : PreparedStatement.class;
                 return Proxy.newProxyInstance(
-                        ProxyGuard.class.getClassLoader(), new Class<?>[] {type}, new ProxyGuard(ps));
+                        ProxyGuard.class.getClassLoader(), new Class<?>[] {type}, new ProxyGuard(ps, checker));
             }
             if (result instanceof Statement s) {
                 return Proxy.newProxyInstance(
-                        ProxyGuard.class.getClassLoader(), new Class<?>[] {Statement.class}, new ProxyGuard(s));
+                        ProxyGuard.class.getClassLoader(), new Class<?>[] {Statement.class}, new ProxyGuard(s, checker));
             }
             if (result instanceof Connection) {
                 return proxy;
