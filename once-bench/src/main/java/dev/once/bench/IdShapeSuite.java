@@ -32,7 +32,7 @@ import java.util.concurrent.ThreadLocalRandom;
 final class IdShapeSuite implements Suite {
 
     static final int BATCH = 500;
-    static final int SIZE_ROWS = 1_000_000;
+    static final int SIZE_ROWS = 300_000;
     static final int QUICK_SIZE_ROWS = 100_000;
     static final List<Shape> SHAPES = List.of(Shape.values());
 
