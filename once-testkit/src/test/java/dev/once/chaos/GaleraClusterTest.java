@@ -105,6 +105,8 @@ class GaleraClusterTest {
             Broker broker = NetworkFaultsUnderLoadTest.publish(events, new Random(23));
             List<Load> loads = new ArrayList<>();
             double killedAtSeconds;
+            long loadStarted = System.nanoTime();
+            double loadSeconds;
             try {
                 for (IdempotentConsumer once : consumers) {
                     Predicate<Delivery> consume = d -> {
@@ -124,6 +126,7 @@ class GaleraClusterTest {
                 await("every event acknowledged with node 3 dead")
                         .atMost(Duration.ofMinutes(3))
                         .until(broker::drained);
+                loadSeconds = (System.nanoTime() - loadStarted) / 1e9;
             } finally {
                 for (Load l : loads) {
                     l.close();
@@ -139,7 +142,7 @@ class GaleraClusterTest {
             long handlerRuns =
                     runs.values().stream().mapToLong(AtomicInteger::get).sum();
             long effects = counts.values().stream().mapToLong(Long::longValue).sum();
-            Chaos.Figure f = Chaos.figure("galera")
+            Chaos.Figure f = Chaos.figure("galera-consumers")
                     .rounds(events + races)
                     .lost(Effects.lost(acknowledged, counts))
                     .appliedTwice(Effects.appliedTwice(counts))
@@ -152,6 +155,7 @@ class GaleraClusterTest {
                     .put("deliveries", broker.deliveries())
                     .put("redeliveries", broker.redeliveries())
                     .put("node_killed_at_s", killedAtSeconds)
+                    .put("load_events_per_s", broker.acks() / loadSeconds)
                     .put("total_s", (System.nanoTime() - started) / 1e9)
                     .print();
             assertThat(f.get("lost")).as("acknowledged events missing").isZero();
