@@ -16,7 +16,9 @@ import io.nats.client.Nats;
 import io.nats.client.Options;
 import io.nats.client.PullSubscribeOptions;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -24,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -44,7 +47,24 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  */
 public final class ConsumerProcess {
 
+    /** Environment variable: {@code 1} runs the broken consumer that commits the effect without a claim. */
+    static final String NO_CLAIM = "ONCE_CHAOS_NO_CLAIM";
+
     private ConsumerProcess() {}
+
+    private static Outcome withoutClaim(HikariDataSource ds, Delivery d, String instance) {
+        try (Connection c = ds.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "INSERT INTO " + Effects.TABLE + " (event_id, applied_at, instance) VALUES (?, ?, ?)")) {
+            ps.setString(1, d.eventId());
+            ps.setLong(2, System.nanoTime());
+            ps.setString(3, instance);
+            ps.executeUpdate();
+            return Outcome.applied(d.eventId());
+        } catch (SQLException e) {
+            return new Outcome(d.eventId(), Outcome.Status.FAILED_RETRYABLE, e);
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         String jdbcUrl = args[args.length - 2];
@@ -52,8 +72,8 @@ public final class ConsumerProcess {
         HikariDataSource ds = Databases.pool(jdbcUrl, 2, "consumer-" + instance);
         Handler handler = (d, tx) -> {
             try (PreparedStatement ps = tx.connection()
-                    .prepareStatement("INSERT INTO " + Effects.TABLE
-                            + " (event_id, applied_at, instance) VALUES (?, ?, ?)")) {
+                    .prepareStatement(
+                            "INSERT INTO " + Effects.TABLE + " (event_id, applied_at, instance) VALUES (?, ?, ?)")) {
                 ps.setString(1, d.eventId());
                 ps.setLong(2, System.nanoTime());
                 ps.setString(3, instance);
@@ -65,6 +85,9 @@ public final class ConsumerProcess {
                 .consumer("many")
                 .handler(handler)
                 .build();
+        // The deliberate break: the effect committed with no claim, so every redelivery and re-send applies again.
+        Function<Delivery, Outcome> single =
+                "1".equals(System.getenv(NO_CLAIM)) ? d -> withoutClaim(ds, d, instance) : once::process;
         AtomicBoolean stop = new AtomicBoolean();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -78,10 +101,10 @@ public final class ConsumerProcess {
         try {
             switch (args[0]) {
                 case "kafka" -> kafka(args[1], args[2], args[3], once, stop);
-                case "rabbitmq" -> rabbit(args[1], once, stop);
-                case "nats" -> nats(args[1], args[2], once, stop);
-                default -> throw new IllegalArgumentException("broker must be kafka, rabbitmq or nats, but was "
-                        + args[0]);
+                case "rabbitmq" -> rabbit(args[1], single, stop);
+                case "nats" -> nats(args[1], args[2], single, stop);
+                default ->
+                    throw new IllegalArgumentException("broker must be kafka, rabbitmq or nats, but was " + args[0]);
             }
         } finally {
             ds.close();
@@ -90,16 +113,25 @@ public final class ConsumerProcess {
     }
 
     /** One processBatch per poll; offsets committed after the database commit; seek back to the first not acknowledged. */
-    private static void kafka(String bootstrap, String topic, String group, IdempotentConsumer once, AtomicBoolean stop) {
+    private static void kafka(
+            String bootstrap, String topic, String group, IdempotentConsumer once, AtomicBoolean stop) {
         Map<String, Object> props = Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ConsumerConfig.GROUP_ID_CONFIG, group,
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 200,
-                ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6_000,
-                ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1_000);
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                ConsumerConfig.GROUP_ID_CONFIG,
+                group,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false,
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                "earliest",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                200,
+                ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                6_000,
+                ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+                1_000);
+        try (KafkaConsumer<String, String> c =
+                new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
             c.subscribe(List.of(topic));
             System.out.println("READY");
             while (!stop.get()) {
@@ -144,7 +176,7 @@ public final class ConsumerProcess {
     }
 
     /** Competing consumers on one queue, prefetch 50, ack after the commit, requeue otherwise. */
-    private static void rabbit(String queue, IdempotentConsumer once, AtomicBoolean stop) throws Exception {
+    private static void rabbit(String queue, Function<Delivery, Outcome> once, AtomicBoolean stop) throws Exception {
         ConnectionFactory f = new ConnectionFactory();
         f.setHost("127.0.0.1");
         f.setPort(5672);
@@ -158,7 +190,7 @@ public final class ConsumerProcess {
                     if (stop.get()) {
                         return; // not acknowledged: requeued when the channel closes
                     }
-                    Outcome o = once.process(Delivery.builder(props.getMessageId())
+                    Outcome o = once.apply(Delivery.builder(props.getMessageId())
                             .redelivered(env.isRedeliver())
                             .build());
                     if (o.shouldAcknowledge()) {
@@ -176,17 +208,18 @@ public final class ConsumerProcess {
     }
 
     /** Competing pull subscribers bound to one durable consumer; ack after the commit, nak otherwise. */
-    private static void nats(String stream, String durable, IdempotentConsumer once, AtomicBoolean stop)
+    private static void nats(String stream, String durable, Function<Delivery, Outcome> once, AtomicBoolean stop)
             throws Exception {
         try (var connection = Nats.connect(new Options.Builder()
                 .server("nats://127.0.0.1:4222")
                 .maxReconnects(-1)
                 .build())) {
-            JetStreamSubscription sub = connection.jetStream().subscribe(null, PullSubscribeOptions.bind(stream, durable));
+            JetStreamSubscription sub =
+                    connection.jetStream().subscribe(null, PullSubscribeOptions.bind(stream, durable));
             System.out.println("READY");
             while (!stop.get()) {
                 for (Message m : sub.fetch(50, Duration.ofMillis(200))) {
-                    Outcome o = once.process(Delivery.builder(new String(m.getData(), StandardCharsets.UTF_8))
+                    Outcome o = once.apply(Delivery.builder(new String(m.getData(), StandardCharsets.UTF_8))
                             .build());
                     if (o.shouldAcknowledge()) {
                         m.ack();

@@ -70,8 +70,8 @@ class GaleraClusterTest {
     @Test
     void consumersOnThreeNodesApplyEveryEventOnceThroughCertificationConflictsAndANodeKill() throws Exception {
         String db = database();
-        int events = Chaos.scaled(3_000);
-        int races = Chaos.scaled(60);
+        int events = Chaos.scaled(2_000);
+        int races = Chaos.scaled(40);
         long started = System.nanoTime();
         List<HikariDataSource> pools = new ArrayList<>();
         try {
@@ -118,9 +118,7 @@ class GaleraClusterTest {
                     };
                     loads.add(new Load(broker, 2, consume));
                 }
-                await("a third of the events")
-                        .atMost(Duration.ofMinutes(2))
-                        .until(() -> broker.acks() >= events / 3);
+                await("a third of the events").atMost(Duration.ofMinutes(2)).until(() -> broker.acks() >= events / 3);
                 galera.kill(galera.node(2));
                 killedAtSeconds = (System.nanoTime() - started) / 1e9;
                 await("every event acknowledged with node 3 dead")
@@ -159,7 +157,9 @@ class GaleraClusterTest {
                     .put("total_s", (System.nanoTime() - started) / 1e9)
                     .print();
             assertThat(f.get("lost")).as("acknowledged events missing").isZero();
-            assertThat(f.get("applied_twice")).as("events applied more than once").isZero();
+            assertThat(f.get("applied_twice"))
+                    .as("events applied more than once")
+                    .isZero();
             assertThat(tally.applied.get())
                     .as("each raced event applied once and reported DUPLICATE on the other node")
                     .isEqualTo(races);
@@ -253,7 +253,9 @@ class GaleraClusterTest {
                 long old = token.getAndIncrement();
                 long newer = old + 1;
                 // The old holder writes once while it holds the lease: every node's fence says `old`.
-                assertThat(oldHolder.process(fencedDelivery("r" + r + "-old-first", old)).status())
+                assertThat(oldHolder
+                                .process(fencedDelivery("r" + r + "-old-first", old))
+                                .status())
                         .isEqualTo(Outcome.Status.APPLIED);
                 awaitEverywhere(db, old);
                 // Node 2 falls behind: a large write from node 1 to apply, then the new holder's fence.
@@ -261,7 +263,9 @@ class GaleraClusterTest {
                         Statement s = c.createStatement()) {
                     s.executeUpdate("UPDATE ballast SET v = v + 1");
                 }
-                assertThat(newHolder.process(fencedDelivery("r" + r + "-new", newer)).status())
+                assertThat(newHolder
+                                .process(fencedDelivery("r" + r + "-new", newer))
+                                .status())
                         .isEqualTo(Outcome.Status.APPLIED);
                 long newerCommitted = System.nanoTime();
                 if (localFence(n2) < newer) {
@@ -293,7 +297,9 @@ class GaleraClusterTest {
     }
 
     private static Delivery fencedDelivery(String id, long token) {
-        return Delivery.builder(id).headers(Map.of("token", Long.toString(token))).build();
+        return Delivery.builder(id)
+                .headers(Map.of("token", Long.toString(token)))
+                .build();
     }
 
     /** Node 2's own newest token, without waiting for the cluster: what a plain read there sees. */

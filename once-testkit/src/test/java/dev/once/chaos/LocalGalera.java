@@ -78,7 +78,8 @@ final class LocalGalera implements AutoCloseable {
             return "no rsync for the joiners' state transfer: apt-get install rsync";
         }
         try {
-            if (LocalPostgres.isRoot() && new ProcessBuilder("id", "-u", "mysql").start().waitFor() != 0) {
+            if (LocalPostgres.isRoot()
+                    && new ProcessBuilder("id", "-u", "mysql").start().waitFor() != 0) {
                 return "running as root and there is no mysql OS user to run the servers as";
             }
         } catch (IOException e) {
@@ -144,7 +145,10 @@ final class LocalGalera implements AutoCloseable {
         Files.createDirectories(data);
         StringBuilder addresses = new StringBuilder();
         for (Node other : nodes) {
-            addresses.append(addresses.length() == 0 ? "" : ",").append("127.0.0.1:").append(other.galeraPort);
+            addresses
+                    .append(addresses.length() == 0 ? "" : ",")
+                    .append("127.0.0.1:")
+                    .append(other.galeraPort);
         }
         String conf = "[mariadbd]\n"
                 + "datadir=" + data + "\n"
@@ -218,9 +222,10 @@ final class LocalGalera implements AutoCloseable {
             }
             Thread.sleep(200);
         }
-        throw new IllegalStateException(
-                "galera node " + n.name + " not synced in a cluster of " + size + ": " + last + "; "
-                        + String.join("; ", nodes.stream().map(o -> o.name + ": " + log(o)).toList()));
+        throw new IllegalStateException("galera node " + n.name + " not synced in a cluster of " + size + ": " + last
+                + "; "
+                + String.join(
+                        "; ", nodes.stream().map(o -> o.name + ": " + log(o)).toList()));
     }
 
     /** SIGKILL to the node's server: the machine, as far as the others can tell, died. */
@@ -242,7 +247,8 @@ final class LocalGalera implements AutoCloseable {
     private String log(Node n) {
         try {
             List<String> lines = Files.readAllLines(root.resolve(n.name + ".err"));
-            return "last lines of its log:\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
+            return "last lines of its log:\n"
+                    + String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
         } catch (IOException e) {
             return "no log (" + e.getMessage() + ")";
         }

@@ -120,10 +120,18 @@ final class LocalPatroni implements AutoCloseable {
                 p.writeConfig(m, etcdClient, synchronous);
             }
             Member first = p.members.get(0);
-            first.process = p.launch(first.name, List.of(PATRONI.toString(), p.root.resolve(first.name + ".yml").toString()));
+            first.process = p.launch(
+                    first.name,
+                    List.of(
+                            PATRONI.toString(),
+                            p.root.resolve(first.name + ".yml").toString()));
             p.await(first.name + " leader", () -> p.status(first, "/leader") == 200);
             for (Member m : p.members.subList(1, size)) {
-                m.process = p.launch(m.name, List.of(PATRONI.toString(), p.root.resolve(m.name + ".yml").toString()));
+                m.process = p.launch(
+                        m.name,
+                        List.of(
+                                PATRONI.toString(),
+                                p.root.resolve(m.name + ".yml").toString()));
             }
             for (Member m : p.members.subList(1, size)) {
                 p.await(
@@ -161,13 +169,15 @@ final class LocalPatroni implements AutoCloseable {
         if (m.process == null) {
             return;
         }
-        List<ProcessHandle> all = new ArrayList<>(m.process.toHandle().descendants().toList());
+        List<ProcessHandle> all =
+                new ArrayList<>(m.process.toHandle().descendants().toList());
         all.add(0, m.process.toHandle());
         // Patroni starts the postmaster through a helper that exits, so it is not a descendant.
         try {
             Path pidFile = root.resolve(m.name).resolve("postmaster.pid");
             if (Files.exists(pidFile)) {
-                ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).strip()))
+                ProcessHandle.of(Long.parseLong(
+                                Files.readAllLines(pidFile).get(0).strip()))
                         .ifPresent(pm -> {
                             all.add(pm);
                             all.addAll(pm.descendants().toList());
@@ -296,7 +306,8 @@ final class LocalPatroni implements AutoCloseable {
             m.replication.close();
         }
         if (etcd != null) {
-            List<ProcessHandle> all = new ArrayList<>(etcd.toHandle().descendants().toList());
+            List<ProcessHandle> all =
+                    new ArrayList<>(etcd.toHandle().descendants().toList());
             all.add(etcd.toHandle());
             all.forEach(ProcessHandle::destroyForcibly);
         }

@@ -60,26 +60,36 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourKafkaConsumerProcessesInOneGroupThroughRestartsKillsAndABrokerBounce() throws Exception {
-        int events = events(6_000);
+        int events = events(3_000);
         String topic = "many-" + System.nanoTime();
         try (KafkaCluster cluster = KafkaCluster.start(3, 2, Map.of());
                 TestDatabase db = Databases.POSTGRES.fresh(2)) {
             try (var admin = cluster.admin()) {
-                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 3)
-                                .configs(Map.of("min.insync.replicas", "2"))))
+                admin.createTopics(List.of(
+                                new NewTopic(topic, PARTITIONS, (short) 3).configs(Map.of("min.insync.replicas", "2"))))
                         .all()
                         .get(60, TimeUnit.SECONDS);
             }
-            int[] brokers = cluster.brokerIds().stream().mapToInt(Integer::intValue).toArray();
-            run("many-kafka", db, events, new String[] {"kafka", cluster.bootstrapServers(), topic, "many-" + topic},
+            int[] brokers =
+                    cluster.brokerIds().stream().mapToInt(Integer::intValue).toArray();
+            run(
+                    "many-kafka",
+                    db,
+                    events,
+                    false,
+                    new String[] {"kafka", cluster.bootstrapServers(), topic, "many-" + topic},
                     published -> {
                         Random random = new Random(31);
                         try (KafkaProducer<String, String> p = new KafkaProducer<>(
                                 Map.of(
-                                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrapServers(),
-                                        ProducerConfig.ACKS_CONFIG, "all",
-                                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
-                                        ProducerConfig.LINGER_MS_CONFIG, 5),
+                                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                        cluster.bootstrapServers(),
+                                        ProducerConfig.ACKS_CONFIG,
+                                        "all",
+                                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                                        true,
+                                        ProducerConfig.LINGER_MS_CONFIG,
+                                        5),
                                 new StringSerializer(),
                                 new StringSerializer())) {
                             List<Future<RecordMetadata>> sends = new ArrayList<>();
@@ -100,7 +110,16 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourCompetingRabbitMqConsumerProcessesThroughRestartsAndAKill() throws Exception {
-        int events = events(3_000);
+        rabbit("many-rabbitmq", events(1_500), false);
+    }
+
+    /** The deliberate break: the same run with consumers that commit the effect without a claim. */
+    @Test
+    void withoutTheClaimTheRedeliveriesAndResendsApplyTwice() throws Exception {
+        rabbit("many-rabbitmq-no-claim", Chaos.scaled(1_000), true);
+    }
+
+    private static void rabbit(String name, int events, boolean noClaim) throws Exception {
         String queue = "once-many-" + System.nanoTime();
         ConnectionFactory f = new ConnectionFactory();
         f.setHost("127.0.0.1");
@@ -116,17 +135,27 @@ class ManyConsumerProcessesTest {
             Channel ch = admin.createChannel();
             ch.queueDeclare(queue, true, false, false, null);
             try {
-                run("many-rabbitmq", db, events, new String[] {"rabbitmq", queue}, published -> {
-                    ch.confirmSelect();
-                    for (String id : published) {
-                        ch.basicPublish(
-                                "",
-                                queue,
-                                new AMQP.BasicProperties.Builder().messageId(id).deliveryMode(2).build(),
-                                id.getBytes(StandardCharsets.UTF_8));
-                    }
-                    ch.waitForConfirmsOrDie(120_000);
-                }, null);
+                run(
+                        name,
+                        db,
+                        events,
+                        noClaim,
+                        new String[] {"rabbitmq", queue},
+                        published -> {
+                            ch.confirmSelect();
+                            for (String id : published) {
+                                ch.basicPublish(
+                                        "",
+                                        queue,
+                                        new AMQP.BasicProperties.Builder()
+                                                .messageId(id)
+                                                .deliveryMode(2)
+                                                .build(),
+                                        id.getBytes(StandardCharsets.UTF_8));
+                            }
+                            ch.waitForConfirmsOrDie(120_000);
+                        },
+                        null);
             } finally {
                 ch.queueDelete(queue);
             }
@@ -135,13 +164,14 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourCompetingNatsConsumerProcessesThroughRestartsAndAKill() throws Exception {
-        int events = events(3_000);
+        int events = events(1_500);
         String stream = "once_many_" + System.nanoTime();
         io.nats.client.Connection nats;
         try {
             nats = Nats.connect("nats://127.0.0.1:4222");
         } catch (IOException e) {
-            throw Services.unavailable("nats", "start nats-server with JetStream on 127.0.0.1:4222 (nats-server -js)", e);
+            throw Services.unavailable(
+                    "nats", "start nats-server with JetStream on 127.0.0.1:4222 (nats-server -js)", e);
         }
         try (nats;
                 TestDatabase db = Databases.POSTGRES.fresh(2)) {
@@ -161,16 +191,23 @@ class ManyConsumerProcessesTest {
                                     .maxAckPending(2_000)
                                     .build());
             try {
-                run("many-nats", db, events, new String[] {"nats", stream, "many"}, published -> {
-                    JetStream js = nats.jetStream();
-                    List<CompletableFuture<?>> acks = new ArrayList<>();
-                    for (String id : published) {
-                        acks.add(js.publishAsync(stream, id.getBytes(StandardCharsets.UTF_8)));
-                    }
-                    for (CompletableFuture<?> a : acks) {
-                        a.get(2, TimeUnit.MINUTES);
-                    }
-                }, null);
+                run(
+                        "many-nats",
+                        db,
+                        events,
+                        false,
+                        new String[] {"nats", stream, "many"},
+                        published -> {
+                            JetStream js = nats.jetStream();
+                            List<CompletableFuture<?>> acks = new ArrayList<>();
+                            for (String id : published) {
+                                acks.add(js.publishAsync(stream, id.getBytes(StandardCharsets.UTF_8)));
+                            }
+                            for (CompletableFuture<?> a : acks) {
+                                a.get(2, TimeUnit.MINUTES);
+                            }
+                        },
+                        null);
             } finally {
                 nats.jetStreamManagement().deleteStream(stream);
             }
@@ -189,7 +226,14 @@ class ManyConsumerProcessesTest {
      * Starts the instances, publishes, injects the faults at 20/35/50/65/80% of the events applied,
      * waits for every event, stops the instances, prints the figure and asserts it.
      */
-    private static void run(String name, TestDatabase db, int events, String[] source, Publisher publisher, Bounce bounce)
+    private static void run(
+            String name,
+            TestDatabase db,
+            int events,
+            boolean noClaim,
+            String[] source,
+            Publisher publisher,
+            Bounce bounce)
             throws Exception {
         db.execute("CREATE TABLE " + Effects.TABLE
                 + " (event_id varchar(255) NOT NULL, applied_at bigint NOT NULL, instance varchar(32) NOT NULL)");
@@ -211,7 +255,7 @@ class ManyConsumerProcessesTest {
         int bounces = 0;
         try {
             for (int i = 0; i < INSTANCES; i++) {
-                live[i] = start(source, Databases.POSTGRES.directUrl(db), i, generation[i], all);
+                live[i] = start(source, Databases.POSTGRES.directUrl(db), i, generation[i], noClaim, all);
             }
             publisher.publish(published);
             String[] faults = {"restart", "kill", "bounce", "restart", "restart"};
@@ -233,12 +277,14 @@ class ManyConsumerProcessesTest {
                     case "kill" -> {
                         live[victim].kill();
                         kills++;
-                        live[victim] = start(source, Databases.POSTGRES.directUrl(db), victim, ++generation[victim], all);
+                        live[victim] = start(
+                                source, Databases.POSTGRES.directUrl(db), victim, ++generation[victim], noClaim, all);
                     }
                     default -> {
                         terminate(live[victim]);
                         restarts++;
-                        live[victim] = start(source, Databases.POSTGRES.directUrl(db), victim, ++generation[victim], all);
+                        live[victim] = start(
+                                source, Databases.POSTGRES.directUrl(db), victim, ++generation[victim], noClaim, all);
                     }
                 }
             }
@@ -254,15 +300,17 @@ class ManyConsumerProcessesTest {
             Map<String, Long> shares = new TreeMap<>();
             try (var c = db.dataSource().getConnection();
                     var s = c.createStatement();
-                    var rs = s.executeQuery("SELECT split_part(instance, '.', 1), count(*) FROM " + Effects.TABLE
-                            + " GROUP BY 1")) {
+                    var rs = s.executeQuery(
+                            "SELECT split_part(instance, '.', 1), count(*) FROM " + Effects.TABLE + " GROUP BY 1")) {
                 while (rs.next()) {
                     shares.put(rs.getString(1), rs.getLong(2));
                 }
             }
             Chaos.Figure figure = Chaos.figure(name)
                     .rounds(events)
-                    .lost(distinct.stream().filter(id -> counts.getOrDefault(id, 0L) == 0).count())
+                    .lost(distinct.stream()
+                            .filter(id -> counts.getOrDefault(id, 0L) == 0)
+                            .count())
                     .appliedTwice(Effects.appliedTwice(counts))
                     .put("instances", INSTANCES)
                     .put("published", published.size())
@@ -270,14 +318,29 @@ class ManyConsumerProcessesTest {
                     .put("restarts", restarts)
                     .put("sigkills", kills)
                     .put("broker_bounces", bounces)
-                    .put("shares", String.join(",", shares.entrySet().stream()
-                            .map(e -> e.getKey() + ":" + e.getValue())
-                            .toList()))
+                    .put(
+                            "shares",
+                            String.join(
+                                    ",",
+                                    shares.entrySet().stream()
+                                            .map(e -> e.getKey() + ":" + e.getValue())
+                                            .toList()))
                     .put("events_per_s", published.size() / seconds)
                     .put("total_s", seconds)
+                    .broken(noClaim ? "no_claim" : null)
                     .print();
-            assertThat(figure.get("lost")).as("events published and never applied").isZero();
-            assertThat(figure.get("applied_twice")).as("events applied more than once").isZero();
+            if (noClaim) {
+                assertThat(figure.get("applied_twice"))
+                        .as("the break must show the double effects the claim prevents")
+                        .isPositive();
+                return;
+            }
+            assertThat(figure.get("lost"))
+                    .as("events published and never applied")
+                    .isZero();
+            assertThat(figure.get("applied_twice"))
+                    .as("events applied more than once")
+                    .isZero();
             assertThat(counts.keySet()).as("output = input").isEqualTo(distinct);
         } catch (RuntimeException | Error e) {
             for (ChildJvm c : all) {
@@ -293,12 +356,16 @@ class ManyConsumerProcessesTest {
         }
     }
 
-    private static ChildJvm start(String[] source, String jdbcUrl, int instance, int generation, List<ChildJvm> all)
+    private static ChildJvm start(
+            String[] source, String jdbcUrl, int instance, int generation, boolean noClaim, List<ChildJvm> all)
             throws Exception {
         List<String> args = new ArrayList<>(List.of(source));
         args.add(jdbcUrl);
         args.add("i" + instance + "." + generation); // the share is counted per instance across its generations
-        ChildJvm c = ChildJvm.start(ConsumerProcess.class, Map.of(), args.toArray(String[]::new));
+        ChildJvm c = ChildJvm.start(
+                ConsumerProcess.class,
+                noClaim ? Map.of(ConsumerProcess.NO_CLAIM, "1") : Map.of(),
+                args.toArray(String[]::new));
         all.add(c);
         c.awaitLineStartingWith("READY", Duration.ofMinutes(1));
         return c;
@@ -306,7 +373,10 @@ class ManyConsumerProcessesTest {
 
     /** SIGTERM: the process finishes the batch in hand, acknowledges it and exits (a rolling restart). */
     private static void terminate(ChildJvm c) throws IOException, InterruptedException {
-        new ProcessBuilder("kill", "-TERM", Long.toString(c.pid())).inheritIO().start().waitFor();
+        new ProcessBuilder("kill", "-TERM", Long.toString(c.pid()))
+                .inheritIO()
+                .start()
+                .waitFor();
         c.waitFor(Duration.ofSeconds(60));
     }
 

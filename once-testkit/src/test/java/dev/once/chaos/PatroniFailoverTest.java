@@ -32,7 +32,9 @@ class PatroniFailoverTest {
     @Test
     void patroniInSynchronousModeLosesNothingThroughAFailover() throws Exception {
         Chaos.Figure f = failover(true);
-        assertThat(f.get("lost")).as("acknowledged events missing after the failover").isZero();
+        assertThat(f.get("lost"))
+                .as("acknowledged events missing after the failover")
+                .isZero();
         assertThat(f.get("applied_twice")).as("events applied more than once").isZero();
     }
 

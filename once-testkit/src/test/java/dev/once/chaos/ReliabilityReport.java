@@ -80,6 +80,12 @@ public final class ReliabilityReport {
                         "Patroni + etcd, two members, `synchronous_mode: true`; consumers on a multi-host URL (`targetServerType=primary`); replication partitioned, the leader's Patroni and PostgreSQL SIGKILLed, Patroni promotes the replica",
                         "PatroniFailoverTest"));
         CLAIMS.put(
+                "many-",
+                new Claim(
+                        "Many consumer processes: no event lost or applied twice through rolling restarts, SIGKILLs and a broker bounce",
+                        "four consumer JVMs in one Kafka group over 3 brokers (12 partitions, replication 3, `min.insync.replicas=2`), or competing on one RabbitMQ queue / one NATS JetStream durable consumer; 10% duplicates; rolling restarts, a SIGKILL, a Kafka broker bounce",
+                        "ManyConsumerProcessesTest"));
+        CLAIMS.put(
                 "prune-race",
                 new Claim(
                         "Pruning never lets a copy inside the redelivery horizon apply twice; a shorter retention is refused (R12)",
