@@ -161,20 +161,29 @@ public final class ReliabilityReport {
                 .append(
                         "effect is in the database more than once. For models, `rounds` is the number of states SPIN explored.\n\n");
         md.append("## Guarantees\n\n| guarantee | fault | test | figure |\n|---|---|---|---|\n");
+        // One row per test and database: a test that records several figures on one database (the
+        // hostile-input test's one per identifier kind, the broker-link test's one per broker) lists
+        // them in one cell instead of repeating its guarantee and fault on every line.
         for (Map.Entry<String, Claim> c : CLAIMS.entrySet()) {
+            Map<String, List<String>> figuresByDb = new LinkedHashMap<>();
             for (Map<String, String> f : real) {
                 if (f.get("name").startsWith(c.getKey())) {
-                    md.append("| ")
-                            .append(c.getValue().guarantee())
-                            .append(" | ")
-                            .append(c.getValue().fault())
-                            .append(" | `")
-                            .append(c.getValue().test())
-                            .append("` | ")
-                            .append(figure(f))
-                            .append(" |\n");
+                    figuresByDb
+                            .computeIfAbsent(f.getOrDefault("db", ""), db -> new ArrayList<>())
+                            .add(figure(f));
                 }
             }
+            figuresByDb.forEach((db, figures) -> md.append("| ")
+                    .append(c.getValue().guarantee())
+                    .append(" | ")
+                    .append(c.getValue().fault())
+                    .append(" | `")
+                    .append(c.getValue().test())
+                    .append('`')
+                    .append(db.isEmpty() ? "" : " (" + db + ")")
+                    .append(" | ")
+                    .append(String.join("<br>", figures))
+                    .append(" |\n"));
         }
         md.append("\n## Each test can fail: the deliberate breaks\n\n")
                 .append(
