@@ -31,13 +31,19 @@ public final class CorpusScore {
             ScanReport report = ConsumerScan.builder().root(root).build().run();
             Labels.Score s = l.score(report);
             scores.add(s);
-            System.out.printf(Locale.ROOT,
+            System.out.printf(
+                    Locale.ROOT,
                     "REPO half=%s %s must=%d/%d traps_sprung=%d/%d entries=%d/%d findings=%d seconds=%.2f%n",
-                    l.half(), l.name(),
-                    s.count(Labels.Kind.MUST) - s.missed().size(), s.count(Labels.Kind.MUST),
-                    s.sprung().size(), s.count(Labels.Kind.TRAP),
-                    s.count(Labels.Kind.ENTRY) - s.entriesMissed().size(), s.count(Labels.Kind.ENTRY),
-                    report.findings().size(), report.seconds());
+                    l.half(),
+                    l.name(),
+                    s.count(Labels.Kind.MUST) - s.missed().size(),
+                    s.count(Labels.Kind.MUST),
+                    s.sprung().size(),
+                    s.count(Labels.Kind.TRAP),
+                    s.count(Labels.Kind.ENTRY) - s.entriesMissed().size(),
+                    s.count(Labels.Kind.ENTRY),
+                    report.findings().size(),
+                    report.seconds());
             s.missed().forEach(m -> System.out.println("  MISSED " + m));
             s.sprung().forEach(m -> System.out.println("  FALSE-ALARM " + m));
             s.entriesMissed().forEach(m -> System.out.println("  ENTRY-MISSED " + m));
@@ -63,18 +69,33 @@ public final class CorpusScore {
             long found = must - ss.stream().mapToLong(s -> s.missed().size()).sum();
             long traps = ss.stream().mapToLong(s -> s.count(Labels.Kind.TRAP)).sum();
             long sprung = ss.stream().mapToLong(s -> s.sprung().size()).sum();
-            long entries = ss.stream().mapToLong(s -> s.count(Labels.Kind.ENTRY)).sum();
-            long entriesFound = entries - ss.stream().mapToLong(s -> s.entriesMissed().size()).sum();
-            double[] secs = ss.stream().mapToDouble(s -> s.report().seconds()).sorted().toArray();
-            double median = secs.length == 0 ? 0
-                    : secs.length % 2 == 1 ? secs[secs.length / 2] : (secs[secs.length / 2 - 1] + secs[secs.length / 2]) / 2;
-            out.add(String.format(Locale.ROOT,
+            long entries =
+                    ss.stream().mapToLong(s -> s.count(Labels.Kind.ENTRY)).sum();
+            long entriesFound = entries
+                    - ss.stream().mapToLong(s -> s.entriesMissed().size()).sum();
+            double[] secs =
+                    ss.stream().mapToDouble(s -> s.report().seconds()).sorted().toArray();
+            double median = secs.length == 0
+                    ? 0
+                    : secs.length % 2 == 1
+                            ? secs[secs.length / 2]
+                            : (secs[secs.length / 2 - 1] + secs[secs.length / 2]) / 2;
+            out.add(String.format(
+                    Locale.ROOT,
                     "SCAN-SCORE half=%s repos=%d recall=%.3f (%d/%d) trap_false_alarms=%.3f (%d/%d) entry_points=%.3f (%d/%d) median_s=%.2f max_s=%.2f",
-                    half, ss.size(),
-                    ratio(found, must), found, must,
-                    ratio(sprung, traps), sprung, traps,
-                    ratio(entriesFound, entries), entriesFound, entries,
-                    median, secs.length == 0 ? 0 : secs[secs.length - 1]));
+                    half,
+                    ss.size(),
+                    ratio(found, must),
+                    found,
+                    must,
+                    ratio(sprung, traps),
+                    sprung,
+                    traps,
+                    ratio(entriesFound, entries),
+                    entriesFound,
+                    entries,
+                    median,
+                    secs.length == 0 ? 0 : secs[secs.length - 1]));
         });
         return out;
     }

@@ -61,7 +61,8 @@ record Labels(String name, String repo, String commit, String half, String scan,
 
         @Override
         public String toString() {
-            return kind.name().toLowerCase(java.util.Locale.ROOT) + " " + rule + " " + file + ":" + line + "  " + reason;
+            return kind.name().toLowerCase(java.util.Locale.ROOT) + " " + rule + " " + file + ":" + line + "  "
+                    + reason;
         }
     }
 
@@ -103,21 +104,27 @@ record Labels(String name, String repo, String commit, String half, String scan,
             } else {
                 String[] p = line.split("\\s+", 4);
                 if (p.length < 3) {
-                    throw new IllegalArgumentException(file + ":" + n + ": expected 'entry|must|trap RULE FILE:LINE reason', got '" + line + "'");
+                    throw new IllegalArgumentException(
+                            file + ":" + n + ": expected 'entry|must|trap RULE FILE:LINE reason', got '" + line + "'");
                 }
                 Kind k = switch (p[0]) {
                     case "entry" -> Kind.ENTRY;
                     case "must" -> Kind.MUST;
                     case "trap" -> Kind.TRAP;
-                    default -> throw new IllegalArgumentException(
-                            file + ":" + n + ": a label starts with entry, must or trap, not '" + p[0] + "'");
+                    default ->
+                        throw new IllegalArgumentException(
+                                file + ":" + n + ": a label starts with entry, must or trap, not '" + p[0] + "'");
                 };
                 int colon = p[2].lastIndexOf(':');
                 if (colon < 0) {
                     throw new IllegalArgumentException(file + ":" + n + ": expected FILE:LINE, got '" + p[2] + "'");
                 }
                 labels.add(new Label(
-                        k, p[1], p[2].substring(0, colon), Integer.parseInt(p[2].substring(colon + 1)), p.length > 3 ? p[3] : ""));
+                        k,
+                        p[1],
+                        p[2].substring(0, colon),
+                        Integer.parseInt(p[2].substring(colon + 1)),
+                        p.length > 3 ? p[3] : ""));
             }
         }
         if (repo == null || commit == null || half == null) {
