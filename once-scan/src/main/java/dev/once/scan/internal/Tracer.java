@@ -858,7 +858,7 @@ final class Tracer {
                         c.getArguments().size()));
             }
         } else if (stype != null && types.isRepoType(stype)) {
-            targets = repo.methods(stype, name, c.getArguments().size());
+            targets = repo.methods(stype, name, c.getArguments().size(), c);
         } else {
             return;
         }
