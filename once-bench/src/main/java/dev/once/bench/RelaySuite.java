@@ -1,14 +1,5 @@
 package dev.once.bench;
 
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.kafka.KafkaPublisher;
-import dev.once.outbox.OutboxMessage;
-import dev.once.outbox.OutboxRelay;
-import dev.once.outbox.Publisher;
-import dev.once.pubsub.PubSubPublisher;
-import dev.once.testkit.TestPubSubEmulator;
-import dev.once.testkit.kafka.TestKafka;
 import com.google.api.gax.core.NoCredentialsProvider;
 import com.google.api.gax.grpc.GrpcTransportChannel;
 import com.google.api.gax.rpc.FixedTransportChannelProvider;
@@ -19,6 +10,15 @@ import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PushConfig;
 import com.google.pubsub.v1.TopicName;
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.kafka.KafkaPublisher;
+import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.Publisher;
+import dev.once.pubsub.PubSubPublisher;
+import dev.once.testkit.TestPubSubEmulator;
+import dev.once.testkit.kafka.TestKafka;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -197,7 +197,8 @@ final class RelaySuite implements Suite {
             Run.progress("relay: no Pub/Sub run: " + e.getMessage());
             return null;
         }
-        ManagedChannel channel = ManagedChannelBuilder.forTarget(host).usePlaintext().build();
+        ManagedChannel channel =
+                ManagedChannelBuilder.forTarget(host).usePlaintext().build();
         try {
             var channels = FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
             String project = "once-bench";
@@ -212,7 +213,10 @@ final class RelaySuite implements Suite {
                             .build())) {
                 topics.createTopic(topic);
                 subscriptions.createSubscription(
-                        ProjectSubscriptionName.of(project, topic.getTopic()), topic, PushConfig.getDefaultInstance(), 60);
+                        ProjectSubscriptionName.of(project, topic.getTopic()),
+                        topic,
+                        PushConfig.getDefaultInstance(),
+                        60);
             }
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
                     PubSubPublisher publisher = PubSubPublisher.builder()

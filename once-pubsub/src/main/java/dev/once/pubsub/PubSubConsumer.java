@@ -458,7 +458,9 @@ public final class PubSubConsumer implements AutoCloseable {
         driver.stop();
         for (Thread t : workers) {
             try {
-                t.join(POLL.toMillis() + batchWait.toMillis() + Duration.ofMinutes(1).toMillis());
+                t.join(POLL.toMillis()
+                        + batchWait.toMillis()
+                        + Duration.ofMinutes(1).toMillis());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -560,7 +562,8 @@ public final class PubSubConsumer implements AutoCloseable {
          */
         public Builder ackDeadline(Duration ackDeadline) {
             positive("ackDeadline", ackDeadline);
-            if (ackDeadline.compareTo(Duration.ofSeconds(10)) < 0 || ackDeadline.compareTo(Duration.ofSeconds(600)) > 0) {
+            if (ackDeadline.compareTo(Duration.ofSeconds(10)) < 0
+                    || ackDeadline.compareTo(Duration.ofSeconds(600)) > 0) {
                 throw new InvalidConfigurationException(
                         "ackDeadline must be between 10 s and 600 s (Pub/Sub's limits), but was " + ackDeadline);
             }

@@ -40,8 +40,7 @@ class PubSubBrokerContractTest extends BrokerContract {
             deadLetters.shutdown();
             deadLetters.awaitTermination(30, TimeUnit.SECONDS);
         }
-        TestPubSub.delete(
-                TopicName.of(TestPubSub.PROJECT, name), ProjectSubscriptionName.of(TestPubSub.PROJECT, name));
+        TestPubSub.delete(TopicName.of(TestPubSub.PROJECT, name), ProjectSubscriptionName.of(TestPubSub.PROJECT, name));
         TestPubSub.topics().deleteTopic(TopicName.of(TestPubSub.PROJECT, name + "-dlq"));
     }
 

@@ -57,7 +57,8 @@ class PubSubOutboxRelayTest extends OutboxRelayContract {
     @Override
     @SuppressWarnings("deprecation") // returnImmediately: a pull that answers "nothing left" instead of waiting
     protected long messagesStored(String name) {
-        String counting = ProjectSubscriptionName.of(TestPubSub.PROJECT, name + "-count").toString();
+        String counting =
+                ProjectSubscriptionName.of(TestPubSub.PROJECT, name + "-count").toString();
         long count = 0;
         int empty = 0;
         while (empty < 3) {

@@ -17,8 +17,8 @@ import java.util.function.Consumer;
  */
 final class Recorder implements IdempotentConsumer {
 
-    static final String CREATE = "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL,"
-            + " body text NOT NULL)";
+    static final String CREATE =
+            "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL," + " body text NOT NULL)";
 
     final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
     final List<Outcome> outcomes = new CopyOnWriteArrayList<>();

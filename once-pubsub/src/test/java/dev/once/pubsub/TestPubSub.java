@@ -50,7 +50,8 @@ final class TestPubSub {
     }
 
     static OwnChannel newChannel(String hostPort) {
-        ManagedChannel c = ManagedChannelBuilder.forTarget(hostPort).usePlaintext().build();
+        ManagedChannel c =
+                ManagedChannelBuilder.forTarget(hostPort).usePlaintext().build();
         return new OwnChannel(c, FixedTransportChannelProvider.create(GrpcTransportChannel.create(c)));
     }
 
@@ -97,7 +98,8 @@ final class TestPubSub {
     }
 
     /** A subscription {@code id} on {@code topic}, 10 s ack deadline, shaped further by {@code config}. */
-    static ProjectSubscriptionName subscription(TopicName topic, String id, UnaryOperator<Subscription.Builder> config) {
+    static ProjectSubscriptionName subscription(
+            TopicName topic, String id, UnaryOperator<Subscription.Builder> config) {
         ProjectSubscriptionName s = ProjectSubscriptionName.of(PROJECT, id);
         subscriptions()
                 .createSubscription(config.apply(Subscription.newBuilder()

@@ -66,9 +66,7 @@ public final class TestPubSubEmulator {
         Path script = Path.of(System.getenv().getOrDefault(SCRIPT_ENV, DEFAULT_SCRIPT));
         if (!Files.isExecutable(script)) {
             throw Services.unavailable(
-                    "pubsub",
-                    HOW_TO_GET,
-                    new IOException("no executable Pub/Sub emulator script at " + script));
+                    "pubsub", HOW_TO_GET, new IOException("no executable Pub/Sub emulator script at " + script));
         }
         try {
             int port = freePort();
@@ -89,8 +87,8 @@ public final class TestPubSubEmulator {
             long deadline = System.nanoTime() + STARTUP.toNanos();
             while (!serverStarted(log) || !listening(address)) {
                 if (!p.isAlive()) {
-                    throw new IOException("the emulator exited with " + p.exitValue() + "; its output: "
-                            + Files.readString(log));
+                    throw new IOException(
+                            "the emulator exited with " + p.exitValue() + "; its output: " + Files.readString(log));
                 }
                 if (System.nanoTime() > deadline) {
                     p.descendants().forEach(ProcessHandle::destroy);
@@ -116,7 +114,8 @@ public final class TestPubSubEmulator {
         int colon = hostPort.lastIndexOf(':');
         try (Socket s = new Socket()) {
             s.connect(
-                    new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))),
+                    new InetSocketAddress(
+                            hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))),
                     1000);
             return true;
         } catch (IOException | RuntimeException e) {

@@ -214,7 +214,9 @@ final class EntryPoints {
                 boolean pubSub = pubSubInbound.containsKey(s.module());
                 Entry e = add(
                         s,
-                        pubSub ? "Spring Cloud GCP @ServiceActivator (Pub/Sub)" : "Spring Integration @ServiceActivator",
+                        pubSub
+                                ? "Spring Cloud GCP @ServiceActivator (Pub/Sub)"
+                                : "Spring Integration @ServiceActivator",
                         pubSub ? "pubsub" : "integration",
                         owner(m),
                         m,
@@ -827,13 +829,16 @@ final class EntryPoints {
         boolean client = call.getNameAsString().equals("newBuilder")
                 && (scope.equals("Subscriber") || scope.endsWith(".Subscriber"));
         boolean template = call.getNameAsString().equals("subscribe")
-                && (t.equals("PubSubTemplate") || t.equals("PubSubSubscriberTemplate")
+                && (t.equals("PubSubTemplate")
+                        || t.equals("PubSubSubscriberTemplate")
                         || t.equals("PubSubSubscriberOperations"));
         if ((!client && !template) || call.getArguments().size() < 2) {
             return;
         }
         Expression a = call.getArgument(1);
-        LambdaExpr l = a instanceof LambdaExpr le ? le : a instanceof NameExpr n ? lambdaOf(n).orElse(null) : null;
+        LambdaExpr l = a instanceof LambdaExpr le
+                ? le
+                : a instanceof NameExpr n ? lambdaOf(n).orElse(null) : null;
         if (l == null) {
             return;
         }
