@@ -466,7 +466,8 @@ final class CoreSuite implements Suite {
                         " the batch with the same set-based `UPDATE` as `floor-set`. \"paired\" is the median over turns")
                 .append(" of the ratio between turns adjacent in time, the figure least moved by load drift.\n\n");
         md.append("One event per transaction:\n\n");
-        md.append("| conns | naive | floor | floor-per-event | floor-checked | once | once / floor | once / floor, paired")
+        md.append(
+                        "| conns | naive | floor | floor-per-event | floor-checked | once | once / floor | once / floor, paired")
                 .append(" | once / floor-per-event | once / floor-per-event, paired | once / floor-checked, paired")
                 .append(" | once / naive |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Group g : groups()) {
@@ -492,7 +493,8 @@ final class CoreSuite implements Suite {
         md.append("\nThe client's share, one event per transaction: CPU time and heap allocated per event by the")
                 .append(" worker threads while measured (JVM thread counters; the driver and pool included, the")
                 .append(" server not). Load moves these far less than the rates.\n\n")
-                .append("| conns | configuration | client CPU µs / event | bytes allocated / event |\n|---|---|---|---|\n");
+                .append(
+                        "| conns | configuration | client CPU µs / event | bytes allocated / event |\n|---|---|---|---|\n");
         for (Group g : groups()) {
             if (!g.family().equals("single")) {
                 continue;

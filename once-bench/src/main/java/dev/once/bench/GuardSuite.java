@@ -33,7 +33,8 @@ final class GuardSuite implements Suite {
                 // Bytes allocated per operation: deterministic where time per operation is not (a loaded machine).
                 .addProfiler(GCProfiler.class)
                 .forks(1)
-                .jvmArgsAppend("-D" + GuardBench.URL_PROPERTY + "=" + run.postgres().jdbcUrl())
+                .jvmArgsAppend(
+                        "-D" + GuardBench.URL_PROPERTY + "=" + run.postgres().jdbcUrl())
                 .warmupIterations(quick ? 2 : 5)
                 .warmupTime(TimeValue.seconds(1))
                 .measurementIterations(quick ? 3 : 10)
@@ -65,7 +66,8 @@ final class GuardSuite implements Suite {
                 .append(" (`dev.once.bench.jmh.GuardBench`, average time, 1 fork, ")
                 .append(quick ? "2 + 3" : "5 + 10")
                 .append(" one-second iterations): what a handler's statement costs on the client through")
-                .append(" `tx.connection()` (the guarded connection, which lexes the SQL for transaction control when it")
+                .append(
+                        " `tx.connection()` (the guarded connection, which lexes the SQL for transaction control when it")
                 .append(" is prepared) against the driver's own connection and against a `java.lang.reflect.Proxy`")
                 .append(" that forwards every call and runs the same lexer (issue 24). A statement here is prepare +")
                 .append(" two `setLong` + close on a real pgjdbc connection, all client-side; `roundTrip` is one")

@@ -141,7 +141,8 @@ final class IdShapeSuite implements Suite {
                 .append(" claims made ")
                 .append(BATCH)
                 .append(" per statement, then `pg_total_relation_size` (heap, primary key, BRIN) / rows, as the")
-                .append(" inbox is while it fills (no VACUUM FULL, no REINDEX). Claims/s: one connection, one `INSERT …")
+                .append(
+                        " inbox is while it fills (no VACUUM FULL, no REINDEX). Claims/s: one connection, one `INSERT …")
                 .append(" SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING` of ")
                 .append(BATCH)
                 .append(" new ids + commit per turn, the shapes' floors and `once` (`processBatch`, text ids, its own")

@@ -3,9 +3,7 @@ package dev.once.internal;
 import dev.once.jdbc.Dialect;
 import java.sql.SQLException;
 import java.sql.Savepoint;
-import java.util.IdentityHashMap;
 import java.util.Locale;
-import java.util.Map;
 
 /**
  * What the engine learns, through the handler's {@link GuardedConnection}s, about one claim
@@ -20,8 +18,6 @@ public final class ClaimWatch {
     private final OutboxBuffer outbox;
     private final Dialect dialect;
     private final String inboxTable;
-    // Savepoints the handler set through the guard, each with the buffer position it was set at.
-    private final Map<Savepoint, Integer> marks = new IdentityHashMap<>(0);
     private String suspicion;
     private SQLException ended;
 
@@ -65,18 +61,15 @@ public final class ClaimWatch {
     }
 
     void savepoint(Savepoint savepoint) {
-        marks.put(savepoint, outbox.position());
+        outbox.savepoint(savepoint);
     }
 
     void rolledBack(Savepoint savepoint) {
-        Integer at = marks.get(savepoint);
-        if (at != null) {
-            outbox.rollbackTo(at);
-        }
+        outbox.rollbackToSavepoint(savepoint);
     }
 
     void released(Savepoint savepoint) {
-        marks.remove(savepoint);
+        outbox.releaseSavepoint(savepoint);
     }
 
     /**
@@ -84,7 +77,7 @@ public final class ClaimWatch {
      * {@code ROLLBACK TO} in SQL text has no {@link Savepoint} object to key a position on, so the
      * buffer is written before either runs: the rows added before the savepoint land outside it, those
      * added after it inside it, and the database's own rollback undoes exactly those (SQL savepoints
-     * are rare; JDBC ones cost no statement, see {@link OutboxBuffer#rollbackTo}); a procedure call may end the
+     * are rare; JDBC ones cost no statement, see {@link OutboxBuffer#savepoint}); a procedure call may end the
      * transaction out of sight (MariaDB); a statement naming the inbox may delete the claim.
      */
     void sql(String sql, String firstWord) throws SQLException {

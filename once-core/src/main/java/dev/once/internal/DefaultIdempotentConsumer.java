@@ -16,6 +16,7 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
+import dev.once.tx.JoinedTransaction;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -432,7 +433,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         }
                     }
                     ClaimWatch watch = watch(c);
-                    Failure failure = apply(c, mine, watch);
+                    Failure failure = apply(tx, mine, watch);
                     if (failure != null) {
                         tx.setRollbackOnly();
                         SQLException conflict = transientConflict(failure.cause());
@@ -494,6 +495,21 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      * of them, or the per-event handler for each in order; then writes the outbox rows they all
      * added in one statement (not timed as handler work). Returns null when all went well.
      */
+    private Failure apply(Transaction tx, List<Delivery> claimed, ClaimWatch watch) {
+        JoinedTransaction joined = tx.joinedTransaction();
+        if (joined == null) {
+            return apply(tx.connection(), claimed, watch);
+        }
+        // Savepoints the caller's integration sets on the raw connection while the handler runs (a
+        // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
+        joined.addSavepointListener(watch.outbox());
+        try {
+            return apply(tx.connection(), claimed, watch);
+        } finally {
+            joined.removeSavepointListener(watch.outbox());
+        }
+    }
+
     private Failure apply(Connection c, List<Delivery> claimed, ClaimWatch watch) {
         if (claimed.isEmpty()) {
             return null;
@@ -617,7 +633,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             return duplicateOf(d, fingerprint, applied);
         }
         ClaimWatch watch = watch(c);
-        Failure failure = apply(c, List.of(d), watch);
+        Failure failure = apply(tx, List.of(d), watch);
         if (failure != null) {
             tx.setRollbackOnly();
             SQLException conflict = transientConflict(failure.cause());
@@ -771,6 +787,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     for (Delivery d : firsts) {
                         byId.put(d.eventId(), databaseFailure(d.eventId(), e));
                     }
+                    // Reported when the caller's transaction ends, like every joined outcome.
+                    List<Outcome> failedAll = settle(deliveries, byId, prints);
+                    settled.add(failedAll);
+                    tx.afterCompletion(committed -> {
+                        for (int i = 0; i < deliveries.size(); i++) {
+                            report(deliveries.get(i), failedAll.get(i));
+                        }
+                    });
                     return null;
                 }
                 List<Delivery> mine = new ArrayList<>(claimed.size());
@@ -782,7 +806,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     }
                 }
                 ClaimWatch watch = watch(tx.connection());
-                Failure failure = apply(tx.connection(), mine, watch);
+                Failure failure = apply(tx, mine, watch);
                 if (failure == null) {
                     for (Delivery d : mine) {
                         byId.put(d.eventId(), Outcome.applied(d.eventId()));
@@ -837,8 +861,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             clearMdc();
         }
-        // Settled in the transaction unless the claim failed, which left only failures to mirror.
-        return settled.isEmpty() ? settle(deliveries, byId, prints) : settled.get(0);
+        return settled.get(0);
     }
 
     private static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {

@@ -371,7 +371,7 @@ public final class GuardedConnection implements Connection {
     }
 
     // The outbox buffer's position is kept with the savepoint, so that rolling back to it drops the
-    // rows added since (OutboxBuffer.rollbackTo).
+    // rows added since (OutboxBuffer.rollbackToSavepoint).
     private Savepoint marked(SavepointCall call) throws SQLException {
         Savepoint savepoint;
         try {

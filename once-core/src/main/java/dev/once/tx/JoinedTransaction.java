@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * <p>Savepoints are matched by identity: pass the same object to {@link #savepoint} and
  * {@link #rollbackToSavepoint}. Used by the transaction's thread; not thread-safe.
  */
-public final class JoinedTransaction {
+public final class JoinedTransaction implements SavepointListener {
 
     private static final Logger log = LoggerFactory.getLogger(JoinedTransaction.class);
 
@@ -33,6 +33,7 @@ public final class JoinedTransaction {
     // the savepoints still valid, oldest first, each with the number of callbacks registered before it
     private final List<Object> savepoints = new ArrayList<>(0);
     private final List<Integer> positions = new ArrayList<>(0);
+    private final List<SavepointListener> listeners = new ArrayList<>(0);
     private boolean done;
 
     /** Registers {@code callback} for the end of the transaction (see the class comment for what it hears). */
@@ -44,10 +45,27 @@ public final class JoinedTransaction {
         undone.add(false);
     }
 
+    /**
+     * Forwards this transaction's savepoints to {@code listener} too (the engine's outbox buffer while a
+     * handler runs in this transaction), until {@link #removeSavepointListener}.
+     */
+    public void addSavepointListener(SavepointListener listener) {
+        listeners.add(listener);
+    }
+
+    /** Stops forwarding savepoints to {@code listener}. */
+    public void removeSavepointListener(SavepointListener listener) {
+        listeners.removeIf(l -> l == listener);
+    }
+
     /** A savepoint was created: callbacks registered from now on are undone by a rollback to it. */
+    @Override
     public void savepoint(Object savepoint) {
         savepoints.add(savepoint);
         positions.add(callbacks.size());
+        for (SavepointListener l : listeners) {
+            l.savepoint(savepoint);
+        }
     }
 
     /**
@@ -57,6 +75,7 @@ public final class JoinedTransaction {
      * @throws IllegalStateException if {@code savepoint} was never announced with {@link #savepoint} (or was
      *         released): the integration missed a savepoint, and outcomes registered since cannot be told apart
      */
+    @Override
     public void rollbackToSavepoint(Object savepoint) {
         int at = indexOf(savepoint);
         if (at < 0) {
@@ -68,13 +87,20 @@ public final class JoinedTransaction {
             undone.set(i, true);
         }
         truncate(at + 1);
+        for (SavepointListener l : listeners) {
+            l.rollbackToSavepoint(savepoint);
+        }
     }
 
     /** The savepoint was released: it (and any created after it) can no longer be rolled back to. Unknown ones are ignored. */
+    @Override
     public void releaseSavepoint(Object savepoint) {
         int at = indexOf(savepoint);
         if (at >= 0) {
             truncate(at);
+        }
+        for (SavepointListener l : listeners) {
+            l.releaseSavepoint(savepoint);
         }
     }
 

@@ -77,7 +77,7 @@ public final class ManualTransactions implements TransactionProvider {
 
         private Scope(Connection connection) {
             this.connection = connection;
-            this.handle = new Joined();
+            this.handle = new Joined(connection, completions);
         }
 
         /** True when the engine's part failed and this transaction may only roll back. */
@@ -162,18 +162,13 @@ public final class ManualTransactions implements TransactionProvider {
         }
 
         private final class Joined extends JoinedTransactionHandle {
-            Joined() {
-                super(connection);
+            Joined(Connection connection, JoinedTransaction transaction) {
+                super(connection, transaction);
             }
 
             @Override
             protected void markRollbackOnly() {
                 rollbackOnly = true;
-            }
-
-            @Override
-            public void afterCompletion(CompletionCallback callback) {
-                completions.afterCompletion(callback);
             }
 
             @Override

@@ -277,4 +277,96 @@ abstract class CallerTransactionScenarios {
         assertThat(reported).extracting(Outcome::status).containsExactly(Status.APPLIED, Status.APPLIED);
         assertThat(Ledger.balance(db)).isEqualTo(8);
     }
+
+    @Test
+    void rowAddedBeforeASavepointButWrittenAfterItByAThresholdFlushSurvivesTheRollback() throws Exception {
+        IdempotentConsumer billing = owned((d, tx) -> {
+            Connection c = tx.connection();
+            tx.outbox().add("mail", "k", bytes("before"), null, null);
+            Savepoint sp = c.setSavepoint();
+            for (int i = 0; i < dev.once.Outbox.FLUSH_ROWS; i++) {
+                tx.outbox().add("mail", "k", bytes("inside"), null, null); // the threshold writes "before" too
+            }
+            c.rollback(sp);
+            credit(c, 1);
+        });
+        assertThat(billing.process(Ledger.payment("evt-1", 1)).status()).isEqualTo(Status.APPLIED);
+        assertThat(outboxPayloads())
+                .as("the row added before the savepoint stays (lost otherwise), none added inside it is sent")
+                .containsExactly("before");
+    }
+
+    @Test
+    void transactionOutboxOfAPlainJdbcCallerFollowsTheSavepointsItIsToldOf() throws Exception {
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            dev.once.TransactionOutbox outbox = dev.once.TransactionOutbox.builder()
+                    .connection(c)
+                    .dialect(dialect())
+                    .source("orders")
+                    .cause("order-1")
+                    .build();
+            outbox.add("mail", "k", bytes("kept"), null, null);
+            Savepoint sp = c.setSavepoint();
+            outbox.savepoint(sp);
+            outbox.add("mail", "k", bytes("phantom"), null, null);
+            c.rollback(sp);
+            outbox.rollbackToSavepoint(sp);
+            outbox.flush();
+            c.commit();
+            c.setAutoCommit(true);
+        }
+        assertThat(outboxPayloads()).containsExactly("kept");
+    }
+
+    @Test
+    void outboxRowAddedByAHandlerUnderTheCallersSavepointThatTheHandlerRollsBackIsNotSent() throws Exception {
+        // A savepoint set and rolled back through the joined transaction (ManualTransactions' scope, as
+        // Spring's NESTED does through its synchronization) while the handler runs, on the raw connection.
+        ManualTransactions.Scope[] scope = new ManualTransactions.Scope[1];
+        IdempotentConsumer billing = joined((d, tx) -> {
+            Savepoint sp = scope[0].setSavepoint();
+            tx.outbox().add("mail", "k", bytes("phantom"), null, null);
+            scope[0].rollback(sp);
+            tx.outbox().add("mail", "k", bytes("kept"), null, null);
+            credit(tx.connection(), 2);
+        });
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            try (ManualTransactions.Scope tx = manual.join(c)) {
+                scope[0] = tx;
+                assertThat(billing.process(Ledger.payment("evt-1", 2)).status()).isEqualTo(Status.APPLIED);
+                tx.commit();
+            }
+            c.setAutoCommit(true);
+        }
+        assertThat(outboxPayloads()).containsExactly("kept");
+        assertThat(reported).extracting(Outcome::status).containsExactly(Status.APPLIED);
+    }
+
+    // Item 8 (found by reading): a joined batch whose claim statement fails is still reported.
+    @Test
+    void joinedBatchWhoseClaimStatementFailsIsReportedToTheListener() throws Exception {
+        IdempotentConsumer billing = IdempotentConsumer.builder()
+                .transactions(manual)
+                .dialect(dialect())
+                .consumer("billing")
+                .batchHandler((claimed, tx) -> {})
+                .outcomeListener((d, o) -> reported.add(o))
+                .build();
+        db.execute("DROP TABLE once_inbox"); // the claim statement fails
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            try (ManualTransactions.Scope tx = manual.join(c)) {
+                List<Outcome> outcomes = billing.processBatch(List.of(Delivery.of("a", "1"), Delivery.of("b", "2")));
+                assertThat(outcomes).extracting(Outcome::status).containsOnly(Status.FAILED_RETRYABLE);
+                tx.rollback();
+            }
+            c.setAutoCommit(true);
+        }
+        assertThat(reported)
+                .extracting(Outcome::status)
+                .as("every delivery of the batch is reported once the transaction ends")
+                .containsExactly(Status.FAILED_RETRYABLE, Status.FAILED_RETRYABLE);
+    }
 }

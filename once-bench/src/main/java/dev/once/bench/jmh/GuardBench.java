@@ -49,7 +49,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @State(Scope.Thread)
-@Fork(value = 1, jvmArgsAppend = {"-Xms256m", "-Xmx256m"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms256m", "-Xmx256m"})
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 public class GuardBench {
@@ -161,13 +163,25 @@ public class GuardBench {
         public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
             String name = method.getName();
             switch (name) {
-                case "commit", "rollback", "close", "abort", "setAutoCommit", "setTransactionIsolation", "setReadOnly" -> {
+                case "commit",
+                        "rollback",
+                        "close",
+                        "abort",
+                        "setAutoCommit",
+                        "setTransactionIsolation",
+                        "setReadOnly" -> {
                     if (delegate instanceof Connection && (args == null || !name.equals("rollback"))) {
                         throw new SQLException("refused: " + name);
                     }
                 }
-                case "prepareStatement", "prepareCall", "execute", "executeQuery", "executeUpdate", "addBatch",
-                        "executeLargeUpdate", "nativeSQL" -> {
+                case "prepareStatement",
+                        "prepareCall",
+                        "execute",
+                        "executeQuery",
+                        "executeUpdate",
+                        "addBatch",
+                        "executeLargeUpdate",
+                        "nativeSQL" -> {
                     if (args != null && args.length > 0 && args[0] instanceof String s) {
                         CHECK.invoke(checker, s);
                     }
@@ -190,7 +204,9 @@ public class GuardBench {
             }
             if (result instanceof Statement s) {
                 return Proxy.newProxyInstance(
-                        ProxyGuard.class.getClassLoader(), new Class<?>[] {Statement.class}, new ProxyGuard(s, checker));
+                        ProxyGuard.class.getClassLoader(),
+                        new Class<?>[] {Statement.class},
+                        new ProxyGuard(s, checker));
             }
             if (result instanceof Connection) {
                 return proxy;
