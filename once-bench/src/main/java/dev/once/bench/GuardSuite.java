@@ -71,9 +71,12 @@ final class GuardSuite implements Suite {
                 .append(" is prepared) against the driver's own connection and against a `java.lang.reflect.Proxy`")
                 .append(" that forwards every call and runs the same lexer (issue 24). A statement here is prepare +")
                 .append(" two `setLong` + close on a real pgjdbc connection, all client-side; `roundTrip` is one")
-                .append(" prepared `SELECT 1` executed on the run's PostgreSQL, what every statement costs on top. B/op is")
-                .append(" JMH's `gc.alloc.rate.norm` (bytes allocated per operation), which load does not move; time per")
-                .append(" operation on a loaded machine carries the descheduling of its thread (see the error column of")
+                .append(
+                        " prepared `SELECT 1` executed on the run's PostgreSQL, what every statement costs on top. B/op is")
+                .append(
+                        " JMH's `gc.alloc.rate.norm` (bytes allocated per operation), which load does not move; time per")
+                .append(
+                        " operation on a loaded machine carries the descheduling of its thread (see the error column of")
                 .append(" the result lines).\n\n")
                 .append("| statement | raw ns | guarded ns | proxy ns | guard's cost ns | proxy's cost ns |")
                 .append(" round trip ns | guard's cost / round trip | raw B/op | guarded B/op | proxy B/op |\n")
