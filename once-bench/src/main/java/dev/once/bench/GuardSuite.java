@@ -5,6 +5,8 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import org.openjdk.jmh.profile.GCProfiler;
+import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
@@ -28,6 +30,8 @@ final class GuardSuite implements Suite {
         boolean quick = run.settings().quick();
         ChainedOptionsBuilder options = new OptionsBuilder()
                 .include(GuardBench.class.getName() + "\\.")
+                // Bytes allocated per operation: deterministic where time per operation is not (a loaded machine).
+                .addProfiler(GCProfiler.class)
                 .forks(1)
                 .jvmArgsAppend(
                         "-D" + GuardBench.URL_PROPERTY + "=" + run.postgres().jdbcUrl())
@@ -44,14 +48,17 @@ final class GuardSuite implements Suite {
             String sql = r.getParams().getParam("sql");
             double score = r.getPrimaryResult().getScore();
             double error = r.getPrimaryResult().getScoreError();
-            bySql.computeIfAbsent(sql, k -> new LinkedHashMap<>()).put(bench, new double[] {score, error});
+            Result<?> alloc = r.getSecondaryResults().get("gc.alloc.rate.norm");
+            double bytes = alloc == null ? Double.NaN : alloc.getScore();
+            bySql.computeIfAbsent(sql, k -> new LinkedHashMap<>()).put(bench, new double[] {score, error, bytes});
             run.line(String.format(
                     Locale.ROOT,
-                    "BENCH name=guard bench=%s sql_chars=%d ns_per_op=%.0f error=%.0f",
+                    "BENCH name=guard bench=%s sql_chars=%d ns_per_op=%.0f error=%.0f bytes_per_op=%.0f",
                     bench,
                     sql.length(),
                     score,
-                    Double.isNaN(error) ? 0 : error));
+                    Double.isNaN(error) ? 0 : error,
+                    bytes));
         }
         StringBuilder md = new StringBuilder();
         md.append("JMH ")
@@ -64,9 +71,16 @@ final class GuardSuite implements Suite {
                 .append(" is prepared) against the driver's own connection and against a `java.lang.reflect.Proxy`")
                 .append(" that forwards every call and runs the same lexer (issue 24). A statement here is prepare +")
                 .append(" two `setLong` + close on a real pgjdbc connection, all client-side; `roundTrip` is one")
-                .append(" prepared `SELECT 1` executed on the run's PostgreSQL, what every statement costs on top.\n\n")
+                .append(
+                        " prepared `SELECT 1` executed on the run's PostgreSQL, what every statement costs on top. B/op is")
+                .append(
+                        " JMH's `gc.alloc.rate.norm` (bytes allocated per operation), which load does not move; time per")
+                .append(
+                        " operation on a loaded machine carries the descheduling of its thread (see the error column of")
+                .append(" the result lines).\n\n")
                 .append("| statement | raw ns | guarded ns | proxy ns | guard's cost ns | proxy's cost ns |")
-                .append(" round trip ns | guard's cost / round trip |\n|---|---|---|---|---|---|---|---|\n");
+                .append(" round trip ns | guard's cost / round trip | raw B/op | guarded B/op | proxy B/op |\n")
+                .append("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Map.Entry<String, Map<String, double[]>> e : bySql.entrySet()) {
             Map<String, double[]> b = e.getValue();
             double raw = b.get("prepareRaw")[0];
@@ -75,7 +89,7 @@ final class GuardSuite implements Suite {
             double rt = b.get("roundTrip")[0];
             md.append(String.format(
                     Locale.ROOT,
-                    "| %d chars | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %.4f |%n",
+                    "| %d chars | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %,.0f | %.4f | %.0f | %.0f | %.0f |%n",
                     e.getKey().length(),
                     raw,
                     guarded,
@@ -83,7 +97,10 @@ final class GuardSuite implements Suite {
                     guarded - raw,
                     proxy - raw,
                     rt,
-                    (guarded - raw) / rt));
+                    (guarded - raw) / rt,
+                    b.get("prepareRaw")[2],
+                    b.get("prepareGuarded")[2],
+                    b.get("prepareProxy")[2]));
         }
         md.append("\nThe statements: the ledger's `")
                 .append(Ledger.CREDIT)
