@@ -198,7 +198,7 @@ final class LocalGalera implements AutoCloseable {
     }
 
     private void awaitSynced(Node n, int size) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
         String last = "not reached";
         while (System.nanoTime() < deadline) {
             for (Node other : nodes) {
