@@ -60,6 +60,11 @@ final class LocalGalera implements AutoCloseable {
         int port() {
             return port;
         }
+
+        /** False once {@link LocalGalera#kill} took the node down. */
+        boolean alive() {
+            return process != null && process.isAlive();
+        }
     }
 
     private LocalGalera(Path root) {
