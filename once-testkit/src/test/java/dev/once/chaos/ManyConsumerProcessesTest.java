@@ -257,6 +257,10 @@ class ManyConsumerProcessesTest {
             for (int i = 0; i < INSTANCES; i++) {
                 live[i] = start(source, Databases.POSTGRES.directUrl(db), i, generation[i], noClaim, all);
             }
+            // The JVMs start in parallel; a replacement is not waited for, as in a rolling deploy.
+            for (ChildJvm c : live) {
+                c.awaitLineStartingWith("READY", Duration.ofMinutes(2));
+            }
             publisher.publish(published);
             String[] faults = {"restart", "kill", "bounce", "restart", "restart"};
             double[] at = {0.20, 0.35, 0.50, 0.65, 0.80};
@@ -367,7 +371,6 @@ class ManyConsumerProcessesTest {
                 noClaim ? Map.of(ConsumerProcess.NO_CLAIM, "1") : Map.of(),
                 args.toArray(String[]::new));
         all.add(c);
-        c.awaitLineStartingWith("READY", Duration.ofMinutes(1));
         return c;
     }
 
