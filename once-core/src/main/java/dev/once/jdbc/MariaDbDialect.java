@@ -243,6 +243,14 @@ public final class MariaDbDialect implements Dialect {
         return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT;
     }
 
+    // InnoDB rolls back the whole transaction on a deadlock (1213, and Galera's certification failure,
+    // reported alike); a lock wait timeout (1205) rolls back only the statement, unless the server runs
+    // with innodb_rollback_on_timeout, where the count check finds the claim gone.
+    @Override
+    public boolean endsTransaction(SQLException e) {
+        return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
+    }
+
     @Override
     public boolean isTransientConflict(SQLException e) {
         return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
@@ -261,6 +269,11 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String inboxStats(String prefix) {
+        return "SELECT count(*) AS inbox_rows, min(processed_at) AS oldest_claim FROM " + quote(prefix + "inbox");
     }
 
     @Override

@@ -41,7 +41,7 @@ public final class ReliabilityReport {
                 "broker-link-",
                 new Claim(
                         "No event lost or applied twice through broker-link faults under load; throughput comes back (R8)",
-                        "`FaultProxy` between the consumer and RabbitMQ, Kafka (the broker advertises the proxy) or NATS JetStream: frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
+                        "`FaultProxy` between the consumer and RabbitMQ, Kafka (the broker advertises the proxy), NATS JetStream or Pub/Sub (Google's emulator): frozen 2 s, every connection reset, +200 ms per round trip for 2 s, with 10% duplicates",
                         "BrokerLinkFaultsTest"));
         CLAIMS.put(
                 "kernel-faults",
