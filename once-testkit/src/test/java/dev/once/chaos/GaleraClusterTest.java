@@ -80,6 +80,7 @@ class GaleraClusterTest {
             }
             Schema.migrate(pools.get(0));
             createEffects(pools.get(0));
+            caughtUp(pools);
             Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
             Handler handler = (d, tx) -> {
                 runs.computeIfAbsent(d.eventId(), k -> new AtomicInteger()).incrementAndGet();
@@ -190,6 +191,7 @@ class GaleraClusterTest {
             }
             Schema.migrate(pools.get(0));
             createEffects(pools.get(0));
+            caughtUp(pools);
             RaceTally tally = race(races, 2, (node, d) -> naive(pools.get(node), d));
             Map<String, Long> counts = Effects.counts(pools.get(0));
             Chaos.Figure f = Chaos.figure("galera-claim-outside-tx")
@@ -230,6 +232,7 @@ class GaleraClusterTest {
                 s.execute("CREATE TABLE ballast (id int PRIMARY KEY, v int NOT NULL)");
                 s.execute("INSERT INTO ballast SELECT seq, 0 FROM seq_1_to_" + Chaos.scaled(100_000));
             }
+            caughtUp(List.of(n1, n2));
             AtomicLong token = new AtomicLong(1);
             Handler fenced = (d, tx) -> {
                 tx.fence("ledger", Long.parseLong(d.headers().get("token")));
@@ -408,6 +411,19 @@ class GaleraClusterTest {
         }
     }
 
+    /**
+     * Waits until every pool's node has applied the setup (a DDL statement returns once it ran on
+     * the node that took it; the others run it at the same point of the cluster's order, later).
+     */
+    private static void caughtUp(List<HikariDataSource> pools) throws SQLException {
+        for (HikariDataSource pool : pools) {
+            try (Connection c = pool.getConnection();
+                    Statement s = c.createStatement()) {
+                s.execute("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT count(*) FROM " + Effects.TABLE);
+            }
+        }
+    }
+
     /** The effect table with a primary key: Galera replicates row changes by key. */
     private static void createEffects(HikariDataSource ds) throws SQLException {
         try (Connection c = ds.getConnection();
@@ -418,12 +434,20 @@ class GaleraClusterTest {
         }
     }
 
-    /** A new database on the cluster (DDL is replicated in total order, so every node has it on return). */
+    /** A new database on the cluster, there on every live node on return. */
     private static String database() throws SQLException {
         String name = "once_galera_" + DATABASES.incrementAndGet();
         try (Connection c = DriverManager.getConnection(galera.node(0).jdbcUrl("mysql"));
                 Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE " + name);
+        }
+        for (LocalGalera.Node n : galera.nodes()) {
+            if (n.alive()) {
+                try (Connection c = DriverManager.getConnection(n.jdbcUrl("mysql"));
+                        Statement s = c.createStatement()) {
+                    s.execute("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1 FROM information_schema.schemata");
+                }
+            }
         }
         return name;
     }

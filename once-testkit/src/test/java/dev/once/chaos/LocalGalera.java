@@ -60,6 +60,11 @@ final class LocalGalera implements AutoCloseable {
         int port() {
             return port;
         }
+
+        /** False once {@link LocalGalera#kill} took the node down. */
+        boolean alive() {
+            return process != null && process.isAlive();
+        }
     }
 
     private LocalGalera(Path root) {
@@ -198,7 +203,7 @@ final class LocalGalera implements AutoCloseable {
     }
 
     private void awaitSynced(Node n, int size) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
         String last = "not reached";
         while (System.nanoTime() < deadline) {
             for (Node other : nodes) {

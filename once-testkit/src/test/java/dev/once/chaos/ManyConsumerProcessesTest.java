@@ -60,7 +60,7 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourKafkaConsumerProcessesInOneGroupThroughRestartsKillsAndABrokerBounce() throws Exception {
-        int events = events(3_000);
+        int events = events(1_200);
         String topic = "many-" + System.nanoTime();
         try (KafkaCluster cluster = KafkaCluster.start(3, 2, Map.of());
                 TestDatabase db = Databases.POSTGRES.fresh(2)) {
@@ -110,13 +110,13 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourCompetingRabbitMqConsumerProcessesThroughRestartsAndAKill() throws Exception {
-        rabbit("many-rabbitmq", events(1_500), false);
+        rabbit("many-rabbitmq", events(800), false);
     }
 
     /** The deliberate break: the same run with consumers that commit the effect without a claim. */
     @Test
     void withoutTheClaimTheRedeliveriesAndResendsApplyTwice() throws Exception {
-        rabbit("many-rabbitmq-no-claim", Chaos.scaled(1_000), true);
+        rabbit("many-rabbitmq-no-claim", Chaos.scaled(500), true);
     }
 
     private static void rabbit(String name, int events, boolean noClaim) throws Exception {
@@ -164,7 +164,7 @@ class ManyConsumerProcessesTest {
 
     @Test
     void fourCompetingNatsConsumerProcessesThroughRestartsAndAKill() throws Exception {
-        int events = events(1_500);
+        int events = events(800);
         String stream = "once_many_" + System.nanoTime();
         io.nats.client.Connection nats;
         try {
@@ -256,6 +256,10 @@ class ManyConsumerProcessesTest {
         try {
             for (int i = 0; i < INSTANCES; i++) {
                 live[i] = start(source, Databases.POSTGRES.directUrl(db), i, generation[i], noClaim, all);
+            }
+            // The JVMs start in parallel; a replacement is not waited for, as in a rolling deploy.
+            for (ChildJvm c : live) {
+                c.awaitLineStartingWith("READY", Duration.ofMinutes(2));
             }
             publisher.publish(published);
             String[] faults = {"restart", "kill", "bounce", "restart", "restart"};
@@ -367,7 +371,6 @@ class ManyConsumerProcessesTest {
                 noClaim ? Map.of(ConsumerProcess.NO_CLAIM, "1") : Map.of(),
                 args.toArray(String[]::new));
         all.add(c);
-        c.awaitLineStartingWith("READY", Duration.ofMinutes(1));
         return c;
     }
 
