@@ -8,7 +8,6 @@ import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
 import com.google.cloud.pubsub.v1.TopicAdminClient;
 import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.pubsub.v1.ProjectSubscriptionName;
-import com.google.pubsub.v1.PushConfig;
 import com.google.pubsub.v1.TopicName;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -212,11 +211,12 @@ final class RelaySuite implements Suite {
                             .setCredentialsProvider(NoCredentialsProvider.create())
                             .build())) {
                 topics.createTopic(topic);
-                subscriptions.createSubscription(
-                        ProjectSubscriptionName.of(project, topic.getTopic()),
-                        topic,
-                        PushConfig.getDefaultInstance(),
-                        60);
+                subscriptions.createSubscription(com.google.pubsub.v1.Subscription.newBuilder()
+                        .setName(ProjectSubscriptionName.of(project, topic.getTopic())
+                                .toString())
+                        .setTopic(topic.toString())
+                        .setAckDeadlineSeconds(60)
+                        .build());
             }
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
                     PubSubPublisher publisher = PubSubPublisher.builder()
