@@ -8,6 +8,7 @@ import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
 import com.google.cloud.pubsub.v1.TopicAdminClient;
 import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.pubsub.v1.ProjectSubscriptionName;
+import com.google.pubsub.v1.Subscription;
 import com.google.pubsub.v1.TopicName;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -211,7 +212,7 @@ final class RelaySuite implements Suite {
                             .setCredentialsProvider(NoCredentialsProvider.create())
                             .build())) {
                 topics.createTopic(topic);
-                subscriptions.createSubscription(com.google.pubsub.v1.Subscription.newBuilder()
+                subscriptions.createSubscription(Subscription.newBuilder()
                         .setName(ProjectSubscriptionName.of(project, topic.getTopic())
                                 .toString())
                         .setTopic(topic.toString())
