@@ -18,7 +18,6 @@ import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.protobuf.ByteString;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
-import com.google.pubsub.v1.PushConfig;
 import com.google.pubsub.v1.TopicName;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -670,7 +669,11 @@ class BrokerLinkFaultsTest {
                             .setCredentialsProvider(NoCredentialsProvider.create())
                             .build())) {
                 topics.createTopic(topic);
-                subscriptions.createSubscription(subscription, topic, PushConfig.getDefaultInstance(), 10);
+                subscriptions.createSubscription(com.google.pubsub.v1.Subscription.newBuilder()
+                        .setName(subscription.toString())
+                        .setTopic(topic.toString())
+                        .setAckDeadlineSeconds(10)
+                        .build());
             }
             publisher = com.google.cloud.pubsub.v1.Publisher.newBuilder(topic)
                     .setChannelProvider(channel)
