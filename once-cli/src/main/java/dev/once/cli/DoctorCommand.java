@@ -7,6 +7,7 @@ import dev.once.cli.internal.DoctorQueries;
 import dev.once.cli.internal.Durations;
 import dev.once.cli.internal.ExitCodes;
 import dev.once.cli.internal.Failure;
+import dev.once.cli.internal.KafkaHorizon;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -44,7 +45,8 @@ import picocli.CommandLine.Option;
         description = {
             "Check a database for the signs of duplicate processing.",
             "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
-                    + " and dead messages. Exit status " + ExitCodes.FINDINGS
+                    + " and dead messages, and (with --kafka) the inbox retention against what Kafka can replay. Exit status "
+                    + ExitCodes.FINDINGS
                     + " when duplicate business keys are found, "
                     + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE
                     + " when the database cannot be read.%n"
@@ -76,6 +78,15 @@ final class DoctorCommand implements Callable<Integer> {
     Duration retention;
 
     @Option(
+            names = "--kafka",
+            description = "bootstrap servers of your Kafka cluster: check that the inbox retention outlasts what the"
+                    + " broker can replay (offsets.retention.minutes, retention.ms of each --topic)")
+    String kafka;
+
+    @Option(names = "--topic", split = ",", description = "the topic(s) your consumers read, with --kafka")
+    List<String> topics;
+
+    @Option(
             names = "--prefix",
             defaultValue = TablePrefix.DEFAULT,
             description = "once table name prefix (default: ${DEFAULT-VALUE})")
@@ -90,6 +101,11 @@ final class DoctorCommand implements Callable<Integer> {
         if (table != null) {
             checkIdentifier("--table", table);
             key.forEach(k -> checkIdentifier("--key", k));
+        }
+        if ((kafka == null) != (topics == null || topics.isEmpty())) {
+            throw Failure.usage(
+                    "--kafka and --topic go together: give both (e.g. --kafka localhost:9092 --topic orders)"
+                            + " or neither");
         }
         String p = SchemaCommand.prefix(prefix);
         PrintWriter out = spec.commandLine().getOut();
@@ -121,6 +137,10 @@ final class DoctorCommand implements Callable<Integer> {
             }
         } catch (SQLException | OnceException e) {
             throw Failure.failed("a check failed on " + url + ": " + e.getMessage(), e);
+        }
+        if (kafka != null) {
+            out.println();
+            kafkaHorizon(out);
         }
         out.println();
         out.println(
@@ -239,6 +259,24 @@ final class DoctorCommand implements Callable<Integer> {
         }
         if (stats.dead() > DEAD_LISTED) {
             out.println("                                … and " + (stats.dead() - DEAD_LISTED) + " more");
+        }
+    }
+
+    private void kafkaHorizon(PrintWriter out) {
+        List<KafkaHorizon.Finding> findings;
+        try {
+            findings = KafkaHorizon.check(kafka, topics, retention);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            out.println("kafka redelivery horizon  WARN  cannot read the settings of " + kafka + ": " + e);
+            return;
+        }
+        String head = "kafka redelivery horizon  ";
+        for (KafkaHorizon.Finding f : findings) {
+            out.println(head + (f.ok() ? "OK    " : "WARN  ") + f.text());
+            head = "                          ";
         }
     }
 

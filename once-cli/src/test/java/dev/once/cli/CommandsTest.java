@@ -151,6 +151,39 @@ class CommandsTest {
     }
 
     @Test
+    void doctorWarnsWhenKafkaCanReplayRecordsOlderThanTheInboxRetention() {
+        dev.once.testkit.kafka.TestKafka kafka = dev.once.testkit.kafka.TestKafka.shared();
+        String weekly = kafka.createTopic("doctor-weekly", 1); // the broker default: 7 days
+        String daily = "doctor-daily-" + System.nanoTime();
+        kafka.createTopic(daily, 1, java.util.Map.of("retention.ms", Long.toString(86_400_000L)));
+
+        Cli r = Cli.run(
+                "doctor",
+                "--url",
+                url,
+                "--retention",
+                "7d",
+                "--kafka",
+                kafka.bootstrapServers(),
+                "--topic",
+                weekly + "," + daily);
+
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        assertThat(r.out())
+                .as(r.toString())
+                .contains("offsets.retention.minutes is 10080 (7d)")
+                .contains("WARN  topic " + weekly + " keeps records 7d, not less than the inbox retention of 7d")
+                .contains("make the inbox retention (InboxPruner, --retention) longer than 7d")
+                .contains("OK    topic " + daily + " keeps records 1d, less than the inbox retention of 7d");
+        Cli longer = Cli.run(
+                "doctor", "--url", url, "--retention", "8d", "--kafka", kafka.bootstrapServers(), "--topic", weekly);
+        assertThat(longer.out()).as(longer.toString()).contains("OK    topic " + weekly + " keeps records 7d");
+        assertThat(Cli.run("doctor", "--url", url, "--kafka", kafka.bootstrapServers())
+                        .err())
+                .contains("--kafka and --topic go together");
+    }
+
+    @Test
     void doctorPassesAHealthyDatabase() {
         db.execute(
                 "CREATE TABLE shipments (order_id varchar(20) PRIMARY KEY)",

@@ -56,16 +56,19 @@ public final class KafkaConsumerRunnerBuilder {
 
     /** {@code max.poll.records} when not given. */
     public static final int DEFAULT_MAX_POLL_RECORDS = 500;
-    /** Tries of one record before it is dead-lettered. */
-    public static final int DEFAULT_MAX_ATTEMPTS = 5;
+    /**
+     * Tries of one record before it is dead-lettered: with the default backoff about 2.5 minutes,
+     * so an ordinary database blip or failover (seconds to a minute) dead-letters nothing.
+     */
+    public static final int DEFAULT_MAX_ATTEMPTS = 10;
     /** Records per transaction when not given: polls merged while a batch runs, as many as four polls hold. */
     public static final int DEFAULT_MAX_BATCH_POLLS = 4;
     /** The most records one transaction may take. */
     public static final int MAX_BATCH_RECORDS = 10_000;
     /** Backoff before the first retry; doubled per attempt up to {@link #DEFAULT_MAX_BACKOFF}. */
-    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
+    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
     /** Longest backoff between two tries of one record. */
-    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(10);
+    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(30);
     /** How long one {@code poll} waits for records when idle; also the longest a close waits for an idle loop. */
     public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(250);
     /** How long a rebalance waits for the in-flight batch before abandoning it (never more than half of {@code max.poll.interval.ms}). */
@@ -221,6 +224,11 @@ public final class KafkaConsumerRunnerBuilder {
      * {@code once-dlt-offset}. Not set: a permanently failed record (or one without an id under
      * DEAD_LETTER) stops the runner thread instead, and a record out of attempts is retried at the
      * capped backoff until it succeeds, so a database outage never stops the runner.
+     *
+     * <p>Ordering across a dead letter: the partition waits while the record is retried (paused,
+     * by the retry policy), and goes on only once the dead letter is written; the records after it
+     * are then applied without it. Replaying the dead letter later applies it after them, so a
+     * handler whose effects depend on order must treat a replayed dead letter as out of order.
      */
     public KafkaConsumerRunnerBuilder deadLetterTopic(String topic) {
         if (topic == null || topic.isBlank()) {
