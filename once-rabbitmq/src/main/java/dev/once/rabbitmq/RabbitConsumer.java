@@ -52,9 +52,10 @@ import org.slf4j.LoggerFactory;
  * {@link #DEFAULT_RETRIES}): a retryable failure is held unacknowledged for
  * {@link RetryPolicy#delay delay(attempt)}, then requeued ({@code basicNack(requeue)}), so a quorum
  * queue's {@code x-delivery-limit} counts spaced tries, not a burst. After the policy's last retry
- * the consumer dead-letters the message itself ({@code basicReject}), which also bounds retries on
- * a classic queue, where the broker counts nothing; a quorum queue's delivery limit, if lower,
- * dead-letters it first. A held message keeps its prefetch slot: during an outage the consumer
+ * the message is tried again at the policy's longest delay, or, with
+ * {@link Builder#deadLetterAfterRetries()} (for a queue with a dead-letter exchange), dead-lettered by
+ * the consumer itself ({@code basicReject}), which also bounds retries on a classic queue, where the
+ * broker counts nothing; a quorum queue's delivery limit, if lower, dead-letters it first. A held message keeps its prefetch slot: during an outage the consumer
  * slows down instead of spinning. A message still in progress elsewhere is requeued after the
  * policy's first delay.
  *
@@ -110,6 +111,7 @@ public final class RabbitConsumer implements AutoCloseable {
     private final IdempotentConsumer consumer;
     private final RetryPolicy receiveRetries;
     private final RetryPolicy retries;
+    private final boolean deadLetterAfterRetries;
     private final int prefetch;
     private final String eventIdHeader;
     private final BlockingQueue<Received> arrived = new LinkedBlockingQueue<>();
@@ -140,6 +142,7 @@ public final class RabbitConsumer implements AutoCloseable {
         this.consumer = b.consumer;
         this.receiveRetries = b.receiveRetries;
         this.retries = b.retries;
+        this.deadLetterAfterRetries = b.deadLetterAfterRetries;
         this.prefetch = b.prefetch;
         this.eventIdHeader = b.eventIdHeader;
         String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
@@ -355,7 +358,10 @@ public final class RabbitConsumer implements AutoCloseable {
             } else if (o.status() == Status.FAILED_RETRYABLE) {
                 // the broker's count where it keeps one (quorum queues), else this consumer's own
                 int attempt = Math.max(p.delivery().attempt(), failures.merge(o.eventId(), 1, Integer::sum));
-                if (retries.allowsRetry(attempt)) {
+                if (retries.allowsRetry(attempt) || !deadLetterAfterRetries) {
+                    // past the last retry without the opt-in: keep trying at the policy's cap. A reject
+                    // would drop the message on a queue without a dead-letter exchange, and a database
+                    // outage longer than the policy would drop every healthy message with it.
                     delay = retries.delay(attempt);
                 } else {
                     verdict = Verdict.DEAD_LETTER;
@@ -481,6 +487,7 @@ public final class RabbitConsumer implements AutoCloseable {
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
         private RetryPolicy retries = DEFAULT_RETRIES;
+        private boolean deadLetterAfterRetries;
 
         private Builder() {}
 
@@ -531,12 +538,25 @@ public final class RabbitConsumer implements AutoCloseable {
         /**
          * Spacing and number of retries of a retryable failure; default {@link #DEFAULT_RETRIES}. A
          * message is held unacknowledged for {@code policy.delay(attempt)}, then requeued; past
-         * {@code policy.maxRetries()} it is rejected to the queue's dead-letter exchange. The attempt
+         * {@code policy.maxRetries()} it is rejected to the queue's dead-letter exchange with
+         * {@link #deadLetterAfterRetries()}, else tried again at the longest delay. The attempt
          * is the broker's delivery count on quorum queues, this consumer's count of the event's
          * failures elsewhere (so restarts and other consumers of a classic queue start over).
          */
         public Builder retries(RetryPolicy policy) {
             this.retries = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * Rejects a message still failing retryably after the policy's last retry, so the broker routes
+         * it to the queue's dead-letter exchange. Off by default: the message is then tried again at the
+         * policy's longest delay for as long as it fails, because on a queue without a dead-letter
+         * exchange a reject deletes it, and an outage longer than the policy would delete healthy
+         * messages. Turn it on only for a queue declared with {@code x-dead-letter-exchange}.
+         */
+        public Builder deadLetterAfterRetries() {
+            this.deadLetterAfterRetries = true;
             return this;
         }
 

@@ -111,7 +111,11 @@ class RabbitRetrySpacingTest {
                 .maxDelay(Duration.ofMillis(200))
                 .maxRetries(3)
                 .build();
-        try (RabbitConsumer c = consumer(Effects.HANDLER).retries(three).build().start()) {
+        try (RabbitConsumer c = consumer(Effects.HANDLER)
+                .retries(three)
+                .deadLetterAfterRetries()
+                .build()
+                .start()) {
             await().atMost(Duration.ofSeconds(60)).until(() -> messagesIn(queue + "-dlq") == 1);
             assertThat(c.isRunning()).isTrue();
         }
@@ -120,6 +124,30 @@ class RabbitRetrySpacingTest {
                 .isEqualTo(4);
         assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-2'"))
                 .isEqualTo(1);
+    }
+
+    @Test
+    void anOutageLongerThanTheRetryPolicyLosesNothingWithoutTheDeadLetterOptIn() throws Exception {
+        declare(Map.of());
+        publish("evt-1", "1");
+        RetryPolicy two = RetryPolicy.builder()
+                .initialDelay(Duration.ofMillis(50))
+                .maxDelay(Duration.ofMillis(100))
+                .maxRetries(2)
+                .build();
+        try (RabbitConsumer c = consumer(downstreamDownFor(Duration.ofSeconds(2)))
+                .retries(two)
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(60)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 1);
+            assertThat(c.isRunning()).isTrue();
+        }
+        assertThat(tries.get("evt-1").get())
+                .as("tried past the policy's two retries, at its longest delay")
+                .isGreaterThan(3);
+        assertThat(messagesIn(queue + "-dlq"))
+                .as("nothing rejected: on a queue without a dead-letter exchange a reject deletes the message")
+                .isZero();
     }
 
     @Test
