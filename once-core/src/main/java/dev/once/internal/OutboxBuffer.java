@@ -91,8 +91,28 @@ public final class OutboxBuffer implements SavepointListener {
     private int base;
     private int written;
 
-    /** Where the buffer stood when a savepoint was set: rows added, and rows written. */
-    private record Mark(int added, int written) {}
+    /**
+     * Where the buffer stood when a savepoint was set: rows added, and rows written. Compared by
+     * identity (a class, not a record): two savepoints set with nothing added between them have equal
+     * positions and must still be told apart, or releasing the inner one forgets the outer one.
+     */
+    private static final class Mark {
+        private final int added;
+        private final int written;
+
+        Mark(int added, int written) {
+            this.added = added;
+            this.written = written;
+        }
+
+        int added() {
+            return added;
+        }
+
+        int written() {
+            return written;
+        }
+    }
 
     /**
      * A savepoint was set (on the handler's guarded connection, or announced by the joined

@@ -243,6 +243,14 @@ public final class MariaDbDialect implements Dialect {
         return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT;
     }
 
+    // A locking read: a plain SELECT in the caller's REPEATABLE READ transaction reads the snapshot of
+    // its first read, taken before a successor took the key over, and would find the caller's own token
+    // ("already finished") where the UPDATE that was just refused saw the successor's.
+    @Override
+    public String keyToken(String prefix) {
+        return Dialect.super.keyToken(prefix) + " LOCK IN SHARE MODE";
+    }
+
     // InnoDB rolls back the whole transaction on a deadlock (1213, and Galera's certification failure,
     // reported alike); a lock wait timeout (1205) rolls back only the statement, unless the server runs
     // with innodb_rollback_on_timeout, where the count check finds the claim gone.

@@ -32,6 +32,12 @@ public final class ReliabilityReport {
                         "COMMIT request or the server's reply dropped at random, both sides reset (`FaultProxy`)",
                         "UnknownCommitOutcomeTest"));
         CLAIMS.put(
+                "caller-transactions",
+                new Claim(
+                        "Where once joins the caller's transaction, what committed is applied, sent and reported APPLIED once; what rolled back (whole or to a savepoint) is absent and reported not applied (issue 19)",
+                        "random sequences of begin, savepoint, rollback-to, release, commit, rollback, nested process(), processBatch with a savepoint per record and the caller's own outbox rows, through ManualTransactions on plain JDBC (jqwik ActionChain; the oracle is the input)",
+                        "CallerTransactionPropertyTest"));
+        CLAIMS.put(
                 "network-faults",
                 new Claim(
                         "No event lost or applied twice through database-link faults under load; throughput comes back (R8)",
