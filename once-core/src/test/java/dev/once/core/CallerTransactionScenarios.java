@@ -369,4 +369,40 @@ abstract class CallerTransactionScenarios {
                 .as("every delivery of the batch is reported once the transaction ends")
                 .containsExactly(Status.FAILED_RETRYABLE, Status.FAILED_RETRYABLE);
     }
+
+    // Issue 21's round trip: the check is sent only when the guard saw something that can cost the claim.
+    @Test
+    void defaultOwnedPathSendsClaimHandlerAndCommitButNoClaimCheck() throws Exception {
+        CountingDataSource counting = new CountingDataSource(db.dataSource());
+        IdempotentConsumer billing = IdempotentConsumer.builder()
+                .dataSource(counting.dataSource())
+                .consumer("billing")
+                .handler(Ledger.CREDIT)
+                .build();
+        assertThat(billing.process(Ledger.payment("evt-1", 3)).status()).isEqualTo(Status.APPLIED);
+        assertThat(counting.prepared())
+                .as("claim and the handler's UPDATE only: no statement of its own for the claim check")
+                .hasSize(2)
+                .noneMatch(sql -> sql.contains("count(*)"));
+
+        counting.reset();
+        IdempotentConsumer recovering = IdempotentConsumer.builder()
+                .dataSource(counting.dataSource())
+                .consumer("billing")
+                .handler((d, tx) -> {
+                    Savepoint sp = tx.connection().setSavepoint();
+                    try {
+                        sql(tx.connection(), "INSERT INTO no_such_table VALUES (1)");
+                    } catch (SQLException expected) {
+                        tx.connection().rollback(sp);
+                    }
+                    credit(tx.connection(), 3);
+                })
+                .build();
+        assertThat(recovering.process(Ledger.payment("evt-2", 3)).status()).isEqualTo(Status.APPLIED);
+        assertThat(counting.prepared())
+                .as("a handler that saw an error gets the claim check")
+                .anyMatch(sql -> sql.contains("count(*)"));
+        assertThat(Ledger.balance(db)).isEqualTo(6);
+    }
 }

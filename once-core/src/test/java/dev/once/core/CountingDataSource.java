@@ -4,7 +4,9 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
@@ -17,6 +19,7 @@ final class CountingDataSource {
 
     private final AtomicInteger connections = new AtomicInteger();
     private final AtomicInteger outboxInserts = new AtomicInteger();
+    private final List<String> prepared = new CopyOnWriteArrayList<>();
     private final DataSource dataSource;
 
     CountingDataSource(DataSource target) {
@@ -34,6 +37,9 @@ final class CountingDataSource {
     private Connection counting(Connection target) {
         return (Connection) Proxy.newProxyInstance(
                 Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("prepareStatement") && args[0] instanceof String any) {
+                        prepared.add(any);
+                    }
                     if (method.getName().equals("prepareStatement")
                             && args[0] instanceof String sql
                             && sql.trim()
@@ -67,7 +73,13 @@ final class CountingDataSource {
         return outboxInserts.get();
     }
 
+    /** Every statement prepared on the connections since the last reset, in order. */
+    List<String> prepared() {
+        return List.copyOf(prepared);
+    }
+
     void reset() {
+        prepared.clear();
         connections.set(0);
         outboxInserts.set(0);
     }

@@ -1,0 +1,412 @@
+package dev.once.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.TransactionOutbox;
+import dev.once.jdbc.Dialect;
+import dev.once.jdbc.Dialects;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
+import dev.once.testkit.TestPostgres;
+import dev.once.tx.ManualTransactions;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import net.jqwik.api.state.Transformer;
+
+/**
+ * The caller's transaction as a state machine (issue 19): random sequences of begin, savepoint,
+ * rollback-to, release, commit and rollback, with {@code process} (plain, with a handler that rolls
+ * back a part of its own, or with a nested {@code process} inside the handler), {@code processBatch}
+ * with a savepoint per record, and the caller's own {@link TransactionOutbox} rows, through
+ * {@link ManualTransactions} on plain JDBC, on PostgreSQL and MariaDB. The oracle is the input: the
+ * model replays the caller's moves on a list of what the open transaction holds; what committed must be
+ * applied once, its outbox rows present once and reported APPLIED once; what rolled back (whole or to a
+ * savepoint) must be absent, and reported once as not applied. Tries per database: {@value #TRIES}
+ * (CI), more with {@code -Donce.callerTx.tries=N}, which runs N chains in each try.
+ */
+class CallerTransactionPropertyTest {
+
+    static final int TRIES = 12;
+    static final int REPEATS = Integer.getInteger("once.callerTx.tries", 1);
+    static final AtomicLong sequences = new AtomicLong();
+
+    private static TestDatabase postgres;
+    private static TestDatabase mariadb;
+
+    @AfterContainer
+    static void stop() {
+        if (postgres != null) {
+            postgres.close();
+        }
+        if (mariadb != null) {
+            mariadb.close();
+        }
+        System.out.println(
+                "CallerTransactionPropertyTest: sequences=" + sequences.get() + " lost=0 phantom=0 wrong_outcomes=0");
+    }
+
+    @Property(tries = TRIES)
+    void postgresCallerTransactions(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        if (postgres == null) {
+            postgres = Ledger.on(TestPostgres.shared().freshDatabase(4));
+        }
+        run(chain, postgres, Dialects.POSTGRESQL);
+    }
+
+    @Property(tries = TRIES)
+    void mariadbCallerTransactions(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        if (mariadb == null) {
+            mariadb = Ledger.on(TestMariaDb.shared().freshDatabase(4));
+        }
+        run(chain, mariadb, Dialects.MARIADB);
+    }
+
+    private static void run(ActionChain<World> chain, TestDatabase db, Dialect dialect) throws Exception {
+        for (int i = 0; i < REPEATS; i++) {
+            World.next = new World(db, dialect);
+            World w = chain.run();
+            w.end();
+            w.check();
+            sequences.incrementAndGet();
+        }
+    }
+
+    @Provide
+    Arbitrary<ActionChain<World>> chains() {
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(2, when(w -> w.connection == null, "begin", World::begin))
+                .withAction(3, when(w -> w.connection != null, "savepoint", World::savepoint))
+                .withAction(
+                        2,
+                        indexed(w -> w.connection != null && !w.savepoints.isEmpty(), "rollback to", World::rollbackTo))
+                .withAction(1, indexed(w -> w.connection != null && !w.savepoints.isEmpty(), "release", World::release))
+                .withAction(5, indexed(w -> w.connection != null, "process", World::process))
+                .withAction(2, when(w -> w.connection != null, "processBatch", World::processBatch))
+                .withAction(2, when(w -> w.connection != null, "caller outbox add", World::callerRow))
+                .withAction(2, when(w -> w.connection != null, "commit", World::commit))
+                .withAction(1, when(w -> w.connection != null, "rollback", World::rollback))
+                .withMaxTransformations(25);
+    }
+
+    interface Move {
+        void on(World w) throws Exception;
+    }
+
+    interface IndexedMove {
+        void on(World w, int i) throws Exception;
+    }
+
+    private static Action<World> when(java.util.function.Predicate<World> pre, String name, Move move) {
+        return new Action.Independent<>() {
+            @Override
+            public boolean precondition(World w) {
+                return pre.test(w);
+            }
+
+            @Override
+            public Arbitrary<Transformer<World>> transformer() {
+                return Arbitraries.just(Transformer.mutate(name, w -> call(() -> move.on(w))));
+            }
+        };
+    }
+
+    private static Action<World> indexed(java.util.function.Predicate<World> pre, String name, IndexedMove move) {
+        return new Action.Independent<>() {
+            @Override
+            public boolean precondition(World w) {
+                return pre.test(w);
+            }
+
+            @Override
+            public Arbitrary<Transformer<World>> transformer() {
+                return Arbitraries.integers()
+                        .between(0, 5)
+                        .map(i -> Transformer.mutate(name + " " + i, w -> call(() -> move.on(w, i))));
+            }
+        };
+    }
+
+    interface Call {
+        void run() throws Exception;
+    }
+
+    private static void call(Call c) {
+        try {
+            c.run();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Something the open transaction holds, as the model sees it. */
+    record Item(String eventId, long amount, String row) {}
+
+    /** The database, the consumers, and the model of the caller's transaction. */
+    static final class World {
+        static World next;
+
+        final TestDatabase db;
+        final ManualTransactions manual = new ManualTransactions();
+        final Map<String, List<Status>> heard = new HashMap<>();
+        final IdempotentConsumer billing;
+        final IdempotentConsumer nested;
+        final IdempotentConsumer batch;
+        final Dialect dialect;
+        Connection connection;
+        ManualTransactions.Scope scope;
+        TransactionOutbox callerOutbox;
+        int physical;
+        long counter;
+        // the open transaction's items in order, and each live savepoint with how many items preceded it
+        final List<Item> live = new ArrayList<>();
+        final List<Savepoint> savepoints = new ArrayList<>();
+        final List<Integer> marks = new ArrayList<>();
+        final List<Item> committed = new ArrayList<>();
+        final List<Item> undone = new ArrayList<>();
+
+        World(TestDatabase db, Dialect dialect) throws SQLException {
+            this.db = db;
+            this.dialect = dialect;
+            try (Connection c = db.dataSource().getConnection();
+                    Statement s = c.createStatement()) {
+                s.execute("DELETE FROM once_inbox");
+                s.execute("DELETE FROM once_outbox");
+                s.execute("UPDATE account SET balance = 0");
+            }
+            nested = consumer("nested", (d, tx) -> work(d, tx.connection(), tx.outbox()));
+            billing = consumer("billing", (d, tx) -> {
+                String[] p = d.payloadText().split("\\|");
+                Connection c = tx.connection();
+                if (p[1].equals("inner")) {
+                    Savepoint sp = c.setSavepoint();
+                    tx.outbox().add("out", null, bytes("phantom-" + d.eventId()), null, null);
+                    CallerTransactionScenarios.credit(c, 1_000_000);
+                    c.rollback(sp);
+                } else if (p[1].startsWith("nested:")) {
+                    nested.process(Delivery.of(p[1].substring(7), p[2] + "|plain"));
+                }
+                work(d, c, tx.outbox());
+            });
+            batch = IdempotentConsumer.builder()
+                    .transactions(manual)
+                    .dialect(dialect)
+                    .consumer("batch")
+                    .batchHandler((claimed, tx) -> {
+                        Connection c = tx.connection();
+                        for (Delivery d : claimed) {
+                            Savepoint sp = c.setSavepoint();
+                            tx.outbox(d).add("out", null, bytes("phantom-" + d.eventId()), null, null);
+                            c.rollback(sp);
+                            work(d, c, tx.outbox(d));
+                        }
+                    })
+                    .outcomeListener((d, o) -> heard(d, o))
+                    .build();
+        }
+
+        private IdempotentConsumer consumer(String name, dev.once.Handler handler) {
+            return IdempotentConsumer.builder()
+                    .transactions(manual)
+                    .dialect(dialect)
+                    .consumer(name)
+                    .handler(handler)
+                    .outcomeListener((d, o) -> heard(d, o))
+                    .build();
+        }
+
+        private synchronized void heard(Delivery d, Outcome o) {
+            heard.computeIfAbsent(d.eventId(), k -> new ArrayList<>()).add(o.status());
+        }
+
+        private static void work(Delivery d, Connection c, dev.once.Outbox outbox) throws SQLException {
+            long amount = Long.parseLong(d.payloadText().split("\\|")[0]);
+            CallerTransactionScenarios.credit(c, amount);
+            outbox.add("out", null, bytes("row-" + d.eventId()), null, null);
+        }
+
+        static byte[] bytes(String s) {
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
+
+        void begin() throws SQLException {
+            connection = db.dataSource().getConnection();
+            connection.setAutoCommit(false);
+            scope = manual.join(connection);
+            callerOutbox = TransactionOutbox.builder()
+                    .connection(connection)
+                    .dialect(dialect)
+                    .source("caller")
+                    .cause("tx-" + (++physical))
+                    .build();
+        }
+
+        void savepoint() throws SQLException {
+            Savepoint sp = scope.setSavepoint();
+            callerOutbox.savepoint(sp);
+            savepoints.add(sp);
+            marks.add(live.size());
+        }
+
+        void rollbackTo(int i) throws SQLException {
+            int at = i % savepoints.size();
+            Savepoint sp = savepoints.get(at);
+            scope.rollback(sp);
+            callerOutbox.rollbackToSavepoint(sp);
+            List<Item> gone = live.subList(marks.get(at), live.size());
+            undone.addAll(gone);
+            gone.clear();
+            savepoints.subList(at + 1, savepoints.size()).clear();
+            marks.subList(at + 1, marks.size()).clear();
+        }
+
+        void release(int i) throws SQLException {
+            int at = i % savepoints.size();
+            Savepoint sp = savepoints.get(at);
+            scope.releaseSavepoint(sp);
+            callerOutbox.releaseSavepoint(sp);
+            savepoints.subList(at, savepoints.size()).clear();
+            marks.subList(at, marks.size()).clear();
+        }
+
+        void process(int variant) {
+            String id = "e" + (++counter);
+            long amount = counter;
+            String mode;
+            Item inner = null;
+            if (variant == 1 || variant == 4) {
+                mode = "inner";
+            } else if (variant == 2) {
+                String nestedId = "n" + counter;
+                mode = "nested:" + nestedId;
+                inner = new Item(nestedId, amount * 1000, "row-" + nestedId);
+            } else {
+                mode = "plain";
+            }
+            Outcome o = billing.process(Delivery.of(id, amount + "|" + mode + "|" + amount * 1000));
+            assertThat(o.status()).as("provisional outcome of %s: %s", id, o).isEqualTo(Status.APPLIED);
+            if (inner != null) {
+                live.add(inner); // claimed inside the handler, before the outer's flush
+            }
+            live.add(new Item(id, amount, "row-" + id));
+        }
+
+        void processBatch() {
+            List<Delivery> ds = new ArrayList<>();
+            List<Item> items = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                String id = "b" + (++counter);
+                ds.add(Delivery.of(id, Long.toString(counter)));
+                items.add(new Item(id, counter, "row-" + id));
+            }
+            List<Outcome> os = batch.processBatch(ds);
+            assertThat(os).extracting(Outcome::status).containsOnly(Status.APPLIED);
+            live.addAll(items);
+        }
+
+        void callerRow() throws SQLException {
+            String row = "caller-" + (++counter);
+            callerOutbox.add("out", null, bytes(row), null, null);
+            live.add(new Item(null, 0, row));
+        }
+
+        void commit() throws SQLException {
+            callerOutbox.flush();
+            scope.commit();
+            committed.addAll(live);
+            close();
+        }
+
+        void rollback() throws SQLException {
+            scope.rollback();
+            undone.addAll(live);
+            close();
+        }
+
+        private void close() throws SQLException {
+            scope.close();
+            connection.setAutoCommit(true);
+            connection.close();
+            connection = null;
+            scope = null;
+            live.clear();
+            savepoints.clear();
+            marks.clear();
+        }
+
+        void end() throws SQLException {
+            if (connection != null) {
+                rollback();
+            }
+        }
+
+        void check() throws SQLException {
+            long sum = 0;
+            List<String> rows = new ArrayList<>();
+            List<String> claims = new ArrayList<>();
+            for (Item i : committed) {
+                sum += i.amount();
+                rows.add(i.row());
+                if (i.eventId() != null) {
+                    claims.add(i.eventId());
+                }
+            }
+            assertThat(read("SELECT event_id FROM once_inbox"))
+                    .as("claims: what committed is claimed once, what rolled back is not")
+                    .containsExactlyInAnyOrderElementsOf(claims);
+            assertThat(read("SELECT payload FROM once_outbox"))
+                    .as("outbox rows: what committed once (lost otherwise), nothing rolled back (phantom)")
+                    .containsExactlyInAnyOrderElementsOf(rows);
+            assertThat(db.queryLong("SELECT balance FROM account WHERE id = 1"))
+                    .as("effects applied exactly once")
+                    .isEqualTo(sum);
+            for (String id : claims) {
+                assertThat(heard.get(id))
+                        .as("outcome heard for committed %s", id)
+                        .containsExactly(Status.APPLIED);
+            }
+            for (Item i : undone) {
+                if (i.eventId() != null) {
+                    assertThat(heard.get(i.eventId()))
+                            .as("outcome heard for rolled-back %s", i.eventId())
+                            .hasSize(1)
+                            .doesNotContain(Status.APPLIED);
+                }
+            }
+        }
+
+        private List<String> read(String sql) throws SQLException {
+            List<String> out = new ArrayList<>();
+            try (Connection c = db.dataSource().getConnection();
+                    PreparedStatement ps = c.prepareStatement(sql);
+                    ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Object v = rs.getObject(1);
+                    out.add(v instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(v));
+                }
+            }
+            return out;
+        }
+    }
+}
