@@ -25,7 +25,6 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -69,6 +68,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifyAndCommitSql;
     private final MismatchPolicy mismatchPolicy;
     private final OutboxHeaders outboxHeaders;
+    // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
+    private final OutboxRepository outboxRepository;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -101,6 +102,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
         this.mismatchPolicy = mismatchPolicy;
         this.outboxHeaders = outboxHeaders;
+        this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -524,7 +526,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
         } else {
             for (Delivery d : claimed) {
-                putMdc(d);
+                if (!d.eventId().equals(MDC.get(MDC_MESSAGE_ID))) {
+                    putMdc(d); // process() has put this delivery's already
+                }
                 DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
                 Throwable failure = timed(() -> handler.handle(d, handlerTx));
                 if (failure == null && handlerTx.misuse() != null) {
@@ -547,7 +551,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
     private ClaimWatch watch(Connection c) {
         return new ClaimWatch(
-                new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock, outboxHeaders), dialect, inbox.tablePrefix());
+                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inbox.tablePrefix());
     }
 
     private static HandlerMisuseException refused(String call) {
@@ -968,8 +972,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         MDC.put(MDC_REDELIVERED, Boolean.toString(d.redelivered()));
     }
 
+    private static final String[] MDC_KEYS = {MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME};
+
     private static void clearMdc() {
-        for (String key : Arrays.asList(MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME)) {
+        for (String key : MDC_KEYS) {
             MDC.remove(key);
         }
     }

@@ -397,6 +397,12 @@ public interface Dialect {
     String countInboxRows(String prefix);
 
     /**
+     * The inbox's row count ({@code inbox_rows}) and oldest claim ({@code oldest_claim}, null when empty), in one scan,
+     * for an operator's on-demand view (the Spring Boot Actuator endpoint), not for a scrape.
+     */
+    String inboxStats(String prefix);
+
+    /**
      * Sets a partition's next Kafka offset (once-kafka, offsets in the claim transaction).
      * Binds: 1 consumer group, 2 topic, 3 partition, 4 next offset.
      */

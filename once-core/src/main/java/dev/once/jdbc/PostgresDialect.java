@@ -282,6 +282,11 @@ public final class PostgresDialect implements Dialect {
     }
 
     @Override
+    public String inboxStats(String prefix) {
+        return "SELECT count(*) AS inbox_rows, min(processed_at) AS oldest_claim FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
     public String kafkaOffsetUpsert(String prefix) {
         return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
                 + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer_group, topic, partition_no)"

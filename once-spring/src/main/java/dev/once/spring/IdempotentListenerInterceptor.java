@@ -54,7 +54,18 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return batch((ProxyMethodInvocation) invocation, listener);
         }
         Object[] args = invocation.getArguments();
-        Delivery delivery = listener.delivery(args);
+        Delivery delivery;
+        try {
+            delivery = listener.delivery(args);
+        } catch (InvalidDeliveryException e) {
+            // A container's dead-letter recoverer keeps the reason only in the record's headers: say it here.
+            log.error(
+                    "consumer '{}' cannot take a message: {} (permanent: the container's error handler"
+                            + " dead-letters it)",
+                    listener.consumer(),
+                    e.getMessage());
+            throw e;
+        }
         return one((ProxyMethodInvocation) invocation, listener, delivery, args);
     }
 
@@ -125,9 +136,15 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 return r;
             });
         } catch (Failed f) {
-            throw f.outcome.failure() != null
+            Throwable failure = f.outcome.failure() != null
                     ? f.outcome.failure()
                     : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
+            failed(listener, delivery, f.outcome.status().name(), failure);
+            throw failure;
+        } catch (RuntimeException | Error e) {
+            // the transaction itself failed: the claim's statement, the commit, the connection
+            failed(listener, delivery, "failed", e);
+            throw e;
         } finally {
             if (outer == null) {
                 CURRENT.remove();
@@ -146,6 +163,21 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /**
+     * Every failed delivery is logged here, at ERROR with the consumer's name: the container's error handler
+     * may retry it quietly and a dead-letter recoverer keeps the reason only in the record's headers, so
+     * without this line a schema gone missing or a body that always throws is invisible in the log.
+     */
+    private static void failed(ListenerMethod listener, Delivery delivery, String outcome, Throwable failure) {
+        log.error(
+                "consumer '{}' failed event '{}' ({}; rolled back, not acknowledged: the container's error handler"
+                        + " retries or dead-letters it)",
+                listener.consumer(),
+                delivery.eventId(),
+                outcome.toLowerCase(java.util.Locale.ROOT),
+                failure);
     }
 
     /** Carries a failed outcome out of the transaction callback, so the template rolls back. */

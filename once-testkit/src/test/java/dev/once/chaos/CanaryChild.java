@@ -62,6 +62,8 @@ public final class CanaryChild {
                     .build();
             for (String id : new String[] {"ok-1", "retry-1", "poison-1"}) {
                 Delivery d = new Delivery(id, "payment", payload, headers, 1, false, "test:canary");
+                // A user logging the delivery as it arrives: Delivery.toString names headers, never their values.
+                org.slf4j.LoggerFactory.getLogger(CanaryChild.class).info("received {}", d);
                 once.process(d);
                 once.process(d.redelivery());
                 once.processBatch(java.util.List.of(

@@ -101,16 +101,18 @@ public final class Repo {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + root, e);
         }
-        CombinedTypeSolver solver = new CombinedTypeSolver(new ReflectionTypeSolver());
-        for (Path sr : sourceRoots) {
-            solver.add(new JavaParserTypeSolver(sr));
-        }
         ParserConfiguration config = new ParserConfiguration()
                 // RAW: any Java level parses, and the validators (a third of the parse time) do not run
                 .setLanguageLevel(ParserConfiguration.LanguageLevel.RAW)
                 // no comment attribution: the scan reads nodes, not comments (tokens stay: node ranges need them)
-                .setAttributeComments(false)
-                .setSymbolResolver(new JavaSymbolSolver(solver));
+                .setAttributeComments(false);
+        if (Types.SOLVER) {
+            CombinedTypeSolver solver = new CombinedTypeSolver(new ReflectionTypeSolver());
+            for (Path sr : sourceRoots) {
+                solver.add(new JavaParserTypeSolver(sr));
+            }
+            config.setSymbolResolver(new JavaSymbolSolver(solver));
+        }
         // one parser per thread (a JavaParser is not thread-safe); results are added in file order
         ThreadLocal<JavaParser> parsers = ThreadLocal.withInitial(() -> new JavaParser(config));
         java.sort(null);
@@ -204,11 +206,75 @@ public final class Repo {
         return types.getOrDefault(simpleName, List.of());
     }
 
+    /**
+     * The declarations a simple name means where {@code from} is written, as javac would read it:
+     * the single-type import, then the same package, then an on-demand import, then the same module
+     * (build file). Two services with a {@code ReviewRepository} each never resolve to each other's.
+     * All of them when none of these narrows it down (a name the file does not import at all).
+     */
+    List<TypeDeclaration<?>> types(String simpleName, Node from) {
+        List<TypeDeclaration<?>> all = types(simpleName);
+        Source src = from == null ? null : sourceOf(from);
+        if (all.size() <= 1 || src == null) {
+            return all;
+        }
+        String pkg =
+                src.cu().getPackageDeclaration().map(pd -> pd.getNameAsString()).orElse("");
+        for (com.github.javaparser.ast.ImportDeclaration imp : src.cu().getImports()) {
+            if (!imp.isStatic()
+                    && !imp.isAsterisk()
+                    && imp.getName().getIdentifier().equals(simpleName)) {
+                List<TypeDeclaration<?>> hit = all.stream()
+                        .filter(t -> t.getFullyQualifiedName()
+                                .map(q -> q.equals(imp.getNameAsString()))
+                                .orElse(false))
+                        .toList();
+                if (!hit.isEmpty()) {
+                    return hit;
+                }
+            }
+        }
+        List<TypeDeclaration<?>> samePackage =
+                all.stream().filter(t -> packageOf(t).equals(pkg)).toList();
+        if (!samePackage.isEmpty()) {
+            return samePackage;
+        }
+        for (com.github.javaparser.ast.ImportDeclaration imp : src.cu().getImports()) {
+            if (!imp.isStatic() && imp.isAsterisk()) {
+                List<TypeDeclaration<?>> hit = all.stream()
+                        .filter(t -> packageOf(t).equals(imp.getNameAsString()))
+                        .toList();
+                if (!hit.isEmpty()) {
+                    return hit;
+                }
+            }
+        }
+        List<TypeDeclaration<?>> sameModule = all.stream()
+                .filter(t -> {
+                    Source ts = sourceOf(t);
+                    return ts != null && ts.module().equals(src.module());
+                })
+                .toList();
+        return sameModule.isEmpty() ? all : sameModule;
+    }
+
+    private static String packageOf(TypeDeclaration<?> t) {
+        return t.findCompilationUnit()
+                .flatMap(cu -> cu.getPackageDeclaration())
+                .map(pd -> pd.getNameAsString())
+                .orElse("");
+    }
+
     /** Methods named {@code name} taking {@code args} arguments in the type and its repository supertypes and subtypes. */
     List<MethodDeclaration> methods(String typeName, String name, int args) {
+        return methods(typeName, name, args, null);
+    }
+
+    /** As {@link #methods(String, String, int)}, with the type read as written at {@code from} (see {@link #types(String, Node)}). */
+    List<MethodDeclaration> methods(String typeName, String name, int args, Node from) {
         List<MethodDeclaration> out = new ArrayList<>();
         Set<String> seen = new LinkedHashSet<>();
-        collect(typeName, name, args, out, seen, true, 0);
+        collect(typeName, name, args, out, seen, true, 0, from);
         return out;
     }
 
@@ -219,11 +285,13 @@ public final class Repo {
             List<MethodDeclaration> out,
             Set<String> seen,
             boolean down,
-            int depth) {
+            int depth,
+            Node from) {
         if (depth > 4 || !seen.add(typeName + down)) {
             return;
         }
-        for (TypeDeclaration<?> t : types(typeName)) {
+        List<TypeDeclaration<?>> declared = types(typeName, from);
+        for (TypeDeclaration<?> t : declared) {
             for (MethodDeclaration m : t.getMethodsByName(name)) {
                 if (m.getParameters().size() == args
                         || (m.getParameters().size() > 0
@@ -236,13 +304,18 @@ public final class Repo {
             }
             if (t instanceof ClassOrInterfaceDeclaration c) {
                 for (ClassOrInterfaceType st : c.getExtendedTypes()) {
-                    collect(st.getNameAsString(), name, args, out, seen, false, depth + 1);
+                    collect(st.getNameAsString(), name, args, out, seen, false, depth + 1, t);
                 }
             }
         }
         if (down) {
             for (ClassOrInterfaceDeclaration sub : subtypes.getOrDefault(typeName, List.of())) {
-                collect(sub.getNameAsString(), name, args, out, seen, true, depth + 1);
+                // an implementation of a type of the same simple name in another module is not one of these
+                boolean ofThese = declared.size() == types(typeName).size()
+                        || types(typeName, sub).stream().anyMatch(declared::contains);
+                if (ofThese) {
+                    collect(sub.getNameAsString(), name, args, out, seen, true, depth + 1, sub);
+                }
             }
         }
     }

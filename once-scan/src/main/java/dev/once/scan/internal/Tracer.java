@@ -352,7 +352,16 @@ final class Tracer {
         if (library(c, name, stype, scopeText, f)) {
             return;
         }
+        long effectsBefore =
+                events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count();
         descend(c, name, stype, scope, f);
+        if (stype != null
+                && types.isRepoType(stype)
+                && events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() == effectsBefore) {
+            // the repository's own client whose body shows no effect the scan knows (a stub, a log line
+            // standing in for the real call): judged by the catalogue on its name, as a library would be
+            catalogued(c, stype, f);
+        }
     }
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
@@ -364,7 +373,11 @@ final class Tracer {
                         || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
             case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
-            case "ack", "ackSync" -> "nats".equals(entry.broker) || "Message".equals(stype);
+            case "ack", "ackSync" ->
+                "nats".equals(entry.broker)
+                        || "pubsub".equals(entry.broker)
+                        || "Message".equals(stype)
+                        || (stype != null && stype.startsWith("AckReplyConsumer"));
             default -> false;
         };
         if (ack) {
@@ -478,7 +491,39 @@ final class Tracer {
                     false);
             return true;
         }
-        return false;
+        return !repoType && catalogued(c, stype, f);
+    }
+
+    /**
+     * A call the effect catalogue knows ({@code dev/once/scan/effects.txt}): an effect of its kind and
+     * blast radius, keyed when the catalogue's idempotent-shape pattern matches, or nothing for a write
+     * that is idempotent by construction (an upsert by key, a document indexed by its id).
+     */
+    private boolean catalogued(MethodCallExpr c, String stype, Frame f) {
+        String owner = stype != null ? stype : staticOwner(c);
+        Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), c.toString());
+        if (hit.isEmpty()) {
+            return false;
+        }
+        Catalogue.Rule r = hit.get();
+        if (r.idempotent()) {
+            return true;
+        }
+        boolean keyed = r.keyedBy(c.toString() + "\n" + memberText(f));
+        effect(c, f, r.blast(), r.category(), r.what() + " (" + shortText(c) + ")", keyed);
+        if (r.category() == Event.Category.EXTERNAL) {
+            add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
+        }
+        return true;
+    }
+
+    /** {@code WorkflowClient.start(…)}: the type a static call is made on. */
+    private static String staticOwner(MethodCallExpr c) {
+        return c.getScope()
+                .filter(s -> s instanceof NameExpr n
+                        && Character.isUpperCase(n.getNameAsString().charAt(0)))
+                .map(Object::toString)
+                .orElse(null);
     }
 
     /** {@code getX() + d}, {@code getX() - d}, {@code getX().add(d)}: a setter argument that moves X relative to itself. */
@@ -817,7 +862,7 @@ final class Tracer {
                         c.getArguments().size()));
             }
         } else if (stype != null && types.isRepoType(stype)) {
-            targets = repo.methods(stype, name, c.getArguments().size());
+            targets = repo.methods(stype, name, c.getArguments().size(), c);
         } else {
             return;
         }

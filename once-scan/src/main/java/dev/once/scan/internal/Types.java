@@ -34,6 +34,14 @@ import java.util.Optional;
  */
 final class Types {
 
+    /**
+     * JavaParser's symbol solver as a last resort for an expression whose type is not declared in
+     * sight. Off unless {@code -Donce.scan.solver=true}: on a repository of many modules it costs
+     * minutes (every lookup walks every source root) and the declared types, imports and the
+     * repository's own index resolve what the rules need.
+     */
+    static final boolean SOLVER = Boolean.getBoolean("once.scan.solver");
+
     private final Repo repo;
 
     Types(Repo repo) {
@@ -88,7 +96,7 @@ final class Types {
             return null;
         }
         for (MethodDeclaration m :
-                repo.methods(owner, mc.getNameAsString(), mc.getArguments().size())) {
+                repo.methods(owner, mc.getNameAsString(), mc.getArguments().size(), mc)) {
             if (!m.getType().isVoidType()) {
                 return simple(m.getType());
             }
@@ -107,7 +115,7 @@ final class Types {
     }
 
     private String solve(Expression e) {
-        if (Boolean.getBoolean("once.scan.nosolver")) {
+        if (!SOLVER) {
             return null;
         }
         try {

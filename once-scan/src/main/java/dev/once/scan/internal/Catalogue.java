@@ -1,0 +1,127 @@
+package dev.once.scan.internal;
+
+import dev.once.scan.Blast;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * The effect and guard catalogue ({@code dev/once/scan/effects.txt}): client APIs the scan does
+ * not follow into, what a call to each does (effect kind and blast radius), and the call shapes
+ * that are idempotent by construction. Kept as data so a new client is a line, not a rule.
+ */
+final class Catalogue {
+
+    static final String RESOURCE = "/dev/once/scan/effects.txt";
+
+    /** One line of the catalogue. {@code category} is null for an idempotent shape. */
+    record Rule(
+            Pattern owner,
+            Pattern method,
+            Pattern args,
+            Event.Category category,
+            Blast blast,
+            Pattern keyed,
+            String what) {
+
+        boolean idempotent() {
+            return category == null;
+        }
+
+        boolean keyedBy(String text) {
+            return keyed != null && keyed.matcher(text).matches();
+        }
+    }
+
+    private static final Catalogue DEFAULT = load();
+
+    private final List<Rule> rules;
+
+    private Catalogue(List<Rule> rules) {
+        this.rules = List.copyOf(rules);
+    }
+
+    static Catalogue get() {
+        return DEFAULT;
+    }
+
+    /** The first rule for a call of {@code method} on a receiver of type {@code owner}, whose text is {@code call}. */
+    Optional<Rule> match(String owner, String method, String call) {
+        if (owner == null) {
+            return Optional.empty();
+        }
+        for (Rule r : rules) {
+            if (r.owner().matcher(owner).matches()
+                    && r.method().matcher(method).matches()
+                    && (r.args() == null || r.args().matcher(call).matches())) {
+                return Optional.of(r);
+            }
+        }
+        return Optional.empty();
+    }
+
+    static Catalogue parse(List<String> lines, String source) {
+        List<Rule> rules = new ArrayList<>();
+        int n = 0;
+        for (String raw : lines) {
+            n++;
+            String line = raw.strip();
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            String[] c = line.split(" \\| ", -1);
+            if (c.length != 7) {
+                throw new IllegalStateException(source + ":" + n + ": expected 7 columns split by ' | '"
+                        + " (owner | method | args | category | blast | keyed | what), got " + c.length + ": " + line);
+            }
+            String cat = c[3].strip();
+            Event.Category category;
+            try {
+                category = cat.equals("IDEMPOTENT") ? null : Event.Category.valueOf(cat);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException(
+                        source + ":" + n + ": category must be DATABASE, EXTERNAL, PUBLISH,"
+                                + " CACHE or IDEMPOTENT, not '" + cat + "'",
+                        e);
+            }
+            Blast blast;
+            try {
+                blast = Blast.valueOf(c[4].strip());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException(
+                        source + ":" + n + ": blast must be one of MONEY, NOTIFICATION, DATA,"
+                                + " MESSAGE, CACHE, not '" + c[4].strip() + "'",
+                        e);
+            }
+            rules.add(new Rule(
+                    Pattern.compile(c[0].strip()),
+                    Pattern.compile(c[1].strip()),
+                    c[2].strip().equals("*") ? null : Pattern.compile("(?s)" + c[2].strip()),
+                    category,
+                    blast,
+                    c[5].strip().equals("-") ? null : Pattern.compile("(?s)" + c[5].strip()),
+                    c[6].strip()));
+        }
+        return new Catalogue(rules);
+    }
+
+    private static Catalogue load() {
+        try (InputStream in = Catalogue.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException(RESOURCE + " is missing from the once-scan jar");
+            }
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                return parse(r.lines().toList(), RESOURCE);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + RESOURCE, e);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package dev.once.scan.corpus;
+
+import dev.once.scan.ConsumerScan;
+import dev.once.scan.Finding;
+import dev.once.scan.ScanReport;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Scans every checked-out corpus repository and scores it against its labels: one line per
+ * repository, the misses and false alarms, and one {@code SCAN-SCORE} line per half.
+ *
+ * <p>usage: {@code CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]} (run by once-scan/corpus/score.sh).
+ */
+public final class CorpusScore {
+
+    private CorpusScore() {}
+
+    public static void main(String[] args) {
+        if (args.length < 2) {
+            throw new IllegalArgumentException("usage: CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]");
+        }
+        boolean verbose = args.length > 2 && args[2].equals("--verbose");
+        List<Labels.Score> scores = new ArrayList<>();
+        for (Labels l : Labels.readAll(Path.of(args[0]))) {
+            Path root = Path.of(args[1], l.name());
+            ScanReport report = ConsumerScan.builder().root(root).build().run();
+            Labels.Score s = l.score(report);
+            scores.add(s);
+            System.out.printf(
+                    Locale.ROOT,
+                    "REPO half=%s %s must=%d/%d traps_sprung=%d/%d entries=%d/%d findings=%d seconds=%.2f%n",
+                    l.half(),
+                    l.name(),
+                    s.count(Labels.Kind.MUST) - s.missed().size(),
+                    s.count(Labels.Kind.MUST),
+                    s.sprung().size(),
+                    s.count(Labels.Kind.TRAP),
+                    s.count(Labels.Kind.ENTRY) - s.entriesMissed().size(),
+                    s.count(Labels.Kind.ENTRY),
+                    report.findings().size(),
+                    report.seconds());
+            s.missed().forEach(m -> System.out.println("  MISSED " + m));
+            s.sprung().forEach(m -> System.out.println("  FALSE-ALARM " + m));
+            s.entriesMissed().forEach(m -> System.out.println("  ENTRY-MISSED " + m));
+            if (verbose) {
+                report.consumers().forEach(c -> System.out.println("  consumer " + c.kind() + " " + c.location()));
+                for (Finding f : report.findings()) {
+                    System.out.println("  finding " + f.rule().id() + " " + f.location() + " " + f.message());
+                }
+            }
+        }
+        summary(scores).forEach(System.out::println);
+    }
+
+    /** One {@code SCAN-SCORE} line per half, in half order. */
+    static List<String> summary(List<Labels.Score> scores) {
+        Map<String, List<Labels.Score>> halves = new TreeMap<>();
+        for (Labels.Score s : scores) {
+            halves.computeIfAbsent(s.labels().half(), k -> new ArrayList<>()).add(s);
+        }
+        List<String> out = new ArrayList<>();
+        halves.forEach((half, ss) -> {
+            long must = ss.stream().mapToLong(s -> s.count(Labels.Kind.MUST)).sum();
+            long found = must - ss.stream().mapToLong(s -> s.missed().size()).sum();
+            long traps = ss.stream().mapToLong(s -> s.count(Labels.Kind.TRAP)).sum();
+            long sprung = ss.stream().mapToLong(s -> s.sprung().size()).sum();
+            long entries =
+                    ss.stream().mapToLong(s -> s.count(Labels.Kind.ENTRY)).sum();
+            long entriesFound = entries
+                    - ss.stream().mapToLong(s -> s.entriesMissed().size()).sum();
+            double[] secs =
+                    ss.stream().mapToDouble(s -> s.report().seconds()).sorted().toArray();
+            double median = secs.length == 0
+                    ? 0
+                    : secs.length % 2 == 1
+                            ? secs[secs.length / 2]
+                            : (secs[secs.length / 2 - 1] + secs[secs.length / 2]) / 2;
+            out.add(String.format(
+                    Locale.ROOT,
+                    "SCAN-SCORE half=%s repos=%d recall=%.3f (%d/%d) trap_false_alarms=%.3f (%d/%d) entry_points=%.3f (%d/%d) median_s=%.2f max_s=%.2f",
+                    half,
+                    ss.size(),
+                    ratio(found, must),
+                    found,
+                    must,
+                    ratio(sprung, traps),
+                    sprung,
+                    traps,
+                    ratio(entriesFound, entries),
+                    entriesFound,
+                    entries,
+                    median,
+                    secs.length == 0 ? 0 : secs[secs.length - 1]));
+        });
+        return out;
+    }
+
+    private static double ratio(long a, long b) {
+        return b == 0 ? 0 : (double) a / b;
+    }
+}

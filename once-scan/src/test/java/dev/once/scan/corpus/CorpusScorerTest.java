@@ -1,0 +1,51 @@
+package dev.once.scan.corpus;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.scan.ConsumerScan;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real-corpus scorer on a tiny labelled fixture (the real corpus needs the mirrors, which CI
+ * does not have): what counts as found, missed and sprung, and the SCAN-SCORE line.
+ */
+class CorpusScorerTest {
+
+    private static final Path LABELS = Path.of("src/test/resources/corpus-labels/kafka-manual-ack-first.txt");
+    private static final Path FIXTURE = Path.of("src/test/resources/fixtures/kafka-manual-ack-first");
+
+    @Test
+    void scoresEntriesMustsAndTrapsByFileAndNearbyLine() {
+        Labels labels = Labels.read(LABELS);
+        Labels.Score s =
+                labels.score(ConsumerScan.builder().root(FIXTURE).build().run());
+
+        assertThat(s.count(Labels.Kind.MUST)).isEqualTo(2);
+        assertThat(s.missed()).extracting(Labels.Label::rule).containsExactly("once/check-then-act");
+        assertThat(s.sprung()).extracting(Labels.Label::rule).containsExactly("once/ack-before-effect");
+        assertThat(s.entriesMissed())
+                .extracting(Labels.Label::file)
+                .containsExactly("src/main/java/acme/invoices/Elsewhere.java");
+
+        List<String> lines = CorpusScore.summary(List.of(s));
+        assertThat(lines).hasSize(1);
+        assertThat(lines.get(0))
+                .startsWith("SCAN-SCORE half=A repos=1 recall=0.500 (1/2) trap_false_alarms=0.500 (1/2)"
+                        + " entry_points=0.500 (1/2) median_s=");
+    }
+
+    @Test
+    void aLabelLineOfAnUnknownKindIsRejectedWithItsPlace(@TempDir Path dir) throws Exception {
+        Path bad = dir.resolve("bad.txt");
+        Files.writeString(bad, "repo: https://github.com/x/y\ncommit: 0\nhalf: B\nfound once/x A.java:3 why\n");
+        assertThatThrownBy(() -> Labels.read(bad))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("bad.txt:4")
+                .hasMessageContaining("entry, must or trap, not 'found'");
+    }
+}

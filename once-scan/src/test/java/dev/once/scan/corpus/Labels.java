@@ -1,0 +1,173 @@
+package dev.once.scan.corpus;
+
+import dev.once.scan.Consumer;
+import dev.once.scan.Finding;
+import dev.once.scan.Location;
+import dev.once.scan.Related;
+import dev.once.scan.ScanReport;
+import dev.once.scan.Step;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * The hand labels of one real repository (see once-scan/corpus/README.md): its entry points, the
+ * findings a reviewer must report, and the tempting false alarms. Matching is by file and a
+ * window of {@link #SLACK} lines, because a reviewer and the scan may point at neighbouring lines
+ * of one statement.
+ */
+record Labels(String name, String repo, String commit, String half, String scan, List<Label> labels) {
+
+    static final int SLACK = 3;
+
+    enum Kind {
+        ENTRY,
+        MUST,
+        TRAP
+    }
+
+    /** One label line: what, which rule (or entry kind), where, and the reviewer's reason. */
+    record Label(Kind kind, String rule, String file, int line, String reason) {
+
+        boolean near(Location at) {
+            return at.file().equals(file) && Math.abs(at.line() - line) <= SLACK;
+        }
+
+        /** A must-report label is found by a finding of its rule at it, or naming it on its path. */
+        boolean foundBy(Finding f) {
+            if (!f.rule().id().equals(rule)) {
+                return false;
+            }
+            return near(f.location())
+                    || f.path().stream().map(Step::location).anyMatch(this::near)
+                    || f.related().stream()
+                            .filter(r -> !r.role().equals("entry point"))
+                            .map(Related::location)
+                            .anyMatch(this::near);
+        }
+
+        /** A trap is sprung by a finding of its rule (any rule for {@code *}) reported at it. */
+        boolean sprungBy(Finding f) {
+            return (rule.equals("*") || f.rule().id().equals(rule)) && near(f.location());
+        }
+
+        boolean foundBy(Consumer c) {
+            return near(c.location());
+        }
+
+        @Override
+        public String toString() {
+            return kind.name().toLowerCase(java.util.Locale.ROOT) + " " + rule + " " + file + ":" + line + "  "
+                    + reason;
+        }
+    }
+
+    /** What the scan got right and wrong on one repository. */
+    record Score(Labels labels, ScanReport report, List<Label> missed, List<Label> sprung, List<Label> entriesMissed) {
+
+        long count(Kind k) {
+            return labels.labels().stream().filter(l -> l.kind() == k).count();
+        }
+    }
+
+    static Labels read(Path file) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read label file " + file, e);
+        }
+        String repo = null;
+        String commit = null;
+        String half = null;
+        String scan = ".";
+        List<Label> labels = new ArrayList<>();
+        int n = 0;
+        for (String raw : lines) {
+            n++;
+            String line = raw.strip();
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            if (line.startsWith("repo:")) {
+                repo = line.substring(5).strip();
+            } else if (line.startsWith("commit:")) {
+                commit = line.substring(7).strip();
+            } else if (line.startsWith("half:")) {
+                half = line.substring(5).strip();
+            } else if (line.startsWith("scan:")) {
+                scan = line.substring(5).strip();
+            } else {
+                String[] p = line.split("\\s+", 4);
+                if (p.length < 3) {
+                    throw new IllegalArgumentException(
+                            file + ":" + n + ": expected 'entry|must|trap RULE FILE:LINE reason', got '" + line + "'");
+                }
+                Kind k = switch (p[0]) {
+                    case "entry" -> Kind.ENTRY;
+                    case "must" -> Kind.MUST;
+                    case "trap" -> Kind.TRAP;
+                    default ->
+                        throw new IllegalArgumentException(
+                                file + ":" + n + ": a label starts with entry, must or trap, not '" + p[0] + "'");
+                };
+                int colon = p[2].lastIndexOf(':');
+                if (colon < 0) {
+                    throw new IllegalArgumentException(file + ":" + n + ": expected FILE:LINE, got '" + p[2] + "'");
+                }
+                labels.add(new Label(
+                        k,
+                        p[1],
+                        p[2].substring(0, colon),
+                        Integer.parseInt(p[2].substring(colon + 1)),
+                        p.length > 3 ? p[3] : ""));
+            }
+        }
+        if (repo == null || commit == null || half == null) {
+            throw new IllegalArgumentException(file + ": repo:, commit: and half: are required");
+        }
+        String name = file.getFileName().toString().replaceFirst("\\.txt$", "");
+        return new Labels(name, repo, commit, half, scan, List.copyOf(labels));
+    }
+
+    static List<Labels> readAll(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".txt"))
+                    .sorted()
+                    .map(Labels::read)
+                    .toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + dir, e);
+        }
+    }
+
+    Score score(ScanReport report) {
+        List<Label> missed = new ArrayList<>();
+        List<Label> sprung = new ArrayList<>();
+        List<Label> entriesMissed = new ArrayList<>();
+        for (Label l : labels) {
+            switch (l.kind()) {
+                case MUST -> {
+                    if (report.findings().stream().noneMatch(l::foundBy)) {
+                        missed.add(l);
+                    }
+                }
+                case TRAP -> {
+                    if (report.findings().stream().anyMatch(l::sprungBy)) {
+                        sprung.add(l);
+                    }
+                }
+                case ENTRY -> {
+                    if (report.consumers().stream().noneMatch(l::foundBy)) {
+                        entriesMissed.add(l);
+                    }
+                }
+            }
+        }
+        return new Score(this, report, missed, sprung, entriesMissed);
+    }
+}
