@@ -151,7 +151,7 @@ final class RetentionSuite implements Suite {
                 r.p99Ratio() <= 2));
         md.append(String.format(
                 Locale.ROOT,
-                "%nThe opt-in partitioned inbox (README, retention section: partitioned by range of the event id):"
+                "%nThe opt-in partitioned inbox (docs/retention.md: partitioned by range of the event id):"
                         + " %,d old claims in one day's partition, dropped whole with `DROP TABLE` while the same"
                         + " batched path ingests.%n%n| figure | value |%n|---|---|%n"
                         + "| drop, s | %.2f |%n| dropped rows/s | %,.0f |%n| ingest events/s alone | %,.0f |%n"
@@ -225,7 +225,7 @@ final class RetentionSuite implements Suite {
     }
 
     /**
-     * The README's partitioned inbox with {@code rows} old claims in one day partition, then ingest
+     * The partitioned inbox of docs/retention.md with {@code rows} old claims in one day partition, then ingest
      * alone and again around a {@code DROP TABLE} of that day (the ingested ids fit no day: they go
      * to the default partition). The window around the drop is as long as the one alone.
      */

@@ -17,7 +17,7 @@ import java.util.Locale;
 import org.junit.jupiter.api.Test;
 
 /**
- * The opt-in time-partitioned inbox of the README's retention section, on PostgreSQL: partitioned
+ * The opt-in time-partitioned inbox of docs/retention.md, on PostgreSQL: partitioned
  * by range of the event id itself (time-ordered UUIDv7 ids), so the primary key stays
  * {@code (consumer, event_id)}, a copy lands in the same partition as its first delivery and the
  * claim is still one unique check; an old day is dropped whole; ids that fit no day go to the
@@ -30,7 +30,7 @@ class PartitionedInboxTest {
     private static final Instant DAY2 = DAY1.plus(Duration.ofDays(1));
     private static final Instant DAY3 = DAY2.plus(Duration.ofDays(1));
 
-    /** The README's recipe, for a new deployment whose inbox is still empty. */
+    /** The recipe of docs/retention.md, for a new deployment whose inbox is still empty. */
     static void partition(TestDatabase db) {
         db.execute(
                 // the columns of the migrated inbox, with event_id in byte order (a partition key's

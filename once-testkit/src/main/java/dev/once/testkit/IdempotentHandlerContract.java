@@ -39,7 +39,7 @@ import org.junit.jupiter.api.Test;
  *
  * <p>A handler wired by Spring (a {@code @Transactional} service writing with {@code JdbcTemplate} or
  * a JPA repository) is tested the same way by overriding {@link #consumer(DataSource)} instead of
- * {@link #handler()}; see the README's Spring section.
+ * {@link #handler()}; see docs/spring.md.
  *
  * <p>Four cases: one delivery (it must change the state, or the contract would prove nothing),
  * a sequential duplicate, a crash in the ack gap (commit, lose the ack, redeliver), and N

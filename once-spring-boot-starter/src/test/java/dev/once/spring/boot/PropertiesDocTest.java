@@ -14,7 +14,7 @@ import org.springframework.boot.configurationprocessor.json.JSONArray;
 import org.springframework.boot.configurationprocessor.json.JSONObject;
 
 /**
- * The properties table of the README's Spring Boot section is generated from the configuration metadata the
+ * The properties table of docs/spring.md (the Spring Boot reference) is generated from the configuration metadata the
  * processor writes: this test renders it and fails (writing the fresh table to
  * {@code target/spring-properties.md}) when the page and the code disagree.
  */
@@ -64,7 +64,7 @@ class PropertiesDocTest {
     @Test
     void docsPropertiesTableIsTheGeneratedOne() throws Exception {
         String table = table();
-        Path docs = Path.of("..", "README.md");
+        Path docs = Path.of("..", "docs", "spring.md");
         String page = Files.readString(docs);
         int start = page.indexOf(START);
         int end = page.indexOf(END);
@@ -74,7 +74,7 @@ class PropertiesDocTest {
             Files.writeString(Path.of("target", "spring-properties.md"), table);
         }
         assertThat(current)
-                .as("README.md properties table (Spring Boot) is stale: paste target/spring-properties.md"
+                .as("docs/spring.md properties table is stale: paste target/spring-properties.md"
                         + " between its markers")
                 .isEqualTo(table);
     }

@@ -57,11 +57,17 @@ public final class SpringAckGap {
         }
     }
 
-    /** {@link #killAfterCommit(Class, String[], String, Duration, ThrowingRunnable)} with two minutes to commit. */
+    /**
+     * {@link #killAfterCommit(Class, String[], String, Duration, ThrowingRunnable)} with {@link #DEFAULT_TIMEOUT}
+     * to start the application and commit the event.
+     */
     public static void killAfterCommit(Class<?> application, String[] args, String eventId, ThrowingRunnable send)
             throws Exception {
-        killAfterCommit(application, args, eventId, Duration.ofMinutes(2), send);
+        killAfterCommit(application, args, eventId, DEFAULT_TIMEOUT, send);
     }
+
+    /** Generous: a Spring Boot application with JPA took 90 s to join its consumer group on a loaded 2-core CI machine. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
 
     /** What the test does once the child runs: usually, publish the event. */
     @FunctionalInterface

@@ -48,7 +48,7 @@ public class BatchPaymentListener {
 
     @KafkaListener(
             topics = "${payments.batch-topic}",
-            batch = "true",
+            containerFactory = "batchFactory",
             groupId = "${payments.batch-group:payments-batch}")
     @IdempotentListener(consumer = "payments-batch")
     public void on(List<ConsumerRecord<String, String>> fresh) {
