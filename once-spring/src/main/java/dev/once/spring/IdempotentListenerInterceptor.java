@@ -5,14 +5,12 @@ import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Tx;
-import dev.once.tx.TransactionHandle;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -38,6 +36,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private final BeanFactory beanFactory;
     private final Map<Method, ListenerMethod> methods = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> consumers = new ConcurrentHashMap<>();
+    private final Map<String, IdempotentConsumer> batchConsumers = new ConcurrentHashMap<>();
     private volatile OnceSpring once;
 
     IdempotentListenerInterceptor(BeanFactory beanFactory) {
@@ -238,58 +237,100 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return null;
     }
 
+    /**
+     * The whole batch in one transaction, through the engine's batch path, so it keeps the per-record
+     * path's rules: claimed in one statement, the mismatch policy for a reused event id, the check that
+     * the claims are still the transaction's before it commits, outcomes reported after the commit.
+     * Anything but APPLIED or a plain DUPLICATE for any record rolls the batch back and throws, and the
+     * caller retries it one record per transaction, where that record fails on its own.
+     */
     private Object wholeBatch(
             ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records, List<Delivery> deliveries)
             throws Throwable {
         Object[] args = invocation.getArguments().clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
-        IdempotentConsumer consumer = consumer(listener.consumer());
+        IdempotentConsumer consumer = batchConsumer(listener.consumer());
         OnceSpring o = once();
-        Object result;
+        Map<String, Object> firstRecord = new HashMap<>();
+        for (int i = 0; i < records.size(); i++) {
+            firstRecord.putIfAbsent(deliveries.get(i).eventId(), records.get(i));
+        }
+        BatchCall call = new BatchCall(invocation, args, listener.batchIndex(), firstRecord);
+        BatchCall outer = CURRENT_BATCH.get();
+        CURRENT_BATCH.set(call);
         try {
-            result = o.transactionTemplate().execute(status -> {
-                try (TransactionHandle handle = o.transactions().begin()) {
-                    Set<String> claimed = consumer.inbox()
-                            .claimAll(
-                                    handle.connection(),
-                                    listener.consumer(),
-                                    deliveries.stream().map(Delivery::eventId).toList());
-                    List<Object> fresh = new ArrayList<>(claimed.size());
-                    Set<String> seen = new HashSet<>();
-                    for (int i = 0; i < records.size(); i++) {
-                        String id = deliveries.get(i).eventId();
-                        if (claimed.contains(id) && seen.add(id)) {
-                            fresh.add(records.get(i));
-                        }
+            o.transactionTemplate().execute(status -> {
+                for (Outcome r : consumer.processBatch(deliveries)) {
+                    if (!r.shouldAcknowledge()) {
+                        throw new Failed(r);
                     }
-                    if (fresh.isEmpty()) {
-                        return null;
-                    }
-                    args[listener.batchIndex()] = fresh;
-                    return invocation.invocableClone(args).proceed();
-                } catch (RuntimeException | Error e) {
-                    throw e;
-                } catch (Throwable e) {
-                    throw new BatchFailed(e);
                 }
+                return null;
             });
-        } catch (BatchFailed f) {
-            throw f.getCause();
+        } catch (Failed f) {
+            throw f.outcome.failure() != null
+                    ? f.outcome.failure()
+                    : new IllegalStateException("event '" + f.outcome.eventId() + "' " + f.outcome.tag());
+        } finally {
+            if (outer == null) {
+                CURRENT_BATCH.remove();
+            } else {
+                CURRENT_BATCH.set(outer);
+            }
         }
         if (ack != null) {
             ack.settle(false);
         }
-        return result;
+        return call.result;
     }
 
-    private static final class BatchFailed extends RuntimeException {
-        BatchFailed(Throwable cause) {
-            super(cause);
+    /** The batch listener call running on this thread, for the engine's batch handler. */
+    private static final ThreadLocal<BatchCall> CURRENT_BATCH = new ThreadLocal<>();
+
+    private static final class BatchCall {
+        final ProxyMethodInvocation invocation;
+        final Object[] args;
+        final int batchIndex;
+        final Map<String, Object> firstRecord;
+        Object result;
+
+        BatchCall(ProxyMethodInvocation invocation, Object[] args, int batchIndex, Map<String, Object> firstRecord) {
+            this.invocation = invocation;
+            this.args = args;
+            this.batchIndex = batchIndex;
+            this.firstRecord = firstRecord;
+        }
+    }
+
+    /** The batch handler of every batch listener consumer: the body with the records claimed for the first time. */
+    private static void handleBatch(List<Delivery> claimed, dev.once.BatchTx tx) throws Exception {
+        BatchCall call = CURRENT_BATCH.get();
+        List<Object> fresh = new ArrayList<>(claimed.size());
+        for (Delivery d : claimed) {
+            fresh.add(call.firstRecord.get(d.eventId()));
+        }
+        Object[] args = call.args.clone();
+        args[call.batchIndex] = fresh;
+        try {
+            call.result = call.invocation.invocableClone(args).proceed();
+        } catch (Exception | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
         }
     }
 
     private IdempotentConsumer consumer(String name) {
         return consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+    }
+
+    private IdempotentConsumer batchConsumer(String name) {
+        return batchConsumers.computeIfAbsent(
+                name,
+                n -> once().consumerBuilder()
+                        .consumer(n)
+                        .batchHandler(IdempotentListenerInterceptor::handleBatch)
+                        .build());
     }
 
     private OnceSpring once() {

@@ -7,6 +7,7 @@ import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -17,9 +18,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <p>Inside an {@link IdempotentListener} method the rows are the delivery's own (event ids derived
  * from the consumer and the delivery's event id, exactly as {@code tx.outbox()} in a plain handler).
  * Elsewhere each transaction gets a random cause, so its rows are {@code spring:<uuid>#1},
- * {@code #2}, … ({@code spring:<uuid>.<k>#1}, … for rows added after the transaction's k-th savepoint
- * was rolled back to or taken): unique, and stable across relay re-sends because they are stored with
- * the row.
+ * {@code #2}, …: unique, and stable across relay re-sends because they are stored with the row.
  *
  * <p>The rows follow the transaction's shape: a {@code NESTED} step that rolls back to its savepoint
  * takes the rows it added with it, and a {@code REQUIRES_NEW} step's rows commit or roll back with
@@ -96,8 +95,10 @@ public final class OnceOutbox implements Outbox {
                                     .dialect(once.dialect())
                                     .tablePrefix(once.tablePrefix())
                                     .source(STANDALONE_SOURCE)
+                                    .cause(UUID.randomUUID().toString())
                                     .clock(once.clock())
-                                    .headers(once.outboxHeaders()));
+                                    .headers(once.outboxHeaders())
+                                    .build());
         }
     }
 }

@@ -5,10 +5,8 @@ import dev.once.TransactionOutbox;
 import dev.once.Tx;
 import dev.once.tx.JoinedTransaction;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
@@ -42,7 +40,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
     // before this state existed is a rollback to it.
     private final Object start = new Object();
     private final Set<Object> savepoints = Collections.newSetFromMap(new IdentityHashMap<>());
-    private final Map<OnceOutbox, Rows> outboxes = new IdentityHashMap<>(2);
+    private final Map<OnceOutbox, TransactionOutbox> outboxes = new IdentityHashMap<>(2);
     private Tx listenerTx;
 
     private PhysicalTransaction(Object key) {
@@ -86,9 +84,17 @@ final class PhysicalTransaction implements TransactionSynchronization {
         return previous;
     }
 
-    /** The writer for {@code outbox}'s rows added from now on in this transaction. */
-    TransactionOutbox writer(OnceOutbox outbox, Supplier<TransactionOutbox.Builder> builder) {
-        return outboxes.computeIfAbsent(outbox, o -> new Rows(builder)).current();
+    /**
+     * The writer of {@code outbox}'s rows in this transaction, told of its savepoints from now on (a
+     * rollback to one taken before the writer existed undoes all of its rows). One per transaction, so
+     * its rows are numbered #1, #2, … under one random cause.
+     */
+    TransactionOutbox writer(OnceOutbox outbox, Supplier<TransactionOutbox> writer) {
+        return outboxes.computeIfAbsent(outbox, o -> {
+            TransactionOutbox w = writer.get();
+            joined.addSavepointListener(w);
+            return w;
+        });
     }
 
     @Override
@@ -101,30 +107,24 @@ final class PhysicalTransaction implements TransactionSynchronization {
         TransactionSynchronizationManager.bindResource(key, this);
     }
 
+    /** Forwarded by the joined transaction to the outbox writers and, while a handler runs, the engine's buffer. */
     @Override
     public void savepoint(Object savepoint) {
         savepoints.add(savepoint);
         joined.savepoint(savepoint);
-        for (Rows rows : outboxes.values()) {
-            rows.savepoint(savepoint);
-        }
     }
 
     @Override
     public void savepointRollback(Object savepoint) {
-        Object to = savepoints.contains(savepoint) ? savepoint : start;
-        joined.rollbackToSavepoint(to);
-        for (Rows rows : outboxes.values()) {
-            rows.rollbackTo(to);
-        }
+        joined.rollbackToSavepoint(savepoints.contains(savepoint) ? savepoint : start);
     }
 
     /** The rows are written in one statement per writer before the commit; a failure rolls everything back. */
     @Override
     public void beforeCommit(boolean readOnly) {
         try {
-            for (Rows rows : outboxes.values()) {
-                rows.flush();
+            for (TransactionOutbox w : outboxes.values()) {
+                w.flush();
             }
         } catch (SQLException e) {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
@@ -137,68 +137,5 @@ final class PhysicalTransaction implements TransactionSynchronization {
         // STATUS_UNKNOWN (a commit that failed mid-way) counts as not committed: the message stays
         // unacknowledged and a redelivery is absorbed by the inbox if it did commit.
         joined.completed(status == STATUS_COMMITTED);
-    }
-
-    /**
-     * One {@link OnceOutbox}'s rows in this transaction, as segments: a new writer for the rows added
-     * after each savepoint, so a rollback to it drops exactly the writers opened since (their buffered
-     * rows, and the rows they already flushed, which the database's rollback undid). A writer flushes
-     * by itself when it holds {@code Outbox.FLUSH_ROWS} rows; its rows then land inside the savepoint
-     * they belong to, never inside a later one. Writers are opened on the first row of a segment.
-     * The segments are written in order at commit; only a segment that fills a writer's flush size
-     * is written earlier, ahead of rows of earlier segments still buffered.
-     */
-    private final class Rows {
-        private final Supplier<TransactionOutbox.Builder> builder;
-        private final String cause = java.util.UUID.randomUUID().toString();
-        private final List<Object> marks = new ArrayList<>(); // the savepoint each segment starts at
-        private final List<TransactionOutbox> writers = new ArrayList<>();
-        private int opened;
-
-        Rows(Supplier<TransactionOutbox.Builder> builder) {
-            this.builder = builder;
-            marks.add(start);
-            writers.add(null);
-        }
-
-        TransactionOutbox current() {
-            int last = writers.size() - 1;
-            TransactionOutbox w = writers.get(last);
-            if (w == null) {
-                // #1, #2, … within the transaction's first writer, <cause>.<k>#1, … in later ones: unique
-                // per transaction, and stable because each row stores its id.
-                w = builder.get()
-                        .cause(opened == 0 ? cause : cause + "." + opened)
-                        .build();
-                opened++;
-                writers.set(last, w);
-            }
-            return w;
-        }
-
-        void savepoint(Object savepoint) {
-            marks.add(savepoint);
-            writers.add(null);
-        }
-
-        void rollbackTo(Object savepoint) {
-            int at = marks.size() - 1;
-            while (at > 0 && marks.get(at) != savepoint) {
-                at--; // not found: taken before this outbox's first row, all of whose rows came after it
-            }
-            while (marks.size() > at + 1) {
-                marks.remove(marks.size() - 1);
-                writers.remove(writers.size() - 1);
-            }
-            writers.set(at, null);
-        }
-
-        void flush() throws SQLException {
-            for (TransactionOutbox w : writers) {
-                if (w != null) {
-                    w.flush();
-                }
-            }
-        }
     }
 }

@@ -1,7 +1,6 @@
 package dev.once.spring;
 
 import dev.once.InvalidConfigurationException;
-import dev.once.tx.JoinedTransaction;
 import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
@@ -150,25 +149,15 @@ public final class SpringTransactionProvider implements TransactionProvider {
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key) {
-            // Registers its callbacks with Spring itself (afterCompletion below); the JoinedTransaction that
-            // follows Spring's savepoints comes with the Spring half of issue 19.
-            super(connection, new JoinedTransaction());
+            // Outcomes are registered with the physical transaction's state, which follows its savepoints
+            // and is set aside while a REQUIRES_NEW step suspends it.
+            super(connection, PhysicalTransaction.current(key).joined());
             this.key = key;
         }
 
         @Override
         protected void markRollbackOnly() {
             SpringTransactionProvider.markRollbackOnly();
-        }
-
-        /**
-         * Registered with the state of the physical transaction, so a rollback to a savepoint taken
-         * before the callback undoes it, and a suspended transaction's callbacks wait for its own end.
-         */
-        @Override
-        public void afterCompletion(CompletionCallback callback) {
-            Objects.requireNonNull(callback, "callback");
-            PhysicalTransaction.current(key).joined().afterCompletion(callback);
         }
 
         @Override

@@ -234,7 +234,6 @@ class CallerTransactionTest {
     }
 
     @Test
-    @org.junit.jupiter.api.Disabled("WIP: waits for the engine's buffer to hear Spring savepoints (i19-api.md S2)")
     void aNestedStepInsideAListenerBodyThatFailsDoesNotSendItsMessage() {
         Payments payments = context.getBean(Payments.class);
         payments.withOptionalStep("o-1");
