@@ -58,7 +58,7 @@ final class EntryPoints {
     }
 
     List<Entry> find() {
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
                 if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
                     noopDetector.putIfAbsent(s.module(), repo.loc(imp));
@@ -87,7 +87,7 @@ final class EntryPoints {
                 }
             }
         }
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c);
                 implemented(s, c);
@@ -301,7 +301,7 @@ final class EntryPoints {
     }
 
     private String moduleText(Path module, String prefix) {
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             if (!s.module().equals(module)) {
                 continue;
             }

@@ -167,12 +167,9 @@ final class Tracer {
         this.repo = repo;
         this.types = types;
         this.schema = schema;
-        for (Repo.Source s : repo.sources) {
-            for (String line : s.lines()) {
-                if (TIMEOUT_WORDS.stream().anyMatch(line::contains)) {
-                    timeoutsConfigured.put(s.module(), true);
-                    break;
-                }
+        for (Repo.RawFile f : repo.rawFiles()) {
+            if (TIMEOUT_WORDS.stream().anyMatch(f.text()::contains)) {
+                timeoutsConfigured.put(repo.moduleOf(f.file()), true);
             }
         }
     }
