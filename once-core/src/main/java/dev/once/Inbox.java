@@ -45,6 +45,10 @@ public final class Inbox {
     private final String claimSql;
     // Batch claim statements by batch size (one entry on PostgreSQL, whose statement binds an array).
     private final Map<Integer, String> claimBatchSql = new ConcurrentHashMap<>();
+    // The last consumer name that passed validation: a consumer claims under one name, so the regex
+    // runs once rather than on every claim (it was a Matcher and a regex match per event). A race
+    // only repeats a validation; Strings are safely published.
+    private volatile String validatedConsumer;
 
     private Inbox(Dialect dialect, String prefix, Duration lockTimeout, Clock clock) {
         this.dialect = dialect;
@@ -81,6 +85,12 @@ public final class Inbox {
         return lockTimeout;
     }
 
+    private void validConsumer(String consumer) {
+        if (consumer == null || !consumer.equals(validatedConsumer)) {
+            validatedConsumer = Names.consumer(consumer);
+        }
+    }
+
     public Dialect dialect() {
         return dialect;
     }
@@ -102,7 +112,7 @@ public final class Inbox {
      * @throws SQLException the driver's error; a lock timeout means a concurrent duplicate is still running
      */
     public boolean claim(Connection connection, String consumer, String eventId) throws SQLException {
-        Names.consumer(consumer);
+        validConsumer(consumer);
         Delivery.validEventId(eventId);
         try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
             ps.setString(1, consumer); // 1 consumer
@@ -125,7 +135,7 @@ public final class Inbox {
      */
     public Set<String> claimAll(Connection connection, String consumer, Collection<String> eventIds)
             throws SQLException {
-        Names.consumer(consumer);
+        validConsumer(consumer);
         TreeSet<String> sorted = new TreeSet<>();
         for (String id : eventIds) {
             sorted.add(Delivery.validEventId(id));

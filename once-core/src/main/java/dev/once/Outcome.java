@@ -58,6 +58,11 @@ public record Outcome(String eventId, Status status, Throwable failure) {
 
     /** The lower-case tag used in metrics and logs: {@code applied}, {@code duplicate}, … */
     public String tag() {
-        return status.name().toLowerCase(java.util.Locale.ROOT);
+        return TAGS[status.ordinal()];
     }
+
+    // Computed once: the engine tags every outcome it reports (the MDC), once per event.
+    private static final String[] TAGS = java.util.Arrays.stream(Status.values())
+            .map(s -> s.name().toLowerCase(java.util.Locale.ROOT))
+            .toArray(String[]::new);
 }

@@ -77,6 +77,106 @@ public final class Schema {
         }
     }
 
+    /**
+     * Applies the migrations the database lacks on a connection the caller holds, for a migration tool
+     * that hands one over (the Spring Boot starter's Flyway migration and Liquibase change). The connection
+     * must be in auto-commit mode, outside any transaction: each migration commits on its own, as
+     * {@link #migrate(DataSource, String)} does.
+     *
+     * @return how many were applied (0 when up to date)
+     * @throws InvalidConfigurationException if the prefix is not a valid identifier or the database is not
+     *         supported
+     * @throws OnceException wrapping the SQL error of a failed migration; earlier migrations stay applied
+     */
+    public static int migrate(Connection connection, String prefix) {
+        TablePrefix.validate(prefix);
+        try {
+            return migrate(connection, Dialects.detect(connection), prefix, DEFAULT_LOCK_WAIT);
+        } catch (SQLException e) {
+            throw new OnceException("schema migration for prefix '" + prefix + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * What {@link #status} found in a database.
+     *
+     * @param prefix    the table prefix looked at
+     * @param current   the newest migration recorded in {@code <prefix>schema_version}; 0 when that table is
+     *                  missing or empty
+     * @param latest    the newest migration this jar ships for the database's dialect
+     * @param versioned whether {@code <prefix>schema_version} exists
+     * @param tables    whether {@code <prefix>inbox} exists
+     */
+    public record Status(String prefix, int current, int latest, boolean versioned, boolean tables) {
+
+        /** Every shipped migration is recorded as applied. */
+        public boolean isCurrent() {
+            return versioned && current >= latest;
+        }
+
+        /**
+         * The tables exist but were not created through {@link #migrate} (nor the starter's Flyway or
+         * Liquibase migration, which record their version the same way): their version is not known.
+         */
+        public boolean isUnversioned() {
+            return !versioned && tables;
+        }
+
+        /** One line for logs, health details and startup errors. */
+        public String describe() {
+            if (isCurrent()) {
+                return "current (V" + current + ")";
+            }
+            if (isUnversioned()) {
+                return "unversioned (" + prefix + "inbox exists, " + prefix + "schema_version does not; this once"
+                        + " needs V" + latest + ")";
+            }
+            if (!tables) {
+                return "missing (no table " + prefix + "inbox; this once needs migrations V1 to V" + latest + ")";
+            }
+            return "outdated (at V" + current + ", this once needs V" + latest + ")";
+        }
+    }
+
+    /**
+     * Reads which migrations a database has, without changing it: the check an application runs at start
+     * so a missing or outdated schema stops it there, not at the first message.
+     *
+     * @throws InvalidConfigurationException if the prefix is invalid or the database is not supported
+     * @throws OnceException if the database does not answer
+     */
+    public static Status status(DataSource dataSource, String prefix) {
+        TablePrefix.validate(prefix);
+        try (Connection c = dataSource.getConnection()) {
+            Dialect dialect = Dialects.detect(c);
+            int latest = migrations(dialect, prefix).stream()
+                    .mapToInt(Migration::version)
+                    .max()
+                    .orElse(0);
+            Integer current =
+                    probe(c, "SELECT coalesce(max(version), 0) FROM " + dialect.quote(prefix + "schema_version"));
+            Integer inbox = probe(c, "SELECT count(*) FROM " + dialect.quote(prefix + "inbox") + " WHERE 1 = 0");
+            return new Status(prefix, current == null ? 0 : current, latest, current != null, inbox != null);
+        } catch (SQLException e) {
+            throw new OnceException("could not read the once schema (prefix '" + prefix + "'): " + e.getMessage(), e);
+        }
+    }
+
+    // The first column of the one row a query returns, or null when its table does not exist (SQLSTATE
+    // 42P01 on PostgreSQL, 42S02 on MariaDB). The pool's connection auto-commits, so a failed probe does
+    // not abort the next one.
+    private static Integer probe(Connection c, String sql) throws SQLException {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(sql)) {
+            return rs.next() ? rs.getInt(1) : 0;
+        } catch (SQLException e) {
+            if ("42P01".equals(e.getSQLState()) || "42S02".equals(e.getSQLState())) {
+                return null;
+            }
+            throw e;
+        }
+    }
+
     private static int migrate(Connection c, Dialect dialect, String prefix, Duration lockWait) throws SQLException {
         String versionTable = dialect.quote(prefix + "schema_version");
         String lockName = "once-schema:" + prefix;

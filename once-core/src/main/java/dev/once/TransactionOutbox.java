@@ -4,6 +4,7 @@ import dev.once.internal.JdbcOutbox;
 import dev.once.internal.Names;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.TablePrefix;
+import dev.once.tx.SavepointListener;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -25,10 +26,11 @@ import java.util.Map;
  *
  * <p>Rows get event ids {@code <source>:<cause>#<n>}, exactly as a handler's {@link Tx#outbox()}
  * (see {@link Outbox}): use one instance per transaction, and a cause that is unique per
- * transaction of one source (a random UUID when nothing better identifies it). Not thread-safe:
- * it belongs to the transaction's thread.
+ * transaction of one source (a random UUID when nothing better identifies it). Savepoints: tell it
+ * of each ({@link SavepointListener}), or a row added under a savepoint the transaction rolls back
+ * to is still written. Not thread-safe: it belongs to the transaction's thread.
  */
-public final class TransactionOutbox implements Outbox {
+public final class TransactionOutbox implements Outbox, SavepointListener {
 
     private final JdbcOutbox rows;
 
@@ -58,6 +60,30 @@ public final class TransactionOutbox implements Outbox {
      */
     public void flush() throws SQLException {
         rows.flush();
+    }
+
+    /**
+     * A savepoint was set on the transaction: rows added from now on are dropped by a rollback to it.
+     * Call it after the savepoint exists (Spring's {@code TransactionSynchronization.savepoint} does).
+     */
+    @Override
+    public void savepoint(Object savepoint) {
+        rows.buffer().savepoint(savepoint);
+    }
+
+    /**
+     * The transaction rolled back to {@code savepoint}: the rows added since are dropped, and rows a
+     * flush wrote after it (undone by the database) are buffered again if they were added before it.
+     * A savepoint never announced is taken as one set before this outbox: everything it added is undone.
+     */
+    @Override
+    public void rollbackToSavepoint(Object savepoint) {
+        rows.buffer().rollbackToSavepoint(savepoint);
+    }
+
+    @Override
+    public void releaseSavepoint(Object savepoint) {
+        rows.buffer().releaseSavepoint(savepoint);
     }
 
     /** Builds a {@link TransactionOutbox}; {@code connection}, {@code dialect}, {@code source} and {@code cause} are required. Not thread-safe. */

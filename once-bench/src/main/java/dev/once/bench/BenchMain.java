@@ -17,8 +17,12 @@ import java.util.function.Supplier;
  *
  * <pre>
  * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [--postgres URL]
- *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint]
+ *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint] [--quick]
  * </pre>
+ *
+ * <p>{@code --quick} runs every named suite in short turns (1 s warm-up, 3 s measured in 0.5 s
+ * turns unless given) and with smaller sizes, to check a change in minutes; the full run stays the
+ * figure of record, and a quick run writes to {@code BENCHMARKS-quick.md} unless {@code --out} is given.
  *
  * <p>Each suite writes its own sections, headed by the date, commit and load average of its run and
  * followed by its result lines. Running some suites replaces only their sections of an existing
@@ -43,6 +47,8 @@ public final class BenchMain {
         suites.put("kafka", KafkaEndToEnd::new);
         suites.put("retention", RetentionSuite::new);
         suites.put("relay", RelaySuite::new);
+        suites.put("guard", GuardSuite::new);
+        suites.put("ids", IdShapeSuite::new);
         return suites;
     }
 
@@ -54,28 +60,38 @@ public final class BenchMain {
         Duration measured = Duration.ofSeconds(30);
         Duration slice = Duration.ofSeconds(1);
         boolean fingerprint = false;
+        boolean quick = false;
+        boolean timed = false;
+        boolean outGiven = false;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
                 case "--postgres" -> postgresUrl = value(args, ++i, a);
+                case "--quick" -> quick = true;
                 case "--warmup" -> warmup = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
-                case "--seconds" ->
+                case "--seconds" -> {
                     measured = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
+                    timed = true;
+                }
                 case "--slice" -> slice = Duration.ofMillis((long) (Double.parseDouble(value(args, ++i, a)) * 1000));
-                case "--out" -> out = Path.of(value(args, ++i, a));
+                case "--out" -> {
+                    out = Path.of(value(args, ++i, a));
+                    outGiven = true;
+                }
                 case "--fingerprint" -> fingerprint = true;
                 case "-h", "--help" -> {
                     System.out.println("usage: java -jar once-bench.jar [" + String.join("] [", suites().keySet())
                             + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]"
-                            + " [--fingerprint]\n  --fingerprint  core also runs once with onMismatch(COUNT), the"
-                            + " payload fingerprint's cost");
+                            + " [--fingerprint] [--quick]\n  --fingerprint  core also runs once with onMismatch(COUNT),"
+                            + " the payload fingerprint's cost\n  --quick  every suite in short turns and small sizes"
+                            + " (minutes), to BENCHMARKS-quick.md unless --out is given");
                     return;
                 }
                 default -> {
                     if (a.startsWith("-") || !suites().containsKey(a)) {
                         throw new IllegalArgumentException(
                                 "unknown argument '" + a + "'; suites in this build are " + suites().keySet()
-                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint");
+                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint --quick");
                     }
                     names.add(a);
                 }
@@ -84,7 +100,17 @@ public final class BenchMain {
         if (names.isEmpty()) {
             names.addAll(suites().keySet());
         }
-        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint);
+        if (quick) {
+            if (!timed) {
+                warmup = Duration.ofSeconds(1);
+                measured = Duration.ofSeconds(3);
+                slice = Duration.ofMillis(500);
+            }
+            if (!outGiven) {
+                out = Path.of("BENCHMARKS-quick.md");
+            }
+        }
+        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint, quick);
         String loadBefore = loadAverage();
         try (BenchPostgres postgres = BenchPostgres.start(postgresUrl)) {
             Run run = new Run(postgres, settings);

@@ -32,6 +32,11 @@ final class BenchPostgres implements AutoCloseable {
     private final String jdbcUrl;
     private final EmbeddedPostgres embedded;
 
+    /** The server's URL (no schema): for a forked JVM (JMH) that opens connections of its own. */
+    String jdbcUrl() {
+        return jdbcUrl;
+    }
+
     private BenchPostgres(String jdbcUrl, EmbeddedPostgres embedded) {
         this.jdbcUrl = jdbcUrl;
         this.embedded = embedded;

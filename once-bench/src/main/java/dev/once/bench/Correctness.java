@@ -46,9 +46,26 @@ final class Correctness {
     }
 
     private final BenchPostgres postgres;
+    private final int rounds;
+    private final int concurrentRounds;
 
     Correctness(BenchPostgres postgres) {
+        this(postgres, false);
+    }
+
+    /** {@code quick}: a tenth of the rounds, to check a change; not a result. */
+    Correctness(BenchPostgres postgres, boolean quick) {
         this.postgres = postgres;
+        this.rounds = quick ? ROUNDS / 10 : ROUNDS;
+        this.concurrentRounds = quick ? CONCURRENT_ROUNDS / 10 : CONCURRENT_ROUNDS;
+    }
+
+    int rounds() {
+        return rounds;
+    }
+
+    int concurrentRounds() {
+        return concurrentRounds;
     }
 
     List<Result> runAll(Subject.Kind kind) throws Exception {
@@ -60,7 +77,7 @@ final class Correctness {
     }
 
     Result run(Subject.Kind kind, String kase) throws Exception {
-        int rounds = kase.equals(CONCURRENT_DUPLICATE) ? CONCURRENT_ROUNDS : ROUNDS;
+        int rounds = kase.equals(CONCURRENT_DUPLICATE) ? concurrentRounds : this.rounds;
         try (BenchPostgres.Db db = postgres.freshDatabase(THREADS * 2)) {
             kind.createStore(db.dataSource());
             long[] expected = new long[rounds];

@@ -55,6 +55,7 @@ public final class KafkaEndToEnd implements Suite {
     static final int MAX_POLL_RECORDS = 500;
     static final int PARTITIONS = 6;
     static final int WARMUP_EVENTS = 20_000;
+    static final int QUICK_EVENTS = 20_000;
 
     /** One measured run. */
     public record Result(String name, String mode, int conns, long events, double seconds) {
@@ -82,22 +83,23 @@ public final class KafkaEndToEnd implements Suite {
 
     @Override
     public void run(Run run) throws Exception {
+        int events = run.settings().quick() ? QUICK_EVENTS : DEFAULT_EVENTS;
         List<Result> results;
         try (TestKafka kafka = TestKafka.start();
                 BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
-            Run.progress("kafka: " + DEFAULT_EVENTS + " events, " + PARTITIONS + " partitions, in-process broker at "
+            Run.progress("kafka: " + events + " events, " + PARTITIONS + " partitions, in-process broker at "
                     + kafka.bootstrapServers());
-            results = run(kafka, db.dataSource(), DEFAULT_EVENTS);
+            results = run(kafka, db.dataSource(), events);
         }
         StringBuilder md = new StringBuilder();
         md.append("Kafka (in-process KRaft broker) to PostgreSQL, ")
-                .append(DEFAULT_EVENTS)
+                .append(events)
                 .append(" events over ")
                 .append(PARTITIONS)
                 .append(" partitions, `max.poll.records=")
                 .append(MAX_POLL_RECORDS)
                 .append("`, one connection, one run each after a ")
-                .append(WARMUP_EVENTS)
+                .append(Math.min(WARMUP_EVENTS, events / 5))
                 .append("-event warm-up. Naive: Kafka auto-commit, the poll's records applied in one transaction, no"
                         + " claim; mode `batch` one `UPDATE` per record, mode `batch-set` one `UPDATE … FROM unnest` per"
                         + " poll, pre-aggregated per account and sorted. Once: `KafkaConsumerRunner`, one `processBatch`"
@@ -164,11 +166,12 @@ public final class KafkaEndToEnd implements Suite {
      */
     public static List<Result> run(TestKafka kafka, DataSource ds, int events) throws Exception {
         String warm = kafka.createTopic("bench-warmup", PARTITIONS);
-        publish(kafka, warm, WARMUP_EVENTS);
+        int warmup = Math.min(WARMUP_EVENTS, events / 5);
+        publish(kafka, warm, warmup);
         reset(ds);
-        naive(kafka, warm, ds, WARMUP_EVENTS, false);
+        naive(kafka, warm, ds, warmup, false);
         reset(ds);
-        once(kafka, warm, ds, WARMUP_EVENTS, true);
+        once(kafka, warm, ds, warmup, true);
 
         String topic = kafka.createTopic("bench", PARTITIONS);
         publish(kafka, topic, events);

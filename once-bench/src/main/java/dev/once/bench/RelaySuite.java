@@ -1,12 +1,26 @@
 package dev.once.bench;
 
+import com.google.api.gax.core.NoCredentialsProvider;
+import com.google.api.gax.grpc.GrpcTransportChannel;
+import com.google.api.gax.rpc.FixedTransportChannelProvider;
+import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
+import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
+import com.google.cloud.pubsub.v1.TopicAdminClient;
+import com.google.cloud.pubsub.v1.TopicAdminSettings;
+import com.google.pubsub.v1.ProjectSubscriptionName;
+import com.google.pubsub.v1.Subscription;
+import com.google.pubsub.v1.TopicName;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.kafka.KafkaPublisher;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
+import dev.once.pubsub.PubSubPublisher;
+import dev.once.testkit.TestPubSubEmulator;
 import dev.once.testkit.kafka.TestKafka;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -35,7 +49,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * wake-ups. Each with the concurrent batch path ({@link KafkaPublisher#publishAll}: the batch's
  * sends in flight together, then one wait) and with the old sequential path (the same publisher
  * behind a lambda, so the relay sends one message and waits for its ack before the next).
- * Commit-to-publish is the broker's append time of the record (topic with
+ * Beside it, when Google's Pub/Sub emulator is installed, the same backlog drain to Pub/Sub
+ * ({@link PubSubPublisher}). Commit-to-publish is the broker's append time of the record (topic with
  * {@code message.timestamp.type=LogAppendTime}) minus the writer's clock when its commit returned.
  */
 final class RelaySuite implements Suite {
@@ -82,6 +97,7 @@ final class RelaySuite implements Suite {
                 }
             }
         }
+        Throughput pubsub = pubSub(run, seconds);
         StringBuilder md = new StringBuilder();
         md.append("Outbox relay to Kafka (in-process KRaft broker, ")
                 .append(PARTITIONS)
@@ -146,7 +162,75 @@ final class RelaySuite implements Suite {
                         Locale.ROOT,
                         "- (for reference) concurrent / sequential throughput: %.1fx%n",
                         c.perSecond() / throughput.get(1).perSecond()));
+        if (pubsub != null) {
+            run.line(String.format(
+                    Locale.ROOT,
+                    "BENCH name=relay-pubsub mode=%s conns=%d batch=%d events_per_s=%d",
+                    pubsub.mode(),
+                    RELAYS,
+                    BATCH,
+                    Math.round(pubsub.perSecond())));
+            md.append(String.format(
+                    Locale.ROOT,
+                    "%nOutbox relay to Google Cloud Pub/Sub (Google's emulator, one topic with one subscription),"
+                            + " `PubSubPublisher` (the client's batching, ordering key = row key), the same relays,"
+                            + " batch and keys, backlog drained for %.1f s: %d messages/s"
+                            + " (%.2fx the Kafka concurrent figure of this run). The emulator is a single in-memory"
+                            + " process, not Pub/Sub's service: the figure is the relay's and the client's cost"
+                            + " against it, not a forecast for production.%n",
+                    pubsub.seconds(),
+                    Math.round(pubsub.perSecond()),
+                    pubsub.perSecond() / c.perSecond()));
+        }
         run.section("Relay to Kafka: throughput and commit-to-publish latency", md.toString());
+    }
+
+    /**
+     * The backlog drain to Pub/Sub through {@link PubSubPublisher} on Google's emulator (started
+     * by the test kit); null, with a progress line, when the emulator is not installed.
+     */
+    private Throughput pubSub(Run run, double seconds) throws Exception {
+        String host;
+        try {
+            host = TestPubSubEmulator.host();
+        } catch (RuntimeException e) {
+            Run.progress("relay: no Pub/Sub run: " + e.getMessage());
+            return null;
+        }
+        ManagedChannel channel =
+                ManagedChannelBuilder.forTarget(host).usePlaintext().build();
+        try {
+            var channels = FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
+            String project = "once-bench";
+            TopicName topic = TopicName.of(project, "relay-pubsub-" + System.nanoTime());
+            try (var topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
+                            .setTransportChannelProvider(channels)
+                            .setCredentialsProvider(NoCredentialsProvider.create())
+                            .build());
+                    var subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
+                            .setTransportChannelProvider(channels)
+                            .setCredentialsProvider(NoCredentialsProvider.create())
+                            .build())) {
+                topics.createTopic(topic);
+                subscriptions.createSubscription(Subscription.newBuilder()
+                        .setName(ProjectSubscriptionName.of(project, topic.getTopic())
+                                .toString())
+                        .setTopic(topic.toString())
+                        .setAckDeadlineSeconds(60)
+                        .build());
+            }
+            try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
+                    PubSubPublisher publisher = PubSubPublisher.builder()
+                            .project(project)
+                            .channelProvider(channels)
+                            .credentialsProvider(NoCredentialsProvider.create())
+                            .build()) {
+                run.postgres().checkpoint();
+                return throughput(db.dataSource(), publisher, topic.getTopic(), "concurrent", 200_000, seconds);
+            }
+        } finally {
+            channel.shutdownNow();
+        }
     }
 
     private static KafkaPublisher publisher(TestKafka kafka) {
@@ -184,7 +268,13 @@ final class RelaySuite implements Suite {
         String topic = kafka.createTopic("relay-tp-" + mode, PARTITIONS);
         // A backlog larger than the run can drain: the relay never waits for rows.
         long backlog = concurrent ? 1_000_000 : 100_000;
-        Run.progress("relay: throughput, " + mode + ", backlog of " + backlog + " rows");
+        return throughput(ds, driven(kp, concurrent), topic, mode, backlog, s);
+    }
+
+    /** Drains a backlog of {@code backlog} rows to {@code topic} with {@link #RELAYS} relays for {@code s} seconds. */
+    private Throughput throughput(DataSource ds, Publisher publisher, String topic, String mode, long backlog, double s)
+            throws Exception {
+        Run.progress("relay: throughput to " + topic + ", " + mode + ", backlog of " + backlog + " rows");
         try (Connection c = ds.getConnection();
                 Statement st = c.createStatement()) {
             st.execute("INSERT INTO once_outbox (event_id, destination, msg_key, payload, headers, idempotency_key,"
@@ -193,7 +283,7 @@ final class RelaySuite implements Suite {
                     + ") g");
             st.execute("ANALYZE once_outbox");
         }
-        List<OutboxRelay> relays = relays(ds, driven(kp, concurrent));
+        List<OutboxRelay> relays = relays(ds, publisher);
         // A short warm-up: the producer's metadata, the statements' plans.
         relays.get(0).relayOnce();
         long before = sent(ds);

@@ -35,7 +35,8 @@ final class RetentionSuite implements Suite {
     static final int WORKERS = 8;
     static final Duration ALONE = Duration.ofSeconds(10);
 
-    private final int rows;
+    private int rows;
+    static final int QUICK_ROWS = 200_000;
 
     /** {@value #DEFAULT_ROWS} rows, or the system property {@code once.bench.retention.rows}. */
     RetentionSuite() {
@@ -80,6 +81,9 @@ final class RetentionSuite implements Suite {
 
     @Override
     public void run(Run run) throws Exception {
+        if (run.settings().quick() && Integer.getInteger("once.bench.retention.rows") == null) {
+            rows = Math.min(rows, QUICK_ROWS);
+        }
         Result r;
         try (BenchPostgres.Db db = run.postgres().freshDatabase(WORKERS + 1)) {
             r = measure(db);

@@ -17,8 +17,14 @@ final class Run {
      * {@code measured} in total, in turns of {@code slice} interleaved with the configurations it
      * is compared with. {@code fingerprint} adds configurations of {@code once} that keep payload
      * fingerprints ({@code onMismatch(COUNT)}) to the core suite, next to the ones they cost against.
+     * {@code quick} shrinks what each suite sizes by itself (correctness rounds, Kafka events,
+     * retention rows) so a whole run fits in minutes: for checking a change, never the figures of record.
      */
-    record Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint) {
+    record Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint, boolean quick) {
+        Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint) {
+            this(warmup, measured, slice, fingerprint, false);
+        }
+
         Settings {
             if (warmup.isNegative() || measured.toMillis() < 1 || slice.toMillis() < 1) {
                 throw new IllegalArgumentException("warm-up must be >= 0 and measured time and slice >= 1 ms, but were "

@@ -34,8 +34,12 @@ final class Throughput {
     /** One configuration: how many worker threads run its steps. */
     record Config(String label, int workers, StepFactory steps) {}
 
-    /** A configuration's result: events/s over all its turns, and in each turn. */
-    record Rate(double eventsPerSecond, double[] perSlice) {
+    /**
+     * A configuration's result: events/s over all its turns, and in each turn; and the CPU time
+     * and heap bytes its worker threads spent per event while measured (the client's share of the
+     * cost, which a loaded machine moves far less than the rate).
+     */
+    record Rate(double eventsPerSecond, double[] perSlice, double cpuMicrosPerEvent, double bytesPerEvent) {
 
         /**
          * The median over turns of this rate divided by {@code other}'s in the same round of turns:
@@ -109,6 +113,10 @@ final class Throughput {
 
     /** The workers of one configuration and the gate that lets them run only during its turns. */
     private static final class Gate {
+        private static final com.sun.management.ThreadMXBean THREADS =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        private final LongAdder cpuNanos = new LongAdder();
+        private final LongAdder allocated = new LongAdder();
         private final List<Thread> threads = new ArrayList<>();
         private final List<Throughput.Step> steps = new ArrayList<>();
         private final AtomicInteger busy = new AtomicInteger();
@@ -147,8 +155,13 @@ final class Throughput {
                         }
                         continue;
                     }
+                    boolean measuring = counting;
+                    long cpu = measuring ? THREADS.getCurrentThreadCpuTime() : 0;
+                    long bytes = measuring ? THREADS.getCurrentThreadAllocatedBytes() : 0;
                     int n = step.run();
-                    if (counting) {
+                    if (measuring && counting) {
+                        cpuNanos.add(THREADS.getCurrentThreadCpuTime() - cpu);
+                        allocated.add(THREADS.getCurrentThreadAllocatedBytes() - bytes);
                         events.add(n);
                     }
                     busy.decrementAndGet();
@@ -181,9 +194,12 @@ final class Throughput {
         }
 
         Rate rate() {
+            long n = Math.max(1, events.sum());
             return new Rate(
                     events.sum() / (nanos / 1e9),
-                    perSlice.stream().mapToDouble(Double::doubleValue).toArray());
+                    perSlice.stream().mapToDouble(Double::doubleValue).toArray(),
+                    cpuNanos.sum() / 1e3 / n,
+                    (double) allocated.sum() / n);
         }
 
         void stop() throws Exception {

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
 class ModulesArchitectureTest {
 
     /** The adapter modules by their root package. */
-    private static final List<String> ADAPTERS = List.of("kafka", "sqs", "rabbitmq", "nats", "spring", "http");
+    private static final List<String> ADAPTERS =
+            List.of("kafka", "sqs", "rabbitmq", "nats", "pubsub", "spring", "http");
 
     private static final JavaClasses ADAPTER_CLASSES = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)

@@ -17,12 +17,14 @@ abstract class ClaimTx {
     final String prefix;
     final String consumer;
     final Clock clock;
+    final ClaimWatch watch;
     private final GuardedConnection guarded;
 
-    ClaimTx(Connection raw, Dialect dialect, String prefix, String consumer, Clock clock) {
+    ClaimTx(Connection raw, ClaimWatch watch, String prefix, String consumer, Clock clock) {
         this.raw = raw;
-        this.guarded = new GuardedConnection(raw, dialect.mysqlLexing());
-        this.dialect = dialect;
+        this.watch = watch;
+        this.guarded = new GuardedConnection(raw, watch);
+        this.dialect = watch.dialect();
         this.prefix = prefix;
         this.consumer = consumer;
         this.clock = clock;
@@ -42,6 +44,10 @@ abstract class ClaimTx {
     }
 
     public void fence(String resource, long token) throws SQLException {
-        Fence.check(raw, dialect, prefix, resource, token, clock);
+        try {
+            Fence.check(raw, dialect, prefix, resource, token, clock);
+        } catch (SQLException e) {
+            throw watch.failed(e); // on the raw connection, so the guard would not see it
+        }
     }
 }

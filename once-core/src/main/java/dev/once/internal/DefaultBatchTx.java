@@ -3,7 +3,6 @@ package dev.once.internal;
 import dev.once.BatchTx;
 import dev.once.Delivery;
 import dev.once.Outbox;
-import dev.once.jdbc.Dialect;
 import java.sql.Connection;
 import java.time.Clock;
 import java.util.HashMap;
@@ -20,15 +19,9 @@ public final class DefaultBatchTx extends ClaimTx implements BatchTx {
     private final Map<String, JdbcOutbox> outboxes = new HashMap<>();
 
     public DefaultBatchTx(
-            Connection raw,
-            Dialect dialect,
-            String prefix,
-            String consumer,
-            List<Delivery> claimed,
-            Clock clock,
-            OutboxBuffer outboxBuffer) {
-        super(raw, dialect, prefix, consumer, clock);
-        this.outboxBuffer = outboxBuffer;
+            Connection raw, ClaimWatch watch, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
+        super(raw, watch, prefix, consumer, clock);
+        this.outboxBuffer = watch.outbox();
         for (Delivery d : claimed) {
             this.claimed.put(d.eventId(), d);
         }

@@ -16,6 +16,7 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
+import dev.once.tx.JoinedTransaction;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,7 +25,6 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -68,6 +68,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String verifyAndCommitSql;
     private final MismatchPolicy mismatchPolicy;
     private final OutboxHeaders outboxHeaders;
+    // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
+    private final OutboxRepository outboxRepository;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -100,6 +102,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(inbox.tablePrefix());
         this.mismatchPolicy = mismatchPolicy;
         this.outboxHeaders = outboxHeaders;
+        this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -429,7 +432,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                             mine.add(d);
                         }
                     }
-                    Failure failure = apply(c, mine);
+                    ClaimWatch watch = watch(c);
+                    Failure failure = apply(tx, mine, watch);
                     if (failure != null) {
                         tx.setRollbackOnly();
                         SQLException conflict = transientConflict(failure.cause());
@@ -441,7 +445,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         return BatchResult.split(d -> failed(d, failure.cause()), culprit);
                     }
                     if (!mine.isEmpty()) {
-                        Outcome lost = verifyClaim(tx, mine.get(0).eventId());
+                        Outcome lost = verifyClaim(tx, mine.get(0).eventId(), watch);
                         if (lost != null) {
                             // Nothing of the batch stands; split, and the culprit fails alone.
                             tx.setRollbackOnly();
@@ -491,14 +495,28 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      * of them, or the per-event handler for each in order; then writes the outbox rows they all
      * added in one statement (not timed as handler work). Returns null when all went well.
      */
-    private Failure apply(Connection c, List<Delivery> claimed) {
+    private Failure apply(Transaction tx, List<Delivery> claimed, ClaimWatch watch) {
+        JoinedTransaction joined = tx.joinedTransaction();
+        if (joined == null) {
+            return apply(tx.connection(), claimed, watch);
+        }
+        // Savepoints the caller's integration sets on the raw connection while the handler runs (a
+        // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
+        joined.addSavepointListener(watch.outbox());
+        try {
+            return apply(tx.connection(), claimed, watch);
+        } finally {
+            joined.removeSavepointListener(watch.outbox());
+        }
+    }
+
+    private Failure apply(Connection c, List<Delivery> claimed, ClaimWatch watch) {
         if (claimed.isEmpty()) {
             return null;
         }
-        OutboxBuffer outbox = new OutboxBuffer(c, dialect, inbox.tablePrefix(), clock, outboxHeaders);
+        OutboxBuffer outbox = watch.outbox();
         if (batchHandler != null) {
-            DefaultBatchTx batchTx =
-                    new DefaultBatchTx(c, dialect, inbox.tablePrefix(), consumer, claimed, clock, outbox);
+            DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
             Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
@@ -508,9 +526,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
         } else {
             for (Delivery d : claimed) {
-                putMdc(d);
-                DefaultTx handlerTx =
-                        new DefaultTx(c, dialect, inbox.tablePrefix(), consumer, d, clock, metrics, outbox);
+                if (!d.eventId().equals(MDC.get(MDC_MESSAGE_ID))) {
+                    putMdc(d); // process() has put this delivery's already
+                }
+                DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
                 Throwable failure = timed(() -> handler.handle(d, handlerTx));
                 if (failure == null && handlerTx.misuse() != null) {
                     failure = refused(handlerTx.misuse());
@@ -527,6 +546,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
         }
         return null;
+    }
+
+    /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
+    private ClaimWatch watch(Connection c) {
+        return new ClaimWatch(
+                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inbox.tablePrefix());
     }
 
     private static HandlerMisuseException refused(String call) {
@@ -607,7 +632,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     fingerprints.stored(c, consumer, List.of(d.eventId())).get(d.eventId());
             return duplicateOf(d, fingerprint, applied);
         }
-        Failure failure = apply(c, List.of(d));
+        ClaimWatch watch = watch(c);
+        Failure failure = apply(tx, List.of(d), watch);
         if (failure != null) {
             tx.setRollbackOnly();
             SQLException conflict = transientConflict(failure.cause());
@@ -616,7 +642,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
             return failed(d, failure.cause());
         }
-        Outcome lost = verifyClaim(tx, d.eventId());
+        Outcome lost = verifyClaim(tx, d.eventId(), watch);
         if (lost != null) {
             tx.setRollbackOnly();
             return lost;
@@ -626,16 +652,45 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /**
      * The check after the handler: the claim must still be this open transaction's, and the
-     * transaction able to commit. A handler that swallowed a failed statement (PostgreSQL aborts the
-     * transaction: COMMIT would answer ROLLBACK), a deadlock that rolled the claim back while the
-     * handler went on (MariaDB: later statements run in a new transaction), a commit behind the
-     * engine's back or a deleted claim would otherwise be reported APPLIED and acknowledged with
-     * nothing, or half, committed. On PostgreSQL, when the engine owns the transaction, the check
+     * transaction able to commit. The guarded connection refuses what would end the transaction
+     * (commit, rollback, COMMIT as SQL, implicit commits, unwrap to the driver), but it cannot see
+     * what the database did. What only the database can tell, each proved by a test:
+     * <ul>
+     *   <li>a statement failed and the handler went on (it caught the SQLException): on PostgreSQL the
+     *       transaction is aborted, and COMMIT would answer ROLLBACK, unless the handler had rolled back
+     *       to a savepoint of its own, after which all is well (TransactionGuardTest, and
+     *       CallerTransactionScenarios' handlers that recover in their own savepoint);</li>
+     *   <li>on MariaDB a deadlock rolled the whole transaction back and the handler's later statements ran
+     *       in a new one, maybe after another delivery committed the same claim, which a count would
+     *       then find: the guard sees the error ({@link Dialect#endsTransaction}) and no check is asked
+     *       (TransactionGuardMariaDbTest, CallerTransactionMariaDbTest);</li>
+     *   <li>the claim row itself deleted by a statement naming the inbox, or a procedure that ended the
+     *       transaction (TransactionGuardTest);</li>
+     *   <li>joined: a claim made inside the caller's savepoint (a subtransaction, whose xmin is not the
+     *       top-level id) must pass, and a claim rolled back to a savepoint and committed meanwhile by
+     *       someone else must not (CallerTransactionPostgresTest).</li>
+     * </ul>
+     * Each of these passes through the guard first (an SQLException on its way to the handler, SQL naming
+     * the inbox, a procedure call), so an owned transaction in which the guard saw none of them needs no
+     * check: the default path sends claim, handler statements and COMMIT, and nothing else. A joined
+     * transaction is always checked: the caller's code may reach the same connection without the guard
+     * (a Spring handler's JdbcTemplate). On PostgreSQL, when the engine owns the transaction, the check
      * rides in the commit's round trip and commits when it passes.
      *
      * @return null when the claim holds (and, folded, is committed), else the outcome to report
      */
-    private Outcome verifyClaim(Transaction tx, String eventId) throws SQLException {
+    private Outcome verifyClaim(Transaction tx, String eventId, ClaimWatch watch) throws SQLException {
+        if (watch.ended() != null) {
+            return rolledBackByDatabase(
+                    eventId,
+                    "the database rolled the transaction back (" + watch.ended().getMessage()
+                            + ") and the handler went on (it caught the SQLException), its later statements"
+                            + " running in a new transaction",
+                    watch.ended());
+        }
+        if (watch.suspicion() == null && !tx.joined()) {
+            return null;
+        }
         Transaction.Binds binds = ps -> {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
@@ -732,6 +787,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     for (Delivery d : firsts) {
                         byId.put(d.eventId(), databaseFailure(d.eventId(), e));
                     }
+                    // Reported when the caller's transaction ends, like every joined outcome.
+                    List<Outcome> failedAll = settle(deliveries, byId, prints);
+                    settled.add(failedAll);
+                    tx.afterCompletion(committed -> {
+                        for (int i = 0; i < deliveries.size(); i++) {
+                            report(deliveries.get(i), failedAll.get(i));
+                        }
+                    });
                     return null;
                 }
                 List<Delivery> mine = new ArrayList<>(claimed.size());
@@ -742,7 +805,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                         byId.put(d.eventId(), Outcome.duplicate(d.eventId()));
                     }
                 }
-                Failure failure = apply(tx.connection(), mine);
+                ClaimWatch watch = watch(tx.connection());
+                Failure failure = apply(tx, mine, watch);
                 if (failure == null) {
                     for (Delivery d : mine) {
                         byId.put(d.eventId(), Outcome.applied(d.eventId()));
@@ -766,7 +830,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     String first = claimed.iterator().next();
                     Outcome lost;
                     try {
-                        lost = verifyClaim(tx, first);
+                        lost = verifyClaim(tx, first, watch);
                     } catch (SQLException e) {
                         lost = databaseFailure(first, e);
                     }
@@ -797,8 +861,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             clearMdc();
         }
-        // Settled in the transaction unless the claim failed, which left only failures to mirror.
-        return settled.isEmpty() ? settle(deliveries, byId, prints) : settled.get(0);
+        return settled.get(0);
     }
 
     private static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {
@@ -909,8 +972,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         MDC.put(MDC_REDELIVERED, Boolean.toString(d.redelivered()));
     }
 
+    private static final String[] MDC_KEYS = {MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME};
+
     private static void clearMdc() {
-        for (String key : Arrays.asList(MDC_CONSUMER, MDC_MESSAGE_ID, MDC_ATTEMPT, MDC_REDELIVERED, MDC_OUTCOME)) {
+        for (String key : MDC_KEYS) {
             MDC.remove(key);
         }
     }

@@ -3,7 +3,6 @@ package dev.once.internal;
 import dev.once.Delivery;
 import dev.once.Outbox;
 import dev.once.Tx;
-import dev.once.jdbc.Dialect;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -22,17 +21,16 @@ public final class DefaultTx extends ClaimTx implements Tx {
 
     public DefaultTx(
             Connection raw,
-            Dialect dialect,
+            ClaimWatch watch,
             String prefix,
             String consumer,
             Delivery delivery,
             Clock clock,
-            OnceMetrics metrics,
-            OutboxBuffer outboxBuffer) {
-        super(raw, dialect, prefix, consumer, clock);
+            OnceMetrics metrics) {
+        super(raw, watch, prefix, consumer, clock);
         this.delivery = delivery;
         this.metrics = metrics;
-        this.outboxBuffer = outboxBuffer;
+        this.outboxBuffer = watch.outbox();
     }
 
     @Override
@@ -62,6 +60,8 @@ public final class DefaultTx extends ClaimTx implements Tx {
             ps.setObject(2, id); // 2 row id
             ps.setString(3, from); // 3 expected current status
             return ps.executeUpdate() == 1;
+        } catch (SQLException e) {
+            throw watch.failed(e); // on the raw connection, so the guard would not see it
         }
     }
 

@@ -38,12 +38,23 @@ public final class GuardedConnection implements Connection {
 
     private final Connection delegate;
     private final boolean mysqlLexing;
+    private final ClaimWatch watch;
     private String misuse;
 
-    /** @param mysqlLexing how the database reads string literals and comments ({@link Dialect#mysqlLexing()}) */
-    public GuardedConnection(Connection delegate, boolean mysqlLexing) {
+    /**
+     * @param watch the claim transaction's watch: told of savepoints, of the SQL exceptions the handler
+     *     gets, and of SQL that may cost the claim; its dialect says how the database reads string
+     *     literals and comments ({@link Dialect#mysqlLexing()})
+     */
+    public GuardedConnection(Connection delegate, ClaimWatch watch) {
         this.delegate = delegate;
-        this.mysqlLexing = mysqlLexing;
+        this.mysqlLexing = watch.dialect().mysqlLexing();
+        this.watch = watch;
+    }
+
+    /** Notes {@code e} on its way to the handler (which may swallow it) and returns it to be thrown. */
+    SQLException failed(SQLException e) {
+        return watch.failed(e);
     }
 
     /** The refused call or SQL, or null if the handler kept to its part. */
@@ -52,11 +63,18 @@ public final class GuardedConnection implements Connection {
     }
 
     /** Refuses SQL that would end or reshape the claim transaction. */
-    void check(String sql) {
-        String refused = TransactionSql.refusal(sql, mysqlLexing);
+    void check(String sql) throws SQLException {
+        String[] first = new String[1];
+        String refused = TransactionSql.refusal(sql, mysqlLexing, w -> {
+            if (first[0] == null
+                    && (w.equals("SAVEPOINT") || w.equals("ROLLBACK") || w.equals("CALL") || w.equals("EXECUTE"))) {
+                first[0] = w;
+            }
+        });
         if (refused != null) {
             throw refuse(refused + " issued as SQL", refused);
         }
+        watch.sql(sql, first[0]);
     }
 
     private HandlerMisuseException refuse(String what, String name) {
@@ -224,18 +242,21 @@ public final class GuardedConnection implements Connection {
     @Override
     public CallableStatement prepareCall(String sql, int p2, int p3, int p4) throws SQLException {
         check(sql);
+        watch.suspect("a procedure call (it may end the transaction)");
         return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3, p4));
     }
 
     @Override
     public CallableStatement prepareCall(String sql, int p2, int p3) throws SQLException {
         check(sql);
+        watch.suspect("a procedure call (it may end the transaction)");
         return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3));
     }
 
     @Override
     public CallableStatement prepareCall(String sql) throws SQLException {
         check(sql);
+        watch.suspect("a procedure call (it may end the transaction)");
         return new GuardedCallableStatement(this, delegate.prepareCall(sql));
     }
 
@@ -277,7 +298,12 @@ public final class GuardedConnection implements Connection {
 
     @Override
     public void releaseSavepoint(Savepoint p1) throws SQLException {
-        delegate.releaseSavepoint(p1);
+        try {
+            delegate.releaseSavepoint(p1);
+        } catch (SQLException e) {
+            throw failed(e);
+        }
+        watch.released(p1);
     }
 
     @Override
@@ -287,7 +313,12 @@ public final class GuardedConnection implements Connection {
 
     @Override
     public void rollback(Savepoint p1) throws SQLException {
-        delegate.rollback(p1);
+        try {
+            delegate.rollback(p1);
+        } catch (SQLException e) {
+            throw failed(e);
+        }
+        watch.rolledBack(p1);
     }
 
     @Override
@@ -327,12 +358,29 @@ public final class GuardedConnection implements Connection {
 
     @Override
     public Savepoint setSavepoint() throws SQLException {
-        return delegate.setSavepoint();
+        return marked(delegate::setSavepoint);
     }
 
     @Override
     public Savepoint setSavepoint(String p1) throws SQLException {
-        return delegate.setSavepoint(p1);
+        return marked(() -> delegate.setSavepoint(p1));
+    }
+
+    private interface SavepointCall {
+        Savepoint set() throws SQLException;
+    }
+
+    // The outbox buffer's position is kept with the savepoint, so that rolling back to it drops the
+    // rows added since (OutboxBuffer.rollbackToSavepoint).
+    private Savepoint marked(SavepointCall call) throws SQLException {
+        Savepoint savepoint;
+        try {
+            savepoint = call.set();
+        } catch (SQLException e) {
+            throw failed(e);
+        }
+        watch.savepoint(savepoint);
+        return savepoint;
     }
 
     @Override

@@ -42,22 +42,38 @@ class GuardedPreparedStatement<S extends PreparedStatement> extends GuardedState
 
     @Override
     public boolean execute() throws SQLException {
-        return delegate.execute();
+        try {
+            return delegate.execute();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long executeLargeUpdate() throws SQLException {
-        return delegate.executeLargeUpdate();
+        try {
+            return delegate.executeLargeUpdate();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public ResultSet executeQuery() throws SQLException {
-        return GuardedResultSet.wrap(connection, this, delegate.executeQuery());
+        try {
+            return GuardedResultSet.wrap(connection, this, delegate.executeQuery());
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int executeUpdate() throws SQLException {
-        return delegate.executeUpdate();
+        try {
+            return delegate.executeUpdate();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override

@@ -529,7 +529,11 @@ final class GuardedResultSet implements ResultSet {
 
     @Override
     public boolean next() throws SQLException {
-        return delegate.next();
+        try {
+            return delegate.next(); // a fetch of the next rows can fail (and abort the transaction)
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override

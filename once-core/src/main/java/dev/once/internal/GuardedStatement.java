@@ -72,89 +72,149 @@ class GuardedStatement<S extends Statement> implements Statement {
     @Override
     public boolean execute(String sql, int[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.execute(sql, p2);
+        try {
+            return delegate.execute(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public boolean execute(String sql, String[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.execute(sql, p2);
+        try {
+            return delegate.execute(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public boolean execute(String sql, int p2) throws SQLException {
         connection.check(sql);
-        return delegate.execute(sql, p2);
+        try {
+            return delegate.execute(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public boolean execute(String sql) throws SQLException {
         connection.check(sql);
-        return delegate.execute(sql);
+        try {
+            return delegate.execute(sql);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int[] executeBatch() throws SQLException {
-        return delegate.executeBatch();
+        try {
+            return delegate.executeBatch();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long[] executeLargeBatch() throws SQLException {
-        return delegate.executeLargeBatch();
+        try {
+            return delegate.executeLargeBatch();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long executeLargeUpdate(String sql, int[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeLargeUpdate(sql, p2);
+        try {
+            return delegate.executeLargeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long executeLargeUpdate(String sql, String[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeLargeUpdate(sql, p2);
+        try {
+            return delegate.executeLargeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long executeLargeUpdate(String sql, int p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeLargeUpdate(sql, p2);
+        try {
+            return delegate.executeLargeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public long executeLargeUpdate(String sql) throws SQLException {
         connection.check(sql);
-        return delegate.executeLargeUpdate(sql);
+        try {
+            return delegate.executeLargeUpdate(sql);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public ResultSet executeQuery(String sql) throws SQLException {
         connection.check(sql);
-        return GuardedResultSet.wrap(connection, this, delegate.executeQuery(sql));
+        try {
+            return GuardedResultSet.wrap(connection, this, delegate.executeQuery(sql));
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int executeUpdate(String sql, int[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeUpdate(sql, p2);
+        try {
+            return delegate.executeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int executeUpdate(String sql, String[] p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeUpdate(sql, p2);
+        try {
+            return delegate.executeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int executeUpdate(String sql, int p2) throws SQLException {
         connection.check(sql);
-        return delegate.executeUpdate(sql, p2);
+        try {
+            return delegate.executeUpdate(sql, p2);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public int executeUpdate(String sql) throws SQLException {
         connection.check(sql);
-        return delegate.executeUpdate(sql);
+        try {
+            return delegate.executeUpdate(sql);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
@@ -199,12 +259,20 @@ class GuardedStatement<S extends Statement> implements Statement {
 
     @Override
     public boolean getMoreResults() throws SQLException {
-        return delegate.getMoreResults();
+        try {
+            return delegate.getMoreResults();
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override
     public boolean getMoreResults(int p1) throws SQLException {
-        return delegate.getMoreResults(p1);
+        try {
+            return delegate.getMoreResults(p1);
+        } catch (SQLException e) {
+            throw connection.failed(e);
+        }
     }
 
     @Override

@@ -132,6 +132,11 @@ public final class JdbcOutbox implements Outbox {
         return ids;
     }
 
+    /** The buffer this outbox's rows go to. */
+    public OutboxBuffer buffer() {
+        return buffer;
+    }
+
     /** Writes what the buffer holds, this cause's rows and those of any other cause sharing it (see {@link OutboxBuffer#flush}). */
     public void flush() throws SQLException {
         buffer.flush();

@@ -1,5 +1,7 @@
 package dev.once.internal;
 
+import dev.once.tx.JoinedTransaction;
+import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -22,6 +24,11 @@ public final class Transaction {
     /** True when the caller owns the transaction and commits it after the work returns. */
     public boolean joined() {
         return handle.joined();
+    }
+
+    /** The caller's physical transaction, told of its savepoints, when the handle joined one that has it; else null. */
+    public JoinedTransaction joinedTransaction() {
+        return handle instanceof JoinedTransactionHandle j ? j.joinedTransaction() : null;
     }
 
     /** Ends the transaction with a rollback once the work returns (joined: marks the caller's rollback-only). */

@@ -27,13 +27,24 @@ final class TransactionSql {
 
     /** The refused command, upper case (e.g. {@code COMMIT}), or null when the SQL may run. */
     static String refusal(String sql, boolean mysqlLexing) {
+        return refusal(sql, mysqlLexing, null);
+    }
+
+    /** Receives the first word (upper case) of each statement that may run. */
+    @FunctionalInterface
+    interface Leading {
+        void word(String upper);
+    }
+
+    /** As {@link #refusal(String, boolean)}, telling {@code leading} the first word of every statement that may run. */
+    static String refusal(String sql, boolean mysqlLexing, Leading leading) {
         if (sql == null) {
             return null;
         }
         boolean single = sql.indexOf(';') < 0;
         int i = 0;
         while (true) {
-            String refused = refusedAt(sql, skip(sql, i), mysqlLexing);
+            String refused = refusedAt(sql, skip(sql, i), mysqlLexing, leading);
             if (refused != null || single) {
                 return refused;
             }
@@ -44,10 +55,13 @@ final class TransactionSql {
         }
     }
 
-    private static String refusedAt(String sql, int at, boolean mysql) {
+    private static String refusedAt(String sql, int at, boolean mysql, Leading leading) {
         Word w1 = word(sql, at);
         if (w1 == null) {
             return null;
+        }
+        if (leading != null) {
+            leading.word(w1.upper);
         }
         if (mysql && commitsImplicitly(sql, w1)) {
             return w1.upper + " (it commits implicitly on MariaDB)";

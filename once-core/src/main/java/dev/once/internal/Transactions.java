@@ -1,5 +1,6 @@
 package dev.once.internal;
 
+import dev.once.tx.JoinedTransaction;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import java.sql.Connection;
@@ -186,7 +187,7 @@ public final class Transactions {
     private static final class Owned implements TransactionHandle {
         private final Connection connection;
         private final boolean keep;
-        private final Completions completions = new Completions();
+        private final JoinedTransaction completions = new JoinedTransaction();
         private boolean rollbackFailed;
 
         private Owned(Connection connection, boolean keep) {
@@ -223,7 +224,7 @@ public final class Transactions {
         @Override
         public void commit() throws SQLException {
             connection.commit();
-            completions.fire(true);
+            completions.completed(true);
         }
 
         @Override
@@ -234,13 +235,13 @@ public final class Transactions {
                 rollbackFailed = true;
                 throw e;
             } finally {
-                completions.fire(false);
+                completions.completed(false);
             }
         }
 
         @Override
         public void afterCompletion(CompletionCallback callback) {
-            completions.add(callback);
+            completions.afterCompletion(callback);
         }
 
         @Override

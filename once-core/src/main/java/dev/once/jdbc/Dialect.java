@@ -49,6 +49,17 @@ public interface Dialect {
         return null;
     }
 
+    /**
+     * The database rolled the whole transaction back when it reported {@code e} (a deadlock victim on
+     * MariaDB), and statements after it run in a new transaction: a claim made before is gone for
+     * certain, whatever a later check reads (a copy another transaction committed meanwhile included).
+     * False where an error leaves the transaction to be ended by its owner (PostgreSQL aborts it, and
+     * the claim check finds that).
+     */
+    default boolean endsTransaction(SQLException e) {
+        return false;
+    }
+
     /** The transaction was aborted by an earlier failed statement; a commit would only roll it back. */
     default boolean isAbortedTransaction(SQLException e) {
         return false;
@@ -384,6 +395,12 @@ public interface Dialect {
 
     /** Counts the rows of the inbox, for the {@code once.inbox.rows} gauge the pruner keeps after each run. */
     String countInboxRows(String prefix);
+
+    /**
+     * The inbox's row count ({@code inbox_rows}) and oldest claim ({@code oldest_claim}, null when empty), in one scan,
+     * for an operator's on-demand view (the Spring Boot Actuator endpoint), not for a scrape.
+     */
+    String inboxStats(String prefix);
 
     /**
      * Sets a partition's next Kafka offset (once-kafka, offsets in the claim transaction).

@@ -170,11 +170,29 @@ public final class MariaDbDialect implements Dialect {
         }
     }
 
+    // Every check that may pass writes the fence row, the holder's own token included (updated_at
+    // moves forward by at least a microsecond, so the row always changes): on Galera, conflicts are
+    // found at commit only between write sets, and a check that merely read the row would let a
+    // node that has not yet applied a newer token commit the stale writer's effect after it
+    // (GaleraClusterTest: stale_writes_accepted=3 of 3). Written, the row puts the check in the
+    // write set, and certification refuses it (1213, retried) against any newer token committed
+    // on another node. On a single server the row lock already serialized the two; nothing changes.
     @Override
     public String fence(String prefix) {
         return "INSERT INTO " + quote(prefix + "fence") + " (resource, token, updated_at) VALUES (?, ?, ?)"
-                + " ON DUPLICATE KEY UPDATE updated_at = IF(token < VALUES(token), VALUES(updated_at), updated_at),"
+                + " ON DUPLICATE KEY UPDATE updated_at = IF(token <= VALUES(token),"
+                + " GREATEST(VALUES(updated_at), updated_at + INTERVAL 1 MICROSECOND), updated_at),"
                 + " token = GREATEST(token, VALUES(token))";
+    }
+
+    // wsrep_sync_wait makes the read wait until this Galera node has applied every write the
+    // cluster committed before it, so the retry after a certification conflict sees the newer token
+    // and refuses the stale holder (StaleFencingTokenException) instead of conflicting again until
+    // the node catches up. Without Galera (wsrep_on=OFF) the setting does nothing.
+    @Override
+    public String newestFence(String prefix) {
+        return "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT token FROM " + quote(prefix + "fence")
+                + " WHERE resource = ? FOR UPDATE";
     }
 
     @Override
@@ -225,6 +243,14 @@ public final class MariaDbDialect implements Dialect {
         return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT;
     }
 
+    // InnoDB rolls back the whole transaction on a deadlock (1213, and Galera's certification failure,
+    // reported alike); a lock wait timeout (1205) rolls back only the statement, unless the server runs
+    // with innodb_rollback_on_timeout, where the count check finds the claim gone.
+    @Override
+    public boolean endsTransaction(SQLException e) {
+        return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
+    }
+
     @Override
     public boolean isTransientConflict(SQLException e) {
         return e.getErrorCode() == ER_LOCK_DEADLOCK || "40001".equals(e.getSQLState());
@@ -243,6 +269,11 @@ public final class MariaDbDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String inboxStats(String prefix) {
+        return "SELECT count(*) AS inbox_rows, min(processed_at) AS oldest_claim FROM " + quote(prefix + "inbox");
     }
 
     @Override

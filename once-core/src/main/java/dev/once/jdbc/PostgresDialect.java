@@ -44,15 +44,23 @@ public final class PostgresDialect implements Dialect {
                         + RESTORE_LOCK_TIMEOUT;
     }
 
-    // xmin is the 32-bit id of the transaction that inserted the row; txid_current_if_assigned()
-    // the 64-bit (epoch-qualified) id of the open transaction, NULL before its first write. Equal
-    // only when the open transaction made the claim. A mismatch divides by zero (22012) instead of
-    // answering 0, so that in verifyClaimAndCommit the COMMIT after it never runs; in an aborted
-    // transaction the SELECT itself fails with 25P02. PostgreSQL 12+ (txid_* exist through 17).
+    // The claim is this transaction's when its row is visible and was inserted by the open
+    // transaction or one of its subtransactions (a claim made after a savepoint has a subtransaction's
+    // id as xmin, never the top-level one). A visible row whose inserter is still in progress can only
+    // be ours: another open transaction's rows are invisible. xmin is 32 bits; it is widened to the
+    // 64-bit id space against the top-level id t (txid_current_if_assigned()): our ids are t and the
+    // subtransaction ids assigned after it, less than 2^31 ahead, so (xmin - t) mod 2^32 below 2^31
+    // names them exactly, and txid_status says 'in progress' for them. A copy another transaction
+    // committed answers 'committed', or (older than t) falls outside the window and is not looked up.
+    // A mismatch divides by zero (22012) instead of answering 0, so that in verifyClaimAndCommit the
+    // COMMIT after it never runs; in an aborted transaction the SELECT itself fails with 25P02.
+    // PostgreSQL 12+ (txid_* exist through 17).
     @Override
     public String verifyClaim(String prefix) {
+        String ahead = "(xmin::text::bigint - txid_current_if_assigned() % 4294967296 + 4294967296) % 4294967296";
         return "SELECT 1 / count(*) FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id = ?"
-                + " AND xmin::text::bigint = txid_current_if_assigned() % 4294967296";
+                + " AND CASE WHEN " + ahead + " < 2147483648"
+                + " THEN txid_status(txid_current_if_assigned() + " + ahead + ") = 'in progress' END";
     }
 
     // pgjdbc sends both statements in one round trip and the server skips the COMMIT when the check
@@ -271,6 +279,11 @@ public final class PostgresDialect implements Dialect {
     @Override
     public String countInboxRows(String prefix) {
         return "SELECT count(*) FROM " + quote(prefix + "inbox");
+    }
+
+    @Override
+    public String inboxStats(String prefix) {
+        return "SELECT count(*) AS inbox_rows, min(processed_at) AS oldest_claim FROM " + quote(prefix + "inbox");
     }
 
     @Override

@@ -15,10 +15,27 @@ import java.util.Objects;
 public abstract class JoinedTransactionHandle implements TransactionHandle {
 
     private final Connection connection;
+    private final JoinedTransaction transaction;
 
-    /** @param connection the caller's connection, inside its open transaction */
-    protected JoinedTransactionHandle(Connection connection) {
+    /**
+     * @param connection the caller's connection, inside its open transaction
+     * @param transaction what the engine registers with the physical transaction: one per physical
+     *     transaction, told of its savepoints and its end by the integration
+     */
+    protected JoinedTransactionHandle(Connection connection, JoinedTransaction transaction) {
         this.connection = Objects.requireNonNull(connection, "connection");
+        this.transaction = Objects.requireNonNull(transaction, "transaction");
+    }
+
+    /** The physical transaction's {@link JoinedTransaction}. */
+    public final JoinedTransaction joinedTransaction() {
+        return transaction;
+    }
+
+    /** Registers {@code callback} with the {@link JoinedTransaction}, which follows the savepoints. */
+    @Override
+    public void afterCompletion(CompletionCallback callback) {
+        transaction.afterCompletion(callback);
     }
 
     /** Marks the caller's transaction so that its commit fails (or rolls back) instead of committing. */

@@ -1,8 +1,8 @@
 package dev.once.tx;
 
-import dev.once.internal.Completions;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.util.Objects;
 
 /**
@@ -20,6 +20,12 @@ import java.util.Objects;
  *     tx.commit();                   // commits everything together, then reports the outcome
  * }                                  // closing without commit() rolls back
  * }</pre>
+ *
+ * <p>Savepoints: take them through the scope ({@link Scope#setSavepoint()}, {@link Scope#rollback(Savepoint)},
+ * {@link Scope#releaseSavepoint(Savepoint)}), not on the connection. A delivery processed after a
+ * savepoint that the scope then rolls back to is reported as not applied when the transaction ends,
+ * even though the transaction commits: its claim and effect were undone. A savepoint taken on the
+ * connection directly is invisible to the engine, which would then report such a delivery as applied.
  *
  * <p>Thread-safe: each thread binds its own connection. A scope belongs to the thread that opened it.
  */
@@ -65,13 +71,13 @@ public final class ManualTransactions implements TransactionProvider {
     /** One hand-managed transaction bound to a thread. Ends it and reports the end to the engine. */
     public final class Scope implements AutoCloseable {
         private final Connection connection;
-        private final Completions completions = new Completions();
+        private final JoinedTransaction completions = new JoinedTransaction();
         private final Joined handle;
         private boolean rollbackOnly;
 
         private Scope(Connection connection) {
             this.connection = connection;
-            this.handle = new Joined();
+            this.handle = new Joined(connection, completions);
         }
 
         /** True when the engine's part failed and this transaction may only roll back. */
@@ -98,8 +104,43 @@ public final class ManualTransactions implements TransactionProvider {
                 connection.commit();
                 committed = true;
             } finally {
-                completions.fire(committed);
+                completions.completed(committed);
             }
+        }
+
+        /** Sets an unnamed savepoint on the connection and marks the point outcomes are undone back to. */
+        public Savepoint setSavepoint() throws SQLException {
+            Savepoint savepoint = connection.setSavepoint();
+            completions.savepoint(savepoint);
+            return savepoint;
+        }
+
+        /** Sets a named savepoint on the connection and marks the point outcomes are undone back to. */
+        public Savepoint setSavepoint(String name) throws SQLException {
+            Savepoint savepoint = connection.setSavepoint(name);
+            completions.savepoint(savepoint);
+            return savepoint;
+        }
+
+        /**
+         * Rolls the connection back to {@code savepoint}: every delivery processed since is reported as
+         * not applied when the transaction ends, whether it then commits or not.
+         *
+         * @throws IllegalStateException if {@code savepoint} was not set through this scope
+         */
+        public void rollback(Savepoint savepoint) throws SQLException {
+            if (!completions.knows(savepoint)) {
+                throw new IllegalStateException("rollback to a savepoint not set through this scope (" + savepoint
+                        + "): set savepoints with scope.setSavepoint() so once knows which outcomes a rollback undoes");
+            }
+            connection.rollback(savepoint);
+            completions.rollbackToSavepoint(savepoint);
+        }
+
+        /** Releases {@code savepoint}; what was processed since stays with the enclosing transaction. */
+        public void releaseSavepoint(Savepoint savepoint) throws SQLException {
+            connection.releaseSavepoint(savepoint);
+            completions.releaseSavepoint(savepoint);
         }
 
         /** Rolls the connection back and reports it. */
@@ -107,7 +148,7 @@ public final class ManualTransactions implements TransactionProvider {
             try {
                 connection.rollback();
             } finally {
-                completions.fire(false);
+                completions.completed(false);
             }
         }
 
@@ -121,18 +162,13 @@ public final class ManualTransactions implements TransactionProvider {
         }
 
         private final class Joined extends JoinedTransactionHandle {
-            Joined() {
-                super(connection);
+            Joined(Connection connection, JoinedTransaction transaction) {
+                super(connection, transaction);
             }
 
             @Override
             protected void markRollbackOnly() {
                 rollbackOnly = true;
-            }
-
-            @Override
-            public void afterCompletion(CompletionCallback callback) {
-                completions.add(callback);
             }
 
             @Override

@@ -19,6 +19,7 @@ import io.nats.client.PullSubscribeOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.impl.Headers;
+import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -38,7 +39,12 @@ import org.slf4j.LoggerFactory;
  * working, a heartbeat sends {@code inProgress()} for each of its messages, so long work does not
  * outlive the ack wait; a redelivery that happens anyway (ack wait expired, crash before the ack)
  * is absorbed by the inbox as a duplicate. Retryable failures are {@code nak}ed with a delay,
- * permanent ones {@code term}inated (JetStream stops delivering them).
+ * permanent ones {@code term}inated (JetStream stops delivering them). With a
+ * {@linkplain Builder#deadLetterSubject dead-letter subject} a permanent failure is first published
+ * there (its payload, its headers, and {@value #DEAD_LETTER_REASON}, {@value #DEAD_LETTER_STREAM},
+ * {@value #DEAD_LETTER_SUBJECT}, {@value #DEAD_LETTER_SEQUENCE}, {@value #DEAD_LETTER_CONSUMER}) and
+ * terminated only once JetStream acknowledged the dead letter; without one it is terminated with a
+ * log line only, and gone.
  *
  * <p>On {@link #start()} the durable pull consumer is created, or updated to this configuration
  * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject). The
@@ -63,12 +69,24 @@ public final class NatsConsumer implements AutoCloseable {
     public static final Duration DEFAULT_ACK_WAIT = Duration.ofSeconds(30);
     /** Delay before a retryable failure is redelivered. */
     public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
+    /** Dead-letter header: why the message failed permanently. */
+    public static final String DEAD_LETTER_REASON = "once-dead-letter-reason";
+    /** Dead-letter header: the stream the message came from. */
+    public static final String DEAD_LETTER_STREAM = "once-dead-letter-stream";
+    /** Dead-letter header: the subject the message was published to. */
+    public static final String DEAD_LETTER_SUBJECT = "once-dead-letter-subject";
+    /** Dead-letter header: the message's sequence in its stream. */
+    public static final String DEAD_LETTER_SEQUENCE = "once-dead-letter-sequence";
+    /** Dead-letter header: the durable that gave up on it. */
+    public static final String DEAD_LETTER_CONSUMER = "once-dead-letter-consumer";
     /** Header read before {@code Nats-Msg-Id}. */
     public static final String NATS_MSG_ID = "Nats-Msg-Id";
 
     private static final Logger log = LoggerFactory.getLogger(NatsConsumer.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_-]{1,255}");
+    private static final Pattern DEAD_LETTER_SUBJECT_PATTERN =
+            Pattern.compile("[A-Za-z0-9_-]{1,255}(\\.[A-Za-z0-9_-]{1,255}){0,31}");
 
     private final Connection connection;
     private final String stream;
@@ -82,6 +100,7 @@ public final class NatsConsumer implements AutoCloseable {
     private final Duration retryDelay;
     private final boolean heartbeat;
     private final String eventIdHeader;
+    private final String deadLetterSubject;
     private final AdapterDriver<Message> driver;
     private final Thread fetcher;
     private volatile JetStreamSubscription subscription;
@@ -100,6 +119,7 @@ public final class NatsConsumer implements AutoCloseable {
         this.retryDelay = b.retryDelay;
         this.heartbeat = b.heartbeat;
         this.eventIdHeader = b.eventIdHeader;
+        this.deadLetterSubject = b.deadLetterSubject;
         int n = INSTANCES.incrementAndGet();
         String name = "once-nats-" + n + "-" + stream + "-" + durable;
         AdapterDriver.Builder<Message> loop =
@@ -169,13 +189,19 @@ public final class NatsConsumer implements AutoCloseable {
             switch (Verdict.of(o)) {
                 case ACKNOWLEDGE -> m.ack();
                 case DEAD_LETTER -> {
-                    log.warn(
-                            "message {} on {}/{} failed permanently and is terminated: {}",
-                            o.eventId(),
-                            stream,
-                            durable,
-                            String.valueOf(o.failure()));
-                    m.term();
+                    if (deadLetterSubject == null) {
+                        log.warn(
+                                "message {} on {}/{} failed permanently and is terminated (no dead-letter subject): {}",
+                                o.eventId(),
+                                stream,
+                                durable,
+                                String.valueOf(o.failure()));
+                        m.term();
+                    } else if (deadLetter(m, o)) {
+                        m.term();
+                    } else {
+                        m.nakWithDelay(retryDelay);
+                    }
                 }
                 case REDELIVER -> m.nakWithDelay(retryDelay);
             }
@@ -188,6 +214,58 @@ public final class NatsConsumer implements AutoCloseable {
                     durable,
                     e.toString());
         }
+    }
+
+    /**
+     * Publishes {@code m} to the dead-letter subject and waits for JetStream's acknowledgement;
+     * false when the dead letter is not stored (no stream captures the subject, the server is
+     * away), so the message is not terminated but tried again. A {@code Nats-Msg-Id} among the
+     * original headers makes a repeated dead letter a duplicate the dead-letter stream drops.
+     */
+    private boolean deadLetter(Message m, Outcome o) {
+        Headers headers = new Headers(m.getHeaders());
+        headers.put(DEAD_LETTER_REASON, headerValue(String.valueOf(o.failure())));
+        headers.put(DEAD_LETTER_STREAM, stream);
+        headers.put(DEAD_LETTER_SUBJECT, m.getSubject());
+        headers.put(DEAD_LETTER_SEQUENCE, Long.toString(m.metaData().streamSequence()));
+        headers.put(DEAD_LETTER_CONSUMER, durable);
+        try {
+            connection
+                    .jetStream()
+                    .publish(NatsMessage.builder()
+                            .subject(deadLetterSubject)
+                            .headers(headers)
+                            .data(m.getData())
+                            .build());
+        } catch (IOException | JetStreamApiException | RuntimeException e) {
+            log.warn(
+                    "could not dead-letter {} on {}/{} to {}; it is tried again after {}: {}",
+                    o.eventId(),
+                    stream,
+                    durable,
+                    deadLetterSubject,
+                    retryDelay,
+                    e.toString());
+            return false;
+        }
+        log.warn(
+                "message {} on {}/{} failed permanently, was dead-lettered to {} and is terminated: {}",
+                o.eventId(),
+                stream,
+                durable,
+                deadLetterSubject,
+                String.valueOf(o.failure()));
+        return true;
+    }
+
+    /** NATS header values are printable ASCII on one line; the reason is cut to a readable length. */
+    private static String headerValue(String s) {
+        StringBuilder b = new StringBuilder(Math.min(s.length(), 1000));
+        for (int i = 0; i < s.length() && b.length() < 1000; i++) {
+            char c = s.charAt(i);
+            b.append(c >= 0x20 && c < 0x7f ? c : ' ');
+        }
+        return b.toString();
     }
 
     private static void inProgress(Message m) {
@@ -270,6 +348,7 @@ public final class NatsConsumer implements AutoCloseable {
         private Duration retryDelay = DEFAULT_RETRY_DELAY;
         private boolean heartbeat = true;
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
+        private String deadLetterSubject;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {}
@@ -320,6 +399,21 @@ public final class NatsConsumer implements AutoCloseable {
         /** JetStream's ack wait for the durable; default 30 s; the heartbeat runs every third of it. */
         public Builder ackWait(Duration ackWait) {
             this.ackWait = positive("ackWait", ackWait);
+            return this;
+        }
+
+        /**
+         * Subject a permanently failed message is published to, with its headers and the reason,
+         * before it is terminated; a stream of the user's must capture it (until one does, the
+         * message is {@code nak}ed and tried again). Default none: terminated with a log line only.
+         */
+        public Builder deadLetterSubject(String subject) {
+            Objects.requireNonNull(subject, "subject");
+            if (!DEAD_LETTER_SUBJECT_PATTERN.matcher(subject).matches()) {
+                throw new InvalidConfigurationException("deadLetterSubject must be a NATS subject without wildcards"
+                        + " or spaces (tokens of [A-Za-z0-9_-] separated by dots), but was '" + subject + "'");
+            }
+            this.deadLetterSubject = subject;
             return this;
         }
 

@@ -5,6 +5,8 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownSignalException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -16,15 +18,19 @@ import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.Processed;
+import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -38,17 +44,32 @@ import org.slf4j.LoggerFactory;
  * {@link IdempotentConsumer}. The prefetch is the batch window: whatever has arrived, up to the
  * prefetch count, is processed in one database transaction, and only after the commit is it
  * settled: {@code basicAck} ({@code multiple} over runs of consecutive successes) for applied
- * and duplicate messages, {@code basicNack(requeue)} for retryable failures and messages still
- * in progress elsewhere, {@code basicReject} without requeue for permanent failures, which the
+ * and duplicate messages, {@code basicReject} without requeue for permanent failures, which the
  * broker routes to the queue's dead-letter exchange ({@code x-dead-letter-exchange}) or drops
  * when it has none.
+ *
+ * <p>Retries are spaced by one {@link RetryPolicy} ({@link Builder#retries}, default
+ * {@link #DEFAULT_RETRIES}): a retryable failure is held unacknowledged for
+ * {@link RetryPolicy#delay delay(attempt)}, then requeued ({@code basicNack(requeue)}), so a quorum
+ * queue's {@code x-delivery-limit} counts spaced tries, not a burst. After the policy's last retry
+ * the consumer dead-letters the message itself ({@code basicReject}), which also bounds retries on
+ * a classic queue, where the broker counts nothing; a quorum queue's delivery limit, if lower,
+ * dead-letters it first. A held message keeps its prefetch slot: during an outage the consumer
+ * slows down instead of spinning. A message still in progress elsewhere is requeued after the
+ * policy's first delay.
  *
  * <p>A connection lost between commit and ack makes the broker requeue the message; the
  * redelivery is absorbed by the inbox as a duplicate. The event id is read from the header
  * {@value OutboxMessage#EVENT_ID_HEADER} (configurable), falling back to the AMQP
  * {@code message-id} property; the attempt is {@code x-delivery-count + 1} on quorum queues,
- * 2 for a message flagged {@code redelivered} elsewhere, 1 otherwise. Requeued retries come back
- * at once: bound them with a quorum queue's {@code x-delivery-limit}.
+ * 2 for a message flagged {@code redelivered} elsewhere, 1 otherwise.
+ *
+ * <p>With the client's automatic recovery (its default) a lost connection does not stop the
+ * consumer: the broker requeues what was unacknowledged, the client restores the channel and the
+ * subscription, and the consumer goes on with the redeliveries (absorbed by the inbox); if the
+ * subscription is not restored (topology recovery off) the consumer stops. Without automatic
+ * recovery a lost connection stops it. The broker cancelling the subscription (queue deleted)
+ * stops it too.
  *
  * <p>A batch whose processing failed outside the handler is requeued ({@code basicNack}) before
  * anything received after it is acknowledged. A worker that dies (an {@code Error}) or a channel
@@ -65,6 +86,22 @@ public final class RabbitConsumer implements AutoCloseable {
     /** Unacknowledged messages the broker may push, and the largest batch per transaction. */
     public static final int DEFAULT_PREFETCH = 50;
 
+    /**
+     * Spacing of retryable failures: 1 s doubling to 1 min, equal jitter, 10 retries (about five
+     * minutes before the consumer dead-letters a message that keeps failing).
+     */
+    public static final RetryPolicy DEFAULT_RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofSeconds(1))
+            .maxDelay(Duration.ofMinutes(1))
+            .jitter(RetryPolicy.Jitter.EQUAL)
+            .maxRetries(10)
+            .build();
+
+    /** Event ids whose failures this consumer counts, for queues without a delivery count. */
+    private static final int COUNTED_FAILURES = 10_000;
+
+    private static final Duration RESUBSCRIBE_GRACE = Duration.ofSeconds(10);
+
     private static final Logger log = LoggerFactory.getLogger(RabbitConsumer.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
@@ -72,6 +109,7 @@ public final class RabbitConsumer implements AutoCloseable {
     private final String queue;
     private final IdempotentConsumer consumer;
     private final RetryPolicy receiveRetries;
+    private final RetryPolicy retries;
     private final int prefetch;
     private final String eventIdHeader;
     private final BlockingQueue<Received> arrived = new LinkedBlockingQueue<>();
@@ -80,14 +118,28 @@ public final class RabbitConsumer implements AutoCloseable {
     private volatile Channel channel;
     private volatile String consumerTag;
     private volatile boolean running;
+    private volatile boolean subscribed;
+    private volatile long recoveredAt;
+    private RecoveryListener recovery;
+    // Worker thread only: messages held for a delayed requeue, soonest first, and failures per event id.
+    private final PriorityQueue<Held> held = new PriorityQueue<>(Comparator.comparingLong(Held::dueNanos));
+    private final Map<String, Integer> failures = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
+            return size() > COUNTED_FAILURES;
+        }
+    };
 
     private record Received(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {}
+
+    private record Held(long tag, long dueNanos) {}
 
     private RabbitConsumer(Builder b) {
         this.connection = b.connection;
         this.queue = b.queue;
         this.consumer = b.consumer;
         this.receiveRetries = b.receiveRetries;
+        this.retries = b.retries;
         this.prefetch = b.prefetch;
         this.eventIdHeader = b.eventIdHeader;
         String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
@@ -115,21 +167,62 @@ public final class RabbitConsumer implements AutoCloseable {
         ch.basicQos(prefetch);
         channel = ch;
         running = true;
+        if (connection instanceof Recoverable r) {
+            recovery = new RecoveryListener() {
+                @Override
+                public void handleRecovery(Recoverable recovered) {
+                    recoveredAt = System.nanoTime();
+                }
+
+                @Override
+                public void handleRecoveryStarted(Recoverable recovering) {}
+            };
+            r.addRecoveryListener(recovery);
+        }
         worker.start();
         consumerTag = ch.basicConsume(queue, false, new DefaultConsumer(ch) {
+            @Override
+            public void handleConsumeOk(String tag) {
+                consumerTag = tag; // also after the client restored the subscription on recovery
+                subscribed = true;
+            }
+
             @Override
             public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
                 arrived.add(new Received(envelope, properties, body));
             }
 
             @Override
-            public void handleShutdownSignal(String tag, ShutdownSignalException sig) {
+            public void handleCancel(String tag) {
+                subscribed = false;
                 if (running && driver.isRunning()) {
-                    // Unacknowledged messages are requeued by the broker and absorbed on redelivery;
-                    // without a channel this consumer is dead, and says so.
-                    driver.fail(new IllegalStateException(
-                            "channel of consumer on " + queue + " shut down: " + sig.getMessage(), sig));
+                    driver.fail(new IllegalStateException("the broker cancelled the subscription of consumer on queue '"
+                            + queue + "' (queue deleted, or its leader failed over); build a new consumer"));
                 }
+            }
+
+            @Override
+            public void handleShutdownSignal(String tag, ShutdownSignalException sig) {
+                subscribed = false;
+                if (!running || !driver.isRunning()) {
+                    return;
+                }
+                if (connection instanceof Recoverable && sig.isHardError() && !sig.isInitiatedByApplication()) {
+                    // The client restores the connection, the channel and this subscription; the broker
+                    // has requeued whatever was unacknowledged, so what arrived before is dropped and
+                    // comes back as redeliveries. Settlements of old delivery tags are not sent by the
+                    // client (they would close the new channel), and a held requeue of one is moot.
+                    arrived.clear();
+                    log.warn(
+                            "connection of consumer on {} lost ({}); waiting for the client's automatic recovery",
+                            queue,
+                            sig.getMessage());
+                    return;
+                }
+                // Unacknowledged messages are requeued by the broker and absorbed on redelivery;
+                // without a channel this consumer is dead, and says so.
+                driver.fail(new IllegalStateException(
+                        "channel of consumer on " + queue + " shut down: " + sig.getMessage(), sig));
             }
         });
         return this;
@@ -161,8 +254,15 @@ public final class RabbitConsumer implements AutoCloseable {
         }
     }
 
-    private List<Received> receive() throws InterruptedException {
-        Received first = arrived.poll(200, TimeUnit.MILLISECONDS);
+    private List<Received> receive() throws InterruptedException, IOException {
+        checkResubscribed();
+        requeueDue();
+        long waitMillis = 200;
+        Held next = held.peek();
+        if (next != null) {
+            waitMillis = Math.max(1, Math.min(waitMillis, (next.dueNanos() - System.nanoTime()) / 1_000_000));
+        }
+        Received first = arrived.poll(waitMillis, TimeUnit.MILLISECONDS);
         if (first == null || !driver.isRunning()) {
             return List.of();
         }
@@ -203,20 +303,83 @@ public final class RabbitConsumer implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * Stops the consumer when the client recovered the connection but not the subscription
+     * (topology recovery off). The client confirms a restored subscription asynchronously, after
+     * it reports the recovery, so the check waits a grace period before it concludes.
+     */
+    private void checkResubscribed() {
+        long at = recoveredAt;
+        if (at == 0) {
+            return;
+        }
+        if (subscribed) {
+            recoveredAt = 0;
+        } else if (System.nanoTime() - at > RESUBSCRIBE_GRACE.toNanos()) {
+            driver.fail(new IllegalStateException("connection of consumer on " + queue + " recovered, but not its"
+                    + " subscription within " + RESUBSCRIBE_GRACE + " (is topology recovery off?); build a new"
+                    + " consumer"));
+        }
+    }
+
+    /** Requeues the held messages whose retry delay is over; worker thread. */
+    private void requeueDue() throws IOException {
+        Channel ch = channel;
+        long now = System.nanoTime();
+        while (!held.isEmpty() && held.peek().dueNanos() - now <= 0) {
+            Held h = held.poll();
+            try {
+                ch.basicNack(h.tag(), false, true);
+            } catch (IOException | RuntimeException e) {
+                // as in settle: a requeue that did not happen must not be covered by a later multiple ack
+                abort(ch);
+                throw e instanceof IOException io ? io : new IOException(e);
+            }
+        }
+    }
+
     private void settle(List<Processed<Received>> processed) throws IOException {
         List<Long> tags = new ArrayList<>(processed.size());
-        List<Outcome> outcomes = new ArrayList<>(processed.size());
+        List<Verdict> verdicts = new ArrayList<>(processed.size());
+        Map<Long, Duration> delays = new HashMap<>();
+        List<Outcome> gaveUp = new ArrayList<>();
         for (Processed<Received> p : processed) {
             tags.add(p.message().envelope().getDeliveryTag());
-            outcomes.add(p.outcome());
+            Verdict verdict = p.verdict();
+            Duration delay = null;
+            Outcome o = p.outcome();
+            if (verdict == Verdict.ACKNOWLEDGE) {
+                failures.remove(o.eventId());
+            } else if (o.status() == Status.IN_PROGRESS) {
+                delay = retries.delay(1);
+            } else if (o.status() == Status.FAILED_RETRYABLE) {
+                // the broker's count where it keeps one (quorum queues), else this consumer's own
+                int attempt = Math.max(p.delivery().attempt(), failures.merge(o.eventId(), 1, Integer::sum));
+                if (retries.allowsRetry(attempt)) {
+                    delay = retries.delay(attempt);
+                } else {
+                    verdict = Verdict.DEAD_LETTER;
+                    failures.remove(o.eventId());
+                    gaveUp.add(o);
+                }
+            }
+            verdicts.add(verdict);
+            if (delay != null) {
+                delays.put(p.message().envelope().getDeliveryTag(), delay);
+            }
         }
         Channel ch = channel;
-        for (Settlement s : Settlement.plan(tags, outcomes)) {
+        long lowestHeld = held.isEmpty()
+                ? Long.MAX_VALUE
+                : held.stream().mapToLong(Held::tag).min().getAsLong();
+        for (Settlement s : Settlement.plan(tags, verdicts, lowestHeld)) {
             try {
                 switch (s.kind()) {
                     case ACK_MULTIPLE -> ch.basicAck(s.tag(), true);
                     case ACK -> ch.basicAck(s.tag(), false);
-                    case REQUEUE -> ch.basicNack(s.tag(), false, true);
+                    case REQUEUE ->
+                        held.add(new Held(
+                                s.tag(), System.nanoTime() + delays.get(s.tag()).toNanos()));
                     case DEAD_LETTER -> ch.basicReject(s.tag(), false);
                 }
             } catch (IOException | RuntimeException e) {
@@ -227,7 +390,8 @@ public final class RabbitConsumer implements AutoCloseable {
                 throw e instanceof IOException io ? io : new IOException(e);
             }
         }
-        for (Outcome o : outcomes) {
+        for (Processed<Received> p : processed) {
+            Outcome o = p.outcome();
             if (o.status() == Status.FAILED_PERMANENT) {
                 log.warn(
                         "message {} on {} failed permanently and was rejected to the dead-letter exchange: {}",
@@ -236,10 +400,21 @@ public final class RabbitConsumer implements AutoCloseable {
                         String.valueOf(o.failure()));
             }
         }
+        for (Outcome o : gaveUp) {
+            log.warn(
+                    "message {} on {} still failed after the last of {} retries and was rejected to the dead-letter"
+                            + " exchange: {}",
+                    o.eventId(),
+                    queue,
+                    retries.maxRetries(),
+                    String.valueOf(o.failure()));
+        }
     }
 
     private void abort(Channel ch) {
-        if (ch != null && ch.isOpen()) {
+        // also when already closed: aborting a recoverable channel makes the client forget it, so
+        // automatic recovery cannot restore a subscription that nobody processes any more
+        if (ch != null) {
             try {
                 ch.abort();
             } catch (IOException | RuntimeException e) {
@@ -273,6 +448,9 @@ public final class RabbitConsumer implements AutoCloseable {
             log.debug("cancel of consumer on {} failed: {}", queue, e.toString());
         }
         running = false;
+        if (recovery != null) {
+            ((Recoverable) connection).removeRecoveryListener(recovery);
+        }
         driver.stop();
         try {
             worker.join(Duration.ofMinutes(1).toMillis());
@@ -281,7 +459,9 @@ public final class RabbitConsumer implements AutoCloseable {
         }
         try {
             if (ch.isOpen()) {
-                ch.close();
+                ch.close(); // the broker requeues what is still held for a delayed requeue
+            } else {
+                abort(ch);
             }
         } catch (TimeoutException | RuntimeException e) {
             log.debug("close of channel on {} failed: {}", queue, e.toString());
@@ -300,6 +480,7 @@ public final class RabbitConsumer implements AutoCloseable {
         private int prefetch = DEFAULT_PREFETCH;
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
         private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
+        private RetryPolicy retries = DEFAULT_RETRIES;
 
         private Builder() {}
 
@@ -344,6 +525,18 @@ public final class RabbitConsumer implements AutoCloseable {
          */
         public Builder receiveRetries(RetryPolicy policy) {
             this.receiveRetries = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * Spacing and number of retries of a retryable failure; default {@link #DEFAULT_RETRIES}. A
+         * message is held unacknowledged for {@code policy.delay(attempt)}, then requeued; past
+         * {@code policy.maxRetries()} it is rejected to the queue's dead-letter exchange. The attempt
+         * is the broker's delivery count on quorum queues, this consumer's count of the event's
+         * failures elsewhere (so restarts and other consumers of a classic queue start over).
+         */
+        public Builder retries(RetryPolicy policy) {
+            this.retries = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

@@ -1,17 +1,17 @@
 package dev.once.rabbitmq;
 
-import dev.once.Outcome;
-import dev.once.Outcome.Status;
+import dev.once.adapter.Verdict;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * How a processed batch is settled on its channel: one {@code basicAck(tag, multiple=true)} per
- * run of consecutive acknowledged deliveries, a {@code basicNack(requeue=true)} per retryable one
- * and a {@code basicReject(requeue=false)} (dead-letter) per permanent one, in delivery-tag order.
- * A multiple ack acknowledges every outstanding tag up to its own; it is safe because everything
- * before the run has been settled already and everything delivered after the batch has a
- * higher tag.
+ * How a processed batch is settled on its channel, in delivery-tag order: a
+ * {@code basicAck(tag, multiple=true)} per run of consecutive acknowledged deliveries, a
+ * {@code basicReject(requeue=false)} (dead-letter) per message to dead-letter, and a
+ * {@link Kind#REQUEUE} per retryable one, which the consumer holds unacknowledged for its retry
+ * delay before it sends {@code basicNack(requeue=true)}. A multiple ack acknowledges every
+ * outstanding tag up to its own, so it is used only when no held message has a lower tag; a run
+ * with one below it is acknowledged tag by tag.
  *
  * @param kind what to send
  * @param tag  the delivery tag (the last of the run for a multiple ack)
@@ -21,26 +21,40 @@ record Settlement(Kind kind, long tag) {
     enum Kind {
         ACK_MULTIPLE,
         ACK,
+        /** Hold for the retry delay, then {@code basicNack(requeue=true)}. */
         REQUEUE,
         DEAD_LETTER
     }
 
-    /** @param tags ascending delivery tags of one batch; {@code outcomes} in the same order */
-    static List<Settlement> plan(List<Long> tags, List<Outcome> outcomes) {
+    /**
+     * @param tags       ascending delivery tags of one batch; {@code verdicts} in the same order
+     * @param lowestHeld the lowest tag held for a delayed requeue from earlier batches, or
+     *                   {@link Long#MAX_VALUE} when none is
+     */
+    static List<Settlement> plan(List<Long> tags, List<Verdict> verdicts, long lowestHeld) {
         List<Settlement> plan = new ArrayList<>();
+        long held = lowestHeld;
         int i = 0;
         while (i < tags.size()) {
-            Outcome o = outcomes.get(i);
-            if (o.shouldAcknowledge()) {
+            Verdict v = verdicts.get(i);
+            if (v == Verdict.ACKNOWLEDGE) {
                 int end = i;
-                while (end + 1 < tags.size() && outcomes.get(end + 1).shouldAcknowledge()) {
+                while (end + 1 < tags.size() && verdicts.get(end + 1) == Verdict.ACKNOWLEDGE) {
                     end++;
                 }
-                plan.add(new Settlement(end > i ? Kind.ACK_MULTIPLE : Kind.ACK, tags.get(end)));
+                if (end > i && held > tags.get(end)) {
+                    plan.add(new Settlement(Kind.ACK_MULTIPLE, tags.get(end)));
+                } else {
+                    for (int k = i; k <= end; k++) {
+                        plan.add(new Settlement(Kind.ACK, tags.get(k)));
+                    }
+                }
                 i = end + 1;
             } else {
-                plan.add(new Settlement(
-                        o.status() == Status.FAILED_PERMANENT ? Kind.DEAD_LETTER : Kind.REQUEUE, tags.get(i)));
+                if (v == Verdict.REDELIVER) {
+                    held = Math.min(held, tags.get(i));
+                }
+                plan.add(new Settlement(v == Verdict.DEAD_LETTER ? Kind.DEAD_LETTER : Kind.REQUEUE, tags.get(i)));
                 i++;
             }
         }

@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
  */
 class SelfScanTest {
 
-    private static final List<String> ADAPTERS = List.of("once-kafka/", "once-sqs/", "once-rabbitmq/", "once-nats/");
+    private static final List<String> ADAPTERS =
+            List.of("once-kafka/", "once-sqs/", "once-rabbitmq/", "once-nats/", "once-pubsub/");
 
     @Test
     void thisProjectsOwnConsumersAreSafe() {

@@ -38,7 +38,8 @@ import java.lang.annotation.Target;
  * {@link dev.once.InvalidDeliveryException} (permanent: dead-letter it). A method with neither a message
  * argument nor {@link #eventId} is refused when the context starts.
  *
- * <p><b>Batch listeners</b> ({@code List<ConsumerRecord<K, V>>} or {@code List<Message<?>>}): the batch is
+ * <p><b>Batch listeners</b> ({@code List<ConsumerRecord<K, V>>}, {@code List<Message<?>>}, or a list of
+ * converted payloads such as {@code List<Payment>} with {@link #eventId} evaluated per element): the batch is
  * claimed in one statement and the body receives only the records claimed for the first time, all in one
  * transaction. If it throws, the batch is rolled back and retried one record per transaction; the first
  * record that fails again is reported as a {@code BatchListenerFailedException} at its index, after every

@@ -32,7 +32,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(IdempotentListenerInterceptor.class);
 
-    /** The listener call running on this thread, so {@link OnceOutbox} can write the delivery's rows. */
+    /** The listener call running on this thread, for the engine's handler to proceed with. */
     private static final ThreadLocal<Call> CURRENT = new ThreadLocal<>();
 
     private final BeanFactory beanFactory;
@@ -42,11 +42,6 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
 
     IdempotentListenerInterceptor(BeanFactory beanFactory) {
         this.beanFactory = beanFactory;
-    }
-
-    static Tx currentTx() {
-        Call call = CURRENT.get();
-        return call == null ? null : call.tx;
     }
 
     ListenerMethod method(Method method) {
@@ -60,7 +55,18 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return batch((ProxyMethodInvocation) invocation, listener);
         }
         Object[] args = invocation.getArguments();
-        Delivery delivery = listener.delivery(args);
+        Delivery delivery;
+        try {
+            delivery = listener.delivery(args);
+        } catch (InvalidDeliveryException e) {
+            // A container's dead-letter recoverer keeps the reason only in the record's headers: say it here.
+            log.error(
+                    "consumer '{}' cannot take a message: {} (permanent: the container's error handler"
+                            + " dead-letters it)",
+                    listener.consumer(),
+                    e.getMessage());
+            throw e;
+        }
         return one((ProxyMethodInvocation) invocation, listener, delivery, args);
     }
 
@@ -68,22 +74,28 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private static final class Call {
         final ProxyMethodInvocation invocation;
         final Object[] args;
-        Tx tx;
+        final javax.sql.DataSource dataSource;
         Object result;
         boolean ran;
         Duration nack;
 
-        Call(ProxyMethodInvocation invocation, Object[] args) {
+        Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource) {
             this.invocation = invocation;
             this.args = args;
+            this.dataSource = dataSource;
         }
     }
 
-    /** The handler of every listener consumer: proceeds with the call bound to this thread. */
+    /**
+     * The handler of every listener consumer: proceeds with the call bound to this thread. The body's
+     * {@link Tx} is kept with the physical transaction, where {@link OnceOutbox} finds it; a
+     * {@code REQUIRES_NEW} step in the body runs in another transaction and does not see it.
+     */
     private static void handle(Delivery delivery, Tx tx) throws Exception {
         Call call = CURRENT.get();
-        call.tx = tx;
         call.ran = true;
+        PhysicalTransaction state = PhysicalTransaction.current(call.dataSource);
+        Tx outer = state.listenerTx(tx);
         try {
             call.result = call.invocation.invocableClone(call.args).proceed();
         } catch (Exception | Error e) {
@@ -91,7 +103,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         } finally {
-            call.tx = null;
+            state.listenerTx(outer);
         }
     }
 
@@ -100,9 +112,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Object[] args = given.clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
         AfterCommitChannel channel = listener.channelIndex() >= 0 ? AfterCommitChannel.wrap(listener, args) : null;
-        Call call = new Call(invocation, args);
-        IdempotentConsumer consumer = consumer(listener.consumer());
         OnceSpring o = once();
+        Call call = new Call(invocation, args, o.transactions().key());
+        IdempotentConsumer consumer = consumer(listener.consumer());
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
@@ -112,19 +124,28 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     TransactionSynchronizationManager.registerSynchronization(channel);
                 }
                 Outcome r = consumer.process(delivery);
+                if (channel != null) {
+                    channel.outcome(r);
+                }
                 if (!r.shouldAcknowledge()) {
                     throw new Failed(r); // rolls the transaction back; rethrown as the body's own exception
                 }
-                if ((ack != null && ack.nacked() != null) || (channel != null && channel.refused(r))) {
+                if ((ack != null && ack.nacked() != null) || (channel != null && channel.refused())) {
                     // The body asked for redelivery: its writes and the claim must not commit.
                     status.setRollbackOnly();
                 }
                 return r;
             });
         } catch (Failed f) {
-            throw f.outcome.failure() != null
+            Throwable failure = f.outcome.failure() != null
                     ? f.outcome.failure()
                     : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
+            failed(listener, delivery, f.outcome.status().name(), failure);
+            throw failure;
+        } catch (RuntimeException | Error e) {
+            // the transaction itself failed: the claim's statement, the commit, the connection
+            failed(listener, delivery, "failed", e);
+            throw e;
         } finally {
             if (outer == null) {
                 CURRENT.remove();
@@ -143,6 +164,21 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /**
+     * Every failed delivery is logged here, at ERROR with the consumer's name: the container's error handler
+     * may retry it quietly and a dead-letter recoverer keeps the reason only in the record's headers, so
+     * without this line a schema gone missing or a body that always throws is invisible in the log.
+     */
+    private static void failed(ListenerMethod listener, Delivery delivery, String outcome, Throwable failure) {
+        log.error(
+                "consumer '{}' failed event '{}' ({}; rolled back, not acknowledged: the container's error handler"
+                        + " retries or dead-letters it)",
+                listener.consumer(),
+                delivery.eventId(),
+                outcome.toLowerCase(java.util.Locale.ROOT),
+                failure);
     }
 
     /** Carries a failed outcome out of the transaction callback, so the template rolls back. */
@@ -326,13 +362,20 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      * failed commit, an ack would lose a message whose effect did not commit: it is sent as a
      * {@code basicNack} with requeue instead, so the message comes back. A nack or reject rolls the
      * transaction back and is sent as called. Every other method goes straight to the channel.
+     *
+     * <p>A delivery that did not commit and that the body did not settle is settled by once, as the
+     * {@code once-rabbitmq} consumer settles it: rejected without requeue (to the queue's dead-letter
+     * exchange) when permanently failed, else nacked with requeue. In MANUAL mode the container
+     * settles nothing when the listener throws, so the message would otherwise wait, unacknowledged,
+     * until the channel closes. The exception is an {@code AmqpRejectAndDontRequeueException} with
+     * {@code rejectManual}, which the container rejects itself.
      */
     static final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, TransactionSynchronization {
         private final com.rabbitmq.client.Channel channel;
         private final long tag;
         private final List<Object[]> acks = new ArrayList<>(); // {deliveryTag, multiple}
         private final List<Runnable> refusals = new ArrayList<>();
-        private boolean duplicate;
+        private Outcome outcome;
 
         private AfterCommitChannel(com.rabbitmq.client.Channel channel, long tag) {
             this.channel = channel;
@@ -353,9 +396,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return a;
         }
 
-        /** Records the outcome (a duplicate is acked after commit); true when the body refused the message. */
-        boolean refused(Outcome outcome) {
-            duplicate = outcome.status() == Outcome.Status.DUPLICATE;
+        /** Records the delivery's outcome: a duplicate is acked after commit, a failure settled after rollback. */
+        void outcome(Outcome outcome) {
+            this.outcome = outcome;
+        }
+
+        /** True when the body refused the message ({@code basicNack} or {@code basicReject}). */
+        boolean refused() {
             return !refusals.isEmpty();
         }
 
@@ -406,17 +453,29 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (!refusals.isEmpty()) {
                 refusals.forEach(Runnable::run);
             } else if (status == STATUS_COMMITTED) {
-                if (acks.isEmpty() && duplicate) {
+                if (acks.isEmpty() && outcome != null && outcome.status() == Outcome.Status.DUPLICATE) {
                     send(() -> channel.basicAck(tag, false));
                 }
                 for (Object[] a : acks) {
                     send(() -> channel.basicAck((long) a[0], (boolean) a[1]));
                 }
-            } else {
+            } else if (!acks.isEmpty()) {
                 for (Object[] a : acks) {
                     send(() -> channel.basicNack((long) a[0], (boolean) a[1], true));
                 }
+            } else if (outcome != null && outcome.status() == Outcome.Status.FAILED_PERMANENT) {
+                if (!rejectedByContainer(outcome.failure())) {
+                    send(() -> channel.basicReject(tag, false));
+                }
+            } else if (outcome == null || !rejectedByContainer(outcome.failure())) {
+                // retryable, in progress elsewhere, or applied but the commit failed: back to the queue
+                send(() -> channel.basicNack(tag, false, true));
             }
+        }
+
+        private static boolean rejectedByContainer(Throwable failure) {
+            return failure instanceof org.springframework.amqp.AmqpRejectAndDontRequeueException reject
+                    && reject.isRejectManual();
         }
 
         private interface ChannelCall {

@@ -70,6 +70,9 @@ record ListenerMethod(
         int ack = -1;
         int channel = -1;
         Class<?>[] types = method.getParameterTypes();
+        // A List of payloads (List<Payment>, a batch listener whose values the container converted) is a batch
+        // when the method has no message argument and eventId says how to read each element's id.
+        boolean payloads = expression != null && java.util.Arrays.stream(types).noneMatch(ListenerMessages::isMessage);
         for (int i = 0; i < types.length; i++) {
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
                 message = i;
@@ -77,7 +80,7 @@ record ListenerMethod(
                 Class<?> element = ResolvableType.forMethodParameter(method, i)
                         .asCollection()
                         .resolveGeneric(0);
-                if (element != null && ListenerMessages.isMessage(element)) {
+                if (element != null && (ListenerMessages.isMessage(element) || payloads)) {
                     batch = i;
                 }
             } else if (ListenerMessages.isChannel(types[i])) {
@@ -97,6 +100,14 @@ record ListenerMethod(
                     + (batch >= 0
                             ? "; a batch listener with a Channel is not supported, use AcknowledgeMode.AUTO"
                             : ""));
+        }
+        if (expression != null) {
+            ResolvableType root = batch >= 0
+                    ? ResolvableType.forMethodParameter(method, batch)
+                            .asCollection()
+                            .getGeneric(0)
+                    : message >= 0 ? ResolvableType.forMethodParameter(method, message) : ResolvableType.NONE;
+            EventIdCheck.check(expression, method, root, batch >= 0, NAMES, where);
         }
         if (message < 0 && batch < 0 && expression == null) {
             throw new InvalidConfigurationException(where + " cannot find the event id: the method has no"

@@ -1,6 +1,5 @@
 package dev.once.spring;
 
-import dev.once.OnceException;
 import dev.once.Outbox;
 import dev.once.TransactionOutbox;
 import dev.once.Tx;
@@ -8,8 +7,6 @@ import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
-import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -20,7 +17,13 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <p>Inside an {@link IdempotentListener} method the rows are the delivery's own (event ids derived
  * from the consumer and the delivery's event id, exactly as {@code tx.outbox()} in a plain handler).
  * Elsewhere each transaction gets a random cause, so its rows are {@code spring:<uuid>#1},
- * {@code #2}, …: unique, and stable across relay re-sends because they are stored with the row.
+ * {@code #2}, … ({@code spring:<uuid>.<k>#1}, … for rows added after the transaction's k-th savepoint
+ * was rolled back to or taken): unique, and stable across relay re-sends because they are stored with
+ * the row.
+ *
+ * <p>The rows follow the transaction's shape: a {@code NESTED} step that rolls back to its savepoint
+ * takes the rows it added with it, and a {@code REQUIRES_NEW} step's rows commit or roll back with
+ * that inner transaction, never with the outer one it suspended.
  *
  * <p>Thread-safe.
  */
@@ -45,7 +48,7 @@ public final class OnceOutbox implements Outbox {
     public String add(
             String destination, String key, byte[] payload, Map<String, String> headers, String idempotencyKey)
             throws SQLException {
-        Tx tx = IdempotentListenerInterceptor.currentTx();
+        Tx tx = listenerTx();
         if (tx != null) {
             return tx.outbox().add(destination, key, payload, headers, idempotencyKey);
         }
@@ -60,51 +63,41 @@ public final class OnceOutbox implements Outbox {
      */
     @Override
     public List<String> addAll(List<Message> messages) throws SQLException {
-        Tx tx = IdempotentListenerInterceptor.currentTx();
+        Tx tx = listenerTx();
         if (tx != null) {
             return tx.outbox().addAll(messages);
         }
         return standalone().addAll(messages);
     }
 
-    /** One writer per Spring transaction, bound to it, so the rows of one transaction are numbered #1, #2, … */
-    private Outbox standalone() throws SQLException {
-        Object bound = TransactionSynchronizationManager.getResource(this);
-        if (bound instanceof Outbox writer) {
-            return writer;
+    /** The {@link Tx} of the listener body running in the current transaction (not a suspended one), or null. */
+    private Tx listenerTx() {
+        if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+            return null;
         }
-        TransactionOutbox writer;
+        PhysicalTransaction state =
+                PhysicalTransaction.existing(once.transactions().key());
+        return state == null ? null : state.listenerTx();
+    }
+
+    /**
+     * The writer of the current physical transaction, which follows its savepoints and is set aside
+     * while a {@code REQUIRES_NEW} step runs (see {@link PhysicalTransaction}).
+     */
+    private Outbox standalone() throws SQLException {
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            writer = TransactionOutbox.builder()
-                    .connection(handle.connection())
-                    .dialect(once.dialect())
-                    .tablePrefix(once.tablePrefix())
-                    .source(STANDALONE_SOURCE)
-                    .cause(UUID.randomUUID().toString())
-                    .clock(once.clock())
-                    .headers(once.outboxHeaders())
-                    .build();
+            return PhysicalTransaction.current(once.transactions().key())
+                    .writer(
+                            this,
+                            () -> TransactionOutbox.builder()
+                                    .connection(handle.connection())
+                                    .dialect(once.dialect())
+                                    .tablePrefix(once.tablePrefix())
+                                    .source(STANDALONE_SOURCE)
+                                    .clock(once.clock())
+                                    .headers(once.outboxHeaders()));
         }
-        TransactionSynchronizationManager.bindResource(this, writer);
-        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-            // The writer buffers its rows; they are written in one statement before the commit, so a
-            // failure to write them rolls the whole transaction back (all or nothing).
-            @Override
-            public void beforeCommit(boolean readOnly) {
-                try {
-                    writer.flush();
-                } catch (SQLException e) {
-                    throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
-                }
-            }
-
-            @Override
-            public void afterCompletion(int status) {
-                TransactionSynchronizationManager.unbindResourceIfPossible(OnceOutbox.this);
-            }
-        });
-        return writer;
     }
 }

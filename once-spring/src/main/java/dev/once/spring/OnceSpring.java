@@ -86,11 +86,15 @@ public final class OnceSpring {
 
     /**
      * A consumer that runs each delivery in a Spring transaction of its own on the transaction
-     * manager (propagation REQUIRED), as an {@link IdempotentListener} method does: the handler's
-     * {@code JdbcTemplate}, JPA and {@link #outbox()} writes and the claim commit together, a failed
-     * outcome rolls them back, and the outcome returned is the one after the commit (a failed commit is
-     * {@code FAILED_RETRYABLE}). For listeners not annotated, and for the test kit's
-     * {@code IdempotentHandlerContract}. {@code processBatch} runs one transaction per delivery.
+     * manager, as an {@link IdempotentListener} method does: the handler's {@code JdbcTemplate}, JPA
+     * and {@link #outbox()} writes and the claim commit together, a failed outcome rolls them back, and
+     * the outcome returned is the one after the commit (a failed commit is {@code FAILED_RETRYABLE}).
+     * For listeners not annotated, and for the test kit's {@code IdempotentHandlerContract}.
+     * {@code processBatch} runs one transaction per delivery.
+     *
+     * <p>Its {@code process} throws {@code IllegalTransactionStateException} (nothing processed) when
+     * called inside a transaction of this transaction manager: the outcome could not be final there.
+     * Use {@link #consumer} to process a delivery as part of the caller's transaction.
      */
     public IdempotentConsumer transactionalConsumer(String consumer, Handler handler) {
         return new TransactionalConsumer(consumer(consumer, handler), transactionTemplate);

@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidConfigurationException;
+import dev.once.tx.JoinedTransaction;
 import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
@@ -18,7 +19,6 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.ResourceHolderSupport;
-import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.util.ClassUtils;
 
@@ -108,6 +108,11 @@ public final class SpringTransactionProvider implements TransactionProvider {
         return dataSource;
     }
 
+    /** The {@code DataSource} Spring binds the transaction's connection under (proxies looked through). */
+    DataSource key() {
+        return key;
+    }
+
     /**
      * Joins the Spring transaction of this thread.
      *
@@ -145,7 +150,9 @@ public final class SpringTransactionProvider implements TransactionProvider {
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key) {
-            super(connection);
+            // Registers its callbacks with Spring itself (afterCompletion below); the JoinedTransaction that
+            // follows Spring's savepoints comes with the Spring half of issue 19.
+            super(connection, new JoinedTransaction());
             this.key = key;
         }
 
@@ -154,17 +161,14 @@ public final class SpringTransactionProvider implements TransactionProvider {
             SpringTransactionProvider.markRollbackOnly();
         }
 
+        /**
+         * Registered with the state of the physical transaction, so a rollback to a savepoint taken
+         * before the callback undoes it, and a suspended transaction's callbacks wait for its own end.
+         */
         @Override
         public void afterCompletion(CompletionCallback callback) {
             Objects.requireNonNull(callback, "callback");
-            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-                @Override
-                public void afterCompletion(int status) {
-                    // STATUS_UNKNOWN (a commit that failed mid-way) counts as not committed: the message
-                    // stays unacknowledged and a redelivery is absorbed by the inbox if it did commit.
-                    callback.completed(status == STATUS_COMMITTED);
-                }
-            });
+            PhysicalTransaction.current(key).joined().afterCompletion(callback);
         }
 
         @Override

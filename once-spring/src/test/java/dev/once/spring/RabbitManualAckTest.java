@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.Channel;
+import dev.once.PermanentFailureException;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import java.io.IOException;
@@ -45,6 +46,8 @@ class RabbitManualAckTest {
 
     public static final String QUEUE = "once-spring-manual-" + UUID.randomUUID();
     public static final String DUPLICATES = "once-spring-manual-dup-" + UUID.randomUUID();
+    public static final String POISON = "once-spring-manual-poison-" + UUID.randomUUID();
+    public static final String DEAD = "once-spring-manual-dead-" + UUID.randomUUID();
 
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
@@ -79,6 +82,8 @@ class RabbitManualAckTest {
             RabbitAdmin admin = context.getBean(RabbitAdmin.class);
             admin.deleteQueue(QUEUE);
             admin.deleteQueue(DUPLICATES);
+            admin.deleteQueue(POISON);
+            admin.deleteQueue(DEAD);
             context.close();
         }
         if (db != null) {
@@ -130,6 +135,22 @@ class RabbitManualAckTest {
             return new Queue(DUPLICATES, false, false, false);
         }
 
+        /** Rejected messages go to DEAD through the default exchange. */
+        @Bean
+        Queue poison() {
+            return new Queue(
+                    POISON,
+                    false,
+                    false,
+                    false,
+                    Map.of("x-dead-letter-exchange", "", "x-dead-letter-routing-key", DEAD));
+        }
+
+        @Bean
+        Queue dead() {
+            return new Queue(DEAD, false, false, false);
+        }
+
         @Bean
         RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
             return new RabbitTemplate(cf);
@@ -161,9 +182,12 @@ class RabbitManualAckTest {
         public void on(Message message, Channel channel) throws IOException {
             String id = (String) message.getMessageProperties().getHeader("once-event-id");
             int call = CALLS.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
-            channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
-            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
             String body = new String(message.getBody(), StandardCharsets.UTF_8);
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
+            if (body.equals("fails-before-ack") && call == 1) {
+                throw new IllegalStateException("first attempt of " + id + " fails before the body acknowledges");
+            }
+            channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
             if (body.equals("rollback") && call == 1) {
                 throw new IllegalStateException("first attempt of " + id + " fails after its basicAck");
             }
@@ -182,6 +206,18 @@ class RabbitManualAckTest {
             CALLS.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
             jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
             channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
+        }
+
+        @RabbitListener(
+                id = "manual-poison",
+                queues = "#{T(dev.once.spring.RabbitManualAckTest).POISON}",
+                ackMode = "MANUAL")
+        @IdempotentListener(consumer = "rabbit-manual-poison")
+        public void onPoison(Message message, Channel channel) throws IOException {
+            String id = (String) message.getMessageProperties().getHeader("once-event-id");
+            CALLS.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
+            throw new PermanentFailureException("event " + id + " can never be applied");
         }
     }
 
@@ -243,6 +279,24 @@ class RabbitManualAckTest {
                         .isZero());
         assertThat(ledger("d-1")).isEqualTo(1);
         assertThat(calls("d-1")).isEqualTo(1);
+    }
+
+    @Test
+    void aRetryableFailureBeforeTheBodysBasicAckIsRequeuedNotLeftWaiting() {
+        publish(QUEUE, "m-3", "fails-before-ack");
+        // the channel stays open: without a nack the message would wait for it to close
+        await().atMost(Duration.ofSeconds(30)).until(() -> ledger("m-3") == 1);
+        assertThat(calls("m-3"))
+                .as("redelivered at once after the failed attempt")
+                .isEqualTo(2);
+    }
+
+    @Test
+    void aPermanentFailureIsRejectedToTheDeadLetterQueue() {
+        publish(POISON, "p-1", "poison");
+        await().atMost(Duration.ofSeconds(30)).until(() -> ready(DEAD) == 1);
+        assertThat(calls("p-1")).as("rejected without requeue: tried once").isEqualTo(1);
+        assertThat(ledger("p-1")).isZero();
     }
 
     static class NoMessage {

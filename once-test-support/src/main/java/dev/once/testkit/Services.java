@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Assumptions;
  */
 public final class Services {
 
-    /** Comma-separated services that must be reachable ({@code postgres,kafka,rabbitmq,nats,sqs,mariadb}), or {@code all}. */
+    /** Comma-separated services that must be reachable ({@code postgres,kafka,rabbitmq,nats,sqs,mariadb,pubsub}), or {@code all}. */
     public static final String REQUIRE_ENV = "ONCE_REQUIRE_SERVICES";
 
     private Services() {}

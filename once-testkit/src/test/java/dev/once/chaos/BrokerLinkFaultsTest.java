@@ -3,6 +3,23 @@ package dev.once.chaos;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.google.api.core.ApiFuture;
+import com.google.api.core.ApiFutures;
+import com.google.api.gax.batching.FlowControlSettings;
+import com.google.api.gax.core.NoCredentialsProvider;
+import com.google.api.gax.grpc.GrpcTransportChannel;
+import com.google.api.gax.rpc.FixedTransportChannelProvider;
+import com.google.cloud.pubsub.v1.AckReplyConsumer;
+import com.google.cloud.pubsub.v1.Subscriber;
+import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
+import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
+import com.google.cloud.pubsub.v1.TopicAdminClient;
+import com.google.cloud.pubsub.v1.TopicAdminSettings;
+import com.google.protobuf.ByteString;
+import com.google.pubsub.v1.ProjectSubscriptionName;
+import com.google.pubsub.v1.PubsubMessage;
+import com.google.pubsub.v1.PushConfig;
+import com.google.pubsub.v1.TopicName;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConnectionFactory;
@@ -12,9 +29,12 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.testkit.Services;
 import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPubSubEmulator;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.KafkaCluster;
 import dev.once.testkit.fault.WireProtocol;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
@@ -60,7 +80,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * R8 on the broker links: a {@link FaultProxy} between the consumer and RabbitMQ, Kafka (a broker
- * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}) or NATS JetStream, while 6,000 events and 10% producer duplicates (published straight to the broker)
+ * of the test's own advertising the proxy, {@link KafkaCluster#behindProxy}), NATS JetStream or Google
+ * Cloud Pub/Sub (Google's emulator), while 6,000 events and 10% producer duplicates (published straight to the broker)
  * flow through the engine into PostgreSQL: the link frozen for two seconds, every connection reset
  * (the broker requeues what was delivered and not acknowledged; acknowledgements in flight are
  * lost), 200 ms added to every round trip for two seconds. Each consumer acknowledges only after
@@ -85,6 +106,11 @@ class BrokerLinkFaultsTest {
     @Test
     void natsLinkFaultsLoseNothingAndApplyNothingTwice() throws Exception {
         assertClean(run(new NatsJetStream(), false));
+    }
+
+    @Test
+    void pubSubLinkFaultsLoseNothingAndApplyNothingTwice() throws Exception {
+        assertClean(run(new PubSub(), false));
     }
 
     /**
@@ -116,10 +142,20 @@ class BrokerLinkFaultsTest {
 
         /** Starts consuming through {@code port}: {@code handle} true means acknowledge, then count it. */
         AutoCloseable consume(int port, Predicate<Delivery> handle, AtomicLong acks) throws Exception;
+
+        /** Events of the run, from the scaled default; a broker slower than the others runs fewer. */
+        default int events(int scaled) {
+            return scaled;
+        }
+
+        /** How long the end of the run waits for every event to be applied before it counts the rest lost. */
+        default Duration drain() {
+            return Duration.ofMinutes(1);
+        }
     }
 
     private static Chaos.Figure run(Link link, boolean claimPerDelivery) throws Exception {
-        int events = Chaos.scaled(6_000);
+        int events = link.events(Chaos.scaled(6_000));
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
         try (TestDatabase db = Databases.POSTGRES.fresh(4);
                 FaultProxy proxy = link.proxy()) {
@@ -167,7 +203,7 @@ class BrokerLinkFaultsTest {
                 Set<String> distinct = new HashSet<>(ids);
                 try {
                     await("every event applied and acknowledged")
-                            .atMost(Duration.ofMinutes(1))
+                            .atMost(link.drain())
                             .until(() -> acks.get() >= ids.size() && applied(db) >= distinct.size());
                 } catch (ConditionTimeoutException e) {
                     // counted below as lost: the figure says what is missing
@@ -583,6 +619,113 @@ class BrokerLinkFaultsTest {
                 try (var c = Nats.connect(URL)) {
                     c.jetStreamManagement().deleteStream(stream);
                 }
+            };
+        }
+    }
+
+    /**
+     * Google Cloud Pub/Sub on Google's emulator: the client's {@code Subscriber} (streaming pull over
+     * gRPC) through the proxy, acking after the commit and nacking otherwise; a 10 s ack deadline, so
+     * what a reset leaves unacknowledged comes back soon.
+     */
+    static final class PubSub implements Link {
+        private static final String PROJECT = "once-link";
+        private final String id = "once-link-" + System.nanoTime();
+        private final TopicName topic = TopicName.of(PROJECT, id);
+        private final ProjectSubscriptionName subscription = ProjectSubscriptionName.of(PROJECT, id);
+        private ManagedChannel direct;
+        private com.google.cloud.pubsub.v1.Publisher publisher;
+
+        @Override
+        public String name() {
+            return "pubsub";
+        }
+
+        /**
+         * The emulator streams about 50 messages/s to one subscriber here, and closes an idle stream
+         * every 20 s (it does not answer the client's keep-alive pings), redelivering what was on
+         * it: a sixth of the events, and three minutes for the last redeliveries.
+         */
+        @Override
+        public int events(int scaled) {
+            return Math.max(1_000, scaled / 6);
+        }
+
+        @Override
+        public Duration drain() {
+            return Duration.ofMinutes(3);
+        }
+
+        @Override
+        public FaultProxy proxy() throws Exception {
+            String host = TestPubSubEmulator.host();
+            direct = ManagedChannelBuilder.forTarget(host).usePlaintext().build();
+            var channel = FixedTransportChannelProvider.create(GrpcTransportChannel.create(direct));
+            try (var topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
+                            .setTransportChannelProvider(channel)
+                            .setCredentialsProvider(NoCredentialsProvider.create())
+                            .build());
+                    var subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
+                            .setTransportChannelProvider(channel)
+                            .setCredentialsProvider(NoCredentialsProvider.create())
+                            .build())) {
+                topics.createTopic(topic);
+                subscriptions.createSubscription(subscription, topic, PushConfig.getDefaultInstance(), 10);
+            }
+            publisher = com.google.cloud.pubsub.v1.Publisher.newBuilder(topic)
+                    .setChannelProvider(channel)
+                    .setCredentialsProvider(NoCredentialsProvider.create())
+                    .build();
+            int colon = host.lastIndexOf(':');
+            return FaultProxy.start(
+                    new InetSocketAddress(host.substring(0, colon), Integer.parseInt(host.substring(colon + 1))),
+                    WireProtocol.RAW);
+        }
+
+        @Override
+        public void publish(List<String> ids) throws Exception {
+            List<ApiFuture<String>> sent = new ArrayList<>();
+            for (String id : ids) {
+                sent.add(publisher.publish(PubsubMessage.newBuilder()
+                        .setData(ByteString.copyFromUtf8(id))
+                        .putAttributes("once-event-id", id)
+                        .build()));
+            }
+            ApiFutures.allAsList(sent).get(2, TimeUnit.MINUTES);
+        }
+
+        @Override
+        public AutoCloseable consume(int port, Predicate<Delivery> handle, AtomicLong acks) throws Exception {
+            ManagedChannel viaProxy = ManagedChannelBuilder.forTarget("127.0.0.1:" + port)
+                    .usePlaintext()
+                    .build();
+            Subscriber subscriber = Subscriber.newBuilder(subscription, (PubsubMessage m, AckReplyConsumer reply) -> {
+                        String eventId = m.getAttributesOrThrow("once-event-id");
+                        if (handle.test(Delivery.of(eventId, m.getData().toStringUtf8()))) {
+                            reply.ack();
+                            acks.incrementAndGet();
+                        } else {
+                            reply.nack();
+                        }
+                    })
+                    .setChannelProvider(FixedTransportChannelProvider.create(GrpcTransportChannel.create(viaProxy)))
+                    .setCredentialsProvider(NoCredentialsProvider.create())
+                    .setMaxDurationPerAckExtensionDuration(Duration.ofSeconds(10))
+                    .setFlowControlSettings(FlowControlSettings.newBuilder()
+                            .setMaxOutstandingElementCount(100L)
+                            .build())
+                    .build();
+            subscriber.startAsync().awaitRunning();
+            return () -> {
+                subscriber.stopAsync();
+                try {
+                    subscriber.awaitTerminated(30, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.TimeoutException | IllegalStateException e) {
+                    // a stream the proxy broke may fail the subscriber: nothing left to stop
+                }
+                viaProxy.shutdownNow();
+                publisher.shutdown();
+                direct.shutdownNow();
             };
         }
     }

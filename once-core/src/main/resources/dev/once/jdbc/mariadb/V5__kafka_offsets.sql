@@ -2,7 +2,7 @@
 -- KafkaConsumerRunnerBuilder.offsetsInDatabase). The next offset of each partition of a consumer
 -- group, written in the same transaction as the batch's claims, so a crash between the database
 -- commit and the Kafka commit replays nothing the database committed.
-CREATE TABLE ${prefix}kafka_offsets (
+CREATE TABLE IF NOT EXISTS ${prefix}kafka_offsets (
     consumer_group varchar(255) NOT NULL,
     topic          varchar(255) NOT NULL,
     partition_no   integer      NOT NULL,

@@ -3,4 +3,4 @@
 -- a different payload is seen rather than dropped as a duplicate. Nullable: claims made with the
 -- policy OFF, and deliveries without payload, have none. InnoDB adds a trailing nullable column
 -- instantly (10.3+), without rebuilding the table.
-ALTER TABLE ${prefix}inbox ADD COLUMN payload_fingerprint bigint;
+ALTER TABLE ${prefix}inbox ADD COLUMN IF NOT EXISTS payload_fingerprint bigint;

@@ -50,6 +50,7 @@ final class EntryPoints {
     private final Map<Path, Location> noopDetector = new HashMap<>();
     private final Map<Path, Boolean> streamModules = new HashMap<>();
     private final Map<Path, Boolean> integrationInbound = new HashMap<>();
+    private final Map<Path, Boolean> pubSubInbound = new HashMap<>();
 
     EntryPoints(Repo repo, Types types, Settings settings) {
         this.repo = repo;
@@ -73,6 +74,9 @@ final class EntryPoints {
                     || text.contains("Amqp.inboundAdapter")
                     || text.contains("InboundChannelAdapter")) {
                 integrationInbound.put(s.module(), true);
+            }
+            if (text.contains("PubSubInboundChannelAdapter")) {
+                pubSubInbound.put(s.module(), true);
             }
         }
         for (Path f : repo.otherFiles) {
@@ -251,15 +255,21 @@ final class EntryPoints {
                 eventuateDedupe(e);
             } else if (Types.annotated(anns, "ServiceActivator")
                     && (Types.annotated(anns, "IdempotentReceiver") || integrationInbound.containsKey(s.module()))) {
+                boolean pubSub = pubSubInbound.containsKey(s.module());
                 Entry e = add(
                         s,
-                        "Spring Integration @ServiceActivator",
-                        "integration",
+                        pubSub
+                                ? "Spring Cloud GCP @ServiceActivator (Pub/Sub)"
+                                : "Spring Integration @ServiceActivator",
+                        pubSub ? "pubsub" : "integration",
                         owner(m),
                         m,
                         m.getBody().get(),
                         m);
-                e.ackText = "the inbound adapter acknowledges after the flow returns";
+                e.ackText = pubSub
+                        ? "PubSubInboundChannelAdapter acks after the flow returns (AckMode.AUTO), or the code acks"
+                                + " the original message (AckMode.MANUAL)"
+                        : "the inbound adapter acknowledges after the flow returns";
                 Types.annotation(anns, "IdempotentReceiver").ifPresent(a -> {
                     e.framework = Entry.Framework.WEAK;
                     e.frameworkText =
@@ -411,6 +421,13 @@ final class EntryPoints {
                         Entry e = add(s, "Kafka Streams Processor.process", "kafka", owner(m), m, b, m);
                         e.ackText = "Kafka Streams commits the offset after the record is processed (at-least-once"
                                 + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
+                    });
+                }
+            } else if (n.equals("MessageReceiver") || n.equals("MessageReceiverWithAckResponse")) {
+                for (MethodDeclaration m : c.getMethodsByName("receiveMessage")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Pub/Sub " + n + ".receiveMessage", "pubsub", owner(m), m, b, m);
+                        pubSubAck(e);
                     });
                 }
             } else if (n.endsWith("MessageListener") && !n.equals("BatchMessageListener")) {
@@ -592,8 +609,9 @@ final class EntryPoints {
             }
             case "subscribe", "createDispatcher" -> {
                 natsCallback(s, call);
-                pubSubSubscribe(s, call);
+                pubSubCallback(s, call);
             }
+            case "newBuilder" -> pubSubCallback(s, call);
             case "consumeAutoAck", "consumeManualAck", "consumeNoAck" ->
                 reactive(
                         s,
@@ -949,19 +967,6 @@ final class EntryPoints {
         }
     }
 
-    /** {@code pubSubTemplate.subscribe(name, message -> …)}: Spring Cloud GCP's subscriber callback. */
-    private void pubSubSubscribe(Repo.Source s, MethodCallExpr call) {
-        String t = call.getScope().map(types::typeOf).orElse("");
-        if (!t.startsWith("PubSub") || call.getArguments().size() < 2) {
-            return;
-        }
-        if (call.getArgument(call.getArguments().size() - 1) instanceof LambdaExpr l) {
-            Entry e = add(s, "Pub/Sub " + t + ".subscribe", "pubsub", owner(call) + " subscriber", l, l.getBody(), l);
-            e.ack = Entry.Ack.EXPLICIT;
-            e.ackText = "message.ack() in the callback";
-        }
-    }
-
     /** {@code MessageReceiver receiver = (message, consumer) -> …}: the Google Pub/Sub client's callback. */
     private void pubSubReceiver(Repo.Source s, VariableDeclarator v) {
         String t = Types.simple(v.getType());
@@ -1081,6 +1086,46 @@ final class EntryPoints {
             return camelUri(b.getLeft()); // "kafka:" + topic + "?…": the scheme is on the left
         }
         return e instanceof StringLiteralExpr lit ? lit.getValue() : null;
+    }
+
+    /**
+     * Google Cloud Pub/Sub callbacks: the receiver of {@code Subscriber.newBuilder(subscription,
+     * receiver)} and the consumer of Spring Cloud GCP's {@code PubSubTemplate.subscribe(subscription,
+     * consumer)}, as a lambda in place or in a local variable.
+     */
+    private void pubSubCallback(Repo.Source s, MethodCallExpr call) {
+        String scope = call.getScope().map(Node::toString).orElse("");
+        String t = call.getScope().map(types::typeOf).orElse("");
+        boolean client = call.getNameAsString().equals("newBuilder")
+                && (scope.equals("Subscriber") || scope.endsWith(".Subscriber"));
+        boolean template = call.getNameAsString().equals("subscribe")
+                && (t.equals("PubSubTemplate")
+                        || t.equals("PubSubSubscriberTemplate")
+                        || t.equals("PubSubSubscriberOperations"));
+        if ((!client && !template) || call.getArguments().size() < 2) {
+            return;
+        }
+        Expression a = call.getArgument(1);
+        LambdaExpr l = a instanceof LambdaExpr le
+                ? le
+                : a instanceof NameExpr n ? lambdaOf(n).orElse(null) : null;
+        if (l == null) {
+            return;
+        }
+        Entry e = add(
+                s,
+                client ? "Pub/Sub Subscriber MessageReceiver" : "Spring Cloud GCP PubSubTemplate.subscribe",
+                "pubsub",
+                owner(call) + " receiver",
+                l,
+                l.getBody(),
+                call);
+        pubSubAck(e);
+    }
+
+    private static void pubSubAck(Entry e) {
+        e.ack = Entry.Ack.EXPLICIT;
+        e.ackText = "ack() on the AckReplyConsumer (or the acknowledgeable message) in the receiver";
     }
 
     /** The innermost loop around the call, or the method body when there is none. */

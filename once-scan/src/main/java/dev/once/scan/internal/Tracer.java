@@ -445,7 +445,11 @@ final class Tracer {
                         || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
             case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
-            case "ack", "ackSync" -> "nats".equals(entry.broker) || "Message".equals(stype);
+            case "ack", "ackSync" ->
+                "nats".equals(entry.broker)
+                        || "pubsub".equals(entry.broker)
+                        || "Message".equals(stype)
+                        || (stype != null && stype.startsWith("AckReplyConsumer"));
             default -> false;
         };
         if (ack) {

@@ -2,7 +2,6 @@ package dev.once.spring.boot;
 
 import dev.once.OutboxHeaders;
 import dev.once.OutcomeListener;
-import dev.once.Schema;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
@@ -21,6 +20,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProp
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
@@ -30,7 +30,8 @@ import org.springframework.transaction.PlatformTransactionManager;
  * Auto-configures {@code once} on the application's {@code DataSource} and transaction manager:
  * {@link OnceSpring} (consumers that join the current transaction; an {@code OutcomeListener} bean is told
  * each delivery's final outcome, after commit), the injectable {@link OnceOutbox},
- * {@code @IdempotentListener} support, opt-in schema migration, the outbox relay as a
+ * {@code @IdempotentListener} support, the schema check (and migration, per
+ * {@code once.schema.initialize-schema}), the outbox relay as a
  * {@code SmartLifecycle}, and the pruners on a schedule. Every bean backs off when the application
  * defines its own; {@code once.enabled=false} turns all of it off.
  */
@@ -49,7 +50,7 @@ import org.springframework.transaction.PlatformTransactionManager;
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(OnceProperties.class)
-@Import(OnceTracingConfiguration.class)
+@Import({OnceTracingConfiguration.class, OnceFlywayConfiguration.class})
 public class OnceAutoConfiguration {
 
     /** Registered whenever once is on, so {@code @IdempotentListener} works with no further annotation. */
@@ -60,11 +61,15 @@ public class OnceAutoConfiguration {
         return new IdempotentListenerPostProcessor();
     }
 
+    /**
+     * Created after Flyway and Liquibase have run (they count as database initialization), so it sees the
+     * tables they made; every bean that touches the tables waits for it.
+     */
     @Bean
     @ConditionalOnMissingBean
-    @ConditionalOnBooleanProperty(name = "once.schema.migrate")
+    @DependsOnDatabaseInitialization
     OnceSchema onceSchema(DataSource dataSource, OnceProperties properties) {
-        return new OnceSchema(Schema.migrate(dataSource, properties.getTablePrefix()));
+        return OnceSchema.initialize(dataSource, properties);
     }
 
     @Bean
@@ -75,10 +80,10 @@ public class OnceAutoConfiguration {
             PlatformTransactionManager transactionManager,
             OnceProperties properties,
             ObjectProvider<MeterRegistry> meterRegistry,
-            ObjectProvider<OnceSchema> schema,
+            OnceSchema schema,
             ObjectProvider<OutcomeListener> outcomeListener,
             ObjectProvider<OutboxHeaders> outboxHeaders) {
-        schema.ifAvailable(s -> {}); // tables first, when once migrates them
+        // the schema parameter orders this bean after the check: the tables exist and are current
         OnceSpring.Builder b = OnceSpring.builder()
                 .dataSource(dataSource)
                 .transactionManager(transactionManager)
@@ -123,9 +128,8 @@ public class OnceAutoConfiguration {
             OnceProperties properties,
             Publisher oncePublisher,
             ObjectProvider<MeterRegistry> meterRegistry,
-            ObjectProvider<OnceSchema> schema,
+            OnceSchema schema,
             ObjectProvider<OnceTracingConfiguration.SendSpans> sendSpans) {
-        schema.ifAvailable(s -> {});
         Publisher publisher = sendSpans.stream()
                 .findFirst()
                 .map(spans -> spans.around(oncePublisher))

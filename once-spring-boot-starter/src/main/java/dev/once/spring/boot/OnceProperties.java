@@ -1,10 +1,12 @@
 package dev.once.spring.boot;
 
+import dev.once.InvalidConfigurationException;
 import dev.once.MismatchPolicy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.DeprecatedConfigurationProperty;
 
 /**
  * Settings of the {@code once} auto-configuration, under {@code once.*}. Defaults are literals so the
@@ -111,19 +113,64 @@ public class OnceProperties {
 
     /** The once tables. */
     public static class Schema {
+
+        /** When the starter creates or upgrades the once tables, after Spring Boot's convention for libraries. */
+        public enum Initialization {
+            /**
+             * Only in an embedded database (H2, HSQLDB, Derby), which once does not support: in practice the
+             * tables come from {@code always}, Flyway or Liquibase.
+             */
+            EMBEDDED,
+            /** At every start ({@code Schema.migrate}: the migrations the database lacks, under a lock). */
+            ALWAYS,
+            /** Never: Flyway, Liquibase or a person runs the migrations. */
+            NEVER
+        }
+
         /**
-         * Whether to create or upgrade the once tables at startup (Schema.migrate). Off by default: teams
-         * that own their migrations point Flyway at classpath:dev/once/jdbc/postgresql (or mariadb) with the
-         * placeholder prefix set to the table prefix.
+         * When to create or upgrade the once tables at startup: embedded (Spring Boot's default for library
+         * tables), always, or never. Whatever the mode, a missing or outdated schema stops the start with a
+         * message that names the fix; with Flyway on the class path once's migration runs in the application's
+         * Flyway history, and Liquibase users include classpath:db/changelog/once/changelog.xml.
          */
+        private Initialization initializeSchema = Initialization.EMBEDDED;
+
+        /** The former switch: true is initialize-schema=always. */
         private boolean migrate = false;
 
+        public Initialization getInitializeSchema() {
+            return initializeSchema;
+        }
+
+        public void setInitializeSchema(Initialization initializeSchema) {
+            this.initializeSchema = initializeSchema;
+        }
+
+        @DeprecatedConfigurationProperty(replacement = "once.schema.initialize-schema", since = "0.1.0")
+        @Deprecated(since = "0.1.0")
         public boolean isMigrate() {
             return migrate;
         }
 
+        @Deprecated(since = "0.1.0")
         public void setMigrate(boolean migrate) {
             this.migrate = migrate;
+        }
+
+        /**
+         * The mode in force: {@code migrate=true} is {@code always}; with {@code initialize-schema=never} it is
+         * a contradiction and refused.
+         *
+         * @throws InvalidConfigurationException naming both properties
+         */
+        @SuppressWarnings("deprecation")
+        public Initialization initialization() {
+            if (isMigrate() && initializeSchema == Initialization.NEVER) {
+                throw new InvalidConfigurationException("once.schema.migrate=true contradicts"
+                        + " once.schema.initialize-schema=never: remove once.schema.migrate (it is the former name"
+                        + " of initialize-schema=always)");
+            }
+            return isMigrate() ? Initialization.ALWAYS : initializeSchema;
         }
     }
 

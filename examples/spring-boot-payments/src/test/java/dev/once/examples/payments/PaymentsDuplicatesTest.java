@@ -5,11 +5,10 @@ import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.once.examples.crashtest.CrashAfterCommit;
-import dev.once.testkit.ChildJvm;
 import dev.once.testkit.TestDatabase;
 import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testkit.spring.SpringAckGap;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -40,6 +39,7 @@ class PaymentsDuplicatesTest {
     static TestKafka kafka;
     static TestDatabase db;
     static String topic;
+    static String batchTopic;
     static HttpServer provider;
     /** Provider calls per Idempotency-Key: a real provider charges once per key. */
     static final Map<String, AtomicInteger> charges = new ConcurrentHashMap<>();
@@ -50,12 +50,13 @@ class PaymentsDuplicatesTest {
     static void start() throws IOException {
         kafka = TestKafka.shared();
         topic = kafka.createTopic("example-payments", 2);
+        batchTopic = kafka.createTopic("example-payments-batch", 1);
         db = TestPostgres.shared().freshDatabase(8);
         db.execute(
                 "CREATE TABLE payment (event_id varchar(255) PRIMARY KEY, account varchar(100) NOT NULL,"
                         + " amount bigint NOT NULL)",
                 "CREATE TABLE ledger (account varchar(100) PRIMARY KEY, balance bigint NOT NULL)",
-                "INSERT INTO ledger VALUES ('double', 0), ('concurrent', 0), ('crash', 0)");
+                "INSERT INTO ledger VALUES ('double', 0), ('concurrent', 0), ('crash', 0), ('batch-a', 0), ('batch-b', 0)");
         provider = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         provider.createContext("/charges", exchange -> {
             String key = exchange.getRequestHeaders().getFirst("Idempotency-Key");
@@ -93,6 +94,8 @@ class PaymentsDuplicatesTest {
             "--spring.kafka.consumer.properties.heartbeat.interval.ms=" + kafka.sessionTimeoutMs() / 4,
             "--spring.kafka.listener.concurrency=2",
             "--payments.topic=" + topic,
+            "--payments.batch-topic=" + batchTopic,
+            "--payments.batch-group=" + group + "-batch",
             "--payments.provider-url=http://127.0.0.1:" + provider.getAddress().getPort() + "/charges",
             "--once.relay.poll-interval=200ms",
             "--spring.main.banner-mode=off"
@@ -135,6 +138,22 @@ class PaymentsDuplicatesTest {
     }
 
     @Test
+    void aBatchListenerCreditsSetWiseAndOncePerPayment() {
+        publish(batchTopic, 0, "pay-batch-1", "batch-a,10");
+        publish(batchTopic, 0, "pay-batch-2", "batch-b,5");
+        publish(batchTopic, 0, "pay-batch-1", "batch-a,10"); // the producer retried
+        publish(batchTopic, 0, "pay-batch-3", "batch-a,1");
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'payments-batch'") == 3);
+        assertThat(balance("batch-a"))
+                .as("effect applied exactly once per payment")
+                .isEqualTo(11);
+        assertThat(balance("batch-b")).isEqualTo(5);
+        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE account LIKE 'batch-%'"))
+                .isEqualTo(3);
+    }
+
+    @Test
     void concurrentDeliveriesOfOnePaymentApplyOnce() throws Exception {
         // the same event on both partitions: two listener threads process it at the same time
         List<Thread> senders = new ArrayList<>();
@@ -157,12 +176,12 @@ class PaymentsDuplicatesTest {
     @Test
     void crashBetweenTheDatabaseCommitAndTheOffsetCommitAppliesAndChargesOnce() throws Exception {
         String crashTopic = kafka.createTopic("example-payments-crash", 1);
-        String[] childArgs = args("payments-crash", crashTopic);
-        try (ChildJvm child = ChildJvm.start(CrashAfterCommit.class, Map.of(), childArgs)) {
-            publish(crashTopic, 0, "pay-crash-1", "crash,20");
-            child.awaitLineStartingWith("COMMITTED pay-crash-1", Duration.ofSeconds(120));
-            child.kill(); // SIGKILL: the offset of pay-crash-1 is never committed
-        }
+        // the application in a child JVM, SIGKILLed after pay-crash-1's commit and before its offset commit
+        SpringAckGap.killAfterCommit(
+                PaymentsApplication.class,
+                args("payments-crash", crashTopic),
+                "pay-crash-1",
+                () -> publish(crashTopic, 0, "pay-crash-1", "crash,20"));
         assertThat(balance("crash"))
                 .as("the database commit happened before the crash")
                 .isEqualTo(20);

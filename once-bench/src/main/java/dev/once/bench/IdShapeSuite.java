@@ -1,0 +1,294 @@
+package dev.once.bench;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * What the shape of the producer's event id costs the inbox: bytes per claimed event (heap and
+ * indexes) and the rate of set-wise claims (one {@code unnest} insert of {@value #BATCH} ids + commit,
+ * one connection, the Kafka path's claim), per id shape: random (v4) or time-ordered (v7) UUIDs,
+ * stored as text (the inbox's {@code varchar} column today) or in a {@code uuid} column. Each shape
+ * is a hand-written floor on a table of the inbox's shape (consumer, event id, processed_at,
+ * payload_fingerprint; primary key (consumer, event id); BRIN on processed_at); {@code once} runs
+ * its own batch claim ({@code processBatch} with a batch handler that does nothing) on the real
+ * inbox beside them, in the same interleaved turns.
+ */
+final class IdShapeSuite implements Suite {
+
+    static final int BATCH = 500;
+    static final int SIZE_ROWS = 300_000;
+    static final int QUICK_SIZE_ROWS = 100_000;
+    static final List<Shape> SHAPES = List.of(Shape.values());
+
+    /** An id shape: how ids are made and which column type holds them. */
+    enum Shape {
+        TEXT_V4("text, random (v4)", "varchar(255)", false),
+        TEXT_V7("text, time-ordered (v7)", "varchar(255)", true),
+        UUID_V4("uuid, random (v4)", "uuid", false),
+        UUID_V7("uuid, time-ordered (v7)", "uuid", true);
+
+        final String label;
+        final String type;
+        final boolean timeOrdered;
+
+        Shape(String label, String type, boolean timeOrdered) {
+            this.label = label;
+            this.type = type;
+            this.timeOrdered = timeOrdered;
+        }
+
+        String key() {
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
+        }
+
+        boolean uuidColumn() {
+            return type.equals("uuid");
+        }
+    }
+
+    @Override
+    public String name() {
+        return "ids";
+    }
+
+    @Override
+    public void run(Run run) throws Exception {
+        int sizeRows = run.settings().quick() ? QUICK_SIZE_ROWS : SIZE_ROWS;
+        Map<Shape, Double> bytes = new HashMap<>();
+        for (Shape shape : SHAPES) {
+            try (BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
+                createTable(db, shape);
+                bytes.put(shape, bytesPerEvent(db, shape, sizeRows));
+                run.line(String.format(
+                        Locale.ROOT,
+                        "BENCH name=inbox-bytes shape=%s rows=%d bytes_per_event=%.0f",
+                        shape.key(),
+                        sizeRows,
+                        bytes.get(shape)));
+            }
+        }
+        // Claim rates, interleaved: every shape's floor and once (text ids, its own inbox).
+        List<BenchPostgres.Db> dbs = new ArrayList<>();
+        List<Throughput.Config> configs = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        List<Throughput.Rate> rates;
+        try {
+            for (Shape shape : SHAPES) {
+                BenchPostgres.Db db = run.postgres().freshDatabase(1);
+                dbs.add(db);
+                createTable(db, shape);
+                names.add("floor-" + shape.key());
+                configs.add(new Throughput.Config("floor-" + shape.key(), 1, i -> new Claims(db, shape)));
+            }
+            BenchPostgres.Db onceDb = run.postgres().freshDatabase(1);
+            dbs.add(onceDb);
+            IdempotentConsumer once = IdempotentConsumer.builder()
+                    .dataSource(onceDb.dataSource())
+                    .consumer(CoreSuite.CONSUMER)
+                    .batchHandler((claimed, tx) -> {})
+                    .build();
+            names.add("once-text-v4");
+            configs.add(new Throughput.Config("once-text-v4", 1, i -> () -> {
+                List<Delivery> batch = new ArrayList<>(BATCH);
+                for (int k = 0; k < BATCH; k++) {
+                    batch.add(Delivery.of(UUID.randomUUID().toString(), "x"));
+                }
+                for (Outcome o : once.processBatch(batch)) {
+                    if (o.status() != Outcome.Status.APPLIED) {
+                        throw new IllegalStateException(o.eventId() + " came out " + o.status(), o.failure());
+                    }
+                }
+                return BATCH;
+            }));
+            run.postgres().checkpoint();
+            rates = Throughput.measure(
+                    configs,
+                    run.settings().warmup(),
+                    run.settings().measured(),
+                    run.settings().slice());
+        } finally {
+            dbs.forEach(BenchPostgres.Db::close);
+        }
+        Map<String, Throughput.Rate> byName = new HashMap<>();
+        for (int i = 0; i < names.size(); i++) {
+            byName.put(names.get(i), rates.get(i));
+            run.line(Run.bench(names.get(i), "claim-set", 1, BATCH, rates.get(i).eventsPerSecond()));
+        }
+        run.section("Inbox: id shapes, bytes per event and set-wise claims", report(bytes, byName, sizeRows));
+    }
+
+    private static String report(Map<Shape, Double> bytes, Map<String, Throughput.Rate> rates, int sizeRows) {
+        StringBuilder md = new StringBuilder();
+        md.append("Per id shape, a table of the inbox's shape (consumer, event id, processed_at, payload_fingerprint;")
+                .append(" primary key (consumer, event id); BRIN on processed_at). Bytes: ")
+                .append(String.format(Locale.ROOT, "%,d", sizeRows))
+                .append(" claims made ")
+                .append(BATCH)
+                .append(" per statement, then `pg_total_relation_size` (heap, primary key, BRIN) / rows, as the")
+                .append(
+                        " inbox is while it fills (no VACUUM FULL, no REINDEX). Claims/s: one connection, one `INSERT …")
+                .append(" SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING` of ")
+                .append(BATCH)
+                .append(" new ids + commit per turn, the shapes' floors and `once` (`processBatch`, text ids, its own")
+                .append(" inbox, a batch handler that does nothing) interleaved.\n\n")
+                .append("| id shape | column | bytes / event | claims/s | vs text v4 | vs text v4, paired |\n")
+                .append("|---|---|---|---|---|---|\n");
+        Throughput.Rate base = rates.get("floor-text-v4");
+        for (Shape s : SHAPES) {
+            Throughput.Rate r = rates.get("floor-" + s.key());
+            md.append(String.format(
+                    Locale.ROOT,
+                    "| %s | `%s` | %.0f | %,.0f | %.2f | %.2f |%n",
+                    s.label,
+                    s.type,
+                    bytes.get(s),
+                    r.eventsPerSecond(),
+                    r.eventsPerSecond() / base.eventsPerSecond(),
+                    r.pairedRatio(base)));
+        }
+        Throughput.Rate once = rates.get("once-text-v4");
+        md.append(String.format(
+                Locale.ROOT,
+                "| once (`processBatch`, text v4) | `varchar(255)` | (as text v4) | %,.0f | %.2f | %.2f |%n",
+                once.eventsPerSecond(),
+                once.eventsPerSecond() / base.eventsPerSecond(),
+                once.pairedRatio(base)));
+        double best = 0;
+        Shape bestShape = null;
+        for (Shape s : SHAPES) {
+            if (rates.get("floor-" + s.key()).eventsPerSecond() > best) {
+                best = rates.get("floor-" + s.key()).eventsPerSecond();
+                bestShape = s;
+            }
+        }
+        md.append("\nTargets:\n\n");
+        md.append(CoreSuite.check(
+                String.format(
+                        Locale.ROOT,
+                        "inbox bytes per event <= 100 for UUID ids (uuid column, v7): %.0f",
+                        bytes.get(Shape.UUID_V7)),
+                bytes.get(Shape.UUID_V7) <= 100));
+        md.append(CoreSuite.check(
+                String.format(
+                        Locale.ROOT,
+                        "once's set-wise claim >= 0.95x the floor of the same id shape (text v4): %.3f (paired %.3f)",
+                        once.eventsPerSecond() / base.eventsPerSecond(),
+                        once.pairedRatio(base)),
+                once.eventsPerSecond() / base.eventsPerSecond() >= 0.95));
+        md.append(String.format(
+                Locale.ROOT,
+                "- (for reference) fastest claim floor: %s, %.2fx text v4%n",
+                bestShape.label,
+                best / base.eventsPerSecond()));
+        return md.toString();
+    }
+
+    private static void createTable(BenchPostgres.Db db, Shape shape) throws SQLException {
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE ids_inbox (consumer varchar(100) NOT NULL, event_id " + shape.type
+                    + " NOT NULL, processed_at timestamptz NOT NULL, payload_fingerprint bigint,"
+                    + " PRIMARY KEY (consumer, event_id))");
+            s.execute("CREATE INDEX ids_inbox_processed_at ON ids_inbox USING brin (processed_at)");
+        }
+    }
+
+    private static double bytesPerEvent(BenchPostgres.Db db, Shape shape, int rows) throws Exception {
+        try (Claims claims = new Claims(db, shape)) {
+            for (int done = 0; done < rows; done += BATCH) {
+                claims.run();
+            }
+        }
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(
+                        "SELECT pg_total_relation_size('ids_inbox')::float8 / greatest(1, count(*)) FROM ids_inbox")) {
+            rs.next();
+            return rs.getDouble(1);
+        }
+    }
+
+    /** The hand-written set-wise claim of one shape: sorted ids, one unnest insert, one commit. */
+    private static final class Claims implements Throughput.Step, AutoCloseable {
+        private final Connection c;
+        private final PreparedStatement claim;
+        private final Shape shape;
+
+        Claims(BenchPostgres.Db db, Shape shape) throws SQLException {
+            this.shape = shape;
+            this.c = db.dataSource().getConnection();
+            c.setAutoCommit(false);
+            this.claim = c.prepareStatement("INSERT INTO ids_inbox (consumer, event_id, processed_at)"
+                    + " SELECT ?, t.m, ? FROM unnest(?::" + (shape.uuidColumn() ? "uuid" : "varchar") + "[])"
+                    + " WITH ORDINALITY AS t(m, n) ORDER BY t.n ON CONFLICT DO NOTHING RETURNING event_id");
+        }
+
+        @Override
+        public int run() throws SQLException {
+            Array ids;
+            if (shape.uuidColumn()) {
+                UUID[] batch = new UUID[BATCH];
+                for (int i = 0; i < BATCH; i++) {
+                    batch[i] = shape.timeOrdered ? v7() : UUID.randomUUID();
+                }
+                Arrays.sort(batch);
+                ids = c.createArrayOf("uuid", batch);
+            } else {
+                String[] batch = new String[BATCH];
+                for (int i = 0; i < BATCH; i++) {
+                    batch[i] = (shape.timeOrdered ? v7() : UUID.randomUUID()).toString();
+                }
+                Arrays.sort(batch);
+                ids = c.createArrayOf("varchar", batch);
+            }
+            claim.setString(1, CoreSuite.CONSUMER); // 1 consumer
+            claim.setTimestamp(2, new Timestamp(System.currentTimeMillis())); // 2 processed_at
+            claim.setArray(3, ids); // 3 event ids, sorted
+            int claimed = 0;
+            try (ResultSet rs = claim.executeQuery()) {
+                while (rs.next()) {
+                    claimed++;
+                }
+            }
+            ids.free();
+            c.commit();
+            if (claimed != BATCH) {
+                throw new IllegalStateException("every id is new, but " + claimed + " of " + BATCH + " were claimed");
+            }
+            return BATCH;
+        }
+
+        @Override
+        public void close() throws SQLException {
+            claim.close();
+            c.rollback();
+            c.setAutoCommit(true);
+            c.close();
+        }
+    }
+
+    /** A time-ordered UUID (RFC 9562 version 7): 48 bits of Unix milliseconds, then random bits. */
+    static UUID v7() {
+        long millis = System.currentTimeMillis();
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        long high = (millis << 16) | 0x7000L | (r.nextInt() & 0x0FFFL);
+        long low = 0x8000_0000_0000_0000L | (r.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL);
+        return new UUID(high, low);
+    }
+}

@@ -1,0 +1,107 @@
+package dev.once.internal;
+
+import dev.once.jdbc.Dialect;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.util.Locale;
+
+/**
+ * What the engine learns, through the handler's {@link GuardedConnection}s, about one claim
+ * transaction while its handlers run: where the outbox buffer stood at each savepoint (so a rollback
+ * to it takes back the rows added since), and whether anything happened that can take the claim out
+ * of the transaction without the guard refusing it. Only then does the engine spend a statement on
+ * the claim check (see {@code DefaultIdempotentConsumer.verifyClaim}). One per claim transaction,
+ * shared by the handler calls of a batch. Not thread-safe. Not API.
+ */
+public final class ClaimWatch {
+
+    private final OutboxBuffer outbox;
+    private final Dialect dialect;
+    private final String inboxTable;
+    private String suspicion;
+    private SQLException ended;
+
+    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String prefix) {
+        this.outbox = outbox;
+        this.dialect = dialect;
+        this.inboxTable = (prefix + "inbox").toLowerCase(Locale.ROOT);
+    }
+
+    public OutboxBuffer outbox() {
+        return outbox;
+    }
+
+    Dialect dialect() {
+        return dialect;
+    }
+
+    /** What the handler did that may have cost the claim, or null when nothing did: no check is needed then. */
+    public String suspicion() {
+        return suspicion;
+    }
+
+    /** The error the database reported as having rolled the whole transaction back, or null. */
+    public SQLException ended() {
+        return ended;
+    }
+
+    void suspect(String what) {
+        if (suspicion == null) {
+            suspicion = what;
+        }
+    }
+
+    /** An SQLException on its way to the handler, which may swallow it. Returns it to be thrown. */
+    SQLException failed(SQLException e) {
+        suspect("a statement failed (SQLState " + e.getSQLState() + ")");
+        if (ended == null && dialect.endsTransaction(e)) {
+            ended = e;
+        }
+        return e;
+    }
+
+    void savepoint(Savepoint savepoint) {
+        outbox.savepoint(savepoint);
+    }
+
+    void rolledBack(Savepoint savepoint) {
+        outbox.rollbackToSavepoint(savepoint);
+    }
+
+    void released(Savepoint savepoint) {
+        outbox.releaseSavepoint(savepoint);
+    }
+
+    /**
+     * SQL the guard lets through that needs the engine's attention: a {@code SAVEPOINT} or
+     * {@code ROLLBACK TO} in SQL text has no {@link Savepoint} object to key a position on, so the
+     * buffer is written before either runs: the rows added before the savepoint land outside it, those
+     * added after it inside it, and the database's own rollback undoes exactly those (SQL savepoints
+     * are rare; JDBC ones cost no statement, see {@link OutboxBuffer#savepoint}); a procedure call may end the
+     * transaction out of sight (MariaDB); a statement naming the inbox may delete the claim.
+     */
+    void sql(String sql, String firstWord) throws SQLException {
+        if (firstWord != null) {
+            switch (firstWord) {
+                case "SAVEPOINT", "ROLLBACK" -> outbox.flush();
+                case "CALL", "EXECUTE" -> suspect(firstWord + " (a procedure may end the transaction)");
+                default -> {}
+            }
+        }
+        if (mentionsInbox(sql)) {
+            suspect("a statement naming " + inboxTable);
+        }
+    }
+
+    private boolean mentionsInbox(String sql) {
+        int n = inboxTable.length();
+        char first = inboxTable.charAt(0);
+        for (int i = 0, last = sql.length() - n; i <= last; i++) {
+            char ch = sql.charAt(i);
+            if ((ch == first || Character.toLowerCase(ch) == first) && sql.regionMatches(true, i, inboxTable, 0, n)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

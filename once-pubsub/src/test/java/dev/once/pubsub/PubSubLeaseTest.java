@@ -1,0 +1,116 @@
+package dev.once.pubsub;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.pubsub.v1.ProjectSubscriptionName;
+import com.google.pubsub.v1.TopicName;
+import dev.once.Outcome.Status;
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestPostgres;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A handler slower than the ack deadline (10 s, Pub/Sub's least), on two subscribers of one
+ * subscription: with a lease shorter than the work the client stops extending and Pub/Sub hands
+ * the message to a subscriber again, whose claim absorbs it; with a lease longer than the work
+ * the client's extensions keep it, and it is delivered once.
+ */
+class PubSubLeaseTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(10);
+
+    private TestDatabase db;
+    private TopicName topic;
+    private ProjectSubscriptionName subscription;
+
+    @BeforeEach
+    void setUp() {
+        TestPubSub.host();
+        db = TestPostgres.shared().freshDatabase();
+        String name = "lease-" + System.nanoTime();
+        topic = TestPubSub.topic(name);
+        subscription = TestPubSub.subscription(topic, name, s -> s);
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (topic != null) {
+            TestPubSub.delete(topic, subscription);
+        }
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    private PubSubConsumer consumer(Recorder recorder, Duration lease) {
+        return TestPubSub.consumer(subscription, recorder, null)
+                .batchSize(1)
+                .ackDeadline(DEADLINE)
+                .lease(lease)
+                .build();
+    }
+
+    @Test
+    void workOutlivingTheLeaseIsRedeliveredToAnotherSubscriberAndAbsorbed() throws Exception {
+        AtomicInteger handled = new AtomicInteger();
+        CountDownLatch redelivered = new CountDownLatch(1);
+        Recorder recorder = new Recorder(db, d -> {
+            if (handled.incrementAndGet() == 1) {
+                // slow: still working when the lease is over and Pub/Sub hands the message out again
+                assertThat(redelivered.await(2, TimeUnit.MINUTES))
+                        .as("evt-1 redelivered while its first delivery works")
+                        .isTrue();
+            }
+        });
+        AtomicInteger received = new AtomicInteger();
+        recorder.onDelivery(d -> {
+            if (received.incrementAndGet() == 2) {
+                redelivered.countDown();
+            }
+        });
+        try (PubSubConsumer a = consumer(recorder, Duration.ofSeconds(1)).start();
+                PubSubConsumer b = consumer(recorder, Duration.ofSeconds(1)).start()) {
+            publish("evt-1");
+            await().atMost(Duration.ofMinutes(2)).until(() -> recorder.count("evt-1", Status.DUPLICATE) >= 1);
+        }
+        assertThat(recorder.count("evt-1", Status.APPLIED)).as("applied once").isEqualTo(1);
+        assertThat(recorder.deliveries("evt-1"))
+                .as("delivered twice: the lease lapsed")
+                .isGreaterThanOrEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM effect"))
+                .as("effect applied exactly once")
+                .isEqualTo(1);
+    }
+
+    @Test
+    void leaseLongerThanTheWorkKeepsTheMessageSoNothingIsRedelivered() throws Exception {
+        CountDownLatch never = new CountDownLatch(1);
+        Recorder recorder = new Recorder(db, d -> {
+            // slow: works for 2.5 ack deadlines; without extensions the message would be handed out again
+            assertThat(never.await(DEADLINE.toMillis() * 5 / 2, TimeUnit.MILLISECONDS))
+                    .isFalse();
+        });
+        try (PubSubConsumer a = consumer(recorder, Duration.ofMinutes(2)).start();
+                PubSubConsumer b = consumer(recorder, Duration.ofMinutes(2)).start()) {
+            publish("evt-1");
+            await().atMost(Duration.ofMinutes(2)).until(() -> recorder.count("evt-1", Status.APPLIED) == 1);
+        }
+        assertThat(recorder.deliveries)
+                .as("one delivery: the client's extensions kept the message past its deadline")
+                .hasSize(1);
+        assertThat(db.queryLong("SELECT count(*) FROM effect")).isEqualTo(1);
+    }
+
+    private void publish(String eventId) throws Exception {
+        try (PubSubPublisher p = TestPubSub.outboxPublisher()) {
+            p.publish(OutboxRows.row(topic.getTopic(), eventId, null, "1"));
+        }
+    }
+}

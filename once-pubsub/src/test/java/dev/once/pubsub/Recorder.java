@@ -1,0 +1,100 @@
+package dev.once.pubsub;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Inbox;
+import dev.once.Outcome;
+import dev.once.Tx;
+import dev.once.testkit.TestDatabase;
+import java.sql.PreparedStatement;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+
+/**
+ * The test business effect (one row per applied event in {@code effect}, in commit order) and a
+ * consumer wrapper that records every delivery and outcome the adapter produced.
+ */
+final class Recorder implements IdempotentConsumer {
+
+    static final String CREATE =
+            "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL," + " body text NOT NULL)";
+
+    final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
+    final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
+
+    private final IdempotentConsumer delegate;
+    private volatile Consumer<Delivery> onDelivery = d -> {};
+
+    Recorder(TestDatabase db, Slow slow) {
+        db.execute(CREATE);
+        this.delegate = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("pubsub-test")
+                .handler((d, tx) -> apply(d, tx, slow))
+                .build();
+    }
+
+    /** What the handler does before it writes: wait, or fail. */
+    @FunctionalInterface
+    interface Slow {
+        void before(Delivery d) throws Exception;
+    }
+
+    void onDelivery(Consumer<Delivery> listener) {
+        this.onDelivery = listener;
+    }
+
+    private static void apply(Delivery d, Tx tx, Slow slow) throws Exception {
+        slow.before(d);
+        try (PreparedStatement ps =
+                tx.connection().prepareStatement("INSERT INTO effect (event_id, body) VALUES (?, ?)")) {
+            ps.setString(1, d.eventId()); // 1: event id
+            ps.setString(2, d.payloadText()); // 2: body
+            ps.executeUpdate();
+        }
+    }
+
+    @Override
+    public String consumer() {
+        return delegate.consumer();
+    }
+
+    @Override
+    public Inbox inbox() {
+        return delegate.inbox();
+    }
+
+    @Override
+    public Outcome process(Delivery d) {
+        return processBatch(List.of(d)).get(0);
+    }
+
+    @Override
+    public List<Outcome> processBatch(List<Delivery> ds) {
+        deliveries.addAll(ds);
+        ds.forEach(onDelivery);
+        List<Outcome> os = delegate.processBatch(ds);
+        outcomes.addAll(os);
+        return os;
+    }
+
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> ds) {
+        deliveries.addAll(ds);
+        ds.forEach(onDelivery);
+        List<Outcome> os = delegate.processInOrder(ds);
+        outcomes.addAll(os);
+        return os;
+    }
+
+    long count(String eventId, Outcome.Status status) {
+        return outcomes.stream()
+                .filter(o -> o.eventId().equals(eventId) && o.status() == status)
+                .count();
+    }
+
+    long deliveries(String eventId) {
+        return deliveries.stream().filter(d -> d.eventId().equals(eventId)).count();
+    }
+}
