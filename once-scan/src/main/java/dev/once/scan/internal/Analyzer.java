@@ -130,6 +130,57 @@ final class Analyzer {
             }
         }
 
+        // work handed to another thread that the handler does not wait for runs after the ack
+        if (e.ack == Entry.Ack.AFTER_RETURN) {
+            Set<Location> reported = new LinkedHashSet<>();
+            for (Event x : effects) {
+                if (x.handedOff() != null && !lost.contains(x)) {
+                    lost.add(x);
+                    if (reported.add(x.handedOff())) {
+                        out.add(finding(
+                                Rule.ACK_BEFORE_EFFECT,
+                                x.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
+                                "hands " + x.what() + " to another thread and returns without waiting: " + e.ackText
+                                        + ", so the message is acknowledged before the work runs and a crash loses it",
+                                x.handedOff(),
+                                e,
+                                x.blast(),
+                                x.path(),
+                                List.of(
+                                        entryRel,
+                                        new Related("hand-off", x.handedOff()),
+                                        new Related("effect", x.location())),
+                                x.member()));
+                    }
+                }
+            }
+        } else if (e.ack == Entry.Ack.EXPLICIT) {
+            List<Event> handOffs = of(events, Event.Kind.ASYNC);
+            List<Event> waits = of(events, Event.Kind.WAIT);
+            for (Event a : acks) {
+                Event h = handOffs.stream()
+                        .filter(x -> x.seq() < a.seq())
+                        .reduce((p, q) -> q)
+                        .orElse(null);
+                if (h != null && waits.stream().noneMatch(w -> w.seq() > h.seq() && w.seq() < a.seq())) {
+                    effects.stream().filter(x -> x.handedOff() != null).forEach(lost::add);
+                    out.add(finding(
+                            Rule.ACK_BEFORE_EFFECT,
+                            Level.ERROR,
+                            "acknowledges (" + a.what() + ") after handing the work to another thread (" + h.what()
+                                    + ") without waiting for it (or after a timed wait whose result is ignored):"
+                                    + " a crash loses every message still in flight",
+                            a.location(),
+                            e,
+                            heaviest,
+                            a.path(),
+                            List.of(entryRel, new Related("hand-off", h.location()), new Related("ack", a.location())),
+                            a.member()));
+                    break;
+                }
+            }
+        }
+
         Set<Event> weakClaims = new LinkedHashSet<>();
         Set<Event> reportedChecks = new LinkedHashSet<>();
         boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE)

@@ -65,7 +65,7 @@ public final class Engine {
                 .thenComparing(f -> f.level().ordinal())
                 .thenComparing(f -> f.location().file())
                 .thenComparingInt(f -> f.location().line()));
-        return new Raw(repo.sources.size(), repo.lines, consumers, findings, suppressed, repo.unresolved, spans);
+        return new Raw(repo.files, repo.lines, consumers, findings, suppressed, repo.unresolved, spans);
     }
 
     /** {@code @SuppressWarnings("once-scan")} on the entry point's method or class leaves it out, counted. */

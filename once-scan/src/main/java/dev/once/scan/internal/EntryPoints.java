@@ -59,7 +59,7 @@ final class EntryPoints {
     }
 
     List<Entry> find() {
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
                 if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
                     noopDetector.putIfAbsent(s.module(), repo.loc(imp));
@@ -83,7 +83,8 @@ final class EntryPoints {
             String n = f.getFileName().toString();
             if (n.equals("pom.xml") || n.startsWith("build.gradle")) {
                 try {
-                    if (java.nio.file.Files.readString(f).contains("spring-cloud-stream")) {
+                    String build = java.nio.file.Files.readString(f);
+                    if (build.contains("spring-cloud-stream") || build.contains("spring-cloud-starter-stream")) {
                         streamModules.put(f.getParent(), true);
                     }
                 } catch (java.io.IOException | RuntimeException e) {
@@ -91,7 +92,7 @@ final class EntryPoints {
                 }
             }
         }
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c);
                 implemented(s, c);
@@ -99,6 +100,12 @@ final class EntryPoints {
             }
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
                 calls(s, call);
+            }
+            for (ObjectCreationExpr oc : s.cu().findAll(ObjectCreationExpr.class)) {
+                created(s, oc);
+            }
+            for (VariableDeclarator v : s.cu().findAll(VariableDeclarator.class)) {
+                pubSubReceiver(s, v);
             }
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
@@ -199,6 +206,43 @@ final class EntryPoints {
                 e.ackText = "the tracking processor stores its token after the handler";
                 e.framework = Entry.Framework.DATABASE;
                 e.frameworkText = "Axon tracking token, stored in the handler's transaction";
+            } else if (Types.annotated(c.getAnnotations(), "SqsListener") && Types.annotated(anns, "SqsHandler")) {
+                Entry e = add(
+                        s,
+                        "@SqsListener/@SqsHandler",
+                        "sqs",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                springSqs(
+                        e,
+                        m,
+                        Types.annotation(c.getAnnotations(), "SqsListener").orElse(null));
+            } else if (Types.annotated(anns, "JobWorker", "ZeebeWorker")) {
+                Entry e = add(
+                        s, "Zeebe @JobWorker", "zeebe", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the job completes after the worker returns; a crash or timeout activates it again";
+            } else if (Types.annotated(anns, "Incoming")) {
+                Entry e = add(
+                        s,
+                        "MicroProfile @Incoming",
+                        "smallrye",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = "the connector acknowledges after the method (or its returned stage) completes";
+            } else if (Types.annotated(anns, "EventuateCommandHandler")) {
+                Entry e = add(
+                        s,
+                        "Eventuate @EventuateCommandHandler",
+                        "eventuate",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                eventuateDedupe(e);
             } else if (Types.annotated(anns, "EventuateDomainEventHandler")) {
                 Entry e = add(
                         s,
@@ -311,7 +355,7 @@ final class EntryPoints {
     }
 
     private String moduleText(Path module, String prefix) {
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             if (!s.module().equals(module)) {
                 continue;
             }
@@ -362,6 +406,23 @@ final class EntryPoints {
                         }
                     });
                 }
+            } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
+                for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "RocketMQListener.onMessage", "rocketmq", owner(m), m, b, m);
+                        e.ackText = "the push consumer acknowledges after onMessage returns";
+                    });
+                }
+            } else if ((n.equals("Processor") || n.equals("FixedKeyProcessor") || n.equals("ContextualProcessor"))
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+                for (MethodDeclaration m : c.getMethodsByName("process")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kafka Streams Processor.process", "kafka", owner(m), m, b, m);
+                        e.ackText = "Kafka Streams commits the offset after the record is processed (at-least-once"
+                                + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
+                    });
+                }
             } else if (n.equals("MessageReceiver") || n.equals("MessageReceiverWithAckResponse")) {
                 for (MethodDeclaration m : c.getMethodsByName("receiveMessage")) {
                     m.getBody().ifPresent(b -> {
@@ -370,6 +431,13 @@ final class EntryPoints {
                     });
                 }
             } else if (n.endsWith("MessageListener") && !n.equals("BatchMessageListener")) {
+                for (MethodDeclaration m : c.getMethodsByName("received")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, n + ".received", "pulsar", owner(m), m, b, m);
+                        e.ack = Entry.Ack.EXPLICIT;
+                        e.ackText = "consumer.acknowledge(msg) in the listener";
+                    });
+                }
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, n + ".onMessage", "jms", owner(m), m, b, m);
@@ -544,6 +612,50 @@ final class EntryPoints {
                 pubSubCallback(s, call);
             }
             case "newBuilder" -> pubSubCallback(s, call);
+            case "consumeAutoAck", "consumeManualAck", "consumeNoAck" ->
+                reactive(
+                        s,
+                        call,
+                        "rabbitmq",
+                        "reactor-rabbitmq Receiver." + n,
+                        n.equals("consumeManualAck") ? Entry.Ack.EXPLICIT : Entry.Ack.AUTO,
+                        n.equals("consumeManualAck")
+                                ? "delivery.ack() in the pipeline"
+                                : n + ": acknowledged as it is delivered, whatever the pipeline does after");
+            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
+                if (call.getScope()
+                                .map(x -> x.toString().contains("KafkaReceiver"))
+                                .orElse(false)
+                        || "KafkaReceiver"
+                                .equals(call.getScope().map(types::typeOf).orElse(null))) {
+                    reactive(
+                            s,
+                            call,
+                            "kafka",
+                            "reactor-kafka KafkaReceiver." + n,
+                            n.equals("receive") || n.equals("receiveExactlyOnce") ? Entry.Ack.EXPLICIT : Entry.Ack.AUTO,
+                            n.equals("receive")
+                                    ? "receiverOffset().acknowledge()/commit() in the pipeline"
+                                    : n + ": offsets committed before or apart from the pipeline's work");
+                }
+            }
+            case "from" -> integrationFlow(s, call);
+            case "peek", "foreach" -> streamsSideEffect(s, call);
+            case "messageListener" -> {
+                if (call.getArguments().size() == 1
+                        && call.getArgument(0) instanceof LambdaExpr l
+                        && call.toString().contains("MessageListenerContainer")) {
+                    Entry e = add(
+                            s,
+                            "SqsMessageListenerContainer listener",
+                            "sqs",
+                            owner(call) + " listener",
+                            l,
+                            l.getBody(),
+                            l);
+                    e.ackText = "deleted after the listener returns (ON_SUCCESS, the default)";
+                }
+            }
             default -> {}
         }
     }
@@ -676,7 +788,10 @@ final class EntryPoints {
         Node body = null;
         Node decl = null;
         if (cb instanceof NameExpr n) {
-            cb = lambdaOf(n).map(Expression.class::cast).orElse(cb);
+            cb = lambdaOf(n)
+                    .map(Expression.class::cast)
+                    .or(() -> anonymousOf(n))
+                    .orElse(cb);
         }
         if (cb instanceof LambdaExpr l) {
             body = l.getBody();
@@ -729,6 +844,24 @@ final class EntryPoints {
                 m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
             if (d.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
                 return Optional.of(d.getInitializer().get().asLambdaExpr());
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The anonymous class a local variable is initialized with: {@code Consumer c = new DefaultConsumer(ch) {…}}. */
+    private static Optional<Expression> anonymousOf(NameExpr n) {
+        MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return Optional.empty();
+        }
+        for (VariableDeclarator d :
+                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+            if (d.getInitializer()
+                    .filter(i -> i instanceof ObjectCreationExpr oc
+                            && oc.getAnonymousClassBody().isPresent())
+                    .isPresent()) {
+                return d.getInitializer();
             }
         }
         return Optional.empty();
@@ -816,6 +949,143 @@ final class EntryPoints {
                 }
             }
         }
+    }
+
+    // ---- entry points behind wrappers ------------------------------------------------------------
+
+    /** A reactive receiver: the whole pipeline statement is the handler (its lambdas run per message). */
+    private void reactive(Repo.Source s, MethodCallExpr call, String broker, String kind, Entry.Ack ack, String text) {
+        Statement stmt = Types.ancestor(call, Statement.class).orElse(null);
+        if (stmt == null) {
+            return;
+        }
+        Entry e = add(s, kind, broker, owner(call) + " pipeline", call, stmt, call);
+        e.ack = ack;
+        e.ackText = text;
+        if (ack == Entry.Ack.AUTO) {
+            e.ackSetting = repo.loc(call);
+        }
+    }
+
+    /** {@code MessageReceiver receiver = (message, consumer) -> …}: the Google Pub/Sub client's callback. */
+    private void pubSubReceiver(Repo.Source s, VariableDeclarator v) {
+        String t = Types.simple(v.getType());
+        if ((t.equals("MessageReceiver") || t.equals("MessageReceiverWithAckResponse"))
+                && v.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
+            LambdaExpr l = v.getInitializer().get().asLambdaExpr();
+            Entry e = add(s, "Pub/Sub " + t, "pubsub", owner(v) + " receiver", l, l.getBody(), l);
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "consumer.ack() in the receiver";
+        }
+    }
+
+    /** {@code IntegrationFlow.from(Kafka.messageDrivenChannelAdapter(…))…}: a flow fed by a broker. */
+    private void integrationFlow(Repo.Source s, MethodCallExpr from) {
+        if (from.getArguments().isEmpty()
+                || !(from.getArgument(0) instanceof MethodCallExpr src)
+                || !src.getNameAsString()
+                        .matches(
+                                "messageDrivenChannelAdapter|inboundAdapter|inboundGateway|inboundChannelAdapter|messageDrivenAdapter")) {
+            return;
+        }
+        Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
+        if (stmt != null) {
+            Entry e = add(
+                    s,
+                    "Spring Integration flow from "
+                            + src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString(),
+                    "integration",
+                    owner(from) + " flow",
+                    from,
+                    stmt,
+                    from);
+            e.ackText = "the inbound adapter acknowledges after the flow returns";
+        }
+    }
+
+    /** A side effect in a Kafka Streams topology: {@code stream.peek((k, v) -> mailer.send(v))}. */
+    private void streamsSideEffect(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1 || !(call.getArgument(0) instanceof LambdaExpr l)) {
+            return;
+        }
+        boolean streams =
+                s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"));
+        if (streams) {
+            Entry e = add(
+                    s,
+                    "Kafka Streams " + call.getNameAsString(),
+                    "kafka",
+                    owner(call) + " " + call.getNameAsString(),
+                    l,
+                    l.getBody(),
+                    l);
+            e.ackText = "Kafka Streams commits the offset after the record is processed; exactly_once covers topics"
+                    + " and state stores, not a side effect in " + call.getNameAsString();
+        }
+    }
+
+    /**
+     * Listeners created in code: an anonymous {@code RouteBuilder}, a {@code MessageListenerAdapter}
+     * around a POJO (its {@code handleMessage}, or the method named), an anonymous JMS/AMQP listener.
+     */
+    private void created(Repo.Source s, ObjectCreationExpr oc) {
+        String t = oc.getType().getNameAsString();
+        if (t.endsWith("RouteBuilder") && oc.getAnonymousClassBody().isPresent()) {
+            for (MethodCallExpr from : oc.findAll(
+                    MethodCallExpr.class,
+                    mc -> mc.getNameAsString().equals("from")
+                            && mc.getArguments().size() >= 1
+                            && camelUri(mc.getArgument(0)) != null
+                            && CAMEL_BROKER.matcher(camelUri(mc.getArgument(0))).matches())) {
+                Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
+                if (stmt != null) {
+                    Entry e = add(
+                            s,
+                            "Camel route from(" + camelUri(from.getArgument(0)).split("[:?]")[0] + ":…)",
+                            "camel",
+                            owner(from) + " route",
+                            from,
+                            stmt,
+                            from);
+                    e.ackText = "the Camel consumer acknowledges after the route completes";
+                }
+            }
+        } else if (t.equals("MessageListenerAdapter") && !oc.getArguments().isEmpty()) {
+            Expression target = oc.getArgument(0);
+            String type = target instanceof ObjectCreationExpr o ? o.getType().getNameAsString() : types.typeOf(target);
+            String method = oc.getArguments().size() >= 2 && oc.getArgument(1) instanceof StringLiteralExpr lit
+                    ? lit.getValue()
+                    : "handleMessage";
+            if (type == null) {
+                return;
+            }
+            boolean jms = s.cu().getImports().stream()
+                    .anyMatch(i -> i.getNameAsString().contains(".jms."));
+            for (TypeDeclaration<?> td : repo.types(type, oc)) {
+                for (MethodDeclaration m : td.getMethodsByName(method)) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(
+                                s,
+                                "MessageListenerAdapter → " + type + "." + method,
+                                jms ? "jms" : "rabbitmq",
+                                owner(m),
+                                m,
+                                b,
+                                m);
+                        e.source = repo.sourceOf(m);
+                        e.ackText = "the container acknowledges after the adapted method returns";
+                    });
+                }
+            }
+        }
+    }
+
+    /** A Camel endpoint URI written as a literal, or null. */
+    private static String camelUri(Expression e) {
+        if (e instanceof com.github.javaparser.ast.expr.BinaryExpr b) {
+            return camelUri(b.getLeft()); // "kafka:" + topic + "?…": the scheme is on the left
+        }
+        return e instanceof StringLiteralExpr lit ? lit.getValue() : null;
     }
 
     /**

@@ -10,6 +10,8 @@ import java.util.List;
  *
  * @param tx    id of the database transaction open at this point, null when none is
  * @param keyed an external effect that carries an idempotency key or a stable event id
+ * @param handedOff where the work was handed to another thread (an executor, a reactive
+ *     {@code subscribe()}) that the handler does not wait for; null when it runs in the handler
  */
 record Event(
         Kind kind,
@@ -22,7 +24,8 @@ record Event(
         Integer tx,
         Location txLocation,
         boolean keyed,
-        String member) {
+        String member,
+        Location handedOff) {
 
     enum Kind {
         EFFECT,
@@ -36,7 +39,11 @@ record Event(
         SELF_INVOCATION,
         EOS,
         OUTBOX,
-        WEAK
+        WEAK,
+        /** Work handed to another thread, not waited for: {@code executor.submit}, {@code runAsync}, {@code subscribe()}. */
+        ASYNC,
+        /** The handler waits for handed-off work ({@code get()}, {@code join()}, {@code await()} with its result checked). */
+        WAIT
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

@@ -1,7 +1,6 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.JavaParser;
-import com.github.javaparser.ParseResult;
 import com.github.javaparser.ParserConfiguration;
 import com.github.javaparser.ast.CompilationUnit;
 import com.github.javaparser.ast.Node;
@@ -27,7 +26,10 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The scanned repository: its Java sources parsed (test sources left out: they are not
@@ -113,30 +115,102 @@ public final class Repo {
             }
             config.setSymbolResolver(new JavaSymbolSolver(solver));
         }
-        // one parser per thread (a JavaParser is not thread-safe); results are added in file order
-        ThreadLocal<JavaParser> parsers = ThreadLocal.withInitial(() -> new JavaParser(config));
+        // one parser per thread (a JavaParser is not thread-safe)
+        repo.parsers = ThreadLocal.withInitial(() -> new JavaParser(config));
         java.sort(null);
-        List<Parsed> parsed = java.parallelStream()
+        List<RawFile> raw = java.parallelStream()
                 .map(file -> {
-                    String text;
                     try {
-                        text = Files.readString(file, StandardCharsets.UTF_8);
+                        return new RawFile(file, Files.readString(file, StandardCharsets.UTF_8));
                     } catch (IOException | UncheckedIOException e) {
                         return null; // unreadable or not UTF-8: skip the file, not the scan
                     }
-                    ParseResult<CompilationUnit> r = parsers.get().parse(text);
-                    return r.getResult()
-                            .map(cu -> new Parsed(file, cu, text.split("\\r?\\n", -1)))
-                            .orElse(null);
                 })
+                .filter(Objects::nonNull)
                 .toList();
-        for (Parsed p : parsed) {
-            if (p != null) {
-                repo.lines += p.lines().length;
-                repo.add(new Source(p.file(), rel(repo.root, p.file()), p.cu(), p.lines(), repo.moduleOf(p.file())));
+        List<RawFile> seeds = new ArrayList<>();
+        for (RawFile f : raw) {
+            repo.raw.add(f);
+            repo.files++;
+            repo.lines += f.text().chars().filter(ch -> ch == '\n').count() + 1;
+            Matcher d = DECLARES.matcher(f.text());
+            while (d.find()) {
+                repo.declares
+                        .computeIfAbsent(d.group(1), k -> new ArrayList<>())
+                        .add(f);
+            }
+            Matcher x = EXTENDS.matcher(f.text());
+            while (x.find()) {
+                Matcher name = NAME.matcher(x.group(1));
+                while (name.find()) {
+                    repo.extenders
+                            .computeIfAbsent(name.group(), k -> new ArrayList<>())
+                            .add(f);
+                }
+            }
+            if (SEED.matcher(f.text()).find()) {
+                seeds.add(f);
             }
         }
+        repo.parse(seeds);
         return repo;
+    }
+
+    /** A Java file read but not necessarily parsed yet. */
+    record RawFile(Path file, String text) {}
+
+    /**
+     * Words of the files parsed up front: where an entry point, a consumer setting, a dedupe or an
+     * entity can be. Every other file is parsed when the trace first needs a type it declares or
+     * extends, so a large repository costs the files its consumers reach, not all of them.
+     */
+    private static final Pattern SEED = Pattern.compile(
+            "Listener|Handler|Consumer|Receiver|Subscriber|poll\\(|receive|basicConsume|basicGet|subscribe|fetch\\("
+                    + "|nextMessage|iterate\\(|RouteBuilder|IntegrationFlow|ServiceActivator|Function<|KStream|Processor"
+                    + "|@Entity|@Table|@Document|auto\\.commit|AUTO_COMMIT|max\\.poll|MAX_POLL|AcknowledgeMode"
+                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage");
+
+    private static final Pattern DECLARES =
+            Pattern.compile("\\b(?:class|interface|enum|record)\\s+([A-Za-z_$][\\w$]*)");
+    private static final Pattern EXTENDS = Pattern.compile("\\b(?:extends|implements)\\s+([^{;()]+)");
+    private static final Pattern NAME = Pattern.compile("[A-Z][\\w$]*");
+
+    private final List<RawFile> raw = new ArrayList<>();
+    private final Map<String, List<RawFile>> declares = new HashMap<>();
+    private final Map<String, List<RawFile>> extenders = new HashMap<>();
+    private final Set<Path> parsed = new java.util.HashSet<>();
+    private final Map<Path, Path> modules = new java.util.concurrent.ConcurrentHashMap<>();
+    private ThreadLocal<JavaParser> parsers;
+    int files;
+
+    /** Every Java file of the repository, parsed or not: text searches (timeouts, settings) read these. */
+    List<RawFile> rawFiles() {
+        return raw;
+    }
+
+    /** The parsed sources so far (a copy: the trace may parse more while a caller iterates). */
+    List<Source> sources() {
+        return List.copyOf(sources);
+    }
+
+    private void parse(List<RawFile> files) {
+        List<RawFile> todo =
+                files.stream().filter(f -> !parsed.contains(f.file())).toList();
+        if (todo.isEmpty()) {
+            return;
+        }
+        todo.forEach(f -> parsed.add(f.file()));
+        List<Parsed> out = (todo.size() > 8 ? todo.parallelStream() : todo.stream())
+                .map(f -> parsers.get()
+                        .parse(f.text())
+                        .getResult()
+                        .map(cu -> new Parsed(f.file(), cu, f.text().split("\\r?\\n", -1)))
+                        .orElse(null))
+                .filter(Objects::nonNull)
+                .toList();
+        for (Parsed p : out) {
+            add(new Source(p.file(), rel(root, p.file()), p.cu(), p.lines(), moduleOf(p.file())));
+        }
     }
 
     static boolean isTestDir(Path rel) {
@@ -168,7 +242,11 @@ public final class Repo {
 
     /** The nearest directory above {@code file} with a build file, else the root. */
     Path moduleOf(Path file) {
-        for (Path d = file.getParent(); d != null && d.startsWith(root); d = d.getParent()) {
+        return file.getParent() == null ? root : modules.computeIfAbsent(file.getParent(), this::moduleOfDir);
+    }
+
+    private Path moduleOfDir(Path dir) {
+        for (Path d = dir; d != null && d.startsWith(root); d = d.getParent()) {
             if (Files.exists(d.resolve("pom.xml"))
                     || Files.exists(d.resolve("build.gradle"))
                     || Files.exists(d.resolve("build.gradle.kts"))) {
@@ -203,7 +281,20 @@ public final class Repo {
 
     /** Types declared in the repository with this simple name. */
     List<TypeDeclaration<?>> types(String simpleName) {
+        List<RawFile> in = declares.get(simpleName);
+        if (in != null) {
+            parse(in);
+        }
         return types.getOrDefault(simpleName, List.of());
+    }
+
+    /** Classes of the repository that extend or implement {@code simpleName}, parsed on first use. */
+    private List<ClassOrInterfaceDeclaration> subtypes(String simpleName) {
+        List<RawFile> in = extenders.get(simpleName);
+        if (in != null) {
+            parse(in);
+        }
+        return subtypes.getOrDefault(simpleName, List.of());
     }
 
     /**
@@ -309,7 +400,7 @@ public final class Repo {
             }
         }
         if (down) {
-            for (ClassOrInterfaceDeclaration sub : subtypes.getOrDefault(typeName, List.of())) {
+            for (ClassOrInterfaceDeclaration sub : subtypes(typeName)) {
                 // an implementation of a type of the same simple name in another module is not one of these
                 boolean ofThese = declared.size() == types(typeName).size()
                         || types(typeName, sub).stream().anyMatch(declared::contains);

@@ -70,7 +70,7 @@ final class Schema {
                 // unreadable schema files are skipped
             }
         }
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 if (c.isAnnotationPresent("Entity") || c.isAnnotationPresent("Table")) {
                     readEntity(c);

@@ -78,7 +78,7 @@ final class Settings {
                 // a config file we cannot read is skipped, like a file that does not parse
             }
         }
-        for (Repo.Source s : repo.sources) {
+        for (Repo.Source s : repo.sources()) {
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
                 String n = call.getNameAsString();
                 if ((n.equals("put") || n.equals("setProperty") || n.equals("putIfAbsent"))

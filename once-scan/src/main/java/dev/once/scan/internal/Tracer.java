@@ -167,12 +167,9 @@ final class Tracer {
         this.repo = repo;
         this.types = types;
         this.schema = schema;
-        for (Repo.Source s : repo.sources) {
-            for (String line : s.lines()) {
-                if (TIMEOUT_WORDS.stream().anyMatch(line::contains)) {
-                    timeoutsConfigured.put(s.module(), true);
-                    break;
-                }
+        for (Repo.RawFile f : repo.rawFiles()) {
+            if (TIMEOUT_WORDS.stream().anyMatch(f.text()::contains)) {
+                timeoutsConfigured.put(repo.moduleOf(f.file()), true);
             }
         }
     }
@@ -188,6 +185,8 @@ final class Tracer {
         final MethodDeclaration method;
         boolean counter;
         String memberText;
+        /** Set while walking work handed to another thread: where it was handed off. */
+        Location async;
 
         Frame(
                 int depth,
@@ -227,7 +226,12 @@ final class Tracer {
         if (m != null) {
             visiting.add(m);
         }
-        visit(e.body, new Frame(0, path, tx, txLoc, visiting, Types.enclosingType(e.body), m));
+        Frame top = new Frame(0, path, tx, txLoc, visiting, Types.enclosingType(e.body), m);
+        if (e.body instanceof MethodReferenceExpr r) {
+            reference(r, top); // a bean returning service::apply: the handler is the method referred to
+        } else {
+            visit(e.body, top);
+        }
         return events;
     }
 
@@ -242,8 +246,20 @@ final class Tracer {
         if (n instanceof LambdaExpr l && startsTransaction(l)) {
             Frame tf = new Frame(
                     f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
+            tf.async = f.async;
             visitChildren(l, tf);
             return;
+        }
+        if (n instanceof MethodCallExpr h && handOff(h)) {
+            add(Event.Kind.ASYNC, h, f, null, null, shortText(h));
+            Location outer = f.async;
+            f.async = repo.loc(h);
+            visitChildren(n, f);
+            f.async = outer;
+            return;
+        }
+        if (n instanceof MethodCallExpr w && waits(w)) {
+            add(Event.Kind.WAIT, w, f, null, null, shortText(w));
         }
         visitChildren(n, f);
         if (n instanceof MethodCallExpr c) {
@@ -254,6 +270,60 @@ final class Tracer {
                 && r.getParentNode().filter(p -> p instanceof MethodCallExpr).isPresent()) {
             reference(r, f);
         }
+    }
+
+    /**
+     * Work the handler gives to another thread and does not run itself: {@code executor.submit(…)},
+     * {@code CompletableFuture.runAsync(…)}, a reactive chain ended by {@code subscribe()}. A
+     * reactive receiver's own pipeline is the entry point, not a hand-off.
+     */
+    private boolean handOff(MethodCallExpr c) {
+        String n = c.getNameAsString();
+        String scope = c.getScope().map(Object::toString).orElse("");
+        if ((n.equals("submit") || n.equals("execute"))
+                && c.getArguments().size() == 1
+                && (c.getArgument(0).isLambdaExpr() || c.getArgument(0).isMethodReferenceExpr())
+                && scope.toLowerCase(Locale.ROOT).matches(".*(executor|pool|scheduler|service).*")) {
+            return true;
+        }
+        if ((n.equals("runAsync") || n.equals("supplyAsync")) && scope.equals("CompletableFuture")) {
+            return !waitedFor(c);
+        }
+        return n.equals("subscribe")
+                && !entry.kind.startsWith("reactor")
+                && c.getScope().filter(Expression::isMethodCallExpr).isPresent();
+    }
+
+    /** {@code CompletableFuture.runAsync(…).join()} or a returned stage: the handler does wait. */
+    private static boolean waitedFor(MethodCallExpr c) {
+        for (Node p = c.getParentNode().orElse(null);
+                p instanceof MethodCallExpr m;
+                p = p.getParentNode().orElse(null)) {
+            if (m.getNameAsString().matches("join|get")) {
+                return true;
+            }
+        }
+        return Types.ancestor(c, com.github.javaparser.ast.stmt.ReturnStmt.class)
+                .isPresent();
+    }
+
+    /**
+     * The handler waits for work it handed off: {@code future.get()}, {@code join()}, {@code await()}.
+     * A timed wait whose result is thrown away ({@code latch.await(30, SECONDS);} as a statement) is not
+     * one: when it times out the handler goes on as if the work were done.
+     */
+    private static boolean waits(MethodCallExpr c) {
+        String n = c.getNameAsString();
+        if (!n.matches("get|join|await|awaitTermination|allOf|block|blockLast|blockFirst")) {
+            return false;
+        }
+        if (n.equals("get") && c.getArguments().size() == 1) {
+            return false; // map.get(key), not a future
+        }
+        boolean timed = !c.getArguments().isEmpty() && !n.equals("allOf");
+        boolean ignored =
+                c.getParentNode().filter(p -> p instanceof ExpressionStmt).isPresent();
+        return !(timed && ignored);
     }
 
     private void visitChildren(Node n, Frame f) {
@@ -357,9 +427,11 @@ final class Tracer {
         descend(c, name, stype, scope, f);
         if (stype != null
                 && types.isRepoType(stype)
-                && events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() == effectsBefore) {
-            // the repository's own client whose body shows no effect the scan knows (a stub, a log line
-            // standing in for the real call): judged by the catalogue on its name, as a library would be
+                && events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() == effectsBefore
+                && repo.methods(stype, name, c.getArguments().size(), c).stream()
+                        .noneMatch(m -> m.getBody().isPresent())) {
+            // the repository's own interface with no implementation in sight (generated, or provided at
+            // run time): judged by the catalogue on its name, as a library would be
             catalogued(c, stype, f);
         }
     }
@@ -872,9 +944,17 @@ final class Tracer {
     private void reference(MethodReferenceExpr r, Frame f) {
         Expression scope = r.getScope();
         boolean self = scope instanceof ThisExpr;
-        String type = self
-                ? (f.type == null ? null : f.type.getNameAsString())
-                : scope.isTypeExpr() ? scope.toString() : types.typeOf(scope);
+        String type;
+        if (self) {
+            type = f.type == null ? null : f.type.getNameAsString();
+        } else if (scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))) {
+            // service::apply parses as a type expression; a lower-case name is a variable or field
+            type = Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                    .map(Types::simple)
+                    .orElse(null);
+        } else {
+            type = scope.isTypeExpr() ? scope.toString() : types.typeOf(scope);
+        }
         if (type == null || !types.isRepoType(type)) {
             return;
         }
@@ -918,7 +998,9 @@ final class Tracer {
             Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
             visiting.add(t);
             span(t);
-            visit(t.getBody().get(), new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t));
+            Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
+            callee.async = f.async;
+            visit(t.getBody().get(), callee);
         }
     }
 
@@ -956,7 +1038,8 @@ final class Tracer {
                 f.tx,
                 f.txLoc,
                 keyed,
-                member(at)));
+                member(at),
+                f.async));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
@@ -973,7 +1056,8 @@ final class Tracer {
                 f.tx,
                 kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc,
                 false,
-                member(at)));
+                member(at),
+                f.async));
     }
 
     private static String member(Node at) {
