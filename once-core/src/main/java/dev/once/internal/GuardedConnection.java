@@ -31,7 +31,11 @@ import java.util.concurrent.Executor;
  * {@code setReadOnly}; SQL that controls the transaction ({@link TransactionSql}); {@code unwrap} to
  * anything that would hand out the driver's connection or statement. Statements, results and
  * metadata are wrapped so that none leads back to the raw connection. Plain delegation, no
- * reflection: it is on every statement a handler runs. Not thread-safe. Not API.
+ * reflection: it is on every statement a handler runs. Measured (once-bench {@code guard}, JMH,
+ * prepare + two binds + close on pgjdbc, load ~30): raw 392 B and 16-19 µs, guarded 528 B and
+ * 20-31 µs, a {@code java.lang.reflect.Proxy} running the same check 640 B and 42-46 µs, beside a
+ * 490-765 µs round trip; the hand-written form stays because it is the cheaper one. Not
+ * thread-safe. Not API.
  */
 @SuppressWarnings("deprecation")
 public final class GuardedConnection implements Connection {
