@@ -50,6 +50,7 @@ final class NetworkNamespace implements AutoCloseable {
 
     /** A namespace {@code once-PID-N} with the veth pair up, 10.231.N.1 outside and 10.231.N.2 inside. */
     static NetworkNamespace create() throws IOException, InterruptedException {
+        removeLeftovers();
         int n = SEQUENCE.incrementAndGet() % 250;
         long pid = ProcessHandle.current().pid();
         String name = "once-" + pid + "-" + n;
@@ -71,6 +72,28 @@ final class NetworkNamespace implements AutoCloseable {
             throw e;
         }
         return ns;
+    }
+
+    /**
+     * Deletes the namespaces and veth ends of test JVMs that are gone: a run killed before
+     * {@link #close()} leaves them (they are kernel objects, not processes), and the next run's
+     * namespace of the same number would get the same 10.231.N.0/30 subnet, so its server could not
+     * be reached ("Connection to 10.231.1.2 refused").
+     */
+    private static void removeLeftovers() throws IOException, InterruptedException {
+        for (String line : run(List.of("ip", "netns", "list")).split("\\R")) {
+            String[] parts = line.strip().split("[ -]");
+            // once-PID-N (id: …)
+            if (parts.length < 3 || !parts[0].equals("once") || !parts[1].matches("\\d{1,10}")) {
+                continue;
+            }
+            long pid = Long.parseLong(parts[1]);
+            if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                continue;
+            }
+            tryRun(List.of("ip", "link", "del", "onceo" + pid % 10_000 + "x" + parts[2]));
+            tryRun(List.of("ip", "netns", "del", "once-" + pid + "-" + parts[2]));
+        }
     }
 
     /** The address a server inside listens on. */
@@ -145,7 +168,7 @@ final class NetworkNamespace implements AutoCloseable {
         }
     }
 
-    private static void run(List<String> command) throws IOException, InterruptedException {
+    private static String run(List<String> command) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out;
         try (InputStream in = p.getInputStream()) {
@@ -155,5 +178,6 @@ final class NetworkNamespace implements AutoCloseable {
             p.destroyForcibly();
             throw new IllegalStateException(String.join(" ", command) + " failed: " + out.strip());
         }
+        return out;
     }
 }
