@@ -193,9 +193,12 @@ class SpringCallerTransactionPropertyTest {
         }
     }
 
-    /** What one physical transaction is marked with. */
+    /** What one physical transaction is marked with, and the outcomes it reports when it ends. */
     static final class Physical {
         boolean rollbackOnly;
+        // events a rollback to a savepoint undid: reported as not applied when this transaction ends,
+        // never before (JoinedTransaction's rule), so after any REQUIRES_NEW transaction that ends first
+        final List<String> undone = new ArrayList<>();
     }
 
     /** One scope the caller opened: a physical transaction, a participation in one, or a savepoint. */
@@ -326,10 +329,11 @@ class SpringCallerTransactionPropertyTest {
             if (top.newPhysical) {
                 boolean rollsBack = top.localRollbackOnly || top.physical.rollbackOnly;
                 assertThat(threw).as("%s", moves).isEqualTo(!top.localRollbackOnly && top.physical.rollbackOnly);
+                reportUndone(top.physical);
                 end(top.items, !rollsBack);
             } else if (top.savepoint) {
                 if (top.localRollbackOnly || top.physical.rollbackOnly) {
-                    end(top.items, false); // rolled back to the savepoint
+                    undo(top); // rolled back to the savepoint
                     top.physical.rollbackOnly = false; // which resets the connection's rollback-only mark
                 } else {
                     scopes.peek().items.addAll(top.items);
@@ -346,18 +350,39 @@ class SpringCallerTransactionPropertyTest {
             moves.add("rollback");
             Scope top = scopes.pop();
             setup.tm().rollback(top.status);
-            if (top.newPhysical || top.savepoint) {
+            if (top.newPhysical) {
+                reportUndone(top.physical);
                 end(top.items, false);
-                if (top.savepoint) {
-                    top.physical.rollbackOnly = false; // rollback to a savepoint resets the rollback-only mark
-                }
+            } else if (top.savepoint) {
+                undo(top);
+                top.physical.rollbackOnly = false; // rollback to a savepoint resets the rollback-only mark
             } else {
                 top.physical.rollbackOnly = true; // a participant's rollback dooms the whole transaction
                 scopes.peek().items.addAll(top.items);
             }
         }
 
-        /** What a scope held reached its end: committed for good, or undone. */
+        /**
+         * A rollback to the scope's savepoint undid what it held: its events may be redelivered at once
+         * (their claims are gone), and are reported when the physical transaction ends.
+         */
+        private void undo(Scope savepoint) {
+            for (String item : savepoint.items) {
+                if (item.startsWith("e:")) {
+                    rolledBackEvents.add(item.substring(2));
+                    savepoint.physical.undone.add(item);
+                }
+            }
+        }
+
+        /** The physical transaction ended: what rollbacks to its savepoints undid is reported now. */
+        private void reportUndone(Physical physical) {
+            for (String item : physical.undone) {
+                expectedHeard.computeIfAbsent(item.substring(2), k -> new ArrayList<>()).add("failed_retryable");
+            }
+        }
+
+        /** What a physical transaction held reached its end: committed for good, or undone. */
         private void end(List<String> items, boolean stands) {
             for (String item : items) {
                 if (item.startsWith("e:")) {
