@@ -77,6 +77,22 @@ class ArchitectureTest {
                 .check(CORE);
     }
 
+    /**
+     * The transaction SPI is what an integration (Spring, JTA) implements and the engine uses: it must
+     * not know the engine, or the two import each other (the owned provider once lived in
+     * {@code internal.Transactions} behind {@code TransactionProvider.owning}).
+     */
+    @Test
+    void theTransactionSpiDoesNotKnowTheEngine() {
+        noClasses()
+                .that()
+                .resideInAPackage("dev.once.tx..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAPackage("dev.once.internal..")
+                .check(CORE);
+    }
+
     @Test
     void theApiPackageDoesNotDependOnTheOutboxRelaySide() {
         noClasses()
@@ -109,9 +125,11 @@ class ArchitectureTest {
     }
 
     /**
-     * Only {@code internal.Transactions} begins, commits and rolls back, on a connection or on a
-     * {@link TransactionHandle}; {@code dev.once.tx} is the public side of the seam (its
-     * {@code ManualTransactions.Scope} commits the caller's hand-managed transaction for the caller).
+     * Only the transaction seam begins, commits and rolls back, on a connection or on a
+     * {@link TransactionHandle}: {@code internal.Transactions} decides commit or rollback, and
+     * {@code dev.once.tx} is its public side (the owned handle {@code OwnedTransaction} switches
+     * auto-commit and ends the connection's transaction; {@code ManualTransactions.Scope} commits the
+     * caller's hand-managed transaction for the caller).
      * Not on the list because it needs no transaction: {@code internal.PgListener}, whose LISTEN
      * connection is an auto-commit session (one that arrives with auto-commit off is refused, never
      * switched).
@@ -135,7 +153,8 @@ class ArchitectureTest {
                 .callMethod(TransactionHandle.class, "commit")
                 .orShould()
                 .callMethod(TransactionHandle.class, "rollback")
-                .because("internal.Transactions is the one place that begins, commits and rolls back")
+                .because(
+                        "the transaction seam (internal.Transactions, dev.once.tx) is the one place that begins, commits and rolls back")
                 .check(CORE);
     }
 

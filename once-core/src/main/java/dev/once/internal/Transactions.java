@@ -1,6 +1,5 @@
 package dev.once.internal;
 
-import dev.once.tx.JoinedTransaction;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import java.sql.Connection;
@@ -20,10 +19,9 @@ import org.slf4j.LoggerFactory;
  *   <li>a failed commit is followed by a rollback and rethrown: the caller treats the outcome as
  *       unknown (retryable), never as applied.</li>
  * </ul>
- * The owned transaction itself lives here too ({@link #provider}, behind
- * {@link TransactionProvider#owning}; the same handle serves a session connection, which it keeps
- * open), so every {@code commit}, {@code rollback} and {@code setAutoCommit} of the engine is in this
- * file; {@code ArchitectureTest} holds every other class to that.
+ * The owned transaction's handle, the only code that switches a connection's auto-commit and calls
+ * its {@code commit} and {@code rollback}, is the seam's public side ({@link TransactionProvider#owning},
+ * {@link TransactionProvider#session}); {@code ArchitectureTest} holds every other class to these two.
  * Immutable and thread-safe. Not API.
  */
 public final class Transactions {
@@ -44,7 +42,7 @@ public final class Transactions {
 
     /** Transactions the engine owns on {@code dataSource}. */
     public static Transactions owning(DataSource dataSource) {
-        return new Transactions(provider(dataSource));
+        return new Transactions(TransactionProvider.owning(dataSource));
     }
 
     /** True when the work joins the caller's transaction, which the caller commits. */
@@ -75,30 +73,9 @@ public final class Transactions {
      * @throws SQLException if the connection is not in auto-commit (it would hold someone else's transaction)
      */
     public static <T> T inTransaction(Connection session, Work<T> work) throws SQLException {
-        try (Owned handle = Owned.begin(session, true)) {
+        try (TransactionHandle handle = TransactionProvider.session(session).begin()) {
             return run(handle, work);
         }
-    }
-
-    /** The provider behind {@link TransactionProvider#owning}: a connection of its own per transaction. */
-    public static TransactionProvider provider(DataSource dataSource) {
-        return new TransactionProvider() {
-            @Override
-            public TransactionHandle begin() throws SQLException {
-                Connection c = dataSource.getConnection();
-                try {
-                    return Owned.begin(c, false);
-                } catch (SQLException | RuntimeException | Error e) {
-                    c.close();
-                    throw e;
-                }
-            }
-
-            @Override
-            public boolean joins() {
-                return false;
-            }
-        };
     }
 
     private static <T> T run(TransactionHandle handle, Work<T> work) throws SQLException {
@@ -176,98 +153,6 @@ public final class Transactions {
         public void close() throws SQLException {
             if (!ended) {
                 rollback();
-            }
-        }
-    }
-
-    /**
-     * A transaction the engine owns on a connection in auto-commit: switched off for the
-     * transaction and back on after it. The connection is closed (a pool's) or kept (a session's).
-     */
-    private static final class Owned implements TransactionHandle {
-        private final Connection connection;
-        private final boolean keep;
-        private final JoinedTransaction completions = new JoinedTransaction();
-        private boolean rollbackFailed;
-
-        private Owned(Connection connection, boolean keep) {
-            this.connection = connection;
-            this.keep = keep;
-        }
-
-        static Owned begin(Connection connection, boolean keep) throws SQLException {
-            if (!connection.getAutoCommit()) {
-                throw new SQLException(
-                        (keep
-                                        ? "the connection once holds for a session (a migration lock) arrived with auto-commit off"
-                                        : "the DataSource handed out a connection with auto-commit off")
-                                + "; once owns this transaction and would commit whatever that connection already"
-                                + " holds (a transaction-aware proxy hands out the caller's transaction this way):"
-                                + " give it a DataSource whose connections are in auto-commit, or join the caller's"
-                                + " transaction with transactions(...)",
-                        "55000");
-            }
-            connection.setAutoCommit(false);
-            return new Owned(connection, keep);
-        }
-
-        @Override
-        public Connection connection() {
-            return connection;
-        }
-
-        @Override
-        public boolean joined() {
-            return false;
-        }
-
-        @Override
-        public void commit() throws SQLException {
-            connection.commit();
-            completions.completed(true);
-        }
-
-        @Override
-        public void rollback() throws SQLException {
-            try {
-                connection.rollback();
-            } catch (SQLException e) {
-                rollbackFailed = true;
-                throw e;
-            } finally {
-                completions.completed(false);
-            }
-        }
-
-        @Override
-        public void afterCompletion(CompletionCallback callback) {
-            completions.afterCompletion(callback);
-        }
-
-        @Override
-        public void close() throws SQLException {
-            try {
-                if (!completions.done()) {
-                    rollback();
-                }
-            } catch (SQLException e) {
-                log.debug("rollback before close failed", e);
-            } finally {
-                try {
-                    // Restoring auto-commit commits whatever is open: only safe once the rollback went through.
-                    if (!rollbackFailed && !connection.isClosed()) {
-                        connection.setAutoCommit(true);
-                    }
-                } catch (SQLException e) {
-                    if (keep) {
-                        throw e; // the session's next transaction would find auto-commit off: say so now
-                    }
-                    log.debug("could not restore auto-commit", e);
-                } finally {
-                    if (!keep) {
-                        connection.close();
-                    }
-                }
             }
         }
     }

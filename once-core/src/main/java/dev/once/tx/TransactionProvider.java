@@ -1,6 +1,6 @@
 package dev.once.tx;
 
-import dev.once.internal.Transactions;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -36,7 +36,46 @@ public interface TransactionProvider {
      * or a pool handing out someone else's transaction, whose work the engine's commit would commit.
      */
     static TransactionProvider owning(DataSource dataSource) {
-        return Transactions.provider(Objects.requireNonNull(dataSource, "dataSource"));
+        Objects.requireNonNull(dataSource, "dataSource");
+        return new TransactionProvider() {
+            @Override
+            public TransactionHandle begin() throws SQLException {
+                Connection c = dataSource.getConnection();
+                try {
+                    return OwnedTransaction.begin(c, false);
+                } catch (SQLException | RuntimeException | Error e) {
+                    c.close();
+                    throw e;
+                }
+            }
+
+            @Override
+            public boolean joins() {
+                return false;
+            }
+        };
+    }
+
+    /**
+     * The engine owns each transaction on {@code session}, a connection its caller holds and keeps (a
+     * migration lock, a LISTEN session): auto-commit is switched off for the transaction and back on
+     * after it, and the connection is never closed. One transaction at a time. A session that arrives
+     * with auto-commit off is refused, as with {@link #owning}; one whose auto-commit cannot be
+     * restored fails the transaction's close, so the session's next transaction does not find it off.
+     */
+    static TransactionProvider session(Connection session) {
+        Objects.requireNonNull(session, "session");
+        return new TransactionProvider() {
+            @Override
+            public TransactionHandle begin() throws SQLException {
+                return OwnedTransaction.begin(session, true);
+            }
+
+            @Override
+            public boolean joins() {
+                return false;
+            }
+        };
     }
 
     /**
