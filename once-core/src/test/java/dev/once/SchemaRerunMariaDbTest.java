@@ -3,8 +3,8 @@ package dev.once;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.jdbc.Dialects;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

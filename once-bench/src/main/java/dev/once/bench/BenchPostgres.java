@@ -4,7 +4,7 @@ import com.sun.management.OperatingSystemMXBean;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Schema;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestPostgres;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;

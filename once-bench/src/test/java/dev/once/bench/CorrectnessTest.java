@@ -2,7 +2,7 @@ package dev.once.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import javax.sql.DataSource;

@@ -3,7 +3,7 @@ package dev.once.core;
 import dev.once.BatchHandler;
 import dev.once.Delivery;
 import dev.once.PermanentFailureException;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;

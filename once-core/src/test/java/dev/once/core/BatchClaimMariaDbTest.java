@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Inbox;
 import dev.once.jdbc.Dialects;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

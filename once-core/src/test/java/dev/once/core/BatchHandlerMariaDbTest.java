@@ -1,7 +1,7 @@
 package dev.once.core;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 
 /** The batch handler on MariaDB: the same guarantees, the effect as one sorted JDBC batch. */
 class BatchHandlerMariaDbTest extends BatchHandlerTest {

@@ -1,7 +1,7 @@
 package dev.once.core;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 
 /** Batches on MariaDB, claimed with one multi-row INSERT IGNORE … RETURNING per batch. */
 class BatchMariaDbTest extends BatchTest {

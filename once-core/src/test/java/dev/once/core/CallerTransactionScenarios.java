@@ -9,7 +9,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.jdbc.Dialect;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import dev.once.tx.ManualTransactions;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

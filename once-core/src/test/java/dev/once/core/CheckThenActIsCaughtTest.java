@@ -2,8 +2,8 @@ package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,7 +1,7 @@
 package dev.once.core;
 
 import dev.once.Schema;
-import dev.once.testkit.SchemaMigration;
+import dev.once.testsupport.SchemaMigration;
 import javax.sql.DataSource;
 
 /**

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome.Status;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.once.Inbox;
 import dev.once.InvalidConfigurationException;
 import dev.once.jdbc.Dialects;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import org.junit.jupiter.api.Test;
 

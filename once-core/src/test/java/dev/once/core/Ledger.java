@@ -3,7 +3,7 @@ package dev.once.core;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,7 +1,7 @@
 package dev.once.core;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 
 /** One outbox write per batch transaction on MariaDB (one JDBC batch). */
 class OutboxBatchFlushMariaDbTest extends OutboxBatchFlushTest {

@@ -1,7 +1,7 @@
 package dev.once.core;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 
 /**
  * Payload fingerprints on MariaDB, whose default REPEATABLE READ makes a plain read of the stored

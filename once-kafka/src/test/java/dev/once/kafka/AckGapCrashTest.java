@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.kafka.KafkaLedger.Event;
-import dev.once.testkit.ChildJvm;
-import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.ChildJvm;
+import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -6,8 +6,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.RetryableException;
 import dev.once.kafka.KafkaLedger.Event;
-import dev.once.testkit.TestDatabase;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

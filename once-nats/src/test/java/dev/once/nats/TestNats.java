@@ -1,7 +1,7 @@
 package dev.once.nats;
 
 import dev.once.outbox.OutboxMessage;
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamManagement;
 import io.nats.client.Nats;

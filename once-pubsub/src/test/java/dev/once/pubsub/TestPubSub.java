@@ -14,7 +14,7 @@ import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.Subscription;
 import com.google.pubsub.v1.TopicName;
 import dev.once.IdempotentConsumer;
-import dev.once.testkit.TestPubSubEmulator;
+import dev.once.testsupport.TestPubSubEmulator;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import java.io.IOException;

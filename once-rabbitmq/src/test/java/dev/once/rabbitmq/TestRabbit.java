@@ -3,7 +3,7 @@ package dev.once.rabbitmq;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.once.outbox.OutboxMessage;
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 

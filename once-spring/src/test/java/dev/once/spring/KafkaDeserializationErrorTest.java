@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.PermanentFailureException;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.Channel;
 import dev.once.PermanentFailureException;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -378,7 +378,9 @@ class SpringCallerTransactionPropertyTest {
         /** The physical transaction ended: what rollbacks to its savepoints undid is reported now. */
         private void reportUndone(Physical physical) {
             for (String item : physical.undone) {
-                expectedHeard.computeIfAbsent(item.substring(2), k -> new ArrayList<>()).add("failed_retryable");
+                expectedHeard
+                        .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                        .add("failed_retryable");
             }
         }
 

@@ -6,7 +6,7 @@ import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.RetryableException;
 import dev.once.Tx;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import java.sql.PreparedStatement;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.Outcome.Status;
 import dev.once.outbox.Receipt;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;

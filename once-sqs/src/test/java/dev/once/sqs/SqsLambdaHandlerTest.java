@@ -2,8 +2,8 @@ package dev.once.sqs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;

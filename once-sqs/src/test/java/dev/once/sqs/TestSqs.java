@@ -1,7 +1,7 @@
 package dev.once.sqs;
 
 import dev.once.outbox.OutboxMessage;
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;

@@ -8,6 +8,8 @@ import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

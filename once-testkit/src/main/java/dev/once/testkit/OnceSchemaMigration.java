@@ -1,6 +1,7 @@
 package dev.once.testkit;
 
 import dev.once.Schema;
+import dev.once.testsupport.SchemaMigration;
 import javax.sql.DataSource;
 
 /**

@@ -2,9 +2,9 @@ package dev.once.chaos;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
+import dev.once.testsupport.TestPostgres;
 
 /** The two databases the chaos tests run on, and direct URLs to a test's own schema, for proxying. */
 enum Databases {

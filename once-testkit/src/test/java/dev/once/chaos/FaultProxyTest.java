@@ -3,10 +3,10 @@ package dev.once.chaos;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.testkit.TestDatabase;
 import dev.once.testkit.fault.CommitFault;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
+import dev.once.testsupport.TestDatabase;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

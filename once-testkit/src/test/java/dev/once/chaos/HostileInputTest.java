@@ -13,7 +13,7 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.InvalidIdempotencyKeyException;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Receipt;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,6 +1,6 @@
 package dev.once.chaos;
 
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

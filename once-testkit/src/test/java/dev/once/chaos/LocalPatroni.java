@@ -1,8 +1,8 @@
 package dev.once.chaos;
 
-import dev.once.testkit.Services;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
+import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;

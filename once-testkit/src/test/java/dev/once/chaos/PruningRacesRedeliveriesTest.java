@@ -7,7 +7,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.retention.InboxPruner;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

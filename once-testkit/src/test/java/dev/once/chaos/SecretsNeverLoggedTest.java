@@ -2,8 +2,8 @@ package dev.once.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.ChildJvm;
-import dev.once.testkit.TestDatabase;
+import dev.once.testsupport.ChildJvm;
+import dev.once.testsupport.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

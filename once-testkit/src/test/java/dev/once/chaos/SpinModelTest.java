@@ -2,7 +2,7 @@ package dev.once.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,5 +1,8 @@
 package dev.once.testkit;
 
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
+
 /** The same contract on MariaDB: the guarantee does not depend on PostgreSQL. */
 class LedgerContractMariaDbTest extends LedgerContractTest {
 

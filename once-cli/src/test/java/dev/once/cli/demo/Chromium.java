@@ -3,7 +3,7 @@ package dev.once.cli.demo;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

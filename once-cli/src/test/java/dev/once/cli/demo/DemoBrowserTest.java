@@ -3,8 +3,8 @@ package dev.once.cli.demo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestPostgres;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

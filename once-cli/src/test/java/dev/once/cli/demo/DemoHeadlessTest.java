@@ -2,8 +2,8 @@ package dev.once.cli.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestPostgres;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.List;

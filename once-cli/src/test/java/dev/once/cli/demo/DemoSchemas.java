@@ -1,6 +1,6 @@
 package dev.once.cli.demo;
 
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;

@@ -3,9 +3,9 @@ package dev.once.kafka.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.IdempotentConsumer;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
+import dev.once.testsupport.TestPostgres;
 import dev.once.tx.TransactionHandle;
 import java.util.Map;
 import org.apache.kafka.common.TopicPartition;

@@ -3,7 +3,7 @@ package dev.once.spring.boot;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Schema;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;

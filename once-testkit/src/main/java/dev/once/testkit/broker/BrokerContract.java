@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome.Status;
-import dev.once.testkit.ChildJvm;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
+import dev.once.testsupport.ChildJvm;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package dev.once.testkit.kafka;
 
-import dev.once.testkit.Services;
+import dev.once.testsupport.Services;
 import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;

@@ -2,7 +2,7 @@ package dev.once.testkit.spring;
 
 import dev.once.Outcome;
 import dev.once.OutcomeListener;
-import dev.once.testkit.ChildJvm;
+import dev.once.testsupport.ChildJvm;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;

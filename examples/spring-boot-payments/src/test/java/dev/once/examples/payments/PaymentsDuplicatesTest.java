@@ -5,10 +5,10 @@ import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestPostgres;
 import dev.once.testkit.kafka.TestKafka;
 import dev.once.testkit.spring.SpringAckGap;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;

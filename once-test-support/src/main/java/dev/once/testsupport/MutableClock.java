@@ -1,4 +1,4 @@
-package dev.once.testkit;
+package dev.once.testsupport;
 
 import java.time.Clock;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.once.testkit;
+package dev.once.testsupport;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
