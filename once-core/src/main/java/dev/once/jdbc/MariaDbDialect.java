@@ -13,6 +13,9 @@ import java.time.Duration;
  */
 public final class MariaDbDialect implements Dialect {
 
+    /** The one instance is {@link Dialects#MARIADB}. */
+    MariaDbDialect() {}
+
     private static final int ER_LOCK_WAIT_TIMEOUT = 1205;
     private static final int ER_LOCK_DEADLOCK = 1213;
 

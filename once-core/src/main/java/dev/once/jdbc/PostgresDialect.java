@@ -9,6 +9,9 @@ import java.time.Duration;
 /** PostgreSQL 12 and later (and PostgreSQL-compatible databases). */
 public final class PostgresDialect implements Dialect {
 
+    /** The one instance is {@link Dialects#POSTGRESQL}. */
+    PostgresDialect() {}
+
     @Override
     public String name() {
         return "postgresql";

@@ -36,6 +36,9 @@ public final class JoinedTransaction implements SavepointListener {
     private final List<SavepointListener> listeners = new ArrayList<>(0);
     private boolean done;
 
+    /** A transaction that has just begun: no callbacks, no savepoints. */
+    public JoinedTransaction() {}
+
     /** Registers {@code callback} for the end of the transaction (see the class comment for what it hears). */
     public void afterCompletion(TransactionHandle.CompletionCallback callback) {
         if (done) {

@@ -33,6 +33,9 @@ public final class ManualTransactions implements TransactionProvider {
 
     private final ThreadLocal<Scope> current = new ThreadLocal<>();
 
+    /** A provider with no transaction open on any thread. */
+    public ManualTransactions() {}
+
     @Override
     public boolean joins() {
         return true;
