@@ -184,7 +184,7 @@ public final class Transactions {
      * A transaction the engine owns on a connection in auto-commit: switched off for the
      * transaction and back on after it. The connection is closed (a pool's) or kept (a session's).
      */
-    private static final class Owned implements TransactionHandle {
+    static final class Owned implements TransactionHandle {
         private final Connection connection;
         private final boolean keep;
         private final JoinedTransaction completions = new JoinedTransaction();

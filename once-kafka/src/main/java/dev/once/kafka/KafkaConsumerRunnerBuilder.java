@@ -10,6 +10,7 @@ import dev.once.kafka.internal.DatabaseOffsets;
 import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
 import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
+import dev.once.tx.TransactionProvider;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import java.time.Duration;
@@ -465,23 +466,15 @@ public final class KafkaConsumerRunnerBuilder {
                     : null;
             guard = handler != null ? new OrderGuard(handler, offsets) : new OrderGuard(batchHandler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-            if (offsets == null) {
-                b.dataSource(dataSource);
-            }
-            b.consumer(consumer).meterRegistry(meterRegistry);
+            // The guard's transactions: it follows what each applied, and writes the offsets in them.
+            TransactionProvider transactions = guard.transactions(dataSource);
+            b.transactions(transactions).consumer(consumer).meterRegistry(meterRegistry);
             if (consumerSettings != null) {
                 consumerSettings.accept(b);
             }
-            if (offsets == null) {
-                b.dataSource(dataSource);
-            } else {
-                b.transactions(offsets.transactions());
-            }
-            b.consumer(consumer);
+            b.transactions(transactions).consumer(consumer);
             idempotent = (handler != null ? b.handler(guard) : b.batchHandler(guard)).build();
-            if (offsets != null) {
-                offsets.bind(idempotent.inbox());
-            }
+            guard.bind(idempotent.inbox(), consumer);
         }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(
                 props,
