@@ -39,9 +39,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <ul>
  *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} or {@link #batchHandler} (plus
  *       {@link #idempotentConsumer(Consumer)} for further settings): the runner builds the consumer
- *       and wraps the handler, so when record k of a partition fails, later records of that
- *       partition in the batch are held back, not applied. <em>Effects are applied in offset order
- *       per partition</em>, and offsets are committed in order, never past k.</li>
+ *       and wraps the handler, so when record k of a partition fails, or its claim is held by
+ *       another transaction that has not committed, later records of that partition are held back,
+ *       not applied. <em>Effects are applied in offset order per partition</em>, and offsets are
+ *       committed in order, never past k (see docs/kafka.md, also for an event id on two
+ *       partitions).</li>
  *   <li>{@link #idempotentConsumer(IdempotentConsumer)}: a consumer built elsewhere (wrapped for
  *       metrics or tests, shared with another adapter). The runner cannot wrap its handler. Offsets
  *       are still committed in order and never past a record whose outcome was not acknowledged:
