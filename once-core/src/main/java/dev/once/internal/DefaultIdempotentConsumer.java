@@ -674,8 +674,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      * the inbox, a procedure call), so an owned transaction in which the guard saw none of them needs no
      * check: the default path sends claim, handler statements and COMMIT, and nothing else. A joined
      * transaction is always checked: the caller's code may reach the same connection without the guard
-     * (a Spring handler's JdbcTemplate). On PostgreSQL, when the engine owns the transaction, the check
-     * rides in the commit's round trip and commits when it passes.
+     * (a Spring handler's JdbcTemplate). On PostgreSQL, when the engine's own handle ends the
+     * transaction, the check rides in the commit's round trip and commits when it passes; a provider's
+     * owned handle gets the check alone and commits after its own pre-commit work.
      *
      * @return null when the claim holds (and, folded, is committed), else the outcome to report
      */
@@ -697,7 +698,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         };
         int verdict;
         try {
-            if (verifyAndCommitSql != null && !tx.joined()) {
+            if (verifyAndCommitSql != null && tx.commitFoldable()) {
                 tx.commitWithCheck(verifyAndCommitSql, binds);
                 return null;
             }

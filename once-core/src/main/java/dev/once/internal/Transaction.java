@@ -47,17 +47,29 @@ public final class Transaction {
     }
 
     /**
+     * True when the engine's own handle ends this transaction, so its commit is the COMMIT alone and
+     * {@link #commitWithCheck} may send it. A provider's owned handle may do work of its own in
+     * {@code commit()} before the COMMIT (the Kafka runner writes the offsets of what the transaction
+     * applied there): folding the COMMIT into the check would commit without that work, which would
+     * then land in a second transaction.
+     */
+    public boolean commitFoldable() {
+        return handle.bareCommit();
+    }
+
+    /**
      * Commits through a statement string that checks the transaction first and ends with
      * {@code COMMIT} (see {@code Dialect.verifyClaimAndCommit}): the check rides in the commit's
      * round trip. When the check fails the server skips the {@code COMMIT}, this throws its error,
      * and the transaction is still open to be rolled back. The seam's own commit that follows finds
-     * the transaction ended and sends nothing. Owned transactions only.
+     * the transaction ended and sends nothing. Only when {@link #commitFoldable()}.
      *
-     * @throws IllegalStateException if the transaction is joined (its owner commits)
+     * @throws IllegalStateException if the transaction is joined (its owner commits) or a provider's
+     *         handle ends it
      */
     public void commitWithCheck(String sql, Binds binds) throws SQLException {
-        if (handle.joined()) {
-            throw new IllegalStateException("a joined transaction is committed by its owner");
+        if (!commitFoldable()) {
+            throw new IllegalStateException("only the engine's own transaction folds its COMMIT into the check");
         }
         try (PreparedStatement ps = handle.connection().prepareStatement(sql)) {
             binds.bind(ps);

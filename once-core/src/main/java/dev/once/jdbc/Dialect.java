@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
+import java.util.Collections;
 
 /**
  * Everything {@code once} says to one kind of database, in one place: one implementing class per
@@ -407,6 +408,16 @@ public interface Dialect {
      * Binds: 1 consumer group, 2 topic, 3 partition, 4 next offset.
      */
     String kafkaOffsetUpsert(String prefix);
+
+    /**
+     * Which of {@code n} event ids have a claim this transaction can see: committed, or its own
+     * (once-kafka: whether the records before one in its partition are settled; a claim another
+     * transaction holds and has not committed is not seen). Binds: 1 consumer, 2..n+1 event ids.
+     */
+    default String inboxClaimedAmong(String prefix, int n) {
+        return "SELECT event_id FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id IN ("
+                + String.join(", ", Collections.nCopies(n, "?")) + ")";
+    }
 
     /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
     default String kafkaOffsetSelect(String prefix) {

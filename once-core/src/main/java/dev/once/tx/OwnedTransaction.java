@@ -50,6 +50,11 @@ final class OwnedTransaction implements TransactionHandle {
     }
 
     @Override
+    public boolean bareCommit() {
+        return true;
+    }
+
+    @Override
     public void commit() throws SQLException {
         connection.commit();
         completions.completed(true);

@@ -27,6 +27,16 @@ public interface TransactionHandle extends AutoCloseable {
     void commit() throws SQLException;
 
     /**
+     * True when {@link #commit()} sends the COMMIT and nothing else, so the engine may send its last
+     * check and the COMMIT in one round trip and skip the call. False by default: a handle may do work
+     * of its own in {@code commit()} before the COMMIT (the Kafka runner writes the offsets of what the
+     * transaction applied there), which a folded COMMIT would leave to a second transaction.
+     */
+    default boolean bareCommit() {
+        return false;
+    }
+
+    /**
      * Owned: rolls back. Joined: marks the caller's transaction rollback-only, so the caller's
      * commit fails instead of committing half of the engine's work.
      */

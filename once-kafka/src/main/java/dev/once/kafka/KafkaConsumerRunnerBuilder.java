@@ -10,6 +10,7 @@ import dev.once.kafka.internal.DatabaseOffsets;
 import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
 import dev.once.kafka.internal.OrderGuard;
 import dev.once.kafka.internal.RunnerSettings;
+import dev.once.tx.TransactionProvider;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import java.time.Duration;
@@ -38,9 +39,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <ul>
  *   <li>{@link #dataSource}, {@link #consumer} and {@link #handler} or {@link #batchHandler} (plus
  *       {@link #idempotentConsumer(Consumer)} for further settings): the runner builds the consumer
- *       and wraps the handler, so when record k of a partition fails, later records of that
- *       partition in the batch are held back, not applied. <em>Effects are applied in offset order
- *       per partition</em>, and offsets are committed in order, never past k.</li>
+ *       and wraps the handler, so when record k of a partition fails, or its claim is held by
+ *       another transaction that has not committed, later records of that partition are held back,
+ *       not applied. <em>Effects are applied in offset order per partition</em>, and offsets are
+ *       committed in order, never past k (see docs/kafka.md, also for an event id on two
+ *       partitions).</li>
  *   <li>{@link #idempotentConsumer(IdempotentConsumer)}: a consumer built elsewhere (wrapped for
  *       metrics or tests, shared with another adapter). The runner cannot wrap its handler. Offsets
  *       are still committed in order and never past a record whose outcome was not acknowledged:
@@ -465,23 +468,15 @@ public final class KafkaConsumerRunnerBuilder {
                     : null;
             guard = handler != null ? new OrderGuard(handler, offsets) : new OrderGuard(batchHandler, offsets);
             IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-            if (offsets == null) {
-                b.dataSource(dataSource);
-            }
-            b.consumer(consumer).meterRegistry(meterRegistry);
+            // The guard's transactions: it follows what each applied, and writes the offsets in them.
+            TransactionProvider transactions = guard.transactions(dataSource);
+            b.transactions(transactions).consumer(consumer).meterRegistry(meterRegistry);
             if (consumerSettings != null) {
                 consumerSettings.accept(b);
             }
-            if (offsets == null) {
-                b.dataSource(dataSource);
-            } else {
-                b.transactions(offsets.transactions());
-            }
-            b.consumer(consumer);
+            b.transactions(transactions).consumer(consumer);
             idempotent = (handler != null ? b.handler(guard) : b.batchHandler(guard)).build();
-            if (offsets != null) {
-                offsets.bind(idempotent.inbox());
-            }
+            guard.bind(idempotent.inbox(), consumer);
         }
         return new DefaultKafkaConsumerRunner(new RunnerSettings(
                 props,

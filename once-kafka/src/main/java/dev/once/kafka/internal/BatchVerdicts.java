@@ -6,6 +6,8 @@ import dev.once.Outcome;
 import dev.once.PermanentFailureException;
 import dev.once.adapter.Verdict;
 import dev.once.kafka.MissingEventIdPolicy;
+import dev.once.kafka.internal.OrderGuard.Position;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -99,6 +101,13 @@ final class BatchVerdicts {
     private final String name;
     /** Failures so far of the record at the head of a partition: {offset, failures}. */
     private final Map<TopicPartition, long[]> failures = new ConcurrentHashMap<>();
+    /**
+     * Per partition whose head failed (or waits for a claim held elsewhere), the event ids seen at
+     * and after it, by offset: until the partition reaches them, their copies on other partitions
+     * are held back too. Not kept behind a head that is itself only held back, so two partitions
+     * never wait for each other.
+     */
+    private final Map<TopicPartition, Map<String, Long>> waiting = new ConcurrentHashMap<>();
 
     BatchVerdicts(
             int maxAttempts,
@@ -122,6 +131,15 @@ final class BatchVerdicts {
     /** Drops what is known of partitions this loop no longer owns. */
     void forget(Collection<TopicPartition> partitions) {
         partitions.forEach(failures::remove);
+        partitions.forEach(waiting::remove);
+    }
+
+    /** The event ids waiting behind a failed head of a partition, with where they wait. */
+    Map<String, List<Position>> waiting() {
+        Map<String, List<Position>> byId = new HashMap<>();
+        waiting.forEach((tp, ids) -> ids.forEach(
+                (id, offset) -> byId.computeIfAbsent(id, k -> new ArrayList<>()).add(new Position(tp, offset))));
+        return byId;
     }
 
     /**
@@ -139,6 +157,7 @@ final class BatchVerdicts {
         for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
             TopicPartition tp = p.getKey();
             long next = -1;
+            Entry head = null;
             for (Entry e : p.getValue()) {
                 if (e.copyOfOtherPartition && e.outcome != null && !e.outcome.shouldAcknowledge()) {
                     // Its first copy failed or was held back on another partition; this partition is
@@ -150,6 +169,7 @@ final class BatchVerdicts {
                     next = e.offset() + 1;
                     continue;
                 }
+                head = e;
                 if (step == Step.RETRY) {
                     seekTo.put(tp, e.offset());
                     long[] f = failures.get(tp);
@@ -162,8 +182,33 @@ final class BatchVerdicts {
             if (next >= 0) {
                 commit.put(tp, new OffsetAndMetadata(next));
             }
+            remember(tp, p.getValue(), head);
         }
         return new Decision(commit, seekTo, failuresAtSeek, fatal);
+    }
+
+    /** What waits on {@code tp} after this batch: the ids from a head that failed on, nothing else. */
+    private void remember(TopicPartition tp, List<Entry> entries, Entry head) {
+        if (head == null || heldBack(head.outcome)) {
+            waiting.remove(tp);
+            return;
+        }
+        Map<String, Long> ids = new HashMap<>();
+        waiting.getOrDefault(tp, Map.of()).forEach((id, offset) -> {
+            if (offset >= head.offset()) {
+                ids.put(id, offset);
+            }
+        });
+        for (Entry e : entries) {
+            if (e.delivery != null && e.offset() >= head.offset()) {
+                ids.merge(e.delivery.eventId(), e.offset(), Math::min);
+            }
+        }
+        waiting.put(tp, ids);
+    }
+
+    private static boolean heldBack(Outcome o) {
+        return o != null && o.failure() instanceof HeldBackException;
     }
 
     private Step step(TopicPartition tp, Entry e, DeadLetters deadLetters) {
@@ -191,8 +236,9 @@ final class BatchVerdicts {
             }
             default -> {
                 metrics.failedRetryable.increment();
-                if (o.status() == Outcome.Status.IN_PROGRESS) {
-                    // Another delivery holds the claim and will apply it or roll back; waiting for it is
+                if (o.status() == Outcome.Status.IN_PROGRESS || heldBack(o)) {
+                    // Another delivery holds the claim and will apply it or roll back, or the record waits
+                    // for one before it (on another partition holding its id, when it heads its own):
                     // not a failure of this record, so it never uses up attempts nor goes to the dead letters.
                     failures.putIfAbsent(tp, new long[] {e.offset(), 1});
                     return Step.RETRY;

@@ -2,8 +2,6 @@ package dev.once.kafka.internal;
 
 import dev.once.Inbox;
 import dev.once.jdbc.Dialect;
-import dev.once.tx.TransactionHandle;
-import dev.once.tx.TransactionProvider;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,9 +13,9 @@ import org.apache.kafka.common.TopicPartition;
 
 /**
  * Kafka offsets kept in the claim transaction (opt-in): the handler wrapper records, per thread,
- * the next offset of each partition whose record it applied; the transactions this class hands the
- * engine write them in one JDBC batch just before they commit, so the database holds the offsets
- * of exactly what it committed. On assignment the runner seeks to them where they are ahead of
+ * the next offset of each partition whose record it applied; the transactions it hands the engine
+ * ({@link OrderGuard#transactions}) write them in one JDBC batch just before their COMMIT, so the
+ * database holds the offsets of exactly what it committed. On assignment the runner seeks to them where they are ahead of
  * Kafka's committed offsets. Offsets only move with applied records: a batch of duplicates leaves
  * them to Kafka's commit. Thread-safe; a transaction runs on one thread. Not API.
  */
@@ -45,21 +43,21 @@ public final class DatabaseOffsets {
         pending.get().merge(tp, next, Math::max);
     }
 
-    /** The engine's transactions: owned ones on {@code dataSource} that write the pending offsets before commit. */
-    public TransactionProvider transactions() {
-        TransactionProvider owned = TransactionProvider.owning(dataSource);
-        return new TransactionProvider() {
-            @Override
-            public TransactionHandle begin() throws SQLException {
-                pending.get().clear();
-                return new Writing(owned.begin());
-            }
+    /** A transaction begins or ends: what it applied is no longer pending. */
+    void clearPending() {
+        pending.get().clear();
+    }
 
-            @Override
-            public boolean joins() {
-                return false;
+    /** Writes this thread's pending offsets on {@code c}, just before its transaction commits. */
+    void writePending(Connection c) throws SQLException {
+        Map<TopicPartition, Long> offsets = pending.get();
+        try {
+            if (!offsets.isEmpty()) {
+                write(c, offsets);
             }
-        };
+        } finally {
+            offsets.clear();
+        }
     }
 
     /** The stored next offset of each partition of the group. */
@@ -87,54 +85,6 @@ public final class DatabaseOffsets {
                 ps.addBatch();
             }
             ps.executeBatch();
-        }
-    }
-
-    private final class Writing implements TransactionHandle {
-        private final TransactionHandle delegate;
-
-        Writing(TransactionHandle delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public Connection connection() {
-            return delegate.connection();
-        }
-
-        @Override
-        public boolean joined() {
-            return false;
-        }
-
-        @Override
-        public void commit() throws SQLException {
-            Map<TopicPartition, Long> offsets = pending.get();
-            try {
-                if (!offsets.isEmpty()) {
-                    write(delegate.connection(), offsets);
-                }
-            } finally {
-                offsets.clear();
-            }
-            delegate.commit();
-        }
-
-        @Override
-        public void rollback() throws SQLException {
-            pending.get().clear();
-            delegate.rollback();
-        }
-
-        @Override
-        public void afterCompletion(CompletionCallback callback) {
-            delegate.afterCompletion(callback);
-        }
-
-        @Override
-        public void close() throws SQLException {
-            pending.get().clear();
-            delegate.close();
         }
     }
 }

@@ -4,42 +4,89 @@ import dev.once.BatchHandler;
 import dev.once.BatchTx;
 import dev.once.Delivery;
 import dev.once.Handler;
-import dev.once.RetryableException;
+import dev.once.Inbox;
 import dev.once.Tx;
+import dev.once.tx.TransactionHandle;
+import dev.once.tx.TransactionProvider;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * Wraps the user's handler to keep effects in offset order per partition. When a batch fails,
- * {@code processBatch} rolls it back and retries it one record per transaction; without this
- * guard, record k+1 of a partition could then be applied while record k failed and waits for its
- * retry. The guard remembers the first failed offset of each partition in the current batch and
- * refuses later records of that partition with a {@link RetryableException} ("held back"), so the
- * runner seeks back to k and they come again after it. Records of other partitions are untouched.
+ * Wraps the user's handler so that a record is applied only when every record before it in its
+ * partition is settled: applied or a duplicate, that is, its claim committed (or made in the same
+ * open transaction). What is not settled stops its partition: a record that failed, one held back
+ * in turn, and one whose claim another transaction holds and has not committed ({@code IN_PROGRESS}:
+ * the slow batch of an owner that lost the partition, or of a runner still closing), which never
+ * reaches the handler. The guard refuses a record behind any of them with a
+ * {@link HeldBackException}, so the runner seeks back and it comes again after them; records of
+ * other partitions are untouched, and the offsets kept in the database only move with what it let
+ * through.
  *
- * <p>A claim that waits for a concurrent delivery ({@code IN_PROGRESS}) never reaches the handler,
- * so it cannot hold back what follows it; that case needs two owners of one partition at once (a
- * zombie after a rebalance) and is absorbed by the inbox, though not ordered.
+ * <p>How it knows: {@code processBatch} runs its transactions in list order (a partition's records
+ * in offset order), each through {@link #transactions}, so the guard sees what each transaction
+ * applied and whether it committed. A record before this one that it did not see applied is either a
+ * duplicate or not settled; one query of the inbox on the transaction's connection tells them apart
+ * (a claim another transaction has not committed is not visible). It runs only then, so a batch of
+ * new records costs no statement.
+ *
+ * <p>An event whose id is on several partitions is claimed once (per consumer and event id): it is
+ * applied only when the records before it are settled on every partition of the batch where it
+ * appears, and on those where the runner saw it wait behind a failure in an earlier batch
+ * ({@link Plan#waiting}); until then it is held back on all of them. A copy whose first occurrence
+ * was held back gets a try of its own on its partition (see {@code BatchVerdicts}), so the event
+ * is applied at the first position whose partition lets it through.
  *
  * <p>Around a {@link BatchHandler} the same rule holds per call: a failing call names no record, so
- * the engine halves the batch, and halves are run in list order (a partition's records in offset
- * order), so the failing record k stands alone, and is remembered, before any part holding a later
- * record of its partition runs; such a part is then refused whole, and halved, until its records of
- * other partitions go through and the held-back ones fail alone. Not API. State is per thread: each
- * worker thread runs its own batch.
+ * the engine halves the batch, and halves are run in list order, so the failing record k stands
+ * alone, and is remembered, before any part holding a later record of its partition runs; such a
+ * part is then refused whole, and halved, until its records of other partitions go through and the
+ * held-back ones fail alone. Not API. State is per thread: each worker thread runs its own batch.
  */
 public final class OrderGuard implements Handler, BatchHandler {
 
     /** Where a record sits in its partition. */
     public record Position(TopicPartition partition, long offset) {}
 
+    /**
+     * What the guard needs of one {@code processBatch} call.
+     *
+     * @param positions each event id's first position on each partition of the call, where the
+     *                  engine applies it (its first occurrence in the list) first
+     * @param order     each event id's index in the list, first occurrences only; empty when the
+     *                  list has been run through already (a copy tried alone after it)
+     * @param records   the ids of the batch's records of each partition by offset (records with an id)
+     * @param waiting   event ids seen behind a record that failed on a partition in an earlier batch:
+     *                  held back wherever they are until that partition reaches them
+     * @param gaps      per partition, the first offset settled only after the transaction (a
+     *                  record without an id going to the dead letters): no offset past it goes to the
+     *                  database
+     */
+    public record Plan(
+            Map<String, List<Position>> positions,
+            Map<String, Integer> order,
+            Map<TopicPartition, NavigableMap<Long, String>> records,
+            Map<String, List<Position>> waiting,
+            Map<TopicPartition, Long> gaps) {}
+
     private final Handler handler;
     private final BatchHandler batchHandler;
     private final DatabaseOffsets offsets;
     private final ThreadLocal<Batch> current = new ThreadLocal<>();
+    private volatile Inbox inbox;
+    private volatile String consumer;
 
     /** @param offsets where applied records' next offsets go in their transaction; null when not kept in the database */
     public OrderGuard(Handler handler, DatabaseOffsets offsets) {
@@ -55,18 +102,47 @@ public final class OrderGuard implements Handler, BatchHandler {
         this.offsets = offsets;
     }
 
-    /** Runs {@code body} (a {@code processBatch} call) with the positions of the batch's event ids. */
-    public <T> T guard(Map<String, Position> positions, Supplier<T> body) {
-        return guard(positions, Map.of(), body);
+    /** The inbox and consumer name of the engine it guards; called once the engine is built. */
+    public void bind(Inbox inbox, String consumer) {
+        this.inbox = inbox;
+        this.consumer = consumer;
+        if (offsets != null) {
+            offsets.bind(inbox);
+        }
     }
 
     /**
-     * As {@link #guard(Map, Supplier)}; {@code gaps} holds, per partition, the first offset of the
-     * batch that is settled only after the transaction (a record without an id going to the dead
-     * letters): no offset past it is written to the database.
+     * The engine's transactions: owned ones on {@code dataSource}, which tell the guard what each
+     * applied and whether it committed, and write the pending database offsets just before the
+     * COMMIT, in the same transaction as the claims and effects.
      */
-    public <T> T guard(Map<String, Position> positions, Map<TopicPartition, Long> gaps, Supplier<T> body) {
-        current.set(new Batch(positions, gaps));
+    public TransactionProvider transactions(DataSource dataSource) {
+        TransactionProvider owned = TransactionProvider.owning(dataSource);
+        return new TransactionProvider() {
+            @Override
+            public TransactionHandle begin() throws SQLException {
+                TransactionHandle h = owned.begin();
+                Batch b = current.get();
+                if (b != null) {
+                    b.open.clear();
+                    b.connection = h.connection();
+                }
+                if (offsets != null) {
+                    offsets.clearPending();
+                }
+                return new Tracked(h);
+            }
+
+            @Override
+            public boolean joins() {
+                return false;
+            }
+        };
+    }
+
+    /** Runs {@code body} (a {@code processBatch} call) under {@code plan}. */
+    public <T> T guard(Plan plan, Supplier<T> body) {
+        current.set(new Batch(plan));
         try {
             return body.get();
         } finally {
@@ -77,23 +153,22 @@ public final class OrderGuard implements Handler, BatchHandler {
     @Override
     public void handle(Delivery delivery, Tx tx) throws Exception {
         Batch batch = current.get();
-        Position p = batch == null ? null : batch.positions.get(delivery.eventId());
-        if (p == null) {
+        List<Position> where = batch == null ? null : batch.plan.positions.get(delivery.eventId());
+        if (where == null) {
             handler.handle(delivery, tx);
             return;
         }
-        Long failed = batch.failedAt.get(p.partition());
-        if (failed != null && p.offset() > failed) {
-            throw new RetryableException("held back: " + p.partition() + " offset " + failed
-                    + " failed first; records of a partition are applied in offset order");
+        String why = blocker(batch, delivery.eventId(), Set.of());
+        if (why != null) {
+            throw refuse(batch, List.of(delivery.eventId()), why);
         }
         try {
             handler.handle(delivery, tx);
         } catch (Exception e) {
-            batch.failedAt.merge(p.partition(), p.offset(), Math::min);
+            batch.failedAt.merge(where.get(0).partition(), where.get(0).offset(), Math::min);
             throw e;
         }
-        applied(batch, p);
+        applied(batch, delivery.eventId());
     }
 
     @Override
@@ -103,54 +178,209 @@ public final class OrderGuard implements Handler, BatchHandler {
             batchHandler.handle(claimed, tx);
             return;
         }
+        Set<String> call = new HashSet<>();
         for (Delivery d : claimed) {
-            Position p = batch.positions.get(d.eventId());
-            Long failed = p == null ? null : batch.failedAt.get(p.partition());
-            if (failed != null && p.offset() > failed) {
-                throw new RetryableException("held back: " + p.partition() + " offset " + failed
-                        + " failed first; records of a partition are applied in offset order");
+            call.add(d.eventId());
+        }
+        List<String> refused = new ArrayList<>();
+        String why = null;
+        for (Delivery d : claimed) {
+            if (batch.plan.positions.containsKey(d.eventId())) {
+                String w = blocker(batch, d.eventId(), call);
+                if (w != null) {
+                    refused.add(d.eventId());
+                    why = why == null ? w : why;
+                }
             }
+        }
+        if (!refused.isEmpty()) {
+            throw refuse(batch, refused, why);
         }
         try {
             batchHandler.handle(claimed, tx);
         } catch (Exception e) {
-            Position alone =
-                    claimed.size() == 1 ? batch.positions.get(claimed.get(0).eventId()) : null;
+            List<Position> alone = claimed.size() == 1
+                    ? batch.plan.positions.get(claimed.get(0).eventId())
+                    : null;
             if (alone != null) {
-                batch.failedAt.merge(alone.partition(), alone.offset(), Math::min);
+                batch.failedAt.merge(alone.get(0).partition(), alone.get(0).offset(), Math::min);
             }
             throw e;
         }
         for (Delivery d : claimed) {
-            Position p = batch.positions.get(d.eventId());
-            if (p != null) {
-                applied(batch, p);
+            if (batch.plan.positions.containsKey(d.eventId())) {
+                applied(batch, d.eventId());
             }
         }
     }
 
-    /** Record {@code p} is applied in this thread's open transaction. */
-    private void applied(Batch batch, Position p) {
+    /**
+     * Why {@code id} may not be applied now, or null: a record before one of its positions is not
+     * settled, or it waits on a partition this call does not reach. {@code call} holds the ids
+     * applied together with it (a batch handler's call), settled with it or not at all.
+     */
+    private String blocker(Batch batch, String id, Set<String> call) throws SQLException {
+        Plan plan = batch.plan;
+        for (Position w : plan.waiting.getOrDefault(id, List.of())) {
+            NavigableMap<Long, String> rs = plan.records.get(w.partition());
+            if (rs == null || !rs.containsKey(w.offset())) {
+                return w.partition() + " has not reached it (offset " + w.offset() + ", behind a record that failed)";
+            }
+        }
+        Integer mine = plan.order.get(id);
+        List<String> unknown = new ArrayList<>();
+        Map<String, Position> at = new HashMap<>();
+        for (Position p : plan.positions.get(id)) {
+            Long failed = batch.failedAt.get(p.partition());
+            if (failed != null && failed < p.offset()) {
+                return p.partition() + " offset " + failed + " failed or was held back first";
+            }
+            NavigableMap<Long, String> rs = plan.records.get(p.partition());
+            for (Map.Entry<Long, String> e : rs.headMap(p.offset(), false).entrySet()) {
+                String before = e.getValue();
+                if (batch.settled.contains(before) || batch.open.contains(before) || call.contains(before)) {
+                    continue;
+                }
+                Integer its = plan.order.get(before);
+                if (mine != null && its != null && its > mine) {
+                    return p.partition() + " offset " + e.getKey() + " has not been tried yet";
+                }
+                unknown.add(before);
+                at.putIfAbsent(before, new Position(p.partition(), e.getKey()));
+            }
+        }
+        if (unknown.isEmpty()) {
+            return null;
+        }
+        Set<String> visible = claimed(batch.connection, unknown);
+        // Visible: committed, or claimed earlier in this transaction; either way settled with it.
+        batch.open.addAll(visible);
+        for (String u : unknown) {
+            if (!visible.contains(u)) {
+                Position p = at.get(u);
+                return p.partition() + " offset " + p.offset() + " is not settled (its claim is held by a"
+                        + " transaction that has not committed, or it failed)";
+            }
+        }
+        return null;
+    }
+
+    private HeldBackException refuse(Batch batch, List<String> ids, String why) {
+        for (String id : ids) {
+            // Every partition where it stands stops there: nothing after it goes ahead of it.
+            for (Position p : batch.plan.positions.get(id)) {
+                batch.failedAt.merge(p.partition(), p.offset(), Math::min);
+            }
+        }
+        return new HeldBackException("held back: " + why + "; records of a partition are applied in offset order");
+    }
+
+    private Set<String> claimed(Connection c, Collection<String> ids) throws SQLException {
+        Set<String> found = new HashSet<>();
+        // The transaction's own connection, not the handler's guarded one: this is no statement of the
+        // handler's, and an error here fails the delivery, which rolls the transaction back.
+        try (PreparedStatement ps =
+                c.prepareStatement(inbox.dialect().inboxClaimedAmong(inbox.tablePrefix(), ids.size()))) {
+            ps.setString(1, consumer); // 1: consumer
+            int i = 2;
+            for (String id : ids) {
+                ps.setString(i++, id); // 2..n+1: event ids
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(rs.getString(1));
+                }
+            }
+        }
+        return found;
+    }
+
+    /** Event {@code id} is applied in this thread's open transaction. */
+    private void applied(Batch batch, String id) {
+        batch.open.add(id);
+        Position p = batch.plan.positions.get(id).get(0);
         Long failed = batch.failedAt.get(p.partition());
         if (failed != null && failed == p.offset()) {
             batch.failedAt.remove(p.partition()); // the failed record went through on its second try
         }
-        Long gap = batch.gaps.get(p.partition());
+        Long gap = batch.plan.gaps.get(p.partition());
         if (offsets != null && (gap == null || p.offset() < gap)) {
-            // Everything before it in its partition is applied or a duplicate: an earlier failure
-            // holds this record back above, so its transaction would not commit.
+            // Everything before it in its partition is settled: the check above let it through.
             offsets.applied(p.partition(), p.offset() + 1);
         }
     }
 
     private static final class Batch {
-        final Map<String, Position> positions;
-        final Map<TopicPartition, Long> gaps;
+        final Plan plan;
         final Map<TopicPartition, Long> failedAt = new HashMap<>();
+        /** Ids applied (or found claimed) in the open transaction. */
+        final Set<String> open = new HashSet<>();
+        /** Ids whose claim a committed transaction holds. */
+        final Set<String> settled = new HashSet<>();
+        /** The open transaction's own connection. */
+        Connection connection;
 
-        Batch(Map<String, Position> positions, Map<TopicPartition, Long> gaps) {
-            this.positions = positions;
-            this.gaps = gaps;
+        Batch(Plan plan) {
+            this.plan = plan;
+        }
+    }
+
+    /** A transaction of the engine, as the guard and the database offsets follow it. */
+    private final class Tracked implements TransactionHandle {
+        private final TransactionHandle delegate;
+
+        Tracked(TransactionHandle delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public Connection connection() {
+            return delegate.connection();
+        }
+
+        @Override
+        public boolean joined() {
+            return false;
+        }
+
+        @Override
+        public void commit() throws SQLException {
+            if (offsets != null) {
+                offsets.writePending(delegate.connection());
+            }
+            delegate.commit();
+            Batch b = current.get();
+            if (b != null) {
+                b.settled.addAll(b.open);
+                b.open.clear();
+            }
+        }
+
+        @Override
+        public void rollback() throws SQLException {
+            ended();
+            delegate.rollback();
+        }
+
+        @Override
+        public void afterCompletion(CompletionCallback callback) {
+            delegate.afterCompletion(callback);
+        }
+
+        @Override
+        public void close() throws SQLException {
+            ended();
+            delegate.close();
+        }
+
+        private void ended() {
+            Batch b = current.get();
+            if (b != null) {
+                b.open.clear();
+            }
+            if (offsets != null) {
+                offsets.clearPending();
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.kafka.MissingEventIdPolicy;
 import dev.once.kafka.internal.BatchVerdicts.Entry;
+import dev.once.kafka.internal.OrderGuard.Plan;
 import dev.once.kafka.internal.OrderGuard.Position;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
@@ -16,7 +17,9 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -545,7 +548,10 @@ final class PollLoop implements Runnable {
     private BatchResult process(List<ConsumerRecord<byte[], byte[]>> records) {
         Map<TopicPartition, List<Entry>> byPartition = new LinkedHashMap<>();
         List<Entry> withId = new ArrayList<>(records.size());
-        Map<String, Position> positions = new HashMap<>();
+        // Each id's first position on each partition, the first occurrence first; its list index.
+        Map<String, List<Position>> positions = new HashMap<>();
+        Map<String, Integer> order = new HashMap<>();
+        Map<TopicPartition, NavigableMap<Long, String>> ids = new HashMap<>();
         // Under FAIL, a record without an id stops its partition: what follows it is not applied,
         // so no effect gets ahead of the record the runner stops at.
         Set<TopicPartition> stopped = new HashSet<>();
@@ -565,15 +571,22 @@ final class PollLoop implements Runnable {
             } else if (e.delivery == null && deadLetterMissing) {
                 gaps.putIfAbsent(tp, r.offset());
             } else if (e.delivery != null) {
+                String id = e.delivery.eventId();
+                order.putIfAbsent(id, withId.size());
                 withId.add(e);
-                positions.putIfAbsent(e.delivery.eventId(), new Position(tp, r.offset()));
+                ids.computeIfAbsent(tp, k -> new TreeMap<>()).put(r.offset(), id);
+                List<Position> at = positions.computeIfAbsent(id, k -> new ArrayList<>());
+                if (at.stream().noneMatch(p -> p.partition().equals(tp))) {
+                    at.add(new Position(tp, r.offset()));
+                }
             }
         }
+        Map<String, List<Position>> waiting = verdicts.waiting();
         if (!withId.isEmpty()) {
             List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
             // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
             // of its retry; the seek back below still replays from it and absorbs them as duplicates.
-            List<Outcome> outcomes = guarded(positions, gaps, deliveries);
+            List<Outcome> outcomes = guarded(new Plan(positions, order, ids, waiting, gaps), deliveries);
             for (int i = 0; i < withId.size(); i++) {
                 withId.get(i).outcome = outcomes.get(i);
             }
@@ -582,25 +595,25 @@ final class PollLoop implements Runnable {
                 byPartition,
                 this::deadLetter,
                 e -> guarded(
-                                Map.of(e.delivery.eventId(), new Position(e.partition, e.offset())),
-                                gaps,
+                                new Plan(
+                                        Map.of(e.delivery.eventId(), List.of(new Position(e.partition, e.offset()))),
+                                        Map.of(),
+                                        ids,
+                                        waiting,
+                                        gaps),
                                 List.of(e.delivery))
                         .get(0));
         return new BatchResult(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
     }
 
-    private List<Outcome> guarded(
-            Map<String, Position> positions, Map<TopicPartition, Long> gaps, List<Delivery> deliveries) {
+    private List<Outcome> guarded(Plan plan, List<Delivery> deliveries) {
         return settings.orderGuard() == null
                 ? settings.idempotentConsumer().processBatch(deliveries)
                 : settings.orderGuard()
-                        .guard(
-                                positions,
-                                gaps,
-                                () -> settings.idempotentConsumer().processBatch(deliveries));
+                        .guard(plan, () -> settings.idempotentConsumer().processBatch(deliveries));
     }
 
-    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, Position> positions) {
+    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, List<Position>> positions) {
         String id;
         try {
             id = settings.eventIdExtractor().eventId(r);
@@ -611,8 +624,8 @@ final class PollLoop implements Runnable {
             return new Entry(r, null, "the record carries no event id", false);
         }
         int attempt = verdicts.attempt(tp, r.offset());
-        Position first = positions.get(id);
-        boolean copy = first != null && !first.partition().equals(tp);
+        List<Position> seen = positions.get(id);
+        boolean copy = seen != null && !seen.get(0).partition().equals(tp);
         try {
             Delivery d = new Delivery(
                     id,

@@ -2,11 +2,13 @@ package dev.once.kafka.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import dev.once.tx.TransactionHandle;
+import dev.once.tx.TransactionProvider;
 import java.util.Map;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -25,14 +27,16 @@ class DatabaseOffsetsTest {
                 ? TestPostgres.shared().freshDatabase()
                 : TestMariaDb.shared().freshDatabase(2)) {
             DatabaseOffsets offsets = new DatabaseOffsets(db.dataSource(), "billing-group");
+            OrderGuard guard = new OrderGuard((Handler) (d, tx) -> {}, offsets);
+            TransactionProvider transactions = guard.transactions(db.dataSource());
             IdempotentConsumer engine = IdempotentConsumer.builder()
-                    .transactions(offsets.transactions())
+                    .transactions(transactions)
                     .consumer("billing")
-                    .handler((d, tx) -> {})
+                    .handler(guard)
                     .build();
-            offsets.bind(engine.inbox());
+            guard.bind(engine.inbox(), "billing");
 
-            try (TransactionHandle h = offsets.transactions().begin()) {
+            try (TransactionHandle h = transactions.begin()) {
                 offsets.applied(P0, 5);
                 offsets.applied(P0, 3); // an earlier record of the same partition: the highest wins
                 offsets.applied(P1, 9);
@@ -40,7 +44,7 @@ class DatabaseOffsetsTest {
             }
             assertThat(offsets.read()).isEqualTo(Map.of(P0, 5L, P1, 9L));
 
-            try (TransactionHandle h = offsets.transactions().begin()) {
+            try (TransactionHandle h = transactions.begin()) {
                 offsets.applied(P0, 8);
                 h.rollback();
             }
@@ -48,7 +52,7 @@ class DatabaseOffsetsTest {
                     .as("a rolled-back transaction moves no offset")
                     .containsEntry(P0, 5L);
 
-            try (TransactionHandle h = offsets.transactions().begin()) {
+            try (TransactionHandle h = transactions.begin()) {
                 offsets.applied(P0, 8);
                 h.commit();
             }

@@ -1,0 +1,87 @@
+package dev.once.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.once.RetryableException;
+import dev.once.kafka.KafkaLedger.Event;
+import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 25 ("found by reading"): the same event id on two partitions. The claim is per consumer
+ * and event id, so the event is applied once; it must not be applied on one partition while its
+ * copy on the other waits behind a record that failed there. Here {@code f} fails on partition 1
+ * with {@code x} after it; {@code x} then arrives on partition 0 too. It is held back until
+ * {@code f} goes through, then applied once, after {@code f}.
+ *
+ * <p>On the code before the fix, {@code x} was applied from partition 0 at once, while {@code f}
+ * was still failing: [x] in the ledger with {@code f} not yet applied.
+ */
+class SameEventOnTwoPartitionsTest {
+
+    @Test
+    void anEventHeldBackOnOnePartitionIsNotAppliedFromAnother() throws Exception {
+        TestKafka kafka = TestKafka.shared();
+        String topic = kafka.createTopic("twice", 2);
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("f", 1, 1), new Event("x", 1, 1)));
+
+        try (TestDatabase db = KafkaLedger.database()) {
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            AtomicBoolean failF = new AtomicBoolean(true);
+            AtomicInteger fFailures = new AtomicInteger();
+            try (KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
+                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, "twice-" + topic))
+                    .topics(topic)
+                    .dataSource(db.dataSource())
+                    .consumer("ledger")
+                    .handler((d, tx) -> {
+                        if (d.eventId().equals("f") && failF.get()) {
+                            fFailures.incrementAndGet();
+                            throw new RetryableException("downstream of f is down");
+                        }
+                        KafkaLedger.CREDIT.handle(d, tx);
+                    })
+                    .retryBackoff(Duration.ofMillis(100), Duration.ofMillis(300))
+                    .meterRegistry(meters)
+                    .build()
+                    .start()) {
+                await().atMost(Duration.ofSeconds(60)).until(() -> fFailures.get() >= 1);
+                KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("x", 1, 0)));
+                long polledAfter = Meters.count(meters, "once.kafka.records.polled");
+                int failuresAfter = fFailures.get();
+                // x on partition 0 was fetched and f failed again since.
+                await().atMost(Duration.ofSeconds(60))
+                        .until(() -> Meters.count(meters, "once.kafka.records.polled") > polledAfter
+                                && fFailures.get() >= failuresAfter + 3);
+                assertThat(appliedIds(db))
+                        .as("x is not applied from partition 0 while it waits behind f on partition 1")
+                        .isEmpty();
+
+                failF.set(false);
+                await().atMost(Duration.ofSeconds(60)).until(() -> KafkaLedger.distinctApplied(db) == 2);
+                await().atMost(Duration.ofSeconds(60)).until(() -> Meters.acknowledged(meters) >= 3);
+            }
+            assertThat(appliedIds(db)).as("f, then x, each once").containsExactly("f", "x");
+        }
+    }
+
+    private static List<String> appliedIds(TestDatabase db) throws Exception {
+        List<String> ids = new ArrayList<>();
+        try (Connection c = db.dataSource().getConnection();
+                var rs = c.createStatement().executeQuery("SELECT event_id FROM applied ORDER BY seq")) {
+            while (rs.next()) {
+                ids.add(rs.getString(1));
+            }
+        }
+        return ids;
+    }
+}
