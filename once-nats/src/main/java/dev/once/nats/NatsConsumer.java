@@ -266,7 +266,12 @@ public final class NatsConsumer implements AutoCloseable {
     private void redeliver(Message m, Outcome o) {
         int delivered = delivered(m);
         long limit = maxDeliver;
-        if (limit <= 0 || delivered < limit || o.status() != Outcome.Status.FAILED_RETRYABLE) {
+        if (o.status() != Outcome.Status.FAILED_RETRYABLE) {
+            // the claim's holder is still working: look again soon, this delivery failed nothing
+            m.nakWithDelay(retries.delay(1));
+            return;
+        }
+        if (limit <= 0 || delivered < limit) {
             m.nakWithDelay(retries.delay(delivered));
             return;
         }
