@@ -8,6 +8,7 @@ import dev.once.cli.internal.Durations;
 import dev.once.cli.internal.ExitCodes;
 import dev.once.cli.internal.Failure;
 import dev.once.cli.internal.KafkaHorizon;
+import dev.once.cli.internal.SqsHorizon;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -45,7 +46,8 @@ import picocli.CommandLine.Option;
         description = {
             "Check a database for the signs of duplicate processing.",
             "%nDuplicate business keys in a table of yours, inbox size and age against the retention, outbox backlog"
-                    + " and dead messages, and (with --kafka) the inbox retention against what Kafka can replay. Exit status "
+                    + " and dead messages, and (with --kafka or --sqs) the inbox retention against what the broker can"
+                    + " deliver again. Exit status "
                     + ExitCodes.FINDINGS
                     + " when duplicate business keys are found, "
                     + ExitCodes.USAGE + " for bad arguments, " + ExitCodes.FAILURE
@@ -87,6 +89,19 @@ final class DoctorCommand implements Callable<Integer> {
     List<String> topics;
 
     @Option(
+            names = "--sqs",
+            split = ",",
+            description = "URL(s) of the SQS queue(s) your consumers read: check that the inbox retention outlasts"
+                    + " MessageRetentionPeriod and, with a redrive policy, the dead-letter queue's retention plus a"
+                    + " redrive (region and credentials from the AWS SDK's default chain)")
+    List<String> sqs;
+
+    @Option(
+            names = "--sqs-endpoint",
+            description = "the SQS endpoint, for an SQS-compatible service (LocalStack, ElasticMQ); default: AWS's")
+    String sqsEndpoint;
+
+    @Option(
             names = "--prefix",
             defaultValue = TablePrefix.DEFAULT,
             description = "once table name prefix (default: ${DEFAULT-VALUE})")
@@ -106,6 +121,9 @@ final class DoctorCommand implements Callable<Integer> {
             throw Failure.usage(
                     "--kafka and --topic go together: give both (e.g. --kafka localhost:9092 --topic orders)"
                             + " or neither");
+        }
+        if (sqsEndpoint != null && (sqs == null || sqs.isEmpty())) {
+            throw Failure.usage("--sqs-endpoint needs --sqs with the queue URL(s) to check");
         }
         String p = SchemaCommand.prefix(prefix);
         PrintWriter out = spec.commandLine().getOut();
@@ -141,6 +159,10 @@ final class DoctorCommand implements Callable<Integer> {
         if (kafka != null) {
             out.println();
             kafkaHorizon(out);
+        }
+        if (sqs != null && !sqs.isEmpty()) {
+            out.println();
+            sqsHorizon(out);
         }
         out.println();
         out.println(
@@ -275,6 +297,22 @@ final class DoctorCommand implements Callable<Integer> {
         }
         String head = "kafka redelivery horizon  ";
         for (KafkaHorizon.Finding f : findings) {
+            out.println(head + (f.ok() ? "OK    " : "WARN  ") + f.text());
+            head = "                          ";
+        }
+    }
+
+    private void sqsHorizon(PrintWriter out) {
+        List<SqsHorizon.Finding> findings;
+        try {
+            findings = SqsHorizon.check(sqsEndpoint, sqs, retention);
+        } catch (RuntimeException e) {
+            out.println("sqs redelivery horizon    WARN  cannot read the attributes of " + String.join(", ", sqs) + ": "
+                    + e);
+            return;
+        }
+        String head = "sqs redelivery horizon    ";
+        for (SqsHorizon.Finding f : findings) {
             out.println(head + (f.ok() ? "OK    " : "WARN  ") + f.text());
             head = "                          ";
         }

@@ -8,12 +8,19 @@ import dev.once.jdbc.Dialects;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /** {@code once schema|doctor|prune} against a real PostgreSQL, each test in a schema of its own. */
 class CommandsTest {
@@ -155,7 +162,7 @@ class CommandsTest {
         dev.once.testkit.kafka.TestKafka kafka = dev.once.testkit.kafka.TestKafka.shared();
         String weekly = kafka.createTopic("doctor-weekly", 1); // the broker default: 7 days
         String daily = "doctor-daily-" + System.nanoTime();
-        kafka.createTopic(daily, 1, java.util.Map.of("retention.ms", Long.toString(86_400_000L)));
+        kafka.createTopic(daily, 1, Map.of("retention.ms", Long.toString(86_400_000L)));
 
         Cli r = Cli.run(
                 "doctor",
@@ -181,6 +188,76 @@ class CommandsTest {
         assertThat(Cli.run("doctor", "--url", url, "--kafka", kafka.bootstrapServers())
                         .err())
                 .contains("--kafka and --topic go together");
+    }
+
+    @Test
+    void doctorWarnsWhenSqsCanRedeliverAMessageLaterThanTheInboxRetention() {
+        SQSRestServer server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                .withDynamicPort()
+                .start();
+        String endpoint =
+                "http://127.0.0.1:" + server.waitUntilStarted().localAddress().getPort();
+        // the AWS SDK's default chain, as the command uses it; any credentials do for ElasticMQ
+        Map<String, String> props =
+                Map.of("aws.region", "us-east-1", "aws.accessKeyId", "x", "aws.secretAccessKey", "x");
+        props.forEach(System::setProperty);
+        try (SqsClient sqs =
+                SqsClient.builder().endpointOverride(URI.create(endpoint)).build()) {
+            String plain = queue(sqs, "plain", "345600", null); // SQS's default: 4 days
+            String dlq = queue(sqs, "orders-dlq", "1209600", null); // 14 days, as AWS advises for a DLQ
+            String dlqArn = sqs.getQueueAttributes(r -> r.queueUrl(dlq).attributeNames(QueueAttributeName.QUEUE_ARN))
+                    .attributes()
+                    .get(QueueAttributeName.QUEUE_ARN);
+            String orders = queue(
+                    sqs, "orders", "345600", "{\"deadLetterTargetArn\":\"" + dlqArn + "\",\"maxReceiveCount\":\"5\"}");
+
+            Cli r = Cli.run("doctor", "--url", url, "--sqs", plain + "," + orders, "--sqs-endpoint", endpoint);
+
+            // ElasticMQ keeps messages until deleted and reports no MessageRetentionPeriod: SQS's 14 d
+            // maximum is assumed (SqsHorizonTest checks the arithmetic with AWS's own figures)
+            assertThat(r.exitCode()).as(r.toString()).isZero();
+            assertThat(r.out())
+                    .as(r.toString())
+                    .contains("sqs redelivery horizon    WARN  queue plain keeps messages 14d (assumed, SQS's maximum:"
+                            + " the endpoint reports no MessageRetentionPeriod), no redrive policy: not less than the"
+                            + " inbox retention of 7d")
+                    .contains("WARN  queue orders keeps messages 14d (assumed")
+                    .contains("its dead-letter queue orders-dlq 14d (assumed")
+                    .contains("(maxReceiveCount 5)")
+                    .contains("can be delivered up to 28d after it was sent, not less than the inbox retention of 7d")
+                    .contains("make the inbox retention (InboxPruner, --retention) longer than 28d");
+            Cli longer = Cli.run(
+                    "doctor",
+                    "--url",
+                    url,
+                    "--retention",
+                    "29d",
+                    "--sqs",
+                    plain + "," + orders,
+                    "--sqs-endpoint",
+                    endpoint);
+            assertThat(longer.out())
+                    .as(longer.toString())
+                    .contains("OK    queue plain keeps messages 14d")
+                    .contains("OK    queue orders keeps messages 14d")
+                    .contains("less than the inbox retention of 29d")
+                    .doesNotContain("WARN");
+            assertThat(Cli.run("doctor", "--url", url, "--sqs-endpoint", endpoint)
+                            .err())
+                    .contains("--sqs-endpoint needs --sqs");
+        } finally {
+            props.keySet().forEach(System::clearProperty);
+            server.stopAndWait();
+        }
+    }
+
+    private static String queue(SqsClient sqs, String name, String retentionSeconds, String redrive) {
+        Map<QueueAttributeName, String> a = new HashMap<>();
+        a.put(QueueAttributeName.MESSAGE_RETENTION_PERIOD, retentionSeconds);
+        if (redrive != null) {
+            a.put(QueueAttributeName.REDRIVE_POLICY, redrive);
+        }
+        return sqs.createQueue(r -> r.queueName(name).attributes(a)).queueUrl();
     }
 
     @Test

@@ -13,11 +13,13 @@ import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
+import io.nats.client.JetStreamManagement;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
 import io.nats.client.PullSubscribeOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
+import io.nats.client.api.ConsumerInfo;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
@@ -38,16 +40,25 @@ import org.slf4j.LoggerFactory;
  * after the commit {@code ack} the applied and duplicate messages. While a batch is still
  * working, a heartbeat sends {@code inProgress()} for each of its messages, so long work does not
  * outlive the ack wait; a redelivery that happens anyway (ack wait expired, crash before the ack)
- * is absorbed by the inbox as a duplicate. Retryable failures are {@code nak}ed with a delay,
- * permanent ones {@code term}inated (JetStream stops delivering them). With a
+ * is absorbed by the inbox as a duplicate. Retryable failures are {@code nak}ed with the delay of
+ * one {@link RetryPolicy} ({@link Builder#retries}, default {@link #DEFAULT_RETRIES}) for the
+ * message's delivery count, permanent ones {@code term}inated (JetStream stops delivering them). With a
  * {@linkplain Builder#deadLetterSubject dead-letter subject} a permanent failure is first published
  * there (its payload, its headers, and {@value #DEAD_LETTER_REASON}, {@value #DEAD_LETTER_STREAM},
  * {@value #DEAD_LETTER_SUBJECT}, {@value #DEAD_LETTER_SEQUENCE}, {@value #DEAD_LETTER_CONSUMER}) and
  * terminated only once JetStream acknowledged the dead letter; without one it is terminated with a
  * log line only, and gone.
  *
+ * <p>JetStream's {@code max_deliver} is respected: a durable that has one keeps it, and
+ * {@link Builder#deadLetterAfterRetries()} sets it to the policy's retries + 1. At that limit the
+ * server stops delivering a message and only publishes an advisory, so the last delivery of a
+ * message that still fails retryably is dead-lettered by this consumer (without a dead-letter
+ * subject it is logged and left to the server, which drops it). Without a limit a retryable failure
+ * is tried until it succeeds, past the policy's last retry at its longest delay.
+ *
  * <p>On {@link #start()} the durable pull consumer is created, or updated to this configuration
- * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject). The
+ * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject; other
+ * settings of an existing durable, such as {@code max_deliver} and {@code backoff}, are kept). The
  * event id is read from the header {@value OutboxMessage#EVENT_ID_HEADER} (configurable),
  * falling back to {@code Nats-Msg-Id}; JetStream's delivery count is reported as the attempt.
  * Any number of {@code NatsConsumer}s may share one durable (competing consumers).
@@ -67,8 +78,16 @@ public final class NatsConsumer implements AutoCloseable {
     public static final Duration DEFAULT_FETCH_WAIT = Duration.ofSeconds(1);
     /** How long JetStream waits for an ack before it redelivers. */
     public static final Duration DEFAULT_ACK_WAIT = Duration.ofSeconds(30);
-    /** Delay before a retryable failure is redelivered. */
-    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
+    /**
+     * Spacing of retryable failures: 1 s doubling to 1 min, equal jitter, 10 retries (with
+     * {@link Builder#deadLetterAfterRetries()}: {@code max_deliver} 11, about five minutes).
+     */
+    public static final RetryPolicy DEFAULT_RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofSeconds(1))
+            .maxDelay(Duration.ofMinutes(1))
+            .jitter(RetryPolicy.Jitter.EQUAL)
+            .maxRetries(10)
+            .build();
     /** Dead-letter header: why the message failed permanently. */
     public static final String DEAD_LETTER_REASON = "once-dead-letter-reason";
     /** Dead-letter header: the stream the message came from. */
@@ -81,6 +100,9 @@ public final class NatsConsumer implements AutoCloseable {
     public static final String DEAD_LETTER_CONSUMER = "once-dead-letter-consumer";
     /** Header read before {@code Nats-Msg-Id}. */
     public static final String NATS_MSG_ID = "Nats-Msg-Id";
+
+    /** JetStream's API error code for a consumer that does not exist. */
+    private static final int CONSUMER_NOT_FOUND = 10014;
 
     private static final Logger log = LoggerFactory.getLogger(NatsConsumer.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
@@ -97,13 +119,17 @@ public final class NatsConsumer implements AutoCloseable {
     private final int batchSize;
     private final Duration fetchWait;
     private final Duration ackWait;
-    private final Duration retryDelay;
+    private final RetryPolicy retries;
+    private final boolean deadLetterAfterRetries;
     private final boolean heartbeat;
     private final String eventIdHeader;
     private final String deadLetterSubject;
     private final AdapterDriver<Message> driver;
     private final Thread fetcher;
     private volatile JetStreamSubscription subscription;
+    /** The durable's {@code max_deliver} as the server holds it after {@link #start()}; 0 or less: none. */
+    private volatile long maxDeliver;
+
     private volatile boolean running;
 
     private NatsConsumer(Builder b) {
@@ -116,7 +142,8 @@ public final class NatsConsumer implements AutoCloseable {
         this.batchSize = b.batchSize;
         this.fetchWait = b.fetchWait;
         this.ackWait = b.ackWait;
-        this.retryDelay = b.retryDelay;
+        this.retries = b.retries;
+        this.deadLetterAfterRetries = b.deadLetterAfterRetries;
         this.heartbeat = b.heartbeat;
         this.eventIdHeader = b.eventIdHeader;
         this.deadLetterSubject = b.deadLetterSubject;
@@ -146,14 +173,29 @@ public final class NatsConsumer implements AutoCloseable {
         if (running) {
             throw new IllegalStateException("NatsConsumer " + durable + " on " + stream + " is already started");
         }
-        ConsumerConfiguration.Builder config = ConsumerConfiguration.builder()
+        JetStreamManagement jsm = connection.jetStreamManagement();
+        ConsumerConfiguration existing = null;
+        try {
+            existing = jsm.getConsumerInfo(stream, durable).getConsumerConfiguration();
+        } catch (JetStreamApiException e) {
+            if (e.getApiErrorCode() != CONSUMER_NOT_FOUND) {
+                throw e;
+            }
+        }
+        // Build on the durable's own settings: an update without max_deliver would reset the limit
+        // the user set to unlimited.
+        ConsumerConfiguration.Builder config = ConsumerConfiguration.builder(existing)
                 .durable(durable)
                 .ackPolicy(AckPolicy.Explicit)
                 .ackWait(ackWait);
         if (filterSubject != null) {
             config.filterSubject(filterSubject);
         }
-        connection.jetStreamManagement().addOrUpdateConsumer(stream, config.build());
+        if (deadLetterAfterRetries) {
+            config.maxDeliver(retries.maxRetries() + 1L);
+        }
+        ConsumerInfo info = jsm.addOrUpdateConsumer(stream, config.build());
+        maxDeliver = info.getConsumerConfiguration().getMaxDeliver();
         subscription = connection.jetStream().subscribe(null, PullSubscribeOptions.bind(stream, durable));
         running = true;
         fetcher.start();
@@ -200,10 +242,10 @@ public final class NatsConsumer implements AutoCloseable {
                     } else if (deadLetter(m, o)) {
                         m.term();
                     } else {
-                        m.nakWithDelay(retryDelay);
+                        m.nakWithDelay(retries.delay(delivered(m)));
                     }
                 }
-                case REDELIVER -> m.nakWithDelay(retryDelay);
+                case REDELIVER -> redeliver(m, o);
             }
         } catch (RuntimeException e) {
             // the connection is gone: JetStream redelivers after the ack wait and the inbox absorbs it
@@ -214,6 +256,54 @@ public final class NatsConsumer implements AutoCloseable {
                     durable,
                     e.toString());
         }
+    }
+
+    /**
+     * A retryable failure is {@code nak}ed with the policy's delay, except on the last delivery
+     * {@code max_deliver} allows: JetStream would drop it then, so it is dead-lettered. A message
+     * whose claim another delivery holds ({@code IN_PROGRESS}) is left to that delivery.
+     */
+    private void redeliver(Message m, Outcome o) {
+        int delivered = delivered(m);
+        long limit = maxDeliver;
+        if (o.status() != Outcome.Status.FAILED_RETRYABLE) {
+            // the claim's holder is still working: look again soon, this delivery failed nothing
+            m.nakWithDelay(retries.delay(1));
+            return;
+        }
+        if (limit <= 0 || delivered < limit) {
+            m.nakWithDelay(retries.delay(delivered));
+            return;
+        }
+        if (deadLetterSubject == null) {
+            log.warn(
+                    "message {} on {}/{} still failed on delivery {} of max_deliver {} and is dropped by JetStream"
+                            + " (no dead-letter subject; the server publishes a MAX_DELIVERIES advisory): {}",
+                    o.eventId(),
+                    stream,
+                    durable,
+                    delivered,
+                    limit,
+                    String.valueOf(o.failure()));
+            m.nak();
+        } else if (deadLetter(m, o)) {
+            m.term();
+        } else {
+            log.error(
+                    "message {} on {}/{} reached max_deliver {} and could not be dead-lettered: JetStream will not"
+                            + " deliver it again; it stays in stream {} at sequence {}",
+                    o.eventId(),
+                    stream,
+                    durable,
+                    limit,
+                    stream,
+                    m.metaData().streamSequence());
+            m.nak();
+        }
+    }
+
+    private static int delivered(Message m) {
+        return (int) Math.min(Integer.MAX_VALUE, Math.max(1, m.metaData().deliveredCount()));
     }
 
     /**
@@ -239,17 +329,16 @@ public final class NatsConsumer implements AutoCloseable {
                             .build());
         } catch (IOException | JetStreamApiException | RuntimeException e) {
             log.warn(
-                    "could not dead-letter {} on {}/{} to {}; it is tried again after {}: {}",
+                    "could not dead-letter {} on {}/{} to {}: {}",
                     o.eventId(),
                     stream,
                     durable,
                     deadLetterSubject,
-                    retryDelay,
                     e.toString());
             return false;
         }
         log.warn(
-                "message {} on {}/{} failed permanently, was dead-lettered to {} and is terminated: {}",
+                "message {} on {}/{} failed, was dead-lettered to {} and is terminated: {}",
                 o.eventId(),
                 stream,
                 durable,
@@ -290,7 +379,7 @@ public final class NatsConsumer implements AutoCloseable {
                     + " has neither a '" + eventIdHeader + "' nor a '" + NATS_MSG_ID + "' header with the producer's"
                     + " event id; publish with NatsPublisher or set one of them");
         }
-        int attempt = (int) Math.min(Integer.MAX_VALUE, Math.max(1, m.metaData().deliveredCount()));
+        int attempt = delivered(m);
         return Delivery.builder(eventId)
                 .payload(m.getData())
                 .headers(headers)
@@ -345,7 +434,8 @@ public final class NatsConsumer implements AutoCloseable {
         private int batchSize = DEFAULT_BATCH_SIZE;
         private Duration fetchWait = DEFAULT_FETCH_WAIT;
         private Duration ackWait = DEFAULT_ACK_WAIT;
-        private Duration retryDelay = DEFAULT_RETRY_DELAY;
+        private RetryPolicy retries = DEFAULT_RETRIES;
+        private boolean deadLetterAfterRetries;
         private boolean heartbeat = true;
         private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
         private String deadLetterSubject;
@@ -417,9 +507,23 @@ public final class NatsConsumer implements AutoCloseable {
             return this;
         }
 
-        /** Delay of the {@code nak} for a retryable failure; default 1 s. */
-        public Builder retryDelay(Duration retryDelay) {
-            this.retryDelay = positive("retryDelay", retryDelay);
+        /**
+         * Spacing of retryable failures: the {@code nak} of the n-th delivery waits
+         * {@code policy.delay(n)}; default {@link #DEFAULT_RETRIES}. Its {@code maxRetries} bounds
+         * the tries only with {@link #deadLetterAfterRetries()}.
+         */
+        public Builder retries(RetryPolicy policy) {
+            this.retries = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * Sets the durable's {@code max_deliver} to the policy's retries + 1, so the last try of a
+         * message that keeps failing retryably is dead-lettered; needs a
+         * {@link #deadLetterSubject}. Default off: the durable's own {@code max_deliver}, if any, is kept.
+         */
+        public Builder deadLetterAfterRetries() {
+            this.deadLetterAfterRetries = true;
             return this;
         }
 
@@ -455,6 +559,10 @@ public final class NatsConsumer implements AutoCloseable {
                 throw new InvalidConfigurationException("connection, stream, durable and consumer are required, but "
                         + (connection == null ? "connection " : "") + (stream == null ? "stream " : "")
                         + (durable == null ? "durable " : "") + (consumer == null ? "consumer " : "") + "was not set");
+            }
+            if (deadLetterAfterRetries && deadLetterSubject == null) {
+                throw new InvalidConfigurationException("deadLetterAfterRetries needs a deadLetterSubject: without"
+                        + " one JetStream drops a message at max_deliver");
             }
             if (fetchWait.compareTo(ackWait) >= 0) {
                 // a fetch that outlives the ack wait gets the same message handed out twice

@@ -8,6 +8,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.PermanentFailureException;
+import dev.once.RetryPolicy;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.nats.client.Connection;
@@ -91,7 +92,10 @@ class NatsDeadLetterTest {
         new NatsPublisher(nats).publish(TestNats.message(stream, "evt-1", null, "poison"));
         try (NatsConsumer c = consumer()
                 .deadLetterSubject(stream + "-dlq")
-                .retryDelay(Duration.ofMillis(200))
+                .retries(RetryPolicy.builder()
+                        .initialDelay(Duration.ofMillis(200))
+                        .maxDelay(Duration.ofMillis(200))
+                        .build())
                 .build()
                 .start()) {
             await().pollDelay(Duration.ofSeconds(2))
