@@ -44,6 +44,15 @@ public final class GuardedConnection implements Connection {
     private final boolean mysqlLexing;
     private final ClaimWatch watch;
     private String misuse;
+    // The first leading word of check()'s SQL that the watch acts on; one receiver per connection, not a
+    // capturing lambda and an array per statement (issue 21: the check runs on every handler statement).
+    private String firstWord;
+    private final TransactionSql.Leading leading = w -> {
+        if (firstWord == null
+                && (w.equals("SAVEPOINT") || w.equals("ROLLBACK") || w.equals("CALL") || w.equals("EXECUTE"))) {
+            firstWord = w;
+        }
+    };
 
     /**
      * @param watch the claim transaction's watch: told of savepoints, of the SQL exceptions the handler
@@ -68,17 +77,12 @@ public final class GuardedConnection implements Connection {
 
     /** Refuses SQL that would end or reshape the claim transaction. */
     void check(String sql) throws SQLException {
-        String[] first = new String[1];
-        String refused = TransactionSql.refusal(sql, mysqlLexing, w -> {
-            if (first[0] == null
-                    && (w.equals("SAVEPOINT") || w.equals("ROLLBACK") || w.equals("CALL") || w.equals("EXECUTE"))) {
-                first[0] = w;
-            }
-        });
+        firstWord = null;
+        String refused = TransactionSql.refusal(sql, mysqlLexing, leading);
         if (refused != null) {
             throw refuse(refused + " issued as SQL", refused);
         }
-        watch.sql(sql, first[0]);
+        watch.sql(sql, firstWord);
     }
 
     private HandlerMisuseException refuse(String what, String name) {
