@@ -73,6 +73,8 @@ class TransactionSqlTest {
                 "Rollback To a",
                 "commitx", // a word that starts with a keyword is not that keyword
                 "ENDING",
+                "commi", // nor one that a keyword starts with
+                "ROLL x",
                 ""
             })
     void otherSqlPassesOnPostgres(String sql) {
