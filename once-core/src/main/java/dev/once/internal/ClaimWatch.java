@@ -21,10 +21,19 @@ public final class ClaimWatch {
     private String suspicion;
     private SQLException ended;
 
-    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String prefix) {
+    /**
+     * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
+     *     per consumer, not per claim transaction (issue 21: it was a string built per event)
+     */
+    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String inboxTable) {
         this.outbox = outbox;
         this.dialect = dialect;
-        this.inboxTable = (prefix + "inbox").toLowerCase(Locale.ROOT);
+        this.inboxTable = inboxTable;
+    }
+
+    /** The name {@link #ClaimWatch} looks for in the handler's SQL: the inbox table under {@code prefix}, lower case. */
+    public static String inboxTable(String prefix) {
+        return (prefix + "inbox").toLowerCase(Locale.ROOT);
     }
 
     public OutboxBuffer outbox() {

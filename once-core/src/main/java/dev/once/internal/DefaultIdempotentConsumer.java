@@ -70,6 +70,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final OutboxHeaders outboxHeaders;
     // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
     private final OutboxRepository outboxRepository;
+    // What ClaimWatch looks for in a handler's SQL, lower-cased once rather than per claim transaction.
+    private final String inboxTable;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
 
@@ -103,6 +105,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.mismatchPolicy = mismatchPolicy;
         this.outboxHeaders = outboxHeaders;
         this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
+        this.inboxTable = ClaimWatch.inboxTable(inbox.tablePrefix());
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
     }
 
@@ -550,8 +553,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
     private ClaimWatch watch(Connection c) {
-        return new ClaimWatch(
-                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inbox.tablePrefix());
+        return new ClaimWatch(new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inboxTable);
     }
 
     private static HandlerMisuseException refused(String call) {

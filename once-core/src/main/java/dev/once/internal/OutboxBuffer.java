@@ -86,8 +86,10 @@ public final class OutboxBuffer implements SavepointListener {
     // in the database. A row stays in memory after it is written while a live savepoint was set
     // before it was written: a rollback to that savepoint undoes the write, and the row (if it was
     // added before the savepoint) must be written again.
-    private final List<Mark> live = new ArrayList<>(0);
-    private final Map<Object, Mark> marks = new IdentityHashMap<>(0);
+    // Created by the first savepoint: most claim transactions set none, and the engine makes a
+    // buffer per transaction (issue 21: an empty IdentityHashMap still allocates its table).
+    private List<Mark> live;
+    private Map<Object, Mark> marks;
     private int base;
     private int written;
 
@@ -122,6 +124,10 @@ public final class OutboxBuffer implements SavepointListener {
     @Override
     public void savepoint(Object savepoint) {
         Mark m = new Mark(base + rows.size(), written);
+        if (live == null) {
+            live = new ArrayList<>(2);
+            marks = new IdentityHashMap<>(2);
+        }
         live.add(m);
         marks.put(savepoint, m);
     }
@@ -134,10 +140,12 @@ public final class OutboxBuffer implements SavepointListener {
      */
     @Override
     public void rollbackToSavepoint(Object savepoint) {
-        Mark m = marks.get(savepoint);
+        Mark m = marks == null ? null : marks.get(savepoint);
         if (m == null || !live.contains(m)) {
             m = new Mark(0, 0);
-            live.clear();
+            if (live != null) {
+                live.clear();
+            }
         } else {
             live.subList(live.indexOf(m) + 1, live.size()).clear();
         }
@@ -154,7 +162,7 @@ public final class OutboxBuffer implements SavepointListener {
 
     @Override
     public void releaseSavepoint(Object savepoint) {
-        Mark m = marks.remove(savepoint);
+        Mark m = marks == null ? null : marks.remove(savepoint);
         if (m != null && live.contains(m)) {
             live.subList(live.indexOf(m), live.size()).clear();
             trim();
@@ -164,8 +172,10 @@ public final class OutboxBuffer implements SavepointListener {
     // Drops written rows no live savepoint can bring back.
     private void trim() {
         int keep = written;
-        for (Mark m : live) {
-            keep = Math.min(keep, m.written());
+        if (live != null) {
+            for (Mark m : live) {
+                keep = Math.min(keep, m.written());
+            }
         }
         if (keep > base) {
             rows.subList(0, keep - base).clear();

@@ -30,10 +30,14 @@ final class TransactionSql {
         return refusal(sql, mysqlLexing, null);
     }
 
-    /** Receives the first word (upper case) of each statement that may run. */
+    /** Receives the first word of each statement that may run. */
     @FunctionalInterface
     interface Leading {
-        void word(String upper);
+        /**
+         * @param keyword the word upper case when it is one the lexer compares (every transaction-control
+         *     word, {@code SAVEPOINT}, {@code CALL}, {@code EXECUTE}, ...), else the empty string
+         */
+        void word(String keyword);
     }
 
     /** As {@link #refusal(String, boolean)}, telling {@code leading} the first word of every statement that may run. */
@@ -56,32 +60,35 @@ final class TransactionSql {
     }
 
     private static String refusedAt(String sql, int at, boolean mysql, Leading leading) {
-        Word w1 = word(sql, at);
-        if (w1 == null) {
+        int end1 = wordEnd(sql, at);
+        if (end1 == at) {
             return null;
         }
+        String w1 = keyword(sql, at, end1);
         if (leading != null) {
-            leading.word(w1.upper);
+            leading.word(w1);
         }
-        if (mysql && commitsImplicitly(sql, w1)) {
-            return w1.upper + " (it commits implicitly on MariaDB)";
+        if (mysql && commitsImplicitly(sql, w1, end1)) {
+            return w1 + " (it commits implicitly on MariaDB)";
         }
-        switch (w1.upper) {
+        switch (w1) {
             case "COMMIT", "END", "ABORT", "XA", "BEGIN":
-                return w1.upper;
+                return w1;
             case "ROLLBACK": {
-                Word w2 = word(sql, skip(sql, w1.end));
-                if (w2 != null && (w2.upper.equals("WORK") || w2.upper.equals("TRANSACTION"))) {
-                    w2 = word(sql, skip(sql, w2.end));
+                int at2 = skip(sql, end1);
+                int end2 = wordEnd(sql, at2);
+                String w2 = keyword(sql, at2, end2);
+                if (w2.equals("WORK") || w2.equals("TRANSACTION")) {
+                    at2 = skip(sql, end2);
+                    end2 = wordEnd(sql, at2);
+                    w2 = keyword(sql, at2, end2);
                 }
-                return w2 != null && w2.upper.equals("TO") ? null : "ROLLBACK";
+                return w2.equals("TO") ? null : "ROLLBACK";
             }
-            case "START", "PREPARE": {
-                Word w2 = word(sql, skip(sql, w1.end));
-                return w2 != null && w2.upper.equals("TRANSACTION") ? w1.upper + " TRANSACTION" : null;
-            }
+            case "START", "PREPARE":
+                return nextKeyword(sql, end1).equals("TRANSACTION") ? w1 + " TRANSACTION" : null;
             case "SET":
-                return refusedSet(sql, skip(sql, w1.end));
+                return refusedSet(sql, skip(sql, end1));
             default:
                 return null;
         }
@@ -89,8 +96,8 @@ final class TransactionSql {
 
     // MariaDB ends the open transaction before DDL, table locks and administrative statements.
     // Temporary tables are the exception (CREATE/DROP TEMPORARY TABLE do not commit).
-    private static boolean commitsImplicitly(String sql, Word w1) {
-        switch (w1.upper) {
+    private static boolean commitsImplicitly(String sql, String w1, int end1) {
+        switch (w1) {
             case "ALTER",
                     "RENAME",
                     "TRUNCATE",
@@ -107,14 +114,10 @@ final class TransactionSql {
                     "LOCK",
                     "UNLOCK":
                 return true;
-            case "CREATE", "DROP": {
-                Word w2 = word(sql, skip(sql, w1.end));
-                return w2 == null || !w2.upper.equals("TEMPORARY");
-            }
-            case "LOAD": {
-                Word w2 = word(sql, skip(sql, w1.end));
-                return w2 != null && w2.upper.equals("INDEX");
-            }
+            case "CREATE", "DROP":
+                return !nextKeyword(sql, end1).equals("TEMPORARY");
+            case "LOAD":
+                return nextKeyword(sql, end1).equals("INDEX");
             default:
                 return false;
         }
@@ -125,35 +128,80 @@ final class TransactionSql {
         if (sql.startsWith("@@", at)) {
             at += 2;
         }
-        Word w = word(sql, at);
-        if (w == null) {
+        int end = wordEnd(sql, at);
+        if (end == at) {
             return null;
         }
-        if (w.upper.equals("SESSION") || w.upper.equals("LOCAL") || w.upper.equals("GLOBAL")) {
-            int next = w.end < sql.length() && sql.charAt(w.end) == '.' ? w.end + 1 : skip(sql, w.end);
+        String w = keyword(sql, at, end);
+        if (w.equals("SESSION") || w.equals("LOCAL") || w.equals("GLOBAL")) {
+            int next = end < sql.length() && sql.charAt(end) == '.' ? end + 1 : skip(sql, end);
             if (sql.startsWith("@@", next)) {
                 next += 2;
             }
-            Word scoped = word(sql, next);
-            if (scoped == null) {
+            int scopedEnd = wordEnd(sql, next);
+            if (scopedEnd == next) {
                 return null;
             }
-            w = scoped;
+            w = keyword(sql, next, scopedEnd);
         }
-        if (w.upper.equals("TRANSACTION")) {
+        if (w.equals("TRANSACTION")) {
             return "SET TRANSACTION";
         }
-        return w.upper.equals("AUTOCOMMIT") ? "SET AUTOCOMMIT" : null;
+        return w.equals("AUTOCOMMIT") ? "SET AUTOCOMMIT" : null;
     }
 
-    private record Word(String upper, int end) {}
+    // Every word the rules above compare, so that a word of the SQL is matched against them in place
+    // rather than copied and upper-cased: the lexer runs on every statement a handler prepares, and
+    // allocated a substring and a record per word (issue 21).
+    private static final String[] KEYWORDS = {
+        "ABORT", "ALTER", "ANALYZE", "AUTOCOMMIT", "BEGIN", "CACHE", "CALL", "COMMIT", "CREATE", "DROP",
+        "END", "EXECUTE", "FLUSH", "GLOBAL", "GRANT", "INDEX", "INSTALL", "LOAD", "LOCAL", "LOCK",
+        "OPTIMIZE", "PREPARE", "RENAME", "REPAIR", "RESET", "REVOKE", "ROLLBACK", "SAVEPOINT", "SESSION", "SET",
+        "START", "TEMPORARY", "TO", "TRANSACTION", "TRUNCATE", "UNINSTALL", "UNLOCK", "WORK", "XA"
+    };
 
-    private static Word word(String sql, int at) {
+    /** What {@link #keyword} returns for a word that is none of {@link #KEYWORDS} (or for no word). */
+    private static final String OTHER = "";
+
+    /** The end of the word (letters and underscores) starting at {@code at}; {@code at} when there is none. */
+    private static int wordEnd(String sql, int at) {
         int end = at;
         while (end < sql.length() && (Character.isLetter(sql.charAt(end)) || sql.charAt(end) == '_')) {
             end++;
         }
-        return end == at ? null : new Word(sql.substring(at, end).toUpperCase(Locale.ROOT), end);
+        return end;
+    }
+
+    /**
+     * The word {@code sql[at, end)} upper case if it is one of {@link #KEYWORDS} (that constant), else
+     * {@link #OTHER}. The same answer as upper-casing the word with {@code Locale.ROOT} and looking it up.
+     */
+    private static String keyword(String sql, int at, int end) {
+        int n = end - at;
+        for (int i = at; i < end; i++) {
+            if (sql.charAt(i) >= 0x80) {
+                // Outside ASCII, upper case may change the length (ß -> SS): do exactly what it did.
+                String upper = sql.substring(at, end).toUpperCase(Locale.ROOT);
+                for (String k : KEYWORDS) {
+                    if (k.equals(upper)) {
+                        return k;
+                    }
+                }
+                return OTHER;
+            }
+        }
+        for (String k : KEYWORDS) {
+            if (k.length() == n && sql.regionMatches(true, at, k, 0, n)) {
+                return k;
+            }
+        }
+        return OTHER;
+    }
+
+    /** The keyword after whitespace and comments from {@code from}, or {@link #OTHER}. */
+    private static String nextKeyword(String sql, int from) {
+        int at = skip(sql, from);
+        return keyword(sql, at, wordEnd(sql, at));
     }
 
     /** Skips whitespace and comments ({@code --}, {@code #} and nested block comments) from {@code i}. */

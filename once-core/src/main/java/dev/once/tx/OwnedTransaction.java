@@ -15,7 +15,10 @@ final class OwnedTransaction implements TransactionHandle {
 
     private final Connection connection;
     private final boolean keep;
-    private final JoinedTransaction completions = new JoinedTransaction();
+    // Created by the first afterCompletion: the engine's owned per-event path registers no callback,
+    // and this was five lists per transaction (issue 21).
+    private JoinedTransaction completions;
+    private boolean done;
     private boolean rollbackFailed;
 
     private OwnedTransaction(Connection connection, boolean keep) {
@@ -57,7 +60,7 @@ final class OwnedTransaction implements TransactionHandle {
     @Override
     public void commit() throws SQLException {
         connection.commit();
-        completions.completed(true);
+        completed(true);
     }
 
     @Override
@@ -68,19 +71,32 @@ final class OwnedTransaction implements TransactionHandle {
             rollbackFailed = true;
             throw e;
         } finally {
-            completions.completed(false);
+            completed(false);
+        }
+    }
+
+    private void completed(boolean committed) {
+        done = true;
+        if (completions != null) {
+            completions.completed(committed);
         }
     }
 
     @Override
     public void afterCompletion(CompletionCallback callback) {
+        if (completions == null) {
+            completions = new JoinedTransaction();
+            if (done) {
+                completions.completed(false); // no callback yet: only so that the registration refuses, as it must
+            }
+        }
         completions.afterCompletion(callback);
     }
 
     @Override
     public void close() throws SQLException {
         try {
-            if (!completions.done()) {
+            if (!done) {
                 rollback();
             }
         } catch (SQLException e) {

@@ -36,7 +36,13 @@ class TransactionSqlTest {
                 "SELECT $$;$$; COMMIT",
                 "SELECT E'\\';'; COMMIT",
                 "SELECT 1 -- ;\n; COMMIT",
-                "SELECT \"a;b\" FROM t; commit"
+                "SELECT \"a;b\" FROM t; commit",
+                // Keywords are matched in place, case-insensitively; a word outside ASCII is upper-cased
+                // with Locale.ROOT as before (U+017F, long s, upper-cases to S).
+                "CoMmIt",
+                "rollBACK",
+                "Start Transaction",
+                "\u017Fet autocommit = 1"
             })
     void transactionControlIsRefusedOnPostgres(String sql) {
         assertThat(TransactionSql.refusal(sql, false)).as(sql).isNotNull();
@@ -64,6 +70,11 @@ class TransactionSqlTest {
                 "CREATE TABLE t (id int)",
                 "DO $$ BEGIN PERFORM 1; END $$",
                 "SELECT 1 # 2",
+                "Rollback To a",
+                "commitx", // a word that starts with a keyword is not that keyword
+                "ENDING",
+                "commi", // nor one that a keyword starts with
+                "ROLL x",
                 ""
             })
     void otherSqlPassesOnPostgres(String sql) {

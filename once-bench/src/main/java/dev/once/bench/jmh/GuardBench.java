@@ -86,7 +86,7 @@ public class GuardBench {
         return new ClaimWatch(
                 new OutboxBuffer(raw, Dialects.POSTGRESQL, TablePrefix.DEFAULT, Clock.systemUTC(), OutboxHeaders.NONE),
                 Dialects.POSTGRESQL,
-                TablePrefix.DEFAULT);
+                ClaimWatch.inboxTable(TablePrefix.DEFAULT));
     }
 
     @TearDown(Level.Trial)
