@@ -149,8 +149,15 @@ public final class OutboxBuffer implements SavepointListener {
         } else {
             live.subList(live.indexOf(m) + 1, live.size()).clear();
         }
-        if (m.added() < base + rows.size()) {
-            rows.subList(Math.max(0, m.added() - base), rows.size()).clear();
+        if (m.added() >= base) {
+            if (m.added() < base + rows.size()) {
+                rows.subList(m.added() - base, rows.size()).clear();
+            }
+        } else {
+            // Only a savepoint set before this buffer (Mark(0, 0)): the rows written and trimmed since
+            // were undone with everything else, and none of them is to be written again.
+            rows.clear();
+            base = m.added();
         }
         written = Math.min(written, m.written());
         if (written < base) {

@@ -43,7 +43,7 @@ import org.springframework.transaction.support.DefaultTransactionDefinition;
  * scope, {@link OnceOutbox#add}, and {@code process}/{@code processBatch} of a consumer that joins the
  * transaction (a handler writing a ledger row and an outbox row), fresh events and redeliveries, with an
  * outcome listener, through {@code DataSourceTransactionManager} ({@code JdbcTransactionManager}) and
- * {@code JpaTransactionManager} (Hibernate) on PostgreSQL. The oracle is the input: a model replays
+ * {@code JpaTransactionManager} (Hibernate) on PostgreSQL (MariaDB: the subclass). The oracle is the input: a model replays
  * Spring's propagation rules on the scopes; what committed must be applied once, its outbox rows
  * present once and its processing reported APPLIED once; what rolled back (a whole transaction or a
  * NESTED step) must be absent and reported once as not applied. Tries per transaction manager:
@@ -68,7 +68,12 @@ class SpringCallerTransactionPropertyTest {
         if (db != null) {
             db.close();
         }
-        System.out.println("SpringCallerTransactionPropertyTest: sequences=" + sequences.get()
+        // A subclass on another database runs after this container in the same JVM: it starts afresh.
+        emf = null;
+        db = null;
+        jdbcSetup = null;
+        jpaSetup = null;
+        System.out.println("SpringCallerTransactionPropertyTest: sequences=" + sequences.getAndSet(0)
                 + " lost=0 phantom=0 wrong_outcomes=0");
     }
 
@@ -90,10 +95,15 @@ class SpringCallerTransactionPropertyTest {
         }
     }
 
-    private static void database() {
+    /** The database the properties run on; {@link SpringCallerTransactionPropertyMariaDbTest} overrides it. */
+    TestDatabase freshDatabase() {
+        return TestPostgres.shared().freshDatabase(6);
+    }
+
+    private void database() {
         if (db == null) {
-            db = TestPostgres.shared().freshDatabase(6);
-            db.execute("CREATE TABLE ledger (event_id text NOT NULL)");
+            db = freshDatabase();
+            db.execute("CREATE TABLE ledger (event_id varchar(200) NOT NULL)");
         }
     }
 

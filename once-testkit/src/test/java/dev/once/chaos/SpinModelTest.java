@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
  * R11: the protocol itself, model-checked. Each Promela model in {@code src/test/spin} (with a
  * text beside it mapping its steps to the Java classes) is compiled with {@code spin -a}, built
  * with gcc and run exhaustively: the once models must give {@code errors: 0}; the broken ones
- * (naive, check-then-act, ack before commit, writes without or outside the fence) must give a
+ * (naive, check-then-act, ack before commit, writes without or outside the fence, an outbox buffer
+ * blind to savepoints, an outcome taken from the outer commit, state left bound across REQUIRES_NEW) must give a
  * counterexample, whose trail is printed. Skipped when SPIN is not installed, unless
  * {@value Services#REQUIRE_ENV} lists {@code spin}.
  */
@@ -103,6 +104,41 @@ class SpinModelTest {
         assertThat(r.trail).contains("assertion violated");
     }
 
+    @Test
+    void onceInsideTheCallersTransactionFollowsSavepointsSuspensionAndJoinedOutcomes() throws Exception {
+        Result r = check("joined.pml", null);
+        assertThat(r.errors)
+                .as("SPIN on savepoints, REQUIRES_NEW and joined outcomes:\n" + r.output)
+                .isZero();
+    }
+
+    @Test
+    void anOutboxBufferThatIgnoresSavepointsHasACounterexample() throws Exception {
+        Result r = check("joined.pml", "BUFFER_NO_SAVEPOINTS");
+        assertThat(r.errors)
+                .as("SPIN must find the row added under a rolled-back savepoint and sent:\n" + r.output)
+                .isPositive();
+        assertThat(r.trail).contains("assertion violated");
+    }
+
+    @Test
+    void anOutcomeTakenFromTheOuterCommitHasACounterexample() throws Exception {
+        Result r = check("joined.pml", "OUTCOME_FROM_OUTER_COMMIT");
+        assertThat(r.errors)
+                .as("SPIN must find the APPLIED reported for work a rollback to a savepoint undid:\n" + r.output)
+                .isPositive();
+        assertThat(r.trail).contains("assertion violated");
+    }
+
+    @Test
+    void stateLeftBoundWhileARequiresNewTransactionRunsHasACounterexample() throws Exception {
+        Result r = check("joined.pml", "SHARED_ON_SUSPEND");
+        assertThat(r.errors)
+                .as("SPIN must find the inner transaction's message written into the suspended one:\n" + r.output)
+                .isPositive();
+        assertThat(r.trail).contains("assertion violated");
+    }
+
     private record Result(int errors, long states, String output, String trail) {}
 
     private static Result check(String model, String define) throws Exception {
@@ -136,6 +172,8 @@ class SpinModelTest {
                 .lost(violated.contains("acked") ? 1 : 0)
                 .appliedTwice(violated.contains("effect[e]<=1") ? 1 : 0)
                 .put("stale_write_accepted", violated.contains("lastWrite") ? 1 : 0)
+                .put("sent_not_as_committed", violated.contains("intended") ? 1 : 0)
+                .put("wrong_outcome", violated.contains("applied[m]") ? 1 : 0)
                 .put("errors", errors)
                 .put("violated", violated)
                 .broken(define == null ? null : define.toLowerCase())

@@ -1,0 +1,16 @@
+package dev.once.spring;
+
+import dev.once.testkit.TestDatabase;
+import dev.once.testkit.TestMariaDb;
+
+/**
+ * {@link SpringCallerTransactionPropertyTest} on MariaDB: the same chains, oracle and tries through
+ * {@code DataSourceTransactionManager} (NESTED on MariaDB's savepoints) and {@code JpaTransactionManager}.
+ */
+class SpringCallerTransactionPropertyMariaDbTest extends SpringCallerTransactionPropertyTest {
+
+    @Override
+    TestDatabase freshDatabase() {
+        return TestMariaDb.shared().freshDatabase(6);
+    }
+}
