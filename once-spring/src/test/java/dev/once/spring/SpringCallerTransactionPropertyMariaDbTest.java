@@ -1,7 +1,7 @@
 package dev.once.spring;
 
-import dev.once.testkit.TestDatabase;
-import dev.once.testkit.TestMariaDb;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 
 /**
  * {@link SpringCallerTransactionPropertyTest} on MariaDB: the same chains, oracle and tries through
