@@ -45,9 +45,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  *   <li>Exactly-once delivery: the client completes an ack's future with {@code SUCCESSFUL} only
  *       when Pub/Sub confirmed it, and with {@code INVALID} (the ack id expired: the message was
  *       already handed out again), {@code FAILED_PRECONDITION} (the subscription is detached or
- *       changed), {@code PERMISSION_DENIED} or {@code OTHER} otherwise. The emulator has no
- *       exactly-once delivery: it accepts every ack, and the client, which learns of the setting
- *       from the server, completes every ack future with {@code SUCCESSFUL} at once.
+ *       changed), {@code PERMISSION_DENIED} or {@code OTHER} otherwise. The emulator refuses only
+ *       expired or unknown ack ids ({@link PubSubExactlyOnceTest} covers that one on it).
  * </ul>
  */
 class PubSubDeliverySequenceTest {
