@@ -93,8 +93,8 @@ class PubSubLeaseTest {
     void leaseLongerThanTheWorkKeepsTheMessageSoNothingIsRedelivered() throws Exception {
         CountDownLatch never = new CountDownLatch(1);
         Recorder recorder = new Recorder(db, d -> {
-            // slow: works for 2.5 ack deadlines; without extensions the message would be handed out again
-            assertThat(never.await(DEADLINE.toMillis() * 5 / 2, TimeUnit.MILLISECONDS))
+            // slow: works for 1.5 ack deadlines; without an extension the message would be handed out again
+            assertThat(never.await(DEADLINE.toMillis() * 3 / 2, TimeUnit.MILLISECONDS))
                     .isFalse();
         });
         try (PubSubConsumer a = consumer(recorder, Duration.ofMinutes(2)).start();

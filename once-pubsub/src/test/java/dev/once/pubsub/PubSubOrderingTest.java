@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
  * <p>What this does not reach: the emulator hands out a key's next message only once the one before
  * it is settled (the same run without {@code orderedByKey()} kept the order too), so the consumer's
  * hold-back of successors already received never has work to do here. Pub/Sub proper hands out
- * several messages of a key at once; that path is untested.
+ * several messages of a key at once; {@link PubSubDeliverySequenceTest} plays that sequence.
  */
 class PubSubOrderingTest {
 

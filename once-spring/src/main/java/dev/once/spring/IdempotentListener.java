@@ -8,7 +8,7 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Makes a {@code @KafkaListener} or {@code @RabbitListener} method idempotent: each event's effect is
+ * Makes a {@code @KafkaListener}, {@code @RabbitListener} or Pub/Sub listener method idempotent: each event's effect is
  * applied once, however often the broker delivers it.
  *
  * <pre>{@code
@@ -44,6 +44,12 @@ import java.lang.annotation.Target;
  * transaction. If it throws, the batch is rolled back and retried one record per transaction; the first
  * record that fails again is reported as a {@code BatchListenerFailedException} at its index, after every
  * record before it committed, so the error handler commits only offsets of records that were applied.
+ *
+ * <p><b>Spring Cloud GCP Pub/Sub</b>: a method taking a {@code BasicAcknowledgeablePubsubMessage}
+ * ({@code PubSubTemplate.subscribe(subscription, bean::on)}) or a {@code Message<?>} from a
+ * {@code PubSubInboundChannelAdapter}; the event id is the message attribute {@link #header}. once acks
+ * the message after the commit and nacks it after a rollback; the body's {@code ack()} waits for the
+ * commit, its {@code nack()} rolls back.
  *
  * <p>Enable with {@link EnableIdempotentListeners} (the Boot starter does it).
  */

@@ -9,7 +9,8 @@ import org.springframework.util.ClassUtils;
 
 /**
  * Turns the message argument of a listener method (Kafka {@code ConsumerRecord}, Spring messaging
- * {@code Message}, AMQP {@code Message}) into a {@link Delivery}. Each broker library is optional: its
+ * {@code Message}, AMQP {@code Message}, Spring Cloud GCP's {@code BasicAcknowledgeablePubsubMessage})
+ * into a {@link Delivery}. Each broker library is optional: its
  * branch is used only when its classes are on the class path.
  */
 final class ListenerMessages {
@@ -21,6 +22,8 @@ final class ListenerMessages {
     static final boolean SPRING_KAFKA =
             ClassUtils.isPresent("org.springframework.kafka.support.Acknowledgment", LOADER);
     static final boolean RABBIT_CLIENT = ClassUtils.isPresent("com.rabbitmq.client.Channel", LOADER);
+    static final boolean SPRING_PUBSUB =
+            ClassUtils.isPresent("com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage", LOADER);
 
     private ListenerMessages() {}
 
@@ -28,7 +31,28 @@ final class ListenerMessages {
     static boolean isMessage(Class<?> type) {
         return (KAFKA && Kafka.isRecord(type))
                 || (MESSAGING && Messaging.isMessage(type))
-                || (AMQP && Amqp.isMessage(type));
+                || (AMQP && Amqp.isMessage(type))
+                || isPubSub(type);
+    }
+
+    /** True when {@code type} is Spring Cloud GCP's acknowledgeable Pub/Sub message (or a converted one). */
+    static boolean isPubSub(Class<?> type) {
+        return SPRING_PUBSUB && type != null && PubSub.isMessage(type);
+    }
+
+    /**
+     * The acknowledgeable Pub/Sub message behind {@code message}: itself, or the
+     * {@code gcp_pubsub_original_message} header a {@code PubSubInboundChannelAdapter} puts on the Spring
+     * {@code Message} it sends; null for anything else.
+     */
+    static Object pubSubHandle(Object message) {
+        if (!SPRING_PUBSUB || message == null) {
+            return null;
+        }
+        if (PubSub.isMessage(message.getClass())) {
+            return message;
+        }
+        return MESSAGING && Messaging.isMessage(message.getClass()) ? PubSub.original(message) : null;
     }
 
     /** True when {@code type} is the RabbitMQ {@code Channel} a MANUAL-ack listener acknowledges on. */
@@ -68,6 +92,9 @@ final class ListenerMessages {
         }
         if (AMQP && Amqp.isMessage(message.getClass())) {
             return Amqp.delivery(message, header, eventId);
+        }
+        if (isPubSub(message.getClass())) {
+            return PubSub.delivery(message, header, eventId);
         }
         if (MESSAGING && Messaging.isMessage(message.getClass())) {
             return Messaging.delivery(message, header, eventId);
@@ -155,6 +182,14 @@ final class ListenerMessages {
                 }
             });
             String id = eventId != null ? eventId : text(m.getHeaders().get(header));
+            Object original = SPRING_PUBSUB ? PubSub.original(m) : null;
+            if (original != null) {
+                // from a PubSubInboundChannelAdapter: the attributes are the headers; the attempt is the client's
+                String where = PubSub.where(original);
+                int attempt = PubSub.attempt(original);
+                return new Delivery(
+                        required(id, header, where), "", bytes(m.getPayload()), headers, attempt, attempt > 1, where);
+            }
             return new Delivery(
                     required(id, header, "message " + m.getHeaders().getId()),
                     "",
@@ -186,6 +221,45 @@ final class ListenerMessages {
             int attempt = count instanceof Number n ? n.intValue() + 1 : 1;
             boolean redelivered = Boolean.TRUE.equals(props.isRedelivered());
             return new Delivery(required(id, header, where), "", m.getBody(), headers, attempt, redelivered, where);
+        }
+    }
+
+    /** Spring Cloud GCP Pub/Sub, loaded only with spring-cloud-gcp-pubsub on the class path. */
+    private static final class PubSub {
+        static boolean isMessage(Class<?> type) {
+            return com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage.class.isAssignableFrom(
+                    type);
+        }
+
+        static Object original(Object message) {
+            Object o = ((org.springframework.messaging.Message<?>) message)
+                    .getHeaders()
+                    .get(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE);
+            return o != null && isMessage(o.getClass()) ? o : null;
+        }
+
+        static String where(Object message) {
+            var m = (com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage) message;
+            return "pubsub:" + m.getProjectSubscriptionName() + "#"
+                    + m.getPubsubMessage().getMessageId();
+        }
+
+        /** The client's delivery attempt: counted only on subscriptions with a dead-letter policy, else 1. */
+        static int attempt(Object message) {
+            var m = (com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage) message;
+            Integer counted = com.google.cloud.pubsub.v1.Subscriber.getDeliveryAttempt(m.getPubsubMessage());
+            return counted == null ? 1 : Math.max(1, counted);
+        }
+
+        static Delivery delivery(Object message, String header, String eventId) {
+            var m = (com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage) message;
+            var p = m.getPubsubMessage();
+            Map<String, String> headers = new LinkedHashMap<>(p.getAttributesMap());
+            String where = where(m);
+            String id = eventId != null ? eventId : p.getAttributesOrDefault(header, null);
+            int attempt = attempt(m);
+            return new Delivery(
+                    required(id, header, where), "", p.getData().toByteArray(), headers, attempt, attempt > 1, where);
         }
     }
 }

@@ -26,6 +26,7 @@ import org.springframework.util.ClassUtils;
  * @param batchIndex   the {@code List} of records/messages of a batch listener, or -1
  * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
  * @param channelIndex the RabbitMQ {@code Channel} argument of a MANUAL-ack listener, or -1
+ * @param pubSubIndex  the Spring Cloud GCP {@code BasicAcknowledgeablePubsubMessage} argument, or -1
  */
 record ListenerMethod(
         Method method,
@@ -36,6 +37,7 @@ record ListenerMethod(
         int batchIndex,
         int ackIndex,
         int channelIndex,
+        int pubSubIndex,
         BeanFactory beanFactory) {
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
@@ -69,11 +71,15 @@ record ListenerMethod(
         int batch = -1;
         int ack = -1;
         int channel = -1;
+        int pubSub = -1;
         Class<?>[] types = method.getParameterTypes();
         // A List of payloads (List<Payment>, a batch listener whose values the container converted) is a batch
         // when the method has no message argument and eventId says how to read each element's id.
         boolean payloads = expression != null && java.util.Arrays.stream(types).noneMatch(ListenerMessages::isMessage);
         for (int i = 0; i < types.length; i++) {
+            if (ListenerMessages.isPubSub(types[i]) && pubSub < 0) {
+                pubSub = i;
+            }
             if (ListenerMessages.isMessage(types[i]) && message < 0) {
                 message = i;
             } else if (List.class.isAssignableFrom(types[i]) && batch < 0) {
@@ -101,6 +107,14 @@ record ListenerMethod(
                             ? "; a batch listener with a Channel is not supported, use AcknowledgeMode.AUTO"
                             : ""));
         }
+        if (batch >= 0
+                && ListenerMessages.isPubSub(ResolvableType.forMethodParameter(method, batch)
+                        .asCollection()
+                        .resolveGeneric(0))) {
+            throw new InvalidConfigurationException(where + " takes a List of Pub/Sub messages: a batch listener"
+                    + " cannot ack each message after its commit; take one BasicAcknowledgeablePubsubMessage per call"
+                    + " (PubSubTemplate.subscribe) or a Message<?> from a PubSubInboundChannelAdapter");
+        }
         if (expression != null) {
             ResolvableType root = batch >= 0
                     ? ResolvableType.forMethodParameter(method, batch)
@@ -115,7 +129,7 @@ record ListenerMethod(
                     + "' from; add one, or set eventId = \"<SpEL over the arguments>\"");
         }
         return new ListenerMethod(
-                method, a.consumer(), a.header(), expression, message, batch, ack, channel, beanFactory);
+                method, a.consumer(), a.header(), expression, message, batch, ack, channel, pubSub, beanFactory);
     }
 
     /** The delivery of a record listener's call. */

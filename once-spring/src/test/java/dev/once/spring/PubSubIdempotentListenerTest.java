@@ -1,0 +1,345 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.api.gax.core.NoCredentialsProvider;
+import com.google.api.gax.grpc.GrpcTransportChannel;
+import com.google.api.gax.rpc.FixedTransportChannelProvider;
+import com.google.api.gax.rpc.TransportChannelProvider;
+import com.google.cloud.pubsub.v1.Subscriber;
+import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
+import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
+import com.google.cloud.pubsub.v1.TopicAdminClient;
+import com.google.cloud.pubsub.v1.TopicAdminSettings;
+import com.google.cloud.spring.pubsub.core.PubSubConfiguration;
+import com.google.cloud.spring.pubsub.core.PubSubTemplate;
+import com.google.cloud.spring.pubsub.core.subscriber.PubSubSubscriberTemplate;
+import com.google.cloud.spring.pubsub.integration.AckMode;
+import com.google.cloud.spring.pubsub.integration.inbound.PubSubInboundChannelAdapter;
+import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
+import com.google.cloud.spring.pubsub.support.DefaultPublisherFactory;
+import com.google.cloud.spring.pubsub.support.DefaultSubscriberFactory;
+import com.google.cloud.spring.pubsub.support.GcpPubSubHeaders;
+import com.google.pubsub.v1.ProjectSubscriptionName;
+import com.google.pubsub.v1.Subscription;
+import com.google.pubsub.v1.TopicName;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import dev.once.testsupport.TestPubSubEmulator;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.integration.annotation.ServiceActivator;
+import org.springframework.integration.channel.DirectChannel;
+import org.springframework.integration.config.EnableIntegration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.messaging.Message;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@code @IdempotentListener} with Spring Cloud GCP Pub/Sub on Google's emulator: a method fed by
+ * {@code PubSubTemplate.subscribe} (a {@code BasicAcknowledgeablePubsubMessage} argument, settled by once:
+ * ack after the commit, nack after a rollback) and a {@code @ServiceActivator} fed by a
+ * {@code PubSubInboundChannelAdapter} in {@code AckMode.MANUAL} (the body's {@code ack()} deferred to the
+ * commit). Subscriptions have a 10 s ack deadline.
+ */
+class PubSubIdempotentListenerTest {
+
+    static final String PROJECT = "once-test";
+    static final String SUFFIX = Long.toString(System.nanoTime(), 36);
+    static final String TOPIC = "spring-" + SUFFIX;
+    static final String TEMPLATE_SUB = "spring-template-" + SUFFIX;
+    static final String ADAPTER_TOPIC = "spring-adapter-" + SUFFIX;
+    static final String ADAPTER_SUB = "spring-adapter-" + SUFFIX;
+    static final String CRASH_TOPIC = "spring-crash-" + SUFFIX;
+    static final String CRASH_SUB = "spring-crash-" + SUFFIX;
+
+    static ManagedChannel channel;
+    static TopicAdminClient topics;
+    static SubscriptionAdminClient subscriptions;
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+    static Subscriber subscriber;
+
+    @BeforeAll
+    static void start() throws Exception {
+        channel = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
+                .usePlaintext()
+                .build();
+        topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
+                .setTransportChannelProvider(provider(channel))
+                .setCredentialsProvider(NoCredentialsProvider.create())
+                .build());
+        subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
+                .setTransportChannelProvider(provider(channel))
+                .setCredentialsProvider(NoCredentialsProvider.create())
+                .build());
+        for (String[] t :
+                new String[][] {{TOPIC, TEMPLATE_SUB}, {ADAPTER_TOPIC, ADAPTER_SUB}, {CRASH_TOPIC, CRASH_SUB}}) {
+            topics.createTopic(TopicName.of(PROJECT, t[0]));
+            subscriptions.createSubscription(Subscription.newBuilder()
+                    .setName(ProjectSubscriptionName.of(PROJECT, t[1]).toString())
+                    .setTopic(TopicName.of(PROJECT, t[0]).toString())
+                    .setAckDeadlineSeconds(10)
+                    .build());
+        }
+        db = TestPostgres.shared().freshDatabase(4);
+        db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
+        context = new AnnotationConfigApplicationContext(Config.class);
+        Payments payments = context.getBean(Payments.class);
+        // the application's way: the template's subscriber calls the (proxied) listener method
+        subscriber = context.getBean(PubSubTemplate.class).subscribe(TEMPLATE_SUB, payments::on);
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (subscriber != null) {
+            subscriber.stopAsync().awaitTerminated(30, TimeUnit.SECONDS);
+        }
+        if (context != null) {
+            context.close();
+        }
+        if (subscriptions != null) {
+            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, TEMPLATE_SUB));
+            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, ADAPTER_SUB));
+            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, CRASH_SUB));
+            topics.deleteTopic(TopicName.of(PROJECT, CRASH_TOPIC));
+            topics.deleteTopic(TopicName.of(PROJECT, TOPIC));
+            topics.deleteTopic(TopicName.of(PROJECT, ADAPTER_TOPIC));
+            subscriptions.close();
+            topics.close();
+        }
+        if (channel != null) {
+            channel.shutdownNow();
+        }
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    static TransportChannelProvider provider(ManagedChannel c) {
+        return FixedTransportChannelProvider.create(GrpcTransportChannel.create(c));
+    }
+
+    /** A subscriber factory on {@code c}, as Spring Cloud GCP's auto-configuration builds one for the emulator. */
+    static DefaultSubscriberFactory subscriberFactory(ManagedChannel c) {
+        PubSubConfiguration config = new PubSubConfiguration();
+        config.initialize(PROJECT);
+        DefaultSubscriberFactory f = new DefaultSubscriberFactory(() -> PROJECT, config);
+        f.setChannelProvider(provider(c));
+        f.setCredentialsProvider(NoCredentialsProvider.create());
+        // the deadline a lost ack leaves the message with: Pub/Sub's shortest, so the copy comes in ~10 s
+        f.setMaxDurationPerAckExtension(org.threeten.bp.Duration.ofSeconds(10));
+        return f;
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    @EnableIntegration
+    static class Config {
+        @Bean
+        DataSource dataSource() {
+            return db.dataSource();
+        }
+
+        @Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+
+        @Bean
+        PubSubTemplate pubSubTemplate() {
+            DefaultPublisherFactory publishers = new DefaultPublisherFactory(() -> PROJECT);
+            publishers.setChannelProvider(provider(channel));
+            publishers.setCredentialsProvider(NoCredentialsProvider.create());
+            return new PubSubTemplate(publishers, subscriberFactory(channel));
+        }
+
+        @Bean
+        DirectChannel pubsubInput() {
+            return new DirectChannel();
+        }
+
+        @Bean
+        PubSubInboundChannelAdapter adapter(PubSubTemplate template, DirectChannel pubsubInput) {
+            PubSubInboundChannelAdapter a = new PubSubInboundChannelAdapter(template, ADAPTER_SUB);
+            a.setOutputChannel(pubsubInput);
+            a.setAckMode(AckMode.MANUAL);
+            a.setPayloadType(String.class);
+            return a;
+        }
+
+        @Bean
+        Payments payments(JdbcTemplate jdbc) {
+            return new Payments(jdbc);
+        }
+    }
+
+    /** The application's listeners. */
+    public static class Payments {
+        final JdbcTemplate jdbc;
+        final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+        /** Event id → what to do in the body's transaction before it commits (test faults). */
+        final Map<String, Runnable> beforeCommit = new ConcurrentHashMap<>();
+
+        Payments(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        /** Runs {@code fault} in the transaction of {@code eventId}'s next call, before it commits. */
+        public void beforeCommit(String eventId, Runnable fault) {
+            beforeCommit.put(eventId, fault);
+        }
+
+        int calls(String eventId) {
+            return calls.computeIfAbsent(eventId, k -> new AtomicInteger()).get();
+        }
+
+        /** Fed by {@code PubSubTemplate.subscribe}: once acks after the commit, nacks after a rollback. */
+        @IdempotentListener(consumer = "pubsub-template")
+        public void on(BasicAcknowledgeablePubsubMessage message) {
+            String id = message.getPubsubMessage().getAttributesOrThrow("once-event-id");
+            int call = calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
+            Runnable fault = beforeCommit.remove(id);
+            if (fault != null) {
+                fault.run();
+            }
+            if (message.getPubsubMessage().getData().toStringUtf8().equals("flaky") && call == 1) {
+                throw new IllegalStateException("first attempt of " + id + " fails after its write");
+            }
+        }
+
+        /** Fed by a {@code PubSubInboundChannelAdapter} in MANUAL mode: the body acks, as its recipe says. */
+        @ServiceActivator(inputChannel = "pubsubInput")
+        @IdempotentListener(consumer = "pubsub-adapter")
+        public void onAdapter(Message<String> message) {
+            String id = (String) message.getHeaders().get("once-event-id");
+            int call = calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
+            // acks first, then fails: the ack must wait for a commit that never comes
+            GcpPubSubHeaders.getOriginalMessage(message).ifPresent(BasicAcknowledgeablePubsubMessage::ack);
+            if (message.getPayload().equals("flaky") && call == 1) {
+                throw new IllegalStateException("first attempt of " + id + " fails after its ack");
+            }
+        }
+    }
+
+    static void publish(String topic, String eventId, String body) throws Exception {
+        context.getBean(PubSubTemplate.class)
+                .publish(topic, body, Map.of("once-event-id", eventId))
+                .get(30, TimeUnit.SECONDS);
+    }
+
+    static long ledger(String eventId) {
+        return context.getBean(JdbcTemplate.class)
+                .queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
+    }
+
+    static int calls(String eventId) {
+        return context.getBean(Payments.class).calls(eventId);
+    }
+
+    @Test
+    void duplicateDeliveredTwiceIsAppliedOnce() throws Exception {
+        publish(TOPIC, "t-1", "20");
+        publish(TOPIC, "t-1", "20");
+        publish(TOPIC, "t-2", "20");
+        await().atMost(Duration.ofSeconds(60)).until(() -> ledger("t-2") == 1 && ledger("t-1") == 1);
+        assertThat(calls("t-1")).as("the body ran for the first copy only").isEqualTo(1);
+        assertThat(ledger("t-1")).as("effect applied exactly once").isEqualTo(1);
+    }
+
+    @Test
+    void failureIsRolledBackNackedRedeliveredAndAppliedOnce() throws Exception {
+        publish(TOPIC, "t-3", "flaky");
+        // nacked, it comes again at once; left unsettled, the client would hold it for its lease (60 min)
+        await().atMost(Duration.ofSeconds(60)).until(() -> calls("t-3") == 2 && ledger("t-3") == 1);
+        assertThat(ledger("t-3")).as("the failed attempt's write rolled back").isEqualTo(1);
+    }
+
+    @Test
+    void adapterBodyThatAcksAndThenFailsIsRedeliveredAndAppliedOnce() throws Exception {
+        publish(ADAPTER_TOPIC, "a-1", "flaky");
+        publish(ADAPTER_TOPIC, "a-2", "20");
+        publish(ADAPTER_TOPIC, "a-2", "20");
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> calls("a-1") == 2 && ledger("a-1") == 1 && ledger("a-2") == 1);
+        assertThat(ledger("a-1"))
+                .as("the failed attempt's write rolled back, its early ack withheld")
+                .isEqualTo(1);
+        assertThat(calls("a-2")).as("the adapter's duplicate skipped the body").isEqualTo(1);
+    }
+
+    @Test
+    void crashBetweenCommitAndAckIsAbsorbed() throws Exception {
+        // A second application instance on a channel of its own, whose link dies right after the commit of
+        // c-1, before the ack: the ack cannot reach Pub/Sub, which hands c-1 again once its deadline lapses.
+        ManagedChannel own = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
+                .usePlaintext()
+                .build();
+        Payments payments = context.getBean(Payments.class);
+        Map<String, AtomicInteger> delivered = new ConcurrentHashMap<>();
+        java.util.function.Consumer<BasicAcknowledgeablePubsubMessage> counting = m -> {
+            delivered
+                    .computeIfAbsent(
+                            m.getPubsubMessage().getAttributesOrThrow("once-event-id"), k -> new AtomicInteger())
+                    .incrementAndGet();
+            payments.on(m);
+        };
+        Subscriber doomed = new PubSubSubscriberTemplate(subscriberFactory(own)).subscribe(CRASH_SUB, counting);
+        payments.beforeCommit(
+                "c-1",
+                () -> TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        own.shutdownNow();
+                    }
+                }));
+        publish(CRASH_TOPIC, "c-1", "20");
+        await().atMost(Duration.ofSeconds(60)).until(() -> ledger("c-1") == 1 && own.isShutdown());
+        doomed.stopAsync();
+        // the survivor, on the shared channel
+        Subscriber survivor = new PubSubSubscriberTemplate(subscriberFactory(channel)).subscribe(CRASH_SUB, counting);
+        try {
+            await().atMost(Duration.ofSeconds(120))
+                    .until(() ->
+                            delivered.getOrDefault("c-1", new AtomicInteger()).get() >= 2);
+            publish(CRASH_TOPIC, "c-2", "20");
+            await().atMost(Duration.ofSeconds(60)).until(() -> ledger("c-2") == 1);
+        } finally {
+            survivor.stopAsync().awaitTerminated(30, TimeUnit.SECONDS);
+        }
+        assertThat(calls("c-1"))
+                .as("the body ran once; the redelivery was a duplicate")
+                .isEqualTo(1);
+        assertThat(ledger("c-1")).as("effect applied exactly once").isEqualTo(1);
+        assertThat(delivered.get("c-1").get())
+                .as("c-1 delivered twice (before and after the lost ack), then acked")
+                .isEqualTo(2);
+    }
+}
