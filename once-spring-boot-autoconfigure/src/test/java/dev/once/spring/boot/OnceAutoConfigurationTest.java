@@ -27,10 +27,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -62,13 +58,14 @@ class OnceAutoConfigurationTest {
                         "dev.once.kafka",
                         "dev.once.http",
                         "io.micrometer.tracing",
-                        "org.springframework.boot.health"))
+                        Boot.HEALTH_PACKAGES[0],
+                        Boot.HEALTH_PACKAGES[1]))
                 .withConfiguration(AutoConfigurations.of(
-                        DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class,
+                        Boot.DATA_SOURCE,
+                        Boot.DATA_SOURCE_TRANSACTION_MANAGER,
                         OnceKafkaAutoConfiguration.class,
                         OnceAutoConfiguration.class,
-                        OnceHealthAutoConfiguration.class,
+                        Boot.ONCE_HEALTH,
                         OnceHttpAutoConfiguration.class))
                 .withPropertyValues("spring.datasource.url=" + url);
     }
@@ -114,8 +111,8 @@ class OnceAutoConfigurationTest {
                 .withClassLoader(
                         new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka", "dev.once.http"))
                 .withConfiguration(AutoConfigurations.of(
-                        DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class,
+                        Boot.DATA_SOURCE,
+                        Boot.DATA_SOURCE_TRANSACTION_MANAGER,
                         OnceAutoConfiguration.class))
                 .withPropertyValues("spring.datasource.url=" + url, "once.relay.enabled=false");
         tracing.withBean(Tracer.class, () -> Tracer.NOOP)
@@ -218,21 +215,20 @@ class OnceAutoConfigurationTest {
         new ApplicationContextRunner()
                 .withClassLoader(new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka"))
                 .withConfiguration(AutoConfigurations.of(
-                        DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class,
+                        Boot.DATA_SOURCE,
+                        Boot.DATA_SOURCE_TRANSACTION_MANAGER,
                         OnceAutoConfiguration.class,
-                        OnceHealthAutoConfiguration.class))
+                        Boot.ONCE_HEALTH))
                 .withPropertyValues("spring.datasource.url=" + url)
                 .run(context -> {
-                    HealthIndicator health = context.getBean("onceHealthIndicator", HealthIndicator.class);
-                    var h = health.health(true);
-                    assertThat(h.getStatus()).isEqualTo(Status.UP);
-                    assertThat(h.getDetails())
+                    var h = Boot.health(context);
+                    assertThat(h.status()).isEqualTo("UP");
+                    assertThat(h.details())
                             .containsEntry("relay", "running")
                             .containsKeys(
                                     "outboxPending", "outboxLag", "outboxDead", "inboxRetention", "redeliveryHorizon");
                     context.getBean(OnceRelayLifecycle.class).stop();
-                    assertThat(health.health(true).getStatus()).isEqualTo(Status.DOWN);
+                    assertThat(Boot.health(context).status()).isEqualTo("DOWN");
                 });
     }
 

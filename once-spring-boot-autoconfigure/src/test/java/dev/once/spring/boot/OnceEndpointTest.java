@@ -13,8 +13,6 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -34,8 +32,8 @@ class OnceEndpointTest {
                     .withClassLoader(new FilteredClassLoader(
                             "org.springframework.kafka", "dev.once.kafka", "dev.once.http", "io.micrometer.tracing"))
                     .withConfiguration(AutoConfigurations.of(
-                            DataSourceAutoConfiguration.class,
-                            DataSourceTransactionManagerAutoConfiguration.class,
+                            Boot.DATA_SOURCE,
+                            Boot.DATA_SOURCE_TRANSACTION_MANAGER,
                             OnceAutoConfiguration.class,
                             OnceEndpointAutoConfiguration.class))
                     .withPropertyValues(

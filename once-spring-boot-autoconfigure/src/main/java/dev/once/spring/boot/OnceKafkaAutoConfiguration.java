@@ -17,7 +17,10 @@ import org.springframework.kafka.core.ProducerFactory;
  */
 @AutoConfiguration(
         before = OnceAutoConfiguration.class,
-        afterName = "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration")
+        afterName = { // Boot 4, Boot 3
+            "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+            "org.springframework.boot.autoconfigure.kafka.KafkaAutoConfiguration"
+        })
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnClass({KafkaPublisher.class, ProducerFactory.class})
 public class OnceKafkaAutoConfiguration {

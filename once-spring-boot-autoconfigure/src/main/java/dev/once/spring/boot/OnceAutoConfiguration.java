@@ -36,6 +36,8 @@ import org.springframework.transaction.PlatformTransactionManager;
  * defines its own; {@code once.enabled=false} turns all of it off.
  */
 @AutoConfiguration(
+        // Boot 4's names, then Boot 3's (Boot 4 moved them into per-technology modules); a name
+        // missing from the running line is ignored.
         afterName = {
             "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
             "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
@@ -45,7 +47,15 @@ import org.springframework.transaction.PlatformTransactionManager;
             "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
             // the Tracer and Propagator beans OnceTracingConfiguration waits for
             "org.springframework.boot.micrometer.tracing.opentelemetry.autoconfigure.OpenTelemetryTracingAutoConfiguration",
-            "org.springframework.boot.micrometer.tracing.brave.autoconfigure.BraveAutoConfiguration"
+            "org.springframework.boot.micrometer.tracing.brave.autoconfigure.BraveAutoConfiguration",
+            "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+            "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration",
+            "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
+            "org.springframework.boot.autoconfigure.transaction.TransactionAutoConfiguration",
+            "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+            "org.springframework.boot.autoconfigure.kafka.KafkaAutoConfiguration",
+            "org.springframework.boot.actuate.autoconfigure.tracing.OpenTelemetryTracingAutoConfiguration",
+            "org.springframework.boot.actuate.autoconfigure.tracing.BraveAutoConfiguration"
         })
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @ConditionalOnSingleCandidate(DataSource.class)

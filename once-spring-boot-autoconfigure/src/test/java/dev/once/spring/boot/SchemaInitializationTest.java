@@ -14,12 +14,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
-import org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -60,10 +54,10 @@ class SchemaInitializationTest {
 
     static ApplicationContextRunner app(String url, Class<?>... more) {
         List<Class<?>> configurations = new ArrayList<>(List.of(
-                DataSourceAutoConfiguration.class,
-                DataSourceTransactionManagerAutoConfiguration.class,
+                Boot.DATA_SOURCE,
+                Boot.DATA_SOURCE_TRANSACTION_MANAGER,
                 OnceAutoConfiguration.class,
-                OnceHealthAutoConfiguration.class));
+                Boot.ONCE_HEALTH));
         configurations.addAll(List.of(more));
         return new ApplicationContextRunner()
                 .withClassLoader(new FilteredClassLoader(
@@ -156,15 +150,14 @@ class SchemaInitializationTest {
         withoutFlyway(app(emptySchema()))
                 .withPropertyValues("once.schema.initialize-schema=always")
                 .run(context -> {
-                    HealthIndicator health = context.getBean("onceHealthIndicator", HealthIndicator.class);
-                    assertThat(health.health(true).getStatus()).isEqualTo(Status.UP);
-                    assertThat(health.health(true).getDetails()).containsEntry("schema", "current (V" + latest() + ")");
+                    assertThat(Boot.health(context).status()).isEqualTo("UP");
+                    assertThat(Boot.health(context).details()).containsEntry("schema", "current (V" + latest() + ")");
                     new JdbcTemplate(context.getBean(DataSource.class))
                             .update("DELETE FROM once_schema_version WHERE version = ?", latest());
-                    var down = health.health(true);
-                    assertThat(down.getStatus()).isEqualTo(Status.DOWN);
-                    assertThat(down.getDetails().get("schema").toString()).startsWith("outdated");
-                    assertThat(down.getDetails().get("fix").toString())
+                    var down = Boot.health(context);
+                    assertThat(down.status()).isEqualTo("DOWN");
+                    assertThat(down.details().get("schema").toString()).startsWith("outdated");
+                    assertThat(down.details().get("fix").toString())
                             .contains("once.schema.initialize-schema=always");
                 });
     }
@@ -172,7 +165,7 @@ class SchemaInitializationTest {
     @Test
     void flywayAppliesOncesMigrationInTheApplicationsOwnHistory() throws Exception {
         String url = emptySchema();
-        ApplicationContextRunner flyway = app(url, FlywayAutoConfiguration.class)
+        ApplicationContextRunner flyway = app(url, Boot.FLYWAY)
                 .withPropertyValues("spring.flyway.locations=classpath:db/migration/apptest");
         flyway.run(context -> {
             assertThat(context).hasNotFailed();
@@ -195,7 +188,7 @@ class SchemaInitializationTest {
     @Test
     void liquibaseAppliesOncesChangelogInTheApplicationsOwnHistory() throws Exception {
         String url = emptySchema();
-        ApplicationContextRunner liquibase = app(url, LiquibaseAutoConfiguration.class)
+        ApplicationContextRunner liquibase = app(url, Boot.LIQUIBASE)
                 .withClassLoader(new FilteredClassLoader(
                         "org.springframework.kafka",
                         "dev.once.kafka",

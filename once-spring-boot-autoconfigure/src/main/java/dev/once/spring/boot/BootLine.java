@@ -1,0 +1,29 @@
+package dev.once.spring.boot;
+
+import org.springframework.boot.SpringBootVersion;
+
+/**
+ * The starters are per Boot line (once-spring-boot-starter for Boot 4, once-spring-boot3-starter for
+ * Boot 3): the wrong one would fail later on a missing class, far from the cause. Each starter's own
+ * auto-configuration calls {@link #require} first, so the application stops naming the fix.
+ */
+final class BootLine {
+
+    private BootLine() {}
+
+    /**
+     * @param major the Boot major version the calling starter is built for
+     * @param starter the calling starter's artifact
+     */
+    static void require(int major, String starter) {
+        String version = SpringBootVersion.getVersion();
+        // null when Boot's jar has no manifest (repackaged by hand): nothing to check against
+        if (version == null || version.startsWith(major + ".")) {
+            return;
+        }
+        String right = version.startsWith("3.") ? "dev.once:once-spring-boot3-starter" : "dev.once:once-spring-boot-starter";
+        throw new IllegalStateException(
+                "dev.once:" + starter + " is for Spring Boot " + major + ".x, but this application runs Spring Boot "
+                        + version + ": depend on " + right + " instead (same version, same properties)");
+    }
+}
