@@ -21,7 +21,8 @@ final class BootLine {
         if (version == null || version.startsWith(major + ".")) {
             return;
         }
-        String right = version.startsWith("3.") ? "dev.once:once-spring-boot3-starter" : "dev.once:once-spring-boot-starter";
+        String right =
+                version.startsWith("3.") ? "dev.once:once-spring-boot3-starter" : "dev.once:once-spring-boot-starter";
         throw new IllegalStateException(
                 "dev.once:" + starter + " is for Spring Boot " + major + ".x, but this application runs Spring Boot "
                         + version + ": depend on " + right + " instead (same version, same properties)");

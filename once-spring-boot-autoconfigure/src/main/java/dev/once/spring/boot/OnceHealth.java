@@ -50,7 +50,8 @@ final class OnceHealth {
         details.put("outboxDead", stats.dead());
         details.put("inboxRetention", properties.getRetention().getInbox().toString());
         details.put(
-                "redeliveryHorizon", properties.getRetention().getRedeliveryHorizon().toString());
+                "redeliveryHorizon",
+                properties.getRetention().getRedeliveryHorizon().toString());
         return new Report(r == null || r.isRunning(), details);
     }
 }

@@ -26,7 +26,8 @@ final class Boot {
     /** Each starter's own health auto-configuration (same name in both). */
     static final Class<?> ONCE_HEALTH = either("dev.once.spring.boot.OnceHealthAutoConfiguration");
     /** For a FilteredClassLoader: the health API of either line. */
-    static final String[] HEALTH_PACKAGES = {"org.springframework.boot.health", "org.springframework.boot.actuate.health"
+    static final String[] HEALTH_PACKAGES = {
+        "org.springframework.boot.health", "org.springframework.boot.actuate.health"
     };
 
     /** A health result as both lines' {@code Health} show it. */
@@ -47,7 +48,8 @@ final class Boot {
         Object health = m.invoke(indicator, true);
         Object status = health.getClass().getMethod("getStatus").invoke(health);
         String code = (String) status.getClass().getMethod("getCode").invoke(status);
-        return new HealthView(code, (Map<String, Object>) health.getClass().getMethod("getDetails").invoke(health));
+        return new HealthView(code, (Map<String, Object>)
+                health.getClass().getMethod("getDetails").invoke(health));
     }
 
     private static Class<?> either(String... names) {

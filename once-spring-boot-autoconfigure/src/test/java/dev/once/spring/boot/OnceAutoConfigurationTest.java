@@ -111,9 +111,7 @@ class OnceAutoConfigurationTest {
                 .withClassLoader(
                         new FilteredClassLoader("org.springframework.kafka", "dev.once.kafka", "dev.once.http"))
                 .withConfiguration(AutoConfigurations.of(
-                        Boot.DATA_SOURCE,
-                        Boot.DATA_SOURCE_TRANSACTION_MANAGER,
-                        OnceAutoConfiguration.class))
+                        Boot.DATA_SOURCE, Boot.DATA_SOURCE_TRANSACTION_MANAGER, OnceAutoConfiguration.class))
                 .withPropertyValues("spring.datasource.url=" + url, "once.relay.enabled=false");
         tracing.withBean(Tracer.class, () -> Tracer.NOOP)
                 .withBean(Propagator.class, () -> Propagator.NOOP)

@@ -54,10 +54,7 @@ class SchemaInitializationTest {
 
     static ApplicationContextRunner app(String url, Class<?>... more) {
         List<Class<?>> configurations = new ArrayList<>(List.of(
-                Boot.DATA_SOURCE,
-                Boot.DATA_SOURCE_TRANSACTION_MANAGER,
-                OnceAutoConfiguration.class,
-                Boot.ONCE_HEALTH));
+                Boot.DATA_SOURCE, Boot.DATA_SOURCE_TRANSACTION_MANAGER, OnceAutoConfiguration.class, Boot.ONCE_HEALTH));
         configurations.addAll(List.of(more));
         return new ApplicationContextRunner()
                 .withClassLoader(new FilteredClassLoader(
@@ -157,16 +154,15 @@ class SchemaInitializationTest {
                     var down = Boot.health(context);
                     assertThat(down.status()).isEqualTo("DOWN");
                     assertThat(down.details().get("schema").toString()).startsWith("outdated");
-                    assertThat(down.details().get("fix").toString())
-                            .contains("once.schema.initialize-schema=always");
+                    assertThat(down.details().get("fix").toString()).contains("once.schema.initialize-schema=always");
                 });
     }
 
     @Test
     void flywayAppliesOncesMigrationInTheApplicationsOwnHistory() throws Exception {
         String url = emptySchema();
-        ApplicationContextRunner flyway = app(url, Boot.FLYWAY)
-                .withPropertyValues("spring.flyway.locations=classpath:db/migration/apptest");
+        ApplicationContextRunner flyway =
+                app(url, Boot.FLYWAY).withPropertyValues("spring.flyway.locations=classpath:db/migration/apptest");
         flyway.run(context -> {
             assertThat(context).hasNotFailed();
             assertThat(context.getBean(OnceSchema.class).status().isCurrent()).isTrue();
