@@ -21,10 +21,12 @@ final class BootLine {
         if (version == null || version.startsWith(major + ".")) {
             return;
         }
-        String right =
-                version.startsWith("3.") ? "dev.once:once-spring-boot3-starter" : "dev.once:once-spring-boot-starter";
-        throw new IllegalStateException(
-                "dev.once:" + starter + " is for Spring Boot " + major + ".x, but this application runs Spring Boot "
-                        + version + ": depend on " + right + " instead (same version, same properties)");
+        String fix = version.startsWith("3.")
+                ? "depend on dev.once:once-spring-boot3-starter instead (same version, same properties)"
+                : version.startsWith("4.")
+                        ? "depend on dev.once:once-spring-boot-starter instead (same version, same properties)"
+                        : "once supports Spring Boot 3.5 (once-spring-boot3-starter) and 4 (once-spring-boot-starter)";
+        throw new IllegalStateException("dev.once:" + starter + " is for Spring Boot " + major + ".x, but this"
+                + " application runs Spring Boot " + version + ": " + fix);
     }
 }
