@@ -61,6 +61,7 @@ public final class SpringTransactionProvider implements TransactionProvider {
 
     /** Joins Spring transactions on {@code dataSource}; the match is checked at every {@link #begin()}. */
     public static SpringTransactionProvider of(DataSource dataSource) {
+        FrameworkLine.requireSavepointCallbacks();
         return new SpringTransactionProvider(Objects.requireNonNull(dataSource, "dataSource"));
     }
 

@@ -1,8 +1,7 @@
 package dev.once.spring.boot;
 
-import dev.once.Schema;
 import dev.once.outbox.OutboxAdmin;
-import dev.once.outbox.OutboxStats;
+import dev.once.spring.OnceSpring;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -12,12 +11,7 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 
-/**
- * The {@code once} health indicator ({@code /actuator/health/once}): DOWN when the once tables are
- * missing or older than this once needs (with the fix), or when this application runs a relay and it is
- * not running; details: the schema version, pending outbox rows, the age of the oldest (the relay's lag),
- * dead rows, and the inbox retention next to the redelivery horizon.
- */
+/** The {@code once} health indicator on Boot 4's {@code spring-boot-health}: {@link OnceHealth}'s report. */
 @AutoConfiguration(after = OnceAutoConfiguration.class)
 @ConditionalOnClass(HealthIndicator.class)
 @ConditionalOnBean(OutboxAdmin.class)
@@ -26,40 +20,13 @@ public class OnceHealthAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "onceHealthIndicator")
     HealthIndicator onceHealthIndicator(
-            OutboxAdmin admin,
-            ObjectProvider<OnceRelayLifecycle> relay,
-            OnceProperties properties,
-            dev.once.spring.OnceSpring once) {
+            OutboxAdmin admin, ObjectProvider<OnceRelayLifecycle> relay, OnceProperties properties, OnceSpring once) {
+        OnceHealth health = new OnceHealth(admin, relay, properties, once);
         return () -> {
-            // read first: with the tables gone, the outbox statistics cannot be read either
-            Schema.Status schema = Schema.status(once.dataSource(), once.tablePrefix());
-            if (!schema.isCurrent() && !schema.isUnversioned()) {
-                return Health.down()
-                        .withDetail("schema", schema.describe())
-                        .withDetail(
-                                "fix",
-                                OnceSchema.refusal(
-                                        schema, properties.getSchema().initialization(), once.dialect()))
-                        .build();
-            }
-            return health(admin.stats(), relay.getIfAvailable(), properties, schema);
+            OnceHealth.Report report = health.check();
+            return (report.up() ? Health.up() : Health.down())
+                    .withDetails(report.details())
+                    .build();
         };
-    }
-
-    static Health health(OutboxStats stats, OnceRelayLifecycle relay, OnceProperties properties, Schema.Status schema) {
-        boolean relayDown = relay != null && !relay.isRunning();
-        Health.Builder b = relayDown ? Health.down() : Health.up();
-        return b.withDetail("schema", schema.describe())
-                .withDetail(
-                        "relay", relay == null ? "not in this application" : relay.isRunning() ? "running" : "stopped")
-                .withDetail("outboxPending", stats.pending())
-                .withDetail("outboxLag", stats.oldestPendingAge().toString())
-                .withDetail("outboxDead", stats.dead())
-                .withDetail(
-                        "inboxRetention", properties.getRetention().getInbox().toString())
-                .withDetail(
-                        "redeliveryHorizon",
-                        properties.getRetention().getRedeliveryHorizon().toString())
-                .build();
     }
 }

@@ -1,0 +1,32 @@
+package dev.once.spring.boot;
+
+import dev.once.outbox.OutboxAdmin;
+import dev.once.spring.OnceSpring;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+
+/** The {@code once} health indicator on Boot 3's {@code spring-boot-actuator}: {@link OnceHealth}'s report. */
+@AutoConfiguration(after = OnceAutoConfiguration.class)
+@ConditionalOnClass(HealthIndicator.class)
+@ConditionalOnBean(OutboxAdmin.class)
+public class OnceHealthAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean(name = "onceHealthIndicator")
+    HealthIndicator onceHealthIndicator(
+            OutboxAdmin admin, ObjectProvider<OnceRelayLifecycle> relay, OnceProperties properties, OnceSpring once) {
+        OnceHealth health = new OnceHealth(admin, relay, properties, once);
+        return () -> {
+            OnceHealth.Report report = health.check();
+            return (report.up() ? Health.up() : Health.down())
+                    .withDetails(report.details())
+                    .build();
+        };
+    }
+}
