@@ -79,7 +79,6 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         final Object[] args;
         final javax.sql.DataSource dataSource;
         Object result;
-        boolean ran;
         Duration nack;
 
         Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource) {
@@ -96,7 +95,6 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      */
     private static void handle(Delivery delivery, Tx tx) throws Exception {
         Call call = CURRENT.get();
-        call.ran = true;
         PhysicalTransaction state = PhysicalTransaction.current(call.dataSource);
         Tx outer = state.listenerTx(tx);
         try {
