@@ -18,6 +18,7 @@ import com.github.javaparser.ast.expr.ObjectCreationExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
 import com.github.javaparser.ast.expr.TextBlockLiteralExpr;
 import com.github.javaparser.ast.expr.ThisExpr;
+import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
@@ -407,6 +408,9 @@ final class Tracer {
             return;
         }
         if (name.equals("sleep") && scopeText.equals("Thread") || name.equals("sleep") && "TimeUnit".equals(stype)) {
+            if (beforeReceive(c)) {
+                return; // a pause between batches, before the next receive: no message is held while it sleeps
+            }
             add(Event.Kind.SLOW, c, f, null, null, "Thread.sleep in the consumer");
             return;
         }
@@ -783,6 +787,31 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    private static final Pattern RECEIVE =
+            Pattern.compile("(?s).*\\b(receiveMessage|poll|receive|fetch|nextMessage|basicGet)\\(.*");
+
+    /** The call is a statement of a loop's block that comes before the block's receive, with no receive before it. */
+    private static boolean beforeReceive(MethodCallExpr c) {
+        Node stmt = c.getParentNode().orElse(null);
+        if (!(stmt instanceof ExpressionStmt) || !(stmt.getParentNode().orElse(null) instanceof BlockStmt block)) {
+            return false;
+        }
+        if (!(block.getParentNode().orElse(null) instanceof WhileStmt
+                || block.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.ForStmt
+                || block.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.DoStmt)) {
+            return false;
+        }
+        int at = block.getStatements().indexOf((com.github.javaparser.ast.stmt.Statement) stmt);
+        boolean before = block.getStatements().subList(0, at).stream()
+                .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
+        boolean after = block
+                .getStatements()
+                .subList(at + 1, block.getStatements().size())
+                .stream()
+                .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
+        return after && !before;
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
