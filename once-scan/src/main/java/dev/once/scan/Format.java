@@ -120,7 +120,9 @@ public enum Format {
             b.append('\n');
         }
         if (r.suppressed() > 0) {
-            b.append(r.suppressed()).append(" findings suppressed by @SuppressWarnings(\"once-scan\")\n");
+            b.append(r.suppressed())
+                    .append(
+                            " findings suppressed (@SuppressWarnings(\"once-scan\") or // once-scan:ignore RULE reason)\n");
         }
         b.append(r.summaryLine()).append('\n');
         return b.toString();

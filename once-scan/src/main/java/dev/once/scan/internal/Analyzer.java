@@ -50,7 +50,10 @@ final class Analyzer {
         Related entryRel = new Related("entry point", e.location);
         Related ackRel = new Related("ack", ackLoc);
 
-        if (e.framework == Entry.Framework.WEAK || e.framework == Entry.Framework.DISABLED) {
+        // dedupe switched off matters only to a handler that has an effect a repeat duplicates: one whose
+        // writes are idempotent (an upsert by id, a projection keyed by aggregate id) has nothing to lose
+        boolean exposed = effects.stream().anyMatch(x -> !x.keyed());
+        if (e.framework == Entry.Framework.WEAK || e.framework == Entry.Framework.DISABLED && exposed) {
             Location at = e.frameworkLocation != null ? e.frameworkLocation : e.location;
             out.add(finding(
                     Rule.WEAK_DEDUPE,

@@ -54,7 +54,13 @@ public final class Engine {
                 continue;
             }
             consumers.add(r.consumer());
-            findings.addAll(r.findings());
+            for (Finding f : r.findings()) {
+                if (ignored(repo, f)) {
+                    suppressed++;
+                } else {
+                    findings.add(f);
+                }
+            }
         }
         consumers.sort(Comparator.comparingDouble(Consumer::risk)
                 .reversed()
@@ -66,6 +72,33 @@ public final class Engine {
                 .thenComparing(f -> f.location().file())
                 .thenComparingInt(f -> f.location().line()));
         return new Raw(repo.files, repo.lines, consumers, findings, suppressed, repo.unresolved, spans);
+    }
+
+    /**
+     * {@code // once-scan:ignore RULE reason} on the finding's line or the line above leaves that one
+     * finding out, counted. The rule id (with or without {@code once/}) and a reason are both required:
+     * a bare marker suppresses nothing, so every suppression says why the finding does not apply.
+     */
+    private static final java.util.regex.Pattern IGNORE =
+            java.util.regex.Pattern.compile("once-scan:ignore\\s+(?:once/)?([\\w-]+)\\s+\\S.*");
+
+    private static boolean ignored(Repo repo, Finding f) {
+        String[] lines = repo.sources().stream()
+                .filter(s -> s.rel().equals(f.location().file()))
+                .map(Repo.Source::lines)
+                .findFirst()
+                .orElse(null);
+        if (lines == null) {
+            return false;
+        }
+        int at = f.location().line() - 1;
+        for (int i = Math.max(0, at - 1); i <= at && i < lines.length; i++) {
+            java.util.regex.Matcher m = IGNORE.matcher(lines[i]);
+            if (m.find() && f.rule().id().equals("once/" + m.group(1))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** {@code @SuppressWarnings("once-scan")} on the entry point's method or class leaves it out, counted. */

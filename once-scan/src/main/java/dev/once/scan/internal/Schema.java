@@ -75,20 +75,50 @@ final class Schema {
                 if (c.isAnnotationPresent("Entity") || c.isAnnotationPresent("Table")) {
                     readEntity(c);
                 }
-                for (MethodDeclaration m : c.getMethods()) {
-                    for (String a : new String[] {"Insert", "Update", "Delete", "Query"}) {
-                        m.getAnnotationByName(a)
-                                .flatMap(Schema::stringValue)
-                                .ifPresent(sql -> mapperSql.put(c.getNameAsString() + "." + m.getNameAsString(), sql));
-                    }
-                }
+                annotatedSql(c);
+            }
+        }
+        this.repo = repo;
+    }
+
+    private final Repo repo;
+    /** Mapper types whose annotated SQL has been read (a mapper is parsed only when a trace reaches it). */
+    private final java.util.Set<String> annotatedRead = new java.util.HashSet<>();
+
+    private void annotatedSql(ClassOrInterfaceDeclaration c) {
+        for (MethodDeclaration m : c.getMethods()) {
+            for (String a : new String[] {"Insert", "Update", "Delete", "Query"}) {
+                m.getAnnotationByName(a).flatMap(Schema::stringValue).ifPresent(sql -> {
+                    String key = c.getNameAsString() + "." + m.getNameAsString();
+                    mapperSql.putIfAbsent(key, sql);
+                    mapperAnnotation.putIfAbsent(key, m.getAnnotationByName(a).get());
+                });
             }
         }
     }
 
-    /** The SQL a mapper method runs, if the repository states it. */
+    /** "MapperSimpleName.method" → the annotation its SQL is written in. */
+    private final Map<String, AnnotationExpr> mapperAnnotation = new HashMap<>();
+
+    /** The annotation holding a mapper method's SQL, when it is written on the method rather than in XML. */
+    Optional<AnnotationExpr> mapperAnnotation(String mapperType, String method) {
+        mapperSql(mapperType, method);
+        return Optional.ofNullable(mapperAnnotation.get(mapperType + "." + method));
+    }
+
+    /** The SQL a mapper method runs, if the repository states it (in mapper XML or on the method). */
     Optional<String> mapperSql(String mapperType, String method) {
-        return Optional.ofNullable(mapperSql.get(mapperType + "." + method));
+        String sql = mapperSql.get(mapperType + "." + method);
+        if (sql == null && annotatedRead.add(mapperType)) {
+            // a MyBatis/Spring Data interface holds no word that gets it parsed up front: read it now
+            for (var t : repo.types(mapperType)) {
+                if (t instanceof ClassOrInterfaceDeclaration c) {
+                    annotatedSql(c);
+                }
+            }
+            sql = mapperSql.get(mapperType + "." + method);
+        }
+        return Optional.ofNullable(sql);
     }
 
     /** True, false, or empty when the schema does not say. */

@@ -4,6 +4,7 @@ import com.github.javaparser.ast.Node;
 import com.github.javaparser.ast.body.MethodDeclaration;
 import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
+import com.github.javaparser.ast.expr.AnnotationExpr;
 import com.github.javaparser.ast.expr.AssignExpr;
 import com.github.javaparser.ast.expr.BinaryExpr;
 import com.github.javaparser.ast.expr.ConditionalExpr;
@@ -17,6 +18,7 @@ import com.github.javaparser.ast.expr.ObjectCreationExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
 import com.github.javaparser.ast.expr.TextBlockLiteralExpr;
 import com.github.javaparser.ast.expr.ThisExpr;
+import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
@@ -58,6 +60,7 @@ final class Tracer {
             "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*|getStatus|getState|isProcessed|isPaid|isCancelled|isCompleted)");
     private static final Pattern COUNTER_SQL = Pattern.compile("(?i)set\\s.*?\\b(\\w+)\\s*=\\s*\\1\\s*[-+]");
     private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
+    private static final Pattern CYPHER_CREATE = Pattern.compile("(?i)\\bCREATE\\s*\\(");
     private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`]+)\\s+set\\s");
     private static final Pattern GUARD_WHERE =
             Pattern.compile("(?i)where.*\\b(status|state|version|processed|\\w+_at\\s+is\\s+null)\\b");
@@ -206,6 +209,12 @@ final class Tracer {
         }
     }
 
+    /** Types the traced flow reads the message into (the handler's parameters, deserialization targets). */
+    private Set<String> payloadTypes = new HashSet<>();
+
+    private static final Pattern DESERIALIZE =
+            Pattern.compile("readValue|fromJson|convertValue|treeToValue|parseObject");
+
     List<Event> trace(Entry e) {
         entry = e;
         events = new ArrayList<>();
@@ -222,6 +231,10 @@ final class Tracer {
                 ? md
                 : Types.ancestor(e.body, MethodDeclaration.class).orElse(null);
         List<Step> path = List.of(new Step(e.name, e.location));
+        payloadTypes = new HashSet<>();
+        if (m != null) {
+            m.getParameters().forEach(p -> payloadTypes.add(Types.simple(p.getType())));
+        }
         Set<MethodDeclaration> visiting = new HashSet<>();
         if (m != null) {
             visiting.add(m);
@@ -257,6 +270,12 @@ final class Tracer {
             visitChildren(n, f);
             f.async = outer;
             return;
+        }
+        if (n instanceof MethodCallExpr d
+                && DESERIALIZE.matcher(d.getNameAsString()).matches()) {
+            d.getArguments().stream()
+                    .filter(Expression::isClassExpr)
+                    .forEach(x -> payloadTypes.add(Types.simple(x.asClassExpr().getType())));
         }
         if (n instanceof MethodCallExpr w && waits(w)) {
             add(Event.Kind.WAIT, w, f, null, null, shortText(w));
@@ -389,6 +408,9 @@ final class Tracer {
             return;
         }
         if (name.equals("sleep") && scopeText.equals("Thread") || name.equals("sleep") && "TimeUnit".equals(stype)) {
+            if (beforeReceive(c)) {
+                return; // a pause between batches, before the next receive: no message is held while it sleeps
+            }
             add(Event.Kind.SLOW, c, f, null, null, "Thread.sleep in the consumer");
             return;
         }
@@ -410,13 +432,23 @@ final class Tracer {
                             : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
-        String sql = sqlOf(c, stype, name);
-        if (sql != null) {
-            sql(c, sql, f);
-            return;
-        }
         if (isCheck(c, name)) {
             add(Event.Kind.CHECK, c, f, null, null, c.toString());
+            return;
+        }
+        String sql = sqlOf(c, stype, name);
+        if (sql != null) {
+            Optional<AnnotationExpr> declared = stype == null ? Optional.empty() : schema.mapperAnnotation(stype, name);
+            if (declared.isPresent()) {
+                // the SQL is written on the mapper's method: the finding points there, the call is a step of its path
+                List<Step> path = new ArrayList<>(f.path);
+                path.add(new Step(stype + "." + name, repo.loc(c)));
+                Frame mapper = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, f.visiting, f.type, f.method);
+                mapper.async = f.async;
+                sql(c, declared.get(), sql, mapper);
+            } else {
+                sql(c, c, sql, f);
+            }
             return;
         }
         if (library(c, name, stype, scopeText, f)) {
@@ -722,6 +754,18 @@ final class Tracer {
                 }
             }
         }
+        boolean fromMessage = false;
+        if (!insert && arg instanceof NameExpr n) {
+            // an entity read from the message (deserialized, or the handler's payload) whose @Id the database
+            // generates: the save cannot find the row a previous delivery made, so it inserts another
+            com.github.javaparser.ast.type.Type t = types.declaredType(n, n.getNameAsString());
+            String name = t == null ? null : Types.simple(t);
+            fromMessage = name != null && payloadTypes.contains(name) && generatedId(name);
+            insert = fromMessage;
+            if (fromMessage && entity == null) {
+                entity = name;
+            }
+        }
         if (!insert) {
             return;
         }
@@ -737,9 +781,49 @@ final class Tracer {
                     f,
                     table != null && MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
                     Event.Category.DATABASE,
-                    "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
+                    fromMessage
+                            ? "saves the " + entity
+                                    + " read from the message, whose @Id is generated: each delivery inserts a new row"
+                            : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    private static final Pattern RECEIVE =
+            Pattern.compile("(?s).*\\b(receiveMessage|poll|receive|fetch|nextMessage|basicGet)\\(.*");
+
+    /** The call is a statement of a loop's block that comes before the block's receive, with no receive before it. */
+    private static boolean beforeReceive(MethodCallExpr c) {
+        Node stmt = c.getParentNode().orElse(null);
+        if (!(stmt instanceof ExpressionStmt) || !(stmt.getParentNode().orElse(null) instanceof BlockStmt block)) {
+            return false;
+        }
+        if (!(block.getParentNode().orElse(null) instanceof WhileStmt
+                || block.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.ForStmt
+                || block.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.DoStmt)) {
+            return false;
+        }
+        int at = block.getStatements().indexOf((com.github.javaparser.ast.stmt.Statement) stmt);
+        boolean before = block.getStatements().subList(0, at).stream()
+                .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
+        boolean after = block
+                .getStatements()
+                .subList(at + 1, block.getStatements().size())
+                .stream()
+                .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
+        return after && !before;
+    }
+
+    /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
+    private boolean generatedId(String entity) {
+        for (TypeDeclaration<?> t : repo.types(entity)) {
+            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
+                if (fd.isAnnotationPresent("Id") && fd.isAnnotationPresent("GeneratedValue")) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private void assign(AssignExpr a, Frame f) {
@@ -775,7 +859,10 @@ final class Tracer {
             }
             if (p instanceof VariableDeclarator d) {
                 String t = d.getType().asString();
-                return t.equals("boolean") || t.equals("Boolean") || t.startsWith("Optional");
+                return t.equals("boolean")
+                        || t.equals("Boolean")
+                        || t.startsWith("Optional")
+                        || statusRead(c) && testedLater(d);
             }
             if (p instanceof com.github.javaparser.ast.stmt.Statement || p instanceof LambdaExpr) {
                 return false;
@@ -785,6 +872,56 @@ final class Tracer {
     }
 
     /** The call's scope is a local variable loaded by a call (a repository or mapper read). */
+    /**
+     * A read constrained by a stored status: {@code findByIdAndStatus(…)}, or a criteria object built in
+     * the same method with {@code andStatusEqualTo(…)}. Its result tested in an {@code if} is a check
+     * whose act comes later, maybe in another method.
+     */
+    private static boolean statusRead(MethodCallExpr c) {
+        if (STATUS_WORD.matcher(c.getNameAsString()).find()) {
+            return true;
+        }
+        MethodDeclaration m = Types.ancestor(c, MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return false;
+        }
+        for (Expression a : c.getArguments()) {
+            if (a instanceof NameExpr n) {
+                String prefix = n.getNameAsString() + ".";
+                if (m
+                        .findAll(
+                                MethodCallExpr.class,
+                                x -> x.toString().startsWith(prefix)
+                                        && STATUS_WORD.matcher(x.toString()).find())
+                        .stream()
+                        .findAny()
+                        .isPresent()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static final Pattern STATUS_WORD = Pattern.compile("Status|State|Processed");
+
+    /** The variable declared by {@code d} is tested in an {@code if} of its method. */
+    private static boolean testedLater(VariableDeclarator d) {
+        String v = d.getNameAsString();
+        return Types.ancestor(d, MethodDeclaration.class)
+                .map(m -> m.findAll(IfStmt.class).stream()
+                        .anyMatch(i ->
+                                i
+                                        .getCondition()
+                                        .findAll(
+                                                NameExpr.class,
+                                                x -> x.getNameAsString().equals(v))
+                                        .stream()
+                                        .findAny()
+                                        .isPresent()))
+                .orElse(false);
+    }
+
     private static boolean loadedFromStore(MethodCallExpr c) {
         if (c.getScope().isEmpty() || !(c.getScope().get() instanceof NameExpr n)) {
             return false;
@@ -857,7 +994,8 @@ final class Tracer {
         return null;
     }
 
-    private void sql(MethodCallExpr c, String raw, Frame f) {
+    /** {@code c} runs the SQL {@code raw}, which is written at {@code at} (the call, or the mapper method's annotation). */
+    private void sql(MethodCallExpr c, Node at, String raw, Frame f) {
         String sql = raw.replaceAll("\\s+", " ").strip();
         String lower = sql.toLowerCase(Locale.ROOT);
         Matcher ins = INSERT.matcher(sql);
@@ -871,16 +1009,16 @@ final class Tracer {
             if (DEDUPE_TABLE.matcher(table).matches() && (conflict || key.orElse(true))) {
                 add(
                         Event.Kind.CLAIM,
-                        c,
+                        at,
                         f,
                         null,
                         null,
                         "insert into " + table + (conflict ? " ON CONFLICT DO NOTHING" : " under its unique key"));
             } else if (conflict || key.orElse(false)) {
-                add(Event.Kind.GUARD, c, f, null, null, "insert into " + table + " under a unique key");
+                add(Event.Kind.GUARD, at, f, null, null, "insert into " + table + " under a unique key");
             } else {
                 effect(
-                        c,
+                        at,
                         f,
                         MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
                         Event.Category.DATABASE,
@@ -892,6 +1030,17 @@ final class Tracer {
             }
             return;
         }
+        if (CYPHER_CREATE.matcher(sql).find()) {
+            // Cypher: CREATE makes a new node or relationship on every run; MERGE would match the existing one
+            effect(
+                    at,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "creates a graph node or relationship (Cypher CREATE, not MERGE)",
+                    false);
+            return;
+        }
         Matcher upd = UPDATE.matcher(sql);
         if (upd.find()) {
             String table = Schema.table(upd.group(1));
@@ -899,11 +1048,11 @@ final class Tracer {
             boolean guarded = GUARD_WHERE.matcher(sql).find() && checked;
             Matcher counter = COUNTER_SQL.matcher(sql);
             if (guarded) {
-                add(Event.Kind.GUARD, c, f, null, null, "guarded transition on " + table + " (count checked)");
+                add(Event.Kind.GUARD, at, f, null, null, "guarded transition on " + table + " (count checked)");
             } else if (counter.find()) {
                 String col = counter.group(1);
                 effect(
-                        c,
+                        at,
                         f,
                         MONEY.matcher(col + " " + table).matches() ? Blast.MONEY : Blast.DATA,
                         Event.Category.DATABASE,

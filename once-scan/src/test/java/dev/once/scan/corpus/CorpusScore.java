@@ -14,7 +14,8 @@ import java.util.TreeMap;
  * Scans every checked-out corpus repository and scores it against its labels: one line per
  * repository, the misses and false alarms, and one {@code SCAN-SCORE} line per half.
  *
- * <p>usage: {@code CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]} (run by once-scan/corpus/score.sh).
+ * <p>usage: {@code CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]} (run by once-scan/corpus/score.sh);
+ * {@code CORPUS_HALF=A} scores one half only.
  */
 public final class CorpusScore {
 
@@ -26,7 +27,12 @@ public final class CorpusScore {
         }
         boolean verbose = args.length > 2 && args[2].equals("--verbose");
         List<Labels.Score> scores = new ArrayList<>();
+        // CORPUS_HALF=A scores one half only (tuning reads A's misses without scanning B)
+        String only = System.getenv("CORPUS_HALF");
         for (Labels l : Labels.readAll(Path.of(args[0]))) {
+            if (only != null && !only.isEmpty() && !only.equals(l.half())) {
+                continue;
+            }
             Path root = Path.of(args[1], l.name());
             ScanReport report = ConsumerScan.builder().root(root).build().run();
             Labels.Score s = l.score(report);
