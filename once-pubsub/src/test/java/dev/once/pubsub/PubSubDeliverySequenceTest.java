@@ -8,22 +8,16 @@ import com.google.api.core.ApiFutures;
 import com.google.cloud.pubsub.v1.AckReplyConsumerWithResponse;
 import com.google.cloud.pubsub.v1.AckResponse;
 import com.google.protobuf.ByteString;
-import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
-import com.google.pubsub.v1.TopicName;
 import dev.once.Outcome.Status;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -49,30 +43,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  *       expired or unknown ack ids ({@link PubSubExactlyOnceTest} covers that one on it).
  * </ul>
  */
-class PubSubDeliverySequenceTest {
-
-    private TestDatabase db;
-    private TopicName topic;
-    private ProjectSubscriptionName subscription;
-
-    @BeforeEach
-    void setUp() {
-        TestPubSub.host();
-        db = TestPostgres.shared().freshDatabase();
-        String name = "sequence-" + System.nanoTime();
-        topic = TestPubSub.topic(name);
-        subscription = TestPubSub.subscription(topic, name, s -> s.setEnableMessageOrdering(true));
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (topic != null) {
-            TestPubSub.delete(topic, subscription);
-        }
-        if (db != null) {
-            db.close();
-        }
-    }
+class PubSubDeliverySequenceTest extends FreshSubscription {
 
     /** A reply as the client gives it: records what the consumer answered; the ack's future says {@code ack}. */
     static final class Reply implements AckReplyConsumerWithResponse {
@@ -148,6 +119,10 @@ class PubSubDeliverySequenceTest {
      * then Pub/Sub redelivers k-2 and every later message of k. With {@code orderedByKey()} nothing of
      * k is applied ahead of k-2, and what came early is nacked, unapplied.
      */
+    PubSubDeliverySequenceTest() {
+        super("sequence", s -> s.setEnableMessageOrdering(true));
+    }
+
     @Test
     void successorsAlreadyReceivedAreHeldBackUntilTheFailedMessageComesAgain() throws Exception {
         Recorder recorder = failingUntilRedelivered("k-2");

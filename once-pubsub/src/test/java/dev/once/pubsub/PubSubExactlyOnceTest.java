@@ -3,17 +3,11 @@ package dev.once.pubsub;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.google.pubsub.v1.ProjectSubscriptionName;
-import com.google.pubsub.v1.TopicName;
 import dev.once.Outcome.Status;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,29 +16,10 @@ import org.junit.jupiter.api.Test;
  * so the client completes that ack's future as failed. Work that outlives its lease commits and acks
  * too late: the ack fails, is counted, and the copy Pub/Sub handed to the other subscriber is absorbed.
  */
-class PubSubExactlyOnceTest {
+class PubSubExactlyOnceTest extends FreshSubscription {
 
-    private TestDatabase db;
-    private TopicName topic;
-    private ProjectSubscriptionName subscription;
-
-    @BeforeEach
-    void setUp() {
-        TestPubSub.host();
-        db = TestPostgres.shared().freshDatabase();
-        String name = "exactly-once-" + System.nanoTime();
-        topic = TestPubSub.topic(name);
-        subscription = TestPubSub.subscription(topic, name, s -> s.setEnableExactlyOnceDelivery(true));
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (topic != null) {
-            TestPubSub.delete(topic, subscription);
-        }
-        if (db != null) {
-            db.close();
-        }
+    PubSubExactlyOnceTest() {
+        super("exactly-once", s -> s.setEnableExactlyOnceDelivery(true));
     }
 
     @Test

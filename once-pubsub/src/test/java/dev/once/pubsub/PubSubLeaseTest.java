@@ -3,17 +3,11 @@ package dev.once.pubsub;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.google.pubsub.v1.ProjectSubscriptionName;
-import com.google.pubsub.v1.TopicName;
 import dev.once.Outcome.Status;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,32 +16,8 @@ import org.junit.jupiter.api.Test;
  * the message to a subscriber again, whose claim absorbs it; with a lease longer than the work
  * the client's extensions keep it, and it is delivered once.
  */
-class PubSubLeaseTest {
-
+class PubSubLeaseTest extends FreshSubscription {
     private static final Duration DEADLINE = Duration.ofSeconds(10);
-
-    private TestDatabase db;
-    private TopicName topic;
-    private ProjectSubscriptionName subscription;
-
-    @BeforeEach
-    void setUp() {
-        TestPubSub.host();
-        db = TestPostgres.shared().freshDatabase();
-        String name = "lease-" + System.nanoTime();
-        topic = TestPubSub.topic(name);
-        subscription = TestPubSub.subscription(topic, name, s -> s);
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (topic != null) {
-            TestPubSub.delete(topic, subscription);
-        }
-        if (db != null) {
-            db.close();
-        }
-    }
 
     private PubSubConsumer consumer(Recorder recorder, Duration lease) {
         return TestPubSub.consumer(subscription, recorder, null)
@@ -55,6 +25,10 @@ class PubSubLeaseTest {
                 .ackDeadline(DEADLINE)
                 .lease(lease)
                 .build();
+    }
+
+    PubSubLeaseTest() {
+        super("lease", s -> s);
     }
 
     @Test

@@ -3,12 +3,8 @@ package dev.once.pubsub;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.google.pubsub.v1.ProjectSubscriptionName;
-import com.google.pubsub.v1.TopicName;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.time.Duration;
@@ -20,8 +16,6 @@ import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,32 +29,12 @@ import org.junit.jupiter.api.Test;
  * hold-back of successors already received never has work to do here. Pub/Sub proper hands out
  * several messages of a key at once; {@link PubSubDeliverySequenceTest} plays that sequence.
  */
-class PubSubOrderingTest {
-
+class PubSubOrderingTest extends FreshSubscription {
     private static final int PER_KEY = 8;
     private static final List<String> KEYS = List.of("k1", "k2", "k3");
 
-    private TestDatabase db;
-    private TopicName topic;
-    private ProjectSubscriptionName subscription;
-
-    @BeforeEach
-    void setUp() {
-        TestPubSub.host();
-        db = TestPostgres.shared().freshDatabase();
-        String name = "order-" + System.nanoTime();
-        topic = TestPubSub.topic(name);
-        subscription = TestPubSub.subscription(topic, name, s -> s.setEnableMessageOrdering(true));
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (topic != null) {
-            TestPubSub.delete(topic, subscription);
-        }
-        if (db != null) {
-            db.close();
-        }
+    PubSubOrderingTest() {
+        super("order", s -> s.setEnableMessageOrdering(true));
     }
 
     @Test
