@@ -57,6 +57,10 @@ import org.awaitility.core.ConditionTimeoutException;
  * every record before it in its partition (nothing is applied ahead of a record held back, failing
  * or held by the zombie), which implies offset order. Tries per offset store: {@value #TRIES}
  * (CI); {@code -Donce.kafkaChain.tries=N} runs N chains in each try.
+ *
+ * <p>Seen failing with OrderGuard's hold-back broken on purpose (every earlier record taken as
+ * settled): with offsets in the database, a record failing at offset 2 of partition 1 and the next
+ * one applied first, shrunk to 9 moves: "k53 applied from 1/3 ahead of k52 at offset 2".
  */
 class KafkaPartitionOrderPropertyTest {
 
@@ -64,11 +68,14 @@ class KafkaPartitionOrderPropertyTest {
     static final int REPEATS = Integer.getInteger("once.kafkaChain.tries", 1);
     static final AtomicLong sequences = new AtomicLong();
     static final AtomicLong checkPoints = new AtomicLong();
+    static final AtomicLong failed = new AtomicLong();
 
     @AfterContainer
     static void report() {
+        long bad = failed.getAndSet(0);
         System.out.println("KafkaPartitionOrderPropertyTest: sequences=" + sequences.getAndSet(0) + " check_points="
-                + checkPoints.getAndSet(0) + " lost=0 twice=0 out_of_order=0 offset_past_unapplied=0");
+                + checkPoints.getAndSet(0)
+                + (bad == 0 ? " lost=0 twice=0 out_of_order=0 offset_past_unapplied=0" : " failed=" + bad));
     }
 
     @Property(tries = TRIES)
@@ -87,6 +94,9 @@ class KafkaPartitionOrderPropertyTest {
                 World.next = w;
                 chain.run();
                 w.drainAndCheck();
+            } catch (Exception | AssertionError e) {
+                failed.incrementAndGet();
+                throw e;
             }
             sequences.incrementAndGet();
         }
