@@ -17,6 +17,7 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
@@ -29,7 +30,7 @@ final class Analyzer {
     private static final Set<String> LEASED =
             Set.of("kafka", "sqs", "lambda", "nats", "stream", "eventuate", "camel", "axon");
 
-    Result analyze(Entry e, List<Event> events) {
+    Result analyze(Entry e, List<Event> events, Map<Event, List<Event>> finallyAcks) {
         List<Finding> out = new ArrayList<>();
         List<Event> effects = of(events, Event.Kind.EFFECT);
         List<Event> acks = of(events, Event.Kind.ACK);
@@ -130,6 +131,30 @@ final class Analyzer {
                                 new Related("ack", first.location()),
                                 new Related("effect", worst.location())),
                         first.member()));
+            }
+        }
+
+        // an ack in a finally block runs when the effect failed too: the failure is acknowledged, never redelivered
+        if (e.ack == Entry.Ack.EXPLICIT) {
+            for (Map.Entry<Event, List<Event>> fa : finallyAcks.entrySet()) {
+                Event a = fa.getKey();
+                Event worst = worst(fa.getValue());
+                if (out.stream()
+                        .anyMatch(x -> x.rule() == Rule.ACK_BEFORE_EFFECT
+                                && x.location().equals(a.location()))) {
+                    continue;
+                }
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
+                        "acknowledged in a finally block (" + a.what() + "), so when " + worst.what()
+                                + " fails the message is acknowledged all the same and never redelivered",
+                        a.location(),
+                        e,
+                        worst.blast(),
+                        worst.path(),
+                        List.of(entryRel, new Related("ack", a.location()), new Related("effect", worst.location())),
+                        a.member()));
             }
         }
 

@@ -47,7 +47,7 @@ public final class Engine {
         int suppressed = 0;
         Map<String, List<Span>> spans = new HashMap<>();
         for (Entry e : entries) {
-            Analyzer.Result r = analyzer.analyze(e, tracer.trace(e));
+            Analyzer.Result r = analyzer.analyze(e, tracer.trace(e), tracer.finallyAcks());
             spans.put(e.id(), tracer.spans());
             if (suppressed(e.body)) {
                 suppressed += r.findings().size();

@@ -1,8 +1,10 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.NodeList;
 import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
 import com.github.javaparser.ast.body.MethodDeclaration;
+import com.github.javaparser.ast.body.RecordDeclaration;
 import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AnnotationExpr;
@@ -95,8 +97,12 @@ final class EntryPoints {
         for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c);
-                implemented(s, c);
+                implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
                 camel(s, c);
+            }
+            // a listener written as a record (zipkin's Pulsar listener) implements its interface just the same
+            for (RecordDeclaration r : s.cu().findAll(RecordDeclaration.class)) {
+                implemented(s, r, r.getImplementedTypes(), new NodeList<>());
             }
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
                 calls(s, call);
@@ -384,8 +390,12 @@ final class EntryPoints {
 
     // ---- interfaces and supertypes --------------------------------------------------------------
 
-    private void implemented(Repo.Source s, ClassOrInterfaceDeclaration c) {
-        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+    private void implemented(
+            Repo.Source s,
+            TypeDeclaration<?> c,
+            NodeList<ClassOrInterfaceType> implemented,
+            NodeList<ClassOrInterfaceType> extended) {
+        for (ClassOrInterfaceType t : implemented) {
             String n = t.getNameAsString();
             String arg = t.getTypeArguments()
                     .filter(a -> !a.isEmpty())
@@ -446,7 +456,7 @@ final class EntryPoints {
                 }
             }
         }
-        for (ClassOrInterfaceType t : c.getExtendedTypes()) {
+        for (ClassOrInterfaceType t : extended) {
             if (t.getNameAsString().equals("DefaultConsumer")) {
                 for (MethodDeclaration m : c.getMethodsByName("handleDelivery")) {
                     m.getBody().ifPresent(b -> {
@@ -787,6 +797,7 @@ final class EntryPoints {
         }
         Node body = null;
         Node decl = null;
+        Node at = call;
         if (cb instanceof NameExpr n) {
             cb = lambdaOf(n)
                     .map(Expression.class::cast)
@@ -804,6 +815,9 @@ final class EntryPoints {
                         && md.getBody().isPresent()) {
                     body = md.getBody().get();
                     decl = md;
+                    // the handler an anonymous DefaultConsumer overrides is the entry point, not the
+                    // basicConsume call some lines below it
+                    at = md;
                 }
             }
         } else if (cb != null) {
@@ -826,7 +840,7 @@ final class EntryPoints {
                 decl instanceof MethodDeclaration ? owner(decl) : owner(call) + " callback",
                 decl,
                 body,
-                call);
+                at);
         e.ack = Entry.Ack.EXPLICIT;
         e.ackText = "channel.basicAck in the callback";
         if (call.getArguments().size() >= 3 || (call.getArguments().size() == 2 && isBoolean(call.getArgument(1)))) {

@@ -21,6 +21,7 @@ import com.github.javaparser.ast.expr.ThisExpr;
 import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
+import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
 import dev.once.scan.Location;
@@ -163,6 +164,7 @@ final class Tracer {
     private Entry entry;
     private List<Event> events;
     private List<Engine.Span> spans;
+    private Map<Event, List<Event>> finallyAcks;
     private int seq;
     private int txIds;
 
@@ -219,6 +221,7 @@ final class Tracer {
         entry = e;
         events = new ArrayList<>();
         spans = new ArrayList<>();
+        finallyAcks = new java.util.IdentityHashMap<>();
         span(e.body);
         seq = 0;
         Integer tx = null;
@@ -486,6 +489,15 @@ final class Tracer {
         };
         if (ack) {
             add(Event.Kind.ACK, c, f, null, null, c.toString());
+            Event a = events.get(events.size() - 1);
+            finallyTry(c).ifPresent(t -> {
+                List<Event> inTry = events.stream()
+                        .filter(x -> x.kind() == Event.Kind.EFFECT && within(x, t))
+                        .toList();
+                if (!inTry.isEmpty()) {
+                    finallyAcks.put(a, inTry);
+                }
+            });
             return true;
         }
         if (name.equals("sendOffsetsToTransaction")) {
@@ -493,6 +505,48 @@ final class Tracer {
             return true;
         }
         return false;
+    }
+
+    /**
+     * Acknowledgements of the last {@link #trace} made unconditionally in a {@code finally} block, each
+     * with the effects its {@code try} block reaches: those are acknowledged whether they succeed or not.
+     */
+    Map<Event, List<Event>> finallyAcks() {
+        return finallyAcks;
+    }
+
+    /**
+     * The {@code try} block of the {@code try … finally} whose finally block runs this call whatever
+     * happens: none when a condition (an {@code if}, a {@code switch}, a {@code ?:}) decides on the way.
+     */
+    private static Optional<BlockStmt> finallyTry(Node call) {
+        Node child = call;
+        for (Node p = call.getParentNode().orElse(null);
+                p != null;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof IfStmt
+                    || p instanceof com.github.javaparser.ast.stmt.SwitchStmt
+                    || p instanceof com.github.javaparser.ast.expr.ConditionalExpr
+                    || p instanceof com.github.javaparser.ast.expr.BinaryExpr
+                    || p instanceof LambdaExpr
+                    || p instanceof MethodDeclaration) {
+                return Optional.empty();
+            }
+            if (p instanceof TryStmt t && t.getFinallyBlock().orElse(null) == child) {
+                return Optional.of(t.getTryBlock());
+            }
+            child = p;
+        }
+        return Optional.empty();
+    }
+
+    /** Whether an event's path passes through a block (a call made in it, or the event itself). */
+    private boolean within(Event x, BlockStmt b) {
+        Location from = repo.loc(b);
+        int end = b.getEnd().map(pos -> pos.line).orElse(from.line());
+        return x.path().stream()
+                .map(Step::location)
+                .anyMatch(l -> l.file().equals(from.file()) && l.line() >= from.line() && l.line() <= end);
     }
 
     private boolean library(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
