@@ -8,6 +8,7 @@ import dev.once.Outcome;
 import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
+import dev.once.adapter.ConsumerSettings;
 import dev.once.adapter.Processed;
 import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
@@ -138,14 +139,14 @@ public final class NatsConsumer implements AutoCloseable {
         this.durable = b.durable;
         this.filterSubject = b.filterSubject;
         this.consumer = b.consumer;
-        this.receiveRetries = b.receiveRetries;
+        this.receiveRetries = b.settings.receiveRetries();
         this.batchSize = b.batchSize;
         this.fetchWait = b.fetchWait;
         this.ackWait = b.ackWait;
         this.retries = b.retries;
         this.deadLetterAfterRetries = b.deadLetterAfterRetries;
-        this.heartbeat = b.heartbeat;
-        this.eventIdHeader = b.eventIdHeader;
+        this.heartbeat = b.settings.heartbeat();
+        this.eventIdHeader = b.settings.eventId();
         this.deadLetterSubject = b.deadLetterSubject;
         int n = INSTANCES.incrementAndGet();
         String name = "once-nats-" + n + "-" + stream + "-" + durable;
@@ -436,10 +437,8 @@ public final class NatsConsumer implements AutoCloseable {
         private Duration ackWait = DEFAULT_ACK_WAIT;
         private RetryPolicy retries = DEFAULT_RETRIES;
         private boolean deadLetterAfterRetries;
-        private boolean heartbeat = true;
-        private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
+        private ConsumerSettings settings = ConsumerSettings.defaults("eventIdHeader", OutboxMessage.EVENT_ID_HEADER);
         private String deadLetterSubject;
-        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {}
 
@@ -473,22 +472,19 @@ public final class NatsConsumer implements AutoCloseable {
 
         /** Messages per fetch and per transaction, 1 to 10000; default {@value #DEFAULT_BATCH_SIZE}. */
         public Builder batchSize(int batchSize) {
-            if (batchSize < 1 || batchSize > 10_000) {
-                throw new InvalidConfigurationException("batchSize must be between 1 and 10000, but was " + batchSize);
-            }
-            this.batchSize = batchSize;
+            this.batchSize = ConsumerSettings.between("batchSize", batchSize, 1, 10_000);
             return this;
         }
 
         /** Longest wait of one fetch; default 1 s; must be shorter than the ack wait. */
         public Builder fetchWait(Duration fetchWait) {
-            this.fetchWait = positive("fetchWait", fetchWait);
+            this.fetchWait = ConsumerSettings.positive("fetchWait", fetchWait);
             return this;
         }
 
         /** JetStream's ack wait for the durable; default 30 s; the heartbeat runs every third of it. */
         public Builder ackWait(Duration ackWait) {
-            this.ackWait = positive("ackWait", ackWait);
+            this.ackWait = ConsumerSettings.positive("ackWait", ackWait);
             return this;
         }
 
@@ -529,17 +525,13 @@ public final class NatsConsumer implements AutoCloseable {
 
         /** Whether a batch still working sends {@code inProgress()}; default true. */
         public Builder heartbeat(boolean heartbeat) {
-            this.heartbeat = heartbeat;
+            this.settings = settings.withHeartbeat(heartbeat);
             return this;
         }
 
         /** Header with the producer's event id; default {@value OutboxMessage#EVENT_ID_HEADER}. */
         public Builder eventIdHeader(String eventIdHeader) {
-            Objects.requireNonNull(eventIdHeader, "eventIdHeader");
-            if (eventIdHeader.isBlank()) {
-                throw new InvalidConfigurationException("eventIdHeader must not be blank");
-            }
-            this.eventIdHeader = eventIdHeader;
+            this.settings = settings.withEventId(eventIdHeader);
             return this;
         }
 
@@ -549,7 +541,7 @@ public final class NatsConsumer implements AutoCloseable {
          * last retry it waits the cap.
          */
         public Builder receiveRetries(RetryPolicy policy) {
-            this.receiveRetries = Objects.requireNonNull(policy, "policy");
+            this.settings = settings.withReceiveRetries(policy);
             return this;
         }
 
@@ -577,14 +569,6 @@ public final class NatsConsumer implements AutoCloseable {
             if (!NAME.matcher(value).matches()) {
                 throw new InvalidConfigurationException(
                         what + " must match " + NAME.pattern() + ", but was '" + value + "'");
-            }
-            return value;
-        }
-
-        private static Duration positive(String what, Duration value) {
-            Objects.requireNonNull(value, what);
-            if (value.isNegative() || value.isZero()) {
-                throw new InvalidConfigurationException(what + " must be positive, but was " + value);
             }
             return value;
         }

@@ -23,6 +23,7 @@ import dev.once.Outcome;
 import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
+import dev.once.adapter.ConsumerSettings;
 import dev.once.adapter.Processed;
 import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
@@ -144,13 +145,13 @@ public final class PubSubConsumer implements AutoCloseable {
         this.ackDeadline = b.ackDeadline;
         this.threads = b.threads;
         this.ordered = b.ordered;
-        this.eventIdAttribute = b.eventIdAttribute;
+        this.eventIdAttribute = b.settings.eventId();
         this.deadLetters = b.deadLetters;
         this.channelProvider = b.channelProvider;
         this.credentialsProvider = b.credentialsProvider;
         this.name = "once-pubsub-" + INSTANCES.incrementAndGet() + "-" + subscription.getSubscription();
         AdapterDriver.Builder<Received> loop =
-                AdapterDriver.builder(name, consumer, new PubSub()).receiveRetries(b.receiveRetries);
+                AdapterDriver.builder(name, consumer, new PubSub()).receiveRetries(b.settings.receiveRetries());
         if (ordered) {
             loop.inGroupOrder(r -> r.message().getOrderingKey().isEmpty()
                     ? "\0" + r.message().getMessageId() // no key: no order to keep
@@ -504,11 +505,11 @@ public final class PubSubConsumer implements AutoCloseable {
         private Duration ackDeadline;
         private int threads = DEFAULT_THREADS;
         private boolean ordered;
-        private String eventIdAttribute = OutboxMessage.EVENT_ID_HEADER;
+        private ConsumerSettings settings =
+                ConsumerSettings.defaults("eventIdAttribute", OutboxMessage.EVENT_ID_HEADER);
         private com.google.cloud.pubsub.v1.Publisher deadLetters;
         private TransportChannelProvider channelProvider;
         private CredentialsProvider credentialsProvider;
-        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {}
 
@@ -534,10 +535,7 @@ public final class PubSubConsumer implements AutoCloseable {
 
         /** Messages per batch and per transaction, 1 to 10000; default {@value #DEFAULT_BATCH_SIZE}. */
         public Builder batchSize(int batchSize) {
-            if (batchSize < 1 || batchSize > 10_000) {
-                throw new InvalidConfigurationException("batchSize must be between 1 and 10000, but was " + batchSize);
-            }
-            this.batchSize = batchSize;
+            this.batchSize = ConsumerSettings.between("batchSize", batchSize, 1, 10_000);
             return this;
         }
 
@@ -558,7 +556,7 @@ public final class PubSubConsumer implements AutoCloseable {
          * the copy.
          */
         public Builder lease(Duration lease) {
-            this.lease = positive("lease", lease);
+            this.lease = ConsumerSettings.positive("lease", lease);
             return this;
         }
 
@@ -569,7 +567,7 @@ public final class PubSubConsumer implements AutoCloseable {
          * consumer that died without closing hand its messages on sooner.
          */
         public Builder ackDeadline(Duration ackDeadline) {
-            positive("ackDeadline", ackDeadline);
+            ConsumerSettings.positive("ackDeadline", ackDeadline);
             if (ackDeadline.compareTo(Duration.ofSeconds(10)) < 0
                     || ackDeadline.compareTo(Duration.ofSeconds(600)) > 0) {
                 throw new InvalidConfigurationException(
@@ -581,10 +579,7 @@ public final class PubSubConsumer implements AutoCloseable {
 
         /** Processing threads, each with its own batch and transaction, 1 to 64; default 1. */
         public Builder threads(int threads) {
-            if (threads < 1 || threads > 64) {
-                throw new InvalidConfigurationException("threads must be between 1 and 64, but was " + threads);
-            }
-            this.threads = threads;
+            this.threads = ConsumerSettings.between("threads", threads, 1, 64);
             return this;
         }
 
@@ -599,11 +594,7 @@ public final class PubSubConsumer implements AutoCloseable {
 
         /** Attribute with the producer's event id; default {@value OutboxMessage#EVENT_ID_HEADER}. */
         public Builder eventIdAttribute(String eventIdAttribute) {
-            Objects.requireNonNull(eventIdAttribute, "eventIdAttribute");
-            if (eventIdAttribute.isBlank()) {
-                throw new InvalidConfigurationException("eventIdAttribute must not be blank");
-            }
-            this.eventIdAttribute = eventIdAttribute;
+            this.settings = settings.withEventId(eventIdAttribute);
             return this;
         }
 
@@ -632,7 +623,7 @@ public final class PubSubConsumer implements AutoCloseable {
 
         /** Pause after batches that failed outside the handler in a row; default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}. */
         public Builder receiveRetries(RetryPolicy policy) {
-            this.receiveRetries = Objects.requireNonNull(policy, "policy");
+            this.settings = settings.withReceiveRetries(policy);
             return this;
         }
 
@@ -649,14 +640,6 @@ public final class PubSubConsumer implements AutoCloseable {
                         "orderedByKey() runs on one thread, but threads was " + threads + "; drop threads(…)");
             }
             return new PubSubConsumer(this);
-        }
-
-        private static Duration positive(String what, Duration value) {
-            Objects.requireNonNull(value, what);
-            if (value.isNegative() || value.isZero()) {
-                throw new InvalidConfigurationException(what + " must be positive, but was " + value);
-            }
-            return value;
         }
     }
 }

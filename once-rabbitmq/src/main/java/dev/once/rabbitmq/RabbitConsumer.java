@@ -17,6 +17,7 @@ import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
+import dev.once.adapter.ConsumerSettings;
 import dev.once.adapter.Processed;
 import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
@@ -140,11 +141,11 @@ public final class RabbitConsumer implements AutoCloseable {
         this.connection = b.connection;
         this.queue = b.queue;
         this.consumer = b.consumer;
-        this.receiveRetries = b.receiveRetries;
+        this.receiveRetries = b.settings.receiveRetries();
         this.retries = b.retries;
         this.deadLetterAfterRetries = b.deadLetterAfterRetries;
         this.prefetch = b.prefetch;
-        this.eventIdHeader = b.eventIdHeader;
+        this.eventIdHeader = b.settings.eventId();
         String name = "once-rabbitmq-" + INSTANCES.incrementAndGet() + "-" + queue;
         this.driver = AdapterDriver.builder(name, consumer, new Rabbit())
                 .receiveRetries(receiveRetries)
@@ -484,8 +485,7 @@ public final class RabbitConsumer implements AutoCloseable {
         private String queue;
         private IdempotentConsumer consumer;
         private int prefetch = DEFAULT_PREFETCH;
-        private String eventIdHeader = OutboxMessage.EVENT_ID_HEADER;
-        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
+        private ConsumerSettings settings = ConsumerSettings.defaults("eventIdHeader", OutboxMessage.EVENT_ID_HEADER);
         private RetryPolicy retries = DEFAULT_RETRIES;
         private boolean deadLetterAfterRetries;
 
@@ -508,20 +508,13 @@ public final class RabbitConsumer implements AutoCloseable {
 
         /** Prefetch count and largest batch, 1 to 65535; default {@value #DEFAULT_PREFETCH}. */
         public Builder prefetch(int prefetch) {
-            if (prefetch < 1 || prefetch > 65_535) {
-                throw new InvalidConfigurationException("prefetch must be between 1 and 65535, but was " + prefetch);
-            }
-            this.prefetch = prefetch;
+            this.prefetch = ConsumerSettings.between("prefetch", prefetch, 1, 65_535);
             return this;
         }
 
         /** Header with the producer's event id; default {@value OutboxMessage#EVENT_ID_HEADER}. */
         public Builder eventIdHeader(String eventIdHeader) {
-            Objects.requireNonNull(eventIdHeader, "eventIdHeader");
-            if (eventIdHeader.isBlank()) {
-                throw new InvalidConfigurationException("eventIdHeader must not be blank");
-            }
-            this.eventIdHeader = eventIdHeader;
+            this.settings = settings.withEventId(eventIdHeader);
             return this;
         }
 
@@ -531,7 +524,7 @@ public final class RabbitConsumer implements AutoCloseable {
          * last retry it waits the cap.
          */
         public Builder receiveRetries(RetryPolicy policy) {
-            this.receiveRetries = Objects.requireNonNull(policy, "policy");
+            this.settings = settings.withReceiveRetries(policy);
             return this;
         }
 

@@ -7,6 +7,7 @@ import dev.once.Outcome;
 import dev.once.RetryPolicy;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
+import dev.once.adapter.ConsumerSettings;
 import dev.once.adapter.Processed;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -97,13 +98,13 @@ public final class SqsConsumer implements AutoCloseable {
         this.client = b.client;
         this.queueUrl = b.queueUrl;
         this.consumer = b.consumer;
-        this.receiveRetries = b.receiveRetries;
-        this.eventIdAttribute = b.eventIdAttribute;
+        this.receiveRetries = b.settings.receiveRetries();
+        this.eventIdAttribute = b.settings.eventId();
         this.maxMessages = b.maxMessages;
         this.concurrency = b.concurrency;
         this.waitTime = b.waitTime;
         this.visibilityTimeout = b.visibilityTimeout;
-        this.heartbeat = b.heartbeat;
+        this.heartbeat = b.settings.heartbeat();
         this.deadLetterQueueUrl = b.deadLetterQueueUrl;
         this.fifo = SqsDeliveries.isFifo(queueUrl);
         this.source = "sqs:" + SqsDeliveries.queueName(queueUrl);
@@ -367,14 +368,13 @@ public final class SqsConsumer implements AutoCloseable {
         private SqsClient client;
         private String queueUrl;
         private IdempotentConsumer consumer;
-        private String eventIdAttribute = SqsDeliveries.DEFAULT_EVENT_ID_ATTRIBUTE;
+        private ConsumerSettings settings =
+                ConsumerSettings.defaults("eventIdAttribute", SqsDeliveries.DEFAULT_EVENT_ID_ATTRIBUTE);
         private int maxMessages = DEFAULT_MAX_MESSAGES;
         private int concurrency = DEFAULT_CONCURRENCY;
         private Duration waitTime = DEFAULT_WAIT_TIME;
         private Duration visibilityTimeout = DEFAULT_VISIBILITY_TIMEOUT;
-        private boolean heartbeat = true;
         private String deadLetterQueueUrl;
-        private RetryPolicy receiveRetries = AdapterDriver.DEFAULT_RECEIVE_RETRIES;
 
         private Builder() {}
 
@@ -396,11 +396,7 @@ public final class SqsConsumer implements AutoCloseable {
 
         /** The string message attribute with the producer's event id; default {@value SqsDeliveries#DEFAULT_EVENT_ID_ATTRIBUTE}. */
         public Builder eventIdAttribute(String eventIdAttribute) {
-            Objects.requireNonNull(eventIdAttribute, "eventIdAttribute");
-            if (eventIdAttribute.isBlank()) {
-                throw new InvalidConfigurationException("eventIdAttribute must not be blank");
-            }
-            this.eventIdAttribute = eventIdAttribute;
+            this.settings = settings.withEventId(eventIdAttribute);
             return this;
         }
 
@@ -416,11 +412,7 @@ public final class SqsConsumer implements AutoCloseable {
 
         /** Receives in flight at once, 1 to 100; default {@value #DEFAULT_CONCURRENCY}. */
         public Builder concurrency(int concurrency) {
-            if (concurrency < 1 || concurrency > 100) {
-                throw new InvalidConfigurationException(
-                        "concurrency must be between 1 and 100, but was " + concurrency);
-            }
-            this.concurrency = concurrency;
+            this.concurrency = ConsumerSettings.between("concurrency", concurrency, 1, 100);
             return this;
         }
 
@@ -457,7 +449,7 @@ public final class SqsConsumer implements AutoCloseable {
          * but wasted work).
          */
         public Builder heartbeat(boolean heartbeat) {
-            this.heartbeat = heartbeat;
+            this.settings = settings.withHeartbeat(heartbeat);
             return this;
         }
 
@@ -473,7 +465,7 @@ public final class SqsConsumer implements AutoCloseable {
          * last retry it waits the cap.
          */
         public Builder receiveRetries(RetryPolicy policy) {
-            this.receiveRetries = Objects.requireNonNull(policy, "policy");
+            this.settings = settings.withReceiveRetries(policy);
             return this;
         }
 
