@@ -25,8 +25,22 @@ final class Chaos {
 
     /** {@code ciCount} times the scale. */
     static int scaled(int ciCount) {
-        String value = System.getProperty(SCALE_PROPERTY, System.getenv().getOrDefault("ONCE_CHAOS_SCALE", "1"));
-        return (int) Math.max(1, Math.round(ciCount * Double.parseDouble(value)));
+        return (int) Math.max(1, Math.round(ciCount * scale()));
+    }
+
+    /**
+     * {@code ciCount} at the default scale, else {@code reportCount} times the scale: a count cut for the
+     * README's test command (its faults start after a fraction of the events, so they still meet traffic)
+     * leaves the report's figures as large as before.
+     */
+    static int scaled(int ciCount, int reportCount) {
+        double scale = scale();
+        return scale == 1 ? ciCount : (int) Math.max(1, Math.round(reportCount * scale));
+    }
+
+    private static double scale() {
+        return Double.parseDouble(
+                System.getProperty(SCALE_PROPERTY, System.getenv().getOrDefault("ONCE_CHAOS_SCALE", "1")));
     }
 
     /** A figure being built: name, rounds, lost, applied twice, then any extra fields in order. */

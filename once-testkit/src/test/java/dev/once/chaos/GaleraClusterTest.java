@@ -224,13 +224,19 @@ class GaleraClusterTest {
         String db = database();
         int rounds = Chaos.scaled(3);
         try (HikariDataSource n1 = Databases.pool(galera.node(0).jdbcUrl(db), 2, "galera-fence-n1");
-                HikariDataSource n2 = Databases.pool(galera.node(1).jdbcUrl(db), 2, "galera-fence-n2")) {
+                HikariDataSource n2 = Databases.pool(galera.node(1).jdbcUrl(db), 2, "galera-fence-n2");
+                // The ballast's writes outlived the pools' 10 s socket timeout on a loaded machine: 2 minutes here.
+                Connection ballast = DriverManager.getConnection(galera.node(0).jdbcUrl(db) + "&socketTimeout=120000");
+                Statement ballastWrites = ballast.createStatement()) {
             Schema.migrate(n1);
             createEffects(n1);
-            try (Connection c = n1.getConnection();
-                    Statement s = c.createStatement()) {
-                s.execute("CREATE TABLE ballast (id int PRIMARY KEY, v int NOT NULL)");
-                s.execute("INSERT INTO ballast SELECT seq, 0 FROM seq_1_to_" + Chaos.scaled(100_000));
+            // The rows each round's UPDATE rewrites in one write set, for node 2 to fall behind applying.
+            // Inserted 10,000 per commit: the 100,000-row insert in one commit was the slow, flaky step.
+            ballastWrites.execute("CREATE TABLE ballast (id int PRIMARY KEY, v int NOT NULL)");
+            int ballastRows = Chaos.scaled(100_000);
+            for (int from = 1; from <= ballastRows; from += 10_000) {
+                ballastWrites.execute("INSERT INTO ballast SELECT seq, 0 FROM seq_" + from + "_to_"
+                        + Math.min(ballastRows, from + 9_999));
             }
             caughtUp(List.of(n1, n2));
             AtomicLong token = new AtomicLong(1);
@@ -262,10 +268,7 @@ class GaleraClusterTest {
                         .isEqualTo(Outcome.Status.APPLIED);
                 awaitEverywhere(db, old);
                 // Node 2 falls behind: a large write from node 1 to apply, then the new holder's fence.
-                try (Connection c = n1.getConnection();
-                        Statement s = c.createStatement()) {
-                    s.executeUpdate("UPDATE ballast SET v = v + 1");
-                }
+                ballastWrites.executeUpdate("UPDATE ballast SET v = v + 1");
                 assertThat(newHolder
                                 .process(fencedDelivery("r" + r + "-new", newer))
                                 .status())
