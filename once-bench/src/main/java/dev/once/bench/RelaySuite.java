@@ -211,7 +211,7 @@ final class RelaySuite implements Suite {
                 Latency l = b.latency();
                 run.line(String.format(
                         Locale.ROOT,
-                        "BENCH name=relay-%s mode=concurrent conns=%d batch=%d events_per_s=%d p50_ms=%.1f"
+                        "BENCH name=relay-%s mode=side-by-side conns=%d batch=%d events_per_s=%d p50_ms=%.1f"
                                 + " p99_ms=%.1f",
                         b.broker().id,
                         RELAYS,
