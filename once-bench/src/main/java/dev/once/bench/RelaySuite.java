@@ -10,18 +10,30 @@ import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.Subscription;
 import com.google.pubsub.v1.TopicName;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConnectionFactory;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.kafka.KafkaPublisher;
+import dev.once.nats.NatsPublisher;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
+import dev.once.outbox.Receipt;
 import dev.once.pubsub.PubSubPublisher;
+import dev.once.rabbitmq.RabbitPublisher;
+import dev.once.sqs.SqsPublisher;
 import dev.once.testkit.kafka.TestKafka;
 import dev.once.testsupport.TestPubSubEmulator;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.nats.client.JetStreamManagement;
+import io.nats.client.Nats;
+import io.nats.client.Options;
+import io.nats.client.api.StorageType;
+import io.nats.client.api.StreamConfiguration;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -33,15 +45,23 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
 
 /**
  * The outbox relay to Kafka (in-process KRaft broker), on the harness's PostgreSQL: throughput
@@ -49,8 +69,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * wake-ups. Each with the concurrent batch path ({@link KafkaPublisher#publishAll}: the batch's
  * sends in flight together, then one wait) and with the old sequential path (the same publisher
  * behind a lambda, so the relay sends one message and waits for its ack before the next).
- * Beside it, when Google's Pub/Sub emulator is installed, the same backlog drain to Pub/Sub
- * ({@link PubSubPublisher}). Commit-to-publish is the broker's append time of the record (topic with
+ * Then one row per publisher, side by side in the same run (issues 21 and 26): Kafka, Pub/Sub
+ * ({@link PubSubPublisher} on Google's emulator), RabbitMQ, NATS JetStream and SQS (ElasticMQ
+ * in-process), each with the same backlog drain and the same offered load, latency measured there
+ * as commit-to-acknowledgement (the publisher's stage completing), the one measure every broker
+ * gives; a broker that cannot be reached is left out with a progress line. Commit-to-publish in
+ * the Kafka table is the broker's append time of the record (topic with
  * {@code message.timestamp.type=LogAppendTime}) minus the writer's clock when its commit returned.
  */
 final class RelaySuite implements Suite {
@@ -82,6 +106,7 @@ final class RelaySuite implements Suite {
         double seconds = Math.min(20, Math.max(3, run.settings().measured().toMillis() / 1000.0));
         List<Throughput> throughput = new ArrayList<>();
         List<Latency> latency = new ArrayList<>();
+        List<BrokerRow> brokers = new ArrayList<>();
         try (TestKafka kafka = TestKafka.start()) {
             Run.progress("relay: in-process broker at " + kafka.bootstrapServers());
             for (boolean concurrent : new boolean[] {true, false}) {
@@ -96,8 +121,13 @@ final class RelaySuite implements Suite {
                     latency.add(latency(kafka, db.dataSource(), kp, concurrent, seconds));
                 }
             }
+            for (Broker broker : Broker.values()) {
+                BrokerRow row = brokerRow(run, kafka, broker, seconds);
+                if (row != null) {
+                    brokers.add(row);
+                }
+            }
         }
-        Throughput pubsub = pubSub(run, seconds);
         StringBuilder md = new StringBuilder();
         md.append("Outbox relay to Kafka (in-process KRaft broker, ")
                 .append(PARTITIONS)
@@ -162,75 +192,259 @@ final class RelaySuite implements Suite {
                         Locale.ROOT,
                         "- (for reference) concurrent / sequential throughput: %.1fx%n",
                         c.perSecond() / throughput.get(1).perSecond()));
-        if (pubsub != null) {
-            run.line(String.format(
-                    Locale.ROOT,
-                    "BENCH name=relay-pubsub mode=%s conns=%d batch=%d events_per_s=%d",
-                    pubsub.mode(),
-                    RELAYS,
-                    BATCH,
-                    Math.round(pubsub.perSecond())));
+        if (!brokers.isEmpty()) {
             md.append(String.format(
                     Locale.ROOT,
-                    "%nOutbox relay to Google Cloud Pub/Sub (Google's emulator, one topic with one subscription),"
-                            + " `PubSubPublisher` (the client's batching, ordering key = row key), the same relays,"
-                            + " batch and keys, backlog drained for %.1f s: %d messages/s"
-                            + " (%.2fx the Kafka concurrent figure of this run). The emulator is a single in-memory"
-                            + " process, not Pub/Sub's service: the figure is the relay's and the client's cost"
-                            + " against it, not a forecast for production.%n",
-                    pubsub.seconds(),
-                    Math.round(pubsub.perSecond()),
-                    pubsub.perSecond() / c.perSecond()));
+                    "%nThe same relay to the other brokers' publishers, side by side in this run: the same"
+                            + " relays, batch, keys, backlog drain (%.1f s) and offered load. Commit-to-publish here"
+                            + " = when the publisher's stage for the row completed (the broker acknowledged it)"
+                            + " minus the writer's clock when its commit returned; Kafka's row measured the same"
+                            + " way for comparison (the table above uses the broker's append time). Pub/Sub is"
+                            + " Google's emulator (a single in-memory process, not the service), SQS is ElasticMQ"
+                            + " in-process (not AWS): their figures are the relay's and the client's cost against"
+                            + " them, not a forecast for production.%n%n"
+                            + "| publisher | messages/s (backlog) | written messages/s | p50 ms | p99 ms | max ms"
+                            + " | latency rows |%n|---|---|---|---|---|---|---|%n",
+                    seconds));
+            for (BrokerRow b : brokers) {
+                Throughput t = b.throughput();
+                Latency l = b.latency();
+                run.line(String.format(
+                        Locale.ROOT,
+                        "BENCH name=relay-%s mode=side-by-side conns=%d batch=%d events_per_s=%d p50_ms=%.1f"
+                                + " p99_ms=%.1f",
+                        b.broker().id,
+                        RELAYS,
+                        BATCH,
+                        Math.round(t.perSecond()),
+                        l.p50(),
+                        l.p99()));
+                md.append(String.format(
+                        Locale.ROOT,
+                        "| %s | %d | %d | %.1f | %.1f | %.1f | %d |%n",
+                        b.broker().label,
+                        Math.round(t.perSecond()),
+                        Math.round(l.offered()),
+                        l.p50(),
+                        l.p99(),
+                        l.max(),
+                        l.rows()));
+            }
+            md.append('\n');
+            for (BrokerRow b : brokers) {
+                md.append(CoreSuite.check(
+                        String.format(
+                                Locale.ROOT,
+                                "relay -> %s >= 20,000 messages/s and p99 commit-to-ack < 100 ms: %d, %.1f ms",
+                                b.broker().label,
+                                Math.round(b.throughput().perSecond()),
+                                b.latency().p99()),
+                        b.throughput().perSecond() >= 20_000 && b.latency().p99() < 100));
+            }
         }
         run.section("Relay to Kafka: throughput and commit-to-publish latency", md.toString());
     }
 
+    /** The publishers of the side-by-side table (issue 21 item 5, issue 26), in its order. */
+    enum Broker {
+        KAFKA("kafka", "Kafka (`KafkaPublisher`, in-process KRaft)"),
+        PUBSUB("pubsub", "Pub/Sub (`PubSubPublisher`, emulator)"),
+        RABBITMQ("rabbitmq", "RabbitMQ (`RabbitPublisher`, confirms, durable queue)"),
+        NATS("nats", "NATS JetStream (`NatsPublisher`, file stream)"),
+        SQS("sqs", "SQS (`SqsPublisher`, ElasticMQ in-process)");
+
+        final String id;
+        final String label;
+
+        Broker(String id, String label) {
+            this.id = id;
+            this.label = label;
+        }
+    }
+
+    record BrokerRow(Broker broker, Throughput throughput, Latency latency) {}
+
+    /** Makes a fresh destination (topic, queue, subject) on the broker and returns its name as a row's destination. */
+    @FunctionalInterface
+    interface Destinations {
+        String create(String name) throws Exception;
+    }
+
+    /** A publisher on one broker; closing it deletes what it created and closes the clients and servers it started. */
+    record Target(Publisher publisher, Destinations destinations, List<AutoCloseable> resources)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            for (int i = resources.size() - 1; i >= 0; i--) {
+                try {
+                    resources.get(i).close();
+                } catch (Exception e) {
+                    Run.progress("relay: closing: " + e);
+                }
+            }
+        }
+    }
+
     /**
-     * The backlog drain to Pub/Sub through {@link PubSubPublisher} on Google's emulator (started
-     * by the test kit); null, with a progress line, when the emulator is not installed.
+     * The backlog drain and the latency run through one broker's publisher; null, with a progress
+     * line, when the broker cannot be reached (a bench run on a machine without it still reports
+     * the rest).
      */
-    private Throughput pubSub(Run run, double seconds) throws Exception {
-        String host;
+    private BrokerRow brokerRow(Run run, TestKafka kafka, Broker broker, double seconds) throws Exception {
+        Target target;
         try {
-            host = TestPubSubEmulator.host();
-        } catch (RuntimeException e) {
-            Run.progress("relay: no Pub/Sub run: " + e.getMessage());
+            target = open(kafka, broker);
+        } catch (Exception | LinkageError e) {
+            Run.progress("relay: no " + broker.id + " run: " + e);
             return null;
         }
+        try (target) {
+            Throughput t;
+            try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
+                run.postgres().checkpoint();
+                String destination = target.destinations().create("relay-tp-" + broker.id + "-" + System.nanoTime());
+                // Larger than the fastest of these drains in the run.
+                t = throughput(db.dataSource(), target.publisher(), destination, broker.id, 200_000, seconds);
+            }
+            Latency l;
+            try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
+                run.postgres().checkpoint();
+                String destination = target.destinations().create("relay-lat-" + broker.id + "-" + System.nanoTime());
+                l = ackLatency(db.dataSource(), target.publisher(), destination, broker.id, seconds);
+            }
+            return new BrokerRow(broker, t, l);
+        }
+    }
+
+    private static Target open(TestKafka kafka, Broker broker) throws Exception {
+        List<AutoCloseable> resources = new ArrayList<>();
+        try {
+            return switch (broker) {
+                case KAFKA -> {
+                    KafkaPublisher kp = publisher(kafka);
+                    resources.add(kp);
+                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), resources);
+                }
+                case PUBSUB -> pubSub(resources);
+                case RABBITMQ -> rabbit(resources);
+                case NATS -> nats(resources);
+                case SQS -> sqs(resources);
+            };
+        } catch (Exception | LinkageError e) {
+            new Target(null, null, resources).close();
+            throw e;
+        }
+    }
+
+    /** Google's emulator: {@code PUBSUB_EMULATOR_HOST} when set, else one started as the tests start it. */
+    private static Target pubSub(List<AutoCloseable> resources) throws Exception {
+        String host = TestPubSubEmulator.host();
         ManagedChannel channel =
                 ManagedChannelBuilder.forTarget(host).usePlaintext().build();
-        try {
-            var channels = FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
-            String project = "once-bench";
-            TopicName topic = TopicName.of(project, "relay-pubsub-" + System.nanoTime());
-            try (var topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
-                            .setTransportChannelProvider(channels)
-                            .setCredentialsProvider(NoCredentialsProvider.create())
+        resources.add(channel::shutdownNow);
+        var channels = FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
+        String project = "once-bench";
+        TopicAdminClient topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
+                .setTransportChannelProvider(channels)
+                .setCredentialsProvider(NoCredentialsProvider.create())
+                .build());
+        resources.add(topics);
+        SubscriptionAdminClient subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
+                .setTransportChannelProvider(channels)
+                .setCredentialsProvider(NoCredentialsProvider.create())
+                .build());
+        resources.add(subscriptions);
+        PubSubPublisher publisher = PubSubPublisher.builder()
+                .project(project)
+                .channelProvider(channels)
+                .credentialsProvider(NoCredentialsProvider.create())
+                .build();
+        resources.add(publisher);
+        return new Target(
+                publisher,
+                name -> {
+                    TopicName topic = TopicName.of(project, name);
+                    topics.createTopic(topic);
+                    // A subscription, so the emulator keeps the messages as a real topic with a reader would.
+                    String subscription =
+                            ProjectSubscriptionName.of(project, name).toString();
+                    subscriptions.createSubscription(Subscription.newBuilder()
+                            .setName(subscription)
+                            .setTopic(topic.toString())
+                            .setAckDeadlineSeconds(60)
                             .build());
-                    var subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
-                            .setTransportChannelProvider(channels)
-                            .setCredentialsProvider(NoCredentialsProvider.create())
-                            .build())) {
-                topics.createTopic(topic);
-                subscriptions.createSubscription(Subscription.newBuilder()
-                        .setName(ProjectSubscriptionName.of(project, topic.getTopic())
-                                .toString())
-                        .setTopic(topic.toString())
-                        .setAckDeadlineSeconds(60)
-                        .build());
-            }
-            try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
-                    PubSubPublisher publisher = PubSubPublisher.builder()
-                            .project(project)
-                            .channelProvider(channels)
-                            .credentialsProvider(NoCredentialsProvider.create())
-                            .build()) {
-                run.postgres().checkpoint();
-                return throughput(db.dataSource(), publisher, topic.getTopic(), "concurrent", 200_000, seconds);
-            }
-        } finally {
-            channel.shutdownNow();
-        }
+                    resources.add(() -> subscriptions.deleteSubscription(subscription));
+                    resources.add(() -> topics.deleteTopic(topic));
+                    return name;
+                },
+                resources);
+    }
+
+    /** The machine's RabbitMQ (127.0.0.1:5672, guest/guest): a durable queue per run, the default exchange. */
+    private static Target rabbit(List<AutoCloseable> resources) throws Exception {
+        ConnectionFactory factory = new ConnectionFactory();
+        factory.setHost("127.0.0.1");
+        factory.setPort(5672);
+        factory.setUsername("guest");
+        factory.setPassword("guest");
+        com.rabbitmq.client.Connection connection = factory.newConnection("once-bench-relay");
+        resources.add(connection);
+        RabbitPublisher publisher = new RabbitPublisher(connection);
+        resources.add(publisher);
+        Channel admin = connection.createChannel();
+        return new Target(
+                publisher,
+                name -> {
+                    admin.queueDeclare(name, true, false, false, null);
+                    resources.add(() -> admin.queueDelete(name));
+                    return name;
+                },
+                resources);
+    }
+
+    /** The machine's NATS (127.0.0.1:4222) with JetStream: a file-stored stream per run, subject = its name. */
+    private static Target nats(List<AutoCloseable> resources) throws Exception {
+        io.nats.client.Connection nats = Nats.connect(new Options.Builder()
+                .server("nats://127.0.0.1:4222")
+                .connectionTimeout(Duration.ofSeconds(2))
+                .build());
+        resources.add(nats);
+        JetStreamManagement jsm = nats.jetStreamManagement();
+        NatsPublisher publisher = new NatsPublisher(nats);
+        return new Target(
+                publisher,
+                name -> {
+                    jsm.addStream(StreamConfiguration.builder()
+                            .name(name)
+                            .subjects(name)
+                            .storageType(StorageType.File)
+                            .build());
+                    resources.add(() -> jsm.deleteStream(name));
+                    return name;
+                },
+                resources);
+    }
+
+    /** ElasticMQ in-process, as once-sqs's tests run it: a standard queue per run. */
+    private static Target sqs(List<AutoCloseable> resources) {
+        SQSRestServer server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                .withDynamicPort()
+                .start();
+        resources.add(server::stopAndWait);
+        int port = server.waitUntilStarted().localAddress().getPort();
+        SqsClient client = SqsClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build();
+        resources.add(client);
+        return new Target(
+                new SqsPublisher(client),
+                name -> {
+                    client.createQueue(r -> r.queueName(name));
+                    return name;
+                },
+                resources);
     }
 
     private static KafkaPublisher publisher(TestKafka kafka) {
@@ -313,8 +527,86 @@ final class RelaySuite implements Suite {
         String mode = concurrent ? "concurrent" : "sequential";
         String topic = "relay-lat-" + mode + "-" + System.nanoTime();
         kafka.createTopic(topic, PARTITIONS, Map.of("message.timestamp.type", "LogAppendTime"));
-        Run.progress("relay: latency, " + mode + ", " + TX_PER_S * ROWS_PER_TX + " messages/s offered");
         Map<String, Long> committedAt = new ConcurrentHashMap<>();
+        AtomicBoolean consuming = new AtomicBoolean(true);
+        List<Long> latencies = new ArrayList<>();
+        Thread consumer = new Thread(() -> consume(kafka, topic, committedAt, latencies, consuming));
+        consumer.start();
+        Written w;
+        try {
+            w = write(ds, driven(kp, concurrent), topic, mode, s, committedAt, () -> size(latencies));
+        } finally {
+            consuming.set(false);
+            consumer.join();
+        }
+        long[] sorted;
+        synchronized (latencies) {
+            sorted = latencies.stream().mapToLong(Long::longValue).toArray();
+        }
+        return summary(mode, sorted, w);
+    }
+
+    /**
+     * Commit-to-acknowledged-publish at the offered load, for any publisher: the time each row's
+     * publish stage completed (the broker acknowledged the message) minus the writer's clock when its
+     * commit returned. A broker-neutral measure; it is later than the broker's own append time by the
+     * acknowledgement's way back.
+     */
+    private Latency ackLatency(DataSource ds, Publisher publisher, String destination, String mode, double s)
+            throws Exception {
+        Map<String, Long> ackedAt = new ConcurrentHashMap<>();
+        Publisher timed = new Publisher() {
+            @Override
+            public Receipt publish(OutboxMessage message) throws Exception {
+                Receipt r = publisher.publish(message);
+                ackedAt.putIfAbsent(message.eventId(), System.currentTimeMillis());
+                return r;
+            }
+
+            @Override
+            public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+                List<CompletionStage<Receipt>> stages = publisher.publishAll(messages);
+                List<CompletionStage<Receipt>> timedStages = new ArrayList<>(stages.size());
+                for (int i = 0; i < stages.size(); i++) {
+                    OutboxMessage m = messages.get(i);
+                    // putIfAbsent: a row sent twice (a retry) counts at its first acknowledgement.
+                    timedStages.add(stages.get(i).thenApply(r -> {
+                        ackedAt.putIfAbsent(m.eventId(), System.currentTimeMillis());
+                        return r;
+                    }));
+                }
+                return timedStages;
+            }
+        };
+        Map<String, Long> committedAt = new ConcurrentHashMap<>();
+        Written w = write(ds, timed, destination, mode, s, committedAt, ackedAt::size);
+        // Matched after the run: an acknowledgement may come before the writer notes its commit time.
+        long[] sorted = committedAt.entrySet().stream()
+                .filter(e -> ackedAt.containsKey(e.getKey()))
+                .mapToLong(e -> Math.max(0, ackedAt.get(e.getKey()) - e.getValue()))
+                .toArray();
+        return summary(mode, sorted, w);
+    }
+
+    record Written(long rows, double offered) {}
+
+    /**
+     * Writers commit {@link #TX_PER_S} transactions/s of {@link #ROWS_PER_TX} outbox rows to
+     * {@code destination} for {@code s} seconds with the relays running, noting each row's commit
+     * time in {@code committedAt}; then waits (at most 60 s) until {@code published} reaches the
+     * rows written.
+     */
+    private Written write(
+            DataSource ds,
+            Publisher publisher,
+            String destination,
+            String mode,
+            double s,
+            Map<String, Long> committedAt,
+            LongSupplier published)
+            throws Exception {
+        Run.progress("relay: latency to " + destination + ", " + mode + ", " + TX_PER_S * ROWS_PER_TX
+                + " messages/s offered");
         IdempotentConsumer writer = IdempotentConsumer.builder()
                 .dataSource(ds)
                 .consumer("bench")
@@ -323,7 +615,7 @@ final class RelaySuite implements Suite {
                     for (int n = 0; n < ROWS_PER_TX; n++) {
                         tx.outbox()
                                 .add(
-                                        topic,
+                                        destination,
                                         "k" + Math.floorMod((d.eventId() + n).hashCode(), KEYS),
                                         new byte[] {'1'},
                                         Map.of(),
@@ -331,12 +623,8 @@ final class RelaySuite implements Suite {
                     }
                 })
                 .build();
-        List<OutboxRelay> relays = relays(ds, driven(kp, concurrent));
+        List<OutboxRelay> relays = relays(ds, publisher);
         relays.forEach(OutboxRelay::start);
-        AtomicBoolean consuming = new AtomicBoolean(true);
-        List<Long> latencies = new ArrayList<>();
-        Thread consumer = new Thread(() -> consume(kafka, topic, committedAt, latencies, consuming));
-        consumer.start();
         long written = 0;
         double offered;
         try {
@@ -361,30 +649,28 @@ final class RelaySuite implements Suite {
             offered = written / ((System.nanoTime() - start) / 1e9);
             // Drain what was written, at most 60 s (the sequential path may lag far behind).
             long drainEnd = System.nanoTime() + 60_000_000_000L;
-            while (System.nanoTime() < drainEnd && size(latencies) < written) {
+            while (System.nanoTime() < drainEnd && published.getAsLong() < written) {
                 Thread.sleep(50);
             }
         } finally {
             relays.forEach(OutboxRelay::close);
-            consuming.set(false);
-            consumer.join();
         }
-        long[] sorted;
-        synchronized (latencies) {
-            sorted = latencies.stream().mapToLong(Long::longValue).toArray();
-        }
-        Arrays.sort(sorted);
-        if (sorted.length < written) {
-            Run.progress("relay: " + mode + " published " + sorted.length + " of " + written
+        return new Written(written, offered);
+    }
+
+    private static Latency summary(String mode, long[] latencies, Written w) {
+        Arrays.sort(latencies);
+        if (latencies.length < w.rows()) {
+            Run.progress("relay: " + mode + " published " + latencies.length + " of " + w.rows()
                     + " rows within the drain time; latencies of the rest are not counted (they are higher)");
         }
         return new Latency(
                 mode,
-                sorted.length,
-                offered,
-                percentile(sorted, 0.50),
-                percentile(sorted, 0.99),
-                sorted.length == 0 ? Double.NaN : sorted[sorted.length - 1]);
+                latencies.length,
+                w.offered(),
+                percentile(latencies, 0.50),
+                percentile(latencies, 0.99),
+                latencies.length == 0 ? Double.NaN : latencies[latencies.length - 1]);
     }
 
     private static int size(List<Long> latencies) {
