@@ -154,15 +154,30 @@ final class BatchVerdicts {
         Map<TopicPartition, Long> seekTo = new HashMap<>();
         Map<TopicPartition, Integer> failuresAtSeek = new HashMap<>();
         Throwable fatal = null;
+        Stops stops = new Stops(byPartition, waiting());
         for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
             TopicPartition tp = p.getKey();
             long next = -1;
             Entry head = null;
             for (Entry e : p.getValue()) {
                 if (e.copyOfOtherPartition && e.outcome != null && !e.outcome.shouldAcknowledge()) {
-                    // Its first copy failed or was held back on another partition; this partition is
-                    // healthy up to here, so the copy gets a try (and an outcome) of its own.
-                    e.outcome = alone.process(e);
+                    // Its first copy failed or was held back on another partition, and this partition is
+                    // settled up to here.
+                    String why = stops.blocker(e.delivery.eventId());
+                    if (why != null) {
+                        // Applied from here, the event would overtake a record that failed before it there.
+                        e.outcome = new Outcome(
+                                e.delivery.eventId(),
+                                Outcome.Status.FAILED_RETRYABLE,
+                                new HeldBackException("held back: " + why));
+                    } else {
+                        // Its first copy failed itself, or only waited for copies that wait in turn for it:
+                        // it gets a try (and an outcome) of its own, so the partitions move.
+                        e.outcome = alone.process(e);
+                        if (!e.outcome.shouldAcknowledge() && !heldBack(e.outcome)) {
+                            stops.failed(e);
+                        }
+                    }
                 }
                 Step step = step(tp, e, deadLetters);
                 if (step == Step.ADVANCE) {
@@ -182,14 +197,17 @@ final class BatchVerdicts {
             if (next >= 0) {
                 commit.put(tp, new OffsetAndMetadata(next));
             }
-            remember(tp, p.getValue(), head);
+            remember(tp, p.getValue(), head, head != null && stops.stopsAt(head));
         }
         return new Decision(commit, seekTo, failuresAtSeek, fatal);
     }
 
-    /** What waits on {@code tp} after this batch: the ids from a head that failed on, nothing else. */
-    private void remember(TopicPartition tp, List<Entry> entries, Entry head) {
-        if (head == null || heldBack(head.outcome)) {
+    /**
+     * What waits on {@code tp} after this batch: the ids from a head that failed, or that waits
+     * behind a failure of this batch, on; nothing behind a head that is only held back.
+     */
+    private void remember(TopicPartition tp, List<Entry> entries, Entry head, boolean stopped) {
+        if (head == null || !stopped) {
             waiting.remove(tp);
             return;
         }
@@ -289,6 +307,116 @@ final class BatchVerdicts {
         metrics.deadLettered.increment();
         failures.remove(tp);
         return Step.ADVANCE;
+    }
+
+    /**
+     * Where a batch's partitions stop for a reason of their own: a record that failed (or whose claim
+     * another transaction holds, or that has no id under FAIL), and, carried through the event ids a
+     * batch holds on several partitions, a record waiting for such a one: its event stands behind the
+     * failure on another partition. A record held back only by copies that wait for it in turn (two
+     * partitions holding the same events in opposite orders) is not stopped: one of them has to go first.
+     */
+    private final class Stops {
+        private final Map<TopicPartition, List<Entry>> byPartition;
+        /** Each event id's first offset on each partition of the batch. */
+        private final Map<String, Map<TopicPartition, Long>> at = new HashMap<>();
+        /** Event ids seen behind a failure in an earlier batch, with where. */
+        private final Map<String, List<Position>> waitingBefore;
+        /** The first stopped offset of each partition; every later record of it is stopped too. */
+        private final Map<TopicPartition, Long> stop = new HashMap<>();
+
+        Stops(Map<TopicPartition, List<Entry>> byPartition, Map<String, List<Position>> waitingBefore) {
+            this.byPartition = byPartition;
+            this.waitingBefore = waitingBefore;
+            byPartition.forEach((tp, entries) -> {
+                for (Entry e : entries) {
+                    if (e.delivery != null) {
+                        at.computeIfAbsent(e.delivery.eventId(), k -> new HashMap<>())
+                                .merge(tp, e.offset(), Math::min);
+                    }
+                    if (stop.get(tp) == null && failedItself(e)) {
+                        stop.put(tp, e.offset());
+                    }
+                }
+            });
+            spread();
+        }
+
+        /** A copy tried alone failed: its partition stops there. */
+        void failed(Entry e) {
+            stop.merge(e.partition, e.offset(), Math::min);
+            spread();
+        }
+
+        boolean stopsAt(Entry head) {
+            Long s = stop.get(head.partition);
+            return s != null && s <= head.offset();
+        }
+
+        /** Why event {@code id} may not be applied from any partition now, or null. */
+        String blocker(String id) {
+            String why = stoppedBefore(id);
+            if (why != null) {
+                return why;
+            }
+            for (Position w : waitingBefore.getOrDefault(id, List.of())) {
+                Long s = stop.get(w.partition());
+                if (!reaches(w) || (s != null && s < w.offset())) {
+                    return w.partition() + " has not reached it (offset " + w.offset()
+                            + ", behind a record that failed)";
+                }
+            }
+            return null;
+        }
+
+        private String stoppedBefore(String id) {
+            for (Map.Entry<TopicPartition, Long> p :
+                    at.getOrDefault(id, Map.of()).entrySet()) {
+                Long s = stop.get(p.getKey());
+                if (s != null && s < p.getValue()) {
+                    return p.getKey() + " offset " + s + " failed, or waits for a record that failed, before it";
+                }
+            }
+            return null;
+        }
+
+        private boolean reaches(Position w) {
+            return byPartition.getOrDefault(w.partition(), List.of()).stream().anyMatch(e -> e.offset() == w.offset());
+        }
+
+        /** Stops each partition at its first unsettled record whose event stands behind a stop elsewhere. */
+        private void spread() {
+            boolean changed = true;
+            while (changed) {
+                changed = false;
+                for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
+                    Long s = stop.get(p.getKey());
+                    for (Entry e : p.getValue()) {
+                        if (s != null && e.offset() >= s) {
+                            break;
+                        }
+                        if (e.delivery != null
+                                && e.outcome != null
+                                && !e.outcome.shouldAcknowledge()
+                                && stoppedBefore(e.delivery.eventId()) != null) {
+                            stop.put(p.getKey(), e.offset());
+                            changed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+
+        private boolean failedItself(Entry e) {
+            if (e.delivery == null) {
+                return missingEventIdPolicy == MissingEventIdPolicy.FAIL;
+            }
+            return e.outcome != null
+                    && !e.outcome.shouldAcknowledge()
+                    && !heldBack(e.outcome)
+                    && !e.copyOfOtherPartition;
+        }
     }
 
     private static Throwable fatalFor(Entry e) {

@@ -46,8 +46,9 @@ import org.apache.kafka.common.TopicPartition;
  * applied only when the records before it are settled on every partition of the batch where it
  * appears, and on those where the runner saw it wait behind a failure in an earlier batch
  * ({@link Plan#waiting}); until then it is held back on all of them. A copy whose first occurrence
- * was held back gets a try of its own on its partition (see {@code BatchVerdicts}), so the event
- * is applied at the first position whose partition lets it through.
+ * failed itself, or was held back only by copies waiting for it in turn (two partitions holding the
+ * same events in opposite orders), gets a try of its own on its partition (see {@code BatchVerdicts}),
+ * so the event is applied at the first position whose partition lets it through.
  *
  * <p>Around a {@link BatchHandler} the same rule holds per call: a failing call names no record, so
  * the engine halves the batch, and halves are run in list order, so the failing record k stands

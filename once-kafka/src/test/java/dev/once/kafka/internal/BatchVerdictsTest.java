@@ -25,6 +25,7 @@ class BatchVerdictsTest {
 
     private static final TopicPartition A = new TopicPartition("t", 0);
     private static final TopicPartition B = new TopicPartition("t", 1);
+    private static final TopicPartition C = new TopicPartition("t", 2);
 
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     private final KafkaRunnerMetrics metrics = new KafkaRunnerMetrics(meters, "c", "g");
@@ -159,22 +160,102 @@ class BatchVerdictsTest {
     }
 
     @Test
-    void aCopyOnAHealthyPartitionDoesNotMirrorTheHeldBackOutcomeOfItsFirstCopyNorSpendItsAttempts() {
+    void aCopyIsHeldBackWhileItsEventWaitsBehindAFailureOnAnotherPartition() {
         BatchVerdicts v = verdicts(2, true);
-        // A: a-1 failed, so the copy of x behind it was held back; B holds the same event x, healthy.
-        // The engine gave B's copy the outcome of the batch's first x, which is A's held-back one.
+        // A: a-1 failed, so x behind it was held back; B holds the same event x at its head. Applying x
+        // from B now would put its effect ahead of a-1's on A: B's copy waits too, spending no attempt.
         Decision d = decide(
                 v,
                 true,
                 Map.of("x", Status.APPLIED),
                 entry(A, 0, "a-1", Status.FAILED_RETRYABLE),
-                entry(A, 1, "x", Status.FAILED_RETRYABLE),
-                entry(B, 0, "x", Status.FAILED_RETRYABLE, true),
+                held(A, 1, "x", false),
+                held(B, 0, "x", true),
                 entry(B, 1, "b-2", Status.APPLIED));
-        assertThat(ranAlone).as("B's copy got a try of its own").containsExactly("x@1");
-        assertThat(d.commit()).as("B moves on").containsEntry(B, new OffsetAndMetadata(2));
-        assertThat(d.seekTo()).as("only A goes back").containsOnlyKeys(A);
-        assertThat(v.attempt(B, 0)).as("no attempt of B spent").isEqualTo(1);
+        assertThat(ranAlone)
+                .as("B's copy is not tried while A has not settled what precedes x")
+                .isEmpty();
+        assertThat(d.commit()).isEmpty();
+        assertThat(d.seekTo()).containsEntry(A, 0L).containsEntry(B, 0L);
+        assertThat(v.attempt(B, 0)).as("no attempt of B spent").isEqualTo(2);
         assertThat(deadLettered).isEmpty();
+    }
+
+    @Test
+    void aCopyWhoseFirstCopyFailedItselfGetsATryOfItsOwn() {
+        BatchVerdicts v = verdicts(5, true);
+        // x failed on A where everything before it is settled: its copy on B is the same event's next try.
+        Decision d = decide(
+                v,
+                true,
+                Map.of("x", Status.APPLIED),
+                entry(A, 0, "x", Status.FAILED_RETRYABLE),
+                entry(B, 0, "x", Status.FAILED_RETRYABLE, true));
+        assertThat(ranAlone).containsExactly("x@1");
+        assertThat(d.commit()).containsEntry(B, new OffsetAndMetadata(1));
+    }
+
+    @Test
+    void aWaitBehindAFailureReachesThroughAnotherHeldBackCopy() {
+        BatchVerdicts v = verdicts(5, true);
+        // A: f failed, y behind it. B: y first, then x. C: x. y waits on A, so B stops at y, so x waits on B:
+        // neither copy may go ahead, and the waits of B and C are remembered for the next batches.
+        Decision d = decide(
+                v,
+                true,
+                Map.of("x", Status.APPLIED, "y", Status.APPLIED),
+                entry(A, 0, "f", Status.FAILED_RETRYABLE),
+                held(A, 1, "y", false),
+                held(B, 0, "y", true),
+                held(B, 1, "x", false),
+                held(C, 0, "x", true));
+        assertThat(ranAlone).isEmpty();
+        assertThat(d.seekTo()).containsEntry(A, 0L).containsEntry(B, 0L).containsEntry(C, 0L);
+        assertThat(v.waiting()).containsKey("x").containsKey("y");
+        assertThat(v.waiting().get("x"))
+                .extracting(OrderGuard.Position::partition)
+                .containsExactlyInAnyOrder(B, C);
+    }
+
+    @Test
+    void copiesHeldBackOnlyByEachOtherBreakTheCircleWithATryAlone() {
+        BatchVerdicts v = verdicts(5, true);
+        // A: x, y; B: y, x. Each event waits for the other on one partition and nothing failed: one copy
+        // goes ahead alone (applying it at the first position that lets it through), so the partitions move.
+        Decision d = decide(
+                v,
+                true,
+                Map.of("x", Status.APPLIED, "y", Status.APPLIED),
+                held(A, 0, "x", false),
+                held(A, 1, "y", false),
+                held(B, 0, "y", true),
+                held(B, 1, "x", true));
+        assertThat(ranAlone).containsExactly("y@1", "x@1");
+        assertThat(d.commit()).containsEntry(B, new OffsetAndMetadata(2));
+        assertThat(d.seekTo()).as("A's copies come again, as duplicates").containsEntry(A, 0L);
+        assertThat(v.waiting())
+                .as("no partition waits on another for what only held it back")
+                .isEmpty();
+    }
+
+    @Test
+    void aCopyWaitsForAPartitionThatHasNotReachedItsEvent() {
+        BatchVerdicts v = verdicts(5, true);
+        // An earlier batch: f failed on A with x behind it.
+        decide(v, true, Map.of(), entry(A, 0, "f", Status.FAILED_RETRYABLE), held(A, 1, "x", false));
+        // This batch has no record of A: x first on C (held back by the guard), its copy on B.
+        Decision d = decide(v, true, Map.of("x", Status.APPLIED), held(C, 0, "x", false), held(B, 0, "x", true));
+        assertThat(ranAlone).isEmpty();
+        assertThat(d.seekTo()).containsEntry(B, 0L).containsEntry(C, 0L);
+        assertThat(v.waiting().get("x"))
+                .as("only A's wait is remembered: B and C wait for it, not for each other")
+                .extracting(OrderGuard.Position::partition)
+                .containsExactly(A);
+    }
+
+    private static Entry held(TopicPartition tp, long offset, String id, boolean copy) {
+        Entry e = entry(tp, offset, id, Status.FAILED_RETRYABLE, copy);
+        e.outcome = new Outcome(id, Status.FAILED_RETRYABLE, new HeldBackException("held back"));
+        return e;
     }
 }
