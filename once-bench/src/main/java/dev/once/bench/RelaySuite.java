@@ -528,22 +528,29 @@ final class RelaySuite implements Suite {
         String topic = "relay-lat-" + mode + "-" + System.nanoTime();
         kafka.createTopic(topic, PARTITIONS, Map.of("message.timestamp.type", "LogAppendTime"));
         Map<String, Long> committedAt = new ConcurrentHashMap<>();
+        Map<String, Long> appendedAt = new ConcurrentHashMap<>();
         AtomicBoolean consuming = new AtomicBoolean(true);
-        List<Long> latencies = new ArrayList<>();
-        Thread consumer = new Thread(() -> consume(kafka, topic, committedAt, latencies, consuming));
+        Thread consumer = new Thread(() -> consume(kafka, topic, appendedAt, consuming));
         consumer.start();
         Written w;
         try {
-            w = write(ds, driven(kp, concurrent), topic, mode, s, committedAt, () -> size(latencies));
+            w = write(ds, driven(kp, concurrent), topic, mode, s, committedAt, appendedAt::size);
         } finally {
             consuming.set(false);
             consumer.join();
         }
-        long[] sorted;
-        synchronized (latencies) {
-            sorted = latencies.stream().mapToLong(Long::longValue).toArray();
-        }
-        return summary(mode, sorted, w);
+        return summary(mode, matched(committedAt, appendedAt), w);
+    }
+
+    /**
+     * Each row's publish time minus its commit time, matched after the run: a relay woken by the
+     * commit's NOTIFY may publish a row before the writer has noted when its commit returned.
+     */
+    private static long[] matched(Map<String, Long> committedAt, Map<String, Long> publishedAt) {
+        return committedAt.entrySet().stream()
+                .filter(e -> publishedAt.containsKey(e.getKey()))
+                .mapToLong(e -> Math.max(0, publishedAt.get(e.getKey()) - e.getValue()))
+                .toArray();
     }
 
     /**
@@ -580,12 +587,7 @@ final class RelaySuite implements Suite {
         };
         Map<String, Long> committedAt = new ConcurrentHashMap<>();
         Written w = write(ds, timed, destination, mode, s, committedAt, ackedAt::size);
-        // Matched after the run: an acknowledgement may come before the writer notes its commit time.
-        long[] sorted = committedAt.entrySet().stream()
-                .filter(e -> ackedAt.containsKey(e.getKey()))
-                .mapToLong(e -> Math.max(0, ackedAt.get(e.getKey()) - e.getValue()))
-                .toArray();
-        return summary(mode, sorted, w);
+        return summary(mode, matched(committedAt, ackedAt), w);
     }
 
     record Written(long rows, double offered) {}
@@ -673,14 +675,8 @@ final class RelaySuite implements Suite {
                 latencies.length == 0 ? Double.NaN : latencies[latencies.length - 1]);
     }
 
-    private static int size(List<Long> latencies) {
-        synchronized (latencies) {
-            return latencies.size();
-        }
-    }
-
-    private static void consume(
-            TestKafka kafka, String topic, Map<String, Long> committedAt, List<Long> latencies, AtomicBoolean on) {
+    /** Notes each record's append time (the topic's LogAppendTime) by event id, the first copy's if sent twice. */
+    private static void consume(TestKafka kafka, String topic, Map<String, Long> appendedAt, AtomicBoolean on) {
         Map<String, Object> p = new HashMap<>();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
         p.put(ConsumerConfig.GROUP_ID_CONFIG, "lat-" + topic);
@@ -695,12 +691,7 @@ final class RelaySuite implements Suite {
                                     .lastHeader(OutboxMessage.EVENT_ID_HEADER)
                                     .value(),
                             StandardCharsets.UTF_8);
-                    Long at = committedAt.get(id);
-                    if (at != null) {
-                        synchronized (latencies) {
-                            latencies.add(Math.max(0, r.timestamp() - at));
-                        }
-                    }
+                    appendedAt.putIfAbsent(id, r.timestamp());
                 }
             }
         }
