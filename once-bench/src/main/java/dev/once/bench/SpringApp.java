@@ -2,6 +2,8 @@ package dev.once.bench;
 
 import dev.once.outbox.OutboxMessage;
 import dev.once.spring.IdempotentListener;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.util.List;
@@ -58,12 +60,18 @@ public class SpringApp {
 
     /**
      * Effects that committed, counted in {@code afterCommit} (so a rolled-back attempt never counts) and
-     * timed from the first call that reached a listener body to the last commit. One listener runs at a time.
+     * timed from the first call that reached a listener body to the last commit; with the CPU time the
+     * container's thread spent meanwhile (poll, listener adapter, interceptor, JDBC driver, body). One
+     * listener runs at a time, on one thread.
      */
     public static class Meter {
+        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
         private final AtomicLong effects = new AtomicLong();
         private volatile long first;
         private volatile long last;
+        private volatile long firstCpu;
+        private volatile long lastCpu;
 
         void reset() {
             effects.set(0);
@@ -80,8 +88,14 @@ public class SpringApp {
             return (last - first) / 1e9;
         }
 
+        /** CPU nanoseconds of the listener's thread from the first body call to the last commit. */
+        long cpuNanos() {
+            return lastCpu - firstCpu;
+        }
+
         void entered() {
             if (first == 0) {
+                firstCpu = THREADS.getCurrentThreadCpuTime();
                 first = System.nanoTime();
             }
         }
@@ -101,6 +115,7 @@ public class SpringApp {
         }
 
         private void count(int n) {
+            lastCpu = THREADS.getCurrentThreadCpuTime();
             last = System.nanoTime();
             effects.addAndGet(n);
         }
