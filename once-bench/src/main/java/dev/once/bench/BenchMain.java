@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * or {@code --postgres URL}), the named suites in order, result lines on stdout, BENCHMARKS.md.
  *
  * <pre>
- * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [--postgres URL]
+ * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [guard] [ids] [spring] [--postgres URL]
  *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint] [--quick]
  * </pre>
  *
@@ -49,6 +49,7 @@ public final class BenchMain {
         suites.put("relay", RelaySuite::new);
         suites.put("guard", GuardSuite::new);
         suites.put("ids", IdShapeSuite::new);
+        suites.put("spring", SpringSuite::new);
         return suites;
     }
 

@@ -1,0 +1,234 @@
+package dev.once.bench;
+
+import dev.once.outbox.OutboxMessage;
+import dev.once.spring.IdempotentListener;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.sql.PreparedStatement;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.core.ConsumerFactory;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The Spring Boot application the {@code spring} suite runs: the listeners a team writes, each a
+ * {@code @KafkaListener} that credits one of the ledger's accounts per event (the core and Kafka
+ * suites' effect), on Boot's auto-configured {@code DataSourceTransactionManager}, {@code JdbcTemplate}
+ * and Kafka container factory, and once's starter. Everything is {@code @SpringBootApplication} but the
+ * component scan: the listeners are imported by name so nothing else in the package becomes a bean.
+ * Every listener starts stopped ({@code autoStartup = "false"}): the suite runs one at a time.
+ */
+@SpringBootConfiguration
+@EnableAutoConfiguration
+@Import({
+    SpringApp.OnceListeners.class,
+    SpringApp.ProcessedEventsListener.class,
+    SpringApp.PlainListener.class,
+    SpringApp.Meter.class
+})
+public class SpringApp {
+
+    /** Listener ids, as the suite starts them and names the rows. */
+    static final String ONCE_RECORD = "once-record";
+
+    static final String ONCE_BATCH = "once-batch";
+    static final String ONCE_BATCH_SET = "once-batch-set";
+    static final String PROCESSED_EVENTS = "processed-events";
+    static final String NO_DEDUPE = "no-dedupe";
+
+    /** A poll per call, offsets committed after the call returned (the only ack mode once allows a batch). */
+    @Bean
+    static ConcurrentKafkaListenerContainerFactory<Object, Object> batchFactory(
+            ConsumerFactory<Object, Object> consumers) {
+        var factory = new ConcurrentKafkaListenerContainerFactory<Object, Object>();
+        factory.setConsumerFactory(consumers);
+        factory.setBatchListener(true);
+        return factory;
+    }
+
+    /**
+     * Effects that committed, counted in {@code afterCommit} (so a rolled-back attempt never counts) and
+     * timed from the first call that reached a listener body to the last commit; with the CPU time the
+     * container's thread spent meanwhile (poll, listener adapter, interceptor, JDBC driver, body). One
+     * listener runs at a time, on one thread.
+     */
+    public static class Meter {
+        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+        private final AtomicLong effects = new AtomicLong();
+        private volatile long first;
+        private volatile long last;
+        private volatile long firstCpu;
+        private volatile long lastCpu;
+
+        void reset() {
+            effects.set(0);
+            first = 0;
+            last = 0;
+        }
+
+        long effects() {
+            return effects.get();
+        }
+
+        /** Seconds from the first body call to the last commit. */
+        double seconds() {
+            return (last - first) / 1e9;
+        }
+
+        /** CPU nanoseconds of the listener's thread from the first body call to the last commit. */
+        long cpuNanos() {
+            return lastCpu - firstCpu;
+        }
+
+        void entered() {
+            if (first == 0) {
+                firstCpu = THREADS.getCurrentThreadCpuTime();
+                first = System.nanoTime();
+            }
+        }
+
+        /** Counts {@code n} effects when the surrounding transaction commits, or now if there is none. */
+        void applied(int n) {
+            if (TransactionSynchronizationManager.isSynchronizationActive()) {
+                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        count(n);
+                    }
+                });
+            } else {
+                count(n);
+            }
+        }
+
+        private void count(int n) {
+            lastCpu = THREADS.getCurrentThreadCpuTime();
+            last = System.nanoTime();
+            effects.addAndGet(n);
+        }
+    }
+
+    static String eventId(ConsumerRecord<?, ?> record) {
+        return new String(
+                record.headers().lastHeader(OutboxMessage.EVENT_ID_HEADER).value(), StandardCharsets.UTF_8);
+    }
+
+    static long account(String eventId) {
+        return Math.floorMod(eventId.hashCode(), BenchPostgres.ACCOUNTS);
+    }
+
+    /** With once: the event id claimed in the listener's transaction, the body skipped for a duplicate. */
+    public static class OnceListeners {
+        private final JdbcTemplate jdbc;
+        private final Meter meter;
+
+        public OnceListeners(JdbcTemplate jdbc, Meter meter) {
+            this.jdbc = jdbc;
+            this.meter = meter;
+        }
+
+        /** a) One record per call and per transaction. */
+        @KafkaListener(id = ONCE_RECORD, topics = "${bench.records-topic}", autoStartup = "false")
+        @IdempotentListener(consumer = "spring-record")
+        public void on(ConsumerRecord<String, String> record) {
+            meter.entered();
+            jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
+            meter.applied(1);
+        }
+
+        /** b) A poll per call: one claim statement for the poll, then the per-record update for each fresh record. */
+        @KafkaListener(
+                id = ONCE_BATCH,
+                topics = "${bench.batches-topic}",
+                containerFactory = "batchFactory",
+                autoStartup = "false")
+        @IdempotentListener(consumer = "spring-batch")
+        public void onBatch(List<ConsumerRecord<String, String>> fresh) {
+            meter.entered();
+            for (ConsumerRecord<String, String> record : fresh) {
+                jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
+            }
+            meter.applied(fresh.size());
+        }
+
+        /** c) A poll per call, the fresh records' credits summed per account and applied in one statement. */
+        @KafkaListener(
+                id = ONCE_BATCH_SET,
+                topics = "${bench.batches-topic}",
+                containerFactory = "batchFactory",
+                autoStartup = "false")
+        @IdempotentListener(consumer = "spring-batch-set")
+        public void onBatchSet(List<ConsumerRecord<String, String>> fresh) {
+            meter.entered();
+            TreeMap<Long, Long> perAccount = new TreeMap<>(); // sorted: one lock order
+            for (ConsumerRecord<String, String> record : fresh) {
+                perAccount.merge(account(eventId(record)), 1L, Long::sum);
+            }
+            jdbc.update(c -> {
+                PreparedStatement ps = c.prepareStatement(Ledger.CREDIT_ALL);
+                ps.setArray(1, c.createArrayOf("bigint", perAccount.keySet().toArray()));
+                ps.setArray(2, c.createArrayOf("bigint", perAccount.values().toArray()));
+                return ps;
+            });
+            meter.applied(fresh.size());
+        }
+    }
+
+    /**
+     * d) Without once, the way a Spring team writes it: a {@code processed_events} row inserted in the
+     * listener's {@code @Transactional} method, the effect skipped when the insert found the id there.
+     * {@code ON CONFLICT DO NOTHING} is the fastest form (one statement, no exception, no savepoint).
+     */
+    public static class ProcessedEventsListener {
+        private final JdbcTemplate jdbc;
+        private final Meter meter;
+
+        public ProcessedEventsListener(JdbcTemplate jdbc, Meter meter) {
+            this.jdbc = jdbc;
+            this.meter = meter;
+        }
+
+        @KafkaListener(id = PROCESSED_EVENTS, topics = "${bench.records-topic}", autoStartup = "false")
+        @Transactional
+        public void on(ConsumerRecord<String, String> record) {
+            meter.entered();
+            String id = eventId(record);
+            if (jdbc.update("INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING", id) == 0) {
+                return; // seen before
+            }
+            jdbc.update(Ledger.CREDIT, 1L, account(id));
+            meter.applied(1);
+        }
+    }
+
+    /** e) No dedupe: the update in auto-commit, every delivery applied, copies included. */
+    public static class PlainListener {
+        private final JdbcTemplate jdbc;
+        private final Meter meter;
+
+        public PlainListener(JdbcTemplate jdbc, Meter meter) {
+            this.jdbc = jdbc;
+            this.meter = meter;
+        }
+
+        @KafkaListener(id = NO_DEDUPE, topics = "${bench.records-topic}", autoStartup = "false")
+        public void on(ConsumerRecord<String, String> record) {
+            meter.entered();
+            jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
+            meter.applied(1);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+package dev.once.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestPostgres;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The spring suite at a tiny size: every row runs its real Boot listener against Kafka and PostgreSQL
+ * to the end, and its end state is what the row promises (the suite throws otherwise).
+ */
+class SpringSuiteTest {
+
+    @Test
+    void everyRowAppliesEachDistinctEventOnceAndNoDedupeAppliesEveryCopy() throws Exception {
+        try (BenchPostgres postgres = BenchPostgres.start(TestPostgres.shared().jdbcUrl());
+                BenchPostgres.Db db = postgres.freshDatabase(2);
+                TestKafka kafka = TestKafka.start()) {
+            List<SpringSuite.Row> rows = new SpringSuite(400, 1_000).measure(kafka, db.dataSource());
+
+            assertThat(rows).extracting(SpringSuite.Row::name).containsExactlyElementsOf(SpringSuite.ROWS);
+            for (SpringSuite.Row r : rows) {
+                boolean noDedupe = r.name().equals(SpringApp.NO_DEDUPE);
+                assertThat(r.deliveries()).as(r.name()).isEqualTo(r.events() + r.events() / SpringSuite.COPY_EVERY);
+                assertThat(r.credited()).as(r.name() + ": credits").isEqualTo(noDedupe ? r.deliveries() : r.events());
+                assertThat(r.marks()).as(r.name() + ": claims or marks").isEqualTo(noDedupe ? 0 : r.events());
+                assertThat(r.eventsPerSecond()).as(r.name()).isPositive();
+            }
+        }
+    }
+}
