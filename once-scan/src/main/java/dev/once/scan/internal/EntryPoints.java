@@ -314,6 +314,33 @@ final class EntryPoints {
                     + (ackMode == null ? "BATCH, the default" : ackMode.value()) + ")";
         }
         kafkaLease(e);
+        e.kafkaTransaction = kafkaTransaction(e.source);
+    }
+
+    /**
+     * Where the module's listener containers get a Kafka transaction manager: Spring Boot gives one
+     * when {@code spring.kafka.producer.transaction-id-prefix} is set, or a container factory is
+     * handed a {@code KafkaTransactionManager}. Then a {@code KafkaTemplate} send in the listener and
+     * the consumed offset commit in one transaction.
+     */
+    private Location kafkaTransaction(Repo.Source s) {
+        Settings.Setting prefix = settings.module(s.module(), "spring.kafka.producer.transaction-id-prefix");
+        if (prefix != null) {
+            return prefix.location();
+        }
+        for (Repo.Source o : repo.sources()) {
+            if (!o.module().equals(s.module())) {
+                continue;
+            }
+            for (MethodCallExpr c : o.cu().findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().matches("setTransactionManager|setKafkaAwareTransactionManager")
+                                    && c.toString().contains("ontainerProperties")
+                                    && o.cu().toString().contains("KafkaTransactionManager"))) {
+                return repo.loc(c);
+            }
+        }
+        return null;
     }
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
@@ -973,12 +1000,99 @@ final class EntryPoints {
         if (stmt == null) {
             return;
         }
-        Entry e = add(s, kind, broker, owner(call) + " pipeline", call, stmt, call);
+        List<Subscriber> subscribers = stmt instanceof ReturnStmt ? fluxSubscribers(call) : List.of();
+        if (subscribers.isEmpty()) {
+            reactiveEntry(s, kind, broker, owner(call) + " pipeline", call, stmt, call, ack, text, call);
+        }
+        for (Subscriber sub : subscribers) {
+            reactiveEntry(
+                    sub.source(),
+                    kind,
+                    broker,
+                    owner(sub.at()) + " pipeline",
+                    sub.at(),
+                    sub.stmt(),
+                    sub.at(),
+                    ack,
+                    text,
+                    call);
+        }
+    }
+
+    private void reactiveEntry(
+            Repo.Source s,
+            String kind,
+            String broker,
+            String name,
+            Node decl,
+            Node body,
+            Node at,
+            Entry.Ack ack,
+            String text,
+            MethodCallExpr consume) {
+        Entry e = add(s, kind, broker, name, decl, body, at);
         e.ack = ack;
         e.ackText = text;
         if (ack == Entry.Ack.AUTO) {
-            e.ackSetting = repo.loc(call);
+            e.ackSetting = repo.loc(consume);
         }
+    }
+
+    /** A statement that subscribes to a flux handed in from elsewhere, in the file {@code source}. */
+    private record Subscriber(Repo.Source source, Statement stmt, Node at) {}
+
+    /**
+     * A method returns the receiver's flux ({@code @Bean Flux<Delivery> deliveries(Receiver r) {
+     * return r.consumeNoAck(q); }}): the pipeline runs where that flux is injected and used, so each
+     * statement that calls on a field or parameter of the same declared type is the handler.
+     */
+    private List<Subscriber> fluxSubscribers(MethodCallExpr call) {
+        MethodDeclaration m = Types.ancestor(call, MethodDeclaration.class).orElse(null);
+        if (m == null || !m.getType().isClassOrInterfaceType()) {
+            return List.of();
+        }
+        String type = m.getType().asString().replace(" ", "");
+        if (!type.startsWith("Flux<") && !type.startsWith("Publisher<")) {
+            return List.of();
+        }
+        List<Subscriber> out = new ArrayList<>();
+        for (Repo.Source src : repo.sources()) {
+            if (!src.cu().toString().contains(type.substring(0, type.indexOf('<')))) {
+                continue;
+            }
+            Set<String> names = new java.util.HashSet<>();
+            for (VariableDeclarator v : src.cu().findAll(VariableDeclarator.class)) {
+                if (v.getType().asString().replace(" ", "").equals(type)
+                        && v.getInitializer().isEmpty()) {
+                    names.add(v.getNameAsString());
+                }
+            }
+            for (com.github.javaparser.ast.body.Parameter p :
+                    src.cu().findAll(com.github.javaparser.ast.body.Parameter.class)) {
+                if (p.getType().asString().replace(" ", "").equals(type)
+                        && !(p.getParentNode().orElse(null)
+                                instanceof com.github.javaparser.ast.body.ConstructorDeclaration)) {
+                    names.add(p.getNameAsString());
+                }
+            }
+            for (MethodCallExpr use : src.cu()
+                    .findAll(
+                            MethodCallExpr.class,
+                            c -> c.getScope()
+                                    .map(x -> x instanceof NameExpr n && names.contains(n.getNameAsString())
+                                            || x instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                                    && fa.getScope().isThisExpr()
+                                                    && names.contains(fa.getNameAsString()))
+                                    .orElse(false))) {
+                Statement st = Types.ancestor(use, Statement.class).orElse(null);
+                if (st != null
+                        && !(st instanceof ReturnStmt)
+                        && Types.ancestor(use, MethodDeclaration.class).isPresent()) {
+                    out.add(new Subscriber(src, st, use));
+                }
+            }
+        }
+        return out;
     }
 
     /** {@code MessageReceiver receiver = (message, consumer) -> …}: the Google Pub/Sub client's callback. */

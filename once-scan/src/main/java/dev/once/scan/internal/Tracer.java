@@ -89,6 +89,13 @@ final class Tracer {
             "KafkaOperations",
             "Channel",
             "JetStream");
+    /** A publish addressed to the request's reply-to. */
+    private static final Pattern REPLY_CALL = Pattern.compile("(?s).*get(JMS)?ReplyTo\\(.*");
+    /** The handler copies the request's correlation id onto what it sends. */
+    private static final Pattern REPLY_MEMBER = Pattern.compile(
+            "(?s).*[cC]orrelation[-_]?[iI][dD]\\s*\\(\\s*\\w+(\\.\\w+\\(\\))*\\.get(JMS)?Correlation[iI][dD]\\(\\).*");
+
+    private static final Set<String> KAFKA_TEMPLATES = Set.of("KafkaTemplate", "KafkaOperations");
     private static final Set<String> PUBLISH_NAMES = Set.of(
             "send",
             "convertAndSend",
@@ -557,7 +564,21 @@ final class Tracer {
         if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches(
                     "(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
-            effect(c, f, Blast.MESSAGE, Event.Category.PUBLISH, "publishes " + stype + "." + name, stable);
+            // a reply to a request (sent to its reply-to address, or carrying its correlation id): the
+            // requester matches replies by correlation id and drops a second one, so a repeat is harmless
+            boolean reply = REPLY_CALL.matcher(text).matches()
+                    || REPLY_MEMBER.matcher(member).matches();
+            // a send through the template of a listener whose container runs a Kafka transaction
+            // commits with the consumed offset: a redelivery aborts the first attempt's record
+            boolean transacted = entry.kafkaTransaction != null && KAFKA_TEMPLATES.contains(stype);
+            effect(
+                    c,
+                    f,
+                    Blast.MESSAGE,
+                    Event.Category.PUBLISH,
+                    (reply ? "replies with " : "publishes ") + stype + "." + name
+                            + (transacted ? " in the listener's Kafka transaction" : ""),
+                    stable || reply || transacted);
             return true;
         }
         if (!repoType
