@@ -811,6 +811,9 @@ final class Tracer {
         boolean insert = arg instanceof ObjectCreationExpr
                 || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
         String entity = types.entityOfRepository(stype);
+        if (entity == null && arg instanceof ObjectCreationExpr oc) {
+            entity = oc.getType().getNameAsString(); // entityManager.persist(new ConsumedMessage(id))
+        }
         if (arg instanceof NameExpr n && f.method != null) {
             for (VariableDeclarator d : f.method.findAll(
                     VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
@@ -846,6 +849,10 @@ final class Tracer {
         }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
+        if (table != null && freshKey("", created(arg, f)) && !schema.hasKeyBesidesId(table)) {
+            freshInsert(c, f, table);
+            return;
+        }
         if (table != null && DEDUPE_TABLE.matcher(table).matches() && key.orElse(true)) {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
@@ -887,6 +894,46 @@ final class Tracer {
                 .stream()
                 .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
         return after && !before;
+    }
+
+    /** A value made afresh on every run: a random UUID, the clock, a sequence. */
+    private static final Pattern FRESH = Pattern.compile(
+            "(?s).*(randomUUID\\(|gen_random_uuid|uuid_generate|nextval\\(|UUIDs?\\.timeBased|ObjectId\\(\\)|new ObjectId\\(\\)).*");
+
+    /**
+     * The insert's key is made afresh per delivery: its SQL or its bound values (a node: the call, or
+     * the entity's construction) hold a random UUID or a sequence. A unique key on such a column rejects
+     * nothing, so the row is an ordinary insert (an audit or history line), never a claim.
+     */
+    private static boolean freshKey(String sql, Node values) {
+        return FRESH.matcher(sql).matches()
+                || values != null && FRESH.matcher(values.toString()).matches();
+    }
+
+    /** The expression that builds the saved entity: the argument itself, or the local it was initialized with. */
+    private static Node created(Expression arg, Frame f) {
+        if (arg instanceof NameExpr n && f.method != null) {
+            return f
+                    .method
+                    .findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
+                    .stream()
+                    .findFirst()
+                    .flatMap(VariableDeclarator::getInitializer)
+                    .map(Node.class::cast)
+                    .orElse(null);
+        }
+        return arg;
+    }
+
+    private void freshInsert(Node at, Frame f, String table) {
+        effect(
+                at,
+                f,
+                MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
+                Event.Category.DATABASE,
+                "inserts into " + table + " under a fresh random key (an ordinary row, not a claim: each delivery"
+                        + " adds one)",
+                false);
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
@@ -1081,6 +1128,10 @@ final class Tracer {
                     || lower.contains("on duplicate key")
                     || lower.contains(" where not exists");
             Optional<Boolean> key = schema.hasBusinessKey(table);
+            if (freshKey(sql, c) && !schema.hasKeyBesidesId(table)) {
+                freshInsert(at, f, table);
+                return;
+            }
             if (DEDUPE_TABLE.matcher(table).matches() && (conflict || key.orElse(true))) {
                 add(
                         Event.Kind.CLAIM,
