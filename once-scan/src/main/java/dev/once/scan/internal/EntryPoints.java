@@ -704,7 +704,11 @@ final class EntryPoints {
         }
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
-        Settings.Setting auto = settings.get(s, "enable.auto.commit");
+        // the settings of the Properties this consumer is built from, when they can be followed there:
+        // another consumer's Properties in the same file or module say nothing about this one
+        Map<String, Settings.Setting> own = consumerConfig(poll).orElse(null);
+        Settings.Setting auto =
+                own != null ? own.get(Settings.norm("enable.auto.commit")) : settings.get(s, "enable.auto.commit");
         boolean commits = !body.findAll(
                         MethodCallExpr.class,
                         c -> c.getNameAsString().startsWith("commit")
@@ -729,14 +733,125 @@ final class EntryPoints {
                     ? "commitSync/commitAsync in the loop"
                     : "enable.auto.commit=false: offsets committed by hand";
         }
-        Settings.Setting records = settings.get(s, "max.poll.records");
-        Settings.Setting interval = settings.get(s, "max.poll.interval.ms");
+        Settings.Setting records =
+                own != null ? own.get(Settings.norm("max.poll.records")) : settings.get(s, "max.poll.records");
+        Settings.Setting interval =
+                own != null ? own.get(Settings.norm("max.poll.interval.ms")) : settings.get(s, "max.poll.interval.ms");
         if (records != null && interval != null && records.literal() && interval.literal()) {
             e.batch = records.asLong(0);
             e.leaseMs = interval.asLong(0);
             e.batchLocation = records.location();
             e.leaseName = "max.poll.interval.ms";
         }
+    }
+
+    /**
+     * The settings of the consumer {@code poll} is called on, followed from its construction: the
+     * variable or field it is held in, {@code new KafkaConsumer<>(props)} (or a factory method of the
+     * repository that makes one), and the method that fills {@code props} (in place, or a method
+     * returning it). Empty when any step cannot be followed.
+     */
+    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll) {
+        Optional<Expression> scope = poll.getScope();
+        if (scope.isEmpty()) {
+            return Optional.empty();
+        }
+        String name = scope.get() instanceof NameExpr n
+                ? n.getNameAsString()
+                : scope.get() instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                && fa.getScope().isThisExpr()
+                        ? fa.getNameAsString()
+                        : null;
+        TypeDeclaration<?> owner = Types.enclosingType(poll);
+        if (name == null || owner == null) {
+            return Optional.empty();
+        }
+        List<Expression> inits = new ArrayList<>();
+        MethodDeclaration m = Types.ancestor(poll, MethodDeclaration.class).orElse(null);
+        for (Node where : m == null ? List.<Node>of(owner) : List.<Node>of(m, owner)) {
+            for (VariableDeclarator v : where.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
+                v.getInitializer().ifPresent(inits::add);
+            }
+            for (com.github.javaparser.ast.expr.AssignExpr a : where.findAll(
+                    com.github.javaparser.ast.expr.AssignExpr.class,
+                    a -> a.getTarget().toString().replaceFirst("^this\\.", "").equals(name))) {
+                inits.add(a.getValue());
+            }
+            if (!inits.isEmpty()) {
+                break;
+            }
+        }
+        if (inits.size() != 1) {
+            return Optional.empty();
+        }
+        return propsOf(inits.get(0), owner, 0);
+    }
+
+    /** The settings an expression that makes a consumer or its properties carries. */
+    private Optional<Map<String, Settings.Setting>> propsOf(Expression x, TypeDeclaration<?> owner, int depth) {
+        if (depth > 3) {
+            return Optional.empty();
+        }
+        if (x instanceof ObjectCreationExpr oc) {
+            if (oc.getType().getNameAsString().endsWith("KafkaConsumer")
+                    && !oc.getArguments().isEmpty()) {
+                return propsOf(oc.getArgument(0), owner, depth + 1);
+            }
+            return Optional.empty();
+        }
+        if (x instanceof NameExpr n) {
+            // a local filled in the method that declares it
+            Node decl = Types.ancestor(x, MethodDeclaration.class)
+                    .map(Node.class::cast)
+                    .or(() -> Optional.ofNullable(
+                            Types.ancestor(x, com.github.javaparser.ast.body.ConstructorDeclaration.class)
+                                    .map(Node.class::cast)
+                                    .orElse(null)))
+                    .orElse(null);
+            if (decl == null) {
+                return Optional.empty();
+            }
+            for (VariableDeclarator v : decl.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                Expression init = v.getInitializer().orElse(null);
+                if (init instanceof ObjectCreationExpr oc && oc.getArguments().isEmpty()) {
+                    return settings.statedIn(decl);
+                }
+                if (init instanceof MethodCallExpr mc) {
+                    return propsOf(mc, owner, depth + 1);
+                }
+            }
+            return Optional.empty();
+        }
+        if (x instanceof MethodCallExpr mc) {
+            // a method of this class, or a static one of another repository class, that builds them
+            List<MethodDeclaration> targets = new ArrayList<>();
+            if (mc.getScope().isEmpty() || mc.getScope().get().isThisExpr()) {
+                targets.addAll(owner.getMethodsByName(mc.getNameAsString()));
+            } else if (mc.getScope().get() instanceof NameExpr t
+                    && Character.isUpperCase(t.getNameAsString().charAt(0))) {
+                targets.addAll(repo.methods(
+                        t.getNameAsString(),
+                        mc.getNameAsString(),
+                        mc.getArguments().size(),
+                        mc));
+            }
+            if (targets.size() != 1 || targets.get(0).getBody().isEmpty()) {
+                return Optional.empty();
+            }
+            MethodDeclaration t = targets.get(0);
+            for (ReturnStmt r : t.findAll(ReturnStmt.class)) {
+                Optional<Expression> rx = r.getExpression();
+                if (rx.isPresent()
+                        && rx.get() instanceof ObjectCreationExpr oc
+                        && oc.getType().getNameAsString().endsWith("KafkaConsumer")) {
+                    return propsOf(oc, Types.enclosingType(t), depth + 1);
+                }
+            }
+            return settings.statedIn(t.getBody().get());
+        }
+        return Optional.empty();
     }
 
     private void sqsLoop(Repo.Source s, MethodCallExpr receive) {
@@ -1042,13 +1157,13 @@ final class EntryPoints {
     private record Subscriber(Repo.Source source, Statement stmt, Node at) {}
 
     /**
-     * A method returns the receiver's flux ({@code @Bean Flux<Delivery> deliveries(Receiver r) {
+     * A bean method returns the receiver's flux ({@code @Bean Flux<Delivery> deliveries(Receiver r) {
      * return r.consumeNoAck(q); }}): the pipeline runs where that flux is injected and used, so each
      * statement that calls on a field or parameter of the same declared type is the handler.
      */
     private List<Subscriber> fluxSubscribers(MethodCallExpr call) {
         MethodDeclaration m = Types.ancestor(call, MethodDeclaration.class).orElse(null);
-        if (m == null || !m.getType().isClassOrInterfaceType()) {
+        if (m == null || !m.getType().isClassOrInterfaceType() || !Types.annotated(m.getAnnotations(), "Bean")) {
             return List.of();
         }
         String type = m.getType().asString().replace(" ", "");
