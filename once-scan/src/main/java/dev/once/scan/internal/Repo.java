@@ -288,6 +288,36 @@ public final class Repo {
         return types.getOrDefault(simpleName, List.of());
     }
 
+    /**
+     * {@code @Bean} methods that return {@code simpleName} (a lambda or anonymous class standing in
+     * for an implementation), from the files that mention both, parsed on first use.
+     */
+    List<MethodDeclaration> beanFactories(String simpleName) {
+        Pattern returns = Pattern.compile("\\b" + Pattern.quote(simpleName) + "\\s+\\w+\\s*\\(");
+        parse(raw.stream()
+                .filter(f ->
+                        f.text().contains("@Bean") && returns.matcher(f.text()).find())
+                .toList());
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (Source s : sources()) {
+            if (!String.join("\n", s.lines()).contains("@Bean")) {
+                continue;
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                if (m.isAnnotationPresent("Bean")
+                        && m.getType().isClassOrInterfaceType()
+                        && m.getType()
+                                .asClassOrInterfaceType()
+                                .getNameAsString()
+                                .equals(simpleName)
+                        && m.getBody().isPresent()) {
+                    out.add(m);
+                }
+            }
+        }
+        return out;
+    }
+
     /** Classes of the repository that extend or implement {@code simpleName}, parsed on first use. */
     private List<ClassOrInterfaceDeclaration> subtypes(String simpleName) {
         List<RawFile> in = extenders.get(simpleName);

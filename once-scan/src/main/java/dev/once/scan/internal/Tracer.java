@@ -21,6 +21,7 @@ import com.github.javaparser.ast.expr.ThisExpr;
 import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
+import com.github.javaparser.ast.stmt.ReturnStmt;
 import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
@@ -1210,10 +1211,45 @@ final class Tracer {
             }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
+            if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
+                beanLambdas(c, stype, f);
+            }
         } else {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /**
+     * The repository's own interface implemented by a {@code @Bean} lambda ({@code @Bean Acknowledger
+     * acker(Channel ch) { return tag -> ch.basicAck(tag, false); }}): a call through the interface runs
+     * the lambda, so an acknowledgement or an effect wrapped this way is placed where it is called.
+     */
+    private void beanLambdas(MethodCallExpr c, String stype, Frame f) {
+        if (f.depth >= MAX_DEPTH) {
+            return;
+        }
+        for (MethodDeclaration bean : repo.beanFactories(stype)) {
+            if (f.visiting.contains(bean)) {
+                continue;
+            }
+            for (ReturnStmt r : bean.findAll(ReturnStmt.class)) {
+                if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    List<Step> path = new ArrayList<>(f.path);
+                    TypeDeclaration<?> owner = Types.enclosingType(bean);
+                    path.add(new Step(
+                            (owner == null ? "?" : owner.getNameAsString()) + "." + bean.getNameAsString()
+                                    + " (lambda)",
+                            repo.loc(c)));
+                    Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
+                    visiting.add(bean);
+                    span(bean);
+                    Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
+                    callee.async = f.async;
+                    visit(l.getBody(), callee);
+                }
+            }
+        }
     }
 
     private void reference(MethodReferenceExpr r, Frame f) {
