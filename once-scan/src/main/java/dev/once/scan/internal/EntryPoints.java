@@ -116,6 +116,7 @@ final class EntryPoints {
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
                 stream(s, m);
+                callbackBean(s, m);
             }
         }
         return entries;
@@ -460,6 +461,14 @@ final class EntryPoints {
                                 + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
                     });
                 }
+            } else if (STREAMS_CALLBACKS.containsKey(n)
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+                for (MethodDeclaration m : c.getMethodsByName(STREAMS_CALLBACKS.get(n))) {
+                    m.getBody()
+                            .ifPresent(b -> streamsCallback(add(
+                                    s, "Kafka Streams " + n + "." + m.getNameAsString(), "kafka", owner(m), m, b, m)));
+                }
             } else if (n.equals("MessageReceiver") || n.equals("MessageReceiverWithAckResponse")) {
                 for (MethodDeclaration m : c.getMethodsByName("receiveMessage")) {
                     m.getBody().ifPresent(b -> {
@@ -578,6 +587,22 @@ final class EntryPoints {
         } else {
             e.framework = Entry.Framework.DATABASE;
             e.frameworkText = "Eventuate duplicate detector (received_messages, in the handler's transaction)";
+        }
+    }
+
+    /** {@code @Bean MessageReceiver receiver() { return (message, consumer) -> …; }}: the lambda is the callback. */
+    private void callbackBean(Repo.Source s, MethodDeclaration m) {
+        if (!Types.annotated(m.getAnnotations(), "Bean") || !m.getType().isClassOrInterfaceType()) {
+            return;
+        }
+        String t = m.getType().asClassOrInterfaceType().getNameAsString();
+        if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
+            return;
+        }
+        for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+            if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                callbackObject(s, t, l, l.getBody(), l);
+            }
         }
     }
 
@@ -1273,6 +1298,18 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
+        if (oc.getAnonymousClassBody().isPresent()
+                && (STREAMS_CALLBACKS.containsKey(t) || t.startsWith("MessageReceiver"))) {
+            String method = t.startsWith("MessageReceiver") ? "receiveMessage" : STREAMS_CALLBACKS.get(t);
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals(method)
+                        && md.getBody().isPresent()) {
+                    callbackObject(s, t, md, md.getBody().get(), md);
+                }
+            }
+            return;
+        }
         if (t.endsWith("RouteBuilder") && oc.getAnonymousClassBody().isPresent()) {
             for (MethodCallExpr from : oc.findAll(
                     MethodCallExpr.class,
@@ -1320,6 +1357,38 @@ final class EntryPoints {
                     });
                 }
             }
+        }
+    }
+
+    /** Kafka Streams callbacks a topology runs per record, and the method each runs. */
+    private static final Map<String, String> STREAMS_CALLBACKS = Map.of(
+            "ValueMapper", "apply",
+            "ValueMapperWithKey", "apply",
+            "KeyValueMapper", "apply",
+            "ValueTransformer", "transform",
+            "ValueTransformerWithKey", "transform",
+            "Transformer", "transform",
+            "Processor", "process",
+            "FixedKeyProcessor", "process",
+            "ContextualProcessor", "process");
+
+    private static void streamsCallback(Entry e) {
+        e.ackText = "Kafka Streams commits the offset after the record is processed; exactly_once covers topics and"
+                + " state stores, not a side effect in the callback";
+    }
+
+    /**
+     * A callback interface a client library calls per message, written as an anonymous class ({@code
+     * new MessageReceiver() {…}}, {@code () -> new Processor<>() {…}} in a topology) or as the lambda a
+     * {@code @Bean} method returns ({@code @Bean MessageReceiver receiver() { return (m, c) -> …; }}).
+     */
+    private void callbackObject(Repo.Source s, String type, Node decl, Node body, Node at) {
+        if (type.equals("MessageReceiver") || type.equals("MessageReceiverWithAckResponse")) {
+            pubSubAck(add(s, "Pub/Sub " + type, "pubsub", owner(at) + " receiver", decl, body, at));
+        } else if (STREAMS_CALLBACKS.containsKey(type)
+                && s.cu().getImports().stream()
+                        .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+            streamsCallback(add(s, "Kafka Streams " + type, "kafka", owner(at) + " " + type, decl, body, at));
         }
     }
 

@@ -168,7 +168,8 @@ public final class Repo {
             "Listener|Handler|Consumer|Receiver|Subscriber|poll\\(|receive|basicConsume|basicGet|subscribe|fetch\\("
                     + "|nextMessage|iterate\\(|RouteBuilder|IntegrationFlow|ServiceActivator|Function<|KStream|Processor"
                     + "|@Entity|@Table|@Document|auto\\.commit|AUTO_COMMIT|max\\.poll|MAX_POLL|AcknowledgeMode"
-                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage");
+                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage"
+                    + "|ValueMapper|Transformer");
 
     private static final Pattern DECLARES =
             Pattern.compile("\\b(?:class|interface|enum|record)\\s+([A-Za-z_$][\\w$]*)");
