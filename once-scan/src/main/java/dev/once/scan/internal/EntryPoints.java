@@ -513,20 +513,18 @@ final class EntryPoints {
         }
         for (MethodCallExpr from : c.findAll(
                 MethodCallExpr.class,
-                mc -> mc.getNameAsString().equals("from")
+                mc -> (mc.getNameAsString().equals("from")
+                                || mc.getNameAsString().equals("fromF"))
                         && mc.getArguments().size() >= 1
-                        && mc.getArgument(0) instanceof StringLiteralExpr lit
-                        && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
+                        && camelUri(mc.getArgument(0)) != null
+                        && CAMEL_BROKER.matcher(camelUri(mc.getArgument(0))).matches())) {
             Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
             if (stmt == null) {
                 continue;
             }
             Entry e = add(
                     s,
-                    "Camel route from("
-                            + ((StringLiteralExpr) from.getArgument(0))
-                                    .getValue()
-                                    .split("[:?]")[0] + ":…)",
+                    "Camel route from(" + camelUri(from.getArgument(0)).split("[:?]")[0] + ":…)",
                     "camel",
                     owner(from) + " route",
                     from,
@@ -1392,10 +1390,23 @@ final class EntryPoints {
         }
     }
 
-    /** A Camel endpoint URI written as a literal, or null. */
+    /**
+     * A Camel endpoint URI written as a literal, a concatenation starting with one, or a constant of the
+     * class ({@code static final String ORDERS = "jms:queue:orders"}), or null.
+     */
     private static String camelUri(Expression e) {
         if (e instanceof com.github.javaparser.ast.expr.BinaryExpr b) {
             return camelUri(b.getLeft()); // "kafka:" + topic + "?…": the scheme is on the left
+        }
+        if (e instanceof NameExpr n) {
+            TypeDeclaration<?> t = Types.enclosingType(n);
+            return t == null
+                    ? null
+                    : t.getFieldByName(n.getNameAsString())
+                            .flatMap(fd -> fd.getVariable(0).getInitializer())
+                            .filter(Expression::isStringLiteralExpr)
+                            .map(x -> x.asStringLiteralExpr().getValue())
+                            .orElse(null);
         }
         return e instanceof StringLiteralExpr lit ? lit.getValue() : null;
     }

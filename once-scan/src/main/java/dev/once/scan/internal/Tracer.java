@@ -7,6 +7,7 @@ import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AnnotationExpr;
 import com.github.javaparser.ast.expr.AssignExpr;
 import com.github.javaparser.ast.expr.BinaryExpr;
+import com.github.javaparser.ast.expr.ClassExpr;
 import com.github.javaparser.ast.expr.ConditionalExpr;
 import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.FieldAccessExpr;
@@ -443,6 +444,9 @@ final class Tracer {
                             : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
+        if ("camel".equals(entry.broker) && camel(c, name, f)) {
+            return;
+        }
         if (isCheck(c, name)) {
             add(Event.Kind.CHECK, c, f, null, null, c.toString());
             return;
@@ -477,6 +481,82 @@ final class Tracer {
             // run time): judged by the catalogue on its name, as a library would be
             catalogued(c, stype, f);
         }
+    }
+
+    /** Camel producer endpoints whose every exchange makes a write, by URI scheme. */
+    private static final Pattern CAMEL_WRITE = Pattern.compile(
+            "^(sql|jdbc|jpa|mongodb|elasticsearch|cql|couchdb|http|https|rest|smtp|smtps|mail|sns|aws2-sns|aws2-ses|twilio|slack|file|ftp|sftp|aws2-s3|google-storage|azure-storage-blob|kafka|jms|activemq|rabbitmq|spring-rabbitmq|aws2-sqs|google-pubsub|nats):.*");
+
+    /**
+     * A step of a Camel route: {@code .bean(Service.class, "method")}, {@code .bean(service, "m")},
+     * {@code .process(processor)} and {@code .to("bean:name?method=m")} run the repository's code (followed
+     * like a call); {@code .to("sql:insert …")}, {@code .to("smtp:…")} and the like are effects of the
+     * endpoint itself.
+     */
+    private boolean camel(MethodCallExpr c, String name, Frame f) {
+        if (c.getArguments().isEmpty()) {
+            return false;
+        }
+        Expression a0 = c.getArgument(0);
+        String method =
+                c.getArguments().size() >= 2 && c.getArgument(1) instanceof StringLiteralExpr m ? m.getValue() : null;
+        if (name.equals("bean") || name.equals("process")) {
+            String type = a0 instanceof ClassExpr ce
+                    ? Types.simple(ce.getType())
+                    : a0 instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(a0);
+            if (type == null || !types.isRepoType(type)) {
+                return name.equals("process") && a0 instanceof LambdaExpr ? false : type != null;
+            }
+            enter(c, camelTargets(type, name.equals("process") ? "process" : method), false, f);
+            return true;
+        }
+        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))
+                || !(a0 instanceof StringLiteralExpr lit)) {
+            return false;
+        }
+        String uri = lit.getValue();
+        if (uri.startsWith("bean:")) {
+            String[] parts = uri.substring(5).split("\\?");
+            String bean = parts[0];
+            String m = parts.length > 1 && parts[1].startsWith("method=")
+                    ? parts[1].substring(7).split("&")[0]
+                    : null;
+            String type = Character.toUpperCase(bean.charAt(0)) + bean.substring(1);
+            enter(c, camelTargets(type, m), false, f);
+            return true;
+        }
+        if (!CAMEL_WRITE.matcher(uri).matches()) {
+            return false;
+        }
+        String scheme = uri.substring(0, uri.indexOf(':'));
+        if (scheme.equals("sql") || scheme.equals("jdbc")) {
+            sql(c, c, uri.substring(4), f);
+            return true;
+        }
+        boolean publish = scheme.matches("kafka|jms|activemq|rabbitmq|spring-rabbitmq|aws2-sqs|google-pubsub|nats");
+        boolean notify = scheme.matches("smtp|smtps|mail|sns|aws2-sns|aws2-ses|twilio|slack");
+        effect(
+                c,
+                f,
+                notify ? Blast.NOTIFICATION : publish ? Blast.MESSAGE : Blast.DATA,
+                publish ? Event.Category.PUBLISH : notify ? Event.Category.EXTERNAL : Event.Category.EXTERNAL,
+                (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
+                        + "the Camel endpoint " + scheme + ":",
+                false);
+        return true;
+    }
+
+    /** The methods a Camel step names on a repository class: the one named, else its public methods. */
+    private List<MethodDeclaration> camelTargets(String type, String method) {
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (TypeDeclaration<?> t : repo.types(type)) {
+            if (method != null) {
+                out.addAll(t.getMethodsByName(method));
+            } else {
+                t.getMethods().stream().filter(MethodDeclaration::isPublic).forEach(out::add);
+            }
+        }
+        return out;
     }
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
