@@ -294,6 +294,12 @@ public final class Repo {
      * for an implementation), from the files that mention both, parsed on first use.
      */
     List<MethodDeclaration> beanFactories(String simpleName) {
+        return beanFactories.computeIfAbsent(simpleName, this::findBeanFactories);
+    }
+
+    private final Map<String, List<MethodDeclaration>> beanFactories = new HashMap<>();
+
+    private List<MethodDeclaration> findBeanFactories(String simpleName) {
         Pattern returns = Pattern.compile("\\b" + Pattern.quote(simpleName) + "\\s+\\w+\\s*\\(");
         parse(raw.stream()
                 .filter(f ->
