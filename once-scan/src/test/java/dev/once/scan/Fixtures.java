@@ -13,17 +13,18 @@ final class Fixtures {
 
     static final Path ROOT = Path.of("src/test/resources/fixtures");
 
-    /** One expected finding: rule id, file name, text on the reported line. */
-    record Expected(String rule, String file, String text) {
+    /** One expected finding: rule id, file name, text on the reported line, and text its message must hold (or empty). */
+    record Expected(String rule, String file, String text, String message) {
         boolean matches(Finding f) {
             return f.rule().id().equals(rule)
                     && f.location().file().endsWith("/" + file)
-                    && f.location().snippet().contains(text);
+                    && f.location().snippet().contains(text)
+                    && f.message().contains(message);
         }
 
         @Override
         public String toString() {
-            return rule + " " + file + " '" + text + "'";
+            return rule + " " + file + " '" + text + "'" + (message.isEmpty() ? "" : " saying '" + message + "'");
         }
     }
 
@@ -48,8 +49,13 @@ final class Fixtures {
                 if (line.isBlank() || line.startsWith("#")) {
                     continue;
                 }
-                String[] parts = line.split("\\s*\\|\\s*", 3);
-                out.add(new Expected(parts[0].strip(), parts[1].strip(), parts[2].strip()));
+                // rule | file | text on the line [| text of the message]
+                String[] parts = line.split("\\s*\\|\\s*", 4);
+                out.add(new Expected(
+                        parts[0].strip(),
+                        parts[1].strip(),
+                        parts[2].strip(),
+                        parts.length > 3 ? parts[3].strip() : ""));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("every fixture has an expected-findings.txt: " + fixture, e);

@@ -36,9 +36,11 @@ final class Analyzer {
         List<Event> acks = of(events, Event.Kind.ACK);
         List<Event> guards = of(events, Event.Kind.GUARD);
         List<Event> checks = of(events, Event.Kind.CHECK);
-        // a dedupe record written after an exists-check is the check-then-act race, not a claim
+        // a dedupe record written after an exists-check is the check-then-act race, not a claim, unless a
+        // transaction holds it: then the second insert of the key fails and rolls back what that
+        // transaction wrote, and the check is only a shortcut
         List<Event> claims = of(events, Event.Kind.CLAIM).stream()
-                .filter(c -> checks.stream().noneMatch(k -> k.seq() < c.seq()))
+                .filter(c -> c.tx() != null || checks.stream().noneMatch(k -> k.seq() < c.seq()))
                 .toList();
         List<Event> onceCalls = of(events, Event.Kind.ONCE);
         boolean once = !onceCalls.isEmpty();

@@ -45,6 +45,9 @@ final class Entry {
     String frameworkText;
     Location frameworkLocation;
     boolean transactional;
+    /** Where the listener container is given a Kafka transaction manager (its sends commit with the offsets), or null. */
+    Location kafkaTransaction;
+
     boolean loop;
     /** Batch size and lease in ms when both are stated, else 0. */
     long batch;

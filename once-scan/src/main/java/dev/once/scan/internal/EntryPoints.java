@@ -116,6 +116,7 @@ final class EntryPoints {
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
                 stream(s, m);
+                callbackBean(s, m);
             }
         }
         return entries;
@@ -314,6 +315,33 @@ final class EntryPoints {
                     + (ackMode == null ? "BATCH, the default" : ackMode.value()) + ")";
         }
         kafkaLease(e);
+        e.kafkaTransaction = kafkaTransaction(e.source);
+    }
+
+    /**
+     * Where the module's listener containers get a Kafka transaction manager: Spring Boot gives one
+     * when {@code spring.kafka.producer.transaction-id-prefix} is set, or a container factory is
+     * handed a {@code KafkaTransactionManager}. Then a {@code KafkaTemplate} send in the listener and
+     * the consumed offset commit in one transaction.
+     */
+    private Location kafkaTransaction(Repo.Source s) {
+        Settings.Setting prefix = settings.module(s.module(), "spring.kafka.producer.transaction-id-prefix");
+        if (prefix != null) {
+            return prefix.location();
+        }
+        for (Repo.Source o : repo.sources()) {
+            if (!o.module().equals(s.module())) {
+                continue;
+            }
+            for (MethodCallExpr c : o.cu().findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().matches("setTransactionManager|setKafkaAwareTransactionManager")
+                                    && c.toString().contains("ontainerProperties")
+                                    && o.cu().toString().contains("KafkaTransactionManager"))) {
+                return repo.loc(c);
+            }
+        }
+        return null;
     }
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
@@ -433,6 +461,14 @@ final class EntryPoints {
                                 + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
                     });
                 }
+            } else if (STREAMS_CALLBACKS.containsKey(n)
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+                for (MethodDeclaration m : c.getMethodsByName(STREAMS_CALLBACKS.get(n))) {
+                    m.getBody()
+                            .ifPresent(b -> streamsCallback(add(
+                                    s, "Kafka Streams " + n + "." + m.getNameAsString(), "kafka", owner(m), m, b, m)));
+                }
             } else if (n.equals("MessageReceiver") || n.equals("MessageReceiverWithAckResponse")) {
                 for (MethodDeclaration m : c.getMethodsByName("receiveMessage")) {
                     m.getBody().ifPresent(b -> {
@@ -477,20 +513,18 @@ final class EntryPoints {
         }
         for (MethodCallExpr from : c.findAll(
                 MethodCallExpr.class,
-                mc -> mc.getNameAsString().equals("from")
+                mc -> (mc.getNameAsString().equals("from")
+                                || mc.getNameAsString().equals("fromF"))
                         && mc.getArguments().size() >= 1
-                        && mc.getArgument(0) instanceof StringLiteralExpr lit
-                        && CAMEL_BROKER.matcher(lit.getValue()).matches())) {
+                        && camelUri(mc.getArgument(0)) != null
+                        && CAMEL_BROKER.matcher(camelUri(mc.getArgument(0))).matches())) {
             Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
             if (stmt == null) {
                 continue;
             }
             Entry e = add(
                     s,
-                    "Camel route from("
-                            + ((StringLiteralExpr) from.getArgument(0))
-                                    .getValue()
-                                    .split("[:?]")[0] + ":…)",
+                    "Camel route from(" + camelUri(from.getArgument(0)).split("[:?]")[0] + ":…)",
                     "camel",
                     owner(from) + " route",
                     from,
@@ -551,6 +585,22 @@ final class EntryPoints {
         } else {
             e.framework = Entry.Framework.DATABASE;
             e.frameworkText = "Eventuate duplicate detector (received_messages, in the handler's transaction)";
+        }
+    }
+
+    /** {@code @Bean MessageReceiver receiver() { return (message, consumer) -> …; }}: the lambda is the callback. */
+    private void callbackBean(Repo.Source s, MethodDeclaration m) {
+        if (!Types.annotated(m.getAnnotations(), "Bean") || !m.getType().isClassOrInterfaceType()) {
+            return;
+        }
+        String t = m.getType().asClassOrInterfaceType().getNameAsString();
+        if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
+            return;
+        }
+        for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+            if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                callbackObject(s, t, l, l.getBody(), l);
+            }
         }
     }
 
@@ -677,7 +727,11 @@ final class EntryPoints {
         }
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
-        Settings.Setting auto = settings.get(s, "enable.auto.commit");
+        // the settings of the Properties this consumer is built from, when they can be followed there:
+        // another consumer's Properties in the same file or module say nothing about this one
+        Map<String, Settings.Setting> own = consumerConfig(poll).orElse(null);
+        Settings.Setting auto =
+                own != null ? own.get(Settings.norm("enable.auto.commit")) : settings.get(s, "enable.auto.commit");
         boolean commits = !body.findAll(
                         MethodCallExpr.class,
                         c -> c.getNameAsString().startsWith("commit")
@@ -702,14 +756,125 @@ final class EntryPoints {
                     ? "commitSync/commitAsync in the loop"
                     : "enable.auto.commit=false: offsets committed by hand";
         }
-        Settings.Setting records = settings.get(s, "max.poll.records");
-        Settings.Setting interval = settings.get(s, "max.poll.interval.ms");
+        Settings.Setting records =
+                own != null ? own.get(Settings.norm("max.poll.records")) : settings.get(s, "max.poll.records");
+        Settings.Setting interval =
+                own != null ? own.get(Settings.norm("max.poll.interval.ms")) : settings.get(s, "max.poll.interval.ms");
         if (records != null && interval != null && records.literal() && interval.literal()) {
             e.batch = records.asLong(0);
             e.leaseMs = interval.asLong(0);
             e.batchLocation = records.location();
             e.leaseName = "max.poll.interval.ms";
         }
+    }
+
+    /**
+     * The settings of the consumer {@code poll} is called on, followed from its construction: the
+     * variable or field it is held in, {@code new KafkaConsumer<>(props)} (or a factory method of the
+     * repository that makes one), and the method that fills {@code props} (in place, or a method
+     * returning it). Empty when any step cannot be followed.
+     */
+    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll) {
+        Optional<Expression> scope = poll.getScope();
+        if (scope.isEmpty()) {
+            return Optional.empty();
+        }
+        String name = scope.get() instanceof NameExpr n
+                ? n.getNameAsString()
+                : scope.get() instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                && fa.getScope().isThisExpr()
+                        ? fa.getNameAsString()
+                        : null;
+        TypeDeclaration<?> owner = Types.enclosingType(poll);
+        if (name == null || owner == null) {
+            return Optional.empty();
+        }
+        List<Expression> inits = new ArrayList<>();
+        MethodDeclaration m = Types.ancestor(poll, MethodDeclaration.class).orElse(null);
+        for (Node where : m == null ? List.<Node>of(owner) : List.<Node>of(m, owner)) {
+            for (VariableDeclarator v : where.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
+                v.getInitializer().ifPresent(inits::add);
+            }
+            for (com.github.javaparser.ast.expr.AssignExpr a : where.findAll(
+                    com.github.javaparser.ast.expr.AssignExpr.class,
+                    a -> a.getTarget().toString().replaceFirst("^this\\.", "").equals(name))) {
+                inits.add(a.getValue());
+            }
+            if (!inits.isEmpty()) {
+                break;
+            }
+        }
+        if (inits.size() != 1) {
+            return Optional.empty();
+        }
+        return propsOf(inits.get(0), owner, 0);
+    }
+
+    /** The settings an expression that makes a consumer or its properties carries. */
+    private Optional<Map<String, Settings.Setting>> propsOf(Expression x, TypeDeclaration<?> owner, int depth) {
+        if (depth > 3) {
+            return Optional.empty();
+        }
+        if (x instanceof ObjectCreationExpr oc) {
+            if (oc.getType().getNameAsString().endsWith("KafkaConsumer")
+                    && !oc.getArguments().isEmpty()) {
+                return propsOf(oc.getArgument(0), owner, depth + 1);
+            }
+            return Optional.empty();
+        }
+        if (x instanceof NameExpr n) {
+            // a local filled in the method that declares it
+            Node decl = Types.ancestor(x, MethodDeclaration.class)
+                    .map(Node.class::cast)
+                    .or(() -> Optional.ofNullable(
+                            Types.ancestor(x, com.github.javaparser.ast.body.ConstructorDeclaration.class)
+                                    .map(Node.class::cast)
+                                    .orElse(null)))
+                    .orElse(null);
+            if (decl == null) {
+                return Optional.empty();
+            }
+            for (VariableDeclarator v : decl.findAll(
+                    VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                Expression init = v.getInitializer().orElse(null);
+                if (init instanceof ObjectCreationExpr oc && oc.getArguments().isEmpty()) {
+                    return settings.statedIn(decl);
+                }
+                if (init instanceof MethodCallExpr mc) {
+                    return propsOf(mc, owner, depth + 1);
+                }
+            }
+            return Optional.empty();
+        }
+        if (x instanceof MethodCallExpr mc) {
+            // a method of this class, or a static one of another repository class, that builds them
+            List<MethodDeclaration> targets = new ArrayList<>();
+            if (mc.getScope().isEmpty() || mc.getScope().get().isThisExpr()) {
+                targets.addAll(owner.getMethodsByName(mc.getNameAsString()));
+            } else if (mc.getScope().get() instanceof NameExpr t
+                    && Character.isUpperCase(t.getNameAsString().charAt(0))) {
+                targets.addAll(repo.methods(
+                        t.getNameAsString(),
+                        mc.getNameAsString(),
+                        mc.getArguments().size(),
+                        mc));
+            }
+            if (targets.size() != 1 || targets.get(0).getBody().isEmpty()) {
+                return Optional.empty();
+            }
+            MethodDeclaration t = targets.get(0);
+            for (ReturnStmt r : t.findAll(ReturnStmt.class)) {
+                Optional<Expression> rx = r.getExpression();
+                if (rx.isPresent()
+                        && rx.get() instanceof ObjectCreationExpr oc
+                        && oc.getType().getNameAsString().endsWith("KafkaConsumer")) {
+                    return propsOf(oc, Types.enclosingType(t), depth + 1);
+                }
+            }
+            return settings.statedIn(t.getBody().get());
+        }
+        return Optional.empty();
     }
 
     private void sqsLoop(Repo.Source s, MethodCallExpr receive) {
@@ -973,12 +1138,99 @@ final class EntryPoints {
         if (stmt == null) {
             return;
         }
-        Entry e = add(s, kind, broker, owner(call) + " pipeline", call, stmt, call);
+        List<Subscriber> subscribers = stmt instanceof ReturnStmt ? fluxSubscribers(call) : List.of();
+        if (subscribers.isEmpty()) {
+            reactiveEntry(s, kind, broker, owner(call) + " pipeline", call, stmt, call, ack, text, call);
+        }
+        for (Subscriber sub : subscribers) {
+            reactiveEntry(
+                    sub.source(),
+                    kind,
+                    broker,
+                    owner(sub.at()) + " pipeline",
+                    sub.at(),
+                    sub.stmt(),
+                    sub.at(),
+                    ack,
+                    text,
+                    call);
+        }
+    }
+
+    private void reactiveEntry(
+            Repo.Source s,
+            String kind,
+            String broker,
+            String name,
+            Node decl,
+            Node body,
+            Node at,
+            Entry.Ack ack,
+            String text,
+            MethodCallExpr consume) {
+        Entry e = add(s, kind, broker, name, decl, body, at);
         e.ack = ack;
         e.ackText = text;
         if (ack == Entry.Ack.AUTO) {
-            e.ackSetting = repo.loc(call);
+            e.ackSetting = repo.loc(consume);
         }
+    }
+
+    /** A statement that subscribes to a flux handed in from elsewhere, in the file {@code source}. */
+    private record Subscriber(Repo.Source source, Statement stmt, Node at) {}
+
+    /**
+     * A bean method returns the receiver's flux ({@code @Bean Flux<Delivery> deliveries(Receiver r) {
+     * return r.consumeNoAck(q); }}): the pipeline runs where that flux is injected and used, so each
+     * statement that calls on a field or parameter of the same declared type is the handler.
+     */
+    private List<Subscriber> fluxSubscribers(MethodCallExpr call) {
+        MethodDeclaration m = Types.ancestor(call, MethodDeclaration.class).orElse(null);
+        if (m == null || !m.getType().isClassOrInterfaceType() || !Types.annotated(m.getAnnotations(), "Bean")) {
+            return List.of();
+        }
+        String type = m.getType().asString().replace(" ", "");
+        if (!type.startsWith("Flux<") && !type.startsWith("Publisher<")) {
+            return List.of();
+        }
+        List<Subscriber> out = new ArrayList<>();
+        for (Repo.Source src : repo.sources()) {
+            if (!src.cu().toString().contains(type.substring(0, type.indexOf('<')))) {
+                continue;
+            }
+            Set<String> names = new java.util.HashSet<>();
+            for (VariableDeclarator v : src.cu().findAll(VariableDeclarator.class)) {
+                if (v.getType().asString().replace(" ", "").equals(type)
+                        && v.getInitializer().isEmpty()) {
+                    names.add(v.getNameAsString());
+                }
+            }
+            for (com.github.javaparser.ast.body.Parameter p :
+                    src.cu().findAll(com.github.javaparser.ast.body.Parameter.class)) {
+                if (p.getType().asString().replace(" ", "").equals(type)
+                        && !(p.getParentNode().orElse(null)
+                                instanceof com.github.javaparser.ast.body.ConstructorDeclaration)) {
+                    names.add(p.getNameAsString());
+                }
+            }
+            for (MethodCallExpr use : src.cu()
+                    .findAll(
+                            MethodCallExpr.class,
+                            c -> c.getScope()
+                                    .map(x -> x instanceof NameExpr n && names.contains(n.getNameAsString())
+                                            || x instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                                    && fa.getScope().isThisExpr()
+                                                    && names.contains(fa.getNameAsString()))
+                                    .orElse(false))) {
+                Statement st = Types.ancestor(use, Statement.class).orElse(null);
+                if (st != null
+                        && !(st instanceof ReturnStmt)
+                        && Types.ancestor(use, MethodDeclaration.class).isPresent()) {
+                    out.add(new Subscriber(src, st, use));
+                }
+            }
+        }
+        return out;
     }
 
     /** {@code MessageReceiver receiver = (message, consumer) -> …}: the Google Pub/Sub client's callback. */
@@ -1044,6 +1296,18 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
+        if (oc.getAnonymousClassBody().isPresent()
+                && (STREAMS_CALLBACKS.containsKey(t) || t.startsWith("MessageReceiver"))) {
+            String method = t.startsWith("MessageReceiver") ? "receiveMessage" : STREAMS_CALLBACKS.get(t);
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals(method)
+                        && md.getBody().isPresent()) {
+                    callbackObject(s, t, md, md.getBody().get(), md);
+                }
+            }
+            return;
+        }
         if (t.endsWith("RouteBuilder") && oc.getAnonymousClassBody().isPresent()) {
             for (MethodCallExpr from : oc.findAll(
                     MethodCallExpr.class,
@@ -1094,10 +1358,55 @@ final class EntryPoints {
         }
     }
 
-    /** A Camel endpoint URI written as a literal, or null. */
+    /** Kafka Streams callbacks a topology runs per record, and the method each runs. */
+    private static final Map<String, String> STREAMS_CALLBACKS = Map.of(
+            "ValueMapper", "apply",
+            "ValueMapperWithKey", "apply",
+            "KeyValueMapper", "apply",
+            "ValueTransformer", "transform",
+            "ValueTransformerWithKey", "transform",
+            "Transformer", "transform",
+            "Processor", "process",
+            "FixedKeyProcessor", "process",
+            "ContextualProcessor", "process");
+
+    private static void streamsCallback(Entry e) {
+        e.ackText = "Kafka Streams commits the offset after the record is processed; exactly_once covers topics and"
+                + " state stores, not a side effect in the callback";
+    }
+
+    /**
+     * A callback interface a client library calls per message, written as an anonymous class ({@code
+     * new MessageReceiver() {…}}, {@code () -> new Processor<>() {…}} in a topology) or as the lambda a
+     * {@code @Bean} method returns ({@code @Bean MessageReceiver receiver() { return (m, c) -> …; }}).
+     */
+    private void callbackObject(Repo.Source s, String type, Node decl, Node body, Node at) {
+        if (type.equals("MessageReceiver") || type.equals("MessageReceiverWithAckResponse")) {
+            pubSubAck(add(s, "Pub/Sub " + type, "pubsub", owner(at) + " receiver", decl, body, at));
+        } else if (STREAMS_CALLBACKS.containsKey(type)
+                && s.cu().getImports().stream()
+                        .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+            streamsCallback(add(s, "Kafka Streams " + type, "kafka", owner(at) + " " + type, decl, body, at));
+        }
+    }
+
+    /**
+     * A Camel endpoint URI written as a literal, a concatenation starting with one, or a constant of the
+     * class ({@code static final String ORDERS = "jms:queue:orders"}), or null.
+     */
     private static String camelUri(Expression e) {
         if (e instanceof com.github.javaparser.ast.expr.BinaryExpr b) {
             return camelUri(b.getLeft()); // "kafka:" + topic + "?…": the scheme is on the left
+        }
+        if (e instanceof NameExpr n) {
+            TypeDeclaration<?> t = Types.enclosingType(n);
+            return t == null
+                    ? null
+                    : t.getFieldByName(n.getNameAsString())
+                            .flatMap(fd -> fd.getVariable(0).getInitializer())
+                            .filter(Expression::isStringLiteralExpr)
+                            .map(x -> x.asStringLiteralExpr().getValue())
+                            .orElse(null);
         }
         return e instanceof StringLiteralExpr lit ? lit.getValue() : null;
     }

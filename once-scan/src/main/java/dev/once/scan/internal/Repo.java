@@ -168,7 +168,8 @@ public final class Repo {
             "Listener|Handler|Consumer|Receiver|Subscriber|poll\\(|receive|basicConsume|basicGet|subscribe|fetch\\("
                     + "|nextMessage|iterate\\(|RouteBuilder|IntegrationFlow|ServiceActivator|Function<|KStream|Processor"
                     + "|@Entity|@Table|@Document|auto\\.commit|AUTO_COMMIT|max\\.poll|MAX_POLL|AcknowledgeMode"
-                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage");
+                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage"
+                    + "|ValueMapper|Transformer");
 
     private static final Pattern DECLARES =
             Pattern.compile("\\b(?:class|interface|enum|record)\\s+([A-Za-z_$][\\w$]*)");
@@ -286,6 +287,42 @@ public final class Repo {
             parse(in);
         }
         return types.getOrDefault(simpleName, List.of());
+    }
+
+    /**
+     * {@code @Bean} methods that return {@code simpleName} (a lambda or anonymous class standing in
+     * for an implementation), from the files that mention both, parsed on first use.
+     */
+    List<MethodDeclaration> beanFactories(String simpleName) {
+        return beanFactories.computeIfAbsent(simpleName, this::findBeanFactories);
+    }
+
+    private final Map<String, List<MethodDeclaration>> beanFactories = new HashMap<>();
+
+    private List<MethodDeclaration> findBeanFactories(String simpleName) {
+        Pattern returns = Pattern.compile("\\b" + Pattern.quote(simpleName) + "\\s+\\w+\\s*\\(");
+        parse(raw.stream()
+                .filter(f ->
+                        f.text().contains("@Bean") && returns.matcher(f.text()).find())
+                .toList());
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (Source s : sources()) {
+            if (!String.join("\n", s.lines()).contains("@Bean")) {
+                continue;
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                if (m.isAnnotationPresent("Bean")
+                        && m.getType().isClassOrInterfaceType()
+                        && m.getType()
+                                .asClassOrInterfaceType()
+                                .getNameAsString()
+                                .equals(simpleName)
+                        && m.getBody().isPresent()) {
+                    out.add(m);
+                }
+            }
+        }
+        return out;
     }
 
     /** Classes of the repository that extend or implement {@code simpleName}, parsed on first use. */

@@ -41,6 +41,11 @@ final class Schema {
 
     /** Table (lower case, unquoted, no schema) → has a unique key other than a generated surrogate id. */
     private final Map<String, Boolean> businessKey = new HashMap<>();
+    /**
+     * Table → has a unique key besides a single-column primary key (a unique constraint or index, a
+     * composite key, a natural id): a row keyed by a fresh random id still collides on it.
+     */
+    private final Map<String, Boolean> otherKey = new HashMap<>();
     /** Entity class simple name → table name. */
     private final Map<String, String> entityTable = new HashMap<>();
     /** "MapperSimpleName.method" → SQL. */
@@ -160,14 +165,18 @@ final class Schema {
                 }
             }
             businessKey.merge(table(m.group(1)), key, Boolean::logicalOr);
+            boolean composite = pk.find(0) && pk.group(1).contains(",");
+            otherKey.merge(table(m.group(1)), body.contains("unique") || composite, Boolean::logicalOr);
         }
         Matcher u = UNIQUE_INDEX.matcher(noComments);
         while (u.find()) {
             businessKey.put(table(u.group(1)), true);
+            otherKey.put(table(u.group(1)), true);
         }
         Matcher a = ALTER_UNIQUE.matcher(noComments);
         while (a.find()) {
             businessKey.put(table(a.group(1)), true);
+            otherKey.put(table(a.group(1)), true);
         }
     }
 
@@ -199,11 +208,13 @@ final class Schema {
             boolean key = body.contains("unique=\"true\"")
                     || (body.contains("primaryKey=\"true\"") && !body.contains("autoIncrement=\"true\""));
             businessKey.merge(table(t.group(1)), key, Boolean::logicalOr);
+            otherKey.merge(table(t.group(1)), body.contains("unique=\"true\""), Boolean::logicalOr);
         }
         Matcher u =
                 Pattern.compile("<addUniqueConstraint[^>]*tableName=\"(\\w+)\"").matcher(xml);
         while (u.find()) {
             businessKey.put(table(u.group(1)), true);
+            otherKey.put(table(u.group(1)), true);
         }
     }
 
@@ -214,18 +225,26 @@ final class Schema {
         boolean key = c.getAnnotationByName("Table")
                 .map(a -> a.toString().contains("uniqueConstraints"))
                 .orElse(false);
+        boolean other = key;
         for (FieldDeclaration f : c.getFields()) {
             if (f.getAnnotationByName("Column")
                             .map(a -> a.toString().replace(" ", "").contains("unique=true"))
                             .orElse(false)
                     || f.isAnnotationPresent("NaturalId")) {
                 key = true;
+                other = true;
             }
             if (f.isAnnotationPresent("Id") && !f.isAnnotationPresent("GeneratedValue")) {
                 key = true;
             }
         }
         businessKey.merge(table(table), key, Boolean::logicalOr);
+        otherKey.merge(table(table), other || c.isAnnotationPresent("IdClass"), Boolean::logicalOr);
+    }
+
+    /** Whether the table has a unique key besides a single-column primary key (false when the schema does not say). */
+    boolean hasKeyBesidesId(String table) {
+        return otherKey.getOrDefault(table(table), false);
     }
 
     static Optional<String> stringValue(AnnotationExpr a) {

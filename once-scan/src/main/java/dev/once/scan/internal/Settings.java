@@ -3,6 +3,7 @@ package dev.once.scan.internal;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.github.javaparser.ast.Node;
 import com.github.javaparser.ast.expr.BooleanLiteralExpr;
 import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.FieldAccessExpr;
@@ -22,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Consumer settings as the repository states them: Spring {@code application*.yml} and
@@ -156,6 +158,37 @@ final class Settings {
             return f.get(norm(key));
         }
         return module(s.module(), key);
+    }
+
+    /**
+     * The client settings put in one piece of code (the method that builds a consumer's
+     * {@code Properties} or map), or empty when that code also takes settings it does not show
+     * ({@code load(…)}, {@code putAll(…)}, a copy of another map): then the file's and module's
+     * settings still speak for it.
+     */
+    Optional<Map<String, Setting>> statedIn(Node scope) {
+        Map<String, Setting> out = new HashMap<>();
+        for (MethodCallExpr call : scope.findAll(MethodCallExpr.class)) {
+            String n = call.getNameAsString();
+            if (n.equals("load") || n.equals("putAll")) {
+                return Optional.empty();
+            }
+            if ((n.equals("put") || n.equals("setProperty") || n.equals("putIfAbsent"))
+                    && call.getArguments().size() == 2) {
+                String key = keyOf(call.getArgument(0));
+                if (key != null) {
+                    Expression v = call.getArgument(1);
+                    out.put(norm(key), new Setting(valueOf(v), repo.loc(call), isLiteral(v)));
+                }
+            }
+        }
+        for (com.github.javaparser.ast.expr.ObjectCreationExpr oc :
+                scope.findAll(com.github.javaparser.ast.expr.ObjectCreationExpr.class)) {
+            if (!oc.getArguments().isEmpty() && oc.getType().getNameAsString().matches("Properties|HashMap")) {
+                return Optional.empty(); // a copy of settings made elsewhere
+            }
+        }
+        return out.isEmpty() ? Optional.empty() : Optional.of(out);
     }
 
     /** The setting stated for a module (or at the root, which applies to all). */

@@ -7,6 +7,7 @@ import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AnnotationExpr;
 import com.github.javaparser.ast.expr.AssignExpr;
 import com.github.javaparser.ast.expr.BinaryExpr;
+import com.github.javaparser.ast.expr.ClassExpr;
 import com.github.javaparser.ast.expr.ConditionalExpr;
 import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.FieldAccessExpr;
@@ -21,6 +22,7 @@ import com.github.javaparser.ast.expr.ThisExpr;
 import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
+import com.github.javaparser.ast.stmt.ReturnStmt;
 import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
@@ -89,6 +91,13 @@ final class Tracer {
             "KafkaOperations",
             "Channel",
             "JetStream");
+    /** A publish addressed to the request's reply-to. */
+    private static final Pattern REPLY_CALL = Pattern.compile("(?s).*get(JMS)?ReplyTo\\(.*");
+    /** The handler copies the request's correlation id onto what it sends. */
+    private static final Pattern REPLY_MEMBER = Pattern.compile(
+            "(?s).*[cC]orrelation[-_]?[iI][dD]\\s*\\(\\s*\\w+(\\.\\w+\\(\\))*\\.get(JMS)?Correlation[iI][dD]\\(\\).*");
+
+    private static final Set<String> KAFKA_TEMPLATES = Set.of("KafkaTemplate", "KafkaOperations");
     private static final Set<String> PUBLISH_NAMES = Set.of(
             "send",
             "convertAndSend",
@@ -435,6 +444,9 @@ final class Tracer {
                             : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
+        if ("camel".equals(entry.broker) && camel(c, name, f)) {
+            return;
+        }
         if (isCheck(c, name)) {
             add(Event.Kind.CHECK, c, f, null, null, c.toString());
             return;
@@ -469,6 +481,82 @@ final class Tracer {
             // run time): judged by the catalogue on its name, as a library would be
             catalogued(c, stype, f);
         }
+    }
+
+    /** Camel producer endpoints whose every exchange makes a write, by URI scheme. */
+    private static final Pattern CAMEL_WRITE = Pattern.compile(
+            "^(sql|jdbc|jpa|mongodb|elasticsearch|cql|couchdb|http|https|rest|smtp|smtps|mail|sns|aws2-sns|aws2-ses|twilio|slack|file|ftp|sftp|aws2-s3|google-storage|azure-storage-blob|kafka|jms|activemq|rabbitmq|spring-rabbitmq|aws2-sqs|google-pubsub|nats):.*");
+
+    /**
+     * A step of a Camel route: {@code .bean(Service.class, "method")}, {@code .bean(service, "m")},
+     * {@code .process(processor)} and {@code .to("bean:name?method=m")} run the repository's code (followed
+     * like a call); {@code .to("sql:insert …")}, {@code .to("smtp:…")} and the like are effects of the
+     * endpoint itself.
+     */
+    private boolean camel(MethodCallExpr c, String name, Frame f) {
+        if (c.getArguments().isEmpty()) {
+            return false;
+        }
+        Expression a0 = c.getArgument(0);
+        String method =
+                c.getArguments().size() >= 2 && c.getArgument(1) instanceof StringLiteralExpr m ? m.getValue() : null;
+        if (name.equals("bean") || name.equals("process")) {
+            String type = a0 instanceof ClassExpr ce
+                    ? Types.simple(ce.getType())
+                    : a0 instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(a0);
+            if (type == null || !types.isRepoType(type)) {
+                return name.equals("process") && a0 instanceof LambdaExpr ? false : type != null;
+            }
+            enter(c, camelTargets(type, name.equals("process") ? "process" : method), false, f);
+            return true;
+        }
+        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))
+                || !(a0 instanceof StringLiteralExpr lit)) {
+            return false;
+        }
+        String uri = lit.getValue();
+        if (uri.startsWith("bean:")) {
+            String[] parts = uri.substring(5).split("\\?");
+            String bean = parts[0];
+            String m = parts.length > 1 && parts[1].startsWith("method=")
+                    ? parts[1].substring(7).split("&")[0]
+                    : null;
+            String type = Character.toUpperCase(bean.charAt(0)) + bean.substring(1);
+            enter(c, camelTargets(type, m), false, f);
+            return true;
+        }
+        if (!CAMEL_WRITE.matcher(uri).matches()) {
+            return false;
+        }
+        String scheme = uri.substring(0, uri.indexOf(':'));
+        if (scheme.equals("sql") || scheme.equals("jdbc")) {
+            sql(c, c, uri.substring(4), f);
+            return true;
+        }
+        boolean publish = scheme.matches("kafka|jms|activemq|rabbitmq|spring-rabbitmq|aws2-sqs|google-pubsub|nats");
+        boolean notify = scheme.matches("smtp|smtps|mail|sns|aws2-sns|aws2-ses|twilio|slack");
+        effect(
+                c,
+                f,
+                notify ? Blast.NOTIFICATION : publish ? Blast.MESSAGE : Blast.DATA,
+                publish ? Event.Category.PUBLISH : notify ? Event.Category.EXTERNAL : Event.Category.EXTERNAL,
+                (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
+                        + "the Camel endpoint " + scheme + ":",
+                false);
+        return true;
+    }
+
+    /** The methods a Camel step names on a repository class: the one named, else its public methods. */
+    private List<MethodDeclaration> camelTargets(String type, String method) {
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (TypeDeclaration<?> t : repo.types(type)) {
+            if (method != null) {
+                out.addAll(t.getMethodsByName(method));
+            } else {
+                t.getMethods().stream().filter(MethodDeclaration::isPublic).forEach(out::add);
+            }
+        }
+        return out;
     }
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
@@ -557,7 +645,21 @@ final class Tracer {
         if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches(
                     "(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
-            effect(c, f, Blast.MESSAGE, Event.Category.PUBLISH, "publishes " + stype + "." + name, stable);
+            // a reply to a request (sent to its reply-to address, or carrying its correlation id): the
+            // requester matches replies by correlation id and drops a second one, so a repeat is harmless
+            boolean reply = REPLY_CALL.matcher(text).matches()
+                    || REPLY_MEMBER.matcher(member).matches();
+            // a send through the template of a listener whose container runs a Kafka transaction
+            // commits with the consumed offset: a redelivery aborts the first attempt's record
+            boolean transacted = entry.kafkaTransaction != null && KAFKA_TEMPLATES.contains(stype);
+            effect(
+                    c,
+                    f,
+                    Blast.MESSAGE,
+                    Event.Category.PUBLISH,
+                    (reply ? "replies with " : "publishes ") + stype + "." + name
+                            + (transacted ? " in the listener's Kafka transaction" : ""),
+                    stable || reply || transacted);
             return true;
         }
         if (!repoType
@@ -790,6 +892,9 @@ final class Tracer {
         boolean insert = arg instanceof ObjectCreationExpr
                 || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
         String entity = types.entityOfRepository(stype);
+        if (entity == null && arg instanceof ObjectCreationExpr oc) {
+            entity = oc.getType().getNameAsString(); // entityManager.persist(new ConsumedMessage(id))
+        }
         if (arg instanceof NameExpr n && f.method != null) {
             for (VariableDeclarator d : f.method.findAll(
                     VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
@@ -825,6 +930,10 @@ final class Tracer {
         }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
+        if (table != null && freshKey("", created(arg, f)) && !schema.hasKeyBesidesId(table)) {
+            freshInsert(c, f, table);
+            return;
+        }
         if (table != null && DEDUPE_TABLE.matcher(table).matches() && key.orElse(true)) {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
@@ -866,6 +975,46 @@ final class Tracer {
                 .stream()
                 .anyMatch(x -> RECEIVE.matcher(x.toString()).matches());
         return after && !before;
+    }
+
+    /** A value made afresh on every run: a random UUID, the clock, a sequence. */
+    private static final Pattern FRESH = Pattern.compile(
+            "(?s).*(randomUUID\\(|gen_random_uuid|uuid_generate|nextval\\(|UUIDs?\\.timeBased|ObjectId\\(\\)|new ObjectId\\(\\)).*");
+
+    /**
+     * The insert's key is made afresh per delivery: its SQL or its bound values (a node: the call, or
+     * the entity's construction) hold a random UUID or a sequence. A unique key on such a column rejects
+     * nothing, so the row is an ordinary insert (an audit or history line), never a claim.
+     */
+    private static boolean freshKey(String sql, Node values) {
+        return FRESH.matcher(sql).matches()
+                || values != null && FRESH.matcher(values.toString()).matches();
+    }
+
+    /** The expression that builds the saved entity: the argument itself, or the local it was initialized with. */
+    private static Node created(Expression arg, Frame f) {
+        if (arg instanceof NameExpr n && f.method != null) {
+            return f
+                    .method
+                    .findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
+                    .stream()
+                    .findFirst()
+                    .flatMap(VariableDeclarator::getInitializer)
+                    .map(Node.class::cast)
+                    .orElse(null);
+        }
+        return arg;
+    }
+
+    private void freshInsert(Node at, Frame f, String table) {
+        effect(
+                at,
+                f,
+                MONEY_TABLE.matcher(table).matches() ? Blast.MONEY : Blast.DATA,
+                Event.Category.DATABASE,
+                "inserts into " + table + " under a fresh random key (an ordinary row, not a claim: each delivery"
+                        + " adds one)",
+                false);
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
@@ -1060,6 +1209,10 @@ final class Tracer {
                     || lower.contains("on duplicate key")
                     || lower.contains(" where not exists");
             Optional<Boolean> key = schema.hasBusinessKey(table);
+            if (freshKey(sql, c) && !schema.hasKeyBesidesId(table)) {
+                freshInsert(at, f, table);
+                return;
+            }
             if (DEDUPE_TABLE.matcher(table).matches() && (conflict || key.orElse(true))) {
                 add(
                         Event.Kind.CLAIM,
@@ -1138,10 +1291,45 @@ final class Tracer {
             }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
+            if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
+                beanLambdas(c, stype, f);
+            }
         } else {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /**
+     * The repository's own interface implemented by a {@code @Bean} lambda ({@code @Bean Acknowledger
+     * acker(Channel ch) { return tag -> ch.basicAck(tag, false); }}): a call through the interface runs
+     * the lambda, so an acknowledgement or an effect wrapped this way is placed where it is called.
+     */
+    private void beanLambdas(MethodCallExpr c, String stype, Frame f) {
+        if (f.depth >= MAX_DEPTH) {
+            return;
+        }
+        for (MethodDeclaration bean : repo.beanFactories(stype)) {
+            if (f.visiting.contains(bean)) {
+                continue;
+            }
+            for (ReturnStmt r : bean.findAll(ReturnStmt.class)) {
+                if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    List<Step> path = new ArrayList<>(f.path);
+                    TypeDeclaration<?> owner = Types.enclosingType(bean);
+                    path.add(new Step(
+                            (owner == null ? "?" : owner.getNameAsString()) + "." + bean.getNameAsString()
+                                    + " (lambda)",
+                            repo.loc(c)));
+                    Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
+                    visiting.add(bean);
+                    span(bean);
+                    Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
+                    callee.async = f.async;
+                    visit(l.getBody(), callee);
+                }
+            }
+        }
     }
 
     private void reference(MethodReferenceExpr r, Frame f) {
