@@ -25,7 +25,7 @@ import org.springframework.kafka.core.ProducerFactory;
 @ConditionalOnClass({KafkaPublisher.class, ProducerFactory.class})
 public class OnceKafkaAutoConfiguration {
 
-    @Bean(destroyMethod = "")
+    @Bean(destroyMethod = "close") // its producer is its own: the context closes it
     @ConditionalOnBean(ProducerFactory.class)
     @ConditionalOnMissingBean(name = "onceKafkaPublisher")
     OncePublishers.BrokerPublisher onceKafkaPublisher(ProducerFactory<?, ?> producerFactory) {

@@ -30,11 +30,23 @@ public final class OncePublishers {
      *
      * @param name for error messages ({@code kafka})
      */
-    public record BrokerPublisher(String name, Predicate<String> accepts, Publisher publisher) {
+    public record BrokerPublisher(String name, Predicate<String> accepts, Publisher publisher)
+            implements AutoCloseable {
         public BrokerPublisher {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(accepts, "accepts");
             Objects.requireNonNull(publisher, "publisher");
+        }
+
+        /**
+         * Closes the publisher when it holds resources (a Kafka producer of its own): as a bean it
+         * is closed with the context, after the relay that uses it.
+         */
+        @Override
+        public void close() throws Exception {
+            if (publisher instanceof AutoCloseable c) {
+                c.close();
+            }
         }
     }
 

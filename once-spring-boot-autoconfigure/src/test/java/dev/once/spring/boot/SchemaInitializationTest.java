@@ -14,8 +14,11 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.diagnostics.FailureAnalyzer;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.core.io.support.SpringFactoriesLoader;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -92,6 +95,25 @@ class SchemaInitializationTest {
                     .contains("once.schema.initialize-schema=always")
                     .contains("spring-boot-flyway")
                     .contains("classpath:db/changelog/once/changelog.xml");
+        });
+    }
+
+    @Test
+    void bootsFailureReportLeadsWithTheFix() throws Exception {
+        // as Boot finds them (Boot's own analyzers want constructor arguments: left out here)
+        List<FailureAnalyzer> analyzers = SpringFactoriesLoader.forDefaultResourceLocation()
+                .load(FailureAnalyzer.class, SpringFactoriesLoader.FailureHandler.handleMessage((m, e) -> {}));
+        assertThat(analyzers).as("registered for Boot").hasAtLeastOneElementOfType(OnceFailureAnalyzer.class);
+        withoutFlyway(app(emptySchema())).run(context -> {
+            Throwable failure = context.getStartupFailure();
+            FailureAnalysis analysis = analyzers.stream()
+                    .map(a -> a.analyze(failure))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElseThrow();
+            assertThat(analysis.getDescription())
+                    .startsWith("once refused to start: the once schema is missing (no table once_inbox")
+                    .contains("once.schema.initialize-schema=always");
         });
     }
 
