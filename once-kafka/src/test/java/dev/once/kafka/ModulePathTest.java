@@ -3,10 +3,9 @@ package dev.once.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.testsupport.ModulePathApp;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -18,32 +17,20 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ModulePathTest {
 
-    // what the application's module graph needs, picked from this test's class path by file name
-    private static final List<String> MODULES = List.of(
-            "once-core",
-            "kafka-clients",
-            "slf4j-api",
-            "micrometer-core",
-            "micrometer-commons",
-            "micrometer-observation",
-            "HdrHistogram",
-            "LatencyUtils",
-            "postgresql");
+    // the application's module graph: once-core's share and this module's libraries, picked from the class path
+    private static final List<String> MODULES = Stream.concat(
+                    ModulePathApp.CORE_ON_POSTGRES.stream(), Stream.of("kafka-clients"))
+            .toList();
 
     @Test
     void anApplicationOnTheModulePathAppliesAnEventOnce(@TempDir Path dir) throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            String url = TestPostgres.shared().jdbcUrl();
-            url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
-            String output =
-                    ModulePathApp.run(KafkaConsumerRunner.class, MODULES, "/module-path-app", dir, "app/app.Main", url);
-            assertThat(output)
-                    .as(output)
-                    .contains("first=applied")
-                    .contains("second=duplicate")
-                    .contains("effects=1")
-                    .contains("modules=dev.once.core,dev.once.kafka")
-                    .contains("internal exported=false");
-        }
+        String output = ModulePathApp.runOnPostgres(KafkaConsumerRunner.class, MODULES, dir);
+        assertThat(output)
+                .as(output)
+                .contains("first=applied")
+                .contains("second=duplicate")
+                .contains("effects=1")
+                .contains("modules=dev.once.core,dev.once.kafka")
+                .contains("internal exported=false");
     }
 }

@@ -3,10 +3,9 @@ package dev.once.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.testsupport.ModulePathApp;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -19,40 +18,31 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ModulePathTest {
 
-    // what the application's module graph needs, picked from this test's class path by file name
-    private static final List<String> MODULES = List.of(
-            "once-core",
-            "spring-core",
-            "spring-beans",
-            "spring-context",
-            "spring-aop",
-            "spring-expression",
-            "spring-jdbc",
-            "spring-tx",
-            "commons-logging",
-            "jspecify",
-            "slf4j-api",
-            "micrometer-core",
-            "micrometer-commons",
-            "micrometer-observation",
-            "HdrHistogram",
-            "LatencyUtils",
-            "postgresql");
+    // the application's module graph: once-core's share and this module's libraries, picked from the class path
+    private static final List<String> MODULES = Stream.concat(
+                    ModulePathApp.CORE_ON_POSTGRES.stream(),
+                    Stream.of(
+                            "spring-core",
+                            "spring-beans",
+                            "spring-context",
+                            "spring-aop",
+                            "spring-expression",
+                            "spring-jdbc",
+                            "spring-tx",
+                            "commons-logging",
+                            "jspecify"))
+            .toList();
 
     @Test
     void aSpringApplicationOnTheModulePathAppliesAnEventOnce(@TempDir Path dir) throws Exception {
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            String url = TestPostgres.shared().jdbcUrl();
-            url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
-            String output = ModulePathApp.run(OnceSpring.class, MODULES, "/module-path-app", dir, "app/app.Main", url);
-            assertThat(output)
-                    .as(output)
-                    .contains("first=applied")
-                    .contains("second=duplicate")
-                    .contains("after rollback=applied")
-                    .contains("effects=2")
-                    .contains("post-processor=1")
-                    .contains("modules=dev.once.core,dev.once.spring");
-        }
+        String output = ModulePathApp.runOnPostgres(OnceSpring.class, MODULES, dir);
+        assertThat(output)
+                .as(output)
+                .contains("first=applied")
+                .contains("second=duplicate")
+                .contains("after rollback=applied")
+                .contains("effects=2")
+                .contains("post-processor=1")
+                .contains("modules=dev.once.core,dev.once.spring");
     }
 }

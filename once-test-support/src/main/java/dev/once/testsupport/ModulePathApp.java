@@ -22,7 +22,31 @@ import javax.tools.ToolProvider;
  */
 public final class ModulePathApp {
 
+    /** once-core, the libraries its module requires, and the PostgreSQL driver: every application's share. */
+    public static final List<String> CORE_ON_POSTGRES = List.of(
+            "once-core",
+            "slf4j-api",
+            "micrometer-core",
+            "micrometer-commons",
+            "micrometer-observation",
+            "HdrHistogram",
+            "LatencyUtils",
+            "postgresql");
+
     private ModulePathApp() {}
+
+    /**
+     * {@link #run} of the application in resource folder {@code /module-path-app} ({@code app/app.Main}),
+     * given the JDBC URL of a fresh PostgreSQL database as its one argument.
+     */
+    public static String runOnPostgres(Class<?> module, List<String> libraries, Path dir)
+            throws IOException, InterruptedException, URISyntaxException {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
+            String url = TestPostgres.shared().jdbcUrl();
+            url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
+            return run(module, libraries, "/module-path-app", dir, "app/app.Main", url);
+        }
+    }
 
     /**
      * Compiles the application in resource folder {@code sources} into {@code dir} and runs
@@ -34,7 +58,7 @@ public final class ModulePathApp {
      * @throws IllegalStateException if it does not compile, does not end in a minute or exits non-zero,
      *     with javac's or the application's output
      */
-    public static String run(
+    private static String run(
             Class<?> module, List<String> libraries, String sources, Path dir, String mainClass, String... args)
             throws IOException, InterruptedException, URISyntaxException {
         String modulePath = modulePath(module, libraries);
