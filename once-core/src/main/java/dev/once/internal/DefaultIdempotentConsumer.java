@@ -184,7 +184,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             if (acknowledged < ordered.size()) {
                 Outcome stop = byId.get(ordered.get(acknowledged).eventId());
                 for (Delivery d : ordered.subList(acknowledged + 1, ordered.size())) {
-                    byId.put(d.eventId(), heldBack(d, stop));
+                    byId.put(d.eventId(), FailedOutcomes.heldBack(d, stop));
                 }
             }
         } finally {
@@ -244,16 +244,6 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             return first;
         }
         return half + prefix(batch.subList(half, batch.size()), byId, prints);
-    }
-
-    private static Outcome heldBack(Delivery d, Outcome first) {
-        return new Outcome(
-                d.eventId(),
-                Status.FAILED_RETRYABLE,
-                new RetryableException(
-                        "held back: '" + first.eventId() + "' before it was not acknowledged (" + first.tag()
-                                + "); ordered deliveries take effect in order",
-                        first.failure()));
     }
 
     /**
@@ -477,7 +467,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 }
                 if (conflict) {
                     // Smaller transactions take fewer locks: split rather than fail the whole batch.
-                    return BatchResult.split(d -> databaseFailure(d.eventId(), e), -1);
+                    return BatchResult.split(d -> FailedOutcomes.databaseFailure(d.eventId(), e), -1);
                 }
                 Map<String, Outcome> failed = new HashMap<>();
                 RetryableException cause = new RetryableException(
@@ -587,21 +577,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     backoff(retry);
                     continue;
                 }
-                return databaseFailure(eventId, e);
+                return FailedOutcomes.databaseFailure(eventId, e);
             }
         }
-    }
-
-    // Includes a failed commit: it may or may not have committed, so the message is left for
-    // redelivery and the inbox absorbs it if it did.
-    private static Outcome databaseFailure(String eventId, SQLException e) {
-        return new Outcome(
-                eventId,
-                Status.FAILED_RETRYABLE,
-                new RetryableException(
-                        "event '" + eventId + "' rolled back, database error (SQLState " + e.getSQLState() + "): "
-                                + e.getMessage(),
-                        e));
     }
 
     private Outcome processOnce(Delivery d) throws SQLException {
@@ -684,7 +662,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
      */
     private Outcome verifyClaim(Transaction tx, String eventId, ClaimWatch watch) throws SQLException {
         if (watch.ended() != null) {
-            return rolledBackByDatabase(
+            return FailedOutcomes.rolledBackByDatabase(
                     eventId,
                     "the database rolled the transaction back (" + watch.ended().getMessage()
                             + ") and the handler went on (it caught the SQLException), its later statements"
@@ -712,7 +690,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             }
         } catch (SQLException e) {
             if (dialect.isAbortedTransaction(e)) {
-                return rolledBackByDatabase(
+                return FailedOutcomes.rolledBackByDatabase(
                         eventId,
                         "a statement of the handler failed and the handler went on"
                                 + " (it caught the SQLException), so the database aborted the transaction",
@@ -728,22 +706,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
         return verdict == 1
                 ? null
-                : rolledBackByDatabase(
+                : FailedOutcomes.rolledBackByDatabase(
                         eventId,
                         "the claim is gone from the transaction: the"
                                 + " database rolled it back (a deadlock the handler caught and went on from, its later statements"
                                 + " running in a new transaction) or the handler deleted it",
                         null);
-    }
-
-    private static Outcome rolledBackByDatabase(String eventId, String why, SQLException cause) {
-        return new Outcome(
-                eventId,
-                Status.FAILED_RETRYABLE,
-                new RetryableException(
-                        "event '" + eventId + "' not applied: " + why
-                                + "; nothing of it is committed and it will be redelivered",
-                        cause));
     }
 
     private Outcome misuse(String eventId, String why) {
@@ -764,7 +732,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     result[0] = claimAndHandle(tx, d);
                 } catch (SQLException e) {
                     tx.setRollbackOnly();
-                    result[0] = databaseFailure(d.eventId(), e);
+                    result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);
                 }
                 Outcome provisional = result[0];
                 tx.afterCompletion(committed -> reportJoined(d, provisional, committed));
@@ -772,7 +740,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             });
         } catch (SQLException e) {
             // No transaction could be joined: nothing ran, nothing is pending.
-            return report(d, databaseFailure(d.eventId(), e));
+            return report(d, FailedOutcomes.databaseFailure(d.eventId(), e));
         }
         return result[0];
     }
@@ -788,7 +756,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 } catch (SQLException e) {
                     tx.setRollbackOnly();
                     for (Delivery d : firsts) {
-                        byId.put(d.eventId(), databaseFailure(d.eventId(), e));
+                        byId.put(d.eventId(), FailedOutcomes.databaseFailure(d.eventId(), e));
                     }
                     // Reported when the caller's transaction ends, like every joined outcome.
                     List<Outcome> failedAll = settle(deliveries, byId, prints);
@@ -825,8 +793,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                                 d == failure.delivery()
                                         ? failedOne
                                         : failedOne != null
-                                                ? notRun(d, failedOne)
-                                                : notRunInJoinedBatch(d, mine.size(), failure.cause()));
+                                                ? FailedOutcomes.notRun(d, failedOne)
+                                                : FailedOutcomes.notRunInJoinedBatch(d, mine.size(), failure.cause()));
                     }
                 }
                 if (failure == null && !claimed.isEmpty()) {
@@ -835,13 +803,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     try {
                         lost = verifyClaim(tx, first, watch);
                     } catch (SQLException e) {
-                        lost = databaseFailure(first, e);
+                        lost = FailedOutcomes.databaseFailure(first, e);
                     }
                     if (lost != null) {
                         tx.setRollbackOnly();
                         for (Delivery d : firsts) {
                             if (claimed.contains(d.eventId())) {
-                                byId.put(d.eventId(), notRun(d, lost));
+                                byId.put(d.eventId(), FailedOutcomes.notRun(d, lost));
                             }
                         }
                     }
@@ -858,37 +826,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } catch (SQLException e) {
             List<Outcome> failed = new ArrayList<>(deliveries.size());
             for (Delivery d : deliveries) {
-                failed.add(report(d, databaseFailure(d.eventId(), e)));
+                failed.add(report(d, FailedOutcomes.databaseFailure(d.eventId(), e)));
             }
             return failed;
         } finally {
             clearMdc();
         }
         return settled.get(0);
-    }
-
-    private static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {
-        return new Outcome(
-                d.eventId(),
-                Status.FAILED_RETRYABLE,
-                new RetryableException(
-                        "event '" + d.eventId()
-                                + "' rolled back with its batch of " + size
-                                + " in the caller's transaction, where the batch handler"
-                                + " failed (" + cause
-                                + "); a joined transaction cannot be bisected: redeliver the events in"
-                                + " smaller batches to isolate the failing one",
-                        cause));
-    }
-
-    private static Outcome notRun(Delivery d, Outcome failed) {
-        return new Outcome(
-                d.eventId(),
-                Status.FAILED_RETRYABLE,
-                new RetryableException(
-                        "event '" + d.eventId() + "' rolled back with its batch, in which '" + failed.eventId()
-                                + "' failed",
-                        failed.failure()));
     }
 
     private void reportJoined(Delivery d, Outcome provisional, boolean committed) {

@@ -23,13 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -122,19 +115,16 @@ public final class OutboxRelay implements AutoCloseable {
 
     private final JdbcTarget target;
     private final OutboxRepository repository;
-    private final Publisher publisher;
     private final String name;
     private final int batchSize;
     private final Duration pollInterval;
-    private final Duration sendTimeout;
     private final Duration statsInterval;
     private final RetryPolicy retryPolicy;
     private final boolean deleteSent;
     private final String destinationPattern;
     private final Clock clock;
     private final RelayLease exclusive;
-    private final long leaseSlice;
-    private final boolean concurrent;
+    private final RelaySends sends;
 
     private final Counter sent;
     private final Counter retried;
@@ -147,19 +137,16 @@ public final class OutboxRelay implements AutoCloseable {
     private OutboxRelay(Builder b, JdbcTarget t) {
         this.target = t;
         this.repository = new OutboxRepository(t.dialect(), t.tablePrefix());
-        this.publisher = b.publisher;
         this.name = b.name;
         this.batchSize = b.batchSize;
         this.pollInterval = b.pollInterval;
-        this.sendTimeout = b.sendTimeout;
         this.statsInterval = b.statsInterval;
         this.retryPolicy = b.retryPolicy;
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
         this.clock = t.clock();
         this.exclusive = b.leaseName == null ? null : new RelayLease(name, b.leaseName, b.leaseTtl, t);
-        this.leaseSlice = b.leaseTtl.dividedBy(4).toNanos();
-        this.concurrent = overridesPublishAll(b.publisher);
+        this.sends = new RelaySends(name, b.publisher, b.sendTimeout, b.leaseTtl.dividedBy(4));
         MeterRegistry r = b.meterRegistry;
         this.sent = Counter.builder("once.outbox.sent")
                 .description("outbox rows sent")
@@ -241,7 +228,7 @@ public final class OutboxRelay implements AutoCloseable {
             List<OutboxRepository.Mark> marks = target.inTransaction(c -> sendBatch(c, under, attempted));
             count(marks);
             return marks.size();
-        } catch (StaleFencingTokenException | LeaseLost e) {
+        } catch (StaleFencingTokenException | HeldLease.Lost e) {
             exclusive.lost(under);
             fenceRejections.increment();
             log.warn(
@@ -261,76 +248,26 @@ public final class OutboxRelay implements AutoCloseable {
         }
     }
 
-    /** The lease was renewed before a send and another relay had acquired it: stop sending. */
-    private static final class LeaseLost extends RuntimeException {
-        LeaseLost() {
-            super(null, null, false, false);
-        }
-    }
-
     private List<OutboxRepository.Mark> sendBatch(Connection c, Lease lease, List<OutboxMessage> attempted)
             throws SQLException {
         List<OutboxMessage> rows = repository.lockBatch(c, clock.instant(), destinationPattern, batchSize);
         if (rows.isEmpty()) {
             return List.of();
         }
-        Held held = new Held(lease);
-        // The batch holds at most one row per key (the lock query takes only heads), so its sends
-        // may overlap without reordering any key.
-        List<Attempt> attempts = concurrent ? sendAll(rows, held, attempted) : sendEach(rows, held, attempted);
-        interrupted();
+        HeldLease held = new HeldLease(exclusive, lease);
+        List<RelaySends.Attempt> attempts = sends.send(rows, held, attempted);
+        sends.interrupted();
         List<OutboxRepository.Mark> marks = new ArrayList<>(rows.size());
         for (int i = 0; i < rows.size(); i++) {
             marks.add(mark(rows.get(i), attempts.get(i)));
         }
         repository.mark(c, marks, deleteSent);
-        if (held.lease != null) {
+        if (held.lease() != null) {
             held.keep();
             // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
-            exclusive.fence(c, held.lease);
+            exclusive.fence(c, held.lease());
         }
         return marks;
-    }
-
-    /** The lease a batch runs under, renewed as the batch goes on; null outside exclusive mode. */
-    private final class Held {
-        Lease lease;
-
-        Held(Lease lease) {
-            this.lease = lease;
-        }
-
-        /** Renews the lease once half its time to live has passed; stops the batch if another relay took it. */
-        void keep() {
-            if (lease != null) {
-                lease = exclusive.keep(lease);
-                if (lease == null) {
-                    throw new LeaseLost();
-                }
-            }
-        }
-    }
-
-    /**
-     * The path for a publisher that sends one message at a time ({@link Publisher#publishAll} not
-     * overridden): send by send, renewing the lease and checking for an interruption before each.
-     */
-    private List<Attempt> sendEach(List<OutboxMessage> rows, Held held, List<OutboxMessage> attempted) {
-        List<Attempt> attempts = new ArrayList<>(rows.size());
-        for (OutboxMessage m : rows) {
-            interrupted();
-            held.keep();
-            attempted.add(m);
-            CompletionStage<Receipt> stage = publisher.publishAll(List.of(m)).get(0);
-            attempts.add(await(m, stage, System.nanoTime() + sendTimeout.toNanos(), held));
-        }
-        return attempts;
-    }
-
-    private void interrupted() {
-        if (Thread.currentThread().isInterrupted()) {
-            throw new OnceException("relay " + name + " interrupted; batch rolled back, its rows will be sent again");
-        }
     }
 
     private void count(List<OutboxRepository.Mark> marks) {
@@ -345,84 +282,7 @@ public final class OutboxRelay implements AutoCloseable {
         }
     }
 
-    /** What a send ended with: the destination's receipt, or the failure and whether it is permanent. */
-    private record Attempt(Receipt receipt, Throwable failure, boolean permanent) {
-
-        static Attempt of(Throwable failure) {
-            return failure instanceof PublishFailure f
-                    ? new Attempt(f.receipt(), f, !f.retryable())
-                    : new Attempt(null, failure, false);
-        }
-    }
-
-    /**
-     * Sends the batch through {@link Publisher#publishAll} and waits for every stage, all of them
-     * within one send timeout: a stage still open then counts as a retryable failure (and is
-     * cancelled), so one hung send delays its batch, never blocks it.
-     */
-    private List<Attempt> sendAll(List<OutboxMessage> rows, Held held, List<OutboxMessage> attempted) {
-        interrupted();
-        held.keep();
-        attempted.addAll(rows);
-        List<? extends CompletionStage<Receipt>> stages;
-        try {
-            stages = publisher.publishAll(List.copyOf(rows));
-        } catch (RuntimeException e) {
-            return rows.stream().map(m -> Attempt.of(e)).toList();
-        }
-        if (stages == null || stages.size() != rows.size()) {
-            IllegalStateException e = new IllegalStateException("publisher " + publisher + " answered "
-                    + (stages == null ? "null" : stages.size() + " results") + " for " + rows.size()
-                    + " messages; Publisher.publishAll must return one per message");
-            return rows.stream().map(m -> Attempt.of(e)).toList();
-        }
-        long deadline = System.nanoTime() + sendTimeout.toNanos();
-        List<Attempt> attempts = new ArrayList<>(rows.size());
-        for (int i = 0; i < rows.size(); i++) {
-            attempts.add(await(rows.get(i), stages.get(i), deadline, held));
-        }
-        return attempts;
-    }
-
-    // In exclusive mode the wait goes in slices, the lease renewed between them, so a batch that
-    // outlasts half the lease keeps it.
-    private Attempt await(OutboxMessage m, CompletionStage<Receipt> stage, long deadline, Held held) {
-        if (stage == null) {
-            return Attempt.of(new IllegalStateException("publisher " + publisher + " answered null for row " + m.id()));
-        }
-        CompletableFuture<Receipt> f = stage.toCompletableFuture();
-        try {
-            while (held.lease != null && !f.isDone() && deadline - System.nanoTime() > leaseSlice) {
-                try {
-                    f.get(leaseSlice, TimeUnit.NANOSECONDS);
-                } catch (TimeoutException e) {
-                    held.keep();
-                }
-            }
-            Receipt receipt = f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            return new Attempt(receipt == null ? Receipt.NONE : receipt, null, false);
-        } catch (ExecutionException | CompletionException e) {
-            Throwable cause = e.getCause() == null ? e : e.getCause();
-            if (cause instanceof CompletionException && cause.getCause() != null) {
-                cause = cause.getCause();
-            }
-            return Attempt.of(cause);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            return Attempt.of(PublishFailure.retryable(
-                    "relay " + name + ": no answer for row " + m.id() + " (event " + m.eventId() + ") within the send"
-                            + " timeout " + sendTimeout + "; it may or may not have been sent",
-                    Receipt.NONE,
-                    e));
-        } catch (CancellationException e) {
-            return Attempt.of(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return Attempt.of(e);
-        }
-    }
-
-    private OutboxRepository.Mark mark(OutboxMessage m, Attempt a) {
+    private OutboxRepository.Mark mark(OutboxMessage m, RelaySends.Attempt a) {
         Instant now = clock.instant();
         if (a.failure() == null) {
             return new OutboxRepository.Sent(m.id(), now, a.receipt());
@@ -516,15 +376,6 @@ public final class OutboxRelay implements AutoCloseable {
         }
         if (exclusive != null) {
             exclusive.release();
-        }
-    }
-
-    // A publisher that keeps the sequential default is driven send by send (see sendEach).
-    private static boolean overridesPublishAll(Publisher p) {
-        try {
-            return p.getClass().getMethod("publishAll", List.class).getDeclaringClass() != Publisher.class;
-        } catch (NoSuchMethodException e) {
-            return false;
         }
     }
 

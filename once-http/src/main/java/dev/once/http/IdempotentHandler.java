@@ -34,6 +34,9 @@ import java.util.function.Function;
  * {@code ctx.future} is not supported. Javalin is a {@code provided} dependency of once-http: add
  * it to your own build (7.x). Immutable and thread-safe.
  */
+// Javalin is optional (requires static): an application that uses this class has it, so its types
+// in these signatures need no requires transitive.
+@SuppressWarnings("exports")
 public final class IdempotentHandler {
 
     private static final String TRANSACTION_ATTRIBUTE = KeyTransaction.class.getName();

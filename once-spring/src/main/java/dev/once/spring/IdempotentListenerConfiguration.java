@@ -10,6 +10,9 @@ import org.springframework.context.annotation.Role;
 @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 public class IdempotentListenerConfiguration {
 
+    /** Made by Spring when {@link EnableIdempotentListeners} imports it. */
+    public IdempotentListenerConfiguration() {}
+
     /** Static: a post-processor must not wait for this configuration's own dependencies. */
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)

@@ -46,7 +46,11 @@ public final class OnceTracing {
         this.propagator = propagator;
     }
 
-    /** Tracing on the application's tracer and propagator (the beans Spring Boot's tracing defines). */
+    /**
+     * Tracing on the application's tracer and propagator (the beans Spring Boot's tracing defines).
+     * Micrometer Tracing is optional ({@code requires static}): an application that calls this has it.
+     */
+    @SuppressWarnings("exports")
     public static OnceTracing of(Tracer tracer, Propagator propagator) {
         return new OnceTracing(
                 Objects.requireNonNull(tracer, "tracer"), Objects.requireNonNull(propagator, "propagator"));
