@@ -269,7 +269,7 @@ class PubSubIdempotentListenerTest {
         publish(TOPIC, "t-1", "20");
         publish(TOPIC, "t-1", "20");
         publish(TOPIC, "t-2", "20");
-        await().atMost(Duration.ofSeconds(60)).until(() -> ledger("t-2") == 1 && ledger("t-1") == 1);
+        await().atMost(Duration.ofMinutes(3)).until(() -> ledger("t-2") == 1 && ledger("t-1") == 1);
         assertThat(calls("t-1")).as("the body ran for the first copy only").isEqualTo(1);
         assertThat(ledger("t-1")).as("effect applied exactly once").isEqualTo(1);
     }
@@ -278,7 +278,7 @@ class PubSubIdempotentListenerTest {
     void failureIsRolledBackNackedRedeliveredAndAppliedOnce() throws Exception {
         publish(TOPIC, "t-3", "flaky");
         // nacked, it comes again at once; left unsettled, the client would hold it for its lease (60 min)
-        await().atMost(Duration.ofSeconds(60)).until(() -> calls("t-3") == 2 && ledger("t-3") == 1);
+        await().atMost(Duration.ofMinutes(3)).until(() -> calls("t-3") == 2 && ledger("t-3") == 1);
         assertThat(ledger("t-3")).as("the failed attempt's write rolled back").isEqualTo(1);
     }
 
@@ -287,7 +287,7 @@ class PubSubIdempotentListenerTest {
         publish(ADAPTER_TOPIC, "a-1", "flaky");
         publish(ADAPTER_TOPIC, "a-2", "20");
         publish(ADAPTER_TOPIC, "a-2", "20");
-        await().atMost(Duration.ofSeconds(60))
+        await().atMost(Duration.ofMinutes(3))
                 .until(() -> calls("a-1") == 2 && ledger("a-1") == 1 && ledger("a-2") == 1);
         assertThat(ledger("a-1"))
                 .as("the failed attempt's write rolled back, its early ack withheld")
@@ -320,26 +320,35 @@ class PubSubIdempotentListenerTest {
                         own.shutdownNow();
                     }
                 }));
-        publish(CRASH_TOPIC, "c-1", "20");
-        await().atMost(Duration.ofSeconds(60)).until(() -> ledger("c-1") == 1 && own.isShutdown());
-        doomed.stopAsync();
-        // the survivor, on the shared channel
-        Subscriber survivor = new PubSubSubscriberTemplate(subscriberFactory(channel)).subscribe(CRASH_SUB, counting);
         try {
-            await().atMost(Duration.ofSeconds(120))
-                    .until(() ->
-                            delivered.getOrDefault("c-1", new AtomicInteger()).get() >= 2);
-            publish(CRASH_TOPIC, "c-2", "20");
-            await().atMost(Duration.ofSeconds(60)).until(() -> ledger("c-2") == 1);
+            publish(CRASH_TOPIC, "c-1", "20");
+            await().atMost(Duration.ofMinutes(3)).until(() -> ledger("c-1") == 1 && own.isShutdown());
         } finally {
-            survivor.stopAsync().awaitTerminated(30, TimeUnit.SECONDS);
+            // its channel is shut down: it can neither ack nor open another stream on the subscription
+            doomed.stopAsync();
         }
+        // The survivor pulls (the Pull RPC) instead of holding a streaming pull open: the emulator hands an
+        // expired message to whichever of a subscription's streams polls first and the client closes an idle
+        // stream after an unanswered keepalive, so on a streaming survivor the copy of c-1, and c-2 after it,
+        // came at the emulator's pace (once 50 s, once not within 60 s). Each pull here asks for what is due.
+        PubSubSubscriberTemplate survivor = new PubSubSubscriberTemplate(subscriberFactory(channel));
+        await().atMost(Duration.ofMinutes(3)).until(() -> {
+            survivor.pull(CRASH_SUB, 10, true).forEach(counting);
+            return delivered.getOrDefault("c-1", new AtomicInteger()).get() >= 2;
+        });
+        publish(CRASH_TOPIC, "c-2", "20");
+        await().atMost(Duration.ofMinutes(3)).until(() -> {
+            survivor.pull(CRASH_SUB, 10, true).forEach(counting);
+            return ledger("c-2") == 1;
+        });
         assertThat(calls("c-1"))
                 .as("the body ran once; the redelivery was a duplicate")
                 .isEqualTo(1);
         assertThat(ledger("c-1")).as("effect applied exactly once").isEqualTo(1);
+        // twice at least: before and after the lost ack (a copy whose ack a stalled machine delays past the
+        // deadline comes a third time, and is absorbed the same way)
         assertThat(delivered.get("c-1").get())
-                .as("c-1 delivered twice (before and after the lost ack), then acked")
-                .isEqualTo(2);
+                .as("c-1 delivered again after the lost ack")
+                .isGreaterThanOrEqualTo(2);
     }
 }
