@@ -42,22 +42,8 @@ class SameEventOnTwoPartitionsTest {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             AtomicBoolean failF = new AtomicBoolean(true);
             AtomicInteger fFailures = new AtomicInteger();
-            try (KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
-                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, "twice-" + topic))
-                    .topics(topic)
-                    .dataSource(db.dataSource())
-                    .consumer("ledger")
-                    .handler((d, tx) -> {
-                        if (d.eventId().equals("f") && failF.get()) {
-                            fFailures.incrementAndGet();
-                            throw new RetryableException("downstream of f is down");
-                        }
-                        KafkaLedger.CREDIT.handle(d, tx);
-                    })
-                    .retryBackoff(Duration.ofMillis(100), Duration.ofMillis(300))
-                    .meterRegistry(meters)
-                    .build()
-                    .start()) {
+            try (KafkaConsumerRunner runner = runner(
+                    kafka, topic, db, meters, failF, fFailures, Duration.ofMillis(100), Duration.ofMillis(300))) {
                 // f failed, and x on partition 1 was fetched behind it: more records polled than f's
                 // failures (a first fetch may hold f alone, and a copy not yet fetched holds nothing back)
                 await().atMost(Duration.ofSeconds(60))
@@ -96,22 +82,8 @@ class SameEventOnTwoPartitionsTest {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             AtomicBoolean failF = new AtomicBoolean(true);
             AtomicInteger fFailures = new AtomicInteger();
-            try (KafkaConsumerRunner runner = KafkaConsumerRunner.builder()
-                    .kafkaProperties(KafkaLedger.consumerProperties(kafka, "twice-" + topic))
-                    .topics(topic)
-                    .dataSource(db.dataSource())
-                    .consumer("ledger")
-                    .handler((d, tx) -> {
-                        if (d.eventId().equals("f") && failF.get()) {
-                            fFailures.incrementAndGet();
-                            throw new RetryableException("downstream of f is down");
-                        }
-                        KafkaLedger.CREDIT.handle(d, tx);
-                    })
-                    .retryBackoff(Duration.ofMillis(50), Duration.ofMillis(100))
-                    .meterRegistry(meters)
-                    .build()
-                    .start()) {
+            try (KafkaConsumerRunner runner =
+                    runner(kafka, topic, db, meters, failF, fFailures, Duration.ofMillis(50), Duration.ofMillis(100))) {
                 // every record fetched (more than once), f failed each time
                 await().atMost(Duration.ofSeconds(60))
                         .until(() -> fFailures.get() >= 5 && Meters.count(meters, "once.kafka.records.polled") >= 6);
@@ -123,6 +95,34 @@ class SameEventOnTwoPartitionsTest {
             }
             assertThat(appliedIds(db)).as("f, then x, each once").containsExactly("f", "x");
         }
+    }
+
+    /** A runner crediting the ledger whose handler fails {@code f} while {@code failF} is set, counting its failures. */
+    private static KafkaConsumerRunner runner(
+            TestKafka kafka,
+            String topic,
+            TestDatabase db,
+            SimpleMeterRegistry meters,
+            AtomicBoolean failF,
+            AtomicInteger fFailures,
+            Duration firstBackoff,
+            Duration maxBackoff) {
+        return KafkaConsumerRunner.builder()
+                .kafkaProperties(KafkaLedger.consumerProperties(kafka, "twice-" + topic))
+                .topics(topic)
+                .dataSource(db.dataSource())
+                .consumer("ledger")
+                .handler((d, tx) -> {
+                    if (d.eventId().equals("f") && failF.get()) {
+                        fFailures.incrementAndGet();
+                        throw new RetryableException("downstream of f is down");
+                    }
+                    KafkaLedger.CREDIT.handle(d, tx);
+                })
+                .retryBackoff(firstBackoff, maxBackoff)
+                .meterRegistry(meters)
+                .build()
+                .start();
     }
 
     private static List<String> appliedIds(TestDatabase db) throws Exception {
