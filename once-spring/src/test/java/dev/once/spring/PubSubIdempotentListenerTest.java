@@ -326,7 +326,7 @@ class PubSubIdempotentListenerTest {
                 }));
         try {
             publish(CRASH_TOPIC, "c-1", "20");
-            await().atMost(Duration.ofMinutes(3)).until(() -> ledger("c-1") == 1 && own.isShutdown());
+            await().atMost(Duration.ofMinutes(5)).until(() -> ledger("c-1") == 1 && own.isShutdown());
         } finally {
             // its channel is shut down: it can neither ack nor open another stream on the subscription
             doomed.stopAsync();
@@ -339,12 +339,12 @@ class PubSubIdempotentListenerTest {
         List<String> survivorSettled = new CopyOnWriteArrayList<>();
         java.util.function.Consumer<BasicAcknowledgeablePubsubMessage> pulled =
                 m -> counting.accept(new Settling(m, survivorSettled));
-        await().atMost(Duration.ofMinutes(3)).until(() -> {
+        await().atMost(Duration.ofMinutes(5)).until(() -> {
             survivor.pull(CRASH_SUB, 10, true).forEach(pulled);
             return survivorSettled.stream().anyMatch(a -> a.startsWith("c-1 "));
         });
         publish(CRASH_TOPIC, "c-2", "20");
-        await().atMost(Duration.ofMinutes(3)).until(() -> {
+        await().atMost(Duration.ofMinutes(5)).until(() -> {
             survivor.pull(CRASH_SUB, 10, true).forEach(pulled);
             return ledger("c-2") == 1;
         });
