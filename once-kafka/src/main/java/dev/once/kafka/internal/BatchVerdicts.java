@@ -154,7 +154,11 @@ final class BatchVerdicts {
         Map<TopicPartition, Long> seekTo = new HashMap<>();
         Map<TopicPartition, Integer> failuresAtSeek = new HashMap<>();
         Throwable fatal = null;
-        Stops stops = new Stops(byPartition, waiting());
+        // Only copies of an event on several partitions, or waits from an earlier batch, make one partition's
+        // stop another's: without them each partition stops at its own failure, and the batch needs no Stops.
+        boolean copies = !waiting.isEmpty()
+                || byPartition.values().stream().flatMap(List::stream).anyMatch(e -> e.copyOfOtherPartition);
+        Stops stops = copies ? new Stops(byPartition, waiting()) : null;
         for (Map.Entry<TopicPartition, List<Entry>> p : byPartition.entrySet()) {
             TopicPartition tp = p.getKey();
             long next = -1;
@@ -197,7 +201,11 @@ final class BatchVerdicts {
             if (next >= 0) {
                 commit.put(tp, new OffsetAndMetadata(next));
             }
-            remember(tp, p.getValue(), head, head != null && stops.stopsAt(head));
+            remember(
+                    tp,
+                    p.getValue(),
+                    head,
+                    head != null && (stops == null ? !heldBack(head.outcome) : stops.stopsAt(head)));
         }
         return new Decision(commit, seekTo, failuresAtSeek, fatal);
     }
