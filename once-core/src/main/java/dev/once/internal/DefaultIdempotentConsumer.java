@@ -763,8 +763,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);
                 }
                 Outcome provisional = result[0];
-                tx.afterCompletion(committed -> reportJoined(
-                        d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed));
+                tx.afterCompletion(committed ->
+                        reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed));
                 return provisional;
             });
         } catch (SQLException e) {

@@ -5,7 +5,6 @@ import dev.once.tx.JoinedTransaction;
 import dev.once.tx.JoinedTransactionHandle;
 import dev.once.tx.TransactionHandle;
 import java.sql.Connection;
-import java.sql.SQLException;
 
 /** One transaction as work inside {@link Transactions#inTransaction} sees it. Not thread-safe. Not API. */
 public final class Transaction {

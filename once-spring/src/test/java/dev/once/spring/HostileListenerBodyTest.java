@@ -192,25 +192,25 @@ class HostileListenerBodyTest {
                         c.releaseSavepoint(sp);
                     }
                     case DELETE_CLAIM -> jdbc.update("DELETE FROM once_inbox WHERE event_id = ?", eventId);
-                    case BEFORE_COMMIT_CREDIT -> TransactionSynchronizationManager.registerSynchronization(
-                            new TransactionSynchronization() {
-                                @Override
-                                public void beforeCommit(boolean readOnly) {
-                                    credit(eventId, at);
-                                }
-                            });
-                    case BEFORE_COMMIT_FAIL -> TransactionSynchronizationManager.registerSynchronization(
-                            new TransactionSynchronization() {
-                                @Override
-                                public int getOrder() {
-                                    return Ordered.LOWEST_PRECEDENCE;
-                                }
+                    case BEFORE_COMMIT_CREDIT ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public void beforeCommit(boolean readOnly) {
+                                credit(eventId, at);
+                            }
+                        });
+                    case BEFORE_COMMIT_FAIL ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public int getOrder() {
+                                return Ordered.LOWEST_PRECEDENCE;
+                            }
 
-                                @Override
-                                public void beforeCommit(boolean readOnly) {
-                                    throw new IllegalStateException("a beforeCommit step fails");
-                                }
-                            });
+                            @Override
+                            public void beforeCommit(boolean readOnly) {
+                                throw new IllegalStateException("a beforeCommit step fails");
+                            }
+                        });
                     case THROW -> throw new IllegalStateException("the body fails");
                 }
             }
@@ -228,8 +228,8 @@ class HostileListenerBodyTest {
                 .ofMaxSize(4)
                 // poisoned bodies less often than clean ones, so that most events get applied
                 .filter(s -> s.stream().filter(Step::poisons).count() <= 1);
-        Arbitrary<Delivery> one = Combinators.combine(Arbitraries.of("e1", "e2", "e3"), steps)
-                .as(Delivery::new);
+        Arbitrary<Delivery> one =
+                Combinators.combine(Arbitraries.of("e1", "e2", "e3"), steps).as(Delivery::new);
         return one.list().ofMinSize(1).ofMaxSize(8);
     }
 
@@ -289,7 +289,9 @@ class HostileListenerBodyTest {
             Object result = invoke(target, method, args);
             if (result instanceof Connection c) {
                 return Proxy.newProxyInstance(
-                        HostileListenerBodyTest.class.getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
+                        HostileListenerBodyTest.class.getClassLoader(),
+                        new Class<?>[] {Connection.class},
+                        (p, m, a) -> {
                             if (m.getName().startsWith("prepare") && a != null && a[0] instanceof String sql) {
                                 statements.add(sql);
                             }
