@@ -7,12 +7,12 @@ import dev.once.tx.JoinedTransaction;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -124,11 +124,12 @@ final class PhysicalTransaction implements TransactionSynchronization {
     /**
      * The rows are written in one statement per writer before the commit, then the engine's claim checks
      * run; a failure of either rolls everything back. The last check carries the COMMIT itself when
-     * nothing else is due before the transaction manager's {@code Connection.commit()}: every
-     * synchronization of the transaction is once's own and this is the last of them (another's
-     * {@code beforeCommit} may still write, and a JTA transaction's connection comes with Spring's
-     * {@code ConnectionSynchronization}), and the transaction holds nothing but JDBC connections (a JPA or
-     * Hibernate transaction manager flushes its session in its commit, after every {@code beforeCommit}).
+     * nothing else is due before the transaction manager's {@code Connection.commit()}: no synchronization
+     * after this one has a {@code beforeCommit} of its own (it may still write), the connection is not a
+     * JTA one (those come with Spring's {@code ConnectionSynchronization}), and the transaction holds nothing
+     * but JDBC connections (a JPA or Hibernate transaction manager flushes its session in its commit, after
+     * every {@code beforeCommit}). Synchronizations' {@code beforeCompletion} runs after the fold; Spring
+     * meant it for releasing resources, and a write there would land in a transaction of its own.
      * The driver's commit then finds the transaction ended and sends nothing (pgjdbc tracks it), so the
      * listener's transaction costs the round trips of a hand-written one. Otherwise each check is a
      * statement of its own.
@@ -150,23 +151,44 @@ final class PhysicalTransaction implements TransactionSynchronization {
     }
 
     private boolean nothingElseBeforeCommit() {
-        List<TransactionSynchronization> synchronizations = TransactionSynchronizationManager.getSynchronizations();
-        if (synchronizations.get(synchronizations.size() - 1) != this) {
-            return false;
-        }
-        for (TransactionSynchronization s : synchronizations) {
-            if (!s.getClass().getPackageName().equals(PhysicalTransaction.class.getPackageName())) {
+        boolean after = false;
+        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
+            if (s == this) {
+                after = true;
+            } else if (s.getClass().getName().startsWith(CONNECTION_SYNCHRONIZATION)
+                    || (after && WRITES_BEFORE_COMMIT.get(s.getClass()))) {
                 return false;
             }
         }
-        for (Map.Entry<Object, Object> bound :
-                TransactionSynchronizationManager.getResourceMap().entrySet()) {
-            if (!(bound.getValue() instanceof ConnectionHolder || bound.getValue() instanceof PhysicalTransaction)) {
+        for (Object bound : TransactionSynchronizationManager.getResourceMap().values()) {
+            if (!(bound instanceof ConnectionHolder || bound instanceof PhysicalTransaction)) {
                 return false;
             }
         }
         return true;
     }
+
+    // Spring registers DataSourceUtils' ConnectionSynchronization for a connection no
+    // DataSourceTransactionManager bound: a JTA transaction's (committed by XA, never by SQL).
+    private static final String CONNECTION_SYNCHRONIZATION = DataSourceUtils.class.getName() + "$";
+
+    /**
+     * Whether a synchronization class has a {@code beforeCommit} of its own: one that runs after this
+     * state's (Spring runs them in order) may write, and a COMMIT sent before it would leave that write
+     * to a second transaction. One that only listens for the outcome ({@code afterCommit}, an
+     * {@code @TransactionalEventListener} counter) does not hold the fold back.
+     */
+    private static final ClassValue<Boolean> WRITES_BEFORE_COMMIT = new ClassValue<>() {
+        @Override
+        protected Boolean computeValue(Class<?> type) {
+            try {
+                return type.getMethod("beforeCommit", boolean.class).getDeclaringClass()
+                        != TransactionSynchronization.class;
+            } catch (NoSuchMethodException e) {
+                return true;
+            }
+        }
+    };
 
     @Override
     public void afterCompletion(int status) {

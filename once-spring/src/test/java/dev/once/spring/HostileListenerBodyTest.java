@@ -72,6 +72,8 @@ class HostileListenerBodyTest {
         BEFORE_COMMIT_CREDIT,
         /** A synchronization, run after once's in beforeCommit, that fails: the commit must not happen. */
         BEFORE_COMMIT_FAIL,
+        /** A synchronization that only hears of the commit (an event listener's): no reason not to fold. */
+        AFTER_COMMIT_NOTE,
         THROW;
 
         boolean poisons() {
@@ -98,6 +100,7 @@ class HostileListenerBodyTest {
     static JdbcTemplate jdbc;
     static Body body;
     static final List<String> statements = new CopyOnWriteArrayList<>();
+    static final List<String> committedNotes = new CopyOnWriteArrayList<>();
 
     @BeforeContainer
     static void start() {
@@ -211,6 +214,13 @@ class HostileListenerBodyTest {
                                 throw new IllegalStateException("a beforeCommit step fails");
                             }
                         });
+                    case AFTER_COMMIT_NOTE ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public void afterCommit() {
+                                committedNotes.add(eventId);
+                            }
+                        });
                     case THROW -> throw new IllegalStateException("the body fails");
                 }
             }
@@ -275,6 +285,13 @@ class HostileListenerBodyTest {
         assertThat(statements.get(0)).contains("INSERT INTO").contains("once_inbox");
         assertThat(statements.get(1)).startsWith("INSERT INTO ledger");
         assertThat(statements.get(2)).contains("once_inbox").endsWith("; COMMIT");
+        statements.clear();
+        body.on("noted", new Step[] {Step.CREDIT, Step.AFTER_COMMIT_NOTE});
+        assertThat(statements)
+                .as("a synchronization that only hears of the commit does not hold the fold back")
+                .hasSize(3);
+        assertThat(statements.get(2)).endsWith("; COMMIT");
+        assertThat(committedNotes).contains("noted");
         statements.clear();
         body.on("alone", new Step[] {Step.CREDIT, Step.BEFORE_COMMIT_CREDIT});
         assertThat(statements)
