@@ -7,10 +7,12 @@ import dev.once.tx.JoinedTransaction;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -35,7 +37,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private record Key(DataSource dataSource) {}
 
     private final Object key;
-    private final JoinedTransaction joined = new JoinedTransaction();
+    private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
     // Stands for "the start of the transaction as far as once knows it": a rollback to a savepoint taken
     // before this state existed is a rollback to it.
     private final Object start = new Object();
@@ -119,7 +121,18 @@ final class PhysicalTransaction implements TransactionSynchronization {
         joined.rollbackToSavepoint(savepoints.contains(savepoint) ? savepoint : start);
     }
 
-    /** The rows are written in one statement per writer before the commit; a failure rolls everything back. */
+    /**
+     * The rows are written in one statement per writer before the commit, then the engine's claim checks
+     * run; a failure of either rolls everything back. The last check carries the COMMIT itself when
+     * nothing else is due before the transaction manager's {@code Connection.commit()}: every
+     * synchronization of the transaction is once's own and this is the last of them (another's
+     * {@code beforeCommit} may still write, and a JTA transaction's connection comes with Spring's
+     * {@code ConnectionSynchronization}), and the transaction holds nothing but JDBC connections (a JPA or
+     * Hibernate transaction manager flushes its session in its commit, after every {@code beforeCommit}).
+     * The driver's commit then finds the transaction ended and sends nothing (pgjdbc tracks it), so the
+     * listener's transaction costs the round trips of a hand-written one. Otherwise each check is a
+     * statement of its own.
+     */
     @Override
     public void beforeCommit(boolean readOnly) {
         try {
@@ -129,6 +142,30 @@ final class PhysicalTransaction implements TransactionSynchronization {
         } catch (SQLException e) {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
+        try {
+            joined.runChecks(nothingElseBeforeCommit());
+        } catch (SQLException e) {
+            throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
+        }
+    }
+
+    private boolean nothingElseBeforeCommit() {
+        List<TransactionSynchronization> synchronizations = TransactionSynchronizationManager.getSynchronizations();
+        if (synchronizations.get(synchronizations.size() - 1) != this) {
+            return false;
+        }
+        for (TransactionSynchronization s : synchronizations) {
+            if (!s.getClass().getPackageName().equals(PhysicalTransaction.class.getPackageName())) {
+                return false;
+            }
+        }
+        for (Map.Entry<Object, Object> bound :
+                TransactionSynchronizationManager.getResourceMap().entrySet()) {
+            if (!(bound.getValue() instanceof ConnectionHolder || bound.getValue() instanceof PhysicalTransaction)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override
