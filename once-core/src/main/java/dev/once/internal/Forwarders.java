@@ -58,7 +58,8 @@ final class Forwarders {
     static ResultSet resultSet(GuardedConnection connection, Statement statement, ResultSet rs) {
         return rs == null
                 ? null
-                : (ResultSet) Proxy.newProxyInstance(LOADER, RESULT_SET, new ResultSetForwarder(connection, statement, rs));
+                : (ResultSet)
+                        Proxy.newProxyInstance(LOADER, RESULT_SET, new ResultSetForwarder(connection, statement, rs));
     }
 
     /** The guarded connection's metadata. */

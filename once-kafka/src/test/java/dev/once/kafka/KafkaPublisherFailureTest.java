@@ -98,9 +98,15 @@ class KafkaPublisherFailureTest {
                     message(2, topic, "evt-2", new byte[5000]),
                     message(3, topic, "evt-3", small("3"))));
             assertThat(stages).hasSize(3);
-            assertThat(stages.get(0).toCompletableFuture().get(60, TimeUnit.SECONDS).body())
+            assertThat(stages.get(0)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
                     .startsWith(topic + "-0@");
-            assertThat(stages.get(2).toCompletableFuture().get(60, TimeUnit.SECONDS).body())
+            assertThat(stages.get(2)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
                     .startsWith(topic + "-0@");
             assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
                     .isInstanceOf(CompletionException.class)

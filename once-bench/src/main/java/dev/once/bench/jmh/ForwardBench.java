@@ -100,8 +100,7 @@ public class ForwardBench {
 
     @Setup(Level.Trial)
     public void open() throws SQLException {
-        String url =
-                System.getProperty(GuardBench.URL_PROPERTY, "jdbc:postgresql://127.0.0.1:5432/test?user=postgres");
+        String url = System.getProperty(GuardBench.URL_PROPERTY, "jdbc:postgresql://127.0.0.1:5432/test?user=postgres");
         raw = DriverManager.getConnection(url);
         guarded = new GuardedConnection(raw, watch(raw));
         try (Statement s = raw.createStatement()) {
@@ -353,7 +352,8 @@ public class ForwardBench {
                 if (method.getDeclaringClass() == Object.class) {
                     return objectMethod(proxy, delegate, method, args);
                 }
-                return forward(method.getDeclaringClass() == CallableStatement.class ? delegate : guarded, method, args);
+                return forward(
+                        method.getDeclaringClass() == CallableStatement.class ? delegate : guarded, method, args);
             }
         }
     }
