@@ -33,7 +33,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -156,7 +155,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         MDC.put(MDC_CONSUMER, consumer);
         Map<String, Outcome> byId = new HashMap<>();
         try {
-            bisect(new ArrayList<>(firsts.values()), byId, prints);
+            Bisection.bisect(new ArrayList<>(firsts.values()), byId, part -> batchOnce(part, prints));
         } finally {
             clearMdc();
         }
@@ -180,7 +179,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         Map<String, Outcome> byId = new HashMap<>();
         try {
             List<Delivery> ordered = new ArrayList<>(firsts.values());
-            int acknowledged = prefix(ordered, byId, prints);
+            int acknowledged = Bisection.prefix(ordered, byId, part -> batchOnce(part, prints));
             if (acknowledged < ordered.size()) {
                 Outcome stop = byId.get(ordered.get(acknowledged).eventId());
                 for (Delivery d : ordered.subList(acknowledged + 1, ordered.size())) {
@@ -201,49 +200,6 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             report(deliveries.get(i), outcomes.get(i));
         }
         return outcomes;
-    }
-
-    /**
-     * Runs {@code batch} as {@link #bisect} does, parts in list order, but stops at the first
-     * delivery that is not acknowledged: nothing after it runs.
-     *
-     * @return how many deliveries from the start were acknowledged; when fewer than all, the next
-     *     one has its outcome too and those after it none
-     */
-    private int prefix(List<Delivery> batch, Map<String, Outcome> byId, BatchFingerprints prints) {
-        BatchResult result = batchOnce(batch, prints);
-        if (result.outcomes() != null) {
-            for (int i = 0; i < batch.size(); i++) {
-                Outcome o = result.outcomes().get(batch.get(i).eventId());
-                byId.put(o.eventId(), o);
-                if (!o.shouldAcknowledge()) {
-                    return i;
-                }
-            }
-            return batch.size();
-        }
-        if (batch.size() == 1) {
-            Outcome o = result.alone().apply(batch.get(0));
-            byId.put(o.eventId(), o);
-            return o.shouldAcknowledge() ? 1 : 0;
-        }
-        int culprit = result.culprit();
-        if (culprit >= 0) {
-            // The deliveries before the named one, then it alone; the rest only if it went through.
-            int before = culprit == 0 ? 0 : prefix(batch.subList(0, culprit), byId, prints);
-            if (before < culprit || prefix(batch.subList(culprit, culprit + 1), byId, prints) == 0) {
-                return before;
-            }
-            return culprit
-                    + 1
-                    + (culprit + 1 < batch.size() ? prefix(batch.subList(culprit + 1, batch.size()), byId, prints) : 0);
-        }
-        int half = (batch.size() + 1) / 2;
-        int first = prefix(batch.subList(0, half), byId, prints);
-        if (first < half) {
-            return first;
-        }
-        return half + prefix(batch.subList(half, batch.size()), byId, prints);
     }
 
     /**
@@ -353,57 +309,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 : Outcome.duplicate(d.eventId());
     }
 
-    /**
-     * Runs {@code batch} in one transaction. If it rolls back because of its deliveries (a handler
-     * failed, a claim timed out on a concurrent duplicate, conflicts outlasted the retries), the
-     * parts are run in transactions of their own until the failing delivery stands alone: around
-     * it when the per-event handler named it (the deliveries before it, it, the rest), else in
-     * halves (a batch handler fails for the batch as a whole). One poison message among n costs
-     * about 2·log2(n) transactions instead of n, and no delivery is applied twice: the parts are
-     * disjoint and each commits only its own claims. No savepoints: PostgreSQL subtransactions
-     * degrade past 64 per transaction.
-     */
-    private void bisect(List<Delivery> batch, Map<String, Outcome> byId, BatchFingerprints prints) {
-        BatchResult result = batchOnce(batch, prints);
-        if (result.outcomes() != null) {
-            byId.putAll(result.outcomes());
-            return;
-        }
-        if (batch.size() == 1) {
-            byId.put(batch.get(0).eventId(), result.alone().apply(batch.get(0)));
-            return;
-        }
-        int culprit = result.culprit();
-        if (culprit >= 0) {
-            if (culprit > 0) {
-                bisect(batch.subList(0, culprit), byId, prints);
-            }
-            bisect(batch.subList(culprit, culprit + 1), byId, prints);
-            if (culprit + 1 < batch.size()) {
-                bisect(batch.subList(culprit + 1, batch.size()), byId, prints);
-            }
-            return;
-        }
-        int half = (batch.size() + 1) / 2;
-        bisect(batch.subList(0, half), byId, prints);
-        bisect(batch.subList(half, batch.size()), byId, prints);
-    }
-
-    /**
-     * What one batch transaction came to: the outcomes by id when it committed (or failed in a way
-     * no split would change), else the outcome each delivery would get alone and, when known, the
-     * index of the delivery that failed.
-     */
-    private record BatchResult(Map<String, Outcome> outcomes, Function<Delivery, Outcome> alone, int culprit) {
-        static BatchResult done(Map<String, Outcome> outcomes) {
-            return new BatchResult(outcomes, null, -1);
-        }
-
-        static BatchResult split(Function<Delivery, Outcome> alone, int culprit) {
-            return new BatchResult(null, alone, culprit);
-        }
-    }
-
+    /** One batch transaction over {@code batch}: what {@link Bisection} splits on. */
     private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints) {
         for (int attempt = 1; ; attempt++) {
             try {

@@ -195,7 +195,7 @@ public final class GuardedConnection implements Connection {
 
     @Override
     public DatabaseMetaData getMetaData() throws SQLException {
-        return new GuardedMetaData(this, delegate.getMetaData());
+        return Forwarders.metaData(this, delegate.getMetaData());
     }
 
     @Override
@@ -252,21 +252,21 @@ public final class GuardedConnection implements Connection {
     public CallableStatement prepareCall(String sql, int p2, int p3, int p4) throws SQLException {
         check(sql);
         watch.suspect("a procedure call (it may end the transaction)");
-        return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3, p4));
+        return Forwarders.callable(this, delegate.prepareCall(sql, p2, p3, p4));
     }
 
     @Override
     public CallableStatement prepareCall(String sql, int p2, int p3) throws SQLException {
         check(sql);
         watch.suspect("a procedure call (it may end the transaction)");
-        return new GuardedCallableStatement(this, delegate.prepareCall(sql, p2, p3));
+        return Forwarders.callable(this, delegate.prepareCall(sql, p2, p3));
     }
 
     @Override
     public CallableStatement prepareCall(String sql) throws SQLException {
         check(sql);
         watch.suspect("a procedure call (it may end the transaction)");
-        return new GuardedCallableStatement(this, delegate.prepareCall(sql));
+        return Forwarders.callable(this, delegate.prepareCall(sql));
     }
 
     @Override

@@ -61,7 +61,7 @@ class GuardedPreparedStatement<S extends PreparedStatement> extends GuardedState
     @Override
     public ResultSet executeQuery() throws SQLException {
         try {
-            return GuardedResultSet.wrap(connection, this, delegate.executeQuery());
+            return Forwarders.resultSet(connection, this, delegate.executeQuery());
         } catch (SQLException e) {
             throw connection.failed(e);
         }

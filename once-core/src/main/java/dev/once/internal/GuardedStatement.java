@@ -171,7 +171,7 @@ class GuardedStatement<S extends Statement> implements Statement {
     public ResultSet executeQuery(String sql) throws SQLException {
         connection.check(sql);
         try {
-            return GuardedResultSet.wrap(connection, this, delegate.executeQuery(sql));
+            return Forwarders.resultSet(connection, this, delegate.executeQuery(sql));
         } catch (SQLException e) {
             throw connection.failed(e);
         }
@@ -234,7 +234,7 @@ class GuardedStatement<S extends Statement> implements Statement {
 
     @Override
     public ResultSet getGeneratedKeys() throws SQLException {
-        return GuardedResultSet.wrap(connection, this, delegate.getGeneratedKeys());
+        return Forwarders.resultSet(connection, this, delegate.getGeneratedKeys());
     }
 
     @Override
@@ -282,7 +282,7 @@ class GuardedStatement<S extends Statement> implements Statement {
 
     @Override
     public ResultSet getResultSet() throws SQLException {
-        return GuardedResultSet.wrap(connection, this, delegate.getResultSet());
+        return Forwarders.resultSet(connection, this, delegate.getResultSet());
     }
 
     @Override

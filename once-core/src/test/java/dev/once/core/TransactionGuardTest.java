@@ -303,6 +303,50 @@ class TransactionGuardTest {
         assertThat(balance()).isEqualTo(11);
     }
 
+    /** The result sets, metadata and callable statements the guard forwards through a Proxy (issue 24). */
+    @Test
+    void theForwardedObjectsLeadBackToWhatMadeThemAndHandOutNoDriverStatement() throws Exception {
+        IdempotentConsumer consumer = consumer((d, tx) -> {
+            Connection guard = tx.connection();
+            try (CallableStatement cs = guard.prepareCall("SELECT 7")) {
+                assertThat(cs.unwrap(CallableStatement.class)).isSameAs(cs);
+                assertThat(cs.isWrapperFor(CallableStatement.class)).isTrue();
+                assertThat(cs.equals(cs)).isTrue();
+                assertThat(cs.hashCode()).isEqualTo(System.identityHashCode(cs));
+                assertThatThrownBy(() -> cs.unwrap(Class.forName("org.postgresql.jdbc.PgCallableStatement")))
+                        .isInstanceOf(SQLException.class)
+                        .hasMessageContaining("raw connection");
+                try (ResultSet rs = cs.executeQuery()) {
+                    assertThat(rs.getStatement()).isSameAs(cs);
+                    assertThat(rs.unwrap(ResultSet.class)).isSameAs(rs);
+                    assertThat(rs.next()).isTrue();
+                    assertThat(rs.getLong(1)).isEqualTo(7);
+                }
+                assertThat(cs.getResultSet().getStatement()).isSameAs(cs);
+            }
+            try (CallableStatement cs = guard.prepareCall("{? = call abs(?::bigint)}")) {
+                cs.registerOutParameter(1, java.sql.Types.BIGINT);
+                cs.setLong(2, -42);
+                cs.execute();
+                assertThat(cs.getLong(1)).isEqualTo(42);
+            }
+            assertThat(guard.getMetaData().unwrap(java.sql.DatabaseMetaData.class))
+                    .isInstanceOf(java.sql.DatabaseMetaData.class);
+            assertThat(guard.getMetaData().getDatabaseProductName()).isEqualTo("PostgreSQL");
+            try (ResultSet rs = guard.getMetaData().getTables(null, null, "account", null)) {
+                assertThat(rs.unwrap(ResultSet.class)).isSameAs(rs);
+                Statement s = rs.getStatement();
+                if (s != null) {
+                    assertThatThrownBy(() -> s.unwrap(Class.forName("org.postgresql.jdbc.PgStatement")))
+                            .isInstanceOf(SQLException.class);
+                }
+            }
+            credit(guard, 12);
+        });
+        assertThat(consumer.process(Ledger.payment("evt-1", 0)).status()).isEqualTo(Status.APPLIED);
+        assertThat(balance()).isEqualTo(12);
+    }
+
     @Test
     void metaDataAndResultSetRoutesToCommitAreRefused() throws Exception {
         for (int route = 0; route < 2; route++) {

@@ -6,11 +6,6 @@ import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
 import dev.once.InvalidConfigurationException;
 import dev.once.RetryPolicy;
-import dev.once.kafka.internal.DatabaseOffsets;
-import dev.once.kafka.internal.DefaultKafkaConsumerRunner;
-import dev.once.kafka.internal.OrderGuard;
-import dev.once.kafka.internal.RunnerSettings;
-import dev.once.tx.TransactionProvider;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import java.time.Duration;
@@ -19,17 +14,13 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Builds a {@link KafkaConsumerRunner}. Setters check their argument at once; {@link #build()}
@@ -81,34 +72,35 @@ public final class KafkaConsumerRunnerBuilder {
     /** Kafka's own default of {@code max.poll.interval.ms}. */
     static final int KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS = 300_000;
 
-    private final Map<String, Object> kafkaProperties = new LinkedHashMap<>();
-    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
-    private final List<String> topics = new ArrayList<>();
-    private DataSource dataSource;
-    private String consumer;
-    private Handler handler;
-    private BatchHandler batchHandler;
-    private Consumer<IdempotentConsumerBuilder> consumerSettings;
-    private IdempotentConsumer prebuilt;
-    private EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
-    private MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
-    private String deadLetterTopic;
+    // What was given, read by RunnerChecks and RunnerAssembly at build().
+    final Map<String, Object> kafkaProperties = new LinkedHashMap<>();
+    final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    final List<String> topics = new ArrayList<>();
+    DataSource dataSource;
+    String consumer;
+    Handler handler;
+    BatchHandler batchHandler;
+    Consumer<IdempotentConsumerBuilder> consumerSettings;
+    IdempotentConsumer prebuilt;
+    EventIdExtractor eventIdExtractor = EventIdExtractor.header(EventIdExtractor.DEFAULT_HEADER);
+    MissingEventIdPolicy missingEventIdPolicy = MissingEventIdPolicy.FAIL;
+    String deadLetterTopic;
     /** Delays between tries of one record, and (maxRetries + 1) the tries before it is dead-lettered. */
-    private RetryPolicy retryPolicy = RetryPolicy.builder()
+    RetryPolicy retryPolicy = RetryPolicy.builder()
             .initialDelay(DEFAULT_INITIAL_BACKOFF)
             .maxDelay(DEFAULT_MAX_BACKOFF)
             .jitter(RetryPolicy.Jitter.NONE)
             .maxRetries(DEFAULT_MAX_ATTEMPTS - 1)
             .build();
 
-    private int threads = 1;
-    private Integer maxBatchRecords;
-    private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
-    private Duration revokeTimeout;
-    private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
-    private MeterRegistry meterRegistry = Metrics.globalRegistry;
-    private boolean offsetsInDatabase;
-    private Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> {};
+    int threads = 1;
+    Integer maxBatchRecords;
+    Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
+    Duration revokeTimeout;
+    Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+    MeterRegistry meterRegistry = Metrics.globalRegistry;
+    boolean offsetsInDatabase;
+    Consumer<Map<TopicPartition, OffsetAndMetadata>> afterDatabaseCommit = offsets -> {};
 
     KafkaConsumerRunnerBuilder() {}
 
@@ -268,8 +260,8 @@ public final class KafkaConsumerRunnerBuilder {
      * partition is paused meanwhile; the others go on.
      */
     public KafkaConsumerRunnerBuilder retryBackoff(Duration initial, Duration max) {
-        positive("retryBackoff initial", initial);
-        positive("retryBackoff max", max);
+        RunnerChecks.positive("retryBackoff initial", initial);
+        RunnerChecks.positive("retryBackoff max", max);
         if (max.compareTo(initial) < 0) {
             throw new InvalidConfigurationException(
                     "retryBackoff max must be at least initial, but was max=" + max + ", initial=" + initial);
@@ -319,7 +311,7 @@ public final class KafkaConsumerRunnerBuilder {
 
     /** How long an idle {@code poll} waits; default {@link #DEFAULT_POLL_TIMEOUT}. */
     public KafkaConsumerRunnerBuilder pollTimeout(Duration pollTimeout) {
-        this.pollTimeout = positive("pollTimeout", pollTimeout);
+        this.pollTimeout = RunnerChecks.positive("pollTimeout", pollTimeout);
         return this;
     }
 
@@ -329,13 +321,13 @@ public final class KafkaConsumerRunnerBuilder {
      * Must be below {@code max.poll.interval.ms}, which bounds the whole rebalance.
      */
     public KafkaConsumerRunnerBuilder revokeTimeout(Duration revokeTimeout) {
-        this.revokeTimeout = positive("revokeTimeout", revokeTimeout);
+        this.revokeTimeout = RunnerChecks.positive("revokeTimeout", revokeTimeout);
         return this;
     }
 
     /** How long {@link KafkaConsumerRunner#close()} waits for in-flight batches; default {@link #DEFAULT_CLOSE_TIMEOUT}. */
     public KafkaConsumerRunnerBuilder closeTimeout(Duration closeTimeout) {
-        this.closeTimeout = positive("closeTimeout", closeTimeout);
+        this.closeTimeout = RunnerChecks.positive("closeTimeout", closeTimeout);
         return this;
     }
 
@@ -373,208 +365,10 @@ public final class KafkaConsumerRunnerBuilder {
      * @throws InvalidConfigurationException naming what is missing or what conflicts, and what to change
      */
     public KafkaConsumerRunner build() {
-        List<String> missing = new ArrayList<>();
-        if (!kafkaProperties.containsKey(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG)) {
-            missing.add("kafkaProperties bootstrap.servers");
-        }
-        if (!kafkaProperties.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
-            missing.add("kafkaProperties group.id");
-        }
-        if (topics.isEmpty()) {
-            missing.add("topics");
-        }
-        if (prebuilt != null) {
-            List<String> conflicting = new ArrayList<>();
-            if (dataSource != null) {
-                conflicting.add("dataSource(...)");
-            }
-            if (consumer != null) {
-                conflicting.add("consumer(...)");
-            }
-            if (handler != null) {
-                conflicting.add("handler(...)");
-            }
-            if (batchHandler != null) {
-                conflicting.add("batchHandler(...)");
-            }
-            if (consumerSettings != null) {
-                conflicting.add("idempotentConsumer(settings -> ...)");
-            }
-            if (!conflicting.isEmpty()) {
-                throw new InvalidConfigurationException(
-                        "idempotentConsumer(IdempotentConsumer) was given together with "
-                                + String.join(", ", conflicting)
-                                + ", but a prebuilt consumer brings its own data source, name,"
-                                + " handler and settings; remove " + String.join(", ", conflicting)
-                                + ", or drop the prebuilt consumer and let the runner build one from them");
-            }
-        } else {
-            if (dataSource == null) {
-                missing.add("dataSource");
-            }
-            if (consumer == null) {
-                missing.add("consumer");
-            }
-            if (handler != null && batchHandler != null) {
-                throw new InvalidConfigurationException("handler(...) and batchHandler(...) were both set, but a"
-                        + " runner applies records one way: per record (handler) or per poll, set-wise"
-                        + " (batchHandler); remove one of them");
-            }
-            if (handler == null && batchHandler == null) {
-                missing.add("handler or batchHandler");
-            }
-        }
-        if (!missing.isEmpty()) {
-            throw new InvalidConfigurationException("a Kafka consumer runner needs " + String.join(", ", missing)
-                    + ", but they were not set"
-                    + (prebuilt == null
-                                    && (dataSource == null
-                                            || consumer == null
-                                            || (handler == null && batchHandler == null))
-                            ? " (or give a prebuilt idempotentConsumer(IdempotentConsumer) instead of"
-                                    + " dataSource, consumer and handler)"
-                            : ""));
-        }
-        Map<String, Object> props = consumerProperties();
-        int maxPollIntervalMs =
-                intProperty(props, ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, KAFKA_DEFAULT_MAX_POLL_INTERVAL_MS);
-        Duration revoke = revokeTimeout;
-        if (revoke == null) {
-            revoke = Duration.ofMillis(Math.min(DEFAULT_REVOKE_TIMEOUT.toMillis(), maxPollIntervalMs / 2));
-        } else if (revoke.toMillis() >= maxPollIntervalMs) {
-            throw new InvalidConfigurationException("revokeTimeout must be below max.poll.interval.ms ("
-                    + maxPollIntervalMs + " ms), which bounds the whole rebalance, but was " + revoke
-                    + "; lower revokeTimeout or raise max.poll.interval.ms");
-        }
-        if (missingEventIdPolicy == MissingEventIdPolicy.DEAD_LETTER && deadLetterTopic == null) {
-            throw new InvalidConfigurationException("missingEventId(DEAD_LETTER) needs a deadLetterTopic, but none"
-                    + " was set; set deadLetterTopic(...) or choose FAIL or SKIP_AND_LOG");
-        }
-        if (deadLetterTopic != null && topics.contains(deadLetterTopic)) {
-            throw new InvalidConfigurationException("deadLetterTopic '" + deadLetterTopic
-                    + "' is also a subscribed topic; a dead letter would be consumed again");
-        }
-        if (offsetsInDatabase && prebuilt != null) {
-            throw new InvalidConfigurationException("offsetsInDatabase(true) needs the runner to build the consumer"
-                    + " (dataSource, consumer, handler or batchHandler), but a prebuilt idempotentConsumer(IdempotentConsumer) was"
-                    + " given, whose transactions the runner cannot write offsets in; drop one of them");
-        }
-        OrderGuard guard = null;
-        DatabaseOffsets offsets = null;
-        IdempotentConsumer idempotent = prebuilt;
-        if (idempotent == null) {
-            offsets = offsetsInDatabase
-                    ? new DatabaseOffsets(dataSource, String.valueOf(props.get(ConsumerConfig.GROUP_ID_CONFIG)))
-                    : null;
-            guard = handler != null ? new OrderGuard(handler, offsets) : new OrderGuard(batchHandler, offsets);
-            IdempotentConsumerBuilder b = IdempotentConsumer.builder();
-            // The guard's transactions: it follows what each applied, and writes the offsets in them.
-            TransactionProvider transactions = guard.transactions(dataSource);
-            b.transactions(transactions).consumer(consumer).meterRegistry(meterRegistry);
-            if (consumerSettings != null) {
-                consumerSettings.accept(b);
-            }
-            b.transactions(transactions).consumer(consumer);
-            idempotent = (handler != null ? b.handler(guard) : b.batchHandler(guard)).build();
-            guard.bind(idempotent.inbox(), consumer);
-        }
-        return new DefaultKafkaConsumerRunner(new RunnerSettings(
-                props,
-                List.copyOf(topics),
-                idempotent,
-                guard,
-                eventIdExtractor,
-                missingEventIdPolicy,
-                deadLetterTopic,
-                deadLetterProducerProperties(props),
-                retryPolicy,
-                threads,
-                maxBatchRecords != null
-                        ? maxBatchRecords
-                        : Math.min(
-                                MAX_BATCH_RECORDS,
-                                DEFAULT_MAX_BATCH_POLLS
-                                        * intProperty(
-                                                props,
-                                                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-                                                DEFAULT_MAX_POLL_RECORDS)),
-                pollTimeout,
-                revoke,
-                closeTimeout,
-                meterRegistry,
-                afterDatabaseCommit,
-                offsets));
-    }
-
-    private Map<String, Object> consumerProperties() {
-        Map<String, Object> props = new HashMap<>(kafkaProperties);
-        Object autoCommit = props.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-        if (autoCommit != null
-                && Boolean.parseBoolean(autoCommit.toString().strip().toLowerCase(Locale.ROOT))) {
-            throw new InvalidConfigurationException("enable.auto.commit must be false for a once runner, but was '"
-                    + autoCommit + "': auto-commit commits offsets from inside poll(), before the database commit,"
-                    + " so a crash loses records; remove the setting (the runner commits after each batch)");
-        }
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        for (String key :
-                List.of(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG)) {
-            Object given = props.get(key);
-            if (given != null && !isByteArrayDeserializer(given)) {
-                throw new InvalidConfigurationException(key + " must be " + ByteArrayDeserializer.class.getName()
-                        + ", but was '" + given + "': the runner hands raw bytes to the handler as the delivery "
-                        + "payload; remove the setting and decode in the handler");
-            }
-            props.put(key, ByteArrayDeserializer.class.getName());
-        }
-        props.putIfAbsent(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(DEFAULT_MAX_POLL_RECORDS));
-        int maxPollRecords = intProperty(props, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, DEFAULT_MAX_POLL_RECORDS);
-        if (maxPollRecords < 1 || maxPollRecords > 10_000) {
-            throw new InvalidConfigurationException("max.poll.records must be between 1 and 10000 (one batch is one "
-                    + "database transaction), but was " + maxPollRecords);
-        }
-        return Map.copyOf(props);
-    }
-
-    private Map<String, Object> deadLetterProducerProperties(Map<String, Object> consumerProps) {
-        Map<String, Object> p = new HashMap<>();
-        consumerProps.forEach((k, v) -> {
-            if (k.equals(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG)
-                    || k.startsWith("security.")
-                    || k.startsWith("ssl.")
-                    || k.startsWith("sasl.")) {
-                p.put(k, v);
-            }
-        });
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.putAll(producerProperties);
-        return Map.copyOf(p);
-    }
-
-    private static boolean isByteArrayDeserializer(Object value) {
-        return value == ByteArrayDeserializer.class
-                || ByteArrayDeserializer.class.getName().equals(value.toString());
-    }
-
-    private static int intProperty(Map<String, Object> props, String key, int fallback) {
-        Object v = props.get(key);
-        if (v == null) {
-            return fallback;
-        }
-        try {
-            return v instanceof Number n
-                    ? n.intValue()
-                    : Integer.parseInt(v.toString().strip());
-        } catch (NumberFormatException e) {
-            throw new InvalidConfigurationException(key + " must be an integer, but was '" + v + "'");
-        }
-    }
-
-    private static Duration positive(String name, Duration d) {
-        Objects.requireNonNull(d, name);
-        if (d.isZero() || d.isNegative()) {
-            throw new InvalidConfigurationException(name + " must be positive, but was " + d);
-        }
-        return d;
+        RunnerChecks.requireComplete(this);
+        Map<String, Object> props = RunnerChecks.consumerProperties(kafkaProperties);
+        Duration revoke = RunnerChecks.revokeTimeout(revokeTimeout, props);
+        RunnerChecks.requireConsistent(this);
+        return RunnerAssembly.assemble(this, props, revoke);
     }
 }

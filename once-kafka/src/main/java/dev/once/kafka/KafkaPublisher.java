@@ -100,10 +100,13 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      * Sends {@code message} and blocks until the broker acknowledged it.
      *
      * @return where it was written
-     * @throws PublishFailure permanent if Kafka rejected it for good (record too large, unknown or
-     *                        unauthorized topic): sending again cannot help, dead-letter the row;
-     *                        retryable for a timeout, a broker that is unreachable or any retriable
-     *                        Kafka error, and on interruption: send it again later
+     * @throws PublishFailure permanent if Kafka rejected it for good (record too large for the
+     *                        producer or the topic, unauthorized topic): sending again cannot help,
+     *                        dead-letter the row; retryable for a timeout, a broker that is unreachable
+     *                        or any retriable Kafka error, and on interruption: send it again later.
+     *                        A topic that does not exist is retryable too: the producer waits
+     *                        {@code max.block.ms} for its metadata and then fails exactly as when no
+     *                        broker answers, so it cannot be told from an outage
      */
     public RecordMetadata send(OutboxMessage message) {
         CompletableFuture<RecordMetadata> sent = start(Objects.requireNonNull(message, "message"));

@@ -1,0 +1,208 @@
+package dev.once.kafka.internal;
+
+import dev.once.Delivery;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import dev.once.kafka.MissingEventIdPolicy;
+import dev.once.kafka.internal.BatchVerdicts.Entry;
+import dev.once.kafka.internal.OrderGuard.Plan;
+import dev.once.kafka.internal.OrderGuard.Position;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One batch of a {@link PollLoop}, on its worker thread: turns records into deliveries (or into
+ * entries without one, by the {@link MissingEventIdPolicy}), runs them through the idempotent
+ * consumer behind the {@link OrderGuard}, lets {@link BatchVerdicts} decide what that means for each
+ * partition, and writes the dead letters it asks for. Touches no {@code KafkaConsumer}. Not API.
+ */
+final class BatchRun {
+
+    private static final Logger log = LoggerFactory.getLogger(BatchRun.class);
+
+    private static final Duration DEAD_LETTER_SEND_TIMEOUT = Duration.ofSeconds(30);
+
+    static final String DLT_REASON = "once-dlt-reason";
+    static final String DLT_TOPIC = "once-dlt-topic";
+    static final String DLT_PARTITION = "once-dlt-partition";
+    static final String DLT_OFFSET = "once-dlt-offset";
+    static final String DLT_CONSUMER = "once-dlt-consumer";
+
+    private final RunnerSettings settings;
+    private final BatchVerdicts verdicts;
+    private final Producer<byte[], byte[]> deadLetters;
+    private final String name;
+
+    BatchRun(RunnerSettings settings, BatchVerdicts verdicts, Producer<byte[], byte[]> deadLetters, String name) {
+        this.settings = settings;
+        this.verdicts = verdicts;
+        this.deadLetters = deadLetters;
+        this.name = name;
+    }
+
+    /** What the worker decided for each partition of a batch. */
+    record Result(
+            Map<TopicPartition, OffsetAndMetadata> commit,
+            Map<TopicPartition, Long> seekTo,
+            Map<TopicPartition, Integer> failuresAtSeek,
+            Throwable fatal) {}
+
+    Result process(List<ConsumerRecord<byte[], byte[]>> records) {
+        Map<TopicPartition, List<Entry>> byPartition = new LinkedHashMap<>();
+        List<Entry> withId = new ArrayList<>(records.size());
+        // Each id's first position on each partition, the first occurrence first; its list index.
+        Map<String, List<Position>> positions = new HashMap<>();
+        Map<String, Integer> order = new HashMap<>();
+        Map<TopicPartition, NavigableMap<Long, String>> ids = new HashMap<>();
+        // Under FAIL, a record without an id stops its partition: what follows it is not applied,
+        // so no effect gets ahead of the record the runner stops at.
+        Set<TopicPartition> stopped = new HashSet<>();
+        boolean failOnMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.FAIL;
+        // records dead-lettered after the transaction: no offset past them goes to the database
+        Map<TopicPartition, Long> gaps = new HashMap<>();
+        boolean deadLetterMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.DEAD_LETTER;
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+            if (stopped.contains(tp)) {
+                continue;
+            }
+            Entry e = entry(r, tp, positions);
+            byPartition.computeIfAbsent(tp, k -> new ArrayList<>()).add(e);
+            if (e.delivery == null && failOnMissing) {
+                stopped.add(tp);
+            } else if (e.delivery == null && deadLetterMissing) {
+                gaps.putIfAbsent(tp, r.offset());
+            } else if (e.delivery != null) {
+                String id = e.delivery.eventId();
+                order.putIfAbsent(id, withId.size());
+                withId.add(e);
+                ids.computeIfAbsent(tp, k -> new TreeMap<>()).put(r.offset(), id);
+                List<Position> at = positions.computeIfAbsent(id, k -> new ArrayList<>());
+                if (at.stream().noneMatch(p -> p.partition().equals(tp))) {
+                    at.add(new Position(tp, r.offset()));
+                }
+            }
+        }
+        Map<String, List<Position>> waiting = verdicts.waiting();
+        if (!withId.isEmpty()) {
+            List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
+            // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
+            // of its retry; the seek back below still replays from it and absorbs them as duplicates.
+            List<Outcome> outcomes = guarded(new Plan(positions, order, ids, waiting, gaps), deliveries);
+            for (int i = 0; i < withId.size(); i++) {
+                withId.get(i).outcome = outcomes.get(i);
+            }
+        }
+        BatchVerdicts.Decision d = verdicts.decide(
+                byPartition,
+                this::deadLetter,
+                e -> guarded(
+                                new Plan(
+                                        Map.of(e.delivery.eventId(), List.of(new Position(e.partition, e.offset()))),
+                                        Map.of(),
+                                        ids,
+                                        waiting,
+                                        gaps),
+                                List.of(e.delivery))
+                        .get(0));
+        return new Result(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
+    }
+
+    private List<Outcome> guarded(Plan plan, List<Delivery> deliveries) {
+        return settings.orderGuard() == null
+                ? settings.idempotentConsumer().processBatch(deliveries)
+                : settings.orderGuard()
+                        .guard(plan, () -> settings.idempotentConsumer().processBatch(deliveries));
+    }
+
+    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, List<Position>> positions) {
+        String id;
+        try {
+            id = settings.eventIdExtractor().eventId(r);
+        } catch (RuntimeException ex) {
+            return new Entry(r, null, "the event id extractor failed: " + ex, false);
+        }
+        if (id == null) {
+            return new Entry(r, null, "the record carries no event id", false);
+        }
+        int attempt = verdicts.attempt(tp, r.offset());
+        List<Position> seen = positions.get(id);
+        boolean copy = seen != null && !seen.get(0).partition().equals(tp);
+        try {
+            Delivery d = new Delivery(
+                    id,
+                    r.topic(),
+                    r.value(),
+                    headers(r),
+                    attempt,
+                    attempt > 1,
+                    "kafka:" + r.topic() + "/" + r.partition() + "@" + r.offset());
+            return new Entry(r, d, null, copy);
+        } catch (InvalidDeliveryException ex) {
+            return new Entry(r, null, ex.getMessage(), false);
+        }
+    }
+
+    /** Sends a dead letter and waits for the broker's answer; false when it was not written. */
+    private boolean deadLetter(Entry e, String reason) {
+        ConsumerRecord<byte[], byte[]> r = e.record;
+        RecordHeaders headers = new RecordHeaders(r.headers().toArray());
+        headers.add(DLT_REASON, utf8(reason));
+        headers.add(DLT_TOPIC, utf8(r.topic()));
+        headers.add(DLT_PARTITION, utf8(Integer.toString(r.partition())));
+        headers.add(DLT_OFFSET, utf8(Long.toString(r.offset())));
+        headers.add(DLT_CONSUMER, utf8(settings.idempotentConsumer().consumer()));
+        try {
+            deadLetters
+                    .send(new ProducerRecord<>(settings.deadLetterTopic(), null, r.key(), r.value(), headers))
+                    .get(DEAD_LETTER_SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException | TimeoutException | KafkaException ex) {
+            log.warn(
+                    "{}: could not dead-letter {} to {}; it is tried again: {}",
+                    name,
+                    e.where(),
+                    settings.deadLetterTopic(),
+                    ex.toString());
+            return false;
+        }
+        log.warn("{}: dead-lettered {} to {}: {}", name, e.where(), settings.deadLetterTopic(), reason);
+        return true;
+    }
+
+    private static Map<String, String> headers(ConsumerRecord<byte[], byte[]> r) {
+        Map<String, String> m = new HashMap<>();
+        for (Header h : r.headers()) {
+            m.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+        }
+        return m;
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

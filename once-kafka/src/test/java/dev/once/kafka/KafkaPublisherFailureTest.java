@@ -1,0 +1,162 @@
+package dev.once.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.outbox.OutboxMessage;
+import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.PublishFailure;
+import dev.once.outbox.Receipt;
+import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How {@link KafkaPublisher} maps what Kafka answers to the publisher failure contract documented
+ * on {@link dev.once.outbox.Publisher}: permanent when sending again can never succeed (the row goes
+ * to {@code dead} at once), retryable when it may succeed later, each message of a batch decided on
+ * its own.
+ */
+class KafkaPublisherFailureTest {
+
+    /** The topic refuses records above this many bytes; the producer's own limit stays at its default. */
+    private static final String TOPIC_MAX_BYTES = "1000";
+
+    private final TestKafka kafka = TestKafka.shared();
+
+    private static OutboxMessage message(long id, String topic, String eventId, byte[] payload) {
+        return new OutboxMessage(id, eventId, topic, null, payload, Map.of(), eventId, 0, Instant.now());
+    }
+
+    private static byte[] small(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private String smallTopic() {
+        String topic = "once-small-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        kafka.createTopic(topic, 1, Map.of("max.message.bytes", TOPIC_MAX_BYTES));
+        return topic;
+    }
+
+    private KafkaPublisher publisher() {
+        return KafkaPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()));
+    }
+
+    @Test
+    void aRecordTheTopicRefusesAsTooLargeIsPermanentAndTheRelayMovesTheRowToDead() {
+        String topic = smallTopic();
+        try (KafkaPublisher publisher = publisher();
+                TestDatabase db = TestPostgres.shared().freshDatabase()) {
+            assertThatThrownBy(() -> publisher.publish(message(1, topic, "evt-1", new byte[5000])))
+                    .as("refused by the broker: above the topic's max.message.bytes")
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
+                    .hasMessageContaining("outbox message 1")
+                    .hasMessageContaining(topic);
+            assertThat(publisher.publish(message(2, topic, "evt-2", small("2"))).body())
+                    .as("the publisher goes on after a refused record")
+                    .startsWith(topic + "-0@");
+
+            IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("orders")
+                    .handler((d, tx) -> tx.outbox().add(topic, null, new byte[5000], Map.of(), null))
+                    .build()
+                    .process(Delivery.builder("order-1").build());
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(db.dataSource())
+                    .publisher(publisher)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .build();
+            assertThat(relay.relayOnce()).isEqualTo(1);
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"))
+                    .as("dead after one attempt")
+                    .isEqualTo(1);
+        }
+    }
+
+    @Test
+    void oneRefusedSendInABatchDecidesNoOtherMessage() throws Exception {
+        String topic = smallTopic();
+        try (KafkaPublisher publisher = publisher()) {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    message(1, topic, "evt-1", small("1")),
+                    message(2, topic, "evt-2", new byte[5000]),
+                    message(3, topic, "evt-3", small("3"))));
+            assertThat(stages).hasSize(3);
+            assertThat(stages.get(0)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .startsWith(topic + "-0@");
+            assertThat(stages.get(2)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .startsWith(topic + "-0@");
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
+                    .isInstanceOf(CompletionException.class)
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
+                    .hasMessageContaining("outbox message 2");
+        }
+    }
+
+    /**
+     * The one case where Kafka's answer is not the idiom's first reading ("it does not exist":
+     * permanent): the producer waits {@code max.block.ms} for the topic's metadata and then fails
+     * exactly as it does when no broker answers ("Topic … not present in metadata"), so the
+     * publisher cannot tell a missing topic from an outage, and an outage must never give a message
+     * up. Retryable: the relay tries again with its backoff and dead-letters the row once its
+     * retry policy is spent.
+     */
+    @Test
+    void aTopicThatDoesNotExistIsRetryableSinceKafkaAnswersAsForAnOutage() {
+        String missing = "once-no-topic-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        try (KafkaPublisher publisher = KafkaPublisher.create(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                kafka.bootstrapServers(),
+                ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                "2000"))) {
+            assertThatThrownBy(() -> publisher.publish(message(1, missing, "evt-1", small("1"))))
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isTrue())
+                    .hasMessageContaining("outbox message 1")
+                    .hasMessageContaining("not present in metadata");
+        }
+    }
+
+    @Test
+    void aBrokerThatCannotBeReachedIsRetryable() throws IOException {
+        int closed;
+        try (ServerSocket s = new ServerSocket(0)) {
+            closed = s.getLocalPort(); // nothing listens there once it is closed
+        }
+        try (KafkaPublisher publisher = KafkaPublisher.create(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                "127.0.0.1:" + closed,
+                ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                "1000"))) {
+            assertThatThrownBy(() -> publisher.publish(message(1, "any", "evt-1", small("1"))))
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isTrue())
+                    .hasMessageContaining("outbox message 1")
+                    .hasMessageContaining("not present in metadata");
+        }
+    }
+}
