@@ -67,7 +67,7 @@ final class EntryPoints {
                     noopDetector.putIfAbsent(s.module(), repo.loc(imp));
                 }
             }
-            String text = String.join("\n", s.lines());
+            String text = s.text();
             if (text.contains("org.springframework.cloud.stream") || text.contains("spring.cloud.function")) {
                 streamModules.put(s.module(), true);
             }
@@ -337,7 +337,7 @@ final class EntryPoints {
                             MethodCallExpr.class,
                             c -> c.getNameAsString().matches("setTransactionManager|setKafkaAwareTransactionManager")
                                     && c.toString().contains("ontainerProperties")
-                                    && o.cu().toString().contains("KafkaTransactionManager"))) {
+                                    && o.text().contains("KafkaTransactionManager"))) {
                 return repo.loc(c);
             }
         }
@@ -537,6 +537,9 @@ final class EntryPoints {
     // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
 
     private void eventuate(Repo.Source s, MethodDeclaration m) {
+        if (!s.text().contains("HandlersBuilder")) {
+            return; // the file builds no Eventuate handlers: no method of it needs printing
+        }
         String text = m.getBody().map(Object::toString).orElse("");
         if (!text.contains("DomainEventHandlersBuilder") && !text.contains("CommandHandlersBuilder")) {
             return;
@@ -1195,7 +1198,7 @@ final class EntryPoints {
         }
         List<Subscriber> out = new ArrayList<>();
         for (Repo.Source src : repo.sources()) {
-            if (!src.cu().toString().contains(type.substring(0, type.indexOf('<')))) {
+            if (!src.text().contains(type.substring(0, type.indexOf('<')))) {
                 continue;
             }
             Set<String> names = new java.util.HashSet<>();
