@@ -685,7 +685,11 @@ final class EntryPoints {
                         n.equals("consumeManualAck")
                                 ? "delivery.ack() in the pipeline"
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
+            case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
             case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
+                if (n.equals("receive")) {
+                    jmsReceive(s, call);
+                }
                 if (call.getScope()
                                 .map(x -> x.toString().contains("KafkaReceiver"))
                                 .orElse(false)
@@ -928,6 +932,65 @@ final class EntryPoints {
                 body,
                 receive);
         sqsAck(e, receive);
+    }
+
+    /** The JMS consumer types whose {@code receive} pulls one message from the broker. */
+    private static final Set<String> JMS_CONSUMER_TYPES =
+            Set.of("MessageConsumer", "QueueReceiver", "TopicSubscriber", "JMSConsumer");
+
+    /**
+     * A synchronous JMS receive ({@code consumer.receive()} in a loop or a method): the work after it
+     * is the consumer. Its acknowledgement is the session's mode, read from the {@code createSession}
+     * (or {@code createContext}) call in the same method or class: AUTO_ACKNOWLEDGE and DUPS_OK ack
+     * as receive() returns, CLIENT_ACKNOWLEDGE on {@code message.acknowledge()}, a transacted
+     * session on {@code session.commit()}.
+     */
+    private void jmsReceive(Repo.Source s, MethodCallExpr receive) {
+        String t = receive.getScope().map(types::typeOf).orElse(null);
+        if (t == null || !JMS_CONSUMER_TYPES.contains(t)) {
+            return;
+        }
+        Node body = loopOrMethod(receive);
+        MethodDeclaration m = Types.ancestor(receive, MethodDeclaration.class).orElse(null);
+        if (body == null || m == null) {
+            return;
+        }
+        boolean inLoop = body != m.getBody().orElse(null);
+        Entry e = add(s, inLoop ? "JMS receive loop" : "JMS receive", "jms", owner(receive), receive, body, receive);
+        e.loop = inLoop;
+        MethodCallExpr session = jmsSession(m);
+        String mode = session == null ? "" : session.getArguments().toString();
+        if (session == null) {
+            e.ackText = "the session's acknowledge mode is not in sight";
+        } else if (mode.contains("SESSION_TRANSACTED")
+                || (session.getArguments().size() >= 2 && session.getArgument(0).toString().equals("true"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "transacted session: session.commit() after processing";
+        } else if (mode.contains("CLIENT_ACKNOWLEDGE")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "CLIENT_ACKNOWLEDGE: message.acknowledge() after processing";
+        } else if (mode.contains("AUTO_ACKNOWLEDGE") || mode.contains("DUPS_OK_ACKNOWLEDGE")) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = repo.loc(session);
+            e.ackText = (mode.contains("DUPS_OK") ? "DUPS_OK_ACKNOWLEDGE" : "AUTO_ACKNOWLEDGE")
+                    + ": receive() acknowledges the message as it returns, before the work after it";
+        } else {
+            e.ackText = "the session's acknowledge mode (" + mode + ") is not a literal";
+        }
+    }
+
+    /** The session-creating call of a JMS receive: in its method, else anywhere in its class. */
+    private static MethodCallExpr jmsSession(MethodDeclaration m) {
+        java.util.function.Predicate<MethodCallExpr> creates =
+                c -> c.getNameAsString().matches("create(Queue|Topic)?Session|createContext");
+        List<MethodCallExpr> inMethod = m.findAll(MethodCallExpr.class, creates::test);
+        if (!inMethod.isEmpty()) {
+            return inMethod.get(0);
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(m);
+        List<MethodCallExpr> inClass =
+                owner == null ? List.of() : owner.findAll(MethodCallExpr.class, creates::test);
+        return inClass.size() == 1 ? inClass.get(0) : null;
     }
 
     private void sqsAck(Entry e, MethodCallExpr receive) {
