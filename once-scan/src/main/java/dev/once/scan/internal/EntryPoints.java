@@ -686,6 +686,7 @@ final class EntryPoints {
                                 ? "delivery.ack() in the pipeline"
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
             case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
+            case "setMessageListener" -> listenerObject(s, call);
             case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
                 if (n.equals("receive")) {
                     jmsReceive(s, call);
@@ -932,6 +933,65 @@ final class EntryPoints {
                 body,
                 receive);
         sqsAck(e, receive);
+    }
+
+    /**
+     * A listener handed to a consumer or a listener container by hand ({@code
+     * consumer.setMessageListener(message -> …)}, an anonymous {@code MessageListener}, or {@code
+     * this::onMessage}): its body is the consumer, acknowledged when it returns. The broker is read
+     * from the file's imports (JMS, Spring AMQP, Spring Kafka).
+     */
+    private void listenerObject(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1) {
+            return;
+        }
+        Expression a = call.getArgument(0);
+        String broker = listenerBroker(s);
+        if (broker == null) {
+            return;
+        }
+        String name = owner(call) + " listener";
+        if (a instanceof LambdaExpr l) {
+            listened(add(s, "setMessageListener lambda", broker, name, l, l.getBody(), l));
+        } else if (a instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().matches("onMessage|received")
+                        && md.getBody().isPresent()) {
+                    listened(add(s, oc.getType().getNameAsString() + "." + md.getNameAsString(), broker, name, md,
+                            md.getBody().get(), md));
+                }
+            }
+        } else if (a instanceof MethodReferenceExpr ref
+                && ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration md : owner == null
+                    ? List.<MethodDeclaration>of()
+                    : owner.getMethodsByName(ref.getIdentifier())) {
+                md.getBody().ifPresent(b -> listened(add(s, "setMessageListener(this::" + ref.getIdentifier() + ")",
+                        broker, owner(md), md, b, md)));
+            }
+        }
+    }
+
+    private static void listened(Entry e) {
+        e.ackText = "the consumer acknowledges after the listener returns";
+    }
+
+    private static String listenerBroker(Repo.Source s) {
+        for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
+            String n = imp.getNameAsString();
+            if (n.startsWith("javax.jms") || n.startsWith("jakarta.jms") || n.contains(".jms.")) {
+                return "jms";
+            }
+            if (n.startsWith("org.springframework.amqp") || n.startsWith("com.rabbitmq")) {
+                return "rabbitmq";
+            }
+            if (n.startsWith("org.springframework.kafka")) {
+                return "kafka";
+            }
+        }
+        return null;
     }
 
     /** The JMS consumer types whose {@code receive} pulls one message from the broker. */
@@ -1370,6 +1430,20 @@ final class EntryPoints {
                         && md.getNameAsString().equals(method)
                         && md.getBody().isPresent()) {
                     callbackObject(s, t, md, md.getBody().get(), md);
+                }
+            }
+            return;
+        }
+        if (t.endsWith("MessageListener")
+                && !t.equals("BatchMessageListener")
+                && oc.getAnonymousClassBody().isPresent()
+                && listenerBroker(s) != null) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals("onMessage")
+                        && md.getBody().isPresent()) {
+                    listened(add(s, t + ".onMessage", listenerBroker(s), owner(oc) + " listener", md,
+                            md.getBody().get(), md));
                 }
             }
             return;
