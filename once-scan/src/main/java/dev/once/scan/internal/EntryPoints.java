@@ -953,23 +953,36 @@ final class EntryPoints {
         String name = owner(call) + " listener";
         if (a instanceof LambdaExpr l) {
             listened(add(s, "setMessageListener lambda", broker, name, l, l.getBody(), l));
-        } else if (a instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+        } else if (a instanceof ObjectCreationExpr oc
+                && oc.getAnonymousClassBody().isPresent()) {
             for (var member : oc.getAnonymousClassBody().get()) {
                 if (member instanceof MethodDeclaration md
                         && md.getNameAsString().matches("onMessage|received")
                         && md.getBody().isPresent()) {
-                    listened(add(s, oc.getType().getNameAsString() + "." + md.getNameAsString(), broker, name, md,
-                            md.getBody().get(), md));
+                    listened(add(
+                            s,
+                            oc.getType().getNameAsString() + "." + md.getNameAsString(),
+                            broker,
+                            name,
+                            md,
+                            md.getBody().get(),
+                            md));
                 }
             }
         } else if (a instanceof MethodReferenceExpr ref
                 && ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
             TypeDeclaration<?> owner = Types.enclosingType(call);
-            for (MethodDeclaration md : owner == null
-                    ? List.<MethodDeclaration>of()
-                    : owner.getMethodsByName(ref.getIdentifier())) {
-                md.getBody().ifPresent(b -> listened(add(s, "setMessageListener(this::" + ref.getIdentifier() + ")",
-                        broker, owner(md), md, b, md)));
+            for (MethodDeclaration md :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                md.getBody()
+                        .ifPresent(b -> listened(add(
+                                s,
+                                "setMessageListener(this::" + ref.getIdentifier() + ")",
+                                broker,
+                                owner(md),
+                                md,
+                                b,
+                                md)));
             }
         }
     }
@@ -1023,7 +1036,8 @@ final class EntryPoints {
         if (session == null) {
             e.ackText = "the session's acknowledge mode is not in sight";
         } else if (mode.contains("SESSION_TRANSACTED")
-                || (session.getArguments().size() >= 2 && session.getArgument(0).toString().equals("true"))) {
+                || (session.getArguments().size() >= 2
+                        && session.getArgument(0).toString().equals("true"))) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "transacted session: session.commit() after processing";
         } else if (mode.contains("CLIENT_ACKNOWLEDGE")) {
@@ -1048,8 +1062,7 @@ final class EntryPoints {
             return inMethod.get(0);
         }
         TypeDeclaration<?> owner = Types.enclosingType(m);
-        List<MethodCallExpr> inClass =
-                owner == null ? List.of() : owner.findAll(MethodCallExpr.class, creates::test);
+        List<MethodCallExpr> inClass = owner == null ? List.of() : owner.findAll(MethodCallExpr.class, creates::test);
         return inClass.size() == 1 ? inClass.get(0) : null;
     }
 
@@ -1442,8 +1455,14 @@ final class EntryPoints {
                 if (member instanceof MethodDeclaration md
                         && md.getNameAsString().equals("onMessage")
                         && md.getBody().isPresent()) {
-                    listened(add(s, t + ".onMessage", listenerBroker(s), owner(oc) + " listener", md,
-                            md.getBody().get(), md));
+                    listened(add(
+                            s,
+                            t + ".onMessage",
+                            listenerBroker(s),
+                            owner(oc) + " listener",
+                            md,
+                            md.getBody().get(),
+                            md));
                 }
             }
             return;
