@@ -2,7 +2,8 @@
 # Checks out every labelled repository (from local bare mirrors, at its pinned commit), scans each
 # with the scanner built from this working tree, and prints one SCAN-SCORE line per half.
 # Needs the mirrors (see README.md), so it is not part of the README's test command.
-# usage: once-scan/corpus/score.sh [--verbose]
+# usage: once-scan/corpus/score.sh [--verbose] [--show-held-out]   (half B prints its SCAN-SCORE line only
+# unless --show-held-out: B is held out, its misses are never read while tuning)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

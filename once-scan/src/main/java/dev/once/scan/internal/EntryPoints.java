@@ -67,7 +67,7 @@ final class EntryPoints {
                     noopDetector.putIfAbsent(s.module(), repo.loc(imp));
                 }
             }
-            String text = String.join("\n", s.lines());
+            String text = s.text();
             if (text.contains("org.springframework.cloud.stream") || text.contains("spring.cloud.function")) {
                 streamModules.put(s.module(), true);
             }
@@ -337,7 +337,7 @@ final class EntryPoints {
                             MethodCallExpr.class,
                             c -> c.getNameAsString().matches("setTransactionManager|setKafkaAwareTransactionManager")
                                     && c.toString().contains("ontainerProperties")
-                                    && o.cu().toString().contains("KafkaTransactionManager"))) {
+                                    && o.text().contains("KafkaTransactionManager"))) {
                 return repo.loc(c);
             }
         }
@@ -537,6 +537,9 @@ final class EntryPoints {
     // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
 
     private void eventuate(Repo.Source s, MethodDeclaration m) {
+        if (!s.text().contains("HandlersBuilder")) {
+            return; // the file builds no Eventuate handlers: no method of it needs printing
+        }
         String text = m.getBody().map(Object::toString).orElse("");
         if (!text.contains("DomainEventHandlersBuilder") && !text.contains("CommandHandlersBuilder")) {
             return;
@@ -682,7 +685,12 @@ final class EntryPoints {
                         n.equals("consumeManualAck")
                                 ? "delivery.ack() in the pipeline"
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
+            case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
+            case "setMessageListener" -> listenerObject(s, call);
             case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
+                if (n.equals("receive")) {
+                    jmsReceive(s, call);
+                }
                 if (call.getScope()
                                 .map(x -> x.toString().contains("KafkaReceiver"))
                                 .orElse(false)
@@ -925,6 +933,137 @@ final class EntryPoints {
                 body,
                 receive);
         sqsAck(e, receive);
+    }
+
+    /**
+     * A listener handed to a consumer or a listener container by hand ({@code
+     * consumer.setMessageListener(message -> …)}, an anonymous {@code MessageListener}, or {@code
+     * this::onMessage}): its body is the consumer, acknowledged when it returns. The broker is read
+     * from the file's imports (JMS, Spring AMQP, Spring Kafka).
+     */
+    private void listenerObject(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1) {
+            return;
+        }
+        Expression a = call.getArgument(0);
+        String broker = listenerBroker(s);
+        if (broker == null) {
+            return;
+        }
+        String name = owner(call) + " listener";
+        if (a instanceof LambdaExpr l) {
+            listened(add(s, "setMessageListener lambda", broker, name, l, l.getBody(), l));
+        } else if (a instanceof ObjectCreationExpr oc
+                && oc.getAnonymousClassBody().isPresent()) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().matches("onMessage|received")
+                        && md.getBody().isPresent()) {
+                    listened(add(
+                            s,
+                            oc.getType().getNameAsString() + "." + md.getNameAsString(),
+                            broker,
+                            name,
+                            md,
+                            md.getBody().get(),
+                            md));
+                }
+            }
+        } else if (a instanceof MethodReferenceExpr ref
+                && ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration md :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                md.getBody()
+                        .ifPresent(b -> listened(add(
+                                s,
+                                "setMessageListener(this::" + ref.getIdentifier() + ")",
+                                broker,
+                                owner(md),
+                                md,
+                                b,
+                                md)));
+            }
+        }
+    }
+
+    private static void listened(Entry e) {
+        e.ackText = "the consumer acknowledges after the listener returns";
+    }
+
+    private static String listenerBroker(Repo.Source s) {
+        for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
+            String n = imp.getNameAsString();
+            if (n.startsWith("javax.jms") || n.startsWith("jakarta.jms") || n.contains(".jms.")) {
+                return "jms";
+            }
+            if (n.startsWith("org.springframework.amqp") || n.startsWith("com.rabbitmq")) {
+                return "rabbitmq";
+            }
+            if (n.startsWith("org.springframework.kafka")) {
+                return "kafka";
+            }
+        }
+        return null;
+    }
+
+    /** The JMS consumer types whose {@code receive} pulls one message from the broker. */
+    private static final Set<String> JMS_CONSUMER_TYPES =
+            Set.of("MessageConsumer", "QueueReceiver", "TopicSubscriber", "JMSConsumer");
+
+    /**
+     * A synchronous JMS receive ({@code consumer.receive()} in a loop or a method): the work after it
+     * is the consumer. Its acknowledgement is the session's mode, read from the {@code createSession}
+     * (or {@code createContext}) call in the same method or class: AUTO_ACKNOWLEDGE and DUPS_OK ack
+     * as receive() returns, CLIENT_ACKNOWLEDGE on {@code message.acknowledge()}, a transacted
+     * session on {@code session.commit()}.
+     */
+    private void jmsReceive(Repo.Source s, MethodCallExpr receive) {
+        String t = receive.getScope().map(types::typeOf).orElse(null);
+        if (t == null || !JMS_CONSUMER_TYPES.contains(t)) {
+            return;
+        }
+        Node body = loopOrMethod(receive);
+        MethodDeclaration m = Types.ancestor(receive, MethodDeclaration.class).orElse(null);
+        if (body == null || m == null) {
+            return;
+        }
+        boolean inLoop = body != m.getBody().orElse(null);
+        Entry e = add(s, inLoop ? "JMS receive loop" : "JMS receive", "jms", owner(receive), receive, body, receive);
+        e.loop = inLoop;
+        MethodCallExpr session = jmsSession(m);
+        String mode = session == null ? "" : session.getArguments().toString();
+        if (session == null) {
+            e.ackText = "the session's acknowledge mode is not in sight";
+        } else if (mode.contains("SESSION_TRANSACTED")
+                || (session.getArguments().size() >= 2
+                        && session.getArgument(0).toString().equals("true"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "transacted session: session.commit() after processing";
+        } else if (mode.contains("CLIENT_ACKNOWLEDGE")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "CLIENT_ACKNOWLEDGE: message.acknowledge() after processing";
+        } else if (mode.contains("AUTO_ACKNOWLEDGE") || mode.contains("DUPS_OK_ACKNOWLEDGE")) {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = repo.loc(session);
+            e.ackText = (mode.contains("DUPS_OK") ? "DUPS_OK_ACKNOWLEDGE" : "AUTO_ACKNOWLEDGE")
+                    + ": receive() acknowledges the message as it returns, before the work after it";
+        } else {
+            e.ackText = "the session's acknowledge mode (" + mode + ") is not a literal";
+        }
+    }
+
+    /** The session-creating call of a JMS receive: in its method, else anywhere in its class. */
+    private static MethodCallExpr jmsSession(MethodDeclaration m) {
+        java.util.function.Predicate<MethodCallExpr> creates =
+                c -> c.getNameAsString().matches("create(Queue|Topic)?Session|createContext");
+        List<MethodCallExpr> inMethod = m.findAll(MethodCallExpr.class, creates::test);
+        if (!inMethod.isEmpty()) {
+            return inMethod.get(0);
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(m);
+        List<MethodCallExpr> inClass = owner == null ? List.of() : owner.findAll(MethodCallExpr.class, creates::test);
+        return inClass.size() == 1 ? inClass.get(0) : null;
     }
 
     private void sqsAck(Entry e, MethodCallExpr receive) {
@@ -1195,7 +1334,7 @@ final class EntryPoints {
         }
         List<Subscriber> out = new ArrayList<>();
         for (Repo.Source src : repo.sources()) {
-            if (!src.cu().toString().contains(type.substring(0, type.indexOf('<')))) {
+            if (!src.text().contains(type.substring(0, type.indexOf('<')))) {
                 continue;
             }
             Set<String> names = new java.util.HashSet<>();
@@ -1304,6 +1443,26 @@ final class EntryPoints {
                         && md.getNameAsString().equals(method)
                         && md.getBody().isPresent()) {
                     callbackObject(s, t, md, md.getBody().get(), md);
+                }
+            }
+            return;
+        }
+        if (t.endsWith("MessageListener")
+                && !t.equals("BatchMessageListener")
+                && oc.getAnonymousClassBody().isPresent()
+                && listenerBroker(s) != null) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals("onMessage")
+                        && md.getBody().isPresent()) {
+                    listened(add(
+                            s,
+                            t + ".onMessage",
+                            listenerBroker(s),
+                            owner(oc) + " listener",
+                            md,
+                            md.getBody().get(),
+                            md));
                 }
             }
             return;

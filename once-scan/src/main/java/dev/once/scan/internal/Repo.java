@@ -52,10 +52,10 @@ public final class Repo {
     long lines;
     int unresolved;
 
-    private record Parsed(Path file, CompilationUnit cu, String[] lines) {}
+    private record Parsed(Path file, CompilationUnit cu, String[] lines, String text) {}
 
-    /** One parsed Java file. */
-    record Source(Path path, String rel, CompilationUnit cu, String[] lines, Path module) {}
+    /** One parsed Java file, with its text (word checks read the text, never a printed AST). */
+    record Source(Path path, String rel, CompilationUnit cu, String[] lines, Path module, String text) {}
 
     private Repo(Path root) {
         this.root = root;
@@ -107,7 +107,9 @@ public final class Repo {
                 // RAW: any Java level parses, and the validators (a third of the parse time) do not run
                 .setLanguageLevel(ParserConfiguration.LanguageLevel.RAW)
                 // no comment attribution: the scan reads nodes, not comments (tokens stay: node ranges need them)
-                .setAttributeComments(false);
+                .setAttributeComments(false)
+                // nor the count of each line ending the file uses (a map update per character read)
+                .setDetectOriginalLineSeparator(false);
         if (Types.SOLVER) {
             CombinedTypeSolver solver = new CombinedTypeSolver(new ReflectionTypeSolver());
             for (Path sr : sourceRoots) {
@@ -133,12 +135,15 @@ public final class Repo {
             repo.raw.add(f);
             repo.files++;
             repo.lines += f.text().chars().filter(ch -> ch == '\n').count() + 1;
+            Set<String> declared = new java.util.HashSet<>();
             Matcher d = DECLARES.matcher(f.text());
             while (d.find()) {
                 repo.declares
                         .computeIfAbsent(d.group(1), k -> new ArrayList<>())
                         .add(f);
+                declared.add(d.group(1));
             }
+            Set<String> supers = new java.util.HashSet<>();
             Matcher x = EXTENDS.matcher(f.text());
             while (x.find()) {
                 Matcher name = NAME.matcher(x.group(1));
@@ -146,9 +151,12 @@ public final class Repo {
                     repo.extenders
                             .computeIfAbsent(name.group(), k -> new ArrayList<>())
                             .add(f);
+                    supers.add(name.group());
                 }
             }
-            if (SEED.matcher(f.text()).find()) {
+            repo.declaredIn.put(f.file(), declared);
+            repo.supersOf.put(f.file(), supers);
+            if (seeded(f.text())) {
                 seeds.add(f);
             }
         }
@@ -163,13 +171,105 @@ public final class Repo {
      * Words of the files parsed up front: where an entry point, a consumer setting, a dedupe or an
      * entity can be. Every other file is parsed when the trace first needs a type it declares or
      * extends, so a large repository costs the files its consumers reach, not all of them.
+     *
+     * <p>The words are the names the entry-point, settings and schema readers match on, not their
+     * common suffixes: a project's own {@code MetricsStreamProcessor}, {@code PromQLApiHandler} or
+     * {@code ModuleListener} holds no entry point, and matching "Processor", "Handler" and
+     * "Listener" anywhere in a name had SkyWalking parse 666 of its 2,217 files up front to find 3.
      */
-    private static final Pattern SEED = Pattern.compile(
-            "Listener|Handler|Consumer|Receiver|Subscriber|poll\\(|receive|basicConsume|basicGet|subscribe|fetch\\("
-                    + "|nextMessage|iterate\\(|RouteBuilder|IntegrationFlow|ServiceActivator|Function<|KStream|Processor"
-                    + "|@Entity|@Table|@Document|auto\\.commit|AUTO_COMMIT|max\\.poll|MAX_POLL|AcknowledgeMode"
-                    + "|DuplicateMessageDetector|IdempotentConsumer|Inbox|@Incoming|JobWorker|MessageListenerAdapter|onMessage"
-                    + "|ValueMapper|Transformer");
+    private static final List<String> SEED = List.of(
+            // annotations and interfaces of listener containers and frameworks
+            "MessageListener",
+            "KafkaListener",
+            "RabbitListener",
+            "SqsListener",
+            "JmsListener",
+            "StreamListener",
+            "RocketMQ",
+            "KafkaHandler",
+            "RabbitHandler",
+            "SqsHandler",
+            "EventHandler",
+            "CommandHandler",
+            "HandlersBuilder",
+            "RequestHandler",
+            "RequestStreamHandler",
+            "MessageHandler",
+            "DeliverCallback",
+            "handleDelivery",
+            "onMessage",
+            "@Incoming",
+            "JobWorker",
+            "ZeebeWorker",
+            "ServiceActivator",
+            // client libraries' consumers and receivers
+            "KafkaConsumer",
+            "DefaultConsumer",
+            "MockConsumer",
+            "MessageReceiver",
+            "KafkaReceiver",
+            "createReceiver",
+            "Subscriber",
+            "poll(",
+            "basicConsume",
+            "basicGet",
+            "subscribe",
+            "createDispatcher",
+            "consumeAutoAck",
+            "consumeManualAck",
+            "consumeNoAck",
+            "messageListener(",
+            "fetch(",
+            "nextMessage",
+            "iterate(",
+            // routes, flows, functions and stream topologies
+            "RouteBuilder",
+            "IntegrationFlow",
+            "Function<",
+            "KStream",
+            "Transformer",
+            "ValueMapper",
+            // consumer settings, dedupe and entities
+            "@Entity",
+            "@Table",
+            "@Document",
+            "auto.commit",
+            "AUTO_COMMIT",
+            "max.poll",
+            "MAX_POLL",
+            "AcknowledgeMode",
+            "DuplicateMessageDetector",
+            "IdempotentConsumer",
+            "IdempotentReceiver",
+            "Inbox");
+
+    /**
+     * Seed names that are also common parts of a project's own names, matched as whole identifiers
+     * only, each behind a plain search for its word (most files hold none of them).
+     */
+    private static final Map<String, Pattern> SEED_WORDS = Map.of(
+            "Consumer", Pattern.compile("\\b(?:Bi)?Consumer\\b"),
+            "Receiver", Pattern.compile("\\bReceiver\\b"),
+            "Processor", Pattern.compile("\\b(?:FixedKey|Contextual)?Processor\\b"),
+            "receive", Pattern.compile("\\breceive\\w*\\s*\\("));
+
+    /**
+     * Whether a file holds a seed: one {@code indexOf} per word (a vectorised search) rather than one
+     * alternation of every word tried at each character, then the few whole-identifier words.
+     */
+    private static boolean seeded(String text) {
+        for (String w : SEED) {
+            if (text.contains(w)) {
+                return true;
+            }
+        }
+        for (Map.Entry<String, Pattern> w : SEED_WORDS.entrySet()) {
+            if (text.contains(w.getKey()) && w.getValue().matcher(text).find()) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     private static final Pattern DECLARES =
             Pattern.compile("\\b(?:class|interface|enum|record)\\s+([A-Za-z_$][\\w$]*)");
@@ -205,13 +305,28 @@ public final class Repo {
                 .map(f -> parsers.get()
                         .parse(f.text())
                         .getResult()
-                        .map(cu -> new Parsed(f.file(), cu, f.text().split("\\r?\\n", -1)))
+                        .map(Repo::dropTokens)
+                        .map(cu -> new Parsed(f.file(), cu, f.text().split("\\r?\\n", -1), f.text()))
                         .orElse(null))
                 .filter(Objects::nonNull)
                 .toList();
         for (Parsed p : out) {
-            add(new Source(p.file(), rel(root, p.file()), p.cu(), p.lines(), moduleOf(p.file())));
+            add(new Source(p.file(), rel(root, p.file()), p.cu(), p.lines(), moduleOf(p.file()), p.text()));
         }
+    }
+
+    /**
+     * Keeps each node's position and lets its tokens go: the scan reads nodes and their ranges, never
+     * tokens, and a parsed file's token list (a linked object per token) was most of what a large
+     * repository held on the heap, copied by every young collection while the batch was parsed.
+     */
+    private static CompilationUnit dropTokens(CompilationUnit cu) {
+        cu.walk(n -> {
+            com.github.javaparser.Range range = n.getRange().orElse(null);
+            n.setTokenRange(null);
+            n.setRange(range);
+        });
+        return cu;
     }
 
     static boolean isTestDir(Path rel) {
@@ -226,6 +341,7 @@ public final class Repo {
     private void add(Source s) {
         sources.add(s);
         s.cu().setData(SOURCE, s);
+        indexBeans(s);
         for (TypeDeclaration<?> t : s.cu().findAll(TypeDeclaration.class)) {
             types.computeIfAbsent(t.getNameAsString(), k -> new ArrayList<>()).add(t);
             if (t instanceof ClassOrInterfaceDeclaration c) {
@@ -290,6 +406,19 @@ public final class Repo {
     }
 
     /**
+     * Types with this simple name among the files whose text passes {@code mayHold} (and those parsed
+     * already): a look-up that only a kind of file can answer (SQL written on mapper methods) parses
+     * only that kind, not every file declaring a {@code Builder}.
+     */
+    List<TypeDeclaration<?>> types(String simpleName, java.util.function.Predicate<String> mayHold) {
+        List<RawFile> in = declares.get(simpleName);
+        if (in != null) {
+            parse(in.stream().filter(f -> mayHold.test(f.text())).toList());
+        }
+        return types.getOrDefault(simpleName, List.of());
+    }
+
+    /**
      * {@code @Bean} methods that return {@code simpleName} (a lambda or anonymous class standing in
      * for an implementation), from the files that mention both, parsed on first use.
      */
@@ -300,39 +429,71 @@ public final class Repo {
     private final Map<String, List<MethodDeclaration>> beanFactories = new HashMap<>();
 
     private List<MethodDeclaration> findBeanFactories(String simpleName) {
-        Pattern returns = Pattern.compile("\\b" + Pattern.quote(simpleName) + "\\s+\\w+\\s*\\(");
-        parse(raw.stream()
-                .filter(f ->
-                        f.text().contains("@Bean") && returns.matcher(f.text()).find())
-                .toList());
-        List<MethodDeclaration> out = new ArrayList<>();
-        for (Source s : sources()) {
-            if (!String.join("\n", s.lines()).contains("@Bean")) {
-                continue;
-            }
-            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
-                if (m.isAnnotationPresent("Bean")
-                        && m.getType().isClassOrInterfaceType()
-                        && m.getType()
-                                .asClassOrInterfaceType()
-                                .getNameAsString()
-                                .equals(simpleName)
-                        && m.getBody().isPresent()) {
-                    out.add(m);
-                }
-            }
+        if (beanFiles == null) {
+            beanFiles = raw.stream().filter(f -> f.text().contains("@Bean")).toList();
         }
-        return out;
+        Pattern returns = Pattern.compile("\\b" + Pattern.quote(simpleName) + "\\s+\\w+\\s*\\(");
+        parse(beanFiles.stream()
+                .filter(f -> f.text().contains(simpleName)
+                        && returns.matcher(f.text()).find())
+                .toList());
+        return List.copyOf(beanMethods.getOrDefault(simpleName, List.of()));
     }
 
-    /** Classes of the repository that extend or implement {@code simpleName}, parsed on first use. */
-    private List<ClassOrInterfaceDeclaration> subtypes(String simpleName) {
+    /** The files that declare a {@code @Bean}, found once (each look-up used to search every file). */
+    private List<RawFile> beanFiles;
+
+    /**
+     * {@code @Bean} methods with a body by the simple name of the type they return, indexed as each
+     * file is parsed (a look-up used to walk every parsed file's methods).
+     */
+    private final Map<String, List<MethodDeclaration>> beanMethods = new HashMap<>();
+
+    private void indexBeans(Source s) {
+        if (!s.text().contains("@Bean")) {
+            return;
+        }
+        for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+            if (m.isAnnotationPresent("Bean")
+                    && m.getType().isClassOrInterfaceType()
+                    && m.getBody().isPresent()) {
+                beanMethods
+                        .computeIfAbsent(m.getType().asClassOrInterfaceType().getNameAsString(), k -> new ArrayList<>())
+                        .add(m);
+            }
+        }
+    }
+
+    /**
+     * Classes of the repository that extend or implement {@code simpleName} and can matter to a call
+     * of {@code method}, parsed on first use. A subtype's file is parsed only when it can declare the
+     * method (its text holds {@code method(}), has subtypes of its own, or has another repository
+     * supertype the method can be inherited from: a call through an interface with a hundred
+     * implementations used to parse all hundred to follow the few that define the method.
+     */
+    private List<ClassOrInterfaceDeclaration> subtypes(String simpleName, String method) {
         List<RawFile> in = extenders.get(simpleName);
         if (in != null) {
-            parse(in);
+            Pattern declares = Pattern.compile("\\b" + Pattern.quote(method) + "\\s*\\(");
+            parse(in.stream()
+                    .filter(f -> parsed.contains(f.file())
+                            || (f.text().contains(method)
+                                    && declares.matcher(f.text()).find())
+                            || declaredIn.get(f.file()).stream().anyMatch(extenders::containsKey)
+                            || supersOf.get(f.file()).stream().anyMatch(st -> !st.equals(simpleName) && declares_(st)))
+                    .toList());
         }
         return subtypes.getOrDefault(simpleName, List.of());
     }
+
+    private boolean declares_(String simpleName) {
+        return declares.containsKey(simpleName);
+    }
+
+    /** The simple names each file declares, and the names in its extends and implements clauses (read from its text). */
+    private final Map<Path, Set<String>> declaredIn = new HashMap<>();
+
+    private final Map<Path, Set<String>> supersOf = new HashMap<>();
 
     /**
      * The declarations a simple name means where {@code from} is written, as javac would read it:
@@ -353,9 +514,7 @@ public final class Repo {
                     && !imp.isAsterisk()
                     && imp.getName().getIdentifier().equals(simpleName)) {
                 List<TypeDeclaration<?>> hit = all.stream()
-                        .filter(t -> t.getFullyQualifiedName()
-                                .map(q -> q.equals(imp.getNameAsString()))
-                                .orElse(false))
+                        .filter(t -> qualifiedName(t).equals(imp.getNameAsString()))
                         .toList();
                 if (!hit.isEmpty()) {
                     return hit;
@@ -386,12 +545,23 @@ public final class Repo {
         return sameModule.isEmpty() ? all : sameModule;
     }
 
-    private static String packageOf(TypeDeclaration<?> t) {
-        return t.findCompilationUnit()
-                .flatMap(cu -> cu.getPackageDeclaration())
-                .map(pd -> pd.getNameAsString())
-                .orElse("");
+    private String packageOf(TypeDeclaration<?> t) {
+        return packages.computeIfAbsent(
+                t,
+                x -> x.findCompilationUnit()
+                        .flatMap(cu -> cu.getPackageDeclaration())
+                        .map(pd -> pd.getNameAsString())
+                        .orElse(""));
     }
+
+    private String qualifiedName(TypeDeclaration<?> t) {
+        return qualifiedNames.computeIfAbsent(t, x -> x.getFullyQualifiedName().orElse(""));
+    }
+
+    /** Each type's package and qualified name, computed once (resolution asks for them on every call it follows). */
+    private final Map<TypeDeclaration<?>, String> packages = new java.util.IdentityHashMap<>();
+
+    private final Map<TypeDeclaration<?>, String> qualifiedNames = new java.util.IdentityHashMap<>();
 
     /** Methods named {@code name} taking {@code args} arguments in the type and its repository supertypes and subtypes. */
     List<MethodDeclaration> methods(String typeName, String name, int args) {
@@ -437,7 +607,8 @@ public final class Repo {
             }
         }
         if (down) {
-            for (ClassOrInterfaceDeclaration sub : subtypes(typeName)) {
+            // a copy: following one subtype may parse files that add others of this name to the live list
+            for (ClassOrInterfaceDeclaration sub : List.copyOf(subtypes(typeName, name))) {
                 // an implementation of a type of the same simple name in another module is not one of these
                 boolean ofThese = declared.size() == types(typeName).size()
                         || types(typeName, sub).stream().anyMatch(declared::contains);

@@ -111,12 +111,16 @@ final class Schema {
         return Optional.ofNullable(mapperAnnotation.get(mapperType + "." + method));
     }
 
+    /** Where annotated SQL can be: a file without one of these annotations holds none for {@link #annotatedSql}. */
+    private static final Pattern SQL_ANNOTATION = Pattern.compile("\\b(?:Insert|Update|Delete|Query)\\s*\\(");
+
     /** The SQL a mapper method runs, if the repository states it (in mapper XML or on the method). */
     Optional<String> mapperSql(String mapperType, String method) {
         String sql = mapperSql.get(mapperType + "." + method);
         if (sql == null && annotatedRead.add(mapperType)) {
             // a MyBatis/Spring Data interface holds no word that gets it parsed up front: read it now
-            for (var t : repo.types(mapperType)) {
+            for (var t :
+                    repo.types(mapperType, text -> SQL_ANNOTATION.matcher(text).find())) {
                 if (t instanceof ClassOrInterfaceDeclaration c) {
                     annotatedSql(c);
                 }

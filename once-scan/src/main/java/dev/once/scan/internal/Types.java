@@ -64,6 +64,18 @@ final class Types {
             Type t = fieldType(enclosingType(fa), fa.getNameAsString(), 0);
             return t == null ? null : simple(t);
         }
+        if (e instanceof FieldAccessExpr fa && !(fa.getScope() instanceof ThisExpr)) {
+            // another object's field (holder.consumer): the field as its declaring type states it
+            String owner = typeOf(fa.getScope());
+            if (owner != null && isRepoType(owner)) {
+                for (TypeDeclaration<?> t : repo.types(owner, fa)) {
+                    Type ft = fieldType(t, fa.getNameAsString(), 0);
+                    if (ft != null) {
+                        return simple(ft);
+                    }
+                }
+            }
+        }
         if (e instanceof ObjectCreationExpr oc) {
             return oc.getType().getNameAsString();
         }

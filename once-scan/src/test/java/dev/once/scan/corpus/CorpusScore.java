@@ -14,8 +14,12 @@ import java.util.TreeMap;
  * Scans every checked-out corpus repository and scores it against its labels: one line per
  * repository, the misses and false alarms, and one {@code SCAN-SCORE} line per half.
  *
- * <p>usage: {@code CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]} (run by once-scan/corpus/score.sh);
- * {@code CORPUS_HALF=A} scores one half only.
+ * <p>usage: {@code CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose] [--show-held-out]} (run by
+ * once-scan/corpus/score.sh); {@code CORPUS_HALF=A} scores one half only.
+ *
+ * <p>Half B is held out: by default only its {@code SCAN-SCORE} line is printed, never its
+ * repositories' lines, misses or false alarms, so a tuning run cannot read them by accident.
+ * {@code --show-held-out} prints them (for a report on B, not for tuning).
  */
 public final class CorpusScore {
 
@@ -23,9 +27,12 @@ public final class CorpusScore {
 
     public static void main(String[] args) {
         if (args.length < 2) {
-            throw new IllegalArgumentException("usage: CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose]");
+            throw new IllegalArgumentException(
+                    "usage: CorpusScore LABEL_DIR CHECKOUT_DIR [--verbose] [--show-held-out]");
         }
-        boolean verbose = args.length > 2 && args[2].equals("--verbose");
+        List<String> flags = List.of(args).subList(2, args.length);
+        boolean verbose = flags.contains("--verbose");
+        boolean showHeldOut = flags.contains("--show-held-out");
         List<Labels.Score> scores = new ArrayList<>();
         // CORPUS_HALF=A scores one half only (tuning reads A's misses without scanning B)
         String only = System.getenv("CORPUS_HALF");
@@ -37,6 +44,9 @@ public final class CorpusScore {
             ScanReport report = ConsumerScan.builder().root(root).build().run();
             Labels.Score s = l.score(report);
             scores.add(s);
+            if (l.half().equals("B") && !showHeldOut) {
+                continue;
+            }
             System.out.printf(
                     Locale.ROOT,
                     "REPO half=%s %s must=%d/%d traps_sprung=%d/%d entries=%d/%d findings=%d seconds=%.2f%n",
