@@ -117,7 +117,7 @@ public final class Inbox {
         try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
-            ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 processed_at
+            dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
             ps.execute(); // the first result is the insert's count; a setting's restore may follow
             return ps.getUpdateCount() == 1;
         }

@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -58,16 +57,17 @@ final class CoreSuite implements Suite {
     static final String FINGERPRINT = "-fingerprint";
 
     // The floor's statements: the claim the engine makes (without its inline lock timeout, which a
-    // hand-written loop would not bother with), on the same table.
-    static final String FLOOR_CLAIM =
-            "INSERT INTO once_inbox (consumer, event_id, processed_at)" + " VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
+    // hand-written loop would not bother with), on the same table, stamped by the server (now(): no
+    // bind at all, the cheapest a hand-written loop can do).
+    static final String FLOOR_CLAIM = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
+            + " VALUES (?, ?, now()) ON CONFLICT DO NOTHING";
     static final String FLOOR_CLAIM_ALL = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
-            + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n"
+            + " SELECT ?, t.m, now() FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n"
             + " ON CONFLICT DO NOTHING RETURNING event_id";
     // One statement, one round trip: the update runs only when the claim inserted a row. In
     // auto-commit the statement is its own transaction, so claim and effect commit together.
     static final String FLOOR_CLAIM_AND_CREDIT = "WITH claim AS (INSERT INTO once_inbox (consumer, event_id,"
-            + " processed_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1)"
+            + " processed_at) VALUES (?, ?, now()) ON CONFLICT DO NOTHING RETURNING 1)"
             + " UPDATE account SET balance = balance + ? WHERE id = ? AND EXISTS (SELECT 1 FROM claim)";
 
     // The engine's claim check folded into the commit, as PostgresDialect.verifyClaimAndCommit writes it.
@@ -347,9 +347,8 @@ final class CoreSuite implements Suite {
             Event e = events.next();
             claimAndCredit.setString(1, CONSUMER);
             claimAndCredit.setString(2, e.id());
-            claimAndCredit.setTimestamp(3, new Timestamp(System.currentTimeMillis()));
-            claimAndCredit.setLong(4, e.amount());
-            claimAndCredit.setLong(5, e.account());
+            claimAndCredit.setLong(3, e.amount());
+            claimAndCredit.setLong(4, e.account());
             claimAndCredit.executeUpdate();
             return 1;
         }
@@ -358,7 +357,6 @@ final class CoreSuite implements Suite {
             Event e = events.next();
             claim.setString(1, CONSUMER);
             claim.setString(2, e.id());
-            claim.setTimestamp(3, new Timestamp(System.currentTimeMillis()));
             if (claim.executeUpdate() == 1) {
                 credit(e.payload());
             }
@@ -381,8 +379,7 @@ final class CoreSuite implements Suite {
             Arrays.sort(ids); // one lock order across workers, as the engine does
             Array array = c.createArrayOf("varchar", ids);
             claimAll.setString(1, CONSUMER);
-            claimAll.setTimestamp(2, new Timestamp(System.currentTimeMillis()));
-            claimAll.setArray(3, array);
+            claimAll.setArray(2, array);
             Set<String> claimed = new HashSet<>(batch * 2);
             try (ResultSet rs = claimAll.executeQuery()) {
                 while (rs.next()) {

@@ -157,26 +157,7 @@ final class RelaySuite implements Suite {
                         + "|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < throughput.size(); i++) {
             Throughput t = throughput.get(i);
-            Latency l = latency.get(i);
-            run.line(String.format(
-                    Locale.ROOT,
-                    "BENCH name=relay-kafka mode=%s conns=%d batch=%d events_per_s=%d p50_ms=%.1f p99_ms=%.1f",
-                    t.mode(),
-                    RELAYS,
-                    BATCH,
-                    Math.round(t.perSecond()),
-                    l.p50(),
-                    l.p99()));
-            md.append(String.format(
-                    Locale.ROOT,
-                    "| %s | %d | %d | %.1f | %.1f | %.1f | %d |%n",
-                    t.mode(),
-                    Math.round(t.perSecond()),
-                    Math.round(l.offered()),
-                    l.p50(),
-                    l.p99(),
-                    l.max(),
-                    l.rows()));
+            row(run, md, "kafka", t.mode(), t.mode(), t, latency.get(i));
         }
         Throughput c = throughput.get(0);
         Latency cl = latency.get(0);
@@ -207,28 +188,7 @@ final class RelaySuite implements Suite {
                             + " | latency rows |%n|---|---|---|---|---|---|---|%n",
                     seconds));
             for (BrokerRow b : brokers) {
-                Throughput t = b.throughput();
-                Latency l = b.latency();
-                run.line(String.format(
-                        Locale.ROOT,
-                        "BENCH name=relay-%s mode=side-by-side conns=%d batch=%d events_per_s=%d p50_ms=%.1f"
-                                + " p99_ms=%.1f",
-                        b.broker().id,
-                        RELAYS,
-                        BATCH,
-                        Math.round(t.perSecond()),
-                        l.p50(),
-                        l.p99()));
-                md.append(String.format(
-                        Locale.ROOT,
-                        "| %s | %d | %d | %.1f | %.1f | %.1f | %d |%n",
-                        b.broker().label,
-                        Math.round(t.perSecond()),
-                        Math.round(l.offered()),
-                        l.p50(),
-                        l.p99(),
-                        l.max(),
-                        l.rows()));
+                row(run, md, b.broker().id, "side-by-side", b.broker().label, b.throughput(), b.latency());
             }
             md.append('\n');
             for (BrokerRow b : brokers) {
@@ -711,5 +671,29 @@ final class RelaySuite implements Suite {
             rs.next();
             return rs.getLong(1);
         }
+    }
+    /** One row of a relay table and its BENCH line. */
+    private static void row(
+            Run run, StringBuilder md, String broker, String mode, String label, Throughput t, Latency l) {
+        run.line(String.format(
+                Locale.ROOT,
+                "BENCH name=relay-%s mode=%s conns=%d batch=%d events_per_s=%d p50_ms=%.1f p99_ms=%.1f",
+                broker,
+                mode,
+                RELAYS,
+                BATCH,
+                Math.round(t.perSecond()),
+                l.p50(),
+                l.p99()));
+        md.append(String.format(
+                Locale.ROOT,
+                "| %s | %d | %d | %.1f | %.1f | %.1f | %d |%n",
+                label,
+                Math.round(t.perSecond()),
+                Math.round(l.offered()),
+                l.p50(),
+                l.p99(),
+                l.max(),
+                l.rows()));
     }
 }

@@ -672,21 +672,49 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         if (watch.suspicion() == null && !tx.joined()) {
             return null;
         }
-        Transaction.Binds binds = ps -> {
-            ps.setString(1, consumer); // 1 consumer
-            ps.setString(2, eventId); // 2 event_id
-        };
+        JoinedTransaction joined = tx.joinedTransaction();
+        if (joined != null && joined.checksBeforeCommit()) {
+            Connection c = tx.connection();
+            joined.checkBeforeCommit(commit -> checkAtCommit(tx, c, eventId, commit));
+            return null;
+        }
+        return askClaim(tx.connection(), eventId, verifyAndCommitSql != null && tx.commitFoldable());
+    }
+
+    /**
+     * The check left to the caller's commit ({@link JoinedTransaction#checkBeforeCommit}): asked there, the
+     * caller's own work between the handler and the commit is covered too, and when the caller's commit
+     * would send nothing but the COMMIT, the check carries it (on PostgreSQL; the driver's commit then
+     * finds the transaction ended and sends nothing). A lost claim throws its outcome's failure, which
+     * rolls the caller's transaction back, and the outcome is reported as that failure.
+     */
+    private boolean checkAtCommit(Transaction tx, Connection c, String eventId, boolean commit) throws SQLException {
+        boolean fold = commit && verifyAndCommitSql != null;
+        Outcome lost = askClaim(c, eventId, fold);
+        if (lost != null) {
+            tx.lostAtCommit(lost);
+            throw (RuntimeException) lost.failure();
+        }
+        return fold;
+    }
+
+    /**
+     * Asks the database whether the claim is still the open transaction's; folded, with the COMMIT in
+     * the same round trip, which the server runs only when the check passes.
+     *
+     * @return null when the claim holds (and, folded, is committed), else the outcome to report
+     */
+    private Outcome askClaim(Connection c, String eventId, boolean fold) throws SQLException {
         int verdict;
-        try {
-            if (verifyAndCommitSql != null && tx.commitFoldable()) {
-                tx.commitWithCheck(verifyAndCommitSql, binds);
+        try (PreparedStatement ps = c.prepareStatement(fold ? verifyAndCommitSql : verifySql)) {
+            ps.setString(1, consumer);
+            ps.setString(2, eventId);
+            if (fold) {
+                ps.execute();
                 return null;
             }
-            try (PreparedStatement ps = tx.connection().prepareStatement(verifySql)) {
-                binds.bind(ps);
-                try (ResultSet rs = ps.executeQuery()) {
-                    verdict = rs.next() ? rs.getInt(1) : 0;
-                }
+            try (ResultSet rs = ps.executeQuery()) {
+                verdict = rs.next() ? rs.getInt(1) : 0;
             }
         } catch (SQLException e) {
             if (dialect.isAbortedTransaction(e)) {
@@ -735,7 +763,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);
                 }
                 Outcome provisional = result[0];
-                tx.afterCompletion(committed -> reportJoined(d, provisional, committed));
+                tx.afterCompletion(committed ->
+                        reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed));
                 return provisional;
             });
         } catch (SQLException e) {
@@ -817,8 +846,15 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 List<Outcome> outcomes = settle(deliveries, byId, prints);
                 settled.add(outcomes);
                 tx.afterCompletion(committed -> {
+                    Outcome lostAtCommit = tx.lostAtCommit();
                     for (int i = 0; i < deliveries.size(); i++) {
-                        reportJoined(deliveries.get(i), outcomes.get(i), committed);
+                        Delivery d = deliveries.get(i);
+                        reportJoined(
+                                d,
+                                lostAtCommit != null && claimed.contains(d.eventId())
+                                        ? FailedOutcomes.notRun(d, lostAtCommit)
+                                        : outcomes.get(i),
+                                committed);
                     }
                 });
                 return null;

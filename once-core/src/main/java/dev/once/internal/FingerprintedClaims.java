@@ -72,7 +72,7 @@ final class FingerprintedClaims {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
-            ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 processed_at
+            dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
             ps.setObject(4, fingerprint, Types.BIGINT); // 4 payload_fingerprint
             ps.execute(); // the first result is the insert's count; a setting's restore may follow
             return ps.getUpdateCount() == 1;

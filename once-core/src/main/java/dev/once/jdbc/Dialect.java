@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Collections;
 
 /**
@@ -23,13 +24,21 @@ public interface Dialect {
     /**
      * Claims one event id, waiting at most {@code lockTimeout} for a concurrent transaction that
      * holds the same id, or, when it is null, as long as the session's own {@code lock_timeout}
-     * allows. Binds: 1 consumer, 2 message id, 3 processed_at (timestamp). Executed with
+     * allows. Binds: 1 consumer, 2 message id, 3 processed_at ({@link #bindProcessedAt}). Executed with
      * {@code execute}; the first result's update count is 1 when claimed, 0 when an earlier
      * delivery committed it (a statement that puts a changed setting back may follow in the same
      * string). The timeout is a validated {@link Duration}, written into the statement as a number,
      * and bounds the claim only: the transaction's statements after it keep their own timeout.
      */
     String claim(String prefix, Duration lockTimeout);
+
+    /**
+     * Binds a claim's processed_at ({@link #claim}, {@link #claimWithFingerprint}); once per claim, so
+     * its cost on the client counts on the per-message path.
+     */
+    default void bindProcessedAt(PreparedStatement statement, int index, Instant processedAt) throws SQLException {
+        statement.setTimestamp(index, Timestamp.from(processedAt));
+    }
 
     /**
      * Run after the handler, before the commit: proves that the claim of one event id was made by

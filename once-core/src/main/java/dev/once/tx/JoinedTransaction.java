@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -20,6 +21,13 @@ import org.slf4j.LoggerFactory;
  * (an outcome is final only when the outermost transaction ends); a failing callback does not stop the
  * others.
  *
+ * <p>An integration that can run the engine's last check right before its commit creates it with
+ * {@link #checkingBeforeCommit()} and calls {@link #runChecks} there; the engine then leaves the check
+ * that its claims are still the transaction's to that moment ({@link #checkBeforeCommit}) instead of
+ * asking the database right after the handler, and when the integration's commit sends nothing but
+ * the COMMIT, the last check and the COMMIT travel in one round trip. A check registered after a
+ * savepoint the transaction rolled back to is dropped with the work it checks.
+ *
  * <p>Savepoints are matched by identity: pass the same object to {@link #savepoint} and
  * {@link #rollbackToSavepoint}. Used by the transaction's thread; not thread-safe.
  */
@@ -27,24 +35,106 @@ public final class JoinedTransaction implements SavepointListener {
 
     private static final Logger log = LoggerFactory.getLogger(JoinedTransaction.class);
 
-    private final List<TransactionHandle.CompletionCallback> callbacks = new ArrayList<>(2);
-    // undone.get(i): callback i reports work a rollback to a savepoint undid
+    // CompletionCallbacks and CommitChecks in the order registered
+    private final List<Object> entries = new ArrayList<>(2);
+    // undone.get(i): entry i belongs to work a rollback to a savepoint undid
     private final List<Boolean> undone = new ArrayList<>(2);
-    // the savepoints still valid, oldest first, each with the number of callbacks registered before it
+    // the savepoints still valid, oldest first, each with the number of entries registered before it
     private final List<Object> savepoints = new ArrayList<>(0);
     private final List<Integer> positions = new ArrayList<>(0);
     private final List<SavepointListener> listeners = new ArrayList<>(0);
+    private final boolean checksBeforeCommit;
     private boolean done;
 
-    /** A transaction that has just begun: no callbacks, no savepoints. */
-    public JoinedTransaction() {}
+    /** A transaction that has just begun: no callbacks, no savepoints; the engine checks its claims right after the handler. */
+    public JoinedTransaction() {
+        this(false);
+    }
+
+    private JoinedTransaction(boolean checksBeforeCommit) {
+        this.checksBeforeCommit = checksBeforeCommit;
+    }
+
+    /**
+     * A transaction that has just begun, whose integration calls {@link #runChecks} right before every
+     * commit of it (and never commits it without): the engine leaves its claim checks to that moment.
+     */
+    public static JoinedTransaction checkingBeforeCommit() {
+        return new JoinedTransaction(true);
+    }
+
+    /** True when the integration runs {@link #runChecks} before the commit, so the engine may register checks. */
+    public boolean checksBeforeCommit() {
+        return checksBeforeCommit;
+    }
+
+    /**
+     * The engine's check that what it claimed in this transaction is still the transaction's, run by
+     * the integration right before the commit.
+     */
+    @FunctionalInterface
+    public interface CommitCheck {
+        /**
+         * Asks the database; throws when the claim is lost (the transaction must then roll back).
+         *
+         * @param commit true when the integration's commit would send nothing but the COMMIT: the check
+         *     may then send it in its own round trip, when the check passes, and says so
+         * @return true if it committed the transaction (only when {@code commit} was true)
+         * @throws SQLException if the database could not be asked
+         */
+        boolean run(boolean commit) throws SQLException;
+    }
+
+    /**
+     * Registers {@code check} to run right before the commit (dropped if a rollback to a savepoint
+     * taken before it undoes the work it checks).
+     *
+     * @throws IllegalStateException unless created {@link #checkingBeforeCommit()}, or once completed
+     */
+    public void checkBeforeCommit(CommitCheck check) {
+        if (!checksBeforeCommit) {
+            throw new IllegalStateException("this transaction's integration runs no checks before its commit");
+        }
+        add(check);
+    }
+
+    /**
+     * Runs the registered checks still standing, in order, right before the commit; the last one may
+     * send the COMMIT with it. A failing check throws, and the integration must roll back.
+     *
+     * @param commitAllowed true when the integration's commit would send nothing but the COMMIT (no
+     *     other work is due before it), so the last check may commit
+     * @return true if the transaction is now committed (the integration's commit must then send nothing;
+     *     a JDBC driver that tracks the transaction's state, as pgjdbc does, sends nothing by itself)
+     * @throws SQLException if a check could not ask the database
+     */
+    public boolean runChecks(boolean commitAllowed) throws SQLException {
+        int last = -1;
+        for (int i = 0; i < entries.size(); i++) {
+            if (entries.get(i) instanceof CommitCheck && !undone.get(i)) {
+                last = i;
+            }
+        }
+        boolean committed = false;
+        for (int i = 0; i <= last; i++) {
+            if (entries.get(i) instanceof CommitCheck check && !undone.get(i)) {
+                committed = check.run(commitAllowed && i == last);
+                undone.set(i, true); // ran: not again if the integration asks once more
+            }
+        }
+        return committed;
+    }
 
     /** Registers {@code callback} for the end of the transaction (see the class comment for what it hears). */
     public void afterCompletion(TransactionHandle.CompletionCallback callback) {
+        add(callback);
+    }
+
+    private void add(Object entry) {
         if (done) {
             throw new IllegalStateException("the transaction has already completed; nothing can wait for its end");
         }
-        callbacks.add(callback);
+        entries.add(entry);
         undone.add(false);
     }
 
@@ -65,7 +155,7 @@ public final class JoinedTransaction implements SavepointListener {
     @Override
     public void savepoint(Object savepoint) {
         savepoints.add(savepoint);
-        positions.add(callbacks.size());
+        positions.add(entries.size());
         for (SavepointListener l : listeners) {
             l.savepoint(savepoint);
         }
@@ -86,7 +176,7 @@ public final class JoinedTransaction implements SavepointListener {
                     + ", which was never announced with savepoint(...): the integration must report every"
                     + " savepoint it creates, or once cannot tell which outcomes the rollback undid");
         }
-        for (int i = positions.get(at); i < callbacks.size(); i++) {
+        for (int i = positions.get(at); i < entries.size(); i++) {
             undone.set(i, true);
         }
         truncate(at + 1);
@@ -118,10 +208,13 @@ public final class JoinedTransaction implements SavepointListener {
             return;
         }
         done = true;
-        for (int i = 0; i < callbacks.size(); i++) {
+        for (int i = 0; i < entries.size(); i++) {
+            if (!(entries.get(i) instanceof TransactionHandle.CompletionCallback callback)) {
+                continue;
+            }
             boolean stands = committed && !undone.get(i);
             try {
-                callbacks.get(i).completed(stands);
+                callback.completed(stands);
             } catch (RuntimeException e) {
                 log.warn("a transaction completion callback failed (committed={})", stands, e);
             }

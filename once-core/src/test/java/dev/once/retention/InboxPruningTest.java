@@ -186,6 +186,28 @@ class InboxPruningTest {
         }
     }
 
+    /** The pruner's cutoff is only as good as the stamp: a claim carries the clock's instant, to the microsecond. */
+    @ParameterizedTest
+    @EnumSource(Db.class)
+    void aClaimIsStampedWithTheClocksInstant(Db which) throws Exception {
+        Instant at = Instant.parse("1999-12-31T23:59:59.123456789Z");
+        try (TestDatabase db = which.fresh()) {
+            IdempotentConsumer consumer = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(CONSUMER)
+                    .handler((d, tx) -> {})
+                    .clock(Clock.fixed(at, ZoneOffset.UTC))
+                    .build();
+            assertThat(consumer.process(Delivery.of("stamped", "x")).status()).isEqualTo(Outcome.Status.APPLIED);
+            try (Connection c = db.dataSource().getConnection();
+                    PreparedStatement ps = c.prepareStatement("SELECT processed_at FROM once_inbox");
+                    java.sql.ResultSet rs = ps.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getTimestamp(1).toInstant()).isEqualTo(Instant.parse("1999-12-31T23:59:59.123456Z"));
+            }
+        }
+    }
+
     private static InboxPruner pruner(TestDatabase db, int chunkSize, SimpleMeterRegistry registry) {
         return InboxPruner.builder()
                 .dataSource(db.dataSource())

@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.ConnectionHolder;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -35,7 +37,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private record Key(DataSource dataSource) {}
 
     private final Object key;
-    private final JoinedTransaction joined = new JoinedTransaction();
+    private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
     // Stands for "the start of the transaction as far as once knows it": a rollback to a savepoint taken
     // before this state existed is a rollback to it.
     private final Object start = new Object();
@@ -119,7 +121,19 @@ final class PhysicalTransaction implements TransactionSynchronization {
         joined.rollbackToSavepoint(savepoints.contains(savepoint) ? savepoint : start);
     }
 
-    /** The rows are written in one statement per writer before the commit; a failure rolls everything back. */
+    /**
+     * The rows are written in one statement per writer before the commit, then the engine's claim checks
+     * run; a failure of either rolls everything back. The last check carries the COMMIT itself when
+     * nothing else is due before the transaction manager's {@code Connection.commit()}: no synchronization
+     * after this one has a {@code beforeCommit} of its own (it may still write), the connection is not a
+     * JTA one (those come with Spring's {@code ConnectionSynchronization}), and the transaction holds nothing
+     * but JDBC connections (a JPA or Hibernate transaction manager flushes its session in its commit, after
+     * every {@code beforeCommit}). Synchronizations' {@code beforeCompletion} runs after the fold; Spring
+     * meant it for releasing resources, and a write there would land in a transaction of its own.
+     * The driver's commit then finds the transaction ended and sends nothing (pgjdbc tracks it), so the
+     * listener's transaction costs the round trips of a hand-written one. Otherwise each check is a
+     * statement of its own.
+     */
     @Override
     public void beforeCommit(boolean readOnly) {
         try {
@@ -129,7 +143,52 @@ final class PhysicalTransaction implements TransactionSynchronization {
         } catch (SQLException e) {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
+        try {
+            joined.runChecks(nothingElseBeforeCommit());
+        } catch (SQLException e) {
+            throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
+        }
     }
+
+    private boolean nothingElseBeforeCommit() {
+        boolean after = false;
+        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
+            if (s == this) {
+                after = true;
+            } else if (s.getClass().getName().startsWith(CONNECTION_SYNCHRONIZATION)
+                    || (after && WRITES_BEFORE_COMMIT.get(s.getClass()))) {
+                return false;
+            }
+        }
+        for (Object bound : TransactionSynchronizationManager.getResourceMap().values()) {
+            if (!(bound instanceof ConnectionHolder || bound instanceof PhysicalTransaction)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // Spring registers DataSourceUtils' ConnectionSynchronization for a connection no
+    // DataSourceTransactionManager bound: a JTA transaction's (committed by XA, never by SQL).
+    private static final String CONNECTION_SYNCHRONIZATION = DataSourceUtils.class.getName() + "$";
+
+    /**
+     * Whether a synchronization class has a {@code beforeCommit} of its own: one that runs after this
+     * state's (Spring runs them in order) may write, and a COMMIT sent before it would leave that write
+     * to a second transaction. One that only listens for the outcome ({@code afterCommit}, an
+     * {@code @TransactionalEventListener} counter) does not hold the fold back.
+     */
+    private static final ClassValue<Boolean> WRITES_BEFORE_COMMIT = new ClassValue<>() {
+        @Override
+        protected Boolean computeValue(Class<?> type) {
+            try {
+                return type.getMethod("beforeCommit", boolean.class).getDeclaringClass()
+                        != TransactionSynchronization.class;
+            } catch (NoSuchMethodException e) {
+                return true;
+            }
+        }
+    };
 
     @Override
     public void afterCompletion(int status) {

@@ -1,0 +1,331 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.BeforeContainer;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * An {@link IdempotentListener} body that does what a real body may do behind once's back, on the
+ * connection Spring bound (where once's guard sees nothing): catch a failed statement and go on, delete
+ * its own claim, roll back a savepoint of its own, run {@code NESTED} steps, register a
+ * {@code beforeCommit} synchronization that writes or fails. Generated deliveries (each event delivered
+ * one to three times, each delivery its own body) go through the listener one by one; the oracle comes
+ * from the steps alone: a delivery whose body has a poisoned step throws (the container does not
+ * acknowledge it) and leaves nothing; the first clean delivery of an event commits exactly its body's
+ * writes and its claim; every later delivery is a duplicate that returns without running the body.
+ *
+ * <p>This is the test of the claim check that once leaves to Spring's commit (and, with nothing else
+ * due before the commit, folds into it): a check skipped or run too early lets a deleted claim commit,
+ * and the next copy apply again.
+ */
+class HostileListenerBodyTest {
+
+    /** What a body may do, in order. */
+    enum Step {
+        CREDIT,
+        /** A statement fails, the body catches Spring's exception and goes on: the transaction is aborted. */
+        FAIL_CAUGHT,
+        /** A NESTED step writes, then fails; the body catches it and goes on (rolled back to its savepoint). */
+        NESTED_FAIL,
+        /** A NESTED step that writes and commits into the outer transaction. */
+        NESTED_CREDIT,
+        /** A savepoint set on the raw connection, a write, a rollback to it: Spring hears of none of it. */
+        RAW_SAVEPOINT_GHOST,
+        /** The body deletes its own claim row. */
+        DELETE_CLAIM,
+        /** A synchronization whose beforeCommit writes a ledger row (it must commit with the claim). */
+        BEFORE_COMMIT_CREDIT,
+        /** A synchronization, run after once's in beforeCommit, that fails: the commit must not happen. */
+        BEFORE_COMMIT_FAIL,
+        /** A synchronization that only hears of the commit (an event listener's): no reason not to fold. */
+        AFTER_COMMIT_NOTE,
+        THROW;
+
+        boolean poisons() {
+            return this == FAIL_CAUGHT || this == DELETE_CLAIM || this == BEFORE_COMMIT_FAIL || this == THROW;
+        }
+
+        boolean credits() {
+            return this == CREDIT || this == NESTED_CREDIT || this == BEFORE_COMMIT_CREDIT;
+        }
+    }
+
+    record Delivery(String eventId, List<Step> steps) {
+        boolean poisoned() {
+            return steps.stream().anyMatch(Step::poisons);
+        }
+
+        long credits() {
+            return steps.stream().filter(Step::credits).count();
+        }
+    }
+
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+    static JdbcTemplate jdbc;
+    static Body body;
+    static final List<String> statements = new CopyOnWriteArrayList<>();
+    static final List<String> committedNotes = new CopyOnWriteArrayList<>();
+
+    @BeforeContainer
+    static void start() {
+        db = TestPostgres.shared().freshDatabase(2);
+        db.execute("CREATE TABLE ledger (event_id text NOT NULL, step text NOT NULL)");
+        context = new AnnotationConfigApplicationContext(Config.class);
+        jdbc = context.getBean(JdbcTemplate.class);
+        body = context.getBean(Body.class);
+    }
+
+    @AfterContainer
+    static void stop() {
+        if (context != null) {
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    static class Config {
+        @Bean
+        DataSource dataSource() {
+            return recording(db.dataSource());
+        }
+
+        @Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+
+        @Bean
+        Body body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
+            return new Body(jdbc, tm, ds);
+        }
+    }
+
+    /** The listener: runs the delivery's steps on the transaction Spring opened for it. */
+    public static class Body {
+        final JdbcTemplate jdbc;
+        final TransactionTemplate nested;
+        final DataSource ds;
+
+        Body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
+            this.jdbc = jdbc;
+            this.nested = new TransactionTemplate(tm);
+            this.nested.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
+            this.ds = ds;
+        }
+
+        @IdempotentListener(consumer = "hostile", eventId = "#p0")
+        public void on(String eventId, Step[] steps) throws SQLException {
+            for (int i = 0; i < steps.length; i++) {
+                String at = i + ":" + steps[i];
+                switch (steps[i]) {
+                    case CREDIT -> credit(eventId, at);
+                    case FAIL_CAUGHT -> {
+                        try {
+                            jdbc.queryForObject("SELECT 1 / 0", Integer.class);
+                        } catch (DataAccessException expected) {
+                            // swallowed: the body goes on in an aborted transaction
+                        }
+                    }
+                    case NESTED_FAIL -> {
+                        try {
+                            nested.executeWithoutResult(s -> {
+                                credit(eventId, at + " undone");
+                                throw new IllegalStateException("nested step fails");
+                            });
+                        } catch (IllegalStateException expected) {
+                            // the step is given up with its savepoint
+                        }
+                    }
+                    case NESTED_CREDIT -> nested.executeWithoutResult(s -> credit(eventId, at));
+                    case RAW_SAVEPOINT_GHOST -> {
+                        Connection c = DataSourceUtils.getConnection(ds);
+                        Savepoint sp = c.setSavepoint();
+                        credit(eventId, at + " ghost");
+                        c.rollback(sp);
+                        c.releaseSavepoint(sp);
+                    }
+                    case DELETE_CLAIM -> jdbc.update("DELETE FROM once_inbox WHERE event_id = ?", eventId);
+                    case BEFORE_COMMIT_CREDIT ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public void beforeCommit(boolean readOnly) {
+                                credit(eventId, at);
+                            }
+                        });
+                    case BEFORE_COMMIT_FAIL ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public int getOrder() {
+                                return Ordered.LOWEST_PRECEDENCE;
+                            }
+
+                            @Override
+                            public void beforeCommit(boolean readOnly) {
+                                throw new IllegalStateException("a beforeCommit step fails");
+                            }
+                        });
+                    case AFTER_COMMIT_NOTE ->
+                        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                            @Override
+                            public void afterCommit() {
+                                committedNotes.add(eventId);
+                            }
+                        });
+                    case THROW -> throw new IllegalStateException("the body fails");
+                }
+            }
+        }
+
+        private void credit(String eventId, String step) {
+            jdbc.update("INSERT INTO ledger VALUES (?, ?)", eventId, step);
+        }
+    }
+
+    @Provide
+    Arbitrary<List<Delivery>> deliveries() {
+        Arbitrary<List<Step>> steps = Arbitraries.of(Step.class)
+                .list()
+                .ofMaxSize(4)
+                // poisoned bodies less often than clean ones, so that most events get applied
+                .filter(s -> s.stream().filter(Step::poisons).count() <= 1);
+        Arbitrary<Delivery> one =
+                Combinators.combine(Arbitraries.of("e1", "e2", "e3"), steps).as(Delivery::new);
+        return one.list().ofMinSize(1).ofMaxSize(8);
+    }
+
+    @Property(tries = 60)
+    void everyDeliveryEndsAsItsStepsSay(@ForAll("deliveries") List<Delivery> deliveries) {
+        jdbc.update("DELETE FROM ledger");
+        jdbc.update("DELETE FROM once_inbox");
+        Map<String, Delivery> applied = new HashMap<>();
+        for (Delivery d : deliveries) {
+            boolean duplicate = applied.containsKey(d.eventId());
+            if (duplicate || !d.poisoned()) {
+                assertThatCode(() -> body.on(d.eventId(), d.steps().toArray(Step[]::new)))
+                        .as("%s after %s: acknowledged", d, applied.keySet())
+                        .doesNotThrowAnyException();
+                applied.putIfAbsent(d.eventId(), d);
+            } else {
+                assertThatThrownBy(() -> body.on(d.eventId(), d.steps().toArray(Step[]::new)))
+                        .as("%s: not acknowledged", d)
+                        .isNotNull();
+            }
+            for (String e : List.of("e1", "e2", "e3")) {
+                Delivery first = applied.get(e);
+                assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, e))
+                        .as("ledger rows of %s after %s (applied by %s)", e, d, first)
+                        .isEqualTo(first == null ? 0 : first.credits());
+                assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = ?", Long.class, e))
+                        .as("claims of %s after %s", e, d)
+                        .isEqualTo(first == null ? 0 : 1);
+            }
+        }
+    }
+
+    /**
+     * The default listener transaction (JdbcTransactionManager, nothing else due before the commit) sends
+     * the claim, the body's statements and the check with the COMMIT: no statement of its own for the check.
+     */
+    @Example
+    void theCheckRidesInTheCommitsRoundTrip() throws SQLException {
+        jdbc.update("DELETE FROM once_inbox");
+        statements.clear();
+        body.on("folded", new Step[] {Step.CREDIT});
+        assertThat(statements).hasSize(3);
+        assertThat(statements.get(0)).contains("INSERT INTO").contains("once_inbox");
+        assertThat(statements.get(1)).startsWith("INSERT INTO ledger");
+        assertThat(statements.get(2)).contains("once_inbox").endsWith("; COMMIT");
+        statements.clear();
+        body.on("noted", new Step[] {Step.CREDIT, Step.AFTER_COMMIT_NOTE});
+        assertThat(statements)
+                .as("a synchronization that only hears of the commit does not hold the fold back")
+                .hasSize(3);
+        assertThat(statements.get(2)).endsWith("; COMMIT");
+        assertThat(committedNotes).contains("noted");
+        statements.clear();
+        body.on("alone", new Step[] {Step.CREDIT, Step.BEFORE_COMMIT_CREDIT});
+        assertThat(statements)
+                .as("another synchronization's beforeCommit is due: the check is a statement of its own")
+                .noneMatch(s -> s.endsWith("; COMMIT"))
+                .anyMatch(s -> s.startsWith("SELECT 1 / count(*)"));
+    }
+
+    /** A DataSource whose connections record the SQL of every statement they prepare. */
+    static DataSource recording(DataSource target) {
+        InvocationHandler ds = (proxy, method, args) -> {
+            Object result = invoke(target, method, args);
+            if (result instanceof Connection c) {
+                return Proxy.newProxyInstance(
+                        HostileListenerBodyTest.class.getClassLoader(),
+                        new Class<?>[] {Connection.class},
+                        (p, m, a) -> {
+                            if (m.getName().startsWith("prepare") && a != null && a[0] instanceof String sql) {
+                                statements.add(sql);
+                            }
+                            return invoke(c, m, a);
+                        });
+            }
+            return result;
+        };
+        return (DataSource) Proxy.newProxyInstance(
+                HostileListenerBodyTest.class.getClassLoader(), new Class<?>[] {DataSource.class}, ds);
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}
