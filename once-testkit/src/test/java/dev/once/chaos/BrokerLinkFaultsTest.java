@@ -89,6 +89,7 @@ import org.junit.jupiter.api.Test;
  * {@value NetworkFaultsUnderLoadTest#RECOVERED} of the rate before.
  */
 @Tag("chaos")
+@RunsAlone
 class BrokerLinkFaultsTest {
 
     private static final Duration FAULT = Duration.ofSeconds(2);

@@ -31,6 +31,7 @@ import org.junit.jupiter.api.Test;
  * reason elsewhere).
  */
 @Tag("chaos")
+@RunsAlone
 class KernelNetworkFaultsTest {
 
     private static final Duration FAULT = Duration.ofSeconds(2);

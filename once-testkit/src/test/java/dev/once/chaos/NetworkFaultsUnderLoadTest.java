@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * each fault until the acknowledgement rate is back to {@value #RECOVERED} of what it was before.
  */
 @Tag("chaos")
+@RunsAlone
 class NetworkFaultsUnderLoadTest {
 
     static final double RECOVERED = 0.75;
