@@ -144,12 +144,14 @@ final class PhysicalTransaction implements TransactionSynchronization {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(nothingElseBeforeCommit());
+            joined.runChecks(this::nothingElseBeforeCommit);
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
     }
 
+    // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body
+    // ran, or only duplicates) skips these looks at Spring's synchronizations and resources.
     private boolean nothingElseBeforeCommit() {
         boolean after = false;
         for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
