@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -128,14 +129,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 DeliveryMdc.clear();
             }
         }
-        MDC.put(DeliveryMdc.MDC_CONSUMER, consumer);
-        Map<String, Outcome> byId;
-        try {
-            byId = owned.batch(firsts, prints);
-        } finally {
-            DeliveryMdc.clear();
-        }
-        return settlement.settleAndReport(deliveries, byId, prints);
+        return ownedRun(deliveries, prints, () -> owned.batch(firsts, prints));
     }
 
     @Override
@@ -147,10 +141,16 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
         List<Delivery> firsts = firsts(deliveries);
         BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
+        return ownedRun(deliveries, prints, () -> owned.inOrder(firsts, prints));
+    }
+
+    /** An owned batch or in-order run ({@code run}: the first occurrences' outcomes by id), settled and reported. */
+    private List<Outcome> ownedRun(
+            List<Delivery> deliveries, BatchFingerprints prints, Supplier<Map<String, Outcome>> run) {
         MDC.put(DeliveryMdc.MDC_CONSUMER, consumer);
         Map<String, Outcome> byId;
         try {
-            byId = owned.inOrder(firsts, prints);
+            byId = run.get();
         } finally {
             DeliveryMdc.clear();
         }
