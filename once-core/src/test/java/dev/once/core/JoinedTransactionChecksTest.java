@@ -38,13 +38,19 @@ class JoinedTransactionChecksTest {
         check("a");
         check("b");
 
-        assertThat(joined.runChecks(nothingElseDue)).as("the last check committed").isTrue();
-        assertThat(joined.runChecks(nothingElseDue)).as("nothing left to run, nothing committed").isFalse();
+        assertThat(joined.runChecks(nothingElseDue))
+                .as("the last check committed")
+                .isTrue();
+        assertThat(joined.runChecks(nothingElseDue))
+                .as("nothing left to run, nothing committed")
+                .isFalse();
 
         assertThat(ran)
                 .as("each check ran once, only the last told it may commit")
                 .containsExactly("a:false", "b:true");
-        assertThat(asked).as("asked for the first run only: the second found no check pending").isEqualTo(1);
+        assertThat(asked)
+                .as("asked for the first run only: the second found no check pending")
+                .isEqualTo(1);
     }
 
     @Test
