@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,12 +25,14 @@ final class ClaimCheck {
 
     private final String consumer;
     private final Dialect dialect;
+    private final String tablePrefix;
     private final String verifySql;
     private final String verifyAndCommitSql;
 
     ClaimCheck(String consumer, Dialect dialect, String tablePrefix) {
         this.consumer = consumer;
         this.dialect = dialect;
+        this.tablePrefix = tablePrefix;
         this.verifySql = dialect.verifyClaim(tablePrefix);
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(tablePrefix);
     }
@@ -62,9 +65,14 @@ final class ClaimCheck {
      * transaction, the check rides in the commit's round trip and commits when it passes; a provider's
      * owned handle gets the check alone and commits after its own pre-commit work.
      *
-     * @return null when the claim holds (and, folded, is committed), else the outcome to report
+     * <p>A batch transaction checks every claim it made, in one statement: a handler that deleted the
+     * claim of its batch's third event lost that one only (TransactionGuardTest's batch cases).
+     *
+     * @param eventIds the ids this transaction claimed, distinct, at least one; an outcome names the first
+     * @return null when the claims hold (and, folded, are committed), else the outcome to report
      */
-    Outcome verifyClaim(Transaction tx, String eventId, ClaimWatch watch) throws SQLException {
+    Outcome verifyClaim(Transaction tx, List<String> eventIds, ClaimWatch watch) throws SQLException {
+        String eventId = eventIds.get(0);
         if (watch.ended() != null) {
             return FailedOutcomes.rolledBackByDatabase(
                     eventId,
@@ -79,10 +87,10 @@ final class ClaimCheck {
         JoinedTransaction joined = tx.joinedTransaction();
         if (joined != null && joined.checksBeforeCommit()) {
             Connection c = tx.connection();
-            joined.checkBeforeCommit(commit -> checkAtCommit(tx, c, eventId, commit));
+            joined.checkBeforeCommit(commit -> checkAtCommit(tx, c, eventIds, commit));
             return null;
         }
-        return askClaim(tx.connection(), eventId, verifyAndCommitSql != null && tx.commitFoldable());
+        return askClaim(tx.connection(), eventIds, tx.commitFoldable());
     }
 
     /**
@@ -92,33 +100,49 @@ final class ClaimCheck {
      * finds the transaction ended and sends nothing). A lost claim throws its outcome's failure, which
      * rolls the caller's transaction back, and the outcome is reported as that failure.
      */
-    private boolean checkAtCommit(Transaction tx, Connection c, String eventId, boolean commit) throws SQLException {
-        boolean fold = commit && verifyAndCommitSql != null;
-        Outcome lost = askClaim(c, eventId, fold);
+    private boolean checkAtCommit(Transaction tx, Connection c, List<String> eventIds, boolean commit)
+            throws SQLException {
+        Outcome lost = askClaim(c, eventIds, commit);
         if (lost != null) {
             tx.lostAtCommit(lost);
             throw (RuntimeException) lost.failure();
         }
-        return fold;
+        return commit && checkSql(eventIds.size(), true) != null;
+    }
+
+    /** The check of {@code n} claims, with the COMMIT when {@code withCommit}; null where the dialect cannot fold it. */
+    private String checkSql(int n, boolean withCommit) {
+        if (n == 1) {
+            return withCommit ? verifyAndCommitSql : verifySql;
+        }
+        return withCommit ? dialect.verifyClaimsAndCommit(tablePrefix, n) : dialect.verifyClaims(tablePrefix, n);
     }
 
     /**
-     * Asks the database whether the claim is still the open transaction's; folded, with the COMMIT in
-     * the same round trip, which the server runs only when the check passes.
+     * Asks the database whether the claims are still the open transaction's; folded when {@code foldable}
+     * and the dialect can, with the COMMIT in the same round trip, which the server runs only when the
+     * check passes.
      *
-     * @return null when the claim holds (and, folded, is committed), else the outcome to report
+     * @return null when the claims hold (and, folded, are committed), else the outcome to report
      */
-    private Outcome askClaim(Connection c, String eventId, boolean fold) throws SQLException {
-        int verdict;
-        try (PreparedStatement ps = c.prepareStatement(fold ? verifyAndCommitSql : verifySql)) {
-            ps.setString(1, consumer);
-            ps.setString(2, eventId);
+    private Outcome askClaim(Connection c, List<String> eventIds, boolean foldable) throws SQLException {
+        String eventId = eventIds.get(0);
+        String folded = foldable ? checkSql(eventIds.size(), true) : null;
+        boolean fold = folded != null;
+        long verdict;
+        try (PreparedStatement ps = c.prepareStatement(fold ? folded : checkSql(eventIds.size(), false))) {
+            if (eventIds.size() == 1) {
+                ps.setString(1, consumer);
+                ps.setString(2, eventId);
+            } else {
+                dialect.bindVerifyClaims(ps, consumer, eventIds);
+            }
             if (fold) {
                 ps.execute();
                 return null;
             }
             try (ResultSet rs = ps.executeQuery()) {
-                verdict = rs.next() ? rs.getInt(1) : 0;
+                verdict = rs.next() ? rs.getLong(1) : 0;
             }
         } catch (SQLException e) {
             if (dialect.isAbortedTransaction(e)) {
@@ -136,7 +160,7 @@ final class ClaimCheck {
             }
             throw e;
         }
-        return verdict == 1
+        return verdict == eventIds.size()
                 ? null
                 : FailedOutcomes.rolledBackByDatabase(
                         eventId,

@@ -121,7 +121,7 @@ final class ClaimRun {
             }
             return failed(d, failure.cause());
         }
-        Outcome lost = check.verifyClaim(tx, d.eventId(), watch);
+        Outcome lost = check.verifyClaim(tx, List.of(d.eventId()), watch);
         if (lost != null) {
             tx.setRollbackOnly();
             return lost;

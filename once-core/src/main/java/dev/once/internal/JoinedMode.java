@@ -116,7 +116,7 @@ final class JoinedMode {
                     String first = claimed.iterator().next();
                     Outcome lost;
                     try {
-                        lost = check.verifyClaim(tx, first, watch);
+                        lost = check.verifyClaim(tx, List.copyOf(claimed), watch);
                     } catch (SQLException e) {
                         lost = FailedOutcomes.databaseFailure(first, e);
                     }

@@ -105,7 +105,8 @@ final class OwnedMode {
                         return BatchResult.split(d -> claimRun.failed(d, failure.cause()), culprit);
                     }
                     if (!mine.isEmpty()) {
-                        Outcome lost = check.verifyClaim(tx, mine.get(0).eventId(), watch);
+                        Outcome lost = check.verifyClaim(
+                                tx, mine.stream().map(Delivery::eventId).toList(), watch);
                         if (lost != null) {
                             // Nothing of the batch stands; split, and the culprit fails alone.
                             tx.setRollbackOnly();
