@@ -33,6 +33,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Finds the message entry points of a repository and how each acknowledges. */
@@ -197,6 +198,8 @@ final class EntryPoints {
             } else if (Types.annotated(anns, "JmsListener")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";
+                e.jtaTransaction =
+                        jtaTransaction(s, Types.annotation(anns, "JmsListener").orElse(null));
             } else if (Types.annotated(anns, "StreamListener")) {
                 Entry e = add(
                         s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
@@ -342,6 +345,65 @@ final class EntryPoints {
             }
         }
         return null;
+    }
+
+    private static final Pattern JTA_WORDS = Pattern.compile(
+            "(?s).*(spring-boot-starter-jta|JtaTransactionManager|UserTransactionManager|bitronix\\.tm|com\\.atomikos"
+                    + "|narayana).*");
+    private static final Pattern CONTAINER_FACTORY = Pattern.compile("(?s).*containerFactory\\s*=\\s*\"([^\"]+)\".*");
+
+    /**
+     * Where a {@code @JmsListener}'s container joins a JTA (XA) transaction: its module runs a JTA
+     * transaction manager (a {@code spring-boot-starter-jta-*} dependency, Atomikos, Bitronix, Narayana)
+     * and the listener's container factory is handed the transaction manager, or is Spring Boot's
+     * default one, which takes the JTA manager by itself. Then the receive, the JDBC writes through the
+     * module's XA data sources and the sends through its XA connection factories commit or roll back
+     * together: a redelivery follows a rollback of the first attempt's writes, not a committed copy.
+     */
+    private Location jtaTransaction(Repo.Source s, AnnotationExpr listener) {
+        Location jta = null;
+        for (Path f : repo.otherFiles) {
+            String n = f.getFileName().toString();
+            if (f.startsWith(s.module()) && (n.equals("pom.xml") || n.startsWith("build.gradle"))) {
+                try {
+                    if (JTA_WORDS.matcher(java.nio.file.Files.readString(f)).matches()) {
+                        jta = repo.loc(f, 1, n);
+                    }
+                } catch (java.io.IOException | RuntimeException ex) {
+                    // unreadable build file: no JTA evidence from it
+                }
+            }
+        }
+        for (Repo.Source o : repo.sources()) {
+            if (jta == null && o.module().equals(s.module()) && JTA_WORDS.matcher(o.text()).matches()) {
+                jta = repo.loc(o.path(), 1, o.rel());
+            }
+        }
+        if (jta == null) {
+            return null;
+        }
+        Matcher named = CONTAINER_FACTORY.matcher(listener == null ? "" : listener.toString());
+        String factory = named.matches() ? named.group(1) : "jmsListenerContainerFactory";
+        for (Repo.Source o : repo.sources()) {
+            if (!o.module().equals(s.module())) {
+                continue;
+            }
+            for (MethodDeclaration bean : o.cu().findAll(
+                    MethodDeclaration.class,
+                    b -> Types.annotated(b.getAnnotations(), "Bean")
+                            && (b.getNameAsString().equals(factory)
+                                    || Types.annotation(b.getAnnotations(), "Bean")
+                                            .map(a -> a.toString().contains("\"" + factory + "\""))
+                                            .orElse(false)))) {
+                // the project's own factory: in the JTA transaction only when it is handed the manager
+                return bean.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager"))
+                        .stream()
+                        .findFirst()
+                        .map(repo::loc)
+                        .orElse(null);
+            }
+        }
+        return jta; // Spring Boot's default factory, configured with the JTA transaction manager
     }
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {

@@ -98,6 +98,7 @@ final class Tracer {
             "(?s).*[cC]orrelation[-_]?[iI][dD]\\s*\\(\\s*\\w+(\\.\\w+\\(\\))*\\.get(JMS)?Correlation[iI][dD]\\(\\).*");
 
     private static final Set<String> KAFKA_TEMPLATES = Set.of("KafkaTemplate", "KafkaOperations");
+    private static final Set<String> JMS_TEMPLATES = Set.of("JmsTemplate", "JmsOperations", "JmsMessagingTemplate");
     private static final Set<String> PUBLISH_NAMES = Set.of(
             "send",
             "convertAndSend",
@@ -652,14 +653,18 @@ final class Tracer {
             // a send through the template of a listener whose container runs a Kafka transaction
             // commits with the consumed offset: a redelivery aborts the first attempt's record
             boolean transacted = entry.kafkaTransaction != null && KAFKA_TEMPLATES.contains(stype);
+            // a JMS send in a listener whose container runs a JTA transaction goes through the module's XA
+            // connection factory: it is rolled back with the receive, so a redelivery follows no sent copy
+            boolean xa = entry.jtaTransaction != null && JMS_TEMPLATES.contains(stype);
             effect(
                     c,
                     f,
                     Blast.MESSAGE,
                     Event.Category.PUBLISH,
                     (reply ? "replies with " : "publishes ") + stype + "." + name
-                            + (transacted ? " in the listener's Kafka transaction" : ""),
-                    stable || reply || transacted);
+                            + (transacted ? " in the listener's Kafka transaction" : "")
+                            + (xa ? " in the listener's JTA transaction" : ""),
+                    stable || reply || transacted || xa);
             return true;
         }
         if (!repoType
@@ -1409,6 +1414,12 @@ final class Tracer {
     // ---- events -----------------------------------------------------------------------------------
 
     private void effect(Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed) {
+        if (category == Event.Category.DATABASE && entry != null && entry.jtaTransaction != null) {
+            // a database write in a JMS listener whose container runs a JTA transaction: the module's XA data
+            // source rolls it back with the receive, so a redelivery follows no committed copy
+            what += " in the listener's JTA transaction";
+            keyed = true;
+        }
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
         Blast b = blast;
