@@ -62,6 +62,7 @@ final class EntryPoints {
     }
 
     List<Entry> find() {
+        listenerParameters();
         for (Repo.Source s : repo.sources()) {
             for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
                 if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
@@ -689,7 +690,61 @@ final class EntryPoints {
 
     // ---- client-library loops and callbacks ----------------------------------------------------
 
+    /** A method of the repository that takes a listener: its name, its arity, the listener's index and broker. */
+    private record ListenerParameter(int arity, int index, String broker) {}
+
+    private final Map<String, List<ListenerParameter>> listenerParameters = new HashMap<>();
+
+    /**
+     * The repository's own methods that take a {@code MessageListener} (JMS, Spring AMQP, Spring
+     * Kafka): a registry or builder that puts it on a container. A lambda passed there is a listener
+     * just as one given to {@code setMessageListener}, wherever the call is written, so the files that
+     * call these methods by name are parsed too.
+     */
+    private void listenerParameters() {
+        for (Repo.Source s : repo.sources()) {
+            String broker = listenerBroker(s);
+            if (broker == null || !s.text().contains("MessageListener")) {
+                continue;
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                for (int i = 0; i < m.getParameters().size(); i++) {
+                    String t = Types.simple(m.getParameter(i).getType());
+                    // the library's listener interface: a project's own *MessageListener is called only
+                    // if the project calls it, which the trace follows as any other call
+                    if (t.endsWith("MessageListener")
+                            && !t.equals("BatchMessageListener")
+                            && !types.isRepoType(t)
+                            && !m.getNameAsString().equals("setMessageListener")) {
+                        listenerParameters
+                                .computeIfAbsent(m.getNameAsString(), k -> new ArrayList<>())
+                                .add(new ListenerParameter(m.getParameters().size(), i, broker));
+                    }
+                }
+            }
+        }
+        repo.parseHolding(listenerParameters.keySet().stream().map(n -> n + "(").toList());
+    }
+
+    /** A lambda passed as the listener argument of one of the repository's listener-taking methods. */
+    private void listenerArgument(Repo.Source s, MethodCallExpr call) {
+        for (ListenerParameter p : listenerParameters.getOrDefault(call.getNameAsString(), List.of())) {
+            if (call.getArguments().size() == p.arity() && call.getArgument(p.index()) instanceof LambdaExpr l) {
+                listened(add(
+                        s,
+                        "MessageListener lambda passed to " + call.getNameAsString(),
+                        p.broker(),
+                        owner(call) + " listener",
+                        l,
+                        l.getBody(),
+                        l));
+                return;
+            }
+        }
+    }
+
     private void calls(Repo.Source s, MethodCallExpr call) {
+        listenerArgument(s, call);
         String n = call.getNameAsString();
         switch (n) {
             case "poll" -> {

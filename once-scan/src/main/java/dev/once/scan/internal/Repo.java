@@ -294,6 +294,15 @@ public final class Repo {
         return List.copyOf(sources);
     }
 
+    /** Parses the files not parsed yet whose text holds one of these words (the callers of a method found late). */
+    void parseHolding(List<String> words) {
+        if (!words.isEmpty()) {
+            parse(raw.stream()
+                    .filter(f -> !parsed.contains(f.file()) && words.stream().anyMatch(f.text()::contains))
+                    .toList());
+        }
+    }
+
     private void parse(List<RawFile> files) {
         List<RawFile> todo =
                 files.stream().filter(f -> !parsed.contains(f.file())).toList();
