@@ -933,6 +933,9 @@ final class Tracer {
         if (!insert) {
             return;
         }
+        if (!fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
+            return; // a save by an @Id the code assigns from what it was given: a repeat replaces the same row
+        }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
         if (table != null && freshKey("", created(arg, f)) && !schema.hasKeyBesidesId(table)) {
@@ -1020,6 +1023,53 @@ final class Tracer {
                 "inserts into " + table + " under a fresh random key (an ordinary row, not a claim: each delivery"
                         + " adds one)",
                 false);
+    }
+
+    /** Assigns the id: {@code setId(x)}, {@code id(x)} on a builder, {@code this.id = x} or {@code id = x}. */
+    private static final Pattern ID_ASSIGNMENT =
+            Pattern.compile("(?s).*(\\.setId\\(|\\bsetId\\(|\\.id\\(|\\bid\\s*=[^=]).*");
+
+    /**
+     * A new entity whose {@code @Id} the code assigns (no {@code @GeneratedValue}, no fresh initializer)
+     * from something stable: a builder's {@code .id(…)}, {@code setId(…)} on the local before the save, or
+     * the entity's own static factory that sets it ({@code News.from(event)}). Spring Data, JPA's merge,
+     * Elasticsearch, Mongo and Cassandra all save such an entity as a replace of the row or document with
+     * that id, so a repeat changes nothing. An id made afresh ({@code UUID.randomUUID()}) is no key.
+     */
+    private boolean keyedByAssignedId(String entity, Expression arg, Frame f) {
+        boolean assigned = false;
+        for (TypeDeclaration<?> t : repo.types(entity)) {
+            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
+                if (fd.isAnnotationPresent("Id") || fd.isAnnotationPresent("PrimaryKey")) {
+                    if (fd.isAnnotationPresent("GeneratedValue") || FRESH.matcher(fd.toString()).matches()) {
+                        return false;
+                    }
+                    assigned = true;
+                }
+            }
+        }
+        if (!assigned) {
+            return false;
+        }
+        Node created = created(arg, f);
+        List<String> setters = new ArrayList<>();
+        if (created != null) {
+            setters.add(created.toString());
+        }
+        if (arg instanceof NameExpr n && f.method != null) {
+            f.method.findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().equals("setId")
+                                    && c.getScope().map(x -> x.toString().equals(n.getNameAsString())).orElse(false))
+                    .forEach(c -> setters.add(c.toString()));
+        }
+        if (created instanceof MethodCallExpr factory
+                && factory.getScope().map(x -> x.toString().equals(entity)).orElse(false)) {
+            for (MethodDeclaration m : repo.methods(entity, factory.getNameAsString(), factory.getArguments().size())) {
+                m.getBody().ifPresent(b -> setters.add(b.toString()));
+            }
+        }
+        return setters.stream().anyMatch(x -> ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
