@@ -196,6 +196,10 @@ final class EntryPoints {
             } else if (Types.annotated(anns, "SqsListener")) {
                 Entry e = add(s, "@SqsListener", "sqs", owner(m), m, m.getBody().get(), m);
                 springSqs(e, m, Types.annotation(anns, "SqsListener").orElse(null));
+            } else if (Types.annotated(anns, "NotificationMessageMapping")) {
+                // an SNS HTTP(S) subscription endpoint: SNS retries the POST until the endpoint answers 2xx
+                Entry e = add(s, "@NotificationMessageMapping", "sns", owner(m), m, m.getBody().get(), m);
+                e.ackText = "SNS retries the HTTP delivery until the method returns normally";
             } else if (Types.annotated(anns, "JmsListener")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";

@@ -189,6 +189,7 @@ public final class Repo {
             "KafkaHandler",
             "RabbitHandler",
             "SqsHandler",
+            "NotificationMessageMapping",
             "EventHandler",
             "CommandHandler",
             "HandlersBuilder",
