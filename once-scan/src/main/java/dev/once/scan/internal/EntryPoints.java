@@ -43,7 +43,13 @@ final class EntryPoints {
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
     private static final Set<String> SQS_TYPES =
-            Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync");
+            Set.of(
+                    "SqsClient",
+                    "SqsAsyncClient",
+                    "AmazonSQS",
+                    "AmazonSQSClient",
+                    "AmazonSQSAsync",
+                    "AmazonSQSExtendedClient");
 
     private final Repo repo;
     private final Types types;
@@ -1027,6 +1033,28 @@ final class EntryPoints {
                 if (callerBody != null) {
                     Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, c);
                     sqsAck(e, receive);
+                }
+            }
+            // the project's own wrapper called from another class, through the helper's class or an interface it
+            // implements (messageService.receiveMessage(queue) on a MessageService the helper implements)
+            Set<String> wrappers = new java.util.HashSet<>();
+            if (owner instanceof ClassOrInterfaceDeclaration cd) {
+                wrappers.add(cd.getNameAsString());
+                cd.getImplementedTypes().forEach(t -> wrappers.add(t.getNameAsString()));
+                cd.getExtendedTypes().forEach(t -> wrappers.add(t.getNameAsString()));
+            }
+            for (Repo.Source o : wrappers.isEmpty() ? List.<Repo.Source>of() : repo.sources()) {
+                for (MethodCallExpr c : o.cu().findAll(
+                        MethodCallExpr.class,
+                        c -> c.getNameAsString().equals(m.getNameAsString())
+                                && c.getArguments().size() == m.getParameters().size()
+                                && c.getScope().map(x -> wrappers.contains(types.typeOf(x))).orElse(false))) {
+                    Node callerBody = loopOrMethod(c);
+                    if (callerBody != null) {
+                        Entry e = add(o, "SQS receiveMessage through " + owner.getNameAsString(), "sqs", owner(c), c,
+                                callerBody, c);
+                        sqsAck(e, receive);
+                    }
                 }
             }
             // handed to a loop as a method reference: driver.run(this::receive)
