@@ -228,6 +228,7 @@ public final class Repo {
             "IntegrationFlow",
             "Function<",
             "KStream",
+            "StreamsBuilder",
             "Transformer",
             "ValueMapper",
             // consumer settings, dedupe and entities
