@@ -756,8 +756,9 @@ final class EntryPoints {
     private static final Set<String> STREAMS_BUILDERS = Set.of("StreamsBuilder", "KStreamBuilder");
 
     /**
-     * A Kafka Streams topology reading a topic ({@code builder.stream("orders")} on a {@code
-     * StreamsBuilder}, or the pre-1.0 {@code KStreamBuilder}): a consumer whose offsets Streams commits
+     * A Kafka Streams topology reading a topic ({@code builder.stream("orders")}, or {@code table}/{@code
+     * globalTable} for a changelog, on a {@code StreamsBuilder} or the pre-1.0 {@code KStreamBuilder}):
+     * a consumer whose offsets Streams commits
      * after the records went through the topology. The topology's own operators write only to topics;
      * its callbacks with effects ({@code peek}, {@code foreach}, {@code process}, mappers) are entry
      * points of their own and are traced there, so this one is listed and not traced again.
@@ -767,7 +768,14 @@ final class EntryPoints {
         if (call.getArguments().isEmpty() || t == null || !STREAMS_BUILDERS.contains(t)) {
             return;
         }
-        Entry e = add(s, "Kafka Streams topology", "kafka", owner(call) + " topology", call, call, call);
+        Entry e = add(
+                s,
+                "Kafka Streams topology",
+                "kafka",
+                owner(call) + " " + call.getNameAsString() + "(" + call.getArgument(0) + ")",
+                call,
+                call,
+                call);
         e.ackText = "Kafka Streams commits the offsets after the records went through the topology";
     }
 
@@ -854,7 +862,7 @@ final class EntryPoints {
             }
             case "from" -> integrationFlow(s, call);
             case "peek", "foreach" -> streamsSideEffect(s, call);
-            case "stream" -> streamsSource(s, call);
+            case "stream", "table", "globalTable" -> streamsSource(s, call);
             case "messageListener" -> {
                 if (call.getArguments().size() == 1
                         && call.getArgument(0) instanceof LambdaExpr l
