@@ -1417,14 +1417,15 @@ final class EntryPoints {
             return;
         }
         for (Expression a : call.getArguments()) {
-            if (a instanceof LambdaExpr l) {
+            Node[] handler = callback(a, 1);
+            if (handler != null) {
                 Entry e = add(
                         s,
                         jetStream ? "NATS JetStream push subscription" : "NATS subscription",
                         "nats",
                         owner(call) + " handler",
-                        l,
-                        l.getBody(),
+                        handler[0],
+                        handler[1],
                         call);
                 if (jetStream) {
                     e.ack = Entry.Ack.EXPLICIT;
@@ -1764,10 +1765,10 @@ final class EntryPoints {
             return;
         }
         Expression a = call.getArgument(1);
-        LambdaExpr l = a instanceof LambdaExpr le
-                ? le
-                : a instanceof NameExpr n ? lambdaOf(n).orElse(null) : null;
-        if (l == null) {
+        Node[] receiver = a instanceof NameExpr n && lambdaOf(n).isPresent()
+                ? new Node[] {lambdaOf(n).get(), lambdaOf(n).get().getBody()}
+                : callback(a, client ? 2 : 1);
+        if (receiver == null) {
             return;
         }
         Entry e = add(
@@ -1775,10 +1776,39 @@ final class EntryPoints {
                 client ? "Pub/Sub Subscriber MessageReceiver" : "Spring Cloud GCP PubSubTemplate.subscribe",
                 "pubsub",
                 owner(call) + " receiver",
-                l,
-                l.getBody(),
+                receiver[0],
+                receiver[1],
                 call);
         pubSubAck(e);
+    }
+
+    /**
+     * The handler a client library is given, as its declaration and body: a lambda, or a method
+     * reference to a method of the repository taking {@code arity} arguments ({@code this::onOrder},
+     * {@code handlers::onOrder} on a field, {@code OrderHandler::onOrder} on a type), so a handler
+     * written as a method is traced like one written inline. Null for anything else.
+     */
+    private Node[] callback(Expression a, int arity) {
+        if (a instanceof LambdaExpr l) {
+            return new Node[] {l, l.getBody()};
+        }
+        if (!(a instanceof MethodReferenceExpr ref)) {
+            return null;
+        }
+        List<MethodDeclaration> targets;
+        if (ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+            TypeDeclaration<?> owner = Types.enclosingType(ref);
+            targets = owner == null ? List.of() : owner.getMethodsByName(ref.getIdentifier());
+        } else {
+            String type = types.typeOf(ref.getScope());
+            targets = repo.methods(type != null ? type : ref.getScope().toString(), ref.getIdentifier(), arity, ref);
+        }
+        for (MethodDeclaration m : targets) {
+            if (m.getParameters().size() == arity && m.getBody().isPresent()) {
+                return new Node[] {m, m.getBody().get()};
+            }
+        }
+        return null;
     }
 
     private static void pubSubAck(Entry e) {
