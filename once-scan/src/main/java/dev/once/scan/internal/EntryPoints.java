@@ -211,6 +211,11 @@ final class EntryPoints {
                 e.ackText = "the JMS container acknowledges after the listener returns";
                 e.jtaTransaction =
                         jtaTransaction(s, Types.annotation(anns, "JmsListener").orElse(null));
+            } else if (Types.annotated(anns, "Consume")
+                    && s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
+                // a Camel POJO consumer: the endpoint's consumer calls the method per exchange
+                Entry e = add(s, "Camel @Consume", "camel", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the Camel consumer completes the exchange after the method returns";
             } else if (Types.annotated(anns, "StreamListener")) {
                 Entry e = add(
                         s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
@@ -502,8 +507,7 @@ final class EntryPoints {
                     .filter(a -> !a.isEmpty())
                     .map(a -> Types.simple(a.get(0)))
                     .orElse("");
-            if (n.equals("RequestHandler")
-                    && (arg.equals("SQSEvent") || arg.equals("KafkaEvent") || arg.equals("SNSEvent"))) {
+            if (n.equals("RequestHandler") && LAMBDA_EVENTS.contains(arg)) {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
@@ -680,13 +684,38 @@ final class EntryPoints {
         }
     }
 
+    /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
+    private static final Set<String> LAMBDA_EVENTS = Set.of(
+            "SQSEvent", "KafkaEvent", "SNSEvent", "KinesisEvent", "DynamodbEvent", "ActiveMQEvent", "RabbitMQEvent");
+
     private void stream(Repo.Source s, MethodDeclaration m) {
-        if (!Types.annotated(m.getAnnotations(), "Bean")
-                || !streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
+        if (!Types.annotated(m.getAnnotations(), "Bean")) {
             return;
         }
         String rt = Types.simple(m.getType());
         if (!rt.equals("Consumer") && !rt.equals("Function") && !rt.equals("BiConsumer")) {
+            return;
+        }
+        // a Spring Cloud Function bean taking a Lambda trigger's event (the AWS adapter invokes it per batch)
+        String event = m.getType() instanceof ClassOrInterfaceType ct
+                ? ct.getTypeArguments()
+                        .filter(a -> !a.isEmpty())
+                        .map(a -> Types.simple(a.get(0)))
+                        .orElse("")
+                : "";
+        if (LAMBDA_EVENTS.contains(event)) {
+            for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+                r.getExpression().ifPresent(x -> {
+                    Node body = x instanceof LambdaExpr l ? l.getBody() : x;
+                    Entry e = add(s, "Spring Cloud Function " + rt + "<" + event + "> on Lambda", "lambda", owner(m), m,
+                            body, m);
+                    e.ackText = "Lambda deletes the batch when the function returns; a failure redelivers all of it";
+                    e.loop = true;
+                });
+            }
+            return;
+        }
+        if (!streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
             return;
         }
         for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
@@ -839,11 +868,12 @@ final class EntryPoints {
                                 ? "delivery.ack() in the pipeline"
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
             case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
-            case "setMessageListener" -> listenerObject(s, call);
-            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
+            case "setMessageListener", "setupMessageListener" -> listenerObject(s, call);
+            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce", "receiveMany" -> {
                 if (n.equals("receive")) {
                     jmsReceive(s, call);
                 }
+                sqsTemplateReceive(s, call);
                 if (call.getScope()
                                 .map(x -> x.toString().contains("KafkaReceiver"))
                                 .orElse(false)
@@ -879,6 +909,35 @@ final class EntryPoints {
                 }
             }
             default -> {}
+        }
+    }
+
+    /**
+     * Spring Cloud AWS {@code SqsTemplate.receive}/{@code receiveMany}: by default the template
+     * acknowledges (deletes) the messages as it returns them ({@code TemplateAcknowledgementMode.ACKNOWLEDGE}),
+     * before the caller's work; {@code acknowledgementMode(MANUAL)} in the module leaves the delete to
+     * the code. The statement or loop that uses the result is the consumer.
+     */
+    private void sqsTemplateReceive(Repo.Source s, MethodCallExpr call) {
+        String t = call.getScope().map(types::typeOf).orElse(null);
+        if (t == null || !(t.equals("SqsTemplate") || t.equals("SqsOperations") || t.equals("SqsAsyncOperations"))) {
+            return;
+        }
+        Node body = loopOrMethod(call);
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "SqsTemplate." + call.getNameAsString(), "sqs", owner(call), call, body, call);
+        e.loop = true;
+        if (repo.sources().stream()
+                .anyMatch(o -> o.module().equals(s.module()) && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "acknowledgementMode MANUAL: the code acknowledges what it received";
+        } else {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = e.location;
+            e.ackText = "SqsTemplate acknowledges (deletes) what it receives as it returns it"
+                    + " (TemplateAcknowledgementMode.ACKNOWLEDGE, the default), before the work on it";
         }
     }
 
@@ -1122,6 +1181,12 @@ final class EntryPoints {
             return;
         }
         Expression a = call.getArgument(0);
+        // (MessageListener<String, String>) record -> …: the cast only names the listener's type
+        while (a instanceof com.github.javaparser.ast.expr.CastExpr || a instanceof com.github.javaparser.ast.expr.EnclosedExpr) {
+            a = a instanceof com.github.javaparser.ast.expr.CastExpr c
+                    ? c.getExpression()
+                    : ((com.github.javaparser.ast.expr.EnclosedExpr) a).getInner();
+        }
         String broker = listenerBroker(s);
         if (broker == null) {
             return;

@@ -189,6 +189,8 @@ public final class Repo {
             "KafkaHandler",
             "RabbitHandler",
             "SqsHandler",
+            "@Consume(",
+            "SqsTemplate",
             "NotificationMessageMapping",
             "EventHandler",
             "CommandHandler",
