@@ -47,7 +47,7 @@ final class Entry {
     boolean transactional;
     /** Where the listener container is given a Kafka transaction manager (its sends commit with the offsets), or null. */
     Location kafkaTransaction;
-    /** Where a JMS listener's container joins a JTA (XA) transaction with the module's data sources and senders, or null. */
+    /** Where a JMS listener's container joins a JTA (XA) transaction with the module's XA resources, or null. */
     Location jtaTransaction;
 
     boolean loop;

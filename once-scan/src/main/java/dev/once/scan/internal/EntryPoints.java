@@ -9,6 +9,8 @@ import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AnnotationExpr;
 import com.github.javaparser.ast.expr.BooleanLiteralExpr;
+import com.github.javaparser.ast.expr.CastExpr;
+import com.github.javaparser.ast.expr.EnclosedExpr;
 import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.LambdaExpr;
 import com.github.javaparser.ast.expr.MethodCallExpr;
@@ -930,7 +932,8 @@ final class EntryPoints {
         Entry e = add(s, "SqsTemplate." + call.getNameAsString(), "sqs", owner(call), call, body, call);
         e.loop = true;
         if (repo.sources().stream()
-                .anyMatch(o -> o.module().equals(s.module()) && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
+                .anyMatch(o -> o.module().equals(s.module())
+                        && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "acknowledgementMode MANUAL: the code acknowledges what it received";
         } else {
@@ -1182,10 +1185,8 @@ final class EntryPoints {
         }
         Expression a = call.getArgument(0);
         // (MessageListener<String, String>) record -> …: the cast only names the listener's type
-        while (a instanceof com.github.javaparser.ast.expr.CastExpr || a instanceof com.github.javaparser.ast.expr.EnclosedExpr) {
-            a = a instanceof com.github.javaparser.ast.expr.CastExpr c
-                    ? c.getExpression()
-                    : ((com.github.javaparser.ast.expr.EnclosedExpr) a).getInner();
+        while (a instanceof CastExpr || a instanceof EnclosedExpr) {
+            a = a instanceof CastExpr c ? c.getExpression() : ((EnclosedExpr) a).getInner();
         }
         String broker = listenerBroker(s);
         if (broker == null) {
