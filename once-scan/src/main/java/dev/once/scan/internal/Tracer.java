@@ -141,6 +141,13 @@ final class Tracer {
             "PayPalHttpClient");
     private static final Set<String> REST = Set.of("RestTemplate", "RestOperations", "TestRestTemplate");
     private static final Set<String> FLUENT_HTTP = Set.of("WebClient", "RestClient");
+    private static final Set<String> APACHE_HTTP = Set.of(
+            "CloseableHttpClient", "HttpClient", "DefaultHttpClient", "CloseableHttpAsyncClient", "MinimalHttpClient");
+    /** An Apache HttpClient request that writes: {@code new HttpPost(…)}, or a request builder's {@code post(…)}. */
+    private static final Pattern APACHE_WRITE = Pattern.compile(
+            "(?s).*(new\\s+Http(Post|Put|Patch)\\s*\\("
+                    + "|(ClassicRequestBuilder|SimpleRequestBuilder|RequestBuilder|Request)\\s*\\.\\s*(post|put|patch)\\s*\\()"
+                    + ".*");
     private static final Set<String> CACHES = Set.of(
             "Cache",
             "RedisTemplate",
@@ -838,6 +845,11 @@ final class Tracer {
             remote = true;
             kind = "OkHttp";
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
+        } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
+            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
+            remote = true;
+            kind = "Apache HttpClient";
+            write = APACHE_WRITE.matcher(memberText(f)).matches();
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -861,7 +873,7 @@ final class Tracer {
             Blast b = MONEY.matcher(context).matches()
                     ? Blast.MONEY
                     : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp")
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
                     ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
                     : name.toUpperCase(Locale.ROOT);
             effect(
