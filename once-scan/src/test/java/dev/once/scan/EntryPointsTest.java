@@ -12,7 +12,8 @@ class EntryPointsTest {
         ScanReport r = Fixtures.scan(Fixtures.of("streams-topology-source"));
 
         assertThat(r.consumers())
-                .extracting(c -> c.kind() + " @ " + c.location().file() + ":" + c.location().line())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
                 .containsExactlyInAnyOrder(
                         "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:18",
                         "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:24");

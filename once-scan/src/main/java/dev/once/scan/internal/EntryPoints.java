@@ -44,14 +44,8 @@ final class EntryPoints {
     private static final Pattern CAMEL_BROKER = Pattern.compile(
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
-    private static final Set<String> SQS_TYPES =
-            Set.of(
-                    "SqsClient",
-                    "SqsAsyncClient",
-                    "AmazonSQS",
-                    "AmazonSQSClient",
-                    "AmazonSQSAsync",
-                    "AmazonSQSExtendedClient");
+    private static final Set<String> SQS_TYPES = Set.of(
+            "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
 
     private final Repo repo;
     private final Types types;
@@ -206,7 +200,14 @@ final class EntryPoints {
                 springSqs(e, m, Types.annotation(anns, "SqsListener").orElse(null));
             } else if (Types.annotated(anns, "NotificationMessageMapping")) {
                 // an SNS HTTP(S) subscription endpoint: SNS retries the POST until the endpoint answers 2xx
-                Entry e = add(s, "@NotificationMessageMapping", "sns", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s,
+                        "@NotificationMessageMapping",
+                        "sns",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
                 e.ackText = "SNS retries the HTTP delivery until the method returns normally";
             } else if (Types.annotated(anns, "JmsListener")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
@@ -214,9 +215,11 @@ final class EntryPoints {
                 e.jtaTransaction =
                         jtaTransaction(s, Types.annotation(anns, "JmsListener").orElse(null));
             } else if (Types.annotated(anns, "Consume")
-                    && s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
                 // a Camel POJO consumer: the endpoint's consumer calls the method per exchange
-                Entry e = add(s, "Camel @Consume", "camel", owner(m), m, m.getBody().get(), m);
+                Entry e = add(
+                        s, "Camel @Consume", "camel", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the Camel consumer completes the exchange after the method returns";
             } else if (Types.annotated(anns, "StreamListener")) {
                 Entry e = add(
@@ -393,7 +396,9 @@ final class EntryPoints {
             }
         }
         for (Repo.Source o : repo.sources()) {
-            if (jta == null && o.module().equals(s.module()) && JTA_WORDS.matcher(o.text()).matches()) {
+            if (jta == null
+                    && o.module().equals(s.module())
+                    && JTA_WORDS.matcher(o.text()).matches()) {
                 jta = repo.loc(o.path(), 1, o.rel());
             }
         }
@@ -407,14 +412,15 @@ final class EntryPoints {
                 continue;
             }
             for (MethodDeclaration bean : o.cu().findAll(
-                    MethodDeclaration.class,
-                    b -> Types.annotated(b.getAnnotations(), "Bean")
-                            && (b.getNameAsString().equals(factory)
-                                    || Types.annotation(b.getAnnotations(), "Bean")
-                                            .map(a -> a.toString().contains("\"" + factory + "\""))
-                                            .orElse(false)))) {
+                            MethodDeclaration.class,
+                            b -> Types.annotated(b.getAnnotations(), "Bean")
+                                    && (b.getNameAsString().equals(factory)
+                                            || Types.annotation(b.getAnnotations(), "Bean")
+                                                    .map(a -> a.toString().contains("\"" + factory + "\""))
+                                                    .orElse(false)))) {
                 // the project's own factory: in the JTA transaction only when it is handed the manager
-                return bean.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager"))
+                return bean
+                        .findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager"))
                         .stream()
                         .findFirst()
                         .map(repo::loc)
@@ -709,8 +715,14 @@ final class EntryPoints {
             for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
                 r.getExpression().ifPresent(x -> {
                     Node body = x instanceof LambdaExpr l ? l.getBody() : x;
-                    Entry e = add(s, "Spring Cloud Function " + rt + "<" + event + "> on Lambda", "lambda", owner(m), m,
-                            body, m);
+                    Entry e = add(
+                            s,
+                            "Spring Cloud Function " + rt + "<" + event + "> on Lambda",
+                            "lambda",
+                            owner(m),
+                            m,
+                            body,
+                            m);
                     e.ackText = "Lambda deletes the batch when the function returns; a failure redelivers all of it";
                     e.loop = true;
                 });
@@ -932,8 +944,8 @@ final class EntryPoints {
         Entry e = add(s, "SqsTemplate." + call.getNameAsString(), "sqs", owner(call), call, body, call);
         e.loop = true;
         if (repo.sources().stream()
-                .anyMatch(o -> o.module().equals(s.module())
-                        && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
+                .anyMatch(o ->
+                        o.module().equals(s.module()) && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = "acknowledgementMode MANUAL: the code acknowledges what it received";
         } else {
@@ -1134,14 +1146,23 @@ final class EntryPoints {
             }
             for (Repo.Source o : wrappers.isEmpty() ? List.<Repo.Source>of() : repo.sources()) {
                 for (MethodCallExpr c : o.cu().findAll(
-                        MethodCallExpr.class,
-                        c -> c.getNameAsString().equals(m.getNameAsString())
-                                && c.getArguments().size() == m.getParameters().size()
-                                && c.getScope().map(x -> wrappers.contains(types.typeOf(x))).orElse(false))) {
+                                MethodCallExpr.class,
+                                c -> c.getNameAsString().equals(m.getNameAsString())
+                                        && c.getArguments().size()
+                                                == m.getParameters().size()
+                                        && c.getScope()
+                                                .map(x -> wrappers.contains(types.typeOf(x)))
+                                                .orElse(false))) {
                     Node callerBody = loopOrMethod(c);
                     if (callerBody != null) {
-                        Entry e = add(o, "SQS receiveMessage through " + owner.getNameAsString(), "sqs", owner(c), c,
-                                callerBody, c);
+                        Entry e = add(
+                                o,
+                                "SQS receiveMessage through " + owner.getNameAsString(),
+                                "sqs",
+                                owner(c),
+                                c,
+                                callerBody,
+                                c);
                         sqsAck(e, receive);
                     }
                 }

@@ -144,10 +144,10 @@ final class Tracer {
     private static final Set<String> APACHE_HTTP = Set.of(
             "CloseableHttpClient", "HttpClient", "DefaultHttpClient", "CloseableHttpAsyncClient", "MinimalHttpClient");
     /** An Apache HttpClient request that writes: {@code new HttpPost(…)}, or a request builder's {@code post(…)}. */
-    private static final Pattern APACHE_WRITE = Pattern.compile(
-            "(?s).*(new\\s+Http(Post|Put|Patch)\\s*\\("
-                    + "|(ClassicRequestBuilder|SimpleRequestBuilder|RequestBuilder|Request)\\s*\\.\\s*(post|put|patch)\\s*\\()"
-                    + ".*");
+    private static final Pattern APACHE_WRITE = Pattern.compile("(?s).*(new\\s+Http(Post|Put|Patch)\\s*\\("
+            + "|(ClassicRequestBuilder|SimpleRequestBuilder|RequestBuilder|Request)\\s*\\.\\s*(post|put|patch)\\s*\\()"
+            + ".*");
+
     private static final Set<String> CACHES = Set.of(
             "Cache",
             "RedisTemplate",
@@ -1053,7 +1053,8 @@ final class Tracer {
         for (TypeDeclaration<?> t : repo.types(entity)) {
             for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
                 if (fd.isAnnotationPresent("Id") || fd.isAnnotationPresent("PrimaryKey")) {
-                    if (fd.isAnnotationPresent("GeneratedValue") || FRESH.matcher(fd.toString()).matches()) {
+                    if (fd.isAnnotationPresent("GeneratedValue")
+                            || FRESH.matcher(fd.toString()).matches()) {
                         return false;
                     }
                     assigned = true;
@@ -1069,19 +1070,25 @@ final class Tracer {
             setters.add(created.toString());
         }
         if (arg instanceof NameExpr n && f.method != null) {
-            f.method.findAll(
+            f.method
+                    .findAll(
                             MethodCallExpr.class,
                             c -> c.getNameAsString().equals("setId")
-                                    && c.getScope().map(x -> x.toString().equals(n.getNameAsString())).orElse(false))
+                                    && c.getScope()
+                                            .map(x -> x.toString().equals(n.getNameAsString()))
+                                            .orElse(false))
                     .forEach(c -> setters.add(c.toString()));
         }
         if (created instanceof MethodCallExpr factory
                 && factory.getScope().map(x -> x.toString().equals(entity)).orElse(false)) {
-            for (MethodDeclaration m : repo.methods(entity, factory.getNameAsString(), factory.getArguments().size())) {
+            for (MethodDeclaration m : repo.methods(
+                    entity, factory.getNameAsString(), factory.getArguments().size())) {
                 m.getBody().ifPresent(b -> setters.add(b.toString()));
             }
         }
-        return setters.stream().anyMatch(x -> ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
+        return setters.stream()
+                .anyMatch(x ->
+                        ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
