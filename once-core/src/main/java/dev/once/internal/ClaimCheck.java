@@ -107,7 +107,12 @@ final class ClaimCheck {
             tx.lostAtCommit(lost);
             throw (RuntimeException) lost.failure();
         }
-        return commit && checkSql(eventIds.size(), true) != null;
+        return folds(eventIds.size(), commit);
+    }
+
+    /** Whether the check of {@code n} claims carries the COMMIT: the commit is the COMMIT alone, and one statement can. */
+    private boolean folds(int n, boolean foldable) {
+        return foldable && n <= dialect.maxBatchClaimSize() && checkSql(n, true) != null;
     }
 
     /** The check of {@code n} claims, with the COMMIT when {@code withCommit}; null where the dialect cannot fold it. */
@@ -126,11 +131,22 @@ final class ClaimCheck {
      * @return null when the claims hold (and, folded, are committed), else the outcome to report
      */
     private Outcome askClaim(Connection c, List<String> eventIds, boolean foldable) throws SQLException {
+        int chunk = dialect.maxBatchClaimSize();
+        if (eventIds.size() > chunk) {
+            // As the claim went (MariaDB: no array bind, IN lists of at most a claim statement's ids); the
+            // COMMIT is then the caller's own, after the last chunk.
+            for (int from = 0; from < eventIds.size(); from += chunk) {
+                Outcome lost = askClaim(c, eventIds.subList(from, Math.min(eventIds.size(), from + chunk)), false);
+                if (lost != null) {
+                    return lost;
+                }
+            }
+            return null;
+        }
         String eventId = eventIds.get(0);
-        String folded = foldable ? checkSql(eventIds.size(), true) : null;
-        boolean fold = folded != null;
+        boolean fold = folds(eventIds.size(), foldable);
         long verdict;
-        try (PreparedStatement ps = c.prepareStatement(fold ? folded : checkSql(eventIds.size(), false))) {
+        try (PreparedStatement ps = c.prepareStatement(checkSql(eventIds.size(), fold))) {
             if (eventIds.size() == 1) {
                 ps.setString(1, consumer);
                 ps.setString(2, eventId);

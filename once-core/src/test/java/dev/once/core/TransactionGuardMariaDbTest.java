@@ -141,6 +141,35 @@ class TransactionGuardMariaDbTest {
     }
 
     @Test
+    void aBatchLargerThanOneCheckStatementIsCheckedWhole() throws Exception {
+        // 1,500 ids: the claim and its check go in IN lists of at most 1,000; the lost claim is in the second.
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("guarded")
+                .handler((d, tx) -> {
+                    update(tx.connection(), "UPDATE account SET balance = balance + 1 WHERE id = 1");
+                    if (d.eventId().equals("evt-1300") && d.attempt() == 1) {
+                        update(tx.connection(), "DELETE FROM once_inbox WHERE event_id = 'evt-1300'");
+                    }
+                })
+                .build();
+        java.util.List<Delivery> batch = new java.util.ArrayList<>();
+        for (int i = 0; i < 1_500; i++) {
+            batch.add(Delivery.of("evt-" + i, "x"));
+        }
+        var outcomes = consumer.processBatch(batch);
+
+        assertThat(outcomes)
+                .extracting(Outcome::eventId, Outcome::status)
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-1300", Status.APPLIED));
+        long applied =
+                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(applied).as("everything but the culprit applied, after bisection").isEqualTo(1_499);
+        assertThat(balance(1)).isEqualTo(applied);
+        assertThat(claims()).isEqualTo(applied);
+    }
+
+    @Test
     void aStatementThatWouldCommitImplicitlyIsRefused() throws Exception {
         IdempotentConsumer consumer = IdempotentConsumer.builder()
                 .dataSource(db.dataSource())
