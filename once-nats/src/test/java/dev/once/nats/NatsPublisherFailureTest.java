@@ -7,18 +7,26 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
+import dev.once.outbox.Receipt;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.nats.client.Connection;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** How {@link NatsPublisher} maps what NATS answers to the publisher failure contract. */
+/**
+ * How {@link NatsPublisher} maps what NATS answers to the publisher failure contract, each message
+ * of a batch decided on its own.
+ */
 class NatsPublisherFailureTest {
 
     private Connection nats;
@@ -87,6 +95,56 @@ class NatsPublisherFailureTest {
         } finally {
             TestNats.deleteStream(nats, stream);
         }
+    }
+
+    @Test
+    void oneRefusedMessageInABatchFailsAloneAndItsNeighboursAreStored() throws Exception {
+        String stream = "once-small-" + System.nanoTime();
+        nats.jetStreamManagement()
+                .addStream(StreamConfiguration.builder()
+                        .name(stream)
+                        .subjects(stream)
+                        .storageType(StorageType.Memory)
+                        .maximumMessageSize(100)
+                        .build());
+        try {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    TestNats.message(stream, "evt-1", "k1", "1"),
+                    TestNats.message(stream, "evt-2", "k2", "x".repeat(200)),
+                    TestNats.message(stream, "evt-3", "k3", "3")));
+            assertThat(stages).hasSize(3);
+            assertThat(stages.get(0).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                    .startsWith("stream=" + stream + " seq=");
+            assertThat(stages.get(2).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                    .startsWith("stream=" + stream + " seq=");
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().get(30, TimeUnit.SECONDS))
+                    .as("over the stream's maximum message size: this message alone")
+                    .cause()
+                    .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
+                            .isFalse())
+                    .hasMessageContaining("event evt-2");
+            assertThat(nats.jetStreamManagement()
+                            .getStreamInfo(stream)
+                            .getStreamState()
+                            .getMsgCount())
+                    .as("the refused message's neighbours are stored")
+                    .isEqualTo(2);
+        } finally {
+            TestNats.deleteStream(nats, stream);
+        }
+    }
+
+    @Test
+    void aLostConnectionIsRetryableForEveryMessageOfABatch() throws Exception {
+        nats.close();
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(
+                List.of(TestNats.message("any", "evt-1", "k1", "1"), TestNats.message("any", "evt-2", "k2", "2")));
+        assertThat(stages).hasSize(2).allSatisfy(stage -> assertThatThrownBy(
+                        () -> stage.toCompletableFuture().join())
+                .isInstanceOf(CompletionException.class)
+                .cause()
+                .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
+                        .isTrue()));
     }
 
     @Test
