@@ -4,16 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.pubsub.v1.TopicName;
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.once.testkit.broker.PublisherChecks;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -48,23 +42,7 @@ class PubSubPublisherFailureTest {
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("no topic for row 0 (event evt-1)");
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(missing, null, new byte[] {'1'}, Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"))
-                    .as("dead after one attempt")
-                    .isEqualTo(1);
-        }
+        PublisherChecks.relayMovesARefusedRowToDead(publisher, missing, null);
     }
 
     @Test

@@ -50,8 +50,7 @@ import java.util.concurrent.TimeoutException;
  * publish.
  *
  * <p>Owns one confirm-mode channel on the given connection. Thread-safe: publishes are
- * serialized on the channel, their confirms awaited outside it, so relays sharing the publisher
- * pipeline their batches.
+ * serialized on the channel.
  */
 public final class RabbitPublisher implements Publisher, AutoCloseable {
 
@@ -64,11 +63,9 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     private final Duration confirmTimeout;
     // message id -> the broker's reason for returning it; filled by the channel's return listener
     private final Map<String, String> returned = new ConcurrentHashMap<>();
-    // the channel batches go out on, replaced once the broker closes it; guarded by this
-    private Confirms current;
-    // the channel for a message sent alone, one at a time, held through its confirm
-    private final Object aloneLock = new Object();
-    private Confirms single; // guarded by aloneLock
+    // sequence number -> publish waiting for its confirm, on the current channel
+    private final ConcurrentSkipListMap<Long, Sent> unconfirmed = new ConcurrentSkipListMap<>();
+    private Channel channel;
 
     /** @throws IOException if the channel cannot be opened */
     public RabbitPublisher(Connection connection) throws IOException {
@@ -79,47 +76,39 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     public RabbitPublisher(Connection connection, Duration confirmTimeout) throws IOException {
         this.connection = Objects.requireNonNull(connection, "connection");
         this.confirmTimeout = Objects.requireNonNull(confirmTimeout, "confirmTimeout");
-        this.current = open();
+        this.channel = open();
     }
 
-    private Confirms open() throws IOException {
+    private Channel open() throws IOException {
         Channel ch = connection.createChannel();
         if (ch == null) {
             throw new IOException("connection " + connection + " has no channel left to open");
         }
-        Confirms confirms = new Confirms(ch, new ConcurrentSkipListMap<>());
         ch.confirmSelect();
         ch.addReturnListener(r -> returned.put(
                 String.valueOf(r.getProperties().getMessageId()), r.getReplyCode() + " " + r.getReplyText()));
         ch.addConfirmListener(
-                (seq, multiple) -> confirms.settle(seq, multiple, true),
-                (seq, multiple) -> confirms.settle(seq, multiple, false));
+                (seq, multiple) -> settle(seq, multiple, true), (seq, multiple) -> settle(seq, multiple, false));
         ch.addShutdownListener(signal -> {
-            for (Sent s : confirms.unconfirmed().values()) {
+            for (Sent s : unconfirmed.values()) {
                 s.closed.completeExceptionally(signal);
             }
         });
-        return confirms;
-    }
-
-    /**
-     * A confirm-mode channel and its publishes waiting for a confirm, by sequence number. One per
-     * channel, so a closing channel fails only its own publishes, never those of its successor.
-     */
-    private record Confirms(Channel channel, ConcurrentSkipListMap<Long, Sent> unconfirmed) {
-
-        // Runs on the connection's thread: a confirm covers one sequence number, or all up to it.
-        void settle(long seq, boolean multiple, boolean ack) {
-            var settled = multiple ? unconfirmed.headMap(seq, true) : unconfirmed.subMap(seq, true, seq, true);
-            for (Sent s : settled.values()) {
-                s.closed.complete(ack);
-            }
-            settled.clear();
-        }
+        unconfirmed.clear();
+        return ch;
     }
 
     /** A publish waiting for its confirm: completed true (ack) or false (nack), or failed when the channel closed. */
     private record Sent(long seq, CompletableFuture<Boolean> closed) {}
+
+    // Runs on the connection's thread: a confirm covers one sequence number, or all up to it.
+    private void settle(long seq, boolean multiple, boolean ack) {
+        var settled = multiple ? unconfirmed.headMap(seq, true) : unconfirmed.subMap(seq, true, seq, true);
+        for (Sent s : settled.values()) {
+            s.closed.complete(ack);
+        }
+        settled.clear();
+    }
 
     /**
      * Publishes one outbox row and waits for its confirm.
@@ -131,7 +120,7 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
      * @throws InterruptedException interrupted while waiting for the confirm; the row is sent again
      */
     @Override
-    public Receipt publish(OutboxMessage message) throws InterruptedException {
+    public synchronized Receipt publish(OutboxMessage message) throws InterruptedException {
         Object outcome = send(List.of(message)).get(0);
         if (outcome instanceof PublishFailure f) {
             throw f;
@@ -142,13 +131,12 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     /**
      * Publishes every row, then waits once for all their confirms (within the confirm timeout), and
      * returns each row's outcome. When the broker closes the channel mid-batch (a missing exchange,
-     * a refused message, in this batch or in another relay's on the same channel), it does not say
-     * for which message, so the rows without a confirm are published again one at a time on a
-     * channel of their own: the one at fault fails alone, the others are sent (RabbitMQ does not
-     * deduplicate; the consumer's inbox absorbs a second copy).
+     * a refused message), it does not say for which message, so the rows without a confirm are
+     * published again one by one on a new channel: the one at fault fails alone, the others are
+     * sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs a second copy).
      */
     @Override
-    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+    public synchronized List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
         List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
         try {
             for (Object outcome : send(messages)) {
@@ -170,23 +158,26 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     private List<Object> send(List<OutboxMessage> messages) throws InterruptedException {
         Object[] outcomes = new Object[messages.size()];
         Sent[] sent = new Sent[messages.size()];
-        // The channel is held while publishing only: the confirms are awaited outside, so relays
-        // sharing this publisher pipeline their batches instead of queueing behind one another's wait.
-        synchronized (this) {
-            for (int i = 0; i < messages.size(); i++) {
-                OutboxMessage m = messages.get(i);
-                try {
-                    if (!current.channel().isOpen()) {
-                        current = open();
-                    }
-                    sent[i] = publish(current, m);
-                } catch (ShutdownSignalException e) {
-                    break; // the channel closed: this row and the rest are sent alone below
-                } catch (IOException e) {
-                    if (e.getCause() instanceof ShutdownSignalException) {
-                        break;
-                    }
+        ShutdownSignalException closedBy = null;
+        for (int i = 0; i < messages.size() && closedBy == null; i++) {
+            OutboxMessage m = messages.get(i);
+            try {
+                if (!channel.isOpen()) {
+                    channel = open();
+                }
+                returned.remove(m.eventId());
+                long seq = channel.getNextPublishSeqNo();
+                sent[i] = new Sent(seq, new CompletableFuture<>());
+                unconfirmed.put(seq, sent[i]);
+                channel.basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
+            } catch (ShutdownSignalException e) {
+                closedBy = e;
+            } catch (IOException e) {
+                if (e.getCause() instanceof ShutdownSignalException signal) {
+                    closedBy = signal;
+                } else {
                     outcomes[i] = PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
+                    sent[i] = null;
                 }
             }
         }
@@ -200,60 +191,26 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                 unknown.add(i); // not published: the channel closed before its turn
                 continue;
             }
+            OutboxMessage m = messages.get(i);
             try {
-                outcomes[i] = confirm(messages.get(i), sent[i], deadline);
+                boolean acked = sent[i].closed.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                outcomes[i] = acked ? confirmed(m, sent[i].seq) : nacked(m, sent[i].seq);
             } catch (ExecutionException e) {
+                closedBy = (ShutdownSignalException) e.getCause();
                 unknown.add(i);
+            } catch (TimeoutException e) {
+                outcomes[i] = PublishFailure.retryable(
+                        "no confirm for " + what(m) + " within " + confirmTimeout, Receipt.NONE, e);
             }
         }
-        // The broker closed the channel without saying for which message, perhaps for another
-        // relay's batch on it: each row without a confirm is tried alone, where the verdict is its own.
-        for (int i : unknown) {
-            outcomes[i] = alone(messages.get(i));
+        if (messages.size() == 1 && !unknown.isEmpty()) {
+            outcomes[0] = closed(what(messages.get(0)), closedBy);
+        } else {
+            for (int i : unknown) {
+                outcomes[i] = send(List.of(messages.get(i))).get(0);
+            }
         }
         return List.of(outcomes);
-    }
-
-    /**
-     * Publishes one message on a channel of its own (held through the wait) and waits for its
-     * confirm: a channel the broker closes then was closed for this message.
-     */
-    private Object alone(OutboxMessage m) throws InterruptedException {
-        synchronized (aloneLock) {
-            try {
-                if (single == null || !single.channel().isOpen()) {
-                    single = open();
-                }
-                return confirm(m, publish(single, m), System.nanoTime() + confirmTimeout.toNanos());
-            } catch (ExecutionException e) {
-                return closed(what(m), (ShutdownSignalException) e.getCause());
-            } catch (ShutdownSignalException e) {
-                return closed(what(m), e);
-            } catch (IOException e) {
-                return e.getCause() instanceof ShutdownSignalException signal
-                        ? closed(what(m), signal)
-                        : PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
-            }
-        }
-    }
-
-    private Sent publish(Confirms on, OutboxMessage m) throws IOException {
-        returned.remove(m.eventId());
-        Sent sent = new Sent(on.channel().getNextPublishSeqNo(), new CompletableFuture<>());
-        on.unconfirmed().put(sent.seq(), sent);
-        on.channel().basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
-        return sent;
-    }
-
-    // The message's confirm by the deadline; ExecutionException when its channel closed first.
-    private Object confirm(OutboxMessage m, Sent sent, long deadline)
-            throws InterruptedException, ExecutionException {
-        try {
-            boolean acked = sent.closed.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            return acked ? confirmed(m, sent.seq) : nacked(m, sent.seq);
-        } catch (TimeoutException e) {
-            return PublishFailure.retryable("no confirm for " + what(m) + " within " + confirmTimeout, Receipt.NONE, e);
-        }
     }
 
     private Object confirmed(OutboxMessage m, long seq) {
@@ -321,13 +278,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     @Override
     public synchronized void close() throws IOException {
         try {
-            if (current.channel().isOpen()) {
-                current.channel().close();
-            }
-            synchronized (aloneLock) {
-                if (single != null && single.channel().isOpen()) {
-                    single.channel().close();
-                }
+            if (channel.isOpen()) {
+                channel.close();
             }
         } catch (TimeoutException e) {
             throw new IOException("close of the publisher channel timed out", e);

@@ -5,20 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.once.testkit.broker.PublisherChecks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -66,24 +60,7 @@ class RabbitPublisherFailureTest {
                         .publish(TestRabbit.message(queue, "evt-2", null, "2"))
                         .body())
                 .startsWith("confirmed");
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(missing, null, new byte[] {'1'}, Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"
-                            + " AND response_status = 312"))
-                    .as("dead after one attempt, the reply code recorded")
-                    .isEqualTo(1);
-        }
+        PublisherChecks.relayMovesARefusedRowToDead(publisher, missing, 312);
     }
 
     @Test
@@ -188,12 +165,7 @@ class RabbitPublisherFailureTest {
         connection.abort();
         List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
                 TestRabbit.message(queue, "evt-1", "k1", "1"), TestRabbit.message(queue, "evt-2", "k2", "2")));
-        assertThat(stages).hasSize(2).allSatisfy(stage -> assertThatThrownBy(
-                        () -> stage.toCompletableFuture().join())
-                .isInstanceOf(CompletionException.class)
-                .cause()
-                .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
-                        .isTrue()));
+        PublisherChecks.eachRetryable(stages, 2);
     }
 
     private static void assertConfirmed(CompletionStage<Receipt> stage) throws Exception {

@@ -3,22 +3,16 @@ package dev.once.sqs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
 import dev.once.outbox.OutboxMessage;
-import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.once.testkit.broker.PublisherChecks;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -42,25 +36,7 @@ class SqsPublisherFailureTest {
                         publisher.publish(TestSqs.message("no-such-queue-" + System.nanoTime(), "evt-1", null, "1")))
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox()
-                            .add("no-such-queue-" + System.nanoTime(), null, new byte[] {'1'}, Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"
-                            + " AND response_status = 400"))
-                    .as("dead after one attempt, SQS's status recorded")
-                    .isEqualTo(1);
-        }
+        PublisherChecks.relayMovesARefusedRowToDead(publisher, "no-such-queue-" + System.nanoTime(), 400);
     }
 
     @Test
@@ -197,12 +173,7 @@ class SqsPublisherFailureTest {
             List<CompletionStage<Receipt>> stages = new SqsPublisher(unreachable)
                     .publishAll(List.of(
                             TestSqs.message(queue, "evt-1", "k1", "1"), TestSqs.message(queue, "evt-2", "k2", "2")));
-            assertThat(stages).hasSize(2).allSatisfy(stage -> assertThatThrownBy(
-                            () -> stage.toCompletableFuture().join())
-                    .isInstanceOf(CompletionException.class)
-                    .cause()
-                    .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
-                            .isTrue()));
+            PublisherChecks.eachRetryable(stages, 2);
         }
     }
 
