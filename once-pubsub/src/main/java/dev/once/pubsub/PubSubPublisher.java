@@ -165,9 +165,8 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
                             return;
                         }
                         for (int i = 0; i < request.size(); i++) {
-                            request.get(i)
-                                    .result()
-                                    .complete(new Receipt(0, "topic=" + topic + " messageId=" + response.getMessageIds(i)));
+                            String id = response.getMessageIds(i);
+                            request.get(i).result().complete(new Receipt(0, "topic=" + topic + " messageId=" + id));
                         }
                     }
 
@@ -196,7 +195,9 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
 
     private TopicName topic(OutboxMessage m) {
         String destination = m.destination();
-        return TopicName.isParsableFrom(destination) ? TopicName.parse(destination) : TopicName.of(project, destination);
+        return TopicName.isParsableFrom(destination)
+                ? TopicName.parse(destination)
+                : TopicName.of(project, destination);
     }
 
     // Made at the first publish, as the client library's publisher was: building it reads credentials.
@@ -216,7 +217,8 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
             try {
                 client = TopicAdminClient.create(b.build());
             } catch (IOException e) {
-                throw new IllegalStateException("could not create a Pub/Sub client for project " + project + ": " + e, e);
+                throw new IllegalStateException(
+                        "could not create a Pub/Sub client for project " + project + ": " + e, e);
             }
         }
         return client;

@@ -6,7 +6,6 @@ import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
 import java.time.Duration;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /** The outbox relay with {@link SqsPublisher} into a FIFO queue, consumed by {@link SqsConsumer}. */
 class SqsOutboxRelayTest extends OutboxRelayContract {
@@ -41,11 +40,7 @@ class SqsOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected long messagesStored(String queueUrl) {
-        return Long.parseLong(TestSqs.client()
-                .getQueueAttributes(
-                        r -> r.queueUrl(queueUrl).attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
-                .attributes()
-                .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
+        return TestSqs.messagesStored(queueUrl);
     }
 
     @Override

@@ -20,7 +20,6 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /**
  * How {@link SqsPublisher} maps what SQS answers to the publisher failure contract, each message of
@@ -110,7 +109,7 @@ class SqsPublisherFailureTest {
                     .isInstanceOfSatisfying(
                             PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                     .hasMessageContaining("event evt-2");
-            assertThat(stored(queue)).as("the refused entry's neighbours are stored").isEqualTo(2);
+            assertThat(TestSqs.messagesStored(queue)).as("the refused entry's neighbours are stored").isEqualTo(2);
         } finally {
             TestSqs.deleteQueue(queue);
         }
@@ -129,7 +128,7 @@ class SqsPublisherFailureTest {
                 assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body())
                         .startsWith("messageId=");
             }
-            assertThat(stored(queue)).isEqualTo(12);
+            assertThat(TestSqs.messagesStored(queue)).isEqualTo(12);
         } finally {
             TestSqs.deleteQueue(queue);
         }
@@ -150,7 +149,7 @@ class SqsPublisherFailureTest {
                             .startsWith("messageId=");
                 }
             }
-            assertThat(stored(queue))
+            assertThat(TestSqs.messagesStored(queue))
                     .as("the second send deduplicated by MessageDeduplicationId")
                     .isEqualTo(15);
         } finally {
@@ -175,13 +174,5 @@ class SqsPublisherFailureTest {
                             TestSqs.message(queue, "evt-1", "k1", "1"), TestSqs.message(queue, "evt-2", "k2", "2")));
             PublisherChecks.eachRetryable(stages, 2);
         }
-    }
-
-    private static long stored(String queueUrl) {
-        return Long.parseLong(TestSqs.client()
-                .getQueueAttributes(
-                        r -> r.queueUrl(queueUrl).attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
-                .attributes()
-                .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
     }
 }

@@ -214,7 +214,8 @@ public abstract class OutboxRelayContract {
                 .consumer("orders")
                 .handler((d, tx) -> {
                     for (int n = 1; n <= 3; n++) {
-                        tx.outbox().add(destination, d.eventId(), (d.eventId() + "/" + n).getBytes(StandardCharsets.UTF_8), Map.of(), null);
+                        byte[] body = (d.eventId() + "/" + n).getBytes(StandardCharsets.UTF_8);
+                        tx.outbox().add(destination, d.eventId(), body, Map.of(), null);
                     }
                 })
                 .build();

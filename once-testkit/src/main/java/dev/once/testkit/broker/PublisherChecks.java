@@ -43,9 +43,10 @@ public final class PublisherChecks {
                     .meterRegistry(new SimpleMeterRegistry())
                     .build();
             assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"
-                            + (responseStatus == null ? "" : " AND response_status = " + responseStatus)))
-                    .as("dead after one attempt" + (responseStatus == null ? "" : ", status " + responseStatus + " recorded"))
+            String status = responseStatus == null ? "" : " AND response_status = " + responseStatus;
+            assertThat(db.queryLong(
+                            "SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1" + status))
+                    .as("dead after one attempt" + (responseStatus == null ? "" : ", status " + responseStatus))
                     .isEqualTo(1);
         }
     }
