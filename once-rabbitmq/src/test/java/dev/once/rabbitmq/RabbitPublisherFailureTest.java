@@ -116,10 +116,12 @@ class RabbitPublisherFailureTest {
     }
 
     /**
-     * Batches of two relays share the publisher's channel: one's missing exchange closes it under
-     * the other's rows, which must still be confirmed, never refused for a fault that is not theirs.
-     * A durable queue: its confirms wait for the disk, so rows are still unconfirmed when the
-     * channel closes.
+     * Batches of two relays share the publisher: one's missing exchange closes channel after
+     * channel while the other's rows go out, and each row must get its own verdict, the good ones
+     * confirmed and the bad ones refused with 404, never the other's fault nor a confirm timeout
+     * (a closed channel's shutdown listener runs late, on the connection's thread, after its
+     * successor is open). A durable queue: its confirms wait for the disk, so rows are still
+     * unconfirmed when a channel closes.
      */
     @Test
     void anotherRelaysRefusedBatchOnTheSharedChannelFailsNoneOfThisBatch() throws Exception {
