@@ -121,7 +121,12 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
         for (OutboxMessage m : messages) {
             CompletableFuture<Receipt> result = new CompletableFuture<>();
             results.add(result);
-            byTopic.computeIfAbsent(topic(m), t -> new ArrayList<>()).add(new Sent(m, message(m), result));
+            try {
+                Sent sent = new Sent(m, message(m), result);
+                byTopic.computeIfAbsent(topic(m), t -> new ArrayList<>()).add(sent);
+            } catch (RuntimeException e) {
+                result.completeExceptionally(failure(m, e)); // this row alone
+            }
         }
         byTopic.forEach((topic, sent) -> {
             int from = 0;
@@ -144,11 +149,17 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
     private record Sent(OutboxMessage row, PubsubMessage pubsub, CompletableFuture<Receipt> result) {}
 
     private static void send(TopicAdminClient client, TopicName topic, List<Sent> request) {
-        ApiFuture<PublishResponse> answer = client.publishCallable()
-                .futureCall(PublishRequest.newBuilder()
-                        .setTopic(topic.toString())
-                        .addAllMessages(request.stream().map(Sent::pubsub).toList())
-                        .build());
+        ApiFuture<PublishResponse> answer;
+        try {
+            answer = client.publishCallable()
+                    .futureCall(PublishRequest.newBuilder()
+                            .setTopic(topic.toString())
+                            .addAllMessages(request.stream().map(Sent::pubsub).toList())
+                            .build());
+        } catch (RuntimeException e) {
+            request.forEach(s -> s.result().completeExceptionally(failure(s.row(), e)));
+            return;
+        }
         ApiFutures.addCallback(
                 answer,
                 new ApiFutureCallback<>() {
