@@ -155,18 +155,19 @@ public final class SqsPublisher implements Publisher {
                 result.completeExceptionally(f);
             }
         }
+        List<Runnable> sends = new ArrayList<>();
         byQueue.forEach((queue, entries) -> {
             List<Entry> request = new ArrayList<>();
             long bytes = 0;
             for (Entry e : entries) {
                 long size = size(e.request());
                 if (size > MAX_BATCH_BYTES) {
-                    requests.execute(() -> one(e));
+                    sends.add(() -> one(e));
                     continue;
                 }
                 if (request.size() == MAX_BATCH || bytes + size > MAX_BATCH_BYTES) {
                     List<Entry> full = request;
-                    requests.execute(() -> sendBatch(queue, full));
+                    sends.add(() -> sendBatch(queue, full));
                     request = new ArrayList<>();
                     bytes = 0;
                 }
@@ -175,9 +176,17 @@ public final class SqsPublisher implements Publisher {
             }
             if (!request.isEmpty()) {
                 List<Entry> last = request;
-                requests.execute(() -> sendBatch(queue, last));
+                sends.add(() -> sendBatch(queue, last));
             }
         });
+        // The caller sends the first request itself: it would only wait otherwise, and a batch of
+        // one request (the steady trickle of a relay woken by each commit) needs no thread handoff.
+        for (int i = 1; i < sends.size(); i++) {
+            requests.execute(sends.get(i));
+        }
+        if (!sends.isEmpty()) {
+            sends.get(0).run();
+        }
         return results;
     }
 

@@ -69,6 +69,14 @@ class SqsPublisherFailureTest {
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("SQS allows 10 message attributes");
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(binary, crowded));
+        assertThat(stages)
+                .as("a batch of nothing SQS can take: each row's own permanent failure, no request")
+                .hasSize(2)
+                .allSatisfy(stage -> assertThatThrownBy(() -> stage.toCompletableFuture().join())
+                        .cause()
+                        .isInstanceOfSatisfying(
+                                PublishFailure.class, f -> assertThat(f.retryable()).isFalse()));
     }
 
     @Test
