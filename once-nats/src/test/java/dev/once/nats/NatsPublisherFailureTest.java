@@ -3,22 +3,23 @@ package dev.once.nats;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.once.outbox.Receipt;
+import dev.once.testkit.broker.PublisherChecks;
 import io.nats.client.Connection;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
-import java.util.Map;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** How {@link NatsPublisher} maps what NATS answers to the publisher failure contract. */
+/**
+ * How {@link NatsPublisher} maps what NATS answers to the publisher failure contract, each message
+ * of a batch decided on its own.
+ */
 class NatsPublisherFailureTest {
 
     private Connection nats;
@@ -42,35 +43,12 @@ class NatsPublisherFailureTest {
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("no JetStream stream takes subject");
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(subject, null, new byte[] {'1'}, Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"))
-                    .as("dead after one attempt")
-                    .isEqualTo(1);
-        }
+        PublisherChecks.relayMovesARefusedRowToDead(publisher, subject, null);
     }
 
     @Test
     void aMessageLargerThanTheStreamOrServerAllowsIsPermanent() throws Exception {
-        String stream = "once-small-" + System.nanoTime();
-        nats.jetStreamManagement()
-                .addStream(StreamConfiguration.builder()
-                        .name(stream)
-                        .subjects(stream)
-                        .storageType(StorageType.Memory)
-                        .maximumMessageSize(100)
-                        .build());
+        String stream = smallStream();
         try {
             assertThatThrownBy(() -> publisher.publish(TestNats.message(stream, "evt-1", null, "x".repeat(200))))
                     .as("over the stream's maximum message size")
@@ -90,10 +68,61 @@ class NatsPublisherFailureTest {
     }
 
     @Test
+    void oneRefusedMessageInABatchFailsAloneAndItsNeighboursAreStored() throws Exception {
+        String stream = smallStream();
+        try {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    TestNats.message(stream, "evt-1", "k1", "1"),
+                    TestNats.message(stream, "evt-2", "k2", "x".repeat(200)),
+                    TestNats.message(stream, "evt-3", "k3", "3")));
+            assertThat(stages).hasSize(3);
+            assertThat(stages.get(0).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                    .startsWith("stream=" + stream + " seq=");
+            assertThat(stages.get(2).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                    .startsWith("stream=" + stream + " seq=");
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().get(30, TimeUnit.SECONDS))
+                    .as("over the stream's maximum message size: this message alone")
+                    .cause()
+                    .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
+                            .isFalse())
+                    .hasMessageContaining("event evt-2");
+            assertThat(nats.jetStreamManagement()
+                            .getStreamInfo(stream)
+                            .getStreamState()
+                            .getMsgCount())
+                    .as("the refused message's neighbours are stored")
+                    .isEqualTo(2);
+        } finally {
+            TestNats.deleteStream(nats, stream);
+        }
+    }
+
+    @Test
+    void aLostConnectionIsRetryableForEveryMessageOfABatch() throws Exception {
+        nats.close();
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(
+                List.of(TestNats.message("any", "evt-1", "k1", "1"), TestNats.message("any", "evt-2", "k2", "2")));
+        PublisherChecks.eachRetryable(stages, 2);
+    }
+
+    @Test
     void aLostConnectionIsRetryable() throws Exception {
         nats.close();
         assertThatThrownBy(() -> publisher.publish(TestNats.message("any", "evt-1", null, "1")))
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isTrue());
+    }
+
+    /** A memory stream over its own name that refuses messages above 100 bytes; delete it after the test. */
+    private String smallStream() throws Exception {
+        String stream = "once-small-" + System.nanoTime();
+        nats.jetStreamManagement()
+                .addStream(StreamConfiguration.builder()
+                        .name(stream)
+                        .subjects(stream)
+                        .storageType(StorageType.Memory)
+                        .maximumMessageSize(100)
+                        .build());
+        return stream;
     }
 }

@@ -63,9 +63,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     private final Duration confirmTimeout;
     // message id -> the broker's reason for returning it; filled by the channel's return listener
     private final Map<String, String> returned = new ConcurrentHashMap<>();
-    // sequence number -> publish waiting for its confirm, on the current channel
-    private final ConcurrentSkipListMap<Long, Sent> unconfirmed = new ConcurrentSkipListMap<>();
-    private Channel channel;
+    // the channel publishes go out on and its publishes awaiting a confirm; replaced once the broker closes it
+    private Confirms current;
 
     /** @throws IOException if the channel cannot be opened */
     public RabbitPublisher(Connection connection) throws IOException {
@@ -76,39 +75,50 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     public RabbitPublisher(Connection connection, Duration confirmTimeout) throws IOException {
         this.connection = Objects.requireNonNull(connection, "connection");
         this.confirmTimeout = Objects.requireNonNull(confirmTimeout, "confirmTimeout");
-        this.channel = open();
+        this.current = open();
     }
 
-    private Channel open() throws IOException {
+    private Confirms open() throws IOException {
         Channel ch = connection.createChannel();
         if (ch == null) {
             throw new IOException("connection " + connection + " has no channel left to open");
         }
+        Confirms confirms = new Confirms(ch, new ConcurrentSkipListMap<>());
         ch.confirmSelect();
         ch.addReturnListener(r -> returned.put(
                 String.valueOf(r.getProperties().getMessageId()), r.getReplyCode() + " " + r.getReplyText()));
         ch.addConfirmListener(
-                (seq, multiple) -> settle(seq, multiple, true), (seq, multiple) -> settle(seq, multiple, false));
+                (seq, multiple) -> confirms.settle(seq, multiple, true),
+                (seq, multiple) -> confirms.settle(seq, multiple, false));
         ch.addShutdownListener(signal -> {
-            for (Sent s : unconfirmed.values()) {
+            for (Sent s : confirms.unconfirmed().values()) {
                 s.closed.completeExceptionally(signal);
             }
         });
-        unconfirmed.clear();
-        return ch;
+        return confirms;
+    }
+
+    /**
+     * A confirm-mode channel and its publishes awaiting a confirm, by sequence number. One map per
+     * channel: the shutdown listener of a closed channel runs on the connection's thread, possibly
+     * after its successor was opened, and must fail only its own publishes (failing the
+     * successor's would refuse a good message for the other's fault; a map cleared at the switch
+     * would leave the closed channel's publishes waiting out the confirm timeout).
+     */
+    private record Confirms(Channel channel, ConcurrentSkipListMap<Long, Sent> unconfirmed) {
+
+        // Runs on the connection's thread: a confirm covers one sequence number, or all up to it.
+        void settle(long seq, boolean multiple, boolean ack) {
+            var settled = multiple ? unconfirmed.headMap(seq, true) : unconfirmed.subMap(seq, true, seq, true);
+            for (Sent s : settled.values()) {
+                s.closed.complete(ack);
+            }
+            settled.clear();
+        }
     }
 
     /** A publish waiting for its confirm: completed true (ack) or false (nack), or failed when the channel closed. */
     private record Sent(long seq, CompletableFuture<Boolean> closed) {}
-
-    // Runs on the connection's thread: a confirm covers one sequence number, or all up to it.
-    private void settle(long seq, boolean multiple, boolean ack) {
-        var settled = multiple ? unconfirmed.headMap(seq, true) : unconfirmed.subMap(seq, true, seq, true);
-        for (Sent s : settled.values()) {
-            s.closed.complete(ack);
-        }
-        settled.clear();
-    }
 
     /**
      * Publishes one outbox row and waits for its confirm.
@@ -162,22 +172,23 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
         for (int i = 0; i < messages.size() && closedBy == null; i++) {
             OutboxMessage m = messages.get(i);
             try {
-                if (!channel.isOpen()) {
-                    channel = open();
+                if (!current.channel().isOpen()) {
+                    current = open();
                 }
                 returned.remove(m.eventId());
-                long seq = channel.getNextPublishSeqNo();
+                long seq = current.channel().getNextPublishSeqNo();
                 sent[i] = new Sent(seq, new CompletableFuture<>());
-                unconfirmed.put(seq, sent[i]);
-                channel.basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
+                current.unconfirmed().put(seq, sent[i]);
+                current.channel().basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
             } catch (ShutdownSignalException e) {
                 closedBy = e;
+                sent[i] = null; // not published (its channel's shutdown listener may be done): decided below
             } catch (IOException e) {
+                sent[i] = null;
                 if (e.getCause() instanceof ShutdownSignalException signal) {
                     closedBy = signal;
                 } else {
                     outcomes[i] = PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
-                    sent[i] = null;
                 }
             }
         }
@@ -278,8 +289,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     @Override
     public synchronized void close() throws IOException {
         try {
-            if (channel.isOpen()) {
-                channel.close();
+            if (current.channel().isOpen()) {
+                current.channel().close();
             }
         } catch (TimeoutException e) {
             throw new IOException("close of the publisher channel timed out", e);

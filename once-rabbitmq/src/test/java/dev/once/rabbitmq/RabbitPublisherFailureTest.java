@@ -5,19 +5,24 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.once.outbox.Receipt;
+import dev.once.testkit.broker.PublisherChecks;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** How {@link RabbitPublisher} maps what RabbitMQ answers to the publisher failure contract. */
+/**
+ * How {@link RabbitPublisher} maps what RabbitMQ answers to the publisher failure contract, each
+ * message of a batch decided on its own.
+ */
 class RabbitPublisherFailureTest {
 
     private Connection connection;
@@ -55,24 +60,7 @@ class RabbitPublisherFailureTest {
                         .publish(TestRabbit.message(queue, "evt-2", null, "2"))
                         .body())
                 .startsWith("confirmed");
-        try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(missing, null, new byte[] {'1'}, Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"
-                            + " AND response_status = 312"))
-                    .as("dead after one attempt, the reply code recorded")
-                    .isEqualTo(1);
-        }
+        PublisherChecks.relayMovesARefusedRowToDead(publisher, missing, 312);
     }
 
     @Test
@@ -96,5 +84,110 @@ class RabbitPublisherFailureTest {
         assertThatThrownBy(() -> publisher.publish(TestRabbit.message(queue, "evt-1", null, "1")))
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isTrue());
+    }
+
+    @Test
+    void anUnroutableMessageInABatchFailsAloneAndItsNeighboursAreConfirmed() throws Exception {
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                TestRabbit.message(queue, "evt-1", "k1", "1"),
+                TestRabbit.message("once-no-queue-" + System.nanoTime(), "evt-2", "k2", "2"),
+                TestRabbit.message(queue, "evt-3", "k3", "3")));
+        assertConfirmed(stages.get(0));
+        assertConfirmed(stages.get(2));
+        assertRefused(stages.get(1), "evt-2", 312);
+        assertThat(stored()).as("the neighbours are in the queue").isEqualTo(2);
+    }
+
+    /** A missing exchange closes the channel, naming no message: the rows without a confirm are tried alone. */
+    @Test
+    void aMissingExchangeInABatchFailsAloneAndItsNeighboursAreConfirmed() throws Exception {
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                TestRabbit.message(queue, "evt-1", "k1", "1"),
+                TestRabbit.message("once-no-exchange-" + System.nanoTime() + "/k", "evt-2", "k2", "2"),
+                TestRabbit.message(queue, "evt-3", "k3", "3"),
+                TestRabbit.message(queue, "evt-4", "k4", "4")));
+        assertConfirmed(stages.get(0));
+        assertRefused(stages.get(1), "evt-2", 404);
+        assertConfirmed(stages.get(2));
+        assertConfirmed(stages.get(3));
+        assertThat(stored())
+                .as("every neighbour in the queue, some perhaps twice (sent again alone after the close)")
+                .isGreaterThanOrEqualTo(3);
+    }
+
+    /**
+     * Batches of two relays share the publisher: one's missing exchange closes channel after
+     * channel while the other's rows go out, and each row must get its own verdict, the good ones
+     * confirmed and the bad ones refused with 404, never the other's fault nor a confirm timeout
+     * (a closed channel's shutdown listener runs late, on the connection's thread, after its
+     * successor is open). A durable queue: its confirms wait for the disk, so rows are still
+     * unconfirmed when a channel closes.
+     */
+    @Test
+    void anotherRelaysRefusedBatchOnTheSharedChannelFailsNoneOfThisBatch() throws Exception {
+        String missing = "once-no-exchange-" + System.nanoTime() + "/k";
+        String durable = "once-test-durable-" + System.nanoTime();
+        try (Channel ch = connection.createChannel()) {
+            ch.queueDeclare(durable, true, false, false, Map.of());
+        }
+        try {
+            sharedChannelRounds(missing, durable);
+        } finally {
+            try (Channel ch = connection.createChannel()) {
+                ch.queueDelete(durable);
+            }
+        }
+    }
+
+    private void sharedChannelRounds(String missing, String queue) throws Exception {
+        for (int round = 0; round < 5; round++) {
+            List<OutboxMessage> good = new ArrayList<>();
+            List<OutboxMessage> bad = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                good.add(TestRabbit.message(queue, "good-" + round + "-" + i, "g" + i, "1"));
+                bad.add(TestRabbit.message(missing, "bad-" + round + "-" + i, "b" + i, "1"));
+            }
+            CompletableFuture<List<CompletionStage<Receipt>>> refused =
+                    CompletableFuture.supplyAsync(() -> publisher.publishAll(bad));
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(good);
+            for (CompletionStage<Receipt> stage : stages) {
+                assertConfirmed(stage);
+            }
+            for (CompletionStage<Receipt> stage : refused.get(1, TimeUnit.MINUTES)) {
+                assertThatThrownBy(() -> stage.toCompletableFuture().join())
+                        .cause()
+                        .isInstanceOfSatisfying(
+                                PublishFailure.class, f -> assertThat(f.receipt().status()).isEqualTo(404));
+            }
+        }
+    }
+
+    @Test
+    void aLostConnectionIsRetryableForEveryMessageOfABatch() {
+        connection.abort();
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                TestRabbit.message(queue, "evt-1", "k1", "1"), TestRabbit.message(queue, "evt-2", "k2", "2")));
+        PublisherChecks.eachRetryable(stages, 2);
+    }
+
+    private static void assertConfirmed(CompletionStage<Receipt> stage) throws Exception {
+        assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                .startsWith("confirmed seq=");
+    }
+
+    private static void assertRefused(CompletionStage<Receipt> stage, String eventId, int replyCode) {
+        assertThatThrownBy(() -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOfSatisfying(PublishFailure.class, f -> {
+                    assertThat(f.retryable()).isFalse();
+                    assertThat(f.receipt().status()).isEqualTo(replyCode);
+                })
+                .hasMessageContaining("event " + eventId);
+    }
+
+    private long stored() throws Exception {
+        try (Channel ch = connection.createChannel()) {
+            return ch.messageCount(queue);
+        }
     }
 }

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,6 +20,10 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.exception.SdkClientException;
@@ -50,7 +55,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
  * interval, or on a standard queue, a re-send is a second message that the consumer's inbox absorbs.
  *
  * <p><b>Receipt.</b> Status: SQS's HTTP status (200). Body: {@code messageId=<id>}, followed by
- * {@code  sequenceNumber=<n>} on a FIFO queue.
+ * {@code  sequenceNumber=<n>} on a FIFO queue (where SQS answers with one: ElasticMQ's answer to
+ * {@code SendMessageBatch} has none).
  *
  * <p><b>Failure contract</b> (a {@link PublishFailure}, with SQS's status and error code where SQS
  * answered). Permanent: the queue does not
@@ -59,20 +65,40 @@ import software.amazon.awssdk.services.sqs.model.SendMessageResponse;
  * message size or characters SQS refuses. Retryable: a timeout, a connection failure, throttling,
  * a 5xx, and 401/403 (credentials and permissions can be fixed without changing the message).
  *
- * <p>Thread-safe when the client is (the AWS SDK clients are).
+ * <p>Thread-safe when the client is (the AWS SDK clients are). {@link #publishAll} sends its
+ * requests on up to {@value #CONCURRENT_REQUESTS} daemon threads of its own, which end when idle.
  */
 public final class SqsPublisher implements Publisher {
 
     /** Message attributes SQS accepts per message, the event id included. */
     public static final int MAX_ATTRIBUTES = 10;
 
+    /** Entries SQS takes in one {@code SendMessageBatch}. */
+    public static final int MAX_BATCH = 10;
+    /** Bytes SQS takes in one {@code SendMessageBatch}: bodies and attributes (names, types, values) together. */
+    public static final int MAX_BATCH_BYTES = 256 * 1024;
+    /** {@code SendMessageBatch} requests one publisher keeps in flight, over all the relays it serves. */
+    public static final int CONCURRENT_REQUESTS = 16;
+
     private static final Pattern SQS_ID = Pattern.compile("[\\p{Alnum}\\p{Punct}]{1,128}");
 
     private final SqsClient client;
     private final Map<String, String> queueUrls = new ConcurrentHashMap<>();
+    // Sends publishAll's requests: SqsClient blocks per request, and one at a time a relay batch of
+    // a thousand rows would wait for a hundred round trips in a row. Daemon threads that end when
+    // idle, so the publisher needs no closing.
+    private final ThreadPoolExecutor requests;
 
     public SqsPublisher(SqsClient client) {
         this.client = Objects.requireNonNull(client, "client");
+        AtomicInteger threads = new AtomicInteger();
+        this.requests = new ThreadPoolExecutor(
+                CONCURRENT_REQUESTS, CONCURRENT_REQUESTS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "once-sqs-publisher-" + threads.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        requests.allowCoreThreadTimeOut(true);
     }
 
     /**
@@ -86,7 +112,6 @@ public final class SqsPublisher implements Publisher {
      */
     @Override
     public Receipt publish(OutboxMessage message) {
-        String eventId = message.eventId();
         Map<String, MessageAttributeValue> attributes = attributes(message);
         String body = utf8(message);
         try {
@@ -94,8 +119,7 @@ public final class SqsPublisher implements Publisher {
             SendMessageRequest.Builder request =
                     SendMessageRequest.builder().queueUrl(url).messageBody(body).messageAttributes(attributes);
             if (SqsDeliveries.isFifo(url)) {
-                request.messageDeduplicationId(sqsId(message.idempotencyKey()))
-                        .messageGroupId(sqsId(message.key() != null ? message.key() : eventId));
+                request.messageDeduplicationId(deduplicationId(message)).messageGroupId(groupId(message));
             }
             SendMessageResponse response = client.sendMessage(request.build());
             return receipt(response.sdkHttpResponse().statusCode(), response.messageId(), response.sequenceNumber());
@@ -107,128 +131,166 @@ public final class SqsPublisher implements Publisher {
     }
 
     /**
-     * Sends the rows with {@code SendMessageBatch}, up to ten of one standard queue per request
-     * (rows for a FIFO queue go one {@code SendMessage} each, as {@link #publish}), and returns
-     * each row's outcome: SQS answers per entry, so one refused entry fails alone (permanent when SQS
-     * blames the message, retryable otherwise). A request SQS refuses as a whole (too long, the
-     * queue missing) is failed for its entries as {@link #publish} would fail each; a request too
-     * long for one batch is sent message by message.
+     * Sends the rows with {@code SendMessageBatch}, up to {@value #MAX_BATCH} of one queue and at most
+     * {@value #MAX_BATCH_BYTES} bytes per request (SQS's limits; a row larger than that goes alone
+     * with {@code SendMessage}), up to {@value #CONCURRENT_REQUESTS} requests in flight, and returns
+     * each row's stage. On a FIFO queue each entry carries the deduplication and group ids
+     * {@link #publish} sets. SQS answers per entry, so one refused entry fails alone (permanent when
+     * SQS blames the message, retryable otherwise). A request SQS refuses as a whole (the queue
+     * missing, unreachable) fails its entries as {@link #publish} would fail each; one SQS finds too
+     * long is sent message by message.
      */
     @Override
     public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
         List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
-        Map<String, List<Integer>> byQueue = new LinkedHashMap<>();
+        Map<String, List<Entry>> byQueue = new LinkedHashMap<>();
         for (int i = 0; i < messages.size(); i++) {
-            results.add(null);
-            byQueue.computeIfAbsent(messages.get(i).destination(), q -> new ArrayList<>())
-                    .add(i);
-        }
-        for (List<Integer> queue : byQueue.values()) {
-            for (int from = 0; from < queue.size(); from += MAX_BATCH) {
-                List<Integer> chunk = queue.subList(from, Math.min(queue.size(), from + MAX_BATCH));
-                sendBatch(messages, chunk, results);
+            OutboxMessage m = messages.get(i);
+            CompletableFuture<Receipt> result = new CompletableFuture<>();
+            results.add(result);
+            try {
+                Entry e = new Entry(m, entry(m, i), result);
+                byQueue.computeIfAbsent(m.destination(), q -> new ArrayList<>()).add(e);
+            } catch (PublishFailure f) {
+                result.completeExceptionally(f);
             }
+        }
+        List<Runnable> sends = new ArrayList<>();
+        byQueue.forEach((queue, entries) -> {
+            List<Entry> request = new ArrayList<>();
+            long bytes = 0;
+            for (Entry e : entries) {
+                long size = size(e.request());
+                if (size > MAX_BATCH_BYTES) {
+                    sends.add(() -> one(e));
+                    continue;
+                }
+                if (request.size() == MAX_BATCH || bytes + size > MAX_BATCH_BYTES) {
+                    List<Entry> full = request;
+                    sends.add(() -> sendBatch(queue, full));
+                    request = new ArrayList<>();
+                    bytes = 0;
+                }
+                request.add(e);
+                bytes += size;
+            }
+            if (!request.isEmpty()) {
+                List<Entry> last = request;
+                sends.add(() -> sendBatch(queue, last));
+            }
+        });
+        // The caller sends the first request itself: it would only wait otherwise, and a batch of
+        // one request (the steady trickle of a relay woken by each commit) needs no thread handoff.
+        for (int i = 1; i < sends.size(); i++) {
+            requests.execute(sends.get(i));
+        }
+        if (!sends.isEmpty()) {
+            sends.get(0).run();
         }
         return results;
     }
 
-    /** Entries SQS takes in one {@code SendMessageBatch}. */
-    static final int MAX_BATCH = 10;
+    /** A row in a batch: the message, its batch entry, and the stage the relay waits on. */
+    private record Entry(OutboxMessage row, SendMessageBatchRequestEntry request, CompletableFuture<Receipt> result) {}
 
-    private void sendBatch(List<OutboxMessage> messages, List<Integer> chunk, List<CompletionStage<Receipt>> results) {
-        List<SendMessageBatchRequestEntry> entries = new ArrayList<>(chunk.size());
+    // The entry as SendMessage would send the row (same body, attributes, FIFO ids); its id is the
+    // row's place in the batch, unique within any request made of the batch's rows.
+    private static SendMessageBatchRequestEntry entry(OutboxMessage m, int place) {
+        SendMessageBatchRequestEntry.Builder e = SendMessageBatchRequestEntry.builder()
+                .id(Integer.toString(place))
+                .messageBody(utf8(m))
+                .messageAttributes(attributes(m));
+        if (SqsDeliveries.isFifo(m.destination())) {
+            e.messageDeduplicationId(deduplicationId(m)).messageGroupId(groupId(m));
+        }
+        return e.build();
+    }
+
+    // What SQS counts against the batch size: the body and each attribute's name, type and value, in bytes.
+    private static long size(SendMessageBatchRequestEntry e) {
+        long size = utf8Length(e.messageBody());
+        for (Map.Entry<String, MessageAttributeValue> a : e.messageAttributes().entrySet()) {
+            size += utf8Length(a.getKey())
+                    + utf8Length(a.getValue().dataType())
+                    + utf8Length(a.getValue().stringValue());
+        }
+        return size;
+    }
+
+    private static long utf8Length(String s) {
+        return s == null ? 0 : s.getBytes(StandardCharsets.UTF_8).length;
+    }
+
+    private void sendBatch(String queue, List<Entry> request) {
         String url;
         try {
-            url = queueUrl(messages.get(chunk.get(0)).destination());
+            url = queueUrl(queue);
         } catch (AwsServiceException e) {
-            chunk.forEach(i -> results.set(i, CompletableFuture.failedFuture(failure(messages.get(i), e))));
+            request.forEach(x -> x.result().completeExceptionally(failure(x.row(), e)));
             return;
         } catch (SdkClientException e) {
-            chunk.forEach(i -> results.set(i, CompletableFuture.failedFuture(unanswered(messages.get(i), e))));
+            request.forEach(x -> x.result().completeExceptionally(unanswered(x.row(), e)));
             return;
-        }
-        if (SqsDeliveries.isFifo(url)) {
-            // One SendMessage per row on a FIFO queue: its answer carries the sequence number the
-            // receipt records, which a batch answer may lack (ElasticMQ's does).
-            chunk.forEach(i -> results.set(i, one(messages.get(i))));
-            return;
-        }
-        for (int i : chunk) {
-            OutboxMessage m = messages.get(i);
-            try {
-                SendMessageBatchRequestEntry.Builder e = SendMessageBatchRequestEntry.builder()
-                        .id(Integer.toString(i))
-                        .messageBody(utf8(m))
-                        .messageAttributes(attributes(m));
-                entries.add(e.build());
-            } catch (PublishFailure f) {
-                results.set(i, CompletableFuture.failedFuture(f));
-            }
-        }
-        if (entries.isEmpty()) {
+        } catch (RuntimeException e) {
+            request.forEach(x -> x.result().completeExceptionally(e));
             return;
         }
         SendMessageBatchResponse response;
         try {
-            response = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries));
+            response = client.sendMessageBatch(r -> r.queueUrl(url)
+                    .entries(request.stream().map(Entry::request).toList()));
         } catch (BatchRequestTooLongException e) {
-            for (SendMessageBatchRequestEntry entry : entries) {
-                int i = Integer.parseInt(entry.id());
-                results.set(i, one(messages.get(i)));
-            }
+            request.forEach(this::one);
             return;
         } catch (AwsServiceException e) {
-            entries.forEach(entry -> {
-                int i = Integer.parseInt(entry.id());
-                results.set(i, CompletableFuture.failedFuture(failure(messages.get(i), e)));
-            });
+            request.forEach(x -> x.result().completeExceptionally(failure(x.row(), e)));
             return;
         } catch (SdkClientException e) {
-            entries.forEach(entry -> {
-                int i = Integer.parseInt(entry.id());
-                results.set(i, CompletableFuture.failedFuture(unanswered(messages.get(i), e)));
-            });
+            request.forEach(x -> x.result().completeExceptionally(unanswered(x.row(), e)));
+            return;
+        } catch (RuntimeException e) {
+            request.forEach(x -> x.result().completeExceptionally(e));
             return;
         }
+        Map<String, Entry> byId = new HashMap<>();
+        request.forEach(x -> byId.put(x.request().id(), x));
         int status = response.sdkHttpResponse().statusCode();
         for (SendMessageBatchResultEntry ok : response.successful()) {
-            results.set(
-                    Integer.parseInt(ok.id()),
-                    CompletableFuture.completedFuture(receipt(status, ok.messageId(), ok.sequenceNumber())));
+            Entry x = byId.remove(ok.id());
+            if (x != null) {
+                x.result().complete(receipt(status, ok.messageId(), ok.sequenceNumber()));
+            }
         }
         for (BatchResultErrorEntry failed : response.failed()) {
-            int i = Integer.parseInt(failed.id());
-            OutboxMessage m = messages.get(i);
+            Entry x = byId.remove(failed.id());
+            if (x == null) {
+                continue;
+            }
+            OutboxMessage m = x.row();
             boolean retryable = !Boolean.TRUE.equals(failed.senderFault())
                     || (failed.code() != null && failed.code().contains("Throttl"));
-            results.set(
-                    i,
-                    CompletableFuture.failedFuture(new PublishFailure(
+            x.result()
+                    .completeExceptionally(new PublishFailure(
                             "SQS refused row " + m.id() + " (event " + m.eventId() + ") for queue '" + m.destination()
                                     + "' with " + failed.code() + ": " + failed.message()
                                     + (retryable ? "; the relay tries again" : "; sending it again cannot succeed"),
                             retryable,
-                            new Receipt(status, failed.code() + ": " + failed.message()))));
+                            new Receipt(status, failed.code() + ": " + failed.message())));
         }
-        for (SendMessageBatchRequestEntry entry : entries) {
-            int i = Integer.parseInt(entry.id());
-            if (results.get(i) == null) {
-                results.set(
-                        i,
-                        CompletableFuture.failedFuture(PublishFailure.retryable(
-                                "SQS's batch answer named no outcome for row "
-                                        + messages.get(i).id(),
+        byId.values()
+                .forEach(x -> x.result()
+                        .completeExceptionally(PublishFailure.retryable(
+                                "SQS's batch answer named no outcome for row " + x.row().id() + " (event "
+                                        + x.row().eventId() + "); the relay tries again",
                                 Receipt.NONE,
                                 null)));
-            }
-        }
     }
 
-    private CompletionStage<Receipt> one(OutboxMessage m) {
+    private void one(Entry e) {
         try {
-            return CompletableFuture.completedFuture(publish(m));
-        } catch (PublishFailure f) {
-            return CompletableFuture.failedFuture(f);
+            e.result().complete(publish(e.row()));
+        } catch (RuntimeException f) {
+            e.result().completeExceptionally(f);
         }
     }
 
@@ -301,6 +363,15 @@ public final class SqsPublisher implements Publisher {
                     Receipt.NONE,
                     e);
         }
+    }
+
+    private static String deduplicationId(OutboxMessage m) {
+        return sqsId(m.idempotencyKey());
+    }
+
+    // The row's key keeps its rows in order; a row without one is a group of its own.
+    private static String groupId(OutboxMessage m) {
+        return sqsId(m.key() != null ? m.key() : m.eventId());
     }
 
     /**

@@ -89,6 +89,14 @@ final class TestSqs {
                 0, eventId, destination, key, body.getBytes(StandardCharsets.UTF_8), Map.of(), eventId, 0, null);
     }
 
+    /** Messages the queue holds, visible ones (none may be in flight when this is asked). */
+    static long messagesStored(String queueUrl) {
+        return Long.parseLong(client().getQueueAttributes(
+                        r -> r.queueUrl(queueUrl).attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                .attributes()
+                .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
+    }
+
     static void deleteQueue(String url) {
         client().deleteQueue(r -> r.queueUrl(url));
     }

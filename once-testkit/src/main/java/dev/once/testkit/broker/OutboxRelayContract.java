@@ -44,6 +44,8 @@ public abstract class OutboxRelayContract {
     public static final int EVENTS = 3;
     /** Messages a handler enqueues per event. */
     public static final int PER_EVENT = 2;
+    /** Rows of the backlog case: three per key, so each key's rows go out in three batches, in order. */
+    public static final int BACKLOG = 300;
 
     private TestDatabase db;
     private String destination;
@@ -198,6 +200,60 @@ public abstract class OutboxRelayContract {
         } else {
             assertThat(outcomes).as("outcomes of the re-sent " + resent).contains(Status.APPLIED, Status.DUPLICATE);
         }
+    }
+
+    /**
+     * A backlog drained by two relays at once, each sending its batches through the publisher's
+     * {@link Publisher#publishAll}: every row is sent, and the broker holds each at least once and
+     * no more copies than there were attempts (exactly one each where it deduplicates).
+     */
+    @Test
+    final void aBacklogDrainedByTwoRelaysThroughPublishAllIsStoredOnceEach() throws Exception {
+        IdempotentConsumer upstream = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("orders")
+                .handler((d, tx) -> {
+                    for (int n = 1; n <= 3; n++) {
+                        byte[] body = (d.eventId() + "/" + n).getBytes(StandardCharsets.UTF_8);
+                        tx.outbox().add(destination, d.eventId(), body, Map.of(), null);
+                    }
+                })
+                .build();
+        for (int i = 0; i < BACKLOG / 3; i++) {
+            assertThat(upstream.process(Delivery.builder("order-" + i).build()).status())
+                    .isEqualTo(Status.APPLIED);
+        }
+        Publisher publisher = publisher();
+        List<OutboxRelay> relays = List.of(relay(publisher, "backlog-1"), relay(publisher, "backlog-2"));
+        try {
+            relays.forEach(OutboxRelay::start);
+            Awaitility.await()
+                    .atMost(Duration.ofMinutes(2))
+                    .pollInterval(Duration.ofMillis(50))
+                    .until(() -> db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'") == BACKLOG);
+        } finally {
+            relays.forEach(OutboxRelay::close);
+        }
+        long attempts = db.queryLong("SELECT sum(attempts) FROM once_outbox");
+        long stored = messagesStored(destination);
+        if (brokerDeduplicates()) {
+            assertThat(stored).as("every row stored once").isEqualTo(BACKLOG);
+        } else {
+            assertThat(stored)
+                    .as("every row stored, no more copies than the %d attempts", attempts)
+                    .isBetween((long) BACKLOG, attempts);
+        }
+    }
+
+    private OutboxRelay relay(Publisher publisher, String name) {
+        return OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .publisher(publisher)
+                .name(name)
+                .batchSize(40)
+                .pollInterval(Duration.ofMillis(50))
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
     }
 
     private static boolean settled(Recording r, long stored) {
