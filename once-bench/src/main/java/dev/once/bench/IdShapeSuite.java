@@ -200,12 +200,18 @@ final class IdShapeSuite implements Suite {
     }
 
     private static void createTable(BenchPostgres.Db db, Shape shape) throws SQLException {
-        try (Connection c = db.dataSource().getConnection();
-                Statement s = c.createStatement()) {
-            s.execute("CREATE TABLE ids_inbox (consumer varchar(100) NOT NULL, event_id " + shape.type
+        try (Connection c = db.dataSource().getConnection()) {
+            createInbox(c, "ids_inbox", shape);
+        }
+    }
+
+    /** A table of the inbox's shape named {@code table}, its event id column of {@code shape}'s type. */
+    static void createInbox(Connection c, String table, Shape shape) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE " + table + " (consumer varchar(100) NOT NULL, event_id " + shape.type
                     + " NOT NULL, processed_at timestamptz NOT NULL, payload_fingerprint bigint,"
                     + " PRIMARY KEY (consumer, event_id))");
-            s.execute("CREATE INDEX ids_inbox_processed_at ON ids_inbox USING brin (processed_at)");
+            s.execute("CREATE INDEX " + table + "_processed_at ON " + table + " USING brin (processed_at)");
         }
     }
 
