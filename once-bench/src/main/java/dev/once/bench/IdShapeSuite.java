@@ -3,6 +3,9 @@ package dev.once.bench;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -11,13 +14,16 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Timestamp;
 import java.util.ArrayList;
+import java.time.Instant;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
+import org.postgresql.PGConnection;
 
 /**
  * What the shape of the producer's event id costs the inbox: bytes per claimed event (heap and
@@ -35,6 +41,8 @@ final class IdShapeSuite implements Suite {
     static final int SIZE_ROWS = 300_000;
     static final int QUICK_SIZE_ROWS = 100_000;
     static final List<Shape> SHAPES = List.of(Shape.values());
+    /** The shapes also claimed COPY-first: today's column and ids, and the smallest shape. */
+    static final List<Shape> COPY_SHAPES = List.of(Shape.TEXT_V4, Shape.UUID_V7_FULL);
 
     /** An id shape: how ids are made and which column type holds them. */
     enum Shape {
@@ -104,6 +112,13 @@ final class IdShapeSuite implements Suite {
                 names.add("floor-" + shape.key());
                 configs.add(new Throughput.Config("floor-" + shape.key(), 1, i -> new Claims(db, shape)));
             }
+            for (Shape shape : COPY_SHAPES) {
+                BenchPostgres.Db db = run.postgres().freshDatabase(1);
+                dbs.add(db);
+                createTable(db, shape);
+                names.add("floor-copy-" + shape.key());
+                configs.add(new Throughput.Config("floor-copy-" + shape.key(), 1, i -> new Claims(db, shape, true)));
+            }
             BenchPostgres.Db onceDb = run.postgres().freshDatabase(1);
             dbs.add(onceDb);
             IdempotentConsumer once = IdempotentConsumer.builder()
@@ -153,7 +168,8 @@ final class IdShapeSuite implements Suite {
                         " inbox is while it fills (no VACUUM FULL, no REINDEX). Claims/s: one connection, one `INSERT …")
                 .append(" SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING` of ")
                 .append(BATCH)
-                .append(" new ids + commit per turn, the shapes' floors and `once` (`processBatch`, text ids, its own")
+                .append(" new ids + commit per turn (COPY-first rows: one `COPY … FROM STDIN` of the same ids instead),")
+                .append(" the shapes' floors and `once` (`processBatch`, text ids, its own")
                 .append(" inbox, a batch handler that does nothing) interleaved.\n\n")
                 .append("| id shape | column | bytes / event | claims/s | vs text v4 | vs text v4, paired |\n")
                 .append("|---|---|---|---|---|---|\n");
@@ -166,6 +182,17 @@ final class IdShapeSuite implements Suite {
                     s.label,
                     s.type,
                     bytes.get(s),
+                    r.eventsPerSecond(),
+                    r.eventsPerSecond() / base.eventsPerSecond(),
+                    r.pairedRatio(base)));
+        }
+        for (Shape s : COPY_SHAPES) {
+            Throughput.Rate r = rates.get("floor-copy-" + s.key());
+            md.append(String.format(
+                    Locale.ROOT,
+                    "| %s, COPY-first | `%s` | (as above) | %,.0f | %.2f | %.2f |%n",
+                    s.label,
+                    s.type,
                     r.eventsPerSecond(),
                     r.eventsPerSecond() / base.eventsPerSecond(),
                     r.pairedRatio(base)));
@@ -201,9 +228,18 @@ final class IdShapeSuite implements Suite {
                         once.eventsPerSecond() / base.eventsPerSecond(),
                         once.pairedRatio(base)),
                 once.eventsPerSecond() / base.eventsPerSecond() >= 0.95));
+        Throughput.Rate copyV4 = rates.get("floor-copy-" + Shape.TEXT_V4.key());
         md.append(String.format(
                 Locale.ROOT,
-                "- (for reference) fastest claim floor: %s, %.2fx text v4%n",
+                "- (for reference) COPY-first / INSERT claim, text v4: %.2fx (paired %.2f); once / COPY-first text v4:"
+                        + " %.2f (paired %.2f)%n",
+                copyV4.eventsPerSecond() / base.eventsPerSecond(),
+                copyV4.pairedRatio(base),
+                once.eventsPerSecond() / copyV4.eventsPerSecond(),
+                once.pairedRatio(copyV4)));
+        md.append(String.format(
+                Locale.ROOT,
+                "- (for reference) fastest INSERT claim floor: %s, %.2fx text v4%n",
                 bestShape.label,
                 best / base.eventsPerSecond()));
         return md.toString();
@@ -246,9 +282,16 @@ final class IdShapeSuite implements Suite {
         private final Connection c;
         private final PreparedStatement claim;
         private final Shape shape;
+        private final boolean copy;
 
         Claims(BenchPostgres.Db db, Shape shape) throws SQLException {
+            this(db, shape, false);
+        }
+
+        /** With {@code copy}, the ids go in with {@link #copyClaim} (all are new, so it never falls back). */
+        Claims(BenchPostgres.Db db, Shape shape, boolean copy) throws SQLException {
             this.shape = shape;
+            this.copy = copy;
             this.c = db.dataSource().getConnection();
             c.setAutoCommit(false);
             this.claim = c.prepareStatement("INSERT INTO ids_inbox (consumer, event_id, processed_at)"
@@ -258,6 +301,18 @@ final class IdShapeSuite implements Suite {
 
         @Override
         public int run() throws SQLException {
+            if (copy) {
+                String[] batch = new String[BATCH];
+                for (int i = 0; i < BATCH; i++) {
+                    batch[i] = (shape.timeOrdered ? v7() : UUID.randomUUID()).toString();
+                }
+                Arrays.sort(batch); // canonical lower-case text sorts as uuid values do
+                if (!copyClaim(c, "ids_inbox", Arrays.asList(batch))) {
+                    throw new IllegalStateException("every id is new, but the COPY met a claimed one");
+                }
+                c.commit();
+                return BATCH;
+            }
             Array ids;
             if (shape.uuidColumn()) {
                 UUID[] batch = new UUID[BATCH];
@@ -297,6 +352,37 @@ final class IdShapeSuite implements Suite {
             c.rollback();
             c.setAutoCommit(true);
             c.close();
+        }
+    }
+
+    /**
+     * Claims every id with one {@code COPY … FROM STDIN} into {@code table}, which PostgreSQL writes
+     * with its multi-row heap insert (one WAL record per page of rows, where an {@code INSERT … SELECT}
+     * logs each row). True when all were new; false when one was claimed before: the COPY failed with
+     * a unique violation and the transaction is rolled back (the COPY was its only statement), for
+     * the caller to claim with the insert, which says which ids were new.
+     */
+    static boolean copyClaim(Connection c, String table, Collection<String> sortedIds) throws SQLException {
+        StringBuilder rows = new StringBuilder(sortedIds.size() * 72);
+        String suffix = "\t" + Instant.now() + "\n";
+        for (String id : sortedIds) {
+            rows.append(CoreSuite.CONSUMER).append('\t').append(id).append(suffix);
+        }
+        try {
+            c.unwrap(PGConnection.class)
+                    .getCopyAPI()
+                    .copyIn(
+                            "COPY " + table + " (consumer, event_id, processed_at) FROM STDIN",
+                            new StringReader(rows.toString()));
+            return true;
+        } catch (SQLException e) {
+            if (!"23505".equals(e.getSQLState())) {
+                throw e;
+            }
+            c.rollback();
+            return false;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
