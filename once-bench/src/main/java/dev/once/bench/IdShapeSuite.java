@@ -41,8 +41,33 @@ final class IdShapeSuite implements Suite {
     static final int SIZE_ROWS = 300_000;
     static final int QUICK_SIZE_ROWS = 100_000;
     static final List<Shape> SHAPES = List.of(Shape.values());
-    /** The shapes also claimed COPY-first: today's column and ids, and the smallest shape. */
-    static final List<Shape> COPY_SHAPES = List.of(Shape.TEXT_V4, Shape.UUID_V7_FULL);
+    /** The shapes also claimed COPY-first and INSERT-first: today's column and ids, and the smallest shape. */
+    static final List<Shape> FIRST_SHAPES = List.of(Shape.TEXT_V4, Shape.UUID_V7_FULL);
+
+    /** How a floor claims ids it expects to be new. */
+    enum Claim {
+        /** {@code INSERT … ON CONFLICT DO NOTHING RETURNING}: once's statement. */
+        ON_CONFLICT("floor"),
+        /** {@link #copyClaim}, falling back to the insert on a duplicate. */
+        COPY_FIRST("floor-copy"),
+        /** {@link #insertClaim}, falling back to the insert on a duplicate. */
+        INSERT_FIRST("floor-insert");
+
+        final String prefix;
+
+        Claim(String prefix) {
+            this.prefix = prefix;
+        }
+
+        /** Claims ids expected new: true when all were, false (rolled back) when the caller must use ON_CONFLICT. */
+        boolean claimNew(Connection c, String table, Shape shape, Collection<String> sortedIds) throws SQLException {
+            return switch (this) {
+                case ON_CONFLICT -> false;
+                case COPY_FIRST -> copyClaim(c, table, sortedIds);
+                case INSERT_FIRST -> insertClaim(c, table, shape, sortedIds);
+            };
+        }
+    }
 
     /** An id shape: how ids are made and which column type holds them. */
     enum Shape {
@@ -112,12 +137,15 @@ final class IdShapeSuite implements Suite {
                 names.add("floor-" + shape.key());
                 configs.add(new Throughput.Config("floor-" + shape.key(), 1, i -> new Claims(db, shape)));
             }
-            for (Shape shape : COPY_SHAPES) {
-                BenchPostgres.Db db = run.postgres().freshDatabase(1);
-                dbs.add(db);
-                createTable(db, shape);
-                names.add("floor-copy-" + shape.key());
-                configs.add(new Throughput.Config("floor-copy-" + shape.key(), 1, i -> new Claims(db, shape, true)));
+            for (Claim claim : List.of(Claim.COPY_FIRST, Claim.INSERT_FIRST)) {
+                for (Shape shape : FIRST_SHAPES) {
+                    BenchPostgres.Db db = run.postgres().freshDatabase(1);
+                    dbs.add(db);
+                    createTable(db, shape);
+                    String name = claim.prefix + "-" + shape.key();
+                    names.add(name);
+                    configs.add(new Throughput.Config(name, 1, i -> new Claims(db, shape, claim)));
+                }
             }
             BenchPostgres.Db onceDb = run.postgres().freshDatabase(1);
             dbs.add(onceDb);
@@ -168,7 +196,9 @@ final class IdShapeSuite implements Suite {
                         " inbox is while it fills (no VACUUM FULL, no REINDEX). Claims/s: one connection, one `INSERT …")
                 .append(" SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING` of ")
                 .append(BATCH)
-                .append(" new ids + commit per turn (COPY-first rows: one `COPY … FROM STDIN` of the same ids instead),")
+                .append(" new ids + commit per turn (COPY-first rows: one `COPY … FROM STDIN` of the same ids instead;")
+                .append(" plain-INSERT-first rows: the insert without `ON CONFLICT` and `RETURNING`; both would fall back")
+                .append(" to the insert on a unique violation, which never happens here),")
                 .append(" the shapes' floors and `once` (`processBatch`, text ids, its own")
                 .append(" inbox, a batch handler that does nothing) interleaved.\n\n")
                 .append("| id shape | column | bytes / event | claims/s | vs text v4 | vs text v4, paired |\n")
@@ -186,16 +216,19 @@ final class IdShapeSuite implements Suite {
                     r.eventsPerSecond() / base.eventsPerSecond(),
                     r.pairedRatio(base)));
         }
-        for (Shape s : COPY_SHAPES) {
-            Throughput.Rate r = rates.get("floor-copy-" + s.key());
-            md.append(String.format(
-                    Locale.ROOT,
-                    "| %s, COPY-first | `%s` | (as above) | %,.0f | %.2f | %.2f |%n",
-                    s.label,
-                    s.type,
-                    r.eventsPerSecond(),
-                    r.eventsPerSecond() / base.eventsPerSecond(),
-                    r.pairedRatio(base)));
+        for (Claim claim : List.of(Claim.COPY_FIRST, Claim.INSERT_FIRST)) {
+            for (Shape s : FIRST_SHAPES) {
+                Throughput.Rate r = rates.get(claim.prefix + "-" + s.key());
+                md.append(String.format(
+                        Locale.ROOT,
+                        "| %s, %s | `%s` | (as above) | %,.0f | %.2f | %.2f |%n",
+                        s.label,
+                        claim == Claim.COPY_FIRST ? "COPY-first" : "plain INSERT first",
+                        s.type,
+                        r.eventsPerSecond(),
+                        r.eventsPerSecond() / base.eventsPerSecond(),
+                        r.pairedRatio(base)));
+            }
         }
         Throughput.Rate once = rates.get("once-text-v4");
         md.append(String.format(
@@ -228,15 +261,18 @@ final class IdShapeSuite implements Suite {
                         once.eventsPerSecond() / base.eventsPerSecond(),
                         once.pairedRatio(base)),
                 once.eventsPerSecond() / base.eventsPerSecond() >= 0.95));
-        Throughput.Rate copyV4 = rates.get("floor-copy-" + Shape.TEXT_V4.key());
-        md.append(String.format(
-                Locale.ROOT,
-                "- (for reference) COPY-first / INSERT claim, text v4: %.2fx (paired %.2f); once / COPY-first text v4:"
-                        + " %.2f (paired %.2f)%n",
-                copyV4.eventsPerSecond() / base.eventsPerSecond(),
-                copyV4.pairedRatio(base),
-                once.eventsPerSecond() / copyV4.eventsPerSecond(),
-                once.pairedRatio(copyV4)));
+        for (Claim claim : List.of(Claim.COPY_FIRST, Claim.INSERT_FIRST)) {
+            Throughput.Rate first = rates.get(claim.prefix + "-" + Shape.TEXT_V4.key());
+            md.append(String.format(
+                    Locale.ROOT,
+                    "- (for reference) %s / ON CONFLICT claim, text v4: %.2fx (paired %.2f); once / it: %.2f (paired"
+                            + " %.2f)%n",
+                    claim.prefix,
+                    first.eventsPerSecond() / base.eventsPerSecond(),
+                    first.pairedRatio(base),
+                    once.eventsPerSecond() / first.eventsPerSecond(),
+                    once.pairedRatio(first)));
+        }
         md.append(String.format(
                 Locale.ROOT,
                 "- (for reference) fastest INSERT claim floor: %s, %.2fx text v4%n",
@@ -282,16 +318,16 @@ final class IdShapeSuite implements Suite {
         private final Connection c;
         private final PreparedStatement claim;
         private final Shape shape;
-        private final boolean copy;
+        private final Claim kind;
 
         Claims(BenchPostgres.Db db, Shape shape) throws SQLException {
-            this(db, shape, false);
+            this(db, shape, Claim.ON_CONFLICT);
         }
 
-        /** With {@code copy}, the ids go in with {@link #copyClaim} (all are new, so it never falls back). */
-        Claims(BenchPostgres.Db db, Shape shape, boolean copy) throws SQLException {
+        /** Other than ON_CONFLICT, the ids go in with {@link Claim#claimNew} (all are new: it never falls back). */
+        Claims(BenchPostgres.Db db, Shape shape, Claim kind) throws SQLException {
             this.shape = shape;
-            this.copy = copy;
+            this.kind = kind;
             this.c = db.dataSource().getConnection();
             c.setAutoCommit(false);
             this.claim = c.prepareStatement("INSERT INTO ids_inbox (consumer, event_id, processed_at)"
@@ -301,14 +337,14 @@ final class IdShapeSuite implements Suite {
 
         @Override
         public int run() throws SQLException {
-            if (copy) {
+            if (kind != Claim.ON_CONFLICT) {
                 String[] batch = new String[BATCH];
                 for (int i = 0; i < BATCH; i++) {
                     batch[i] = (shape.timeOrdered ? v7() : UUID.randomUUID()).toString();
                 }
                 Arrays.sort(batch); // canonical lower-case text sorts as uuid values do
-                if (!copyClaim(c, "ids_inbox", Arrays.asList(batch))) {
-                    throw new IllegalStateException("every id is new, but the COPY met a claimed one");
+                if (!kind.claimNew(c, "ids_inbox", shape, Arrays.asList(batch))) {
+                    throw new IllegalStateException("every id is new, but " + kind + " met a claimed one");
                 }
                 c.commit();
                 return BATCH;
@@ -376,14 +412,37 @@ final class IdShapeSuite implements Suite {
                             new StringReader(rows.toString()));
             return true;
         } catch (SQLException e) {
-            if (!"23505".equals(e.getSQLState())) {
-                throw e;
-            }
-            c.rollback();
-            return false;
+            return rolledBackOnDuplicate(c, e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * As {@link #copyClaim}, with a plain {@code INSERT … SELECT … unnest(?)}: no {@code ON CONFLICT},
+     * so PostgreSQL inserts each row once instead of the speculative insertion (look up the key,
+     * insert, then log a confirmation) that {@code ON CONFLICT} needs, and returns no ids.
+     */
+    static boolean insertClaim(Connection c, String table, Shape shape, Collection<String> sortedIds)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + table + " (consumer, event_id, processed_at)"
+                + " SELECT ?, t.m, ? FROM unnest(?::" + shape.type + "[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n")) {
+            ps.setString(1, CoreSuite.CONSUMER); // 1 consumer
+            ps.setTimestamp(2, new Timestamp(System.currentTimeMillis())); // 2 processed_at
+            ps.setArray(3, c.createArrayOf("varchar", sortedIds.toArray())); // 3 sorted event ids
+            ps.executeUpdate();
+            return true;
+        } catch (SQLException e) {
+            return rolledBackOnDuplicate(c, e);
+        }
+    }
+
+    private static boolean rolledBackOnDuplicate(Connection c, SQLException e) throws SQLException {
+        if (!"23505".equals(e.getSQLState())) {
+            throw e;
+        }
+        c.rollback();
+        return false;
     }
 
     /** A time-ordered UUID (RFC 9562 version 7): 48 bits of Unix milliseconds, then random bits. */

@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Delivery;
 import dev.once.Schema;
+import dev.once.bench.IdShapeSuite.Claim;
 import dev.once.bench.IdShapeSuite.Shape;
 import dev.once.kafka.KafkaConsumerRunner;
 import dev.once.kafka.KafkaConsumerRunnerBuilder;
@@ -112,7 +113,8 @@ public final class KafkaEndToEnd implements Suite {
             new Row("floor-kafka", Shape.UUID_V4),
             new Row("floor-kafka", Shape.UUID_V7),
             new Row("floor-copy-kafka", Shape.TEXT_V4),
-            new Row("floor-copy-kafka", Shape.UUID_V7),
+            new Row("floor-insert-kafka", Shape.TEXT_V4),
+            new Row("floor-insert-kafka", Shape.UUID_V7),
             new Row("once-kafka", Shape.TEXT_V4),
             new Row("once-kafka", Shape.TEXT_V7));
 
@@ -201,8 +203,10 @@ public final class KafkaEndToEnd implements Suite {
                         + " claimed with one `INSERT … SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING event_id`"
                         + " into a table of the inbox's shape (event id as `varchar(255)` or `uuid`), the same update for"
                         + " the claimed records only, COMMIT, then `commitAsync`; `floor-copy` first sends the poll's ids"
-                        + " with `COPY … FROM STDIN` (a multi-row heap insert: one WAL record per page, not per row) and"
-                        + " only on a unique violation rolls back and claims with the insert. Once: `KafkaConsumerRunner`, one"
+                        + " with `COPY … FROM STDIN` (a multi-row heap insert: one WAL record per page, not per row),"
+                        + " `floor-insert` with a plain `INSERT … SELECT … unnest(?)` (no `ON CONFLICT`, so no speculative"
+                        + " insertion, and no `RETURNING`); both only on a unique violation roll back and claim with the"
+                        + " `ON CONFLICT` insert. Once: `KafkaConsumerRunner`, one"
                         + " `processBatch` (one claim statement, one transaction) per batch (the polls that arrived"
                         + " while the previous batch ran, up to `maxBatchRecords`, default 4 polls), `commitAsync` after"
                         + " the database commit; mode `batch` the per-event handler, mode `batch-set` `batchHandler(...)`"
@@ -285,9 +289,11 @@ public final class KafkaEndToEnd implements Suite {
                 best.ids().label));
         md.append(String.format(
                 Locale.ROOT,
-                "- (for reference) COPY-first claim / INSERT claim: %.2fx with v4 text ids, %.2fx with v7 uuid ids%n",
+                "- (for reference) over the ON CONFLICT floor: COPY-first %.2fx (v4 text ids), plain INSERT first %.2fx"
+                        + " (v4 text ids) and %.2fx (v7 uuid ids)%n",
                 f.ratio(new Row("floor-copy-kafka", Shape.TEXT_V4), floorV4),
-                f.ratio(new Row("floor-copy-kafka", Shape.UUID_V7), new Row("floor-kafka", Shape.UUID_V7))));
+                f.ratio(new Row("floor-insert-kafka", Shape.TEXT_V4), floorV4),
+                f.ratio(new Row("floor-insert-kafka", Shape.UUID_V7), new Row("floor-kafka", Shape.UUID_V7))));
         md.append(String.format(
                 Locale.ROOT,
                 "- (for reference) once batch-set, v7 / v4 text ids: %.2fx; floor, fastest shape / v4 text: %.2fx%n",
@@ -379,8 +385,9 @@ public final class KafkaEndToEnd implements Suite {
         double seconds =
                 switch (row.name()) {
                     case "naive-kafka" -> naive(kafka, topic, g, ds, events, set);
-                    case "floor-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), false);
-                    case "floor-copy-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), true);
+                    case "floor-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.ON_CONFLICT);
+                    case "floor-copy-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.COPY_FIRST);
+                    case "floor-insert-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.INSERT_FIRST);
                     case "once-kafka" -> once(kafka, topic, g, ds, events, set);
                     default -> throw new IllegalArgumentException("no consumer named " + row.name());
                 };
@@ -474,14 +481,14 @@ public final class KafkaEndToEnd implements Suite {
      * the update applied to the claimed records only, the database commit, then the offsets
      * (asynchronously: a lost commit replays records the claims absorb).
      *
-     * <p>With {@code copy}, each poll's ids are first sent with {@code COPY … FROM STDIN}, which
-     * PostgreSQL writes with its multi-row heap insert (one WAL record per page of rows, where an
-     * {@code INSERT … SELECT} logs each row): when every id is new (the common case) they are all
-     * claimed; a duplicate fails the COPY with a unique violation, and the poll is rolled back and
-     * claimed again with the insert, which says which ids were new.
+     * <p>Other than {@code ON_CONFLICT}, {@code first} claims each poll's ids expecting them new
+     * ({@code COPY}, or a plain insert without the speculative insertion of {@code ON CONFLICT}):
+     * when they are (the common case) they are all claimed; a duplicate fails the statement with a
+     * unique violation, and the poll is rolled back and claimed again with the insert, which says
+     * which ids were new.
      */
     private static double floor(
-            TestKafka kafka, String topic, String group, DataSource ds, int events, Shape ids, boolean copy)
+            TestKafka kafka, String topic, String group, DataSource ds, int events, Shape ids, Claim first)
             throws Exception {
         Map<String, Object> p = consumerProperties(kafka, group);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -510,7 +517,7 @@ public final class KafkaEndToEnd implements Suite {
                     byId.putIfAbsent(id, Delivery.of(id, r.value()));
                 }
                 List<Delivery> claimed;
-                if (copy && IdShapeSuite.copyClaim(c, FLOOR_INBOX, byId.keySet())) {
+                if (first.claimNew(c, FLOOR_INBOX, ids, byId.keySet())) {
                     claimed = new ArrayList<>(byId.values());
                 } else {
                     claimed = new ArrayList<>(byId.size());
