@@ -73,6 +73,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final String inboxTable;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
+    /** The cheaper first try of an owned batch transaction's claim; null where the dialect has none. */
+    private final AllNewClaims allNewClaims;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     public DefaultIdempotentConsumer(
@@ -106,6 +108,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
         this.inboxTable = ClaimWatch.inboxTable(inbox.tablePrefix());
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
+        this.allNewClaims = AllNewClaims.of(inbox, clock);
     }
 
     @Override
@@ -311,13 +314,27 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /** One batch transaction over {@code batch}: what {@link Bisection} splits on. */
     private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints) {
+        // Expect every id new (see AllNewClaims) until a unique violation says one was claimed before;
+        // with fingerprints the claim must also read the stored ones, which only the full claim does.
+        boolean expectNew = allNewClaims != null && prints == null;
         for (int attempt = 1; ; attempt++) {
+            boolean allNew = expectNew;
             try {
-                return transactions.inTransaction(tx -> {
+                BatchResult result = transactions.inTransaction(tx -> {
                     Connection c = tx.connection();
                     Set<String> claimed;
                     try {
-                        claimed = claimAll(c, batch, prints);
+                        if (allNew) {
+                            List<String> ids =
+                                    batch.stream().map(Delivery::eventId).toList();
+                            if (!allNewClaims.claimAll(c, consumer, ids)) {
+                                tx.setRollbackOnly();
+                                return null;
+                            }
+                            claimed = new HashSet<>(ids);
+                        } else {
+                            claimed = claimAll(c, batch, prints);
+                        }
                     } catch (SQLException e) {
                         if (dialect.isLockTimeout(e)) {
                             tx.setRollbackOnly();
@@ -365,6 +382,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                     }
                     return BatchResult.done(byId);
                 });
+                if (result != null) {
+                    return result;
+                }
+                // Rolled back: an id was claimed before. Claim again with ON CONFLICT, not as a conflict retry.
+                expectNew = false;
+                attempt--;
             } catch (SQLException e) {
                 boolean conflict = transientConflict(e) != null;
                 if (conflict && conflictRetries.allowsRetry(attempt)) {
