@@ -53,11 +53,7 @@ final class AllNewClaims {
         String[] sorted = ids.toArray(new String[0]);
         Arrays.sort(sorted);
         Timestamp now = Timestamp.from(clock.instant());
-        int chunk = dialect.maxBatchClaimSize();
-        for (int from = 0; from < sorted.length; from += chunk) {
-            String[] part = from == 0 && sorted.length <= chunk
-                    ? sorted
-                    : Arrays.copyOfRange(sorted, from, Math.min(sorted.length, from + chunk));
+        for (String[] part : Chunks.of(sorted, dialect.maxBatchClaimSize())) {
             String statement =
                     sql.computeIfAbsent(part.length, n -> dialect.claimBatchAllNew(prefix, lockTimeout, n));
             try (PreparedStatement ps = c.prepareStatement(statement)) {
