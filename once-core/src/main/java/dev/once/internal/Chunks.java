@@ -12,7 +12,7 @@ public final class Chunks {
     /** {@code sorted} itself when it fits in one {@code size}, else consecutive copies of at most {@code size}. */
     public static List<String[]> of(String[] sorted, int size) {
         if (sorted.length <= size) {
-            return List.of(sorted);
+            return List.<String[]>of(sorted);
         }
         List<String[]> parts = new ArrayList<>();
         for (int from = 0; from < sorted.length; from += size) {
