@@ -13,8 +13,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Timestamp;
-import java.util.ArrayList;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
@@ -197,7 +197,8 @@ final class IdShapeSuite implements Suite {
                 .append(" SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING` of ")
                 .append(BATCH)
                 .append(" new ids + commit per turn (COPY-first rows: one `COPY … FROM STDIN` of the same ids instead;")
-                .append(" plain-INSERT-first rows: the insert without `ON CONFLICT` and `RETURNING`; both would fall back")
+                .append(
+                        " plain-INSERT-first rows: the insert without `ON CONFLICT` and `RETURNING`; both would fall back")
                 .append(" to the insert on a unique violation, which never happens here),")
                 .append(" the shapes' floors and `once` (`processBatch`, text ids, its own")
                 .append(" inbox, a batch handler that does nothing) interleaved.\n\n")

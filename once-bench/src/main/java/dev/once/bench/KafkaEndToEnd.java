@@ -123,7 +123,8 @@ public final class KafkaEndToEnd implements Suite {
 
         /** A set-wise row's median events/s over its rounds. */
         double rate(Row row) {
-            return median(set.get(row).stream().mapToDouble(Result::eventsPerSecond).toArray());
+            return median(
+                    set.get(row).stream().mapToDouble(Result::eventsPerSecond).toArray());
         }
 
         /** The median over rounds of {@code a}'s rate over {@code b}'s in the same round. */
@@ -214,11 +215,12 @@ public final class KafkaEndToEnd implements Suite {
                         + " running the same set-based update. events/s: from the first record polled to the last"
                         + " applied. The per-record rows run once each; the batch-set rows ")
                 .append(rounds)
-                .append(" rounds each, in an order that rotates every round: their events/s is the median of the rounds,"
-                        + " \"vs\" the median of the ratios within a round. Bytes: `pg_total_relation_size` of the"
-                        + " claim's table / events after the run.\n\n"
-                        + "| consumer | mode | ids | claim column | events/s | vs naive | vs `ON CONFLICT` floor, same ids | inbox bytes"
-                        + " / event |\n|---|---|---|---|---|---|---|---|\n");
+                .append(
+                        " rounds each, in an order that rotates every round: their events/s is the median of the rounds,"
+                                + " \"vs\" the median of the ratios within a round. Bytes: `pg_total_relation_size` of the"
+                                + " claim's table / events after the run.\n\n"
+                                + "| consumer | mode | ids | claim column | events/s | vs naive | vs `ON CONFLICT` floor, same ids | inbox bytes"
+                                + " / event |\n|---|---|---|---|---|---|---|---|\n");
         for (Result r : f.perRecord()) {
             md.append(String.format(
                     Locale.ROOT,
@@ -378,28 +380,26 @@ public final class KafkaEndToEnd implements Suite {
             TestKafka kafka, String topic, DataSource ds, int events, Row row, String group, boolean set)
             throws Exception {
         String g = group + row.label().replace(' ', '-') + "-" + topic;
-        double seconds =
-                switch (row.name()) {
-                    case "naive-kafka" -> naive(kafka, topic, g, ds, events, set);
-                    case "floor-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.ON_CONFLICT);
-                    case "floor-copy-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.COPY_FIRST);
-                    case "floor-insert-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.INSERT_FIRST);
-                    case "once-kafka" -> once(kafka, topic, g, ds, events, set);
-                    default -> throw new IllegalArgumentException("no consumer named " + row.name());
-                };
+        double seconds = switch (row.name()) {
+            case "naive-kafka" -> naive(kafka, topic, g, ds, events, set);
+            case "floor-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.ON_CONFLICT);
+            case "floor-copy-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.COPY_FIRST);
+            case "floor-insert-kafka" -> floor(kafka, topic, g, ds, events, row.ids(), Claim.INSERT_FIRST);
+            case "once-kafka" -> once(kafka, topic, g, ds, events, set);
+            default -> throw new IllegalArgumentException("no consumer named " + row.name());
+        };
         check(ds, events, row.label());
         double bytes = Double.NaN;
         if (!row.name().equals("naive-kafka")) {
             String table = row.name().startsWith("floor") ? FLOOR_INBOX : "once_inbox";
             try (Connection c = ds.getConnection();
                     Statement s = c.createStatement();
-                    ResultSet rs = s.executeQuery("SELECT pg_total_relation_size('" + table + "'), count(*) FROM "
-                            + table)) {
+                    ResultSet rs =
+                            s.executeQuery("SELECT pg_total_relation_size('" + table + "'), count(*) FROM " + table)) {
                 rs.next();
                 if (rs.getLong(2) != events) {
-                    throw new IllegalStateException(
-                            row.label() + " left " + rs.getLong(2) + " claims in " + table + " for " + events
-                                    + " events");
+                    throw new IllegalStateException(row.label() + " left " + rs.getLong(2) + " claims in " + table
+                            + " for " + events + " events");
                 }
                 bytes = (double) rs.getLong(1) / events;
             }

@@ -54,8 +54,7 @@ final class AllNewClaims {
         Arrays.sort(sorted);
         Timestamp now = Timestamp.from(clock.instant());
         for (String[] part : Chunks.of(sorted, dialect.maxBatchClaimSize())) {
-            String statement =
-                    sql.computeIfAbsent(part.length, n -> dialect.claimBatchAllNew(prefix, lockTimeout, n));
+            String statement = sql.computeIfAbsent(part.length, n -> dialect.claimBatchAllNew(prefix, lockTimeout, n));
             try (PreparedStatement ps = c.prepareStatement(statement)) {
                 dialect.bindBatchClaim(ps, consumer, now, part);
                 ps.execute(); // the first result is the insert's count; a setting's restore may follow

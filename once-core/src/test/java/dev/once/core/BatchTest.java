@@ -86,7 +86,9 @@ class BatchTest {
                     .isEqualTo(i % 3 == 0 || i == 99 ? Status.DUPLICATE : Status.APPLIED);
         }
         assertThat(balance()).as("each of the 100 events applied exactly once").isEqualTo(100);
-        assertThat(db.queryLong("SELECT count(*) FROM once_inbox")).as("one claim per event").isEqualTo(100);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox"))
+                .as("one claim per event")
+                .isEqualTo(100);
         assertThat(consumer.processBatch(mixed)).extracting(Outcome::status).containsOnly(Status.DUPLICATE);
         assertThat(balance()).as("a third delivery changes nothing").isEqualTo(100);
     }
