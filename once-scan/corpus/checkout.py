@@ -19,6 +19,8 @@ for label in sys.argv[1:]:
     url, commit, scan = field(text, "repo"), field(text, "commit"), field(text, "scan", ".")
     slug = url.removeprefix("https://github.com/")
     git_dir = os.path.join(mirrors, slug.replace("/", "+"), "repo")
+    if os.path.isdir(os.path.join(git_dir, ".git")):
+        git_dir = os.path.join(git_dir, ".git")  # some snapshots arrive as a work tree
     dest = os.path.join(out, os.path.basename(label)[:-len(".txt")])
     if not os.path.isdir(git_dir):
         sys.exit(f"no mirror for {slug} at {git_dir} (bring it with the fetch tool)")

@@ -10,7 +10,6 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -69,7 +68,8 @@ public final class AdapterDriver<M> implements AutoCloseable {
     private final IdempotentConsumer consumer;
     private final Broker<M> broker;
     private final Duration heartbeatEvery;
-    private final Function<M, String> groupOf;
+    // Null unless the builder set a group order.
+    private final GroupOrder<M> groupOrder;
     private final RetryPolicy receiveRetries;
     private final ScheduledExecutorService heartbeats;
     private final CountDownLatch stopped = new CountDownLatch(1);
@@ -81,7 +81,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
         this.consumer = b.consumer;
         this.broker = b.broker;
         this.heartbeatEvery = b.heartbeatEvery;
-        this.groupOf = b.groupOf;
+        this.groupOrder = b.groupOf == null ? null : new GroupOrder<>(name, consumer, broker, b.groupOf);
         this.receiveRetries = b.receiveRetries;
         this.heartbeats = heartbeatEvery == null
                 ? null
@@ -145,7 +145,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
      * handler (its messages were settled as retryable).
      */
     boolean handle(List<M> batch) {
-        if (groupOf != null) {
+        if (groupOrder != null) {
             return inGroupOrder(batch);
         }
         List<Processed<M>> processed = new ArrayList<>(batch.size());
@@ -176,18 +176,7 @@ public final class AdapterDriver<M> implements AutoCloseable {
         try {
             outcomes = consumer.processBatch(deliveries);
         } catch (RuntimeException e) {
-            // Nothing of the batch is known to be applied: settle it as retryable, so a cumulative
-            // ack of a later batch cannot cover it.
-            log.error(
-                    "{}: a batch of {} failed outside the handler; it is left for redelivery",
-                    name,
-                    deliveries.size(),
-                    e);
-            RetryableException cause =
-                    new RetryableException("batch of " + deliveries.size() + " failed outside the handler: " + e, e);
-            outcomes = deliveries.stream()
-                    .map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause))
-                    .toList();
+            outcomes = failedOutsideTheHandler(name, "batch", deliveries, e);
             ok = false;
         }
         for (int i = 0; i < deliveries.size(); i++) {
@@ -198,104 +187,33 @@ public final class AdapterDriver<M> implements AutoCloseable {
     }
 
     /**
-     * Each group's messages as one ordered run ({@link IdempotentConsumer#processInOrder}): the
-     * acknowledged prefix is settled together, then the first message that was not, alone; if that
-     * one is settled (dead-lettered) the group goes on with the rest, else the rest is released.
-     * A message that cannot be decoded ends a run and is settled alone at its place.
+     * The outcomes of a batch or ordered run ({@code what}) whose processing threw outside the handler
+     * (a broken pool, a bug). Nothing of it is known to be applied: each delivery is settled as
+     * retryable, so a cumulative ack of a later batch cannot cover it.
+     */
+    static List<Outcome> failedOutsideTheHandler(
+            String name, String what, List<Delivery> deliveries, RuntimeException e) {
+        log.error(
+                "{}: {} of {} failed outside the handler; it is left for redelivery", name, what, deliveries.size(), e);
+        RetryableException cause =
+                new RetryableException(what + " of " + deliveries.size() + " failed outside the handler: " + e, e);
+        return deliveries.stream()
+                .map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause))
+                .toList();
+    }
+
+    /**
+     * Each group's messages as one ordered run ({@link GroupOrder}), under one heartbeat; what a group
+     * stopped by an unsettled message leaves is released unprocessed.
      */
     private boolean inGroupOrder(List<M> batch) {
-        Map<String, List<M>> groups = new LinkedHashMap<>();
-        for (M m : batch) {
-            groups.computeIfAbsent(Objects.requireNonNullElse(groupOf.apply(m), ""), g -> new ArrayList<>())
-                    .add(m);
-        }
+        Map<String, List<M>> groups = groupOrder.groups(batch);
         List<M> released = new ArrayList<>();
-        boolean ok = beating(batch, () -> {
-            boolean healthy = true;
-            for (List<M> group : groups.values()) {
-                int next = 0;
-                while (next < group.size()) {
-                    List<Processed<M>> run = new ArrayList<>();
-                    healthy &= processInOrder(group.subList(next, group.size()), run);
-                    int acknowledged = 0;
-                    while (acknowledged < run.size() && run.get(acknowledged).verdict() == Verdict.ACKNOWLEDGE) {
-                        acknowledged++;
-                    }
-                    boolean goOn = acknowledged == 0 || settledSoGroupMayGoOn(run.subList(0, acknowledged));
-                    if (goOn && acknowledged < run.size()) {
-                        goOn = settledSoGroupMayGoOn(run.subList(acknowledged, acknowledged + 1));
-                        acknowledged++;
-                    }
-                    next += acknowledged;
-                    if (!goOn) {
-                        released.addAll(group.subList(next, group.size()));
-                        break;
-                    }
-                }
-            }
-            return healthy;
-        });
+        boolean ok = beating(batch, () -> groupOrder.run(groups, released));
         if (!released.isEmpty()) {
             broker.release(released);
         }
         return ok;
-    }
-
-    /**
-     * Decodes {@code messages} up to the first that cannot be decoded and runs them in order;
-     * fills {@code out} with their outcomes (held-back ones included), or with the undecodable
-     * message alone when it comes first. False if processing threw.
-     */
-    private boolean processInOrder(List<M> messages, List<Processed<M>> out) {
-        List<Delivery> deliveries = new ArrayList<>(messages.size());
-        for (M m : messages) {
-            try {
-                deliveries.add(broker.delivery(m));
-            } catch (InvalidDeliveryException e) {
-                if (deliveries.isEmpty()) {
-                    out.add(new Processed<>(m, null, new Outcome(broker.describe(m), Status.FAILED_PERMANENT, e)));
-                    return true;
-                }
-                break;
-            }
-        }
-        List<Outcome> outcomes;
-        boolean ok = true;
-        try {
-            outcomes = consumer.processInOrder(deliveries);
-        } catch (RuntimeException e) {
-            log.error(
-                    "{}: an ordered run of {} failed outside the handler; it is left for redelivery",
-                    name,
-                    deliveries.size(),
-                    e);
-            RetryableException cause =
-                    new RetryableException("run of " + deliveries.size() + " failed outside the handler: " + e, e);
-            outcomes = deliveries.stream()
-                    .map(d -> new Outcome(d.eventId(), Status.FAILED_RETRYABLE, cause))
-                    .toList();
-            ok = false;
-        }
-        for (int i = 0; i < deliveries.size(); i++) {
-            out.add(new Processed<>(messages.get(i), deliveries.get(i), outcomes.get(i)));
-        }
-        return ok;
-    }
-
-    /** Settles {@code ps}; true when all of them are gone from the queue, so their group may go on. */
-    private boolean settledSoGroupMayGoOn(List<Processed<M>> ps) {
-        try {
-            broker.settle(ps);
-        } catch (Exception e) {
-            log.warn(
-                    "{}: could not settle {} ({}); its group waits behind it: {}",
-                    name,
-                    broker.describe(ps.get(ps.size() - 1).message()),
-                    ps.get(ps.size() - 1).verdict(),
-                    e.toString());
-            return false;
-        }
-        return ps.stream().noneMatch(p -> p.verdict() == Verdict.REDELIVER);
     }
 
     private void settle(List<Processed<M>> processed) {

@@ -8,7 +8,7 @@ import java.util.function.Function;
 
 /**
  * How an owned batch that rolls back is split until the delivery that failed stands alone: the
- * strategy only. One batch transaction ({@code once}, the engine's {@code batchOnce}) says what a
+ * strategy only. One batch transaction ({@code once}, {@code OwnedMode.batchOnce}) says what a
  * part came to ({@link BatchResult}); {@link #bisect} splits around the delivery the per-event
  * handler named, else in halves, and {@link #prefix} does the same for in-order runs but stops at
  * the first delivery that is not acknowledged. Not used in joined mode (the caller's transaction is

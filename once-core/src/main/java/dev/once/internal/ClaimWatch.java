@@ -10,7 +10,7 @@ import java.util.Locale;
  * transaction while its handlers run: where the outbox buffer stood at each savepoint (so a rollback
  * to it takes back the rows added since), and whether anything happened that can take the claim out
  * of the transaction without the guard refusing it. Only then does the engine spend a statement on
- * the claim check (see {@code DefaultIdempotentConsumer.verifyClaim}). One per claim transaction,
+ * the claim check (see {@code ClaimCheck.verifyClaim}). One per claim transaction,
  * shared by the handler calls of a batch. Not thread-safe. Not API.
  */
 public final class ClaimWatch {

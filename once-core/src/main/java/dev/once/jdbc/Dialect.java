@@ -6,6 +6,7 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
+import java.util.List;
 
 /**
  * Everything {@code once} says to one kind of database, in one place: one implementing class per
@@ -49,6 +50,30 @@ public interface Dialect {
      * {@link #isClaimMissing} when the claim is not this transaction's.
      */
     String verifyClaim(String prefix);
+
+    /**
+     * {@link #verifyClaim} for the {@code n} distinct ids one batch transaction claimed: every one must
+     * still be its own claim. Bound by {@link #bindVerifyClaims}. Answers one row: {@code n} when all
+     * hold, less when a claim is gone; or fails as {@link #verifyClaim} does.
+     */
+    default String verifyClaims(String prefix, int n) {
+        return "SELECT count(*) FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id IN ("
+                + String.join(", ", Collections.nCopies(n, "?")) + ")";
+    }
+
+    /** Binds {@link #verifyClaims}: the consumer and the ids. */
+    default void bindVerifyClaims(PreparedStatement statement, String consumer, List<String> eventIds)
+            throws SQLException {
+        statement.setString(1, consumer);
+        for (int i = 0; i < eventIds.size(); i++) {
+            statement.setString(i + 2, eventIds.get(i));
+        }
+    }
+
+    /** {@link #verifyClaims} followed by {@code COMMIT}, as {@link #verifyClaimAndCommit}; null where it cannot be. */
+    default String verifyClaimsAndCommit(String prefix, int n) {
+        return null;
+    }
 
     /**
      * {@link #verifyClaim} followed by {@code COMMIT} in one statement string, so the check costs no

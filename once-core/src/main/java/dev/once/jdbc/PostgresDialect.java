@@ -7,6 +7,7 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
 
 /** PostgreSQL 12 and later (and PostgreSQL-compatible databases). */
 public final class PostgresDialect implements Dialect {
@@ -73,10 +74,34 @@ public final class PostgresDialect implements Dialect {
     // PostgreSQL 12+ (txid_* exist through 17).
     @Override
     public String verifyClaim(String prefix) {
-        String ahead = "(xmin::text::bigint - txid_current_if_assigned() % 4294967296 + 4294967296) % 4294967296";
         return "SELECT 1 / count(*) FROM " + quote(prefix + "inbox") + " WHERE consumer = ? AND event_id = ?"
-                + " AND CASE WHEN " + ahead + " < 2147483648"
-                + " THEN txid_status(txid_current_if_assigned() + " + ahead + ") = 'in progress' END";
+                + MADE_BY_THIS_TRANSACTION;
+    }
+
+    private static final String AHEAD =
+            "(xmin::text::bigint - txid_current_if_assigned() % 4294967296 + 4294967296) % 4294967296";
+    private static final String MADE_BY_THIS_TRANSACTION = " AND CASE WHEN " + AHEAD + " < 2147483648"
+            + " THEN txid_status(txid_current_if_assigned() + " + AHEAD + ") = 'in progress' END";
+
+    // As verifyClaim, for a batch: one array bind whatever n (one statement text, one plan), and a count
+    // short of n divides by zero, so that in verifyClaimsAndCommit the COMMIT never runs.
+    @Override
+    public String verifyClaims(String prefix, int n) {
+        return "SELECT count(*) / (count(*) = ?)::int FROM " + quote(prefix + "inbox")
+                + " WHERE consumer = ? AND event_id = ANY (?)" + MADE_BY_THIS_TRANSACTION;
+    }
+
+    @Override
+    public void bindVerifyClaims(PreparedStatement statement, String consumer, List<String> eventIds)
+            throws SQLException {
+        statement.setLong(1, eventIds.size());
+        statement.setString(2, consumer);
+        statement.setArray(3, statement.getConnection().createArrayOf("varchar", eventIds.toArray()));
+    }
+
+    @Override
+    public String verifyClaimsAndCommit(String prefix, int n) {
+        return verifyClaims(prefix, n) + "; COMMIT";
     }
 
     // pgjdbc sends both statements in one round trip and the server skips the COMMIT when the check

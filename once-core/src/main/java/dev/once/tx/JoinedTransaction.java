@@ -3,6 +3,7 @@ package dev.once.tx;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +40,9 @@ public final class JoinedTransaction implements SavepointListener {
     private final List<Object> entries = new ArrayList<>(2);
     // undone.get(i): entry i belongs to work a rollback to a savepoint undid
     private final List<Boolean> undone = new ArrayList<>(2);
+    // Takes the place of a CommitCheck that ran, so it never runs twice. A place, not a removal: the
+    // savepoints' positions count the entries registered before them.
+    private static final Object CHECKED = new Object();
     // the savepoints still valid, oldest first, each with the number of entries registered before it
     private final List<Object> savepoints = new ArrayList<>(0);
     private final List<Integer> positions = new ArrayList<>(0);
@@ -102,24 +106,29 @@ public final class JoinedTransaction implements SavepointListener {
      * Runs the registered checks still standing, in order, right before the commit; the last one may
      * send the COMMIT with it. A failing check throws, and the integration must roll back.
      *
-     * @param commitAllowed true when the integration's commit would send nothing but the COMMIT (no
-     *     other work is due before it), so the last check may commit
+     * @param commitAllowed whether the integration's commit would send nothing but the COMMIT (no
+     *     other work is due before it), so the last check may commit; asked once, and only when a check is
+     *     pending (the answer may cost the integration a look at its transaction's other participants)
      * @return true if the transaction is now committed (the integration's commit must then send nothing;
      *     a JDBC driver that tracks the transaction's state, as pgjdbc does, sends nothing by itself)
      * @throws SQLException if a check could not ask the database
      */
-    public boolean runChecks(boolean commitAllowed) throws SQLException {
+    public boolean runChecks(BooleanSupplier commitAllowed) throws SQLException {
         int last = -1;
         for (int i = 0; i < entries.size(); i++) {
             if (entries.get(i) instanceof CommitCheck && !undone.get(i)) {
                 last = i;
             }
         }
+        if (last < 0) {
+            return false;
+        }
+        boolean mayCommit = commitAllowed.getAsBoolean();
         boolean committed = false;
         for (int i = 0; i <= last; i++) {
             if (entries.get(i) instanceof CommitCheck check && !undone.get(i)) {
-                committed = check.run(commitAllowed && i == last);
-                undone.set(i, true); // ran: not again if the integration asks once more
+                committed = check.run(mayCommit && i == last);
+                entries.set(i, CHECKED); // ran: not again if the integration asks once more
             }
         }
         return committed;

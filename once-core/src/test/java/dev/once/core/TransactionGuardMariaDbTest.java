@@ -113,6 +113,34 @@ class TransactionGuardMariaDbTest {
     }
 
     @Test
+    void aBatchWhoseHandlerRemovesTheClaimOfALaterEventIsNotReportedAppliedForIt() throws Exception {
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("guarded")
+                .handler((d, tx) -> {
+                    update(tx.connection(), "UPDATE account SET balance = balance + 1 WHERE id = 1");
+                    if (d.eventId().equals("evt-2") && d.attempt() == 1) {
+                        update(tx.connection(), "DELETE FROM once_inbox WHERE event_id = 'evt-2'");
+                    }
+                })
+                .build();
+        Delivery second = Delivery.of("evt-2", "x");
+        var outcomes = consumer.processBatch(
+                java.util.List.of(Delivery.of("evt-1", "x"), second, Delivery.of("evt-3", "x")));
+
+        assertThat(outcomes)
+                .extracting(Outcome::eventId, Outcome::status)
+                .as("the check must cover every claim of the batch, not only its first")
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
+        long applied =
+                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(balance(1)).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(claims()).isEqualTo(applied);
+        assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.APPLIED);
+        assertThat(balance(1)).as("evt-2 applied exactly once").isEqualTo(applied + 1);
+    }
+
+    @Test
     void aStatementThatWouldCommitImplicitlyIsRefused() throws Exception {
         IdempotentConsumer consumer = IdempotentConsumer.builder()
                 .dataSource(db.dataSource())

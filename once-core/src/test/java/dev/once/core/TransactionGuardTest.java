@@ -414,4 +414,66 @@ class TransactionGuardTest {
         assertThat(o.failure()).isInstanceOf(HandlerMisuseException.class).hasMessageContaining("claim");
         assertNothingAppliedThenRedeliveryApplies(consumer, event);
     }
+
+    /** A handler that deletes its event's claim, on the first attempt only: "evt-2" in these batches. */
+    private static final Handler DELETES_EVT_2_CLAIM = (d, tx) -> {
+        credit(tx.connection(), 1);
+        if (d.eventId().equals("evt-2") && d.attempt() == 1) {
+            try (PreparedStatement ps =
+                    tx.connection().prepareStatement("DELETE FROM once_inbox WHERE event_id = ?")) {
+                ps.setString(1, d.eventId());
+                ps.executeUpdate();
+            }
+        }
+    };
+
+    @Test
+    void aBatchWhoseHandlerRemovesTheClaimOfALaterEventIsNotReportedAppliedForIt() throws Exception {
+        IdempotentConsumer consumer = consumer(DELETES_EVT_2_CLAIM);
+        Delivery second = Ledger.payment("evt-2", 0);
+        var outcomes = consumer.processBatch(
+                java.util.List.of(Ledger.payment("evt-1", 0), second, Ledger.payment("evt-3", 0)));
+
+        assertThat(outcomes)
+                .extracting(Outcome::eventId, Outcome::status)
+                .as("the check must cover every claim of the batch, not only its first")
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
+        long applied =
+                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(balance()).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(claims()).as("and each of them claimed").isEqualTo(applied);
+        assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.APPLIED);
+        assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.DUPLICATE);
+        assertThat(balance()).as("evt-2 applied exactly once").isEqualTo(applied + 1);
+    }
+
+    @Test
+    void aJoinedBatchWhoseHandlerRemovesTheClaimOfALaterEventDoesNotCommit() throws Exception {
+        ManualTransactions manual = new ManualTransactions();
+        java.util.List<Outcome> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+        IdempotentConsumer consumer = IdempotentConsumer.builder()
+                .transactions(manual)
+                .dialect(Dialects.POSTGRESQL)
+                .consumer("guarded")
+                .outcomeListener((d, x) -> reported.add(x))
+                .handler(DELETES_EVT_2_CLAIM)
+                .build();
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            try (ManualTransactions.Scope tx = manual.join(c)) {
+                consumer.processBatch(java.util.List.of(Ledger.payment("evt-1", 0), Ledger.payment("evt-2", 0)));
+                if (!tx.rollbackOnly()) {
+                    tx.commit();
+                }
+            }
+            c.setAutoCommit(true);
+        }
+        assertThat(reported)
+                .extracting(Outcome::eventId, Outcome::status)
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
+        long applied =
+                reported.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(balance()).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(claims()).isEqualTo(applied);
+    }
 }

@@ -43,7 +43,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     ListenerMethod method(Method method) {
-        return methods.computeIfAbsent(method, m -> ListenerMethod.of(m, beanFactory));
+        ListenerMethod known = methods.get(method); // no capturing lambda allocated on every call
+        return known != null ? known : methods.computeIfAbsent(method, m -> ListenerMethod.of(m, beanFactory));
     }
 
     @Override
@@ -334,7 +335,10 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     private IdempotentConsumer consumer(String name) {
-        return consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+        IdempotentConsumer known = consumers.get(name);
+        return known != null
+                ? known
+                : consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
     }
 
     private IdempotentConsumer batchConsumer(String name) {

@@ -41,8 +41,10 @@ final class PhysicalTransaction implements TransactionSynchronization {
     // Stands for "the start of the transaction as far as once knows it": a rollback to a savepoint taken
     // before this state existed is a rollback to it.
     private final Object start = new Object();
-    private final Set<Object> savepoints = Collections.newSetFromMap(new IdentityHashMap<>());
-    private final Map<OnceOutbox, TransactionOutbox> outboxes = new IdentityHashMap<>(2);
+    // Both made on first use: most transactions take no savepoint and write no outbox row, and one of
+    // these states is made for every listener call (an empty IdentityHashMap allocates 32 slots).
+    private Set<Object> savepoints;
+    private Map<OnceOutbox, TransactionOutbox> outboxes;
     private Tx listenerTx;
 
     private PhysicalTransaction(Object key) {
@@ -92,6 +94,9 @@ final class PhysicalTransaction implements TransactionSynchronization {
      * its rows are numbered #1, #2, … under one random cause.
      */
     TransactionOutbox writer(OnceOutbox outbox, Supplier<TransactionOutbox> writer) {
+        if (outboxes == null) {
+            outboxes = new IdentityHashMap<>(2);
+        }
         return outboxes.computeIfAbsent(outbox, o -> {
             TransactionOutbox w = writer.get();
             joined.addSavepointListener(w);
@@ -112,13 +117,16 @@ final class PhysicalTransaction implements TransactionSynchronization {
     /** Forwarded by the joined transaction to the outbox writers and, while a handler runs, the engine's buffer. */
     @Override
     public void savepoint(Object savepoint) {
+        if (savepoints == null) {
+            savepoints = Collections.newSetFromMap(new IdentityHashMap<>(4));
+        }
         savepoints.add(savepoint);
         joined.savepoint(savepoint);
     }
 
     @Override
     public void savepointRollback(Object savepoint) {
-        joined.rollbackToSavepoint(savepoints.contains(savepoint) ? savepoint : start);
+        joined.rollbackToSavepoint(savepoints != null && savepoints.contains(savepoint) ? savepoint : start);
     }
 
     /**
@@ -137,19 +145,23 @@ final class PhysicalTransaction implements TransactionSynchronization {
     @Override
     public void beforeCommit(boolean readOnly) {
         try {
-            for (TransactionOutbox w : outboxes.values()) {
-                w.flush();
+            if (outboxes != null) {
+                for (TransactionOutbox w : outboxes.values()) {
+                    w.flush();
+                }
             }
         } catch (SQLException e) {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(nothingElseBeforeCommit());
+            joined.runChecks(this::nothingElseBeforeCommit);
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
     }
 
+    // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body
+    // ran, or only duplicates) skips these looks at Spring's synchronizations and resources.
     private boolean nothingElseBeforeCommit() {
         boolean after = false;
         for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {

@@ -8,8 +8,10 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Writes RELIABILITY.md from the {@code CHAOS …} lines the fault tests recorded
@@ -128,8 +130,10 @@ public final class ReliabilityReport {
             throw new IllegalArgumentException("usage: ReliabilityReport --reset LINES | ReliabilityReport LINES OUT");
         }
         Path lines = Path.of(args[0]);
+        Path out = Path.of(args[1]);
         List<String> all = Files.exists(lines) ? Files.readAllLines(lines, StandardCharsets.UTF_8) : List.of();
-        Files.writeString(Path.of(args[1]), render(all), StandardCharsets.UTF_8);
+        String kept = Files.exists(out) ? keptSections(Files.readString(out, StandardCharsets.UTF_8)) : "";
+        Files.writeString(out, render(all) + kept, StandardCharsets.UTF_8);
         System.out.println("wrote " + args[1] + " from " + all.size() + " CHAOS lines");
     }
 
@@ -171,11 +175,13 @@ public final class ReliabilityReport {
         // hostile-input test's one per identifier kind, the broker-link test's one per broker) lists
         // them in one cell instead of repeating its guarantee and fault on every line.
         for (Map.Entry<String, Claim> c : CLAIMS.entrySet()) {
-            Map<String, List<String>> figuresByDb = new LinkedHashMap<>();
+            // A set: a test that records the same figure twice (two methods, or a rerun appending to the
+            // same lines file) shows it once.
+            Map<String, Set<String>> figuresByDb = new LinkedHashMap<>();
             for (Map<String, String> f : real) {
                 if (f.get("name").startsWith(c.getKey())) {
                     figuresByDb
-                            .computeIfAbsent(f.getOrDefault("db", ""), db -> new ArrayList<>())
+                            .computeIfAbsent(f.getOrDefault("db", ""), db -> new LinkedHashSet<>())
                             .add(figure(f));
                 }
             }
@@ -209,6 +215,28 @@ public final class ReliabilityReport {
                 .append(
                         "closed (see `HostileInputTest.Hole`); the strict variants of those tests are disabled until then.\n");
         return md.toString();
+    }
+
+    /** The sections {@link #render} writes; any other {@code ## } section of the report is kept by hand. */
+    private static final List<String> GENERATED =
+            List.of("## Guarantees", "## Each test can fail: the deliberate breaks", "## Holes found");
+
+    /**
+     * The sections of an existing report that this class does not write (tables of tests outside the
+     * fault suite, kept by hand), in their order, so a regeneration does not drop them.
+     */
+    static String keptSections(String report) {
+        StringBuilder kept = new StringBuilder();
+        boolean keeping = false;
+        for (String line : report.split("\n", -1)) {
+            if (line.startsWith("## ")) {
+                keeping = !GENERATED.contains(line.strip());
+            }
+            if (keeping) {
+                kept.append(line).append('\n');
+            }
+        }
+        return kept.isEmpty() ? "" : "\n" + kept.toString().stripTrailing() + "\n";
     }
 
     private static String figure(Map<String, String> f) {

@@ -6,10 +6,6 @@ import dev.once.internal.GuardedConnection;
 import dev.once.internal.OutboxBuffer;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.sql.CallableStatement;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
@@ -36,22 +32,19 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * What the guarded JDBC objects that only forward ({@code GuardedResultSet}, {@code GuardedMetaData},
- * the extra methods of {@code GuardedCallableStatement}) cost per call, three ways on one real pgjdbc
- * connection: the driver's own object ({@code *Raw}), what the engine hands a handler
- * ({@code *Guarded}, reached through a {@link GuardedConnection}: the hand-written delegates until
- * issue 24, measured below, and since then the engine's own Proxy forwarders,
- * {@code dev.once.internal.Forwarders}), and this class's {@link Proxy} copy of those forwarders
- * ({@code *Proxy}: a result set's {@code getStatement} leads back to the guard and its {@code next}
- * reports a failure, metadata's {@code getConnection} is the guard and its result sets are wrapped;
- * everything else is {@link Method#invoke}). Issue 24: the hand-written form stays only if it wins
- * by something visible beside a round trip.
+ * What the guarded JDBC objects that only forward (a handler's result sets, its connection's
+ * metadata, what a callable statement adds to a prepared one) cost per call, two ways on one real
+ * pgjdbc connection: the driver's own object ({@code *Raw}) and what the engine hands a handler
+ * ({@code *Guarded}, reached through a {@link GuardedConnection}, which builds them with the engine's
+ * {@code dev.once.internal.Forwarders}: the code measured is the production code, never a copy).
  *
- * <p>Issue 24's run (the hand-written delegates as {@code *Guarded}; load 11-12 on 2 cores), ns per
- * call, raw / hand-written / Proxy: row read 41 / 68 / 112 (B per row 48 / 48 / 96), metadata
- * 68 / 53 / 102, callable OUT parameter 2.8 / 5.8 / 9.3; update round trip 90,000 raw, 146,000
- * guarded. The Proxy's added cost (at most about 50 ns a call) is 0.05 % of a round trip, so the
- * engine forwards these three types through a Proxy since.
+ * <p>Issue 24's run, which decided the form (load 11-12 on 2 cores), ns per call, raw / the
+ * hand-written delegates of then ({@code GuardedResultSet}, {@code GuardedMetaData},
+ * {@code GuardedCallableStatement}) / a {@link java.lang.reflect.Proxy} with the same rules: row read
+ * 41 / 68 / 112 (B per row 48 / 48 / 96), metadata 68 / 53 / 102, callable OUT parameter
+ * 2.8 / 5.8 / 9.3; update round trip 90,000 raw, 146,000 guarded. The Proxy's added cost (at most
+ * about 50 ns a call) is 0.05 % of a round trip, so the engine forwards these three types through a
+ * Proxy since, and {@code *Guarded} measures that Proxy.
  *
  * <ul>
  *   <li>{@code rowRead*}: {@code next()} + {@code getLong(1)} + {@code getString(2)} over a fetched,
@@ -86,15 +79,12 @@ public class ForwardBench {
 
     private ResultSet rowsRaw;
     private ResultSet rowsGuarded;
-    private ResultSet rowsProxy;
 
     private DatabaseMetaData metaRaw;
     private DatabaseMetaData metaGuarded;
-    private DatabaseMetaData metaProxy;
 
     private CallableStatement callRaw;
     private CallableStatement callGuarded;
-    private CallableStatement callProxy;
 
     private long next;
 
@@ -110,18 +100,13 @@ public class ForwardBench {
         String rows = "SELECT g, 'row ' || g FROM generate_series(1, " + ROWS + ") g";
         rowsRaw = scrollable(raw, rows);
         rowsGuarded = scrollable(guarded, rows);
-        rowsProxy = Forwarders.resultSet(guarded, null, scrollable(raw, rows));
 
         metaRaw = raw.getMetaData();
         metaGuarded = guarded.getMetaData();
-        metaProxy = Forwarders.metaData(guarded, raw.getMetaData());
 
         String call = "{? = call abs(?::bigint)}";
         callRaw = executedCall(raw.prepareCall(call));
         callGuarded = executedCall(guarded.prepareCall(call));
-        // The proxy sends what PreparedStatement and Statement declare to the guarded statement (the
-        // rules stay hand-written there) and only CallableStatement's own methods to the driver's.
-        callProxy = Forwarders.callable(executedCall(guarded.prepareCall(call)), executedCall(raw.prepareCall(call)));
     }
 
     private static ResultSet scrollable(Connection c, String sql) throws SQLException {
@@ -163,12 +148,6 @@ public class ForwardBench {
         return readAll(rowsGuarded);
     }
 
-    @Benchmark
-    @OperationsPerInvocation(ROWS)
-    public long rowReadProxy() throws SQLException {
-        return readAll(rowsProxy);
-    }
-
     private static long readAll(ResultSet rs) throws SQLException {
         rs.beforeFirst();
         long sum = 0;
@@ -190,11 +169,6 @@ public class ForwardBench {
         return metaGuarded.getDatabaseMajorVersion();
     }
 
-    @Benchmark
-    public int metaDataProxy() throws SQLException {
-        return metaProxy.getDatabaseMajorVersion();
-    }
-
     // ---- a callable statement's OUT parameter ------------------------------------------------
 
     @Benchmark
@@ -205,11 +179,6 @@ public class ForwardBench {
     @Benchmark
     public long callableOutGuarded() throws SQLException {
         return callGuarded.getLong(1);
-    }
-
-    @Benchmark
-    public long callableOutProxy() throws SQLException {
-        return callProxy.getLong(1);
     }
 
     // ---- one round trip, for scale -------------------------------------------------------------
@@ -228,133 +197,6 @@ public class ForwardBench {
         try (PreparedStatement ps = c.prepareStatement("UPDATE forward_bench SET n = ? WHERE id = 1")) {
             ps.setLong(1, next++);
             return ps.executeUpdate();
-        }
-    }
-
-    /**
-     * The Proxy alternative to the hand-written forwarders, with their rules: one handler per JDBC
-     * type, {@link Method#invoke} for everything that only forwards. (Reporting a failed
-     * {@code next()} to the guard is package-private in the engine; here it is the same try/catch
-     * around the call, which costs nothing when nothing fails.)
-     */
-    static final class Forwarders {
-
-        private Forwarders() {}
-
-        static ResultSet resultSet(Connection guard, Statement statement, ResultSet delegate) {
-            return (ResultSet) Proxy.newProxyInstance(
-                    Forwarders.class.getClassLoader(),
-                    new Class<?>[] {ResultSet.class},
-                    new ResultSetHandler(guard, statement, delegate));
-        }
-
-        static DatabaseMetaData metaData(Connection guard, DatabaseMetaData delegate) {
-            return (DatabaseMetaData) Proxy.newProxyInstance(
-                    Forwarders.class.getClassLoader(),
-                    new Class<?>[] {DatabaseMetaData.class},
-                    new MetaDataHandler(guard, delegate));
-        }
-
-        static CallableStatement callable(CallableStatement guardedStatement, CallableStatement delegate) {
-            return (CallableStatement) Proxy.newProxyInstance(
-                    Forwarders.class.getClassLoader(),
-                    new Class<?>[] {CallableStatement.class},
-                    new CallableHandler(guardedStatement, delegate));
-        }
-
-        static Object forward(Object target, Method method, Object[] args) throws Throwable {
-            try {
-                return method.invoke(target, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
-        }
-
-        /** Identity for equals and hashCode, as the hand-written classes (which do not override them). */
-        static Object objectMethod(Object proxy, Object target, Method method, Object[] args) {
-            return switch (method.getName()) {
-                case "equals" -> proxy == args[0];
-                case "hashCode" -> System.identityHashCode(proxy);
-                default -> target.toString();
-            };
-        }
-
-        private static final class ResultSetHandler implements InvocationHandler {
-            private final Connection guard;
-            private final Statement statement;
-            private final ResultSet delegate;
-
-            ResultSetHandler(Connection guard, Statement statement, ResultSet delegate) {
-                this.guard = guard;
-                this.statement = statement;
-                this.delegate = delegate;
-            }
-
-            @Override
-            public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-                if (method.getDeclaringClass() == Object.class) {
-                    return objectMethod(proxy, delegate, method, args);
-                }
-                switch (method.getName()) {
-                    case "next":
-                        try {
-                            return delegate.next();
-                        } catch (SQLException e) {
-                            throw e; // the engine: throw connection.failed(e)
-                        }
-                    case "getStatement":
-                        return statement != null ? statement : guard.createStatement();
-                    case "unwrap":
-                        return ((Class<?>) args[0]).isInstance(proxy) ? proxy : delegate.unwrap((Class<?>) args[0]);
-                    default:
-                        return forward(delegate, method, args);
-                }
-            }
-        }
-
-        private static final class MetaDataHandler implements InvocationHandler {
-            private final Connection guard;
-            private final DatabaseMetaData delegate;
-
-            MetaDataHandler(Connection guard, DatabaseMetaData delegate) {
-                this.guard = guard;
-                this.delegate = delegate;
-            }
-
-            @Override
-            public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-                if (method.getDeclaringClass() == Object.class) {
-                    return objectMethod(proxy, delegate, method, args);
-                }
-                switch (method.getName()) {
-                    case "getConnection":
-                        return guard;
-                    case "unwrap":
-                        return ((Class<?>) args[0]).isInstance(proxy) ? proxy : delegate.unwrap((Class<?>) args[0]);
-                    default:
-                        Object result = forward(delegate, method, args);
-                        return result instanceof ResultSet rs ? resultSet(guard, null, rs) : result;
-                }
-            }
-        }
-
-        private static final class CallableHandler implements InvocationHandler {
-            private final CallableStatement guarded;
-            private final CallableStatement delegate;
-
-            CallableHandler(CallableStatement guarded, CallableStatement delegate) {
-                this.guarded = guarded;
-                this.delegate = delegate;
-            }
-
-            @Override
-            public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-                if (method.getDeclaringClass() == Object.class) {
-                    return objectMethod(proxy, delegate, method, args);
-                }
-                return forward(
-                        method.getDeclaringClass() == CallableStatement.class ? delegate : guarded, method, args);
-            }
         }
     }
 }

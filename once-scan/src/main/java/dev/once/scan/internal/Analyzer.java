@@ -188,6 +188,11 @@ final class Analyzer {
             List<Event> handOffs = of(events, Event.Kind.ASYNC);
             List<Event> waits = of(events, Event.Kind.WAIT);
             for (Event a : acks) {
+                if (a.handedOff() != null) {
+                    // acknowledged by the handed-off task itself, after its own work: that thread orders the
+                    // ack and the effects it follows, as any handler does
+                    continue;
+                }
                 Event h = handOffs.stream()
                         .filter(x -> x.seq() < a.seq())
                         .reduce((p, q) -> q)

@@ -47,6 +47,8 @@ final class Entry {
     boolean transactional;
     /** Where the listener container is given a Kafka transaction manager (its sends commit with the offsets), or null. */
     Location kafkaTransaction;
+    /** Where a JMS listener's container joins a JTA (XA) transaction with the module's XA resources, or null. */
+    Location jtaTransaction;
 
     boolean loop;
     /** Batch size and lease in ms when both are stated, else 0. */

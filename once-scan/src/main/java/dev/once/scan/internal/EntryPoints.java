@@ -9,6 +9,8 @@ import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AnnotationExpr;
 import com.github.javaparser.ast.expr.BooleanLiteralExpr;
+import com.github.javaparser.ast.expr.CastExpr;
+import com.github.javaparser.ast.expr.EnclosedExpr;
 import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.LambdaExpr;
 import com.github.javaparser.ast.expr.MethodCallExpr;
@@ -33,6 +35,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Finds the message entry points of a repository and how each acknowledges. */
@@ -41,8 +44,8 @@ final class EntryPoints {
     private static final Pattern CAMEL_BROKER = Pattern.compile(
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
-    private static final Set<String> SQS_TYPES =
-            Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync");
+    private static final Set<String> SQS_TYPES = Set.of(
+            "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
 
     private final Repo repo;
     private final Types types;
@@ -61,6 +64,7 @@ final class EntryPoints {
     }
 
     List<Entry> find() {
+        listenerParameters();
         for (Repo.Source s : repo.sources()) {
             for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
                 if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
@@ -194,9 +198,29 @@ final class EntryPoints {
             } else if (Types.annotated(anns, "SqsListener")) {
                 Entry e = add(s, "@SqsListener", "sqs", owner(m), m, m.getBody().get(), m);
                 springSqs(e, m, Types.annotation(anns, "SqsListener").orElse(null));
+            } else if (Types.annotated(anns, "NotificationMessageMapping")) {
+                // an SNS HTTP(S) subscription endpoint: SNS retries the POST until the endpoint answers 2xx
+                Entry e = add(
+                        s,
+                        "@NotificationMessageMapping",
+                        "sns",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = "SNS retries the HTTP delivery until the method returns normally";
             } else if (Types.annotated(anns, "JmsListener")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";
+                e.jtaTransaction =
+                        jtaTransaction(s, Types.annotation(anns, "JmsListener").orElse(null));
+            } else if (Types.annotated(anns, "Consume")
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
+                // a Camel POJO consumer: the endpoint's consumer calls the method per exchange
+                Entry e = add(
+                        s, "Camel @Consume", "camel", owner(m), m, m.getBody().get(), m);
+                e.ackText = "the Camel consumer completes the exchange after the method returns";
             } else if (Types.annotated(anns, "StreamListener")) {
                 Entry e = add(
                         s, "@StreamListener", "stream", owner(m), m, m.getBody().get(), m);
@@ -344,6 +368,68 @@ final class EntryPoints {
         return null;
     }
 
+    private static final Pattern JTA_WORDS = Pattern.compile(
+            "(?s).*(spring-boot-starter-jta|JtaTransactionManager|UserTransactionManager|bitronix\\.tm|com\\.atomikos"
+                    + "|narayana).*");
+    private static final Pattern CONTAINER_FACTORY = Pattern.compile("(?s).*containerFactory\\s*=\\s*\"([^\"]+)\".*");
+
+    /**
+     * Where a {@code @JmsListener}'s container joins a JTA (XA) transaction: its module runs a JTA
+     * transaction manager (a {@code spring-boot-starter-jta-*} dependency, Atomikos, Bitronix, Narayana)
+     * and the listener's container factory is handed the transaction manager, or is Spring Boot's
+     * default one, which takes the JTA manager by itself. Then the receive, the JDBC writes through the
+     * module's XA data sources and the sends through its XA connection factories commit or roll back
+     * together: a redelivery follows a rollback of the first attempt's writes, not a committed copy.
+     */
+    private Location jtaTransaction(Repo.Source s, AnnotationExpr listener) {
+        Location jta = null;
+        for (Path f : repo.otherFiles) {
+            String n = f.getFileName().toString();
+            if (f.startsWith(s.module()) && (n.equals("pom.xml") || n.startsWith("build.gradle"))) {
+                try {
+                    if (JTA_WORDS.matcher(java.nio.file.Files.readString(f)).matches()) {
+                        jta = repo.loc(f, 1, n);
+                    }
+                } catch (java.io.IOException | RuntimeException ex) {
+                    // unreadable build file: no JTA evidence from it
+                }
+            }
+        }
+        for (Repo.Source o : repo.sources()) {
+            if (jta == null
+                    && o.module().equals(s.module())
+                    && JTA_WORDS.matcher(o.text()).matches()) {
+                jta = repo.loc(o.path(), 1, o.rel());
+            }
+        }
+        if (jta == null) {
+            return null;
+        }
+        Matcher named = CONTAINER_FACTORY.matcher(listener == null ? "" : listener.toString());
+        String factory = named.matches() ? named.group(1) : "jmsListenerContainerFactory";
+        for (Repo.Source o : repo.sources()) {
+            if (!o.module().equals(s.module())) {
+                continue;
+            }
+            for (MethodDeclaration bean : o.cu().findAll(
+                            MethodDeclaration.class,
+                            b -> Types.annotated(b.getAnnotations(), "Bean")
+                                    && (b.getNameAsString().equals(factory)
+                                            || Types.annotation(b.getAnnotations(), "Bean")
+                                                    .map(a -> a.toString().contains("\"" + factory + "\""))
+                                                    .orElse(false)))) {
+                // the project's own factory: in the JTA transaction only when it is handed the manager
+                return bean
+                        .findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager"))
+                        .stream()
+                        .findFirst()
+                        .map(repo::loc)
+                        .orElse(null);
+            }
+        }
+        return jta; // Spring Boot's default factory, configured with the JTA transaction manager
+    }
+
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
         String ann = listener == null ? "" : listener.toString().replace(" ", "");
         Settings.Setting mode = settings.first(
@@ -429,8 +515,7 @@ final class EntryPoints {
                     .filter(a -> !a.isEmpty())
                     .map(a -> Types.simple(a.get(0)))
                     .orElse("");
-            if (n.equals("RequestHandler")
-                    && (arg.equals("SQSEvent") || arg.equals("KafkaEvent") || arg.equals("SNSEvent"))) {
+            if (n.equals("RequestHandler") && LAMBDA_EVENTS.contains(arg)) {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
@@ -607,13 +692,44 @@ final class EntryPoints {
         }
     }
 
+    /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
+    private static final Set<String> LAMBDA_EVENTS = Set.of(
+            "SQSEvent", "KafkaEvent", "SNSEvent", "KinesisEvent", "DynamodbEvent", "ActiveMQEvent", "RabbitMQEvent");
+
     private void stream(Repo.Source s, MethodDeclaration m) {
-        if (!Types.annotated(m.getAnnotations(), "Bean")
-                || !streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
+        if (!Types.annotated(m.getAnnotations(), "Bean")) {
             return;
         }
         String rt = Types.simple(m.getType());
         if (!rt.equals("Consumer") && !rt.equals("Function") && !rt.equals("BiConsumer")) {
+            return;
+        }
+        // a Spring Cloud Function bean taking a Lambda trigger's event (the AWS adapter invokes it per batch)
+        String event = m.getType() instanceof ClassOrInterfaceType ct
+                ? ct.getTypeArguments()
+                        .filter(a -> !a.isEmpty())
+                        .map(a -> Types.simple(a.get(0)))
+                        .orElse("")
+                : "";
+        if (LAMBDA_EVENTS.contains(event)) {
+            for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+                r.getExpression().ifPresent(x -> {
+                    Node body = x instanceof LambdaExpr l ? l.getBody() : x;
+                    Entry e = add(
+                            s,
+                            "Spring Cloud Function " + rt + "<" + event + "> on Lambda",
+                            "lambda",
+                            owner(m),
+                            m,
+                            body,
+                            m);
+                    e.ackText = "Lambda deletes the batch when the function returns; a failure redelivers all of it";
+                    e.loop = true;
+                });
+            }
+            return;
+        }
+        if (!streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
             return;
         }
         for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
@@ -627,7 +743,87 @@ final class EntryPoints {
 
     // ---- client-library loops and callbacks ----------------------------------------------------
 
+    /** A method of the repository that takes a listener: its name, its arity, the listener's index and broker. */
+    private record ListenerParameter(int arity, int index, String broker) {}
+
+    private final Map<String, List<ListenerParameter>> listenerParameters = new HashMap<>();
+
+    /**
+     * The repository's own methods that take a {@code MessageListener} (JMS, Spring AMQP, Spring
+     * Kafka): a registry or builder that puts it on a container. A lambda passed there is a listener
+     * just as one given to {@code setMessageListener}, wherever the call is written, so the files that
+     * call these methods by name are parsed too.
+     */
+    private void listenerParameters() {
+        for (Repo.Source s : repo.sources()) {
+            String broker = listenerBroker(s);
+            if (broker == null || !s.text().contains("MessageListener")) {
+                continue;
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                for (int i = 0; i < m.getParameters().size(); i++) {
+                    String t = Types.simple(m.getParameter(i).getType());
+                    // the library's listener interface: a project's own *MessageListener is called only
+                    // if the project calls it, which the trace follows as any other call
+                    if (t.endsWith("MessageListener")
+                            && !t.equals("BatchMessageListener")
+                            && !types.isRepoType(t)
+                            && !m.getNameAsString().equals("setMessageListener")) {
+                        listenerParameters
+                                .computeIfAbsent(m.getNameAsString(), k -> new ArrayList<>())
+                                .add(new ListenerParameter(m.getParameters().size(), i, broker));
+                    }
+                }
+            }
+        }
+        repo.parseHolding(listenerParameters.keySet().stream().map(n -> n + "(").toList());
+    }
+
+    /** A lambda passed as the listener argument of one of the repository's listener-taking methods. */
+    private void listenerArgument(Repo.Source s, MethodCallExpr call) {
+        for (ListenerParameter p : listenerParameters.getOrDefault(call.getNameAsString(), List.of())) {
+            if (call.getArguments().size() == p.arity() && call.getArgument(p.index()) instanceof LambdaExpr l) {
+                listened(add(
+                        s,
+                        "MessageListener lambda passed to " + call.getNameAsString(),
+                        p.broker(),
+                        owner(call) + " listener",
+                        l,
+                        l.getBody(),
+                        l));
+                return;
+            }
+        }
+    }
+
+    private static final Set<String> STREAMS_BUILDERS = Set.of("StreamsBuilder", "KStreamBuilder");
+
+    /**
+     * A Kafka Streams topology reading a topic ({@code builder.stream("orders")}, or {@code table}/{@code
+     * globalTable} for a changelog, on a {@code StreamsBuilder} or the pre-1.0 {@code KStreamBuilder}):
+     * a consumer whose offsets Streams commits
+     * after the records went through the topology. The topology's own operators write only to topics;
+     * its callbacks with effects ({@code peek}, {@code foreach}, {@code process}, mappers) are entry
+     * points of their own and are traced there, so this one is listed and not traced again.
+     */
+    private void streamsSource(Repo.Source s, MethodCallExpr call) {
+        String t = call.getScope().map(types::typeOf).orElse(null);
+        if (call.getArguments().isEmpty() || t == null || !STREAMS_BUILDERS.contains(t)) {
+            return;
+        }
+        Entry e = add(
+                s,
+                "Kafka Streams topology",
+                "kafka",
+                owner(call) + " " + call.getNameAsString() + "(" + call.getArgument(0) + ")",
+                call,
+                call,
+                call);
+        e.ackText = "Kafka Streams commits the offsets after the records went through the topology";
+    }
+
     private void calls(Repo.Source s, MethodCallExpr call) {
+        listenerArgument(s, call);
         String n = call.getNameAsString();
         switch (n) {
             case "poll" -> {
@@ -686,11 +882,12 @@ final class EntryPoints {
                                 ? "delivery.ack() in the pipeline"
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
             case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
-            case "setMessageListener" -> listenerObject(s, call);
-            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce" -> {
+            case "setMessageListener", "setupMessageListener" -> listenerObject(s, call);
+            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce", "receiveMany" -> {
                 if (n.equals("receive")) {
                     jmsReceive(s, call);
                 }
+                sqsTemplateReceive(s, call);
                 if (call.getScope()
                                 .map(x -> x.toString().contains("KafkaReceiver"))
                                 .orElse(false)
@@ -709,6 +906,7 @@ final class EntryPoints {
             }
             case "from" -> integrationFlow(s, call);
             case "peek", "foreach" -> streamsSideEffect(s, call);
+            case "stream", "table", "globalTable" -> streamsSource(s, call);
             case "messageListener" -> {
                 if (call.getArguments().size() == 1
                         && call.getArgument(0) instanceof LambdaExpr l
@@ -725,6 +923,36 @@ final class EntryPoints {
                 }
             }
             default -> {}
+        }
+    }
+
+    /**
+     * Spring Cloud AWS {@code SqsTemplate.receive}/{@code receiveMany}: by default the template
+     * acknowledges (deletes) the messages as it returns them ({@code TemplateAcknowledgementMode.ACKNOWLEDGE}),
+     * before the caller's work; {@code acknowledgementMode(MANUAL)} in the module leaves the delete to
+     * the code. The statement or loop that uses the result is the consumer.
+     */
+    private void sqsTemplateReceive(Repo.Source s, MethodCallExpr call) {
+        String t = call.getScope().map(types::typeOf).orElse(null);
+        if (t == null || !(t.equals("SqsTemplate") || t.equals("SqsOperations") || t.equals("SqsAsyncOperations"))) {
+            return;
+        }
+        Node body = loopOrMethod(call);
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "SqsTemplate." + call.getNameAsString(), "sqs", owner(call), call, body, call);
+        e.loop = true;
+        if (repo.sources().stream()
+                .anyMatch(o ->
+                        o.module().equals(s.module()) && o.text().contains("TemplateAcknowledgementMode.MANUAL"))) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "acknowledgementMode MANUAL: the code acknowledges what it received";
+        } else {
+            e.ack = Entry.Ack.AUTO;
+            e.ackSetting = e.location;
+            e.ackText = "SqsTemplate acknowledges (deletes) what it receives as it returns it"
+                    + " (TemplateAcknowledgementMode.ACKNOWLEDGE, the default), before the work on it";
         }
     }
 
@@ -908,6 +1136,37 @@ final class EntryPoints {
                     sqsAck(e, receive);
                 }
             }
+            // the project's own wrapper called from another class, through the helper's class or an interface it
+            // implements (messageService.receiveMessage(queue) on a MessageService the helper implements)
+            Set<String> wrappers = new java.util.HashSet<>();
+            if (owner instanceof ClassOrInterfaceDeclaration cd) {
+                wrappers.add(cd.getNameAsString());
+                cd.getImplementedTypes().forEach(t -> wrappers.add(t.getNameAsString()));
+                cd.getExtendedTypes().forEach(t -> wrappers.add(t.getNameAsString()));
+            }
+            for (Repo.Source o : wrappers.isEmpty() ? List.<Repo.Source>of() : repo.sources()) {
+                for (MethodCallExpr c : o.cu().findAll(
+                                MethodCallExpr.class,
+                                c -> c.getNameAsString().equals(m.getNameAsString())
+                                        && c.getArguments().size()
+                                                == m.getParameters().size()
+                                        && c.getScope()
+                                                .map(x -> wrappers.contains(types.typeOf(x)))
+                                                .orElse(false))) {
+                    Node callerBody = loopOrMethod(c);
+                    if (callerBody != null) {
+                        Entry e = add(
+                                o,
+                                "SQS receiveMessage through " + owner.getNameAsString(),
+                                "sqs",
+                                owner(c),
+                                c,
+                                callerBody,
+                                c);
+                        sqsAck(e, receive);
+                    }
+                }
+            }
             // handed to a loop as a method reference: driver.run(this::receive)
             for (MethodReferenceExpr ref : owner == null
                     ? List.<MethodReferenceExpr>of()
@@ -946,6 +1205,10 @@ final class EntryPoints {
             return;
         }
         Expression a = call.getArgument(0);
+        // (MessageListener<String, String>) record -> …: the cast only names the listener's type
+        while (a instanceof CastExpr || a instanceof EnclosedExpr) {
+            a = a instanceof CastExpr c ? c.getExpression() : ((EnclosedExpr) a).getInner();
+        }
         String broker = listenerBroker(s);
         if (broker == null) {
             return;
@@ -1241,14 +1504,15 @@ final class EntryPoints {
             return;
         }
         for (Expression a : call.getArguments()) {
-            if (a instanceof LambdaExpr l) {
+            Node[] handler = callback(a, 1);
+            if (handler != null) {
                 Entry e = add(
                         s,
                         jetStream ? "NATS JetStream push subscription" : "NATS subscription",
                         "nats",
                         owner(call) + " handler",
-                        l,
-                        l.getBody(),
+                        handler[0],
+                        handler[1],
                         call);
                 if (jetStream) {
                     e.ack = Entry.Ack.EXPLICIT;
@@ -1588,10 +1852,10 @@ final class EntryPoints {
             return;
         }
         Expression a = call.getArgument(1);
-        LambdaExpr l = a instanceof LambdaExpr le
-                ? le
-                : a instanceof NameExpr n ? lambdaOf(n).orElse(null) : null;
-        if (l == null) {
+        Node[] receiver = a instanceof NameExpr n && lambdaOf(n).isPresent()
+                ? new Node[] {lambdaOf(n).get(), lambdaOf(n).get().getBody()}
+                : callback(a, client ? 2 : 1);
+        if (receiver == null) {
             return;
         }
         Entry e = add(
@@ -1599,10 +1863,39 @@ final class EntryPoints {
                 client ? "Pub/Sub Subscriber MessageReceiver" : "Spring Cloud GCP PubSubTemplate.subscribe",
                 "pubsub",
                 owner(call) + " receiver",
-                l,
-                l.getBody(),
+                receiver[0],
+                receiver[1],
                 call);
         pubSubAck(e);
+    }
+
+    /**
+     * The handler a client library is given, as its declaration and body: a lambda, or a method
+     * reference to a method of the repository taking {@code arity} arguments ({@code this::onOrder},
+     * {@code handlers::onOrder} on a field, {@code OrderHandler::onOrder} on a type), so a handler
+     * written as a method is traced like one written inline. Null for anything else.
+     */
+    private Node[] callback(Expression a, int arity) {
+        if (a instanceof LambdaExpr l) {
+            return new Node[] {l, l.getBody()};
+        }
+        if (!(a instanceof MethodReferenceExpr ref)) {
+            return null;
+        }
+        List<MethodDeclaration> targets;
+        if (ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+            TypeDeclaration<?> owner = Types.enclosingType(ref);
+            targets = owner == null ? List.of() : owner.getMethodsByName(ref.getIdentifier());
+        } else {
+            String type = types.typeOf(ref.getScope());
+            targets = repo.methods(type != null ? type : ref.getScope().toString(), ref.getIdentifier(), arity, ref);
+        }
+        for (MethodDeclaration m : targets) {
+            if (m.getParameters().size() == arity && m.getBody().isPresent()) {
+                return new Node[] {m, m.getBody().get()};
+            }
+        }
+        return null;
     }
 
     private static void pubSubAck(Entry e) {

@@ -189,6 +189,9 @@ public final class Repo {
             "KafkaHandler",
             "RabbitHandler",
             "SqsHandler",
+            "@Consume(",
+            "SqsTemplate",
+            "NotificationMessageMapping",
             "EventHandler",
             "CommandHandler",
             "HandlersBuilder",
@@ -227,6 +230,7 @@ public final class Repo {
             "IntegrationFlow",
             "Function<",
             "KStream",
+            "StreamsBuilder",
             "Transformer",
             "ValueMapper",
             // consumer settings, dedupe and entities
@@ -292,6 +296,15 @@ public final class Repo {
     /** The parsed sources so far (a copy: the trace may parse more while a caller iterates). */
     List<Source> sources() {
         return List.copyOf(sources);
+    }
+
+    /** Parses the files not parsed yet whose text holds one of these words (the callers of a method found late). */
+    void parseHolding(List<String> words) {
+        if (!words.isEmpty()) {
+            parse(raw.stream()
+                    .filter(f -> !parsed.contains(f.file()) && words.stream().anyMatch(f.text()::contains))
+                    .toList());
+        }
     }
 
     private void parse(List<RawFile> files) {

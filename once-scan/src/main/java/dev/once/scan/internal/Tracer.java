@@ -98,6 +98,7 @@ final class Tracer {
             "(?s).*[cC]orrelation[-_]?[iI][dD]\\s*\\(\\s*\\w+(\\.\\w+\\(\\))*\\.get(JMS)?Correlation[iI][dD]\\(\\).*");
 
     private static final Set<String> KAFKA_TEMPLATES = Set.of("KafkaTemplate", "KafkaOperations");
+    private static final Set<String> JMS_TEMPLATES = Set.of("JmsTemplate", "JmsOperations", "JmsMessagingTemplate");
     private static final Set<String> PUBLISH_NAMES = Set.of(
             "send",
             "convertAndSend",
@@ -140,6 +141,13 @@ final class Tracer {
             "PayPalHttpClient");
     private static final Set<String> REST = Set.of("RestTemplate", "RestOperations", "TestRestTemplate");
     private static final Set<String> FLUENT_HTTP = Set.of("WebClient", "RestClient");
+    private static final Set<String> APACHE_HTTP = Set.of(
+            "CloseableHttpClient", "HttpClient", "DefaultHttpClient", "CloseableHttpAsyncClient", "MinimalHttpClient");
+    /** An Apache HttpClient request that writes: {@code new HttpPost(…)}, or a request builder's {@code post(…)}. */
+    private static final Pattern APACHE_WRITE = Pattern.compile("(?s).*(new\\s+Http(Post|Put|Patch)\\s*\\("
+            + "|(ClassicRequestBuilder|SimpleRequestBuilder|RequestBuilder|Request)\\s*\\.\\s*(post|put|patch)\\s*\\()"
+            + ".*");
+
     private static final Set<String> CACHES = Set.of(
             "Cache",
             "RedisTemplate",
@@ -652,14 +660,18 @@ final class Tracer {
             // a send through the template of a listener whose container runs a Kafka transaction
             // commits with the consumed offset: a redelivery aborts the first attempt's record
             boolean transacted = entry.kafkaTransaction != null && KAFKA_TEMPLATES.contains(stype);
+            // a JMS send in a listener whose container runs a JTA transaction goes through the module's XA
+            // connection factory: it is rolled back with the receive, so a redelivery follows no sent copy
+            boolean xa = entry.jtaTransaction != null && JMS_TEMPLATES.contains(stype);
             effect(
                     c,
                     f,
                     Blast.MESSAGE,
                     Event.Category.PUBLISH,
                     (reply ? "replies with " : "publishes ") + stype + "." + name
-                            + (transacted ? " in the listener's Kafka transaction" : ""),
-                    stable || reply || transacted);
+                            + (transacted ? " in the listener's Kafka transaction" : "")
+                            + (xa ? " in the listener's JTA transaction" : ""),
+                    stable || reply || transacted || xa);
             return true;
         }
         if (!repoType
@@ -833,6 +845,11 @@ final class Tracer {
             remote = true;
             kind = "OkHttp";
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
+        } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
+            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
+            remote = true;
+            kind = "Apache HttpClient";
+            write = APACHE_WRITE.matcher(memberText(f)).matches();
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -856,7 +873,7 @@ final class Tracer {
             Blast b = MONEY.matcher(context).matches()
                     ? Blast.MONEY
                     : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp")
+            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
                     ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
                     : name.toUpperCase(Locale.ROOT);
             effect(
@@ -927,6 +944,9 @@ final class Tracer {
         }
         if (!insert) {
             return;
+        }
+        if (!fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
+            return; // a save by an @Id the code assigns from what it was given: a repeat replaces the same row
         }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
@@ -1015,6 +1035,60 @@ final class Tracer {
                 "inserts into " + table + " under a fresh random key (an ordinary row, not a claim: each delivery"
                         + " adds one)",
                 false);
+    }
+
+    /** Assigns the id: {@code setId(x)}, {@code id(x)} on a builder, {@code this.id = x} or {@code id = x}. */
+    private static final Pattern ID_ASSIGNMENT =
+            Pattern.compile("(?s).*(\\.setId\\(|\\bsetId\\(|\\.id\\(|\\bid\\s*=[^=]).*");
+
+    /**
+     * A new entity whose {@code @Id} the code assigns (no {@code @GeneratedValue}, no fresh initializer)
+     * from something stable: a builder's {@code .id(…)}, {@code setId(…)} on the local before the save, or
+     * the entity's own static factory that sets it ({@code News.from(event)}). Spring Data, JPA's merge,
+     * Elasticsearch, Mongo and Cassandra all save such an entity as a replace of the row or document with
+     * that id, so a repeat changes nothing. An id made afresh ({@code UUID.randomUUID()}) is no key.
+     */
+    private boolean keyedByAssignedId(String entity, Expression arg, Frame f) {
+        boolean assigned = false;
+        for (TypeDeclaration<?> t : repo.types(entity)) {
+            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
+                if (fd.isAnnotationPresent("Id") || fd.isAnnotationPresent("PrimaryKey")) {
+                    if (fd.isAnnotationPresent("GeneratedValue")
+                            || FRESH.matcher(fd.toString()).matches()) {
+                        return false;
+                    }
+                    assigned = true;
+                }
+            }
+        }
+        if (!assigned) {
+            return false;
+        }
+        Node created = created(arg, f);
+        List<String> setters = new ArrayList<>();
+        if (created != null) {
+            setters.add(created.toString());
+        }
+        if (arg instanceof NameExpr n && f.method != null) {
+            f.method
+                    .findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().equals("setId")
+                                    && c.getScope()
+                                            .map(x -> x.toString().equals(n.getNameAsString()))
+                                            .orElse(false))
+                    .forEach(c -> setters.add(c.toString()));
+        }
+        if (created instanceof MethodCallExpr factory
+                && factory.getScope().map(x -> x.toString().equals(entity)).orElse(false)) {
+            for (MethodDeclaration m : repo.methods(
+                    entity, factory.getNameAsString(), factory.getArguments().size())) {
+                m.getBody().ifPresent(b -> setters.add(b.toString()));
+            }
+        }
+        return setters.stream()
+                .anyMatch(x ->
+                        ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
@@ -1409,6 +1483,12 @@ final class Tracer {
     // ---- events -----------------------------------------------------------------------------------
 
     private void effect(Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed) {
+        if (category == Event.Category.DATABASE && entry != null && entry.jtaTransaction != null) {
+            // a database write in a JMS listener whose container runs a JTA transaction: the module's XA data
+            // source rolls it back with the receive, so a redelivery follows no committed copy
+            what += " in the listener's JTA transaction";
+            keyed = true;
+        }
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
         Blast b = blast;

@@ -1,0 +1,287 @@
+package dev.once.internal;
+
+import dev.once.BatchHandler;
+import dev.once.Delivery;
+import dev.once.Handler;
+import dev.once.HandlerMisuseException;
+import dev.once.Inbox;
+import dev.once.OutboxHeaders;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.RetryableException;
+import dev.once.StaleFencingTokenException;
+import dev.once.jdbc.Dialect;
+import dev.once.tx.JoinedTransaction;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * The work inside one claim transaction, whoever owns it: claim the ids, run the handler (or the
+ * batch handler) over the claimed ones on the guarded connection, write their outbox rows, and say
+ * what failed. What a failure does to the transaction (retry, split, report at the caller's commit)
+ * is the mode's: {@link OwnedMode}, {@link JoinedMode}. Not API.
+ */
+final class ClaimRun {
+
+    // The engine's log category, as before the engine was split into rooms: users may have configured it.
+    private static final Logger log = LoggerFactory.getLogger(DefaultIdempotentConsumer.class);
+
+    private final String consumer;
+    private final Handler handler;
+    private final BatchHandler batchHandler;
+    private final Inbox inbox;
+    private final Dialect dialect;
+    private final Predicate<Throwable> permanentFailure;
+    private final OnceMetrics metrics;
+    private final Clock clock;
+    private final OutboxHeaders outboxHeaders;
+    // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
+    private final OutboxRepository outboxRepository;
+    // What ClaimWatch looks for in a handler's SQL, lower-cased once rather than per claim transaction.
+    private final String inboxTable;
+    // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
+    private final FingerprintedClaims fingerprints;
+    private final Settlement settlement;
+    private final ClaimCheck check;
+
+    /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
+    ClaimRun(
+            String consumer,
+            Handler handler,
+            BatchHandler batchHandler,
+            Inbox inbox,
+            Predicate<Throwable> permanentFailure,
+            OnceMetrics metrics,
+            Clock clock,
+            OutboxHeaders outboxHeaders,
+            FingerprintedClaims fingerprints,
+            Settlement settlement,
+            ClaimCheck check) {
+        this.consumer = consumer;
+        this.handler = handler;
+        this.batchHandler = batchHandler;
+        this.inbox = inbox;
+        this.dialect = inbox.dialect();
+        this.permanentFailure = permanentFailure;
+        this.metrics = metrics;
+        this.clock = clock;
+        this.outboxHeaders = outboxHeaders;
+        this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
+        this.inboxTable = ClaimWatch.inboxTable(inbox.tablePrefix());
+        this.fingerprints = fingerprints;
+        this.settlement = settlement;
+        this.check = check;
+    }
+
+    /** The claim and the handler on the transaction's connection; marks it rollback-only unless applied. */
+    Outcome claimAndHandle(Transaction tx, Delivery d) throws SQLException {
+        Connection c = tx.connection();
+        Long fingerprint = fingerprints == null ? null : FingerprintedClaims.of(d);
+        boolean claimed;
+        try {
+            claimed = fingerprints == null
+                    ? inbox.claim(c, consumer, d.eventId())
+                    : fingerprints.claim(c, consumer, d.eventId(), fingerprint);
+        } catch (SQLException e) {
+            if (dialect.isLockTimeout(e)) {
+                tx.setRollbackOnly();
+                return inProgress(d, e);
+            }
+            throw e;
+        }
+        if (!claimed) {
+            // Nothing was written; ending it either way is the same, and a joined caller's work stays
+            // (a reused id reported FAILED_PERMANENT included: nothing of it ran).
+            if (fingerprint == null) {
+                return Outcome.duplicate(d.eventId());
+            }
+            Long applied =
+                    fingerprints.stored(c, consumer, List.of(d.eventId())).get(d.eventId());
+            return settlement.duplicateOf(d, fingerprint, applied);
+        }
+        ClaimWatch watch = watch(c);
+        Failure failure = apply(tx, List.of(d), watch);
+        if (failure != null) {
+            tx.setRollbackOnly();
+            SQLException conflict = transientConflict(failure.cause());
+            if (conflict != null && !tx.joined()) {
+                throw conflict;
+            }
+            return failed(d, failure.cause());
+        }
+        Outcome lost = check.verifyClaim(tx, List.of(d.eventId()), watch);
+        if (lost != null) {
+            tx.setRollbackOnly();
+            return lost;
+        }
+        return Outcome.applied(d.eventId());
+    }
+
+    /**
+     * Claims the ids of {@code batch} (first occurrences). With fingerprints, the claim keeps them,
+     * and the ones stored for the ids found claimed are read in one more statement, only when there
+     * are such ids with a payload to compare.
+     */
+    Set<String> claimAll(Connection c, List<Delivery> batch, BatchFingerprints prints) throws SQLException {
+        if (prints == null) {
+            return inbox.claimAll(
+                    c, consumer, batch.stream().map(Delivery::eventId).toList());
+        }
+        Map<String, Long> mine = new HashMap<>();
+        for (Delivery d : batch) {
+            mine.put(d.eventId(), prints.firsts.get(d.eventId()));
+        }
+        Set<String> claimed = fingerprints.claimAll(c, consumer, mine);
+        List<String> taken = new ArrayList<>();
+        for (Delivery d : batch) {
+            if (!claimed.contains(d.eventId()) && prints.withPayload.contains(d.eventId())) {
+                taken.add(d.eventId());
+            }
+        }
+        if (!taken.isEmpty()) {
+            prints.stored.putAll(fingerprints.stored(c, consumer, taken));
+        }
+        return claimed;
+    }
+
+    /** Why the handler rolled a transaction back, and the delivery it failed on when the per-event handler ran. */
+    record Failure(Throwable cause, Delivery delivery) {}
+
+    /**
+     * Runs the handler over the deliveries a transaction claimed: the batch handler once with all
+     * of them, or the per-event handler for each in order; then writes the outbox rows they all
+     * added in one statement (not timed as handler work). Returns null when all went well.
+     */
+    Failure apply(Transaction tx, List<Delivery> claimed, ClaimWatch watch) {
+        JoinedTransaction joined = tx.joinedTransaction();
+        if (joined == null) {
+            return apply(tx.connection(), claimed, watch);
+        }
+        // Savepoints the caller's integration sets on the raw connection while the handler runs (a
+        // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
+        joined.addSavepointListener(watch.outbox());
+        try {
+            return apply(tx.connection(), claimed, watch);
+        } finally {
+            joined.removeSavepointListener(watch.outbox());
+        }
+    }
+
+    private Failure apply(Connection c, List<Delivery> claimed, ClaimWatch watch) {
+        if (claimed.isEmpty()) {
+            return null;
+        }
+        OutboxBuffer outbox = watch.outbox();
+        if (batchHandler != null) {
+            DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
+            Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
+            if (failure == null && batchTx.misuse() != null) {
+                failure = refused(batchTx.misuse());
+            }
+            if (failure != null) {
+                return new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
+            }
+        } else {
+            for (Delivery d : claimed) {
+                if (!d.eventId().equals(MDC.get(DeliveryMdc.MDC_MESSAGE_ID))) {
+                    DeliveryMdc.put(consumer, d); // process() has put this delivery's already
+                }
+                DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
+                Throwable failure = timed(() -> handler.handle(d, handlerTx));
+                if (failure == null && handlerTx.misuse() != null) {
+                    failure = refused(handlerTx.misuse());
+                }
+                if (failure != null) {
+                    return new Failure(failure, d);
+                }
+            }
+        }
+        try {
+            outbox.flush();
+        } catch (SQLException e) {
+            // The rows of all causes go in one statement, so a failure names no single delivery.
+            return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
+        }
+        return null;
+    }
+
+    /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
+    ClaimWatch watch(Connection c) {
+        return new ClaimWatch(new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inboxTable);
+    }
+
+    private static HandlerMisuseException refused(String call) {
+        return new HandlerMisuseException(
+                "handler tried " + call + " and swallowed the refusal; the delivery is rolled back");
+    }
+
+    Outcome inProgress(Delivery d, SQLException e) {
+        return new Outcome(
+                d.eventId(),
+                Status.IN_PROGRESS,
+                new RetryableException(
+                        "event '"
+                                + d.eventId() + "' is being processed by another delivery that has not committed"
+                                + " within the lock timeout ("
+                                + inbox.lockTimeout().map(Duration::toString).orElse("the session's lock_timeout")
+                                + "); leave it unacknowledged",
+                        e));
+    }
+
+    /** The deadlock or serialization failure anywhere in the cause chain (jOOQ, Spring, Jdbi wrap them), or null. */
+    SQLException transientConflict(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof SQLException sql) {
+                for (SQLException s = sql; s != null; s = s.getNextException()) {
+                    if (dialect.isTransientConflict(s)) {
+                        return s;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /** One call of the handler or the batch handler. */
+    @FunctionalInterface
+    private interface HandlerCall {
+        void run() throws Exception;
+    }
+
+    private Throwable timed(HandlerCall call) {
+        long start = System.nanoTime();
+        try {
+            call.run();
+            return null;
+        } catch (Exception e) {
+            if (e instanceof StaleFencingTokenException) {
+                metrics.fenceRejected();
+            }
+            return e;
+        } finally {
+            metrics.handlerDuration().record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    Outcome failed(Delivery d, Throwable failure) {
+        boolean permanent = failure instanceof HandlerMisuseException || permanentFailure.test(failure);
+        if (permanent) {
+            log.warn("event '{}' failed permanently, rolled back: {}", d.eventId(), failure.toString());
+        } else {
+            log.info("event '{}' failed, rolled back, will be redelivered: {}", d.eventId(), failure.toString());
+        }
+        return new Outcome(d.eventId(), permanent ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE, failure);
+    }
+}

@@ -1,0 +1,169 @@
+package dev.once.internal;
+
+import dev.once.Delivery;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.RetryableException;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A transaction the caller opened (Spring, {@code ManualTransactions}): the claim and the handler
+ * run on the caller's connection in one attempt and one transaction, never split, and each outcome
+ * is reported when the caller's transaction ends: an
+ * applied one becomes a retryable failure if the caller rolls back, and a claim the check left to
+ * the caller's commit ({@link ClaimCheck}) found lost is reported as that failure. Not API.
+ */
+final class JoinedMode {
+
+    private final Transactions transactions;
+    private final ClaimRun claimRun;
+    private final ClaimCheck check;
+    private final Settlement settlement;
+
+    JoinedMode(Transactions transactions, ClaimRun claimRun, ClaimCheck check, Settlement settlement) {
+        this.transactions = transactions;
+        this.claimRun = claimRun;
+        this.check = check;
+        this.settlement = settlement;
+    }
+
+    /**
+     * Joined: one attempt on the caller's transaction (a deadlock there aborts the caller's work too,
+     * so it is not retried here); the outcome is reported when the caller's transaction ends.
+     */
+    Outcome process(Delivery d) {
+        Outcome[] result = new Outcome[1];
+        try {
+            transactions.inTransaction(tx -> {
+                try {
+                    result[0] = claimRun.claimAndHandle(tx, d);
+                } catch (SQLException e) {
+                    tx.setRollbackOnly();
+                    result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);
+                }
+                Outcome provisional = result[0];
+                tx.afterCompletion(committed ->
+                        reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed));
+                return provisional;
+            });
+        } catch (SQLException e) {
+            // No transaction could be joined: nothing ran, nothing is pending.
+            return settlement.report(d, FailedOutcomes.databaseFailure(d.eventId(), e));
+        }
+        return result[0];
+    }
+
+    /** A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. */
+    List<Outcome> batch(List<Delivery> deliveries, List<Delivery> firsts, BatchFingerprints prints) {
+        Map<String, Outcome> byId = new HashMap<>();
+        List<List<Outcome>> settled = new ArrayList<>(1);
+        try {
+            transactions.inTransaction(tx -> {
+                Set<String> claimed;
+                try {
+                    claimed = claimRun.claimAll(tx.connection(), firsts, prints);
+                } catch (SQLException e) {
+                    tx.setRollbackOnly();
+                    for (Delivery d : firsts) {
+                        byId.put(d.eventId(), FailedOutcomes.databaseFailure(d.eventId(), e));
+                    }
+                    // Reported when the caller's transaction ends, like every joined outcome.
+                    List<Outcome> failedAll = settlement.settle(deliveries, byId, prints);
+                    settled.add(failedAll);
+                    tx.afterCompletion(committed -> {
+                        for (int i = 0; i < deliveries.size(); i++) {
+                            settlement.report(deliveries.get(i), failedAll.get(i));
+                        }
+                    });
+                    return null;
+                }
+                List<Delivery> mine = new ArrayList<>(claimed.size());
+                for (Delivery d : firsts) {
+                    if (claimed.contains(d.eventId())) {
+                        mine.add(d);
+                    } else {
+                        byId.put(d.eventId(), Outcome.duplicate(d.eventId()));
+                    }
+                }
+                ClaimWatch watch = claimRun.watch(tx.connection());
+                ClaimRun.Failure failure = claimRun.apply(tx, mine, watch);
+                if (failure == null) {
+                    for (Delivery d : mine) {
+                        byId.put(d.eventId(), Outcome.applied(d.eventId()));
+                    }
+                } else {
+                    tx.setRollbackOnly();
+                    // Everything applied in this transaction rolls back with the failing delivery. A
+                    // joined transaction cannot be split, so a batch handler's failure names no culprit.
+                    Outcome failedOne =
+                            failure.delivery() == null ? null : claimRun.failed(failure.delivery(), failure.cause());
+                    for (Delivery d : mine) {
+                        byId.put(
+                                d.eventId(),
+                                d == failure.delivery()
+                                        ? failedOne
+                                        : failedOne != null
+                                                ? FailedOutcomes.notRun(d, failedOne)
+                                                : FailedOutcomes.notRunInJoinedBatch(d, mine.size(), failure.cause()));
+                    }
+                }
+                if (failure == null && !claimed.isEmpty()) {
+                    String first = claimed.iterator().next();
+                    Outcome lost;
+                    try {
+                        lost = check.verifyClaim(tx, List.copyOf(claimed), watch);
+                    } catch (SQLException e) {
+                        lost = FailedOutcomes.databaseFailure(first, e);
+                    }
+                    if (lost != null) {
+                        tx.setRollbackOnly();
+                        for (Delivery d : firsts) {
+                            if (claimed.contains(d.eventId())) {
+                                byId.put(d.eventId(), FailedOutcomes.notRun(d, lost));
+                            }
+                        }
+                    }
+                }
+                List<Outcome> outcomes = settlement.settle(deliveries, byId, prints);
+                settled.add(outcomes);
+                tx.afterCompletion(committed -> {
+                    Outcome lostAtCommit = tx.lostAtCommit();
+                    for (int i = 0; i < deliveries.size(); i++) {
+                        Delivery d = deliveries.get(i);
+                        reportJoined(
+                                d,
+                                lostAtCommit != null && claimed.contains(d.eventId())
+                                        ? FailedOutcomes.notRun(d, lostAtCommit)
+                                        : outcomes.get(i),
+                                committed);
+                    }
+                });
+                return null;
+            });
+        } catch (SQLException e) {
+            List<Outcome> failed = new ArrayList<>(deliveries.size());
+            for (Delivery d : deliveries) {
+                failed.add(settlement.report(d, FailedOutcomes.databaseFailure(d.eventId(), e)));
+            }
+            return failed;
+        }
+        return settled.get(0);
+    }
+
+    private void reportJoined(Delivery d, Outcome provisional, boolean committed) {
+        Outcome last = provisional;
+        if (!committed && provisional.status() == Status.APPLIED) {
+            last = new Outcome(
+                    d.eventId(),
+                    Status.FAILED_RETRYABLE,
+                    new RetryableException("event '" + d.eventId()
+                            + "' was applied in the caller's transaction, which rolled back: nothing of it stands"));
+        }
+        settlement.report(d, last);
+    }
+}

@@ -1,0 +1,84 @@
+package dev.once.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.tx.JoinedTransaction;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The checks an integration runs right before its commit ({@link JoinedTransaction#runChecks}): each
+ * pending one runs once, in order, the last alone may commit, one a rollback to a savepoint undid
+ * never runs, and the integration's "nothing else is due before the commit" is asked only when a
+ * check is pending (once-spring's answer looks at all of Spring's synchronizations and resources).
+ */
+class JoinedTransactionChecksTest {
+
+    private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
+    // What each check was told, "name:commit", in the order they ran
+    private final List<String> ran = new ArrayList<>();
+    private int asked;
+
+    private void check(String name) {
+        joined.checkBeforeCommit(commit -> {
+            ran.add(name + ":" + commit);
+            return commit;
+        });
+    }
+
+    private final BooleanSupplier nothingElseDue = () -> {
+        asked++;
+        return true;
+    };
+
+    @Test
+    void eachPendingCheckRunsOnceInOrderAndOnlyTheLastMayCommit() throws Exception {
+        check("a");
+        check("b");
+
+        assertThat(joined.runChecks(nothingElseDue))
+                .as("the last check committed")
+                .isTrue();
+        assertThat(joined.runChecks(nothingElseDue))
+                .as("nothing left to run, nothing committed")
+                .isFalse();
+
+        assertThat(ran)
+                .as("each check ran once, only the last told it may commit")
+                .containsExactly("a:false", "b:true");
+        assertThat(asked)
+                .as("asked for the first run only: the second found no check pending")
+                .isEqualTo(1);
+    }
+
+    @Test
+    void aCheckARollbackToASavepointUndidNeverRunsAndTheCallbacksHearTheirOwnEnd() throws Exception {
+        List<Boolean> heard = new ArrayList<>();
+        check("before");
+        joined.afterCompletion(heard::add);
+        joined.savepoint("s1");
+        check("undone");
+        joined.afterCompletion(heard::add);
+        joined.rollbackToSavepoint("s1");
+
+        joined.runChecks(nothingElseDue);
+        joined.completed(true);
+
+        assertThat(ran).as("the check the rollback undid never runs").containsExactly("before:true");
+        assertThat(heard)
+                .as("the callback before the savepoint stands, the one after it was undone")
+                .containsExactly(true, false);
+    }
+
+    @Test
+    void withNoCheckPendingTheIntegrationIsNotAsked() throws Exception {
+        joined.savepoint("s1");
+        check("undone");
+        joined.rollbackToSavepoint("s1");
+
+        assertThat(joined.runChecks(nothingElseDue)).isFalse();
+        assertThat(asked).as("no check pending: the commit rule is not asked").isZero();
+    }
+}

@@ -1,0 +1,22 @@
+package dev.once.scan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** Entry points the fixture sidecars cannot show, because nothing on them is worth a finding. */
+class EntryPointsTest {
+
+    @Test
+    void aKafkaStreamsTopologyWithNoCallbacksIsAnEntryPoint() {
+        ScanReport r = Fixtures.scan(Fixtures.of("streams-topology-source"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:18",
+                        "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:24");
+        assertThat(r.findings()).isEmpty();
+    }
+}
