@@ -1,5 +1,6 @@
 package dev.once;
 
+import dev.once.internal.Chunks;
 import dev.once.internal.Names;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.TablePrefix;
@@ -10,7 +11,6 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Map;
@@ -155,12 +155,8 @@ public final class Inbox {
         Set<String> claimed = new HashSet<>(sorted.size() * 2);
         String[] ids = sorted.toArray(new String[0]);
         Timestamp now = Timestamp.from(clock.instant());
-        int chunk = dialect.maxBatchClaimSize();
         // Chunks in ascending order keep the one global lock order of a single statement.
-        for (int from = 0; from < ids.length; from += chunk) {
-            String[] part = from == 0 && ids.length <= chunk
-                    ? ids
-                    : Arrays.copyOfRange(ids, from, Math.min(ids.length, from + chunk));
+        for (String[] part : Chunks.of(ids, dialect.maxBatchClaimSize())) {
             try (PreparedStatement ps = connection.prepareStatement(claimBatchSql(part.length))) {
                 dialect.bindBatchClaim(ps, consumer, now, part);
                 ps.execute(); // the first result is the claimed ids; a setting's restore may follow

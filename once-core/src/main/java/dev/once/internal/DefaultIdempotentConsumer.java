@@ -82,7 +82,14 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 fingerprints,
                 settlement,
                 check);
-        this.owned = new OwnedMode(transactions, inbox.dialect(), conflictRetries, claimRun, check);
+        this.owned = new OwnedMode(
+                transactions,
+                inbox.dialect(),
+                conflictRetries,
+                claimRun,
+                check,
+                consumer,
+                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null);
         this.joined = new JoinedMode(transactions, claimRun, check, settlement);
     }
 

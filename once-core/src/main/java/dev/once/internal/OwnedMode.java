@@ -10,6 +10,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -31,18 +32,28 @@ final class OwnedMode {
     private final RetryPolicy conflictRetries;
     private final ClaimRun claimRun;
     private final ClaimCheck check;
+    private final String consumer;
+    /**
+     * The cheaper first try of a batch transaction's claim; null where the dialect has none, or
+     * with fingerprints (the claim must also read the stored ones, which only the full claim does).
+     */
+    private final AllNewClaims allNewClaims;
 
     OwnedMode(
             Transactions transactions,
             Dialect dialect,
             RetryPolicy conflictRetries,
             ClaimRun claimRun,
-            ClaimCheck check) {
+            ClaimCheck check,
+            String consumer,
+            AllNewClaims allNewClaims) {
         this.transactions = transactions;
         this.dialect = dialect;
         this.conflictRetries = conflictRetries;
         this.claimRun = claimRun;
         this.check = check;
+        this.consumer = consumer;
+        this.allNewClaims = allNewClaims;
     }
 
     /** One delivery in a transaction of its own, retried on a transient conflict. */
@@ -72,13 +83,26 @@ final class OwnedMode {
 
     /** One batch transaction over {@code batch}: what {@link Bisection} splits on. */
     private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints) {
+        // Expect every id new (see AllNewClaims) until a unique violation says one was claimed before.
+        boolean expectNew = allNewClaims != null;
         for (int attempt = 1; ; attempt++) {
+            boolean allNew = expectNew;
             try {
-                return transactions.inTransaction(tx -> {
+                BatchResult result = transactions.inTransaction(tx -> {
                     Connection c = tx.connection();
                     Set<String> claimed;
                     try {
-                        claimed = claimRun.claimAll(c, batch, prints);
+                        if (allNew) {
+                            List<String> ids =
+                                    batch.stream().map(Delivery::eventId).toList();
+                            if (!allNewClaims.claimAll(c, consumer, ids)) {
+                                tx.setRollbackOnly();
+                                return null;
+                            }
+                            claimed = new HashSet<>(ids);
+                        } else {
+                            claimed = claimRun.claimAll(c, batch, prints);
+                        }
                     } catch (SQLException e) {
                         if (dialect.isLockTimeout(e)) {
                             tx.setRollbackOnly();
@@ -127,6 +151,12 @@ final class OwnedMode {
                     }
                     return BatchResult.done(byId);
                 });
+                if (result != null) {
+                    return result;
+                }
+                // Rolled back: an id was claimed before. Claim again with ON CONFLICT, not as a conflict retry.
+                expectNew = false;
+                attempt--;
             } catch (SQLException e) {
                 boolean conflict = claimRun.transientConflict(e) != null;
                 if (conflict && conflictRetries.allowsRetry(attempt)) {

@@ -121,6 +121,21 @@ public interface Dialect {
      */
     String claimBatch(String prefix, Duration lockTimeout, int size);
 
+    /**
+     * {@link #claimBatch} for ids expected to be new, as the first statement of a transaction the
+     * engine owns: inserts every id or fails with a unique violation ({@link #isUniqueViolation}),
+     * after which the engine rolls back and claims with {@link #claimBatch}. Bound like it; executed
+     * with {@code execute}, returning no rows. Null where the dialect has none.
+     */
+    default String claimBatchAllNew(String prefix, Duration lockTimeout, int size) {
+        return null;
+    }
+
+    /** A unique constraint refused a row: for {@link #claimBatchAllNew}, an id was claimed before. */
+    default boolean isUniqueViolation(SQLException e) {
+        return false;
+    }
+
     /** Binds {@link #claimBatch}'s parameters: the consumer, the processed_at stamp and the sorted ids. */
     void bindBatchClaim(PreparedStatement statement, String consumer, Timestamp processedAt, String[] sortedIds)
             throws SQLException;

@@ -130,10 +130,30 @@ public final class PostgresDialect implements Dialect {
     // their locks) are taken in one global order by every worker.
     @Override
     public String claimBatch(String prefix, Duration lockTimeout, int size) {
+        return claimBatch(prefix, lockTimeout, " ON CONFLICT DO NOTHING RETURNING event_id");
+    }
+
+    // ON CONFLICT makes PostgreSQL insert each row speculatively (look the key up, insert the heap row
+    // and index entry with a speculative token, then log a confirmation record): measured here at
+    // 1.7x the server time of a plain insert of 2,000 ids, and the ids benchmark's set-wise claims ran
+    // 1.13x faster with the plain insert first. Ids a broker delivers are new but for
+    // redeliveries, so the engine tries this first and pays the ON CONFLICT claim only after a
+    // unique violation (which the server logs as an ERROR).
+    @Override
+    public String claimBatchAllNew(String prefix, Duration lockTimeout, int size) {
+        return claimBatch(prefix, lockTimeout, "");
+    }
+
+    private String claimBatch(String prefix, Duration lockTimeout, String onConflict) {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
-                + " ON CONFLICT DO NOTHING RETURNING event_id" + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+                + onConflict + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+    }
+
+    @Override
+    public boolean isUniqueViolation(SQLException e) {
+        return "23505".equals(e.getSQLState());
     }
 
     // The fingerprints ride in a second array of the same length, unnested in step with the ids.

@@ -338,9 +338,15 @@ class PayloadMismatchTest {
         on.reset();
         plain.processBatch(List.of(payment("b", 2), payment("c", 1), payment("e", 1)));
         checked.processBatch(List.of(payment("b", 2), payment("c", 1), payment("e", 1)));
+        // Without fingerprints, a dialect with a plain first claim (PostgreSQL) sends it before the
+        // ON CONFLICT claim, and a duplicate fails it; with them the claim is the ON CONFLICT one.
+        boolean plainFirst;
+        try (Connection c = db.dataSource().getConnection()) {
+            plainFirst = Dialects.detect(c).claimBatchAllNew("once_", null, 3) != null;
+        }
         assertThat(on.statements())
                 .as("a batch with duplicates reads their fingerprints in one statement")
-                .isEqualTo(off.statements() + 1);
+                .isEqualTo(off.statements() + 1 - (plainFirst ? 1 : 0));
         assertThat(mismatched("checked")).isEqualTo(2);
     }
 

@@ -1,0 +1,70 @@
+package dev.once.internal;
+
+import dev.once.Inbox;
+import dev.once.jdbc.Dialect;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The batch claim of a transaction the engine owns, for ids it expects to be new (a broker
+ * redelivers rarely): {@link Dialect#claimBatchAllNew}, a plain insert that is cheaper than the
+ * {@code ON CONFLICT} claim. When one id was claimed before, the insert fails with a unique
+ * violation, the transaction is aborted, and the caller rolls it back and claims again with
+ * {@link Inbox#claimAll}, which says which ids were new. It must be the transaction's first
+ * statement: the rollback undoes all of it. Thread-safe. Not API.
+ */
+final class AllNewClaims {
+
+    private final Dialect dialect;
+    private final String prefix;
+    private final Duration lockTimeout;
+    private final Clock clock;
+    private final Map<Integer, String> sql = new ConcurrentHashMap<>();
+
+    private AllNewClaims(Inbox inbox, Clock clock) {
+        this.dialect = inbox.dialect();
+        this.prefix = inbox.tablePrefix();
+        this.lockTimeout = inbox.lockTimeout().orElse(null);
+        this.clock = clock;
+    }
+
+    /** The claims for {@code inbox}; null when its dialect has no such statement. */
+    static AllNewClaims of(Inbox inbox, Clock clock) {
+        return inbox.dialect().supportsBatchClaim()
+                        && inbox.dialect().claimBatchAllNew(inbox.tablePrefix(), null, 2) != null
+                ? new AllNewClaims(inbox, clock)
+                : null;
+    }
+
+    /**
+     * Claims every id, in sorted order and chunks as {@link Inbox#claimAll} does (one global lock
+     * order). True when all were claimed; false when one was claimed before: the transaction is
+     * aborted and must be rolled back.
+     */
+    boolean claimAll(Connection c, String consumer, Collection<String> ids) throws SQLException {
+        String[] sorted = ids.toArray(new String[0]);
+        Arrays.sort(sorted);
+        Timestamp now = Timestamp.from(clock.instant());
+        for (String[] part : Chunks.of(sorted, dialect.maxBatchClaimSize())) {
+            String statement = sql.computeIfAbsent(part.length, n -> dialect.claimBatchAllNew(prefix, lockTimeout, n));
+            try (PreparedStatement ps = c.prepareStatement(statement)) {
+                dialect.bindBatchClaim(ps, consumer, now, part);
+                ps.execute(); // the first result is the insert's count; a setting's restore may follow
+            } catch (SQLException e) {
+                if (dialect.isUniqueViolation(e)) {
+                    return false;
+                }
+                throw e;
+            }
+        }
+        return true;
+    }
+}
