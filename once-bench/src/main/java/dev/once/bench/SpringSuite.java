@@ -381,8 +381,8 @@ final class SpringSuite implements Suite {
                     seen = now;
                     progressAt = System.nanoTime();
                 } else if (System.nanoTime() - progressAt > 60_000_000_000L) {
-                    throw new IllegalStateException("spring row " + t.name + " stalled at " + (t.effects + now)
-                            + " of " + t.target() + " effects for 60 s");
+                    throw new IllegalStateException("spring row " + t.name + " stalled at " + (t.effects + now) + " of "
+                            + t.target() + " effects for 60 s");
                 }
                 Thread.sleep(5);
             }

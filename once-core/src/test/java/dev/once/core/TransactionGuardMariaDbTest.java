@@ -125,8 +125,8 @@ class TransactionGuardMariaDbTest {
                 })
                 .build();
         Delivery second = Delivery.of("evt-2", "x");
-        var outcomes = consumer.processBatch(
-                java.util.List.of(Delivery.of("evt-1", "x"), second, Delivery.of("evt-3", "x")));
+        var outcomes =
+                consumer.processBatch(java.util.List.of(Delivery.of("evt-1", "x"), second, Delivery.of("evt-3", "x")));
 
         assertThat(outcomes)
                 .extracting(Outcome::eventId, Outcome::status)
@@ -134,7 +134,9 @@ class TransactionGuardMariaDbTest {
                 .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
         long applied =
                 outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance(1)).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(balance(1))
+                .as("exactly the events reported APPLIED are applied")
+                .isEqualTo(applied);
         assertThat(claims()).isEqualTo(applied);
         assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.APPLIED);
         assertThat(balance(1)).as("evt-2 applied exactly once").isEqualTo(applied + 1);
@@ -164,7 +166,9 @@ class TransactionGuardMariaDbTest {
                 .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-1300", Status.APPLIED));
         long applied =
                 outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(applied).as("everything but the culprit applied, after bisection").isEqualTo(1_499);
+        assertThat(applied)
+                .as("everything but the culprit applied, after bisection")
+                .isEqualTo(1_499);
         assertThat(balance(1)).isEqualTo(applied);
         assertThat(claims()).isEqualTo(applied);
     }

@@ -419,8 +419,7 @@ class TransactionGuardTest {
     private static final Handler DELETES_EVT_2_CLAIM = (d, tx) -> {
         credit(tx.connection(), 1);
         if (d.eventId().equals("evt-2") && d.attempt() == 1) {
-            try (PreparedStatement ps =
-                    tx.connection().prepareStatement("DELETE FROM once_inbox WHERE event_id = ?")) {
+            try (PreparedStatement ps = tx.connection().prepareStatement("DELETE FROM once_inbox WHERE event_id = ?")) {
                 ps.setString(1, d.eventId());
                 ps.executeUpdate();
             }
@@ -440,7 +439,9 @@ class TransactionGuardTest {
                 .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
         long applied =
                 outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance()).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(balance())
+                .as("exactly the events reported APPLIED are applied")
+                .isEqualTo(applied);
         assertThat(claims()).as("and each of them claimed").isEqualTo(applied);
         assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.APPLIED);
         assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.DUPLICATE);
@@ -473,7 +474,9 @@ class TransactionGuardTest {
                 .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
         long applied =
                 reported.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance()).as("exactly the events reported APPLIED are applied").isEqualTo(applied);
+        assertThat(balance())
+                .as("exactly the events reported APPLIED are applied")
+                .isEqualTo(applied);
         assertThat(claims()).isEqualTo(applied);
     }
 }

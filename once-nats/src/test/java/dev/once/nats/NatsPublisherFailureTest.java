@@ -76,15 +76,21 @@ class NatsPublisherFailureTest {
                     TestNats.message(stream, "evt-2", "k2", "x".repeat(200)),
                     TestNats.message(stream, "evt-3", "k3", "3")));
             assertThat(stages).hasSize(3);
-            assertThat(stages.get(0).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+            assertThat(stages.get(0)
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS)
+                            .body())
                     .startsWith("stream=" + stream + " seq=");
-            assertThat(stages.get(2).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+            assertThat(stages.get(2)
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS)
+                            .body())
                     .startsWith("stream=" + stream + " seq=");
             assertThatThrownBy(() -> stages.get(1).toCompletableFuture().get(30, TimeUnit.SECONDS))
                     .as("over the stream's maximum message size: this message alone")
                     .cause()
-                    .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
-                            .isFalse())
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                     .hasMessageContaining("event evt-2");
             assertThat(nats.jetStreamManagement()
                             .getStreamInfo(stream)

@@ -218,7 +218,8 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
             // Off: the generated client would otherwise hold a request up to 10 ms to merge it with
             // others; a relay batch is already one request.
             b.publishSettings()
-                    .setBatchingSettings(BatchingSettings.newBuilder().setIsEnabled(false).build());
+                    .setBatchingSettings(
+                            BatchingSettings.newBuilder().setIsEnabled(false).build());
             if (channelProvider != null) {
                 b.setTransportChannelProvider(channelProvider);
             }

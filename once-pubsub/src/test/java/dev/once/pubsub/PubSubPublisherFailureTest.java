@@ -54,7 +54,10 @@ class PubSubPublisherFailureTest {
                 OutboxRows.row(topic.getTopic(), "evt-3", "k3", "3")));
         assertThat(stages).hasSize(3);
         for (int i : new int[] {0, 2}) {
-            assertThat(stages.get(i).toCompletableFuture().get(1, TimeUnit.MINUTES).body())
+            assertThat(stages.get(i)
+                            .toCompletableFuture()
+                            .get(1, TimeUnit.MINUTES)
+                            .body())
                     .as("the server's message id for row %d", i)
                     .matches("topic=" + topic + " messageId=\\S+");
         }

@@ -157,7 +157,8 @@ class RabbitPublisherFailureTest {
                 assertThatThrownBy(() -> stage.toCompletableFuture().join())
                         .cause()
                         .isInstanceOfSatisfying(
-                                PublishFailure.class, f -> assertThat(f.receipt().status()).isEqualTo(404));
+                                PublishFailure.class,
+                                f -> assertThat(f.receipt().status()).isEqualTo(404));
             }
         }
     }
@@ -165,14 +166,13 @@ class RabbitPublisherFailureTest {
     @Test
     void aLostConnectionIsRetryableForEveryMessageOfABatch() {
         connection.abort();
-        List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
-                TestRabbit.message(queue, "evt-1", "k1", "1"), TestRabbit.message(queue, "evt-2", "k2", "2")));
+        List<CompletionStage<Receipt>> stages = publisher.publishAll(
+                List.of(TestRabbit.message(queue, "evt-1", "k1", "1"), TestRabbit.message(queue, "evt-2", "k2", "2")));
         PublisherChecks.eachRetryable(stages, 2);
     }
 
     private static void assertConfirmed(CompletionStage<Receipt> stage) throws Exception {
-        assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body())
-                .startsWith("confirmed seq=");
+        assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body()).startsWith("confirmed seq=");
     }
 
     private static void assertRefused(CompletionStage<Receipt> stage, String eventId, int replyCode) {

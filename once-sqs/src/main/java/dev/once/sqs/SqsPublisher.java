@@ -237,8 +237,8 @@ public final class SqsPublisher implements Publisher {
         }
         SendMessageBatchResponse response;
         try {
-            response = client.sendMessageBatch(r -> r.queueUrl(url)
-                    .entries(request.stream().map(Entry::request).toList()));
+            response = client.sendMessageBatch(r ->
+                    r.queueUrl(url).entries(request.stream().map(Entry::request).toList()));
         } catch (BatchRequestTooLongException e) {
             request.forEach(this::one);
             return;
@@ -280,8 +280,8 @@ public final class SqsPublisher implements Publisher {
         byId.values()
                 .forEach(x -> x.result()
                         .completeExceptionally(PublishFailure.retryable(
-                                "SQS's batch answer named no outcome for row " + x.row().id() + " (event "
-                                        + x.row().eventId() + "); the relay tries again",
+                                "SQS's batch answer named no outcome for row "
+                                        + x.row().id() + " (event " + x.row().eventId() + "); the relay tries again",
                                 Receipt.NONE,
                                 null)));
     }

@@ -73,10 +73,12 @@ class SqsPublisherFailureTest {
         assertThat(stages)
                 .as("a batch of nothing SQS can take: each row's own permanent failure, no request")
                 .hasSize(2)
-                .allSatisfy(stage -> assertThatThrownBy(() -> stage.toCompletableFuture().join())
+                .allSatisfy(stage -> assertThatThrownBy(
+                                () -> stage.toCompletableFuture().join())
                         .cause()
                         .isInstanceOfSatisfying(
-                                PublishFailure.class, f -> assertThat(f.retryable()).isFalse()));
+                                PublishFailure.class,
+                                f -> assertThat(f.retryable()).isFalse()));
     }
 
     @Test
@@ -108,7 +110,10 @@ class SqsPublisherFailureTest {
                     TestSqs.message(queue, "evt-3", "k3", "3")));
             assertThat(stages).hasSize(3);
             for (int i : new int[] {0, 2}) {
-                assertThat(stages.get(i).toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                assertThat(stages.get(i)
+                                .toCompletableFuture()
+                                .get(30, TimeUnit.SECONDS)
+                                .body())
                         .as("SQS's message id for row %d", i)
                         .startsWith("messageId=");
             }
@@ -117,7 +122,9 @@ class SqsPublisherFailureTest {
                     .isInstanceOfSatisfying(
                             PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                     .hasMessageContaining("event evt-2");
-            assertThat(TestSqs.messagesStored(queue)).as("the refused entry's neighbours are stored").isEqualTo(2);
+            assertThat(TestSqs.messagesStored(queue))
+                    .as("the refused entry's neighbours are stored")
+                    .isEqualTo(2);
         } finally {
             TestSqs.deleteQueue(queue);
         }
@@ -153,7 +160,9 @@ class SqsPublisherFailureTest {
             }
             for (int send = 0; send < 2; send++) {
                 for (CompletionStage<Receipt> stage : publisher.publishAll(rows)) {
-                    assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                    assertThat(stage.toCompletableFuture()
+                                    .get(30, TimeUnit.SECONDS)
+                                    .body())
                             .startsWith("messageId=");
                 }
             }

@@ -44,8 +44,7 @@ public final class PublisherChecks {
                     .build();
             assertThat(relay.relayOnce()).isEqualTo(1);
             String status = responseStatus == null ? "" : " AND response_status = " + responseStatus;
-            assertThat(db.queryLong(
-                            "SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1" + status))
+            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1" + status))
                     .as("dead after one attempt" + (responseStatus == null ? "" : ", status " + responseStatus))
                     .isEqualTo(1);
         }
@@ -53,11 +52,14 @@ public final class PublisherChecks {
 
     /** Every stage of a batch failed with a retryable {@link PublishFailure} (the broker could not be reached). */
     public static void eachRetryable(List<CompletionStage<Receipt>> stages, int size) {
-        assertThat(stages).hasSize(size).allSatisfy(stage -> assertThatThrownBy(
-                        () -> stage.toCompletableFuture().join())
-                .isInstanceOf(CompletionException.class)
-                .cause()
-                .isInstanceOfSatisfying(PublishFailure.class, f -> assertThat(f.retryable())
-                        .isTrue()));
+        assertThat(stages)
+                .hasSize(size)
+                .allSatisfy(stage -> assertThatThrownBy(
+                                () -> stage.toCompletableFuture().join())
+                        .isInstanceOf(CompletionException.class)
+                        .cause()
+                        .isInstanceOfSatisfying(
+                                PublishFailure.class,
+                                f -> assertThat(f.retryable()).isTrue()));
     }
 }
