@@ -64,6 +64,11 @@ final class CoreSuite implements Suite {
     static final String FLOOR_CLAIM_ALL = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
             + " SELECT ?, t.m, now() FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n"
             + " ON CONFLICT DO NOTHING RETURNING event_id";
+    // The batch floors claim as the engine's owned batches do on PostgreSQL: a plain insert first (no
+    // speculative insertion, no RETURNING: every id new is the common case), FLOOR_CLAIM_ALL only after a
+    // unique violation rolled it back.
+    static final String FLOOR_CLAIM_ALL_NEW = "INSERT INTO once_inbox (consumer, event_id, processed_at)"
+            + " SELECT ?, t.m, now() FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n";
     // One statement, one round trip: the update runs only when the claim inserted a row. In
     // auto-commit the statement is its own transaction, so claim and effect commit together.
     static final String FLOOR_CLAIM_AND_CREDIT = "WITH claim AS (INSERT INTO once_inbox (consumer, event_id,"
@@ -315,6 +320,7 @@ final class CoreSuite implements Suite {
         private final PreparedStatement checkAndCommit;
         private final PreparedStatement claimAndCredit;
         private final PreparedStatement claimAll;
+        private final PreparedStatement claimAllNew;
         private final PreparedStatement credit;
         private final PreparedStatement creditAll;
         private final Throughput.Events events;
@@ -328,6 +334,7 @@ final class CoreSuite implements Suite {
             this.checkAndCommit = c.prepareStatement(FLOOR_CHECK_AND_COMMIT);
             this.claimAndCredit = c.prepareStatement(FLOOR_CLAIM_AND_CREDIT);
             this.claimAll = c.prepareStatement(FLOOR_CLAIM_ALL);
+            this.claimAllNew = c.prepareStatement(FLOOR_CLAIM_ALL_NEW);
             this.credit = c.prepareStatement(Ledger.CREDIT);
             this.creditAll = c.prepareStatement(Ledger.CREDIT_ALL);
             this.events = events;
@@ -378,12 +385,23 @@ final class CoreSuite implements Suite {
             }
             Arrays.sort(ids); // one lock order across workers, as the engine does
             Array array = c.createArrayOf("varchar", ids);
-            claimAll.setString(1, CONSUMER);
-            claimAll.setArray(2, array);
             Set<String> claimed = new HashSet<>(batch * 2);
-            try (ResultSet rs = claimAll.executeQuery()) {
-                while (rs.next()) {
-                    claimed.add(rs.getString(1));
+            try {
+                claimAllNew.setString(1, CONSUMER);
+                claimAllNew.setArray(2, array);
+                claimAllNew.executeUpdate();
+                claimed.addAll(Arrays.asList(ids));
+            } catch (SQLException e) {
+                if (!"23505".equals(e.getSQLState())) {
+                    throw e;
+                }
+                c.rollback(); // one id was claimed before: claim again, learning which were new
+                claimAll.setString(1, CONSUMER);
+                claimAll.setArray(2, array);
+                try (ResultSet rs = claimAll.executeQuery()) {
+                    while (rs.next()) {
+                        claimed.add(rs.getString(1));
+                    }
                 }
             }
             array.free();
