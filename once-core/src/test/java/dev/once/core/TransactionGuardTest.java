@@ -51,6 +51,18 @@ class TransactionGuardTest {
                 .build();
     }
 
+    /** A consumer joining {@code manual}'s transactions, its outcomes reported into {@code reported}. */
+    private static IdempotentConsumer joined(
+            ManualTransactions manual, java.util.List<Outcome> reported, Handler handler) {
+        return IdempotentConsumer.builder()
+                .transactions(manual)
+                .dialect(Dialects.POSTGRESQL)
+                .consumer("guarded")
+                .outcomeListener((d, x) -> reported.add(x))
+                .handler(handler)
+                .build();
+    }
+
     private long balance() throws SQLException {
         return Ledger.balance(db);
     }
@@ -141,20 +153,14 @@ class TransactionGuardTest {
     void handlerThatSwallowsAFailedStatementInAJoinedTransactionIsNotReportedApplied() throws Exception {
         ManualTransactions manual = new ManualTransactions();
         java.util.List<Outcome> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
-        IdempotentConsumer careless = IdempotentConsumer.builder()
-                .transactions(manual)
-                .dialect(Dialects.POSTGRESQL)
-                .consumer("guarded")
-                .outcomeListener((d, x) -> reported.add(x))
-                .handler((d, tx) -> {
-                    credit(tx.connection(), 1);
-                    try (Statement s = tx.connection().createStatement()) {
-                        s.execute("SELECT 1/0");
-                    } catch (SQLException swallowed) {
-                        // aborted
-                    }
-                })
-                .build();
+        IdempotentConsumer careless = joined(manual, reported, (d, tx) -> {
+            credit(tx.connection(), 1);
+            try (Statement s = tx.connection().createStatement()) {
+                s.execute("SELECT 1/0");
+            } catch (SQLException swallowed) {
+                // aborted
+            }
+        });
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try (ManualTransactions.Scope tx = manual.join(c)) {
@@ -452,13 +458,7 @@ class TransactionGuardTest {
     void aJoinedBatchWhoseHandlerRemovesTheClaimOfALaterEventDoesNotCommit() throws Exception {
         ManualTransactions manual = new ManualTransactions();
         java.util.List<Outcome> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
-        IdempotentConsumer consumer = IdempotentConsumer.builder()
-                .transactions(manual)
-                .dialect(Dialects.POSTGRESQL)
-                .consumer("guarded")
-                .outcomeListener((d, x) -> reported.add(x))
-                .handler(DELETES_EVT_2_CLAIM)
-                .build();
+        IdempotentConsumer consumer = joined(manual, reported, DELETES_EVT_2_CLAIM);
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try (ManualTransactions.Scope tx = manual.join(c)) {
