@@ -63,6 +63,19 @@ class TransactionGuardTest {
                 .build();
     }
 
+    /** {@code notApplied} is not reported APPLIED, and exactly the events reported APPLIED are applied and claimed. */
+    private void assertOnlyTheAppliedApplied(java.util.List<Outcome> outcomes, String notApplied) throws SQLException {
+        assertThat(outcomes)
+                .extracting(Outcome::eventId, Outcome::status)
+                .doesNotContain(org.assertj.core.groups.Tuple.tuple(notApplied, Status.APPLIED));
+        long applied =
+                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
+        assertThat(balance())
+                .as("exactly the events reported APPLIED are applied")
+                .isEqualTo(applied);
+        assertThat(claims()).isEqualTo(applied);
+    }
+
     private long balance() throws SQLException {
         return Ledger.balance(db);
     }
@@ -138,15 +151,7 @@ class TransactionGuardTest {
         });
         var outcomes = careless.processBatch(
                 java.util.List.of(Ledger.payment("evt-1", 0), Ledger.payment("evt-2", 0), Ledger.payment("evt-3", 0)));
-        assertThat(outcomes)
-                .extracting(Outcome::eventId, Outcome::status)
-                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
-        long applied =
-                outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance())
-                .as("exactly the events reported APPLIED are applied")
-                .isEqualTo(applied);
-        assertThat(claims()).isEqualTo(applied);
+        assertOnlyTheAppliedApplied(outcomes, "evt-2");
     }
 
     @Test
@@ -439,16 +444,10 @@ class TransactionGuardTest {
         var outcomes = consumer.processBatch(
                 java.util.List.of(Ledger.payment("evt-1", 0), second, Ledger.payment("evt-3", 0)));
 
-        assertThat(outcomes)
-                .extracting(Outcome::eventId, Outcome::status)
-                .as("the check must cover every claim of the batch, not only its first")
-                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
+        // The check must cover every claim of the batch, not only its first.
+        assertOnlyTheAppliedApplied(outcomes, "evt-2");
         long applied =
                 outcomes.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance())
-                .as("exactly the events reported APPLIED are applied")
-                .isEqualTo(applied);
-        assertThat(claims()).as("and each of them claimed").isEqualTo(applied);
         assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.APPLIED);
         assertThat(consumer.process(second.redelivery()).status()).isEqualTo(Status.DUPLICATE);
         assertThat(balance()).as("evt-2 applied exactly once").isEqualTo(applied + 1);
@@ -469,14 +468,6 @@ class TransactionGuardTest {
             }
             c.setAutoCommit(true);
         }
-        assertThat(reported)
-                .extracting(Outcome::eventId, Outcome::status)
-                .doesNotContain(org.assertj.core.groups.Tuple.tuple("evt-2", Status.APPLIED));
-        long applied =
-                reported.stream().filter(x -> x.status() == Status.APPLIED).count();
-        assertThat(balance())
-                .as("exactly the events reported APPLIED are applied")
-                .isEqualTo(applied);
-        assertThat(claims()).isEqualTo(applied);
+        assertOnlyTheAppliedApplied(reported, "evt-2");
     }
 }

@@ -3,16 +3,11 @@ package dev.once.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
 import dev.once.outbox.OutboxMessage;
-import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
+import dev.once.testkit.broker.PublisherChecks;
 import dev.once.testkit.kafka.TestKafka;
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -59,8 +54,7 @@ class KafkaPublisherFailureTest {
     @Test
     void aRecordTheTopicRefusesAsTooLargeIsPermanentAndTheRelayMovesTheRowToDead() {
         String topic = smallTopic();
-        try (KafkaPublisher publisher = publisher();
-                TestDatabase db = TestPostgres.shared().freshDatabase()) {
+        try (KafkaPublisher publisher = publisher()) {
             assertThatThrownBy(() -> publisher.publish(message(1, topic, "evt-1", new byte[5000])))
                     .as("refused by the broker: above the topic's max.message.bytes")
                     .isInstanceOfSatisfying(
@@ -71,21 +65,7 @@ class KafkaPublisherFailureTest {
                     .as("the publisher goes on after a refused record")
                     .startsWith(topic + "-0@");
 
-            IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(topic, null, new byte[5000], Map.of(), null))
-                    .build()
-                    .process(Delivery.builder("order-1").build());
-            OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .publisher(publisher)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .build();
-            assertThat(relay.relayOnce()).isEqualTo(1);
-            assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'dead' AND attempts = 1"))
-                    .as("dead after one attempt")
-                    .isEqualTo(1);
+            PublisherChecks.relayMovesARefusedRowToDead(publisher, topic, new byte[5000], null);
         }
     }
 

@@ -9,6 +9,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
@@ -46,6 +47,8 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private Set<Object> savepoints;
     private Map<OnceOutbox, TransactionOutbox> outboxes;
     private Tx listenerTx;
+    // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
+    private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
 
     private PhysicalTransaction(Object key) {
         this.key = key;
@@ -154,7 +157,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(this::nothingElseBeforeCommit);
+            joined.runChecks(commitRule);
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }

@@ -30,11 +30,17 @@ public final class PublisherChecks {
      * one attempt of the real relay, with {@code responseStatus} recorded when it is not null.
      */
     public static void relayMovesARefusedRowToDead(Publisher publisher, String destination, Integer responseStatus) {
+        relayMovesARefusedRowToDead(publisher, destination, new byte[] {'1'}, responseStatus);
+    }
+
+    /** As above, for a row refused for its {@code payload} (a record too large for the destination). */
+    public static void relayMovesARefusedRowToDead(
+            Publisher publisher, String destination, byte[] payload, Integer responseStatus) {
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
             IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
                     .consumer("orders")
-                    .handler((d, tx) -> tx.outbox().add(destination, null, new byte[] {'1'}, Map.of(), null))
+                    .handler((d, tx) -> tx.outbox().add(destination, null, payload, Map.of(), null))
                     .build()
                     .process(Delivery.builder("order-1").build());
             OutboxRelay relay = OutboxRelay.builder()
