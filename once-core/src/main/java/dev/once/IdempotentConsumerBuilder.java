@@ -46,6 +46,7 @@ public final class IdempotentConsumerBuilder {
     private Clock clock = Clock.systemUTC();
     private MismatchPolicy mismatchPolicy = DEFAULT_MISMATCH_POLICY;
     private OutboxHeaders outboxHeaders = OutboxHeaders.NONE;
+    private ClaimTiming claimTiming = ClaimTiming.BEFORE_HANDLER;
 
     IdempotentConsumerBuilder() {}
 
@@ -212,7 +213,18 @@ public final class IdempotentConsumerBuilder {
     }
 
     /**
-     * @throws InvalidConfigurationException naming what is missing, or if the dialect cannot be detected
+     * When {@link IdempotentConsumer#process} claims the event id, default {@link ClaimTiming#BEFORE_HANDLER};
+     * {@link ClaimTiming#AT_COMMIT} saves a round trip per delivery for handlers whose every effect is
+     * in the transaction (read its contract there). Checked against the other settings at {@link #build()}.
+     */
+    public IdempotentConsumerBuilder claimTiming(ClaimTiming claimTiming) {
+        this.claimTiming = Objects.requireNonNull(claimTiming, "claimTiming");
+        return this;
+    }
+
+    /**
+     * @throws InvalidConfigurationException naming what is missing, or if the dialect cannot be detected,
+     *     or a setting {@link ClaimTiming#AT_COMMIT} cannot keep
      */
     public IdempotentConsumer build() {
         if (dataSource != null && transactions != null) {
@@ -232,6 +244,9 @@ public final class IdempotentConsumerBuilder {
         }
         TransactionProvider provider = transactions != null ? transactions : TransactionProvider.owning(dataSource);
         Dialect d = dialect != null ? dialect : detect(provider);
+        if (claimTiming == ClaimTiming.AT_COMMIT) {
+            refuseAtCommit(provider, d);
+        }
         Inbox inbox = Inbox.of(d, tablePrefix, lockTimeout, clock);
         return new DefaultIdempotentConsumer(
                 new Transactions(provider),
@@ -245,7 +260,28 @@ public final class IdempotentConsumerBuilder {
                 clock,
                 outcomeListener,
                 mismatchPolicy,
-                outboxHeaders);
+                outboxHeaders,
+                claimTiming);
+    }
+
+    private void refuseAtCommit(TransactionProvider provider, Dialect d) {
+        String why = null;
+        if (provider.joins()) {
+            why = "the transactions are joined: a duplicate found by the claim at the caller's commit would roll back"
+                    + " the caller's own work with it";
+        } else if (lockTimeout != null) {
+            why = "lockTimeout(" + lockTimeout + ") is set: it bounds the claim's wait for a copy in progress"
+                    + " before the handler, and a claim at commit comes after it";
+        } else if (mismatchPolicy != MismatchPolicy.OFF) {
+            why = "onMismatch(" + mismatchPolicy + ") compares the stored fingerprint when the claim finds the id"
+                    + " taken, before the handler";
+        } else if (d.claimAtCommit(tablePrefix) == null) {
+            why = "the dialect " + d.name() + " has no claim at commit";
+        }
+        if (why != null) {
+            throw new InvalidConfigurationException(
+                    "claimTiming(AT_COMMIT) cannot be kept: " + why + "; use ClaimTiming.BEFORE_HANDLER (the default)");
+        }
     }
 
     // An owned provider's first connection also proves the pool hands out auto-commit connections,

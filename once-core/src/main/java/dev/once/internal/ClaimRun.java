@@ -276,12 +276,27 @@ final class ClaimRun {
     }
 
     Outcome failed(Delivery d, Throwable failure) {
+        return logged(failure(d, failure));
+    }
+
+    /** The outcome of a handler's {@code failure}, not yet logged: {@link CommitClaim} may still find it a duplicate. */
+    Outcome failure(Delivery d, Throwable failure) {
         boolean permanent = failure instanceof HandlerMisuseException || permanentFailure.test(failure);
-        if (permanent) {
-            log.warn("event '{}' failed permanently, rolled back: {}", d.eventId(), failure.toString());
-        } else {
-            log.info("event '{}' failed, rolled back, will be redelivered: {}", d.eventId(), failure.toString());
-        }
         return new Outcome(d.eventId(), permanent ? Status.FAILED_PERMANENT : Status.FAILED_RETRYABLE, failure);
+    }
+
+    Outcome logged(Outcome failed) {
+        if (failed.status() == Status.FAILED_PERMANENT) {
+            log.warn(
+                    "event '{}' failed permanently, rolled back: {}",
+                    failed.eventId(),
+                    failed.failure().toString());
+        } else {
+            log.info(
+                    "event '{}' failed, rolled back, will be redelivered: {}",
+                    failed.eventId(),
+                    failed.failure().toString());
+        }
+        return failed;
     }
 }

@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.BatchHandler;
+import dev.once.ClaimTiming;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
@@ -31,6 +32,7 @@ import org.slf4j.MDC;
  *   <li>{@code OwnedMode}: the engine's own transactions (conflict retries, {@code Bisection}, in-order runs);</li>
  *   <li>{@code JoinedMode}: a transaction the caller opened, outcomes reported when it ends;</li>
  *   <li>{@code ClaimRun}: the work inside one claim transaction (claim, handlers, outbox rows);</li>
+ *   <li>{@code CommitClaim}: {@link ClaimTiming#AT_COMMIT}, the handler first and the claim with the commit;</li>
  *   <li>{@code ClaimCheck}: whether the claim still holds after the handler, and when to ask;</li>
  *   <li>{@code Settlement}: each delivery's outcome from its first occurrence's, and its report.</li>
  * </ul>
@@ -62,7 +64,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             Clock clock,
             OutcomeListener listener,
             MismatchPolicy mismatchPolicy,
-            OutboxHeaders outboxHeaders) {
+            OutboxHeaders outboxHeaders,
+            ClaimTiming claimTiming) {
         this.transactions = transactions;
         this.consumer = consumer;
         this.inbox = inbox;
@@ -89,7 +92,10 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 claimRun,
                 check,
                 consumer,
-                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null);
+                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null,
+                claimTiming == ClaimTiming.AT_COMMIT
+                        ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
+                        : null);
         this.joined = new JoinedMode(transactions, claimRun, check, settlement);
     }
 

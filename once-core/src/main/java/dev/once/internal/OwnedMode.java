@@ -38,6 +38,8 @@ final class OwnedMode {
      * with fingerprints (the claim must also read the stored ones, which only the full claim does).
      */
     private final AllNewClaims allNewClaims;
+    /** {@link dev.once.ClaimTiming#AT_COMMIT}'s single deliveries; null when the claim comes before the handler. */
+    private final CommitClaim commitClaim;
 
     OwnedMode(
             Transactions transactions,
@@ -46,7 +48,8 @@ final class OwnedMode {
             ClaimRun claimRun,
             ClaimCheck check,
             String consumer,
-            AllNewClaims allNewClaims) {
+            AllNewClaims allNewClaims,
+            CommitClaim commitClaim) {
         this.transactions = transactions;
         this.dialect = dialect;
         this.conflictRetries = conflictRetries;
@@ -54,6 +57,7 @@ final class OwnedMode {
         this.check = check;
         this.consumer = consumer;
         this.allNewClaims = allNewClaims;
+        this.commitClaim = commitClaim;
     }
 
     /** One delivery in a transaction of its own, retried on a transient conflict. */
@@ -197,6 +201,9 @@ final class OwnedMode {
     }
 
     private Outcome processOnce(Delivery d) throws SQLException {
+        if (commitClaim != null) {
+            return commitClaim.process(d);
+        }
         return transactions.inTransaction(tx -> claimRun.claimAndHandle(tx, d));
     }
 

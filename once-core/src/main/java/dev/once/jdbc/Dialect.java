@@ -131,6 +131,24 @@ public interface Dialect {
         return null;
     }
 
+    /**
+     * The claim of one id as a plain insert (no {@code ON CONFLICT}, no {@code IGNORE}), for
+     * {@link dev.once.ClaimTiming#AT_COMMIT}: sent after the handler, it fails on the inbox's key when
+     * the id was claimed before, and the transaction rolls back. Binds: 1 consumer, 2 event_id,
+     * 3 processed_at ({@link #bindProcessedAt}). Null where the dialect has none.
+     */
+    default String claimAtCommit(String prefix) {
+        return null;
+    }
+
+    /**
+     * {@link #claimAtCommit} followed by {@code COMMIT} in one statement string, bound the same way: one
+     * round trip, and the server runs the COMMIT only when the insert succeeded. Null where it cannot be.
+     */
+    default String claimAtCommitAndCommit(String prefix) {
+        return null;
+    }
+
     /** A unique constraint refused a row: for {@link #claimBatchAllNew}, an id was claimed before. */
     default boolean isUniqueViolation(SQLException e) {
         return false;

@@ -41,6 +41,11 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
+    public String claimAtCommit(String prefix) {
+        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at) VALUES (?, ?, ?)";
+    }
+
+    @Override
     public String claimWithFingerprint(String prefix, Duration lockTimeout) {
         return withLockTimeout(
                 lockTimeout,

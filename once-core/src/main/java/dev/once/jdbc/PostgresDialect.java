@@ -50,6 +50,19 @@ public final class PostgresDialect implements Dialect {
                         + " ON CONFLICT DO NOTHING" + RESTORE_LOCK_TIMEOUT;
     }
 
+    @Override
+    public String claimAtCommit(String prefix) {
+        return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at) VALUES (?, ?, "
+                + PROCESSED_AT + ")";
+    }
+
+    // As verifyClaimAndCommit: pgjdbc sends both in one round trip, a unique violation skips the COMMIT,
+    // and the driver's commit() afterwards finds the transaction idle and sends nothing.
+    @Override
+    public String claimAtCommitAndCommit(String prefix) {
+        return claimAtCommit(prefix) + "; COMMIT";
+    }
+
     // processed_at travels as microseconds since the epoch: pgjdbc's setTimestamp formats through a
     // Calendar (about 800 bytes and 4-5 µs of client CPU per claim, measured against setLong), and the
     // claim is the one statement every delivery sends. 'epoch' is UTC whatever the session's TimeZone,
