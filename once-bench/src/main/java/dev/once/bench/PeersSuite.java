@@ -190,7 +190,7 @@ final class PeersSuite implements Suite {
         }
         String fastest = null;
         for (Subject.Kind k : kinds) {
-            if (!k.name().equals("once")
+            if (!k.name().startsWith("once")
                     && (fastest == null || r.get(k.name() + "/single/8") > r.get(fastest + "/single/8"))) {
                 fastest = k.name();
             }
@@ -221,7 +221,7 @@ final class PeersSuite implements Suite {
         double single1 = r.get("once/single/1");
         String fastest1 = null;
         for (Subject.Kind k : kinds) {
-            if (!k.name().equals("once")
+            if (!k.name().startsWith("once")
                     && (fastest1 == null || r.get(k.name() + "/single/1") > r.get(fastest1 + "/single/1"))) {
                 fastest1 = k.name();
             }
@@ -234,6 +234,22 @@ final class PeersSuite implements Suite {
                         single1 / r.get(fastest1 + "/single/1"),
                         rates.get("once/single/1").pairedRatio(rates.get(fastest1 + "/single/1"))),
                 single1 / r.get(fastest1 + "/single/1") >= 1.1));
+        for (int workers : WORKERS) {
+            String peer = workers == 1 ? fastest1 : fastest;
+            String at = "once-at-commit/single/" + workers;
+            double x = r.get(at) / r.get(peer + "/single/" + workers);
+            md.append(CoreSuite.check(
+                    String.format(
+                            Locale.ROOT,
+                            "once per-message with the claim at commit (ClaimTiming.AT_COMMIT) >= 1.1x the fastest peer"
+                                    + " at %d worker%s (%s): %.2fx (paired %.2fx)",
+                            workers,
+                            workers == 1 ? "" : "s",
+                            peer,
+                            x,
+                            rates.get(at).pairedRatio(rates.get(peer + "/single/" + workers))),
+                    x >= 1.1));
+        }
         md.append("\nThe client's share per event, one event per transaction (CPU time and heap allocated by the"
                 + " worker threads while measured; driver, pool and framework included, the server not):\n\n"
                 + "| subject | workers | client CPU µs / event | bytes allocated / event |\n|---|---|---|---|\n");
@@ -296,7 +312,7 @@ final class PeersSuite implements Suite {
                 Every round credits an account of its own by 1, so balances count applications exactly.
                 """);
         long bad = verdicts.stream()
-                .filter(v -> v.subject().equals("once"))
+                .filter(v -> v.subject().startsWith("once"))
                 .mapToLong(v -> v.appliedTwice() + v.lost())
                 .sum();
         md.append('\n')

@@ -1,5 +1,6 @@
 package dev.once.bench;
 
+import dev.once.ClaimTiming;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
@@ -39,7 +40,12 @@ final class Subjects {
     private Subjects() {}
 
     static List<Subject.Kind> all() {
-        return List.of(once(), camel(), eventuate(), springIntegration());
+        return List.of(
+                once(ClaimTiming.BEFORE_HANDLER),
+                once(ClaimTiming.AT_COMMIT),
+                camel(),
+                eventuate(),
+                springIntegration());
     }
 
     static Subject.Kind byName(String name) {
@@ -61,15 +67,24 @@ final class Subjects {
 
     // ---------------------------------------------------------------- once
 
-    static Subject.Kind once() {
+    /** The name of once's subject with {@code timing}: {@code once} claims first (the default), {@code once-at-commit} not. */
+    static String onceName(ClaimTiming timing) {
+        return timing == ClaimTiming.AT_COMMIT ? "once-at-commit" : "once";
+    }
+
+    static Subject.Kind once(ClaimTiming timing) {
         return new Subject.Kind() {
             @Override
             public String name() {
-                return "once";
+                return onceName(timing);
             }
 
             @Override
             public String description() {
+                if (timing == ClaimTiming.AT_COMMIT) {
+                    return "`once` with `claimTiming(ClaimTiming.AT_COMMIT)`: the handler first, then the claim as a"
+                            + " plain insert in the COMMIT's round trip (two round trips per event); per event only.";
+                }
                 return "`dev.once:once-core` (this build): `IdempotentConsumer.process` per event, `processBatch` of 100"
                         + " when batched (mode `batch`: the per-event handler, one `UPDATE` per event; mode `batch-set`:"
                         + " a `BatchHandler` applying the batch with one `UPDATE … FROM unnest`, pre-aggregated and"
@@ -91,6 +106,7 @@ final class Subjects {
                 IdempotentConsumer consumer = IdempotentConsumer.builder()
                         .dataSource(dataSource)
                         .consumer(CONSUMER)
+                        .claimTiming(timing)
                         .handler((delivery, tx) -> {
                             Faults.beforeEffect(delivery.eventId());
                             Ledger.ONCE_HANDLER.handle(delivery, tx);

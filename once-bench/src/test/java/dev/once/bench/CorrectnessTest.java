@@ -2,6 +2,7 @@ package dev.once.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.ClaimTiming;
 import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -41,7 +42,24 @@ class CorrectnessTest {
                 Correctness.CRASH_BEFORE_COMMIT
             })
     void onceAppliesEveryEffectExactlyOnce(String kase) throws Exception {
-        Correctness.Result result = new Correctness(postgres).run(Subjects.once(), kase);
+        assertExactlyOnce(Subjects.once(ClaimTiming.BEFORE_HANDLER), kase);
+    }
+
+    @ParameterizedTest
+    @ValueSource(
+            strings = {
+                Correctness.SEQUENTIAL_DUPLICATE,
+                Correctness.CRASH_AFTER_COMMIT,
+                Correctness.CONCURRENT_DUPLICATE,
+                Correctness.IDENTICAL_PAYLOADS,
+                Correctness.CRASH_BEFORE_COMMIT
+            })
+    void onceWithTheClaimAtCommitAppliesEveryEffectExactlyOnce(String kase) throws Exception {
+        assertExactlyOnce(Subjects.once(ClaimTiming.AT_COMMIT), kase);
+    }
+
+    private void assertExactlyOnce(Subject.Kind once, String kase) throws Exception {
+        Correctness.Result result = new Correctness(postgres).run(once, kase);
 
         assertThat(result.rounds())
                 .as("rounds of %s", kase)
