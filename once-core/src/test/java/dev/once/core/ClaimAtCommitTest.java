@@ -245,6 +245,36 @@ class ClaimAtCommitTest {
         assertThat(claims()).isEqualTo(10);
     }
 
+    /** The backend ended under the handler (a failover, a network cut): the claim's statement never reaches it. */
+    @Test
+    void aConnectionKilledUnderTheHandlerAppliesNothingAndTheRedeliveryApplies() throws SQLException {
+        open("postgres");
+        AtomicInteger calls = new AtomicInteger();
+        IdempotentConsumer billing = atCommit(db.dataSource(), (d, tx) -> {
+            credit(tx.connection(), 4);
+            if (calls.incrementAndGet() == 1) {
+                int pid;
+                try (Statement s = tx.connection().createStatement();
+                        java.sql.ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                    rs.next();
+                    pid = rs.getInt(1);
+                }
+                try (Connection admin = db.dataSource().getConnection();
+                        PreparedStatement ps = admin.prepareStatement("SELECT pg_terminate_backend(?)")) {
+                    ps.setInt(1, pid);
+                    ps.executeQuery().close();
+                }
+            }
+        });
+
+        assertThat(billing.process(Ledger.payment("k-1", 4)).status()).isEqualTo(Status.FAILED_RETRYABLE);
+        assertThat(balance()).isZero();
+        assertThat(claims()).isZero();
+        assertThat(billing.process(Ledger.payment("k-1", 4).redelivery()).status())
+                .isEqualTo(Status.APPLIED);
+        assertThat(balance()).isEqualTo(4);
+    }
+
     /** What a delivery sends: the handler's statement, then the claim with the COMMIT in one string. */
     @Test
     void onPostgresTheClaimRidesInTheCommitsStatement() throws SQLException {
