@@ -30,6 +30,5 @@ module dev.once.spring.boot.autoconfigure {
 
     // Spring instantiates the auto-configurations and calls their package-private @Bean methods
     opens dev.once.spring.boot to
-            spring.core,
-            spring.beans;
+            spring.core;
 }

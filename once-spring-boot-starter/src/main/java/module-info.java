@@ -13,6 +13,5 @@ module dev.once.spring.boot.starter {
 
     // Spring instantiates the auto-configurations and calls their package-private @Bean methods
     opens dev.once.spring.boot.starter to
-            spring.core,
-            spring.beans;
+            spring.core;
 }

@@ -14,6 +14,5 @@ module dev.once.spring.boot3.starter {
 
     // Spring instantiates the auto-configurations and calls their package-private @Bean methods
     opens dev.once.spring.boot3.starter to
-            spring.core,
-            spring.beans;
+            spring.core;
 }

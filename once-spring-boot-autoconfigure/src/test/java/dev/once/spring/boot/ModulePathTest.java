@@ -46,8 +46,7 @@ class ModulePathTest {
         String starter = BOOT3 ? "dev.once.spring.boot3.starter" : "dev.once.spring.boot.starter";
         // what the application needs but cannot require: the starter (Boot finds it by its imports file),
         // and on Boot 4 commons-logging and JSpecify, explicit modules that Spring's automatic modules cannot require
-        List<String> roots =
-                BOOT3 ? List.of(starter) : List.of(starter, "org.apache.commons.logging", "org.jspecify");
+        List<String> roots = BOOT3 ? List.of(starter) : List.of(starter, "org.apache.commons.logging", "org.jspecify");
         String output = ModulePathApp.runOnPostgres(Boot.ONCE_HEALTH, "/module-path-boot-app", MODULES, roots, dir);
         assertThat(output)
                 .as(output)
