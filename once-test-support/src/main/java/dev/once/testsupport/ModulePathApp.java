@@ -3,12 +3,17 @@ package dev.once.testsupport;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
+import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystem;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import javax.tools.JavaCompiler;
@@ -41,10 +46,21 @@ public final class ModulePathApp {
      */
     public static String runOnPostgres(Class<?> module, List<String> libraries, Path dir)
             throws IOException, InterruptedException, URISyntaxException {
+        return runOnPostgres(module, "/module-path-app", libraries, List.of(), dir);
+    }
+
+    /**
+     * {@link #runOnPostgres(Class, List, Path)} of the application in resource folder {@code sources}, with
+     * {@code roots} added to the module graph ({@code --add-modules}): the modules the application needs but
+     * cannot require, as a Spring Boot starter that Boot finds through its imports file.
+     */
+    public static String runOnPostgres(
+            Class<?> module, String sources, List<String> libraries, List<String> roots, Path dir)
+            throws IOException, InterruptedException, URISyntaxException {
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
             String url = TestPostgres.shared().jdbcUrl();
             url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
-            return run(module, libraries, "/module-path-app", dir, "app/app.Main", url);
+            return run(module, libraries, roots, sources, dir, "app/app.Main", url);
         }
     }
 
@@ -53,16 +69,26 @@ public final class ModulePathApp {
      * {@code mainClass} ({@code module/class}) with {@code args}; returns what it printed.
      *
      * @param module a class of the module under test (its classes folder or jar goes on the module path)
-     * @param libraries the jars the application's module graph needs, by file name without the version
-     *     ({@code "once-core"} also matches its classes folder)
+     * @param libraries the jars the application's module graph needs, by artifact (file name without the
+     *     version; a reactor module's {@code target/classes} folder by the module's folder name)
      * @throws IllegalStateException if it does not compile, does not end in a minute or exits non-zero,
      *     with javac's or the application's output
      */
     private static String run(
-            Class<?> module, List<String> libraries, String sources, Path dir, String mainClass, String... args)
+            Class<?> module,
+            List<String> libraries,
+            List<String> roots,
+            String sources,
+            Path dir,
+            String mainClass,
+            String... args)
             throws IOException, InterruptedException, URISyntaxException {
         String modulePath = modulePath(module, libraries);
-        Path app = Path.of(module.getResource(sources).toURI());
+        URL found = module.getResource(sources);
+        if (found == null) {
+            throw new IllegalStateException("no application sources at resource " + sources);
+        }
+        Path app = copy(found.toURI(), Files.createDirectories(dir.resolve("src")));
         Path out = Files.createDirectories(dir.resolve("app"));
         List<String> javacArgs = new ArrayList<>(List.of("--module-path", modulePath, "-d", out.toString()));
         try (Stream<Path> files = Files.walk(app)) {
@@ -78,9 +104,11 @@ public final class ModulePathApp {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--module-path",
-                out + File.pathSeparator + modulePath,
-                "--module",
-                mainClass));
+                out + File.pathSeparator + modulePath));
+        if (!roots.isEmpty()) {
+            command.addAll(List.of("--add-modules", String.join(",", roots)));
+        }
+        command.addAll(List.of("--module", mainClass));
         command.addAll(List.of(args));
         Process java = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(java.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -99,11 +127,14 @@ public final class ModulePathApp {
                         .toURI())
                 .toString());
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            String name = entry.contains("once-core")
-                    ? "once-core"
-                    : Path.of(entry).getFileName().toString();
-            if (libraries.stream().anyMatch(m -> name.equals(m) || name.startsWith(m + "-"))
-                    && !entry.contains("test-classes")) {
+            Path file = Path.of(entry);
+            // a reactor module's classes folder (target/classes) is named by the module's folder
+            String name = file.endsWith(Path.of("target", "classes"))
+                    ? file.getParent().getParent().getFileName().toString()
+                    : file.getFileName().toString();
+            if (libraries.stream().anyMatch(m -> isArtifact(name, m))
+                    && !entry.contains("test-classes")
+                    && !entry.endsWith("-tests.jar")) {
                 path.add(entry);
             }
         }
@@ -112,5 +143,34 @@ public final class ModulePathApp {
                     "not every library is on the test class path: " + libraries + " in " + path);
         }
         return String.join(File.pathSeparator, path);
+    }
+
+    /** {@code artifact}'s jar ({@code artifact-1.2.jar}, not {@code artifact-extra-1.2.jar}) or classes folder. */
+    private static boolean isArtifact(String name, String artifact) {
+        return name.equals(artifact)
+                || (name.startsWith(artifact + "-")
+                        && name.length() > artifact.length() + 1
+                        && Character.isDigit(name.charAt(artifact.length() + 1)));
+    }
+
+    /** The application's sources, from a folder or from inside a jar (a shared test suite's), into {@code dir}. */
+    private static Path copy(URI sources, Path dir) throws IOException {
+        if (!sources.getScheme().equals("jar")) {
+            return copyTree(Path.of(sources), dir);
+        }
+        try (FileSystem jar = FileSystems.newFileSystem(sources, Map.of())) {
+            return copyTree(jar.provider().getPath(sources), dir);
+        }
+    }
+
+    private static Path copyTree(Path from, Path dir) throws IOException {
+        try (Stream<Path> files = Files.walk(from)) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                Path to = dir.resolve(from.relativize(file).toString());
+                Files.createDirectories(to.getParent());
+                Files.copy(file, to);
+            }
+        }
+        return dir;
     }
 }

@@ -2,8 +2,8 @@ package dev.once.spring.boot;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.Schema;
-import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.spring.boot.internal.SchemaRefusal;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,19 +41,8 @@ public record OnceSchema(int applied, Schema.Status status) {
                     status.describe(),
                     Dialects.detect(dataSource).name());
         } else if (!status.isCurrent()) {
-            throw new InvalidConfigurationException(refusal(status, mode, Dialects.detect(dataSource)));
+            throw new InvalidConfigurationException(SchemaRefusal.message(status, mode, Dialects.detect(dataSource)));
         }
         return new OnceSchema(applied, status);
-    }
-
-    static String refusal(Schema.Status status, OnceProperties.Schema.Initialization mode, Dialect dialect) {
-        return "the once schema is " + status.describe() + " and once.schema.initialize-schema is "
-                + mode.name().toLowerCase(java.util.Locale.ROOT) + ", so nothing creates it. Fix one of: (1) set"
-                + " once.schema.initialize-schema=always to migrate at startup; (2) with Flyway, add"
-                + " org.springframework.boot:spring-boot-flyway (Boot 4) or org.flywaydb:flyway-core"
-                + (dialect.name().equals("postgresql") ? " + flyway-database-postgresql" : " + flyway-mysql")
-                + ": once's migration then runs in your Flyway history; (3) with Liquibase, include"
-                + " classpath:db/changelog/once/changelog.xml in your changelog; (4) print the SQL with"
-                + " Schema.script(...) or `once schema print` and run it yourself";
     }
 }

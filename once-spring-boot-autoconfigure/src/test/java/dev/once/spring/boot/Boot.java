@@ -23,8 +23,10 @@ final class Boot {
     static final Class<?> LIQUIBASE = either(
             "org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration",
             "org.springframework.boot.autoconfigure.liquibase.LiquibaseAutoConfiguration");
-    /** Each starter's own health auto-configuration (same name in both). */
-    static final Class<?> ONCE_HEALTH = either("dev.once.spring.boot.OnceHealthAutoConfiguration");
+    /** Each starter's own health auto-configuration (same simple name, each in its starter's package). */
+    static final Class<?> ONCE_HEALTH = either(
+            "dev.once.spring.boot.starter.OnceHealthAutoConfiguration",
+            "dev.once.spring.boot3.starter.OnceHealthAutoConfiguration");
     /** For a FilteredClassLoader: the health API of either line. */
     static final String[] HEALTH_PACKAGES = {
         "org.springframework.boot.health", "org.springframework.boot.actuate.health"

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.spring.boot.internal.BootLine;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -29,7 +30,10 @@ class BootLineTest {
 
     @Test
     void thisLinesStarterStarts() throws Exception {
-        Class<?> own = Class.forName("dev.once.spring.boot.OnceBoot" + (BOOT3 ? 3 : 4) + "AutoConfiguration");
+        Class<?> own = Class.forName(
+                BOOT3
+                        ? "dev.once.spring.boot3.starter.OnceBoot3AutoConfiguration"
+                        : "dev.once.spring.boot.starter.OnceBoot4AutoConfiguration");
         assertThatCode(() -> BootLine.require(BOOT3 ? 3 : 4, "this")).doesNotThrowAnyException();
         new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(own))

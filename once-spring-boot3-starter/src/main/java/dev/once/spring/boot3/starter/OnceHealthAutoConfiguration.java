@@ -1,7 +1,11 @@
-package dev.once.spring.boot;
+package dev.once.spring.boot3.starter;
 
 import dev.once.outbox.OutboxAdmin;
 import dev.once.spring.OnceSpring;
+import dev.once.spring.boot.OnceAutoConfiguration;
+import dev.once.spring.boot.OnceProperties;
+import dev.once.spring.boot.OnceRelayLifecycle;
+import dev.once.spring.boot.internal.OnceHealth;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.HealthIndicator;

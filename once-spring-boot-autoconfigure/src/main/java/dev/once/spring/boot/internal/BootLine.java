@@ -1,4 +1,4 @@
-package dev.once.spring.boot;
+package dev.once.spring.boot.internal;
 
 import org.springframework.boot.SpringBootVersion;
 
@@ -7,7 +7,7 @@ import org.springframework.boot.SpringBootVersion;
  * Boot 3): the wrong one would fail later on a missing class, far from the cause. Each starter's own
  * auto-configuration calls {@link #require} first, so the application stops naming the fix.
  */
-final class BootLine {
+public final class BootLine {
 
     private BootLine() {}
 
@@ -15,7 +15,7 @@ final class BootLine {
      * @param major the Boot major version the calling starter is built for
      * @param starter the calling starter's artifact
      */
-    static void require(int major, String starter) {
+    public static void require(int major, String starter) {
         String version = SpringBootVersion.getVersion();
         // null when Boot's jar has no manifest (repackaged by hand): nothing to check against
         if (version == null || version.startsWith(major + ".")) {

@@ -1,8 +1,10 @@
-package dev.once.spring.boot;
+package dev.once.spring.boot.internal;
 
 import dev.once.Schema;
 import dev.once.outbox.OutboxAdmin;
 import dev.once.spring.OnceSpring;
+import dev.once.spring.boot.OnceProperties;
+import dev.once.spring.boot.OnceRelayLifecycle;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.beans.factory.ObjectProvider;
@@ -15,17 +17,17 @@ import org.springframework.beans.factory.ObjectProvider;
  * horizon. Boot 3 and Boot 4 name their {@code HealthIndicator} differently, so each starter's
  * {@code OnceHealthAutoConfiguration} only turns this report into its line's {@code Health}.
  */
-final class OnceHealth {
+public final class OnceHealth {
 
     /** UP or DOWN, and the details in the order they are shown. */
-    record Report(boolean up, Map<String, Object> details) {}
+    public record Report(boolean up, Map<String, Object> details) {}
 
     private final OutboxAdmin admin;
     private final ObjectProvider<OnceRelayLifecycle> relay;
     private final OnceProperties properties;
     private final OnceSpring once;
 
-    OnceHealth(
+    public OnceHealth(
             OutboxAdmin admin, ObjectProvider<OnceRelayLifecycle> relay, OnceProperties properties, OnceSpring once) {
         this.admin = admin;
         this.relay = relay;
@@ -33,13 +35,14 @@ final class OnceHealth {
         this.once = once;
     }
 
-    Report check() {
+    public Report check() {
         // read first: with the tables gone, the outbox statistics cannot be read either
         Schema.Status schema = Schema.status(once.dataSource(), once.tablePrefix());
         Map<String, Object> details = new LinkedHashMap<>();
         details.put("schema", schema.describe());
         if (!schema.isCurrent() && !schema.isUnversioned()) {
-            details.put("fix", OnceSchema.refusal(schema, properties.getSchema().initialization(), once.dialect()));
+            details.put(
+                    "fix", SchemaRefusal.message(schema, properties.getSchema().initialization(), once.dialect()));
             return new Report(false, details);
         }
         var stats = admin.stats();
