@@ -1,5 +1,6 @@
 package dev.once.scan.internal;
 
+import com.github.javaparser.ast.expr.MethodCallExpr;
 import dev.once.scan.Blast;
 import dev.once.scan.Consumer;
 import dev.once.scan.Finding;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.stream.Stream;
 
 /** Turns the traced flow of one entry point into findings and a score. */
 final class Analyzer {
@@ -86,27 +88,25 @@ final class Analyzer {
         }
 
         boolean auto = e.ack == Entry.Ack.AUTO;
-        if (auto) {
-            Event worst = worst(effects);
-            Level level = worst == null
-                    ? Level.NOTE
-                    : worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
-            List<Related> rel = new ArrayList<>(
-                    List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
-            if (worst != null) {
-                rel.add(new Related("effect", worst.location()));
-            }
+        // an auto-ack in front of a handler with no effect (it prints, counts, tails a log) puts nothing
+        // at risk a reviewer would act on: only a handler that changes something is reported
+        Event autoWorst =
+                auto ? worst(effects.stream().filter(x -> afterPull(e, x)).toList()) : null;
+        if (autoWorst != null) {
+            Event worst = autoWorst;
+            Level level = worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
+            List<Related> rel = List.of(
+                    entryRel,
+                    new Related("ack", e.ackSetting != null ? e.ackSetting : e.location),
+                    new Related("effect", worst.location()));
             out.add(finding(
                     Rule.AUTO_ACK,
                     level,
-                    e.ackText
-                            + (worst == null
-                                    ? "; the handler has no effect in sight, so a loss is all it risks"
-                                    : "; a crash loses messages and a rebalance re-applies " + worst.what()),
+                    e.ackText + "; a crash loses messages and a rebalance re-applies " + worst.what(),
                     e.ackSetting != null ? e.ackSetting : e.location,
                     e,
-                    worst == null ? null : worst.blast(),
-                    worst == null ? List.of(new Step(e.name, e.location)) : worst.path(),
+                    worst.blast(),
+                    worst.path(),
                     rel,
                     e.name));
         }
@@ -442,6 +442,23 @@ final class Analyzer {
 
     private static List<Event> of(List<Event> events, Event.Kind kind) {
         return events.stream().filter(x -> x.kind() == kind).toList();
+    }
+
+    /**
+     * Whether an effect comes after the pull that acknowledged: a request a client sends before it
+     * receives the answer is not work on a received message. An entry that is not a pull call
+     * (a listener method, a callback) acknowledges around everything it does.
+     */
+    private static boolean afterPull(Entry e, Event x) {
+        if (!(e.decl instanceof MethodCallExpr)) {
+            return true;
+        }
+        // the first place the effect's path (after the entry itself) touches the entry's own file
+        return Stream.concat(x.path().stream().map(Step::location), Stream.of(x.location()))
+                .filter(l -> l.file().equals(e.location.file()) && !l.equals(e.location))
+                .findFirst()
+                .map(l -> l.line() >= e.location.line())
+                .orElse(true);
     }
 
     private static Event worst(List<Event> effects) {

@@ -87,6 +87,9 @@ final class Tracer {
             "RabbitOperations",
             "StreamBridge",
             "JmsTemplate",
+            // the JMS API's own senders, used by hand-written receive loops
+            "MessageProducer",
+            "JMSProducer",
             "SqsTemplate",
             "KafkaOperations",
             "Channel",
