@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /** Turns the traced flow of one entry point into findings and a score. */
@@ -88,27 +89,34 @@ final class Analyzer {
         }
 
         boolean auto = e.ack == Entry.Ack.AUTO;
-        // an auto-ack in front of a handler with no effect (it prints, counts, tails a log) puts nothing
-        // at risk a reviewer would act on: only a handler that changes something is reported
-        Event autoWorst =
-                auto ? worst(effects.stream().filter(x -> afterPull(e, x)).toList()) : null;
-        if (autoWorst != null) {
-            Event worst = autoWorst;
-            Level level = worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
-            List<Related> rel = List.of(
-                    entryRel,
-                    new Related("ack", e.ackSetting != null ? e.ackSetting : e.location),
-                    new Related("effect", worst.location()));
-            out.add(finding(
-                    Rule.AUTO_ACK,
-                    level,
-                    e.ackText + "; a crash loses messages and a rebalance re-applies " + worst.what(),
-                    e.ackSetting != null ? e.ackSetting : e.location,
-                    e,
-                    worst.blast(),
-                    worst.path(),
-                    rel,
-                    e.name));
+        if (auto) {
+            // an effect before the pull (a request sent before the answer is received) is not at risk
+            Event worst = worst(effects.stream().filter(x -> afterPull(e, x)).toList());
+            // a handler that only prints or counts what it receives loses nothing a reviewer would act on;
+            // one whose calls lead where the trace cannot follow (an interface's lambda) still gets the note
+            if (worst != null || !observesOnly(e)) {
+                Level level = worst == null
+                        ? Level.NOTE
+                        : worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
+                List<Related> rel = new ArrayList<>(
+                        List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
+                if (worst != null) {
+                    rel.add(new Related("effect", worst.location()));
+                }
+                out.add(finding(
+                        Rule.AUTO_ACK,
+                        level,
+                        e.ackText
+                                + (worst == null
+                                        ? "; the handler has no effect in sight, so a loss is all it risks"
+                                        : "; a crash loses messages and a rebalance re-applies " + worst.what()),
+                        e.ackSetting != null ? e.ackSetting : e.location,
+                        e,
+                        worst == null ? null : worst.blast(),
+                        worst == null ? List.of(new Step(e.name, e.location)) : worst.path(),
+                        rel,
+                        e.name));
+            }
         }
 
         Set<Event> lost = new LinkedHashSet<>();
@@ -459,6 +467,24 @@ final class Analyzer {
                 .findFirst()
                 .map(l -> l.line() >= e.location.line())
                 .orElse(true);
+    }
+
+    /** Calls that only look at or print what was received: no state changes through them. */
+    private static final Pattern OBSERVING = Pattern.compile(
+            "print|println|printf|format|trace|debug|info|warn|error|toString|valueOf|size|isEmpty|length"
+                    + "|equals|hashCode|get\\w*|is\\w*|has\\w*|next|value|key|currentTimeMillis|nanoTime"
+                    + "|incrementAndGet|getAndIncrement|of\\w*|close|receive\\w*|poll");
+
+    /** Whether every call the handler's own body makes only reads or prints (nothing the trace could miss). */
+    private static boolean observesOnly(Entry e) {
+        // a pull's own loop or method: only what runs from the pull on handles what it returned
+        int from = e.decl instanceof MethodCallExpr pull
+                ? pull.getBegin().map(p -> p.line).orElse(0)
+                : 0;
+        return e.body != null
+                && e.body.findAll(MethodCallExpr.class).stream()
+                        .filter(c -> c.getBegin().map(p -> p.line >= from).orElse(true))
+                        .allMatch(c -> OBSERVING.matcher(c.getNameAsString()).matches());
     }
 
     private static Event worst(List<Event> effects) {
