@@ -1,5 +1,6 @@
 package dev.once.scan.internal;
 
+import com.github.javaparser.ast.expr.MethodCallExpr;
 import dev.once.scan.Blast;
 import dev.once.scan.Consumer;
 import dev.once.scan.Finding;
@@ -20,6 +21,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /** Turns the traced flow of one entry point into findings and a score. */
 final class Analyzer {
@@ -87,28 +90,33 @@ final class Analyzer {
 
         boolean auto = e.ack == Entry.Ack.AUTO;
         if (auto) {
-            Event worst = worst(effects);
-            Level level = worst == null
-                    ? Level.NOTE
-                    : worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
-            List<Related> rel = new ArrayList<>(
-                    List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
-            if (worst != null) {
-                rel.add(new Related("effect", worst.location()));
+            // an effect before the pull (a request sent before the answer is received) is not at risk
+            Event worst = worst(effects.stream().filter(x -> afterPull(e, x)).toList());
+            // a handler that only prints or counts what it receives loses nothing a reviewer would act on;
+            // one whose calls lead where the trace cannot follow (an interface's lambda) still gets the note
+            if (worst != null || !observesOnly(e)) {
+                Level level = worst == null
+                        ? Level.NOTE
+                        : worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING;
+                List<Related> rel = new ArrayList<>(
+                        List.of(entryRel, new Related("ack", e.ackSetting != null ? e.ackSetting : e.location)));
+                if (worst != null) {
+                    rel.add(new Related("effect", worst.location()));
+                }
+                out.add(finding(
+                        Rule.AUTO_ACK,
+                        level,
+                        e.ackText
+                                + (worst == null
+                                        ? "; the handler has no effect in sight, so a loss is all it risks"
+                                        : "; a crash loses messages and a rebalance re-applies " + worst.what()),
+                        e.ackSetting != null ? e.ackSetting : e.location,
+                        e,
+                        worst == null ? null : worst.blast(),
+                        worst == null ? List.of(new Step(e.name, e.location)) : worst.path(),
+                        rel,
+                        e.name));
             }
-            out.add(finding(
-                    Rule.AUTO_ACK,
-                    level,
-                    e.ackText
-                            + (worst == null
-                                    ? "; the handler has no effect in sight, so a loss is all it risks"
-                                    : "; a crash loses messages and a rebalance re-applies " + worst.what()),
-                    e.ackSetting != null ? e.ackSetting : e.location,
-                    e,
-                    worst == null ? null : worst.blast(),
-                    worst == null ? List.of(new Step(e.name, e.location)) : worst.path(),
-                    rel,
-                    e.name));
         }
 
         Set<Event> lost = new LinkedHashSet<>();
@@ -442,6 +450,41 @@ final class Analyzer {
 
     private static List<Event> of(List<Event> events, Event.Kind kind) {
         return events.stream().filter(x -> x.kind() == kind).toList();
+    }
+
+    /**
+     * Whether an effect comes after the pull that acknowledged: a request a client sends before it
+     * receives the answer is not work on a received message. An entry that is not a pull call
+     * (a listener method, a callback) acknowledges around everything it does.
+     */
+    private static boolean afterPull(Entry e, Event x) {
+        if (!(e.decl instanceof MethodCallExpr)) {
+            return true;
+        }
+        // the first place the effect's path (after the entry itself) touches the entry's own file
+        return Stream.concat(x.path().stream().map(Step::location), Stream.of(x.location()))
+                .filter(l -> l.file().equals(e.location.file()) && !l.equals(e.location))
+                .findFirst()
+                .map(l -> l.line() >= e.location.line())
+                .orElse(true);
+    }
+
+    /** Calls that only look at or print what was received: no state changes through them. */
+    private static final Pattern OBSERVING = Pattern.compile(
+            "print|println|printf|format|trace|debug|info|warn|error|toString|valueOf|size|isEmpty|length"
+                    + "|equals|hashCode|get\\w*|is\\w*|has\\w*|next|value|key|currentTimeMillis|nanoTime"
+                    + "|incrementAndGet|getAndIncrement|of\\w*|close|receive\\w*|poll");
+
+    /** Whether every call the handler's own body makes only reads or prints (nothing the trace could miss). */
+    private static boolean observesOnly(Entry e) {
+        // a pull's own loop or method: only what runs from the pull on handles what it returned
+        int from = e.decl instanceof MethodCallExpr pull
+                ? pull.getBegin().map(p -> p.line).orElse(0)
+                : 0;
+        return e.body != null
+                && e.body.findAll(MethodCallExpr.class).stream()
+                        .filter(c -> c.getBegin().map(p -> p.line >= from).orElse(true))
+                        .allMatch(c -> OBSERVING.matcher(c.getNameAsString()).matches());
     }
 
     private static Event worst(List<Event> effects) {

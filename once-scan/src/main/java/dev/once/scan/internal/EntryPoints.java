@@ -264,6 +264,19 @@ final class EntryPoints {
                         m.getBody().get(),
                         m);
                 e.ackText = "the connector acknowledges after the method (or its returned stage) completes";
+            } else if (Types.annotated(anns, "EventHandlerMethod")
+                    && Types.annotated(c.getAnnotations(), "EventSubscriber")) {
+                // Eventuate Client (event sourcing): the subscription dispatches each event to the method
+                Entry e = add(
+                        s,
+                        "Eventuate Client @EventHandlerMethod",
+                        "eventuate",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = "Eventuate Client acknowledges the event after the handler (or the future it returns)"
+                        + " completes";
             } else if (Types.annotated(anns, "EventuateCommandHandler")) {
                 Entry e = add(
                         s,
@@ -934,6 +947,10 @@ final class EntryPoints {
      */
     private void sqsTemplateReceive(Repo.Source s, MethodCallExpr call) {
         String t = call.getScope().map(types::typeOf).orElse(null);
+        if ("RocketMQTemplate".equals(t)) {
+            rocketTemplateReceive(s, call);
+            return;
+        }
         if (t == null || !(t.equals("SqsTemplate") || t.equals("SqsOperations") || t.equals("SqsAsyncOperations"))) {
             return;
         }
@@ -954,6 +971,24 @@ final class EntryPoints {
             e.ackText = "SqsTemplate acknowledges (deletes) what it receives as it returns it"
                     + " (TemplateAcknowledgementMode.ACKNOWLEDGE, the default), before the work on it";
         }
+    }
+
+    /**
+     * rocketmq-spring {@code RocketMQTemplate.receive}: a lite pull consumer that commits its offsets as
+     * it polls ({@code autoCommit}, the default), so what it returns is acknowledged before the caller's
+     * work. The statement or loop that uses the result is the consumer.
+     */
+    private void rocketTemplateReceive(Repo.Source s, MethodCallExpr call) {
+        Node body = loopOrMethod(call);
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "RocketMQTemplate.receive", "rocketmq", owner(call), call, body, call);
+        e.loop = true;
+        e.ack = Entry.Ack.AUTO;
+        e.ackSetting = e.location;
+        e.ackText = "the lite pull consumer commits its offsets as it polls (autoCommit, the default), before the"
+                + " work on what it returned";
     }
 
     private void kafkaLoop(Repo.Source s, MethodCallExpr poll) {

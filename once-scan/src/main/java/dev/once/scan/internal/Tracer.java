@@ -87,6 +87,9 @@ final class Tracer {
             "RabbitOperations",
             "StreamBridge",
             "JmsTemplate",
+            // the JMS API's own senders, used by hand-written receive loops
+            "MessageProducer",
+            "JMSProducer",
             "SqsTemplate",
             "KafkaOperations",
             "Channel",
@@ -763,7 +766,44 @@ final class Tracer {
                     false);
             return true;
         }
+        if (appendsToStored(c, f)) {
+            f.counter = true;
+            MethodCallExpr getter = (MethodCallExpr) c.getScope().get();
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "appends to " + decapitalize(getter.getNameAsString().substring(3)) + " of a stored record ("
+                            + shortText(c) + ")",
+                    false);
+            return true;
+        }
         return !repoType && catalogued(c, stype, f);
+    }
+
+    /**
+     * {@code card.getPayments().add(payment)} where the same method saves {@code card} through a
+     * repository: the stored list grows by one on every delivery, a delta like {@code balance + x}.
+     * A list on an object never saved (a reply, a report being built) is not an effect.
+     */
+    private boolean appendsToStored(MethodCallExpr c, Frame f) {
+        if (!c.getNameAsString().equals("add")
+                || c.getArguments().size() != 1
+                || !(c.getScope().orElse(null) instanceof MethodCallExpr getter)
+                || !getter.getArguments().isEmpty()
+                || !getter.getNameAsString().matches("get[A-Z]\\w*")
+                || !(getter.getScope().orElse(null) instanceof NameExpr owner)) {
+            return false;
+        }
+        String held = types.typeOf(getter);
+        if (held != null && held.matches("(Hash|Tree|LinkedHash|Sorted)?Set(<.*)?")) {
+            return false; // a set ignores the repeat
+        }
+        String v = Pattern.quote(owner.getNameAsString());
+        return Pattern.compile("\\.save(All|AndFlush)?\\(\\s*" + v + "\\s*\\)|\\w+::save\\b")
+                .matcher(memberText(f))
+                .find();
     }
 
     /**
