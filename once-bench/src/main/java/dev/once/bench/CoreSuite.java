@@ -200,6 +200,19 @@ final class CoreSuite implements Suite {
         };
     }
 
+    /** The target line per connection count: {@code name} at least 0.95x {@code floor} in one event per transaction. */
+    private static void perMessageTarget(
+            StringBuilder md, Map<String, Throughput.Rate> rates, String name, String floor, String target) {
+        for (int conns : CONNECTIONS) {
+            Group single = new Group("single", conns, 1);
+            double r = eps(rates, name, single) / eps(rates, floor, single);
+            double p = rates.get(key(name, single)).pairedRatio(rates.get(key(floor, single)));
+            md.append(check(
+                    String.format(Locale.ROOT, "%s (%s) at %d conns: %.3f (paired %.3f)", target, floor, conns, r, p),
+                    r >= 0.95));
+        }
+    }
+
     static String key(String name, Group g) {
         return name + "/" + g.family() + "/" + g.conns() + "/" + g.batch();
     }
@@ -628,34 +641,18 @@ final class CoreSuite implements Suite {
                 ratio < 0.95 && paired >= 0.95
                         ? "- met on the paired ratio only: " + text + "\n"
                         : check(text, ratio >= 0.95));
-        for (int conns : CONNECTIONS) {
-            Group single = new Group("single", conns, 1);
-            double r = eps(rates, "once", single) / eps(rates, "floor-per-event", single);
-            double p = rates.get(key("once", single)).pairedRatio(rates.get(key("floor-per-event", single)));
-            md.append(check(
-                    String.format(
-                            Locale.ROOT,
-                            "once per-message >= 0.95x the hand-written BEGIN + claim + effect + COMMIT"
-                                    + " (floor-per-event) at %d conns: %.3f (paired %.3f)",
-                            conns,
-                            r,
-                            p),
-                    r >= 0.95));
-        }
-        for (int conns : CONNECTIONS) {
-            Group single = new Group("single", conns, 1);
-            double r = eps(rates, "once-at-commit", single) / eps(rates, "floor-at-commit", single);
-            double p = rates.get(key("once-at-commit", single)).pairedRatio(rates.get(key("floor-at-commit", single)));
-            md.append(check(
-                    String.format(
-                            Locale.ROOT,
-                            "once per-message with the claim at commit >= 0.95x the same shape by hand"
-                                    + " (floor-at-commit) at %d conns: %.3f (paired %.3f)",
-                            conns,
-                            r,
-                            p),
-                    r >= 0.95));
-        }
+        perMessageTarget(
+                md,
+                rates,
+                "once",
+                "floor-per-event",
+                "once per-message >= 0.95x the hand-written" + " BEGIN + claim + effect + COMMIT");
+        perMessageTarget(
+                md,
+                rates,
+                "once-at-commit",
+                "floor-at-commit",
+                "once per-message with the claim at commit" + " >= 0.95x the same shape by hand");
         for (int conns : CONNECTIONS) {
             double x = eps(rates, "once-set", new Group("batch", conns, BATCH))
                     / eps(rates, "once", new Group("single", conns, 1));

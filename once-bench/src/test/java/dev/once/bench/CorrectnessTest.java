@@ -6,12 +6,14 @@ import dev.once.ClaimTiming;
 import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The benchmark's correctness harness run against {@code once}, every case at full size (the
@@ -32,30 +34,21 @@ class CorrectnessTest {
         postgres.close();
     }
 
-    @ParameterizedTest
-    @ValueSource(
-            strings = {
-                Correctness.SEQUENTIAL_DUPLICATE,
-                Correctness.CRASH_AFTER_COMMIT,
-                Correctness.CONCURRENT_DUPLICATE,
-                Correctness.IDENTICAL_PAYLOADS,
-                Correctness.CRASH_BEFORE_COMMIT
-            })
-    void onceAppliesEveryEffectExactlyOnce(String kase) throws Exception {
-        assertExactlyOnce(Subjects.once(ClaimTiming.BEFORE_HANDLER), kase);
+    static Stream<Arguments> timingsAndCases() {
+        return Stream.of(ClaimTiming.values())
+                .flatMap(timing -> Stream.of(
+                                Correctness.SEQUENTIAL_DUPLICATE,
+                                Correctness.CRASH_AFTER_COMMIT,
+                                Correctness.CONCURRENT_DUPLICATE,
+                                Correctness.IDENTICAL_PAYLOADS,
+                                Correctness.CRASH_BEFORE_COMMIT)
+                        .map(kase -> Arguments.of(timing, kase)));
     }
 
     @ParameterizedTest
-    @ValueSource(
-            strings = {
-                Correctness.SEQUENTIAL_DUPLICATE,
-                Correctness.CRASH_AFTER_COMMIT,
-                Correctness.CONCURRENT_DUPLICATE,
-                Correctness.IDENTICAL_PAYLOADS,
-                Correctness.CRASH_BEFORE_COMMIT
-            })
-    void onceWithTheClaimAtCommitAppliesEveryEffectExactlyOnce(String kase) throws Exception {
-        assertExactlyOnce(Subjects.once(ClaimTiming.AT_COMMIT), kase);
+    @MethodSource("timingsAndCases")
+    void onceAppliesEveryEffectExactlyOnce(ClaimTiming timing, String kase) throws Exception {
+        assertExactlyOnce(Subjects.once(timing), kase);
     }
 
     private void assertExactlyOnce(Subject.Kind once, String kase) throws Exception {
