@@ -21,7 +21,9 @@ import java.util.List;
  *   <li>{@code APPLIED} is reported only for a transaction the database committed with the claim in
  *       it: after the handler the engine checks that its claim is still part of the open
  *       transaction (PostgreSQL: in the commit's own round trip), so a swallowed failed statement, a
- *       deadlock that rolled the claim back, or a commit behind its back is never acknowledged.</li>
+ *       deadlock that rolled the claim back, or a commit behind its back is never acknowledged. With
+ *       {@link ClaimTiming#AT_COMMIT} the claim is the last statement before the commit instead, and a
+ *       delivery that did not commit is reported a duplicate only when the inbox holds the claim.</li>
  *   <li>The handler cannot end the transaction: transaction control through {@link Tx#connection()}
  *       is refused (see there for the list) and the delivery rolled back.</li>
  *   <li>Any failure rolls back claim and effect together; nothing is half-applied. Deadlocks and
