@@ -74,12 +74,7 @@ final class ClaimCheck {
     Outcome verifyClaim(Transaction tx, List<String> eventIds, ClaimWatch watch) throws SQLException {
         String eventId = eventIds.get(0);
         if (watch.ended() != null) {
-            return FailedOutcomes.rolledBackByDatabase(
-                    eventId,
-                    "the database rolled the transaction back (" + watch.ended().getMessage()
-                            + ") and the handler went on (it caught the SQLException), its later statements"
-                            + " running in a new transaction",
-                    watch.ended());
+            return FailedOutcomes.endedUnderTheHandler(eventId, watch.ended());
         }
         if (watch.suspicion() == null && !tx.joined()) {
             return null;
@@ -162,11 +157,7 @@ final class ClaimCheck {
             }
         } catch (SQLException e) {
             if (dialect.isAbortedTransaction(e)) {
-                return FailedOutcomes.rolledBackByDatabase(
-                        eventId,
-                        "a statement of the handler failed and the handler went on"
-                                + " (it caught the SQLException), so the database aborted the transaction",
-                        e);
+                return FailedOutcomes.abortedUnderTheHandler(eventId, e);
             }
             if (dialect.isClaimMissing(e)) {
                 return misuse(

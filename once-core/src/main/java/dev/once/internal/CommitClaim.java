@@ -87,12 +87,7 @@ final class CommitClaim {
         if (watch.ended() != null) {
             // MariaDB: the deadlock rolled back what ran before it, and the claim would commit the rest.
             tx.setRollbackOnly();
-            return FailedOutcomes.rolledBackByDatabase(
-                    d.eventId(),
-                    "the database rolled the transaction back (" + watch.ended().getMessage()
-                            + ") and the handler went on (it caught the SQLException), its later statements"
-                            + " running in a new transaction",
-                    watch.ended());
+            return FailedOutcomes.endedUnderTheHandler(d.eventId(), watch.ended());
         }
         boolean fold = claimAndCommitSql != null && tx.commitFoldable();
         try (PreparedStatement ps = c.prepareStatement(fold ? claimAndCommitSql : claimSql)) {
@@ -106,11 +101,7 @@ final class CommitClaim {
                 throw e;
             }
             if (dialect.isAbortedTransaction(e)) {
-                return FailedOutcomes.rolledBackByDatabase(
-                        d.eventId(),
-                        "a statement of the handler failed and the handler went on"
-                                + " (it caught the SQLException), so the database aborted the transaction",
-                        e);
+                return FailedOutcomes.abortedUnderTheHandler(d.eventId(), e);
             }
             // The inbox's key refusing a copy's claim lands here too: process() tells it by reading the inbox.
             return FailedOutcomes.databaseFailure(d.eventId(), e);

@@ -47,6 +47,25 @@ final class FailedOutcomes {
                         cause));
     }
 
+    /** The database rolled the whole transaction back (a MariaDB deadlock) and the handler caught it and went on. */
+    static Outcome endedUnderTheHandler(String eventId, SQLException ended) {
+        return rolledBackByDatabase(
+                eventId,
+                "the database rolled the transaction back (" + ended.getMessage()
+                        + ") and the handler went on (it caught the SQLException), its later statements"
+                        + " running in a new transaction",
+                ended);
+    }
+
+    /** A statement failed, the handler caught it and went on, and the database aborted the transaction (PostgreSQL). */
+    static Outcome abortedUnderTheHandler(String eventId, SQLException aborted) {
+        return rolledBackByDatabase(
+                eventId,
+                "a statement of the handler failed and the handler went on"
+                        + " (it caught the SQLException), so the database aborted the transaction",
+                aborted);
+    }
+
     static Outcome notRunInJoinedBatch(Delivery d, int size, Throwable cause) {
         return new Outcome(
                 d.eventId(),
