@@ -266,9 +266,12 @@ public final class IdempotentConsumerBuilder {
 
     private void refuseAtCommit(TransactionProvider provider, Dialect d) {
         String why = null;
-        if (provider.joins()) {
+        if (provider.joins() && !provider.dedicated()) {
             why = "the transactions are joined: a duplicate found by the claim at the caller's commit would roll back"
                     + " the caller's own work with it";
+        } else if (provider.joins() && d.claimAtJoinedCommit(tablePrefix) == null) {
+            why = "the dialect " + d.name() + " cannot claim at the commit of a joined transaction (a deadlock the"
+                    + " handler's own statements caught would go on in a new transaction the claim cannot tell apart)";
         } else if (lockTimeout != null) {
             why = "lockTimeout(" + lockTimeout + ") is set: it bounds the claim's wait for a copy in progress"
                     + " before the handler, and a claim at commit comes after it";

@@ -3,9 +3,11 @@ package dev.once.internal;
 import dev.once.ClaimTiming;
 import dev.once.Delivery;
 import dev.once.Inbox;
+import dev.once.OnceException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.jdbc.Dialect;
+import dev.once.tx.JoinedTransaction;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,7 +23,12 @@ import java.util.List;
  * is a DUPLICATE only when a read of the inbox after the rollback finds the claim, never on the
  * strength of an error code (a deferred unique constraint of the handler's own tables answers the
  * COMMIT with the same 23505 as the inbox's key; a handler fails on the work a copy already did).
- * Not API.
+ *
+ * <p>In a joined transaction its integration began for this one delivery
+ * ({@link dev.once.tx.TransactionProvider#dedicated()}), the claim is the transaction's last check
+ * before the integration's commit, and the engine cannot read the inbox after the rollback (the
+ * integration holds the connection until then): the claim there tells a taken id by itself, and the
+ * integration reads the inbox before it settles the message. Not API.
  */
 final class CommitClaim {
 
@@ -35,6 +42,9 @@ final class CommitClaim {
     // statement of its own and the handle's commit follows.
     private final String claimAndCommitSql;
     private final String claimedSql;
+    // Joined (dedicated): null where the dialect cannot, and the builder refuses the setting.
+    private final String joinedClaimSql;
+    private final String joinedClaimAndCommitSql;
 
     CommitClaim(Transactions transactions, ClaimRun claimRun, Inbox inbox, String consumer, Clock clock) {
         this.transactions = transactions;
@@ -45,6 +55,8 @@ final class CommitClaim {
         this.claimSql = dialect.claimAtCommit(inbox.tablePrefix());
         this.claimAndCommitSql = dialect.claimAtCommitAndCommit(inbox.tablePrefix());
         this.claimedSql = dialect.inboxClaimedAmong(inbox.tablePrefix(), 1);
+        this.joinedClaimSql = dialect.claimAtJoinedCommit(inbox.tablePrefix());
+        this.joinedClaimAndCommitSql = dialect.claimAtJoinedCommitAndCommit(inbox.tablePrefix());
     }
 
     /**
@@ -107,6 +119,52 @@ final class CommitClaim {
             return FailedOutcomes.databaseFailure(d.eventId(), e);
         }
         return Outcome.applied(d.eventId());
+    }
+
+    /**
+     * A dedicated joined transaction: the handler now, and the claim registered as the transaction's last
+     * check before the integration's commit, carrying the COMMIT when nothing else is due then. A taken
+     * id fails that statement, the commit rolls everything back and the outcome reported when the
+     * transaction ends is a DUPLICATE; a statement the handler's code failed and went on from aborts the
+     * claim (PostgreSQL), which is then that failure.
+     */
+    Outcome handleThenClaimAtCallerCommit(Transaction tx, Delivery d) {
+        JoinedTransaction joined = tx.joinedTransaction();
+        if (joined == null || !joined.checksBeforeCommit()) {
+            throw new IllegalStateException("the transaction provider says its transactions are dedicated, but this"
+                    + " one runs no checks before its commit: a claim at commit could not be made");
+        }
+        Connection c = tx.connection();
+        ClaimRun.Failure failure = claimRun.apply(tx, List.of(d), claimRun.watch(c));
+        if (failure != null) {
+            tx.setRollbackOnly();
+            return claimRun.failed(d, failure.cause());
+        }
+        joined.checkBeforeCommit(commit -> claimAtCallerCommit(tx, c, d.eventId(), commit));
+        return Outcome.applied(d.eventId());
+    }
+
+    private boolean claimAtCallerCommit(Transaction tx, Connection c, String eventId, boolean commit)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(commit ? joinedClaimAndCommitSql : joinedClaimSql)) {
+            ps.setString(1, consumer);
+            ps.setString(2, eventId);
+            dialect.bindProcessedAt(ps, 3, clock.instant());
+            ps.execute();
+        } catch (SQLException e) {
+            if (dialect.isClaimMissing(e)) {
+                tx.lostAtCommit(Outcome.duplicate(eventId));
+                throw new OnceException("event '" + eventId + "' was committed first by another delivery of consumer '"
+                        + consumer + "': this one rolls back with everything its handler wrote");
+            }
+            if (dialect.isAbortedTransaction(e)) {
+                Outcome aborted = FailedOutcomes.abortedUnderTheHandler(eventId, e);
+                tx.lostAtCommit(aborted);
+                throw (RuntimeException) aborted.failure();
+            }
+            throw e;
+        }
+        return commit;
     }
 
     private boolean claimed(String eventId) throws SQLException {

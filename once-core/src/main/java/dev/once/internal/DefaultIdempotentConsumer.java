@@ -85,6 +85,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 fingerprints,
                 settlement,
                 check);
+        CommitClaim atCommit = claimTiming == ClaimTiming.AT_COMMIT
+                ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
+                : null;
         this.owned = new OwnedMode(
                 transactions,
                 inbox.dialect(),
@@ -93,10 +96,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 check,
                 consumer,
                 mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null,
-                claimTiming == ClaimTiming.AT_COMMIT
-                        ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
-                        : null);
-        this.joined = new JoinedMode(transactions, claimRun, check, settlement);
+                atCommit);
+        this.joined = new JoinedMode(transactions, claimRun, check, settlement, atCommit);
     }
 
     @Override

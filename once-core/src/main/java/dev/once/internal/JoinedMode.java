@@ -24,12 +24,20 @@ final class JoinedMode {
     private final ClaimRun claimRun;
     private final ClaimCheck check;
     private final Settlement settlement;
+    // ClaimTiming.AT_COMMIT's single deliveries in dedicated transactions; null when the claim comes first.
+    private final CommitClaim atCommit;
 
-    JoinedMode(Transactions transactions, ClaimRun claimRun, ClaimCheck check, Settlement settlement) {
+    JoinedMode(
+            Transactions transactions,
+            ClaimRun claimRun,
+            ClaimCheck check,
+            Settlement settlement,
+            CommitClaim atCommit) {
         this.transactions = transactions;
         this.claimRun = claimRun;
         this.check = check;
         this.settlement = settlement;
+        this.atCommit = atCommit;
     }
 
     /**
@@ -41,7 +49,9 @@ final class JoinedMode {
         try {
             transactions.inTransaction(tx -> {
                 try {
-                    result[0] = claimRun.claimAndHandle(tx, d);
+                    result[0] = atCommit != null
+                            ? atCommit.handleThenClaimAtCallerCommit(tx, d)
+                            : claimRun.claimAndHandle(tx, d);
                 } catch (SQLException e) {
                     tx.setRollbackOnly();
                     result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);

@@ -149,6 +149,26 @@ public interface Dialect {
         return null;
     }
 
+    /**
+     * The claim at commit of a transaction the caller's integration owns
+     * ({@link dev.once.tx.TransactionProvider#dedicated()}), where no read of the inbox after the rollback
+     * can be made by the engine: the insert must tell by itself that the id was claimed before. It waits
+     * for a copy in progress as a plain insert does, and fails with {@link #isClaimMissing} when the id is
+     * taken (so a COMMIT folded after it never runs), never with a unique violation, which a deferred
+     * constraint of the handler's own tables raises at the COMMIT. Binds as {@link #claimAtCommit}. Null
+     * where the dialect cannot keep it: on MariaDB a deadlock rolls the transaction back and statements
+     * the handler runs outside the guarded connection go on in a new one, whose commit this claim would
+     * make look whole.
+     */
+    default String claimAtJoinedCommit(String prefix) {
+        return null;
+    }
+
+    /** {@link #claimAtJoinedCommit} followed by {@code COMMIT} in one statement string; null where it cannot be. */
+    default String claimAtJoinedCommitAndCommit(String prefix) {
+        return null;
+    }
+
     /** A unique constraint refused a row: for {@link #claimBatchAllNew}, an id was claimed before. */
     default boolean isUniqueViolation(SQLException e) {
         return false;

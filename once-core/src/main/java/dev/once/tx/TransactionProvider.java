@@ -88,4 +88,17 @@ public interface TransactionProvider {
 
     /** True when {@link #begin()} joins a caller's transaction rather than beginning one. */
     boolean joins();
+
+    /**
+     * True when every transaction {@link #begin()} joins was begun by this provider's integration for
+     * one call of the engine and holds nothing else, and the integration runs the engine's checks right
+     * before its commit ({@link JoinedTransaction#checkingBeforeCommit()}). The engine may then leave a
+     * {@link dev.once.ClaimTiming#AT_COMMIT} claim to that commit: a duplicate found there rolls back the
+     * delivery's own work and nobody else's. The integration must read the inbox after any rollback
+     * before it settles the message (a handler that failed on the work a copy committed is a duplicate,
+     * not a failure), as Spring's {@code @IdempotentListener} does. Default false.
+     */
+    default boolean dedicated() {
+        return false;
+    }
 }

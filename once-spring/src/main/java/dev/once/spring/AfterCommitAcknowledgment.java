@@ -42,6 +42,15 @@ final class AfterCommitAcknowledgment {
         }
     }
 
+    /**
+     * A copy found applied after its body ran and rolled back ({@link IdempotentListener#claimTiming()}):
+     * acknowledged now, whatever the body asked (its {@code acknowledge()} waited for a commit that did not
+     * come, its {@code nack} asked to see again a message that is done).
+     */
+    void acknowledgeDuplicate() {
+        ((org.springframework.kafka.support.Acknowledgment) delegate).acknowledge();
+    }
+
     private static final class KafkaAck implements org.springframework.kafka.support.Acknowledgment {
         private final org.springframework.kafka.support.Acknowledgment delegate;
         volatile boolean acknowledged;

@@ -73,6 +73,14 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
         }
     }
 
+    /** A copy found applied after its body ran and rolled back: acked, whatever the body asked. */
+    synchronized void settleDuplicate() {
+        if (!settled) {
+            settled = true;
+            message.ack();
+        }
+    }
+
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
         int arity = method.getParameterCount();

@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.ClaimTiming;
 import dev.once.outbox.OutboxMessage;
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
@@ -70,4 +71,24 @@ public @interface IdempotentListener {
      * batch listener it is evaluated per element, as {@code #root}.
      */
     String eventId() default "";
+
+    /**
+     * When the event id is claimed: before the body (the default), or {@link ClaimTiming#AT_COMMIT}, the body
+     * first and the claim in the COMMIT's own round trip, one round trip fewer per call. A copy then runs
+     * the body too, and its transaction rolls back with everything the body wrote when the claim finds
+     * the id taken; once reads the inbox after every rollback and acknowledges a copy it finds applied,
+     * whatever the body asked. So with {@code AT_COMMIT} <b>every effect of the body must be a write in the
+     * listener's transaction</b> ({@code JdbcTemplate}, {@code JdbcClient} or JPA on the transaction
+     * manager's {@code DataSource}) or an {@link OnceOutbox} row: a {@code KafkaTemplate} send, an HTTP
+     * call or a {@code REQUIRES_NEW} step is made again for every copy, and the body must not end the
+     * transaction itself.
+     *
+     * <p>Kept only where it holds: a call made inside a transaction the caller already began claims first
+     * (a duplicate found at that commit would roll back the caller's work); refused when the context starts
+     * for a batch listener (its batch is claimed in one statement before the body), for a method taking a
+     * RabbitMQ {@code Channel} (its acks are settled when the transaction ends, before once can tell a copy
+     * from a failure) and on MariaDB (a deadlock the body caught goes on in a new transaction that the claim
+     * would commit as if whole).
+     */
+    ClaimTiming claimTiming() default ClaimTiming.BEFORE_HANDLER;
 }

@@ -6,6 +6,10 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Tx;
 import java.lang.reflect.Method;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -35,6 +39,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private final BeanFactory beanFactory;
     private final Map<Method, ListenerMethod> methods = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> consumers = new ConcurrentHashMap<>();
+    private final Map<String, IdempotentConsumer> atCommitConsumers = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> batchConsumers = new ConcurrentHashMap<>();
     private volatile OnceSpring once;
 
@@ -116,10 +121,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         AfterCommitPubSub pubSub = AfterCommitPubSub.wrap(listener, args);
         OnceSpring o = once();
         Call call = new Call(invocation, args, o.transactions().key());
-        IdempotentConsumer consumer = consumer(listener.consumer());
+        // The claim waits for the commit only in a transaction the template begins for this call alone.
+        boolean atCommit = listener.atCommit() && !TransactionSynchronizationManager.isActualTransactionActive();
+        IdempotentConsumer consumer = atCommit ? atCommitConsumer(listener.consumer()) : consumer(listener.consumer());
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
+        boolean[] refusedByBody = new boolean[1];
         try {
             outcome = o.transactionTemplate().execute(status -> {
                 if (channel != null) {
@@ -137,31 +145,24 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         || (pubSub != null && pubSub.nacked())) {
                     // The body asked for redelivery: its writes and the claim must not commit.
                     status.setRollbackOnly();
+                    refusedByBody[0] = true;
                 }
                 return r;
             });
-        } catch (Failed f) {
-            Throwable failure = f.outcome.failure() != null
-                    ? f.outcome.failure()
-                    : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
-            failed(listener, delivery, f.outcome.status().name(), failure);
-            if (pubSub != null) {
-                pubSub.settle(false);
-            }
-            throw failure;
         } catch (RuntimeException | Error e) {
-            // the transaction itself failed: the claim's statement, the commit, the connection
-            failed(listener, delivery, "failed", e);
-            if (pubSub != null) {
-                pubSub.settle(false);
+            if (atCommit && appliedByCopy(o, listener, delivery)) {
+                return duplicateAfterRollback(listener, delivery, ack, pubSub);
             }
-            throw e;
+            throw failure(listener, delivery, e, pubSub);
         } finally {
             if (outer == null) {
                 CURRENT.remove();
             } else {
                 CURRENT.set(outer);
             }
+        }
+        if (atCommit && refusedByBody[0] && appliedByCopy(o, listener, delivery)) {
+            return duplicateAfterRollback(listener, delivery, ack, pubSub);
         }
         if (ack != null) {
             ack.settle(outcome.status() == Outcome.Status.DUPLICATE);
@@ -177,6 +178,66 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /** A call that did not commit: logged, the Pub/Sub message nacked, and what the container must hear. */
+    private static Throwable failure(
+            ListenerMethod listener, Delivery delivery, Throwable thrown, AfterCommitPubSub pubSub) {
+        Throwable failure;
+        if (thrown instanceof Failed f) {
+            failure = f.outcome.failure() != null
+                    ? f.outcome.failure()
+                    : new IllegalStateException("event '" + delivery.eventId() + "' " + f.outcome.tag());
+            failed(listener, delivery, f.outcome.status().name(), failure);
+        } else {
+            // the transaction itself failed: the claim's statement, the commit, the connection
+            failure = thrown;
+            failed(listener, delivery, "failed", failure);
+        }
+        if (pubSub != null) {
+            pubSub.settle(false);
+        }
+        return failure;
+    }
+
+    /**
+     * With the claim at commit, a call that rolled back (the claim found the id taken, the body failed on
+     * the work a copy had committed, or the body asked for redelivery) is a copy of an applied event when
+     * the inbox holds its claim: read after the transaction, on a connection of its own.
+     */
+    private static boolean appliedByCopy(OnceSpring o, ListenerMethod listener, Delivery delivery) {
+        try (Connection c = o.dataSource().getConnection();
+                PreparedStatement ps = c.prepareStatement(o.dialect().inboxClaimedAmong(o.tablePrefix(), 1))) {
+            ps.setString(1, listener.consumer());
+            ps.setString(2, delivery.eventId());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        } catch (SQLException e) {
+            log.warn(
+                    "consumer '{}' could not read whether event '{}' was applied by another delivery ({}): it is"
+                            + " not acknowledged",
+                    listener.consumer(),
+                    delivery.eventId(),
+                    e.toString());
+            return false;
+        }
+    }
+
+    /** A copy found applied after its body ran and rolled back: acknowledged, whatever the body asked. */
+    private static Object duplicateAfterRollback(
+            ListenerMethod listener, Delivery delivery, AfterCommitAcknowledgment ack, AfterCommitPubSub pubSub) {
+        if (ack != null) {
+            ack.acknowledgeDuplicate();
+        }
+        if (pubSub != null) {
+            pubSub.settleDuplicate();
+        }
+        log.debug(
+                "event '{}' is a duplicate for consumer '{}': its body ran and rolled back",
+                delivery.eventId(),
+                listener.consumer());
+        return null;
     }
 
     /**
@@ -339,6 +400,22 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return known != null
                 ? known
                 : consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+    }
+
+    void buildAtCommitConsumers() {
+        for (ListenerMethod m : methods.values()) {
+            if (m.atCommit()) {
+                atCommitConsumer(m.consumer());
+            }
+        }
+    }
+
+    private IdempotentConsumer atCommitConsumer(String name) {
+        IdempotentConsumer known = atCommitConsumers.get(name);
+        return known != null
+                ? known
+                : atCommitConsumers.computeIfAbsent(
+                        name, n -> once().atCommitConsumer(n, IdempotentListenerInterceptor::handle));
     }
 
     private IdempotentConsumer batchConsumer(String name) {

@@ -7,6 +7,7 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
@@ -19,7 +20,8 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * <p>Ordered ahead of Spring Kafka's and Spring AMQP's listener post-processors (both
  * {@link Ordered#LOWEST_PRECEDENCE}), so the endpoints they register call the proxy.
  */
-public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
+public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor
+        implements SmartInitializingSingleton {
 
     /** Runs before the listener-registering post-processors. */
     public static final int ORDER = Ordered.LOWEST_PRECEDENCE - 100;
@@ -48,5 +50,14 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
                         m -> AnnotatedElementUtils.findMergedAnnotation(m, IdempotentListener.class));
         annotated.keySet().forEach(interceptor::method); // validates now, caches for the calls
         return super.postProcessAfterInitialization(bean, beanName);
+    }
+
+    /**
+     * Builds the consumers of methods that claim at commit before any container starts, so a setting the
+     * database cannot keep (MariaDB) fails the context start, not every message.
+     */
+    @Override
+    public void afterSingletonsInstantiated() {
+        interceptor.buildAtCommitConsumers();
     }
 }

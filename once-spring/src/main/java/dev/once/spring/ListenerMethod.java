@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.ClaimTiming;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -27,6 +28,7 @@ import org.springframework.util.ClassUtils;
  * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
  * @param channelIndex the RabbitMQ {@code Channel} argument of a MANUAL-ack listener, or -1
  * @param pubSubIndex  the Spring Cloud GCP {@code BasicAcknowledgeablePubsubMessage} argument, or -1
+ * @param atCommit     {@link IdempotentListener#claimTiming()} is {@link ClaimTiming#AT_COMMIT}
  */
 record ListenerMethod(
         Method method,
@@ -38,6 +40,7 @@ record ListenerMethod(
         int ackIndex,
         int channelIndex,
         int pubSubIndex,
+        boolean atCommit,
         BeanFactory beanFactory) {
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
@@ -115,6 +118,15 @@ record ListenerMethod(
                     + " cannot ack each message after its commit; take one BasicAcknowledgeablePubsubMessage per call"
                     + " (PubSubTemplate.subscribe) or a Message<?> from a PubSubInboundChannelAdapter");
         }
+        boolean atCommit = a.claimTiming() == ClaimTiming.AT_COMMIT;
+        if (atCommit && (batch >= 0 || channel >= 0)) {
+            throw new InvalidConfigurationException(where + " sets claimTiming = AT_COMMIT, which cannot be kept for"
+                    + (batch >= 0
+                            ? " a batch listener: its batch is claimed in one statement before the body"
+                            : " a method taking a RabbitMQ Channel: its acks are settled when the transaction ends,"
+                                    + " before once can tell a copy from a failure")
+                    + "; remove the setting (ClaimTiming.BEFORE_HANDLER)");
+        }
         if (expression != null) {
             ResolvableType root = batch >= 0
                     ? ResolvableType.forMethodParameter(method, batch)
@@ -129,7 +141,17 @@ record ListenerMethod(
                     + "' from; add one, or set eventId = \"<SpEL over the arguments>\"");
         }
         return new ListenerMethod(
-                method, a.consumer(), a.header(), expression, message, batch, ack, channel, pubSub, beanFactory);
+                method,
+                a.consumer(),
+                a.header(),
+                expression,
+                message,
+                batch,
+                ack,
+                channel,
+                pubSub,
+                atCommit,
+                beanFactory);
     }
 
     /** The delivery of a record listener's call. */

@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.ClaimTiming;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.IdempotentConsumerBuilder;
@@ -117,6 +118,22 @@ public final class OnceSpring {
             b.outcomeListener(outcomeListener);
         }
         return b;
+    }
+
+    /**
+     * The consumer of {@link IdempotentListener} calls with {@link ClaimTiming#AT_COMMIT}, each in a
+     * transaction the listener's template began for it alone.
+     *
+     * @throws InvalidConfigurationException where the claim at commit cannot be kept (MariaDB, a lock
+     *     timeout, a mismatch policy): named by the engine's builder
+     */
+    IdempotentConsumer atCommitConsumer(String consumer, Handler handler) {
+        return consumerBuilder()
+                .transactions(transactions.perCall())
+                .consumer(consumer)
+                .handler(handler)
+                .claimTiming(ClaimTiming.AT_COMMIT)
+                .build();
     }
 
     /** The outbox usable from any {@code @Transactional} method of this {@code DataSource}. */

@@ -53,16 +53,18 @@ public final class SpringTransactionProvider implements TransactionProvider {
 
     private final DataSource dataSource;
     private final DataSource key;
+    private final boolean dedicated;
 
-    private SpringTransactionProvider(DataSource dataSource) {
+    private SpringTransactionProvider(DataSource dataSource, boolean dedicated) {
         this.dataSource = dataSource;
         this.key = resourceKey(dataSource);
+        this.dedicated = dedicated;
     }
 
     /** Joins Spring transactions on {@code dataSource}; the match is checked at every {@link #begin()}. */
     public static SpringTransactionProvider of(DataSource dataSource) {
         FrameworkLine.requireSavepointCallbacks();
-        return new SpringTransactionProvider(Objects.requireNonNull(dataSource, "dataSource"));
+        return new SpringTransactionProvider(Objects.requireNonNull(dataSource, "dataSource"), false);
     }
 
     /**
@@ -101,6 +103,23 @@ public final class SpringTransactionProvider implements TransactionProvider {
     @Override
     public boolean joins() {
         return true;
+    }
+
+    /**
+     * True only for the provider of {@link IdempotentListener} calls that begin their own transaction, in
+     * which the claim may wait for the commit ({@link IdempotentListener#claimTiming()}).
+     */
+    @Override
+    public boolean dedicated() {
+        return dedicated;
+    }
+
+    /**
+     * This provider for calls that begin a transaction of their own for one delivery and read the inbox
+     * after a rollback (the {@link IdempotentListener} interceptor): {@link #dedicated()}.
+     */
+    SpringTransactionProvider perCall() {
+        return new SpringTransactionProvider(dataSource, true);
     }
 
     /** The {@code DataSource} this provider joins transactions of. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.ClaimTiming;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.lang.reflect.InvocationHandler;
@@ -16,6 +17,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -85,7 +88,14 @@ class HostileListenerBodyTest {
         }
     }
 
-    record Delivery(String eventId, List<Step> steps) {
+    /**
+     * One delivery: its body's steps, and whether it goes through the listener that claims at commit
+     * (the same consumer, as in a rolling deploy that switches the setting), whose body runs for a copy
+     * too and must leave nothing of it. That listener's steps never delete the claim: with the claim at
+     * commit there is none to check before the commit, and a copy's body deleting the committed claim
+     * would let its own commit apply again; the annotation's contract forbids touching once's tables.
+     */
+    record Delivery(String eventId, List<Step> steps, boolean atCommit) {
         boolean poisoned() {
             return steps.stream().anyMatch(Step::poisons);
         }
@@ -165,6 +175,22 @@ class HostileListenerBodyTest {
 
         @IdempotentListener(consumer = "hostile", eventId = "#p0")
         public void on(String eventId, Step[] steps) throws SQLException {
+            run(eventId, steps);
+        }
+
+        @IdempotentListener(consumer = "hostile", eventId = "#p0", claimTiming = ClaimTiming.AT_COMMIT)
+        public void onAtCommit(String eventId, Step[] steps) throws SQLException {
+            run(eventId, steps);
+        }
+
+        /** Credits, then waits for the other copy to have credited too, so both claims meet at the commit. */
+        @IdempotentListener(consumer = "hostile", eventId = "#p0", claimTiming = ClaimTiming.AT_COMMIT)
+        public void creditThenMeet(String eventId, CyclicBarrier meet) throws Exception {
+            credit(eventId, "met");
+            meet.await(30, TimeUnit.SECONDS);
+        }
+
+        private void run(String eventId, Step[] steps) throws SQLException {
             for (int i = 0; i < steps.length; i++) {
                 String at = i + ":" + steps[i];
                 switch (steps[i]) {
@@ -231,6 +257,16 @@ class HostileListenerBodyTest {
         }
     }
 
+    /** Through the listener's proxy, as the container calls it. */
+    private static void deliver(Delivery d) throws SQLException {
+        Step[] steps = d.steps().toArray(Step[]::new);
+        if (d.atCommit()) {
+            body.onAtCommit(d.eventId(), steps);
+        } else {
+            body.on(d.eventId(), steps);
+        }
+    }
+
     @Provide
     Arbitrary<List<Delivery>> deliveries() {
         Arbitrary<List<Step>> steps = Arbitraries.of(Step.class)
@@ -238,8 +274,10 @@ class HostileListenerBodyTest {
                 .ofMaxSize(4)
                 // poisoned bodies less often than clean ones, so that most events get applied
                 .filter(s -> s.stream().filter(Step::poisons).count() <= 1);
-        Arbitrary<Delivery> one =
-                Combinators.combine(Arbitraries.of("e1", "e2", "e3"), steps).as(Delivery::new);
+        Arbitrary<Delivery> one = Combinators.combine(
+                        Arbitraries.of("e1", "e2", "e3"), steps, Arbitraries.of(false, true))
+                .as(Delivery::new)
+                .filter(d -> !d.atCommit() || !d.steps().contains(Step.DELETE_CLAIM));
         return one.list().ofMinSize(1).ofMaxSize(8);
     }
 
@@ -251,12 +289,12 @@ class HostileListenerBodyTest {
         for (Delivery d : deliveries) {
             boolean duplicate = applied.containsKey(d.eventId());
             if (duplicate || !d.poisoned()) {
-                assertThatCode(() -> body.on(d.eventId(), d.steps().toArray(Step[]::new)))
+                assertThatCode(() -> deliver(d))
                         .as("%s after %s: acknowledged", d, applied.keySet())
                         .doesNotThrowAnyException();
                 applied.putIfAbsent(d.eventId(), d);
             } else {
-                assertThatThrownBy(() -> body.on(d.eventId(), d.steps().toArray(Step[]::new)))
+                assertThatThrownBy(() -> deliver(d))
                         .as("%s: not acknowledged", d)
                         .isNotNull();
             }
@@ -298,6 +336,88 @@ class HostileListenerBodyTest {
                 .as("another synchronization's beforeCommit is due: the check is a statement of its own")
                 .noneMatch(s -> s.endsWith("; COMMIT"))
                 .anyMatch(s -> s.startsWith("SELECT 1 / count(*)"));
+    }
+
+    /**
+     * The listener that claims at commit sends the body's statements and then the claim with the COMMIT:
+     * two round trips where the default makes three; a copy's claim finds the id taken, its body's write
+     * rolls back, and it is acknowledged after one read of the inbox.
+     */
+    @Example
+    void theClaimAtCommitRidesInTheCommitsRoundTrip() throws SQLException {
+        jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM ledger");
+        statements.clear();
+        body.onAtCommit("at-commit", new Step[] {Step.CREDIT});
+        assertThat(statements).hasSize(2);
+        assertThat(statements.get(0)).startsWith("INSERT INTO ledger");
+        assertThat(statements.get(1)).contains("once_inbox").endsWith("; COMMIT");
+        statements.clear();
+        assertThatCode(() -> body.onAtCommit("at-commit", new Step[] {Step.CREDIT}))
+                .as("a copy is acknowledged")
+                .doesNotThrowAnyException();
+        assertThat(statements).hasSize(3).last().asString().startsWith("SELECT event_id FROM");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = 'at-commit'", Long.class))
+                .isEqualTo(1);
+    }
+
+    /**
+     * Two copies whose bodies both ran before either claimed: one commits, the other's claim waits for it,
+     * finds the id taken, rolls its credit back and is acknowledged. Round after round.
+     */
+    @Example
+    void copiesAtOnceApplyOnce() throws Exception {
+        jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM ledger");
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            for (int round = 0; round < 20; round++) {
+                String id = "met-" + round;
+                CyclicBarrier meet = new CyclicBarrier(2);
+                var a = pool.submit(() -> {
+                    body.creditThenMeet(id, meet);
+                    return null;
+                });
+                var b = pool.submit(() -> {
+                    body.creditThenMeet(id, meet);
+                    return null;
+                });
+                a.get(60, TimeUnit.SECONDS);
+                b.get(60, TimeUnit.SECONDS); // both acknowledged: neither threw
+                assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, id))
+                        .as("credits of %s", id)
+                        .isEqualTo(1);
+                assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = ?", Long.class, id))
+                        .isEqualTo(1);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * Inside a transaction the caller began, the listener that claims at commit claims first: a copy found
+     * at the caller's commit would roll the caller's own work back.
+     */
+    @Example
+    void inTheCallersTransactionTheClaimComesFirst() {
+        jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM ledger");
+        TransactionTemplate caller = new TransactionTemplate(context.getBean(JdbcTransactionManager.class));
+        caller.executeWithoutResult(s -> {
+            jdbc.update("INSERT INTO ledger VALUES ('callers-own', 'work')");
+            statements.clear();
+            try {
+                body.onAtCommit("joined", new Step[] {Step.CREDIT});
+                body.onAtCommit("joined", new Step[] {Step.CREDIT});
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            assertThat(statements.get(0)).contains("once_inbox").contains("ON CONFLICT DO NOTHING");
+        });
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger", Long.class))
+                .as("the caller's row and one credit")
+                .isEqualTo(2);
     }
 
     /** A DataSource whose connections record the SQL of every statement they prepare. */
