@@ -1,5 +1,6 @@
 package dev.once.bench;
 
+import dev.once.ClaimTiming;
 import dev.once.outbox.OutboxMessage;
 import dev.once.spring.IdempotentListener;
 import java.lang.management.ManagementFactory;
@@ -42,6 +43,8 @@ public class SpringApp {
 
     /** Listener ids, as the suite starts them and names the rows. */
     static final String ONCE_RECORD = "once-record";
+
+    static final String ONCE_RECORD_AT_COMMIT = "once-record-at-commit";
 
     static final String ONCE_BATCH = "once-batch";
     static final String ONCE_BATCH_SET = "once-batch-set";
@@ -144,6 +147,15 @@ public class SpringApp {
         @KafkaListener(id = ONCE_RECORD, topics = "${bench.records-topic}", autoStartup = "false")
         @IdempotentListener(consumer = "spring-record")
         public void on(ConsumerRecord<String, String> record) {
+            meter.entered();
+            jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
+            meter.applied(1);
+        }
+
+        /** a') As a), the body first and the claim in the COMMIT's round trip: a copy's credit rolls back. */
+        @KafkaListener(id = ONCE_RECORD_AT_COMMIT, topics = "${bench.records-topic}", autoStartup = "false")
+        @IdempotentListener(consumer = "spring-record-at-commit", claimTiming = ClaimTiming.AT_COMMIT)
+        public void onAtCommit(ConsumerRecord<String, String> record) {
             meter.entered();
             jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
             meter.applied(1);

@@ -49,6 +49,7 @@ final class SpringSuite implements Suite {
     /** The rows, in the order they run and are reported. */
     static final List<String> ROWS = List.of(
             SpringApp.ONCE_RECORD,
+            SpringApp.ONCE_RECORD_AT_COMMIT,
             SpringApp.PROCESSED_EVENTS,
             SpringApp.NO_DEDUPE,
             SpringApp.ONCE_BATCH,
@@ -170,6 +171,7 @@ final class SpringSuite implements Suite {
                     r.marks()));
         }
         double perRecord = rate(rows, SpringApp.ONCE_RECORD) / rate(rows, SpringApp.PROCESSED_EVENTS);
+        double atCommit = rate(rows, SpringApp.ONCE_RECORD_AT_COMMIT) / rate(rows, SpringApp.PROCESSED_EVENTS);
         double batch = rate(rows, SpringApp.ONCE_BATCH) / rate(rows, SpringApp.ONCE_RECORD);
         md.append('\n')
                 .append(CoreSuite.check(
@@ -178,6 +180,13 @@ final class SpringSuite implements Suite {
                                 "once per record >= 1.0x the `processed_events` listener: %.2f",
                                 perRecord),
                         perRecord >= 1.0))
+                .append(CoreSuite.check(
+                        String.format(
+                                Locale.ROOT,
+                                "once per record with the claim at commit >= 1.0x the `processed_events` listener:"
+                                        + " %.2f",
+                                atCommit),
+                        atCommit >= 1.0))
                 .append(CoreSuite.check(
                         String.format(
                                 Locale.ROOT, "once batch listener >= 5x the once per-record listener: %.2f", batch),
@@ -199,6 +208,7 @@ final class SpringSuite implements Suite {
     private static String describe(String row) {
         return switch (row) {
             case SpringApp.ONCE_RECORD -> "`@IdempotentListener`, `ConsumerRecord` per call";
+            case SpringApp.ONCE_RECORD_AT_COMMIT -> "as once-record, `claimTiming = AT_COMMIT`";
             case SpringApp.ONCE_BATCH -> "`@IdempotentListener`, `List<ConsumerRecord>` per poll, update per record";
             case SpringApp.ONCE_BATCH_SET -> "`@IdempotentListener`, `List<ConsumerRecord>` per poll, set-wise update";
             case SpringApp.PROCESSED_EVENTS -> "`@Transactional`, `processed_events` insert + update, per record";
@@ -401,6 +411,7 @@ final class SpringSuite implements Suite {
     private static String consumer(String row) {
         return switch (row) {
             case SpringApp.ONCE_RECORD -> "spring-record";
+            case SpringApp.ONCE_RECORD_AT_COMMIT -> "spring-record-at-commit";
             case SpringApp.ONCE_BATCH -> "spring-batch";
             case SpringApp.ONCE_BATCH_SET -> "spring-batch-set";
             default -> "none";
