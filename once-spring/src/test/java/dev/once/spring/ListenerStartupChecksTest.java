@@ -7,6 +7,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import dev.once.ClaimTiming;
 import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.testsupport.TestDatabase;
@@ -22,6 +23,7 @@ import org.springframework.context.annotation.AnnotationConfigApplicationContext
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.messaging.Message;
 import org.springframework.messaging.support.MessageBuilder;
 
@@ -118,6 +120,84 @@ class ListenerStartupChecksTest {
 
         public List<List<String>> calls() {
             return calls;
+        }
+    }
+
+    public static class AtCommitBatch {
+        @IdempotentListener(consumer = "payments-batch", eventId = "#p0.eventId()", claimTiming = ClaimTiming.AT_COMMIT)
+        public void on(List<Payment> fresh) {}
+    }
+
+    public static class AtCommitRecord {
+        final List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        /** Acknowledges every delivery, or asks to see it again; a copy's body runs too with the claim at commit. */
+        @IdempotentListener(consumer = "acked", eventId = "#p0", claimTiming = ClaimTiming.AT_COMMIT)
+        public void on(String eventId, boolean nack, Acknowledgment ack) {
+            if (nack) {
+                ack.nack(java.time.Duration.ZERO);
+            } else {
+                ack.acknowledge();
+            }
+        }
+    }
+
+    /** What the container's acknowledgment heard, in order. */
+    static Acknowledgment recording(List<String> heard) {
+        return new Acknowledgment() {
+            @Override
+            public void acknowledge() {
+                heard.add("ack");
+            }
+
+            @Override
+            public void nack(java.time.Duration sleep) {
+                heard.add("nack");
+            }
+        };
+    }
+
+    @Test
+    void theClaimAtCommitIsRefusedAtTheStartOfABatchListener() {
+        assertThatThrownBy(() -> context(AtCommitBatch.class))
+                .satisfies(e -> assertThat(messages(e))
+                        .contains("@IdempotentListener on AtCommitBatch.on sets claimTiming = AT_COMMIT")
+                        .contains("a batch listener"));
+    }
+
+    @Test
+    void theClaimAtCommitIsRefusedAtTheStartOnMariaDb() {
+        try (TestDatabase maria = dev.once.testsupport.TestMariaDb.shared().freshDatabase(2)) {
+            Base.dataSource = maria.dataSource();
+            AnnotationConfigApplicationContext c = new AnnotationConfigApplicationContext();
+            c.register(Base.class, AtCommitRecord.class);
+            assertThatThrownBy(c::refresh)
+                    .satisfies(e -> assertThat(messages(e))
+                            .contains("claimTiming(AT_COMMIT) cannot be kept")
+                            .contains("the dialect mariadb cannot claim at the commit of a joined transaction"));
+        }
+    }
+
+    /**
+     * A copy whose body acknowledged, or asked for redelivery, before its claim found the id taken is
+     * acknowledged once it is rolled back: its body's acknowledgement waited for a commit that never came,
+     * and a nack would bring back, again and again, a message that is done.
+     */
+    @Test
+    void aCopyFoundAtCommitIsAcknowledgedWhateverItsBodyAsked() {
+        try (AnnotationConfigApplicationContext c = context(AtCommitRecord.class)) {
+            AtCommitRecord listener = c.getBean(AtCommitRecord.class);
+            List<String> heard = new java.util.ArrayList<>();
+            listener.on("e-1", false, recording(heard));
+            assertThat(heard).as("applied, acknowledged after the commit").containsExactly("ack");
+            listener.on("e-1", false, recording(heard));
+            assertThat(heard).as("a copy whose body acknowledged").containsExactly("ack", "ack");
+            listener.on("e-1", true, recording(heard));
+            assertThat(heard).as("a copy whose body nacked").containsExactly("ack", "ack", "ack");
+            listener.on("e-2", true, recording(heard));
+            assertThat(heard).as("a first delivery's nack stands").containsExactly("ack", "ack", "ack", "nack");
+            assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'acked'"))
+                    .isEqualTo(1);
         }
     }
 
