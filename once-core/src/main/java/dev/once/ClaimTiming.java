@@ -33,7 +33,9 @@ public enum ClaimTiming {
      * handler is made again for every copy; a procedure that commits on its own (MariaDB allows one)
      * commits the handler's work without the claim. Refused at {@link IdempotentConsumerBuilder#build()}
      * where it cannot hold: with a joined transaction (a duplicate found at the caller's commit would
-     * roll back the caller's work), with a {@linkplain IdempotentConsumerBuilder#lockTimeout lock timeout}
+     * roll back the caller's work), unless its provider begins one for each delivery alone
+     * ({@link dev.once.tx.TransactionProvider#dedicated()}, as Spring's {@code @IdempotentListener} with
+     * this setting does, on PostgreSQL only), with a {@linkplain IdempotentConsumerBuilder#lockTimeout lock timeout}
      * (it bounds the claim's wait before the handler) and with a {@link MismatchPolicy} other than
      * {@link MismatchPolicy#OFF} (the stored fingerprint is read when the claim finds the id taken).
      */
