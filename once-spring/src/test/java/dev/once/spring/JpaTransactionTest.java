@@ -3,6 +3,7 @@ package dev.once.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.ClaimTiming;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
@@ -53,7 +54,13 @@ class JpaTransactionTest {
 
     @Configuration(proxyBeanMethods = false)
     @EnableJpaRepositories(basePackageClasses = PaymentRepository.class)
+    @EnableIdempotentListeners
     static class Config {
+        @Bean
+        AtCommitPayments atCommitPayments(PaymentRepository payments, JdbcTemplate jdbc, OnceSpring once) {
+            return new AtCommitPayments(payments, jdbc, once.outbox());
+        }
+
         @Bean
         DataSource dataSource() {
             return db.dataSource();
@@ -130,6 +137,46 @@ class JpaTransactionTest {
                 .isInstanceOf(org.springframework.transaction.UnexpectedRollbackException.class);
         assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-2'"))
                 .isZero();
+    }
+
+    /** A listener whose effects are a repository write, a JdbcTemplate update and an outbox row. */
+    public static class AtCommitPayments {
+        private final PaymentRepository payments;
+        private final JdbcTemplate jdbc;
+        private final OnceOutbox outbox;
+
+        AtCommitPayments(PaymentRepository payments, JdbcTemplate jdbc, OnceOutbox outbox) {
+            this.payments = payments;
+            this.jdbc = jdbc;
+            this.outbox = outbox;
+        }
+
+        @IdempotentListener(consumer = "jpa-at-commit", eventId = "#p0", claimTiming = ClaimTiming.AT_COMMIT)
+        public void on(String paymentId) throws java.sql.SQLException {
+            payments.save(new Payment(paymentId, 20));
+            jdbc.update("UPDATE ledger SET balance = balance + 20 WHERE account = 'acc'");
+            outbox.add("https://psp.example/charges", "acc", new byte[0], Map.of(), "charge:" + paymentId);
+        }
+    }
+
+    /**
+     * With JPA the claim at commit is a statement of its own before the flush (the transaction manager
+     * flushes in its commit, after once's check): a copy's claim finds the id taken before its entity is
+     * written, and its update and outbox row roll back with it.
+     */
+    @Test
+    void aCopyThroughAJpaListenerThatClaimsAtCommitLeavesNothing() throws java.sql.SQLException {
+        AtCommitPayments listener = context.getBean(AtCommitPayments.class);
+        long balance = db.queryLong("SELECT balance FROM ledger");
+        listener.on("jpa-at-commit-1");
+        listener.on("jpa-at-commit-1"); // a copy: acknowledged, rolled back
+        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-at-commit-1'"))
+                .isEqualTo(1);
+        assertThat(db.queryLong("SELECT balance FROM ledger")).isEqualTo(balance + 20);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE idempotency_key = 'charge:jpa-at-commit-1'"))
+                .isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'jpa-at-commit'"))
+                .isEqualTo(1);
     }
 
     @Test
