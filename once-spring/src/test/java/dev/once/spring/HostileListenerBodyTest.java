@@ -111,6 +111,7 @@ class HostileListenerBodyTest {
     static Body body;
     static final List<String> statements = new CopyOnWriteArrayList<>();
     static final List<String> committedNotes = new CopyOnWriteArrayList<>();
+    static final List<String> outcomes = new CopyOnWriteArrayList<>();
 
     @BeforeContainer
     static void start() {
@@ -151,7 +152,11 @@ class HostileListenerBodyTest {
 
         @Bean
         OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+            return OnceSpring.builder()
+                    .dataSource(ds)
+                    .transactionManager(tm)
+                    .outcomeListener((d, o) -> outcomes.add(d.eventId() + " " + o.status()))
+                    .build();
         }
 
         @Bean
@@ -357,6 +362,9 @@ class HostileListenerBodyTest {
                 .as("a copy is acknowledged")
                 .doesNotThrowAnyException();
         assertThat(statements).hasSize(3).last().asString().startsWith("SELECT event_id FROM");
+        assertThat(outcomes)
+                .as("what the metrics and the outcome listener hear")
+                .containsSubsequence("at-commit APPLIED", "at-commit DUPLICATE");
         assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = 'at-commit'", Long.class))
                 .isEqualTo(1);
     }
