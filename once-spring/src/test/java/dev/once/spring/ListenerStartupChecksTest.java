@@ -128,6 +128,11 @@ class ListenerStartupChecksTest {
         public void on(List<Payment> fresh) {}
     }
 
+    public static class AtCommitChannel {
+        @IdempotentListener(consumer = "manual", claimTiming = ClaimTiming.AT_COMMIT)
+        public void on(org.springframework.amqp.core.Message message, com.rabbitmq.client.Channel channel) {}
+    }
+
     public static class AtCommitRecord {
         final List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -163,6 +168,14 @@ class ListenerStartupChecksTest {
                 .satisfies(e -> assertThat(messages(e))
                         .contains("@IdempotentListener on AtCommitBatch.on sets claimTiming = AT_COMMIT")
                         .contains("a batch listener"));
+    }
+
+    @Test
+    void theClaimAtCommitIsRefusedAtTheStartOfAMethodTakingARabbitChannel() {
+        assertThatThrownBy(() -> context(AtCommitChannel.class))
+                .satisfies(e -> assertThat(messages(e))
+                        .contains("@IdempotentListener on AtCommitChannel.on sets claimTiming = AT_COMMIT")
+                        .contains("a method taking a RabbitMQ Channel"));
     }
 
     @Test
