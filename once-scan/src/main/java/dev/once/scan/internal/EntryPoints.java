@@ -137,7 +137,9 @@ final class EntryPoints {
         e.name = name;
         e.decl = decl;
         e.body = body;
-        e.location = repo.loc(at);
+        // a method spans from its first annotation to its name: the annotations above it (a multi-line
+        // @KafkaListener, @Override, @Transactional) can run over more lines than a reader looks past
+        e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : repo.loc(at);
         e.source = s;
         if (decl instanceof MethodDeclaration m) {
             e.transactional = Types.isTransactional(m);
@@ -1008,19 +1010,24 @@ final class EntryPoints {
                         c -> c.getNameAsString().startsWith("commit")
                                 || c.getNameAsString().equals("sendOffsetsToTransaction"))
                 .isEmpty();
+        // auto-commit runs inside poll() and commits what the previous poll() returned: in a loop that does its
+        // work before polling again that is after the work, so the risk is a duplicate (a crash before the next
+        // poll re-delivers the batch), not a loss; work handed to another thread is still lost (AFTER_RETURN's
+        // hand-off check reports it)
+        String afterWork =
+                " commits the offsets of what poll() returned at the next poll(), after this loop's work on it";
         if (auto == null) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = e.location;
-            e.ackText = "enable.auto.commit is not set: Kafka's default (true) commits offsets on a timer from poll()";
+            e.ackText = "enable.auto.commit is not set: Kafka's default (true)" + afterWork;
         } else if (auto.isTrue()) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = auto.location();
-            e.ackText = "enable.auto.commit=true: offsets commit on a timer from poll(), whatever was processed";
+            e.ackText = "enable.auto.commit=true" + afterWork;
         } else if (!auto.literal()) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = auto.location();
-            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value()
-                    + "): when true, offsets commit on a timer";
+            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value() + "): when true, Kafka" + afterWork;
         } else {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = commits
