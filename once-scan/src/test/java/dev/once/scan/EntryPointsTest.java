@@ -19,4 +19,15 @@ class EntryPointsTest {
                         "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:24");
         assertThat(r.findings()).isEmpty();
     }
+
+    @Test
+    void aHandlerMethodIsLocatedFromItsAnnotationsToItsName() {
+        ScanReport r = Fixtures.scan(Fixtures.of("kafka-listener-multiline-annotation"));
+
+        // a reader may point at the @KafkaListener line or at the method's name, five lines apart
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line() + "-" + c.location().endLine())
+                .containsExactly("@KafkaListener @ src/main/java/acme/audit/AuditListener.java:12-17");
+    }
 }
