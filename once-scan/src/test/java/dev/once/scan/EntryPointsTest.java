@@ -30,4 +30,25 @@ class EntryPointsTest {
                         + c.location().line() + "-" + c.location().endLine())
                 .containsExactly("@KafkaListener @ src/main/java/acme/audit/AuditListener.java:12-17");
     }
+
+    @Test
+    void aReceiveInAHelperIsLocatedAtTheReceiveAndTracedFromItsCaller() {
+        ScanReport r = Fixtures.scan(Fixtures.of("sqs-receive-in-helper"));
+
+        assertThat(r.consumers())
+                .extracting(
+                        c -> c.kind() + " " + c.name() + " @ " + c.location().line())
+                .contains("SQS receiveMessage QueueDrain.handleRequest @ 25");
+    }
+
+    @Test
+    void twoPullsFromDifferentReceiversInOneMethodAreTwoConsumers() {
+        ScanReport r = Fixtures.scan(Fixtures.of("rocketmq-two-templates"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().line())
+                .containsExactlyInAnyOrder("RocketMQTemplate.receive @ 20", "RocketMQTemplate.receive @ 23");
+        assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
+        assertThat(r.findings()).isEmpty();
+    }
 }

@@ -128,6 +128,16 @@ final class EntryPoints {
 
     private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
         Entry existing = byBody.get(body);
+        if (existing != null && secondReceiver(existing.decl, decl)) {
+            // a second pull from another receiver in the same method or loop is a consumer of its own (another
+            // queue, another group); the first one's trace covers the shared body, this one is listed at its pull
+            // and traced from its own statement
+            body = decl.findAncestor(com.github.javaparser.ast.stmt.Statement.class)
+                    .map(Node.class::cast)
+                    .orElse(decl);
+            name = name + " " + ((MethodCallExpr) decl).getScope().get();
+            existing = byBody.get(body);
+        }
         if (existing != null) {
             return existing;
         }
@@ -147,6 +157,16 @@ final class EntryPoints {
         byBody.put(body, e);
         entries.add(e);
         return e;
+    }
+
+    /** Two pulls on different receivers ({@code rocketMQTemplate.receive}, {@code extRocketMQTemplate.receive}). */
+    private static boolean secondReceiver(Node first, Node next) {
+        return first instanceof MethodCallExpr a
+                && next instanceof MethodCallExpr b
+                && a != b
+                && a.getScope().isPresent()
+                && b.getScope().isPresent()
+                && !a.getScope().get().toString().equals(b.getScope().get().toString());
     }
 
     private static String owner(Node n) {
@@ -1174,7 +1194,9 @@ final class EntryPoints {
                                     && c.getScope().isEmpty())) {
                 Node callerBody = loopOrMethod(c);
                 if (callerBody != null) {
-                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, c);
+                    // traced from the caller, located where the messages are received: that is the line a
+                    // reader looks for the queue at, the caller may be a handler of something else (a Lambda)
+                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, receive);
                     sqsAck(e, receive);
                 }
             }
