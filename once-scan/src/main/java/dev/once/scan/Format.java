@@ -326,6 +326,9 @@ public enum Format {
         a.put("uriBaseId", "SRCROOT");
         ObjectNode region = p.putObject("region");
         region.put("startLine", l.line());
+        if (l.endLine() > l.line()) {
+            region.put("endLine", l.endLine());
+        }
         region.put("startColumn", l.column());
         if (!l.snippet().isEmpty()) {
             region.putObject("snippet").put("text", l.snippet());

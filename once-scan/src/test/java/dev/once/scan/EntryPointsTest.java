@@ -19,4 +19,36 @@ class EntryPointsTest {
                         "Kafka Streams topology @ src/main/java/acme/totals/TotalsTopology.java:24");
         assertThat(r.findings()).isEmpty();
     }
+
+    @Test
+    void aHandlerMethodIsLocatedFromItsAnnotationsToItsName() {
+        ScanReport r = Fixtures.scan(Fixtures.of("kafka-listener-multiline-annotation"));
+
+        // a reader may point at the @KafkaListener line or at the method's name, five lines apart
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line() + "-" + c.location().endLine())
+                .containsExactly("@KafkaListener @ src/main/java/acme/audit/AuditListener.java:12-17");
+    }
+
+    @Test
+    void aReceiveInAHelperIsLocatedAtTheReceiveAndTracedFromItsCaller() {
+        ScanReport r = Fixtures.scan(Fixtures.of("sqs-receive-in-helper"));
+
+        assertThat(r.consumers())
+                .extracting(
+                        c -> c.kind() + " " + c.name() + " @ " + c.location().line())
+                .contains("SQS receiveMessage QueueDrain.handleRequest @ 25");
+    }
+
+    @Test
+    void twoPullsFromDifferentReceiversInOneMethodAreTwoConsumers() {
+        ScanReport r = Fixtures.scan(Fixtures.of("rocketmq-two-templates"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().line())
+                .containsExactlyInAnyOrder("RocketMQTemplate.receive @ 20", "RocketMQTemplate.receive @ 23");
+        assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
+        assertThat(r.findings()).isEmpty();
+    }
 }

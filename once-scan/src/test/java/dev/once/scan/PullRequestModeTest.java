@@ -39,8 +39,8 @@ class PullRequestModeTest {
                 cache,
                 Files.readString(cache)
                         .replace(
-                                "prices.put(p.sku(), p.price());",
-                                "String sku = p.sku();\n        prices.put(p.sku(), p.price());"));
+                                "views.put(p.sku(), seen == null ? 1 : seen + 1);",
+                                "String sku = p.sku();\n        views.put(p.sku(), seen == null ? 1 : seen + 1);"));
         copy(Fixtures.of("kafka-payment-reserve"), repo.resolve("payment"));
         Files.writeString(repo.resolve("payment/pom.xml"), "<project/>\n");
         git("add", "-A");
@@ -51,11 +51,15 @@ class PullRequestModeTest {
 
         assertThat(full.consumers())
                 .extracting(Consumer::name)
-                .contains("WelcomeMailer.onSignup", "PriceCacheListener.onPrice", "PaymentListener.onOrder");
+                .contains(
+                        "WelcomeMailer.onSignup",
+                        "PriceCacheListener.onPrice",
+                        "PriceCacheListener.onView",
+                        "PaymentListener.onOrder");
         assertThat(pr.consumers())
                 .as("only changed consumers: %s", pr.consumers())
                 .extracting(Consumer::name)
-                .containsExactlyInAnyOrder("PriceCacheListener.onPrice", "PaymentListener.onOrder");
+                .containsExactlyInAnyOrder("PriceCacheListener.onView", "PaymentListener.onOrder");
         assertThat(pr.findings())
                 .filteredOn(f -> f.location().file().startsWith("payment/"))
                 .isNotEmpty()

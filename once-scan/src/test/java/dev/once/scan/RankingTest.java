@@ -20,17 +20,25 @@ class RankingTest {
 
         assertThat(r.consumers())
                 .extracting(Consumer::name)
-                .containsExactly("PaymentListener.onOrder", "PriceCacheListener.onPrice", "BillingListener.onPayment");
+                .containsExactly(
+                        "PaymentListener.onOrder",
+                        "PriceCacheListener.onView",
+                        "PriceCacheListener.onPrice",
+                        "BillingListener.onPayment");
         Consumer money = r.consumers().get(0);
         Consumer cache = r.consumers().get(1);
-        Consumer safe = r.consumers().get(2);
+        Consumer overwrite = r.consumers().get(2);
+        Consumer safe = r.consumers().get(3);
         assertThat(money.blast()).isEqualTo(Blast.MONEY);
         assertThat(money.score()).isZero();
         assertThat(cache.blast()).isEqualTo(Blast.CACHE);
         assertThat(cache.score()).as("one cache note: 100 - 10 x 0.1 x 1").isEqualTo(99);
+        assertThat(overwrite.score())
+                .as("a price stored under its sku replaces itself")
+                .isEqualTo(100);
         assertThat(safe.score()).isEqualTo(100);
-        // PRI = round(sum(B_c * S_c) / sum(B_c)) = round((10*0 + 1*99 + 1*100) / 12)
-        assertThat(r.index()).isEqualTo(Math.round((10 * 0 + 99 + 100) / 12f));
+        // PRI = round(sum(B_c * S_c) / sum(B_c)) = round((10*0 + 1*99 + 1*100 + 1*100) / 13)
+        assertThat(r.index()).isEqualTo(Math.round((10 * 0 + 99 + 100 + 100) / 13f));
         assertThat(r.findings().get(0).consumer()).isEqualTo(money.id());
     }
 }

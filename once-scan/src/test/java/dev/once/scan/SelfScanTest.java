@@ -45,8 +45,12 @@ class SelfScanTest {
                 .as("the demo's naive lane charges the card again on redelivery")
                 .anyMatch(f ->
                         f.rule() == Rule.DUPLICATE_EFFECT && f.location().file().endsWith("demo/NaiveLane.java"));
-        assertThat(report.findings())
+        // its work is a PollStep lambda the trace does not follow into: the loop is listed with its auto-commit,
+        // which commits each poll's records at the next poll(), after the loop's work (a duplicate, not a loss)
+        assertThat(report.consumers())
                 .as("the benchmark's naive loop auto-commits")
-                .anyMatch(f -> f.rule() == Rule.AUTO_ACK && f.location().file().endsWith("bench/KafkaEndToEnd.java"));
+                .anyMatch(c -> c.location().file().endsWith("bench/KafkaEndToEnd.java")
+                        && c.ack().contains("enable.auto.commit")
+                        && c.ack().contains("at the next poll()"));
     }
 }

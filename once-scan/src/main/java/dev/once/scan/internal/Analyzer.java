@@ -233,7 +233,9 @@ final class Analyzer {
             if (x.keyed()
                     || e.ack == Entry.Ack.NONE
                     || auto
-                    || lost.contains(x)
+                    // work handed to another thread is lost on a crash after the ack, and repeated on a redelivery
+                    // before it: the ack does not wait for it, so it may already have run
+                    || lost.contains(x) && x.handedOff() == null
                     || onceCalls.stream().anyMatch(o -> covers(o, x))
                     || e.framework == Entry.Framework.ALL
                     || e.framework == Entry.Framework.WEAK
@@ -324,7 +326,11 @@ final class Analyzer {
             out.add(new Finding(
                     Rule.DUPLICATE_EFFECT,
                     level,
-                    x.what() + " before the ack; on redelivery it runs again: " + why,
+                    x.what()
+                            + (x.handedOff() != null
+                                    ? " on another thread the ack does not wait for; on redelivery it runs again: "
+                                    : " before the ack; on redelivery it runs again: ")
+                            + why,
                     fix,
                     x.location(),
                     e.id(),

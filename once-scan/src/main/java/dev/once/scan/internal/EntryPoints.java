@@ -128,6 +128,16 @@ final class EntryPoints {
 
     private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
         Entry existing = byBody.get(body);
+        if (existing != null && secondReceiver(existing.decl, decl)) {
+            // a second pull from another receiver in the same method or loop is a consumer of its own (another
+            // queue, another group); the first one's trace covers the shared body, this one is listed at its pull
+            // and traced from its own statement
+            body = decl.findAncestor(com.github.javaparser.ast.stmt.Statement.class)
+                    .map(Node.class::cast)
+                    .orElse(decl);
+            name = name + " " + ((MethodCallExpr) decl).getScope().get();
+            existing = byBody.get(body);
+        }
         if (existing != null) {
             return existing;
         }
@@ -137,7 +147,9 @@ final class EntryPoints {
         e.name = name;
         e.decl = decl;
         e.body = body;
-        e.location = repo.loc(at);
+        // a method spans from its first annotation to its name: the annotations above it (a multi-line
+        // @KafkaListener, @Override, @Transactional) can run over more lines than a reader looks past
+        e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : repo.loc(at);
         e.source = s;
         if (decl instanceof MethodDeclaration m) {
             e.transactional = Types.isTransactional(m);
@@ -145,6 +157,16 @@ final class EntryPoints {
         byBody.put(body, e);
         entries.add(e);
         return e;
+    }
+
+    /** Two pulls on different receivers ({@code rocketMQTemplate.receive}, {@code extRocketMQTemplate.receive}). */
+    private static boolean secondReceiver(Node first, Node next) {
+        return first instanceof MethodCallExpr a
+                && next instanceof MethodCallExpr b
+                && a != b
+                && a.getScope().isPresent()
+                && b.getScope().isPresent()
+                && !a.getScope().get().toString().equals(b.getScope().get().toString());
     }
 
     private static String owner(Node n) {
@@ -1008,19 +1030,24 @@ final class EntryPoints {
                         c -> c.getNameAsString().startsWith("commit")
                                 || c.getNameAsString().equals("sendOffsetsToTransaction"))
                 .isEmpty();
+        // auto-commit runs inside poll() and commits what the previous poll() returned: in a loop that does its
+        // work before polling again that is after the work, so the risk is a duplicate (a crash before the next
+        // poll re-delivers the batch), not a loss; work handed to another thread is still lost (AFTER_RETURN's
+        // hand-off check reports it)
+        String afterWork =
+                " commits the offsets of what poll() returned at the next poll(), after this loop's work on it";
         if (auto == null) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = e.location;
-            e.ackText = "enable.auto.commit is not set: Kafka's default (true) commits offsets on a timer from poll()";
+            e.ackText = "enable.auto.commit is not set: Kafka's default (true)" + afterWork;
         } else if (auto.isTrue()) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = auto.location();
-            e.ackText = "enable.auto.commit=true: offsets commit on a timer from poll(), whatever was processed";
+            e.ackText = "enable.auto.commit=true" + afterWork;
         } else if (!auto.literal()) {
-            e.ack = Entry.Ack.AUTO;
+            e.ack = Entry.Ack.AFTER_RETURN;
             e.ackSetting = auto.location();
-            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value()
-                    + "): when true, offsets commit on a timer";
+            e.ackText = "enable.auto.commit is chosen at run time (" + auto.value() + "): when true, Kafka" + afterWork;
         } else {
             e.ack = Entry.Ack.EXPLICIT;
             e.ackText = commits
@@ -1167,7 +1194,9 @@ final class EntryPoints {
                                     && c.getScope().isEmpty())) {
                 Node callerBody = loopOrMethod(c);
                 if (callerBody != null) {
-                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, c);
+                    // traced from the caller, located where the messages are received: that is the line a
+                    // reader looks for the queue at, the caller may be a handler of something else (a Lambda)
+                    Entry e = add(s, "SQS receiveMessage", "sqs", owner(c), c, callerBody, receive);
                     sqsAck(e, receive);
                 }
             }

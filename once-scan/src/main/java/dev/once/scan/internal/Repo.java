@@ -405,6 +405,13 @@ public final class Repo {
         return new Location(s.rel(), line, col, snippet);
     }
 
+    /** Where a node starts, spanning to the line where {@code end} starts. */
+    Location span(Node n, Node end) {
+        Location from = loc(n);
+        int last = end.getBegin().map(p -> p.line).orElse(from.line());
+        return new Location(from.file(), from.line(), from.column(), from.snippet(), Math.max(from.line(), last));
+    }
+
     Location loc(Path file, int line, String snippet) {
         return new Location(rel(root, file), Math.max(1, line), 1, snippet);
     }

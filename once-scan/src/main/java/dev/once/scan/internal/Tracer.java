@@ -733,13 +733,25 @@ final class Tracer {
                 return true;
             }
             if (name.matches("put|set|setex|hset|putAll|setIfAbsent|putIfAbsent|mset")) {
+                // a value stored under a key replaces itself: a repeat writes the same entry again. Only a value
+                // read back from the same store first (a count or a list grown in place) moves on a repeat
+                String store = c.getScope().map(Object::toString).orElse("");
+                String method = Types.ancestor(c, MethodDeclaration.class)
+                        .map(Object::toString)
+                        .orElse("");
+                boolean readBack = !store.isEmpty()
+                        && Pattern.compile(
+                                        "(?s).*" + Pattern.quote(store) + "\\s*\\.\\s*(h?get|hmget|entries)\\s*\\(.*")
+                                .matcher(method)
+                                .matches();
                 effect(
                         c,
                         f,
                         Blast.CACHE,
                         Event.Category.CACHE,
-                        "writes the cache (" + shortText(c) + ")",
-                        name.contains("IfAbsent"));
+                        "writes the cache (" + shortText(c) + ")"
+                                + (readBack ? " with a value read from it first" : ""),
+                        name.contains("IfAbsent") || !readBack);
                 return true;
             }
         }

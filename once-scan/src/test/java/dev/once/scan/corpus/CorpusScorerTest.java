@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.scan.ConsumerScan;
+import dev.once.scan.Location;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -37,6 +38,20 @@ class CorpusScorerTest {
         assertThat(lines.get(0))
                 .startsWith("SCAN-SCORE half=A repos=1 recall=0.500 (1/2) trap_false_alarms=0.500 (1/2)"
                         + " entry_points=0.500 (1/2) median_s=");
+    }
+
+    @Test
+    void anEntryLabelMatchesAnywhereOnTheHandlersSpanWithinTheSlack() {
+        Labels.Label atName = new Labels.Label(Labels.Kind.ENTRY, "kafka", "A.java", 20, "at the method's name");
+        Labels.Label atAnnotation = new Labels.Label(Labels.Kind.ENTRY, "kafka", "A.java", 12, "at @KafkaListener");
+        Labels.Label below = new Labels.Label(Labels.Kind.ENTRY, "kafka", "A.java", 24, "past the slack");
+        Location span = new Location("A.java", 12, 5, "@KafkaListener(", 20);
+
+        assertThat(atName.near(span)).isTrue();
+        assertThat(atAnnotation.near(span)).isTrue();
+        assertThat(below.near(span)).isFalse();
+        assertThat(atName.near(new Location("A.java", 12, 5, "@KafkaListener(")))
+                .isFalse();
     }
 
     @Test

@@ -33,8 +33,9 @@ record Labels(String name, String repo, String commit, String half, String scan,
     /** One label line: what, which rule (or entry kind), where, and the reviewer's reason. */
     record Label(Kind kind, String rule, String file, int line, String reason) {
 
+        /** Within the slack of what is located, from its first line to its last (a handler's annotations to its name). */
         boolean near(Location at) {
-            return at.file().equals(file) && Math.abs(at.line() - line) <= SLACK;
+            return at.file().equals(file) && line >= at.line() - SLACK && line <= at.endLine() + SLACK;
         }
 
         /** A must-report label is found by a finding of its rule at it, or naming it on its path. */
