@@ -3,6 +3,7 @@ package dev.once.testkit.internal;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -53,24 +54,36 @@ public final class KafkaNodes {
                         .sorted()
                         .map(String::valueOf)
                         .collect(Collectors.joining(",")));
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = in.readLine()) != null) {
-                String[] command = line.split(" ");
-                kafka.server.BrokerServer broker = cluster.brokers().get(Integer.parseInt(command[1]));
-                if (command[0].equals("stop")) {
-                    broker.shutdown(); // controlled: its partitions' leadership moves to the others
-                    broker.awaitShutdown();
-                    answers.println("STOPPED " + command[1]);
-                } else {
-                    broker.startup(); // with its log directory as it left it
-                    answers.println("STARTED " + command[1]);
-                }
-            }
-        } finally {
+        try {
+            serve(cluster, answers);
+        } catch (IOException | RuntimeException e) {
+            e.printStackTrace(); // to the parent's System.err; its next command finds this JVM gone
+        }
+        try {
             cluster.close();
+        } catch (Exception e) {
+            // Stopping is best effort: the data lives in a temporary directory the OS reclaims.
+            System.err.println("once: stopping the embedded Kafka cluster failed: " + e);
         }
         System.exit(0); // the broker leaves non-daemon threads behind
+    }
+
+    /** Runs the parent's commands until its end of stdin. */
+    private static void serve(KafkaClusterTestKit cluster, PrintStream answers) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] command = line.split(" ");
+            kafka.server.BrokerServer broker = cluster.brokers().get(Integer.parseInt(command[1]));
+            if (command[0].equals("stop")) {
+                broker.shutdown(); // controlled: its partitions' leadership moves to the others
+                broker.awaitShutdown();
+                answers.println("STOPPED " + command[1]);
+            } else {
+                broker.startup(); // with its log directory as it left it
+                answers.println("STARTED " + command[1]);
+            }
+        }
     }
 
     private static KafkaClusterTestKit start(String[] args) throws Exception {
