@@ -178,7 +178,7 @@ public final class KafkaEndToEnd implements Suite {
         Figures f;
         try (TestKafka kafka = TestKafka.start();
                 BenchPostgres.Db db = run.postgres().freshDatabase(1)) {
-            Run.progress("kafka: " + events + " events, " + PARTITIONS + " partitions, in-process broker at "
+            Run.progress("kafka: " + events + " events, " + PARTITIONS + " partitions, embedded broker at "
                     + kafka.bootstrapServers());
             f = run(kafka, db.dataSource(), events, rounds);
         }
@@ -188,7 +188,7 @@ public final class KafkaEndToEnd implements Suite {
 
     private static String report(Figures f, int events, int rounds) {
         StringBuilder md = new StringBuilder();
-        md.append("Kafka (in-process KRaft broker) to PostgreSQL, ")
+        md.append("Kafka (KRaft broker in a child JVM) to PostgreSQL, ")
                 .append(events)
                 .append(" events over ")
                 .append(PARTITIONS)
@@ -317,7 +317,7 @@ public final class KafkaEndToEnd implements Suite {
     }
 
     /**
-     * Starts a durable embedded PostgreSQL and the in-process Kafka (or {@value TestKafka#BOOTSTRAP_ENV}),
+     * Starts a durable embedded PostgreSQL and the embedded Kafka (or {@value TestKafka#BOOTSTRAP_ENV}),
      * runs every row over {@code events} events, and stops both.
      */
     public static Figures run(int events) throws Exception {

@@ -64,7 +64,7 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
 
 /**
- * The outbox relay to Kafka (in-process KRaft broker), on the harness's PostgreSQL: throughput
+ * The outbox relay to Kafka (KRaft broker in a child JVM), on the harness's PostgreSQL: throughput
  * draining a backlog, and commit-to-publish latency at a steady write rate with LISTEN/NOTIFY
  * wake-ups. Each with the concurrent batch path ({@link KafkaPublisher#publishAll}: the batch's
  * sends in flight together, then one wait) and with the old sequential path (the same publisher
@@ -108,7 +108,7 @@ final class RelaySuite implements Suite {
         List<Latency> latency = new ArrayList<>();
         List<BrokerRow> brokers = new ArrayList<>();
         try (TestKafka kafka = TestKafka.start()) {
-            Run.progress("relay: in-process broker at " + kafka.bootstrapServers());
+            Run.progress("relay: embedded broker at " + kafka.bootstrapServers());
             for (boolean concurrent : new boolean[] {true, false}) {
                 try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
                         KafkaPublisher kp = publisher(kafka)) {
@@ -129,7 +129,7 @@ final class RelaySuite implements Suite {
             }
         }
         StringBuilder md = new StringBuilder();
-        md.append("Outbox relay to Kafka (in-process KRaft broker, ")
+        md.append("Outbox relay to Kafka (KRaft broker in a child JVM, ")
                 .append(PARTITIONS)
                 .append(" partitions), `KafkaPublisher` (`acks=all`, idempotent), ")
                 .append(RELAYS)
@@ -207,7 +207,7 @@ final class RelaySuite implements Suite {
 
     /** The publishers of the side-by-side table (issue 21 item 5, issue 26), in its order. */
     enum Broker {
-        KAFKA("kafka", "Kafka (`KafkaPublisher`, in-process KRaft)"),
+        KAFKA("kafka", "Kafka (`KafkaPublisher`, KRaft in a child JVM)"),
         PUBSUB("pubsub", "Pub/Sub (`PubSubPublisher`, emulator)"),
         RABBITMQ("rabbitmq", "RabbitMQ (`RabbitPublisher`, confirms, durable queue)"),
         NATS("nats", "NATS JetStream (`NatsPublisher`, file stream)"),

@@ -27,7 +27,7 @@ import org.springframework.kafka.listener.MessageListenerContainer;
 
 /**
  * Spring listeners (issue 21 item 2): {@link SpringApp}, a Spring Boot 4 application on once's starter,
- * consumes the Kafka suite's in-process broker into the harness's PostgreSQL with each of its listeners
+ * consumes the Kafka suite's embedded broker into the harness's PostgreSQL with each of its listeners
  * in turn: once per record, once per poll, once per poll with a set-wise effect, a
  * {@code processed_events} insert in a {@code @Transactional} listener, and no dedupe. The per-record
  * listeners read one topic, the batch listeners a larger one; both carry every event once plus a copy of
@@ -111,7 +111,7 @@ final class SpringSuite implements Suite {
         List<Row> rows;
         try (TestKafka kafka = TestKafka.start();
                 BenchPostgres.Db db = run.postgres().freshDatabase(2)) {
-            Run.progress("spring: " + sized.recordEvents + " / " + sized.batchEvents + " events, in-process broker at "
+            Run.progress("spring: " + sized.recordEvents + " / " + sized.batchEvents + " events, embedded broker at "
                     + kafka.bootstrapServers());
             rows = sized.measure(kafka, db.dataSource());
         }
@@ -121,7 +121,7 @@ final class SpringSuite implements Suite {
                 .append(" application (`dev.once.bench.SpringApp`: once's starter, Boot's `JdbcTemplate`,"
                         + " `DataSourceTransactionManager` and Kafka container factory, spring-kafka ")
                 .append(Versions.version("spring-kafka"))
-                .append(") consuming the in-process Kafka broker into PostgreSQL, one listener container"
+                .append(") consuming the embedded Kafka broker into PostgreSQL, one listener container"
                         + " (concurrency 1, ")
                 .append(PARTITIONS)
                 .append(" partitions, `max.poll.records=")

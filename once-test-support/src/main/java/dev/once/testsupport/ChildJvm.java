@@ -1,6 +1,7 @@
 package dev.once.testsupport;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +13,8 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * A JVM started from the test's own class path, for faults a thread cannot fake: SIGKILL between
@@ -49,19 +52,30 @@ public final class ChildJvm implements AutoCloseable {
         reader.start();
     }
 
-    /** Starts {@code main} in a new JVM with this JVM's class path, extra environment and arguments. */
+    /** Starts {@code main} in a new JVM on {@link #classPath()}, with extra environment and arguments. */
     public static ChildJvm start(Class<?> main, Map<String, String> environment, String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx256m");
         command.add("-XX:TieredStopAtLevel=1");
         command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
+        command.add(classPath());
         command.add(main.getName());
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.environment().putAll(environment);
         return new ChildJvm(pb.start());
+    }
+
+    /**
+     * Every entry of this JVM's class path and module path, as one class path: a child started on it
+     * can run any class this JVM can, whether the test runs its libraries as modules or not, and
+     * needs no path to a local repository.
+     */
+    public static String classPath() {
+        return Stream.of(System.getProperty("java.class.path"), System.getProperty("jdk.module.path"))
+                .filter(path -> path != null && !path.isEmpty())
+                .collect(Collectors.joining(File.pathSeparator));
     }
 
     public long pid() {

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
@@ -60,8 +61,20 @@ public final class ModulePathApp {
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
             String url = TestPostgres.shared().jdbcUrl();
             url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
-            return run(module, libraries, roots, sources, dir, "app/app.Main", url);
+            return run(module, libraries, roots, sources, false, dir, "app/app.Main", url);
         }
+    }
+
+    /**
+     * Compiles the application in resource folder {@code sources} and runs {@code app/app.Main} with
+     * {@code module} and {@code libraries} on the module path and the rest of the test's class path on
+     * the class path, as a build tool runs an application whose module requires only some of its jars:
+     * there go the jars no module requires, such as the test kit's Kafka broker, which cannot be a
+     * module and runs in a JVM of its own from there.
+     */
+    public static String runBesideClassPath(Class<?> module, String sources, List<String> libraries, Path dir)
+            throws IOException, InterruptedException, URISyntaxException {
+        return run(module, libraries, List.of(), sources, true, dir, "app/app.Main");
     }
 
     /**
@@ -79,6 +92,7 @@ public final class ModulePathApp {
             List<String> libraries,
             List<String> roots,
             String sources,
+            boolean restOnClassPath,
             Path dir,
             String mainClass,
             String... args)
@@ -107,6 +121,9 @@ public final class ModulePathApp {
                 out + File.pathSeparator + modulePath));
         if (!roots.isEmpty()) {
             command.addAll(List.of("--add-modules", String.join(",", roots)));
+        }
+        if (restOnClassPath) {
+            command.addAll(List.of("-cp", rest(modulePath)));
         }
         command.addAll(List.of("--module", mainClass));
         command.addAll(List.of(args));
@@ -143,6 +160,15 @@ public final class ModulePathApp {
                     "not every library is on the test class path: " + libraries + " in " + path);
         }
         return String.join(File.pathSeparator, path);
+    }
+
+    /** The test's class path but what is on {@code modulePath}, without the tests' own classes. */
+    private static String rest(String modulePath) {
+        List<String> modules = List.of(modulePath.split(File.pathSeparator));
+        return Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
+                .filter(entry ->
+                        !modules.contains(entry) && !entry.contains("test-classes") && !entry.endsWith("-tests.jar"))
+                .collect(Collectors.joining(File.pathSeparator));
     }
 
     /** {@code artifact}'s jar ({@code artifact-1.2.jar}, not {@code artifact-extra-1.2.jar}) or classes folder. */

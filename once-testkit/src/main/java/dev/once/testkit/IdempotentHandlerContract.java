@@ -50,6 +50,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class IdempotentHandlerContract {
 
+    /** For a subclass: one per handler under test. */
+    protected IdempotentHandlerContract() {}
+
     private TestDatabase database;
 
     /** Creates the business tables the handler writes, in the test's fresh schema. */

@@ -12,8 +12,6 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.testkit.kafka.TestKafka;
 import dev.once.testsupport.TestPostgres;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-import java.io.OutputStream;
-import java.io.PrintStream;
 import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -167,7 +165,7 @@ public final class Demo implements AutoCloseable {
         String bootstrap = options.kafka();
         if (bootstrap == null) {
             progress.accept("starting Kafka (embedded, KRaft)");
-            TestKafka kafka = startKafkaQuietly();
+            TestKafka kafka = TestKafka.start();
             closeables.add(kafka);
             bootstrap = kafka.bootstrapServers();
         }
@@ -232,18 +230,6 @@ public final class Demo implements AutoCloseable {
         outboxAdmin = OutboxAdmin.builder().dataSource(dataSource).build();
         naive.start();
         once.start();
-    }
-
-    // Kafka's storage formatter prints its bootstrap records to System.out, which would land in the
-    // middle of the command's own output; nothing else writes to this JVM's stdout meanwhile.
-    private static TestKafka startKafkaQuietly() {
-        PrintStream out = System.out;
-        System.setOut(new PrintStream(OutputStream.nullOutputStream(), true, StandardCharsets.UTF_8));
-        try {
-            return TestKafka.start();
-        } finally {
-            System.setOut(out);
-        }
     }
 
     private static HikariDataSource openSchema(String url, String schema) {

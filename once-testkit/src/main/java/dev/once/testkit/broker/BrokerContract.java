@@ -55,6 +55,9 @@ import org.junit.jupiter.api.TestInfo;
  */
 public abstract class BrokerContract {
 
+    /** For a subclass: one per broker adapter under test. */
+    protected BrokerContract() {}
+
     /** The consumer name every case claims under, in this JVM and in the crash child. */
     public static final String CONSUMER = "ledger";
 

@@ -40,6 +40,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class OutboxRelayContract {
 
+    /** For a subclass: one per publisher under test. */
+    protected OutboxRelayContract() {}
+
     /** Upstream events handled; each enqueues {@link #PER_EVENT} messages. */
     public static final int EVENTS = 3;
     /** Messages a handler enqueues per event. */

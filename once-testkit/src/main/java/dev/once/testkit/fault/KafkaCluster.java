@@ -1,31 +1,30 @@
 package dev.once.testkit.fault;
 
+import dev.once.testkit.internal.KafkaProcess;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.file.Files;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
- * An in-process KRaft Kafka cluster of several brokers (and one controller), whose brokers a test
- * can stop and start again mid-run, so partition leaders and the group coordinator move. Broker
- * failure tests only; single-broker tests use {@link dev.once.testkit.kafka.TestKafka}. Like it,
- * this wraps Kafka's internal test API ({@code KafkaClusterTestKit}).
+ * A KRaft Kafka cluster of several brokers (and one controller), whose brokers a test can stop and
+ * start again mid-run, so partition leaders and the group coordinator move. Broker failure tests
+ * only; single-broker tests use {@link dev.once.testkit.kafka.TestKafka}. Like it, the cluster runs
+ * in a child JVM of its own.
  */
 public final class KafkaCluster implements AutoCloseable {
 
     /** The node id Kafka's test kit gives the first broker. */
     private static final int FIRST_BROKER_ID = 0;
 
-    private final KafkaClusterTestKit cluster;
+    private final KafkaProcess cluster;
     private FaultProxy proxy;
 
-    private KafkaCluster(KafkaClusterTestKit cluster) {
+    private KafkaCluster(KafkaProcess cluster) {
         this.cluster = cluster;
     }
 
@@ -83,37 +82,20 @@ public final class KafkaCluster implements AutoCloseable {
             int brokers,
             int minInsyncReplicas,
             Map<String, String> settings,
-            Map<Integer, Map<String, String>> perBroker)
-            throws Exception {
-        TestKitNodes nodes = new TestKitNodes.Builder()
-                .setBaseDirectory(Files.createTempDirectory("once-kafka-cluster-"))
-                .setCombined(false)
-                .setNumBrokerNodes(brokers)
-                .setNumControllerNodes(1)
-                .setPerServerProperties(perBroker)
-                .build();
-        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes).setDeleteOnClose(true);
+            Map<Integer, Map<String, String>> perBroker) {
+        Map<String, String> all = new HashMap<>();
         String replication = Integer.toString(brokers);
-        builder.setConfigProp("offsets.topic.replication.factor", replication);
-        builder.setConfigProp("offsets.topic.num.partitions", "3");
-        builder.setConfigProp("transaction.state.log.replication.factor", replication);
-        builder.setConfigProp("transaction.state.log.min.isr", Integer.toString(minInsyncReplicas));
-        builder.setConfigProp("default.replication.factor", replication);
-        builder.setConfigProp("min.insync.replicas", Integer.toString(minInsyncReplicas));
-        builder.setConfigProp("group.initial.rebalance.delay.ms", "0");
-        builder.setConfigProp("group.min.session.timeout.ms", "500");
-        builder.setConfigProp("auto.create.topics.enable", "false");
-        settings.forEach(builder::setConfigProp);
-        KafkaClusterTestKit cluster = builder.build();
-        try {
-            cluster.format();
-            cluster.startup();
-            cluster.waitForReadyBrokers();
-        } catch (Exception e) {
-            cluster.close();
-            throw e;
-        }
-        return new KafkaCluster(cluster);
+        all.put("offsets.topic.replication.factor", replication);
+        all.put("offsets.topic.num.partitions", "3");
+        all.put("transaction.state.log.replication.factor", replication);
+        all.put("transaction.state.log.min.isr", Integer.toString(minInsyncReplicas));
+        all.put("default.replication.factor", replication);
+        all.put("min.insync.replicas", Integer.toString(minInsyncReplicas));
+        all.put("group.initial.rebalance.delay.ms", "0");
+        all.put("group.min.session.timeout.ms", "500");
+        all.put("auto.create.topics.enable", "false");
+        all.putAll(settings);
+        return new KafkaCluster(KafkaProcess.start(false, brokers, all, perBroker));
     }
 
     /** {@code host:port} of every broker, running or not. */
@@ -122,30 +104,21 @@ public final class KafkaCluster implements AutoCloseable {
     }
 
     public Admin admin() {
-        return cluster.admin();
+        return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers()));
     }
 
     public Set<Integer> brokerIds() {
-        return new TreeSet<>(cluster.brokers().keySet());
+        return cluster.brokerIds();
     }
 
     /** Stops a broker (a controlled shutdown: its partitions' leadership moves to the others). */
     public void stopBroker(int id) {
-        broker(id).shutdown();
-        broker(id).awaitShutdown();
+        cluster.stopBroker(id);
     }
 
     /** Starts a stopped broker again, with its log directory as it left it. */
     public void startBroker(int id) {
-        broker(id).startup();
-    }
-
-    private kafka.server.BrokerServer broker(int id) {
-        kafka.server.BrokerServer b = cluster.brokers().get(id);
-        if (b == null) {
-            throw new IllegalArgumentException("no broker " + id + " in this cluster; brokers are " + brokerIds());
-        }
-        return b;
+        cluster.startBroker(id);
     }
 
     @Override

@@ -1,7 +1,7 @@
 package dev.once.testkit.kafka;
 
+import dev.once.testkit.internal.KafkaProcess;
 import dev.once.testsupport.Services;
-import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -12,14 +12,13 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
 
 /**
  * A real Kafka broker for tests and the demo: the cluster named by {@value #BOOTSTRAP_ENV} when
- * set, otherwise one combined broker+controller in KRaft mode started in this JVM. The only class
- * of {@code once} that touches Kafka's internal test API ({@code KafkaClusterTestKit}), so a Kafka
- * upgrade that changes it breaks here and nowhere else.
+ * set, otherwise one combined broker+controller in KRaft mode, started in a JVM of its own from
+ * this JVM's jars. Not in this JVM: the broker's jars split the packages of {@code kafka-clients},
+ * so they cannot run beside it when it is a named module (a test on the module path); and a
+ * broker in this JVM would share its heap, threads and pauses with the code under test.
  *
  * <p>Tests use {@link #shared()}: started once per JVM, stopped by a shutdown hook, unique topics
  * per test ({@link #createTopic}). A main program (the CLI demo) uses {@link #start()} and
@@ -27,11 +26,11 @@ import org.apache.kafka.common.test.TestKitNodes;
  */
 public final class TestKafka implements AutoCloseable {
 
-    /** Bootstrap servers of an existing cluster to use instead of the in-process one, e.g. {@code 127.0.0.1:9092}. */
+    /** Bootstrap servers of an existing cluster to use instead of the embedded one, e.g. {@code 127.0.0.1:9092}. */
     public static final String BOOTSTRAP_ENV = "ONCE_TEST_KAFKA_BOOTSTRAP";
 
     /**
-     * Broker settings of the in-process node: one node, so every internal topic has replication
+     * Broker settings of the embedded node: one node, so every internal topic has replication
      * factor 1; no initial rebalance delay, so a consumer group forms at once instead of after 3 s; a
      * minimum session timeout of 0.5 s, so a test that SIGKILLs a consumer sees its partitions
      * reassigned within a couple of seconds ({@link #sessionTimeoutMs()}).
@@ -48,11 +47,11 @@ public final class TestKafka implements AutoCloseable {
     private static final AtomicLong SEQUENCE = new AtomicLong();
     private static volatile TestKafka shared;
 
-    private final KafkaClusterTestKit cluster;
+    private final KafkaProcess broker;
     private final String bootstrapServers;
 
-    private TestKafka(KafkaClusterTestKit cluster, String bootstrapServers) {
-        this.cluster = cluster;
+    private TestKafka(KafkaProcess broker, String bootstrapServers) {
+        this.broker = broker;
         this.bootstrapServers = bootstrapServers;
     }
 
@@ -72,8 +71,8 @@ public final class TestKafka implements AutoCloseable {
                         throw Services.unavailable(
                                 "kafka",
                                 "set " + BOOTSTRAP_ENV
-                                        + " to a reachable cluster, or let the in-process broker start (needs a free port"
-                                        + " and a writable temporary directory)",
+                                        + " to a reachable cluster, or let the embedded broker start (needs a free port,"
+                                        + " a writable temporary directory and the JDK this JVM runs on)",
                                 e);
                     }
                     TestKafka stopping = k;
@@ -86,8 +85,8 @@ public final class TestKafka implements AutoCloseable {
     }
 
     /**
-     * Connects to {@value #BOOTSTRAP_ENV} when set, otherwise starts a new in-process broker (about
-     * 2 s). The caller closes it.
+     * Connects to {@value #BOOTSTRAP_ENV} when set, otherwise starts a new broker in a child JVM
+     * (a few seconds). The caller closes it.
      *
      * @throws IllegalStateException if the external cluster does not answer or the broker cannot start
      */
@@ -106,32 +105,8 @@ public final class TestKafka implements AutoCloseable {
             }
             return k;
         }
-        KafkaClusterTestKit cluster = null;
-        try {
-            // A directory of our own: the test kit's default one is deleted by a JVM shutdown hook of
-            // Kafka's that races with close() when a main program (the demo) stops on Ctrl-C, and the
-            // broker then fails loudly writing its last checkpoints. deleteOnClose removes this one.
-            TestKitNodes nodes = new TestKitNodes.Builder()
-                    .setBaseDirectory(Files.createTempDirectory("once-kafka-"))
-                    .setCombined(true)
-                    .setNumBrokerNodes(1)
-                    .setNumControllerNodes(1)
-                    .build();
-            KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes).setDeleteOnClose(true);
-            BROKER_SETTINGS.forEach(builder::setConfigProp);
-            cluster = builder.build();
-            cluster.format();
-            cluster.startup();
-            cluster.waitForReadyBrokers();
-            return new TestKafka(cluster, cluster.bootstrapServers());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            closeQuietly(cluster);
-            throw new IllegalStateException("interrupted while starting the in-process Kafka broker", e);
-        } catch (Exception e) {
-            closeQuietly(cluster);
-            throw new IllegalStateException("the in-process Kafka broker did not start: " + e, e);
-        }
+        KafkaProcess broker = KafkaProcess.start(true, 1, BROKER_SETTINGS, Map.of());
+        return new TestKafka(broker, broker.bootstrapServers());
     }
 
     /** {@code host:port} list for {@code bootstrap.servers}. */
@@ -140,16 +115,16 @@ public final class TestKafka implements AutoCloseable {
     }
 
     /**
-     * A {@code session.timeout.ms} for test consumers: short on the in-process broker, which allows
+     * A {@code session.timeout.ms} for test consumers: short on the embedded broker, which allows
      * it, and Kafka's minimum default (6 s) on an external cluster.
      */
     public int sessionTimeoutMs() {
         return isEmbedded() ? 2_000 : 6_000;
     }
 
-    /** True when this is the in-process broker rather than the cluster named by {@value #BOOTSTRAP_ENV}. */
+    /** True when this is the embedded broker rather than the cluster named by {@value #BOOTSTRAP_ENV}. */
     public boolean isEmbedded() {
-        return cluster != null;
+        return broker != null;
     }
 
     /** A new admin client on this cluster; the caller closes it. */
@@ -217,21 +192,11 @@ public final class TestKafka implements AutoCloseable {
         }
     }
 
-    /** Stops the in-process broker and deletes its data; does nothing for an external cluster. Idempotent. */
+    /** Stops the embedded broker and deletes its data; does nothing for an external cluster. Idempotent. */
     @Override
     public void close() {
-        closeQuietly(cluster);
-    }
-
-    private static void closeQuietly(KafkaClusterTestKit cluster) {
-        if (cluster == null) {
-            return;
-        }
-        try {
-            cluster.close();
-        } catch (Exception e) {
-            // Stopping is best effort: the data lives in a temporary directory the OS reclaims.
-            System.err.println("once: stopping the in-process Kafka broker failed: " + e);
+        if (broker != null) {
+            broker.close();
         }
     }
 }

@@ -86,9 +86,9 @@ public final class SpringAckGap {
         }
     }
 
-    /** The bean that stops the child in the ack gap. */
+    /** The bean that stops the child in the ack gap (the child runs on the class path, where Spring reaches it). */
     @Configuration(proxyBeanMethods = false)
-    public static class ParkAfterCommit {
+    static class ParkAfterCommit {
         @Bean
         @Primary
         OutcomeListener onceAckGapCrash() {

