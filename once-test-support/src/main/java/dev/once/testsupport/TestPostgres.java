@@ -13,11 +13,21 @@ import java.util.concurrent.atomic.AtomicLong;
  * Real PostgreSQL for tests: the server named by {@value #URL_ENV} when set, otherwise an
  * embedded PostgreSQL 17 started once per JVM from Maven-packaged binaries. Every test takes a
  * {@link #freshDatabase()} of its own.
+ *
+ * <p>On either server the tests' sessions commit without waiting for the WAL flush
+ * ({@code synchronous_commit} off: the embedded server's setting, and on a named server the
+ * {@value #ASYNC_COMMIT} parameter of every URL this class hands out). No test crashes the shared
+ * server, so what they check is the same; a flush per commit cost 7 ms on CI's disk, most of
+ * the time of the tests that commit tens of thousands of claims. The failover tests start
+ * servers of their own with durable commits.
  */
 public final class TestPostgres {
 
     /** JDBC URL of an existing server to use instead of the embedded one, e.g. {@code jdbc:postgresql://127.0.0.1:5432/test?user=postgres}. */
     public static final String URL_ENV = "ONCE_TEST_POSTGRES_URL";
+
+    /** The pgjdbc parameter added to a named server's URL: the session's {@code synchronous_commit} off. */
+    static final String ASYNC_COMMIT = "options=-c%20synchronous_commit%3Doff";
 
     private static final AtomicLong SEQUENCE = new AtomicLong();
     private static volatile TestPostgres shared;
@@ -59,7 +69,8 @@ public final class TestPostgres {
                         "start PostgreSQL at " + url + " or unset " + URL_ENV + " to use the embedded one",
                         e);
             }
-            return new TestPostgres(url, null);
+            // a URL that sets session options of its own keeps them
+            return new TestPostgres(url.contains("options=") ? url : withParameter(url, ASYNC_COMMIT), null);
         }
         try {
             EmbeddedPostgres pg = embedded(false);
