@@ -123,6 +123,32 @@ public final class Inbox {
         }
     }
 
+    /**
+     * Which of {@code eventIds} are claimed for {@code consumer} as {@code connection} sees the inbox: claims
+     * committed, and its own transaction's; a claim another transaction holds and has not committed is not
+     * visible. One statement; for telling a copy from a failure after the fact, not for claiming.
+     */
+    public Set<String> claimedAmong(Connection connection, String consumer, Collection<String> eventIds)
+            throws SQLException {
+        Set<String> found = new HashSet<>();
+        if (eventIds.isEmpty()) {
+            return found;
+        }
+        try (PreparedStatement ps = connection.prepareStatement(dialect.inboxClaimedAmong(prefix, eventIds.size()))) {
+            ps.setString(1, consumer); // 1 consumer
+            int i = 2;
+            for (String id : eventIds) {
+                ps.setString(i++, id); // 2..n+1 event ids
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(rs.getString(1));
+                }
+            }
+        }
+        return found;
+    }
+
     private String claimBatchSql(int size) {
         return claimBatchSql.computeIfAbsent(size, n -> dialect.claimBatch(prefix, lockTimeout, n));
     }

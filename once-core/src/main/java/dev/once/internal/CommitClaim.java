@@ -10,7 +10,6 @@ import dev.once.jdbc.Dialect;
 import dev.once.tx.JoinedTransaction;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.List;
@@ -41,7 +40,7 @@ final class CommitClaim {
     // Null where the dialect cannot fold the COMMIT into the claim (MariaDB): the claim is then a
     // statement of its own and the handle's commit follows.
     private final String claimAndCommitSql;
-    private final String claimedSql;
+    private final Inbox inbox;
     // Joined (dedicated): null where the dialect cannot, and the builder refuses the setting.
     private final String joinedClaimSql;
     private final String joinedClaimAndCommitSql;
@@ -54,7 +53,7 @@ final class CommitClaim {
         this.clock = clock;
         this.claimSql = dialect.claimAtCommit(inbox.tablePrefix());
         this.claimAndCommitSql = dialect.claimAtCommitAndCommit(inbox.tablePrefix());
-        this.claimedSql = dialect.inboxClaimedAmong(inbox.tablePrefix(), 1);
+        this.inbox = inbox;
         this.joinedClaimSql = dialect.claimAtJoinedCommit(inbox.tablePrefix());
         this.joinedClaimAndCommitSql = dialect.claimAtJoinedCommitAndCommit(inbox.tablePrefix());
     }
@@ -168,14 +167,7 @@ final class CommitClaim {
     }
 
     private boolean claimed(String eventId) throws SQLException {
-        return transactions.inTransaction(tx -> {
-            try (PreparedStatement ps = tx.connection().prepareStatement(claimedSql)) {
-                ps.setString(1, consumer);
-                ps.setString(2, eventId);
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next();
-                }
-            }
-        });
+        return transactions.inTransaction(tx ->
+                !inbox.claimedAmong(tx.connection(), consumer, List.of(eventId)).isEmpty());
     }
 }

@@ -7,8 +7,6 @@ import dev.once.Outcome;
 import dev.once.Tx;
 import java.lang.reflect.Method;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -127,7 +125,6 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
-        boolean[] refusedByBody = new boolean[1];
         try {
             outcome = o.transactionTemplate().execute(status -> {
                 if (channel != null) {
@@ -140,17 +137,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 if (!r.shouldAcknowledge()) {
                     throw new Failed(r); // rolls the transaction back; rethrown as the body's own exception
                 }
-                if ((ack != null && ack.nacked() != null)
-                        || (channel != null && channel.refused())
-                        || (pubSub != null && pubSub.nacked())) {
+                if (askedForRedelivery(ack, channel, pubSub)) {
                     // The body asked for redelivery: its writes and the claim must not commit.
                     status.setRollbackOnly();
-                    refusedByBody[0] = true;
                 }
                 return r;
             });
         } catch (RuntimeException | Error e) {
-            if (atCommit && appliedByCopy(o, listener, delivery)) {
+            if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                 return duplicateAfterRollback(listener, delivery, ack, pubSub);
             }
             throw failure(listener, delivery, e, pubSub);
@@ -161,7 +155,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 CURRENT.set(outer);
             }
         }
-        if (atCommit && refusedByBody[0] && appliedByCopy(o, listener, delivery)) {
+        if (atCommit && askedForRedelivery(ack, channel, pubSub) && appliedByCopy(o, consumer, listener, delivery)) {
             return duplicateAfterRollback(listener, delivery, ack, pubSub);
         }
         if (ack != null) {
@@ -178,6 +172,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /** The body nacked, or refused the message on its channel. */
+    private static boolean askedForRedelivery(
+            AfterCommitAcknowledgment ack, AfterCommitChannel channel, AfterCommitPubSub pubSub) {
+        return (ack != null && ack.nacked() != null)
+                || (channel != null && channel.refused())
+                || (pubSub != null && pubSub.nacked());
     }
 
     /** A call that did not commit: logged, the Pub/Sub message nacked, and what the container must hear. */
@@ -205,14 +207,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      * the work a copy had committed, or the body asked for redelivery) is a copy of an applied event when
      * the inbox holds its claim: read after the transaction, on a connection of its own.
      */
-    private static boolean appliedByCopy(OnceSpring o, ListenerMethod listener, Delivery delivery) {
-        try (Connection c = o.dataSource().getConnection();
-                PreparedStatement ps = c.prepareStatement(o.dialect().inboxClaimedAmong(o.tablePrefix(), 1))) {
-            ps.setString(1, listener.consumer());
-            ps.setString(2, delivery.eventId());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next();
-            }
+    private static boolean appliedByCopy(
+            OnceSpring o, IdempotentConsumer consumer, ListenerMethod listener, Delivery delivery) {
+        try (Connection c = o.dataSource().getConnection()) {
+            return !consumer.inbox()
+                    .claimedAmong(c, listener.consumer(), List.of(delivery.eventId()))
+                    .isEmpty();
         } catch (SQLException e) {
             log.warn(
                     "consumer '{}' could not read whether event '{}' was applied by another delivery ({}): it is"

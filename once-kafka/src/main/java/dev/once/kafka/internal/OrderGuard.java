@@ -9,8 +9,6 @@ import dev.once.Tx;
 import dev.once.tx.TransactionHandle;
 import dev.once.tx.TransactionProvider;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -297,23 +295,9 @@ public final class OrderGuard implements Handler, BatchHandler {
     }
 
     private Set<String> claimed(Connection c, Collection<String> ids) throws SQLException {
-        Set<String> found = new HashSet<>();
         // The transaction's own connection, not the handler's guarded one: this is no statement of the
         // handler's, and an error here fails the delivery, which rolls the transaction back.
-        try (PreparedStatement ps =
-                c.prepareStatement(inbox.dialect().inboxClaimedAmong(inbox.tablePrefix(), ids.size()))) {
-            ps.setString(1, consumer); // 1: consumer
-            int i = 2;
-            for (String id : ids) {
-                ps.setString(i++, id); // 2..n+1: event ids
-            }
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    found.add(rs.getString(1));
-                }
-            }
-        }
-        return found;
+        return inbox.claimedAmong(c, consumer, ids);
     }
 
     /** Event {@code id} is applied in this thread's open transaction. */
