@@ -60,8 +60,10 @@ final class ClaimCheck {
      * Each of these passes through the guard first (an SQLException on its way to the handler, SQL naming
      * the inbox, a procedure call), so an owned transaction in which the guard saw none of them needs no
      * check: the default path sends claim, handler statements and COMMIT, and nothing else. A joined
-     * transaction is always checked: the caller's code may reach the same connection without the guard
-     * (a Spring handler's JdbcTemplate). On PostgreSQL, when the engine's own handle ends the
+     * transaction is checked unless its integration confined the handler to the guarded connection
+     * ({@link JoinedTransaction#confineHandlerTo}: the Spring listener in a transaction of its own binds it
+     * where a body's JdbcTemplate looks): otherwise the caller's code may reach the same connection without
+     * the guard. On PostgreSQL, when the engine's own handle ends the
      * transaction, the check rides in the commit's round trip and commits when it passes; a provider's
      * owned handle gets the check alone and commits after its own pre-commit work.
      *
@@ -82,7 +84,14 @@ final class ClaimCheck {
         JoinedTransaction joined = tx.joinedTransaction();
         if (joined != null && joined.checksBeforeCommit()) {
             Connection c = tx.connection();
-            joined.checkBeforeCommit(commit -> checkAtCommit(tx, c, eventIds, commit));
+            // Confined (every statement of this handler passed its guard, which saw nothing) and nothing else
+            // due before the commit: nothing between the claim and the COMMIT went unseen, as in an owned
+            // transaction, so the check would cost a statement and catch nothing. Read now, after the handler:
+            // the mark must name this handler's own connection.
+            boolean sawAll = watch.suspicion() == null
+                    && joined.handlerConfinedTo() instanceof GuardedConnection g
+                    && g.watches(watch);
+            joined.checkBeforeCommit(commit -> !(sawAll && commit) && checkAtCommit(tx, c, eventIds, commit));
             return null;
         }
         return askClaim(tx.connection(), eventIds, tx.commitFoldable());

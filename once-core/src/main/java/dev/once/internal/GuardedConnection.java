@@ -71,6 +71,11 @@ public final class GuardedConnection implements Connection {
         return watch.failed(e);
     }
 
+    /** Whether this connection reports to {@code w}: it is the guard of that claim transaction's handler. */
+    boolean watches(ClaimWatch w) {
+        return watch == w;
+    }
+
     /** The refused call or SQL, or null if the handler kept to its part. */
     public String misuse() {
         return misuse;

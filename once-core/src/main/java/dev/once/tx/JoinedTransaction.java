@@ -1,5 +1,6 @@
 package dev.once.tx;
 
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,6 +49,7 @@ public final class JoinedTransaction implements SavepointListener {
     private final List<Integer> positions = new ArrayList<>(0);
     private final List<SavepointListener> listeners = new ArrayList<>(0);
     private final boolean checksBeforeCommit;
+    private Connection confinedTo;
     private boolean done;
 
     /** A transaction that has just begun: no callbacks, no savepoints; the engine checks its claims right after the handler. */
@@ -70,6 +72,26 @@ public final class JoinedTransaction implements SavepointListener {
     /** True when the integration runs {@link #runChecks} before the commit, so the engine may register checks. */
     public boolean checksBeforeCommit() {
         return checksBeforeCommit;
+    }
+
+    /**
+     * Tells the engine that the handler about to run reaches this transaction's connection only through
+     * {@code handlerConnection}, the connection of its {@code Tx}: the integration has put it where the
+     * caller's code looks the transaction's connection up (Spring's bound {@code ConnectionHolder}), so
+     * every statement of the handler passes the engine's guard, which sees what can cost a claim (a failed
+     * statement, SQL naming the inbox, transaction control). The engine then skips its claim check when
+     * the guard saw none of it and nothing else is due before the commit ({@link CommitCheck#run}'s
+     * {@code commit}): the transaction costs the round trips of a hand-written one. {@code null} withdraws
+     * it (the handler took the driver's own connection). Stays until replaced; the engine compares it with
+     * the connection its handler got, so a mark left by another handler never counts.
+     */
+    public void confineHandlerTo(Connection handlerConnection) {
+        this.confinedTo = handlerConnection;
+    }
+
+    /** The connection of {@link #confineHandlerTo}, or null. */
+    public Connection handlerConfinedTo() {
+        return confinedTo;
     }
 
     /**

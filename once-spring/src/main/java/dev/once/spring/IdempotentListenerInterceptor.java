@@ -81,13 +81,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         final ProxyMethodInvocation invocation;
         final Object[] args;
         final javax.sql.DataSource dataSource;
+        // the body runs confined to the engine's guarded connection (ConfinedConnectionHolder)
+        final boolean confine;
         Object result;
         Duration nack;
 
-        Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource) {
+        Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource, boolean confine) {
             this.invocation = invocation;
             this.args = args;
             this.dataSource = dataSource;
+            this.confine = confine;
         }
     }
 
@@ -100,6 +103,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Call call = CURRENT.get();
         PhysicalTransaction state = PhysicalTransaction.current(call.dataSource);
         Tx outer = state.listenerTx(tx);
+        ConfinedConnectionHolder confined =
+                call.confine ? ConfinedConnectionHolder.bind(call.dataSource, tx.connection(), state.joined()) : null;
         try {
             call.result = call.invocation.invocableClone(call.args).proceed();
         } catch (Exception | Error e) {
@@ -107,6 +112,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         } finally {
+            if (confined != null) {
+                confined.unbind();
+            }
             state.listenerTx(outer);
         }
     }
@@ -118,9 +126,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         AfterCommitChannel channel = listener.channelIndex() >= 0 ? AfterCommitChannel.wrap(listener, args) : null;
         AfterCommitPubSub pubSub = AfterCommitPubSub.wrap(listener, args);
         OnceSpring o = once();
-        Call call = new Call(invocation, args, o.transactions().key());
-        // The claim waits for the commit only in a transaction the template begins for this call alone.
-        boolean atCommit = listener.atCommit() && !TransactionSynchronizationManager.isActualTransactionActive();
+        // The claim waits for the commit, and the body is confined to the guarded connection, only in a
+        // transaction the template begins for this call alone. Confined, a claim-first body needs no claim
+        // check when the guard saw nothing, and transaction control a body sends through its JdbcTemplate
+        // (ROLLBACK as SQL, which would leave a claim at commit to commit alone) is refused.
+        boolean own = !TransactionSynchronizationManager.isActualTransactionActive();
+        boolean atCommit = listener.atCommit() && own;
+        Call call = new Call(invocation, args, o.transactions().key(), own && o.confinesListeners());
         IdempotentConsumer consumer = atCommit ? atCommitConsumer(listener.consumer()) : consumer(listener.consumer());
         Call outer = CURRENT.get();
         CURRENT.set(call);

@@ -71,6 +71,15 @@ public final class OnceSpring {
         return new Builder();
     }
 
+    /**
+     * Whether an {@link IdempotentListener} body in a transaction of its own can be confined to the guarded
+     * connection ({@link ConfinedConnectionHolder}): the transaction manager binds a JDBC
+     * {@code ConnectionHolder} and nothing else (a JPA session's statements would pass it by).
+     */
+    boolean confinesListeners() {
+        return transactionManager instanceof org.springframework.jdbc.datasource.DataSourceTransactionManager;
+    }
+
     /** The provider that joins the current Spring transaction on {@link #dataSource()}. */
     public SpringTransactionProvider transactions() {
         return transactions;

@@ -44,17 +44,19 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * An {@link IdempotentListener} body that does what a real body may do behind once's back, on the
- * connection Spring bound (where once's guard sees nothing): catch a failed statement and go on, delete
- * its own claim, roll back a savepoint of its own, run {@code NESTED} steps, register a
- * {@code beforeCommit} synchronization that writes or fails. Generated deliveries (each event delivered
+ * connection Spring bound: catch a failed statement and go on, delete its own claim (through
+ * {@code JdbcTemplate} or the driver's unwrapped connection), send ROLLBACK as SQL, mark the transaction
+ * rollback-only from an inner {@code REQUIRED} step, roll back a savepoint of its own, run {@code NESTED}
+ * steps, register a {@code beforeCommit} synchronization that writes or fails. Generated deliveries (each event delivered
  * one to three times, each delivery its own body) go through the listener one by one; the oracle comes
  * from the steps alone: a delivery whose body has a poisoned step throws (the container does not
  * acknowledge it) and leaves nothing; the first clean delivery of an event commits exactly its body's
  * writes and its claim; every later delivery is a duplicate that returns without running the body.
  *
  * <p>This is the test of the claim check that once leaves to Spring's commit (and, with nothing else
- * due before the commit, folds into it): a check skipped or run too early lets a deleted claim commit,
- * and the next copy apply again.
+ * due before the commit, folds into it), and of the confinement that lets the default listener skip it
+ * (the body's JdbcTemplate reaching once's guarded connection): a check skipped when the guard did not
+ * see everything lets a deleted claim commit, and the next copy apply again.
  */
 class HostileListenerBodyTest {
 
@@ -71,6 +73,14 @@ class HostileListenerBodyTest {
         RAW_SAVEPOINT_GHOST,
         /** The body deletes its own claim row. */
         DELETE_CLAIM,
+        /** ROLLBACK as SQL through JdbcTemplate, the exception caught: the claim must not be lost unseen. */
+        RAW_ROLLBACK,
+        /** An inner REQUIRED step writes and marks the transaction rollback-only: nothing of it may commit. */
+        INNER_ROLLBACK_ONLY,
+        /** The driver's own connection unwrapped (as for pgjdbc's CopyManager), the claim deleted through it. */
+        UNWRAPPED_DELETE_CLAIM,
+        /** The driver's own connection unwrapped, a ledger row written through it (it commits with the claim). */
+        UNWRAPPED_CREDIT,
         /** A synchronization whose beforeCommit writes a ledger row (it must commit with the claim). */
         BEFORE_COMMIT_CREDIT,
         /** A synchronization, run after once's in beforeCommit, that fails: the commit must not happen. */
@@ -80,11 +90,17 @@ class HostileListenerBodyTest {
         THROW;
 
         boolean poisons() {
-            return this == FAIL_CAUGHT || this == DELETE_CLAIM || this == BEFORE_COMMIT_FAIL || this == THROW;
+            return this == FAIL_CAUGHT
+                    || this == DELETE_CLAIM
+                    || this == RAW_ROLLBACK
+                    || this == INNER_ROLLBACK_ONLY
+                    || this == UNWRAPPED_DELETE_CLAIM
+                    || this == BEFORE_COMMIT_FAIL
+                    || this == THROW;
         }
 
         boolean credits() {
-            return this == CREDIT || this == NESTED_CREDIT || this == BEFORE_COMMIT_CREDIT;
+            return this == CREDIT || this == NESTED_CREDIT || this == BEFORE_COMMIT_CREDIT || this == UNWRAPPED_CREDIT;
         }
     }
 
@@ -169,12 +185,14 @@ class HostileListenerBodyTest {
     public static class Body {
         final JdbcTemplate jdbc;
         final TransactionTemplate nested;
+        final TransactionTemplate required;
         final DataSource ds;
 
         Body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
             this.jdbc = jdbc;
             this.nested = new TransactionTemplate(tm);
             this.nested.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
+            this.required = new TransactionTemplate(tm);
             this.ds = ds;
         }
 
@@ -226,6 +244,21 @@ class HostileListenerBodyTest {
                         c.releaseSavepoint(sp);
                     }
                     case DELETE_CLAIM -> jdbc.update("DELETE FROM once_inbox WHERE event_id = ?", eventId);
+                    case RAW_ROLLBACK -> {
+                        try {
+                            jdbc.execute("ROLLBACK");
+                        } catch (RuntimeException refused) {
+                            // swallowed: the body goes on as if it had not tried
+                        }
+                    }
+                    case INNER_ROLLBACK_ONLY ->
+                        required.executeWithoutResult(s -> {
+                            credit(eventId, at + " inner");
+                            s.setRollbackOnly();
+                        });
+                    case UNWRAPPED_DELETE_CLAIM ->
+                        throughTheDriver("DELETE FROM once_inbox WHERE event_id = ?", eventId);
+                    case UNWRAPPED_CREDIT -> throughTheDriver("INSERT INTO ledger VALUES (?, '" + at + "')", eventId);
                     case BEFORE_COMMIT_CREDIT ->
                         TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
                             @Override
@@ -257,6 +290,16 @@ class HostileListenerBodyTest {
             }
         }
 
+        /** Runs {@code sql} on the driver's own connection, unwrapped from the one Spring's transaction holds. */
+        private void throughTheDriver(String sql, String eventId) throws SQLException {
+            Connection driver =
+                    (Connection) DataSourceUtils.getConnection(ds).unwrap(org.postgresql.PGConnection.class);
+            try (var ps = driver.prepareStatement(sql)) {
+                ps.setString(1, eventId);
+                ps.executeUpdate();
+            }
+        }
+
         private void credit(String eventId, String step) {
             jdbc.update("INSERT INTO ledger VALUES (?, ?)", eventId, step);
         }
@@ -282,7 +325,9 @@ class HostileListenerBodyTest {
         Arbitrary<Delivery> one = Combinators.combine(
                         Arbitraries.of("e1", "e2", "e3"), steps, Arbitraries.of(false, true))
                 .as(Delivery::new)
-                .filter(d -> !d.atCommit() || !d.steps().contains(Step.DELETE_CLAIM));
+                .filter(d -> !d.atCommit()
+                        || (!d.steps().contains(Step.DELETE_CLAIM)
+                                && !d.steps().contains(Step.UNWRAPPED_DELETE_CLAIM)));
         return one.list().ofMinSize(1).ofMaxSize(8);
     }
 
@@ -317,24 +362,39 @@ class HostileListenerBodyTest {
 
     /**
      * The default listener transaction (JdbcTransactionManager, nothing else due before the commit) sends
-     * the claim, the body's statements and the check with the COMMIT: no statement of its own for the check.
+     * the claim, the body's statements and the COMMIT, as a hand-written listener does: the body ran
+     * confined to once's guarded connection, which saw nothing that could cost the claim, so there is no
+     * check. When the guard saw something (a caught failure, a savepoint of the body's own) or another
+     * synchronization's beforeCommit is due, the check is back.
      */
     @Example
-    void theCheckRidesInTheCommitsRoundTrip() throws SQLException {
+    void theDefaultListenerSendsNoCheckWhenItsGuardSawEverything() throws SQLException {
         jdbc.update("DELETE FROM once_inbox");
         statements.clear();
-        body.on("folded", new Step[] {Step.CREDIT});
-        assertThat(statements).hasSize(3);
+        body.on("confined", new Step[] {Step.CREDIT});
+        assertThat(statements).hasSize(2);
         assertThat(statements.get(0)).contains("INSERT INTO").contains("once_inbox");
         assertThat(statements.get(1)).startsWith("INSERT INTO ledger");
-        assertThat(statements.get(2)).contains("once_inbox").endsWith("; COMMIT");
         statements.clear();
         body.on("noted", new Step[] {Step.CREDIT, Step.AFTER_COMMIT_NOTE});
         assertThat(statements)
-                .as("a synchronization that only hears of the commit does not hold the fold back")
-                .hasSize(3);
-        assertThat(statements.get(2)).endsWith("; COMMIT");
+                .as("a synchronization that only hears of the commit changes nothing")
+                .hasSize(2);
         assertThat(committedNotes).contains("noted");
+        statements.clear();
+        body.on("nested", new Step[] {Step.CREDIT, Step.NESTED_FAIL});
+        assertThat(statements)
+                .as("a NESTED step rolled back to its savepoint, seen by the guard: it cannot undo the claim made"
+                        + " before it")
+                .noneMatch(s -> s.startsWith("SELECT 1 / count(*)"));
+        statements.clear();
+        body.on("unwrapped", new Step[] {Step.CREDIT, Step.UNWRAPPED_CREDIT});
+        assertThat(statements)
+                .as("the body took the driver's own connection: the check is back, folded with the COMMIT")
+                .last()
+                .asString()
+                .startsWith("SELECT 1 / count(*)")
+                .endsWith("; COMMIT");
         statements.clear();
         body.on("alone", new Step[] {Step.CREDIT, Step.BEFORE_COMMIT_CREDIT});
         assertThat(statements)
