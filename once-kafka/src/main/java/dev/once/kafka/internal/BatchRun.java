@@ -83,13 +83,19 @@ final class BatchRun {
         // records dead-lettered after the transaction: no offset past them goes to the database
         Map<TopicPartition, Long> gaps = new HashMap<>();
         boolean deadLetterMissing = settings.missingEventIdPolicy() == MissingEventIdPolicy.DEAD_LETTER;
+        // A poll's records come partition by partition: what is kept per partition is looked up when the
+        // partition changes, not for every record (issue 21: this loop was half of the runner worker's CPU).
+        Partition at = null;
         for (ConsumerRecord<byte[], byte[]> r : records) {
-            TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+            if (at == null || at.partition != r.partition() || !at.topic.equals(r.topic())) {
+                at = new Partition(r.topic(), r.partition(), byPartition, ids);
+            }
+            TopicPartition tp = at.tp;
             if (stopped.contains(tp)) {
                 continue;
             }
-            Entry e = entry(r, tp, positions);
-            byPartition.computeIfAbsent(tp, k -> new ArrayList<>()).add(e);
+            Entry e = entry(r, at, positions);
+            at.entries.add(e);
             if (e.delivery == null && failOnMissing) {
                 stopped.add(tp);
             } else if (e.delivery == null && deadLetterMissing) {
@@ -98,10 +104,10 @@ final class BatchRun {
                 String id = e.delivery.eventId();
                 order.putIfAbsent(id, withId.size());
                 withId.add(e);
-                ids.computeIfAbsent(tp, k -> new TreeMap<>()).put(r.offset(), id);
-                List<Position> at = positions.computeIfAbsent(id, k -> new ArrayList<>());
-                if (at.stream().noneMatch(p -> p.partition().equals(tp))) {
-                    at.add(new Position(tp, r.offset()));
+                at.ids().put(r.offset(), id);
+                List<Position> seen = positions.computeIfAbsent(id, k -> new ArrayList<>(1));
+                if (!onPartition(seen, tp)) {
+                    seen.add(new Position(tp, r.offset()));
                 }
             }
         }
@@ -137,31 +143,67 @@ final class BatchRun {
                         .guard(plan, () -> settings.idempotentConsumer().processBatch(deliveries));
     }
 
-    private Entry entry(ConsumerRecord<byte[], byte[]> r, TopicPartition tp, Map<String, List<Position>> positions) {
+    /** What the loop keeps for the partition of the records it is reading. */
+    private static final class Partition {
+        final String topic;
+        final int partition;
+        final TopicPartition tp;
+        final List<Entry> entries;
+        final String source;
+        private final Map<TopicPartition, NavigableMap<Long, String>> allIds;
+        private NavigableMap<Long, String> ids;
+
+        Partition(
+                String topic,
+                int partition,
+                Map<TopicPartition, List<Entry>> byPartition,
+                Map<TopicPartition, NavigableMap<Long, String>> allIds) {
+            this.topic = topic;
+            this.partition = partition;
+            this.tp = new TopicPartition(topic, partition);
+            this.entries = byPartition.computeIfAbsent(tp, k -> new ArrayList<>());
+            this.allIds = allIds;
+            this.source = "kafka:" + topic + "/" + partition + "@";
+        }
+
+        /** The partition's event ids by offset, made when it has its first. */
+        NavigableMap<Long, String> ids() {
+            if (ids == null) {
+                ids = allIds.computeIfAbsent(tp, k -> new TreeMap<>());
+            }
+            return ids;
+        }
+    }
+
+    private static boolean onPartition(List<Position> positions, TopicPartition tp) {
+        for (Position p : positions) {
+            if (p.partition().equals(tp)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private Entry entry(ConsumerRecord<byte[], byte[]> r, Partition at, Map<String, List<Position>> positions) {
+        TopicPartition tp = at.tp;
         String id;
         try {
             id = settings.eventIdExtractor().eventId(r);
         } catch (RuntimeException ex) {
-            return new Entry(r, null, "the event id extractor failed: " + ex, false);
+            return new Entry(tp, r, null, "the event id extractor failed: " + ex, false);
         }
         if (id == null) {
-            return new Entry(r, null, "the record carries no event id", false);
+            return new Entry(tp, r, null, "the record carries no event id", false);
         }
         int attempt = verdicts.attempt(tp, r.offset());
         List<Position> seen = positions.get(id);
         boolean copy = seen != null && !seen.get(0).partition().equals(tp);
         try {
-            Delivery d = new Delivery(
-                    id,
-                    r.topic(),
-                    r.value(),
-                    headers(r),
-                    attempt,
-                    attempt > 1,
-                    "kafka:" + r.topic() + "/" + r.partition() + "@" + r.offset());
-            return new Entry(r, d, null, copy);
+            Delivery d =
+                    new Delivery(id, r.topic(), r.value(), headers(r), attempt, attempt > 1, at.source + r.offset());
+            return new Entry(tp, r, d, null, copy);
         } catch (InvalidDeliveryException ex) {
-            return new Entry(r, null, ex.getMessage(), false);
+            return new Entry(tp, r, null, ex.getMessage(), false);
         }
     }
 

@@ -61,11 +61,12 @@ final class BatchVerdicts {
         Outcome outcome;
 
         Entry(
+                TopicPartition partition,
                 ConsumerRecord<byte[], byte[]> record,
                 Delivery delivery,
                 String missingReason,
                 boolean copyOfOtherPartition) {
-            this.partition = new TopicPartition(record.topic(), record.partition());
+            this.partition = partition;
             this.record = record;
             this.delivery = delivery;
             this.missingReason = missingReason;

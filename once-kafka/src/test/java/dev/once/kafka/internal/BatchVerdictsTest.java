@@ -42,7 +42,12 @@ class BatchVerdictsTest {
 
     private static Entry entry(TopicPartition tp, long offset, String id, Status status, boolean copy) {
         ConsumerRecord<byte[], byte[]> r = new ConsumerRecord<>(tp.topic(), tp.partition(), offset, null, new byte[0]);
-        Entry e = new Entry(r, id == null ? null : Delivery.of(id, new byte[0]), id == null ? "no id" : null, copy);
+        Entry e = new Entry(
+                new TopicPartition(r.topic(), r.partition()),
+                r,
+                id == null ? null : Delivery.of(id, new byte[0]),
+                id == null ? "no id" : null,
+                copy);
         if (id != null) {
             Throwable cause = status == Status.FAILED_PERMANENT
                     ? new PermanentFailureException("poison")
