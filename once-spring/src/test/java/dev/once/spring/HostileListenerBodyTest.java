@@ -69,6 +69,11 @@ class HostileListenerBodyTest {
         NESTED_FAIL,
         /** A NESTED step that writes and commits into the outer transaction. */
         NESTED_CREDIT,
+        /**
+         * A REQUIRES_NEW step that writes a note in a transaction of its own (suspending the listener's, whose
+         * connection must come back as it was): the note stays whatever the delivery does, the ledger is untouched.
+         */
+        REQUIRES_NEW_NOTE,
         /** A savepoint set on the raw connection, a write, a rollback to it: Spring hears of none of it. */
         RAW_SAVEPOINT_GHOST,
         /** The body deletes its own claim row. */
@@ -133,6 +138,7 @@ class HostileListenerBodyTest {
     static void start() {
         db = TestPostgres.shared().freshDatabase(2);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, step text NOT NULL)");
+        db.execute("CREATE TABLE note (event_id text NOT NULL, step text NOT NULL)");
         context = new AnnotationConfigApplicationContext(Config.class);
         jdbc = context.getBean(JdbcTemplate.class);
         body = context.getBean(Body.class);
@@ -186,6 +192,7 @@ class HostileListenerBodyTest {
         final JdbcTemplate jdbc;
         final TransactionTemplate nested;
         final TransactionTemplate required;
+        final TransactionTemplate requiresNew;
         final DataSource ds;
 
         Body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
@@ -193,6 +200,8 @@ class HostileListenerBodyTest {
             this.nested = new TransactionTemplate(tm);
             this.nested.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
             this.required = new TransactionTemplate(tm);
+            this.requiresNew = new TransactionTemplate(tm);
+            this.requiresNew.setPropagationBehavior(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
             this.ds = ds;
         }
 
@@ -236,6 +245,9 @@ class HostileListenerBodyTest {
                         }
                     }
                     case NESTED_CREDIT -> nested.executeWithoutResult(s -> credit(eventId, at));
+                    case REQUIRES_NEW_NOTE ->
+                        requiresNew.executeWithoutResult(
+                                s -> jdbc.update("INSERT INTO note VALUES (?, ?)", eventId, at));
                     case RAW_SAVEPOINT_GHOST -> {
                         Connection c = DataSourceUtils.getConnection(ds);
                         Savepoint sp = c.setSavepoint();
