@@ -182,8 +182,29 @@ class HostileListenerBodyTest {
         }
 
         @Bean
-        Body body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
-            return new Body(jdbc, tm, ds);
+        Body body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds, Inner inner) {
+            Body b = new Body(jdbc, tm, ds);
+            b.inner = inner;
+            return b;
+        }
+
+        @Bean
+        Inner inner(JdbcTemplate jdbc) {
+            return new Inner(jdbc);
+        }
+    }
+
+    /** A listener of another consumer that a body calls, as a service another listener reuses. */
+    public static class Inner {
+        final JdbcTemplate jdbc;
+
+        Inner(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @IdempotentListener(consumer = "inner", eventId = "#p0")
+        public void credit(String eventId) {
+            jdbc.update("INSERT INTO ledger VALUES (?, 'inner')", eventId);
         }
     }
 
@@ -194,6 +215,7 @@ class HostileListenerBodyTest {
         final TransactionTemplate required;
         final TransactionTemplate requiresNew;
         final DataSource ds;
+        Inner inner;
 
         Body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
             this.jdbc = jdbc;
@@ -213,6 +235,16 @@ class HostileListenerBodyTest {
         @IdempotentListener(consumer = "hostile", eventId = "#p0", claimTiming = ClaimTiming.AT_COMMIT)
         public void onAtCommit(String eventId, Step[] steps) throws SQLException {
             run(eventId, steps);
+        }
+
+        /** Credits, then calls another consumer's listener with the same event, in this listener's transaction. */
+        @IdempotentListener(consumer = "hostile", eventId = "#p0")
+        public void creditThenCallInner(String eventId, boolean innerThrows) {
+            credit(eventId, "outer");
+            inner.credit(eventId);
+            if (innerThrows) {
+                throw new IllegalStateException("the outer body fails after the inner listener applied");
+            }
         }
 
         /** Credits, then waits for the other copy to have credited too, so both claims meet at the commit. */
@@ -473,6 +505,29 @@ class HostileListenerBodyTest {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * A confined body that calls another consumer's listener: the inner claim and credit run on the outer's
+     * guarded connection and commit with it (the outer's check runs: its guard saw the inner claim name the
+     * inbox); when the outer body then fails, both roll back; copies of either are duplicates afterwards.
+     */
+    @Example
+    void aListenerCalledFromAConfinedBodyCommitsWithIt() {
+        jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM ledger");
+        assertThatThrownBy(() -> body.creditThenCallInner("nest", true)).isNotNull();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger", Long.class))
+                .isZero();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox", Long.class))
+                .isZero();
+        body.creditThenCallInner("nest", false);
+        body.creditThenCallInner("nest", false);
+        context.getBean(Inner.class).credit("nest");
+        assertThat(jdbc.queryForList("SELECT step FROM ledger ORDER BY step", String.class))
+                .containsExactly("inner", "outer");
+        assertThat(jdbc.queryForList("SELECT consumer FROM once_inbox ORDER BY consumer", String.class))
+                .containsExactly("hostile", "inner");
     }
 
     /**
