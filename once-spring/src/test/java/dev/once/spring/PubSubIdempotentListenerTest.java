@@ -28,8 +28,13 @@ import com.google.pubsub.v1.TopicName;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import dev.once.testsupport.TestPubSubEmulator;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.MethodDescriptor;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -138,6 +143,24 @@ class PubSubIdempotentListenerTest {
     static TransportChannelProvider provider(ManagedChannel c) {
         return FixedTransportChannelProvider.create(GrpcTransportChannel.create(c));
     }
+
+    /**
+     * Gives every streaming pull on a channel a 5 s deadline (the client opens the next one). The emulator
+     * never learns that a stream died when its connection did (its gRPC server fails with a NoSuchMethodError
+     * on the cancellation), so the dead stream lives on in it and keeps taking the subscription's messages,
+     * each back only after its ack deadline and then as likely to go to that stream again: the copy of c-1 and
+     * c-2 took 30-130 s to reach the survivor. With a deadline the emulator ends the stream itself.
+     */
+    static final ClientInterceptor STREAMS_END_WITHIN_5_S = new ClientInterceptor() {
+        @Override
+        public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+            return next.newCall(
+                    method,
+                    method.getFullMethodName().equals("google.pubsub.v1.Subscriber/StreamingPull")
+                            ? options.withDeadlineAfter(5, TimeUnit.SECONDS)
+                            : options);
+        }
+    };
 
     /** A subscriber factory on {@code c}, as Spring Cloud GCP's auto-configuration builds one for the emulator. */
     static DefaultSubscriberFactory subscriberFactory(ManagedChannel c) {
@@ -305,6 +328,7 @@ class PubSubIdempotentListenerTest {
         // c-1, before the ack: the ack cannot reach Pub/Sub, which hands c-1 again once its deadline lapses.
         ManagedChannel own = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
                 .usePlaintext()
+                .intercept(STREAMS_END_WITHIN_5_S)
                 .build();
         Payments payments = context.getBean(Payments.class);
         Map<String, AtomicInteger> delivered = new ConcurrentHashMap<>();

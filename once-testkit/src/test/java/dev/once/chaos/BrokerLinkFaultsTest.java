@@ -32,8 +32,12 @@ import dev.once.testkit.fault.WireProtocol;
 import dev.once.testsupport.Services;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPubSubEmulator;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.MethodDescriptor;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
@@ -637,6 +641,25 @@ class BrokerLinkFaultsTest {
         private ManagedChannel direct;
         private com.google.cloud.pubsub.v1.Publisher publisher;
 
+        /**
+         * Gives every streaming pull a 5 s deadline (the client opens the next one). The emulator never
+         * learns that a stream died with its connection (its gRPC server fails with a NoSuchMethodError on
+         * the cancellation), so after the reset the dead stream lived on in it, taking half of every
+         * message (new and redelivered) and giving each back only after its 10 s ack deadline: the drain
+         * took 60-90 s. With a deadline the emulator ends the dead stream itself within 5 s.
+         */
+        static final ClientInterceptor STREAMS_END_WITHIN_5_S = new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(
+                    MethodDescriptor<Q, R> method, CallOptions options, io.grpc.Channel next) {
+                return next.newCall(
+                        method,
+                        method.getFullMethodName().equals("google.pubsub.v1.Subscriber/StreamingPull")
+                                ? options.withDeadlineAfter(5, TimeUnit.SECONDS)
+                                : options);
+            }
+        };
+
         @Override
         public String name() {
             return "pubsub";
@@ -703,6 +726,7 @@ class BrokerLinkFaultsTest {
         public AutoCloseable consume(int port, Predicate<Delivery> handle, AtomicLong acks) throws Exception {
             ManagedChannel viaProxy = ManagedChannelBuilder.forTarget("127.0.0.1:" + port)
                     .usePlaintext()
+                    .intercept(STREAMS_END_WITHIN_5_S)
                     .build();
             Subscriber subscriber = Subscriber.newBuilder(subscription, (PubsubMessage m, AckReplyConsumer reply) -> {
                         String eventId = m.getAttributesOrThrow("once-event-id");
