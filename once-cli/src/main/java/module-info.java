@@ -20,6 +20,8 @@ module dev.once.cli {
     // picocli sets the commands' options and reads their version provider reflectively
     opens dev.once.cli to
             info.picocli;
+    opens dev.once.cli.internal to
+            info.picocli; // and creates its option converters (Durations)
     opens dev.once.cli.demo to
             info.picocli,
             com.fasterxml.jackson.databind; // and Jackson writes DemoState

@@ -39,9 +39,10 @@ import java.util.concurrent.TimeoutException;
  * }</pre>
  *
  * <p><b>How answers are classified.</b> 2xx: sent. 408, 409 (the provider is still processing the
- * same key), 425, 429 and 5xx, a timeout or a connection failure: retryable, the relay tries again
- * later with the same key. Any other status (400, 401, 404, 422, …): permanent, the row goes to
- * {@code dead} with the provider's answer. Only the first {@link Receipt#MAX_BODY} characters of an
+ * same key), 425, 429 and 5xx, 401 and 403 (credentials and permissions can be fixed without
+ * changing the message, as on every publisher), a timeout or a connection failure: retryable, the
+ * relay tries again later with the same key. Any other status (400, 404, 422, …): permanent, the row
+ * goes to {@code dead} with the provider's answer. Only the first {@link Receipt#MAX_BODY} characters of an
  * answer are read (the rest is never downloaded), and the whole exchange, body included, must end
  * within the timeout. The {@code content-type} row header, if any, becomes the
  * request's {@code Content-Type} (default {@value #DEFAULT_CONTENT_TYPE}).
@@ -169,7 +170,13 @@ public final class HttpPublisher implements Publisher {
             if (status >= 200 && status < 300) {
                 return receipt;
             }
-            boolean retryable = status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
+            boolean retryable = status == 401
+                    || status == 403
+                    || status == 408
+                    || status == 409
+                    || status == 425
+                    || status == 429
+                    || status >= 500;
             throw new PublishFailure(
                     "POST " + uri + " for row " + message.id() + " answered " + status + ": " + receipt.body(),
                     retryable,

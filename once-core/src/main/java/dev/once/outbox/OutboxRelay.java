@@ -10,20 +10,16 @@ import dev.once.jdbc.JdbcBuilder;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -119,18 +115,13 @@ public final class OutboxRelay implements AutoCloseable {
     private final int batchSize;
     private final Duration pollInterval;
     private final Duration statsInterval;
-    private final RetryPolicy retryPolicy;
     private final boolean deleteSent;
     private final String destinationPattern;
     private final Clock clock;
     private final RelayLease exclusive;
     private final RelaySends sends;
-
-    private final Counter sent;
-    private final Counter retried;
-    private final Counter dead;
-    private final Counter fenceRejections;
-    private final AtomicReference<OutboxStats> lastStats = new AtomicReference<>(new OutboxStats(0, Duration.ZERO, 0));
+    private final RelayMarks marks;
+    private final RelayMetrics metrics;
 
     private RelayLoop loop;
 
@@ -141,41 +132,13 @@ public final class OutboxRelay implements AutoCloseable {
         this.batchSize = b.batchSize;
         this.pollInterval = b.pollInterval;
         this.statsInterval = b.statsInterval;
-        this.retryPolicy = b.retryPolicy;
         this.deleteSent = b.deleteSent;
         this.destinationPattern = like(b.destinationPrefix);
         this.clock = t.clock();
         this.exclusive = b.leaseName == null ? null : new RelayLease(name, b.leaseName, b.leaseTtl, t);
         this.sends = new RelaySends(name, b.publisher, b.sendTimeout, b.leaseTtl.dividedBy(4));
-        MeterRegistry r = b.meterRegistry;
-        this.sent = Counter.builder("once.outbox.sent")
-                .description("outbox rows sent")
-                .tag("relay", name)
-                .register(r);
-        this.retried = Counter.builder("once.outbox.retried")
-                .description("failed sends scheduled for a retry")
-                .tag("relay", name)
-                .register(r);
-        this.dead = Counter.builder("once.outbox.dead")
-                .description("rows moved to dead")
-                .tag("relay", name)
-                .register(r);
-        this.fenceRejections = Counter.builder("once.fence.rejections")
-                .description("batches rolled back because the relay's lease was taken over")
-                .tag("relay", name)
-                .register(r);
-        Gauge.builder("once.outbox.pending", lastStats, s -> s.get().pending())
-                .description("pending outbox rows")
-                .tag("relay", name)
-                .register(r);
-        Gauge.builder(
-                        "once.outbox.lag",
-                        lastStats,
-                        s -> s.get().oldestPendingAge().toMillis() / 1000.0)
-                .description("seconds the oldest pending outbox row has waited")
-                .baseUnit("seconds")
-                .tag("relay", name)
-                .register(r);
+        this.marks = new RelayMarks(name, b.retryPolicy, clock, repository);
+        this.metrics = new RelayMetrics(name, b.meterRegistry);
     }
 
     public static Builder builder() {
@@ -200,7 +163,7 @@ public final class OutboxRelay implements AutoCloseable {
     public OutboxStats stats() {
         try {
             OutboxStats s = target.inTransaction(c -> repository.stats(c, clock.instant()));
-            lastStats.set(s);
+            metrics.stats(s);
             return s;
         } catch (SQLException e) {
             throw new OnceException("relay " + name + ": reading outbox stats failed: " + e.getMessage(), e);
@@ -226,11 +189,11 @@ public final class OutboxRelay implements AutoCloseable {
         List<OutboxMessage> attempted = new ArrayList<>();
         try {
             List<OutboxRepository.Mark> marks = target.inTransaction(c -> sendBatch(c, under, attempted));
-            count(marks);
+            metrics.count(marks);
             return marks.size();
         } catch (StaleFencingTokenException | HeldLease.Lost e) {
             exclusive.lost(under);
-            fenceRejections.increment();
+            metrics.fenced();
             log.warn(
                     "relay {} lost its lease '{}' (token {}) during a batch; the batch rolled back after {} send(s),"
                             + " which the new holder sends again",
@@ -257,55 +220,21 @@ public final class OutboxRelay implements AutoCloseable {
         HeldLease held = new HeldLease(exclusive, lease);
         List<RelaySends.Attempt> attempts = sends.send(rows, held, attempted);
         sends.interrupted();
-        List<OutboxRepository.Mark> marks = new ArrayList<>(rows.size());
+        List<OutboxRepository.Mark> marked = new ArrayList<>(rows.size());
         for (int i = 0; i < rows.size(); i++) {
-            marks.add(mark(rows.get(i), attempts.get(i)));
+            marked.add(marks.of(rows.get(i), attempts.get(i)));
         }
-        repository.mark(c, marks, deleteSent);
+        repository.mark(c, marked, deleteSent);
         if (held.lease() != null) {
             held.keep();
             // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
             exclusive.fence(c, held.lease());
         }
-        return marks;
+        return marked;
     }
 
-    private void count(List<OutboxRepository.Mark> marks) {
-        for (OutboxRepository.Mark m : marks) {
-            if (m instanceof OutboxRepository.Sent) {
-                sent.increment();
-            } else if (m instanceof OutboxRepository.Retry) {
-                retried.increment();
-            } else {
-                dead.increment();
-            }
-        }
-    }
-
-    private OutboxRepository.Mark mark(OutboxMessage m, RelaySends.Attempt a) {
-        Instant now = clock.instant();
-        if (a.failure() == null) {
-            return new OutboxRepository.Sent(m.id(), now, a.receipt());
-        }
-        int attempts = m.attempts() + 1;
-        String error = String.valueOf(a.failure());
-        if (a.permanent() || !retryPolicy.allowsRetry(attempts)) {
-            log.warn(
-                    "relay {}: row {} (event {}) is dead after {} attempt(s): {}",
-                    name,
-                    m.id(),
-                    m.eventId(),
-                    attempts,
-                    error);
-            return new OutboxRepository.Dead(m.id(), error, a.receipt());
-        }
-        return new OutboxRepository.Retry(m.id(), now.plus(retryPolicy.delay(attempts)), error, a.receipt());
-    }
-
-    // A fenced batch still counts: each row it sent gets an attempt, so relays that keep losing the
-    // lease mid-batch (a send longer than the lease) end in dead when the retry policy is spent instead of
-    // re-sending the rows forever with attempts at 0. The rows stay available now: the new holder
-    // is not slow, it need not back off. Rows the new holder has locked are its to count.
+    // A fenced batch still counts an attempt for each row it sent (see RelayMarks#countFenced), in a
+    // transaction of its own: the batch's rolled back.
     private void countFenced(List<OutboxMessage> attempted, Lease lease) {
         if (attempted.isEmpty()) {
             return;
@@ -313,30 +242,7 @@ public final class OutboxRelay implements AutoCloseable {
         String error = "relay " + name + " lost lease '" + exclusive.name() + "' (token " + lease.token()
                 + ") during its batch, after sending; the send is repeated by the new holder";
         try {
-            List<OutboxRepository.Mark> marks = target.inTransaction(c -> {
-                List<OutboxRepository.Mark> counted = new ArrayList<>();
-                for (OutboxMessage m : attempted) {
-                    Optional<OutboxRepository.Pending> p = repository.lockPending(c, m.id());
-                    if (p.isEmpty()) {
-                        continue;
-                    }
-                    if (!retryPolicy.allowsRetry(p.get().attempts() + 1)) {
-                        log.warn(
-                                "relay {}: row {} (event {}) is dead after {} attempt(s): {}",
-                                name,
-                                m.id(),
-                                m.eventId(),
-                                p.get().attempts() + 1,
-                                error);
-                        counted.add(new OutboxRepository.Dead(m.id(), error, null));
-                    } else {
-                        counted.add(new OutboxRepository.Retry(m.id(), p.get().availableAt(), error, null));
-                    }
-                }
-                repository.mark(c, counted, false);
-                return counted;
-            });
-            count(marks);
+            metrics.count(target.inTransaction(c -> marks.countFenced(c, attempted, error)));
         } catch (SQLException | RuntimeException e) {
             log.warn("relay {}: counting the attempts of its fenced batch failed; they are not counted", name, e);
         }

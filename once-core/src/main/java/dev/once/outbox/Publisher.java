@@ -24,9 +24,15 @@ import java.util.concurrent.CompletionStage;
  * once; {@link PublishFailure#retryable} when it may succeed later: the row is tried again with the
  * relay's backoff, and goes to {@code dead} once its retry policy is spent. Either carries a
  * {@link Receipt} of what the destination answered, recorded on the row. Any other exception counts
- * as retryable: an unexpected failure is never a reason to give a message up. (The handler's
+ * as retryable: an unexpected failure is never a reason to give a message up. Every publisher of
+ * {@code once} draws the line in the same place: permanent when the destination does not exist or
+ * refuses the message for what it is (invalid, too large, unroutable); retryable for a timeout, a
+ * lost or refused connection, throttling, a server error, and a denied publish (authentication or
+ * authorization: credentials and permissions can be fixed without changing the message, and a
+ * misconfigured deployment must not send the whole outbox to {@code dead} at once). The handler's
  * {@link dev.once.PermanentFailureException} is not a publisher signal; a publisher throwing it is
- * retried like any other unexpected failure.)
+ * retried like any other unexpected failure. {@code OutboxRelayContract} in once-testkit holds
+ * every broker publisher to this.
  *
  * <p><b>Batches.</b> The relay hands a whole batch to {@link #publishAll}. A batch never holds two
  * messages of one key (the relay locks only the head of each key), so its sends may run

@@ -686,7 +686,7 @@ class OutboxRelayTest {
                     String.valueOf(exchange.getRequestHeaders().getFirst("x-trace")),
                     "body",
                     new String(body, StandardCharsets.UTF_8)));
-            int status = path.equals("/ok") ? 201 : path.equals("/reject") ? 422 : 503;
+            int status = path.equals("/ok") ? 201 : path.equals("/reject") ? 422 : path.equals("/denied") ? 403 : 503;
             byte[] answer =
                     (path.equals("/ok") ? "{\"id\":\"ch_1\"}" : "nope " + status).getBytes(StandardCharsets.UTF_8);
             exchange.sendResponseHeaders(status, answer.length);
@@ -708,6 +708,8 @@ class OutboxRelayTest {
             long reject = OutboxRows.add(
                     db.dataSource(), clock, "evt-reject", base + "/reject", "c2", "{}", Map.of(), "charge:order-2");
             long busy = OutboxRows.add(db.dataSource(), clock, "evt-busy", base + "/busy", "c3", "{}", Map.of(), null);
+            long denied =
+                    OutboxRows.add(db.dataSource(), clock, "evt-denied", base + "/denied", "c4", "{}", Map.of(), null);
             OutboxRelay relay = OutboxRelay.builder()
                     .dataSource(db.dataSource())
                     .clock(clock)
@@ -717,9 +719,9 @@ class OutboxRelayTest {
                             .timeout(Duration.ofSeconds(10))
                             .build())
                     .build();
-            assertThat(relay.relayOnce()).isEqualTo(3);
+            assertThat(relay.relayOnce()).isEqualTo(4);
 
-            assertThat(seen).hasSize(3);
+            assertThat(seen).hasSize(4);
             Map<String, String> first = seen.stream()
                     .filter(s -> s.get("path").equals("/ok"))
                     .findFirst()
@@ -742,6 +744,9 @@ class OutboxRelayTest {
             assertThat(row(ok)).isEqualTo("sent|1|201|{\"id\":\"ch_1\"}");
             assertThat(row(reject)).as("a 422 is permanent: dead at once").isEqualTo("dead|1|422|nope 422");
             assertThat(row(busy)).as("a 503 is retried").isEqualTo("pending|1|503|nope 503");
+            assertThat(row(denied))
+                    .as("a 403 is retried: permissions can be granted without changing the message")
+                    .isEqualTo("pending|1|403|nope 403");
             assertThat(admin.dead(0, 10))
                     .singleElement()
                     .satisfies(d -> assertThat(d.responseStatus()).isEqualTo(422));

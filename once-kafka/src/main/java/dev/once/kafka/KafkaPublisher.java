@@ -23,6 +23,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -101,9 +103,11 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      *
      * @return where it was written
      * @throws PublishFailure permanent if Kafka rejected it for good (record too large for the
-     *                        producer or the topic, unauthorized topic): sending again cannot help,
-     *                        dead-letter the row; retryable for a timeout, a broker that is unreachable
-     *                        or any retriable Kafka error, and on interruption: send it again later.
+     *                        producer or the topic, an invalid record): sending again cannot help,
+     *                        dead-letter the row; retryable for a timeout, a broker that is unreachable,
+     *                        any retriable Kafka error, a failed authentication or a denied topic or
+     *                        cluster (credentials and ACLs can be fixed without changing the record,
+     *                        as on every publisher), and on interruption: send it again later.
      *                        A topic that does not exist is retryable too: the producer waits
      *                        {@code max.block.ms} for its metadata and then fails exactly as when no
      *                        broker answers, so it cannot be told from an outage
@@ -193,8 +197,12 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
         return result;
     }
 
-    private static PublishFailure refused(OutboxMessage message, Exception e) {
-        if (e instanceof RetriableException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
+    // Package-private for KafkaPublisherFailureTest: a denial needs ACLs the test broker does not have.
+    static PublishFailure refused(OutboxMessage message, Exception e) {
+        if (e instanceof RetriableException
+                || e instanceof org.apache.kafka.common.errors.TimeoutException
+                || e instanceof AuthorizationException
+                || e instanceof AuthenticationException) {
             return PublishFailure.retryable(
                     "Kafka refused outbox message " + message.id() + " to " + message.destination() + " for now: " + e,
                     Receipt.NONE,

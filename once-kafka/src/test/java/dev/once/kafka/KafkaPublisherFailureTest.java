@@ -14,10 +14,15 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.errors.ClusterAuthorizationException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -138,5 +143,32 @@ class KafkaPublisherFailureTest {
                     .hasMessageContaining("outbox message 1")
                     .hasMessageContaining("not present in metadata");
         }
+    }
+
+    /**
+     * A denied topic or cluster and a failed authentication are retryable, as on every publisher:
+     * ACLs and credentials can be fixed without changing the record, and a misconfigured deployment
+     * must not send the whole outbox to dead at once. The test broker has no ACLs, so the producer's
+     * errors are classified as the send callback gets them; a record too large stays permanent.
+     */
+    @Test
+    void aDeniedOrUnauthenticatedSendIsRetryableAndATooLargeRecordPermanent() {
+        OutboxMessage m = message(1, "orders", "evt-1", small("1"));
+        assertThat(KafkaPublisher.refused(m, new TopicAuthorizationException(Set.of("orders")))
+                        .retryable())
+                .as("topic not authorized")
+                .isTrue();
+        assertThat(KafkaPublisher.refused(m, new ClusterAuthorizationException("denied"))
+                        .retryable())
+                .as("cluster not authorized")
+                .isTrue();
+        assertThat(KafkaPublisher.refused(m, new SaslAuthenticationException("bad credentials"))
+                        .retryable())
+                .as("authentication failed")
+                .isTrue();
+        assertThat(KafkaPublisher.refused(m, new RecordTooLargeException("too large"))
+                        .retryable())
+                .as("record too large")
+                .isFalse();
     }
 }

@@ -6,12 +6,14 @@ import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
 import io.nats.client.Connection;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /** The outbox relay with {@link NatsPublisher} into a JetStream stream, consumed by {@link NatsConsumer}. */
 class NatsOutboxRelayTest extends OutboxRelayContract {
 
     private Connection connection;
+    private Connection lost;
 
     @Override
     protected String createDestination(String name) throws Exception {
@@ -26,12 +28,28 @@ class NatsOutboxRelayTest extends OutboxRelayContract {
             TestNats.deleteStream(connection, stream);
         } finally {
             connection.close();
+            if (lost != null) {
+                lost.close();
+            }
         }
     }
 
     @Override
     protected Publisher publisher() throws Exception {
         return new NatsPublisher(connection);
+    }
+
+    @Override
+    protected Refused refusedRow(String stream) {
+        return new Refused("once-no-stream-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), null);
+    }
+
+    @Override
+    protected Publisher unreachablePublisher() throws Exception {
+        lost = TestNats.connect();
+        NatsPublisher publisher = new NatsPublisher(lost);
+        lost.close();
+        return publisher;
     }
 
     @Override

@@ -8,7 +8,6 @@ import com.google.api.gax.core.CredentialsProvider;
 import com.google.api.gax.rpc.ApiException;
 import com.google.api.gax.rpc.InvalidArgumentException;
 import com.google.api.gax.rpc.NotFoundException;
-import com.google.api.gax.rpc.PermissionDeniedException;
 import com.google.api.gax.rpc.TransportChannelProvider;
 import com.google.cloud.pubsub.v1.TopicAdminClient;
 import com.google.cloud.pubsub.v1.TopicAdminSettings;
@@ -32,6 +31,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The outbox {@link dev.once.outbox.Publisher} for Pub/Sub: publishes a row to the topic its
@@ -61,9 +61,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Receipt.</b> Status 0; body {@code topic=<name> messageId=<id>}.
  *
- * <p><b>Failure contract.</b> Permanent: the topic does not exist, the message is invalid (too
- * large, a bad attribute) or publishing is not permitted. Retryable: everything else (unavailable,
- * deadline exceeded; the client retries those itself first).
+ * <p><b>Failure contract.</b> Permanent: the topic does not exist, or the message is invalid (too
+ * large, a bad attribute). Retryable: everything else (unavailable, deadline exceeded, which the
+ * client retries itself first; and a denied or unauthenticated publish: credentials and permissions
+ * can be fixed without changing the message, as on every publisher).
  *
  * <p>Thread-safe. {@link #close()} shuts down the client, waiting for the requests in flight.
  */
@@ -92,8 +93,8 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
     /**
      * Publishes one row and waits for the server's message id.
      *
-     * @throws PublishFailure permanent for a missing topic, an invalid message or a denied publish;
-     *                        retryable otherwise
+     * @throws PublishFailure permanent for a missing topic or an invalid message; retryable otherwise,
+     *                        also when no answer came within two minutes
      */
     @Override
     public Receipt publish(OutboxMessage message) throws Exception {
@@ -101,6 +102,12 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
             return publishAll(List.of(message)).get(0).toCompletableFuture().get(2, TimeUnit.MINUTES);
         } catch (ExecutionException e) {
             throw e.getCause() instanceof Exception cause ? cause : e;
+        } catch (TimeoutException e) {
+            throw PublishFailure.retryable(
+                    "no answer from Pub/Sub for row " + message.id() + " (event " + message.eventId()
+                            + ") within 2 minutes; it may or may not have been published",
+                    Receipt.NONE,
+                    e);
         }
     }
 
@@ -244,14 +251,15 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
         return cause;
     }
 
-    private static PublishFailure failure(OutboxMessage m, Throwable e) {
+    // Package-private for PubSubPublisherFailureTest: the emulator denies nothing.
+    static PublishFailure failure(OutboxMessage m, Throwable e) {
         Throwable cause = cause(e);
         String what = "row " + m.id() + " (event " + m.eventId() + ") to Pub/Sub topic '" + m.destination() + "'";
         if (cause instanceof NotFoundException) {
             return PublishFailure.permanent(
                     "no topic for " + what + "; create the topic and replay the row", Receipt.NONE, e);
         }
-        if (cause instanceof InvalidArgumentException || cause instanceof PermissionDeniedException) {
+        if (cause instanceof InvalidArgumentException) {
             return PublishFailure.permanent(
                     "Pub/Sub refused " + what + ": " + cause.getMessage() + "; publishing it again cannot succeed",
                     Receipt.NONE,

@@ -2,6 +2,9 @@ package dev.once.pubsub;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.api.gax.core.NoCredentialsProvider;
+import com.google.api.gax.grpc.GrpcTransportChannel;
+import com.google.api.gax.rpc.FixedTransportChannelProvider;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PullRequest;
 import com.google.pubsub.v1.PullResponse;
@@ -10,7 +13,12 @@ import com.google.pubsub.v1.TopicName;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The outbox relay with {@link PubSubPublisher} into a topic, consumed by {@link PubSubConsumer};
@@ -19,6 +27,8 @@ import java.util.List;
 class PubSubOutboxRelayTest extends OutboxRelayContract {
 
     private PubSubPublisher publisher;
+    private PubSubPublisher unreachable;
+    private ManagedChannel nowhere;
 
     @Override
     protected String createDestination(String name) {
@@ -33,6 +43,12 @@ class PubSubOutboxRelayTest extends OutboxRelayContract {
         if (publisher != null) {
             publisher.close();
         }
+        if (unreachable != null) {
+            // The client's close waits for the publish it still retries (about 20 s here, after the
+            // relay gave it up at its send timeout): let it end on its own, the case is decided.
+            nowhere.shutdownNow();
+            CompletableFuture.runAsync(unreachable::close);
+        }
         TestPubSub.delete(
                 TopicName.of(TestPubSub.PROJECT, name),
                 ProjectSubscriptionName.of(TestPubSub.PROJECT, name),
@@ -43,6 +59,28 @@ class PubSubOutboxRelayTest extends OutboxRelayContract {
     protected Publisher publisher() {
         publisher = TestPubSub.outboxPublisher();
         return publisher;
+    }
+
+    @Override
+    protected Refused refusedRow(String name) {
+        return new Refused("no-topic-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), null);
+    }
+
+    @Override
+    protected Publisher unreachablePublisher() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort(); // closed again: nothing listens there
+        }
+        nowhere = ManagedChannelBuilder.forAddress("127.0.0.1", port)
+                .usePlaintext()
+                .build();
+        unreachable = PubSubPublisher.builder()
+                .project(TestPubSub.PROJECT)
+                .channelProvider(FixedTransportChannelProvider.create(GrpcTransportChannel.create(nowhere)))
+                .credentialsProvider(NoCredentialsProvider.create())
+                .build();
+        return unreachable;
     }
 
     @Override

@@ -3,10 +3,15 @@ package dev.once.pubsub;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.api.gax.grpc.GrpcStatusCode;
+import com.google.api.gax.rpc.InvalidArgumentException;
+import com.google.api.gax.rpc.PermissionDeniedException;
+import com.google.api.gax.rpc.UnauthenticatedException;
 import com.google.pubsub.v1.TopicName;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.broker.PublisherChecks;
+import io.grpc.Status;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -66,5 +71,37 @@ class PubSubPublisherFailureTest {
                 .isInstanceOfSatisfying(
                         PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                 .hasMessageContaining("event evt-2");
+    }
+
+    /**
+     * A denied or unauthenticated publish is retryable, as on every publisher: permissions and
+     * credentials can be fixed without changing the message. The emulator denies nothing, so the
+     * client's exceptions are classified as a failed publish hands them over; an invalid message
+     * stays permanent.
+     */
+    @Test
+    void aDeniedOrUnauthenticatedPublishIsRetryableAndAnInvalidMessagePermanent() {
+        var row = OutboxRows.row("orders", "evt-1", null, "1");
+        assertThat(PubSubPublisher.failure(
+                                row,
+                                new PermissionDeniedException(
+                                        null, GrpcStatusCode.of(Status.Code.PERMISSION_DENIED), false))
+                        .retryable())
+                .as("permission denied")
+                .isTrue();
+        assertThat(PubSubPublisher.failure(
+                                row,
+                                new UnauthenticatedException(
+                                        null, GrpcStatusCode.of(Status.Code.UNAUTHENTICATED), false))
+                        .retryable())
+                .as("unauthenticated")
+                .isTrue();
+        assertThat(PubSubPublisher.failure(
+                                row,
+                                new InvalidArgumentException(
+                                        null, GrpcStatusCode.of(Status.Code.INVALID_ARGUMENT), false))
+                        .retryable())
+                .as("invalid message")
+                .isFalse();
     }
 }

@@ -7,6 +7,7 @@ import com.rabbitmq.client.Connection;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /** The outbox relay with {@link RabbitPublisher} into a durable queue, consumed by {@link RabbitConsumer}. */
@@ -14,6 +15,7 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
 
     private Connection connection;
     private RabbitPublisher publisher;
+    private Connection lost;
 
     @Override
     protected String createDestination(String name) throws Exception {
@@ -33,6 +35,9 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
                 publisher.close();
             }
             connection.close();
+            if (lost != null) {
+                lost.abort();
+            }
         }
     }
 
@@ -40,6 +45,20 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
     protected Publisher publisher() throws Exception {
         publisher = new RabbitPublisher(connection);
         return publisher;
+    }
+
+    @Override
+    protected Refused refusedRow(String queue) {
+        // the default exchange, a routing key no queue has: unroutable, AMQP reply code 312
+        return new Refused("once-no-queue-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), 312);
+    }
+
+    @Override
+    protected Publisher unreachablePublisher() throws Exception {
+        lost = TestRabbit.connect();
+        RabbitPublisher unreachable = new RabbitPublisher(lost);
+        lost.abort();
+        return unreachable;
     }
 
     @Override

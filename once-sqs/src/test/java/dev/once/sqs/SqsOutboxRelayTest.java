@@ -5,10 +5,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
 
 /** The outbox relay with {@link SqsPublisher} into a FIFO queue, consumed by {@link SqsConsumer}. */
 class SqsOutboxRelayTest extends OutboxRelayContract {
+
+    private SqsClient unreachable;
 
     @Override
     protected String createDestination(String name) {
@@ -17,12 +26,37 @@ class SqsOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected void deleteDestination(String queueUrl) {
-        TestSqs.deleteQueue(queueUrl);
+        try {
+            TestSqs.deleteQueue(queueUrl);
+        } finally {
+            if (unreachable != null) {
+                unreachable.close();
+            }
+        }
     }
 
     @Override
     protected Publisher publisher() {
         return new SqsPublisher(TestSqs.client());
+    }
+
+    @Override
+    protected Refused refusedRow(String queueUrl) {
+        return new Refused("no-such-queue-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), 400);
+    }
+
+    @Override
+    protected Publisher unreachablePublisher() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort(); // closed again: nothing listens there
+        }
+        unreachable = SqsClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build();
+        return new SqsPublisher(unreachable);
     }
 
     @Override

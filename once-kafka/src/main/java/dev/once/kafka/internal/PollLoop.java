@@ -1,11 +1,9 @@
 package dev.once.kafka.internal;
 
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,14 +11,11 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
@@ -41,7 +36,9 @@ import org.slf4j.LoggerFactory;
  * Only the poll thread touches the consumer.
  *
  * <p>This class is the loop itself: poll, pause, resume, backoffs, seeks and rebalances. Its
- * parts: the records fetched for the next batch are {@link NextBatch}; the offsets sent to Kafka
+ * parts: the records fetched for the next batch are {@link NextBatch}; the batch on the worker is
+ * {@link InFlight}; the partitions paused for a retry's backoff are {@link Backoffs}; where an
+ * assigned partition starts when offsets are kept in the database is {@link StartOffsets}; the offsets sent to Kafka
  * (async between batches, sync on a rebalance or close) are {@link OffsetCommits}; one batch on the
  * worker thread, records to deliveries to outcomes to dead letters, is {@link BatchRun}; what a
  * processed batch means for each partition is decided by {@link BatchVerdicts}. Not API.
@@ -73,7 +70,7 @@ final class PollLoop implements Runnable {
     private InFlight inFlight;
     private final NextBatch next;
 
-    private final Map<TopicPartition, Long> backoffUntil = new HashMap<>();
+    private final Backoffs backoffs = new Backoffs();
 
     PollLoop(RunnerSettings settings, KafkaRunnerMetrics metrics, Producer<byte[], byte[]> deadLetters, String name) {
         this.settings = settings;
@@ -89,20 +86,6 @@ final class PollLoop implements Runnable {
             t.setDaemon(true);
             return t;
         });
-    }
-
-    /** A batch handed to the worker. */
-    private static final class InFlight {
-        final Future<BatchRun.Result> result;
-        /** First offset of each partition in the batch: where to replay from if it is abandoned. */
-        final Map<TopicPartition, Long> firstOffsets;
-
-        boolean abandoned;
-
-        InFlight(Future<BatchRun.Result> result, Map<TopicPartition, Long> firstOffsets) {
-            this.result = result;
-            this.firstOffsets = firstOffsets;
-        }
     }
 
     @Override
@@ -127,7 +110,7 @@ final class PollLoop implements Runnable {
                 } else {
                     take(consumer.poll(Duration.ZERO));
                     // A revoke inside that poll may have finished the batch already.
-                    if (inFlight != null && await(inFlight, BUSY_POLL_INTERVAL)) {
+                    if (inFlight != null && inFlight.await(BUSY_POLL_INTERVAL)) {
                         finishBatch();
                     }
                 }
@@ -216,20 +199,7 @@ final class PollLoop implements Runnable {
     }
 
     private void resumeAllButBackoffs() {
-        Set<TopicPartition> resume = new HashSet<>(consumer.assignment());
-        resume.removeAll(backoffUntil.keySet());
-        consumer.resume(resume);
-    }
-
-    private boolean await(InFlight f, Duration timeout) throws InterruptedException {
-        try {
-            f.result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            return true;
-        } catch (TimeoutException e) {
-            return false;
-        } catch (ExecutionException e) {
-            return true;
-        }
+        consumer.resume(backoffs.notBackingOff(consumer.assignment()));
     }
 
     private void finishBatch() {
@@ -265,7 +235,7 @@ final class PollLoop implements Runnable {
                     // Paused, or the next poll fetches the record again at once (or whenever the fetch
                     // in flight returns) and the attempts are spent without the backoff.
                     consumer.pause(List.of(tp));
-                    backoffUntil.put(
+                    backoffs.pause(
                             tp,
                             now + settings.backoff(r.failuresAtSeek().get(tp)).toNanos());
                 }
@@ -282,17 +252,10 @@ final class PollLoop implements Runnable {
     }
 
     private void resumeDueBackoffs() {
-        if (backoffUntil.isEmpty()) {
+        List<TopicPartition> due = backoffs.due(System.nanoTime());
+        if (due.isEmpty()) {
             return;
         }
-        long now = System.nanoTime();
-        List<TopicPartition> due = new ArrayList<>();
-        backoffUntil.forEach((tp, until) -> {
-            if (now - until >= 0) {
-                due.add(tp);
-            }
-        });
-        due.forEach(backoffUntil::remove);
         if (!next.full()) {
             due.retainAll(consumer.assignment());
             consumer.resume(due);
@@ -312,7 +275,7 @@ final class PollLoop implements Runnable {
         long deadline = System.nanoTime() + closeTimeout.toNanos();
         while (System.nanoTime() - deadline < 0) {
             take(consumer.poll(Duration.ZERO));
-            if (inFlight == null || await(inFlight, BUSY_POLL_INTERVAL)) {
+            if (inFlight == null || inFlight.await(BUSY_POLL_INTERVAL)) {
                 break;
             }
         }
@@ -349,30 +312,7 @@ final class PollLoop implements Runnable {
                 consumer.pause(partitions); // at most one batch waits
             }
             if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
-                seekToDatabaseOffsets(partitions);
-            }
-        }
-
-        /** Starts where the database is ahead of Kafka: what it committed is not replayed. */
-        private void seekToDatabaseOffsets(Collection<TopicPartition> partitions) {
-            Map<TopicPartition, Long> stored;
-            try {
-                stored = settings.databaseOffsets().read();
-            } catch (SQLException e) {
-                log.warn(
-                        "{}: could not read the offsets kept in the database, starting from Kafka's (replays are"
-                                + " absorbed): {}",
-                        name,
-                        e.toString());
-                return;
-            }
-            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
-            for (TopicPartition tp : partitions) {
-                Long next = stored.get(tp);
-                OffsetAndMetadata kafka = committed.get(tp);
-                if (next != null && (kafka == null || next > kafka.offset())) {
-                    consumer.seek(tp, next);
-                }
+                StartOffsets.seek(consumer, settings.databaseOffsets(), partitions, name);
             }
         }
 
@@ -388,7 +328,7 @@ final class PollLoop implements Runnable {
                 boolean done = false;
                 if (mayCommit) {
                     try {
-                        done = await(f, settings.revokeTimeout());
+                        done = f.await(settings.revokeTimeout());
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
@@ -407,9 +347,7 @@ final class PollLoop implements Runnable {
                             settings.revokeTimeout());
                 }
             }
-            for (TopicPartition tp : partitions) {
-                backoffUntil.remove(tp);
-            }
+            backoffs.forget(partitions);
             // A later owner moves them on; a stale offset sent on its return would move them back.
             commits.forget(partitions);
             verdicts.forget(partitions);

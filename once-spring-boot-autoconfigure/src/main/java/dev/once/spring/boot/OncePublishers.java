@@ -64,7 +64,10 @@ public final class OncePublishers {
 
         /**
          * Each target's share of the batch goes to that target's own {@code publishAll}, so a batch
-         * to Kafka and HTTP is sent concurrently by both; stages come back in the batch's order.
+         * to Kafka and HTTP is sent concurrently by both; stages come back in the batch's order. A
+         * target whose {@code publishAll} throws, or answers other than one stage per message, fails
+         * its own share only (retryable, as any unexpected failure): one target never decides another
+         * target's messages.
          */
         @Override
         public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
@@ -82,8 +85,20 @@ public final class OncePublishers {
                 }
             }
             positions.forEach((target, at) -> {
-                List<CompletionStage<Receipt>> sent =
-                        target.publishAll(at.stream().map(messages::get).toList());
+                List<CompletionStage<Receipt>> sent;
+                try {
+                    sent = target.publishAll(at.stream().map(messages::get).toList());
+                } catch (RuntimeException e) {
+                    at.forEach(i -> stages.set(i, CompletableFuture.failedFuture(e)));
+                    return;
+                }
+                if (sent == null || sent.size() != at.size()) {
+                    IllegalStateException e = new IllegalStateException("publisher " + target + " answered "
+                            + (sent == null ? "null" : sent.size() + " results") + " for " + at.size()
+                            + " messages; Publisher.publishAll must return one per message");
+                    at.forEach(i -> stages.set(i, CompletableFuture.failedFuture(e)));
+                    return;
+                }
                 for (int j = 0; j < at.size(); j++) {
                     stages.set(at.get(j), sent.get(j));
                 }

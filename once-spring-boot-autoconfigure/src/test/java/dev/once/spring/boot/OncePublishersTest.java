@@ -63,6 +63,41 @@ class OncePublishersTest {
                 });
     }
 
+    @Test
+    void aTargetWhosePublishAllThrowsFailsItsOwnShareAndNoOtherTargetsMessages() {
+        Recording kafka = new Recording();
+        IllegalStateException closed = new IllegalStateException("producer closed");
+        Publisher broken = new Publisher() {
+            @Override
+            public Receipt publish(OutboxMessage message) {
+                throw closed;
+            }
+
+            @Override
+            public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+                throw closed;
+            }
+        };
+        Publisher routing = OncePublishers.routing(List.of(
+                new OncePublishers.BrokerPublisher("nats", d -> d.startsWith("audit"), broken),
+                new OncePublishers.BrokerPublisher("kafka", d -> d.startsWith("orders"), kafka)));
+
+        List<CompletionStage<Receipt>> stages =
+                routing.publishAll(List.of(message("e1", "audit"), message("e2", "orders"), message("e3", "audit")));
+
+        assertThat(kafka.calls).as("the other target still gets its share").containsExactly(List.of("e2"));
+        assertThat(stages).hasSize(3);
+        assertThat(stages.get(1).toCompletableFuture().join().body()).isEqualTo("e2");
+        for (int i : new int[] {0, 2}) {
+            assertThat(stages.get(i).toCompletableFuture())
+                    .as("message %d, of the target that threw", i)
+                    .failsWithin(java.time.Duration.ZERO)
+                    .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                    .havingCause()
+                    .isSameAs(closed);
+        }
+    }
+
     private static OutboxMessage message(String eventId, String destination) {
         return new OutboxMessage(
                 1, eventId, destination, "k-" + eventId, new byte[0], Map.of(), eventId, 1, Instant.EPOCH);

@@ -7,6 +7,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
@@ -17,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -33,8 +35,10 @@ import org.junit.jupiter.api.Test;
  * them with the adapter's {@link Publisher}, the adapter's consumer receives them and its inbox
  * applies each exactly once. Then the relay "crashes" after a send and before marking the row
  * (the row is set back to pending and relayed again): the copy is absorbed, by the broker where it
- * deduplicates on the row's idempotency key, by the receiving inbox otherwise. Real PostgreSQL, the
- * real broker, a fresh schema and destination per case.
+ * deduplicates on the row's idempotency key, by the receiving inbox otherwise. And the publisher
+ * failure idiom of {@link Publisher}, the same for every broker: a row the broker refuses for good is
+ * dead after one attempt, a row sent while the broker cannot be reached is retried after the retry
+ * policy's delay. Real PostgreSQL, the real broker, a fresh schema and destination per case.
  *
  * <p>An adapter extends this class and implements the small SPI below; the case is {@code final}.
  */
@@ -77,6 +81,32 @@ public abstract class OutboxRelayContract {
 
     /** True when the broker drops a re-send with the same idempotency key (FIFO dedup id, {@code Nats-Msg-Id}). */
     protected abstract boolean brokerDeduplicates();
+
+    /**
+     * A row the broker refuses for good, as {@link #refusedRow} makes it.
+     *
+     * @param destination    the row's destination
+     * @param payload        the row's payload
+     * @param responseStatus the status the publisher records on the row for the refusal (an AMQP reply
+     *                       code, an HTTP status), or null when it records none
+     */
+    public record Refused(String destination, byte[] payload, Integer responseStatus) {}
+
+    /**
+     * A row the broker refuses for good, which no later send can deliver: to a destination that does
+     * not exist (a queue, a subject no stream takes, a topic), or, where a missing destination cannot
+     * be told from an outage, with a payload over the destination's limit.
+     *
+     * @param destination the case's destination, for a refusal by payload
+     */
+    protected abstract Refused refusedRow(String destination) throws Exception;
+
+    /**
+     * The adapter's publisher with no broker to reach (its connection closed or aborted, or its
+     * endpoint a port where nothing listens): every send fails, and would succeed once the broker is
+     * back. The subclass releases it in {@link #deleteDestination}.
+     */
+    protected abstract Publisher unreachablePublisher() throws Exception;
 
     /**
      * Checks what the broker answered to the first send of a row and to its re-send, as the relay
@@ -246,6 +276,96 @@ public abstract class OutboxRelayContract {
                     .as("every row stored, no more copies than the %d attempts", attempts)
                     .isBetween((long) BACKLOG, attempts);
         }
+    }
+
+    /**
+     * The publisher failure idiom, the same for every broker: a row the broker refuses for good is
+     * dead after one attempt, the broker's answer recorded, and its neighbour in the batch is sent
+     * all the same; a row sent while the broker cannot be reached is retried, never given up: pending
+     * with one attempt counted, held back for the retry policy's delay, and sent by the first batch
+     * after it once the broker answers.
+     */
+    @Test
+    final void aRefusedRowIsDeadAtOnceAndARowForAnUnreachableBrokerIsRetriedAfterItsBackoff() throws Exception {
+        Refused refused = refusedRow(destination);
+        IdempotentConsumer upstream = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("orders")
+                .handler((d, tx) -> {
+                    if (d.payloadText().equals("refused")) {
+                        tx.outbox().add(refused.destination(), d.eventId(), refused.payload(), Map.of(), null);
+                    } else {
+                        byte[] body = d.payloadText().getBytes(StandardCharsets.UTF_8);
+                        tx.outbox().add(destination, d.eventId(), body, Map.of(), null);
+                    }
+                })
+                .build();
+        Duration backoff = Duration.ofHours(1);
+        RetryPolicy retries = RetryPolicy.builder()
+                .initialDelay(backoff)
+                .maxDelay(backoff)
+                .jitter(RetryPolicy.Jitter.NONE)
+                .maxRetries(3)
+                .build();
+        upstream.process(Delivery.builder("order-1").payload("refused").build());
+        upstream.process(Delivery.builder("order-2").payload("sent").build());
+        Publisher publisher = publisher();
+        OutboxRelay relay = failureRelay(publisher, retries, Clock.systemUTC());
+        assertThat(relay.relayOnce()).as("rows handled").isEqualTo(2);
+        long refusedRow = db.queryLong("SELECT min(id) FROM once_outbox");
+        assertThat(queryString("SELECT status || ' ' || attempts FROM once_outbox WHERE id = " + refusedRow))
+                .as("a refused row is dead after one attempt")
+                .isEqualTo("dead 1");
+        assertThat(queryString("SELECT last_error FROM once_outbox WHERE id = " + refusedRow))
+                .as("the refusal is recorded")
+                .isNotBlank();
+        if (refused.responseStatus() != null) {
+            assertThat(db.queryLong("SELECT response_status FROM once_outbox WHERE id = " + refusedRow))
+                    .as("the broker's answer to the refused row")
+                    .isEqualTo(refused.responseStatus().longValue());
+        }
+        assertThat(queryString("SELECT status FROM once_outbox WHERE id > " + refusedRow))
+                .as("the refused row's neighbour is sent all the same")
+                .isEqualTo("sent");
+
+        upstream.process(Delivery.builder("order-3").payload("retried").build());
+        long retried = db.queryLong("SELECT max(id) FROM once_outbox");
+        OutboxRelay cut = failureRelay(unreachablePublisher(), retries, Clock.systemUTC());
+        assertThat(cut.relayOnce()).as("rows handled without a broker").isEqualTo(1);
+        assertThat(queryString("SELECT status || ' ' || attempts FROM once_outbox WHERE id = " + retried))
+                .as("a row sent while the broker cannot be reached is retried, one attempt counted")
+                .isEqualTo("pending 1");
+        assertThat(queryString("SELECT last_error FROM once_outbox WHERE id = " + retried))
+                .as("the failure is recorded")
+                .isNotBlank();
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE id = " + retried
+                        + " AND available_at > now() + interval '59 minutes'"))
+                .as("held back for the retry policy's delay of " + backoff)
+                .isEqualTo(1);
+        assertThat(relay.relayOnce())
+                .as("nothing sendable before the backoff is over")
+                .isZero();
+        OutboxRelay later = failureRelay(publisher, retries, Clock.offset(Clock.systemUTC(), backoff.plusMinutes(1)));
+        assertThat(later.relayOnce())
+                .as("rows handled once the backoff is over")
+                .isEqualTo(1);
+        assertThat(queryString("SELECT status FROM once_outbox WHERE id = " + retried))
+                .as("the retried row is sent once the broker answers")
+                .isEqualTo("sent");
+    }
+
+    // A send the client keeps retrying on its own (gRPC, the AWS SDK) is cut by the relay's send
+    // timeout, which counts as a retryable failure like any other.
+    private OutboxRelay failureRelay(Publisher publisher, RetryPolicy retries, Clock clock) {
+        return OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .publisher(publisher)
+                .name("failures")
+                .retryPolicy(retries)
+                .sendTimeout(Duration.ofSeconds(5))
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .build();
     }
 
     private OutboxRelay relay(Publisher publisher, String name) {
