@@ -276,6 +276,16 @@ final class EntryPoints {
                 Entry e = add(
                         s, "Zeebe @JobWorker", "zeebe", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the job completes after the worker returns; a crash or timeout activates it again";
+            } else if (Types.annotated(anns, "WorkerTask") && conductor(s)) {
+                Entry e = add(
+                        s,
+                        "Conductor @WorkerTask",
+                        "conductor",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = CONDUCTOR_ACK;
             } else if (Types.annotated(anns, "Incoming")) {
                 Entry e = add(
                         s,
@@ -539,6 +549,24 @@ final class EntryPoints {
 
     // ---- interfaces and supertypes --------------------------------------------------------------
 
+    /**
+     * A Conductor worker's task is completed with what the worker returns; one it does not complete
+     * within the task's response timeout (a crash, a hang, a lost update) is scheduled again, so its
+     * effects run again like a redelivered message's.
+     */
+    private static final String CONDUCTOR_ACK = "Conductor completes the task with the worker's result; a task not"
+            + " completed within its response timeout is scheduled again";
+
+    /** The file uses Netflix Conductor's (or Orkes', or the Swift fork's) worker API. */
+    private static boolean conductor(Repo.Source s) {
+        return s.cu().getImports().stream().anyMatch(i -> {
+            String n = i.getNameAsString();
+            return n.startsWith("com.netflix.conductor")
+                    || n.startsWith("io.orkes.conductor")
+                    || n.startsWith("com.swiftconductor");
+        });
+    }
+
     private void implemented(
             Repo.Source s,
             TypeDeclaration<?> c,
@@ -563,6 +591,15 @@ final class EntryPoints {
                                     .get());
                         }
                     });
+                }
+            } else if (n.equals("Worker") && conductor(s)) {
+                for (MethodDeclaration m : c.getMethodsByName("execute")) {
+                    if (m.getParameters().size() == 1) {
+                        m.getBody().ifPresent(b -> {
+                            Entry e = add(s, "Conductor Worker.execute", "conductor", owner(m), m, b, m);
+                            e.ackText = CONDUCTOR_ACK;
+                        });
+                    }
                 }
             } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {

@@ -204,6 +204,8 @@ public final class Repo {
             "@Incoming",
             "JobWorker",
             "ZeebeWorker",
+            "WorkerTask",
+            "client.worker.Worker",
             "ServiceActivator",
             // client libraries' consumers and receivers
             "KafkaConsumer",
