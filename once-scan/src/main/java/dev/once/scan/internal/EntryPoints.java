@@ -919,9 +919,14 @@ final class EntryPoints {
                     autoAckArg(e, call, 1);
                 }
             }
-            case "fetch", "nextMessage", "iterate" -> {
+            case "fetch", "nextMessage", "iterate", "fetchMessages", "fetchBytes", "next" -> {
                 String t = call.getScope().map(types::typeOf).orElse("");
-                if (t.startsWith("JetStream") && !t.equals("JetStreamManagement")) {
+                if (t.startsWith("JetStream")
+                                && !t.equals("JetStreamManagement")
+                                && !n.equals("fetchMessages")
+                                && !n.equals("fetchBytes")
+                                && !n.equals("next")
+                        || natsSimplified(t, n)) {
                     Node body = loopOrMethod(call);
                     if (body != null) {
                         Entry e = add(s, "NATS JetStream pull", "nats", owner(call), call, body, call);
@@ -938,7 +943,7 @@ final class EntryPoints {
                     }
                 }
             }
-            case "subscribe", "createDispatcher" -> {
+            case "subscribe", "createDispatcher", "consume" -> {
                 natsCallback(s, call);
                 pubSubCallback(s, call);
             }
@@ -1598,9 +1603,25 @@ final class EntryPoints {
         return null;
     }
 
+    /**
+     * NATS JetStream's simplified API (nats.java 2.16+): a {@code ConsumerContext} (or an ordered one)
+     * read with {@code next()}, or the {@code IterableConsumer}/{@code FetchConsumer} its {@code iterate}
+     * and {@code fetchMessages}/{@code fetchBytes}/{@code fetch} return, read with {@code nextMessage}
+     * (the receive is there, not at the call that opens the consumer).
+     */
+    private static boolean natsSimplified(String type, String method) {
+        return type.endsWith("ConsumerContext") && method.equals("next")
+                || (type.equals("IterableConsumer") || type.equals("FetchConsumer")) && method.equals("nextMessage");
+    }
+
     private void natsCallback(Repo.Source s, MethodCallExpr call) {
         String t = call.getScope().map(types::typeOf).orElse("");
-        boolean jetStream = t.startsWith("JetStream");
+        boolean consume = call.getNameAsString().equals("consume");
+        if (consume != t.endsWith("ConsumerContext")) {
+            // consume(handler) belongs to the simplified API's contexts; subscribe to the classic ones
+            return;
+        }
+        boolean jetStream = t.startsWith("JetStream") || consume;
         if (!jetStream && !t.equals("Connection") && !t.equals("Dispatcher")) {
             return;
         }
@@ -1609,7 +1630,9 @@ final class EntryPoints {
             if (handler != null) {
                 Entry e = add(
                         s,
-                        jetStream ? "NATS JetStream push subscription" : "NATS subscription",
+                        consume
+                                ? "NATS JetStream ConsumerContext.consume"
+                                : jetStream ? "NATS JetStream push subscription" : "NATS subscription",
                         "nats",
                         owner(call) + " handler",
                         handler[0],

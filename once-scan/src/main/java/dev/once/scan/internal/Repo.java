@@ -220,6 +220,7 @@ public final class Repo {
             "basicGet",
             "subscribe",
             "createDispatcher",
+            "ConsumerContext",
             "consumeAutoAck",
             "consumeManualAck",
             "consumeNoAck",
