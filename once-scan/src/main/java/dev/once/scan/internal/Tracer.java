@@ -1,6 +1,7 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.NodeList;
 import com.github.javaparser.ast.body.MethodDeclaration;
 import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
@@ -23,6 +24,7 @@ import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
 import com.github.javaparser.ast.stmt.ReturnStmt;
+import com.github.javaparser.ast.stmt.Statement;
 import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
@@ -212,6 +214,8 @@ final class Tracer {
         String memberText;
         /** Set while walking work handed to another thread: where it was handed off. */
         Location async;
+        /** The branches taken by the calls that led into this frame (see {@link Event#arms}). */
+        List<Long> arms = List.of();
 
         Frame(
                 int depth,
@@ -283,6 +287,7 @@ final class Tracer {
             Frame tf = new Frame(
                     f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
             tf.async = f.async;
+            tf.arms = f.arms;
             visitChildren(l, tf);
             return;
         }
@@ -471,6 +476,7 @@ final class Tracer {
                 path.add(new Step(stype + "." + name, repo.loc(c)));
                 Frame mapper = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, f.visiting, f.type, f.method);
                 mapper.async = f.async;
+                mapper.arms = arms(c, f);
                 sql(c, declared.get(), sql, mapper);
             } else {
                 sql(c, c, sql, f);
@@ -1452,6 +1458,7 @@ final class Tracer {
                     span(bean);
                     Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
                     callee.async = f.async;
+                    callee.arms = arms(c, f);
                     visit(l.getBody(), callee);
                 }
             }
@@ -1517,6 +1524,7 @@ final class Tracer {
             span(t);
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
+            callee.arms = arms(at, f);
             visit(t.getBody().get(), callee);
         }
     }
@@ -1562,7 +1570,8 @@ final class Tracer {
                 f.txLoc,
                 keyed,
                 member(at),
-                f.async));
+                f.async,
+                arms(at, f)));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
@@ -1580,7 +1589,85 @@ final class Tracer {
                 kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc,
                 false,
                 member(at),
-                f.async));
+                f.async,
+                arms(at, f)));
+    }
+
+    /** Ids of the if/else, switch and early-exit nodes the trace has seen, for {@link #arms}. */
+    private final Map<Node, Long> branchIds = new java.util.IdentityHashMap<>();
+
+    /**
+     * The frame's branches, and those {@code at} sits on within its method: the then or else of an if, the
+     * arm of a switch or conditional, and the implicit else after an {@code if} whose block ends in
+     * return, throw, continue or break. Each as {@code id << 8 | arm}.
+     */
+    private List<Long> arms(Node at, Frame f) {
+        List<Long> out = new ArrayList<>(f.arms);
+        Node child = at;
+        for (Node parent = at.getParentNode().orElse(null);
+                parent != null
+                        && !(child instanceof MethodDeclaration)
+                        && !(child instanceof com.github.javaparser.ast.body.ConstructorDeclaration)
+                        && !(child instanceof TypeDeclaration<?>);
+                child = parent, parent = parent.getParentNode().orElse(null)) {
+            if (parent instanceof com.github.javaparser.ast.stmt.IfStmt i) {
+                if (i.getThenStmt() == child) {
+                    out.add(branch(i, 0));
+                } else if (i.getElseStmt().orElse(null) == child) {
+                    out.add(branch(i, 1));
+                }
+            } else if (parent instanceof com.github.javaparser.ast.expr.ConditionalExpr c) {
+                if (c.getThenExpr() == child) {
+                    out.add(branch(c, 0));
+                } else if (c.getElseExpr() == child) {
+                    out.add(branch(c, 1));
+                }
+            } else if (parent instanceof com.github.javaparser.ast.stmt.SwitchEntry se
+                    && se.getParentNode().isPresent()) {
+                Node sw = se.getParentNode().get();
+                Node inArm = child;
+                if (se.getLabels().stream().noneMatch(l -> l == inArm)) {
+                    List<com.github.javaparser.ast.stmt.SwitchEntry> entries = sw.getChildNodes().stream()
+                            .filter(com.github.javaparser.ast.stmt.SwitchEntry.class::isInstance)
+                            .map(com.github.javaparser.ast.stmt.SwitchEntry.class::cast)
+                            .toList();
+                    int idx = entries.indexOf(se);
+                    // a statement-group arm without break falls through into the next: not exclusive
+                    boolean arrow = se.getType() != com.github.javaparser.ast.stmt.SwitchEntry.Type.STATEMENT_GROUP;
+                    if (idx >= 0 && (arrow || endsAbruptly(se.getStatements()))) {
+                        out.add(branch(sw, Math.min(idx, 250)));
+                    }
+                }
+            }
+            if (parent instanceof com.github.javaparser.ast.stmt.BlockStmt b && child instanceof Statement st) {
+                for (Statement before : b.getStatements()) {
+                    if (before == st) {
+                        break;
+                    }
+                    if (before instanceof com.github.javaparser.ast.stmt.IfStmt i
+                            && i.getElseStmt().isEmpty()
+                            && endsAbruptly(i.getThenStmt())) {
+                        out.add(branch(i, 1));
+                    }
+                }
+            }
+        }
+        return out.isEmpty() ? List.of() : List.copyOf(out);
+    }
+
+    private long branch(Node n, int arm) {
+        return branchIds.computeIfAbsent(n, x -> (long) branchIds.size() + 1) << 8 | arm;
+    }
+
+    private static boolean endsAbruptly(Statement s) {
+        if (s instanceof com.github.javaparser.ast.stmt.BlockStmt b) {
+            return endsAbruptly(b.getStatements());
+        }
+        return s.isReturnStmt() || s.isThrowStmt() || s.isContinueStmt() || s.isBreakStmt();
+    }
+
+    private static boolean endsAbruptly(NodeList<Statement> statements) {
+        return statements.isNonEmpty() && endsAbruptly(statements.getLast().get());
     }
 
     private static String member(Node at) {
