@@ -1196,7 +1196,7 @@ final class Tracer {
                 String t = d.getType().asString();
                 return t.equals("boolean")
                         || t.equals("Boolean")
-                        || t.startsWith("Optional")
+                        || t.startsWith("Optional") && (statusRead(c) || !valueUsed(d))
                         || statusRead(c) && testedLater(d);
             }
             if (p instanceof com.github.javaparser.ast.stmt.Statement || p instanceof LambdaExpr) {
@@ -1239,6 +1239,24 @@ final class Tracer {
     }
 
     private static final Pattern STATUS_WORD = Pattern.compile("Status|State|Processed");
+
+    /**
+     * The {@code Optional} declared by {@code d} is opened in its method ({@code get()}, {@code orElse…},
+     * {@code ifPresent…}, {@code map}): the lookup loads the row the handler goes on to update or create, a
+     * find-then-update that asks nothing about whether the event was seen, so it is not a dedupe check.
+     */
+    private static boolean valueUsed(VariableDeclarator d) {
+        String v = d.getNameAsString();
+        return Types.ancestor(d, MethodDeclaration.class)
+                .map(m -> m.findAll(MethodCallExpr.class).stream()
+                        .anyMatch(x -> x.getScope().orElse(null) instanceof NameExpr n
+                                && n.getNameAsString().equals(v)
+                                && OPTIONAL_OPEN.matcher(x.getNameAsString()).matches()))
+                .orElse(false);
+    }
+
+    private static final Pattern OPTIONAL_OPEN =
+            Pattern.compile("get|orElse|orElseGet|orElseThrow|ifPresent|ifPresentOrElse|map|flatMap|stream");
 
     /** The variable declared by {@code d} is tested in an {@code if} of its method. */
     private static boolean testedLater(VariableDeclarator d) {
