@@ -1434,10 +1434,12 @@ final class Tracer {
                                     .map(Node.class::cast)
                                     .or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty()))
                             .orElse(null)) {
+                // read from the class itself: a copy of the class in another build module is not this one
                 targets.addAll(repo.methods(
                         ((TypeDeclaration<?>) t).getNameAsString(),
                         name,
-                        c.getArguments().size()));
+                        c.getArguments().size(),
+                        t));
             }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
