@@ -1000,11 +1000,18 @@ final class Tracer {
                 entity = name;
             }
         }
-        if (!insert) {
+        if (!insert || !fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
+            // an update of a row it loaded, or a save by an @Id the code assigns from what it was given: a repeat
+            // writes the same row again, no duplicate; still a write to the database, which a publish after it
+            // is not atomic with
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "writes " + (entity == null ? "a row" : "a " + entity) + " in place",
+                    true);
             return;
-        }
-        if (!fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
-            return; // a save by an @Id the code assigns from what it was given: a repeat replaces the same row
         }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
