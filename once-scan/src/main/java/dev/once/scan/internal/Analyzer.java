@@ -236,6 +236,30 @@ final class Analyzer {
                 || !claims.isEmpty()
                 || !guards.isEmpty();
         for (Event x : effects) {
+            if ((e.ack == Entry.Ack.NONE || auto)
+                    && x.category() == Event.Category.PUBLISH
+                    && !x.keyed()
+                    && !eos
+                    && effects.stream()
+                            .anyMatch(d -> d.category() == Event.Category.DATABASE
+                                    && d.seq() < x.seq()
+                                    && !d.exclusiveWith(x))) {
+                // no redelivery to repeat it, but the loss does not depend on the ack: the write commits, the
+                // publish after it may never happen
+                out.add(finding(
+                        Rule.DUAL_WRITE,
+                        Level.WARNING,
+                        x.what()
+                                + " after writing to the database, outside its transaction: a crash between them loses the"
+                                + " message (" + e.ackText + ")",
+                        x.location(),
+                        e,
+                        x.blast(),
+                        x.path(),
+                        List.of(entryRel, ackRel, new Related("effect", x.location())),
+                        x.member()));
+                continue;
+            }
             if (x.keyed()
                     || e.ack == Entry.Ack.NONE
                     || auto
