@@ -42,6 +42,18 @@ class EntryPointsTest {
     }
 
     @Test
+    void twoRoutesSetUpInOneMethodAreTwoConsumersEachWithItsOwnFindings() {
+        ScanReport r = Fixtures.scan(Fixtures.of("camel-mqtt-route"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camel route from(paho-mqtt5:…) @ 10", "Camel route from(paho-mqtt5:…) @ 14");
+        // findings are listed under the consumer whose id they carry: two routes of one configure() must not share it
+        assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
+    }
+
+    @Test
     void twoPullsFromDifferentReceiversInOneMethodAreTwoConsumers() {
         ScanReport r = Fixtures.scan(Fixtures.of("rocketmq-two-templates"));
 

@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
 final class EntryPoints {
 
     private static final Pattern CAMEL_BROKER = Pattern.compile(
-            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
+            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
+                    + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
     private static final Set<String> SQS_TYPES = Set.of(
             "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
@@ -151,6 +152,12 @@ final class EntryPoints {
         // @KafkaListener, @Override, @Transactional) can run over more lines than a reader looks past
         e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : repo.loc(at);
         e.source = s;
+        String named = e.name;
+        if (entries.stream().anyMatch(x -> x.source == s && x.name.equals(named))) {
+            // two consumers set up in one method (two routes in configure(), two subscriptions): the id is file#name,
+            // so the second is named by its line or its findings are listed under the first
+            e.name = named + " @" + e.location.line();
+        }
         if (decl instanceof MethodDeclaration m) {
             e.transactional = Types.isTransactional(m);
         }
