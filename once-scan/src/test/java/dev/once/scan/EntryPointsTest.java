@@ -54,6 +54,17 @@ class EntryPointsTest {
     }
 
     @Test
+    void aConnectionKeptInAGenericHolderTypesTheCallMadeOnIt() {
+        ScanReport r = Fixtures.scan(Fixtures.of("nats-connection-in-holder"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactly("NATS subscription @ src/main/java/acme/search/MovieIndexer.java:17");
+        assertThat(r.findings()).isEmpty();
+    }
+
+    @Test
     void twoPullsFromDifferentReceiversInOneMethodAreTwoConsumers() {
         ScanReport r = Fixtures.scan(Fixtures.of("rocketmq-two-templates"));
 
