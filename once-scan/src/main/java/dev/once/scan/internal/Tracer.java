@@ -235,6 +235,24 @@ final class Tracer {
         }
     }
 
+    /**
+     * Callback interfaces a template runs synchronously, in the caller's thread, before the call returns:
+     * Spring Data Redis, JDBC, Kafka, Rabbit and Mongo templates' callbacks (a transaction template's callback
+     * is not among them: it opens a transaction this walk would not see).
+     */
+    private static final Set<String> SYNC_CALLBACKS = Set.of(
+            "SessionCallback",
+            "RedisCallback",
+            "ConnectionCallback",
+            "StatementCallback",
+            "PreparedStatementCallback",
+            "CallableStatementCallback",
+            "ProducerCallback",
+            "OperationsCallback",
+            "ChannelCallback",
+            "CollectionCallback",
+            "DbCallback");
+
     /** Types the traced flow reads the message into (the handler's parameters, deserialization targets). */
     private Set<String> payloadTypes = new HashSet<>();
 
@@ -277,7 +295,17 @@ final class Tracer {
 
     private void visit(Node n, Frame f) {
         if (n instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
-            return; // an anonymous listener is an entry point of its own
+            if (SYNC_CALLBACKS.contains(oc.getType().getNameAsString())
+                    && oc.getParentNode().orElse(null) instanceof MethodCallExpr) {
+                // a callback the template runs there and then, in this thread: its body is part of the flow
+                for (com.github.javaparser.ast.body.BodyDeclaration<?> b :
+                        oc.getAnonymousClassBody().get()) {
+                    if (b instanceof MethodDeclaration md && md.getBody().isPresent()) {
+                        visit(md.getBody().get(), f);
+                    }
+                }
+            }
+            return; // any other anonymous class is a listener of its own, or runs elsewhere
         }
         if (n instanceof MethodCallExpr mc && isOnceBuilder(mc)) {
             add(Event.Kind.ONCE, mc, f, null, null, "IdempotentConsumer handler");
