@@ -766,6 +766,20 @@ final class Tracer {
                         false);
                 return true;
             }
+            if (name.matches("setIfAbsent|putIfAbsent|setnx|setNX") && dedupeClaim(c)) {
+                // SETNX on a "processed"/"dedup" key decides whether the handler goes on: a claim, but in another
+                // store, committed apart from the effect it guards
+                add(
+                        Event.Kind.WEAK,
+                        c,
+                        f,
+                        null,
+                        null,
+                        "claims the event with " + name + " in " + (stype == null ? "the cache" : stype)
+                                + ", apart from the effect it guards: when the effect fails after the claim, the redelivery"
+                                + " finds the key and skips it (and the key expires)");
+                return true;
+            }
             if (name.matches("put|set|setex|hset|putAll|setIfAbsent|putIfAbsent|mset")) {
                 // a value stored under a key replaces itself: a repeat writes the same entry again. Only a value
                 // read back from the same store first (a count or a list grown in place) moves on a repeat
@@ -874,6 +888,21 @@ final class Tracer {
         }
         return true;
     }
+
+    /**
+     * A set-if-absent used as a dedupe: its key, or the method it is made in, names what a claim names
+     * (processed, dedup, duplicate, idempotency, seen, already).
+     */
+    private static boolean dedupeClaim(MethodCallExpr c) {
+        String key = c.getArguments().isEmpty() ? "" : c.getArgument(0).toString();
+        String method = Types.ancestor(c, MethodDeclaration.class)
+                .map(MethodDeclaration::getNameAsString)
+                .orElse("");
+        return CLAIM_WORDS.matcher(key).find() || CLAIM_WORDS.matcher(method).find();
+    }
+
+    private static final Pattern CLAIM_WORDS =
+            Pattern.compile("(?i)processed|dedup|duplicate|idempot|seen|already|consumed");
 
     /** {@code WorkflowClient.start(…)}: the type a static call is made on. */
     private static String staticOwner(MethodCallExpr c) {
