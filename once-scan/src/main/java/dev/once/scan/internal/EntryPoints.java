@@ -589,7 +589,10 @@ final class EntryPoints {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
-                        e.ackText = "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
+                        e.ackText = LAMBDA_ASYNC_EVENTS.contains(arg)
+                                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
+                                        + " an event more than once"
+                                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
                         e.loop = true;
                         if (Types.annotated(m.getAnnotations(), "Idempotent")) {
                             e.framework = Entry.Framework.ALL;
@@ -773,7 +776,20 @@ final class EntryPoints {
 
     /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
     private static final Set<String> LAMBDA_EVENTS = Set.of(
-            "SQSEvent", "KafkaEvent", "SNSEvent", "KinesisEvent", "DynamodbEvent", "ActiveMQEvent", "RabbitMQEvent");
+            "SQSEvent",
+            "KafkaEvent",
+            "SNSEvent",
+            "KinesisEvent",
+            "DynamodbEvent",
+            "ActiveMQEvent",
+            "RabbitMQEvent",
+            "S3Event",
+            "S3EventNotification",
+            "CloudWatchLogsEvent");
+
+    /** Events Lambda delivers by asynchronous invocation: retried when the handler fails, sometimes delivered twice. */
+    private static final Set<String> LAMBDA_ASYNC_EVENTS =
+            Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent");
 
     private void stream(Repo.Source s, MethodDeclaration m) {
         if (!Types.annotated(m.getAnnotations(), "Bean")) {
