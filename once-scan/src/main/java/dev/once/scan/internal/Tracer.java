@@ -511,6 +511,9 @@ final class Tracer {
             }
             return;
         }
+        if (deferredToTimer(c, name, f)) {
+            return;
+        }
         if (library(c, name, stype, scopeText, f)) {
             return;
         }
@@ -903,6 +906,98 @@ final class Tracer {
 
     private static final Pattern CLAIM_WORDS =
             Pattern.compile("(?i)processed|dedup|duplicate|idempot|seen|already|consumed");
+
+    /**
+     * {@code pending.merge(key, 1, Long::sum)} on a field of a class whose {@code @Scheduled} method drains that field:
+     * the work is handed to the timer's thread, which does it later. A hand-off (an ack after it acknowledges work not
+     * yet done), and the drain's effects are followed as work on that other thread.
+     */
+    private boolean deferredToTimer(MethodCallExpr c, String name, Frame f) {
+        Expression scope = c.getScope().orElse(null);
+        if (!BUFFER_WRITES.contains(name) || scope == null || f.depth >= MAX_DEPTH) {
+            return false;
+        }
+        String field = scope instanceof NameExpr n
+                ? n.getNameAsString()
+                : scope instanceof FieldAccessExpr fa && fa.getScope() instanceof ThisExpr
+                        ? fa.getNameAsString()
+                        : null;
+        TypeDeclaration<?> owner = Types.enclosingType(c);
+        if (field == null
+                || owner == null
+                || owner.getFieldByName(field).isEmpty()
+                || f.method != null
+                        && !f.method
+                                .findAll(
+                                        VariableDeclarator.class,
+                                        v -> v.getNameAsString().equals(field))
+                                .isEmpty()) {
+            return false;
+        }
+        for (MethodDeclaration timer : owner.getMethods()) {
+            if (!Types.annotated(timer.getAnnotations(), "Scheduled")
+                    || timer.getBody().isEmpty()
+                    || f.visiting.contains(timer)
+                    || !drains(owner, timer, field, 0)) {
+                continue;
+            }
+            add(
+                    Event.Kind.ASYNC,
+                    c,
+                    f,
+                    null,
+                    null,
+                    shortText(c) + ", a buffer " + owner.getNameAsString() + "." + timer.getNameAsString()
+                            + " (@Scheduled) drains later");
+            List<Step> path = new ArrayList<>(f.path);
+            path.add(new Step(owner.getNameAsString() + "." + timer.getNameAsString() + " (@Scheduled)", repo.loc(c)));
+            Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
+            visiting.add(timer);
+            span(timer);
+            Frame drain = new Frame(f.depth + 1, List.copyOf(path), null, null, visiting, owner, timer);
+            drain.async = repo.loc(c);
+            drain.arms = arms(c, f);
+            visit(timer.getBody().get(), drain);
+            return true;
+        }
+        return false;
+    }
+
+    /** {@code m} reads {@code field}, itself or through a method of its class it calls on {@code this}. */
+    private static boolean drains(TypeDeclaration<?> owner, MethodDeclaration m, String field, int depth) {
+        if (m.getBody().isEmpty() || depth > 2) {
+            return false;
+        }
+        Node body = m.getBody().get();
+        if (!body.findAll(NameExpr.class, x -> x.getNameAsString().equals(field))
+                        .isEmpty()
+                || !body.findAll(FieldAccessExpr.class, x -> x.getNameAsString().equals(field))
+                        .isEmpty()) {
+            return true;
+        }
+        for (MethodCallExpr call : body.findAll(
+                MethodCallExpr.class,
+                x -> x.getScope().isEmpty() || x.getScope().get() instanceof ThisExpr)) {
+            for (MethodDeclaration callee : owner.getMethodsByName(call.getNameAsString())) {
+                if (callee != m && drains(owner, callee, field, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static final Set<String> BUFFER_WRITES = Set.of(
+            "merge",
+            "put",
+            "putAll",
+            "add",
+            "addAll",
+            "offer",
+            "compute",
+            "computeIfAbsent",
+            "computeIfPresent",
+            "push");
 
     /** {@code WorkflowClient.start(…)}: the type a static call is made on. */
     private static String staticOwner(MethodCallExpr c) {
