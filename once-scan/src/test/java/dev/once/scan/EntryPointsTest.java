@@ -42,6 +42,29 @@ class EntryPointsTest {
     }
 
     @Test
+    void twoRoutesSetUpInOneMethodAreTwoConsumersEachWithItsOwnFindings() {
+        ScanReport r = Fixtures.scan(Fixtures.of("camel-mqtt-route"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camel route from(paho-mqtt5:…) @ 10", "Camel route from(paho-mqtt5:…) @ 14");
+        // findings are listed under the consumer whose id they carry: two routes of one configure() must not share it
+        assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
+    }
+
+    @Test
+    void aConnectionKeptInAGenericHolderTypesTheCallMadeOnIt() {
+        ScanReport r = Fixtures.scan(Fixtures.of("nats-connection-in-holder"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactly("NATS subscription @ src/main/java/acme/search/MovieIndexer.java:17");
+        assertThat(r.findings()).isEmpty();
+    }
+
+    @Test
     void twoPullsFromDifferentReceiversInOneMethodAreTwoConsumers() {
         ScanReport r = Fixtures.scan(Fixtures.of("rocketmq-two-templates"));
 

@@ -120,11 +120,16 @@ final class Analyzer {
         }
 
         Set<Event> lost = new LinkedHashSet<>();
-        if (e.ack == Entry.Ack.EXPLICIT && !acks.isEmpty()) {
-            Event first = acks.get(0);
-            List<Event> after =
-                    effects.stream().filter(x -> x.seq() > first.seq()).toList();
-            boolean anyBefore = effects.stream().anyMatch(x -> x.seq() < first.seq());
+        // the first ack on the effects' path decides; an ack on another branch (an early exit, another switch arm)
+        // comes before none of them, and the next ack is looked at instead
+        for (Event first : e.ack == Entry.Ack.EXPLICIT ? acks : List.<Event>of()) {
+            List<Event> after = effects.stream()
+                    .filter(x -> x.seq() > first.seq() && !x.exclusiveWith(first))
+                    .toList();
+            boolean anyBefore = effects.stream().anyMatch(x -> x.seq() < first.seq() && !x.exclusiveWith(first));
+            if (after.isEmpty() && !anyBefore && effects.stream().anyMatch(x -> x.exclusiveWith(first))) {
+                continue;
+            }
             if (!after.isEmpty() && !anyBefore) {
                 Event worst = worst(after);
                 lost.addAll(after);
@@ -142,6 +147,7 @@ final class Analyzer {
                                 new Related("effect", worst.location())),
                         first.member()));
             }
+            break;
         }
 
         // an ack in a finally block runs when the effect failed too: the failure is acknowledged, never redelivered
@@ -202,7 +208,7 @@ final class Analyzer {
                     continue;
                 }
                 Event h = handOffs.stream()
-                        .filter(x -> x.seq() < a.seq())
+                        .filter(x -> x.seq() < a.seq() && !x.exclusiveWith(a))
                         .reduce((p, q) -> q)
                         .orElse(null);
                 if (h != null && waits.stream().noneMatch(w -> w.seq() > h.seq() && w.seq() < a.seq())) {
@@ -230,6 +236,30 @@ final class Analyzer {
                 || !claims.isEmpty()
                 || !guards.isEmpty();
         for (Event x : effects) {
+            if ((e.ack == Entry.Ack.NONE || auto)
+                    && x.category() == Event.Category.PUBLISH
+                    && !x.keyed()
+                    && !eos
+                    && effects.stream()
+                            .anyMatch(d -> d.category() == Event.Category.DATABASE
+                                    && d.seq() < x.seq()
+                                    && !d.exclusiveWith(x))) {
+                // no redelivery to repeat it, but the loss does not depend on the ack: the write commits, the
+                // publish after it may never happen
+                out.add(finding(
+                        Rule.DUAL_WRITE,
+                        Level.WARNING,
+                        x.what()
+                                + " after writing to the database, outside its transaction: a crash between them loses the"
+                                + " message (" + e.ackText + ")",
+                        x.location(),
+                        e,
+                        x.blast(),
+                        x.path(),
+                        List.of(entryRel, ackRel, new Related("effect", x.location())),
+                        x.member()));
+                continue;
+            }
             if (x.keyed()
                     || e.ack == Entry.Ack.NONE
                     || auto
@@ -266,8 +296,10 @@ final class Analyzer {
             if (x.category() == Event.Category.CACHE && !claims.isEmpty()) {
                 continue;
             }
-            Event check =
-                    checks.stream().filter(c -> c.seq() < x.seq()).findFirst().orElse(null);
+            Event check = checks.stream()
+                    .filter(c -> c.seq() < x.seq() && !c.exclusiveWith(x))
+                    .findFirst()
+                    .orElse(null);
             if (check != null) {
                 if (reportedChecks.add(check)) {
                     out.add(finding(

@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
 final class EntryPoints {
 
     private static final Pattern CAMEL_BROKER = Pattern.compile(
-            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|google-pubsub):.*");
+            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
+                    + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
     private static final Set<String> SQS_TYPES = Set.of(
             "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
@@ -151,6 +152,12 @@ final class EntryPoints {
         // @KafkaListener, @Override, @Transactional) can run over more lines than a reader looks past
         e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : repo.loc(at);
         e.source = s;
+        String named = e.name;
+        if (entries.stream().anyMatch(x -> x.source == s && x.name.equals(named))) {
+            // two consumers set up in one method (two routes in configure(), two subscriptions): the id is file#name,
+            // so the second is named by its line or its findings are listed under the first
+            e.name = named + " @" + e.location.line();
+        }
         if (decl instanceof MethodDeclaration m) {
             e.transactional = Types.isTransactional(m);
         }
@@ -276,6 +283,16 @@ final class EntryPoints {
                 Entry e = add(
                         s, "Zeebe @JobWorker", "zeebe", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the job completes after the worker returns; a crash or timeout activates it again";
+            } else if (Types.annotated(anns, "WorkerTask") && conductor(s)) {
+                Entry e = add(
+                        s,
+                        "Conductor @WorkerTask",
+                        "conductor",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = CONDUCTOR_ACK;
             } else if (Types.annotated(anns, "Incoming")) {
                 Entry e = add(
                         s,
@@ -539,6 +556,24 @@ final class EntryPoints {
 
     // ---- interfaces and supertypes --------------------------------------------------------------
 
+    /**
+     * A Conductor worker's task is completed with what the worker returns; one it does not complete
+     * within the task's response timeout (a crash, a hang, a lost update) is scheduled again, so its
+     * effects run again like a redelivered message's.
+     */
+    private static final String CONDUCTOR_ACK = "Conductor completes the task with the worker's result; a task not"
+            + " completed within its response timeout is scheduled again";
+
+    /** The file uses Netflix Conductor's (or Orkes', or the Swift fork's) worker API. */
+    private static boolean conductor(Repo.Source s) {
+        return s.cu().getImports().stream().anyMatch(i -> {
+            String n = i.getNameAsString();
+            return n.startsWith("com.netflix.conductor")
+                    || n.startsWith("io.orkes.conductor")
+                    || n.startsWith("com.swiftconductor");
+        });
+    }
+
     private void implemented(
             Repo.Source s,
             TypeDeclaration<?> c,
@@ -554,7 +589,10 @@ final class EntryPoints {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> {
                         Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
-                        e.ackText = "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
+                        e.ackText = LAMBDA_ASYNC_EVENTS.contains(arg)
+                                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
+                                        + " an event more than once"
+                                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
                         e.loop = true;
                         if (Types.annotated(m.getAnnotations(), "Idempotent")) {
                             e.framework = Entry.Framework.ALL;
@@ -563,6 +601,15 @@ final class EntryPoints {
                                     .get());
                         }
                     });
+                }
+            } else if (n.equals("Worker") && conductor(s)) {
+                for (MethodDeclaration m : c.getMethodsByName("execute")) {
+                    if (m.getParameters().size() == 1) {
+                        m.getBody().ifPresent(b -> {
+                            Entry e = add(s, "Conductor Worker.execute", "conductor", owner(m), m, b, m);
+                            e.ackText = CONDUCTOR_ACK;
+                        });
+                    }
                 }
             } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
@@ -729,7 +776,20 @@ final class EntryPoints {
 
     /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
     private static final Set<String> LAMBDA_EVENTS = Set.of(
-            "SQSEvent", "KafkaEvent", "SNSEvent", "KinesisEvent", "DynamodbEvent", "ActiveMQEvent", "RabbitMQEvent");
+            "SQSEvent",
+            "KafkaEvent",
+            "SNSEvent",
+            "KinesisEvent",
+            "DynamodbEvent",
+            "ActiveMQEvent",
+            "RabbitMQEvent",
+            "S3Event",
+            "S3EventNotification",
+            "CloudWatchLogsEvent");
+
+    /** Events Lambda delivers by asynchronous invocation: retried when the handler fails, sometimes delivered twice. */
+    private static final Set<String> LAMBDA_ASYNC_EVENTS =
+            Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent");
 
     private void stream(Repo.Source s, MethodDeclaration m) {
         if (!Types.annotated(m.getAnnotations(), "Bean")) {
@@ -882,9 +942,14 @@ final class EntryPoints {
                     autoAckArg(e, call, 1);
                 }
             }
-            case "fetch", "nextMessage", "iterate" -> {
+            case "fetch", "nextMessage", "iterate", "fetchMessages", "fetchBytes", "next" -> {
                 String t = call.getScope().map(types::typeOf).orElse("");
-                if (t.startsWith("JetStream") && !t.equals("JetStreamManagement")) {
+                if (t.startsWith("JetStream")
+                                && !t.equals("JetStreamManagement")
+                                && !n.equals("fetchMessages")
+                                && !n.equals("fetchBytes")
+                                && !n.equals("next")
+                        || natsSimplified(t, n)) {
                     Node body = loopOrMethod(call);
                     if (body != null) {
                         Entry e = add(s, "NATS JetStream pull", "nats", owner(call), call, body, call);
@@ -901,7 +966,7 @@ final class EntryPoints {
                     }
                 }
             }
-            case "subscribe", "createDispatcher" -> {
+            case "subscribe", "createDispatcher", "consume" -> {
                 natsCallback(s, call);
                 pubSubCallback(s, call);
             }
@@ -1561,9 +1626,25 @@ final class EntryPoints {
         return null;
     }
 
+    /**
+     * NATS JetStream's simplified API (nats.java 2.16+): a {@code ConsumerContext} (or an ordered one)
+     * read with {@code next()}, or the {@code IterableConsumer}/{@code FetchConsumer} its {@code iterate}
+     * and {@code fetchMessages}/{@code fetchBytes}/{@code fetch} return, read with {@code nextMessage}
+     * (the receive is there, not at the call that opens the consumer).
+     */
+    private static boolean natsSimplified(String type, String method) {
+        return type.endsWith("ConsumerContext") && method.equals("next")
+                || (type.equals("IterableConsumer") || type.equals("FetchConsumer")) && method.equals("nextMessage");
+    }
+
     private void natsCallback(Repo.Source s, MethodCallExpr call) {
         String t = call.getScope().map(types::typeOf).orElse("");
-        boolean jetStream = t.startsWith("JetStream");
+        boolean consume = call.getNameAsString().equals("consume");
+        if (consume != t.endsWith("ConsumerContext")) {
+            // consume(handler) belongs to the simplified API's contexts; subscribe to the classic ones
+            return;
+        }
+        boolean jetStream = t.startsWith("JetStream") || consume;
         if (!jetStream && !t.equals("Connection") && !t.equals("Dispatcher")) {
             return;
         }
@@ -1572,7 +1653,9 @@ final class EntryPoints {
             if (handler != null) {
                 Entry e = add(
                         s,
-                        jetStream ? "NATS JetStream push subscription" : "NATS subscription",
+                        consume
+                                ? "NATS JetStream ConsumerContext.consume"
+                                : jetStream ? "NATS JetStream push subscription" : "NATS subscription",
                         "nats",
                         owner(call) + " handler",
                         handler[0],

@@ -12,6 +12,7 @@ import java.util.List;
  * @param keyed an external effect that carries an idempotency key or a stable event id
  * @param handedOff where the work was handed to another thread (an executor, a reactive
  *     {@code subscribe()}) that the handler does not wait for; null when it runs in the handler
+ * @param arms the branches taken on the way here (see {@link #exclusiveWith})
  */
 record Event(
         Kind kind,
@@ -25,7 +26,23 @@ record Event(
         Location txLocation,
         boolean keyed,
         String member,
-        Location handedOff) {
+        Location handedOff,
+        List<Long> arms) {
+
+    /**
+     * The two happen on different branches of one if/else, switch or early exit ({@code arms}: each branch
+     * the flow took on its way here, as branch id and arm), so neither comes before the other on any run.
+     */
+    boolean exclusiveWith(Event other) {
+        for (long a : arms) {
+            for (long b : other.arms) {
+                if (a >> 8 == b >> 8 && a != b) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
 
     enum Kind {
         EFFECT,

@@ -204,6 +204,8 @@ public final class Repo {
             "@Incoming",
             "JobWorker",
             "ZeebeWorker",
+            "WorkerTask",
+            "client.worker.Worker",
             "ServiceActivator",
             // client libraries' consumers and receivers
             "KafkaConsumer",
@@ -218,6 +220,7 @@ public final class Repo {
             "basicGet",
             "subscribe",
             "createDispatcher",
+            "ConsumerContext",
             "consumeAutoAck",
             "consumeManualAck",
             "consumeNoAck",
@@ -519,7 +522,9 @@ public final class Repo {
      * The declarations a simple name means where {@code from} is written, as javac would read it:
      * the single-type import, then the same package, then an on-demand import, then the same module
      * (build file). Two services with a {@code ReviewRepository} each never resolve to each other's.
-     * All of them when none of these narrows it down (a name the file does not import at all).
+     * All of them when none of these narrows it down (a name the file does not import at all). When a
+     * step leaves copies of one qualified name from several build modules (a course's or a versioned
+     * repository's copied services), the copy in the referring file's module is the one javac sees.
      */
     List<TypeDeclaration<?>> types(String simpleName, Node from) {
         List<TypeDeclaration<?>> all = types(simpleName);
@@ -537,14 +542,14 @@ public final class Repo {
                         .filter(t -> qualifiedName(t).equals(imp.getNameAsString()))
                         .toList();
                 if (!hit.isEmpty()) {
-                    return hit;
+                    return inModuleOf(hit, src);
                 }
             }
         }
         List<TypeDeclaration<?>> samePackage =
                 all.stream().filter(t -> packageOf(t).equals(pkg)).toList();
         if (!samePackage.isEmpty()) {
-            return samePackage;
+            return inModuleOf(samePackage, src);
         }
         for (com.github.javaparser.ast.ImportDeclaration imp : src.cu().getImports()) {
             if (!imp.isStatic() && imp.isAsterisk()) {
@@ -552,17 +557,25 @@ public final class Repo {
                         .filter(t -> packageOf(t).equals(imp.getNameAsString()))
                         .toList();
                 if (!hit.isEmpty()) {
-                    return hit;
+                    return inModuleOf(hit, src);
                 }
             }
         }
-        List<TypeDeclaration<?>> sameModule = all.stream()
+        return inModuleOf(all, src);
+    }
+
+    /** Those of {@code types} declared in {@code src}'s build module, or all of them when none is. */
+    private List<TypeDeclaration<?>> inModuleOf(List<TypeDeclaration<?>> types, Source src) {
+        if (types.size() <= 1) {
+            return types;
+        }
+        List<TypeDeclaration<?>> sameModule = types.stream()
                 .filter(t -> {
                     Source ts = sourceOf(t);
                     return ts != null && ts.module().equals(src.module());
                 })
                 .toList();
-        return sameModule.isEmpty() ? all : sameModule;
+        return sameModule.isEmpty() ? types : sameModule;
     }
 
     private String packageOf(TypeDeclaration<?> t) {

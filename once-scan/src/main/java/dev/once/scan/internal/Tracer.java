@@ -1,6 +1,7 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.NodeList;
 import com.github.javaparser.ast.body.MethodDeclaration;
 import com.github.javaparser.ast.body.TypeDeclaration;
 import com.github.javaparser.ast.body.VariableDeclarator;
@@ -23,6 +24,7 @@ import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
 import com.github.javaparser.ast.stmt.IfStmt;
 import com.github.javaparser.ast.stmt.ReturnStmt;
+import com.github.javaparser.ast.stmt.Statement;
 import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
 import dev.once.scan.Blast;
@@ -212,6 +214,8 @@ final class Tracer {
         String memberText;
         /** Set while walking work handed to another thread: where it was handed off. */
         Location async;
+        /** The branches taken by the calls that led into this frame (see {@link Event#arms}). */
+        List<Long> arms = List.of();
 
         Frame(
                 int depth,
@@ -230,6 +234,24 @@ final class Tracer {
             this.method = method;
         }
     }
+
+    /**
+     * Callback interfaces a template runs synchronously, in the caller's thread, before the call returns:
+     * Spring Data Redis, JDBC, Kafka, Rabbit and Mongo templates' callbacks (a transaction template's callback
+     * is not among them: it opens a transaction this walk would not see).
+     */
+    private static final Set<String> SYNC_CALLBACKS = Set.of(
+            "SessionCallback",
+            "RedisCallback",
+            "ConnectionCallback",
+            "StatementCallback",
+            "PreparedStatementCallback",
+            "CallableStatementCallback",
+            "ProducerCallback",
+            "OperationsCallback",
+            "ChannelCallback",
+            "CollectionCallback",
+            "DbCallback");
 
     /** Types the traced flow reads the message into (the handler's parameters, deserialization targets). */
     private Set<String> payloadTypes = new HashSet<>();
@@ -273,7 +295,17 @@ final class Tracer {
 
     private void visit(Node n, Frame f) {
         if (n instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
-            return; // an anonymous listener is an entry point of its own
+            if (SYNC_CALLBACKS.contains(oc.getType().getNameAsString())
+                    && oc.getParentNode().orElse(null) instanceof MethodCallExpr) {
+                // a callback the template runs there and then, in this thread: its body is part of the flow
+                for (com.github.javaparser.ast.body.BodyDeclaration<?> b :
+                        oc.getAnonymousClassBody().get()) {
+                    if (b instanceof MethodDeclaration md && md.getBody().isPresent()) {
+                        visit(md.getBody().get(), f);
+                    }
+                }
+            }
+            return; // any other anonymous class is a listener of its own, or runs elsewhere
         }
         if (n instanceof MethodCallExpr mc && isOnceBuilder(mc)) {
             add(Event.Kind.ONCE, mc, f, null, null, "IdempotentConsumer handler");
@@ -283,6 +315,7 @@ final class Tracer {
             Frame tf = new Frame(
                     f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
             tf.async = f.async;
+            tf.arms = f.arms;
             visitChildren(l, tf);
             return;
         }
@@ -471,10 +504,14 @@ final class Tracer {
                 path.add(new Step(stype + "." + name, repo.loc(c)));
                 Frame mapper = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, f.visiting, f.type, f.method);
                 mapper.async = f.async;
+                mapper.arms = arms(c, f);
                 sql(c, declared.get(), sql, mapper);
             } else {
                 sql(c, c, sql, f);
             }
+            return;
+        }
+        if (deferredToTimer(c, name, f)) {
             return;
         }
         if (library(c, name, stype, scopeText, f)) {
@@ -732,6 +769,20 @@ final class Tracer {
                         false);
                 return true;
             }
+            if (name.matches("setIfAbsent|putIfAbsent|setnx|setNX") && dedupeClaim(c)) {
+                // SETNX on a "processed"/"dedup" key decides whether the handler goes on: a claim, but in another
+                // store, committed apart from the effect it guards
+                add(
+                        Event.Kind.WEAK,
+                        c,
+                        f,
+                        null,
+                        null,
+                        "claims the event with " + name + " in " + (stype == null ? "the cache" : stype)
+                                + ", apart from the effect it guards: when the effect fails after the claim, the redelivery"
+                                + " finds the key and skips it (and the key expires)");
+                return true;
+            }
             if (name.matches("put|set|setex|hset|putAll|setIfAbsent|putIfAbsent|mset")) {
                 // a value stored under a key replaces itself: a repeat writes the same entry again. Only a value
                 // read back from the same store first (a count or a list grown in place) moves on a repeat
@@ -840,6 +891,113 @@ final class Tracer {
         }
         return true;
     }
+
+    /**
+     * A set-if-absent used as a dedupe: its key, or the method it is made in, names what a claim names
+     * (processed, dedup, duplicate, idempotency, seen, already).
+     */
+    private static boolean dedupeClaim(MethodCallExpr c) {
+        String key = c.getArguments().isEmpty() ? "" : c.getArgument(0).toString();
+        String method = Types.ancestor(c, MethodDeclaration.class)
+                .map(MethodDeclaration::getNameAsString)
+                .orElse("");
+        return CLAIM_WORDS.matcher(key).find() || CLAIM_WORDS.matcher(method).find();
+    }
+
+    private static final Pattern CLAIM_WORDS =
+            Pattern.compile("(?i)processed|dedup|duplicate|idempot|seen|already|consumed");
+
+    /**
+     * {@code pending.merge(key, 1, Long::sum)} on a field of a class whose {@code @Scheduled} method drains that field:
+     * the work is handed to the timer's thread, which does it later. A hand-off (an ack after it acknowledges work not
+     * yet done), and the drain's effects are followed as work on that other thread.
+     */
+    private boolean deferredToTimer(MethodCallExpr c, String name, Frame f) {
+        Expression scope = c.getScope().orElse(null);
+        if (!BUFFER_WRITES.contains(name) || scope == null || f.depth >= MAX_DEPTH) {
+            return false;
+        }
+        String field = scope instanceof NameExpr n
+                ? n.getNameAsString()
+                : scope instanceof FieldAccessExpr fa && fa.getScope() instanceof ThisExpr
+                        ? fa.getNameAsString()
+                        : null;
+        TypeDeclaration<?> owner = Types.enclosingType(c);
+        if (field == null
+                || owner == null
+                || owner.getFieldByName(field).isEmpty()
+                || f.method != null
+                        && !f.method
+                                .findAll(
+                                        VariableDeclarator.class,
+                                        v -> v.getNameAsString().equals(field))
+                                .isEmpty()) {
+            return false;
+        }
+        for (MethodDeclaration timer : owner.getMethods()) {
+            if (!Types.annotated(timer.getAnnotations(), "Scheduled")
+                    || timer.getBody().isEmpty()
+                    || f.visiting.contains(timer)
+                    || !drains(owner, timer, field, 0)) {
+                continue;
+            }
+            add(
+                    Event.Kind.ASYNC,
+                    c,
+                    f,
+                    null,
+                    null,
+                    shortText(c) + ", a buffer " + owner.getNameAsString() + "." + timer.getNameAsString()
+                            + " (@Scheduled) drains later");
+            List<Step> path = new ArrayList<>(f.path);
+            path.add(new Step(owner.getNameAsString() + "." + timer.getNameAsString() + " (@Scheduled)", repo.loc(c)));
+            Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
+            visiting.add(timer);
+            span(timer);
+            Frame drain = new Frame(f.depth + 1, List.copyOf(path), null, null, visiting, owner, timer);
+            drain.async = repo.loc(c);
+            drain.arms = arms(c, f);
+            visit(timer.getBody().get(), drain);
+            return true;
+        }
+        return false;
+    }
+
+    /** {@code m} reads {@code field}, itself or through a method of its class it calls on {@code this}. */
+    private static boolean drains(TypeDeclaration<?> owner, MethodDeclaration m, String field, int depth) {
+        if (m.getBody().isEmpty() || depth > 2) {
+            return false;
+        }
+        Node body = m.getBody().get();
+        if (!body.findAll(NameExpr.class, x -> x.getNameAsString().equals(field))
+                        .isEmpty()
+                || !body.findAll(FieldAccessExpr.class, x -> x.getNameAsString().equals(field))
+                        .isEmpty()) {
+            return true;
+        }
+        for (MethodCallExpr call : body.findAll(
+                MethodCallExpr.class,
+                x -> x.getScope().isEmpty() || x.getScope().get() instanceof ThisExpr)) {
+            for (MethodDeclaration callee : owner.getMethodsByName(call.getNameAsString())) {
+                if (callee != m && drains(owner, callee, field, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static final Set<String> BUFFER_WRITES = Set.of(
+            "merge",
+            "put",
+            "putAll",
+            "add",
+            "addAll",
+            "offer",
+            "compute",
+            "computeIfAbsent",
+            "computeIfPresent",
+            "push");
 
     /** {@code WorkflowClient.start(…)}: the type a static call is made on. */
     private static String staticOwner(MethodCallExpr c) {
@@ -994,11 +1152,18 @@ final class Tracer {
                 entity = name;
             }
         }
-        if (!insert) {
+        if (!insert || !fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
+            // an update of a row it loaded, or a save by an @Id the code assigns from what it was given: a repeat
+            // writes the same row again, no duplicate; still a write to the database, which a publish after it
+            // is not atomic with
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "writes " + (entity == null ? "a row" : "a " + entity) + " in place",
+                    true);
             return;
-        }
-        if (!fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
-            return; // a save by an @Id the code assigns from what it was given: a repeat replaces the same row
         }
         String table = entity == null ? null : schema.tableOfEntity(entity).orElse(entity);
         Optional<Boolean> key = table == null ? Optional.empty() : schema.hasBusinessKey(table);
@@ -1190,7 +1355,7 @@ final class Tracer {
                 String t = d.getType().asString();
                 return t.equals("boolean")
                         || t.equals("Boolean")
-                        || t.startsWith("Optional")
+                        || t.startsWith("Optional") && (statusRead(c) || !valueUsed(d))
                         || statusRead(c) && testedLater(d);
             }
             if (p instanceof com.github.javaparser.ast.stmt.Statement || p instanceof LambdaExpr) {
@@ -1233,6 +1398,24 @@ final class Tracer {
     }
 
     private static final Pattern STATUS_WORD = Pattern.compile("Status|State|Processed");
+
+    /**
+     * The {@code Optional} declared by {@code d} is opened in its method ({@code get()}, {@code orElse…},
+     * {@code ifPresent…}, {@code map}): the lookup loads the row the handler goes on to update or create, a
+     * find-then-update that asks nothing about whether the event was seen, so it is not a dedupe check.
+     */
+    private static boolean valueUsed(VariableDeclarator d) {
+        String v = d.getNameAsString();
+        return Types.ancestor(d, MethodDeclaration.class)
+                .map(m -> m.findAll(MethodCallExpr.class).stream()
+                        .anyMatch(x -> x.getScope().orElse(null) instanceof NameExpr n
+                                && n.getNameAsString().equals(v)
+                                && OPTIONAL_OPEN.matcher(x.getNameAsString()).matches()))
+                .orElse(false);
+    }
+
+    private static final Pattern OPTIONAL_OPEN =
+            Pattern.compile("get|orElse|orElseGet|orElseThrow|ifPresent|ifPresentOrElse|map|flatMap|stream");
 
     /** The variable declared by {@code d} is tested in an {@code if} of its method. */
     private static boolean testedLater(VariableDeclarator d) {
@@ -1410,10 +1593,12 @@ final class Tracer {
                                     .map(Node.class::cast)
                                     .or(() -> p instanceof TypeDeclaration<?> ? Optional.of(p) : Optional.empty()))
                             .orElse(null)) {
+                // read from the class itself: a copy of the class in another build module is not this one
                 targets.addAll(repo.methods(
                         ((TypeDeclaration<?>) t).getNameAsString(),
                         name,
-                        c.getArguments().size()));
+                        c.getArguments().size(),
+                        t));
             }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
@@ -1452,6 +1637,7 @@ final class Tracer {
                     span(bean);
                     Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
                     callee.async = f.async;
+                    callee.arms = arms(c, f);
                     visit(l.getBody(), callee);
                 }
             }
@@ -1517,6 +1703,7 @@ final class Tracer {
             span(t);
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
+            callee.arms = arms(at, f);
             visit(t.getBody().get(), callee);
         }
     }
@@ -1562,7 +1749,8 @@ final class Tracer {
                 f.txLoc,
                 keyed,
                 member(at),
-                f.async));
+                f.async,
+                arms(at, f)));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
@@ -1580,7 +1768,85 @@ final class Tracer {
                 kind == Event.Kind.SELF_INVOCATION ? related : f.txLoc,
                 false,
                 member(at),
-                f.async));
+                f.async,
+                arms(at, f)));
+    }
+
+    /** Ids of the if/else, switch and early-exit nodes the trace has seen, for {@link #arms}. */
+    private final Map<Node, Long> branchIds = new java.util.IdentityHashMap<>();
+
+    /**
+     * The frame's branches, and those {@code at} sits on within its method: the then or else of an if, the
+     * arm of a switch or conditional, and the implicit else after an {@code if} whose block ends in
+     * return, throw, continue or break. Each as {@code id << 8 | arm}.
+     */
+    private List<Long> arms(Node at, Frame f) {
+        List<Long> out = new ArrayList<>(f.arms);
+        Node child = at;
+        for (Node parent = at.getParentNode().orElse(null);
+                parent != null
+                        && !(child instanceof MethodDeclaration)
+                        && !(child instanceof com.github.javaparser.ast.body.ConstructorDeclaration)
+                        && !(child instanceof TypeDeclaration<?>);
+                child = parent, parent = parent.getParentNode().orElse(null)) {
+            if (parent instanceof com.github.javaparser.ast.stmt.IfStmt i) {
+                if (i.getThenStmt() == child) {
+                    out.add(branch(i, 0));
+                } else if (i.getElseStmt().orElse(null) == child) {
+                    out.add(branch(i, 1));
+                }
+            } else if (parent instanceof com.github.javaparser.ast.expr.ConditionalExpr c) {
+                if (c.getThenExpr() == child) {
+                    out.add(branch(c, 0));
+                } else if (c.getElseExpr() == child) {
+                    out.add(branch(c, 1));
+                }
+            } else if (parent instanceof com.github.javaparser.ast.stmt.SwitchEntry se
+                    && se.getParentNode().isPresent()) {
+                Node sw = se.getParentNode().get();
+                Node inArm = child;
+                if (se.getLabels().stream().noneMatch(l -> l == inArm)) {
+                    List<com.github.javaparser.ast.stmt.SwitchEntry> entries = sw.getChildNodes().stream()
+                            .filter(com.github.javaparser.ast.stmt.SwitchEntry.class::isInstance)
+                            .map(com.github.javaparser.ast.stmt.SwitchEntry.class::cast)
+                            .toList();
+                    int idx = entries.indexOf(se);
+                    // a statement-group arm without break falls through into the next: not exclusive
+                    boolean arrow = se.getType() != com.github.javaparser.ast.stmt.SwitchEntry.Type.STATEMENT_GROUP;
+                    if (idx >= 0 && (arrow || endsAbruptly(se.getStatements()))) {
+                        out.add(branch(sw, Math.min(idx, 250)));
+                    }
+                }
+            }
+            if (parent instanceof com.github.javaparser.ast.stmt.BlockStmt b && child instanceof Statement st) {
+                for (Statement before : b.getStatements()) {
+                    if (before == st) {
+                        break;
+                    }
+                    if (before instanceof com.github.javaparser.ast.stmt.IfStmt i
+                            && i.getElseStmt().isEmpty()
+                            && endsAbruptly(i.getThenStmt())) {
+                        out.add(branch(i, 1));
+                    }
+                }
+            }
+        }
+        return out.isEmpty() ? List.of() : List.copyOf(out);
+    }
+
+    private long branch(Node n, int arm) {
+        return branchIds.computeIfAbsent(n, x -> (long) branchIds.size() + 1) << 8 | arm;
+    }
+
+    private static boolean endsAbruptly(Statement s) {
+        if (s instanceof com.github.javaparser.ast.stmt.BlockStmt b) {
+            return endsAbruptly(b.getStatements());
+        }
+        return s.isReturnStmt() || s.isThrowStmt() || s.isContinueStmt() || s.isBreakStmt();
+    }
+
+    private static boolean endsAbruptly(NodeList<Statement> statements) {
+        return statements.isNonEmpty() && endsAbruptly(statements.getLast().get());
     }
 
     private static String member(Node at) {

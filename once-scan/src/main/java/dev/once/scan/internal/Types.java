@@ -25,6 +25,7 @@ import com.github.javaparser.ast.type.ClassOrInterfaceType;
 import com.github.javaparser.ast.type.Type;
 import com.github.javaparser.resolution.types.ResolvedType;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The static type of an expression, as a simple name. Declared types of locals, parameters and
@@ -84,6 +85,10 @@ final class Types {
             return t == null ? null : t.getNameAsString();
         }
         if (e instanceof MethodCallExpr mc) {
+            String held = held(mc);
+            if (held != null) {
+                return held;
+            }
             String declared = returnType(mc);
             if (declared != null) {
                 return declared;
@@ -94,6 +99,38 @@ final class Types {
         }
         return solve(e);
     }
+
+    /**
+     * What a generic holder hands out: {@code connectionRef.get()} on an {@code AtomicReference<Connection>}, an
+     * {@code Optional}'s {@code orElseThrow()}, a {@code Supplier}'s or {@code ObjectProvider}'s {@code get()}: the
+     * holder's type argument, as its declaration states it.
+     */
+    private String held(MethodCallExpr mc) {
+        if (!HOLDER_GETS.contains(mc.getNameAsString()) || !(mc.getScope().orElse(null) instanceof NameExpr n)) {
+            return null;
+        }
+        Type t = declaredType(n, n.getNameAsString());
+        if (t instanceof ClassOrInterfaceType c
+                && HOLDERS.contains(c.getNameAsString())
+                && c.getTypeArguments().map(a -> a.size() == 1).orElse(false)) {
+            return simple(c.getTypeArguments().get().get(0));
+        }
+        return null;
+    }
+
+    private static final Set<String> HOLDERS = Set.of(
+            "AtomicReference",
+            "Optional",
+            "Supplier",
+            "ThreadLocal",
+            "ObjectProvider",
+            "Provider",
+            "CompletableFuture",
+            "Future",
+            "Mono");
+
+    private static final Set<String> HOLDER_GETS =
+            Set.of("get", "getPlain", "getAcquire", "orElseThrow", "getObject", "getIfAvailable", "join", "block");
 
     /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
     private String returnType(MethodCallExpr mc) {
