@@ -23,10 +23,12 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -103,8 +105,8 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      *
      * @return where it was written
      * @throws PublishFailure permanent if Kafka rejected it for good (record too large for the
-     *                        producer or the topic, an invalid record): sending again cannot help,
-     *                        dead-letter the row; retryable for a timeout, a broker that is unreachable,
+     *                        producer or the topic, an invalid record), with Kafka's error code and
+     *                        name as its receipt: sending again cannot help, dead-letter the row; retryable for a timeout, a broker that is unreachable,
      *                        any retriable Kafka error, a failed authentication or a denied topic or
      *                        cluster (credentials and ACLs can be fixed without changing the record,
      *                        as on every publisher), and on interruption: send it again later.
@@ -208,10 +210,13 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                     Receipt.NONE,
                     e);
         }
+        // What Kafka answered: its error code and name (10 MESSAGE_TOO_LARGE), where it is one of its errors.
+        Receipt answer = e instanceof ApiException
+                ? new Receipt(
+                        Errors.forException(e).code(), Errors.forException(e).name() + ": " + e.getMessage())
+                : Receipt.NONE;
         return PublishFailure.permanent(
-                "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + e,
-                Receipt.NONE,
-                e);
+                "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + e, answer, e);
     }
 
     private PublishFailure timedOut(OutboxMessage message, TimeoutException e) {

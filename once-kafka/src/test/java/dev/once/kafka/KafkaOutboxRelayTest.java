@@ -51,7 +51,7 @@ class KafkaOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected Refused refusedRow(String topic) {
-        return new Refused(topic, new byte[5000], null);
+        return new Refused(topic, new byte[5000], 10); // Kafka's MESSAGE_TOO_LARGE
     }
 
     @Override

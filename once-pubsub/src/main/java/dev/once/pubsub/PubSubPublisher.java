@@ -8,6 +8,7 @@ import com.google.api.gax.core.CredentialsProvider;
 import com.google.api.gax.rpc.ApiException;
 import com.google.api.gax.rpc.InvalidArgumentException;
 import com.google.api.gax.rpc.NotFoundException;
+import com.google.api.gax.rpc.StatusCode;
 import com.google.api.gax.rpc.TransportChannelProvider;
 import com.google.cloud.pubsub.v1.TopicAdminClient;
 import com.google.cloud.pubsub.v1.TopicAdminSettings;
@@ -59,7 +60,9 @@ import java.util.concurrent.TimeoutException;
  * <p><b>Deduplication.</b> Pub/Sub has none on publish: a relay that re-sends after a crash makes
  * a second message with the same event id, which the consumer's inbox absorbs.
  *
- * <p><b>Receipt.</b> Status 0; body {@code topic=<name> messageId=<id>}.
+ * <p><b>Receipt.</b> Status 0; body {@code topic=<name> messageId=<id>}. A refused publish records
+ * Pub/Sub's answer: its status as HTTP maps it (404 for a missing topic, 400 for an invalid message)
+ * and the gRPC code with its message.
  *
  * <p><b>Failure contract.</b> Permanent: the topic does not exist, or the message is invalid (too
  * large, a bad attribute). Retryable: everything else (unavailable, deadline exceeded, which the
@@ -243,6 +246,12 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
         return client;
     }
 
+    // What Pub/Sub answered a refused publish: its status as HTTP maps it (404, 400), the gRPC code and message.
+    private static Receipt answer(ApiException api) {
+        StatusCode.Code code = api.getStatusCode().getCode();
+        return new Receipt(code.getHttpStatusCode(), code + ": " + api.getMessage());
+    }
+
     private static Throwable cause(Throwable e) {
         Throwable cause = e;
         while (!(cause instanceof ApiException) && cause.getCause() != null) {
@@ -255,14 +264,14 @@ public final class PubSubPublisher implements dev.once.outbox.Publisher, AutoClo
     static PublishFailure failure(OutboxMessage m, Throwable e) {
         Throwable cause = cause(e);
         String what = "row " + m.id() + " (event " + m.eventId() + ") to Pub/Sub topic '" + m.destination() + "'";
-        if (cause instanceof NotFoundException) {
+        if (cause instanceof NotFoundException api) {
             return PublishFailure.permanent(
-                    "no topic for " + what + "; create the topic and replay the row", Receipt.NONE, e);
+                    "no topic for " + what + "; create the topic and replay the row", answer(api), e);
         }
-        if (cause instanceof InvalidArgumentException) {
+        if (cause instanceof InvalidArgumentException api) {
             return PublishFailure.permanent(
                     "Pub/Sub refused " + what + ": " + cause.getMessage() + "; publishing it again cannot succeed",
-                    Receipt.NONE,
+                    answer(api),
                     e);
         }
         return PublishFailure.retryable("publishing " + what + " failed: " + e.getMessage(), Receipt.NONE, e);

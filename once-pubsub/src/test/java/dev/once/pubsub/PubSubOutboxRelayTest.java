@@ -63,7 +63,7 @@ class PubSubOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected Refused refusedRow(String name) {
-        return new Refused("no-topic-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), null);
+        return new Refused("no-topic-" + System.nanoTime(), "1".getBytes(StandardCharsets.UTF_8), 404); // NOT_FOUND
     }
 
     @Override
