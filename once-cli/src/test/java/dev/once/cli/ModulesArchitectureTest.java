@@ -31,14 +31,14 @@ class ModulesArchitectureTest {
     private static final List<String> ADAPTERS =
             List.of("kafka", "sqs", "rabbitmq", "nats", "pubsub", "spring", "http");
 
-    private static final JavaClasses ADAPTER_CLASSES = new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .importPackages(ADAPTERS.stream().map(a -> "dev.once." + a).toArray(String[]::new));
-
     /** Core, the adapters and the test kit: the library, without the command and the scanner. */
     private static final JavaClasses LIBRARY = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("dev.once");
+
+    /** The adapters' classes, picked from {@link #LIBRARY} (one import of the class path, not two). */
+    private static final JavaClasses ADAPTER_CLASSES = LIBRARY.that(JavaClass.Predicates.resideInAnyPackage(
+            ADAPTERS.stream().map(a -> "dev.once." + a + "..").toArray(String[]::new)));
 
     @Test
     void everyAdapterIsOnTheClasspath() {
