@@ -9,8 +9,6 @@ import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -38,7 +36,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private final Map<Method, ListenerMethod> methods = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> consumers = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> atCommitConsumers = new ConcurrentHashMap<>();
-    private final Map<String, IdempotentConsumer> batchConsumers = new ConcurrentHashMap<>();
+    private final BatchListenerCalls batches = new BatchListenerCalls(this::once, this::one);
     private volatile OnceSpring once;
 
     IdempotentListenerInterceptor(BeanFactory beanFactory) {
@@ -54,7 +52,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     public Object invoke(MethodInvocation invocation) throws Throwable {
         ListenerMethod listener = method(invocation.getMethod());
         if (listener.batchIndex() >= 0) {
-            return batch((ProxyMethodInvocation) invocation, listener);
+            return batches.batch((ProxyMethodInvocation) invocation, listener);
         }
         Object[] args = invocation.getArguments();
         Delivery delivery;
@@ -119,7 +117,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
     }
 
-    private Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
+    Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
             throws Throwable {
         Object[] args = given.clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
@@ -268,142 +266,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     /** Carries a failed outcome out of the transaction callback, so the template rolls back. */
-    private static final class Failed extends RuntimeException {
+    static final class Failed extends RuntimeException {
         final transient Outcome outcome;
 
         Failed(Outcome outcome) {
             super(null, null, false, false);
             this.outcome = outcome;
-        }
-    }
-
-    private Object batch(ProxyMethodInvocation invocation, ListenerMethod listener) throws Throwable {
-        Object[] args = invocation.getArguments();
-        List<?> records = (List<?>) args[listener.batchIndex()];
-        List<Delivery> deliveries = new ArrayList<>(records.size());
-        int invalid = -1;
-        for (int i = 0; i < records.size(); i++) {
-            try {
-                deliveries.add(listener.delivery(records.get(i)));
-            } catch (InvalidDeliveryException e) {
-                invalid = i;
-                break;
-            }
-        }
-        if (invalid < 0 && !records.isEmpty()) {
-            try {
-                return wholeBatch(invocation, listener, records, deliveries);
-            } catch (Throwable e) {
-                log.debug(
-                        "batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
-                        records.size(),
-                        listener.consumer(),
-                        e.toString());
-            }
-        }
-        // One record per transaction, in order, so everything before the failing record is committed when
-        // the error handler hears of it: it commits exactly those offsets (spring-kafka issue 4436 is a
-        // BatchListenerFailedException thrown from a batch whose one transaction rolled them all back).
-        AfterCommitAcknowledgment batchAck = AfterCommitAcknowledgment.wrap(listener, args.clone());
-        for (int i = 0; i < records.size(); i++) {
-            try {
-                Delivery d = i < deliveries.size() ? deliveries.get(i) : listener.delivery(records.get(i));
-                Object[] single = args.clone();
-                single[listener.batchIndex()] = List.of(records.get(i));
-                if (listener.ackIndex() >= 0) {
-                    single[listener.ackIndex()] = AfterCommitAcknowledgment.IGNORED;
-                }
-                one(invocation, listener, d, single);
-            } catch (Throwable e) {
-                throw Kafka.failedAt(listener, records, i, e);
-            }
-        }
-        if (batchAck != null) {
-            batchAck.settle(true);
-        }
-        return null;
-    }
-
-    /**
-     * The whole batch in one transaction, through the engine's batch path, so it keeps the per-record
-     * path's rules: claimed in one statement, the mismatch policy for a reused event id, the check that
-     * the claims are still the transaction's before it commits, outcomes reported after the commit.
-     * Anything but APPLIED or a plain DUPLICATE for any record rolls the batch back and throws, and the
-     * caller retries it one record per transaction, where that record fails on its own.
-     */
-    private Object wholeBatch(
-            ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records, List<Delivery> deliveries)
-            throws Throwable {
-        Object[] args = invocation.getArguments().clone();
-        AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
-        IdempotentConsumer consumer = batchConsumer(listener.consumer());
-        OnceSpring o = once();
-        Map<String, Object> firstRecord = new HashMap<>();
-        for (int i = 0; i < records.size(); i++) {
-            firstRecord.putIfAbsent(deliveries.get(i).eventId(), records.get(i));
-        }
-        BatchCall call = new BatchCall(invocation, args, listener.batchIndex(), firstRecord);
-        BatchCall outer = CURRENT_BATCH.get();
-        CURRENT_BATCH.set(call);
-        try {
-            o.transactionTemplate().execute(status -> {
-                for (Outcome r : consumer.processBatch(deliveries)) {
-                    if (!r.shouldAcknowledge()) {
-                        throw new Failed(r);
-                    }
-                }
-                return null;
-            });
-        } catch (Failed f) {
-            throw f.outcome.failure() != null
-                    ? f.outcome.failure()
-                    : new IllegalStateException("event '" + f.outcome.eventId() + "' " + f.outcome.tag());
-        } finally {
-            if (outer == null) {
-                CURRENT_BATCH.remove();
-            } else {
-                CURRENT_BATCH.set(outer);
-            }
-        }
-        if (ack != null) {
-            ack.settle(false);
-        }
-        return call.result;
-    }
-
-    /** The batch listener call running on this thread, for the engine's batch handler. */
-    private static final ThreadLocal<BatchCall> CURRENT_BATCH = new ThreadLocal<>();
-
-    private static final class BatchCall {
-        final ProxyMethodInvocation invocation;
-        final Object[] args;
-        final int batchIndex;
-        final Map<String, Object> firstRecord;
-        Object result;
-
-        BatchCall(ProxyMethodInvocation invocation, Object[] args, int batchIndex, Map<String, Object> firstRecord) {
-            this.invocation = invocation;
-            this.args = args;
-            this.batchIndex = batchIndex;
-            this.firstRecord = firstRecord;
-        }
-    }
-
-    /** The batch handler of every batch listener consumer: the body with the records claimed for the first time. */
-    private static void handleBatch(List<Delivery> claimed, dev.once.BatchTx tx) throws Exception {
-        BatchCall call = CURRENT_BATCH.get();
-        List<Object> fresh = new ArrayList<>(claimed.size());
-        for (Delivery d : claimed) {
-            fresh.add(call.firstRecord.get(d.eventId()));
-        }
-        Object[] args = call.args.clone();
-        args[call.batchIndex] = fresh;
-        try {
-            call.result = call.invocation.invocableClone(args).proceed();
-        } catch (Exception | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
         }
     }
 
@@ -430,36 +298,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         name, n -> once().atCommitConsumer(n, IdempotentListenerInterceptor::handle));
     }
 
-    private IdempotentConsumer batchConsumer(String name) {
-        return batchConsumers.computeIfAbsent(
-                name,
-                n -> once().consumerBuilder()
-                        .consumer(n)
-                        .batchHandler(IdempotentListenerInterceptor::handleBatch)
-                        .build());
-    }
-
-    private OnceSpring once() {
+    OnceSpring once() {
         OnceSpring o = once;
         if (o == null) {
             o = beanFactory.getBean(OnceSpring.class);
             once = o;
         }
         return o;
-    }
-
-    /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */
-    static final class Kafka {
-        static Exception failedAt(ListenerMethod listener, List<?> records, int index, Throwable cause) {
-            if (!ListenerMessages.SPRING_KAFKA) {
-                return cause instanceof Exception e ? e : new IllegalStateException(cause);
-            }
-            return new org.springframework.kafka.listener.BatchListenerFailedException(
-                    "record " + index + " of "
-                            + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
-                            + " before it are committed",
-                    cause,
-                    index);
-        }
     }
 }

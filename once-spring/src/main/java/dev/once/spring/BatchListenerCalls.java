@@ -1,0 +1,198 @@
+package dev.once.spring;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.InvalidDeliveryException;
+import dev.once.Outcome;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.aop.ProxyMethodInvocation;
+
+/**
+ * The batch {@link IdempotentListener} methods ({@code List<…>} of records): the whole poll through the
+ * engine's batch path in one transaction, and when that rolls back, one record per transaction in order
+ * through the single-record path, so the error handler hears of the failing record only after every record
+ * before it committed. Split from {@link IdempotentListenerInterceptor}, which dispatches to it. Thread-safe.
+ */
+final class BatchListenerCalls {
+
+    // The interceptor's log category, as before the batch path had a class of its own: users may have configured it.
+    private static final Logger log = LoggerFactory.getLogger(IdempotentListenerInterceptor.class);
+
+    /** The single-record path a batch falls back to, one record per call. */
+    @FunctionalInterface
+    interface SingleRecord {
+        Object call(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] args)
+                throws Throwable;
+    }
+
+    private final Supplier<OnceSpring> once;
+    private final SingleRecord single;
+    private final Map<String, IdempotentConsumer> batchConsumers = new ConcurrentHashMap<>();
+
+    BatchListenerCalls(Supplier<OnceSpring> once, SingleRecord single) {
+        this.once = once;
+        this.single = single;
+    }
+
+    Object batch(ProxyMethodInvocation invocation, ListenerMethod listener) throws Throwable {
+        Object[] args = invocation.getArguments();
+        List<?> records = (List<?>) args[listener.batchIndex()];
+        List<Delivery> deliveries = new ArrayList<>(records.size());
+        int invalid = -1;
+        for (int i = 0; i < records.size(); i++) {
+            try {
+                deliveries.add(listener.delivery(records.get(i)));
+            } catch (InvalidDeliveryException e) {
+                invalid = i;
+                break;
+            }
+        }
+        if (invalid < 0 && !records.isEmpty()) {
+            try {
+                return wholeBatch(invocation, listener, records, deliveries);
+            } catch (Throwable e) {
+                log.debug(
+                        "batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
+                        records.size(),
+                        listener.consumer(),
+                        e.toString());
+            }
+        }
+        // One record per transaction, in order, so everything before the failing record is committed when
+        // the error handler hears of it: it commits exactly those offsets (spring-kafka issue 4436 is a
+        // BatchListenerFailedException thrown from a batch whose one transaction rolled them all back).
+        AfterCommitAcknowledgment batchAck = AfterCommitAcknowledgment.wrap(listener, args.clone());
+        for (int i = 0; i < records.size(); i++) {
+            try {
+                Delivery d = i < deliveries.size() ? deliveries.get(i) : listener.delivery(records.get(i));
+                Object[] single = args.clone();
+                single[listener.batchIndex()] = List.of(records.get(i));
+                if (listener.ackIndex() >= 0) {
+                    single[listener.ackIndex()] = AfterCommitAcknowledgment.IGNORED;
+                }
+                this.single.call(invocation, listener, d, single);
+            } catch (Throwable e) {
+                throw Kafka.failedAt(listener, records, i, e);
+            }
+        }
+        if (batchAck != null) {
+            batchAck.settle(true);
+        }
+        return null;
+    }
+
+    /**
+     * The whole batch in one transaction, through the engine's batch path, so it keeps the per-record
+     * path's rules: claimed in one statement, the mismatch policy for a reused event id, the check that
+     * the claims are still the transaction's before it commits, outcomes reported after the commit.
+     * Anything but APPLIED or a plain DUPLICATE for any record rolls the batch back and throws, and the
+     * caller retries it one record per transaction, where that record fails on its own.
+     */
+    private Object wholeBatch(
+            ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records, List<Delivery> deliveries)
+            throws Throwable {
+        Object[] args = invocation.getArguments().clone();
+        AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
+        IdempotentConsumer consumer = batchConsumer(listener.consumer());
+        OnceSpring o = once.get();
+        Map<String, Object> firstRecord = new HashMap<>();
+        for (int i = 0; i < records.size(); i++) {
+            firstRecord.putIfAbsent(deliveries.get(i).eventId(), records.get(i));
+        }
+        BatchCall call = new BatchCall(invocation, args, listener.batchIndex(), firstRecord);
+        BatchCall outer = CURRENT_BATCH.get();
+        CURRENT_BATCH.set(call);
+        try {
+            o.transactionTemplate().execute(status -> {
+                for (Outcome r : consumer.processBatch(deliveries)) {
+                    if (!r.shouldAcknowledge()) {
+                        throw new IdempotentListenerInterceptor.Failed(r);
+                    }
+                }
+                return null;
+            });
+        } catch (IdempotentListenerInterceptor.Failed f) {
+            throw f.outcome.failure() != null
+                    ? f.outcome.failure()
+                    : new IllegalStateException("event '" + f.outcome.eventId() + "' " + f.outcome.tag());
+        } finally {
+            if (outer == null) {
+                CURRENT_BATCH.remove();
+            } else {
+                CURRENT_BATCH.set(outer);
+            }
+        }
+        if (ack != null) {
+            ack.settle(false);
+        }
+        return call.result;
+    }
+
+    /** The batch listener call running on this thread, for the engine's batch handler. */
+    private static final ThreadLocal<BatchCall> CURRENT_BATCH = new ThreadLocal<>();
+
+    private static final class BatchCall {
+        final ProxyMethodInvocation invocation;
+        final Object[] args;
+        final int batchIndex;
+        final Map<String, Object> firstRecord;
+        Object result;
+
+        BatchCall(ProxyMethodInvocation invocation, Object[] args, int batchIndex, Map<String, Object> firstRecord) {
+            this.invocation = invocation;
+            this.args = args;
+            this.batchIndex = batchIndex;
+            this.firstRecord = firstRecord;
+        }
+    }
+
+    /** The batch handler of every batch listener consumer: the body with the records claimed for the first time. */
+    private static void handleBatch(List<Delivery> claimed, dev.once.BatchTx tx) throws Exception {
+        BatchCall call = CURRENT_BATCH.get();
+        List<Object> fresh = new ArrayList<>(claimed.size());
+        for (Delivery d : claimed) {
+            fresh.add(call.firstRecord.get(d.eventId()));
+        }
+        Object[] args = call.args.clone();
+        args[call.batchIndex] = fresh;
+        try {
+            call.result = call.invocation.invocableClone(args).proceed();
+        } catch (Exception | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private IdempotentConsumer batchConsumer(String name) {
+        return batchConsumers.computeIfAbsent(
+                name,
+                n -> once.get()
+                        .consumerBuilder()
+                        .consumer(n)
+                        .batchHandler(BatchListenerCalls::handleBatch)
+                        .build());
+    }
+
+    /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */
+    static final class Kafka {
+        static Exception failedAt(ListenerMethod listener, List<?> records, int index, Throwable cause) {
+            if (!ListenerMessages.SPRING_KAFKA) {
+                return cause instanceof Exception e ? e : new IllegalStateException(cause);
+            }
+            return new org.springframework.kafka.listener.BatchListenerFailedException(
+                    "record " + index + " of "
+                            + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
+                            + " before it are committed",
+                    cause,
+                    index);
+        }
+    }
+}
