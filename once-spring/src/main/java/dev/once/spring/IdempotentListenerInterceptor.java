@@ -117,7 +117,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
     }
 
-    Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
+    private Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
             throws Throwable {
         Object[] args = given.clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
@@ -298,7 +298,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         name, n -> once().atCommitConsumer(n, IdempotentListenerInterceptor::handle));
     }
 
-    OnceSpring once() {
+    private OnceSpring once() {
         OnceSpring o = once;
         if (o == null) {
             o = beanFactory.getBean(OnceSpring.class);

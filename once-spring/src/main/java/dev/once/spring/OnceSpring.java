@@ -17,6 +17,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -77,7 +78,7 @@ public final class OnceSpring {
      * {@code ConnectionHolder} and nothing else (a JPA session's statements would pass it by).
      */
     boolean confinesListeners() {
-        return transactionManager instanceof org.springframework.jdbc.datasource.DataSourceTransactionManager;
+        return transactionManager instanceof DataSourceTransactionManager;
     }
 
     /** The provider that joins the current Spring transaction on {@link #dataSource()}. */
