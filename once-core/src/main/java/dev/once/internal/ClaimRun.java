@@ -51,6 +51,7 @@ final class ClaimRun {
     private final OutboxRepository outboxRepository;
     // What ClaimWatch looks for in a handler's SQL, lower-cased once rather than per claim transaction.
     private final String inboxTable;
+    private final HarmlessSql harmlessSql = new HarmlessSql();
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
     private final Settlement settlement;
@@ -172,6 +173,7 @@ final class ClaimRun {
         // Savepoints the caller's integration sets on the raw connection while the handler runs (a
         // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
         joined.addSavepointListener(watch.outbox());
+        watch.joined(joined);
         try {
             return apply(tx.connection(), claimed, watch);
         } finally {
@@ -219,7 +221,8 @@ final class ClaimRun {
 
     /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
     ClaimWatch watch(Connection c) {
-        return new ClaimWatch(new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inboxTable);
+        return new ClaimWatch(
+                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inboxTable, harmlessSql);
     }
 
     private static HandlerMisuseException refused(String call) {

@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.jdbc.Dialect;
+import dev.once.tx.JoinedTransaction;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.util.Locale;
@@ -18,17 +19,42 @@ public final class ClaimWatch {
     private final OutboxBuffer outbox;
     private final Dialect dialect;
     private final String inboxTable;
+    private final HarmlessSql harmless;
+    // The caller's transaction the handlers run in, or null in an owned one: see confines.
+    private JoinedTransaction joined;
     private String suspicion;
     private SQLException ended;
 
     /**
      * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
      *     per consumer, not per claim transaction (issue 21: it was a string built per event)
+     * @param harmless the consumer's SQL strings already found harmless; the ones found harmless here are
+     *     added
      */
-    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String inboxTable) {
+    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String inboxTable, HarmlessSql harmless) {
         this.outbox = outbox;
         this.dialect = dialect;
         this.inboxTable = inboxTable;
+        this.harmless = harmless;
+    }
+
+    /** The handlers run in {@code joined}, the caller's transaction (whose integration may confine them). */
+    void joined(JoinedTransaction joined) {
+        this.joined = joined;
+    }
+
+    /**
+     * Whether the integration confined the handler to {@code guard} ({@link
+     * JoinedTransaction#confineHandlerTo}): the caller's code finds it where it looks the transaction's
+     * connection up, so the guard stands for that connection, unwrap included.
+     */
+    boolean confines(GuardedConnection guard) {
+        return joined != null && joined.handlerConfinedTo() == guard;
+    }
+
+    /** Whether {@code sql} was read before and is harmless: the guard need not read it again. */
+    boolean knownHarmless(String sql) {
+        return harmless.contains(sql);
     }
 
     /** The name {@link #ClaimWatch} looks for in the handler's SQL: the inbox table under {@code prefix}, lower case. */
@@ -99,6 +125,8 @@ public final class ClaimWatch {
         }
         if (mentionsInbox(sql)) {
             suspect("a statement naming " + inboxTable);
+        } else if (firstWord == null) {
+            harmless.add(sql);
         }
     }
 

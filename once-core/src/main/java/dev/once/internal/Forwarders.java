@@ -93,7 +93,7 @@ final class Forwarders {
                 };
             }
             if (method.getName().equals("unwrap") && method.getDeclaringClass() == Wrapper.class) {
-                return Guards.unwrap((Wrapper) proxy, delegate, (Class<?>) args[0]);
+                return Guards.unwrap(connection, (Wrapper) proxy, delegate, (Class<?>) args[0]);
             }
             Object result = call(proxy, method, args);
             return result instanceof ResultSet rs ? guarded(proxy, rs) : result;

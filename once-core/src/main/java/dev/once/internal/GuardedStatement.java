@@ -382,6 +382,6 @@ class GuardedStatement<S extends Statement> implements Statement {
 
     @Override
     public <T> T unwrap(Class<T> iface) throws SQLException {
-        return Guards.unwrap(this, delegate, iface);
+        return Guards.unwrap(connection, this, delegate, iface);
     }
 }

@@ -81,9 +81,11 @@ public final class JoinedTransaction implements SavepointListener {
      * every statement of the handler passes the engine's guard, which sees what can cost a claim (a failed
      * statement, SQL naming the inbox, transaction control). The engine then skips its claim check when
      * the guard saw none of it and nothing else is due before the commit ({@link CommitCheck#run}'s
-     * {@code commit}): the transaction costs the round trips of a hand-written one. {@code null} withdraws
-     * it (the handler took the driver's own connection). Stays until replaced; the engine compares it with
-     * the connection its handler got, so a mark left by another handler never counts.
+     * {@code commit}): the transaction costs the round trips of a hand-written one. While confined, the
+     * guard hands out the driver's own connection on {@code unwrap} (as the integration's connection would)
+     * and notes that it no longer sees everything, so the check runs. {@code null} withdraws it. Stays
+     * until replaced; the engine compares it with the connection its handler got, so a mark left by
+     * another handler never counts.
      */
     public void confineHandlerTo(Connection handlerConnection) {
         this.confinedTo = handlerConnection;

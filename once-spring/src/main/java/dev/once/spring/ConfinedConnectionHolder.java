@@ -1,8 +1,6 @@
 package dev.once.spring;
 
 import dev.once.tx.JoinedTransaction;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.util.Date;
 import javax.sql.DataSource;
@@ -22,8 +20,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * holder: rollback-only (an inner {@code REQUIRED} participant that fails marks the real transaction, which
  * then does not commit) and the timeout. Participants see an active transaction, {@code NESTED} steps take
  * their savepoints through the guard, {@code REQUIRES_NEW} suspends and resumes this holder as Spring's own.
- * {@code unwrap} to the driver's connection (pgjdbc's {@code CopyManager}) is answered from the real
- * connection and withdraws the confinement, so the check runs again. Only for a
+ * {@code unwrap} to the driver's connection (pgjdbc's {@code CopyManager}) is answered by the guard itself,
+ * which hands it out while confined and tells the engine, so the check runs again. Only for a
  * {@code DataSourceTransactionManager}'s transaction: a JPA session's statements never pass a holder.
  */
 final class ConfinedConnectionHolder extends ConnectionHolder {
@@ -47,7 +45,7 @@ final class ConfinedConnectionHolder extends ConnectionHolder {
                 || !real.isSynchronizedWithTransaction()) {
             return null;
         }
-        ConfinedConnectionHolder holder = new ConfinedConnectionHolder(real, exposed(guarded, real, joined), key);
+        ConfinedConnectionHolder holder = new ConfinedConnectionHolder(real, guarded, key);
         joined.confineHandlerTo(guarded);
         TransactionSynchronizationManager.unbindResource(key);
         TransactionSynchronizationManager.bindResource(key, holder);
@@ -58,40 +56,6 @@ final class ConfinedConnectionHolder extends ConnectionHolder {
     void unbind() {
         TransactionSynchronizationManager.unbindResourceIfPossible(key);
         TransactionSynchronizationManager.bindResource(key, real);
-    }
-
-    // The guarded connection, but unwrap answered from the real one: code that needs the driver's own
-    // (COPY through pgjdbc's CopyManager) keeps working as on Spring's connection, and the engine is told it
-    // no longer sees everything. One reflective call per connection method (prepareStatement and the like);
-    // the statements it returns are the guard's own.
-    private static Connection exposed(Connection guarded, ConnectionHolder real, JoinedTransaction joined) {
-        return (Connection) Proxy.newProxyInstance(
-                ConfinedConnectionHolder.class.getClassLoader(), new Class<?>[] {Connection.class}, (p, m, args) -> {
-                    if (m.getName().equals("unwrap") && args[0] instanceof Class<?> iface) {
-                        if (iface.isInstance(p)) {
-                            return p;
-                        }
-                        joined.confineHandlerTo(null);
-                        return real.getConnection().unwrap(iface);
-                    }
-                    if (m.getName().equals("isWrapperFor") && args[0] instanceof Class<?> iface) {
-                        return iface.isInstance(p) || real.getConnection().isWrapperFor(iface);
-                    }
-                    if (m.getName().equals("equals")) {
-                        return p == args[0];
-                    }
-                    if (m.getName().equals("hashCode")) {
-                        return System.identityHashCode(p);
-                    }
-                    if (m.getName().equals("toString")) {
-                        return "once-guarded " + guarded;
-                    }
-                    try {
-                        return m.invoke(guarded, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
     }
 
     @Override

@@ -3,6 +3,7 @@ package dev.once.bench.jmh;
 import dev.once.OutboxHeaders;
 import dev.once.internal.ClaimWatch;
 import dev.once.internal.GuardedConnection;
+import dev.once.internal.HarmlessSql;
 import dev.once.internal.OutboxBuffer;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -86,7 +87,8 @@ public class GuardBench {
         return new ClaimWatch(
                 new OutboxBuffer(raw, Dialects.POSTGRESQL, TablePrefix.DEFAULT, Clock.systemUTC(), OutboxHeaders.NONE),
                 Dialects.POSTGRESQL,
-                ClaimWatch.inboxTable(TablePrefix.DEFAULT));
+                ClaimWatch.inboxTable(TablePrefix.DEFAULT),
+                new HarmlessSql());
     }
 
     @TearDown(Level.Trial)
