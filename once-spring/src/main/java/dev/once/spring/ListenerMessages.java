@@ -3,6 +3,7 @@ package dev.once.spring;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.util.ClassUtils;
@@ -143,25 +144,35 @@ final class ListenerMessages {
     }
 
     private static final class Kafka {
+        // A compile-time constant, inlined: reading it loads no spring-kafka class.
+        private static final String DELIVERY_ATTEMPT = org.springframework.kafka.support.KafkaHeaders.DELIVERY_ATTEMPT;
+
         static boolean isRecord(Class<?> type) {
             return org.apache.kafka.clients.consumer.ConsumerRecord.class.isAssignableFrom(type);
         }
 
         static Delivery delivery(Object message, String header, String eventId) {
             var record = (org.apache.kafka.clients.consumer.ConsumerRecord<?, ?>) message;
-            Map<String, String> headers = new LinkedHashMap<>();
+            // One pass over the headers (every record of a per-record listener comes through here): the map,
+            // and the last value of the event id's header and of spring-kafka's delivery attempt.
+            Map<String, String> headers = new HashMap<>();
+            byte[] last = null;
+            byte[] deliveryAttempt = null;
             for (var h : record.headers()) {
-                headers.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+                String key = h.key();
+                byte[] value = h.value();
+                headers.put(key, value == null ? "" : new String(value, StandardCharsets.UTF_8));
+                if (key.equals(header)) {
+                    last = value;
+                } else if (SPRING_KAFKA && key.equals(DELIVERY_ATTEMPT)) {
+                    deliveryAttempt = value;
+                }
             }
             String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
-            var last = record.headers().lastHeader(header);
-            String id = eventId != null ? eventId : last == null ? null : text(last.value());
+            String id = eventId != null ? eventId : text(last);
             int attempt = 1;
-            if (SPRING_KAFKA) {
-                var a = record.headers().lastHeader(org.springframework.kafka.support.KafkaHeaders.DELIVERY_ATTEMPT);
-                if (a != null && a.value() != null && a.value().length == 4) {
-                    attempt = Math.max(1, java.nio.ByteBuffer.wrap(a.value()).getInt());
-                }
+            if (deliveryAttempt != null && deliveryAttempt.length == 4) {
+                attempt = Math.max(1, java.nio.ByteBuffer.wrap(deliveryAttempt).getInt());
             }
             return new Delivery(
                     required(id, header, where), "", bytes(record.value()), headers, attempt, attempt > 1, where);
