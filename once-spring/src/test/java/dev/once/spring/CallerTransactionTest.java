@@ -22,6 +22,7 @@ import org.springframework.context.annotation.AnnotationConfigApplicationContext
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.TransactionDefinition;
@@ -129,6 +130,18 @@ class CallerTransactionTest {
             add(eventId);
         }
 
+        /**
+         * A body in a transaction of its own (confined) that reaches the driver's connection twice: through
+         * Spring's holder, its own, and from the handler of another consumer it calls.
+         */
+        @IdempotentListener(consumer = "unwrapping", eventId = "#p0")
+        public void unwrapping(String eventId) {
+            unwraps.add("body:" + unwrap(DataSourceUtils.getConnection(jdbc.getDataSource())));
+            once.consumer("inner-unwrap", (d, tx) -> unwraps.add("inner:" + unwrap(tx.connection())))
+                    .process(Delivery.of("inner-" + eventId, "x"));
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", eventId);
+        }
+
         /** A body that commits an audit message in a transaction of its own first, whatever becomes of the delivery. */
         @IdempotentListener(consumer = "audited", eventId = "#p0")
         public void audited(String eventId) {
@@ -137,6 +150,17 @@ class CallerTransactionTest {
             if (eventId.startsWith("fail")) {
                 throw new IllegalStateException("delivery fails after its audit step");
             }
+        }
+    }
+
+    static final List<String> unwraps = new CopyOnWriteArrayList<>();
+
+    /** "driver" when {@code c} handed out pgjdbc's connection, else the refusal. */
+    static String unwrap(java.sql.Connection c) {
+        try {
+            return c.unwrap(org.postgresql.PGConnection.class) != null ? "driver" : "null";
+        } catch (SQLException e) {
+            return e.getMessage().contains("refused inside a handler") ? "refused" : e.getMessage();
         }
     }
 
@@ -346,6 +370,32 @@ class CallerTransactionTest {
         REQUIRED.executeWithoutResult(s -> NESTED.executeWithoutResult(n -> payments.on("l-nested")));
         assertThat(outcomes).containsExactly("l-nested=applied");
         assertThat(applied()).containsExactly("l-nested");
+    }
+
+    // ---- the driver's connection: handed out only where the handler is confined ----
+
+    @Test
+    void aHandlerInACallersTransactionIsRefusedTheDriversConnection() {
+        unwraps.clear();
+        IdempotentConsumer c = once.consumer("caller-unwrap", (d, tx) -> unwraps.add(unwrap(tx.connection())));
+        REQUIRED.executeWithoutResult(s -> c.process(Delivery.of("cu-1", "x")));
+        assertThat(unwraps)
+                .as("inside a caller's transaction the caller's code may reach the connection unguarded anyway,"
+                        + " but the handler's own connection must not hand the driver out")
+                .containsExactly("refused");
+    }
+
+    @Test
+    void onlyTheConfinedBodyGetsTheDriversConnectionNotAConsumerItCalls() {
+        unwraps.clear();
+        context.getBean(Payments.class).unwrapping("ux-1");
+        assertThat(unwraps)
+                .as("the confined body's own guard hands the driver out (and its claim is then checked); the"
+                        + " handler of a consumer called in that body is not the confined one")
+                .containsExactly("body:driver", "inner:refused");
+        assertThat(claimed()).containsExactly("inner-ux-1", "ux-1");
+        assertThat(applied()).containsExactly("ux-1");
+        assertThat(outcomes).contains("ux-1=applied", "inner-ux-1=applied");
     }
 
     // ---- item 6: transactionalConsumer inside a caller's transaction ----
