@@ -74,4 +74,36 @@ class EntryPointsTest {
         assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
         assertThat(r.findings()).isEmpty();
     }
+
+    @Test
+    void eachSubclassOfTheProjectsOwnAbstractConsumerIsAConsumerWithItsOwnSettings() {
+        ScanReport r = Fixtures.scan(Fixtures.of("kafka-abstract-poll-loop"));
+
+        // the loop is PollingConsumer's; the consumers are its concrete subclasses, listed at their handle
+        assertThat(r.consumers())
+                .extracting(c -> c.name() + " @ " + c.location().file() + ":" + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "InvoiceMailer.handle @ src/main/java/acme/billing/InvoiceMailer.java:18",
+                        "AuditTrail.handle @ src/main/java/acme/billing/AuditTrail.java:13");
+        // each is configured by what it passes to super(…), not by the module's first enable.auto.commit
+        assertThat(r.consumers())
+                .filteredOn(c -> c.name().startsWith("AuditTrail"))
+                .extracting(Consumer::ack)
+                .singleElement()
+                .asString()
+                .contains("enable.auto.commit=true");
+        assertThat(r.consumers())
+                .filteredOn(c -> c.name().startsWith("InvoiceMailer"))
+                .extracting(Consumer::ack)
+                .singleElement()
+                .asString()
+                .doesNotContain("enable.auto.commit=true");
+        // the mail is the mailer's finding, and the audit trail's loop does not carry it
+        String mailer = r.consumers().stream()
+                .filter(c -> c.name().startsWith("InvoiceMailer"))
+                .findFirst()
+                .orElseThrow()
+                .id();
+        assertThat(r.findings()).extracting(Finding::consumer).containsOnly(mailer);
+    }
 }

@@ -124,7 +124,99 @@ final class EntryPoints {
                 callbackBean(s, m);
             }
         }
+        inheritedConsumers();
         return entries;
+    }
+
+    /**
+     * The repository's own abstract consumer: a loop or handler written in an abstract class whose work is a
+     * method the class leaves to its subclasses ({@code KafkaListener.run} polls and calls the abstract
+     * {@code consume}) runs once per concrete subclass, each a consumer of its own with its own settings (what
+     * it passes to {@code super(…)}). Each becomes an entry at its override, traced through the inherited loop
+     * with calls on {@code this} dispatched to that class; the abstract one is dropped.
+     */
+    private void inheritedConsumers() {
+        for (Entry e : List.copyOf(entries)) {
+            if (!(Types.enclosingType(e.body) instanceof ClassOrInterfaceDeclaration c)
+                    || c.isInterface()
+                    || !c.isAbstract()
+                    || e.self != null) {
+                continue;
+            }
+            List<Entry> derived = new ArrayList<>();
+            for (MethodCallExpr call : e.body.findAll(
+                    MethodCallExpr.class, x -> x.getScope().isEmpty() || x.getScope().get().isThisExpr())) {
+                List<MethodDeclaration> ms = repo.methods(
+                        c.getNameAsString(), call.getNameAsString(), call.getArguments().size(), c);
+                // left to the subclasses: no body in the class or above it
+                if (ms.stream().anyMatch(m -> m.getBody().isPresent() && !extendsType(Types.enclosingType(m), c, 0))) {
+                    continue;
+                }
+                for (MethodDeclaration o : ms) {
+                    TypeDeclaration<?> sub = Types.enclosingType(o);
+                    if (o.getBody().isEmpty()
+                            || !(sub instanceof ClassOrInterfaceDeclaration sc)
+                            || sc.isAbstract()
+                            || sc.isInterface()
+                            || derived.stream().anyMatch(d -> d.self == sub)) {
+                        continue;
+                    }
+                    derived.add(inherited(e, sc, o));
+                }
+            }
+            if (!derived.isEmpty()) {
+                entries.remove(e);
+                entries.addAll(derived);
+            }
+        }
+    }
+
+    /** {@code t} extends {@code c}, directly or through repository classes between them. */
+    private boolean extendsType(TypeDeclaration<?> t, TypeDeclaration<?> c, int depth) {
+        if (!(t instanceof ClassOrInterfaceDeclaration ct) || depth > 5) {
+            return false;
+        }
+        for (ClassOrInterfaceType st : ct.getExtendedTypes()) {
+            for (TypeDeclaration<?> up : repo.types(st.getNameAsString(), t)) {
+                if (up == c || extendsType(up, c, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The abstract consumer {@code e} as the concrete class {@code sub} runs it, listed at its override {@code o}. */
+    private Entry inherited(Entry e, ClassOrInterfaceDeclaration sub, MethodDeclaration o) {
+        Entry d = new Entry();
+        d.kind = e.kind;
+        d.broker = e.broker;
+        d.name = sub.getNameAsString() + "." + o.getNameAsString();
+        d.decl = e.decl;
+        d.body = e.body;
+        d.self = sub;
+        d.location = repo.span(o, o.getName());
+        d.source = sub.findCompilationUnit()
+                .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
+                .orElse(e.source);
+        d.ack = e.ack;
+        d.ackText = e.ackText;
+        d.ackSetting = e.ackSetting;
+        d.framework = e.framework;
+        d.frameworkText = e.frameworkText;
+        d.frameworkLocation = e.frameworkLocation;
+        d.transactional = e.transactional;
+        d.kafkaTransaction = e.kafkaTransaction;
+        d.jtaTransaction = e.jtaTransaction;
+        d.loop = e.loop;
+        d.batch = e.batch;
+        d.leaseMs = e.leaseMs;
+        d.batchLocation = e.batchLocation;
+        d.leaseName = e.leaseName;
+        if (e.decl instanceof MethodCallExpr poll && e.kind.equals("KafkaConsumer.poll loop")) {
+            kafkaAck(d, d.source, poll); // the settings it passes to super(…) are its own
+        }
+        return d;
     }
 
     private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
@@ -1085,9 +1177,15 @@ final class EntryPoints {
         }
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
+        kafkaAck(e, s, poll);
+    }
+
+    /** How a poll loop's offsets are committed, from the settings of the consumer it polls (as {@code e.self} builds it). */
+    private void kafkaAck(Entry e, Repo.Source s, MethodCallExpr poll) {
+        Node body = e.body;
         // the settings of the Properties this consumer is built from, when they can be followed there:
         // another consumer's Properties in the same file or module say nothing about this one
-        Map<String, Settings.Setting> own = consumerConfig(poll).orElse(null);
+        Map<String, Settings.Setting> own = consumerConfig(poll, e.self).orElse(null);
         Settings.Setting auto =
                 own != null ? own.get(Settings.norm("enable.auto.commit")) : settings.get(s, "enable.auto.commit");
         boolean commits = !body.findAll(
@@ -1137,7 +1235,7 @@ final class EntryPoints {
      * repository that makes one), and the method that fills {@code props} (in place, or a method
      * returning it). Empty when any step cannot be followed.
      */
-    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll) {
+    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll, TypeDeclaration<?> self) {
         Optional<Expression> scope = poll.getScope();
         if (scope.isEmpty()) {
             return Optional.empty();
@@ -1171,18 +1269,19 @@ final class EntryPoints {
         if (inits.size() != 1) {
             return Optional.empty();
         }
-        return propsOf(inits.get(0), owner, 0);
+        return propsOf(inits.get(0), owner, self, 0);
     }
 
     /** The settings an expression that makes a consumer or its properties carries. */
-    private Optional<Map<String, Settings.Setting>> propsOf(Expression x, TypeDeclaration<?> owner, int depth) {
+    private Optional<Map<String, Settings.Setting>> propsOf(
+            Expression x, TypeDeclaration<?> owner, TypeDeclaration<?> self, int depth) {
         if (depth > 3) {
             return Optional.empty();
         }
         if (x instanceof ObjectCreationExpr oc) {
             if (oc.getType().getNameAsString().endsWith("KafkaConsumer")
                     && !oc.getArguments().isEmpty()) {
-                return propsOf(oc.getArgument(0), owner, depth + 1);
+                return propsOf(oc.getArgument(0), owner, self, depth + 1);
             }
             return Optional.empty();
         }
@@ -1198,6 +1297,25 @@ final class EntryPoints {
             if (decl == null) {
                 return Optional.empty();
             }
+            if (decl instanceof com.github.javaparser.ast.body.ConstructorDeclaration ctor && self != null) {
+                // a parameter of the abstract consumer's constructor: the subclass this consumer runs as says what
+                // it passes, in its super(…) call
+                int index = -1;
+                for (int i = 0; i < ctor.getParameters().size(); i++) {
+                    if (ctor.getParameter(i).getNameAsString().equals(n.getNameAsString())) {
+                        index = i;
+                    }
+                }
+                if (index >= 0) {
+                    for (com.github.javaparser.ast.stmt.ExplicitConstructorInvocationStmt sup : self.findAll(
+                            com.github.javaparser.ast.stmt.ExplicitConstructorInvocationStmt.class,
+                            inv -> !inv.isThis() && Types.enclosingType(inv) == self)) {
+                        if (sup.getArguments().size() == ctor.getParameters().size()) {
+                            return propsOf(sup.getArgument(index), self, null, depth + 1);
+                        }
+                    }
+                }
+            }
             for (VariableDeclarator v : decl.findAll(
                     VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
                 Expression init = v.getInitializer().orElse(null);
@@ -1205,7 +1323,7 @@ final class EntryPoints {
                     return settings.statedIn(decl);
                 }
                 if (init instanceof MethodCallExpr mc) {
-                    return propsOf(mc, owner, depth + 1);
+                    return propsOf(mc, owner, self, depth + 1);
                 }
             }
             return Optional.empty();
@@ -1232,7 +1350,7 @@ final class EntryPoints {
                 if (rx.isPresent()
                         && rx.get() instanceof ObjectCreationExpr oc
                         && oc.getType().getNameAsString().endsWith("KafkaConsumer")) {
-                    return propsOf(oc, Types.enclosingType(t), depth + 1);
+                    return propsOf(oc, Types.enclosingType(t), self, depth + 1);
                 }
             }
             return settings.statedIn(t.getBody().get());

@@ -1600,6 +1600,16 @@ final class Tracer {
                         c.getArguments().size(),
                         t));
             }
+            if (entry != null && entry.self != null) {
+                // the abstract consumer's loop as one concrete subclass runs it: its overrides, not its siblings'
+                Set<TypeDeclaration<?>> lineage = lineage(entry.self);
+                List<MethodDeclaration> mine = targets.stream()
+                        .filter(t -> lineage.contains(Types.enclosingType(t)))
+                        .toList();
+                if (!mine.isEmpty()) {
+                    targets = new ArrayList<>(mine);
+                }
+            }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
             if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
@@ -1609,6 +1619,19 @@ final class Tracer {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /** {@code t} and the repository classes it extends. */
+    private Set<TypeDeclaration<?>> lineage(TypeDeclaration<?> t) {
+        Set<TypeDeclaration<?>> out = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        java.util.ArrayDeque<TypeDeclaration<?>> todo = new java.util.ArrayDeque<>(List.of(t));
+        while (!todo.isEmpty() && out.size() < 8) {
+            TypeDeclaration<?> x = todo.pop();
+            if (out.add(x) && x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c) {
+                c.getExtendedTypes().forEach(st -> todo.addAll(repo.types(st.getNameAsString(), x)));
+            }
+        }
+        return out;
     }
 
     /**
