@@ -81,7 +81,8 @@ class EntryPointsTest {
 
         // the loop is PollingConsumer's; the consumers are its concrete subclasses, listed at their handle
         assertThat(r.consumers())
-                .extracting(c -> c.name() + " @ " + c.location().file() + ":" + c.location().line())
+                .extracting(c -> c.name() + " @ " + c.location().file() + ":"
+                        + c.location().line())
                 .containsExactlyInAnyOrder(
                         "InvoiceMailer.handle @ src/main/java/acme/billing/InvoiceMailer.java:18",
                         "AuditTrail.handle @ src/main/java/acme/billing/AuditTrail.java:13");

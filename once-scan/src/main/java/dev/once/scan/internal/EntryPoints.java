@@ -145,9 +145,13 @@ final class EntryPoints {
             }
             List<Entry> derived = new ArrayList<>();
             for (MethodCallExpr call : e.body.findAll(
-                    MethodCallExpr.class, x -> x.getScope().isEmpty() || x.getScope().get().isThisExpr())) {
+                    MethodCallExpr.class,
+                    x -> x.getScope().isEmpty() || x.getScope().get().isThisExpr())) {
                 List<MethodDeclaration> ms = repo.methods(
-                        c.getNameAsString(), call.getNameAsString(), call.getArguments().size(), c);
+                        c.getNameAsString(),
+                        call.getNameAsString(),
+                        call.getArguments().size(),
+                        c);
                 // left to the subclasses: no body in the class or above it
                 if (ms.stream().anyMatch(m -> m.getBody().isPresent() && !extendsType(Types.enclosingType(m), c, 0))) {
                     continue;
