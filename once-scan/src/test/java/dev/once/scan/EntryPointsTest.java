@@ -107,4 +107,18 @@ class EntryPointsTest {
                 .id();
         assertThat(r.findings()).extracting(Finding::consumer).containsOnly(mailer);
     }
+
+    @Test
+    void zeebeJobHandlersGivenToANewWorkerAreEntryPoints() {
+        ScanReport r = Fixtures.scan(Fixtures.of("zeebe-job-handler"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Zeebe JobHandler @ src/main/java/acme/review/ReceiptHandler.java:17",
+                        "Zeebe JobHandler @ src/main/java/acme/review/Workers.java:12",
+                        "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:18",
+                        "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:25");
+    }
 }

@@ -707,6 +707,15 @@ final class EntryPoints {
                         });
                     }
                 }
+            } else if (n.equals("JobHandler") && zeebe(s)) {
+                // the plain Zeebe/Camunda client's handler class, given to client.newWorker()….handler(…)
+                for (MethodDeclaration m : c.getMethodsByName("handle")) {
+                    if (m.getParameters().size() == 2) {
+                        m.getBody()
+                                .ifPresent(
+                                        b -> zeebeHandlerAck(add(s, "Zeebe JobHandler", "zeebe", owner(m), m, b, m)));
+                    }
+                }
             } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
                     m.getBody().ifPresent(b -> {
@@ -1030,6 +1039,7 @@ final class EntryPoints {
                 }
             }
             case "basicConsume" -> rabbitConsume(s, call);
+            case "handler" -> zeebeWorker(s, call);
             case "basicGet" -> {
                 Node body = loopOrMethod(call);
                 if (body != null) {
@@ -2165,6 +2175,41 @@ final class EntryPoints {
             }
         }
         return null;
+    }
+
+    private static boolean zeebe(Repo.Source s) {
+        return s.cu().getImports().stream().anyMatch(i -> {
+            String q = i.getNameAsString();
+            return q.startsWith("io.camunda") || q.startsWith("io.zeebe");
+        });
+    }
+
+    /** {@code client.newWorker().jobType(…).handler(…)} given a lambda or a method reference. */
+    private void zeebeWorker(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1
+                || !call.getScope().map(Node::toString).orElse("").contains("newWorker()")) {
+            return;
+        }
+        Node[] handler = callback(call.getArgument(0), 2);
+        if (handler != null) {
+            zeebeHandlerAck(
+                    add(s, "Zeebe JobHandler", "zeebe", owner(call) + " handler", handler[0], handler[1], call));
+        }
+    }
+
+    /**
+     * A plain client's handler completes the job itself ({@code client.newCompleteCommand(job)…send()}); a job not
+     * completed within its timeout is activated again, at another worker too.
+     */
+    private static void zeebeHandlerAck(Entry e) {
+        if (e.body.toString().contains("newCompleteCommand")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "client.newCompleteCommand(job) in the handler; a job not completed within its timeout is"
+                    + " activated again";
+        } else {
+            e.ackText = "the job is completed by the worker after the handler returns; a crash or timeout activates it"
+                    + " again";
+        }
     }
 
     private static void pubSubAck(Entry e) {

@@ -204,6 +204,8 @@ public final class Repo {
             "@Incoming",
             "JobWorker",
             "ZeebeWorker",
+            "JobHandler",
+            "newWorker(",
             "WorkerTask",
             "client.worker.Worker",
             "ServiceActivator",
