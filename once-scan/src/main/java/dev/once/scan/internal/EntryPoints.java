@@ -716,6 +716,23 @@ final class EntryPoints {
                                         b -> zeebeHandlerAck(add(s, "Zeebe JobHandler", "zeebe", owner(m), m, b, m)));
                     }
                 }
+            } else if ((n.equals("ShardRecordProcessor")
+                            || n.equals("IRecordProcessor")
+                            || n.equals("IShardRecordProcessor")
+                            || n.equals("StreamsRecordProcessor"))
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().contains("kinesis"))) {
+                // the Kinesis Client Library (1.x and 2.x, and the DynamoDB Streams adapter): the processor
+                // checkpoints itself; a worker that takes the lease over restarts from the last checkpoint
+                for (MethodDeclaration m : c.getMethodsByName("processRecords")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kinesis KCL processRecords", "kinesis", owner(m), m, b, m);
+                        e.ack = Entry.Ack.EXPLICIT;
+                        e.ackText = "checkpointer.checkpoint() in the processor; records after the last checkpoint are"
+                                + " processed again when the lease moves or the worker restarts";
+                        e.loop = true;
+                    });
+                }
             } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
                     m.getBody().ifPresent(b -> {

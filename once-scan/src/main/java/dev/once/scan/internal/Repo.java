@@ -205,6 +205,7 @@ public final class Repo {
             "JobWorker",
             "ZeebeWorker",
             "JobHandler",
+            "RecordProcessor",
             "newWorker(",
             "WorkerTask",
             "client.worker.Worker",

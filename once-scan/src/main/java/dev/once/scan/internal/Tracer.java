@@ -616,6 +616,7 @@ final class Tracer {
                         || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
             case "newCompleteCommand" -> "zeebe".equals(entry.broker);
+            case "checkpoint" -> "kinesis".equals(entry.broker);
             case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
             case "ack", "ackSync" ->
                 "nats".equals(entry.broker)
