@@ -121,4 +121,18 @@ class EntryPointsTest {
                         "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:18",
                         "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:25");
     }
+
+    @Test
+    void camelRoutesWrittenInXmlOrYamlFromABrokerAreEntryPoints() {
+        ScanReport r = Fixtures.scan(Fixtures.of("camel-xml-yaml-routes"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camel route from(kafka:…) @ src/main/resources/camel/orders-context.xml:9",
+                        "Camel route from(jms:…) @ src/main/resources/camel/invoices.xml:3",
+                        "Camel route from(kafka:…) @ src/main/resources/camel/refunds.camel.yaml:3");
+        assertThat(r.findings()).isEmpty();
+    }
 }

@@ -125,7 +125,66 @@ final class EntryPoints {
             }
         }
         inheritedConsumers();
+        for (Path f : repo.otherFiles) {
+            camelRouteFile(f);
+        }
         return entries;
+    }
+
+    /** {@code <from uri="kafka:…"/>} in a Spring, Blueprint or XML-DSL route (the attribute may sit lines below). */
+    private static final Pattern XML_FROM =
+            Pattern.compile("<from\\b[^>]*?\\buri\\s*=\\s*\"([^\"]+)\"", Pattern.DOTALL);
+
+    /** {@code from: uri: "kafka:…"} (or {@code from: "kafka:…"}) in a YAML-DSL route. */
+    private static final Pattern YAML_FROM = Pattern.compile(
+            "(?m)^[ \\t]*-?[ \\t]*from:[ \\t]*(?:\\r?\\n[ \\t]*uri:[ \\t]*)?[\"']?([a-z0-9-]+:[^\"'\\s]*)");
+
+    /**
+     * Camel routes written in XML (Spring or Blueprint {@code <camelContext>}, the XML DSL's {@code <routes>}) or in
+     * the YAML DSL, from a broker: an entry point at its {@code from}, acknowledged as a route written in Java is.
+     * Their steps are not Java, so nothing is traced behind them.
+     */
+    private void camelRouteFile(Path f) {
+        String n = f.getFileName().toString();
+        boolean xml = n.endsWith(".xml");
+        if (!xml && !n.endsWith(".yaml") && !n.endsWith(".yml")) {
+            return;
+        }
+        String text;
+        try {
+            text = java.nio.file.Files.readString(f);
+        } catch (java.io.IOException | RuntimeException e) {
+            return; // unreadable: no routes from it
+        }
+        if (xml ? !text.contains("camel.apache.org/schema") && !text.contains("<routes") : !text.contains("from:")) {
+            return;
+        }
+        Matcher m = (xml ? XML_FROM : YAML_FROM).matcher(text);
+        String[] lines = text.split("\n", -1);
+        while (m.find()) {
+            String uri = m.group(1).strip();
+            if (!CAMEL_BROKER.matcher(uri).matches()) {
+                continue;
+            }
+            int at = xml ? m.start() : m.start() + m.group().indexOf("from:");
+            int line = 1;
+            for (int i = 0; i < at; i++) {
+                if (text.charAt(i) == '\n') {
+                    line++;
+                }
+            }
+            com.github.javaparser.ast.stmt.BlockStmt none = new com.github.javaparser.ast.stmt.BlockStmt();
+            Entry e = new Entry();
+            e.kind = "Camel route from(" + uri.split("[:?]")[0] + ":…)";
+            e.broker = "camel";
+            e.name = n + " route @" + line;
+            e.decl = none;
+            e.body = none;
+            e.location = repo.loc(f, line, line - 1 < lines.length ? lines[line - 1] : "");
+            e.ackText = "the Camel consumer acknowledges after the route completes (its steps are "
+                    + (xml ? "XML" : "YAML") + ", not traced)";
+            entries.add(e);
+        }
     }
 
     /**
