@@ -135,4 +135,17 @@ class EntryPointsTest {
                         "Camel route from(kafka:…) @ src/main/resources/camel/refunds.camel.yaml:3");
         assertThat(r.findings()).isEmpty();
     }
+
+    @Test
+    void anAbstractWorkerWhosePoolCallsTheSubclassIsOneConsumerPerSubclass() {
+        ScanReport r = Fixtures.scan(Fixtures.of("sqs-abstract-worker-pool"));
+
+        // fetch() receives, a pool task calls process(m), which calls the abstract handle(m) and deletes m
+        assertThat(r.consumers())
+                .extracting(c -> c.name() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "RefundWorker.handle @ src/main/java/acme/refunds/RefundWorker.java:17",
+                        "AuditWorker.handle @ src/main/java/acme/refunds/AuditWorker.java:13");
+    }
 }

@@ -359,7 +359,7 @@ final class Analyzer {
                     Rule.DUPLICATE_EFFECT,
                     level,
                     x.what()
-                            + (x.handedOff() != null
+                            + (x.handedOff() != null && !ackedInSameTask(x, acks)
                                     ? " on another thread the ack does not wait for; on redelivery it runs again: "
                                     : " before the ack; on redelivery it runs again: ")
                             + why,
@@ -578,5 +578,13 @@ final class Analyzer {
         } catch (NoSuchAlgorithmException ex) {
             throw new IllegalStateException("SHA-256 is part of every JDK", ex);
         }
+    }
+
+    /**
+     * The work was handed to another thread together with its acknowledgement: the task acknowledges after it
+     * ({@code pool.submit(() -> { handle(m); delete(m); })}), so the ack waits for it in that thread.
+     */
+    private static boolean ackedInSameTask(Event x, List<Event> acks) {
+        return acks.stream().anyMatch(a -> x.handedOff().equals(a.handedOff()) && a.seq() > x.seq());
     }
 }

@@ -203,9 +203,24 @@ final class EntryPoints {
                 continue;
             }
             List<Entry> derived = new ArrayList<>();
-            for (MethodCallExpr call : e.body.findAll(
-                    MethodCallExpr.class,
-                    x -> x.getScope().isEmpty() || x.getScope().get().isThisExpr())) {
+            // the loop's calls on this, and those of the class's own methods it calls (a task handed to a pool
+            // calling process(m), which calls the abstract handle(m)), a few methods deep
+            List<Node> reach = new ArrayList<>(List.of(e.body));
+            Set<MethodDeclaration> seen = new java.util.HashSet<>();
+            for (int i = 0; i < reach.size() && i < 8; i++) {
+                for (MethodCallExpr call : reach.get(i).findAll(MethodCallExpr.class, EntryPoints::onThis)) {
+                    for (MethodDeclaration own : c.getMethodsByName(call.getNameAsString())) {
+                        if (own.getParameters().size() == call.getArguments().size()
+                                && own.getBody().isPresent()
+                                && seen.add(own)) {
+                            reach.add(own.getBody().get());
+                        }
+                    }
+                }
+            }
+            List<MethodCallExpr> selfCalls = new ArrayList<>();
+            reach.forEach(r -> selfCalls.addAll(r.findAll(MethodCallExpr.class, EntryPoints::onThis)));
+            for (MethodCallExpr call : selfCalls) {
                 List<MethodDeclaration> ms = repo.methods(
                         c.getNameAsString(),
                         call.getNameAsString(),
@@ -221,7 +236,7 @@ final class EntryPoints {
                             || !(sub instanceof ClassOrInterfaceDeclaration sc)
                             || sc.isAbstract()
                             || sc.isInterface()
-                            || derived.stream().anyMatch(d -> d.self == sub)) {
+                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))) {
                         continue;
                     }
                     derived.add(inherited(e, sc, o));
@@ -232,6 +247,10 @@ final class EntryPoints {
                 entries.addAll(derived);
             }
         }
+    }
+
+    private static boolean onThis(MethodCallExpr x) {
+        return x.getScope().isEmpty() || x.getScope().get().isThisExpr();
     }
 
     /** {@code t} extends {@code c}, directly or through repository classes between them. */

@@ -1604,9 +1604,9 @@ final class Tracer {
             }
             if (entry != null && entry.self != null) {
                 // the abstract consumer's loop as one concrete subclass runs it: its overrides, not its siblings'
-                Set<TypeDeclaration<?>> lineage = lineage(entry.self);
+                Set<String> lineage = lineage(entry.self);
                 List<MethodDeclaration> mine = targets.stream()
-                        .filter(t -> lineage.contains(Types.enclosingType(t)))
+                        .filter(t -> lineage.contains(qualified(Types.enclosingType(t))))
                         .toList();
                 if (!mine.isEmpty()) {
                     targets = new ArrayList<>(mine);
@@ -1623,17 +1623,21 @@ final class Tracer {
         enter(c, targets, self, f);
     }
 
-    /** {@code t} and the repository classes it extends. */
-    private Set<TypeDeclaration<?>> lineage(TypeDeclaration<?> t) {
-        Set<TypeDeclaration<?>> out = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    /** The qualified names of {@code t} and of the repository classes it extends. */
+    private Set<String> lineage(TypeDeclaration<?> t) {
+        Set<String> out = new HashSet<>();
         java.util.ArrayDeque<TypeDeclaration<?>> todo = new java.util.ArrayDeque<>(List.of(t));
         while (!todo.isEmpty() && out.size() < 8) {
             TypeDeclaration<?> x = todo.pop();
-            if (out.add(x) && x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c) {
+            if (out.add(qualified(x)) && x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c) {
                 c.getExtendedTypes().forEach(st -> todo.addAll(repo.types(st.getNameAsString(), x)));
             }
         }
         return out;
+    }
+
+    private static String qualified(TypeDeclaration<?> t) {
+        return t == null ? "" : t.getFullyQualifiedName().orElse(t.getNameAsString());
     }
 
     /**
