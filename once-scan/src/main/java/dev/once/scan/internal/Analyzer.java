@@ -316,7 +316,7 @@ final class Analyzer {
                 }
                 continue;
             }
-            if (x.category() == Event.Category.PUBLISH && dbWrite) {
+            if (x.category() == Event.Category.PUBLISH && dbWrite && writtenBefore(x, effects, claims, guards)) {
                 out.add(finding(
                         Rule.DUAL_WRITE,
                         Level.WARNING,
@@ -586,5 +586,18 @@ final class Analyzer {
      */
     private static boolean ackedInSameTask(Event x, List<Event> acks) {
         return acks.stream().anyMatch(a -> x.handedOff().equals(a.handedOff()) && a.seq() > x.seq());
+    }
+
+    /**
+     * A database write (a row, a claim, a guarded update) comes before the publish on a run that reaches it: a
+     * write only on another arm of the if that chose this publish ({@code if (ok) { save; send(success) } else
+     * send(failed)}) is not one.
+     */
+    private static boolean writtenBefore(Event x, List<Event> effects, List<Event> claims, List<Event> guards) {
+        return effects.stream()
+                        .anyMatch(d ->
+                                d.category() == Event.Category.DATABASE && d.seq() < x.seq() && !d.exclusiveWith(x))
+                || java.util.stream.Stream.concat(claims.stream(), guards.stream())
+                        .anyMatch(d -> d.seq() < x.seq() && !d.exclusiveWith(x));
     }
 }
