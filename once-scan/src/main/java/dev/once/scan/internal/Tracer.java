@@ -1317,9 +1317,49 @@ final class Tracer {
                 if (fd.isAnnotationPresent("Id") && fd.isAnnotationPresent("GeneratedValue")) {
                     return true;
                 }
+                if (fd.isAnnotationPresent("Id") && t.isAnnotationPresent("Document") && mongoAssigned(t, fd)) {
+                    return true;
+                }
             }
         }
         return false;
+    }
+
+    /**
+     * A MongoDB document's {@code @Id} (a String, ObjectId or BigInteger) that nothing in the repository sets: Spring
+     * Data gives each save of a document with a null id a new ObjectId, so a document read from the message is
+     * inserted again on every delivery. An id a constructor assigns, or that code naming the type sets, is the
+     * producer's key: a save by it replaces the document.
+     */
+    private boolean mongoAssigned(TypeDeclaration<?> t, com.github.javaparser.ast.body.FieldDeclaration id) {
+        String type = Types.simple(id.getElementType());
+        if (!type.equals("String") && !type.equals("ObjectId") && !type.equals("BigInteger")) {
+            return false;
+        }
+        String field = id.getVariable(0).getNameAsString();
+        String setter = "set" + Character.toUpperCase(field.charAt(0)) + field.substring(1) + "(";
+        boolean constructed = t.getConstructors().stream()
+                .anyMatch(ctor -> ctor.findAll(AssignExpr.class).stream()
+                        .anyMatch(a -> a.getTarget()
+                                .toString()
+                                .replaceFirst("^this\\.", "")
+                                .equals(field)));
+        if (constructed) {
+            return false;
+        }
+        String name = t.getNameAsString();
+        String own = t.findCompilationUnit()
+                .flatMap(cu -> cu.getStorage())
+                .map(st -> st.getPath().getFileName().toString())
+                .orElse("");
+        for (Repo.RawFile f : repo.rawFiles()) {
+            if (!f.file().getFileName().toString().equals(own)
+                    && f.text().contains(name)
+                    && (f.text().contains("." + setter) || f.text().contains("." + field + "("))) {
+                return false; // code naming the type sets its id (or builds it with one)
+            }
+        }
+        return true;
     }
 
     private void assign(AssignExpr a, Frame f) {
