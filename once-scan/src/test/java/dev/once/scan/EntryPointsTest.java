@@ -74,4 +74,78 @@ class EntryPointsTest {
         assertThat(r.consumers()).extracting(Consumer::id).doesNotHaveDuplicates();
         assertThat(r.findings()).isEmpty();
     }
+
+    @Test
+    void eachSubclassOfTheProjectsOwnAbstractConsumerIsAConsumerWithItsOwnSettings() {
+        ScanReport r = Fixtures.scan(Fixtures.of("kafka-abstract-poll-loop"));
+
+        // the loop is PollingConsumer's; the consumers are its concrete subclasses, listed at their handle
+        assertThat(r.consumers())
+                .extracting(c -> c.name() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "InvoiceMailer.handle @ src/main/java/acme/billing/InvoiceMailer.java:18",
+                        "AuditTrail.handle @ src/main/java/acme/billing/AuditTrail.java:13");
+        // each is configured by what it passes to super(…), not by the module's first enable.auto.commit
+        assertThat(r.consumers())
+                .filteredOn(c -> c.name().startsWith("AuditTrail"))
+                .extracting(Consumer::ack)
+                .singleElement()
+                .asString()
+                .contains("enable.auto.commit=true");
+        assertThat(r.consumers())
+                .filteredOn(c -> c.name().startsWith("InvoiceMailer"))
+                .extracting(Consumer::ack)
+                .singleElement()
+                .asString()
+                .doesNotContain("enable.auto.commit=true");
+        // the mail is the mailer's finding, and the audit trail's loop does not carry it
+        String mailer = r.consumers().stream()
+                .filter(c -> c.name().startsWith("InvoiceMailer"))
+                .findFirst()
+                .orElseThrow()
+                .id();
+        assertThat(r.findings()).extracting(Finding::consumer).containsOnly(mailer);
+    }
+
+    @Test
+    void zeebeJobHandlersGivenToANewWorkerAreEntryPoints() {
+        ScanReport r = Fixtures.scan(Fixtures.of("zeebe-job-handler"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Zeebe JobHandler @ src/main/java/acme/review/ReceiptHandler.java:17",
+                        "Zeebe JobHandler @ src/main/java/acme/review/Workers.java:12",
+                        "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:18",
+                        "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:25");
+    }
+
+    @Test
+    void camelRoutesWrittenInXmlOrYamlFromABrokerAreEntryPoints() {
+        ScanReport r = Fixtures.scan(Fixtures.of("camel-xml-yaml-routes"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camel route from(kafka:…) @ src/main/resources/camel/orders-context.xml:9",
+                        "Camel route from(jms:…) @ src/main/resources/camel/invoices.xml:3",
+                        "Camel route from(kafka:…) @ src/main/resources/camel/refunds.camel.yaml:3");
+        assertThat(r.findings()).isEmpty();
+    }
+
+    @Test
+    void anAbstractWorkerWhosePoolCallsTheSubclassIsOneConsumerPerSubclass() {
+        ScanReport r = Fixtures.scan(Fixtures.of("sqs-abstract-worker-pool"));
+
+        // fetch() receives, a pool task calls process(m), which calls the abstract handle(m) and deletes m
+        assertThat(r.consumers())
+                .extracting(c -> c.name() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "RefundWorker.handle @ src/main/java/acme/refunds/RefundWorker.java:17",
+                        "AuditWorker.handle @ src/main/java/acme/refunds/AuditWorker.java:13");
+    }
 }

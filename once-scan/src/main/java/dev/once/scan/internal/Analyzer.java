@@ -316,7 +316,7 @@ final class Analyzer {
                 }
                 continue;
             }
-            if (x.category() == Event.Category.PUBLISH && dbWrite) {
+            if (x.category() == Event.Category.PUBLISH && dbWrite && writtenBefore(x, effects, claims, guards)) {
                 out.add(finding(
                         Rule.DUAL_WRITE,
                         Level.WARNING,
@@ -359,7 +359,7 @@ final class Analyzer {
                     Rule.DUPLICATE_EFFECT,
                     level,
                     x.what()
-                            + (x.handedOff() != null
+                            + (x.handedOff() != null && !ackedInSameTask(x, acks)
                                     ? " on another thread the ack does not wait for; on redelivery it runs again: "
                                     : " before the ack; on redelivery it runs again: ")
                             + why,
@@ -578,5 +578,26 @@ final class Analyzer {
         } catch (NoSuchAlgorithmException ex) {
             throw new IllegalStateException("SHA-256 is part of every JDK", ex);
         }
+    }
+
+    /**
+     * The work was handed to another thread together with its acknowledgement: the task acknowledges after it
+     * ({@code pool.submit(() -> { handle(m); delete(m); })}), so the ack waits for it in that thread.
+     */
+    private static boolean ackedInSameTask(Event x, List<Event> acks) {
+        return acks.stream().anyMatch(a -> x.handedOff().equals(a.handedOff()) && a.seq() > x.seq());
+    }
+
+    /**
+     * A database write (a row, a claim, a guarded update) comes before the publish on a run that reaches it: a
+     * write only on another arm of the if that chose this publish ({@code if (ok) { save; send(success) } else
+     * send(failed)}) is not one.
+     */
+    private static boolean writtenBefore(Event x, List<Event> effects, List<Event> claims, List<Event> guards) {
+        return effects.stream()
+                        .anyMatch(d ->
+                                d.category() == Event.Category.DATABASE && d.seq() < x.seq() && !d.exclusiveWith(x))
+                || java.util.stream.Stream.concat(claims.stream(), guards.stream())
+                        .anyMatch(d -> d.seq() < x.seq() && !d.exclusiveWith(x));
     }
 }

@@ -1,6 +1,7 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.ast.Node;
+import com.github.javaparser.ast.body.TypeDeclaration;
 import dev.once.scan.Location;
 
 /** An entry point found in the repository, before its flow is traced. */
@@ -49,6 +50,13 @@ final class Entry {
     Location kafkaTransaction;
     /** Where a JMS listener's container joins a JTA (XA) transaction with the module's XA resources, or null. */
     Location jtaTransaction;
+
+    /**
+     * The concrete class this consumer runs as when its loop or handler is inherited from the repository's own
+     * abstract consumer ({@code abstract class KafkaListener implements Runnable}, whose {@code run} polls and
+     * calls the abstract {@code consume}): calls on {@code this} dispatch to this class's overrides. Null otherwise.
+     */
+    TypeDeclaration<?> self;
 
     boolean loop;
     /** Batch size and lease in ms when both are stated, else 0. */

@@ -124,7 +124,181 @@ final class EntryPoints {
                 callbackBean(s, m);
             }
         }
+        inheritedConsumers();
+        for (Path f : repo.otherFiles) {
+            camelRouteFile(f);
+        }
         return entries;
+    }
+
+    /** {@code <from uri="kafka:…"/>} in a Spring, Blueprint or XML-DSL route (the attribute may sit lines below). */
+    private static final Pattern XML_FROM =
+            Pattern.compile("<from\\b[^>]*?\\buri\\s*=\\s*\"([^\"]+)\"", Pattern.DOTALL);
+
+    /** {@code from: uri: "kafka:…"} (or {@code from: "kafka:…"}) in a YAML-DSL route. */
+    private static final Pattern YAML_FROM = Pattern.compile(
+            "(?m)^[ \\t]*-?[ \\t]*from:[ \\t]*(?:\\r?\\n[ \\t]*uri:[ \\t]*)?[\"']?([a-z0-9-]+:[^\"'\\s]*)");
+
+    /**
+     * Camel routes written in XML (Spring or Blueprint {@code <camelContext>}, the XML DSL's {@code <routes>}) or in
+     * the YAML DSL, from a broker: an entry point at its {@code from}, acknowledged as a route written in Java is.
+     * Their steps are not Java, so nothing is traced behind them.
+     */
+    private void camelRouteFile(Path f) {
+        String n = f.getFileName().toString();
+        boolean xml = n.endsWith(".xml");
+        if (!xml && !n.endsWith(".yaml") && !n.endsWith(".yml")) {
+            return;
+        }
+        String text;
+        try {
+            text = java.nio.file.Files.readString(f);
+        } catch (java.io.IOException | RuntimeException e) {
+            return; // unreadable: no routes from it
+        }
+        if (xml ? !text.contains("camel.apache.org/schema") && !text.contains("<routes") : !text.contains("from:")) {
+            return;
+        }
+        Matcher m = (xml ? XML_FROM : YAML_FROM).matcher(text);
+        String[] lines = text.split("\n", -1);
+        while (m.find()) {
+            String uri = m.group(1).strip();
+            if (!CAMEL_BROKER.matcher(uri).matches()) {
+                continue;
+            }
+            int at = xml ? m.start() : m.start() + m.group().indexOf("from:");
+            int line = 1;
+            for (int i = 0; i < at; i++) {
+                if (text.charAt(i) == '\n') {
+                    line++;
+                }
+            }
+            com.github.javaparser.ast.stmt.BlockStmt none = new com.github.javaparser.ast.stmt.BlockStmt();
+            Entry e = new Entry();
+            e.kind = "Camel route from(" + uri.split("[:?]")[0] + ":…)";
+            e.broker = "camel";
+            e.name = n + " route @" + line;
+            e.decl = none;
+            e.body = none;
+            e.location = repo.loc(f, line, line - 1 < lines.length ? lines[line - 1] : "");
+            e.ackText = "the Camel consumer acknowledges after the route completes (its steps are "
+                    + (xml ? "XML" : "YAML") + ", not traced)";
+            entries.add(e);
+        }
+    }
+
+    /**
+     * The repository's own abstract consumer: a loop or handler written in an abstract class whose work is a
+     * method the class leaves to its subclasses ({@code KafkaListener.run} polls and calls the abstract
+     * {@code consume}) runs once per concrete subclass, each a consumer of its own with its own settings (what
+     * it passes to {@code super(…)}). Each becomes an entry at its override, traced through the inherited loop
+     * with calls on {@code this} dispatched to that class; the abstract one is dropped.
+     */
+    private void inheritedConsumers() {
+        for (Entry e : List.copyOf(entries)) {
+            if (!(Types.enclosingType(e.body) instanceof ClassOrInterfaceDeclaration c)
+                    || c.isInterface()
+                    || !c.isAbstract()
+                    || e.self != null) {
+                continue;
+            }
+            List<Entry> derived = new ArrayList<>();
+            // the loop's calls on this, and those of the class's own methods it calls (a task handed to a pool
+            // calling process(m), which calls the abstract handle(m)), a few methods deep
+            List<Node> reach = new ArrayList<>(List.of(e.body));
+            Set<MethodDeclaration> seen = new java.util.HashSet<>();
+            for (int i = 0; i < reach.size() && i < 8; i++) {
+                for (MethodCallExpr call : reach.get(i).findAll(MethodCallExpr.class, EntryPoints::onThis)) {
+                    for (MethodDeclaration own : c.getMethodsByName(call.getNameAsString())) {
+                        if (own.getParameters().size() == call.getArguments().size()
+                                && own.getBody().isPresent()
+                                && seen.add(own)) {
+                            reach.add(own.getBody().get());
+                        }
+                    }
+                }
+            }
+            List<MethodCallExpr> selfCalls = new ArrayList<>();
+            reach.forEach(r -> selfCalls.addAll(r.findAll(MethodCallExpr.class, EntryPoints::onThis)));
+            for (MethodCallExpr call : selfCalls) {
+                List<MethodDeclaration> ms = repo.methods(
+                        c.getNameAsString(),
+                        call.getNameAsString(),
+                        call.getArguments().size(),
+                        c);
+                // left to the subclasses: no body in the class or above it
+                if (ms.stream().anyMatch(m -> m.getBody().isPresent() && !extendsType(Types.enclosingType(m), c, 0))) {
+                    continue;
+                }
+                for (MethodDeclaration o : ms) {
+                    TypeDeclaration<?> sub = Types.enclosingType(o);
+                    if (o.getBody().isEmpty()
+                            || !(sub instanceof ClassOrInterfaceDeclaration sc)
+                            || sc.isAbstract()
+                            || sc.isInterface()
+                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))) {
+                        continue;
+                    }
+                    derived.add(inherited(e, sc, o));
+                }
+            }
+            if (!derived.isEmpty()) {
+                entries.remove(e);
+                entries.addAll(derived);
+            }
+        }
+    }
+
+    private static boolean onThis(MethodCallExpr x) {
+        return x.getScope().isEmpty() || x.getScope().get().isThisExpr();
+    }
+
+    /** {@code t} extends {@code c}, directly or through repository classes between them. */
+    private boolean extendsType(TypeDeclaration<?> t, TypeDeclaration<?> c, int depth) {
+        if (!(t instanceof ClassOrInterfaceDeclaration ct) || depth > 5) {
+            return false;
+        }
+        for (ClassOrInterfaceType st : ct.getExtendedTypes()) {
+            for (TypeDeclaration<?> up : repo.types(st.getNameAsString(), t)) {
+                if (up == c || extendsType(up, c, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The abstract consumer {@code e} as the concrete class {@code sub} runs it, listed at its override {@code o}. */
+    private Entry inherited(Entry e, ClassOrInterfaceDeclaration sub, MethodDeclaration o) {
+        Entry d = new Entry();
+        d.kind = e.kind;
+        d.broker = e.broker;
+        d.name = sub.getNameAsString() + "." + o.getNameAsString();
+        d.decl = e.decl;
+        d.body = e.body;
+        d.self = sub;
+        d.location = repo.span(o, o.getName());
+        d.source = sub.findCompilationUnit()
+                .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
+                .orElse(e.source);
+        d.ack = e.ack;
+        d.ackText = e.ackText;
+        d.ackSetting = e.ackSetting;
+        d.framework = e.framework;
+        d.frameworkText = e.frameworkText;
+        d.frameworkLocation = e.frameworkLocation;
+        d.transactional = e.transactional;
+        d.kafkaTransaction = e.kafkaTransaction;
+        d.jtaTransaction = e.jtaTransaction;
+        d.loop = e.loop;
+        d.batch = e.batch;
+        d.leaseMs = e.leaseMs;
+        d.batchLocation = e.batchLocation;
+        d.leaseName = e.leaseName;
+        if (e.decl instanceof MethodCallExpr poll && e.kind.equals("KafkaConsumer.poll loop")) {
+            kafkaAck(d, d.source, poll); // the settings it passes to super(…) are its own
+        }
+        return d;
     }
 
     private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
@@ -611,6 +785,32 @@ final class EntryPoints {
                         });
                     }
                 }
+            } else if (n.equals("JobHandler") && zeebe(s)) {
+                // the plain Zeebe/Camunda client's handler class, given to client.newWorker()….handler(…)
+                for (MethodDeclaration m : c.getMethodsByName("handle")) {
+                    if (m.getParameters().size() == 2) {
+                        m.getBody()
+                                .ifPresent(
+                                        b -> zeebeHandlerAck(add(s, "Zeebe JobHandler", "zeebe", owner(m), m, b, m)));
+                    }
+                }
+            } else if ((n.equals("ShardRecordProcessor")
+                            || n.equals("IRecordProcessor")
+                            || n.equals("IShardRecordProcessor")
+                            || n.equals("StreamsRecordProcessor"))
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().contains("kinesis"))) {
+                // the Kinesis Client Library (1.x and 2.x, and the DynamoDB Streams adapter): the processor
+                // checkpoints itself; a worker that takes the lease over restarts from the last checkpoint
+                for (MethodDeclaration m : c.getMethodsByName("processRecords")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kinesis KCL processRecords", "kinesis", owner(m), m, b, m);
+                        e.ack = Entry.Ack.EXPLICIT;
+                        e.ackText = "checkpointer.checkpoint() in the processor; records after the last checkpoint are"
+                                + " processed again when the lease moves or the worker restarts";
+                        e.loop = true;
+                    });
+                }
             } else if (n.equals("RocketMQListener") || n.equals("RocketMQReplyListener")) {
                 for (MethodDeclaration m : c.getMethodsByName("onMessage")) {
                     m.getBody().ifPresent(b -> {
@@ -934,6 +1134,7 @@ final class EntryPoints {
                 }
             }
             case "basicConsume" -> rabbitConsume(s, call);
+            case "handler" -> zeebeWorker(s, call);
             case "basicGet" -> {
                 Node body = loopOrMethod(call);
                 if (body != null) {
@@ -1085,9 +1286,15 @@ final class EntryPoints {
         }
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
+        kafkaAck(e, s, poll);
+    }
+
+    /** How a poll loop's offsets are committed, from the settings of the consumer it polls (as {@code e.self} builds it). */
+    private void kafkaAck(Entry e, Repo.Source s, MethodCallExpr poll) {
+        Node body = e.body;
         // the settings of the Properties this consumer is built from, when they can be followed there:
         // another consumer's Properties in the same file or module say nothing about this one
-        Map<String, Settings.Setting> own = consumerConfig(poll).orElse(null);
+        Map<String, Settings.Setting> own = consumerConfig(poll, e.self).orElse(null);
         Settings.Setting auto =
                 own != null ? own.get(Settings.norm("enable.auto.commit")) : settings.get(s, "enable.auto.commit");
         boolean commits = !body.findAll(
@@ -1137,7 +1344,7 @@ final class EntryPoints {
      * repository that makes one), and the method that fills {@code props} (in place, or a method
      * returning it). Empty when any step cannot be followed.
      */
-    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll) {
+    private Optional<Map<String, Settings.Setting>> consumerConfig(MethodCallExpr poll, TypeDeclaration<?> self) {
         Optional<Expression> scope = poll.getScope();
         if (scope.isEmpty()) {
             return Optional.empty();
@@ -1171,18 +1378,19 @@ final class EntryPoints {
         if (inits.size() != 1) {
             return Optional.empty();
         }
-        return propsOf(inits.get(0), owner, 0);
+        return propsOf(inits.get(0), owner, self, 0);
     }
 
     /** The settings an expression that makes a consumer or its properties carries. */
-    private Optional<Map<String, Settings.Setting>> propsOf(Expression x, TypeDeclaration<?> owner, int depth) {
+    private Optional<Map<String, Settings.Setting>> propsOf(
+            Expression x, TypeDeclaration<?> owner, TypeDeclaration<?> self, int depth) {
         if (depth > 3) {
             return Optional.empty();
         }
         if (x instanceof ObjectCreationExpr oc) {
             if (oc.getType().getNameAsString().endsWith("KafkaConsumer")
                     && !oc.getArguments().isEmpty()) {
-                return propsOf(oc.getArgument(0), owner, depth + 1);
+                return propsOf(oc.getArgument(0), owner, self, depth + 1);
             }
             return Optional.empty();
         }
@@ -1198,6 +1406,25 @@ final class EntryPoints {
             if (decl == null) {
                 return Optional.empty();
             }
+            if (decl instanceof com.github.javaparser.ast.body.ConstructorDeclaration ctor && self != null) {
+                // a parameter of the abstract consumer's constructor: the subclass this consumer runs as says what
+                // it passes, in its super(…) call
+                int index = -1;
+                for (int i = 0; i < ctor.getParameters().size(); i++) {
+                    if (ctor.getParameter(i).getNameAsString().equals(n.getNameAsString())) {
+                        index = i;
+                    }
+                }
+                if (index >= 0) {
+                    for (com.github.javaparser.ast.stmt.ExplicitConstructorInvocationStmt sup : self.findAll(
+                            com.github.javaparser.ast.stmt.ExplicitConstructorInvocationStmt.class,
+                            inv -> !inv.isThis() && Types.enclosingType(inv) == self)) {
+                        if (sup.getArguments().size() == ctor.getParameters().size()) {
+                            return propsOf(sup.getArgument(index), self, null, depth + 1);
+                        }
+                    }
+                }
+            }
             for (VariableDeclarator v : decl.findAll(
                     VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
                 Expression init = v.getInitializer().orElse(null);
@@ -1205,7 +1432,7 @@ final class EntryPoints {
                     return settings.statedIn(decl);
                 }
                 if (init instanceof MethodCallExpr mc) {
-                    return propsOf(mc, owner, depth + 1);
+                    return propsOf(mc, owner, self, depth + 1);
                 }
             }
             return Optional.empty();
@@ -1232,7 +1459,7 @@ final class EntryPoints {
                 if (rx.isPresent()
                         && rx.get() instanceof ObjectCreationExpr oc
                         && oc.getType().getNameAsString().endsWith("KafkaConsumer")) {
-                    return propsOf(oc, Types.enclosingType(t), depth + 1);
+                    return propsOf(oc, Types.enclosingType(t), self, depth + 1);
                 }
             }
             return settings.statedIn(t.getBody().get());
@@ -2043,6 +2270,41 @@ final class EntryPoints {
             }
         }
         return null;
+    }
+
+    private static boolean zeebe(Repo.Source s) {
+        return s.cu().getImports().stream().anyMatch(i -> {
+            String q = i.getNameAsString();
+            return q.startsWith("io.camunda") || q.startsWith("io.zeebe");
+        });
+    }
+
+    /** {@code client.newWorker().jobType(…).handler(…)} given a lambda or a method reference. */
+    private void zeebeWorker(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1
+                || !call.getScope().map(Node::toString).orElse("").contains("newWorker()")) {
+            return;
+        }
+        Node[] handler = callback(call.getArgument(0), 2);
+        if (handler != null) {
+            zeebeHandlerAck(
+                    add(s, "Zeebe JobHandler", "zeebe", owner(call) + " handler", handler[0], handler[1], call));
+        }
+    }
+
+    /**
+     * A plain client's handler completes the job itself ({@code client.newCompleteCommand(job)…send()}); a job not
+     * completed within its timeout is activated again, at another worker too.
+     */
+    private static void zeebeHandlerAck(Entry e) {
+        if (e.body.toString().contains("newCompleteCommand")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackText = "client.newCompleteCommand(job) in the handler; a job not completed within its timeout is"
+                    + " activated again";
+        } else {
+            e.ackText = "the job is completed by the worker after the handler returns; a crash or timeout activates it"
+                    + " again";
+        }
     }
 
     private static void pubSubAck(Entry e) {

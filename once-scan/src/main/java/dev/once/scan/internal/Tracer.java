@@ -615,6 +615,8 @@ final class Tracer {
                         || SQS.contains(stype)
                         || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
+            case "newCompleteCommand" -> "zeebe".equals(entry.broker);
+            case "checkpoint" -> "kinesis".equals(entry.broker);
             case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
             case "ack", "ackSync" ->
                 "nats".equals(entry.broker)
@@ -1315,9 +1317,49 @@ final class Tracer {
                 if (fd.isAnnotationPresent("Id") && fd.isAnnotationPresent("GeneratedValue")) {
                     return true;
                 }
+                if (fd.isAnnotationPresent("Id") && t.isAnnotationPresent("Document") && mongoAssigned(t, fd)) {
+                    return true;
+                }
             }
         }
         return false;
+    }
+
+    /**
+     * A MongoDB document's {@code @Id} (a String, ObjectId or BigInteger) that nothing in the repository sets: Spring
+     * Data gives each save of a document with a null id a new ObjectId, so a document read from the message is
+     * inserted again on every delivery. An id a constructor assigns, or that code naming the type sets, is the
+     * producer's key: a save by it replaces the document.
+     */
+    private boolean mongoAssigned(TypeDeclaration<?> t, com.github.javaparser.ast.body.FieldDeclaration id) {
+        String type = Types.simple(id.getElementType());
+        if (!type.equals("String") && !type.equals("ObjectId") && !type.equals("BigInteger")) {
+            return false;
+        }
+        String field = id.getVariable(0).getNameAsString();
+        String setter = "set" + Character.toUpperCase(field.charAt(0)) + field.substring(1) + "(";
+        boolean constructed = t.getConstructors().stream()
+                .anyMatch(ctor -> ctor.findAll(AssignExpr.class).stream()
+                        .anyMatch(a -> a.getTarget()
+                                .toString()
+                                .replaceFirst("^this\\.", "")
+                                .equals(field)));
+        if (constructed) {
+            return false;
+        }
+        String name = t.getNameAsString();
+        String own = t.findCompilationUnit()
+                .flatMap(cu -> cu.getStorage())
+                .map(st -> st.getPath().getFileName().toString())
+                .orElse("");
+        for (Repo.RawFile f : repo.rawFiles()) {
+            if (!f.file().getFileName().toString().equals(own)
+                    && f.text().contains(name)
+                    && (f.text().contains("." + setter) || f.text().contains("." + field + "("))) {
+                return false; // code naming the type sets its id (or builds it with one)
+            }
+        }
+        return true;
     }
 
     private void assign(AssignExpr a, Frame f) {
@@ -1600,6 +1642,16 @@ final class Tracer {
                         c.getArguments().size(),
                         t));
             }
+            if (entry != null && entry.self != null) {
+                // the abstract consumer's loop as one concrete subclass runs it: its overrides, not its siblings'
+                Set<String> lineage = lineage(entry.self);
+                List<MethodDeclaration> mine = targets.stream()
+                        .filter(t -> lineage.contains(qualified(Types.enclosingType(t))))
+                        .toList();
+                if (!mine.isEmpty()) {
+                    targets = new ArrayList<>(mine);
+                }
+            }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
             if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
@@ -1609,6 +1661,23 @@ final class Tracer {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /** The qualified names of {@code t} and of the repository classes it extends. */
+    private Set<String> lineage(TypeDeclaration<?> t) {
+        Set<String> out = new HashSet<>();
+        java.util.ArrayDeque<TypeDeclaration<?>> todo = new java.util.ArrayDeque<>(List.of(t));
+        while (!todo.isEmpty() && out.size() < 8) {
+            TypeDeclaration<?> x = todo.pop();
+            if (out.add(qualified(x)) && x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c) {
+                c.getExtendedTypes().forEach(st -> todo.addAll(repo.types(st.getNameAsString(), x)));
+            }
+        }
+        return out;
+    }
+
+    private static String qualified(TypeDeclaration<?> t) {
+        return t == null ? "" : t.getFullyQualifiedName().orElse(t.getNameAsString());
     }
 
     /**
