@@ -18,6 +18,9 @@ final class PeersSuite implements Suite {
 
     static final int[] WORKERS = {1, 8};
 
+    /** CoreSuite's hand-written BEGIN + plain-insert claim + effect + COMMIT, one held connection per worker. */
+    static final String FLOOR = "floor-per-event";
+
     @Override
     public String name() {
         return "peers";
@@ -33,6 +36,8 @@ final class PeersSuite implements Suite {
         }
         configs.add(new String[] {"once", "batch"});
         configs.add(new String[] {"once", "batch-set"});
+        // The hand-written floor in the same run, so every subject's distance from it is a same-process ratio.
+        configs.add(new String[] {FLOOR, "single"});
 
         Map<String, Double> results = new LinkedHashMap<>();
         Map<String, Throughput.Rate> rateOf = new LinkedHashMap<>();
@@ -42,9 +47,16 @@ final class PeersSuite implements Suite {
             try {
                 List<Throughput.Config> measured = new ArrayList<>();
                 for (String[] config : configs) {
-                    Subject.Kind kind = Subjects.byName(config[0]);
                     BenchPostgres.Db db = run.postgres().freshDatabase(workers);
                     dbs.add(db);
+                    if (config[0].equals(FLOOR)) {
+                        measured.add(new Throughput.Config(
+                                FLOOR + "-single",
+                                workers,
+                                i -> new CoreSuite.Floor(db, new Throughput.Events(FLOOR, i), 1, FLOOR)));
+                        continue;
+                    }
+                    Subject.Kind kind = Subjects.byName(config[0]);
                     kind.createStore(db.dataSource());
                     Subject subject =
                             config[1].equals("batch-set") ? onceBatchSet(db.dataSource()) : kind.open(db.dataSource());
@@ -166,6 +178,11 @@ final class PeersSuite implements Suite {
                     .append(k.description())
                     .append('\n');
         }
+        md.append("- **")
+                .append(FLOOR)
+                .append("**: no library, the core suite's hand-written floor: one held connection per worker,")
+                .append(" statements prepared once, BEGIN + the claim as a plain `INSERT` into `once_inbox` (a copy's")
+                .append(" unique violation rolls back) + the same `UPDATE` + COMMIT; throughput only.\n");
         md.append(
                 "\n| subject | mode | events/s, 1 worker | events/s, 8 workers | vs once per-message, 1 | vs once per-message, 8 |\n");
         md.append("|---|---|---|---|---|---|\n");
@@ -175,6 +192,7 @@ final class PeersSuite implements Suite {
         }
         rows.add("once/batch");
         rows.add("once/batch-set");
+        rows.add(FLOOR + "/single");
         for (String row : rows) {
             double one = r.get(row + "/1");
             double eight = r.get(row + "/8");
@@ -249,6 +267,27 @@ final class PeersSuite implements Suite {
                             x,
                             rates.get(at).pairedRatio(rates.get(peer + "/single/" + workers))),
                     x >= 1.1));
+        }
+        for (int workers : WORKERS) {
+            Throughput.Rate floor = rates.get(FLOOR + "/single/" + workers);
+            StringBuilder line = new StringBuilder();
+            for (Subject.Kind k : kinds) {
+                Throughput.Rate rate = rates.get(k.name() + "/single/" + workers);
+                line.append(line.length() == 0 ? "" : ", ")
+                        .append(String.format(
+                                Locale.ROOT,
+                                "%s %.2f (paired %.2f)",
+                                k.name(),
+                                rate.eventsPerSecond() / floor.eventsPerSecond(),
+                                rate.pairedRatio(floor)));
+            }
+            md.append(String.format(
+                    Locale.ROOT,
+                    "- (for reference) per message / the hand-written %s in this run, %d worker%s: %s%n",
+                    FLOOR,
+                    workers,
+                    workers == 1 ? "" : "s",
+                    line));
         }
         md.append("\nThe client's share per event, one event per transaction (CPU time and heap allocated by the"
                 + " worker threads while measured; driver, pool and framework included, the server not):\n\n"

@@ -14,12 +14,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The batch claim of a transaction the engine owns, for ids it expects to be new (a broker
- * redelivers rarely): {@link Dialect#claimBatchAllNew}, a plain insert that is cheaper than the
- * {@code ON CONFLICT} claim. When one id was claimed before, the insert fails with a unique
- * violation, the transaction is aborted, and the caller rolls it back and claims again with
- * {@link Inbox#claimAll}, which says which ids were new. It must be the transaction's first
- * statement: the rollback undoes all of it. Thread-safe. Not API.
+ * The claims of a transaction the engine owns, for ids it expects to be new (a broker redelivers
+ * rarely): {@link Dialect#claimBatchAllNew} for a batch, {@link Dialect#claimNew} for one delivery,
+ * plain inserts that are cheaper than the {@code ON CONFLICT} claim. When an id was claimed before,
+ * the insert fails with a unique violation, the transaction is aborted, and the caller rolls it back:
+ * a batch claims again with {@link Inbox#claimAll}, which says which ids were new; one delivery is a
+ * duplicate. It must be the transaction's first statement: the rollback undoes all of it.
+ * Thread-safe. Not API.
  */
 final class AllNewClaims {
 
@@ -28,20 +29,43 @@ final class AllNewClaims {
     private final Duration lockTimeout;
     private final Clock clock;
     private final Map<Integer, String> sql = new ConcurrentHashMap<>();
+    private final String oneSql;
 
     private AllNewClaims(Inbox inbox, Clock clock) {
         this.dialect = inbox.dialect();
         this.prefix = inbox.tablePrefix();
         this.lockTimeout = inbox.lockTimeout().orElse(null);
         this.clock = clock;
+        this.oneSql = dialect.claimNew(prefix, lockTimeout);
     }
 
-    /** The claims for {@code inbox}; null when its dialect has no such statement. */
+    /** The claims for {@code inbox}; null when its dialect has no such statements. */
     static AllNewClaims of(Inbox inbox, Clock clock) {
-        return inbox.dialect().supportsBatchClaim()
-                        && inbox.dialect().claimBatchAllNew(inbox.tablePrefix(), null, 2) != null
+        Dialect dialect = inbox.dialect();
+        return dialect.supportsBatchClaim()
+                        && dialect.claimBatchAllNew(inbox.tablePrefix(), null, 2) != null
+                        && dialect.claimNew(inbox.tablePrefix(), null) != null
                 ? new AllNewClaims(inbox, clock)
                 : null;
+    }
+
+    /**
+     * Claims one id. True when claimed; false when it was claimed before: the transaction is aborted
+     * and must be rolled back. A transaction holding the id makes it wait, as {@link Inbox#claim} does.
+     */
+    boolean claim(Connection c, String consumer, String eventId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(oneSql)) {
+            ps.setString(1, consumer); // 1 consumer
+            ps.setString(2, eventId); // 2 event_id
+            dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
+            ps.execute(); // the insert's count; a setting's restore may follow
+            return true;
+        } catch (SQLException e) {
+            if (dialect.isUniqueViolation(e)) {
+                return false;
+            }
+            throw e;
+        }
     }
 
     /**

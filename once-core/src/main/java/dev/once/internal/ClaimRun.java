@@ -56,6 +56,9 @@ final class ClaimRun {
     private final FingerprintedClaims fingerprints;
     private final Settlement settlement;
     private final ClaimCheck check;
+    // The plain-insert claim of an owned transaction (see AllNewClaims); null where the dialect has
+    // none, or with fingerprints (a duplicate's stored fingerprint is read in the same transaction).
+    private final AllNewClaims allNewClaims;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     ClaimRun(
@@ -69,7 +72,8 @@ final class ClaimRun {
             OutboxHeaders outboxHeaders,
             FingerprintedClaims fingerprints,
             Settlement settlement,
-            ClaimCheck check) {
+            ClaimCheck check,
+            AllNewClaims allNewClaims) {
         this.consumer = consumer;
         this.handler = handler;
         this.batchHandler = batchHandler;
@@ -84,23 +88,35 @@ final class ClaimRun {
         this.fingerprints = fingerprints;
         this.settlement = settlement;
         this.check = check;
+        this.allNewClaims = fingerprints == null ? allNewClaims : null;
     }
 
     /** The claim and the handler on the transaction's connection; marks it rollback-only unless applied. */
     Outcome claimAndHandle(Transaction tx, Delivery d) throws SQLException {
         Connection c = tx.connection();
         Long fingerprint = fingerprints == null ? null : FingerprintedClaims.of(d);
+        // In a transaction of its own the claim is the first statement, so it may be the plain insert
+        // that fails on a copy claimed before; a caller's transaction must stay usable after a duplicate.
+        boolean expectNew = allNewClaims != null && !tx.joined();
         boolean claimed;
         try {
-            claimed = fingerprints == null
-                    ? inbox.claim(c, consumer, d.eventId())
-                    : fingerprints.claim(c, consumer, d.eventId(), fingerprint);
+            if (expectNew) {
+                claimed = allNewClaims.claim(c, consumer, d.eventId());
+            } else {
+                claimed = fingerprints == null
+                        ? inbox.claim(c, consumer, d.eventId())
+                        : fingerprints.claim(c, consumer, d.eventId(), fingerprint);
+            }
         } catch (SQLException e) {
             if (dialect.isLockTimeout(e)) {
                 tx.setRollbackOnly();
                 return inProgress(d, e);
             }
             throw e;
+        }
+        if (!claimed && expectNew) {
+            tx.setRollbackOnly(); // the failed insert aborted it; it holds nothing else
+            return Outcome.duplicate(d.eventId());
         }
         if (!claimed) {
             // Nothing was written; ending it either way is the same, and a joined caller's work stays

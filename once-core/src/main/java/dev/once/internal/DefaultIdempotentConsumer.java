@@ -73,6 +73,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
         this.settlement = new Settlement(metrics, listener, mismatchPolicy);
         ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix());
+        AllNewClaims allNewClaims = mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null;
         ClaimRun claimRun = new ClaimRun(
                 consumer,
                 handler,
@@ -84,19 +85,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 outboxHeaders,
                 fingerprints,
                 settlement,
-                check);
+                check,
+                allNewClaims);
         CommitClaim atCommit = claimTiming == ClaimTiming.AT_COMMIT
                 ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
                 : null;
         this.owned = new OwnedMode(
-                transactions,
-                inbox.dialect(),
-                conflictRetries,
-                claimRun,
-                check,
-                consumer,
-                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null,
-                atCommit);
+                transactions, inbox.dialect(), conflictRetries, claimRun, check, consumer, allNewClaims, atCommit);
         this.joined = new JoinedMode(transactions, claimRun, check, settlement, atCommit);
     }
 

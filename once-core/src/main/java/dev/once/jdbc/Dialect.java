@@ -132,6 +132,18 @@ public interface Dialect {
     }
 
     /**
+     * {@link #claim} for an id expected to be new, as the first statement of a transaction the engine
+     * owns: a plain insert that fails with a unique violation ({@link #isUniqueViolation}) when the id
+     * was claimed before, after which the engine rolls back (the transaction holds nothing else) and
+     * reports a duplicate. A concurrent transaction holding the id makes it wait as {@link #claim}
+     * does, up to the same lock timeout. Bound like {@link #claim}; executed with {@code execute}.
+     * Null where the dialect has none, or where it would cost no less than {@link #claim}.
+     */
+    default String claimNew(String prefix, Duration lockTimeout) {
+        return null;
+    }
+
+    /**
      * The claim of one id as a plain insert (no {@code ON CONFLICT}, no {@code IGNORE}), for
      * {@link dev.once.ClaimTiming#AT_COMMIT}: sent after the handler, it fails on the inbox's key when
      * the id was claimed before, and the transaction rolls back. Binds: 1 consumer, 2 event_id,
