@@ -59,6 +59,9 @@ final class ClaimRun {
     // The plain-insert claim of an owned transaction (see AllNewClaims); null where the dialect has
     // none, or with fingerprints (a duplicate's stored fingerprint is read in the same transaction).
     private final AllNewClaims allNewClaims;
+    // Joined transactions begun for one call and holding nothing else (TransactionProvider.dedicated):
+    // the claim is their first statement too, and rolling one back after a duplicate undoes nobody's work.
+    private final boolean dedicated;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     ClaimRun(
@@ -73,7 +76,8 @@ final class ClaimRun {
             FingerprintedClaims fingerprints,
             Settlement settlement,
             ClaimCheck check,
-            AllNewClaims allNewClaims) {
+            AllNewClaims allNewClaims,
+            boolean dedicated) {
         this.consumer = consumer;
         this.handler = handler;
         this.batchHandler = batchHandler;
@@ -89,6 +93,7 @@ final class ClaimRun {
         this.settlement = settlement;
         this.check = check;
         this.allNewClaims = fingerprints == null ? allNewClaims : null;
+        this.dedicated = dedicated;
     }
 
     /** The claim and the handler on the transaction's connection; marks it rollback-only unless applied. */
@@ -96,8 +101,9 @@ final class ClaimRun {
         Connection c = tx.connection();
         Long fingerprint = fingerprints == null ? null : FingerprintedClaims.of(d);
         // In a transaction of its own the claim is the first statement, so it may be the plain insert
-        // that fails on a copy claimed before; a caller's transaction must stay usable after a duplicate.
-        boolean expectNew = allNewClaims != null && !tx.joined();
+        // that fails on a copy claimed before; a caller's transaction must stay usable after a duplicate,
+        // unless it was begun for this delivery alone (dedicated: Spring's @IdempotentListener begins one).
+        boolean expectNew = allNewClaims != null && (!tx.joined() || dedicated);
         boolean claimed;
         try {
             if (expectNew) {

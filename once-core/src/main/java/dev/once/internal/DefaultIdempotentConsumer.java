@@ -86,7 +86,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 fingerprints,
                 settlement,
                 check,
-                allNewClaims);
+                allNewClaims,
+                transactions.dedicated());
         CommitClaim atCommit = claimTiming == ClaimTiming.AT_COMMIT
                 ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
                 : null;

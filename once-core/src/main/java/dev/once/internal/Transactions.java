@@ -50,6 +50,11 @@ public final class Transactions {
         return provider.joins();
     }
 
+    /** True when each joined transaction was begun for one call of the engine and holds nothing else. */
+    boolean dedicated() {
+        return provider.dedicated();
+    }
+
     /** Runs {@code work} in one transaction from the provider: commits, or rolls back on any throwable. */
     public <T> T inTransaction(Work<T> work) throws SQLException {
         try (TransactionHandle handle = provider.begin()) {

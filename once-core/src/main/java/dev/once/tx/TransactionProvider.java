@@ -96,7 +96,10 @@ public interface TransactionProvider {
      * {@link dev.once.ClaimTiming#AT_COMMIT} claim to that commit: a duplicate found there rolls back the
      * delivery's own work and nobody else's. The integration must read the inbox after any rollback
      * before it settles the message (a handler that failed on the work a copy committed is a duplicate,
-     * not a failure), as Spring's {@code @IdempotentListener} does. Default false.
+     * not a failure), as Spring's {@code @IdempotentListener} does. With the claim first, the claim is the
+     * transaction's first statement and may be the plain insert that fails on an id claimed before: the
+     * engine then marks the transaction rollback-only and reports {@code DUPLICATE}, which the integration
+     * acknowledges although its transaction rolled back. Default false.
      */
     default boolean dedicated() {
         return false;

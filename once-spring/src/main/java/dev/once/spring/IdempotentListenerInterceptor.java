@@ -36,6 +36,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private final Map<Method, ListenerMethod> methods = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> consumers = new ConcurrentHashMap<>();
     private final Map<String, IdempotentConsumer> atCommitConsumers = new ConcurrentHashMap<>();
+    private final Map<String, IdempotentConsumer> ownTransactionConsumers = new ConcurrentHashMap<>();
     private final BatchListenerCalls batches = new BatchListenerCalls(this::once, this::one);
     private volatile OnceSpring once;
 
@@ -131,7 +132,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         boolean own = !TransactionSynchronizationManager.isActualTransactionActive();
         boolean atCommit = listener.atCommit() && own;
         Call call = new Call(invocation, args, o.transactions().key(), own && o.confinesListeners());
-        IdempotentConsumer consumer = atCommit ? atCommitConsumer(listener.consumer()) : consumer(listener.consumer());
+        // In its own transaction the claim may be the plain insert, after which a duplicate rolls back; not
+        // for a Channel method, whose deferred acks settle a rolled-back delivery as one to redeliver.
+        IdempotentConsumer consumer = atCommit
+                ? atCommitConsumer(listener.consumer())
+                : own && channel == null ? ownTransactionConsumer(listener.consumer()) : consumer(listener.consumer());
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
@@ -144,8 +149,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 if (channel != null) {
                     channel.outcome(r);
                 }
-                if (!r.shouldAcknowledge()) {
-                    throw new Failed(r); // rolls the transaction back; rethrown as the body's own exception
+                if (!r.shouldAcknowledge()
+                        || (own && r.status() == Outcome.Status.DUPLICATE && status.isRollbackOnly())) {
+                    // rolls the transaction back; a failure is rethrown as the body's own exception, a
+                    // duplicate whose claim aborted the transaction is acknowledged below
+                    throw new Failed(r);
                 }
                 if (askedForRedelivery(ack, channel, pubSub)) {
                     // The body asked for redelivery: its writes and the claim must not commit.
@@ -154,10 +162,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 return r;
             });
         } catch (RuntimeException | Error e) {
-            if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
+            if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
+                outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
+            } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                 return duplicateAfterRollback(listener, delivery, ack, pubSub);
+            } else {
+                throw failure(listener, delivery, e, pubSub);
             }
-            throw failure(listener, delivery, e, pubSub);
         } finally {
             if (outer == null) {
                 CURRENT.remove();
@@ -280,6 +291,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return known != null
                 ? known
                 : consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+    }
+
+    private IdempotentConsumer ownTransactionConsumer(String name) {
+        IdempotentConsumer known = ownTransactionConsumers.get(name);
+        return known != null
+                ? known
+                : ownTransactionConsumers.computeIfAbsent(
+                        name, n -> once().ownTransactionConsumer(n, IdempotentListenerInterceptor::handle));
     }
 
     void buildAtCommitConsumers() {

@@ -131,6 +131,19 @@ public final class OnceSpring {
     }
 
     /**
+     * The consumer of {@link IdempotentListener} calls that claim first, each in a transaction the
+     * listener's template began for it alone: the claim is its first statement, so it may be the plain
+     * insert (cheaper than {@code ON CONFLICT}) after which a duplicate rolls the transaction back.
+     */
+    IdempotentConsumer ownTransactionConsumer(String consumer, Handler handler) {
+        return consumerBuilder()
+                .transactions(transactions.perCall())
+                .consumer(consumer)
+                .handler(handler)
+                .build();
+    }
+
+    /**
      * The consumer of {@link IdempotentListener} calls with {@link ClaimTiming#AT_COMMIT}, each in a
      * transaction the listener's template began for it alone.
      *

@@ -448,6 +448,39 @@ class HostileListenerBodyTest {
     }
 
     /**
+     * In a transaction of its own the default listener's claim is the transaction's first statement, so it
+     * is the plain insert (cheaper on the server than ON CONFLICT): a copy's insert fails on the inbox's
+     * key, its transaction rolls back and the copy is acknowledged as a duplicate. In a caller's
+     * transaction the claim keeps ON CONFLICT: a duplicate there must leave the caller's work standing.
+     */
+    @Example
+    void inItsOwnTransactionACopysPlainClaimFailsAndTheCopyIsAcknowledged() throws SQLException {
+        jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM ledger");
+        statements.clear();
+        body.on("plain", new Step[] {Step.CREDIT});
+        assertThat(statements.get(0)).contains("once_inbox").doesNotContain("ON CONFLICT");
+        assertThatCode(() -> body.on("plain", new Step[] {Step.CREDIT}))
+                .as("a copy is acknowledged")
+                .doesNotThrowAnyException();
+        assertThat(outcomes).containsSubsequence("plain APPLIED", "plain DUPLICATE");
+        TransactionTemplate caller = new TransactionTemplate(context.getBean(JdbcTransactionManager.class));
+        caller.executeWithoutResult(s -> {
+            jdbc.update("INSERT INTO ledger VALUES ('callers-own', 'work')");
+            statements.clear();
+            try {
+                body.on("plain", new Step[] {Step.CREDIT});
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            assertThat(statements.get(0)).contains("once_inbox").contains("ON CONFLICT DO NOTHING");
+        });
+        assertThat(jdbc.queryForList("SELECT event_id FROM ledger ORDER BY event_id", String.class))
+                .as("one credit, and the caller's own row, which the duplicate inside its transaction left standing")
+                .containsExactly("callers-own", "plain");
+    }
+
+    /**
      * The listener that claims at commit sends the body's statements and then the claim with the COMMIT:
      * two round trips where the default makes three; a copy's claim finds the id taken, its body's write
      * rolls back, and it is acknowledged after one read of the inbox.
