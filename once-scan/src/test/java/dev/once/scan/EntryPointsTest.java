@@ -148,4 +148,16 @@ class EntryPointsTest {
                         "RefundWorker.handle @ src/main/java/acme/refunds/RefundWorker.java:17",
                         "AuditWorker.handle @ src/main/java/acme/refunds/AuditWorker.java:13");
     }
+
+    @Test
+    void aListenerAnnotationOnAMethodOfAnAnonymousBeanIsAnEntryPoint() {
+        ScanReport r = Fixtures.scan(Fixtures.of("rabbit-listener-in-anonymous-bean"));
+
+        // Spring reads @RabbitListener off the bean's class, and a @Bean may return an anonymous subclass
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file() + ":"
+                        + c.location().line())
+                .containsExactly("@RabbitListener @ src/main/java/acme/orders/AmqpConfig.java:17");
+        assertThat(r.findings()).isEmpty();
+    }
 }

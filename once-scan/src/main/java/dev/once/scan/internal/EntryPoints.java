@@ -101,7 +101,7 @@ final class EntryPoints {
         }
         for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
-                annotated(s, c);
+                annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
                 camel(s, c);
             }
@@ -113,6 +113,14 @@ final class EntryPoints {
                 calls(s, call);
             }
             for (ObjectCreationExpr oc : s.cu().findAll(ObjectCreationExpr.class)) {
+                oc.getAnonymousClassBody()
+                        .ifPresent(members -> annotated(
+                                s,
+                                new NodeList<>(),
+                                members.stream()
+                                        .filter(MethodDeclaration.class::isInstance)
+                                        .map(MethodDeclaration.class::cast)
+                                        .toList()));
                 created(s, oc);
             }
             for (VariableDeclarator v : s.cu().findAll(VariableDeclarator.class)) {
@@ -363,12 +371,17 @@ final class EntryPoints {
 
     // ---- annotation-driven listeners ------------------------------------------------------------
 
-    private void annotated(Repo.Source s, ClassOrInterfaceDeclaration c) {
-        boolean classRabbit = Types.annotated(c.getAnnotations(), "RabbitListener");
-        boolean classKafka = Types.annotated(c.getAnnotations(), "KafkaListener");
+    /**
+     * Listener methods of a class, or of an anonymous class body (a {@code @Bean} returning an anonymous subclass
+     * whose overriding method carries {@code @RabbitListener}: Spring reads the annotations off the bean's class,
+     * whether it has a name or not). An anonymous body has no class annotations.
+     */
+    private void annotated(Repo.Source s, NodeList<AnnotationExpr> classAnnotations, List<MethodDeclaration> methods) {
+        boolean classRabbit = Types.annotated(classAnnotations, "RabbitListener");
+        boolean classKafka = Types.annotated(classAnnotations, "KafkaListener");
         boolean axon =
                 s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.axonframework"));
-        for (MethodDeclaration m : c.getMethods()) {
+        for (MethodDeclaration m : methods) {
             if (m.getBody().isEmpty()) {
                 continue;
             }
@@ -380,7 +393,7 @@ final class EntryPoints {
                         e,
                         m,
                         Types.annotation(anns, "KafkaListener")
-                                .or(() -> Types.annotation(c.getAnnotations(), "KafkaListener"))
+                                .or(() -> Types.annotation(classAnnotations, "KafkaListener"))
                                 .orElse(null));
             } else if (Types.annotated(anns, "RabbitListener")
                     || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
@@ -396,7 +409,7 @@ final class EntryPoints {
                         e,
                         m,
                         Types.annotation(anns, "RabbitListener")
-                                .or(() -> Types.annotation(c.getAnnotations(), "RabbitListener"))
+                                .or(() -> Types.annotation(classAnnotations, "RabbitListener"))
                                 .orElse(null));
             } else if (Types.annotated(anns, "SqsListener")) {
                 Entry e = add(s, "@SqsListener", "sqs", owner(m), m, m.getBody().get(), m);
@@ -440,7 +453,7 @@ final class EntryPoints {
                 e.ackText = "the tracking processor stores its token after the handler";
                 e.framework = Entry.Framework.DATABASE;
                 e.frameworkText = "Axon tracking token, stored in the handler's transaction";
-            } else if (Types.annotated(c.getAnnotations(), "SqsListener") && Types.annotated(anns, "SqsHandler")) {
+            } else if (Types.annotated(classAnnotations, "SqsListener") && Types.annotated(anns, "SqsHandler")) {
                 Entry e = add(
                         s,
                         "@SqsListener/@SqsHandler",
@@ -450,9 +463,7 @@ final class EntryPoints {
                         m.getBody().get(),
                         m);
                 springSqs(
-                        e,
-                        m,
-                        Types.annotation(c.getAnnotations(), "SqsListener").orElse(null));
+                        e, m, Types.annotation(classAnnotations, "SqsListener").orElse(null));
             } else if (Types.annotated(anns, "JobWorker", "ZeebeWorker")) {
                 Entry e = add(
                         s, "Zeebe @JobWorker", "zeebe", owner(m), m, m.getBody().get(), m);
@@ -478,7 +489,7 @@ final class EntryPoints {
                         m);
                 e.ackText = "the connector acknowledges after the method (or its returned stage) completes";
             } else if (Types.annotated(anns, "EventHandlerMethod")
-                    && Types.annotated(c.getAnnotations(), "EventSubscriber")) {
+                    && Types.annotated(classAnnotations, "EventSubscriber")) {
                 // Eventuate Client (event sourcing): the subscription dispatches each event to the method
                 Entry e = add(
                         s,
