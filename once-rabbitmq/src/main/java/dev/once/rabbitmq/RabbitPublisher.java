@@ -49,8 +49,10 @@ import java.util.concurrent.TimeoutException;
  * granted), or the thread was interrupted. A channel the broker closed is replaced at the next
  * publish.
  *
- * <p>Owns one confirm-mode channel on the given connection. Thread-safe: publishes are
- * serialized on the channel.
+ * <p>Owns one confirm-mode channel on the given connection. Thread-safe: the publishes of one
+ * call go out together on the channel, and the wait for their confirms happens outside its lock,
+ * so the relays sharing a publisher pipeline their batches (one publishes while another's
+ * confirms are on their way), each publish still settled by its own sequence number.
  */
 public final class RabbitPublisher implements Publisher, AutoCloseable {
 
@@ -63,6 +65,9 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     private final Duration confirmTimeout;
     // message id -> the broker's reason for returning it; filled by the channel's return listener
     private final Map<String, String> returned = new ConcurrentHashMap<>();
+    // Held while publishing, never while waiting for confirms: a call's publishes are consecutive on
+    // the channel, and the channel's sequence numbers are taken and used under it.
+    private final Object publishing = new Object();
     // the channel publishes go out on and its publishes awaiting a confirm; replaced once the broker closes it
     private Confirms current;
 
@@ -75,7 +80,9 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     public RabbitPublisher(Connection connection, Duration confirmTimeout) throws IOException {
         this.connection = Objects.requireNonNull(connection, "connection");
         this.confirmTimeout = Objects.requireNonNull(confirmTimeout, "confirmTimeout");
-        this.current = open();
+        synchronized (publishing) {
+            this.current = open();
+        }
     }
 
     private Confirms open() throws IOException {
@@ -130,8 +137,8 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
      * @throws InterruptedException interrupted while waiting for the confirm; the row is sent again
      */
     @Override
-    public synchronized Receipt publish(OutboxMessage message) throws InterruptedException {
-        Object outcome = send(List.of(message)).get(0);
+    public Receipt publish(OutboxMessage message) throws InterruptedException {
+        Object outcome = send(List.of(message), false).get(0);
         if (outcome instanceof PublishFailure f) {
             throw f;
         }
@@ -141,15 +148,16 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     /**
      * Publishes every row, then waits once for all their confirms (within the confirm timeout), and
      * returns each row's outcome. When the broker closes the channel mid-batch (a missing exchange,
-     * a refused message), it does not say for which message, so the rows without a confirm are
-     * published again one by one on a new channel: the one at fault fails alone, the others are
-     * sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs a second copy).
+     * a refused message), it does not say for which message, and the message may be another
+     * relay's on the shared channel, so the rows without a confirm are published again one by one
+     * on a new channel, each alone on it until its confirm: the one at fault fails alone, the
+     * others are sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs a second copy).
      */
     @Override
-    public synchronized List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+    public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
         List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
         try {
-            for (Object outcome : send(messages)) {
+            for (Object outcome : send(messages, false)) {
                 results.add(
                         outcome instanceof PublishFailure f
                                 ? CompletableFuture.failedFuture(f)
@@ -164,34 +172,25 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
         return results;
     }
 
-    // One outcome per message: its Receipt or its PublishFailure.
-    private List<Object> send(List<OutboxMessage> messages) throws InterruptedException {
-        Object[] outcomes = new Object[messages.size()];
-        Sent[] sent = new Sent[messages.size()];
-        ShutdownSignalException closedBy = null;
-        for (int i = 0; i < messages.size() && closedBy == null; i++) {
-            OutboxMessage m = messages.get(i);
-            try {
-                if (!current.channel().isOpen()) {
-                    current = open();
-                }
-                returned.remove(m.eventId());
-                long seq = current.channel().getNextPublishSeqNo();
-                sent[i] = new Sent(seq, new CompletableFuture<>());
-                current.unconfirmed().put(seq, sent[i]);
-                current.channel().basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
-            } catch (ShutdownSignalException e) {
-                closedBy = e;
-                sent[i] = null; // not published (its channel's shutdown listener may be done): decided below
-            } catch (IOException e) {
-                sent[i] = null;
-                if (e.getCause() instanceof ShutdownSignalException signal) {
-                    closedBy = signal;
-                } else {
-                    outcomes[i] = PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
-                }
+    /**
+     * One outcome per message: its Receipt or its PublishFailure. {@code alone}: one message, the
+     * only one on the channel until its confirm (the lock held through the wait), so a closure of
+     * the channel is its own fault. Otherwise the channel may carry other calls' publishes, and a
+     * closure may be any of theirs: the messages it left without a confirm are each sent alone.
+     */
+    private List<Object> send(List<OutboxMessage> messages, boolean alone) throws InterruptedException {
+        if (alone) {
+            synchronized (publishing) {
+                return sendOnChannel(messages, true);
             }
         }
+        return sendOnChannel(messages, false);
+    }
+
+    private List<Object> sendOnChannel(List<OutboxMessage> messages, boolean alone) throws InterruptedException {
+        Object[] outcomes = new Object[messages.size()];
+        Sent[] sent = new Sent[messages.size()];
+        ShutdownSignalException closedBy = publishEach(messages, outcomes, sent);
         long deadline = System.nanoTime() + confirmTimeout.toNanos();
         List<Integer> unknown = new ArrayList<>();
         for (int i = 0; i < messages.size(); i++) {
@@ -214,14 +213,47 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                         "no confirm for " + what(m) + " within " + confirmTimeout, Receipt.NONE, e);
             }
         }
-        if (messages.size() == 1 && !unknown.isEmpty()) {
+        if (alone && !unknown.isEmpty()) {
             outcomes[0] = closed(what(messages.get(0)), closedBy);
         } else {
             for (int i : unknown) {
-                outcomes[i] = send(List.of(messages.get(i))).get(0);
+                outcomes[i] = send(List.of(messages.get(i)), true).get(0);
             }
         }
         return List.of(outcomes);
+    }
+
+    /**
+     * Publishes the messages in order on the current channel (a new one if the broker closed it),
+     * each registered under its sequence number before it goes out; stops at the first publish the
+     * closing channel refuses and returns that closure (the rest stay unsent, {@code sent} null).
+     */
+    private ShutdownSignalException publishEach(List<OutboxMessage> messages, Object[] outcomes, Sent[] sent) {
+        synchronized (publishing) {
+            for (int i = 0; i < messages.size(); i++) {
+                OutboxMessage m = messages.get(i);
+                try {
+                    if (!current.channel().isOpen()) {
+                        current = open();
+                    }
+                    returned.remove(m.eventId());
+                    long seq = current.channel().getNextPublishSeqNo();
+                    sent[i] = new Sent(seq, new CompletableFuture<>());
+                    current.unconfirmed().put(seq, sent[i]);
+                    current.channel().basicPublish(exchange(m), routingKey(m), true, properties(m), m.payload());
+                } catch (ShutdownSignalException e) {
+                    sent[i] = null; // not published (its channel's shutdown listener may be done): decided later
+                    return e;
+                } catch (IOException e) {
+                    sent[i] = null;
+                    if (e.getCause() instanceof ShutdownSignalException signal) {
+                        return signal;
+                    }
+                    outcomes[i] = PublishFailure.retryable("publishing " + what(m) + " failed: " + e, Receipt.NONE, e);
+                }
+            }
+            return null;
+        }
     }
 
     private Object confirmed(OutboxMessage m, long seq) {
@@ -287,13 +319,15 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     }
 
     @Override
-    public synchronized void close() throws IOException {
-        try {
-            if (current.channel().isOpen()) {
-                current.channel().close();
+    public void close() throws IOException {
+        synchronized (publishing) {
+            try {
+                if (current.channel().isOpen()) {
+                    current.channel().close();
+                }
+            } catch (TimeoutException e) {
+                throw new IOException("close of the publisher channel timed out", e);
             }
-        } catch (TimeoutException e) {
-            throw new IOException("close of the publisher channel timed out", e);
         }
     }
 }
