@@ -1,6 +1,7 @@
 package dev.once.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
@@ -30,6 +31,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Confirms of batches in flight together on the publisher's one channel: relays sharing a
@@ -53,7 +56,6 @@ class RabbitPublisherConfirmsTest {
     @BeforeEach
     void setUp() throws Exception {
         connection = TestRabbit.connect();
-        publisher = new RabbitPublisher(connection);
         queue = "once-test-room-" + System.nanoTime();
         try (Channel ch = connection.createChannel()) {
             ch.queueDeclare(queue, true, false, false, Map.of("x-max-length", ROOM, "x-overflow", "reject-publish"));
@@ -65,13 +67,18 @@ class RabbitPublisherConfirmsTest {
         try (Channel ch = connection.createChannel()) {
             ch.queueDelete(queue);
         } finally {
-            publisher.close();
+            if (publisher != null) {
+                publisher.close();
+            }
             connection.close();
         }
     }
 
-    @Test
-    void concurrentBatchesAreEachSettledByTheirOwnConfirmsAndNacks() throws Exception {
+    /** One channel: the batches' publishes and confirms interleave on it. Four: one each, or so. */
+    @ParameterizedTest(name = "{0} channels")
+    @ValueSource(ints = {1, 4})
+    void concurrentBatchesAreEachSettledByTheirOwnConfirmsAndNacks(int channels) throws Exception {
+        publisher = new RabbitPublisher(connection, RabbitPublisher.DEFAULT_CONFIRM_TIMEOUT, channels);
         List<CompletableFuture<List<CompletionStage<Receipt>>>> calls = new ArrayList<>();
         List<List<OutboxMessage>> batches = new ArrayList<>();
         for (int b = 0; b < BATCHES; b++) {
@@ -117,8 +124,10 @@ class RabbitPublisherConfirmsTest {
      * the rows marked sent are exactly the messages the queue holds; the nacked rows stay pending
      * and, the queue emptied between rounds, are all delivered in the end.
      */
-    @Test
-    void relaysMarkSentOnlyWhatTheBrokerConfirmedAndLoseNothing() throws Exception {
+    @ParameterizedTest(name = "{0} channels")
+    @ValueSource(ints = {1, 4})
+    void relaysMarkSentOnlyWhatTheBrokerConfirmedAndLoseNothing(int channels) throws Exception {
+        publisher = new RabbitPublisher(connection, RabbitPublisher.DEFAULT_CONFIRM_TIMEOUT, channels);
         try (TestDatabase db = TestPostgres.shared().freshDatabase()) {
             IdempotentConsumer upstream = IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
@@ -169,6 +178,13 @@ class RabbitPublisherConfirmsTest {
                     .hasSize(BATCHES * PER_BATCH)
                     .isEqualTo(sentRows(db));
         }
+    }
+
+    @Test
+    void aPublisherWithoutChannelsIsRefusedNamingTheValue() {
+        assertThatThrownBy(() -> new RabbitPublisher(connection, RabbitPublisher.DEFAULT_CONFIRM_TIMEOUT, 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("channels must be at least 1, but was 0");
     }
 
     private static Set<String> sentRows(TestDatabase db) throws Exception {
