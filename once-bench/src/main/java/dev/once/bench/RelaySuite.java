@@ -97,6 +97,14 @@ final class RelaySuite implements Suite {
 
     static final int ROWS_PER_TX = 10;
 
+    /**
+     * Requests in flight in SQS's bare loop: as many as the relays can have through one
+     * {@link SqsPublisher}, its {@link SqsPublisher#CONCURRENT_REQUESTS} threads and each relay's
+     * own thread, which sends its batch's first request itself. With ElasticMQ in the same process
+     * on a loaded machine, the requests in flight are also the threads that share its CPU.
+     */
+    static final int SQS_BARE_THREADS = SqsPublisher.CONCURRENT_REQUESTS + RELAYS;
+
     record Throughput(String mode, long rows, double seconds) {
         double perSecond() {
             return rows / seconds;
@@ -243,7 +251,7 @@ final class RelaySuite implements Suite {
                     seconds,
                     RELAYS,
                     BATCH,
-                    SqsPublisher.CONCURRENT_REQUESTS,
+                    SQS_BARE_THREADS,
                     SqsPublisher.MAX_BATCH,
                     seconds));
             for (BrokerRow b : brokers) {
@@ -592,9 +600,9 @@ final class RelaySuite implements Suite {
     }
 
     /**
-     * SQS's bound: {@link SqsPublisher#CONCURRENT_REQUESTS} threads, each sending
-     * {@code SendMessageBatch} of {@link SqsPublisher#MAX_BATCH} messages as {@link SqsPublisher}
-     * sends them (body and the event id attribute), one request after the other.
+     * SQS's bound: {@link #SQS_BARE_THREADS} threads, each sending {@code SendMessageBatch} of
+     * {@link SqsPublisher#MAX_BATCH} messages as {@link SqsPublisher} sends them (body and the event
+     * id attribute), one request after the other.
      */
     private static long sqsBare(SqsClient client, String queue, double s) throws Exception {
         String url = client.getQueueUrl(r -> r.queueName(queue)).queueUrl();
@@ -602,7 +610,7 @@ final class RelaySuite implements Suite {
         long end = System.nanoTime() + (long) (s * 1e9);
         List<Thread> threads = new ArrayList<>();
         AtomicReference<Exception> failed = new AtomicReference<>();
-        for (int t = 0; t < SqsPublisher.CONCURRENT_REQUESTS; t++) {
+        for (int t = 0; t < SQS_BARE_THREADS; t++) {
             String prefix = "bare:" + t + ":";
             Thread thread = new Thread(() -> {
                 try {
@@ -914,7 +922,7 @@ final class RelaySuite implements Suite {
                 Locale.ROOT,
                 "BENCH name=relay-%s mode=bare conns=%d batch=%d events_per_s=%d",
                 broker.id,
-                broker == Broker.SQS ? SqsPublisher.CONCURRENT_REQUESTS : RELAYS,
+                broker == Broker.SQS ? SQS_BARE_THREADS : RELAYS,
                 broker == Broker.SQS ? SqsPublisher.MAX_BATCH : BATCH,
                 Math.round(t.perSecond())));
         md.append(String.format(
