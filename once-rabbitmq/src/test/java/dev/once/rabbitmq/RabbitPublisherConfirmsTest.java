@@ -35,7 +35,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Confirms of batches in flight together on the publisher's one channel: relays sharing a
+ * Confirms of batches in flight together on the publisher's channels: relays sharing a
  * {@link RabbitPublisher} publish while each other's confirms are on their way, and each publish
  * must be settled by its own confirm or nack, never another's. The broker nacks for real: the
  * queue holds at most {@value #ROOM} messages and refuses the rest ({@code x-overflow:
