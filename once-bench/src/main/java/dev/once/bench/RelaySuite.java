@@ -241,7 +241,7 @@ final class RelaySuite implements Suite {
                             + " Google's emulator (a single in-memory process, not the service), SQS is ElasticMQ"
                             + " in-process (not AWS): their figures are the relay's and the client's cost against"
                             + " them, not a forecast for production. Beside the RabbitMQ and SQS rows, their"
-                            + " bound: a hand-written client loop against the same broker in the same process, no"
+                            + " bound: a hand-written client loop in the harness's process against the same broker, no"
                             + " relay and no database (RabbitMQ: %d threads, a confirm channel each, up to %d"
                             + " unconfirmed per channel, acknowledged by an asynchronous confirm listener; SQS: %d"
                             + " threads each sending `SendMessageBatch` of %d), the same messages as the publisher"
