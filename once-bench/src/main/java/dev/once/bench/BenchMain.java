@@ -17,7 +17,7 @@ import java.util.function.Supplier;
  *
  * <pre>
  * java -jar once-bench/target/once-bench.jar [core] [peers] [kafka] [retention] [relay] [guard] [ids] [spring] [--postgres URL]
- *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint] [--quick]
+ *      [--warmup S] [--seconds S] [--slice S] [--out FILE] [--fingerprint] [--quick] [--publishers kafka,rabbitmq,…]
  * </pre>
  *
  * <p>{@code --quick} runs every named suite in short turns (1 s warm-up, 3 s measured in 0.5 s
@@ -64,6 +64,7 @@ public final class BenchMain {
         boolean quick = false;
         boolean timed = false;
         boolean outGiven = false;
+        List<String> publishers = List.of();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -80,19 +81,21 @@ public final class BenchMain {
                     outGiven = true;
                 }
                 case "--fingerprint" -> fingerprint = true;
+                case "--publishers" -> publishers = RelaySuite.publishers(value(args, ++i, a));
                 case "-h", "--help" -> {
                     System.out.println("usage: java -jar once-bench.jar [" + String.join("] [", suites().keySet())
                             + "] [--postgres URL] [--warmup S] [--seconds S] [--slice S] [--out FILE]"
-                            + " [--fingerprint] [--quick]\n  --fingerprint  core also runs once with onMismatch(COUNT),"
+                            + " [--fingerprint] [--quick] [--publishers LIST]\n  --fingerprint  core also runs once with onMismatch(COUNT),"
                             + " the payload fingerprint's cost\n  --quick  every suite in short turns and small sizes"
-                            + " (minutes), to BENCHMARKS-quick.md unless --out is given");
+                            + " (minutes), to BENCHMARKS-quick.md unless --out is given\n  --publishers  the relay suite"
+                            + " runs only these publishers' rows (comma-separated: " + RelaySuite.PUBLISHERS + ")");
                     return;
                 }
                 default -> {
                     if (a.startsWith("-") || !suites().containsKey(a)) {
                         throw new IllegalArgumentException(
                                 "unknown argument '" + a + "'; suites in this build are " + suites().keySet()
-                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint --quick");
+                                        + ", options --postgres --warmup --seconds --slice --out --fingerprint --quick --publishers");
                     }
                     names.add(a);
                 }
@@ -111,7 +114,7 @@ public final class BenchMain {
                 out = Path.of("BENCHMARKS-quick.md");
             }
         }
-        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint, quick);
+        Run.Settings settings = new Run.Settings(warmup, measured, slice, fingerprint, quick, publishers);
         String loadBefore = loadAverage();
         try (BenchPostgres postgres = BenchPostgres.start(postgresUrl)) {
             Run run = new Run(postgres, settings);

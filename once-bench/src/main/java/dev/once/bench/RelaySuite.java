@@ -10,7 +10,9 @@ import com.google.cloud.pubsub.v1.TopicAdminSettings;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.Subscription;
 import com.google.pubsub.v1.TopicName;
+import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConfirmCallback;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -47,7 +49,12 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 import javax.sql.DataSource;
@@ -62,6 +69,8 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 
 /**
  * The outbox relay to Kafka (KRaft broker in a child JVM), on the harness's PostgreSQL: throughput
@@ -88,6 +97,14 @@ final class RelaySuite implements Suite {
 
     static final int ROWS_PER_TX = 10;
 
+    /**
+     * Requests in flight in SQS's bare loop: as many as the relays can have through one
+     * {@link SqsPublisher}, its {@link SqsPublisher#CONCURRENT_REQUESTS} threads and each relay's
+     * own thread, which sends its batch's first request itself. With ElasticMQ in the same process
+     * on a loaded machine, the requests in flight are also the threads that share its CPU.
+     */
+    static final int SQS_BARE_THREADS = SqsPublisher.CONCURRENT_REQUESTS + RELAYS;
+
     record Throughput(String mode, long rows, double seconds) {
         double perSecond() {
             return rows / seconds;
@@ -101,15 +118,38 @@ final class RelaySuite implements Suite {
         return "relay";
     }
 
+    /** The publishers' ids, for {@code --publishers}. */
+    static final List<String> PUBLISHERS =
+            Arrays.stream(Broker.values()).map(b -> b.id).toList();
+
+    /** {@code --publishers}' value: publisher ids, comma-separated, each one of {@link #PUBLISHERS}. */
+    static List<String> publishers(String csv) {
+        List<String> ids = Arrays.stream(csv.split(",")).map(String::strip).toList();
+        for (String id : ids) {
+            if (!PUBLISHERS.contains(id)) {
+                throw new IllegalArgumentException(
+                        "--publishers '" + csv + "': '" + id + "' is not a publisher; expected some of " + PUBLISHERS);
+            }
+        }
+        return ids;
+    }
+
     @Override
     public void run(Run run) throws Exception {
         double seconds = Math.min(20, Math.max(3, run.settings().measured().toMillis() / 1000.0));
+        List<String> selected = run.settings().publishers().isEmpty()
+                ? PUBLISHERS
+                : run.settings().publishers();
+        // The Kafka-only table (concurrent against sequential) belongs to Kafka's selection.
+        boolean kafkaTable = selected.contains(Broker.KAFKA.id);
         List<Throughput> throughput = new ArrayList<>();
         List<Latency> latency = new ArrayList<>();
         List<BrokerRow> brokers = new ArrayList<>();
-        try (TestKafka kafka = TestKafka.start()) {
-            Run.progress("relay: embedded broker at " + kafka.bootstrapServers());
-            for (boolean concurrent : new boolean[] {true, false}) {
+        try (TestKafka kafka = kafkaTable ? TestKafka.start() : null) {
+            if (kafka != null) {
+                Run.progress("relay: embedded broker at " + kafka.bootstrapServers());
+            }
+            for (boolean concurrent : kafkaTable ? new boolean[] {true, false} : new boolean[0]) {
                 try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2);
                         KafkaPublisher kp = publisher(kafka)) {
                     run.postgres().checkpoint();
@@ -122,6 +162,9 @@ final class RelaySuite implements Suite {
                 }
             }
             for (Broker broker : Broker.values()) {
+                if (!selected.contains(broker.id)) {
+                    continue;
+                }
                 BrokerRow row = brokerRow(run, kafka, broker, seconds);
                 if (row != null) {
                     brokers.add(row);
@@ -129,6 +172,17 @@ final class RelaySuite implements Suite {
             }
         }
         StringBuilder md = new StringBuilder();
+        if (kafkaTable) {
+            kafkaTable(run, md, seconds, throughput, latency);
+        }
+        if (!brokers.isEmpty()) {
+            brokerTable(run, md, seconds, brokers);
+        }
+        run.section("Relay to Kafka: throughput and commit-to-publish latency", md.toString());
+    }
+
+    private static void kafkaTable(
+            Run run, StringBuilder md, double seconds, List<Throughput> throughput, List<Latency> latency) {
         md.append("Outbox relay to Kafka (KRaft broker in a child JVM, ")
                 .append(PARTITIONS)
                 .append(" partitions), `KafkaPublisher` (`acks=all`, idempotent), ")
@@ -173,7 +227,10 @@ final class RelaySuite implements Suite {
                         Locale.ROOT,
                         "- (for reference) concurrent / sequential throughput: %.1fx%n",
                         c.perSecond() / throughput.get(1).perSecond()));
-        if (!brokers.isEmpty()) {
+    }
+
+    private static void brokerTable(Run run, StringBuilder md, double seconds, List<BrokerRow> brokers) {
+        {
             md.append(String.format(
                     Locale.ROOT,
                     "%nThe same relay to the other brokers' publishers, side by side in this run: the same"
@@ -183,12 +240,25 @@ final class RelaySuite implements Suite {
                             + " way for comparison (the table above uses the broker's append time). Pub/Sub is"
                             + " Google's emulator (a single in-memory process, not the service), SQS is ElasticMQ"
                             + " in-process (not AWS): their figures are the relay's and the client's cost against"
-                            + " them, not a forecast for production.%n%n"
+                            + " them, not a forecast for production. Beside the RabbitMQ and SQS rows, their"
+                            + " bound: a hand-written client loop in the harness's process against the same broker, no"
+                            + " relay and no database (RabbitMQ: %d threads, a confirm channel each, up to %d"
+                            + " unconfirmed per channel, acknowledged by an asynchronous confirm listener; SQS: %d"
+                            + " threads each sending `SendMessageBatch` of %d), the same messages as the publisher"
+                            + " sends, for the same %.1f s.%n%n"
                             + "| publisher | messages/s (backlog) | written messages/s | p50 ms | p99 ms | max ms"
                             + " | latency rows |%n|---|---|---|---|---|---|---|%n",
+                    seconds,
+                    RELAYS,
+                    BATCH,
+                    SQS_BARE_THREADS,
+                    SqsPublisher.MAX_BATCH,
                     seconds));
             for (BrokerRow b : brokers) {
                 row(run, md, b.broker().id, "side-by-side", b.broker().label, b.throughput(), b.latency());
+                if (b.bare() != null) {
+                    bareRow(run, md, b.broker(), b.bare());
+                }
             }
             md.append('\n');
             for (BrokerRow b : brokers) {
@@ -200,16 +270,25 @@ final class RelaySuite implements Suite {
                                 Math.round(b.throughput().perSecond()),
                                 b.latency().p99()),
                         b.throughput().perSecond() >= 20_000 && b.latency().p99() < 100));
+                if (b.bare() != null) {
+                    md.append(String.format(
+                            Locale.ROOT,
+                            "- (bound) %s: the hand-written client loop, no relay and no database, reaches %d"
+                                    + " messages/s; the relay %.2fx of it%n",
+                            b.broker().label,
+                            Math.round(b.bare().perSecond()),
+                            b.throughput().perSecond() / b.bare().perSecond()));
+                }
             }
         }
-        run.section("Relay to Kafka: throughput and commit-to-publish latency", md.toString());
     }
 
     /** The publishers of the side-by-side table (issue 21 item 5, issue 26), in its order. */
     enum Broker {
         KAFKA("kafka", "Kafka (`KafkaPublisher`, KRaft in a child JVM)"),
         PUBSUB("pubsub", "Pub/Sub (`PubSubPublisher`, emulator)"),
-        RABBITMQ("rabbitmq", "RabbitMQ (`RabbitPublisher`, confirms, durable queue)"),
+        RABBITMQ("rabbitmq", "RabbitMQ (`RabbitPublisher`, confirms, durable classic queue)"),
+        RABBITMQ_QUORUM("rabbitmq-quorum", "RabbitMQ (`RabbitPublisher`, confirms, quorum queue)"),
         NATS("nats", "NATS JetStream (`NatsPublisher`, file stream)"),
         SQS("sqs", "SQS (`SqsPublisher`, ElasticMQ in-process)");
 
@@ -222,7 +301,8 @@ final class RelaySuite implements Suite {
         }
     }
 
-    record BrokerRow(Broker broker, Throughput throughput, Latency latency) {}
+    /** A publisher's throughput and latency rows, and its bare client loop's throughput where there is one (else null). */
+    record BrokerRow(Broker broker, Throughput throughput, Latency latency, Throughput bare) {}
 
     /** Makes a fresh destination (topic, queue, subject) on the broker and returns its name as a row's destination. */
     @FunctionalInterface
@@ -230,8 +310,21 @@ final class RelaySuite implements Suite {
         String create(String name) throws Exception;
     }
 
-    /** A publisher on one broker; closing it deletes what it created and closes the clients and servers it started. */
-    record Target(Publisher publisher, Destinations destinations, List<AutoCloseable> resources)
+    /**
+     * A hand-written client loop against the broker, no relay and no database: sends the messages
+     * the publisher would send to {@code destination} for {@code seconds} and returns how many the
+     * broker acknowledged within them. The bound the relay is read against.
+     */
+    @FunctionalInterface
+    interface Bare {
+        long run(String destination, double seconds) throws Exception;
+    }
+
+    /**
+     * A publisher on one broker and its bare loop (null when it has none); closing it deletes what
+     * it created and closes the clients and servers it started.
+     */
+    record Target(Publisher publisher, Destinations destinations, Bare bare, List<AutoCloseable> resources)
             implements AutoCloseable {
         @Override
         public void close() {
@@ -259,6 +352,16 @@ final class RelaySuite implements Suite {
             return null;
         }
         try (target) {
+            Throughput bare = null;
+            if (target.bare() != null) {
+                String destination = target.destinations().create("relay-bare-" + broker.id + "-" + System.nanoTime());
+                Run.progress("relay: bare client loop to " + destination);
+                // Uncounted: the client's and an in-process broker's code compiled before the bare
+                // loop and the relay are measured, so neither pays the warm-up alone.
+                target.bare().run(destination, Math.min(5, seconds / 4));
+                // counted only while the loop runs: its rate is over the run's seconds
+                bare = new Throughput("bare", target.bare().run(destination, seconds), seconds);
+            }
             Throughput t;
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
                 run.postgres().checkpoint();
@@ -272,7 +375,7 @@ final class RelaySuite implements Suite {
                 String destination = target.destinations().create("relay-lat-" + broker.id + "-" + System.nanoTime());
                 l = ackLatency(db.dataSource(), target.publisher(), destination, broker.id, seconds);
             }
-            return new BrokerRow(broker, t, l);
+            return new BrokerRow(broker, t, l, bare);
         }
     }
 
@@ -283,15 +386,16 @@ final class RelaySuite implements Suite {
                 case KAFKA -> {
                     KafkaPublisher kp = publisher(kafka);
                     resources.add(kp);
-                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), resources);
+                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), null, resources);
                 }
                 case PUBSUB -> pubSub(resources);
-                case RABBITMQ -> rabbit(resources);
+                case RABBITMQ -> rabbit(resources, "classic");
+                case RABBITMQ_QUORUM -> rabbit(resources, "quorum");
                 case NATS -> nats(resources);
                 case SQS -> sqs(resources);
             };
         } catch (Exception | LinkageError e) {
-            new Target(null, null, resources).close();
+            new Target(null, null, null, resources).close();
             throw e;
         }
     }
@@ -337,11 +441,16 @@ final class RelaySuite implements Suite {
                     resources.add(() -> topics.deleteTopic(topic));
                     return name;
                 },
+                null,
                 resources);
     }
 
-    /** The machine's RabbitMQ (127.0.0.1:5672, guest/guest): a durable queue per run, the default exchange. */
-    private static Target rabbit(List<AutoCloseable> resources) throws Exception {
+    /**
+     * The machine's RabbitMQ (127.0.0.1:5672, guest/guest): a durable queue of the given type
+     * ({@code x-queue-type}: classic, or quorum, the replicated type RabbitMQ recommends for data
+     * that must not be lost; a single node here) per run, the default exchange.
+     */
+    private static Target rabbit(List<AutoCloseable> resources, String queueType) throws Exception {
         ConnectionFactory factory = new ConnectionFactory();
         factory.setHost("127.0.0.1");
         factory.setPort(5672);
@@ -355,10 +464,11 @@ final class RelaySuite implements Suite {
         return new Target(
                 publisher,
                 name -> {
-                    admin.queueDeclare(name, true, false, false, null);
+                    admin.queueDeclare(name, true, false, false, Map.of("x-queue-type", queueType));
                     resources.add(() -> admin.queueDelete(name));
                     return name;
                 },
+                (queue, s) -> rabbitBare(connection, queue, s),
                 resources);
     }
 
@@ -382,6 +492,7 @@ final class RelaySuite implements Suite {
                     resources.add(() -> jsm.deleteStream(name));
                     return name;
                 },
+                null,
                 resources);
     }
 
@@ -404,7 +515,140 @@ final class RelaySuite implements Suite {
                     client.createQueue(r -> r.queueName(name));
                     return name;
                 },
+                (queue, s) -> sqsBare(client, queue, s),
                 resources);
+    }
+
+    /**
+     * RabbitMQ's bound: {@link #RELAYS} threads, each publishing on its own confirm-mode channel
+     * with up to {@link #BATCH} messages unconfirmed, counted as the broker acknowledges them; the
+     * messages as {@link RabbitPublisher} sends them (persistent, mandatory, message id and event id
+     * header).
+     */
+    private static long rabbitBare(com.rabbitmq.client.Connection connection, String queue, double s) throws Exception {
+        AtomicLong acked = new AtomicLong();
+        long end = System.nanoTime() + (long) (s * 1e9);
+        List<Channel> channels = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
+        try {
+            for (int t = 0; t < RELAYS; t++) {
+                Channel ch = connection.createChannel();
+                channels.add(ch);
+                ch.confirmSelect();
+                Semaphore window = new Semaphore(BATCH);
+                ConcurrentSkipListSet<Long> unconfirmed = new ConcurrentSkipListSet<>();
+                ConfirmCallback settle = (seq, multiple) -> {
+                    int n;
+                    if (multiple) {
+                        var head = unconfirmed.headSet(seq, true);
+                        n = head.size();
+                        head.clear();
+                    } else {
+                        n = unconfirmed.remove(seq) ? 1 : 0;
+                    }
+                    window.release(n);
+                };
+                ch.addConfirmListener(
+                        (seq, multiple) -> {
+                            int before = unconfirmed.size();
+                            settle.handle(seq, multiple);
+                            if (System.nanoTime() < end) {
+                                acked.addAndGet(before - unconfirmed.size());
+                            }
+                        },
+                        settle);
+                String prefix = "bare:" + t + ":";
+                Thread thread = new Thread(() -> {
+                    try {
+                        for (long n = 0; System.nanoTime() < end; n++) {
+                            if (!window.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+                                continue;
+                            }
+                            String id = prefix + n + "#1";
+                            unconfirmed.add(ch.getNextPublishSeqNo());
+                            ch.basicPublish(
+                                    "",
+                                    queue,
+                                    true,
+                                    new AMQP.BasicProperties.Builder()
+                                            .messageId(id)
+                                            .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, id))
+                                            .deliveryMode(2)
+                                            .build(),
+                                    new byte[] {'1'});
+                        }
+                    } catch (Exception e) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
+                thread.start();
+                threads.add(thread);
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+        } finally {
+            for (Channel ch : channels) {
+                ch.abort();
+            }
+        }
+        if (failed.get() != null) {
+            throw failed.get();
+        }
+        return acked.get();
+    }
+
+    /**
+     * SQS's bound: {@link #SQS_BARE_THREADS} threads, each sending {@code SendMessageBatch} of
+     * {@link SqsPublisher#MAX_BATCH} messages as {@link SqsPublisher} sends them (body and the event
+     * id attribute), one request after the other.
+     */
+    private static long sqsBare(SqsClient client, String queue, double s) throws Exception {
+        String url = client.getQueueUrl(r -> r.queueName(queue)).queueUrl();
+        AtomicLong acked = new AtomicLong();
+        long end = System.nanoTime() + (long) (s * 1e9);
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
+        for (int t = 0; t < SQS_BARE_THREADS; t++) {
+            String prefix = "bare:" + t + ":";
+            Thread thread = new Thread(() -> {
+                try {
+                    for (long n = 0; System.nanoTime() < end; ) {
+                        List<SendMessageBatchRequestEntry> entries = new ArrayList<>(SqsPublisher.MAX_BATCH);
+                        for (int i = 0; i < SqsPublisher.MAX_BATCH; i++, n++) {
+                            entries.add(SendMessageBatchRequestEntry.builder()
+                                    .id(Integer.toString(i))
+                                    .messageBody("1")
+                                    .messageAttributes(Map.of(
+                                            OutboxMessage.EVENT_ID_HEADER,
+                                            MessageAttributeValue.builder()
+                                                    .dataType("String")
+                                                    .stringValue(prefix + n + "#1")
+                                                    .build()))
+                                    .build());
+                        }
+                        int ok = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries))
+                                .successful()
+                                .size();
+                        if (System.nanoTime() < end) {
+                            acked.addAndGet(ok);
+                        }
+                    }
+                } catch (Exception e) {
+                    failed.compareAndSet(null, e);
+                }
+            });
+            thread.start();
+            threads.add(thread);
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (failed.get() != null) {
+            throw failed.get();
+        }
+        return acked.get();
     }
 
     private static KafkaPublisher publisher(TestKafka kafka) {
@@ -672,6 +916,22 @@ final class RelaySuite implements Suite {
             return rs.getLong(1);
         }
     }
+    /** A bare client loop's row: throughput only (it has no commits to measure latency from), and its BENCH line. */
+    private static void bareRow(Run run, StringBuilder md, Broker broker, Throughput t) {
+        run.line(String.format(
+                Locale.ROOT,
+                "BENCH name=relay-%s mode=bare conns=%d batch=%d events_per_s=%d",
+                broker.id,
+                broker == Broker.SQS ? SQS_BARE_THREADS : RELAYS,
+                broker == Broker.SQS ? SqsPublisher.MAX_BATCH : BATCH,
+                Math.round(t.perSecond())));
+        md.append(String.format(
+                Locale.ROOT,
+                "| %s, no relay (bound) | %d | - | - | - | - | - |%n",
+                broker.label.replaceFirst(" \\(`\\w+`, ", " (").replaceFirst("\\)$", "") + "): bare client loop",
+                Math.round(t.perSecond())));
+    }
+
     /** One row of a relay table and its BENCH line. */
     private static void row(
             Run run, StringBuilder md, String broker, String mode, String label, Throughput t, Latency l) {

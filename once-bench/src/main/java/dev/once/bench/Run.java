@@ -19,13 +19,21 @@ final class Run {
      * fingerprints ({@code onMismatch(COUNT)}) to the core suite, next to the ones they cost against.
      * {@code quick} shrinks what each suite sizes by itself (correctness rounds, Kafka events,
      * retention rows) so a whole run fits in minutes: for checking a change, never the figures of record.
+     * {@code publishers}, when not empty, limits the relay suite to those publishers' rows.
      */
-    record Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint, boolean quick) {
+    record Settings(
+            Duration warmup,
+            Duration measured,
+            Duration slice,
+            boolean fingerprint,
+            boolean quick,
+            List<String> publishers) {
         Settings(Duration warmup, Duration measured, Duration slice, boolean fingerprint) {
-            this(warmup, measured, slice, fingerprint, false);
+            this(warmup, measured, slice, fingerprint, false, List.of());
         }
 
         Settings {
+            publishers = List.copyOf(publishers);
             if (warmup.isNegative() || measured.toMillis() < 1 || slice.toMillis() < 1) {
                 throw new IllegalArgumentException("warm-up must be >= 0 and measured time and slice >= 1 ms, but were "
                         + warmup + ", " + measured + ", " + slice);

@@ -86,7 +86,9 @@ class RabbitOutboxRelayTest extends OutboxRelayContract {
 
     @Override
     protected void checkReceipts(String firstSend, String reSend) {
-        assertThat(firstSend).as("the confirmed publish sequence number").matches("confirmed seq=\\d+");
-        assertThat(reSend).matches("confirmed seq=\\d+").isNotEqualTo(firstSend);
+        assertThat(firstSend)
+                .as("the confirmed publish sequence number and its channel")
+                .matches("confirmed seq=\\d+ channel=\\d+");
+        assertThat(reSend).matches("confirmed seq=\\d+ channel=\\d+").isNotEqualTo(firstSend);
     }
 }

@@ -116,8 +116,8 @@ class RabbitPublisherFailureTest {
     }
 
     /**
-     * Batches of two relays share the publisher: one's missing exchange closes channel after
-     * channel while the other's rows go out, and each row must get its own verdict, the good ones
+     * Batches of two relays share the publisher, and its one channel: one's missing exchange
+     * closes channel after channel while the other's rows go out, and each row must get its own verdict, the good ones
      * confirmed and the bad ones refused with 404, never the other's fault nor a confirm timeout
      * (a closed channel's shutdown listener runs late, on the connection's thread, after its
      * successor is open). A durable queue: its confirms wait for the disk, so rows are still
@@ -130,8 +130,9 @@ class RabbitPublisherFailureTest {
         try (Channel ch = connection.createChannel()) {
             ch.queueDeclare(durable, true, false, false, Map.of());
         }
-        try {
-            sharedChannelRounds(missing, durable);
+        // one channel, so both relays' batches go out on it (with more, they may go out on two)
+        try (RabbitPublisher shared = new RabbitPublisher(connection, RabbitPublisher.DEFAULT_CONFIRM_TIMEOUT, 1)) {
+            sharedChannelRounds(shared, missing, durable);
         } finally {
             try (Channel ch = connection.createChannel()) {
                 ch.queueDelete(durable);
@@ -139,7 +140,7 @@ class RabbitPublisherFailureTest {
         }
     }
 
-    private void sharedChannelRounds(String missing, String queue) throws Exception {
+    private static void sharedChannelRounds(RabbitPublisher publisher, String missing, String queue) throws Exception {
         for (int round = 0; round < 5; round++) {
             List<OutboxMessage> good = new ArrayList<>();
             List<OutboxMessage> bad = new ArrayList<>();
