@@ -287,18 +287,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     private IdempotentConsumer consumer(String name) {
-        IdempotentConsumer known = consumers.get(name);
-        return known != null
-                ? known
-                : consumers.computeIfAbsent(name, n -> once().consumer(n, IdempotentListenerInterceptor::handle));
+        return built(consumers, name, (o, n) -> o.consumer(n, IdempotentListenerInterceptor::handle));
     }
 
     private IdempotentConsumer ownTransactionConsumer(String name) {
-        IdempotentConsumer known = ownTransactionConsumers.get(name);
-        return known != null
-                ? known
-                : ownTransactionConsumers.computeIfAbsent(
-                        name, n -> once().ownTransactionConsumer(n, IdempotentListenerInterceptor::handle));
+        return built(
+                ownTransactionConsumers,
+                name,
+                (o, n) -> o.ownTransactionConsumer(n, IdempotentListenerInterceptor::handle));
     }
 
     void buildAtCommitConsumers() {
@@ -310,11 +306,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     private IdempotentConsumer atCommitConsumer(String name) {
-        IdempotentConsumer known = atCommitConsumers.get(name);
-        return known != null
-                ? known
-                : atCommitConsumers.computeIfAbsent(
-                        name, n -> once().atCommitConsumer(n, IdempotentListenerInterceptor::handle));
+        return built(atCommitConsumers, name, (o, n) -> o.atCommitConsumer(n, IdempotentListenerInterceptor::handle));
+    }
+
+    /** The consumer {@code name} of {@code cache}, made by {@code make} on first use. */
+    private IdempotentConsumer built(
+            Map<String, IdempotentConsumer> cache,
+            String name,
+            java.util.function.BiFunction<OnceSpring, String, IdempotentConsumer> make) {
+        IdempotentConsumer known = cache.get(name); // no capturing lambda allocated on every call
+        return known != null ? known : cache.computeIfAbsent(name, n -> make.apply(once(), n));
     }
 
     private OnceSpring once() {
