@@ -235,8 +235,9 @@ public final class OrderGuard implements Handler, BatchHandler {
             }
         }
         Integer mine = plan.order.get(id);
-        List<String> unknown = new ArrayList<>();
-        Map<String, Position> at = new HashMap<>();
+        // Made when a record before it is not known settled: for most records, never.
+        List<String> unknown = null;
+        Map<String, Position> at = null;
         for (Position p : plan.positions.get(id)) {
             Long failed = batch.failedAt.get(p.partition());
             if (failed != null && failed < p.offset()) {
@@ -264,11 +265,15 @@ public final class OrderGuard implements Handler, BatchHandler {
                 if (mine != null && its != null && its > mine) {
                     return p.partition() + " offset " + e.getKey() + " has not been tried yet";
                 }
+                if (unknown == null) {
+                    unknown = new ArrayList<>();
+                    at = new HashMap<>();
+                }
                 unknown.add(before);
                 at.putIfAbsent(before, new Position(p.partition(), e.getKey()));
             }
         }
-        if (unknown.isEmpty()) {
+        if (unknown == null) {
             return null;
         }
         Set<String> visible = claimed(batch.connection, unknown);
