@@ -38,7 +38,9 @@ final class Analyzer {
         List<Event> effects = of(events, Event.Kind.EFFECT);
         List<Event> acks = of(events, Event.Kind.ACK);
         List<Event> guards = of(events, Event.Kind.GUARD);
-        List<Event> checks = of(events, Event.Kind.CHECK);
+        List<Event> checks = events.stream()
+                .filter(x -> x.kind() == Event.Kind.CHECK || x.kind() == Event.Kind.LOOKUP)
+                .toList();
         // a dedupe record written after an exists-check is the check-then-act race, not a claim, unless a
         // transaction holds it: then the second insert of the key fails and rolls back what that
         // transaction wrote, and the check is only a shortcut
@@ -130,7 +132,12 @@ final class Analyzer {
             if (after.isEmpty() && !anyBefore && effects.stream().anyMatch(x -> x.exclusiveWith(first))) {
                 continue;
             }
-            if (!after.isEmpty() && !anyBefore) {
+            if (anyBefore) {
+                // work done before the ack is safe; what comes after it is lost on a crash all the same, unless it
+                // is only a cache entry the next read rebuilds
+                after = after.stream().filter(x -> x.blast() != Blast.CACHE).toList();
+            }
+            if (!after.isEmpty()) {
                 Event worst = worst(after);
                 lost.addAll(after);
                 out.add(finding(
@@ -140,7 +147,7 @@ final class Analyzer {
                         first.location(),
                         e,
                         worst.blast(),
-                        worst.path(),
+                        throughAck(first, worst),
                         List.of(
                                 entryRel,
                                 new Related("ack", first.location()),
@@ -171,6 +178,24 @@ final class Analyzer {
                         worst.path(),
                         List.of(entryRel, new Related("ack", a.location()), new Related("effect", worst.location())),
                         a.member()));
+            }
+        }
+
+        // the code acknowledges by hand and means a silent arm to leave the message for redelivery, but the container
+        // acknowledges whatever the listener returned normally from: the failure is consumed
+        if (e.ack == Entry.Ack.AFTER_RETURN) {
+            for (Event r : of(events, Event.Kind.REQUEUE_IGNORED)) {
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        r.what() + ": the message is consumed although its work failed. Throw instead to have it"
+                                + " redelivered",
+                        r.location(),
+                        e,
+                        heaviest,
+                        r.path(),
+                        List.of(entryRel),
+                        r.member()));
             }
         }
 
@@ -296,9 +321,17 @@ final class Analyzer {
             if (x.category() == Event.Category.CACHE && !claims.isEmpty()) {
                 continue;
             }
-            Event check = checks.stream()
-                    .filter(c -> c.seq() < x.seq() && !c.exclusiveWith(x))
-                    .findFirst()
+            List<Event> governing = checks.stream()
+                    .filter(c -> c.seq() < x.seq()
+                            && !c.exclusiveWith(x)
+                            && (c.kind() != Event.Kind.LOOKUP
+                                    || x.arms().contains(c.arms().get(c.arms().size() - 1))))
+                    .toList();
+            // a lookup whose empty arm holds the effect is the check that decided it, nearer than any before it
+            Event check = governing.stream()
+                    .filter(c -> c.kind() == Event.Kind.LOOKUP)
+                    .reduce((a, b) -> b)
+                    .or(() -> governing.stream().findFirst())
                     .orElse(null);
             if (check != null) {
                 if (reportedChecks.add(check)) {
@@ -523,6 +556,22 @@ final class Analyzer {
                 && e.body.findAll(MethodCallExpr.class).stream()
                         .filter(c -> c.getBegin().map(p -> p.line >= from).orElse(true))
                         .allMatch(c -> OBSERVING.matcher(c.getNameAsString()).matches());
+    }
+
+    /**
+     * The path of an ack-before-effect finding: the calls down to the ack (so a wrapper's ack names the handler's
+     * call into the wrapper, where the order is decided), then the effect's calls from where the two part.
+     */
+    private static List<Step> throughAck(Event ack, Event effect) {
+        List<Step> a = ack.path();
+        List<Step> x = effect.path();
+        int common = 0;
+        while (common < a.size() - 1 && common < x.size() - 1 && a.get(common).equals(x.get(common))) {
+            common++;
+        }
+        List<Step> out = new ArrayList<>(a);
+        out.addAll(x.subList(common, x.size()));
+        return List.copyOf(out);
     }
 
     private static Event worst(List<Event> effects) {

@@ -60,7 +60,17 @@ record Event(
         /** Work handed to another thread, not waited for: {@code executor.submit}, {@code runAsync}, {@code subscribe()}. */
         ASYNC,
         /** The handler waits for handed-off work ({@code get()}, {@code join()}, {@code await()} with its result checked). */
-        WAIT
+        WAIT,
+        /**
+         * An arm that leaves the message unacknowledged to have it redelivered, beside one that acknowledges by hand,
+         * in a listener whose container acknowledges on return all the same.
+         */
+        REQUEUE_IGNORED,
+        /**
+         * A check by a list lookup whose emptiness picks the arm that writes: its last arm is that arm, and it checks
+         * only the effects made on it.
+         */
+        LOOKUP
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

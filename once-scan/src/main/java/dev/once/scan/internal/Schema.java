@@ -92,7 +92,8 @@ final class Schema {
 
     private void annotatedSql(ClassOrInterfaceDeclaration c) {
         for (MethodDeclaration m : c.getMethods()) {
-            for (String a : new String[] {"Insert", "Update", "Delete", "Query"}) {
+            // MyBatis and Spring Data name the statement's kind; JDBI's SQL objects say @SqlUpdate / @SqlQuery
+            for (String a : new String[] {"Insert", "Update", "Delete", "Query", "SqlUpdate", "SqlQuery", "SqlBatch"}) {
                 m.getAnnotationByName(a).flatMap(Schema::stringValue).ifPresent(sql -> {
                     String key = c.getNameAsString() + "." + m.getNameAsString();
                     mapperSql.putIfAbsent(key, sql);
@@ -112,7 +113,7 @@ final class Schema {
     }
 
     /** Where annotated SQL can be: a file without one of these annotations holds none for {@link #annotatedSql}. */
-    private static final Pattern SQL_ANNOTATION = Pattern.compile("\\b(?:Insert|Update|Delete|Query)\\s*\\(");
+    private static final Pattern SQL_ANNOTATION = Pattern.compile("\\b(?:Insert|Update|Delete|Query|SqlUpdate|SqlQuery|SqlBatch)\\s*\\(");
 
     /** The SQL a mapper method runs, if the repository states it (in mapper XML or on the method). */
     Optional<String> mapperSql(String mapperType, String method) {

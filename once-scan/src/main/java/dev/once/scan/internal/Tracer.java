@@ -491,7 +491,18 @@ final class Tracer {
         if ("camel".equals(entry.broker) && camel(c, name, f)) {
             return;
         }
+        lookupArm = null;
         if (isCheck(c, name)) {
+            if (lookupArm != null) {
+                // the lookup checks only what its empty arm does: an effect after the if runs found or not
+                List<Long> arms = new ArrayList<>(arms(c, f));
+                arms.add(lookupArm);
+                Frame armed = new Frame(f.depth, f.path, f.tx, f.txLoc, f.visiting, f.type, f.method);
+                armed.async = f.async;
+                armed.arms = List.copyOf(arms);
+                add(Event.Kind.LOOKUP, c, armed, null, null, c.toString());
+                return;
+            }
             add(Event.Kind.CHECK, c, f, null, null, c.toString());
             return;
         }
@@ -613,11 +624,18 @@ final class Tracer {
             case "deleteMessage", "deleteMessageBatch" ->
                 stype == null
                         || SQS.contains(stype)
-                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
+                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs")
+                        // a shared library's queue client (SqsQueueService, a company's QueueClient): deleting
+                        // the message is the ack whoever wraps the SDK
+                        || !types.isRepoType(stype) && stype.matches("(?i).*(sqs|queue).*");
             case "basicAck" -> true;
             case "newCompleteCommand" -> "zeebe".equals(entry.broker);
             case "checkpoint" -> "kinesis".equals(entry.broker);
-            case "acknowledge" -> stype == null || stype.startsWith("Acknowledg") || stype.equals("Message");
+            case "acknowledge" ->
+                stype == null
+                        || stype.startsWith("Acknowledg")
+                        // jakarta.jms.Message and the providers' own (ActiveMQMessage, SQSTextMessage)
+                        || stype.endsWith("Message") && !types.isRepoType(stype);
             case "ack", "ackSync" ->
                 "nats".equals(entry.broker)
                         || "pubsub".equals(entry.broker)
@@ -628,6 +646,16 @@ final class Tracer {
         if (ack) {
             add(Event.Kind.ACK, c, f, null, null, c.toString());
             Event a = events.get(events.size() - 1);
+            if (entry.ack == Entry.Ack.AFTER_RETURN) {
+                silentArm(c).ifPresent(arm -> add(
+                        Event.Kind.REQUEUE_IGNORED,
+                        arm,
+                        f,
+                        null,
+                        null,
+                        "acknowledges by hand (" + c + ") on one arm and leaves the message unacknowledged on this"
+                                + " one to have it redelivered, but " + entry.ackText));
+            }
             finallyTry(c).ifPresent(t -> {
                 List<Event> inTry = events.stream()
                         .filter(x -> x.kind() == Event.Kind.EFFECT && within(x, t))
@@ -643,6 +671,83 @@ final class Tracer {
             return true;
         }
         return false;
+    }
+
+    /** Calls that decide nothing: logging, reading a property, parsing what was read. */
+    private static final Pattern INERT = Pattern.compile(
+            "trace|debug|info|warn|error|println|printf|format|get\\w*|is[A-Z]\\w*|parse\\w*|valueOf|toString|equals");
+
+    /**
+     * An arm beside the one that acknowledges by hand ({@code case SUCCESS -> message.acknowledge()}) that neither
+     * acknowledges, rejects nor throws: only logs ("leaving it on the queue"). Where the container acknowledges when
+     * the listener returns, that arm's message is acknowledged all the same. Its first statement, or none.
+     */
+    private static Optional<Statement> silentArm(MethodCallExpr ack) {
+        Node child = ack;
+        for (Node p = ack.getParentNode().orElse(null);
+                p != null && !(p instanceof MethodDeclaration) && !(p instanceof LambdaExpr);
+                p = p.getParentNode().orElse(null)) {
+            List<Node> siblings = new ArrayList<>();
+            Node sw = p.getParentNode().orElse(null);
+            if (p instanceof com.github.javaparser.ast.stmt.SwitchEntry && sw != null) {
+                Node self = p;
+                sw.getChildNodes().stream()
+                        .filter(x -> x instanceof com.github.javaparser.ast.stmt.SwitchEntry && x != self)
+                        .forEach(siblings::add);
+            } else if (p instanceof IfStmt i && (i.getThenStmt() == child || i.getElseStmt().orElse(null) == child)) {
+                Node arm = child;
+                (i.getThenStmt() == arm ? i.getElseStmt() : Optional.of(i.getThenStmt())).ifPresent(siblings::add);
+            }
+            for (Node s : siblings) {
+                Optional<Statement> silent = silentIn(s);
+                if (silent.isPresent()) {
+                    return silent;
+                }
+            }
+            if (!siblings.isEmpty()) {
+                return Optional.empty();
+            }
+            child = p;
+        }
+        return Optional.empty();
+    }
+
+    /** A block (or switch arm) in {@code n} that holds statements but only inert calls and no throw. */
+    private static Optional<Statement> silentIn(Node n) {
+        List<Statement> body = n instanceof com.github.javaparser.ast.stmt.SwitchEntry e
+                ? e.getStatements()
+                : n instanceof BlockStmt b ? b.getStatements() : n instanceof Statement st ? List.of(st) : List.of();
+        if (body.size() == 1 && body.get(0) instanceof BlockStmt b) {
+            body = b.getStatements(); // case X -> { … }
+        }
+        if (body.isEmpty()) {
+            return Optional.empty();
+        }
+        boolean inert = body.stream()
+                .allMatch(st -> st.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class).isEmpty()
+                        && !st.isReturnStmt()
+                        && st.findAll(MethodCallExpr.class).stream()
+                                .allMatch(c -> INERT.matcher(c.getNameAsString()).matches())
+                        && st.findAll(ObjectCreationExpr.class).isEmpty());
+        if (inert && body.stream().anyMatch(st -> !st.findAll(MethodCallExpr.class).isEmpty())) {
+            return Optional.of(body.get(0));
+        }
+        // one level down: a retry-or-give-up if inside the arm (if (attempt < max) log… else deadLetter(…))
+        for (Statement st : body) {
+            if (st instanceof IfStmt i) {
+                Optional<Statement> t = silentIn(i.getThenStmt());
+                if (t.isPresent()) {
+                    return t;
+                }
+                if (i.getElseStmt().isPresent()) {
+                    Optional<Statement> e = silentIn(i.getElseStmt().get());
+                    if (e.isPresent()) {
+                        return e;
+                    }
+                }
+            }
+        }
+        return Optional.empty();
     }
 
     /**
@@ -1381,6 +1486,14 @@ final class Tracer {
 
     private boolean isCheck(MethodCallExpr c, String name) {
         if (!CHECK.matcher(name).matches()) {
+            // a list looked up by key under any read verb (getRecordRefsByEnvelopeId): a check only when its
+            // emptiness picks the arm that writes
+            if (LOOKUP_NAME.matcher(name).matches()
+                    && c.getParentNode().orElse(null) instanceof VariableDeclarator d
+                    && COLLECTION.matcher(d.getType().asString()).matches()) {
+                lookupArm = actsWhenEmpty(d);
+                return lookupArm != null;
+            }
             return false;
         }
         if (name.matches("getStatus|getState|is[A-Z]\\w*") && !loadedFromStore(c)) {
@@ -1395,6 +1508,10 @@ final class Tracer {
             }
             if (p instanceof VariableDeclarator d) {
                 String t = d.getType().asString();
+                if (COLLECTION.matcher(t).matches() && !(statusRead(c) && testedLater(d))) {
+                    lookupArm = actsWhenEmpty(d);
+                    return lookupArm != null;
+                }
                 return t.equals("boolean")
                         || t.equals("Boolean")
                         || t.startsWith("Optional") && (statusRead(c) || !valueUsed(d))
@@ -1405,6 +1522,57 @@ final class Tracer {
             }
         }
         return false;
+    }
+
+    /** Set by {@link #isCheck} when the check is a list lookup: the branch of the arm it guards. */
+    private Long lookupArm;
+
+    private static final Pattern LOOKUP_NAME = Pattern.compile("(get|search|fetch|query|lookup|list|load|find)\\w*By[A-Z]\\w*");
+
+    private static final Pattern COLLECTION =
+            Pattern.compile("(List|Set|Collection|Iterable|ArrayList|HashSet)(<.*)?");
+    /** Calls that only report: an arm holding nothing else makes no write. */
+    private static final Pattern LOGGING =
+            Pattern.compile("trace|debug|info|warn|error|println|printf|format|get|isEmpty|size|of");
+
+    /**
+     * A list looked up by key ({@code getRecordsByEnvelopeId(id)}) whose emptiness picks the arm that writes: the
+     * write happens only when nothing was found ({@code if (!found.isEmpty()) return found.get(0); else create()}),
+     * so the lookup is a dedupe check of the effects on that arm (its branch id, see {@link #arms}; null when there is
+     * none). A list whose emptiness only stops early, and whose items the rest of the method works on, asks nothing
+     * about whether the event was seen.
+     */
+    private Long actsWhenEmpty(VariableDeclarator d) {
+        String v = Pattern.quote(d.getNameAsString());
+        Pattern empty = Pattern.compile("\\s*" + v + "\\.isEmpty\\(\\)|\\s*" + v + "\\.size\\(\\)\\s*==\\s*0");
+        Pattern notEmpty = Pattern.compile(
+                "\\s*!\\s*" + v + "\\.isEmpty\\(\\)|\\s*" + v + "\\.size\\(\\)\\s*(>|!=)\\s*0");
+        MethodDeclaration m = Types.ancestor(d, MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return null;
+        }
+        for (IfStmt i : m.findAll(IfStmt.class)) {
+            String cond = i.getCondition().toString();
+            List<Node> whenEmpty = new ArrayList<>();
+            int arm = 0;
+            if (empty.matcher(cond).matches()) {
+                whenEmpty.add(i.getThenStmt());
+            } else if (notEmpty.matcher(cond).matches() && endsAbruptly(i.getThenStmt())) {
+                arm = 1;
+                if (i.getElseStmt().isPresent()) {
+                    whenEmpty.add(i.getElseStmt().get());
+                } else if (i.getParentNode().orElse(null) instanceof BlockStmt b) {
+                    // if (!found.isEmpty()) return …; then the rest of the block runs only when nothing was found
+                    whenEmpty.addAll(b.getStatements().subList(b.getStatements().indexOf(i) + 1, b.getStatements().size()));
+                }
+            }
+            if (whenEmpty.stream()
+                    .flatMap(n -> n.findAll(MethodCallExpr.class).stream())
+                    .anyMatch(c -> !LOGGING.matcher(c.getNameAsString()).matches())) {
+                return branch(i, arm);
+            }
+        }
+        return null;
     }
 
     /** The call's scope is a local variable loaded by a call (a repository or mapper read). */
@@ -1560,6 +1728,22 @@ final class Tracer {
                     || lower.contains("on duplicate key")
                     || lower.contains(" where not exists");
             Optional<Boolean> key = schema.hasBusinessKey(table);
+            if (conflict && key.isPresent() && !key.get()) {
+                // insert-if-absent with nothing unique behind it: ON CONFLICT / INSERT IGNORE never conflict, and
+                // WHERE NOT EXISTS is a check-then-insert inside one statement that two concurrent transactions
+                // both pass (neither sees the other's uncommitted row)
+                add(
+                        Event.Kind.WEAK,
+                        at,
+                        f,
+                        null,
+                        null,
+                        "insert into " + table + " if absent ("
+                                + (lower.contains(" where not exists") ? "WHERE NOT EXISTS" : "a conflict clause")
+                                + ") with no unique key on the table besides its generated id: two concurrent"
+                                + " deliveries both find no row, both insert and both go on as if first");
+                return;
+            }
             if (freshKey(sql, c) && !schema.hasKeyBesidesId(table)) {
                 freshInsert(at, f, table);
                 return;
