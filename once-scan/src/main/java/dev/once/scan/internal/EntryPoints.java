@@ -103,6 +103,7 @@ final class EntryPoints {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
+                catalogued(s, c);
                 camel(s, c);
             }
             // a listener written as a record (zipkin's Pulsar listener) implements its interface just the same
@@ -129,6 +130,7 @@ final class EntryPoints {
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
                 stream(s, m);
+                lambdaMethod(s, m);
                 callbackBean(s, m);
             }
         }
@@ -772,20 +774,7 @@ final class EntryPoints {
                     .orElse("");
             if (n.equals("RequestHandler") && LAMBDA_EVENTS.contains(arg)) {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
-                    m.getBody().ifPresent(b -> {
-                        Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
-                        e.ackText = LAMBDA_ASYNC_EVENTS.contains(arg)
-                                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
-                                        + " an event more than once"
-                                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
-                        e.loop = true;
-                        if (Types.annotated(m.getAnnotations(), "Idempotent")) {
-                            e.framework = Entry.Framework.ALL;
-                            e.frameworkText = "Powertools @Idempotent";
-                            e.frameworkLocation = repo.loc(Types.annotation(m.getAnnotations(), "Idempotent")
-                                    .get());
-                        }
-                    });
+                    m.getBody().ifPresent(b -> lambda(s, m, b, arg, "Lambda RequestHandler<" + arg + ">"));
                 }
             } else if (n.equals("Worker") && conductor(s)) {
                 for (MethodDeclaration m : c.getMethodsByName("execute")) {
@@ -881,6 +870,85 @@ final class EntryPoints {
                 }
             }
         }
+    }
+
+    // ---- the entry catalogue (entries.txt) --------------------------------------------------------
+
+    private static final EntryCatalogue CATALOGUE = EntryCatalogue.get();
+
+    /** Handler methods of a class the catalogue names: by their annotation, or by the interface the class implements. */
+    private void catalogued(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        for (MethodDeclaration m : c.getMethods()) {
+            if (m.getBody().isEmpty()) {
+                continue;
+            }
+            for (AnnotationExpr a : m.getAnnotations()) {
+                String n = a.getName().getIdentifier();
+                if (CATALOGUE.names(EntryCatalogue.Shape.ANNOTATION, n)) {
+                    CATALOGUE
+                            .match(EntryCatalogue.Shape.ANNOTATION, n, s)
+                            .ifPresent(r -> catalogueEntry(
+                                    s, r, owner(m), m, m.getBody().get(), m));
+                }
+            }
+        }
+        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+            String n = t.getNameAsString();
+            if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)) {
+                continue;
+            }
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, n, s).ifPresent(r -> {
+                for (MethodDeclaration m : c.getMethodsByName(r.method())) {
+                    m.getBody().ifPresent(b -> catalogueEntry(s, r, owner(m), m, b, m));
+                }
+            });
+        }
+    }
+
+    /**
+     * The handler a catalogued registration call is given: a lambda, an anonymous class's handler method, or a
+     * {@code this::method} reference to a method of the calling class.
+     */
+    private void catalogueCallback(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
+        for (Expression arg : call.getArguments()) {
+            Expression x = arg;
+            while (x instanceof CastExpr || x instanceof EnclosedExpr) {
+                x = x instanceof CastExpr ce ? ce.getExpression() : ((EnclosedExpr) x).getInner();
+            }
+            if (x instanceof LambdaExpr l) {
+                catalogueEntry(s, r, owner(call) + " " + call.getNameAsString(), l, l.getBody(), l);
+            } else if (x instanceof ObjectCreationExpr oc
+                    && oc.getAnonymousClassBody().isPresent()
+                    && r.method() != null) {
+                for (var member : oc.getAnonymousClassBody().get()) {
+                    if (member instanceof MethodDeclaration md
+                            && md.getNameAsString().equals(r.method())
+                            && md.getBody().isPresent()) {
+                        catalogueEntry(
+                                s,
+                                r,
+                                owner(call) + " " + call.getNameAsString(),
+                                md,
+                                md.getBody().get(),
+                                md);
+                    }
+                }
+            } else if (x instanceof MethodReferenceExpr ref && ref.getScope().isThisExpr()) {
+                TypeDeclaration<?> owner = Types.enclosingType(call);
+                if (owner != null) {
+                    for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
+                        target.getBody().ifPresent(b -> catalogueEntry(s, r, owner(target), target, b, target));
+                    }
+                }
+            }
+        }
+    }
+
+    private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
+        Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
+        e.ack = r.ack();
+        e.ackCalls = r.ackCalls();
+        e.ackText = r.why();
     }
 
     // ---- Camel routes ---------------------------------------------------------------------------
@@ -983,6 +1051,40 @@ final class EntryPoints {
                 callbackObject(s, t, l, l.getBody(), l);
             }
         }
+    }
+
+    private void lambda(Repo.Source s, MethodDeclaration m, Node b, String event, String kind) {
+        Entry e = add(s, kind, "lambda", owner(m), m, b, m);
+        e.ackText = LAMBDA_ASYNC_EVENTS.contains(event)
+                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
+                        + " an event more than once"
+                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
+        e.loop = true;
+        if (Types.annotated(m.getAnnotations(), "Idempotent")) {
+            e.framework = Entry.Framework.ALL;
+            e.frameworkText = "Powertools @Idempotent";
+            e.frameworkLocation =
+                    repo.loc(Types.annotation(m.getAnnotations(), "Idempotent").get());
+        }
+    }
+
+    /**
+     * A Lambda handler named in the function's configuration ({@code Handler: pkg.Orders::handle}) rather than
+     * found through {@code RequestHandler}: any public method taking a queue or stream event and the Lambda
+     * {@code Context}, the signature the runtime calls by name.
+     */
+    private void lambdaMethod(Repo.Source s, MethodDeclaration m) {
+        if (!m.isPublic() || m.getParameters().size() != 2 || m.getBody().isEmpty()) {
+            return;
+        }
+        String event = Types.simple(m.getParameter(0).getType());
+        if (!LAMBDA_EVENTS.contains(event)
+                || !m.getParameter(1).getType().asString().endsWith("Context")
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().startsWith("com.amazonaws.services.lambda"))) {
+            return;
+        }
+        lambda(s, m, m.getBody().get(), event, "Lambda handler(" + event + ")");
     }
 
     /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
@@ -1130,6 +1232,11 @@ final class EntryPoints {
 
     private void calls(Repo.Source s, MethodCallExpr call) {
         listenerArgument(s, call);
+        if (CATALOGUE.names(EntryCatalogue.Shape.CALLBACK, call.getNameAsString())) {
+            CATALOGUE
+                    .match(EntryCatalogue.Shape.CALLBACK, call.getNameAsString(), s)
+                    .ifPresent(r -> catalogueCallback(s, r, call));
+        }
         String n = call.getNameAsString();
         switch (n) {
             case "poll" -> {
@@ -2084,6 +2191,19 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
+        if (oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
+                for (var member : oc.getAnonymousClassBody().get()) {
+                    if (member instanceof MethodDeclaration md
+                            && md.getNameAsString().equals(r.method())
+                            && md.getBody().isPresent()) {
+                        catalogueEntry(
+                                s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
+                    }
+                }
+            });
+            return;
+        }
         if (oc.getAnonymousClassBody().isPresent()
                 && (STREAMS_CALLBACKS.containsKey(t) || t.startsWith("MessageReceiver"))) {
             String method = t.startsWith("MessageReceiver") ? "receiveMessage" : STREAMS_CALLBACKS.get(t);

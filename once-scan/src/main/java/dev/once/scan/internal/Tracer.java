@@ -623,7 +623,7 @@ final class Tracer {
                         || "pubsub".equals(entry.broker)
                         || "Message".equals(stype)
                         || (stype != null && stype.startsWith("AckReplyConsumer"));
-            default -> false;
+            default -> entry.ackCalls.contains(name);
         };
         if (ack) {
             add(Event.Kind.ACK, c, f, null, null, c.toString());
