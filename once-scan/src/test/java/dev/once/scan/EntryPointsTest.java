@@ -37,6 +37,20 @@ class EntryPointsTest {
     }
 
     @Test
+    void aLambdaTypedByItsBeanFieldOrFlowIsAnEntryPoint() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-handler-beans"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camunda ExternalTaskHandler.execute @ HandlerConfiguration.java:15",
+                        "Camunda ExternalTaskHandler.execute @ RejectionHandler.java:8",
+                        "Spring Integration flow from ServiceBusInboundChannelAdapter @ InboundFlows.java:19",
+                        "Pulsar Function.process @ ScoreFunction.java:8");
+    }
+
+    @Test
     void aHandlerMethodIsLocatedFromItsAnnotationsToItsName() {
         ScanReport r = Fixtures.scan(Fixtures.of("kafka-listener-multiline-annotation"));
 

@@ -126,6 +126,7 @@ final class EntryPoints {
             }
             for (VariableDeclarator v : s.cu().findAll(VariableDeclarator.class)) {
                 pubSubReceiver(s, v);
+                catalogueVariable(s, v);
             }
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
@@ -872,6 +873,27 @@ final class EntryPoints {
         }
     }
 
+    /** A Spring Integration endpoint type that receives from outside: an inbound or message-driven adapter or gateway. */
+    private static final Pattern INBOUND_ADAPTER = Pattern.compile(
+            "\\w*(InboundChannelAdapter|MessageDrivenChannelAdapter|InboundGateway|MessageDrivenAdapter)");
+
+    /** The simple type of what a flow starts from: a created object, a field or variable, or a method of the class. */
+    private String adapterType(Expression x) {
+        if (x instanceof ObjectCreationExpr oc) {
+            return oc.getType().getNameAsString();
+        }
+        if (x instanceof MethodCallExpr call && call.getScope().isEmpty()) {
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            if (owner != null) {
+                for (MethodDeclaration m : owner.getMethodsByName(call.getNameAsString())) {
+                    return Types.simple(m.getType());
+                }
+            }
+            return null;
+        }
+        return types.typeOf(x);
+    }
+
     // ---- the entry catalogue (entries.txt) --------------------------------------------------------
 
     private static final EntryCatalogue CATALOGUE = EntryCatalogue.get();
@@ -942,6 +964,43 @@ final class EntryPoints {
                 }
             }
         }
+    }
+
+    /**
+     * A lambda held in a field or variable of a catalogued callback interface, or of a {@code Supplier} of one
+     * ({@code Supplier<ExternalTaskHandler> handler = () -> (task, service) -> …}): the innermost lambda is the handler.
+     */
+    private void catalogueVariable(Repo.Source s, VariableDeclarator v) {
+        if (!v.getType().isClassOrInterfaceType() || v.getInitializer().isEmpty()) {
+            return;
+        }
+        ClassOrInterfaceType t = v.getType().asClassOrInterfaceType();
+        boolean supplier = t.getNameAsString().equals("Supplier");
+        if (supplier) {
+            var args = t.getTypeArguments().orElse(null);
+            if (args == null || args.size() != 1 || !args.get(0).isClassOrInterfaceType()) {
+                return;
+            }
+            t = args.get(0).asClassOrInterfaceType();
+        }
+        String n = t.getNameAsString();
+        if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)
+                || !(v.getInitializer().get() instanceof LambdaExpr outer)) {
+            return;
+        }
+        LambdaExpr l = outer;
+        if (supplier) {
+            Expression inner = outer.getExpressionBody().orElse(null);
+            if (!(inner instanceof LambdaExpr il)) {
+                return;
+            }
+            l = il;
+        }
+        LambdaExpr handler = l;
+        CATALOGUE
+                .match(EntryCatalogue.Shape.IMPLEMENTS, n, s)
+                .ifPresent(r -> catalogueEntry(
+                        s, r, owner(v) + " " + v.getNameAsString(), handler, handler.getBody(), handler));
     }
 
     private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
@@ -1043,6 +1102,18 @@ final class EntryPoints {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
+        if (CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
+            // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
+            // ServiceBusRecordMessageListener): the lambda it returns is the handler
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
+                for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
+                    if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
+                        catalogueEntry(s, r, owner(m), l, l.getBody(), l);
+                    }
+                }
+            });
+            return;
+        }
         if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
             return;
         }
@@ -2142,19 +2213,32 @@ final class EntryPoints {
 
     /** {@code IntegrationFlow.from(Kafka.messageDrivenChannelAdapter(…))…}: a flow fed by a broker. */
     private void integrationFlow(Repo.Source s, MethodCallExpr from) {
-        if (from.getArguments().isEmpty()
-                || !(from.getArgument(0) instanceof MethodCallExpr src)
-                || !src.getNameAsString()
+        if (from.getArguments().isEmpty()) {
+            return;
+        }
+        String source;
+        if (from.getArgument(0) instanceof MethodCallExpr src
+                && src.getNameAsString()
                         .matches(
                                 "messageDrivenChannelAdapter|inboundAdapter|inboundGateway|inboundChannelAdapter|messageDrivenAdapter")) {
+            source = src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString();
+        } else if (from.getScope()
+                .map(x -> x.toString().matches("IntegrationFlows?"))
+                .orElse(false)) {
+            // a flow from an adapter the project builds itself (a @Bean ServiceBusInboundChannelAdapter, a field of
+            // a KafkaMessageDrivenChannelAdapter): the adapter's type says it is inbound
+            source = adapterType(from.getArgument(0));
+            if (source == null || !INBOUND_ADAPTER.matcher(source).matches()) {
+                return;
+            }
+        } else {
             return;
         }
         Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
         if (stmt != null) {
             Entry e = add(
                     s,
-                    "Spring Integration flow from "
-                            + src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString(),
+                    "Spring Integration flow from " + source,
                     "integration",
                     owner(from) + " flow",
                     from,
