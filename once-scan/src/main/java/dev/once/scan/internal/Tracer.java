@@ -1393,6 +1393,14 @@ final class Tracer {
                     || p instanceof WhileStmt) {
                 return true;
             }
+            if (p instanceof ReturnStmt) {
+                // a predicate helper (alreadyHandled(e) { return repo.existsBy…(…); }, isNew(id) { return
+                // !seen.exists(id); }): the caller's condition tests what it returns, so the check is made here,
+                // in another method than the act it guards
+                return Types.ancestor(p, MethodDeclaration.class)
+                        .map(m -> m.getType().asString().matches("boolean|Boolean"))
+                        .orElse(false);
+            }
             if (p instanceof VariableDeclarator d) {
                 String t = d.getType().asString();
                 return t.equals("boolean")
