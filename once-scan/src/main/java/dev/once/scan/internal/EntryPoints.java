@@ -104,6 +104,7 @@ final class EntryPoints {
                 annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
                 catalogued(s, c);
+                streamComponent(s, c);
                 camel(s, c);
             }
             // a listener written as a record (zipkin's Pulsar listener) implements its interface just the same
@@ -1174,6 +1175,33 @@ final class EntryPoints {
     /** Events Lambda delivers by asynchronous invocation: retried when the handler fails, sometimes delivered twice. */
     private static final Set<String> LAMBDA_ASYNC_EVENTS =
             Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent");
+
+    /**
+     * A Spring Cloud Function declared as a class: a {@code @Component} implementing {@code Consumer<T>} or
+     * {@code Function<T, R>} is registered as a function bean under its bean name, and the binder calls its
+     * {@code accept}/{@code apply} per message like a {@code @Bean} lambda's.
+     */
+    private void streamComponent(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        if (c.isInterface()
+                || c.isAbstract()
+                || !Types.annotated(c.getAnnotations(), "Component", "Service")
+                || (!streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream"))) {
+            return;
+        }
+        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+            String n = t.getNameAsString();
+            String method = n.equals("Consumer") ? "accept" : n.equals("Function") ? "apply" : null;
+            if (method == null || t.getTypeArguments().isEmpty()) {
+                continue;
+            }
+            for (MethodDeclaration m : c.getMethodsByName(method)) {
+                m.getBody().ifPresent(b -> {
+                    Entry e = add(s, "Spring Cloud Stream " + n + " component", "stream", owner(m), m, b, m);
+                    e.ackText = "the binder acknowledges after the function returns";
+                });
+            }
+        }
+    }
 
     private void stream(Repo.Source s, MethodDeclaration m) {
         if (!Types.annotated(m.getAnnotations(), "Bean")) {
