@@ -21,6 +21,36 @@ class EntryPointsTest {
     }
 
     @Test
+    void handlersOfTheEntryCatalogueAreEntryPointsWithTheAcknowledgementItNames() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-catalogue-clients"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camunda ExternalTaskHandler.execute @ ChargeCardHandler.java:20",
+                        "Camunda external task handler @ Workers.java:11",
+                        "Paho MqttCallback.messageArrived @ MeterReadings.java:19",
+                        "Azure ServiceBusProcessorClient.processMessage @ InvoiceMailer.java:21",
+                        "Redis Streams StreamListener.onMessage @ RefundStream.java:18",
+                        "Lambda handler(SQSEvent) @ UsageHandler.java:15");
+    }
+
+    @Test
+    void aLambdaTypedByItsBeanFieldOrFlowIsAnEntryPoint() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-handler-beans"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Camunda ExternalTaskHandler.execute @ HandlerConfiguration.java:15",
+                        "Camunda ExternalTaskHandler.execute @ RejectionHandler.java:8",
+                        "Spring Integration flow from ServiceBusInboundChannelAdapter @ InboundFlows.java:19",
+                        "Pulsar Function.process @ ScoreFunction.java:8");
+    }
+
+    @Test
     void aHandlerMethodIsLocatedFromItsAnnotationsToItsName() {
         ScanReport r = Fixtures.scan(Fixtures.of("kafka-listener-multiline-annotation"));
 

@@ -41,6 +41,9 @@ final class Entry {
     Repo.Source source;
     Ack ack = Ack.AFTER_RETURN;
     String ackText;
+    /** The calls that acknowledge for an {@link Ack#EXPLICIT} consumer from the entry catalogue (complete, acknowledge). */
+    java.util.Set<String> ackCalls = java.util.Set.of();
+
     Location ackSetting;
     Framework framework = Framework.NONE;
     String frameworkText;

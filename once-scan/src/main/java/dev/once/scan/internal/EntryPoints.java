@@ -103,6 +103,8 @@ final class EntryPoints {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
+                catalogued(s, c);
+                streamComponent(s, c);
                 camel(s, c);
             }
             // a listener written as a record (zipkin's Pulsar listener) implements its interface just the same
@@ -125,10 +127,12 @@ final class EntryPoints {
             }
             for (VariableDeclarator v : s.cu().findAll(VariableDeclarator.class)) {
                 pubSubReceiver(s, v);
+                catalogueVariable(s, v);
             }
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
                 eventuate(s, m);
                 stream(s, m);
+                lambdaMethod(s, m);
                 callbackBean(s, m);
             }
         }
@@ -772,20 +776,7 @@ final class EntryPoints {
                     .orElse("");
             if (n.equals("RequestHandler") && LAMBDA_EVENTS.contains(arg)) {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
-                    m.getBody().ifPresent(b -> {
-                        Entry e = add(s, "Lambda RequestHandler<" + arg + ">", "lambda", owner(m), m, b, m);
-                        e.ackText = LAMBDA_ASYNC_EVENTS.contains(arg)
-                                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
-                                        + " an event more than once"
-                                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
-                        e.loop = true;
-                        if (Types.annotated(m.getAnnotations(), "Idempotent")) {
-                            e.framework = Entry.Framework.ALL;
-                            e.frameworkText = "Powertools @Idempotent";
-                            e.frameworkLocation = repo.loc(Types.annotation(m.getAnnotations(), "Idempotent")
-                                    .get());
-                        }
-                    });
+                    m.getBody().ifPresent(b -> lambda(s, m, b, arg, "Lambda RequestHandler<" + arg + ">"));
                 }
             } else if (n.equals("Worker") && conductor(s)) {
                 for (MethodDeclaration m : c.getMethodsByName("execute")) {
@@ -883,6 +874,143 @@ final class EntryPoints {
         }
     }
 
+    /** A Spring Integration endpoint type that receives from outside: an inbound or message-driven adapter or gateway. */
+    private static final Pattern INBOUND_ADAPTER = Pattern.compile(
+            "\\w*(InboundChannelAdapter|MessageDrivenChannelAdapter|InboundGateway|MessageDrivenAdapter)");
+
+    /** The simple type of what a flow starts from: a created object, a field or variable, or a method of the class. */
+    private String adapterType(Expression x) {
+        if (x instanceof ObjectCreationExpr oc) {
+            return oc.getType().getNameAsString();
+        }
+        if (x instanceof MethodCallExpr call && call.getScope().isEmpty()) {
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            if (owner != null) {
+                for (MethodDeclaration m : owner.getMethodsByName(call.getNameAsString())) {
+                    return Types.simple(m.getType());
+                }
+            }
+            return null;
+        }
+        return types.typeOf(x);
+    }
+
+    // ---- the entry catalogue (entries.txt) --------------------------------------------------------
+
+    private static final EntryCatalogue CATALOGUE = EntryCatalogue.get();
+
+    /** Handler methods of a class the catalogue names: by their annotation, or by the interface the class implements. */
+    private void catalogued(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        for (MethodDeclaration m : c.getMethods()) {
+            if (m.getBody().isEmpty()) {
+                continue;
+            }
+            for (AnnotationExpr a : m.getAnnotations()) {
+                String n = a.getName().getIdentifier();
+                if (CATALOGUE.names(EntryCatalogue.Shape.ANNOTATION, n)) {
+                    CATALOGUE
+                            .match(EntryCatalogue.Shape.ANNOTATION, n, s)
+                            .ifPresent(r -> catalogueEntry(
+                                    s, r, owner(m), m, m.getBody().get(), m));
+                }
+            }
+        }
+        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+            String n = t.getNameAsString();
+            if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)) {
+                continue;
+            }
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, n, s).ifPresent(r -> {
+                for (MethodDeclaration m : c.getMethodsByName(r.method())) {
+                    m.getBody().ifPresent(b -> catalogueEntry(s, r, owner(m), m, b, m));
+                }
+            });
+        }
+    }
+
+    /**
+     * The handler a catalogued registration call is given: a lambda, an anonymous class's handler method, or a
+     * {@code this::method} reference to a method of the calling class.
+     */
+    private void catalogueCallback(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
+        for (Expression arg : call.getArguments()) {
+            Expression x = arg;
+            while (x instanceof CastExpr || x instanceof EnclosedExpr) {
+                x = x instanceof CastExpr ce ? ce.getExpression() : ((EnclosedExpr) x).getInner();
+            }
+            if (x instanceof LambdaExpr l) {
+                catalogueEntry(s, r, owner(call) + " " + call.getNameAsString(), l, l.getBody(), l);
+            } else if (x instanceof ObjectCreationExpr oc
+                    && oc.getAnonymousClassBody().isPresent()
+                    && r.method() != null) {
+                for (var member : oc.getAnonymousClassBody().get()) {
+                    if (member instanceof MethodDeclaration md
+                            && md.getNameAsString().equals(r.method())
+                            && md.getBody().isPresent()) {
+                        catalogueEntry(
+                                s,
+                                r,
+                                owner(call) + " " + call.getNameAsString(),
+                                md,
+                                md.getBody().get(),
+                                md);
+                    }
+                }
+            } else if (x instanceof MethodReferenceExpr ref && ref.getScope().isThisExpr()) {
+                TypeDeclaration<?> owner = Types.enclosingType(call);
+                if (owner != null) {
+                    for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
+                        target.getBody().ifPresent(b -> catalogueEntry(s, r, owner(target), target, b, target));
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * A lambda held in a field or variable of a catalogued callback interface, or of a {@code Supplier} of one
+     * ({@code Supplier<ExternalTaskHandler> handler = () -> (task, service) -> …}): the innermost lambda is the handler.
+     */
+    private void catalogueVariable(Repo.Source s, VariableDeclarator v) {
+        if (!v.getType().isClassOrInterfaceType() || v.getInitializer().isEmpty()) {
+            return;
+        }
+        ClassOrInterfaceType t = v.getType().asClassOrInterfaceType();
+        boolean supplier = t.getNameAsString().equals("Supplier");
+        if (supplier) {
+            var args = t.getTypeArguments().orElse(null);
+            if (args == null || args.size() != 1 || !args.get(0).isClassOrInterfaceType()) {
+                return;
+            }
+            t = args.get(0).asClassOrInterfaceType();
+        }
+        String n = t.getNameAsString();
+        if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)
+                || !(v.getInitializer().get() instanceof LambdaExpr outer)) {
+            return;
+        }
+        LambdaExpr l = outer;
+        if (supplier) {
+            Expression inner = outer.getExpressionBody().orElse(null);
+            if (!(inner instanceof LambdaExpr il)) {
+                return;
+            }
+            l = il;
+        }
+        LambdaExpr handler = l;
+        CATALOGUE
+                .match(EntryCatalogue.Shape.IMPLEMENTS, n, s)
+                .ifPresent(r -> catalogueEntry(
+                        s, r, owner(v) + " " + v.getNameAsString(), handler, handler.getBody(), handler));
+    }
+
+    private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
+        Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
+        e.ack = r.ack();
+        e.ackCalls = r.ackCalls();
+        e.ackText = r.why();
+    }
+
     // ---- Camel routes ---------------------------------------------------------------------------
 
     private void camel(Repo.Source s, ClassOrInterfaceDeclaration c) {
@@ -975,6 +1103,18 @@ final class EntryPoints {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
+        if (CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
+            // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
+            // ServiceBusRecordMessageListener): the lambda it returns is the handler
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
+                for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
+                    if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
+                        catalogueEntry(s, r, owner(m), l, l.getBody(), l);
+                    }
+                }
+            });
+            return;
+        }
         if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
             return;
         }
@@ -983,6 +1123,40 @@ final class EntryPoints {
                 callbackObject(s, t, l, l.getBody(), l);
             }
         }
+    }
+
+    private void lambda(Repo.Source s, MethodDeclaration m, Node b, String event, String kind) {
+        Entry e = add(s, kind, "lambda", owner(m), m, b, m);
+        e.ackText = LAMBDA_ASYNC_EVENTS.contains(event)
+                ? "an asynchronous invocation: Lambda retries it when the handler fails, and may deliver"
+                        + " an event more than once"
+                : "Lambda deletes the batch when the handler returns; a failure redelivers all of it";
+        e.loop = true;
+        if (Types.annotated(m.getAnnotations(), "Idempotent")) {
+            e.framework = Entry.Framework.ALL;
+            e.frameworkText = "Powertools @Idempotent";
+            e.frameworkLocation =
+                    repo.loc(Types.annotation(m.getAnnotations(), "Idempotent").get());
+        }
+    }
+
+    /**
+     * A Lambda handler named in the function's configuration ({@code Handler: pkg.Orders::handle}) rather than
+     * found through {@code RequestHandler}: any public method taking a queue or stream event and the Lambda
+     * {@code Context}, the signature the runtime calls by name.
+     */
+    private void lambdaMethod(Repo.Source s, MethodDeclaration m) {
+        if (!m.isPublic() || m.getParameters().size() != 2 || m.getBody().isEmpty()) {
+            return;
+        }
+        String event = Types.simple(m.getParameter(0).getType());
+        if (!LAMBDA_EVENTS.contains(event)
+                || !m.getParameter(1).getType().asString().endsWith("Context")
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().startsWith("com.amazonaws.services.lambda"))) {
+            return;
+        }
+        lambda(s, m, m.getBody().get(), event, "Lambda handler(" + event + ")");
     }
 
     /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
@@ -1001,6 +1175,33 @@ final class EntryPoints {
     /** Events Lambda delivers by asynchronous invocation: retried when the handler fails, sometimes delivered twice. */
     private static final Set<String> LAMBDA_ASYNC_EVENTS =
             Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent");
+
+    /**
+     * A Spring Cloud Function declared as a class: a {@code @Component} implementing {@code Consumer<T>} or
+     * {@code Function<T, R>} is registered as a function bean under its bean name, and the binder calls its
+     * {@code accept}/{@code apply} per message like a {@code @Bean} lambda's.
+     */
+    private void streamComponent(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        if (c.isInterface()
+                || c.isAbstract()
+                || !Types.annotated(c.getAnnotations(), "Component", "Service")
+                || (!streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream"))) {
+            return;
+        }
+        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+            String n = t.getNameAsString();
+            String method = n.equals("Consumer") ? "accept" : n.equals("Function") ? "apply" : null;
+            if (method == null || t.getTypeArguments().isEmpty()) {
+                continue;
+            }
+            for (MethodDeclaration m : c.getMethodsByName(method)) {
+                m.getBody().ifPresent(b -> {
+                    Entry e = add(s, "Spring Cloud Stream " + n + " component", "stream", owner(m), m, b, m);
+                    e.ackText = "the binder acknowledges after the function returns";
+                });
+            }
+        }
+    }
 
     private void stream(Repo.Source s, MethodDeclaration m) {
         if (!Types.annotated(m.getAnnotations(), "Bean")) {
@@ -1130,6 +1331,11 @@ final class EntryPoints {
 
     private void calls(Repo.Source s, MethodCallExpr call) {
         listenerArgument(s, call);
+        if (CATALOGUE.names(EntryCatalogue.Shape.CALLBACK, call.getNameAsString())) {
+            CATALOGUE
+                    .match(EntryCatalogue.Shape.CALLBACK, call.getNameAsString(), s)
+                    .ifPresent(r -> catalogueCallback(s, r, call));
+        }
         String n = call.getNameAsString();
         switch (n) {
             case "poll" -> {
@@ -2035,19 +2241,32 @@ final class EntryPoints {
 
     /** {@code IntegrationFlow.from(Kafka.messageDrivenChannelAdapter(…))…}: a flow fed by a broker. */
     private void integrationFlow(Repo.Source s, MethodCallExpr from) {
-        if (from.getArguments().isEmpty()
-                || !(from.getArgument(0) instanceof MethodCallExpr src)
-                || !src.getNameAsString()
+        if (from.getArguments().isEmpty()) {
+            return;
+        }
+        String source;
+        if (from.getArgument(0) instanceof MethodCallExpr src
+                && src.getNameAsString()
                         .matches(
                                 "messageDrivenChannelAdapter|inboundAdapter|inboundGateway|inboundChannelAdapter|messageDrivenAdapter")) {
+            source = src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString();
+        } else if (from.getScope()
+                .map(x -> x.toString().matches("IntegrationFlows?"))
+                .orElse(false)) {
+            // a flow from an adapter the project builds itself (a @Bean ServiceBusInboundChannelAdapter, a field of
+            // a KafkaMessageDrivenChannelAdapter): the adapter's type says it is inbound
+            source = adapterType(from.getArgument(0));
+            if (source == null || !INBOUND_ADAPTER.matcher(source).matches()) {
+                return;
+            }
+        } else {
             return;
         }
         Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
         if (stmt != null) {
             Entry e = add(
                     s,
-                    "Spring Integration flow from "
-                            + src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString(),
+                    "Spring Integration flow from " + source,
                     "integration",
                     owner(from) + " flow",
                     from,
@@ -2084,6 +2303,19 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
+        if (oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
+            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
+                for (var member : oc.getAnonymousClassBody().get()) {
+                    if (member instanceof MethodDeclaration md
+                            && md.getNameAsString().equals(r.method())
+                            && md.getBody().isPresent()) {
+                        catalogueEntry(
+                                s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
+                    }
+                }
+            });
+            return;
+        }
         if (oc.getAnonymousClassBody().isPresent()
                 && (STREAMS_CALLBACKS.containsKey(t) || t.startsWith("MessageReceiver"))) {
             String method = t.startsWith("MessageReceiver") ? "receiveMessage" : STREAMS_CALLBACKS.get(t);

@@ -197,6 +197,7 @@ public final class Repo {
             "HandlersBuilder",
             "RequestHandler",
             "RequestStreamHandler",
+            "lambda.runtime.events.",
             "MessageHandler",
             "DeliverCallback",
             "handleDelivery",
@@ -269,6 +270,11 @@ public final class Repo {
      */
     private static boolean seeded(String text) {
         for (String w : SEED) {
+            if (text.contains(w)) {
+                return true;
+            }
+        }
+        for (String w : EntryCatalogue.get().packages()) {
             if (text.contains(w)) {
                 return true;
             }

@@ -216,6 +216,8 @@ final class Tracer {
         Location async;
         /** The branches taken by the calls that led into this frame (see {@link Event#arms}). */
         List<Long> arms = List.of();
+        /** The calls that led into this frame, outermost first: where an acknowledging wrapper was called from. */
+        List<Node> sites = List.of();
 
         Frame(
                 int depth,
@@ -394,6 +396,12 @@ final class Tracer {
         }
         if (n.equals("get") && c.getArguments().size() == 1) {
             return false; // map.get(key), not a future
+        }
+        if (n.equals("allOf")
+                && c.getParentNode().orElse(null) instanceof MethodCallExpr then
+                && then.getScope().orElse(null) == c
+                && then.getNameAsString().matches("get|join")) {
+            return waits(then); // allOf(…).get(30, SECONDS) as a statement waits no longer than its timeout
         }
         boolean timed = !c.getArguments().isEmpty() && !n.equals("allOf");
         boolean ignored =
@@ -641,10 +649,13 @@ final class Tracer {
                         || "pubsub".equals(entry.broker)
                         || "Message".equals(stype)
                         || (stype != null && stype.startsWith("AckReplyConsumer"));
-            default -> false;
+            default -> entry.ackCalls.contains(name);
         };
         if (ack) {
-            add(Event.Kind.ACK, c, f, null, null, c.toString());
+            Optional<FinallyAck> fin = finallyTry(c, f);
+            // an ack a wrapper makes is placed at the wrapper's call in the handler's finally block, where a reader
+            // sees it
+            add(Event.Kind.ACK, fin.map(FinallyAck::at).orElse(c), f, null, null, c.toString());
             Event a = events.get(events.size() - 1);
             if (entry.ack == Entry.Ack.AFTER_RETURN) {
                 silentArm(c).ifPresent(arm -> add(
@@ -656,7 +667,7 @@ final class Tracer {
                         "acknowledges by hand (" + c + ") on one arm and leaves the message unacknowledged on this"
                                 + " one to have it redelivered, but " + entry.ackText));
             }
-            finallyTry(c).ifPresent(t -> {
+            fin.map(FinallyAck::tryBlock).ifPresent(t -> {
                 List<Event> inTry = events.stream()
                         .filter(x -> x.kind() == Event.Kind.EFFECT && within(x, t))
                         .toList();
@@ -762,6 +773,54 @@ final class Tracer {
      * The {@code try} block of the {@code try … finally} whose finally block runs this call whatever
      * happens: none when a condition (an {@code if}, a {@code switch}, a {@code ?:}) decides on the way.
      */
+    private static <T> List<T> append(List<T> list, T last) {
+        List<T> out = new ArrayList<>(list);
+        out.add(last);
+        return List.copyOf(out);
+    }
+
+    /**
+     * {@link #finallyTry(Node)} of the ack, or, when the ack runs unconditionally in a method the handler called (an
+     * acknowledging wrapper: {@code finally { acker.ack(channel, message); }}), of the call that led there.
+     */
+    private static Optional<FinallyAck> finallyTry(Node call, Frame f) {
+        Optional<BlockStmt> t = finallyTry(call);
+        if (t.isPresent() || !unconditional(call)) {
+            return t.map(b -> new FinallyAck(call, b));
+        }
+        for (int i = f.sites.size() - 1; i >= 0; i--) {
+            Node site = f.sites.get(i);
+            t = finallyTry(site);
+            if (t.isPresent() || !unconditional(site)) {
+                return t.map(b -> new FinallyAck(site, b));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** An ack made in a finally block ({@code at}: the ack, or the call to the wrapper making it) and its try block. */
+    private record FinallyAck(Node at, BlockStmt tryBlock) {}
+
+    /** Whether the call runs whenever its method does: nothing on the way up to the method decides or defers it. */
+    private static boolean unconditional(Node call) {
+        for (Node p = call.getParentNode().orElse(null);
+                p != null;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof MethodDeclaration) {
+                return true;
+            }
+            if (p instanceof IfStmt
+                    || p instanceof com.github.javaparser.ast.stmt.SwitchStmt
+                    || p instanceof com.github.javaparser.ast.expr.ConditionalExpr
+                    || p instanceof com.github.javaparser.ast.expr.BinaryExpr
+                    || p instanceof LambdaExpr
+                    || p instanceof com.github.javaparser.ast.stmt.CatchClause) {
+                return false;
+            }
+        }
+        return false;
+    }
+
     private static Optional<BlockStmt> finallyTry(Node call) {
         Node child = call;
         for (Node p = call.getParentNode().orElse(null);
@@ -1506,6 +1565,14 @@ final class Tracer {
                     || p instanceof WhileStmt) {
                 return true;
             }
+            if (p instanceof ReturnStmt) {
+                // a predicate helper (alreadyHandled(e) { return repo.existsBy…(…); }, isNew(id) { return
+                // !seen.exists(id); }): the caller's condition tests what it returns, so the check is made here,
+                // in another method than the act it guards
+                return Types.ancestor(p, MethodDeclaration.class)
+                        .map(m -> m.getType().asString().matches("boolean|Boolean"))
+                        .orElse(false);
+            }
             if (p instanceof VariableDeclarator d) {
                 String t = d.getType().asString();
                 if (COLLECTION.matcher(t).matches() && !(statusRead(c) && testedLater(d))) {
@@ -1957,6 +2024,7 @@ final class Tracer {
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
             callee.arms = arms(at, f);
+            callee.sites = append(f.sites, at);
             visit(t.getBody().get(), callee);
         }
     }

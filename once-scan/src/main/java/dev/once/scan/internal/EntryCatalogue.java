@@ -1,0 +1,155 @@
+package dev.once.scan.internal;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The entry-point catalogue ({@code dev/once/scan/entries.txt}): message and job APIs whose handler is an annotated
+ * method, a class implementing a callback interface, or a callback handed to a registration call, with how each is
+ * acknowledged. Kept as data so a client whose handler needs no settings read is a line, not a finder.
+ */
+final class EntryCatalogue {
+
+    static final String RESOURCE = "/dev/once/scan/entries.txt";
+
+    enum Shape {
+        ANNOTATION,
+        IMPLEMENTS,
+        CALLBACK
+    }
+
+    /** One line of the catalogue. {@code method} is null for an annotation; {@code ackCalls} is empty unless EXPLICIT. */
+    record Rule(
+            Shape shape,
+            String name,
+            String method,
+            String pkg,
+            String broker,
+            Entry.Ack ack,
+            Set<String> ackCalls,
+            String kind,
+            String why) {}
+
+    private static final EntryCatalogue DEFAULT = load();
+
+    private final List<Rule> rules;
+
+    private final Set<String> packages;
+
+    private EntryCatalogue(List<Rule> rules) {
+        this.rules = List.copyOf(rules);
+        this.packages = rules.stream().map(Rule::pkg).collect(java.util.stream.Collectors.toUnmodifiableSet());
+    }
+
+    static EntryCatalogue get() {
+        return DEFAULT;
+    }
+
+    /** The first rule of {@code shape} named {@code name} whose package the file imports. */
+    Optional<Rule> match(Shape shape, String name, Repo.Source s) {
+        for (Rule r : rules) {
+            if (r.shape() == shape && r.name().equals(name) && imports(s, r.pkg())) {
+                return Optional.of(r);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The packages the rules need imported: a file naming none of them holds no catalogued handler. */
+    Set<String> packages() {
+        return packages;
+    }
+
+    /** Whether any rule has this shape and name (checked before the imports, which cost more). */
+    boolean names(Shape shape, String name) {
+        return rules.stream().anyMatch(r -> r.shape() == shape && r.name().equals(name));
+    }
+
+    private static boolean imports(Repo.Source s, String pkg) {
+        return s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith(pkg))
+                || s.cu().getPackageDeclaration()
+                        .map(p -> p.getNameAsString().startsWith(pkg))
+                        .orElse(false);
+    }
+
+    static EntryCatalogue parse(List<String> lines, String source) {
+        List<Rule> rules = new ArrayList<>();
+        int n = 0;
+        for (String raw : lines) {
+            n++;
+            String line = raw.strip();
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            String[] c = line.split(" \\| ", -1);
+            if (c.length != 8) {
+                throw new IllegalStateException(source + ":" + n + ": expected 8 columns split by ' | '"
+                        + " (shape | name | method | package | broker | ack | kind | why), got " + c.length + ": "
+                        + line);
+            }
+            Shape shape;
+            try {
+                shape = Shape.valueOf(c[0].strip().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException(
+                        source + ":" + n + ": shape must be annotation, implements or callback, not '" + c[0].strip()
+                                + "'",
+                        e);
+            }
+            String method = c[2].strip().equals("-") ? null : c[2].strip();
+            if (method == null && shape == Shape.IMPLEMENTS) {
+                throw new IllegalStateException(source + ":" + n + ": an implements rule names its handler method");
+            }
+            String ackText = c[5].strip();
+            String[] ackParts = ackText.split(":", 2);
+            Entry.Ack ack;
+            try {
+                ack = Entry.Ack.valueOf(ackParts[0]);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException(
+                        source + ":" + n + ": ack must be AFTER_RETURN, EXPLICIT:call,…, AUTO or NONE, not '" + ackText
+                                + "'",
+                        e);
+            }
+            if ((ack == Entry.Ack.EXPLICIT) != (ackParts.length == 2)) {
+                throw new IllegalStateException(source + ":" + n
+                        + ": EXPLICIT names the acknowledging calls after a colon (EXPLICIT:complete), and only"
+                        + " EXPLICIT does, not '" + ackText + "'");
+            }
+            Set<String> ackCalls = ackParts.length == 2 ? Set.copyOf(Arrays.asList(ackParts[1].split(","))) : Set.of();
+            rules.add(new Rule(
+                    shape,
+                    c[1].strip(),
+                    method,
+                    c[3].strip(),
+                    c[4].strip(),
+                    ack,
+                    ackCalls,
+                    c[6].strip(),
+                    c[7].strip()));
+        }
+        return new EntryCatalogue(rules);
+    }
+
+    private static EntryCatalogue load() {
+        try (InputStream in = EntryCatalogue.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException(RESOURCE + " is missing from the once-scan jar");
+            }
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                return parse(r.lines().toList(), RESOURCE);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + RESOURCE, e);
+        }
+    }
+}
