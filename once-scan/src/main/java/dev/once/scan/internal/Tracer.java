@@ -1993,8 +1993,10 @@ final class Tracer {
             return;
         }
         int followed = 0;
+        // a method reached both as the class's own and through a subclass's lineage is walked once, not twice
+        Set<MethodDeclaration> entered = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         for (MethodDeclaration t : targets) {
-            if (t.getBody().isEmpty() || f.visiting.contains(t) || followed++ >= 4) {
+            if (t.getBody().isEmpty() || f.visiting.contains(t) || !entered.add(t) || followed++ >= 4) {
                 continue;
             }
             Integer tx = f.tx;
