@@ -123,8 +123,13 @@ final class Analyzer {
 
         Set<Event> lost = new LinkedHashSet<>();
         // the first ack on the effects' path decides; an ack on another branch (an early exit, another switch arm)
-        // comes before none of them, and the next ack is looked at instead
+        // comes before none of them, and the next ack is looked at instead. An ack on an arm no decided ack shares (the
+        // override of another subclass, the other arm of an if) is the first of its own path and decides that one
+        List<Event> decided = new ArrayList<>();
         for (Event first : e.ack == Entry.Ack.EXPLICIT ? acks : List.<Event>of()) {
+            if (decided.stream().anyMatch(d -> !d.exclusiveWith(first))) {
+                continue;
+            }
             List<Event> after = effects.stream()
                     .filter(x -> x.seq() > first.seq() && !x.exclusiveWith(first))
                     .toList();
@@ -154,7 +159,7 @@ final class Analyzer {
                                 new Related("effect", worst.location())),
                         first.member()));
             }
-            break;
+            decided.add(first);
         }
 
         // an ack in a finally block runs when the effect failed too: the failure is acknowledged, never redelivered

@@ -50,7 +50,7 @@ import java.util.regex.Pattern;
  */
 final class Tracer {
 
-    static final int MAX_DEPTH = 6;
+    static final int MAX_DEPTH = 8;
 
     static final Pattern MONEY = Pattern.compile(
             "(?i).*(charge|capture|refund|transfer|payout|payment|withdraw|debit|credit|balance|amount|wallet|funds|money|ledger|cards?\\b|accounts?\\b|pay\\b|pay[A-Z(]).*");
@@ -514,13 +514,17 @@ final class Tracer {
             add(Event.Kind.CHECK, c, f, null, null, c.toString());
             return;
         }
-        String sql = sqlOf(c, stype, name);
+        // a mapper's default method calling its own annotated statement (JDBI: a @Transaction default method calling
+        // the @SqlUpdate beside it) names no receiver: the mapper is the method's own type
+        String mapperType = stype == null && scope.isEmpty() && f.type != null ? f.type.getNameAsString() : stype;
+        String sql = sqlOf(c, mapperType, name);
         if (sql != null) {
-            Optional<AnnotationExpr> declared = stype == null ? Optional.empty() : schema.mapperAnnotation(stype, name);
+            Optional<AnnotationExpr> declared =
+                    mapperType == null ? Optional.empty() : schema.mapperAnnotation(mapperType, name);
             if (declared.isPresent()) {
                 // the SQL is written on the mapper's method: the finding points there, the call is a step of its path
                 List<Step> path = new ArrayList<>(f.path);
-                path.add(new Step(stype + "." + name, repo.loc(c)));
+                path.add(new Step(mapperType + "." + name, repo.loc(c)));
                 Frame mapper = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, f.visiting, f.type, f.method);
                 mapper.async = f.async;
                 mapper.arms = arms(c, f);
@@ -1995,6 +1999,10 @@ final class Tracer {
         int followed = 0;
         // a method reached both as the class's own and through a subclass's lineage is walked once, not twice
         Set<MethodDeclaration> entered = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        // identity, not equals: a javaparser node's equals and hashCode walk its whole tree
+        Set<TypeDeclaration<?>> owners = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        targets.stream().filter(t -> t.getBody().isPresent()).map(Types::enclosingType).forEach(owners::add);
+        boolean dispatched = owners.size() > 1;
         for (MethodDeclaration t : targets) {
             if (t.getBody().isEmpty() || f.visiting.contains(t) || !entered.add(t) || followed++ >= 4) {
                 continue;
@@ -2026,6 +2034,12 @@ final class Tracer {
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
             callee.arms = arms(at, f);
+            if (dispatched) {
+                // a call on an abstract method or an interface runs one of the overrides it resolves to: each is an arm
+                List<Long> arms = new ArrayList<>(callee.arms);
+                arms.add(branch(at, Math.min(followed, 250)));
+                callee.arms = List.copyOf(arms);
+            }
             callee.sites = append(f.sites, at);
             visit(t.getBody().get(), callee);
         }
