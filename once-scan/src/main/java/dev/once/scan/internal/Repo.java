@@ -387,6 +387,64 @@ public final class Repo {
         return file.getParent() == null ? root : modules.computeIfAbsent(file.getParent(), this::moduleOfDir);
     }
 
+    /**
+     * Whether code in build module {@code from} can call into module {@code to}: the same module, the root, or a
+     * module its build file names (by directory or artifact id), directly or through one module it names. An
+     * interface's implementation in a sibling module the caller does not depend on never runs behind its calls.
+     */
+    boolean sees(Path from, Path to) {
+        if (from.equals(to) || to.equals(root) || from.equals(root)) {
+            return true;
+        }
+        Set<String> names = moduleNames(to);
+        String build = buildText(from);
+        if (names.stream().anyMatch(n -> mentions(build, n))) {
+            return true;
+        }
+        for (Path m : new LinkedHashSet<>(modules.values())) {
+            if (!m.equals(from) && !m.equals(to) && moduleNames(m).stream().anyMatch(n -> mentions(build, n))) {
+                String via = buildText(m);
+                if (names.stream().anyMatch(n -> mentions(via, n))) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static boolean mentions(String build, String name) {
+        return Pattern.compile("(?<![\\w.-])" + Pattern.quote(name) + "(?![\\w.-])").matcher(build).find();
+    }
+
+    private final Map<Path, String> buildTexts = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The module's build file, without its parent block (a pom names its parent, not a dependency). */
+    private String buildText(Path module) {
+        return buildTexts.computeIfAbsent(module, m -> {
+            for (String f : List.of("pom.xml", "build.gradle", "build.gradle.kts")) {
+                try {
+                    return Files.readString(m.resolve(f)).replaceAll("(?s)<parent>.*?</parent>", "");
+                } catch (java.io.IOException | RuntimeException e) {
+                    // no such build file: try the next kind
+                }
+            }
+            return "";
+        });
+    }
+
+    /** The names a build file would use for a module: its directory name and its own artifact id. */
+    private Set<String> moduleNames(Path module) {
+        Set<String> out = new LinkedHashSet<>();
+        if (module.getFileName() != null) {
+            out.add(module.getFileName().toString());
+        }
+        java.util.regex.Matcher a = Pattern.compile("<artifactId>\\s*([\\w.-]+)\\s*</artifactId>").matcher(buildText(module));
+        if (a.find()) {
+            out.add(a.group(1));
+        }
+        return out;
+    }
+
     private Path moduleOfDir(Path dir) {
         for (Path d = dir; d != null && d.startsWith(root); d = d.getParent()) {
             if (Files.exists(d.resolve("pom.xml"))

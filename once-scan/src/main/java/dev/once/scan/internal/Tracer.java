@@ -2003,6 +2003,18 @@ final class Tracer {
         Set<TypeDeclaration<?>> owners = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         targets.stream().filter(t -> t.getBody().isPresent()).map(Types::enclosingType).forEach(owners::add);
         boolean dispatched = owners.size() > 1;
+        if (dispatched && entry != null && entry.source != null) {
+            // overrides in build modules the consumer's module does not depend on never run behind this call
+            List<MethodDeclaration> visible = targets.stream()
+                    .filter(t -> {
+                        Repo.Source src = repo.sourceOf(t);
+                        return src == null || repo.sees(entry.source.module(), src.module());
+                    })
+                    .toList();
+            if (!visible.isEmpty()) {
+                targets = visible;
+            }
+        }
         for (MethodDeclaration t : targets) {
             if (t.getBody().isEmpty() || f.visiting.contains(t) || !entered.add(t) || followed++ >= 4) {
                 continue;
