@@ -636,10 +636,7 @@ final class Tracer {
             case "deleteMessage", "deleteMessageBatch" ->
                 stype == null
                         || SQS.contains(stype)
-                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs")
-                        // a shared library's queue client (SqsQueueService, a company's QueueClient): deleting
-                        // the message is the ack whoever wraps the SDK
-                        || !types.isRepoType(stype) && stype.matches("(?i).*(sqs|queue).*");
+                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
             case "basicAck" -> true;
             case "newCompleteCommand" -> "zeebe".equals(entry.broker);
             case "checkpoint" -> "kinesis".equals(entry.broker);
