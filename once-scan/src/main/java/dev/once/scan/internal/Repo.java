@@ -413,7 +413,9 @@ public final class Repo {
     }
 
     private static boolean mentions(String build, String name) {
-        return Pattern.compile("(?<![\\w.-])" + Pattern.quote(name) + "(?![\\w.-])").matcher(build).find();
+        return Pattern.compile("(?<![\\w.-])" + Pattern.quote(name) + "(?![\\w.-])")
+                .matcher(build)
+                .find();
     }
 
     private final Map<Path, String> buildTexts = new java.util.concurrent.ConcurrentHashMap<>();
@@ -438,7 +440,8 @@ public final class Repo {
         if (module.getFileName() != null) {
             out.add(module.getFileName().toString());
         }
-        java.util.regex.Matcher a = Pattern.compile("<artifactId>\\s*([\\w.-]+)\\s*</artifactId>").matcher(buildText(module));
+        java.util.regex.Matcher a =
+                Pattern.compile("<artifactId>\\s*([\\w.-]+)\\s*</artifactId>").matcher(buildText(module));
         if (a.find()) {
             out.add(a.group(1));
         }

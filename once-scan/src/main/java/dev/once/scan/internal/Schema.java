@@ -113,7 +113,8 @@ final class Schema {
     }
 
     /** Where annotated SQL can be: a file without one of these annotations holds none for {@link #annotatedSql}. */
-    private static final Pattern SQL_ANNOTATION = Pattern.compile("\\b(?:Insert|Update|Delete|Query|SqlUpdate|SqlQuery|SqlBatch)\\s*\\(");
+    private static final Pattern SQL_ANNOTATION =
+            Pattern.compile("\\b(?:Insert|Update|Delete|Query|SqlUpdate|SqlQuery|SqlBatch)\\s*\\(");
 
     /** The SQL a mapper method runs, if the repository states it (in mapper XML or on the method). */
     Optional<String> mapperSql(String mapperType, String method) {

@@ -659,14 +659,16 @@ final class Tracer {
             add(Event.Kind.ACK, fin.map(FinallyAck::at).orElse(c), f, null, null, c.toString());
             Event a = events.get(events.size() - 1);
             if (entry.ack == Entry.Ack.AFTER_RETURN) {
-                silentArm(c).ifPresent(arm -> add(
-                        Event.Kind.REQUEUE_IGNORED,
-                        arm,
-                        f,
-                        null,
-                        null,
-                        "acknowledges by hand (" + c + ") on one arm and leaves the message unacknowledged on this"
-                                + " one to have it redelivered, but " + entry.ackText));
+                silentArm(c)
+                        .ifPresent(arm -> add(
+                                Event.Kind.REQUEUE_IGNORED,
+                                arm,
+                                f,
+                                null,
+                                null,
+                                "acknowledges by hand (" + c
+                                        + ") on one arm and leaves the message unacknowledged on this"
+                                        + " one to have it redelivered, but " + entry.ackText));
             }
             fin.map(FinallyAck::tryBlock).ifPresent(t -> {
                 List<Event> inTry = events.stream()
@@ -706,7 +708,8 @@ final class Tracer {
                 sw.getChildNodes().stream()
                         .filter(x -> x instanceof com.github.javaparser.ast.stmt.SwitchEntry && x != self)
                         .forEach(siblings::add);
-            } else if (p instanceof IfStmt i && (i.getThenStmt() == child || i.getElseStmt().orElse(null) == child)) {
+            } else if (p instanceof IfStmt i
+                    && (i.getThenStmt() == child || i.getElseStmt().orElse(null) == child)) {
                 Node arm = child;
                 (i.getThenStmt() == arm ? i.getElseStmt() : Optional.of(i.getThenStmt())).ifPresent(siblings::add);
             }
@@ -736,12 +739,16 @@ final class Tracer {
             return Optional.empty();
         }
         boolean inert = body.stream()
-                .allMatch(st -> st.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class).isEmpty()
+                .allMatch(st -> st.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class)
+                                .isEmpty()
                         && !st.isReturnStmt()
                         && st.findAll(MethodCallExpr.class).stream()
-                                .allMatch(c -> INERT.matcher(c.getNameAsString()).matches())
+                                .allMatch(
+                                        c -> INERT.matcher(c.getNameAsString()).matches())
                         && st.findAll(ObjectCreationExpr.class).isEmpty());
-        if (inert && body.stream().anyMatch(st -> !st.findAll(MethodCallExpr.class).isEmpty())) {
+        if (inert
+                && body.stream()
+                        .anyMatch(st -> !st.findAll(MethodCallExpr.class).isEmpty())) {
             return Optional.of(body.get(0));
         }
         // one level down: a retry-or-give-up if inside the arm (if (attempt < max) log… else deadLetter(…))
@@ -1595,10 +1602,10 @@ final class Tracer {
     /** Set by {@link #isCheck} when the check is a list lookup: the branch of the arm it guards. */
     private Long lookupArm;
 
-    private static final Pattern LOOKUP_NAME = Pattern.compile("(get|search|fetch|query|lookup|list|load|find)\\w*By[A-Z]\\w*");
+    private static final Pattern LOOKUP_NAME =
+            Pattern.compile("(get|search|fetch|query|lookup|list|load|find)\\w*By[A-Z]\\w*");
 
-    private static final Pattern COLLECTION =
-            Pattern.compile("(List|Set|Collection|Iterable|ArrayList|HashSet)(<.*)?");
+    private static final Pattern COLLECTION = Pattern.compile("(List|Set|Collection|Iterable|ArrayList|HashSet)(<.*)?");
     /** Calls that only report: an arm holding nothing else makes no write. */
     private static final Pattern LOGGING =
             Pattern.compile("trace|debug|info|warn|error|println|printf|format|get|isEmpty|size|of");
@@ -1613,8 +1620,8 @@ final class Tracer {
     private Long actsWhenEmpty(VariableDeclarator d) {
         String v = Pattern.quote(d.getNameAsString());
         Pattern empty = Pattern.compile("\\s*" + v + "\\.isEmpty\\(\\)|\\s*" + v + "\\.size\\(\\)\\s*==\\s*0");
-        Pattern notEmpty = Pattern.compile(
-                "\\s*!\\s*" + v + "\\.isEmpty\\(\\)|\\s*" + v + "\\.size\\(\\)\\s*(>|!=)\\s*0");
+        Pattern notEmpty =
+                Pattern.compile("\\s*!\\s*" + v + "\\.isEmpty\\(\\)|\\s*" + v + "\\.size\\(\\)\\s*(>|!=)\\s*0");
         MethodDeclaration m = Types.ancestor(d, MethodDeclaration.class).orElse(null);
         if (m == null) {
             return null;
@@ -1631,7 +1638,10 @@ final class Tracer {
                     whenEmpty.add(i.getElseStmt().get());
                 } else if (i.getParentNode().orElse(null) instanceof BlockStmt b) {
                     // if (!found.isEmpty()) return …; then the rest of the block runs only when nothing was found
-                    whenEmpty.addAll(b.getStatements().subList(b.getStatements().indexOf(i) + 1, b.getStatements().size()));
+                    whenEmpty.addAll(b.getStatements()
+                            .subList(
+                                    b.getStatements().indexOf(i) + 1,
+                                    b.getStatements().size()));
                 }
             }
             if (whenEmpty.stream()
@@ -1998,7 +2008,10 @@ final class Tracer {
         Set<MethodDeclaration> entered = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         // identity, not equals: a javaparser node's equals and hashCode walk its whole tree
         Set<TypeDeclaration<?>> owners = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        targets.stream().filter(t -> t.getBody().isPresent()).map(Types::enclosingType).forEach(owners::add);
+        targets.stream()
+                .filter(t -> t.getBody().isPresent())
+                .map(Types::enclosingType)
+                .forEach(owners::add);
         boolean dispatched = owners.size() > 1;
         if (dispatched && entry != null && entry.source != null) {
             // overrides in build modules the consumer's module does not depend on never run behind this call
