@@ -198,7 +198,7 @@ public final class OrderGuard implements Handler, BatchHandler {
             throw refuse(batch, refused, why);
         }
         try {
-            batchHandler.handle(claimed, tx);
+            batchHandler.handle(inPartitionOrder(batch.plan, claimed), tx);
         } catch (Exception e) {
             List<Position> alone = claimed.size() == 1
                     ? batch.plan.positions.get(claimed.get(0).eventId())
@@ -213,6 +213,80 @@ public final class OrderGuard implements Handler, BatchHandler {
                 applied(batch, d.eventId());
             }
         }
+    }
+
+    /**
+     * {@code claimed} in an order that keeps every partition's order: the call's ids count as settled
+     * together, so the handler, applying them in list order, must meet an event after the records before
+     * it on each partition where it sits. The list comes partition by partition, each in offset order,
+     * so only an event on two partitions can be out of place: with {@code f, x} on one partition and
+     * {@code x} on another listed first, {@code x} would be applied ahead of {@code f}. Two partitions
+     * holding events in opposite orders leave no such order; those events keep their list order.
+     */
+    static List<Delivery> inPartitionOrder(Plan plan, List<Delivery> claimed) {
+        Map<String, Integer> index = new HashMap<>();
+        boolean spread = false;
+        for (int i = 0; i < claimed.size(); i++) {
+            String id = claimed.get(i).eventId();
+            index.putIfAbsent(id, i);
+            List<Position> at = plan.positions().get(id);
+            spread |= at != null && at.size() > 1;
+        }
+        if (!spread) {
+            return claimed;
+        }
+        // Each partition's call records in offset order, an event at its first position there: an edge from
+        // each to the next.
+        List<List<Integer>> next = new ArrayList<>(claimed.size());
+        int[] before = new int[claimed.size()];
+        for (int i = 0; i < claimed.size(); i++) {
+            next.add(new ArrayList<>(1));
+        }
+        for (NavigableMap<Long, String> records : plan.records().values()) {
+            Set<Integer> seen = new HashSet<>();
+            int previous = -1;
+            for (String id : records.values()) {
+                Integer i = index.get(id);
+                if (i == null || !seen.add(i)) {
+                    continue;
+                }
+                if (previous >= 0) {
+                    next.get(previous).add(i);
+                    before[i]++;
+                }
+                previous = i;
+            }
+        }
+        // Kahn's order, the lowest list index first among those free, so the list stays as it was wherever
+        // no partition asks otherwise; in a circle the lowest index left goes first.
+        java.util.PriorityQueue<Integer> free = new java.util.PriorityQueue<>();
+        for (int i = 0; i < claimed.size(); i++) {
+            if (before[i] == 0) {
+                free.add(i);
+            }
+        }
+        boolean[] taken = new boolean[claimed.size()];
+        List<Delivery> ordered = new ArrayList<>(claimed.size());
+        int scan = 0;
+        while (ordered.size() < claimed.size()) {
+            Integer i = free.poll();
+            if (i == null) {
+                while (taken[scan]) {
+                    scan++;
+                }
+                i = scan;
+            } else if (taken[i]) {
+                continue;
+            }
+            taken[i] = true;
+            ordered.add(claimed.get(i));
+            for (int j : next.get(i)) {
+                if (--before[j] == 0 && !taken[j]) {
+                    free.add(j);
+                }
+            }
+        }
+        return ordered;
     }
 
     /**
