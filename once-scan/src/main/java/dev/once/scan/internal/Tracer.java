@@ -1238,9 +1238,12 @@ final class Tracer {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
                 remote = true;
-                kind = "Feign " + stype;
+                boolean declaredFeign = repo.types(stype).stream()
+                        .anyMatch(t -> Types.annotated(t.getAnnotations(), "FeignClient"));
+                kind = (declaredFeign ? "Feign " : "HTTP interface ") + stype;
                 String anns = fm.getAnnotations().toString();
-                write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)).*");
+                write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)"
+                        + "|@(POST|PUT|PATCH)\\b|(Post|Put|Patch)Exchange|RequestLine\\(\"(POST|PUT|PATCH)).*");
                 feignText += fm.toString();
             }
         }
@@ -1273,12 +1276,28 @@ final class Tracer {
 
     private boolean feign(String type) {
         for (TypeDeclaration<?> t : repo.types(type)) {
-            if (Types.annotated(t.getAnnotations(), "FeignClient", "HttpExchange")) {
+            if (Types.annotated(t.getAnnotations(), "FeignClient", "HttpExchange", "RegisterRestClient")) {
+                return true;
+            }
+            // an HTTP client declared by its methods' verb annotations (Retrofit, JAX-RS, @PostExchange, Feign's
+            // @RequestLine): an interface with nothing in the repository implementing it, a proxy made at run time
+            if (t instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration i
+                    && i.isInterface()
+                    && i.getMethods().stream()
+                            .anyMatch(m -> m.getBody().isEmpty()
+                                    && m.getAnnotations().stream()
+                                            .anyMatch(a -> HTTP_VERB.matcher(a.getNameAsString()).matches()))
+                    && i.getMethods().stream()
+                            .allMatch(m -> repo.methods(type, m.getNameAsString(), m.getParameters().size()).stream()
+                                    .noneMatch(x -> x.getBody().isPresent()))) {
                 return true;
             }
         }
         return false;
     }
+
+    private static final Pattern HTTP_VERB = Pattern.compile(
+            "GET|POST|PUT|PATCH|DELETE|HTTP|RequestLine|(Get|Post|Put|Patch|Delete)Exchange");
 
     private static boolean keyed(String call, String member) {
         return (call + member)
