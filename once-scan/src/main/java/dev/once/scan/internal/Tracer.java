@@ -1238,8 +1238,8 @@ final class Tracer {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
                 remote = true;
-                boolean declaredFeign = repo.types(stype).stream()
-                        .anyMatch(t -> Types.annotated(t.getAnnotations(), "FeignClient"));
+                boolean declaredFeign =
+                        repo.types(stype).stream().anyMatch(t -> Types.annotated(t.getAnnotations(), "FeignClient"));
                 kind = (declaredFeign ? "Feign " : "HTTP interface ") + stype;
                 String anns = fm.getAnnotations().toString();
                 write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)"
@@ -1286,9 +1286,16 @@ final class Tracer {
                     && i.getMethods().stream()
                             .anyMatch(m -> m.getBody().isEmpty()
                                     && m.getAnnotations().stream()
-                                            .anyMatch(a -> HTTP_VERB.matcher(a.getNameAsString()).matches()))
+                                            .anyMatch(a -> HTTP_VERB
+                                                    .matcher(a.getNameAsString())
+                                                    .matches()))
                     && i.getMethods().stream()
-                            .allMatch(m -> repo.methods(type, m.getNameAsString(), m.getParameters().size()).stream()
+                            .allMatch(m -> repo
+                                    .methods(
+                                            type,
+                                            m.getNameAsString(),
+                                            m.getParameters().size())
+                                    .stream()
                                     .noneMatch(x -> x.getBody().isPresent()))) {
                 return true;
             }
@@ -1296,8 +1303,8 @@ final class Tracer {
         return false;
     }
 
-    private static final Pattern HTTP_VERB = Pattern.compile(
-            "GET|POST|PUT|PATCH|DELETE|HTTP|RequestLine|(Get|Post|Put|Patch|Delete)Exchange");
+    private static final Pattern HTTP_VERB =
+            Pattern.compile("GET|POST|PUT|PATCH|DELETE|HTTP|RequestLine|(Get|Post|Put|Patch|Delete)Exchange");
 
     private static boolean keyed(String call, String member) {
         return (call + member)
