@@ -1004,6 +1004,48 @@ final class EntryPoints {
                         s, r, owner(v) + " " + v.getNameAsString(), handler, handler.getBody(), handler));
     }
 
+    /**
+     * A pulling call the catalogue names on a receiver of its type ({@code jmsTemplate.receiveAndConvert(q)},
+     * {@code pubSubTemplate.pull(…)}): the loop around it, or its method, is the consumer. One acknowledged as it
+     * returns (AUTO) is acknowledged at the call, before the work after it.
+     */
+    private void catalogueReceive(Repo.Source s, MethodCallExpr call) {
+        String type = call.getScope().map(types::typeOf).orElse(null);
+        if (type == null) {
+            return;
+        }
+        for (EntryCatalogue.Rule r : CATALOGUE.all(EntryCatalogue.Shape.RECEIVE, call.getNameAsString(), s)) {
+            if (!type.matches(r.method())) {
+                continue;
+            }
+            Node body = loopOrMethod(call);
+            MethodDeclaration m = Types.ancestor(call, MethodDeclaration.class).orElse(null);
+            if (body == null || m == null) {
+                return;
+            }
+            Entry e = add(s, r.kind(), r.broker(), owner(call), call, body, call);
+            e.loop = body != m.getBody().orElse(null);
+            e.ack = r.ack();
+            e.ackCalls = r.ackCalls();
+            e.ackText = r.why();
+            if (r.ack() == Entry.Ack.AUTO && transacted(s.module())) {
+                // a session- or channel-transacted template acknowledges with the transaction's commit
+                e.ack = Entry.Ack.AFTER_RETURN;
+                e.ackText = r.kind() + " in a transacted session: acknowledged when the transaction commits";
+            } else if (r.ack() == Entry.Ack.AUTO) {
+                e.ackSetting = e.location;
+            }
+            return;
+        }
+    }
+
+    /** The module makes its JMS session or Rabbit channel transacted (setSessionTransacted(true), setChannelTransacted(true)). */
+    private boolean transacted(Path module) {
+        return repo.sources().stream()
+                .anyMatch(o -> o.module().equals(module)
+                        && o.text().replace(" ", "").matches("(?s).*(Session|Channel)Transacted\\(true\\).*"));
+    }
+
     private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
         Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
         e.ack = r.ack();
@@ -1335,6 +1377,9 @@ final class EntryPoints {
             CATALOGUE
                     .match(EntryCatalogue.Shape.CALLBACK, call.getNameAsString(), s)
                     .ifPresent(r -> catalogueCallback(s, r, call));
+        }
+        if (CATALOGUE.names(EntryCatalogue.Shape.RECEIVE, call.getNameAsString())) {
+            catalogueReceive(s, call);
         }
         String n = call.getNameAsString();
         switch (n) {
