@@ -1376,13 +1376,50 @@ final class Tracer {
                 if (fd.isAnnotationPresent("Id") && fd.isAnnotationPresent("GeneratedValue")) {
                     return true;
                 }
-                if (fd.isAnnotationPresent("Id") && t.isAnnotationPresent("Document") && mongoAssigned(t, fd)) {
+                if (fd.isAnnotationPresent("Id") && mongoDocument(t) && mongoAssigned(t, fd)) {
                     return true;
                 }
             }
         }
         return false;
     }
+
+    /**
+     * A MongoDB document: {@code @Document}, or (the annotation being optional) a class whose {@code @Id} is Spring
+     * Data's own ({@code org.springframework.data.annotation.Id}, not JPA's) in a module that uses MongoDB (its build
+     * or configuration names it).
+     */
+    private boolean mongoDocument(TypeDeclaration<?> t) {
+        if (t.isAnnotationPresent("Document")) {
+            return true;
+        }
+        Repo.Source s = repo.sourceOf(t);
+        if (s == null
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().equals("org.springframework.data.annotation.Id"))) {
+            return false;
+        }
+        return mongoModules.computeIfAbsent(s.module(), m -> {
+            for (Path f : repo.otherFiles) {
+                String n = f.getFileName().toString();
+                if (f.startsWith(m)
+                        && (n.equals("pom.xml") || n.startsWith("build.gradle") || n.startsWith("application"))) {
+                    try {
+                        if (java.nio.file.Files.readString(f)
+                                .toLowerCase(Locale.ROOT)
+                                .contains("mongodb")) {
+                            return true;
+                        }
+                    } catch (java.io.IOException | RuntimeException e) {
+                        // an unreadable build or configuration file says nothing about the store
+                    }
+                }
+            }
+            return false;
+        });
+    }
+
+    private final Map<Path, Boolean> mongoModules = new HashMap<>();
 
     /**
      * A MongoDB document's {@code @Id} (a String, ObjectId or BigInteger) that nothing in the repository sets: Spring
