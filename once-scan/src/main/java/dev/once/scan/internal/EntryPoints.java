@@ -862,6 +862,18 @@ final class EntryPoints {
             }
         }
         for (ClassOrInterfaceType t : extended) {
+            if (t.getNameAsString().matches("ContextualProcessor|ContextualFixedKeyProcessor|AbstractProcessor")
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+                // the Processor API's base classes: a processor extending one is a processor all the same
+                for (MethodDeclaration m : c.getMethodsByName("process")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kafka Streams Processor.process", "kafka", owner(m), m, b, m);
+                        e.ackText = "Kafka Streams commits the offset after the record is processed (at-least-once"
+                                + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
+                    });
+                }
+            }
             if (t.getNameAsString().equals("DefaultConsumer")) {
                 for (MethodDeclaration m : c.getMethodsByName("handleDelivery")) {
                     m.getBody().ifPresent(b -> {
