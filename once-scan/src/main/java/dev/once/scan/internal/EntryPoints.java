@@ -917,7 +917,10 @@ final class EntryPoints {
             if (m.getBody().isEmpty()) {
                 continue;
             }
-            for (AnnotationExpr a : m.getAnnotations()) {
+            // an annotation on the method, or on one of its parameters (an Azure Functions trigger binds a parameter)
+            List<AnnotationExpr> anns = new ArrayList<>(m.getAnnotations());
+            m.getParameters().forEach(p -> anns.addAll(p.getAnnotations()));
+            for (AnnotationExpr a : anns) {
                 String n = a.getName().getIdentifier();
                 if (CATALOGUE.names(EntryCatalogue.Shape.ANNOTATION, n)) {
                     CATALOGUE
