@@ -830,6 +830,17 @@ final class Tracer {
                         false);
                 return true;
             }
+            if (name.matches("(right|left)Push(All)?|[lr]push\\w*")) {
+                // a list grows by one entry per call: a redelivery appends the entry again
+                effect(
+                        c,
+                        f,
+                        Blast.DATA,
+                        Event.Category.EXTERNAL,
+                        "appends to a list in " + (stype == null ? "the store" : stype),
+                        false);
+                return true;
+            }
             if (name.matches("setIfAbsent|putIfAbsent|setnx|setNX") && dedupeClaim(c)) {
                 // SETNX on a "processed"/"dedup" key decides whether the handler goes on: a claim, but in another
                 // store, committed apart from the effect it guards
