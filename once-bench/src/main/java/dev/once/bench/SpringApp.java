@@ -4,7 +4,6 @@ import dev.once.ClaimTiming;
 import dev.once.outbox.OutboxMessage;
 import dev.once.spring.IdempotentListener;
 import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.util.ArrayList;
@@ -74,13 +73,16 @@ public class SpringApp {
      * listener runs at a time, on one thread.
      */
     public static class Meter {
-        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+        private static final com.sun.management.ThreadMXBean THREADS =
+                (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
         private final AtomicLong effects = new AtomicLong();
         private volatile long first;
         private volatile long last;
         private volatile long firstCpu;
         private volatile long lastCpu;
+        private volatile long firstAllocated;
+        private volatile long lastAllocated;
 
         void reset() {
             effects.set(0);
@@ -102,9 +104,18 @@ public class SpringApp {
             return lastCpu - firstCpu;
         }
 
+        /**
+         * Bytes the listener's thread allocated over the same span: unlike its CPU time, the same for the
+         * same code whatever else the machine runs, so rows can be compared on a loaded machine.
+         */
+        long allocatedBytes() {
+            return lastAllocated - firstAllocated;
+        }
+
         void entered() {
             if (first == 0) {
                 firstCpu = THREADS.getCurrentThreadCpuTime();
+                firstAllocated = THREADS.getCurrentThreadAllocatedBytes();
                 first = System.nanoTime();
             }
         }
@@ -125,6 +136,7 @@ public class SpringApp {
 
         private void count(int n) {
             lastCpu = THREADS.getCurrentThreadCpuTime();
+            lastAllocated = THREADS.getCurrentThreadAllocatedBytes();
             last = System.nanoTime();
             effects.addAndGet(n);
         }

@@ -65,6 +65,7 @@ final class SpringSuite implements Suite {
             long effects,
             double seconds,
             long cpuNanos,
+            long allocatedBytes,
             long credited,
             long marks) {
         double eventsPerSecond() {
@@ -76,14 +77,20 @@ final class SpringSuite implements Suite {
             return cpuNanos / 1e3 / events;
         }
 
+        /** Bytes the listener's thread allocated per distinct event. */
+        double bytesPerEvent() {
+            return (double) allocatedBytes / events;
+        }
+
         String line() {
             return String.format(
                     Locale.ROOT,
-                    "BENCH name=spring-%s mode=%s conns=1 events_per_s=%.0f cpu_us_per_event=%.0f",
+                    "BENCH name=spring-%s mode=%s conns=1 events_per_s=%.0f cpu_us_per_event=%.0f alloc_bytes_per_event=%.0f",
                     name,
                     name.contains("batch") ? "batch" : "per-message",
                     eventsPerSecond(),
-                    cpuMicrosPerEvent());
+                    cpuMicrosPerEvent(),
+                    bytesPerEvent());
         }
     }
 
@@ -143,9 +150,10 @@ final class SpringSuite implements Suite {
                         + " event (`UPDATE account … WHERE id = ?`; the set-wise row one `UPDATE … FROM unnest`"
                         + " per poll). events/s: distinct events applied per second, first listener call to"
                         + " last commit; CPU: the listener thread's CPU time over the same span (poll, listener"
-                        + " adapter, interceptor, JDBC driver, body) per event.\n\n"
-                        + "| row | listener | events/s | CPU µs / event | deliveries | credited | claims / marks |\n"
-                        + "|---|---|---|---|---|---|---|\n");
+                        + " adapter, interceptor, JDBC driver, body) per event; bytes: what that thread allocated"
+                        + " over the span per event (the same whatever else the machine runs).\n\n"
+                        + "| row | listener | events/s | CPU µs / event | bytes allocated / event | deliveries | credited | claims / marks |\n"
+                        + "|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             run.line(r.line());
             md.append("| ")
@@ -156,6 +164,8 @@ final class SpringSuite implements Suite {
                     .append(Math.round(r.eventsPerSecond()))
                     .append(" | ")
                     .append(Math.round(r.cpuMicrosPerEvent()))
+                    .append(" | ")
+                    .append(Math.round(r.bytesPerEvent()))
                     .append(" | ")
                     .append(r.deliveries())
                     .append(" | ")
@@ -346,6 +356,7 @@ final class SpringSuite implements Suite {
         long effects;
         double seconds;
         long cpuNanos;
+        long allocatedBytes;
         long credited;
 
         Tally(String name, int events, int deliveries, MessageListenerContainer container) {
@@ -388,7 +399,7 @@ final class SpringSuite implements Suite {
                         marks));
             }
             Run.progress(String.format(Locale.ROOT, "spring: %s %.0f events/s", name, events / seconds));
-            return new Row(name, events, deliveries, effects, seconds, cpuNanos, credited, marks);
+            return new Row(name, events, deliveries, effects, seconds, cpuNanos, allocatedBytes, credited, marks);
         }
     }
 
@@ -435,6 +446,7 @@ final class SpringSuite implements Suite {
         t.effects += meter.effects();
         t.seconds += meter.seconds();
         t.cpuNanos += meter.cpuNanos();
+        t.allocatedBytes += meter.allocatedBytes();
     }
 
     private static String consumer(String row) {

@@ -3,6 +3,7 @@ package dev.once.spring;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -153,21 +154,36 @@ final class ListenerMessages {
 
         static Delivery delivery(Object message, String header, String eventId) {
             var record = (org.apache.kafka.clients.consumer.ConsumerRecord<?, ?>) message;
-            // One pass over the headers (every record of a per-record listener comes through here): the map,
-            // and the last value of the event id's header and of spring-kafka's delivery attempt.
-            Map<String, String> headers = new HashMap<>();
+            // One pass over the headers (every record of a per-record listener comes through here): their
+            // entries, and the last value of the event id's header and of spring-kafka's delivery attempt. The
+            // entries become the immutable map Delivery keeps as it is (Map.copyOf of an immutable map copies
+            // nothing), not a HashMap that Delivery would copy again.
+            org.apache.kafka.common.header.Header[] all = record.headers().toArray();
+            @SuppressWarnings({"unchecked", "rawtypes"})
+            Map.Entry<String, String>[] entries = new Map.Entry[all.length];
+            int n = 0;
             byte[] last = null;
             byte[] deliveryAttempt = null;
-            for (var h : record.headers()) {
+            for (var h : all) {
                 String key = h.key();
                 byte[] value = h.value();
-                headers.put(key, value == null ? "" : new String(value, StandardCharsets.UTF_8));
+                Map.Entry<String, String> entry =
+                        Map.entry(key, value == null ? "" : new String(value, StandardCharsets.UTF_8));
+                int same = all.length <= SMALL ? indexOf(entries, n, key) : -1;
+                if (same >= 0) {
+                    entries[same] = entry; // a repeated key: its last value, as Kafka's lastHeader reads it
+                } else {
+                    entries[n++] = entry;
+                }
                 if (key.equals(header)) {
                     last = value;
                 } else if (SPRING_KAFKA && key.equals(DELIVERY_ATTEMPT)) {
                     deliveryAttempt = value;
                 }
             }
+            Map<String, String> headers = all.length <= SMALL
+                    ? Map.ofEntries(n == entries.length ? entries : Arrays.copyOf(entries, n))
+                    : lastOfEach(entries);
             String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
             String id = eventId != null ? eventId : text(last);
             int attempt = 1;
@@ -176,6 +192,27 @@ final class ListenerMessages {
             }
             return new Delivery(
                     required(id, header, where), "", bytes(record.value()), headers, attempt, attempt > 1, where);
+        }
+
+        // Up to this many headers a repeated key is found by comparing with those before it; a record with more
+        // (rare, and a producer could send thousands) goes through a hash map.
+        private static final int SMALL = 16;
+
+        private static Map<String, String> lastOfEach(Map.Entry<String, String>[] entries) {
+            Map<String, String> byKey = new HashMap<>();
+            for (Map.Entry<String, String> e : entries) {
+                byKey.put(e.getKey(), e.getValue());
+            }
+            return byKey;
+        }
+
+        private static int indexOf(Map.Entry<String, String>[] entries, int n, String key) {
+            for (int i = 0; i < n; i++) {
+                if (entries[i].getKey().equals(key)) {
+                    return i;
+                }
+            }
+            return -1;
         }
     }
 
