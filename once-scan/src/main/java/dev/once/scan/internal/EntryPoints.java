@@ -45,6 +45,12 @@ final class EntryPoints {
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
                     + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    /**
+     * A library's or the project's own SQS wrapper whose type says so (SqsQueueService, SqsClientWrapper): its
+     * receiveMessage(s) pulls from SQS like the SDK's, and the trace meets the SDK's deleteMessage under it.
+     */
+    private static final Pattern SQS_WRAPPER = Pattern.compile("\\w*(Sqs|SQS)\\w*");
+
     private static final Set<String> SQS_TYPES = Set.of(
             "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
 
@@ -248,7 +254,10 @@ final class EntryPoints {
                             || !(sub instanceof ClassOrInterfaceDeclaration sc)
                             || sc.isAbstract()
                             || sc.isInterface()
-                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))) {
+                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))
+                            // one consumer per concrete class, listed at its first override: a second abstract
+                            // method it overrides is the same consumer (its trace dispatches both)
+                            || derived.stream().anyMatch(d -> d.self == sc)) {
                         continue;
                     }
                     derived.add(inherited(e, sc, o));
@@ -948,6 +957,26 @@ final class EntryPoints {
      * {@code this::method} reference to a method of the calling class.
      */
     private void catalogueCallback(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
+        int before = entries.size();
+        callbackHandlers(s, r, call);
+        Node built = call.findAncestor(Statement.class).orElse(null);
+        if (r.ack() == Entry.Ack.AFTER_RETURN
+                && built != null
+                && AUTO_COMPLETE_OFF.matcher(built.toString()).matches()) {
+            // the client built around the callback leaves completion to it: complete/dead-letter is the ack
+            for (Entry e : entries.subList(before, entries.size())) {
+                e.ack = Entry.Ack.EXPLICIT;
+                e.ackCalls = Set.of("complete", "deadLetter", "completeMessage", "deadLetterMessage");
+                e.ackText = "auto-complete disabled: the handler settles the message (complete/deadLetter); one it does"
+                        + " not settle before its lock expires is redelivered";
+            }
+        }
+    }
+
+    private static final Pattern AUTO_COMPLETE_OFF =
+            Pattern.compile("(?s).*(disableAutoComplete\\(\\)|setAutoComplete\\(false\\)|autoComplete\\(false\\)).*");
+
+    private void callbackHandlers(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
         for (Expression arg : call.getArguments()) {
             Expression x = arg;
             while (x instanceof CastExpr || x instanceof EnclosedExpr) {
@@ -976,6 +1005,27 @@ final class EntryPoints {
                 if (owner != null) {
                     for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
                         target.getBody().ifPresent(b -> catalogueEntry(s, r, owner(target), target, b, target));
+                    }
+                }
+            } else if (x instanceof MethodReferenceExpr ref) {
+                // a bean's method (processMessage(messageHandler::processMessage), the handler injected into the
+                // @Bean method that builds the client): the handler is that class's method, listed where it is
+                Expression scope = ref.getScope();
+                String type = scope.isTypeExpr()
+                                && Character.isLowerCase(scope.toString().charAt(0))
+                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                                .map(Types::simple)
+                                .orElse(null)
+                        : types.typeOf(scope);
+                if (type == null) {
+                    continue;
+                }
+                for (TypeDeclaration<?> td : repo.types(type, call)) {
+                    for (MethodDeclaration target : td.getMethodsByName(ref.getIdentifier())) {
+                        target.getBody().ifPresent(b -> {
+                            Entry e = catalogueEntry(s, r, owner(target), target, b, target);
+                            e.source = repo.sourceOf(target);
+                        });
                     }
                 }
             }
@@ -1061,11 +1111,12 @@ final class EntryPoints {
                         && o.text().replace(" ", "").matches("(?s).*(Session|Channel)Transacted\\(true\\).*"));
     }
 
-    private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
+    private Entry catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
         Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
         e.ack = r.ack();
         e.ackCalls = r.ackCalls();
         e.ackText = r.why();
+        return e;
     }
 
     // ---- Camel routes ---------------------------------------------------------------------------
@@ -1156,7 +1207,9 @@ final class EntryPoints {
 
     /** {@code @Bean MessageReceiver receiver() { return (message, consumer) -> …; }}: the lambda is the callback. */
     private void callbackBean(Repo.Source s, MethodDeclaration m) {
-        if (!Types.annotated(m.getAnnotations(), "Bean") || !m.getType().isClassOrInterfaceType()) {
+        // a @Bean, or any method whose declared type is the callback interface (a base class's getReceiver() handing
+        // the Subscriber its MessageReceiver): the lambda it returns is what the client calls per message
+        if (!m.getType().isClassOrInterfaceType()) {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
@@ -1404,9 +1457,10 @@ final class EntryPoints {
                     kafkaLoop(s, call);
                 }
             }
-            case "receiveMessage" -> {
+            case "receiveMessage", "receiveMessages" -> {
                 String t = call.getScope().map(types::typeOf).orElse(null);
-                if (t != null && SQS_TYPES.contains(t)) {
+                if (t != null
+                        && (SQS_TYPES.contains(t) || SQS_WRAPPER.matcher(t).matches())) {
                     sqsLoop(s, call);
                 }
             }
