@@ -2392,11 +2392,31 @@ final class EntryPoints {
 
     /** A side effect in a Kafka Streams topology: {@code stream.peek((k, v) -> mailer.send(v))}. */
     private void streamsSideEffect(Repo.Source s, MethodCallExpr call) {
-        if (call.getArguments().size() != 1 || !(call.getArgument(0) instanceof LambdaExpr l)) {
+        if (call.getArguments().size() != 1) {
             return;
         }
         boolean streams =
                 s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"));
+        if (streams
+                && call.getArgument(0) instanceof MethodReferenceExpr ref
+                && ref.getScope().isThisExpr()) {
+            // .foreach(this::process): the class's own method is the side effect run per record
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration m :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                if (m.getParameters().size() == 2) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kafka Streams " + call.getNameAsString(), "kafka", owner(m), m, b, m);
+                        e.ackText = "Kafka Streams commits the offset after the record is processed; exactly_once"
+                                + " covers topics and state stores, not a side effect in " + call.getNameAsString();
+                    });
+                }
+            }
+            return;
+        }
+        if (!(call.getArgument(0) instanceof LambdaExpr l)) {
+            return;
+        }
         if (streams) {
             Entry e = add(
                     s,
