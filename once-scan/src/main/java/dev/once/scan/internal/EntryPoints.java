@@ -1000,7 +1000,7 @@ final class EntryPoints {
                                 md);
                     }
                 }
-            } else if (x instanceof MethodReferenceExpr ref && ref.getScope().isThisExpr()) {
+            } else if (x instanceof MethodReferenceExpr ref && selfReference(ref)) {
                 TypeDeclaration<?> owner = Types.enclosingType(call);
                 if (owner != null) {
                     for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
@@ -1223,6 +1223,18 @@ final class EntryPoints {
                     }
                 }
             });
+            return;
+        }
+        if (t.endsWith("MessageListener")
+                && !t.equals("BatchMessageListener")
+                && Types.annotated(m.getAnnotations(), "Bean")
+                && listenerBroker(s) != null) {
+            // @Bean MessageListener listener() { return message -> …; }: the bean a listener container is given
+            for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+                if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    listened(add(s, t + " bean", listenerBroker(s), owner(m), l, l.getBody(), l));
+                }
+            }
             return;
         }
         if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
@@ -1919,8 +1931,7 @@ final class EntryPoints {
                             md));
                 }
             }
-        } else if (a instanceof MethodReferenceExpr ref
-                && ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+        } else if (a instanceof MethodReferenceExpr ref && selfReference(ref)) {
             TypeDeclaration<?> owner = Types.enclosingType(call);
             for (MethodDeclaration md :
                     owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
@@ -1939,6 +1950,18 @@ final class EntryPoints {
 
     private static void listened(Entry e) {
         e.ackText = "the consumer acknowledges after the listener returns";
+    }
+
+    /**
+     * {@code this::m}, also when cast to the listener type: {@code (MessageListener<K, V>) this::m} parses as a method
+     * reference whose scope is the cast {@code this}.
+     */
+    private static boolean selfReference(MethodReferenceExpr ref) {
+        Expression scope = ref.getScope();
+        while (scope instanceof CastExpr || scope instanceof EnclosedExpr) {
+            scope = scope instanceof CastExpr c ? c.getExpression() : ((EnclosedExpr) scope).getInner();
+        }
+        return scope.isThisExpr();
     }
 
     private static String listenerBroker(Repo.Source s) {
@@ -2071,6 +2094,17 @@ final class EntryPoints {
                     decl = md;
                     // the handler an anonymous DefaultConsumer overrides is the entry point, not the
                     // basicConsume call some lines below it
+                    at = md;
+                }
+            }
+        } else if (cb instanceof MethodReferenceExpr ref && selfReference(ref)) {
+            // basicConsume(queue, false, this::onDelivery, …): the class's own method is the DeliverCallback
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration md :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                if (md.getBody().isPresent() && md.getParameters().size() == 2) {
+                    body = md.getBody().get();
+                    decl = md;
                     at = md;
                 }
             }
