@@ -399,7 +399,11 @@ final class EntryPoints {
                 continue;
             }
             var anns = m.getAnnotations();
-            if (Types.annotated(anns, "KafkaListener") || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
+            // the repeatable annotations' containers (@KafkaListeners({…}), @JmsListeners, @RabbitListeners) hold
+            // listeners
+            // of the same method
+            if (Types.annotated(anns, "KafkaListener", "KafkaListeners")
+                    || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
                 Entry e = add(
                         s, "@KafkaListener", "kafka", owner(m), m, m.getBody().get(), m);
                 springKafka(
@@ -408,7 +412,7 @@ final class EntryPoints {
                         Types.annotation(anns, "KafkaListener")
                                 .or(() -> Types.annotation(classAnnotations, "KafkaListener"))
                                 .orElse(null));
-            } else if (Types.annotated(anns, "RabbitListener")
+            } else if (Types.annotated(anns, "RabbitListener", "RabbitListeners")
                     || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
                 Entry e = add(
                         s,
@@ -438,7 +442,7 @@ final class EntryPoints {
                         m.getBody().get(),
                         m);
                 e.ackText = "SNS retries the HTTP delivery until the method returns normally";
-            } else if (Types.annotated(anns, "JmsListener")) {
+            } else if (Types.annotated(anns, "JmsListener", "JmsListeners")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";
                 e.jtaTransaction =
