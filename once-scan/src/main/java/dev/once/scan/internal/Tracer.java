@@ -1243,6 +1243,18 @@ final class Tracer {
             freshInsert(c, f, table);
             return;
         }
+        // a fresh random id is a new row each time (above); an id taken from the message is merged by save
+        if (mergedBySave(c, stype, entity)) {
+            // a row a repeat overwrites rather than fails on: neither a claim nor a guarded insert
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "merges a " + entity + " by the id it assigns (save of an entity Spring Data takes for existing)",
+                    true);
+            return;
+        }
         if (table != null && DEDUPE_TABLE.matcher(table).matches() && key.orElse(true)) {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
@@ -1378,6 +1390,35 @@ final class Tracer {
         return setters.stream()
                 .anyMatch(x ->
                         ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
+    }
+
+    /**
+     * A Spring Data repository's {@code save} of a JPA entity whose {@code @Id} the code assigns, with no
+     * {@code @Version} and not {@code Persistable}: Spring Data takes it for an existing row and merges it (a select,
+     * then an update or an insert), so a second delivery overwrites the first's row instead of failing on its key. It
+     * claims nothing; {@code persist}/{@code insert}, a generated id, a version or {@code Persistable.isNew} do.
+     */
+    private boolean mergedBySave(MethodCallExpr c, String stype, String entity) {
+        if (entity == null
+                || !c.getNameAsString().matches("save|saveAndFlush|saveAll")
+                || stype == null
+                || !types.isSpringDataRepository(stype)) {
+            return false;
+        }
+        for (TypeDeclaration<?> t : repo.types(entity)) {
+            if (!t.isAnnotationPresent("Entity") || t.toString().matches("(?s).*\\bPersistable\\b.*")) {
+                return false;
+            }
+            boolean assigned = false;
+            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
+                if (fd.isAnnotationPresent("Version") || fd.isAnnotationPresent("GeneratedValue")) {
+                    return false;
+                }
+                assigned |= fd.isAnnotationPresent("Id") || fd.isAnnotationPresent("EmbeddedId");
+            }
+            return assigned;
+        }
+        return false;
     }
 
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
