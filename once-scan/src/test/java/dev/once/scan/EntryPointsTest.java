@@ -33,7 +33,9 @@ class EntryPointsTest {
                         "Paho MqttCallback.messageArrived @ MeterReadings.java:19",
                         "Azure ServiceBusProcessorClient.processMessage @ InvoiceMailer.java:21",
                         "Redis Streams StreamListener.onMessage @ RefundStream.java:18",
-                        "Lambda handler(SQSEvent) @ UsageHandler.java:15");
+                        "Lambda handler(SQSEvent) @ UsageHandler.java:15",
+                        "Cloud Functions BackgroundFunction.accept @ UsageFunction.java:15",
+                        "Azure Functions @ServiceBusQueueTrigger @ InvoiceFunction.java:16");
     }
 
     @Test

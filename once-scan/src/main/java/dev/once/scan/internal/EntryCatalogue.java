@@ -24,7 +24,9 @@ final class EntryCatalogue {
     enum Shape {
         ANNOTATION,
         IMPLEMENTS,
-        CALLBACK
+        CALLBACK,
+        /** A pulling call on a receiver of the type {@code method} names: the loop (or method) around it is the consumer. */
+        RECEIVE
     }
 
     /** One line of the catalogue. {@code method} is null for an annotation; {@code ackCalls} is empty unless EXPLICIT. */
@@ -64,6 +66,13 @@ final class EntryCatalogue {
         return Optional.empty();
     }
 
+    /** Every rule of {@code shape} named {@code name} whose package the file imports, in the catalogue's order. */
+    List<Rule> all(Shape shape, String name, Repo.Source s) {
+        return rules.stream()
+                .filter(r -> r.shape() == shape && r.name().equals(name) && imports(s, r.pkg()))
+                .toList();
+    }
+
     /** The packages the rules need imported: a file naming none of them holds no catalogued handler. */
     Set<String> packages() {
         return packages;
@@ -101,13 +110,16 @@ final class EntryCatalogue {
                 shape = Shape.valueOf(c[0].strip().toUpperCase(java.util.Locale.ROOT));
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
-                        source + ":" + n + ": shape must be annotation, implements or callback, not '" + c[0].strip()
+                        source + ":" + n + ": shape must be annotation, implements, callback or receive, not '"
+                                + c[0].strip()
                                 + "'",
                         e);
             }
             String method = c[2].strip().equals("-") ? null : c[2].strip();
-            if (method == null && shape == Shape.IMPLEMENTS) {
-                throw new IllegalStateException(source + ":" + n + ": an implements rule names its handler method");
+            if (method == null && (shape == Shape.IMPLEMENTS || shape == Shape.RECEIVE)) {
+                throw new IllegalStateException(
+                        source + ":" + n + ": an " + shape.name().toLowerCase(java.util.Locale.ROOT)
+                                + " rule names its handler method (implements) or its receiver's type (receive)");
             }
             String ackText = c[5].strip();
             String[] ackParts = ackText.split(":", 2);

@@ -45,6 +45,12 @@ final class EntryPoints {
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
                     + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    /**
+     * A library's or the project's own SQS wrapper whose type says so (SqsQueueService, SqsClientWrapper): its
+     * receiveMessage(s) pulls from SQS like the SDK's, and the trace meets the SDK's deleteMessage under it.
+     */
+    private static final Pattern SQS_WRAPPER = Pattern.compile("\\w*(Sqs|SQS)\\w*");
+
     private static final Set<String> SQS_TYPES = Set.of(
             "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
 
@@ -248,7 +254,10 @@ final class EntryPoints {
                             || !(sub instanceof ClassOrInterfaceDeclaration sc)
                             || sc.isAbstract()
                             || sc.isInterface()
-                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))) {
+                            || derived.stream().anyMatch(d -> d.location.equals(repo.span(o, o.getName())))
+                            // one consumer per concrete class, listed at its first override: a second abstract
+                            // method it overrides is the same consumer (its trace dispatches both)
+                            || derived.stream().anyMatch(d -> d.self == sc)) {
                         continue;
                     }
                     derived.add(inherited(e, sc, o));
@@ -390,7 +399,11 @@ final class EntryPoints {
                 continue;
             }
             var anns = m.getAnnotations();
-            if (Types.annotated(anns, "KafkaListener") || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
+            // the repeatable annotations' containers (@KafkaListeners({…}), @JmsListeners, @RabbitListeners) hold
+            // listeners
+            // of the same method
+            if (Types.annotated(anns, "KafkaListener", "KafkaListeners")
+                    || (classKafka && Types.annotated(anns, "KafkaHandler"))) {
                 Entry e = add(
                         s, "@KafkaListener", "kafka", owner(m), m, m.getBody().get(), m);
                 springKafka(
@@ -399,7 +412,7 @@ final class EntryPoints {
                         Types.annotation(anns, "KafkaListener")
                                 .or(() -> Types.annotation(classAnnotations, "KafkaListener"))
                                 .orElse(null));
-            } else if (Types.annotated(anns, "RabbitListener")
+            } else if (Types.annotated(anns, "RabbitListener", "RabbitListeners")
                     || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
                 Entry e = add(
                         s,
@@ -429,7 +442,7 @@ final class EntryPoints {
                         m.getBody().get(),
                         m);
                 e.ackText = "SNS retries the HTTP delivery until the method returns normally";
-            } else if (Types.annotated(anns, "JmsListener")) {
+            } else if (Types.annotated(anns, "JmsListener", "JmsListeners")) {
                 Entry e = add(s, "@JmsListener", "jms", owner(m), m, m.getBody().get(), m);
                 e.ackText = "the JMS container acknowledges after the listener returns";
                 e.jtaTransaction =
@@ -862,6 +875,18 @@ final class EntryPoints {
             }
         }
         for (ClassOrInterfaceType t : extended) {
+            if (t.getNameAsString().matches("ContextualProcessor|ContextualFixedKeyProcessor|AbstractProcessor")
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"))) {
+                // the Processor API's base classes: a processor extending one is a processor all the same
+                for (MethodDeclaration m : c.getMethodsByName("process")) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kafka Streams Processor.process", "kafka", owner(m), m, b, m);
+                        e.ackText = "Kafka Streams commits the offset after the record is processed (at-least-once"
+                                + " unless processing.guarantee is exactly_once, which covers topics and stores only)";
+                    });
+                }
+            }
             if (t.getNameAsString().equals("DefaultConsumer")) {
                 for (MethodDeclaration m : c.getMethodsByName("handleDelivery")) {
                     m.getBody().ifPresent(b -> {
@@ -905,7 +930,10 @@ final class EntryPoints {
             if (m.getBody().isEmpty()) {
                 continue;
             }
-            for (AnnotationExpr a : m.getAnnotations()) {
+            // an annotation on the method, or on one of its parameters (an Azure Functions trigger binds a parameter)
+            List<AnnotationExpr> anns = new ArrayList<>(m.getAnnotations());
+            m.getParameters().forEach(p -> anns.addAll(p.getAnnotations()));
+            for (AnnotationExpr a : anns) {
                 String n = a.getName().getIdentifier();
                 if (CATALOGUE.names(EntryCatalogue.Shape.ANNOTATION, n)) {
                     CATALOGUE
@@ -933,6 +961,26 @@ final class EntryPoints {
      * {@code this::method} reference to a method of the calling class.
      */
     private void catalogueCallback(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
+        int before = entries.size();
+        callbackHandlers(s, r, call);
+        Node built = call.findAncestor(Statement.class).orElse(null);
+        if (r.ack() == Entry.Ack.AFTER_RETURN
+                && built != null
+                && AUTO_COMPLETE_OFF.matcher(built.toString()).matches()) {
+            // the client built around the callback leaves completion to it: complete/dead-letter is the ack
+            for (Entry e : entries.subList(before, entries.size())) {
+                e.ack = Entry.Ack.EXPLICIT;
+                e.ackCalls = Set.of("complete", "deadLetter", "completeMessage", "deadLetterMessage");
+                e.ackText = "auto-complete disabled: the handler settles the message (complete/deadLetter); one it does"
+                        + " not settle before its lock expires is redelivered";
+            }
+        }
+    }
+
+    private static final Pattern AUTO_COMPLETE_OFF =
+            Pattern.compile("(?s).*(disableAutoComplete\\(\\)|setAutoComplete\\(false\\)|autoComplete\\(false\\)).*");
+
+    private void callbackHandlers(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
         for (Expression arg : call.getArguments()) {
             Expression x = arg;
             while (x instanceof CastExpr || x instanceof EnclosedExpr) {
@@ -956,11 +1004,32 @@ final class EntryPoints {
                                 md);
                     }
                 }
-            } else if (x instanceof MethodReferenceExpr ref && ref.getScope().isThisExpr()) {
+            } else if (x instanceof MethodReferenceExpr ref && selfReference(ref)) {
                 TypeDeclaration<?> owner = Types.enclosingType(call);
                 if (owner != null) {
                     for (MethodDeclaration target : owner.getMethodsByName(ref.getIdentifier())) {
                         target.getBody().ifPresent(b -> catalogueEntry(s, r, owner(target), target, b, target));
+                    }
+                }
+            } else if (x instanceof MethodReferenceExpr ref) {
+                // a bean's method (processMessage(messageHandler::processMessage), the handler injected into the
+                // @Bean method that builds the client): the handler is that class's method, listed where it is
+                Expression scope = ref.getScope();
+                String type = scope.isTypeExpr()
+                                && Character.isLowerCase(scope.toString().charAt(0))
+                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                                .map(Types::simple)
+                                .orElse(null)
+                        : types.typeOf(scope);
+                if (type == null) {
+                    continue;
+                }
+                for (TypeDeclaration<?> td : repo.types(type, call)) {
+                    for (MethodDeclaration target : td.getMethodsByName(ref.getIdentifier())) {
+                        target.getBody().ifPresent(b -> {
+                            Entry e = catalogueEntry(s, r, owner(target), target, b, target);
+                            e.source = repo.sourceOf(target);
+                        });
                     }
                 }
             }
@@ -1004,11 +1073,54 @@ final class EntryPoints {
                         s, r, owner(v) + " " + v.getNameAsString(), handler, handler.getBody(), handler));
     }
 
-    private void catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
+    /**
+     * A pulling call the catalogue names on a receiver of its type ({@code jmsTemplate.receiveAndConvert(q)},
+     * {@code pubSubTemplate.pull(…)}): the loop around it, or its method, is the consumer. One acknowledged as it
+     * returns (AUTO) is acknowledged at the call, before the work after it.
+     */
+    private void catalogueReceive(Repo.Source s, MethodCallExpr call) {
+        String type = call.getScope().map(types::typeOf).orElse(null);
+        if (type == null) {
+            return;
+        }
+        for (EntryCatalogue.Rule r : CATALOGUE.all(EntryCatalogue.Shape.RECEIVE, call.getNameAsString(), s)) {
+            if (!type.matches(r.method())) {
+                continue;
+            }
+            Node body = loopOrMethod(call);
+            MethodDeclaration m = Types.ancestor(call, MethodDeclaration.class).orElse(null);
+            if (body == null || m == null) {
+                return;
+            }
+            Entry e = add(s, r.kind(), r.broker(), owner(call), call, body, call);
+            e.loop = body != m.getBody().orElse(null);
+            e.ack = r.ack();
+            e.ackCalls = r.ackCalls();
+            e.ackText = r.why();
+            if (r.ack() == Entry.Ack.AUTO && transacted(s.module())) {
+                // a session- or channel-transacted template acknowledges with the transaction's commit
+                e.ack = Entry.Ack.AFTER_RETURN;
+                e.ackText = r.kind() + " in a transacted session: acknowledged when the transaction commits";
+            } else if (r.ack() == Entry.Ack.AUTO) {
+                e.ackSetting = e.location;
+            }
+            return;
+        }
+    }
+
+    /** The module makes its JMS session or Rabbit channel transacted (setSessionTransacted(true), setChannelTransacted(true)). */
+    private boolean transacted(Path module) {
+        return repo.sources().stream()
+                .anyMatch(o -> o.module().equals(module)
+                        && o.text().replace(" ", "").matches("(?s).*(Session|Channel)Transacted\\(true\\).*"));
+    }
+
+    private Entry catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
         Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
         e.ack = r.ack();
         e.ackCalls = r.ackCalls();
         e.ackText = r.why();
+        return e;
     }
 
     // ---- Camel routes ---------------------------------------------------------------------------
@@ -1099,7 +1211,9 @@ final class EntryPoints {
 
     /** {@code @Bean MessageReceiver receiver() { return (message, consumer) -> …; }}: the lambda is the callback. */
     private void callbackBean(Repo.Source s, MethodDeclaration m) {
-        if (!Types.annotated(m.getAnnotations(), "Bean") || !m.getType().isClassOrInterfaceType()) {
+        // a @Bean, or any method whose declared type is the callback interface (a base class's getReceiver() handing
+        // the Subscriber its MessageReceiver): the lambda it returns is what the client calls per message
+        if (!m.getType().isClassOrInterfaceType()) {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
@@ -1113,6 +1227,18 @@ final class EntryPoints {
                     }
                 }
             });
+            return;
+        }
+        if (t.endsWith("MessageListener")
+                && !t.equals("BatchMessageListener")
+                && Types.annotated(m.getAnnotations(), "Bean")
+                && listenerBroker(s) != null) {
+            // @Bean MessageListener listener() { return message -> …; }: the bean a listener container is given
+            for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+                if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    listened(add(s, t + " bean", listenerBroker(s), owner(m), l, l.getBody(), l));
+                }
+            }
             return;
         }
         if (!t.startsWith("MessageReceiver") && !STREAMS_CALLBACKS.containsKey(t)) {
@@ -1336,6 +1462,9 @@ final class EntryPoints {
                     .match(EntryCatalogue.Shape.CALLBACK, call.getNameAsString(), s)
                     .ifPresent(r -> catalogueCallback(s, r, call));
         }
+        if (CATALOGUE.names(EntryCatalogue.Shape.RECEIVE, call.getNameAsString())) {
+            catalogueReceive(s, call);
+        }
         String n = call.getNameAsString();
         switch (n) {
             case "poll" -> {
@@ -1344,9 +1473,10 @@ final class EntryPoints {
                     kafkaLoop(s, call);
                 }
             }
-            case "receiveMessage" -> {
+            case "receiveMessage", "receiveMessages" -> {
                 String t = call.getScope().map(types::typeOf).orElse(null);
-                if (t != null && SQS_TYPES.contains(t)) {
+                if (t != null
+                        && (SQS_TYPES.contains(t) || SQS_WRAPPER.matcher(t).matches())) {
                     sqsLoop(s, call);
                 }
             }
@@ -1805,8 +1935,7 @@ final class EntryPoints {
                             md));
                 }
             }
-        } else if (a instanceof MethodReferenceExpr ref
-                && ref.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+        } else if (a instanceof MethodReferenceExpr ref && selfReference(ref)) {
             TypeDeclaration<?> owner = Types.enclosingType(call);
             for (MethodDeclaration md :
                     owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
@@ -1825,6 +1954,18 @@ final class EntryPoints {
 
     private static void listened(Entry e) {
         e.ackText = "the consumer acknowledges after the listener returns";
+    }
+
+    /**
+     * {@code this::m}, also when cast to the listener type: {@code (MessageListener<K, V>) this::m} parses as a method
+     * reference whose scope is the cast {@code this}.
+     */
+    private static boolean selfReference(MethodReferenceExpr ref) {
+        Expression scope = ref.getScope();
+        while (scope instanceof CastExpr || scope instanceof EnclosedExpr) {
+            scope = scope instanceof CastExpr c ? c.getExpression() : ((EnclosedExpr) scope).getInner();
+        }
+        return scope.isThisExpr();
     }
 
     private static String listenerBroker(Repo.Source s) {
@@ -1957,6 +2098,17 @@ final class EntryPoints {
                     decl = md;
                     // the handler an anonymous DefaultConsumer overrides is the entry point, not the
                     // basicConsume call some lines below it
+                    at = md;
+                }
+            }
+        } else if (cb instanceof MethodReferenceExpr ref && selfReference(ref)) {
+            // basicConsume(queue, false, this::onDelivery, …): the class's own method is the DeliverCallback
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration md :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                if (md.getBody().isPresent() && md.getParameters().size() == 2) {
+                    body = md.getBody().get();
+                    decl = md;
                     at = md;
                 }
             }
@@ -2278,11 +2430,31 @@ final class EntryPoints {
 
     /** A side effect in a Kafka Streams topology: {@code stream.peek((k, v) -> mailer.send(v))}. */
     private void streamsSideEffect(Repo.Source s, MethodCallExpr call) {
-        if (call.getArguments().size() != 1 || !(call.getArgument(0) instanceof LambdaExpr l)) {
+        if (call.getArguments().size() != 1) {
             return;
         }
         boolean streams =
                 s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith("org.apache.kafka.streams"));
+        if (streams
+                && call.getArgument(0) instanceof MethodReferenceExpr ref
+                && ref.getScope().isThisExpr()) {
+            // .foreach(this::process): the class's own method is the side effect run per record
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration m :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                if (m.getParameters().size() == 2) {
+                    m.getBody().ifPresent(b -> {
+                        Entry e = add(s, "Kafka Streams " + call.getNameAsString(), "kafka", owner(m), m, b, m);
+                        e.ackText = "Kafka Streams commits the offset after the record is processed; exactly_once"
+                                + " covers topics and state stores, not a side effect in " + call.getNameAsString();
+                    });
+                }
+            }
+            return;
+        }
+        if (!(call.getArgument(0) instanceof LambdaExpr l)) {
+            return;
+        }
         if (streams) {
             Entry e = add(
                     s,

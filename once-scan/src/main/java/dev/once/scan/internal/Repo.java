@@ -238,6 +238,7 @@ public final class Repo {
             "Function<",
             "KStream",
             "StreamsBuilder",
+            "kafka.streams.processor.",
             "Transformer",
             "ValueMapper",
             // consumer settings, dedupe and entities

@@ -943,6 +943,17 @@ final class Tracer {
                         false);
                 return true;
             }
+            if (name.matches("(right|left)Push(All)?|[lr]push\\w*")) {
+                // a list grows by one entry per call: a redelivery appends the entry again
+                effect(
+                        c,
+                        f,
+                        Blast.DATA,
+                        Event.Category.EXTERNAL,
+                        "appends to a list in " + (stype == null ? "the store" : stype),
+                        false);
+                return true;
+            }
             if (name.matches("setIfAbsent|putIfAbsent|setnx|setNX") && dedupeClaim(c)) {
                 // SETNX on a "processed"/"dedup" key decides whether the handler goes on: a claim, but in another
                 // store, committed apart from the effect it guards
@@ -1371,6 +1382,18 @@ final class Tracer {
             freshInsert(c, f, table);
             return;
         }
+        // a fresh random id is a new row each time (above); an id taken from the message is merged by save
+        if (mergedBySave(c, stype, entity)) {
+            // a row a repeat overwrites rather than fails on: neither a claim nor a guarded insert
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "merges a " + entity + " by the id it assigns (save of an entity Spring Data takes for existing)",
+                    true);
+            return;
+        }
         if (table != null && DEDUPE_TABLE.matcher(table).matches() && key.orElse(true)) {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
@@ -1508,6 +1531,35 @@ final class Tracer {
                         ID_ASSIGNMENT.matcher(x).matches() && !FRESH.matcher(x).matches());
     }
 
+    /**
+     * A Spring Data repository's {@code save} of a JPA entity whose {@code @Id} the code assigns, with no
+     * {@code @Version} and not {@code Persistable}: Spring Data takes it for an existing row and merges it (a select,
+     * then an update or an insert), so a second delivery overwrites the first's row instead of failing on its key. It
+     * claims nothing; {@code persist}/{@code insert}, a generated id, a version or {@code Persistable.isNew} do.
+     */
+    private boolean mergedBySave(MethodCallExpr c, String stype, String entity) {
+        if (entity == null
+                || !c.getNameAsString().matches("save|saveAndFlush|saveAll")
+                || stype == null
+                || !types.isSpringDataRepository(stype)) {
+            return false;
+        }
+        for (TypeDeclaration<?> t : repo.types(entity)) {
+            if (!t.isAnnotationPresent("Entity") || t.toString().matches("(?s).*\\bPersistable\\b.*")) {
+                return false;
+            }
+            boolean assigned = false;
+            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
+                if (fd.isAnnotationPresent("Version") || fd.isAnnotationPresent("GeneratedValue")) {
+                    return false;
+                }
+                assigned |= fd.isAnnotationPresent("Id") || fd.isAnnotationPresent("EmbeddedId");
+            }
+            return assigned;
+        }
+        return false;
+    }
+
     /** The entity class declares its {@code @Id} with {@code @GeneratedValue}: the database picks a new one per insert. */
     private boolean generatedId(String entity) {
         for (TypeDeclaration<?> t : repo.types(entity)) {
@@ -1515,13 +1567,50 @@ final class Tracer {
                 if (fd.isAnnotationPresent("Id") && fd.isAnnotationPresent("GeneratedValue")) {
                     return true;
                 }
-                if (fd.isAnnotationPresent("Id") && t.isAnnotationPresent("Document") && mongoAssigned(t, fd)) {
+                if (fd.isAnnotationPresent("Id") && mongoDocument(t) && mongoAssigned(t, fd)) {
                     return true;
                 }
             }
         }
         return false;
     }
+
+    /**
+     * A MongoDB document: {@code @Document}, or (the annotation being optional) a class whose {@code @Id} is Spring
+     * Data's own ({@code org.springframework.data.annotation.Id}, not JPA's) in a module that uses MongoDB (its build
+     * or configuration names it).
+     */
+    private boolean mongoDocument(TypeDeclaration<?> t) {
+        if (t.isAnnotationPresent("Document")) {
+            return true;
+        }
+        Repo.Source s = repo.sourceOf(t);
+        if (s == null
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().equals("org.springframework.data.annotation.Id"))) {
+            return false;
+        }
+        return mongoModules.computeIfAbsent(s.module(), m -> {
+            for (Path f : repo.otherFiles) {
+                String n = f.getFileName().toString();
+                if (f.startsWith(m)
+                        && (n.equals("pom.xml") || n.startsWith("build.gradle") || n.startsWith("application"))) {
+                    try {
+                        if (java.nio.file.Files.readString(f)
+                                .toLowerCase(Locale.ROOT)
+                                .contains("mongodb")) {
+                            return true;
+                        }
+                    } catch (java.io.IOException | RuntimeException e) {
+                        // an unreadable build or configuration file says nothing about the store
+                    }
+                }
+            }
+            return false;
+        });
+    }
+
+    private final Map<Path, Boolean> mongoModules = new HashMap<>();
 
     /**
      * A MongoDB document's {@code @Id} (a String, ObjectId or BigInteger) that nothing in the repository sets: Spring

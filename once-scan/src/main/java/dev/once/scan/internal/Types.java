@@ -93,6 +93,14 @@ final class Types {
             if (declared != null) {
                 return declared;
             }
+            // a library's singleton accessor (FirebaseMessaging.getInstance(), Foo.getDefaultInstance()) hands out
+            // an instance of the type it is called on
+            if (mc.getScope().orElse(null) instanceof NameExpr owner
+                    && Character.isUpperCase(owner.getNameAsString().charAt(0))
+                    && mc.getArguments().size() <= 1
+                    && mc.getNameAsString().matches("getInstance|getDefaultInstance|getDefault|instance")) {
+                return owner.getNameAsString();
+            }
             if (mc.getScope().isEmpty()) {
                 return null;
             }

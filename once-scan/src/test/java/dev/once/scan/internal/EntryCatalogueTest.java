@@ -27,7 +27,7 @@ class EntryCatalogueTest {
     void anUnknownShapeIsNamed() {
         assertThatThrownBy(() -> EntryCatalogue.parse(
                         List.of("extends | Handler | handle | org.acme | acme | AFTER_RETURN | Acme | why"), "t.txt"))
-                .hasMessageContaining("shape must be annotation, implements or callback, not 'extends'");
+                .hasMessageContaining("shape must be annotation, implements, callback or receive, not 'extends'");
     }
 
     @Test
