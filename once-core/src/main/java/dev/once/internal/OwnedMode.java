@@ -10,7 +10,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -94,6 +93,7 @@ final class OwnedMode {
             try {
                 BatchResult result = transactions.inTransaction(tx -> {
                     Connection c = tx.connection();
+                    // Null when every id of the batch was claimed (the plain insert went through): no set to look in.
                     Set<String> claimed;
                     try {
                         if (allNew) {
@@ -103,7 +103,7 @@ final class OwnedMode {
                                 tx.setRollbackOnly();
                                 return null;
                             }
-                            claimed = new HashSet<>(ids);
+                            claimed = null;
                         } else {
                             claimed = claimRun.claimAll(c, batch, prints);
                         }
@@ -114,10 +114,13 @@ final class OwnedMode {
                         }
                         throw e;
                     }
-                    List<Delivery> mine = new ArrayList<>(claimed.size());
-                    for (Delivery d : batch) {
-                        if (claimed.contains(d.eventId())) {
-                            mine.add(d);
+                    List<Delivery> mine = batch;
+                    if (claimed != null) {
+                        mine = new ArrayList<>(claimed.size());
+                        for (Delivery d : batch) {
+                            if (claimed.contains(d.eventId())) {
+                                mine.add(d);
+                            }
                         }
                     }
                     ClaimWatch watch = claimRun.watch(c);
@@ -149,7 +152,7 @@ final class OwnedMode {
                     for (Delivery d : batch) {
                         byId.put(
                                 d.eventId(),
-                                claimed.contains(d.eventId())
+                                claimed == null || claimed.contains(d.eventId())
                                         ? Outcome.applied(d.eventId())
                                         : Outcome.duplicate(d.eventId()));
                     }
