@@ -66,9 +66,7 @@ final class OwnedMode {
 
     /** The outcomes by id of a batch's first occurrences, split until a failing delivery stands alone. */
     Map<String, Outcome> batch(List<Delivery> firsts, BatchFingerprints prints) {
-        Map<String, Outcome> byId = new HashMap<>();
-        Bisection.bisect(firsts, byId, part -> batchOnce(part, prints));
-        return byId;
+        return Bisection.bisect(firsts, part -> batchOnce(part, prints));
     }
 
     /** As {@link #batch}, but nothing after the first delivery not acknowledged takes effect: those are held back. */
@@ -148,7 +146,7 @@ final class OwnedMode {
                             return BatchResult.split(d -> new Outcome(d.eventId(), lost.status(), lost.failure()), -1);
                         }
                     }
-                    Map<String, Outcome> byId = new HashMap<>();
+                    Map<String, Outcome> byId = new HashMap<>(batch.size() * 4 / 3 + 1);
                     for (Delivery d : batch) {
                         byId.put(
                                 d.eventId(),
