@@ -3,6 +3,7 @@ package dev.once.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.once.Delivery;
 import dev.once.RetryableException;
 import dev.once.kafka.KafkaLedger.Event;
 import dev.once.testkit.kafka.TestKafka;
@@ -14,7 +15,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Issue 25 ("found by reading"): the same event id on two partitions. The claim is per consumer
@@ -29,13 +31,18 @@ import org.junit.jupiter.api.Test;
  * copy on partition 0 was tried alone as if partition 1 did not hold it back
  * ({@code BatchVerdictsTest.aCopyIsHeldBackWhileItsEventWaitsBehindAFailureOnAnotherPartition});
  * {@link #inOneBatch} sets that batch up every time.
+ *
+ * <p>Each runs with the per-event handler and with a batch handler: a batch that holds only the copy
+ * on partition 0 is whole (every record of it in one call), and must still wait for partition 1. A
+ * batch handler's call that holds both f and x applies them together, in one transaction.
  */
 class SameEventOnTwoPartitionsTest {
 
-    @Test
-    void anEventHeldBackOnOnePartitionIsNotAppliedFromAnother() throws Exception {
+    @ParameterizedTest(name = "batch handler: {0}")
+    @ValueSource(booleans = {false, true})
+    void anEventHeldBackOnOnePartitionIsNotAppliedFromAnother(boolean batchHandler) throws Exception {
         TestKafka kafka = TestKafka.shared();
-        String topic = kafka.createTopic("twice", 2);
+        String topic = kafka.createTopic("twice" + (batchHandler ? "-batch" : ""), 2);
         KafkaLedger.publish(kafka.bootstrapServers(), topic, List.of(new Event("f", 1, 1), new Event("x", 1, 1)));
 
         try (TestDatabase db = KafkaLedger.database()) {
@@ -43,7 +50,15 @@ class SameEventOnTwoPartitionsTest {
             AtomicBoolean failF = new AtomicBoolean(true);
             AtomicInteger fFailures = new AtomicInteger();
             try (KafkaConsumerRunner runner = runner(
-                    kafka, topic, db, meters, failF, fFailures, Duration.ofMillis(100), Duration.ofMillis(300))) {
+                    kafka,
+                    topic,
+                    db,
+                    meters,
+                    failF,
+                    fFailures,
+                    Duration.ofMillis(100),
+                    Duration.ofMillis(300),
+                    batchHandler)) {
                 // f failed, and x on partition 1 was fetched behind it (a first fetch may hold f alone, and a
                 // copy not yet fetched holds nothing back): both of the topic's records polled. (Not "more
                 // records polled than f's failures": the handler may run twice per batch for f, so that was a
@@ -65,15 +80,16 @@ class SameEventOnTwoPartitionsTest {
                 await().atMost(Duration.ofSeconds(60)).until(() -> KafkaLedger.distinctApplied(db) == 2);
                 await().atMost(Duration.ofSeconds(60)).until(() -> Meters.acknowledged(meters) >= 3);
             }
-            assertThat(appliedIds(db)).as("f, then x, each once").containsExactly("f", "x");
+            assertAppliedFThenX(db, batchHandler);
         }
     }
 
     /** All three records are there before the runner starts: every poll holds both partitions' copies of x. */
-    @Test
-    void inOneBatch() throws Exception {
+    @ParameterizedTest(name = "batch handler: {0}")
+    @ValueSource(booleans = {false, true})
+    void inOneBatch(boolean batchHandler) throws Exception {
         TestKafka kafka = TestKafka.shared();
-        String topic = kafka.createTopic("twice-one-batch", 2);
+        String topic = kafka.createTopic("twice-one-batch" + (batchHandler ? "-batch" : ""), 2);
         KafkaLedger.publish(
                 kafka.bootstrapServers(),
                 topic,
@@ -83,8 +99,16 @@ class SameEventOnTwoPartitionsTest {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             AtomicBoolean failF = new AtomicBoolean(true);
             AtomicInteger fFailures = new AtomicInteger();
-            try (KafkaConsumerRunner runner =
-                    runner(kafka, topic, db, meters, failF, fFailures, Duration.ofMillis(50), Duration.ofMillis(100))) {
+            try (KafkaConsumerRunner runner = runner(
+                    kafka,
+                    topic,
+                    db,
+                    meters,
+                    failF,
+                    fFailures,
+                    Duration.ofMillis(50),
+                    Duration.ofMillis(100),
+                    batchHandler)) {
                 // every record fetched (more than once), f failed each time
                 await().atMost(Duration.ofSeconds(60))
                         .until(() -> fFailures.get() >= 5 && Meters.count(meters, "once.kafka.records.polled") >= 6);
@@ -94,11 +118,14 @@ class SameEventOnTwoPartitionsTest {
                 failF.set(false);
                 await().atMost(Duration.ofSeconds(60)).until(() -> KafkaLedger.distinctApplied(db) == 2);
             }
-            assertThat(appliedIds(db)).as("f, then x, each once").containsExactly("f", "x");
+            assertAppliedFThenX(db, batchHandler);
         }
     }
 
-    /** A runner crediting the ledger whose handler fails {@code f} while {@code failF} is set, counting its failures. */
+    /**
+     * A runner crediting the ledger whose handler (per event, or a batch handler) fails {@code f} while
+     * {@code failF} is set, counting its failures.
+     */
     private static KafkaConsumerRunner runner(
             TestKafka kafka,
             String topic,
@@ -107,23 +134,52 @@ class SameEventOnTwoPartitionsTest {
             AtomicBoolean failF,
             AtomicInteger fFailures,
             Duration firstBackoff,
-            Duration maxBackoff) {
-        return KafkaConsumerRunner.builder()
+            Duration maxBackoff,
+            boolean batchHandler) {
+        KafkaConsumerRunnerBuilder b = KafkaConsumerRunner.builder()
                 .kafkaProperties(KafkaLedger.consumerProperties(kafka, "twice-" + topic))
                 .topics(topic)
                 .dataSource(db.dataSource())
                 .consumer("ledger")
-                .handler((d, tx) -> {
-                    if (d.eventId().equals("f") && failF.get()) {
-                        fFailures.incrementAndGet();
-                        throw new RetryableException("downstream of f is down");
-                    }
-                    KafkaLedger.CREDIT.handle(d, tx);
-                })
                 .retryBackoff(firstBackoff, maxBackoff)
-                .meterRegistry(meters)
-                .build()
-                .start();
+                .meterRegistry(meters);
+        if (batchHandler) {
+            b.batchHandler((claimed, tx) -> {
+                for (Delivery d : claimed) {
+                    failIfF(d, failF, fFailures);
+                }
+                KafkaLedger.BATCH_CREDIT.handle(claimed, tx);
+            });
+        } else {
+            b.handler((d, tx) -> {
+                failIfF(d, failF, fFailures);
+                KafkaLedger.CREDIT.handle(d, tx);
+            });
+        }
+        return b.build().start();
+    }
+
+    private static void failIfF(Delivery d, AtomicBoolean failF, AtomicInteger fFailures) {
+        if (d.eventId().equals("f") && failF.get()) {
+            fFailures.incrementAndGet();
+            throw new RetryableException("downstream of f is down");
+        }
+    }
+
+    /**
+     * Each once, and x not before f: after it, or (a batch handler's call holds both) in f's own
+     * transaction, where the call's records are applied together, in the order of their first
+     * occurrences in the batch.
+     */
+    private static void assertAppliedFThenX(TestDatabase db, boolean batchHandler) throws Exception {
+        if (!batchHandler) {
+            assertThat(appliedIds(db)).as("f, then x, each once").containsExactly("f", "x");
+            return;
+        }
+        assertThat(appliedIds(db)).as("f and x, each once").containsExactlyInAnyOrder("f", "x");
+        assertThat(db.queryLong("SELECT xmin::text::bigint FROM applied WHERE event_id = 'x'"))
+                .as("x applied in f's transaction or a later one")
+                .isGreaterThanOrEqualTo(db.queryLong("SELECT xmin::text::bigint FROM applied WHERE event_id = 'f'"));
     }
 
     private static List<String> appliedIds(TestDatabase db) throws Exception {
