@@ -76,6 +76,12 @@ public final class KafkaEndToEnd implements Suite {
     /** The floor's inbox: a table of the inbox's shape, its event id column of the shape's type. */
     static final String FLOOR_INBOX = "floor_inbox";
 
+    /**
+     * Polls a floor applies in one transaction, as many as the runner's batch holds by default: the
+     * fastest hand-written loop takes what the fetcher already holds into the same transaction.
+     */
+    static final int FLOOR_POLLS = KafkaConsumerRunnerBuilder.DEFAULT_MAX_BATCH_POLLS;
+
     /** One measured run. */
     public record Result(String name, String mode, Shape ids, int conns, long events, double seconds, double bytes) {
 
@@ -200,7 +206,9 @@ public final class KafkaEndToEnd implements Suite {
                 .append("-event warm-up of every consumer. Naive: Kafka auto-commit, the poll's records applied in one"
                         + " transaction, no claim; mode `batch` one `UPDATE` per record, mode `batch-set` one"
                         + " `UPDATE … FROM unnest` per poll, pre-aggregated per account and sorted. Floor (hand-written,"
-                        + " batch-set only): the naive loop with auto-commit off, each poll's ids deduplicated and sorted,"
+                        + " batch-set only): the naive loop with auto-commit off, polling again at once while the"
+                        + " polls return records, up to " + FLOOR_POLLS + " polls per transaction (as the runner's"
+                        + " default batch), their ids deduplicated and sorted,"
                         + " claimed with one `INSERT … SELECT … unnest(?) … ON CONFLICT DO NOTHING RETURNING event_id`"
                         + " into a table of the inbox's shape (event id as `varchar(255)` or `uuid`), the same update for"
                         + " the claimed records only, COMMIT, then `commitAsync`; `floor-copy` first sends the poll's ids"
@@ -433,19 +441,27 @@ public final class KafkaEndToEnd implements Suite {
         }
     }
 
-    /** What a hand-written consumer does with one poll, in the transaction its loop then commits. */
+    /** What a hand-written consumer does with the records of its polls, in the transaction its loop then commits. */
     @FunctionalInterface
     private interface PollStep {
-        void apply(Connection c, ConsumerRecords<byte[], byte[]> records) throws SQLException;
+        void apply(Connection c, List<ConsumerRecord<byte[], byte[]>> records) throws SQLException;
     }
 
     /**
-     * A hand-written consumer's loop: poll, {@code step} on the connection, COMMIT, then (without
-     * Kafka's auto-commit) {@code commitAsync}; the seconds from its first record polled to its last
-     * commit.
+     * A hand-written consumer's loop: poll (again at once while the polls return records, up to
+     * {@code polls} polls' worth: what the fetcher already holds), {@code step} on the connection,
+     * COMMIT, then (without Kafka's auto-commit) {@code commitAsync}; the seconds from its first
+     * record polled to its last commit.
      */
     private static double handWritten(
-            TestKafka kafka, String topic, String group, DataSource ds, int events, boolean autoCommit, PollStep step)
+            TestKafka kafka,
+            String topic,
+            String group,
+            DataSource ds,
+            int events,
+            boolean autoCommit,
+            int polls,
+            PollStep step)
             throws Exception {
         Map<String, Object> p = consumerProperties(kafka, group);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, Boolean.toString(autoCommit));
@@ -457,19 +473,25 @@ public final class KafkaEndToEnd implements Suite {
             consumer.subscribe(List.of(topic));
             c.setAutoCommit(false);
             while (done < events) {
-                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
-                if (records.isEmpty()) {
+                ConsumerRecords<byte[], byte[]> polled = consumer.poll(Duration.ofMillis(200));
+                if (polled.isEmpty()) {
                     continue;
                 }
                 if (start == 0) {
                     start = System.nanoTime();
+                }
+                List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>(polls * MAX_POLL_RECORDS);
+                polled.forEach(records::add);
+                for (int more = 1; more < polls && !polled.isEmpty(); more++) {
+                    polled = consumer.poll(Duration.ZERO);
+                    polled.forEach(records::add);
                 }
                 step.apply(c, records);
                 c.commit();
                 if (!autoCommit) {
                     consumer.commitAsync();
                 }
-                done += records.count();
+                done += records.size();
             }
         }
         return (System.nanoTime() - start) / 1e9;
@@ -478,8 +500,8 @@ public final class KafkaEndToEnd implements Suite {
     /** The naive consumer: Kafka's auto-commit, every record applied, no claim. */
     private static double naive(TestKafka kafka, String topic, String group, DataSource ds, int events, boolean set)
             throws Exception {
-        return handWritten(kafka, topic, group, ds, events, true, (c, records) -> {
-            List<Delivery> poll = new ArrayList<>(records.count());
+        return handWritten(kafka, topic, group, ds, events, true, 1, (c, records) -> {
+            List<Delivery> poll = new ArrayList<>(records.size());
             for (ConsumerRecord<byte[], byte[]> r : records) {
                 poll.add(Delivery.of(eventId(r), r.value()));
             }
@@ -511,7 +533,7 @@ public final class KafkaEndToEnd implements Suite {
         String claimSql = "INSERT INTO " + FLOOR_INBOX + " (consumer, event_id, processed_at) SELECT ?, t.m, ? FROM"
                 + " unnest(?::" + ids.type + "[]) WITH ORDINALITY AS t(m, n) ORDER BY t.n ON CONFLICT DO NOTHING"
                 + " RETURNING event_id";
-        return handWritten(kafka, topic, group, ds, events, false, (c, records) -> {
+        return handWritten(kafka, topic, group, ds, events, false, FLOOR_POLLS, (c, records) -> {
             // Canonical lower-case UUID text sorts as PostgreSQL orders uuid values (byte by byte).
             TreeMap<String, Delivery> byId = new TreeMap<>();
             for (ConsumerRecord<byte[], byte[]> r : records) {

@@ -43,12 +43,14 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -245,7 +247,10 @@ final class RelaySuite implements Suite {
                             + " relay and no database (RabbitMQ: %d threads, a confirm channel each, up to %d"
                             + " unconfirmed per channel, acknowledged by an asynchronous confirm listener; SQS: %d"
                             + " threads each sending `SendMessageBatch` of %d), the same messages as the publisher"
-                            + " sends, for the same %.1f s.%n%n"
+                            + " sends, for the same %.1f s. For RabbitMQ a second bare loop sends, after the"
+                            + " relay's latency run, at the rate its writers reached (%d messages at a time on one"
+                            + " confirm channel): its row's latency columns are the broker's own send-to-confirm"
+                            + " times, and its written messages/s the rate it sent.%n%n"
                             + "| publisher | messages/s (backlog) | written messages/s | p50 ms | p99 ms | max ms"
                             + " | latency rows |%n|---|---|---|---|---|---|---|%n",
                     seconds,
@@ -253,11 +258,12 @@ final class RelaySuite implements Suite {
                     BATCH,
                     SQS_BARE_THREADS,
                     SqsPublisher.MAX_BATCH,
-                    seconds));
+                    seconds,
+                    ROWS_PER_TX));
             for (BrokerRow b : brokers) {
                 row(run, md, b.broker().id, "side-by-side", b.broker().label, b.throughput(), b.latency());
                 if (b.bare() != null) {
-                    bareRow(run, md, b.broker(), b.bare());
+                    bareRow(run, md, b.broker(), b.bare(), b.bareLatency());
                 }
             }
             md.append('\n');
@@ -278,6 +284,32 @@ final class RelaySuite implements Suite {
                             b.broker().label,
                             Math.round(b.bare().perSecond()),
                             b.throughput().perSecond() / b.bare().perSecond()));
+                    if (b.bare().perSecond() < 20_000) {
+                        // The broker here cannot take 20,000 a second without the relay: the relay is held to it.
+                        double ratio = b.throughput().perSecond() / b.bare().perSecond();
+                        md.append(CoreSuite.check(
+                                String.format(
+                                        Locale.ROOT,
+                                        "relay -> %s >= 0.95x the bare loop (below 20,000 here) and p99 < 100 ms:"
+                                                + " %.2fx, %.1f ms",
+                                        b.broker().label,
+                                        ratio,
+                                        b.latency().p99()),
+                                ratio >= 0.95 && b.latency().p99() < 100));
+                    }
+                }
+                if (b.bareLatency() != null) {
+                    md.append(String.format(
+                            Locale.ROOT,
+                            "- (bound) %s: at the load the relay carried (%d messages/s, %d at a time), the broker"
+                                    + " acknowledges a bare client's message in p50 %.1f ms, p99 %.1f ms; the relay's p99"
+                                    + " is %.2fx of that%n",
+                            b.broker().label,
+                            Math.round(b.bareLatency().offered()),
+                            ROWS_PER_TX,
+                            b.bareLatency().p50(),
+                            b.bareLatency().p99(),
+                            b.latency().p99() / b.bareLatency().p99()));
                 }
             }
         }
@@ -301,8 +333,11 @@ final class RelaySuite implements Suite {
         }
     }
 
-    /** A publisher's throughput and latency rows, and its bare client loop's throughput where there is one (else null). */
-    record BrokerRow(Broker broker, Throughput throughput, Latency latency, Throughput bare) {}
+    /**
+     * A publisher's throughput and latency rows, and its bare client loop's throughput and latency
+     * at the offered load where there are such loops (else null).
+     */
+    record BrokerRow(Broker broker, Throughput throughput, Latency latency, Throughput bare, Latency bareLatency) {}
 
     /** Makes a fresh destination (topic, queue, subject) on the broker and returns its name as a row's destination. */
     @FunctionalInterface
@@ -321,10 +356,27 @@ final class RelaySuite implements Suite {
     }
 
     /**
-     * A publisher on one broker and its bare loop (null when it has none); closing it deletes what
+     * The broker's own latency at the load the relay carried: a hand-written client loop, no relay
+     * and no database, sends the messages the publisher would send to {@code destination}, {@link
+     * #ROWS_PER_TX} at a time, {@code perSecond} a second, for {@code seconds}, and returns each
+     * one's milliseconds from its send to the broker's acknowledgement. What the relay's
+     * commit-to-ack latency is read against: the relay cannot acknowledge sooner than the broker.
+     */
+    @FunctionalInterface
+    interface BareLatency {
+        long[] run(String destination, double seconds, double perSecond) throws Exception;
+    }
+
+    /**
+     * A publisher on one broker, its bare loop and bare latency loop (each null when it has none); closing it deletes what
      * it created and closes the clients and servers it started.
      */
-    record Target(Publisher publisher, Destinations destinations, Bare bare, List<AutoCloseable> resources)
+    record Target(
+            Publisher publisher,
+            Destinations destinations,
+            Bare bare,
+            BareLatency bareLatency,
+            List<AutoCloseable> resources)
             implements AutoCloseable {
         @Override
         public void close() {
@@ -375,7 +427,23 @@ final class RelaySuite implements Suite {
                 String destination = target.destinations().create("relay-lat-" + broker.id + "-" + System.nanoTime());
                 l = ackLatency(db.dataSource(), target.publisher(), destination, broker.id, seconds);
             }
-            return new BrokerRow(broker, t, l, bare);
+            Latency bareLatency = null;
+            if (target.bareLatency() != null) {
+                String destination =
+                        target.destinations().create("relay-bare-lat-" + broker.id + "-" + System.nanoTime());
+                // At the rate the relay's writers reached, which a loaded machine keeps below the offered one.
+                Run.progress("relay: bare client loop at " + Math.round(l.offered()) + " messages/s to " + destination);
+                long[] ms = target.bareLatency().run(destination, seconds, l.offered());
+                Arrays.sort(ms);
+                bareLatency = new Latency(
+                        "bare",
+                        ms.length,
+                        ms.length / seconds,
+                        percentile(ms, 0.50),
+                        percentile(ms, 0.99),
+                        ms.length == 0 ? Double.NaN : ms[ms.length - 1]);
+            }
+            return new BrokerRow(broker, t, l, bare, bareLatency);
         }
     }
 
@@ -386,7 +454,7 @@ final class RelaySuite implements Suite {
                 case KAFKA -> {
                     KafkaPublisher kp = publisher(kafka);
                     resources.add(kp);
-                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), null, resources);
+                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), null, null, resources);
                 }
                 case PUBSUB -> pubSub(resources);
                 case RABBITMQ -> rabbit(resources, "classic");
@@ -395,7 +463,7 @@ final class RelaySuite implements Suite {
                 case SQS -> sqs(resources);
             };
         } catch (Exception | LinkageError e) {
-            new Target(null, null, null, resources).close();
+            new Target(null, null, null, null, resources).close();
             throw e;
         }
     }
@@ -442,6 +510,7 @@ final class RelaySuite implements Suite {
                     return name;
                 },
                 null,
+                null,
                 resources);
     }
 
@@ -469,6 +538,7 @@ final class RelaySuite implements Suite {
                     return name;
                 },
                 (queue, s) -> rabbitBare(connection, queue, s),
+                (queue, s, perSecond) -> rabbitBareLatency(connection, queue, s, perSecond),
                 resources);
     }
 
@@ -493,6 +563,7 @@ final class RelaySuite implements Suite {
                     return name;
                 },
                 null,
+                null,
                 resources);
     }
 
@@ -516,6 +587,9 @@ final class RelaySuite implements Suite {
                     return name;
                 },
                 (queue, s) -> sqsBare(client, queue, s),
+                // None: ElasticMQ here acknowledges fewer messages a second than the relay is offered,
+                // so a loop at that load measures its queue, not its latency.
+                null,
                 resources);
     }
 
@@ -597,6 +671,61 @@ final class RelaySuite implements Suite {
             throw failed.get();
         }
         return acked.get();
+    }
+
+    /**
+     * RabbitMQ's own latency at a given load: one confirm-mode channel (the publisher's default),
+     * {@code perSecond} messages a second, {@link #ROWS_PER_TX} at a time, as {@link RabbitPublisher}
+     * sends them, each timed from its publish to the confirm that covers it.
+     */
+    private static long[] rabbitBareLatency(
+            com.rabbitmq.client.Connection connection, String queue, double s, double perSecond) throws Exception {
+        Channel ch = connection.createChannel();
+        ch.confirmSelect();
+        ConcurrentSkipListMap<Long, Long> sentAt = new ConcurrentSkipListMap<>();
+        List<Long> latencies = Collections.synchronizedList(new ArrayList<>());
+        ConfirmCallback settle = (seq, multiple) -> {
+            long now = System.nanoTime();
+            var settled = multiple ? sentAt.headMap(seq, true) : sentAt.subMap(seq, true, seq, true);
+            for (long at : settled.values()) {
+                latencies.add((now - at) / 1_000_000);
+            }
+            settled.clear();
+        };
+        ch.addConfirmListener(settle, settle);
+        try {
+            long start = System.nanoTime();
+            long end = start + (long) (s * 1e9);
+            for (long tx = 0; ; tx++) {
+                long due = start + (long) (tx * 1e9 * ROWS_PER_TX / perSecond);
+                if (due >= end) {
+                    break;
+                }
+                for (long wait = due - System.nanoTime(); wait > 0; wait = due - System.nanoTime()) {
+                    LockSupport.parkNanos(wait);
+                }
+                for (int n = 1; n <= ROWS_PER_TX; n++) {
+                    String id = "bare-lat:" + tx + "#" + n;
+                    sentAt.put(ch.getNextPublishSeqNo(), System.nanoTime());
+                    ch.basicPublish(
+                            "",
+                            queue,
+                            true,
+                            new AMQP.BasicProperties.Builder()
+                                    .messageId(id)
+                                    .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, id))
+                                    .deliveryMode(2)
+                                    .build(),
+                            new byte[] {'1'});
+                }
+            }
+            ch.waitForConfirmsOrDie(60_000);
+        } finally {
+            ch.abort();
+        }
+        synchronized (latencies) {
+            return latencies.stream().mapToLong(Long::longValue).toArray();
+        }
     }
 
     /**
@@ -917,19 +1046,25 @@ final class RelaySuite implements Suite {
         }
     }
     /** A bare client loop's row: throughput only (it has no commits to measure latency from), and its BENCH line. */
-    private static void bareRow(Run run, StringBuilder md, Broker broker, Throughput t) {
+    private static void bareRow(Run run, StringBuilder md, Broker broker, Throughput t, Latency l) {
         run.line(String.format(
                 Locale.ROOT,
-                "BENCH name=relay-%s mode=bare conns=%d batch=%d events_per_s=%d",
+                "BENCH name=relay-%s mode=bare conns=%d batch=%d events_per_s=%d%s",
                 broker.id,
                 broker == Broker.SQS ? SQS_BARE_THREADS : RELAYS,
                 broker == Broker.SQS ? SqsPublisher.MAX_BATCH : BATCH,
-                Math.round(t.perSecond())));
+                Math.round(t.perSecond()),
+                l == null ? "" : String.format(Locale.ROOT, " p50_ms=%.1f p99_ms=%.1f", l.p50(), l.p99())));
         md.append(String.format(
                 Locale.ROOT,
-                "| %s, no relay (bound) | %d | - | - | - | - | - |%n",
+                "| %s, no relay (bound) | %d | %s | %s | %s | %s | %s |%n",
                 broker.label.replaceFirst(" \\(`\\w+`, ", " (").replaceFirst("\\)$", "") + "): bare client loop",
-                Math.round(t.perSecond())));
+                Math.round(t.perSecond()),
+                l == null ? "-" : Long.toString(Math.round(l.offered())),
+                l == null ? "-" : String.format(Locale.ROOT, "%.1f", l.p50()),
+                l == null ? "-" : String.format(Locale.ROOT, "%.1f", l.p99()),
+                l == null ? "-" : String.format(Locale.ROOT, "%.1f", l.max()),
+                l == null ? "-" : Long.toString(l.rows())));
     }
 
     /** One row of a relay table and its BENCH line. */

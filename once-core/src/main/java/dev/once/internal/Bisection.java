@@ -2,6 +2,7 @@ package dev.once.internal;
 
 import dev.once.Delivery;
 import dev.once.Outcome;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
@@ -27,13 +28,35 @@ final class Bisection {
      * about 2·log2(n) transactions instead of n, and no delivery is applied twice: the parts are
      * disjoint and each commits only its own claims. No savepoints: PostgreSQL subtransactions
      * degrade past 64 per transaction.
+     *
+     * @return the outcome of each delivery, by event id
      */
-    static void bisect(List<Delivery> batch, Map<String, Outcome> byId, Function<List<Delivery>, BatchResult> once) {
+    static Map<String, Outcome> bisect(List<Delivery> batch, Function<List<Delivery>, BatchResult> once) {
+        BatchResult result = once.apply(batch);
+        if (result.outcomes() != null) {
+            return result.outcomes(); // the common case, the batch in one transaction: its map as it is
+        }
+        Map<String, Outcome> byId = new HashMap<>();
+        split(batch, result, byId, once);
+        return byId;
+    }
+
+    private static void bisect(
+            List<Delivery> batch, Map<String, Outcome> byId, Function<List<Delivery>, BatchResult> once) {
         BatchResult result = once.apply(batch);
         if (result.outcomes() != null) {
             byId.putAll(result.outcomes());
             return;
         }
+        split(batch, result, byId, once);
+    }
+
+    /** The parts of {@code batch}, whose transaction rolled back with {@code result}, each run as {@link #bisect}. */
+    private static void split(
+            List<Delivery> batch,
+            BatchResult result,
+            Map<String, Outcome> byId,
+            Function<List<Delivery>, BatchResult> once) {
         if (batch.size() == 1) {
             byId.put(batch.get(0).eventId(), result.alone().apply(batch.get(0)));
             return;

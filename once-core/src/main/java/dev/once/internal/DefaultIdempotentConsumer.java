@@ -169,7 +169,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
 
     /** Counts each delivery as received; first occurrence wins, later copies in the same batch mirror its outcome. */
     private List<Delivery> firsts(List<Delivery> deliveries) {
-        Map<String, Delivery> firsts = new LinkedHashMap<>();
+        Map<String, Delivery> firsts = new LinkedHashMap<>(deliveries.size() * 4 / 3 + 1);
         for (Delivery d : deliveries) {
             metrics.received(Objects.requireNonNull(d, "delivery in batch"));
             firsts.putIfAbsent(d.eventId(), d);

@@ -10,7 +10,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -67,9 +66,7 @@ final class OwnedMode {
 
     /** The outcomes by id of a batch's first occurrences, split until a failing delivery stands alone. */
     Map<String, Outcome> batch(List<Delivery> firsts, BatchFingerprints prints) {
-        Map<String, Outcome> byId = new HashMap<>();
-        Bisection.bisect(firsts, byId, part -> batchOnce(part, prints));
-        return byId;
+        return Bisection.bisect(firsts, part -> batchOnce(part, prints));
     }
 
     /** As {@link #batch}, but nothing after the first delivery not acknowledged takes effect: those are held back. */
@@ -94,6 +91,7 @@ final class OwnedMode {
             try {
                 BatchResult result = transactions.inTransaction(tx -> {
                     Connection c = tx.connection();
+                    // Null when every id of the batch was claimed (the plain insert went through): no set to look in.
                     Set<String> claimed;
                     try {
                         if (allNew) {
@@ -103,7 +101,7 @@ final class OwnedMode {
                                 tx.setRollbackOnly();
                                 return null;
                             }
-                            claimed = new HashSet<>(ids);
+                            claimed = null;
                         } else {
                             claimed = claimRun.claimAll(c, batch, prints);
                         }
@@ -114,10 +112,13 @@ final class OwnedMode {
                         }
                         throw e;
                     }
-                    List<Delivery> mine = new ArrayList<>(claimed.size());
-                    for (Delivery d : batch) {
-                        if (claimed.contains(d.eventId())) {
-                            mine.add(d);
+                    List<Delivery> mine = batch;
+                    if (claimed != null) {
+                        mine = new ArrayList<>(claimed.size());
+                        for (Delivery d : batch) {
+                            if (claimed.contains(d.eventId())) {
+                                mine.add(d);
+                            }
                         }
                     }
                     ClaimWatch watch = claimRun.watch(c);
@@ -145,11 +146,11 @@ final class OwnedMode {
                             return BatchResult.split(d -> new Outcome(d.eventId(), lost.status(), lost.failure()), -1);
                         }
                     }
-                    Map<String, Outcome> byId = new HashMap<>();
+                    Map<String, Outcome> byId = new HashMap<>(batch.size() * 4 / 3 + 1);
                     for (Delivery d : batch) {
                         byId.put(
                                 d.eventId(),
-                                claimed.contains(d.eventId())
+                                claimed == null || claimed.contains(d.eventId())
                                         ? Outcome.applied(d.eventId())
                                         : Outcome.duplicate(d.eventId()));
                     }

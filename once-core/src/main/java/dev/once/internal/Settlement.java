@@ -53,7 +53,7 @@ final class Settlement {
      */
     List<Outcome> settle(List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
         List<Outcome> outcomes = new ArrayList<>(deliveries.size());
-        Set<String> seen = new HashSet<>();
+        Set<String> seen = new HashSet<>(deliveries.size() * 4 / 3 + 1);
         for (int i = 0; i < deliveries.size(); i++) {
             Delivery d = deliveries.get(i);
             Outcome first = byId.get(d.eventId());

@@ -95,6 +95,30 @@ class BatchHandlerTest {
     }
 
     @Test
+    void outboxRowsTakeOnlyACauseThisTransactionClaimed() throws Exception {
+        List<String> refused = new CopyOnWriteArrayList<>();
+        IdempotentConsumer consumer = consumer((claimed, tx) -> {
+            for (Delivery cause : List.of(Accounts.credit("b", 1, 10), Accounts.credit("never", 1, 1))) {
+                try {
+                    tx.outbox(cause);
+                } catch (IllegalArgumentException e) {
+                    refused.add(cause.eventId());
+                }
+            }
+            tx.outbox(claimed.get(0)).add("receipts", null, claimed.get(0).payload(), Map.of(), null);
+        });
+        consumer.process(Accounts.credit("b", 1, 10));
+        refused.clear();
+
+        consumer.processBatch(List.of(Accounts.credit("b", 1, 10), Accounts.credit("a", 2, 100)));
+
+        assertThat(refused)
+                .as("a duplicate of this batch and an id not in it are no cause of this transaction's rows")
+                .containsExactly("b", "never");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox")).isEqualTo(2);
+    }
+
+    @Test
     void eachEventIsAppliedOnceWithDuplicatesInsideAndAcrossBatches() throws Exception {
         IdempotentConsumer consumer = consumer(Accounts.setCredit(postgres()));
         Random random = new Random(42);

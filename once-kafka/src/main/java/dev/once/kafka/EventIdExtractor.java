@@ -1,10 +1,9 @@
 package dev.once.kafka;
 
+import dev.once.kafka.internal.HeaderEventId;
 import dev.once.outbox.OutboxMessage;
-import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.header.Header;
 
 /**
  * Finds the producer-assigned event id of a record: the dedupe key. Never the offset, never a hash
@@ -31,12 +30,6 @@ public interface EventIdExtractor {
             throw new dev.once.InvalidConfigurationException(
                     "event id header name must not be blank, but was '" + name + "'");
         }
-        return record -> {
-            Header h = record.headers().lastHeader(name);
-            if (h == null || h.value() == null || h.value().length == 0) {
-                return null;
-            }
-            return new String(h.value(), StandardCharsets.UTF_8);
-        };
+        return new HeaderEventId(name);
     }
 }

@@ -123,6 +123,25 @@ class KafkaBatchHandlerTest {
         assertThat(KafkaLedger.balance(db)).isEqualTo(600);
     }
 
+    /** A whole batch through one call writes each partition's next offset in its transaction, as per record. */
+    @Test
+    void offsetsKeptInTheDatabaseMoveWithAWholeBatch() {
+        String topic = kafka.createTopic("batch-db-offsets", 3);
+        List<Event> events = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            events.add(new Event("d-" + i, 1, i % 3));
+        }
+        KafkaLedger.publish(kafka.bootstrapServers(), topic, events);
+        started(runner(topic, "batch-db-offsets-" + topic, BATCH_CREDIT).offsetsInDatabase(true));
+
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> db.queryLong("SELECT coalesce(sum(next_offset), 0) FROM once_kafka_offsets") == 300);
+        assertThat(db.queryLong("SELECT count(*) FROM once_kafka_offsets WHERE next_offset = 100"))
+                .as("each of the 3 partitions' next offset past its 100 records, stored with the effects")
+                .isEqualTo(3);
+        assertThat(KafkaLedger.balance(db)).isEqualTo(300);
+    }
+
     @Test
     void effectsOfAPartitionStayInOffsetOrderWhenARecordOfAWholePollFailsAndIsRetried() {
         String topic = kafka.createTopic("batch-order", 3);

@@ -264,6 +264,33 @@ class KafkaConsumerRunnerTest {
         assertThat(KafkaLedger.balance(db)).isEqualTo(7);
     }
 
+    /** The runner reads the id from the headers' texts it makes for the delivery: as the header extractor reads it. */
+    @Test
+    void theIdIsTheLastHeaderOfItsNameAndAnEmptyOneIsMissing() {
+        String topic = kafka.createTopic("id-header", 1);
+        try (KafkaProducer<byte[], byte[]> p = KafkaLedger.producer(kafka.bootstrapServers())) {
+            ProducerRecord<byte[], byte[]> empty = new ProducerRecord<>(topic, 0, null, "5".getBytes());
+            empty.headers().add("once-event-id", new byte[0]);
+            p.send(empty);
+            ProducerRecord<byte[], byte[]> twice = new ProducerRecord<>(topic, 0, null, "7".getBytes());
+            twice.headers()
+                    .add("once-event-id", "first-1".getBytes())
+                    .add("trace", "t-1".getBytes())
+                    .add("once-event-id", "last-1".getBytes());
+            p.send(twice);
+            p.flush();
+        }
+        started(runner(topic, "id-header-" + topic).missingEventId(MissingEventIdPolicy.SKIP_AND_LOG));
+        await().atMost(Duration.ofSeconds(60)).until(() -> Meters.applied(meters) == 1);
+        assertThat(Meters.count(meters, "once.kafka.records.missing_id"))
+                .as("an empty id header is no id")
+                .isEqualTo(1);
+        assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = 'last-1'"))
+                .as("the last header of the id's name is the id")
+                .isEqualTo(1);
+        assertThat(KafkaLedger.balance(db)).isEqualTo(7);
+    }
+
     @Test
     void retryableFailureIsRetriedWithBackoffThenDeadLetteredWhenAttemptsRunOut() {
         String topic = kafka.createTopic("retry", 1);

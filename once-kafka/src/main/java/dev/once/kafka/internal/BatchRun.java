@@ -54,12 +54,15 @@ final class BatchRun {
     private final BatchVerdicts verdicts;
     private final Producer<byte[], byte[]> deadLetters;
     private final String name;
+    /** The header the id is read from when the extractor is {@link HeaderEventId}; else null. */
+    private final String idHeader;
 
     BatchRun(RunnerSettings settings, BatchVerdicts verdicts, Producer<byte[], byte[]> deadLetters, String name) {
         this.settings = settings;
         this.verdicts = verdicts;
         this.deadLetters = deadLetters;
         this.name = name;
+        this.idHeader = settings.eventIdExtractor() instanceof HeaderEventId h ? h.name() : null;
     }
 
     /** What the worker decided for each partition of a batch. */
@@ -122,7 +125,8 @@ final class BatchRun {
             List<Delivery> deliveries = withId.stream().map(e -> e.delivery).toList();
             // Without a guard (a prebuilt consumer) records after a failed one may be applied ahead
             // of its retry; the seek back below still replays from it and absorbs them as duplicates.
-            List<Outcome> outcomes = guarded(new Plan(positions, order, ids, waiting, gaps), deliveries);
+            List<Outcome> outcomes =
+                    guarded(new Plan(positions, order, ids, waiting, gaps, positions.size()), deliveries);
             for (int i = 0; i < withId.size(); i++) {
                 withId.get(i).outcome = outcomes.get(i);
             }
@@ -136,7 +140,8 @@ final class BatchRun {
                                         Map.of(),
                                         ids,
                                         waiting,
-                                        gaps),
+                                        gaps,
+                                        positions.size()),
                                 List.of(e.delivery))
                         .get(0));
         return new Result(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
@@ -192,11 +197,19 @@ final class BatchRun {
 
     private Entry entry(ConsumerRecord<byte[], byte[]> r, Partition at, Map<String, List<Position>> positions) {
         TopicPartition tp = at.tp;
+        Map<String, String> headers = null;
         String id;
-        try {
-            id = settings.eventIdExtractor().eventId(r);
-        } catch (RuntimeException ex) {
-            return new Entry(tp, r, null, "the event id extractor failed: " + ex, false);
+        if (idHeader != null) {
+            // The headers' texts hold the id's: the last header of that name, empty as absent (as HeaderEventId).
+            headers = headers(r);
+            id = headers.get(idHeader);
+            id = id == null || id.isEmpty() ? null : id;
+        } else {
+            try {
+                id = settings.eventIdExtractor().eventId(r);
+            } catch (RuntimeException ex) {
+                return new Entry(tp, r, null, "the event id extractor failed: " + ex, false);
+            }
         }
         if (id == null) {
             return new Entry(tp, r, null, "the record carries no event id", false);
@@ -205,8 +218,14 @@ final class BatchRun {
         List<Position> seen = positions.get(id);
         boolean copy = seen != null && !seen.get(0).partition().equals(tp);
         try {
-            Delivery d =
-                    new Delivery(id, r.topic(), r.value(), headers(r), attempt, attempt > 1, at.source + r.offset());
+            Delivery d = new Delivery(
+                    id,
+                    r.topic(),
+                    r.value(),
+                    headers != null ? headers : headers(r),
+                    attempt,
+                    attempt > 1,
+                    at.source + r.offset());
             return new Entry(tp, r, d, null, copy);
         } catch (InvalidDeliveryException ex) {
             return new Entry(tp, r, null, ex.getMessage(), false);

@@ -72,13 +72,15 @@ public final class OrderGuard implements Handler, BatchHandler {
      * @param gaps      per partition, the first offset settled only after the transaction (a
      *                  record without an id going to the dead letters): no offset past it goes to the
      *                  database
+     * @param ids       how many distinct event ids {@code records} hold
      */
     public record Plan(
             Map<String, List<Position>> positions,
             Map<String, Integer> order,
             Map<TopicPartition, NavigableMap<Long, String>> records,
             Map<String, List<Position>> waiting,
-            Map<TopicPartition, Long> gaps) {}
+            Map<TopicPartition, Long> gaps,
+            int ids) {}
 
     private final Handler handler;
     private final BatchHandler batchHandler;
@@ -177,6 +179,16 @@ public final class OrderGuard implements Handler, BatchHandler {
             batchHandler.handle(claimed, tx);
             return;
         }
+        if (wholeBatch(batch, claimed)) {
+            try {
+                batchHandler.handle(inPartitionOrder(batch.plan, claimed), tx);
+            } catch (Exception e) {
+                failedAlone(batch, claimed);
+                throw e;
+            }
+            appliedAll(batch, claimed);
+            return;
+        }
         Set<String> call = new HashSet<>();
         for (Delivery d : claimed) {
             call.add(d.eventId());
@@ -200,12 +212,7 @@ public final class OrderGuard implements Handler, BatchHandler {
         try {
             batchHandler.handle(inPartitionOrder(batch.plan, claimed), tx);
         } catch (Exception e) {
-            List<Position> alone = claimed.size() == 1
-                    ? batch.plan.positions.get(claimed.get(0).eventId())
-                    : null;
-            if (alone != null) {
-                batch.failedAt.merge(alone.get(0).partition(), alone.get(0).offset(), Math::min);
-            }
+            failedAlone(batch, claimed);
             throw e;
         }
         for (Delivery d : claimed) {
@@ -290,6 +297,60 @@ public final class OrderGuard implements Handler, BatchHandler {
     }
 
     /**
+     * Whether the call holds every record of the batch and none of its ids waits on another
+     * partition: then every record before each of them in its partition is in the call, or in an
+     * earlier batch the runner committed before it fetched this one, and no look is needed. The
+     * common call, a batch of new ids in one transaction: the look at every record's predecessors
+     * was a quarter of the runner worker's CPU (JFR, the bench's kafka suite, issue 21). A call after
+     * a failure in the batch is a part of it, never whole (or, for a batch of one record, its retry
+     * after a transient conflict, with nothing before it). The engine hands a batch handler each
+     * event once (its first occurrence), so as many ids of the plan as the plan has are all of them.
+     */
+    private static boolean wholeBatch(Batch batch, List<Delivery> claimed) {
+        Plan plan = batch.plan;
+        if (claimed.size() < plan.ids()) {
+            return false;
+        }
+        int ofPlan = 0;
+        for (Delivery d : claimed) {
+            if (plan.positions.containsKey(d.eventId())) {
+                if (!plan.waiting.isEmpty() && plan.waiting.containsKey(d.eventId())) {
+                    return false;
+                }
+                ofPlan++;
+            }
+        }
+        return ofPlan == plan.ids();
+    }
+
+    /** A call of one record failed: its partition stops at it. */
+    private static void failedAlone(Batch batch, List<Delivery> claimed) {
+        List<Position> alone =
+                claimed.size() == 1 ? batch.plan.positions.get(claimed.get(0).eventId()) : null;
+        if (alone != null) {
+            batch.failedAt.merge(alone.get(0).partition(), alone.get(0).offset(), Math::min);
+        }
+    }
+
+    /** As {@link #applied} for each of a whole batch, without a set of its ids. */
+    private void appliedAll(Batch batch, List<Delivery> claimed) {
+        batch.allOpen = true;
+        if (offsets == null) {
+            return;
+        }
+        for (Delivery d : claimed) {
+            List<Position> where = batch.plan.positions.get(d.eventId());
+            if (where != null) {
+                Position p = where.get(0);
+                Long gap = batch.plan.gaps.get(p.partition());
+                if (gap == null || p.offset() < gap) {
+                    offsets.applied(p.partition(), p.offset() + 1);
+                }
+            }
+        }
+    }
+
+    /**
      * Why {@code id} may not be applied now, or null: a record before one of its positions is not
      * settled, or it waits on a partition this call does not reach. {@code call} holds the ids
      * applied together with it (a batch handler's call), settled with it or not at all.
@@ -328,7 +389,11 @@ public final class OrderGuard implements Handler, BatchHandler {
                             : rs.subMap(from, true, p.offset(), false))
                     .entrySet()) {
                 String before = e.getValue();
-                if (batch.settled.contains(before) || batch.open.contains(before) || call.contains(before)) {
+                if (batch.allSettled
+                        || batch.allOpen
+                        || batch.settled.contains(before)
+                        || batch.open.contains(before)
+                        || call.contains(before)) {
                     if (prefix) {
                         cursors.put(p.partition(), e.getKey() + 1);
                     }
@@ -405,6 +470,10 @@ public final class OrderGuard implements Handler, BatchHandler {
         final Map<TopicPartition, Long> settledTo = new HashMap<>();
         /** Per partition, the offset below which every record is settled or open: reset with the transaction. */
         final Map<TopicPartition, Long> openTo = new HashMap<>();
+        /** Every id of the plan is applied in the open transaction ({@link #open} is not filled then). */
+        boolean allOpen;
+        /** Every id of the plan is settled ({@link #settled} is not filled then). */
+        boolean allSettled;
         /** The open transaction's own connection. */
         Connection connection;
 
@@ -415,6 +484,7 @@ public final class OrderGuard implements Handler, BatchHandler {
         /** The open transaction ended (committed ones moved to settled first): what it held is no longer open. */
         void openEnded() {
             open.clear();
+            allOpen = false;
             openTo.clear();
             openTo.putAll(settledTo);
         }
@@ -447,6 +517,7 @@ public final class OrderGuard implements Handler, BatchHandler {
             Batch b = current.get();
             if (b != null) {
                 b.settled.addAll(b.open);
+                b.allSettled |= b.allOpen;
                 b.settledTo.putAll(b.openTo); // each at or past its settled one
                 b.openEnded();
             }

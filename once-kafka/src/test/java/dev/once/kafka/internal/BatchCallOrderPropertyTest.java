@@ -62,7 +62,7 @@ class BatchCallOrderPropertyTest {
             records.put(tp, byOffset);
         }
         List<Delivery> claimed = listed.stream().map(id -> Delivery.of(id, "")).toList();
-        Plan plan = new Plan(positions, Map.of(), records, Map.of(), Map.of());
+        Plan plan = new Plan(positions, Map.of(), records, Map.of(), Map.of(), listed.size());
 
         List<String> got = OrderGuard.inPartitionOrder(plan, claimed).stream()
                 .map(Delivery::eventId)
@@ -87,7 +87,8 @@ class BatchCallOrderPropertyTest {
             positions.put(id, List.of(new Position(tp, i)));
             claimed.add(Delivery.of(id, ""));
         }
-        assertThat(OrderGuard.inPartitionOrder(new Plan(positions, Map.of(), records, Map.of(), Map.of()), claimed))
+        assertThat(OrderGuard.inPartitionOrder(
+                        new Plan(positions, Map.of(), records, Map.of(), Map.of(), positions.size()), claimed))
                 .isSameAs(claimed);
     }
 
@@ -103,10 +104,10 @@ class BatchCallOrderPropertyTest {
                 "y", List.of(new Position(p0, 1), new Position(p1, 0)),
                 "z", List.of(new Position(p0, 2)));
         List<Delivery> claimed = List.of(Delivery.of("x", ""), Delivery.of("y", ""), Delivery.of("z", ""));
-        assertThat(
-                        OrderGuard.inPartitionOrder(new Plan(positions, Map.of(), records, Map.of(), Map.of()), claimed)
-                                .stream()
-                                .map(Delivery::eventId))
+        assertThat(OrderGuard.inPartitionOrder(
+                                new Plan(positions, Map.of(), records, Map.of(), Map.of(), positions.size()), claimed)
+                        .stream()
+                        .map(Delivery::eventId))
                 .containsExactly("x", "y", "z");
     }
 }
