@@ -56,7 +56,8 @@ public final class Main {
                 while (received == 0 && System.nanoTime() < deadline) {
                     received = consumer.poll(Duration.ofMillis(500)).count();
                 }
-                System.out.println("kafka embedded=" + kafka.isEmbedded() + " received=" + received);
+                System.out.println("kafka embedded=" + kafka.isEmbedded() + " received=" + received + " session="
+                        + kafka.sessionTimeoutMs());
             }
         }
         for (Class<?> c : List.of(TestKafka.class, TestPostgres.class, IdempotentConsumer.class)) {

@@ -7,6 +7,9 @@ import dev.once.testsupport.ModulePathApp;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.config.ConfigResource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,10 +48,32 @@ class ModulePathTest {
                 .contains("first=applied")
                 .contains("second=duplicate")
                 .contains("effects=1")
-                .contains("kafka embedded=" + (System.getenv(TestKafka.BOOTSTRAP_ENV) == null) + " received=1")
+                .contains("kafka embedded=" + (System.getenv(TestKafka.BOOTSTRAP_ENV) == null) + " received=1 session="
+                        + expectedSessionTimeoutMs())
                 .contains("module dev.once.testkit automatic=false")
                 .contains("module dev.once.testsupport automatic=false")
                 .contains("module dev.once.core automatic=false")
                 .contains("internal exported=false");
+    }
+
+    /**
+     * 2 s where the cluster allows it: the embedded broker, and CI's shared one (started with the same
+     * settings); on another cluster its own minimum, as this test reads it from the broker.
+     */
+    private static int expectedSessionTimeoutMs() throws Exception {
+        if (System.getenv(TestKafka.BOOTSTRAP_ENV) == null) {
+            return 2_000;
+        }
+        try (Admin admin = TestKafka.shared().admin()) {
+            Node node = admin.describeCluster().nodes().get().iterator().next();
+            ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
+            String minimum = admin.describeConfigs(List.of(broker))
+                    .all()
+                    .get()
+                    .get(broker)
+                    .get("group.min.session.timeout.ms")
+                    .value();
+            return Math.max(2_000, Integer.parseInt(minimum));
+        }
     }
 }

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /**
@@ -29,6 +32,10 @@ public final class TestKafka implements AutoCloseable {
     /** Bootstrap servers of an existing cluster to use instead of the embedded one, e.g. {@code 127.0.0.1:9092}. */
     public static final String BOOTSTRAP_ENV = "ONCE_TEST_KAFKA_BOOTSTRAP";
 
+    private static final String MIN_SESSION_TIMEOUT = "group.min.session.timeout.ms";
+    private static final int KAFKA_DEFAULT_MIN_SESSION_TIMEOUT_MS = 6_000;
+    private static final int SHORT_SESSION_TIMEOUT_MS = 2_000;
+
     /**
      * Broker settings of the embedded node: one node, so every internal topic has replication
      * factor 1; no initial rebalance delay, so a consumer group forms at once instead of after 3 s; a
@@ -36,23 +43,32 @@ public final class TestKafka implements AutoCloseable {
      * reassigned within a couple of seconds ({@link #sessionTimeoutMs()}).
      */
     public static final Map<String, String> BROKER_SETTINGS = Map.of(
-            "offsets.topic.replication.factor", "1",
-            "offsets.topic.num.partitions", "6",
-            "transaction.state.log.replication.factor", "1",
-            "transaction.state.log.min.isr", "1",
-            "group.initial.rebalance.delay.ms", "0",
-            "group.min.session.timeout.ms", "500",
-            "auto.create.topics.enable", "false");
+            "offsets.topic.replication.factor",
+            "1",
+            "offsets.topic.num.partitions",
+            "6",
+            "transaction.state.log.replication.factor",
+            "1",
+            "transaction.state.log.min.isr",
+            "1",
+            "group.initial.rebalance.delay.ms",
+            "0",
+            MIN_SESSION_TIMEOUT,
+            "500",
+            "auto.create.topics.enable",
+            "false");
 
     private static final AtomicLong SEQUENCE = new AtomicLong();
     private static volatile TestKafka shared;
 
     private final KafkaProcess broker;
     private final String bootstrapServers;
+    private final int sessionTimeoutMs;
 
-    private TestKafka(KafkaProcess broker, String bootstrapServers) {
+    private TestKafka(KafkaProcess broker, String bootstrapServers, int sessionTimeoutMs) {
         this.broker = broker;
         this.bootstrapServers = bootstrapServers;
+        this.sessionTimeoutMs = sessionTimeoutMs;
     }
 
     /**
@@ -93,9 +109,15 @@ public final class TestKafka implements AutoCloseable {
     public static TestKafka start() {
         String external = System.getenv(BOOTSTRAP_ENV);
         if (external != null && !external.isBlank()) {
-            TestKafka k = new TestKafka(null, external.strip());
-            try (Admin admin = k.admin()) {
-                admin.describeCluster().nodes().get(15, TimeUnit.SECONDS);
+            String servers = external.strip();
+            try (Admin admin = admin(servers)) {
+                Node node = admin.describeCluster()
+                        .nodes()
+                        .get(15, TimeUnit.SECONDS)
+                        .iterator()
+                        .next();
+                return new TestKafka(
+                        null, servers, Math.max(SHORT_SESSION_TIMEOUT_MS, minSessionTimeoutMs(admin, node)));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while reaching Kafka at " + external, e);
@@ -103,10 +125,30 @@ public final class TestKafka implements AutoCloseable {
                 throw new IllegalStateException(
                         "Kafka at " + BOOTSTRAP_ENV + "=" + external + " did not answer: " + e.getMessage(), e);
             }
-            return k;
         }
         KafkaProcess broker = KafkaProcess.start(true, 1, BROKER_SETTINGS, Map.of());
-        return new TestKafka(broker, broker.bootstrapServers());
+        return new TestKafka(broker, broker.bootstrapServers(), SHORT_SESSION_TIMEOUT_MS);
+    }
+
+    /**
+     * The broker's {@code group.min.session.timeout.ms}: a cluster started with {@link #BROKER_SETTINGS}
+     * (CI's one broker for every test JVM) allows the embedded broker's short timeout. Kafka's default
+     * when the broker does not say (a cluster that refuses DescribeConfigs to this client).
+     */
+    private static int minSessionTimeoutMs(Admin admin, Node node) throws InterruptedException, TimeoutException {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
+        try {
+            ConfigEntry minimum = admin.describeConfigs(List.of(resource))
+                    .all()
+                    .get(15, TimeUnit.SECONDS)
+                    .get(resource)
+                    .get(MIN_SESSION_TIMEOUT);
+            return minimum == null || minimum.value() == null
+                    ? KAFKA_DEFAULT_MIN_SESSION_TIMEOUT_MS
+                    : Integer.parseInt(minimum.value());
+        } catch (ExecutionException e) {
+            return KAFKA_DEFAULT_MIN_SESSION_TIMEOUT_MS;
+        }
     }
 
     /** {@code host:port} list for {@code bootstrap.servers}. */
@@ -115,11 +157,12 @@ public final class TestKafka implements AutoCloseable {
     }
 
     /**
-     * A {@code session.timeout.ms} for test consumers: short on the embedded broker, which allows
-     * it, and Kafka's minimum default (6 s) on an external cluster.
+     * A {@code session.timeout.ms} for test consumers: 2 s where the cluster allows it (the embedded
+     * broker, or an external one with {@link #BROKER_SETTINGS}), otherwise the cluster's
+     * {@code group.min.session.timeout.ms} (Kafka's default: 6 s).
      */
     public int sessionTimeoutMs() {
-        return isEmbedded() ? 2_000 : 6_000;
+        return sessionTimeoutMs;
     }
 
     /** True when this is the embedded broker rather than the cluster named by {@value #BOOTSTRAP_ENV}. */
@@ -129,6 +172,10 @@ public final class TestKafka implements AutoCloseable {
 
     /** A new admin client on this cluster; the caller closes it. */
     public Admin admin() {
+        return admin(bootstrapServers);
+    }
+
+    private static Admin admin(String bootstrapServers) {
         return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers));
     }
 
