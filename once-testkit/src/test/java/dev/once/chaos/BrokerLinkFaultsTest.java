@@ -121,11 +121,17 @@ class BrokerLinkFaultsTest {
     /**
      * The deliberate break: the same faults on RabbitMQ against a consumer that claims a key of each
      * delivery instead of the event id (as a consumer keying on the broker's delivery tag would), at
-     * the same cost per event, so the redeliveries after the reset apply again.
+     * the same cost per event, so the redeliveries after the reset apply again. An event applies twice
+     * only when the reset catches an acknowledgement in flight after its commit; on a loaded machine the
+     * reset can fall where none is (seen once in a full build), so the run is repeated, up to three times,
+     * until one does: the point is that the figures see the break when it happens.
      */
     @Test
     void aClaimOnTheDeliveryInsteadOfTheEventLetsTheResetsRedeliveriesApplyTwice() throws Exception {
         Chaos.Figure f = run(new Rabbit(), true);
+        for (int tries = 1; tries < 3 && f.get("twice_published_once") == 0; tries++) {
+            f = run(new Rabbit(), true);
+        }
         assertThat(f.get("twice_published_once"))
                 .as("events published once and applied twice")
                 .isPositive();
