@@ -113,15 +113,20 @@ final class Catalogue {
     }
 
     private static Catalogue load() {
-        try (InputStream in = Catalogue.class.getResourceAsStream(RESOURCE)) {
+        return parse(Catalogue.resourceLines(RESOURCE), RESOURCE);
+    }
+
+    /** The lines of a catalogue kept in the once-scan jar at {@code resource}. */
+    static List<String> resourceLines(String resource) {
+        try (InputStream in = Catalogue.class.getResourceAsStream(resource)) {
             if (in == null) {
-                throw new IllegalStateException(RESOURCE + " is missing from the once-scan jar");
+                throw new IllegalStateException(resource + " is missing from the once-scan jar");
             }
             try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-                return parse(r.lines().toList(), RESOURCE);
+                return r.lines().toList();
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + RESOURCE, e);
+            throw new UncheckedIOException("cannot read " + resource, e);
         }
     }
 }

@@ -1,11 +1,5 @@
 package dev.once.scan.internal;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -153,15 +147,6 @@ final class EntryCatalogue {
     }
 
     private static EntryCatalogue load() {
-        try (InputStream in = EntryCatalogue.class.getResourceAsStream(RESOURCE)) {
-            if (in == null) {
-                throw new IllegalStateException(RESOURCE + " is missing from the once-scan jar");
-            }
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-                return parse(r.lines().toList(), RESOURCE);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + RESOURCE, e);
-        }
+        return parse(Catalogue.resourceLines(RESOURCE), RESOURCE);
     }
 }
