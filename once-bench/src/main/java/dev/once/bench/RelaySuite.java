@@ -641,16 +641,7 @@ final class RelaySuite implements Suite {
                             }
                             String id = prefix + n + "#1";
                             unconfirmed.add(ch.getNextPublishSeqNo());
-                            ch.basicPublish(
-                                    "",
-                                    queue,
-                                    true,
-                                    new AMQP.BasicProperties.Builder()
-                                            .messageId(id)
-                                            .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, id))
-                                            .deliveryMode(2)
-                                            .build(),
-                                    new byte[] {'1'});
+                            publishPersistent(ch, queue, id);
                         }
                     } catch (Exception e) {
                         failed.compareAndSet(null, e);
@@ -707,16 +698,7 @@ final class RelaySuite implements Suite {
                 for (int n = 1; n <= ROWS_PER_TX; n++) {
                     String id = "bare-lat:" + tx + "#" + n;
                     sentAt.put(ch.getNextPublishSeqNo(), System.nanoTime());
-                    ch.basicPublish(
-                            "",
-                            queue,
-                            true,
-                            new AMQP.BasicProperties.Builder()
-                                    .messageId(id)
-                                    .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, id))
-                                    .deliveryMode(2)
-                                    .build(),
-                            new byte[] {'1'});
+                    publishPersistent(ch, queue, id);
                 }
             }
             ch.waitForConfirmsOrDie(60_000);
@@ -1090,5 +1072,19 @@ final class RelaySuite implements Suite {
                 l.p99(),
                 l.max(),
                 l.rows()));
+    }
+
+    /** One persistent, mandatory message as the relay's publisher sends it: the event id as message id and header. */
+    private static void publishPersistent(Channel ch, String queue, String id) throws java.io.IOException {
+        ch.basicPublish(
+                "",
+                queue,
+                true,
+                new AMQP.BasicProperties.Builder()
+                        .messageId(id)
+                        .headers(Map.of(OutboxMessage.EVENT_ID_HEADER, id))
+                        .deliveryMode(2)
+                        .build(),
+                new byte[] {'1'});
     }
 }
