@@ -366,9 +366,35 @@ final class Tracer {
         if ((n.equals("runAsync") || n.equals("supplyAsync")) && scope.equals("CompletableFuture")) {
             return !waitedFor(c);
         }
+        if (libraryAsync(c)) {
+            return !waitedFor(c);
+        }
         return n.equals("subscribe")
                 && !entry.kind.startsWith("reactor")
                 && c.getScope().filter(Expression::isMethodCallExpr).isPresent();
+    }
+
+    /** A method whose name says it runs its work later, on another thread: an async wrapper, a submit, a schedule. */
+    private static final Pattern ASYNC_NAME = Pattern.compile("\\w*(Async|async)\\w*|submit\\w*|schedule\\w*");
+
+    /**
+     * Work given as a task to a library's own asynchronous wrapper (folio-spring's {@code
+     * executeAsyncSystemUserScoped(tenant, () -> …)}, a {@code TaskExecutor}'s {@code submitListenable}, a scheduler's
+     * {@code schedule}): the name says the work runs later, the work goes in as a task that takes nothing (a lambda
+     * without parameters; one with parameters is a completion callback, not the work), and the receiver is not the
+     * repository's own (its method is followed instead, and meets the executor there).
+     */
+    private boolean libraryAsync(MethodCallExpr c) {
+        String n = c.getNameAsString();
+        if (!ASYNC_NAME.matcher(n).matches()
+                || n.startsWith("commit")
+                || c.getArguments().stream()
+                        .noneMatch(a ->
+                                a instanceof LambdaExpr l && l.getParameters().isEmpty())) {
+            return false;
+        }
+        String stype = c.getScope().map(types::typeOf).orElse(null);
+        return stype != null && !types.isRepoType(stype);
     }
 
     /** {@code CompletableFuture.runAsync(…).join()} or a returned stage: the handler does wait. */
