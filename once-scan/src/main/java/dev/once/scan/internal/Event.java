@@ -63,7 +63,8 @@ record Event(
         WAIT,
         /**
          * An arm that leaves the message unacknowledged to have it redelivered, beside one that acknowledges by hand,
-         * in a listener whose container acknowledges on return all the same.
+         * or a catch of every exception that only logs, in a listener whose container acknowledges on return all the
+         * same: a failed message is consumed.
          */
         REQUEUE_IGNORED,
         /**

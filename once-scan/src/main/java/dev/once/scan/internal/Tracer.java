@@ -321,6 +321,9 @@ final class Tracer {
             visitChildren(l, tf);
             return;
         }
+        if (n instanceof TryStmt t && swallowsFailures(t, f)) {
+            return;
+        }
         if (n instanceof MethodCallExpr h && handOff(h)) {
             add(Event.Kind.ASYNC, h, f, null, null, shortText(h));
             Location outer = f.async;
@@ -372,6 +375,72 @@ final class Tracer {
         return n.equals("subscribe")
                 && !entry.kind.startsWith("reactor")
                 && c.getScope().filter(Expression::isMethodCallExpr).isPresent();
+    }
+
+    /** Catch types that take every failure of the work in their try block, transient ones included. */
+    private static final Set<String> CATCH_ALL = Set.of("Exception", "Throwable", "RuntimeException");
+
+    /**
+     * How deep a catch-all may sit below the entry point and still decide the message's fate: the listener and the
+     * helper it hands every message to. A catch-all further down guards one step (a best-effort notification), and
+     * what the listener does after it is not seen here.
+     */
+    private static final int SWALLOW_DEPTH = 2;
+
+    /**
+     * A try block whose work fails into a catch of every exception that only logs (no rethrow, no nack, no
+     * dead-letter, nothing handed on) in a listener its container acknowledges when it returns normally: a failed
+     * message, transient failures included, is acknowledged and lost. Walks the try statement and records the loss
+     * at the catch when the try block holds an effect the trace saw; false (nothing walked) when the shape does not
+     * apply.
+     */
+    private boolean swallowsFailures(TryStmt t, Frame f) {
+        if (entry.ack != Entry.Ack.AFTER_RETURN || f.async != null || f.depth > SWALLOW_DEPTH) {
+            return false;
+        }
+        com.github.javaparser.ast.stmt.CatchClause swallow = t.getCatchClauses().stream()
+                .filter(cc -> cc.getParameter().getType().toString().lines().count() == 1
+                        && java.util.Arrays.stream(
+                                        cc.getParameter().getType().toString().split("\\|"))
+                                .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
+                                .anyMatch(CATCH_ALL::contains)
+                        && onlyLogs(cc.getBody()))
+                .findFirst()
+                .orElse(null);
+        if (swallow == null) {
+            return false;
+        }
+        visitChildren(t, f);
+        BlockStmt work = t.getTryBlock();
+        Event failed = events.stream()
+                .filter(x -> x.kind() == Event.Kind.EFFECT
+                        && x.handedOff() == null
+                        && x.blast() != Blast.CACHE
+                        && within(x, work))
+                .findFirst()
+                .orElse(null);
+        if (failed != null) {
+            add(
+                    Event.Kind.REQUEUE_IGNORED,
+                    swallow,
+                    f,
+                    null,
+                    null,
+                    "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
+                            + failed.what() + " and only logs it, and " + entry.ackText);
+        }
+        return true;
+    }
+
+    /** A catch body that neither rethrows, hands the failure on, nor returns a verdict: logging and a bare return. */
+    private static boolean onlyLogs(BlockStmt b) {
+        return b.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class).isEmpty()
+                && b.findAll(ObjectCreationExpr.class).isEmpty()
+                && b.findAll(AssignExpr.class).isEmpty()
+                && b.findAll(ReturnStmt.class).stream()
+                        .allMatch(r -> r.getExpression().isEmpty())
+                && b.findAll(MethodCallExpr.class).stream()
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches());
     }
 
     /** A method whose name says it runs its work later, on another thread: an async wrapper, a submit, a schedule. */
