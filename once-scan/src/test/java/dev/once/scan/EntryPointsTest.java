@@ -150,6 +150,7 @@ class EntryPointsTest {
                 .containsExactlyInAnyOrder(
                         "Zeebe JobHandler @ src/main/java/acme/review/ReceiptHandler.java:17",
                         "Zeebe JobHandler @ src/main/java/acme/review/Workers.java:12",
+                        "Zeebe JobHandler @ src/main/java/acme/review/Workers.java:20",
                         "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:18",
                         "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:25");
     }

@@ -2665,6 +2665,10 @@ final class EntryPoints {
      * written as a method is traced like one written inline. Null for anything else.
      */
     private Node[] callback(Expression a, int arity) {
+        // .handler(((client, job) -> …)) or a cast to the handler's interface: the lambda inside is the handler
+        while (a instanceof EnclosedExpr || a instanceof CastExpr) {
+            a = a instanceof EnclosedExpr en ? en.getInner() : ((CastExpr) a).getExpression();
+        }
         if (a instanceof LambdaExpr l) {
             return new Node[] {l, l.getBody()};
         }
