@@ -1214,23 +1214,26 @@ final class Tracer {
                                 .isEmpty()) {
             return false;
         }
+        Set<MethodDeclaration> scheduled = scheduledByCall(owner);
         for (MethodDeclaration timer : owner.getMethods()) {
-            if (!Types.annotated(timer.getAnnotations(), "Scheduled")
+            boolean annotated = Types.annotated(timer.getAnnotations(), "Scheduled");
+            if (!annotated && !scheduled.contains(timer)
                     || timer.getBody().isEmpty()
                     || f.visiting.contains(timer)
                     || !drains(owner, timer, field, 0)) {
                 continue;
             }
+            String how = annotated ? "@Scheduled" : "scheduled";
             add(
                     Event.Kind.ASYNC,
                     c,
                     f,
                     null,
                     null,
-                    shortText(c) + ", a buffer " + owner.getNameAsString() + "." + timer.getNameAsString()
-                            + " (@Scheduled) drains later");
+                    shortText(c) + ", a buffer " + owner.getNameAsString() + "." + timer.getNameAsString() + " (" + how
+                            + ") drains later");
             List<Step> path = new ArrayList<>(f.path);
-            path.add(new Step(owner.getNameAsString() + "." + timer.getNameAsString() + " (@Scheduled)", repo.loc(c)));
+            path.add(new Step(owner.getNameAsString() + "." + timer.getNameAsString() + " (" + how + ")", repo.loc(c)));
             Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
             visiting.add(timer);
             span(timer);
@@ -1241,6 +1244,32 @@ final class Tracer {
             return true;
         }
         return false;
+    }
+
+    /**
+     * Methods of {@code owner} it gives to a scheduler itself, {@code taskScheduler.schedule(this::flush, trigger)}
+     * or {@code scheduleAtFixedRate(() -> flush(), …)}: timers as much as an {@code @Scheduled} method is.
+     */
+    private static Set<MethodDeclaration> scheduledByCall(TypeDeclaration<?> owner) {
+        Set<MethodDeclaration> out = new HashSet<>();
+        for (MethodCallExpr call :
+                owner.findAll(MethodCallExpr.class, x -> x.getNameAsString().startsWith("schedule"))) {
+            for (Expression a : call.getArguments()) {
+                String target = a instanceof MethodReferenceExpr r && r.getScope() instanceof ThisExpr
+                        ? r.getIdentifier()
+                        : a instanceof LambdaExpr l
+                                        && l.getParameters().isEmpty()
+                                        && l.getExpressionBody().orElse(null) instanceof MethodCallExpr m
+                                        && (m.getScope().isEmpty()
+                                                || m.getScope().get() instanceof ThisExpr)
+                                ? m.getNameAsString()
+                                : null;
+                if (target != null) {
+                    out.addAll(owner.getMethodsByName(target));
+                }
+            }
+        }
+        return out;
     }
 
     /** {@code m} reads {@code field}, itself or through a method of its class it calls on {@code this}. */
