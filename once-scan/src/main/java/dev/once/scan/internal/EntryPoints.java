@@ -1481,7 +1481,11 @@ final class EntryPoints {
                 }
             }
             case "basicConsume" -> rabbitConsume(s, call);
-            case "handler" -> zeebeWorker(s, call);
+            case "handler" -> {
+                zeebeWorker(s, call);
+                vertxKafka(s, call);
+            }
+            case "batchHandler" -> vertxKafka(s, call);
             case "basicGet" -> {
                 Node body = loopOrMethod(call);
                 if (body != null) {
@@ -2686,6 +2690,80 @@ final class EntryPoints {
         for (MethodDeclaration m : targets) {
             if (m.getParameters().size() == arity && m.getBody().isPresent()) {
                 return new Node[] {m, m.getBody().get()};
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A Vert.x Kafka consumer's record handler: {@code KafkaConsumer.create(vertx, props).handler(record -> …)}, on a
+     * variable of that type, or on a method returning one; the handler a lambda, a method reference, or a call to a
+     * method of the class that returns the lambda ({@code .handler(eventHandler())}). The client polls in its own loop
+     * and commits on Kafka's auto-commit timer unless the code commits itself.
+     */
+    private void vertxKafka(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().startsWith("io.vertx.kafka.client.consumer"))) {
+            return;
+        }
+        Expression scope = call.getScope().orElse(null);
+        String type = scope == null ? null : types.typeOf(scope);
+        boolean consumer = "KafkaConsumer".equals(type)
+                || "KafkaReadStream".equals(type)
+                || scope instanceof MethodCallExpr create
+                        && create.getNameAsString().equals("create")
+                        && create.getScope().map(Node::toString).orElse("").equals("KafkaConsumer");
+        if (!consumer) {
+            return;
+        }
+        Node[] handler = callback(call.getArgument(0), 1);
+        if (handler == null) {
+            handler = returnedLambda(call.getArgument(0));
+        }
+        if (handler == null) {
+            return;
+        }
+        Entry e = add(
+                s,
+                "Vert.x KafkaConsumer handler",
+                "kafka",
+                owner(call) + " handler",
+                handler[0],
+                handler[1],
+                handler[0]);
+        if (s.text().contains(".commit(")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackCalls = Set.of("commit");
+            e.ackText =
+                    "consumer.commit() in the code; records not committed are read again after a restart or rebalance";
+        } else {
+            e.ack = Entry.Ack.AUTO;
+            e.ackText = "the Vert.x consumer commits on Kafka's auto-commit timer (enable.auto.commit), whatever the"
+                    + " handler did";
+        }
+    }
+
+    /** The lambda a method of the class returns, for a handler given as {@code handler(eventHandler())}. */
+    private static Node[] returnedLambda(Expression a) {
+        if (!(a instanceof MethodCallExpr m)
+                || m.getScope()
+                        .filter(x -> !(x instanceof com.github.javaparser.ast.expr.ThisExpr))
+                        .isPresent()) {
+            return null;
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(m);
+        if (owner == null) {
+            return null;
+        }
+        for (MethodDeclaration d : owner.getMethodsByName(m.getNameAsString())) {
+            if (d.getParameters().size() != m.getArguments().size()) {
+                continue;
+            }
+            for (ReturnStmt r : d.findAll(ReturnStmt.class)) {
+                if (r.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    return new Node[] {l, l.getBody()};
+                }
             }
         }
         return null;
