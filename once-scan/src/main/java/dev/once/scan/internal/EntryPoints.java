@@ -112,6 +112,7 @@ final class EntryPoints {
                 catalogued(s, c);
                 streamComponent(s, c);
                 camel(s, c);
+                libraryHandler(s, c);
             }
             // a listener written as a record (zipkin's Pulsar listener) implements its interface just the same
             for (RecordDeclaration r : s.cu().findAll(RecordDeclaration.class)) {
@@ -923,6 +924,65 @@ final class EntryPoints {
     // ---- the entry catalogue (entries.txt) --------------------------------------------------------
 
     private static final EntryCatalogue CATALOGUE = EntryCatalogue.get();
+
+    /** A library's handler interface named for its broker: {@code KafkaMessageHandler}, {@code SqsMessageProcessor}. */
+    private static final Pattern BROKER_HANDLER_TYPE = Pattern.compile(
+            "\\w*?(Kafka|Rabbit|Amqp|Jms|JMS|Sqs|SQS|Pulsar|Nats|Mqtt|Kinesis|ServiceBus|PubSub|Pubsub|EventHub)\\w*"
+                    + "(Handler|Listener|Consumer|Processor|Subscriber)");
+
+    private static final Pattern HANDLER_METHOD = Pattern.compile("(handle|on|consume|process|receive)\\w*");
+
+    /**
+     * A class implementing (or extending) a library's handler type whose name says its broker and role, when nothing
+     * else listed it: its public overrides named like a handler ({@code handleRecord}, {@code onMessage}) are run by the
+     * library's own loop, outside the repository (NAV's {@code KafkaMessageHandler} under its shared consumer
+     * manager). That loop is taken to acknowledge when the handler returns, as every container does.
+     */
+    private void libraryHandler(Repo.Source s, ClassOrInterfaceDeclaration c) {
+        if (c.isInterface() || c.isAbstract()) {
+            return;
+        }
+        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
+        supertypes.addAll(c.getExtendedTypes());
+        for (ClassOrInterfaceType t : supertypes) {
+            String n = t.getNameAsString();
+            Matcher broker = BROKER_HANDLER_TYPE.matcher(n);
+            if (!broker.matches() || types.isRepoType(n)) {
+                continue;
+            }
+            for (MethodDeclaration m : c.getMethods()) {
+                if (!m.isPublic()
+                        || m.isStatic()
+                        || m.getParameters().isEmpty()
+                        || !HANDLER_METHOD.matcher(m.getNameAsString()).matches()
+                        || !Types.annotated(m.getAnnotations(), "Override")
+                        || m.getBody().isEmpty()
+                        || byBody.containsKey(m.getBody().get())) {
+                    continue;
+                }
+                Entry e = add(
+                        s,
+                        n + "." + m.getNameAsString(),
+                        brokerOf(broker.group(1)),
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = "the library loop that calls " + n + "." + m.getNameAsString()
+                        + " (not in this repository) acknowledges when it returns";
+            }
+        }
+    }
+
+    private static String brokerOf(String word) {
+        return switch (word) {
+            case "Rabbit", "Amqp" -> "rabbitmq";
+            case "JMS" -> "jms";
+            case "SQS" -> "sqs";
+            case "PubSub" -> "pubsub";
+            default -> word.toLowerCase(Locale.ROOT);
+        };
+    }
 
     /** Handler methods of a class the catalogue names: by their annotation, or by the interface the class implements. */
     private void catalogued(Repo.Source s, ClassOrInterfaceDeclaration c) {
