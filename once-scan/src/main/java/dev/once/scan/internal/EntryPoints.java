@@ -1042,10 +1042,7 @@ final class EntryPoints {
 
     private void callbackHandlers(Repo.Source s, EntryCatalogue.Rule r, MethodCallExpr call) {
         for (Expression arg : call.getArguments()) {
-            Expression x = arg;
-            while (x instanceof CastExpr || x instanceof EnclosedExpr) {
-                x = x instanceof CastExpr ce ? ce.getExpression() : ((EnclosedExpr) x).getInner();
-            }
+            Expression x = unwrapped(arg);
             if (x instanceof LambdaExpr l) {
                 catalogueEntry(s, r, owner(call) + " " + call.getNameAsString(), l, l.getBody(), l);
             } else if (x instanceof ObjectCreationExpr oc
@@ -2728,11 +2725,8 @@ final class EntryPoints {
      * {@code handlers::onOrder} on a field, {@code OrderHandler::onOrder} on a type), so a handler
      * written as a method is traced like one written inline. Null for anything else.
      */
-    private Node[] callback(Expression a, int arity) {
-        // .handler(((client, job) -> …)) or a cast to the handler's interface: the lambda inside is the handler
-        while (a instanceof EnclosedExpr || a instanceof CastExpr) {
-            a = a instanceof EnclosedExpr en ? en.getInner() : ((CastExpr) a).getExpression();
-        }
+    private Node[] callback(Expression given, int arity) {
+        Expression a = unwrapped(given);
         if (a instanceof LambdaExpr l) {
             return new Node[] {l, l.getBody()};
         }
@@ -2827,6 +2821,15 @@ final class EntryPoints {
             }
         }
         return null;
+    }
+
+    /** {@code .handler(((client, job) -> …))} or a cast to the handler's interface: the expression inside is the handler. */
+    private static Expression unwrapped(Expression a) {
+        Expression x = a;
+        while (x instanceof CastExpr || x instanceof EnclosedExpr) {
+            x = x instanceof CastExpr ce ? ce.getExpression() : ((EnclosedExpr) x).getInner();
+        }
+        return x;
     }
 
     private static boolean zeebe(Repo.Source s) {
