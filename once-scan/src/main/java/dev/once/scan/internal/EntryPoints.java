@@ -932,11 +932,29 @@ final class EntryPoints {
 
     private static final Pattern HANDLER_METHOD = Pattern.compile("(handle|on|consume|process|receive)\\w*");
 
+    /** A broker's own record or delivery type, by its simple name, and the broker it belongs to. */
+    private static final Map<String, String> RECORD_TYPES = Map.of(
+            "ConsumerRecord", "kafka",
+            "ConsumerRecords", "kafka",
+            "KafkaConsumerRecord", "kafka",
+            "KafkaConsumerRecords", "kafka",
+            "Delivery", "rabbitmq",
+            "ServiceBusReceivedMessage", "servicebus",
+            "ServiceBusReceivedMessageContext", "servicebus",
+            "PubsubMessage", "pubsub",
+            "ReceivedMessage", "pubsub");
+
+    /** Library types whose methods take a record without consuming it: error handlers, interceptors, serializers. */
+    private static final Pattern NOT_A_HANDLER_TYPE =
+            Pattern.compile(".*(Error|Exception|Intercept|Recover|Serial|Convert|Filter|Strategy|Partition|Retry).*");
+
     /**
      * A class implementing (or extending) a library's handler type whose name says its broker and role, when nothing
      * else listed it: its public overrides named like a handler ({@code handleRecord}, {@code onMessage}) are run by the
      * library's own loop, outside the repository (NAV's {@code KafkaMessageHandler} under its shared consumer
-     * manager). That loop is taken to acknowledge when the handler returns, as every container does.
+     * manager). So is such an override of any library type when it takes the broker's own record ({@code
+     * ConsumerRecord}, {@code Delivery}, {@code ServiceBusReceivedMessage}). That loop is taken to acknowledge when the
+     * handler returns, as every container does.
      */
     private void libraryHandler(Repo.Source s, ClassOrInterfaceDeclaration c) {
         if (c.isInterface() || c.isAbstract()) {
@@ -946,12 +964,21 @@ final class EntryPoints {
         supertypes.addAll(c.getExtendedTypes());
         for (ClassOrInterfaceType t : supertypes) {
             String n = t.getNameAsString();
-            Matcher broker = BROKER_HANDLER_TYPE.matcher(n);
-            if (!broker.matches() || types.isRepoType(n)) {
+            Matcher named = BROKER_HANDLER_TYPE.matcher(n);
+            if (types.isRepoType(n) || NOT_A_HANDLER_TYPE.matcher(n).matches()) {
                 continue;
             }
             for (MethodDeclaration m : c.getMethods()) {
-                if (!m.isPublic()
+                // or any library type whose handler-named override takes the broker's own record
+                String broker = named.matches()
+                        ? brokerOf(named.group(1))
+                        : m.getParameters().stream()
+                                .map(p -> RECORD_TYPES.get(Types.simple(p.getType())))
+                                .filter(java.util.Objects::nonNull)
+                                .findFirst()
+                                .orElse(null);
+                if (broker == null
+                        || !m.isPublic()
                         || m.isStatic()
                         || m.getParameters().isEmpty()
                         || !HANDLER_METHOD.matcher(m.getNameAsString()).matches()
@@ -963,7 +990,7 @@ final class EntryPoints {
                 Entry e = add(
                         s,
                         n + "." + m.getNameAsString(),
-                        brokerOf(broker.group(1)),
+                        broker,
                         owner(m),
                         m,
                         m.getBody().get(),

@@ -232,6 +232,12 @@ public final class Repo {
             "fetch(",
             "nextMessage",
             "iterate(",
+            // a broker's own record taken by a library's handler type (EntryPoints.libraryHandler)
+            "ConsumerRecord",
+            "rabbitmq.client.Delivery",
+            "ServiceBusReceivedMessage",
+            "PubsubMessage",
+            "ReceivedMessage",
             // routes, flows, functions and stream topologies
             "RouteBuilder",
             "IntegrationFlow",
@@ -260,10 +266,19 @@ public final class Repo {
      * only, each behind a plain search for its word (most files hold none of them).
      */
     private static final Map<String, Pattern> SEED_WORDS = Map.of(
-            "Consumer", Pattern.compile("\\b(?:Bi)?Consumer\\b"),
-            "Receiver", Pattern.compile("\\bReceiver\\b"),
-            "Processor", Pattern.compile("\\b(?:FixedKey|Contextual)?Processor\\b"),
-            "receive", Pattern.compile("\\breceive\\w*\\s*\\("));
+            "Consumer",
+            Pattern.compile("\\b(?:Bi)?Consumer\\b"),
+            "Receiver",
+            Pattern.compile("\\bReceiver\\b"),
+            "Processor",
+            Pattern.compile("\\b(?:FixedKey|Contextual)?Processor\\b"),
+            "receive",
+            Pattern.compile("\\breceive\\w*\\s*\\("),
+            // a library's handler type named for its broker (EntryPoints.libraryHandler): KafkaRecordHandler
+            "implements",
+            Pattern.compile(
+                    "\\bimplements\\b[^{;]*?(?:Kafka|Rabbit|Amqp|Jms|JMS|Sqs|SQS|Pulsar|Nats|Mqtt|Kinesis|ServiceBus"
+                            + "|PubSub|Pubsub|EventHub)\\w*(?:Handler|Listener|Consumer|Processor|Subscriber)\\b"));
 
     /**
      * Whether a file holds a seed: one {@code indexOf} per word (a vectorised search) rather than one
