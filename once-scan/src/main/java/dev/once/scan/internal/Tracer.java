@@ -2294,6 +2294,16 @@ final class Tracer {
             span(t);
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
+            if (springAsync(at, t, owner, self, f)) {
+                add(
+                        Event.Kind.ASYNC,
+                        at,
+                        f,
+                        null,
+                        null,
+                        shortText(at) + ", an @Async method " + owner.getNameAsString() + "." + t.getNameAsString());
+                callee.async = repo.loc(at);
+            }
             callee.arms = arms(at, f);
             if (dispatched) {
                 // a call on an abstract method or an interface runs one of the overrides it resolves to: each is an arm
@@ -2304,6 +2314,27 @@ final class Tracer {
             callee.sites = append(f.sites, at);
             visit(t.getBody().get(), callee);
         }
+    }
+
+    /**
+     * A method run on another thread by its framework when called through its bean: Spring's (or Micronaut's)
+     * {@code @Async}, EJB's {@code @Asynchronous}, on the method or its class. A call on {@code this} bypasses the
+     * proxy and runs in the caller's thread; a caller that waits on the returned future ({@code .get()},
+     * {@code .join()}) or returns it does not hand the work off.
+     */
+    private static boolean springAsync(Node at, MethodDeclaration t, TypeDeclaration<?> owner, boolean self, Frame f) {
+        if (self
+                || f.async != null
+                || !(at instanceof MethodCallExpr call)
+                || call.getScope().filter(x -> !(x instanceof ThisExpr)).isEmpty()
+                || waitedFor(call)) {
+            return false;
+        }
+        return Types.annotated(t.getAnnotations(), "Async")
+                || Types.annotated(t.getAnnotations(), "Asynchronous")
+                || owner != null
+                        && (Types.annotated(owner.getAnnotations(), "Async")
+                                || Types.annotated(owner.getAnnotations(), "Asynchronous"));
     }
 
     /** The lines of the entry's body and of every method the last {@link #trace} entered. */
