@@ -332,6 +332,12 @@ final class Tracer {
             f.async = outer;
             return;
         }
+        if (n instanceof MethodCallExpr w && runsTaskHere(w)) {
+            // a library's wrapper that runs the task it is given in this thread (a tenant scope, a lock): the task is
+            // the work, walked in place; the wrapper call is not a write of its own
+            visitChildren(n, f);
+            return;
+        }
         if (n instanceof MethodCallExpr d
                 && DESERIALIZE.matcher(d.getNameAsString()).matches()) {
             d.getArguments().stream()
@@ -457,6 +463,25 @@ final class Tracer {
         String n = c.getNameAsString();
         if (!ASYNC_NAME.matcher(n).matches()
                 || n.startsWith("commit")
+                || c.getArguments().stream()
+                        .noneMatch(a ->
+                                a instanceof LambdaExpr l && l.getParameters().isEmpty())) {
+            return false;
+        }
+        String stype = c.getScope().map(types::typeOf).orElse(null);
+        return stype != null && !types.isRepoType(stype);
+    }
+
+    /** A name a wrapper that runs its task before it returns goes by: execute, run, call, with…, in…. */
+    private static final Pattern WRAPPER_NAME = Pattern.compile("(execute|run|call|with|in)([A-Z]\\w*)?");
+
+    /**
+     * {@code contextService.execute(tenant, ctx, () -> handler.handle(event))}, {@code
+     * scoped.executeSystemUserScoped(tenant, () -> …)}: a library's synchronous wrapper given a parameterless task
+     * (not a hand-off: {@link #handOff} is asked first).
+     */
+    private boolean runsTaskHere(MethodCallExpr c) {
+        if (!WRAPPER_NAME.matcher(c.getNameAsString()).matches()
                 || c.getArguments().stream()
                         .noneMatch(a ->
                                 a instanceof LambdaExpr l && l.getParameters().isEmpty())) {
