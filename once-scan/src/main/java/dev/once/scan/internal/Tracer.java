@@ -2184,15 +2184,27 @@ final class Tracer {
             return l == null && r == null ? null : (l == null ? "?" : l) + (r == null ? "?" : r);
         }
         if (a instanceof MethodCallExpr m) {
-            if (m.getNameAsString().equals("format")
+            boolean format = m.getNameAsString().equals("format")
                     && m.getScope().map(x -> x.toString().equals("String")).orElse(false)
-                    && m.getArguments().isNonEmpty()) {
-                return literal(m.getArgument(0), at, depth + 1);
+                    && m.getArguments().isNonEmpty();
+            boolean formatted =
+                    m.getNameAsString().equals("formatted") && m.getScope().isPresent();
+            if (!format && !formatted) {
+                return null;
             }
-            if (m.getNameAsString().equals("formatted") && m.getScope().isPresent()) {
-                return literal(m.getScope().get(), at, depth + 1);
+            String template = literal(format ? m.getArgument(0) : m.getScope().get(), at, depth + 1);
+            List<Expression> values =
+                    format ? m.getArguments().subList(1, m.getArguments().size()) : m.getArguments();
+            // each %s takes its value's text when it is a constant too (a table name), else stands for a value
+            StringBuilder out = new StringBuilder();
+            Matcher slot = Pattern.compile("%[sd]").matcher(template == null ? "" : template);
+            int i = 0;
+            while (slot.find()) {
+                String v = i < values.size() ? literal(values.get(i), at, depth + 1) : null;
+                i++;
+                slot.appendReplacement(out, Matcher.quoteReplacement(v == null ? "?" : v));
             }
-            return null;
+            return template == null ? null : slot.appendTail(out).toString();
         }
         if (a instanceof FieldAccessExpr fa
                 && !(fa.getScope() instanceof ThisExpr)
