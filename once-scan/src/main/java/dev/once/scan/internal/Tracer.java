@@ -18,7 +18,6 @@ import com.github.javaparser.ast.expr.MethodReferenceExpr;
 import com.github.javaparser.ast.expr.NameExpr;
 import com.github.javaparser.ast.expr.ObjectCreationExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
-import com.github.javaparser.ast.expr.TextBlockLiteralExpr;
 import com.github.javaparser.ast.expr.ThisExpr;
 import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
@@ -195,6 +194,7 @@ final class Tracer {
         this.repo = repo;
         this.types = types;
         this.schema = schema;
+        this.constants = new Constants(repo);
         for (Repo.RawFile f : repo.rawFiles()) {
             if (TIMEOUT_WORDS.stream().anyMatch(f.text()::contains)) {
                 timeoutsConfigured.put(repo.moduleOf(f.file()), true);
@@ -301,6 +301,7 @@ final class Tracer {
     }
 
     private final Dataflow dataflow = new Dataflow();
+    private final Constants constants;
 
     /**
      * The names of the entry's method that hold the message: the handler's parameters (or its lambda's), and the
@@ -2150,124 +2151,9 @@ final class Tracer {
             return null;
         }
         for (Expression a : c.getArguments()) {
-            String s = literal(a, c);
+            String s = constants.text(a, c);
             if (s != null && s.matches("(?is)\\s*(insert|update|merge|delete|select|with)\\b.*")) {
                 return s;
-            }
-        }
-        return null;
-    }
-
-    private String literal(Expression a, Node at) {
-        return literal(a, at, 0);
-    }
-
-    /**
-     * The text of a string expression: literals, concatenations (an unknown part as {@code ?}), {@code String.format}
-     * and {@code formatted} templates, and constants wherever they are declared: a local or field in sight of
-     * {@code at}, a constant of another class ({@code Sql.INSERT_ORDER}, a static import, an interface or superclass
-     * of the class), so a statement kept in a queries class of another module is read where it runs.
-     */
-    private String literal(Expression a, Node at, int depth) {
-        if (depth > 4) {
-            return null;
-        }
-        if (a instanceof StringLiteralExpr s) {
-            return s.getValue();
-        }
-        if (a instanceof TextBlockLiteralExpr t) {
-            return t.getValue();
-        }
-        if (a instanceof BinaryExpr b && b.getOperator() == BinaryExpr.Operator.PLUS) {
-            String l = literal(b.getLeft(), at, depth + 1);
-            String r = literal(b.getRight(), at, depth + 1);
-            return l == null && r == null ? null : (l == null ? "?" : l) + (r == null ? "?" : r);
-        }
-        if (a instanceof MethodCallExpr m) {
-            boolean format = m.getNameAsString().equals("format")
-                    && m.getScope().map(x -> x.toString().equals("String")).orElse(false)
-                    && m.getArguments().isNonEmpty();
-            boolean formatted =
-                    m.getNameAsString().equals("formatted") && m.getScope().isPresent();
-            if (!format && !formatted) {
-                return null;
-            }
-            String template = literal(format ? m.getArgument(0) : m.getScope().get(), at, depth + 1);
-            List<Expression> values =
-                    format ? m.getArguments().subList(1, m.getArguments().size()) : m.getArguments();
-            // each %s takes its value's text when it is a constant too (a table name), else stands for a value
-            StringBuilder out = new StringBuilder();
-            Matcher slot = Pattern.compile("%[sd]").matcher(template == null ? "" : template);
-            int i = 0;
-            while (slot.find()) {
-                String v = i < values.size() ? literal(values.get(i), at, depth + 1) : null;
-                i++;
-                slot.appendReplacement(out, Matcher.quoteReplacement(v == null ? "?" : v));
-            }
-            return template == null ? null : slot.appendTail(out).toString();
-        }
-        if (a instanceof FieldAccessExpr fa
-                && !(fa.getScope() instanceof ThisExpr)
-                && Character.isUpperCase(
-                        fa.getScope().toString().replaceAll(".*\\.", "").charAt(0))) {
-            return constant(fa.getScope().toString().replaceAll(".*\\.", ""), fa.getNameAsString(), at, depth);
-        }
-        if (a instanceof NameExpr n) {
-            String name = n.getNameAsString();
-            TypeDeclaration<?> t = Types.enclosingType(at);
-            MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
-            for (Node scope : new Node[] {m, t}) {
-                if (scope == null) {
-                    continue;
-                }
-                for (VariableDeclarator d : scope.findAll(
-                        VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
-                    if (d.getInitializer().isPresent()) {
-                        String v = literal(d.getInitializer().get(), d, depth + 1);
-                        if (v != null) {
-                            return v;
-                        }
-                    }
-                }
-            }
-            // a constant the class inherits (an interface of queries, a base DAO) or imports statically
-            List<String> owners = new ArrayList<>();
-            if (t instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c) {
-                c.getExtendedTypes().forEach(x -> owners.add(x.getNameAsString()));
-                c.getImplementedTypes().forEach(x -> owners.add(x.getNameAsString()));
-            }
-            at.findCompilationUnit()
-                    .ifPresent(cu -> cu.getImports().stream()
-                            .filter(i -> i.isStatic()
-                                    && (i.isAsterisk()
-                                            || i.getName().getIdentifier().equals(name)))
-                            .map(i -> i.isAsterisk()
-                                    ? i.getName()
-                                    : i.getName().getQualifier().orElse(null))
-                            .filter(java.util.Objects::nonNull)
-                            .forEach(q -> owners.add(q.getIdentifier())));
-            for (String owner : owners) {
-                String v = constant(owner, name, at, depth);
-                if (v != null) {
-                    return v;
-                }
-            }
-        }
-        return null;
-    }
-
-    /** The text of the string constant {@code name} that the repository's class {@code owner} declares. */
-    private String constant(String owner, String name, Node from, int depth) {
-        if (!types.isRepoType(owner)) {
-            return null;
-        }
-        for (TypeDeclaration<?> t : repo.types(owner, from)) {
-            for (com.github.javaparser.ast.body.FieldDeclaration fd : t.getFields()) {
-                for (VariableDeclarator v : fd.getVariables()) {
-                    if (v.getNameAsString().equals(name) && v.getInitializer().isPresent()) {
-                        return literal(v.getInitializer().get(), v, depth + 1);
-                    }
-                }
             }
         }
         return null;
