@@ -361,6 +361,9 @@ final class Tracer {
     }
 
     private void visit(Node n, Frame f) {
+        if (n instanceof com.github.javaparser.ast.stmt.CatchClause cc && entry.ack == Entry.Ack.AFTER_RETURN) {
+            retryLeftToRedelivery(cc, f);
+        }
         if (n instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
             if (SYNC_CALLBACKS.contains(oc.getType().getNameAsString())
                     && oc.getParentNode().orElse(null) instanceof MethodCallExpr) {
@@ -791,6 +794,58 @@ final class Tracer {
             return true;
         }
         return false;
+    }
+
+    /** What a log line says when it expects the message back: a retry, a requeue, a redelivery. */
+    private static final Pattern RETRY_SAID = Pattern.compile("(?i)(will\\s+(be\\s+)?retr|to\\s+be\\s+retried"
+            + "|retry\\s+later|retried\\s+later|requeu|re-queu|redeliver|(return\\w*|put|left|leav\\w*|back)\\s+(it\\s+)?"
+            + "(on|to|in)\\s+(the\\s+)?queue|try\\s+again|will\\s+be\\s+reprocessed)");
+
+    /**
+     * A catch block in a consumer its container acknowledges on return that only logs, saying the message will be
+     * retried ("will retry", "returning to queue"), and neither throws nor rejects: the handler returns normally, the
+     * container acknowledges, and the failed message is never delivered again. A catch inside a loop retrying in
+     * place, or in a method that a retry advice wraps, is a retry indeed.
+     */
+    private void retryLeftToRedelivery(com.github.javaparser.ast.stmt.CatchClause cc, Frame f) {
+        // every statement a call that decides nothing (a log line, whatever it prints), and at least one
+        NodeList<Statement> body = cc.getBody().getStatements();
+        boolean onlyLogs = body.isNonEmpty()
+                && body.stream()
+                        .allMatch(st -> st instanceof ExpressionStmt es
+                                && es.getExpression() instanceof MethodCallExpr call
+                                && INERT.matcher(call.getNameAsString()).matches());
+        if (!onlyLogs
+                || cc.getBody().findAll(StringLiteralExpr.class).stream()
+                        .noneMatch(l -> RETRY_SAID.matcher(l.getValue()).find())) {
+            return;
+        }
+        Statement silent = body.get(0);
+        for (Node p = cc.getParentNode().orElse(null);
+                p != null && !(p instanceof MethodDeclaration);
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof LambdaExpr && p != entry.body) {
+                return; // work handed to a callback or a scheduler: its failure is not the handler's
+            }
+            if (p instanceof WhileStmt
+                    || p instanceof com.github.javaparser.ast.stmt.ForStmt
+                    || p instanceof com.github.javaparser.ast.stmt.DoStmt
+                    || p instanceof com.github.javaparser.ast.stmt.ForEachStmt) {
+                return;
+            }
+        }
+        MethodDeclaration m = Types.ancestor(cc, MethodDeclaration.class).orElse(null);
+        if (m != null && Types.annotated(m.getAnnotations(), "Retryable", "Retry")) {
+            return;
+        }
+        add(
+                Event.Kind.REQUEUE_IGNORED,
+                silent,
+                f,
+                null,
+                null,
+                "the catch block only logs that the message will be retried (" + shortText(silent)
+                        + ") and returns normally, but " + entry.ackText);
     }
 
     /** Calls that decide nothing: logging, reading a property, parsing what was read. */
