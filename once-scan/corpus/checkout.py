@@ -28,7 +28,9 @@ for label in sys.argv[1:]:
     if os.path.exists(stamp) and open(stamp).read().strip() == commit:
         continue
     subprocess.run(["rm", "-rf", dest], check=True)
-    tree = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", commit] + ([] if scan == "." else ["--", scan]),
+    # quotepath off: a path with non-ASCII letters (navikt/fp-mottak's ...Håndterer.java) is listed as it is,
+    # not quoted with octal escapes that match no wanted extension
+    tree = subprocess.run(["git", "-c", "core.quotepath=off", "--git-dir", git_dir, "ls-tree", "-r", commit] + ([] if scan == "." else ["--", scan]),
                           check=True, capture_output=True, text=True).stdout
     files = []
     for line in tree.splitlines():

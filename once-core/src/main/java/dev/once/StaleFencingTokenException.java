@@ -13,8 +13,20 @@ public class StaleFencingTokenException extends OnceException {
     private final long newest;
 
     public StaleFencingTokenException(String resource, long token, long newest) {
-        super("fencing token " + token + " for resource '" + resource + "' is stale: the newest accepted token is "
-                + newest + "; this writer's lease was taken over, stop and do not retry with this token");
+        this(
+                resource,
+                token,
+                newest,
+                "the newest accepted token is " + newest + "; this writer's lease was taken over");
+    }
+
+    /**
+     * @param why what superseded the writer, for the message: a resource that was deleted and created
+     *            anew can hold a token no larger than the stale writer's
+     */
+    public StaleFencingTokenException(String resource, long token, long newest, String why) {
+        super("fencing token " + token + " for resource '" + resource + "' is stale: " + why
+                + "; stop and do not retry with this token");
         this.resource = resource;
         this.token = token;
         this.newest = newest;
@@ -28,6 +40,10 @@ public class StaleFencingTokenException extends OnceException {
         return token;
     }
 
+    /**
+     * The token the resource holds now: larger than {@link #token()} after a takeover; no larger when
+     * the resource was deleted and created anew (an idempotency key pruned and claimed again).
+     */
     public long newest() {
         return newest;
     }

@@ -341,19 +341,24 @@ public interface Dialect {
     }
 
     /**
-     * Records the outcome of a claim, fenced: only the holder of the newest token, while the key
-     * is still processing, moves it. Binds: 1 state, 2 result_status, 3 result, 4 updated_at,
-     * 5 scope, 6 key, 7 token. 1 row: recorded; 0: a newer token took over (or it was pruned).
+     * Records the outcome of a claim, fenced: only the holder of the key's current claim, while the
+     * key is still processing, moves it. A claim is its token and its {@code locked_until} together:
+     * a key pruned after its claim lapsed and then claimed anew starts again at token 1, so the token
+     * alone would let the pruned claim's stalled holder finish its successor's. {@code locked_until}
+     * is kept after the finish, so that a refused finish can still tell "already finished" from
+     * "claimed anew". Binds: 1 state, 2 result_status, 3 result, 4 updated_at, 5 scope, 6 key,
+     * 7 token, 8 locked_until. 1 row: recorded; 0: not this claim's to finish (see {@link #keyToken}).
      */
     default String keyFinish(String prefix) {
         return "UPDATE " + quote(prefix + "idempotency_key") + " SET state = ?, result_status = ?, result = ?,"
-                + " locked_until = NULL, updated_at = ? WHERE scope = ? AND idem_key = ? AND fencing_token = ?"
+                + " updated_at = ? WHERE scope = ? AND idem_key = ? AND fencing_token = ? AND locked_until = ?"
                 + " AND state = 'processing'";
     }
 
-    /** The current token of a key, to explain a rejected finish. Binds: 1 scope, 2 key. */
+    /** The current claim of a key, to explain a rejected finish. Binds: 1 scope, 2 key. Columns: fencing_token, locked_until. */
     default String keyToken(String prefix) {
-        return "SELECT fencing_token FROM " + quote(prefix + "idempotency_key") + " WHERE scope = ? AND idem_key = ?";
+        return "SELECT fencing_token, locked_until FROM " + quote(prefix + "idempotency_key")
+                + " WHERE scope = ? AND idem_key = ?";
     }
 
     /**

@@ -17,6 +17,7 @@ import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.HexFormat;
 import java.util.Objects;
 
@@ -160,7 +161,8 @@ public final class IdempotencyKeys {
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
                 Instant now = clock.instant();
-                Instant lockedUntil = now.plus(lockDuration);
+                // Microseconds, what both databases keep: the finish matches the claim by it (keyFinish).
+                Instant lockedUntil = now.plus(lockDuration).truncatedTo(ChronoUnit.MICROS);
                 BeginResult r = target.inTransaction(c -> insertIn(c, scope, key, fingerprint, now, lockedUntil));
                 if (r == null) {
                     // The key exists. The insert's transaction has ended before the row is locked: InnoDB
@@ -342,6 +344,7 @@ public final class IdempotencyKeys {
         if (body != null && body.length > maxResultBytes) {
             throw new IdempotencyResultTooLargeException(started.scope(), started.key(), body.length, maxResultBytes);
         }
+        Instant claimedUntil = started.lockedUntil().truncatedTo(ChronoUnit.MICROS);
         try (PreparedStatement ps = c.prepareStatement(finishSql)) {
             ps.setString(1, state); // 1 state
             ps.setInt(2, status); // 2 result_status
@@ -350,29 +353,39 @@ public final class IdempotencyKeys {
             ps.setString(5, started.scope()); // 5 scope
             ps.setString(6, started.key()); // 6 idem_key
             ps.setLong(7, started.token()); // 7 fencing token
+            ps.setTimestamp(8, Timestamp.from(claimedUntil)); // 8 locked_until: the claim's, with the token
             if (ps.executeUpdate() == 1) {
                 return;
             }
         }
-        long newest = -1;
+        long newest;
+        Instant newestUntil;
         try (PreparedStatement ps = c.prepareStatement(tokenSql)) {
             ps.setString(1, started.scope()); // 1 scope
             ps.setString(2, started.key()); // 2 idem_key
             try (ResultSet rs = ps.executeQuery()) {
-                if (rs.next()) {
-                    newest = rs.getLong(1);
+                if (!rs.next()) {
+                    throw new OnceException("idempotency key '" + started.key() + "' in scope '" + started.scope()
+                            + "' no longer exists (pruned after its claim lapsed); its result was not saved");
                 }
+                newest = rs.getLong(1);
+                Timestamp t = rs.getTimestamp(2);
+                newestUntil = t == null ? null : t.toInstant();
             }
         }
-        if (newest == started.token()) {
+        if (newest == started.token() && claimedUntil.equals(newestUntil)) {
             throw new OnceException("idempotency key '" + started.key() + "' in scope '" + started.scope()
                     + "' was already finished with token " + newest + "; finish a started key once");
         }
-        if (newest < 0) {
-            throw new OnceException("idempotency key '" + started.key() + "' in scope '" + started.scope()
-                    + "' no longer exists (pruned while processing?); its result was not saved");
+        if (newest > started.token()) {
+            throw new StaleFencingTokenException(resource(started), started.token(), newest);
         }
-        throw new StaleFencingTokenException(resource(started), started.token(), newest);
+        throw new StaleFencingTokenException(
+                resource(started),
+                started.token(),
+                newest,
+                "the key was pruned after this claim lapsed and has been claimed anew (token " + newest
+                        + ", held until " + newestUntil + ")");
     }
 
     private static String resource(BeginResult.Started s) {

@@ -227,6 +227,34 @@ class IdempotencyKeysTest {
                 .isEqualTo(new BeginResult.Replay(200, "second".getBytes(StandardCharsets.UTF_8), false));
     }
 
+    /**
+     * Found by {@link IdempotencyKeysStateMachineTest}: a key pruned after its claim lapsed and claimed
+     * anew started again at token 1, and the stalled first caller's complete (token 1) was taken as the
+     * successor's, for another request's key at that; the successor's own complete was then refused.
+     */
+    @Test
+    void aCallerStalledPastThePruneCannotFinishTheKeysNextClaim() {
+        BeginResult.Started stalled = (BeginResult.Started) keys.begin("t", "pruned", "fp");
+        clock.advance(Duration.ofHours(25));
+        IdempotencyKeyPruner pruner = IdempotencyKeyPruner.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .build();
+        assertThat(pruner.prune()).isEqualTo(1);
+        BeginResult.Started next = (BeginResult.Started) keys.begin("t", "pruned", "other request");
+        assertThat(next.token()).isEqualTo(stalled.token());
+
+        assertThatThrownBy(() -> keys.complete(stalled, 200, "stalled".getBytes(StandardCharsets.UTF_8)))
+                .isInstanceOfSatisfying(
+                        StaleFencingTokenException.class,
+                        e -> assertThat(e)
+                                .hasMessageContaining("pruned after this claim lapsed and has been claimed anew"));
+        keys.complete(next, 201, "next".getBytes(StandardCharsets.UTF_8));
+        assertThat(keys.begin("t", "pruned", "other request"))
+                .isEqualTo(new BeginResult.Replay(201, "next".getBytes(StandardCharsets.UTF_8), false));
+        assertThatThrownBy(() -> keys.complete(next, 201, null)).hasMessageContaining("already finished");
+    }
+
     @Test
     void aRetryableFailureLetsTheNextRequestStartAgain() {
         BeginResult.Started first = (BeginResult.Started) keys.begin("t", "flaky", "fp");
