@@ -40,8 +40,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * crash carries the same event id, and the receiving inbox absorbs it.
  *
  * <p>The producer is idempotent with {@code acks=all}: a broker-level retry never writes a record
- * twice, and an acknowledged record survives the loss of the leader. Setting either otherwise is
- * rejected.
+ * twice, and an acknowledged record survives the loss of the leader. It has one request in flight
+ * per broker ({@code max.in.flight.requests.per.connection=1}): when Kafka refuses a batch (a record
+ * too large for the topic), the producer splits it and sends its records again with the same
+ * sequence numbers, and a batch pipelined behind it must not reach the broker first. A broker that
+ * holds no state yet for the producer on that partition accepts the later batch's higher sequence,
+ * and then refuses the split records as out of sequence until {@code delivery.timeout.ms}: valid
+ * records, and every later send to the partition, would time out because of one refused record.
+ * A relay waits for each batch before it sends the next, so only relays sharing one publisher give
+ * up pipelining. Setting any of the three otherwise is rejected.
  *
  * <p>Thread-safe: one instance may serve many relay threads. Close it to flush and release the producer.
  */
@@ -66,10 +73,12 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
     }
 
     /**
-     * A publisher on a new producer. {@code acks} defaults to {@code all} and
-     * {@code enable.idempotence} to true; serializers are byte arrays.
+     * A publisher on a new producer. {@code acks} defaults to {@code all},
+     * {@code enable.idempotence} to true and {@code max.in.flight.requests.per.connection} to 1;
+     * serializers are byte arrays.
      *
-     * @throws InvalidConfigurationException if {@code bootstrap.servers} is missing, or acks or idempotence are weakened
+     * @throws InvalidConfigurationException if {@code bootstrap.servers} is missing, acks or idempotence are
+     *                                       weakened, or more requests in flight are asked for
      */
     public static KafkaPublisher create(Map<String, ?> producerProperties, Duration sendTimeout) {
         Objects.requireNonNull(producerProperties, "producerProperties");
@@ -92,8 +101,16 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
             throw new InvalidConfigurationException("enable.idempotence must be true for an outbox publisher, but was '"
                     + idempotence + "': without it a producer retry can write a record twice");
         }
+        Object inFlight = p.getOrDefault(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+        if (!inFlight.toString().strip().equals("1")) {
+            throw new InvalidConfigurationException("max.in.flight.requests.per.connection must be 1 for an outbox "
+                    + "publisher, but was '" + inFlight + "': with more, a batch sent behind one that Kafka refuses "
+                    + "(a record too large) can be written first, and the refused batch's valid records are then "
+                    + "refused as out of sequence until delivery.timeout.ms, with every later send to their partition");
+        }
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
         p.remove(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
         return new KafkaPublisher(

@@ -103,6 +103,44 @@ class KafkaPublisherFailureTest {
     }
 
     /**
+     * Regression: the producer's first batch to a partition holds a valid record and one the topic
+     * refuses, and the next batch is sent while Kafka refuses the first. With requests pipelined,
+     * the broker (holding no sequence yet for this producer there) wrote the next batch first, then
+     * refused the first batch's split records as out of sequence until the delivery timeout: the
+     * valid message 1 timed out instead of being sent (4 runs of 4 before the fix). The batch size
+     * puts messages 1 and 2 in one batch and message 3 in the next.
+     */
+    @Test
+    void aBatchBehindARefusedOneIsNotWrittenBeforeIt() throws Exception {
+        String topic = smallTopic();
+        try (KafkaPublisher publisher = KafkaPublisher.create(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                kafka.bootstrapServers(),
+                ProducerConfig.BATCH_SIZE_CONFIG,
+                "5600"))) {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    message(1, topic, "evt-1", small("1")),
+                    message(2, topic, "evt-2", new byte[5000]),
+                    message(3, topic, "evt-3", new byte[700])));
+            assertThat(stages.get(0)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .as("the valid message of the refused batch is written, and first")
+                    .isEqualTo(topic + "-0@0");
+            assertThat(stages.get(2)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .isEqualTo(topic + "-0@1");
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
+        }
+    }
+
+    /**
      * The one case where Kafka's answer is not the idiom's first reading ("it does not exist":
      * permanent): the producer waits {@code max.block.ms} for the topic's metadata and then fails
      * exactly as it does when no broker answers ("Topic … not present in metadata"), so the
