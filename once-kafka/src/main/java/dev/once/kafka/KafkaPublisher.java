@@ -23,6 +23,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
@@ -129,7 +130,9 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      *                        as on every publisher), and on interruption: send it again later.
      *                        A topic that does not exist is retryable too: the producer waits
      *                        {@code max.block.ms} for its metadata and then fails exactly as when no
-     *                        broker answers, so it cannot be told from an outage
+     *                        broker answers, so it cannot be told from an outage. A valid record
+     *                        that Kafka refused only because it shared a batch with an invalid one
+     *                        is sent again, once, and is retryable if that happens again
      */
     public RecordMetadata send(OutboxMessage message) {
         CompletableFuture<RecordMetadata> sent = start(Objects.requireNonNull(message, "message"));
@@ -198,27 +201,53 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                 message.payload(),
                 headers);
         CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
+        send(message, record, result, true);
+        return result;
+    }
+
+    private void send(
+            OutboxMessage message,
+            ProducerRecord<byte[], byte[]> record,
+            CompletableFuture<RecordMetadata> result,
+            boolean mayResend) {
         try {
             producer.send(record, (md, e) -> {
                 if (e == null) {
                     result.complete(md);
+                } else if (mayResend && e.getClass() == KafkaException.class) {
+                    // Kafka fails the valid records of a batch that holds an invalid one (a null key on a
+                    // compacted topic) with a plain KafkaException: the broker wrote none of the batch, and
+                    // the record was refused for another's sake, so it is sent again, once. Not from this
+                    // callback: it runs on the producer's I/O thread, which send() may wait on.
+                    CompletableFuture.runAsync(() -> send(message, record, result, false))
+                            .whenComplete((ignored, failure) -> {
+                                if (failure != null) { // the producer was closed meanwhile
+                                    result.completeExceptionally(PublishFailure.retryable(
+                                            "outbox message " + message.id() + " to " + message.destination()
+                                                    + " was not sent again: " + failure,
+                                            Receipt.NONE,
+                                            failure));
+                                }
+                            });
                 } else {
                     result.completeExceptionally(refused(message, e));
                 }
             });
-        } catch (org.apache.kafka.common.KafkaException e) {
+        } catch (KafkaException e) {
             // send() itself throws for a message it can never send (serialization, too large for the buffer).
             result.completeExceptionally(PublishFailure.permanent(
                     "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e,
                     Receipt.NONE,
                     e));
         }
-        return result;
     }
 
     // Package-private for KafkaPublisherFailureTest: a denial needs ACLs the test broker does not have.
     static PublishFailure refused(OutboxMessage message, Exception e) {
-        if (e instanceof RetriableException
+        // Not one of Kafka's errors (a plain KafkaException): no answer about this record, which
+        // shared a batch with an invalid one again after its re-send.
+        if (!(e instanceof ApiException)
+                || e instanceof RetriableException
                 || e instanceof org.apache.kafka.common.errors.TimeoutException
                 || e instanceof AuthorizationException
                 || e instanceof AuthenticationException) {
@@ -227,11 +256,9 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                     Receipt.NONE,
                     e);
         }
-        // What Kafka answered: its error code and name (10 MESSAGE_TOO_LARGE), where it is one of its errors.
-        Receipt answer = e instanceof ApiException
-                ? new Receipt(
-                        Errors.forException(e).code(), Errors.forException(e).name() + ": " + e.getMessage())
-                : Receipt.NONE;
+        // What Kafka answered: its error code and name (10 MESSAGE_TOO_LARGE).
+        Receipt answer = new Receipt(
+                Errors.forException(e).code(), Errors.forException(e).name() + ": " + e.getMessage());
         return PublishFailure.permanent(
                 "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + e, answer, e);
     }

@@ -19,6 +19,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ClusterAuthorizationException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
@@ -99,6 +100,39 @@ class KafkaPublisherFailureTest {
                     .isInstanceOfSatisfying(
                             PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
                     .hasMessageContaining("outbox message 2");
+        }
+    }
+
+    /**
+     * Regression: a compacted topic refuses a record without a key, and Kafka then fails the whole
+     * batch, the valid records with a plain KafkaException ("part of a batch which had one more
+     * more invalid records"). The publisher took that for a refusal of each of them: messages 1
+     * and 3 were permanent failures, their rows dead (5 runs of 5 before the fix).
+     */
+    @Test
+    void validMessagesBatchedWithAnInvalidOneAreSentNotDeadLettered() throws Exception {
+        String topic = "once-compacted-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        kafka.createTopic(topic, 1, Map.of("cleanup.policy", "compact"));
+        try (KafkaPublisher publisher = publisher()) {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    new OutboxMessage(1, "evt-1", topic, "k1", small("1"), Map.of(), "evt-1", 0, Instant.now()),
+                    message(2, topic, "evt-2", small("2")),
+                    new OutboxMessage(3, "evt-3", topic, "k3", small("3"), Map.of(), "evt-3", 0, Instant.now())));
+            for (int i : new int[] {0, 2}) {
+                assertThat(stages.get(i)
+                                .toCompletableFuture()
+                                .get(60, TimeUnit.SECONDS)
+                                .body())
+                        .as("message %d, keyed, is sent", i + 1)
+                        .startsWith(topic + "-0@");
+            }
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
+                    .as("message 2 has no key: refused for what it is")
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
+                    .hasMessageContaining("outbox message 2")
+                    .hasMessageContaining("InvalidRecordException");
         }
     }
 
@@ -203,6 +237,10 @@ class KafkaPublisherFailureTest {
         assertThat(KafkaPublisher.refused(m, new SaslAuthenticationException("bad credentials"))
                         .retryable())
                 .as("authentication failed")
+                .isTrue();
+        assertThat(KafkaPublisher.refused(m, new KafkaException("part of a batch which had invalid records"))
+                        .retryable())
+                .as("not one of Kafka's errors: no answer about this record")
                 .isTrue();
         assertThat(KafkaPublisher.refused(m, new RecordTooLargeException("too large"))
                         .retryable())
