@@ -234,11 +234,9 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                 }
             });
         } catch (KafkaException e) {
-            // send() itself throws for a message it can never send (serialization, too large for the buffer).
-            result.completeExceptionally(PublishFailure.permanent(
-                    "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e,
-                    Receipt.NONE,
-                    e));
+            // send() itself throws when interrupted while it waits for metadata or buffer space
+            // (InterruptException, which keeps the thread's interrupt): no answer about the record.
+            result.completeExceptionally(refused(message, e));
         }
     }
 

@@ -198,6 +198,31 @@ class KafkaPublisherFailureTest {
         }
     }
 
+    /**
+     * Regression: a relay thread interrupted (its relay closing) while the producer waits for a
+     * topic's metadata got Kafka's InterruptException thrown by send() itself, which the publisher
+     * took for a message Kafka can never send: permanent, the row dead.
+     */
+    @Test
+    void anInterruptedSendIsRetryableAndKeepsTheInterrupt() {
+        String topic = kafka.createTopic("interrupted", 1);
+        try (KafkaPublisher publisher = publisher()) {
+            Thread.currentThread().interrupt();
+            try {
+                assertThatThrownBy(() -> publisher.send(message(1, topic, "evt-1", small("1"))))
+                        .isInstanceOfSatisfying(
+                                PublishFailure.class,
+                                f -> assertThat(f.retryable()).isTrue())
+                        .hasMessageContaining("outbox message 1");
+                assertThat(Thread.currentThread().isInterrupted())
+                        .as("the interrupt is kept")
+                        .isTrue();
+            } finally {
+                Thread.interrupted();
+            }
+        }
+    }
+
     @Test
     void aBrokerThatCannotBeReachedIsRetryable() throws IOException {
         int closed;
