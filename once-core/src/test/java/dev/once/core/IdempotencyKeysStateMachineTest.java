@@ -6,12 +6,15 @@ import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
 import dev.once.keys.BeginResult;
 import dev.once.keys.IdempotencyKeys;
+import dev.once.keys.KeyTransaction;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -33,11 +36,13 @@ import net.jqwik.api.state.Transformer;
 /**
  * {@link IdempotencyKeys} against a model, through its public API only: random sequences of what
  * callers and time do to two keys (a begin with the request's fingerprint or another one; a
- * started caller completing, failing for good or failing retryably, possibly long after its claim
- * lapsed or twice; the clock moving by seconds or hours; the pruner running with its shortest
- * retention). Every begin must answer what the model says (started, replay of the last accepted
- * result, in progress, mismatch) and every finish must be accepted exactly when its caller still
- * holds the key's current claim; a refused finish changes nothing.
+ * started caller completing, completing in {@link IdempotencyKeys#transaction} with an effect row
+ * on its connection, failing for good or failing retryably, possibly long after its claim lapsed or
+ * twice; the clock moving by seconds or hours; the pruner running with its shortest retention).
+ * Every begin must answer what the model says (started, replay of the last accepted result, in
+ * progress, mismatch), every finish must be accepted exactly when its caller still holds the key's
+ * current claim, a refused finish changes nothing, and the effect rows are exactly those of the
+ * accepted transactional completes.
  *
  * <p>Found on its first run: a caller stalled past its claim and past the retention, the pruner
  * deleted the key, a retry claimed it anew with fencing token 1 again, and the stalled caller's
@@ -146,10 +151,16 @@ class IdempotencyKeysStateMachineTest {
         final IdempotencyKeyPruner pruner;
         final Map<String, Row> rows = new HashMap<>();
         final List<Caller> callers = new ArrayList<>();
+        final Map<String, Integer> effects = new HashMap<>();
+        final TestDatabase db;
         int finishes;
 
         World(TestDatabase db) {
-            db.execute("DELETE FROM once_idempotency_key");
+            this.db = db;
+            db.execute(
+                    "DELETE FROM once_idempotency_key",
+                    "CREATE TABLE IF NOT EXISTS key_effect (idem_key varchar(10) NOT NULL, status int NOT NULL)",
+                    "DELETE FROM key_effect");
             keys = IdempotencyKeys.builder()
                     .dataSource(db.dataSource())
                     .clock(clock)
@@ -201,27 +212,35 @@ class IdempotencyKeysStateMachineTest {
             callers.add(row.holder);
         }
 
-        /** n: which started caller (modulo their number), and how it finishes (n % 3). */
+        private static final String[] FINISHES = {"complete", "fail", "fail retryably", "complete with an effect"};
+
+        /** n: which started caller (modulo their number), and how it finishes (n % 4). */
         void finish(int n) {
             Caller caller = callers.get(n % callers.size());
-            int kind = n % 3;
+            int kind = n % 4;
             int status = 100 + finishes++;
             byte[] body = ("result " + status).getBytes(StandardCharsets.UTF_8);
             Row row = rows.get(caller.key());
             boolean holds = row == caller.row() && row.holder == caller && row.state.equals("processing");
-            String what = "finish (" + (kind == 0 ? "complete" : kind == 1 ? "fail" : "fail retryably")
-                    + ") of the caller started with token " + caller.started().token() + " on "
-                    + caller.key() + " at +" + elapsed();
+            String what = "finish (" + FINISHES[kind] + ") of the caller started with token "
+                    + caller.started().token() + " on " + caller.key() + " at +" + elapsed();
             RuntimeException refused = null;
             try {
                 switch (kind) {
                     case 0 -> keys.complete(caller.started(), status, body);
                     case 1 -> keys.fail(caller.started(), false, status, body);
-                    default -> keys.fail(caller.started(), true, status, body);
+                    case 2 -> keys.fail(caller.started(), true, status, body);
+                    default -> completeWithEffect(caller, status, body);
                 }
             } catch (OnceException e) {
                 refused = e;
             }
+            if (kind == 3 && refused == null) {
+                effects.merge(caller.key(), 1, Integer::sum);
+            }
+            assertThat(db.queryLong("SELECT count(*) FROM key_effect WHERE idem_key = '" + caller.key() + "'"))
+                    .as(what + ": the effect rows of " + caller.key())
+                    .isEqualTo((long) effects.getOrDefault(caller.key(), 0));
             if (!holds) {
                 assertThat(refused)
                         .as(what + ": it no longer holds the key's claim, so it must be refused")
@@ -234,9 +253,24 @@ class IdempotencyKeysStateMachineTest {
                 return;
             }
             assertThat(refused).as(what + ": it holds the claim").isNull();
-            row.state = kind == 0 ? "succeeded" : kind == 1 ? "failed" : "retryable";
+            row.state = kind == 1 ? "failed" : kind == 2 ? "retryable" : "succeeded";
             row.status = status;
             row.body = kind == 2 ? null : body;
+        }
+
+        /** The effect and the result in one transaction, as the keys' documentation says to. */
+        private void completeWithEffect(Caller caller, int status, byte[] body) {
+            try (KeyTransaction t = keys.transaction(caller.started())) {
+                try (PreparedStatement ps =
+                        t.connection().prepareStatement("INSERT INTO key_effect (idem_key, status) VALUES (?, ?)")) {
+                    ps.setString(1, caller.key());
+                    ps.setInt(2, status);
+                    ps.executeUpdate();
+                }
+                t.complete(status, body);
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
         }
 
         private static final Duration[] STEPS = {

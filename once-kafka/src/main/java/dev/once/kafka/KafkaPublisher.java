@@ -23,6 +23,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
@@ -40,8 +41,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * crash carries the same event id, and the receiving inbox absorbs it.
  *
  * <p>The producer is idempotent with {@code acks=all}: a broker-level retry never writes a record
- * twice, and an acknowledged record survives the loss of the leader. Setting either otherwise is
- * rejected.
+ * twice, and an acknowledged record survives the loss of the leader. It has one request in flight
+ * per broker ({@code max.in.flight.requests.per.connection=1}): when Kafka refuses a batch (a record
+ * too large for the topic), the producer splits it and sends its records again with the same
+ * sequence numbers, and a batch pipelined behind it must not reach the broker first. A broker that
+ * holds no state yet for the producer on that partition accepts the later batch's higher sequence,
+ * and then refuses the split records as out of sequence until {@code delivery.timeout.ms}: valid
+ * records, and every later send to the partition, would time out because of one refused record.
+ * A relay waits for each batch before it sends the next, so only relays sharing one publisher give
+ * up pipelining. Setting any of the three otherwise is rejected.
  *
  * <p>Thread-safe: one instance may serve many relay threads. Close it to flush and release the producer.
  */
@@ -66,10 +74,12 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
     }
 
     /**
-     * A publisher on a new producer. {@code acks} defaults to {@code all} and
-     * {@code enable.idempotence} to true; serializers are byte arrays.
+     * A publisher on a new producer. {@code acks} defaults to {@code all},
+     * {@code enable.idempotence} to true and {@code max.in.flight.requests.per.connection} to 1;
+     * serializers are byte arrays.
      *
-     * @throws InvalidConfigurationException if {@code bootstrap.servers} is missing, or acks or idempotence are weakened
+     * @throws InvalidConfigurationException if {@code bootstrap.servers} is missing, acks or idempotence are
+     *                                       weakened, or more requests in flight are asked for
      */
     public static KafkaPublisher create(Map<String, ?> producerProperties, Duration sendTimeout) {
         Objects.requireNonNull(producerProperties, "producerProperties");
@@ -92,8 +102,16 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
             throw new InvalidConfigurationException("enable.idempotence must be true for an outbox publisher, but was '"
                     + idempotence + "': without it a producer retry can write a record twice");
         }
+        Object inFlight = p.getOrDefault(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+        if (!inFlight.toString().strip().equals("1")) {
+            throw new InvalidConfigurationException("max.in.flight.requests.per.connection must be 1 for an outbox "
+                    + "publisher, but was '" + inFlight + "': with more, a batch sent behind one that Kafka refuses "
+                    + "(a record too large) can be written first, and the refused batch's valid records are then "
+                    + "refused as out of sequence until delivery.timeout.ms, with every later send to their partition");
+        }
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
         p.remove(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
         return new KafkaPublisher(
@@ -112,7 +130,9 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
      *                        as on every publisher), and on interruption: send it again later.
      *                        A topic that does not exist is retryable too: the producer waits
      *                        {@code max.block.ms} for its metadata and then fails exactly as when no
-     *                        broker answers, so it cannot be told from an outage
+     *                        broker answers, so it cannot be told from an outage. A valid record
+     *                        that Kafka refused only because it shared a batch with an invalid one
+     *                        is sent again, once, and is retryable if that happens again
      */
     public RecordMetadata send(OutboxMessage message) {
         CompletableFuture<RecordMetadata> sent = start(Objects.requireNonNull(message, "message"));
@@ -181,27 +201,51 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                 message.payload(),
                 headers);
         CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
+        send(message, record, result, true);
+        return result;
+    }
+
+    private void send(
+            OutboxMessage message,
+            ProducerRecord<byte[], byte[]> record,
+            CompletableFuture<RecordMetadata> result,
+            boolean mayResend) {
         try {
             producer.send(record, (md, e) -> {
                 if (e == null) {
                     result.complete(md);
+                } else if (mayResend && e.getClass() == KafkaException.class) {
+                    // Kafka fails the valid records of a batch that holds an invalid one (a null key on a
+                    // compacted topic) with a plain KafkaException: the broker wrote none of the batch, and
+                    // the record was refused for another's sake, so it is sent again, once. Not from this
+                    // callback: it runs on the producer's I/O thread, which send() may wait on.
+                    CompletableFuture.runAsync(() -> send(message, record, result, false))
+                            .whenComplete((ignored, failure) -> {
+                                if (failure != null) { // the producer was closed meanwhile
+                                    result.completeExceptionally(PublishFailure.retryable(
+                                            "outbox message " + message.id() + " to " + message.destination()
+                                                    + " was not sent again: " + failure,
+                                            Receipt.NONE,
+                                            failure));
+                                }
+                            });
                 } else {
                     result.completeExceptionally(refused(message, e));
                 }
             });
-        } catch (org.apache.kafka.common.KafkaException e) {
-            // send() itself throws for a message it can never send (serialization, too large for the buffer).
-            result.completeExceptionally(PublishFailure.permanent(
-                    "Kafka cannot send outbox message " + message.id() + " to " + message.destination() + ": " + e,
-                    Receipt.NONE,
-                    e));
+        } catch (KafkaException e) {
+            // send() itself throws when interrupted while it waits for metadata or buffer space
+            // (InterruptException, which keeps the thread's interrupt): no answer about the record.
+            result.completeExceptionally(refused(message, e));
         }
-        return result;
     }
 
     // Package-private for KafkaPublisherFailureTest: a denial needs ACLs the test broker does not have.
     static PublishFailure refused(OutboxMessage message, Exception e) {
-        if (e instanceof RetriableException
+        // Not one of Kafka's errors (a plain KafkaException): no answer about this record, which
+        // shared a batch with an invalid one again after its re-send.
+        if (!(e instanceof ApiException)
+                || e instanceof RetriableException
                 || e instanceof org.apache.kafka.common.errors.TimeoutException
                 || e instanceof AuthorizationException
                 || e instanceof AuthenticationException) {
@@ -210,11 +254,9 @@ public final class KafkaPublisher implements Publisher, AutoCloseable {
                     Receipt.NONE,
                     e);
         }
-        // What Kafka answered: its error code and name (10 MESSAGE_TOO_LARGE), where it is one of its errors.
-        Receipt answer = e instanceof ApiException
-                ? new Receipt(
-                        Errors.forException(e).code(), Errors.forException(e).name() + ": " + e.getMessage())
-                : Receipt.NONE;
+        // What Kafka answered: its error code and name (10 MESSAGE_TOO_LARGE).
+        Receipt answer = new Receipt(
+                Errors.forException(e).code(), Errors.forException(e).name() + ": " + e.getMessage());
         return PublishFailure.permanent(
                 "Kafka rejected outbox message " + message.id() + " to " + message.destination() + ": " + e, answer, e);
     }

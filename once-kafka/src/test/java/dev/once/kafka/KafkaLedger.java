@@ -113,8 +113,10 @@ final class KafkaLedger {
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144");
-        // One request in flight: on a loaded 2-core machine the in-process broker was seen answering
-        // OUT_OF_ORDER_SEQUENCE_NUMBER forever to an idempotent producer with five in flight.
+        // One request in flight, as KafkaPublisher has: with five, a batch pipelined behind the
+        // producer's first batch to a partition can be written before it when that one is sent again
+        // (split or retried), and the broker then answers OUT_OF_ORDER_SEQUENCE_NUMBER to it until
+        // the delivery timeout (seen on a loaded 2-core machine).
         p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());

@@ -19,6 +19,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ClusterAuthorizationException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
@@ -103,6 +104,77 @@ class KafkaPublisherFailureTest {
     }
 
     /**
+     * Regression: a compacted topic refuses a record without a key, and Kafka then fails the whole
+     * batch, the valid records with a plain KafkaException ("part of a batch which had one more
+     * more invalid records"). The publisher took that for a refusal of each of them: messages 1
+     * and 3 were permanent failures, their rows dead (5 runs of 5 before the fix).
+     */
+    @Test
+    void validMessagesBatchedWithAnInvalidOneAreSentNotDeadLettered() throws Exception {
+        String topic = "once-compacted-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        kafka.createTopic(topic, 1, Map.of("cleanup.policy", "compact"));
+        try (KafkaPublisher publisher = publisher()) {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    new OutboxMessage(1, "evt-1", topic, "k1", small("1"), Map.of(), "evt-1", 0, Instant.now()),
+                    message(2, topic, "evt-2", small("2")),
+                    new OutboxMessage(3, "evt-3", topic, "k3", small("3"), Map.of(), "evt-3", 0, Instant.now())));
+            for (int i : new int[] {0, 2}) {
+                assertThat(stages.get(i)
+                                .toCompletableFuture()
+                                .get(60, TimeUnit.SECONDS)
+                                .body())
+                        .as("message %d, keyed, is sent", i + 1)
+                        .startsWith(topic + "-0@");
+            }
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
+                    .as("message 2 has no key: refused for what it is")
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse())
+                    .hasMessageContaining("outbox message 2")
+                    .hasMessageContaining("InvalidRecordException");
+        }
+    }
+
+    /**
+     * Regression: the producer's first batch to a partition holds a valid record and one the topic
+     * refuses, and the next batch is sent while Kafka refuses the first. With requests pipelined,
+     * the broker (holding no sequence yet for this producer there) wrote the next batch first, then
+     * refused the first batch's split records as out of sequence until the delivery timeout: the
+     * valid message 1 timed out instead of being sent (4 runs of 4 before the fix). The batch size
+     * puts messages 1 and 2 in one batch and message 3 in the next.
+     */
+    @Test
+    void aBatchBehindARefusedOneIsNotWrittenBeforeIt() throws Exception {
+        String topic = smallTopic();
+        try (KafkaPublisher publisher = KafkaPublisher.create(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                kafka.bootstrapServers(),
+                ProducerConfig.BATCH_SIZE_CONFIG,
+                "5600"))) {
+            List<CompletionStage<Receipt>> stages = publisher.publishAll(List.of(
+                    message(1, topic, "evt-1", small("1")),
+                    message(2, topic, "evt-2", new byte[5000]),
+                    message(3, topic, "evt-3", new byte[700])));
+            assertThat(stages.get(0)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .as("the valid message of the refused batch is written, and first")
+                    .isEqualTo(topic + "-0@0");
+            assertThat(stages.get(2)
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS)
+                            .body())
+                    .isEqualTo(topic + "-0@1");
+            assertThatThrownBy(() -> stages.get(1).toCompletableFuture().join())
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            PublishFailure.class, f -> assertThat(f.retryable()).isFalse());
+        }
+    }
+
+    /**
      * The one case where Kafka's answer is not the idiom's first reading ("it does not exist":
      * permanent): the producer waits {@code max.block.ms} for the topic's metadata and then fails
      * exactly as it does when no broker answers ("Topic … not present in metadata"), so the
@@ -123,6 +195,31 @@ class KafkaPublisherFailureTest {
                             PublishFailure.class, f -> assertThat(f.retryable()).isTrue())
                     .hasMessageContaining("outbox message 1")
                     .hasMessageContaining("not present in metadata");
+        }
+    }
+
+    /**
+     * Regression: a relay thread interrupted (its relay closing) while the producer waits for a
+     * topic's metadata got Kafka's InterruptException thrown by send() itself, which the publisher
+     * took for a message Kafka can never send: permanent, the row dead.
+     */
+    @Test
+    void anInterruptedSendIsRetryableAndKeepsTheInterrupt() {
+        String topic = kafka.createTopic("interrupted", 1);
+        try (KafkaPublisher publisher = publisher()) {
+            Thread.currentThread().interrupt();
+            try {
+                assertThatThrownBy(() -> publisher.send(message(1, topic, "evt-1", small("1"))))
+                        .isInstanceOfSatisfying(
+                                PublishFailure.class,
+                                f -> assertThat(f.retryable()).isTrue())
+                        .hasMessageContaining("outbox message 1");
+                assertThat(Thread.currentThread().isInterrupted())
+                        .as("the interrupt is kept")
+                        .isTrue();
+            } finally {
+                Thread.interrupted();
+            }
         }
     }
 
@@ -165,6 +262,10 @@ class KafkaPublisherFailureTest {
         assertThat(KafkaPublisher.refused(m, new SaslAuthenticationException("bad credentials"))
                         .retryable())
                 .as("authentication failed")
+                .isTrue();
+        assertThat(KafkaPublisher.refused(m, new KafkaException("part of a batch which had invalid records"))
+                        .retryable())
+                .as("not one of Kafka's errors: no answer about this record")
                 .isTrue();
         assertThat(KafkaPublisher.refused(m, new RecordTooLargeException("too large"))
                         .retryable())

@@ -137,7 +137,7 @@ class KafkaPublisherTest {
     }
 
     @Test
-    void weakAcksOrIdempotenceOffAreRejected() {
+    void weakAcksIdempotenceOffOrPipelinedRequestsAreRejected() {
         assertThatThrownBy(() -> KafkaPublisher.create(
                         Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "x:1", ProducerConfig.ACKS_CONFIG, "1")))
                 .isInstanceOf(InvalidConfigurationException.class)
@@ -149,6 +149,14 @@ class KafkaPublisherTest {
                         "false")))
                 .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("enable.idempotence");
+        assertThatThrownBy(() -> KafkaPublisher.create(Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        "x:1",
+                        ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION,
+                        "5")))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("max.in.flight.requests.per.connection must be 1")
+                .hasMessageContaining("'5'");
     }
 
     @Test

@@ -116,9 +116,7 @@ class DatabaseFailoverTest {
                     long killedAt = System.nanoTime();
                     standby.promote();
                     double promoteSeconds = (System.nanoTime() - killedAt) / 1e9;
-                    await("every event acknowledged by the new primary")
-                            .atMost(Duration.ofMinutes(1))
-                            .until(broker::drained);
+                    load.awaitDrained("every event acknowledged by the new primary", Duration.ofMinutes(1));
                     double failoverSeconds = firstAckAfter(load, killedAt);
                     load.check();
                     Map<String, Long> counts = Effects.counts(ds);

@@ -116,7 +116,7 @@ class KernelNetworkFaultsTest {
                         baseline,
                         () -> NetworkFaultsUnderLoadTest.during(
                                 timer, FAULT, () -> tc(() -> ns.throttle("256kbit")), () -> tc(ns::heal)));
-                await("every event acknowledged").atMost(Duration.ofMinutes(2)).until(broker::drained);
+                load.awaitDrained("every event acknowledged", Duration.ofMinutes(2));
                 load.check();
                 Map<String, Long> counts = Effects.counts(ds);
                 return Chaos.figure("kernel-faults")

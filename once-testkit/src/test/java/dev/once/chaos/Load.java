@@ -1,5 +1,7 @@
 package dev.once.chaos;
 
+import static org.awaitility.Awaitility.await;
+
 import dev.once.Delivery;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -61,6 +63,15 @@ final class Load implements AutoCloseable {
     /** See {@link Throughput#recoveredAt}. */
     long recoveredAt(long afterNanos, double rate, Duration window) {
         return throughput.recoveredAt(afterNanos, rate, window);
+    }
+
+    /**
+     * Waits until every published delivery was acknowledged. Fails at once, with its exception,
+     * when a worker died: the delivery it held is then neither acknowledged nor redelivered, so the
+     * broker can never drain, and the wait would end in a timeout that does not say why.
+     */
+    void awaitDrained(String what, Duration atMost) {
+        await(what).atMost(atMost).failFast("a load worker died", this::check).until(broker::drained);
     }
 
     /** A worker's unexpected exception, rethrown. */

@@ -63,7 +63,7 @@ class NetworkFaultsUnderLoadTest {
                                 FAULT,
                                 () -> proxy.latency(Duration.ofMillis(100)), // each way: 200 ms per round trip
                                 () -> proxy.latency(Duration.ZERO)));
-                await("every event acknowledged").atMost(Duration.ofMinutes(3)).until(broker::drained);
+                load.awaitDrained("every event acknowledged", Duration.ofMinutes(3));
                 load.check();
                 Map<String, Long> counts = Effects.counts(db);
                 Chaos.Figure f = Chaos.figure("network-faults")

@@ -98,9 +98,7 @@ class PatroniFailoverTest {
                             .atMost(Duration.ofMinutes(1))
                             .until(() -> patroni.leader() != null);
                     double promoteSeconds = (System.nanoTime() - killedAt) / 1e9;
-                    await("every event acknowledged by the new leader")
-                            .atMost(Duration.ofMinutes(2))
-                            .until(broker::drained);
+                    load.awaitDrained("every event acknowledged by the new leader", Duration.ofMinutes(2));
                     long at = load.recoveredAt(killedAt, 1, Duration.ofMillis(100));
                     load.check();
                     Map<String, Long> counts = Effects.counts(ds);

@@ -222,6 +222,17 @@ public final class OrderGuard implements Handler, BatchHandler {
         }
     }
 
+    /** Whether an event of the call sits on two partitions of the poll: only then can the list be out of order. */
+    private static boolean spread(Plan plan, List<Delivery> claimed) {
+        for (Delivery d : claimed) {
+            List<Position> at = plan.positions().get(d.eventId());
+            if (at != null && at.size() > 1) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * {@code claimed} in an order that keeps every partition's order: the call's ids count as settled
      * together, so the handler, applying them in list order, must meet an event after the records before
@@ -231,16 +242,12 @@ public final class OrderGuard implements Handler, BatchHandler {
      * holding events in opposite orders leave no such order; those events keep their list order.
      */
     static List<Delivery> inPartitionOrder(Plan plan, List<Delivery> claimed) {
-        Map<String, Integer> index = new HashMap<>();
-        boolean spread = false;
-        for (int i = 0; i < claimed.size(); i++) {
-            String id = claimed.get(i).eventId();
-            index.putIfAbsent(id, i);
-            List<Position> at = plan.positions().get(id);
-            spread |= at != null && at.size() > 1;
+        if (!spread(plan, claimed)) {
+            return claimed; // the common call: no map of its ids made
         }
-        if (!spread) {
-            return claimed;
+        Map<String, Integer> index = new HashMap<>();
+        for (int i = 0; i < claimed.size(); i++) {
+            index.putIfAbsent(claimed.get(i).eventId(), i);
         }
         // Each partition's call records in offset order, an event at its first position there: an edge from
         // each to the next.

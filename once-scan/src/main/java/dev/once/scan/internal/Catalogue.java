@@ -69,19 +69,10 @@ final class Catalogue {
 
     static Catalogue parse(List<String> lines, String source) {
         List<Rule> rules = new ArrayList<>();
-        int n = 0;
-        for (String raw : lines) {
-            n++;
-            String line = raw.strip();
-            if (line.isEmpty() || line.startsWith("#")) {
-                continue;
-            }
-            String[] c = line.split(" \\| ", -1);
-            if (c.length != 7) {
-                throw new IllegalStateException(source + ":" + n + ": expected 7 columns split by ' | '"
-                        + " (owner | method | args | category | blast | keyed | what), got " + c.length + ": " + line);
-            }
-            String cat = c[3].strip();
+        for (DataLine line : DataLine.of(lines)) {
+            int n = line.number();
+            String[] c = line.columns(source, "owner", "method", "args", "category", "blast", "keyed", "what");
+            String cat = c[3];
             Event.Category category;
             try {
                 category = cat.equals("IDEMPOTENT") ? null : Event.Category.valueOf(cat);
@@ -93,21 +84,21 @@ final class Catalogue {
             }
             Blast blast;
             try {
-                blast = Blast.valueOf(c[4].strip());
+                blast = Blast.valueOf(c[4]);
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
                         source + ":" + n + ": blast must be one of MONEY, NOTIFICATION, DATA,"
-                                + " MESSAGE, CACHE, not '" + c[4].strip() + "'",
+                                + " MESSAGE, CACHE, not '" + c[4] + "'",
                         e);
             }
             rules.add(new Rule(
-                    Pattern.compile(c[0].strip()),
-                    Pattern.compile(c[1].strip()),
-                    c[2].strip().equals("*") ? null : Pattern.compile("(?s)" + c[2].strip()),
+                    Pattern.compile(c[0]),
+                    Pattern.compile(c[1]),
+                    c[2].equals("*") ? null : Pattern.compile("(?s)" + c[2]),
                     category,
                     blast,
-                    c[5].strip().equals("-") ? null : Pattern.compile("(?s)" + c[5].strip()),
-                    c[6].strip()));
+                    c[5].equals("-") ? null : Pattern.compile("(?s)" + c[5]),
+                    c[6]));
         }
         return new Catalogue(rules);
     }

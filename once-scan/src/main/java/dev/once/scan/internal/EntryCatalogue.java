@@ -86,36 +86,26 @@ final class EntryCatalogue {
 
     static EntryCatalogue parse(List<String> lines, String source) {
         List<Rule> rules = new ArrayList<>();
-        int n = 0;
-        for (String raw : lines) {
-            n++;
-            String line = raw.strip();
-            if (line.isEmpty() || line.startsWith("#")) {
-                continue;
-            }
-            String[] c = line.split(" \\| ", -1);
-            if (c.length != 8) {
-                throw new IllegalStateException(source + ":" + n + ": expected 8 columns split by ' | '"
-                        + " (shape | name | method | package | broker | ack | kind | why), got " + c.length + ": "
-                        + line);
-            }
+        for (DataLine line : DataLine.of(lines)) {
+            int n = line.number();
+            String[] c = line.columns(source, "shape", "name", "method", "package", "broker", "ack", "kind", "why");
             Shape shape;
             try {
-                shape = Shape.valueOf(c[0].strip().toUpperCase(java.util.Locale.ROOT));
+                shape = Shape.valueOf(c[0].toUpperCase(java.util.Locale.ROOT));
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
                         source + ":" + n + ": shape must be annotation, implements, callback or receive, not '"
-                                + c[0].strip()
+                                + c[0]
                                 + "'",
                         e);
             }
-            String method = c[2].strip().equals("-") ? null : c[2].strip();
+            String method = c[2].equals("-") ? null : c[2];
             if (method == null && (shape == Shape.IMPLEMENTS || shape == Shape.RECEIVE)) {
                 throw new IllegalStateException(
                         source + ":" + n + ": an " + shape.name().toLowerCase(java.util.Locale.ROOT)
                                 + " rule names its handler method (implements) or its receiver's type (receive)");
             }
-            String ackText = c[5].strip();
+            String ackText = c[5];
             String[] ackParts = ackText.split(":", 2);
             Entry.Ack ack;
             try {
@@ -132,16 +122,7 @@ final class EntryCatalogue {
                         + " EXPLICIT does, not '" + ackText + "'");
             }
             Set<String> ackCalls = ackParts.length == 2 ? Set.copyOf(Arrays.asList(ackParts[1].split(","))) : Set.of();
-            rules.add(new Rule(
-                    shape,
-                    c[1].strip(),
-                    method,
-                    c[3].strip(),
-                    c[4].strip(),
-                    ack,
-                    ackCalls,
-                    c[6].strip(),
-                    c[7].strip()));
+            rules.add(new Rule(shape, c[1], method, c[3], c[4], ack, ackCalls, c[6], c[7]));
         }
         return new EntryCatalogue(rules);
     }

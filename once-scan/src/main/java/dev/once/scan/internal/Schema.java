@@ -52,6 +52,7 @@ final class Schema {
     private final Map<String, String> mapperSql = new HashMap<>();
 
     Schema(Repo repo) {
+        this.constants = new Constants(repo);
         for (Path f : repo.otherFiles) {
             String n = f.getFileName().toString();
             try {
@@ -87,6 +88,7 @@ final class Schema {
     }
 
     private final Repo repo;
+    private final Constants constants;
     /** Mapper types whose annotated SQL has been read (a mapper is parsed only when a trace reaches it). */
     private final java.util.Set<String> annotatedRead = new java.util.HashSet<>();
 
@@ -94,13 +96,38 @@ final class Schema {
         for (MethodDeclaration m : c.getMethods()) {
             // MyBatis and Spring Data name the statement's kind; JDBI's SQL objects say @SqlUpdate / @SqlQuery
             for (String a : new String[] {"Insert", "Update", "Delete", "Query", "SqlUpdate", "SqlQuery", "SqlBatch"}) {
-                m.getAnnotationByName(a).flatMap(Schema::stringValue).ifPresent(sql -> {
+                m.getAnnotationByName(a).flatMap(this::sqlOf).ifPresent(sql -> {
                     String key = c.getNameAsString() + "." + m.getNameAsString();
                     mapperSql.putIfAbsent(key, sql);
                     mapperAnnotation.putIfAbsent(key, m.getAnnotationByName(a).get());
                 });
             }
         }
+    }
+
+    /**
+     * The SQL an annotation holds: its literal text, or the constants it names read where they are declared
+     * ({@code @Query(Queries.INSERT_ORDER)}, a statically imported constant of another module's queries class).
+     */
+    private Optional<String> sqlOf(AnnotationExpr a) {
+        Optional<com.github.javaparser.ast.expr.Expression> value = a instanceof SingleMemberAnnotationExpr s
+                ? Optional.of(s.getMemberValue())
+                : a instanceof NormalAnnotationExpr n
+                        ? n.getPairs().stream()
+                                .filter(p -> p.getNameAsString().equals("value"))
+                                .map(MemberValuePair::getValue)
+                                .findFirst()
+                        : Optional.empty();
+        if (value.isPresent()
+                && value.get()
+                        .findFirst(com.github.javaparser.ast.expr.NameExpr.class)
+                        .isPresent()) {
+            String text = constants.text(value.get(), value.get());
+            if (text != null) {
+                return Optional.of(text);
+            }
+        }
+        return stringValue(a);
     }
 
     /** "MapperSimpleName.method" → the annotation its SQL is written in. */

@@ -18,7 +18,6 @@ import com.github.javaparser.ast.expr.MethodReferenceExpr;
 import com.github.javaparser.ast.expr.NameExpr;
 import com.github.javaparser.ast.expr.ObjectCreationExpr;
 import com.github.javaparser.ast.expr.StringLiteralExpr;
-import com.github.javaparser.ast.expr.TextBlockLiteralExpr;
 import com.github.javaparser.ast.expr.ThisExpr;
 import com.github.javaparser.ast.stmt.BlockStmt;
 import com.github.javaparser.ast.stmt.ExpressionStmt;
@@ -27,6 +26,7 @@ import com.github.javaparser.ast.stmt.ReturnStmt;
 import com.github.javaparser.ast.stmt.Statement;
 import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.stmt.WhileStmt;
+import com.github.javaparser.ast.type.Type;
 import dev.once.scan.Blast;
 import dev.once.scan.Location;
 import dev.once.scan.Step;
@@ -194,6 +194,7 @@ final class Tracer {
         this.repo = repo;
         this.types = types;
         this.schema = schema;
+        this.constants = new Constants(repo);
         for (Repo.RawFile f : repo.rawFiles()) {
             if (TIMEOUT_WORDS.stream().anyMatch(f.text()::contains)) {
                 timeoutsConfigured.put(repo.moduleOf(f.file()), true);
@@ -218,6 +219,8 @@ final class Tracer {
         List<Long> arms = List.of();
         /** The calls that led into this frame, outermost first: where an acknowledging wrapper was called from. */
         List<Node> sites = List.of();
+        /** The names in this frame that hold the message's data ({@link Dataflow}); null when that is not known. */
+        Set<String> data;
 
         Frame(
                 int depth,
@@ -266,6 +269,7 @@ final class Tracer {
         events = new ArrayList<>();
         spans = new ArrayList<>();
         finallyAcks = new java.util.IdentityHashMap<>();
+        effectNodes.clear();
         span(e.body);
         seq = 0;
         Integer tx = null;
@@ -287,6 +291,7 @@ final class Tracer {
             visiting.add(m);
         }
         Frame top = new Frame(0, path, tx, txLoc, visiting, Types.enclosingType(e.body), m);
+        top.data = messageNames(e, m);
         if (e.body instanceof MethodReferenceExpr r) {
             reference(r, top); // a bean returning service::apply: the handler is the method referred to
         } else {
@@ -295,7 +300,70 @@ final class Tracer {
         return events;
     }
 
+    private final Dataflow dataflow = new Dataflow();
+    private final Constants constants;
+
+    /**
+     * The names of the entry's method that hold the message: the handler's parameters (or its lambda's), and the
+     * variables a receive call fills in a loop that pulls. Null when none is in sight: then every value counts.
+     */
+    private Set<String> messageNames(Entry e, MethodDeclaration m) {
+        Set<String> seeds = new HashSet<>();
+        if (e.body instanceof LambdaExpr l) {
+            l.getParameters().forEach(p -> seeds.add(p.getNameAsString()));
+        }
+        Node scope = e.body instanceof LambdaExpr l ? l.getBody() : m != null ? m : e.body;
+        if (m != null
+                && (e.decl == m
+                        || Types.ancestor(e.body, MethodDeclaration.class).orElse(null) == m)
+                && !(e.body instanceof LambdaExpr)) {
+            m.getParameters().forEach(p -> seeds.add(p.getNameAsString()));
+        }
+        for (VariableDeclarator d : scope.findAll(VariableDeclarator.class)) {
+            if (d.getInitializer()
+                    .filter(i -> RECEIVE.matcher(i.toString()).matches())
+                    .isPresent()) {
+                seeds.add(d.getNameAsString());
+            }
+        }
+        return seeds.isEmpty() ? null : dataflow.closure(scope, seeds);
+    }
+
+    /**
+     * The names of a callee ({@code callable}: a method or a lambda) that carry the message when {@code at} calls it
+     * from frame {@code f}: the parameters whose arguments carry it, and what the body computes from them. A method
+     * reference hands over whatever its caller iterates, so every parameter carries it.
+     */
+    private Set<String> carried(Node at, Node callable, Node body, Frame f) {
+        List<com.github.javaparser.ast.body.Parameter> params = callable instanceof MethodDeclaration md
+                ? md.getParameters()
+                : callable instanceof LambdaExpr l ? l.getParameters() : List.of();
+        if (f.data == null || !(at instanceof MethodCallExpr call)) {
+            Set<String> all = new HashSet<>();
+            params.forEach(p -> all.add(p.getNameAsString()));
+            return f.data == null ? null : dataflow.closure(body, all);
+        }
+        Set<String> seeds = new HashSet<>();
+        for (int i = 0; i < params.size() && i < call.getArguments().size(); i++) {
+            boolean last = i == params.size() - 1 && params.get(i).isVarArgs();
+            for (int j = i; j < (last ? call.getArguments().size() : i + 1); j++) {
+                if (Dataflow.mentions(call.getArgument(j), f.data)) {
+                    seeds.add(params.get(i).getNameAsString());
+                }
+            }
+        }
+        // a receiver built from the message (new Handler(event).run()) keeps it in fields, which are not followed:
+        // every value of the callee may carry it
+        if (call.getScope().map(x -> Dataflow.mentions(x, f.data)).orElse(false)) {
+            return null;
+        }
+        return dataflow.closure(body, seeds);
+    }
+
     private void visit(Node n, Frame f) {
+        if (n instanceof com.github.javaparser.ast.stmt.CatchClause cc && entry.ack == Entry.Ack.AFTER_RETURN) {
+            retryLeftToRedelivery(cc, f);
+        }
         if (n instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
             if (SYNC_CALLBACKS.contains(oc.getType().getNameAsString())
                     && oc.getParentNode().orElse(null) instanceof MethodCallExpr) {
@@ -318,6 +386,7 @@ final class Tracer {
                     f.depth, f.path, ++txIds, repo.loc(l.getParentNode().orElse(l)), f.visiting, f.type, f.method);
             tf.async = f.async;
             tf.arms = f.arms;
+            tf.data = f.data;
             visitChildren(l, tf);
             return;
         }
@@ -660,19 +729,59 @@ final class Tracer {
         if (library(c, name, stype, scopeText, f)) {
             return;
         }
+        int eventsBefore = events.size();
         long effectsBefore =
                 events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count();
         descend(c, name, stype, scope, f);
-        if (stype != null
-                && types.isRepoType(stype)
-                && events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() == effectsBefore
-                && repo.methods(stype, name, c.getArguments().size(), c).stream()
-                        .noneMatch(m -> m.getBody().isPresent())) {
+        if (stype == null
+                || !types.isRepoType(stype)
+                || events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() != effectsBefore) {
+            return;
+        }
+        if (repo.methods(stype, name, c.getArguments().size(), c).stream()
+                .noneMatch(m -> m.getBody().isPresent())) {
             // the repository's own interface with no implementation in sight (generated, or provided at
-            // run time): judged by the catalogue on its name, as a library would be
-            catalogued(c, stype, f);
+            // run time): judged by the catalogue on its name, as a library would be, then by its verb
+            if (!catalogued(c, stype, f)) {
+                collaboratorWrite(c, stype, f);
+            }
+        } else if (events.size() == eventsBefore
+                && GATEWAY.matcher(stype).matches()
+                && visible(repo.methods(stype, name, c.getArguments().size(), c)).stream()
+                        .anyMatch(this::opaque)) {
+            // the project's own store, client or queue whose code does nothing the trace recognises and hands the
+            // work to a client it cannot read (its SQL, its SDK, its broker): what it is named for, and the verb,
+            // say the write. One whose code is in sight and only logs or computes has no effect
+            collaboratorWrite(c, stype, f);
         }
     }
+
+    /**
+     * The method's body calls out of the process through something the trace cannot read: a collaborator (a field)
+     * of a library type that is neither in-process (a collection, a logger) nor a client the rules know.
+     */
+    private boolean opaque(MethodDeclaration m) {
+        return m.getBody().isPresent()
+                && m.getBody()
+                        .get()
+                        .findFirst(MethodCallExpr.class, c -> {
+                            String field = collaborator(c);
+                            if (field == null) {
+                                return false;
+                            }
+                            Type t = types.fieldType(Types.enclosingType(c), field, 0);
+                            String type = t == null ? null : Types.simple(t);
+                            return type != null
+                                    && !types.isRepoType(type)
+                                    && !IN_PROCESS.matcher(type).matches();
+                        })
+                        .isPresent();
+    }
+
+    /** What a project names the class it writes through: a store, a remote client, a channel. */
+    private static final Pattern GATEWAY = Pattern.compile("\\w*(Repository|Repo|Dao|DAO|Store|Storage|Ledger"
+            + "|Journal|Client|Gateway|Api|Adapter|Connector|Port|Proxy|Sdk|Publisher|Producer|Sender|Queue|Bus|Broker"
+            + "|Dispatcher|Notifier|Emitter)");
 
     /** Camel producer endpoints whose every exchange makes a write, by URI scheme. */
     private static final Pattern CAMEL_WRITE = Pattern.compile(
@@ -805,6 +914,58 @@ final class Tracer {
             return true;
         }
         return false;
+    }
+
+    /** What a log line says when it expects the message back: a retry, a requeue, a redelivery. */
+    private static final Pattern RETRY_SAID = Pattern.compile("(?i)(will\\s+(be\\s+)?retr|to\\s+be\\s+retried"
+            + "|retry\\s+later|retried\\s+later|requeu|re-queu|redeliver|(return\\w*|put|left|leav\\w*|back)\\s+(it\\s+)?"
+            + "(on|to|in)\\s+(the\\s+)?queue|try\\s+again|will\\s+be\\s+reprocessed)");
+
+    /**
+     * A catch block in a consumer its container acknowledges on return that only logs, saying the message will be
+     * retried ("will retry", "returning to queue"), and neither throws nor rejects: the handler returns normally, the
+     * container acknowledges, and the failed message is never delivered again. A catch inside a loop retrying in
+     * place, or in a method that a retry advice wraps, is a retry indeed.
+     */
+    private void retryLeftToRedelivery(com.github.javaparser.ast.stmt.CatchClause cc, Frame f) {
+        // every statement a call that decides nothing (a log line, whatever it prints), and at least one
+        NodeList<Statement> body = cc.getBody().getStatements();
+        boolean onlyLogs = body.isNonEmpty()
+                && body.stream()
+                        .allMatch(st -> st instanceof ExpressionStmt es
+                                && es.getExpression() instanceof MethodCallExpr call
+                                && INERT.matcher(call.getNameAsString()).matches());
+        if (!onlyLogs
+                || cc.getBody().findAll(StringLiteralExpr.class).stream()
+                        .noneMatch(l -> RETRY_SAID.matcher(l.getValue()).find())) {
+            return;
+        }
+        Statement silent = body.get(0);
+        for (Node p = cc.getParentNode().orElse(null);
+                p != null && !(p instanceof MethodDeclaration);
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof LambdaExpr && p != entry.body) {
+                return; // work handed to a callback or a scheduler: its failure is not the handler's
+            }
+            if (p instanceof WhileStmt
+                    || p instanceof com.github.javaparser.ast.stmt.ForStmt
+                    || p instanceof com.github.javaparser.ast.stmt.DoStmt
+                    || p instanceof com.github.javaparser.ast.stmt.ForEachStmt) {
+                return;
+            }
+        }
+        MethodDeclaration m = Types.ancestor(cc, MethodDeclaration.class).orElse(null);
+        if (m != null && Types.annotated(m.getAnnotations(), "Retryable", "Retry")) {
+            return;
+        }
+        add(
+                Event.Kind.REQUEUE_IGNORED,
+                silent,
+                f,
+                null,
+                null,
+                "the catch block only logs that the message will be retried (" + shortText(silent)
+                        + ") and returns normally, but " + entry.ackText);
     }
 
     /** Calls that decide nothing: logging, reading a property, parsing what was read. */
@@ -1147,7 +1308,7 @@ final class Tracer {
                     false);
             return true;
         }
-        return !repoType && catalogued(c, stype, f);
+        return !repoType && (catalogued(c, stype, f) || collaboratorWrite(c, stype, f));
     }
 
     /**
@@ -1195,6 +1356,183 @@ final class Tracer {
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
         }
         return true;
+    }
+
+    /**
+     * A write verb: the call makes something new each time it runs (a row, a message, a charge, a process). Setting,
+     * putting, replacing, upserting, indexing and updating by key write the same thing again on a repeat; they are not
+     * here. A save or persist is here only when it stores an object the handler has just built.
+     */
+    private static final Pattern WRITE_VERB = Pattern.compile(
+            "(save|persist|insert|create|add|append|send|post|publish|emit|produce|enqueue|push|dispatch|notify|charge"
+                    + "|pay|transfer|refund|debit|credit|withdraw|deposit|submit|execute|trigger|start|book|reserve|place"
+                    + "|register|issue|increment|incr)([A-Z0-9_]\\w*)?");
+
+    /**
+     * A conversion named for what it turns one value into ({@code creditEntryToEntity}, {@code orderAsDto}), not a
+     * verb sending somewhere ({@code sendToQueue}, {@code addToCart}).
+     */
+    private static final Pattern MAPPING = Pattern.compile(
+            "(?!(send|publish|post|emit|push|enqueue|dispatch|add|append|transfer|pay|charge|submit)(To|Into)[A-Z])"
+                    + "\\w+(To|As|Into)[A-Z]\\w*|\\w*(Dto|Entity|Model|Mapper)\\w*");
+
+    /**
+     * Receivers whose calls stay in the process: collections, builders, metrics, loggers, executors, reactive sinks,
+     * server-sent events, JSON mappers, in-process events, values.
+     */
+    private static final Pattern IN_PROCESS = Pattern.compile(
+            "(?:\\w*(List|Map|Set|Collection|BlockingQueue|BlockingDeque|Stack|Vector|Iterable|Multimap|Builder|Buffer"
+                    + "|Array|Optional|Stream|Adder|Accumulator|Logger|Log|Registry|Meter|Counter|Gauge|Timer|Summary"
+                    + "|Histogram|Gson|Json|Executor|ExecutorService|Scheduler|Latch|Semaphore|Lock|Thread|Clock|Random"
+                    + "|Sink|Sinks|Flux|Mono|Observable|Subject|SseEmitter|Context|Model|Response|Request|Writer|Tracer"
+                    + "|Span|Validator|Factory|Printer|PrintStream)|Atomic\\w*|Queue|Deque|ArrayDeque"
+                    + "|ConcurrentLinkedQueue|PriorityQueue|ObjectMapper|ApplicationEventPublisher|String|Object"
+                    + "|BigDecimal|BigInteger|Instant|Duration|Period|Local\\w*|Zoned\\w*|Offset\\w*|Integer|Long|Double"
+                    + "|Float|Short|Byte|Boolean|Character|Number|UUID|URI|URL|Path|File|[A-Z][0-9]?)");
+
+    /** Receivers other rules judge by their SQL, their HTTP verb or their topic, and their own sessions and managers. */
+    private static final Pattern JUDGED_ELSEWHERE = Pattern.compile(
+            "\\w*(Template|Operations|Connection|Statement|DataSource|TransactionManager|Session)|CacheManager"
+                    + "|EntityManager");
+
+    /** A name the project gives a store it writes to. */
+    private static final Pattern STORE_NAME = Pattern.compile(
+            "(?i).*(repositor|repo\\b|dao\\b|mapper\\b|store\\b|storage|database|persist|ledger|journal).*");
+    /** A name the project gives a channel it sends messages through. */
+    private static final Pattern CHANNEL_NAME =
+            Pattern.compile("(?i).*(publisher|producer|sender|queue|bus\\b|broker|topic|outbound|messag|event).*");
+
+    private static final Pattern KEYED_CALL = Pattern.compile(
+            "(?s).*(?i)(idempotency[-_ ]?key|idempotencykey|requestId\\(|clientToken|deduplicationId).*");
+
+    /**
+     * A write verb called on a collaborator of the handler's class (a field: an injected client, gateway, repository
+     * or queue the scan cannot follow because its code is not in the repository, or is an interface nothing here
+     * implements) with the message's data in its arguments: whatever the API, the message's effect leaves the process
+     * there, and a repeat of the message makes it again. A call with none of the message's data (a heartbeat, a
+     * metric, a timestamp) is bookkeeping, not the message's effect.
+     */
+    private boolean collaboratorWrite(MethodCallExpr c, String stype, Frame f) {
+        String name = c.getNameAsString();
+        // the message's data has to be handed over as a value: a call given only code (a lambda, a method reference)
+        // runs it (a circuit breaker, a retry wrapper), and the trace walks that code where it is written
+        List<Expression> values = c.getArguments().stream()
+                .filter(a -> !a.isLambdaExpr() && !a.isMethodReferenceExpr())
+                .toList();
+        if (!WRITE_VERB.matcher(name).matches() || MAPPING.matcher(name).matches() || values.isEmpty()) {
+            return false;
+        }
+        String field = collaborator(c);
+        if (field == null
+                || c.getScope()
+                        .get()
+                        .findFirst(Node.class, effectNodes::contains)
+                        .isPresent()) {
+            return false; // a client call whose receiver chain made the effect already (stripe.refunds().create(…))
+        }
+        String type = stype != null
+                ? stype
+                : Optional.ofNullable(types.fieldType(Types.enclosingType(c), field, 0))
+                        .map(Types::simple)
+                        .orElse(null);
+        if (type == null
+                || IN_PROCESS.matcher(type).matches()
+                || JUDGED_ELSEWHERE.matcher(type).matches()
+                || types.isSpringDataRepository(type)) {
+            return false;
+        }
+        if (f.data != null && values.stream().noneMatch(a -> Dataflow.mentions(a, f.data))) {
+            return false;
+        }
+        String what = type + "." + name;
+        boolean keyed = KEYED_CALL.matcher(c.toString() + "\n" + memberText(f)).matches();
+        if (name.matches("(save|persist)\\w*")) {
+            // a save of an object loaded or passed in is an update by its key; only a freshly built one is a new row
+            boolean built = c.getArguments().stream().anyMatch(a -> {
+                Node made = created(a, f);
+                return made instanceof ObjectCreationExpr
+                        || made instanceof MethodCallExpr m
+                                && m.getNameAsString().matches("build|of|from\\w*|to\\w*|create\\w*|new\\w*|map\\w*");
+            });
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    built
+                            ? "saves a new record through " + what + ", which nothing here shows to be keyed"
+                            : "writes a record in place through " + what,
+                    keyed || !built);
+            return true;
+        }
+        if (STORE_NAME.matcher(type + " " + field).matches() || name.matches("insert\\w*")) {
+            effect(
+                    c,
+                    f,
+                    Blast.DATA,
+                    Event.Category.DATABASE,
+                    "writes through " + what + " (" + shortText(c) + ")",
+                    keyed);
+        } else if (CHANNEL_NAME.matcher(type + " " + field).matches()
+                && name.matches("(send|publish|emit|produce|enqueue|push|dispatch)\\w*")
+                && !NOTIFY.matcher(type + " " + name).matches()) {
+            effect(
+                    c,
+                    f,
+                    Blast.MESSAGE,
+                    Event.Category.PUBLISH,
+                    "sends through " + what + " (" + shortText(c) + ")",
+                    keyed);
+        } else {
+            effect(c, f, Blast.DATA, Event.Category.EXTERNAL, "calls " + what + " (" + shortText(c) + ")", keyed);
+            add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
+        }
+        return true;
+    }
+
+    /**
+     * The field of the enclosing class the call's receiver chain starts from ({@code client.send(…)},
+     * {@code this.client.orders().create(…)}), or null for a local, a parameter, a static call or a call on a result.
+     */
+    private String collaborator(MethodCallExpr c) {
+        Expression s = c.getScope().orElse(null);
+        while (s instanceof MethodCallExpr m && m.getScope().isPresent()) {
+            s = m.getScope().get();
+        }
+        String field = s instanceof NameExpr n
+                ? n.getNameAsString()
+                : s instanceof FieldAccessExpr fa && fa.getScope() instanceof ThisExpr ? fa.getNameAsString() : null;
+        if (field == null || Character.isUpperCase(field.charAt(0))) {
+            return null;
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(c);
+        if (owner == null || types.fieldType(owner, field, 0) == null) {
+            return null;
+        }
+        if (s instanceof NameExpr) {
+            // a local or a parameter of the same name hides the field
+            for (Node p = c.getParentNode().orElse(null);
+                    p != null;
+                    p = p.getParentNode().orElse(null)) {
+                if (p instanceof com.github.javaparser.ast.body.CallableDeclaration<?> cd) {
+                    if (cd.getParameters().stream()
+                                    .anyMatch(x -> x.getNameAsString().equals(field))
+                            || !cd.findAll(
+                                            VariableDeclarator.class,
+                                            v -> v.getNameAsString().equals(field))
+                                    .isEmpty()) {
+                        return null;
+                    }
+                    break;
+                }
+                if (p instanceof LambdaExpr l
+                        && l.getParameters().stream()
+                                .anyMatch(x -> x.getNameAsString().equals(field))) {
+                    return null;
+                }
+            }
+        }
+        return field;
     }
 
     /**
@@ -2017,42 +2355,9 @@ final class Tracer {
             return null;
         }
         for (Expression a : c.getArguments()) {
-            String s = literal(a, c);
+            String s = constants.text(a, c);
             if (s != null && s.matches("(?is)\\s*(insert|update|merge|delete|select|with)\\b.*")) {
                 return s;
-            }
-        }
-        return null;
-    }
-
-    private String literal(Expression a, Node at) {
-        if (a instanceof StringLiteralExpr s) {
-            return s.getValue();
-        }
-        if (a instanceof TextBlockLiteralExpr t) {
-            return t.getValue();
-        }
-        if (a instanceof BinaryExpr b && b.getOperator() == BinaryExpr.Operator.PLUS) {
-            String l = literal(b.getLeft(), at);
-            String r = literal(b.getRight(), at);
-            return (l == null ? "?" : l) + (r == null ? "?" : r);
-        }
-        if (a instanceof NameExpr n) {
-            TypeDeclaration<?> t = Types.enclosingType(at);
-            MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
-            for (Node scope : new Node[] {m, t}) {
-                if (scope == null) {
-                    continue;
-                }
-                for (VariableDeclarator d : scope.findAll(
-                        VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
-                    if (d.getInitializer().isPresent()) {
-                        String v = literal(d.getInitializer().get(), at);
-                        if (v != null) {
-                            return v;
-                        }
-                    }
-                }
             }
         }
         return null;
@@ -2233,6 +2538,7 @@ final class Tracer {
                     Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
                     callee.async = f.async;
                     callee.arms = arms(c, f);
+                    callee.data = carried(c, l, l.getBody(), f);
                     visit(l.getBody(), callee);
                 }
             }
@@ -2277,17 +2583,8 @@ final class Tracer {
                 .map(Types::enclosingType)
                 .forEach(owners::add);
         boolean dispatched = owners.size() > 1;
-        if (dispatched && entry != null && entry.source != null) {
-            // overrides in build modules the consumer's module does not depend on never run behind this call
-            List<MethodDeclaration> visible = targets.stream()
-                    .filter(t -> {
-                        Repo.Source src = repo.sourceOf(t);
-                        return src == null || repo.sees(entry.source.module(), src.module());
-                    })
-                    .toList();
-            if (!visible.isEmpty()) {
-                targets = visible;
-            }
+        if (dispatched) {
+            targets = visible(targets);
         }
         for (MethodDeclaration t : targets) {
             if (t.getBody().isEmpty() || f.visiting.contains(t) || !entered.add(t) || followed++ >= 4) {
@@ -2337,6 +2634,7 @@ final class Tracer {
                 callee.arms = List.copyOf(arms);
             }
             callee.sites = append(f.sites, at);
+            callee.data = carried(at, t, t.getBody().get(), f);
             visit(t.getBody().get(), callee);
         }
     }
@@ -2362,6 +2660,23 @@ final class Tracer {
                                 || Types.annotated(owner.getAnnotations(), "Asynchronous"));
     }
 
+    /**
+     * The overrides a call can run: those in build modules the consumer's module depends on (an implementation in a
+     * module it does not see never runs behind the call), or all of them when none is.
+     */
+    private List<MethodDeclaration> visible(List<MethodDeclaration> targets) {
+        if (entry == null || entry.source == null) {
+            return targets;
+        }
+        List<MethodDeclaration> visible = targets.stream()
+                .filter(t -> {
+                    Repo.Source src = repo.sourceOf(t);
+                    return src == null || repo.sees(entry.source.module(), src.module());
+                })
+                .toList();
+        return visible.isEmpty() ? targets : visible;
+    }
+
     /** The lines of the entry's body and of every method the last {@link #trace} entered. */
     List<Engine.Span> spans() {
         return List.copyOf(spans);
@@ -2375,7 +2690,11 @@ final class Tracer {
 
     // ---- events -----------------------------------------------------------------------------------
 
+    /** The nodes an effect was recorded at in this trace. */
+    private final Set<Node> effectNodes = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+
     private void effect(Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed) {
+        effectNodes.add(at);
         if (category == Event.Category.DATABASE && entry != null && entry.jtaTransaction != null) {
             // a database write in a JMS listener whose container runs a JTA transaction: the module's XA data
             // source rolls it back with the receive, so a redelivery follows no committed copy

@@ -6,6 +6,7 @@ import dev.once.scan.Location;
 import dev.once.scan.Related;
 import dev.once.scan.ScanReport;
 import dev.once.scan.Step;
+import dev.once.scan.internal.DataLine;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -87,13 +88,9 @@ record Labels(String name, String repo, String commit, String half, String scan,
         String half = null;
         String scan = ".";
         List<Label> labels = new ArrayList<>();
-        int n = 0;
-        for (String raw : lines) {
-            n++;
-            String line = raw.strip();
-            if (line.isEmpty() || line.startsWith("#")) {
-                continue;
-            }
+        for (DataLine data : DataLine.of(lines)) {
+            int n = data.number();
+            String line = data.text();
             if (line.startsWith("repo:")) {
                 repo = line.substring(5).strip();
             } else if (line.startsWith("commit:")) {
