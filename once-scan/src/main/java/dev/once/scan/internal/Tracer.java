@@ -529,16 +529,7 @@ final class Tracer {
      * repository's own (its method is followed instead, and meets the executor there).
      */
     private boolean libraryAsync(MethodCallExpr c) {
-        String n = c.getNameAsString();
-        if (!ASYNC_NAME.matcher(n).matches()
-                || n.startsWith("commit")
-                || c.getArguments().stream()
-                        .noneMatch(a ->
-                                a instanceof LambdaExpr l && l.getParameters().isEmpty())) {
-            return false;
-        }
-        String stype = c.getScope().map(types::typeOf).orElse(null);
-        return stype != null && !types.isRepoType(stype);
+        return !c.getNameAsString().startsWith("commit") && libraryTask(c, ASYNC_NAME);
     }
 
     /** A name a wrapper that runs its task before it returns goes by: execute, run, call, with…, in…. */
@@ -550,7 +541,12 @@ final class Tracer {
      * (not a hand-off: {@link #handOff} is asked first).
      */
     private boolean runsTaskHere(MethodCallExpr c) {
-        if (!WRAPPER_NAME.matcher(c.getNameAsString()).matches()
+        return libraryTask(c, WRAPPER_NAME);
+    }
+
+    /** A call named as {@code name} says, on a type not in the repository, given a lambda without parameters. */
+    private boolean libraryTask(MethodCallExpr c, Pattern name) {
+        if (!name.matcher(c.getNameAsString()).matches()
                 || c.getArguments().stream()
                         .noneMatch(a ->
                                 a instanceof LambdaExpr l && l.getParameters().isEmpty())) {
