@@ -71,9 +71,16 @@ import net.jqwik.api.state.Transformer;
  * the pruner's count agree with the model; at the end, with dead rows replayed and an accepting
  * publisher, every committed row that was not discarded has been sent.
  *
- * <p>Goes red when the mechanism is broken: with the lock query's head-of-key condition removed
- * ({@code Dialect#outboxLockBatch}), the first run failed at once (a key's second row sent while its
- * first was in backoff); with the retry delay ignored (a retried row available at once), likewise.
+ * <p>Goes red when the mechanism is broken, each time on its first run (on both databases; the
+ * lease case on PostgreSQL, which has leases): with the lock query's head-of-key condition removed
+ * ({@code Dialect#outboxLockBatch}: a batch held rows whose key had an older pending row); with the
+ * retry delay ignored ({@code RelayMarks}: a retried row was sent again at once); with permanent
+ * failures treated as retryable (the dead list and stats disagreed); with the exclusive relay's
+ * renewal and fence before commit removed ({@code OutboxRelay#sendBatch}: a relay paused past its
+ * lease, taken over meanwhile, committed its batch).
+ *
+ * <p>Found on its first runs: on MariaDB a relay's batch waits for the rows another relay's batch
+ * holds instead of skipping them (see {@link #mariadbWithABatchInsideAnother}).
  */
 class OutboxRelayStateMachineTest {
 
@@ -122,10 +129,17 @@ class OutboxRelayStateMachineTest {
     /**
      * Fails: relay b's batch, run while relay a holds its batch's rows locked, waits for a's locks
      * instead of skipping them ({@code Lock wait timeout exceeded} after MariaDB's
-     * innodb_lock_wait_timeout, 50 s; here a waits for b in the same thread, so b times out). On
-     * PostgreSQL the same sequences pass. Seed 1482799717174925724 reproduced it; a hand-made table
-     * with two sessions did not, so the lock b waits for depends on the rows and the plan: to be
-     * found before this runs again.
+     * innodb_lock_wait_timeout, 50 s; here a waits for b in the same thread, so b times out, and a
+     * two-relay deployment whose batch takes longer than that fails the other relay's batches). On
+     * PostgreSQL the same sequences pass. First seen with seed 1482799717174925724: after
+     * {@code commit [3, 1, 4], replay, relay b (THROW, PERMANENT), commit [5, 3, 1], commit [4, 2],
+     * replay, relay a (PERMANENT) with b inside} (shrinking reached its time bound). The lock
+     * tables during the wait: b waits for {@code X,GAP} on a record of the index
+     * {@code once_outbox_available (status, available_at, id)} on which a holds {@code X}, taken by
+     * its range scan under REPEATABLE READ; one such record was a deleted row not yet purged, still
+     * indexed as {@code pending}. SKIP LOCKED skips locked rows, not gap waits. Two sessions on a
+     * small hand-made table did not reproduce it, so the rows and plan that trigger it are to be
+     * pinned down (a READ COMMITTED batch transaction takes no gap locks, a candidate fix).
      */
     @Disabled("MariaDB: a relay's lock query waits for another relay's locked batch instead of skipping it")
     @Property(tries = 30)
@@ -541,13 +555,8 @@ class OutboxRelayStateMachineTest {
          * each row it sent (dead once the policy is spent); the rows stay available as they were.
          */
         private void fenced(String relay, List<Long> expected, int handled) {
-            List<Send> mine =
-                    sends.stream().filter(s -> s.relay().equals(relay)).toList();
-            sends.removeAll(mine);
             String what = "relay " + relay + "'s fenced batch at +" + elapsed() + " after " + moves;
-            assertThat(mine.stream().map(s -> s.message().id()).toList())
-                    .as(what + ": the rows sent, of " + rows.values())
-                    .containsExactlyInAnyOrderElementsOf(expected);
+            sentBy(relay, expected, what);
             assertThat(handled).as(what + ": rows handled").isZero();
             for (long id : expected) {
                 Row row = rows.get(id);
@@ -558,14 +567,20 @@ class OutboxRelayStateMachineTest {
             }
         }
 
-        private void applySends(String relay, List<Long> expected, int handled) {
+        /** The sends of {@code relay}'s batch, taken off the log: exactly the rows {@code expected}. */
+        private List<Send> sentBy(String relay, List<Long> expected, String what) {
             List<Send> mine =
                     sends.stream().filter(s -> s.relay().equals(relay)).toList();
             sends.removeAll(mine);
-            String what = "relay " + relay + "'s batch at +" + elapsed() + " after " + moves;
             assertThat(mine.stream().map(s -> s.message().id()).toList())
                     .as(what + ": the rows sent, of " + rows.values())
                     .containsExactlyInAnyOrderElementsOf(expected);
+            return mine;
+        }
+
+        private void applySends(String relay, List<Long> expected, int handled) {
+            String what = "relay " + relay + "'s batch at +" + elapsed() + " after " + moves;
+            List<Send> mine = sentBy(relay, expected, what);
             assertThat(handled).as(what + ": rows handled").isEqualTo(expected.size());
             Instant now = clock.instant();
             for (Send s : mine) {
