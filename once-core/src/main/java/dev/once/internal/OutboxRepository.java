@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Duration;
@@ -32,6 +33,7 @@ public final class OutboxRepository {
 
     private final String insertSql;
     private final String insertAllSql;
+    private final String batchBeginSql;
     private final String lockSql;
     private final String lockPendingSql;
     private final String markSql;
@@ -45,6 +47,7 @@ public final class OutboxRepository {
     public OutboxRepository(Dialect dialect, String prefix) {
         this.insertSql = dialect.outboxInsert(prefix);
         this.insertAllSql = dialect.outboxInsertAll(prefix);
+        this.batchBeginSql = dialect.outboxBatchBegin();
         this.lockSql = dialect.outboxLockBatch(prefix);
         this.lockPendingSql = dialect.outboxLockPending(prefix);
         this.markSql = dialect.outboxMark(prefix);
@@ -129,9 +132,17 @@ public final class OutboxRepository {
     /** A pending row locked by {@link #lockPending}: its attempts so far and when it is available. */
     public record Pending(long id, int attempts, Instant availableAt) {}
 
-    /** Locks the next sendable rows (see {@link Dialect#outboxLockBatch}), skipping rows others hold. */
+    /**
+     * Locks the next sendable rows (see {@link Dialect#outboxLockBatch}), skipping rows others hold;
+     * the first statement of the batch's transaction (see {@link Dialect#outboxBatchBegin}).
+     */
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
+        if (batchBeginSql != null) {
+            try (Statement s = c.createStatement()) {
+                s.execute(batchBeginSql);
+            }
+        }
         List<OutboxMessage> rows = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(lockSql)) {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 now: rows available by then

@@ -370,6 +370,16 @@ public interface Dialect {
     // ---- outbox relay (dev.once.outbox) --------------------------------------------------------
 
     /**
+     * Run first in a relay's batch transaction, before {@link #outboxLockBatch}, or null for nothing.
+     * MariaDB's sets READ COMMITTED for that transaction: under REPEATABLE READ the lock query's
+     * range scan takes gap locks, which SKIP LOCKED does not skip, so a relay's batch waited for the
+     * batch another relay held (to the lock wait timeout) instead of passing its rows.
+     */
+    default String outboxBatchBegin() {
+        return null;
+    }
+
+    /**
      * Locks the next sendable rows, oldest available first (available_at, then id), skipping rows
      * other relays hold: pending,
      * available, matching a destination pattern, and only the head of each key: the row with no

@@ -237,6 +237,11 @@ public final class MariaDbDialect implements Dialect {
     }
 
     @Override
+    public String outboxBatchBegin() {
+        return "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    }
+
+    @Override
     public String pruneOutbox(String prefix) {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
     }
