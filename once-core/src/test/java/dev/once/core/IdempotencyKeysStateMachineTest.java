@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import static dev.once.core.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.OnceException;
@@ -10,8 +11,6 @@ import dev.once.keys.KeyTransaction;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestMariaDb;
-import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -21,17 +20,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
-import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
-import net.jqwik.api.state.Transformer;
 
 /**
  * {@link IdempotencyKeys} against a model, through its public API only: random sequences of what
@@ -56,34 +51,22 @@ class IdempotencyKeysStateMachineTest {
     static final Duration RETENTION = Duration.ofMinutes(1); // the shortest the pruner allows
     static final String SCOPE = "s";
 
-    private static TestDatabase postgres;
-    private static TestDatabase mariadb;
+    private static final StateMachines.Databases databases = new StateMachines.Databases(2);
 
     @AfterContainer
     static void close() {
-        if (postgres != null) {
-            postgres.close();
-        }
-        if (mariadb != null) {
-            mariadb.close();
-        }
+        databases.close();
     }
 
     @Property(tries = 150)
     void postgresql(@ForAll("chains") ActionChain<World> chain) {
-        if (postgres == null) {
-            postgres = TestPostgres.shared().freshDatabase(2);
-        }
-        World.next = new World(postgres);
+        World.next = new World(databases.postgres());
         chain.run();
     }
 
     @Property(tries = 60)
     void mariadb(@ForAll("chains") ActionChain<World> chain) {
-        if (mariadb == null) {
-            mariadb = TestMariaDb.shared().freshDatabase(2);
-        }
-        World.next = new World(mariadb);
+        World.next = new World(databases.mariadb());
         chain.run();
     }
 
@@ -101,26 +84,6 @@ class IdempotencyKeysStateMachineTest {
                 .withAction(2, move(w -> true, Arbitraries.integers().between(0, 4), "advance", World::advance))
                 .withAction(1, move(w -> true, Arbitraries.just(0), "prune", (w, n) -> w.prune()))
                 .withMaxTransformations(16);
-    }
-
-    private interface Move {
-        void apply(World w, int n);
-    }
-
-    private static Action<World> move(Predicate<World> pre, Arbitrary<Integer> arg, String name, Move body) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(World w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<World>> transformer() {
-                Function<Integer, Transformer<World>> t =
-                        n -> Transformer.mutate(name + " " + n, w -> body.apply(w, n));
-                return arg.map(t);
-            }
-        };
     }
 
     /** A key's row as the model sees it; a new object each time the key is created anew. */

@@ -17,8 +17,6 @@ import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestMariaDb;
-import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -37,7 +35,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.function.Function;
+import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -48,7 +46,6 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
-import net.jqwik.api.state.Transformer;
 
 /**
  * {@link OutboxRelay} against a model, through the public API only: random sequences of
@@ -106,34 +103,22 @@ class OutboxRelayStateMachineTest {
     static final int BATCH_A = 2; // small, so that a nested batch of relay b finds rows left
     static final String[] KEYS = {"k0", "k1", null};
 
-    private static TestDatabase postgres;
-    private static TestDatabase mariadb;
+    private static final StateMachines.Databases databases = new StateMachines.Databases(4);
 
     @AfterContainer
     static void close() {
-        if (postgres != null) {
-            postgres.close();
-        }
-        if (mariadb != null) {
-            mariadb.close();
-        }
+        databases.close();
     }
 
     @Property(tries = 60)
     void postgresql(@ForAll("withLease") ActionChain<World> chain) {
-        if (postgres == null) {
-            postgres = TestPostgres.shared().freshDatabase(4);
-        }
-        World.next = new World(postgres);
+        World.next = new World(databases.postgres());
         chain.run().drain();
     }
 
     @Property(tries = 30)
     void mariadb(@ForAll("chains") ActionChain<World> chain) {
-        if (mariadb == null) {
-            mariadb = TestMariaDb.shared().freshDatabase(4);
-        }
-        World.next = new World(mariadb);
+        World.next = new World(databases.mariadb());
         chain.run().drain();
     }
 
@@ -197,27 +182,14 @@ class OutboxRelayStateMachineTest {
                 .withMaxTransformations(20);
     }
 
-    private interface Move<T> {
-        void apply(World w, T arg);
-    }
-
-    private static <T> Action<World> move(Predicate<World> pre, Arbitrary<T> arg, String name, Move<T> body) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(World w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<World>> transformer() {
-                Function<T, Transformer<World>> t = a -> Transformer.mutate(name + " " + a, w -> {
-                    w.moves.add(name + " " + a);
-                    body.apply(w, a);
-                    w.check();
-                });
-                return arg.map(t);
-            }
-        };
+    /** A move that also records itself for the failure message and checks the model after it. */
+    private static <T> Action<World> move(
+            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
+        return StateMachines.move(pre, arg, name, (w, a) -> {
+            w.moves.add(name + " " + a);
+            body.accept(w, a);
+            w.check();
+        });
     }
 
     /** A committed row as the model sees it. */
