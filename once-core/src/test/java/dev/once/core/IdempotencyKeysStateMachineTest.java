@@ -42,7 +42,7 @@ import net.jqwik.api.state.ActionChain;
  * <p>Found on its first run: a caller stalled past its claim and past the retention, the pruner
  * deleted the key, a retry claimed it anew with fencing token 1 again, and the stalled caller's
  * {@code complete} (token 1) was accepted as the successor's, overwriting its claim; the successor's
- * own {@code complete} was then refused as "already finished". Shrunk to: begin k0, advance 2 h,
+ * own {@code complete} was then refused as "already finished". Shrunk (MariaDB) to: begin k0, advance 61 s,
  * prune, begin k0, complete (the first caller).
  */
 class IdempotencyKeysStateMachineTest {
