@@ -132,8 +132,11 @@ final class LocalGalera implements AutoCloseable {
             g.chownIfRoot();
             g.launch(g.nodes.get(0), true);
             g.awaitSynced(g.nodes.get(0), 1);
-            for (Node n : g.nodes.subList(1, size)) {
-                g.launch(n, false);
+            // Joiners one at a time: two joining at once both ask the one donor for a state transfer, and
+            // one was seen to fall out of the primary component and exit (a CI run of 2026-12-03, node n3).
+            for (int i = 1; i < size; i++) {
+                g.launch(g.nodes.get(i), false);
+                g.awaitSynced(g.nodes.get(i), i + 1);
             }
             for (Node n : g.nodes) {
                 g.awaitSynced(n, size);
