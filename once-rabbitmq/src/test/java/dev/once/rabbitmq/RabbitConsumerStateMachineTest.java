@@ -93,7 +93,25 @@ import org.awaitility.core.ConditionTimeoutException;
  * delivery the broker handed over again is counted a redelivery (once.redeliveries) and a first
  * delivery is not (unless a connection died after its publish: it may have been on the way), every
  * duplicate (once.duplicates) is of an applied event, and the counters agree with the outcomes.
- * Tries: {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each chain N times.
+ * Checked too: no batch reaches the engine from a channel that had closed by then. Tries:
+ * {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each chain N times.
+ *
+ * <p>Found on its first runs: a process whose connection died in the ack gap went on processing the
+ * deliveries it had buffered from that connection (its shutdown signal reaches the consumer later, on
+ * another thread), while the broker had requeued them to the other process; there one failed
+ * permanently and was dead-lettered, and the dead process then applied it: dead-lettered and applied.
+ * Failing sample (shrinking reached its time bound): {@code crash after next commit, before its ack
+ * a; crash after next commit, before its ack a; publish [RETRYABLE]; publish again 10; connection
+ * reset 0; publish [SLOW, SWALLOW, RETRYABLE]}: "w1-e0#0 (tag 2:1) processed after its channel had
+ * closed". Fixed in {@code RabbitConsumer#receive}: a batch is dropped when the channel has closed.
+ * A process that loses its channel in the middle of a batch (a zombie finishing it, and between the
+ * engine's split transactions) can still apply a message the broker has meanwhile redelivered
+ * elsewhere and dead-lettered there; the oracle allows exactly that, and nothing else.
+ *
+ * <p>Goes red when the mechanism is broken, each time on its first try, shrunk to one move
+ * ({@code publish [SWALLOW, RETRYABLE]}): with the ack sent on receipt ("ack of w1-e0#0 (tag 1:1)
+ * before its event's claim committed"), and with one retry too few before dead-lettering (a requeue
+ * expected, a reject sent).
  */
 class RabbitConsumerStateMachineTest {
 
