@@ -42,7 +42,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.Queue;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -350,9 +349,12 @@ class RabbitConsumerStateMachineTest {
                         false,
                         false,
                         Map.of(
-                                "x-queue-type", "quorum",
-                                "x-dead-letter-exchange", queue + "-dlx",
-                                "x-delivery-limit", 1000)); // the consumer's policy decides, not the broker
+                                "x-queue-type",
+                                "quorum",
+                                "x-dead-letter-exchange",
+                                queue + "-dlx",
+                                "x-delivery-limit",
+                                1000)); // the consumer's policy decides, not the broker
             }
             publisher = new RabbitPublisher(admin);
             proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW);
@@ -421,7 +423,10 @@ class RabbitConsumerStateMachineTest {
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#" + copies.keySet().stream().filter(c -> c.startsWith(eventId + "#")).count();
+            String copy = eventId + "#"
+                    + copies.keySet().stream()
+                            .filter(c -> c.startsWith(eventId + "#"))
+                            .count();
             copies.put(copy, eventId);
             diedBeforePublish.put(copy, connectionsDied.get());
             try {
@@ -467,7 +472,8 @@ class RabbitConsumerStateMachineTest {
         void restartCrashed() {
             try {
                 if (a.crashed || !a.consumer.isRunning()) {
-                    moves.add("(a restarted: " + a.consumer.failure().map(Throwable::getMessage).orElse("?") + ")");
+                    moves.add("(a restarted: "
+                            + a.consumer.failure().map(Throwable::getMessage).orElse("?") + ")");
                     a.close();
                     a = new Process("a" + incarnations++, recovering(), this);
                 }
@@ -627,9 +633,8 @@ class RabbitConsumerStateMachineTest {
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
             Map<String, Long> effects = effects();
-            effects.forEach((id, count) -> assertThat(count)
-                    .as("effects of %s after %s", id, moves)
-                    .isLessThanOrEqualTo(1));
+            effects.forEach((id, count) ->
+                    assertThat(count).as("effects of %s after %s", id, moves).isLessThanOrEqualTo(1));
             Map<String, Long> applied = new HashMap<>();
             for (Processed p : processed) {
                 if (p.status() == Status.APPLIED) {
@@ -638,7 +643,8 @@ class RabbitConsumerStateMachineTest {
                 String sent = settled.get(p.tag());
                 if (sent != null) {
                     assertThat(sent)
-                            .as("settlement of %s, %s (attempt %d) in process %s, after %s: %s",
+                            .as(
+                                    "settlement of %s, %s (attempt %d) in process %s, after %s: %s",
                                     p.copy(), p.status(), p.attempt(), p.process(), moves, processed)
                             .isEqualTo(p.verdict());
                 }
@@ -692,9 +698,11 @@ class RabbitConsumerStateMachineTest {
                 } catch (ConditionTimeoutException e) {
                     Map<String, String> fates = new TreeMap<>();
                     copies.keySet().forEach(c -> fates.put(c, String.valueOf(fate(c))));
-                    throw new AssertionError("did not drain after " + moves + ": fates " + fates + ", processed "
-                            + processed + ", settled " + settled + ", channel shutdowns " + shutdowns
-                            + ", violations " + violations, e);
+                    throw new AssertionError(
+                            "did not drain after " + moves + ": fates " + fates + ", processed "
+                                    + processed + ", settled " + settled + ", channel shutdowns " + shutdowns
+                                    + ", violations " + violations,
+                            e);
                 }
                 check();
                 a.close();
@@ -709,7 +717,9 @@ class RabbitConsumerStateMachineTest {
                 a = new Process("a" + incarnations++, recovering(), this);
             }
             String what = "after " + moves + ", processed " + processed;
-            assertThat(ready(queue)).as("left in the queue once the consumers are gone, " + what).isZero();
+            assertThat(ready(queue))
+                    .as("left in the queue once the consumers are gone, " + what)
+                    .isZero();
 
             Map<String, Long> dead = new TreeMap<>();
             try (Channel ch = admin.createChannel()) {
@@ -736,9 +746,7 @@ class RabbitConsumerStateMachineTest {
                 // Dead-lettered and yet applied only by a process that lost its channel while it held the
                 // message (a zombie finishing its batch: the broker meanwhile redelivered it elsewhere).
                 boolean zombie = processed.stream()
-                        .anyMatch(p -> p.eventId().equals(id)
-                                && p.status() == Status.APPLIED
-                                && lost(p.tag()));
+                        .anyMatch(p -> p.eventId().equals(id) && p.status() == Status.APPLIED && lost(p.tag()));
                 long expected = ackedCopy.containsKey(id) ? 1 : zombie ? applied : 0;
                 assertThat(effects.getOrDefault(id, 0L))
                         .as("effects of %s (a copy acked: %s), %s", id, ackedCopy.containsKey(id), what)
@@ -757,8 +765,10 @@ class RabbitConsumerStateMachineTest {
                             .isTrue();
                 } else if (p.redelivered()) {
                     assertThat(connectionsDied.get())
-                            .as("%s flagged redelivered on its first delivery with no connection lost since its"
-                                    + " publish; %s", p.copy(), what)
+                            .as(
+                                    "%s flagged redelivered on its first delivery with no connection lost since its"
+                                            + " publish; %s",
+                                    p.copy(), what)
                             .isGreaterThan(diedBeforePublish.get(p.copy()));
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
@@ -769,8 +779,12 @@ class RabbitConsumerStateMachineTest {
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries")).as("once.redeliveries, " + what).isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates")).as("once.duplicates, " + what).isEqualTo(duplicates);
+            assertThat(counter("once.redeliveries"))
+                    .as("once.redeliveries, " + what)
+                    .isEqualTo(redeliveries);
+            assertThat(counter("once.duplicates"))
+                    .as("once.duplicates, " + what)
+                    .isEqualTo(duplicates);
             for (Status s : Status.values()) {
                 assertThat((long) registry.get("once.deliveries")
                                 .tag("outcome", s.name().toLowerCase(java.util.Locale.ROOT))
@@ -788,7 +802,8 @@ class RabbitConsumerStateMachineTest {
         private Map<String, Long> effects() {
             Map<String, Long> counts = new HashMap<>();
             try (java.sql.Connection c = db.dataSource().getConnection();
-                    PreparedStatement ps = c.prepareStatement("SELECT event_id, count(*) FROM effect GROUP BY event_id");
+                    PreparedStatement ps =
+                            c.prepareStatement("SELECT event_id, count(*) FROM effect GROUP BY event_id");
                     ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     counts.put(rs.getString(1), rs.getLong(2));
