@@ -90,6 +90,10 @@ import org.awaitility.core.ConditionTimeoutException;
  * first delivery is not, every duplicate (once.duplicates) is of an applied event, and the counters
  * agree with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each
  * chain N times.
+ *
+ * <p>Goes red when the mechanism is broken, on its first try, shrunk to one move ({@code publish
+ * [SWALLOW, SWALLOW, SWALLOW]}): with every fetched message acked at once ("ack of w1-e0#0
+ * (delivery 1:1) before its event's claim committed"). 32 chains (8 repeats) found no hole.
  */
 class NatsConsumerStateMachineTest {
 
@@ -212,9 +216,7 @@ class NatsConsumerStateMachineTest {
                     .meterRegistry(w.registry)
                     .outcomeListener((d, o) -> w.processed(this, d, o))
                     .build();
-            this.consumer = NatsConsumer.builder()
-                    .connection(w.observed(connection))
-                    .stream(w.stream)
+            this.consumer = NatsConsumer.builder().connection(w.observed(connection)).stream(w.stream)
                     .durable(w.durable)
                     .consumer(engine)
                     .batchSize(BATCH)
@@ -327,8 +329,7 @@ class NatsConsumerStateMachineTest {
             inbox = a.engine.inbox();
         }
 
-        private static void effect(java.sql.Connection c, Delivery d, String copy, int attempt)
-                throws SQLException {
+        private static void effect(java.sql.Connection c, Delivery d, String copy, int attempt) throws SQLException {
             try (PreparedStatement ps =
                     c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
                 ps.setString(1, d.eventId());
@@ -352,7 +353,10 @@ class NatsConsumerStateMachineTest {
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#" + copies.keySet().stream().filter(c -> c.startsWith(eventId + "#")).count();
+            String copy = eventId + "#"
+                    + copies.keySet().stream()
+                            .filter(c -> c.startsWith(eventId + "#"))
+                            .count();
             int died = connectionsDied.get();
             Receipt r;
             try {
@@ -453,22 +457,33 @@ class NatsConsumerStateMachineTest {
 
         /** {@code c} with the JetStream subscriptions it makes, and the messages they fetch, observed. */
         Connection observed(Connection c) {
-            return (Connection) wrap(Connection.class, c, (m, r) -> m.getName().equals("jetStream")
-                    ? wrap(JetStream.class, r, (jm, jr) -> jr instanceof JetStreamSubscription s
-                            ? wrap(JetStreamSubscription.class, s, (sm, sr) -> sm.getName().equals("fetch")
-                                    ? ((List<?>) sr)
-                                            .stream()
-                                                    .map(msg -> observed((Message) msg, c))
-                                                    .toList()
-                                    : sr)
-                            : jr)
-                    : r);
+            return (Connection) wrap(
+                    Connection.class,
+                    c,
+                    (m, r) -> m.getName().equals("jetStream")
+                            ? wrap(
+                                    JetStream.class,
+                                    r,
+                                    (jm, jr) -> jr instanceof JetStreamSubscription s
+                                            ? wrap(
+                                                    JetStreamSubscription.class,
+                                                    s,
+                                                    (sm, sr) -> sm.getName().equals("fetch")
+                                                            ? ((List<?>) sr)
+                                                                    .stream()
+                                                                            .map(msg -> observed((Message) msg, c))
+                                                                            .toList()
+                                                            : sr)
+                                            : jr)
+                            : r);
         }
 
         private Message observed(Message msg, Connection c) {
             String copy = msg.getHeaders().getFirst("test-copy");
             String tag = msg.metaData().streamSequence() + ":" + msg.metaData().deliveredCount();
-            int raw = rawDeliveries.computeIfAbsent(copy, k -> new AtomicInteger()).incrementAndGet();
+            int raw = rawDeliveries
+                    .computeIfAbsent(copy, k -> new AtomicInteger())
+                    .incrementAndGet();
             connectionOfTag.put(tag, c);
             Headers headers = new Headers(msg.getHeaders());
             headers.put("test-raw", Integer.toString(raw));
@@ -525,9 +540,10 @@ class NatsConsumerStateMachineTest {
         /** Safety, at any moment. */
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
-            effects().forEach((id, count) -> assertThat(count)
-                    .as("effects of %s after %s", id, moves)
-                    .isLessThanOrEqualTo(1));
+            effects()
+                    .forEach((id, count) -> assertThat(count)
+                            .as("effects of %s after %s", id, moves)
+                            .isLessThanOrEqualTo(1));
             Map<String, Long> applied = new HashMap<>();
             for (Processed p : processed) {
                 if (p.status() == Status.APPLIED) {
@@ -538,12 +554,7 @@ class NatsConsumerStateMachineTest {
                     assertThat(sent)
                             .as(
                                     "settlement of %s, %s (attempt %d) in process %s, after %s: %s",
-                                    p.copy(),
-                                    p.status(),
-                                    p.attempt(),
-                                    p.process(),
-                                    moves,
-                                    processed)
+                                    p.copy(), p.status(), p.attempt(), p.process(), moves, processed)
                             .isEqualTo(p.verdict());
                 }
             }
@@ -594,8 +605,10 @@ class NatsConsumerStateMachineTest {
             } catch (ConditionTimeoutException e) {
                 Map<String, String> fates = new TreeMap<>();
                 copies.keySet().forEach(c -> fates.put(c, String.valueOf(fate(c))));
-                throw new AssertionError("did not drain after " + moves + ": fates " + fates + ", processed "
-                        + processed + ", settled " + settled + ", violations " + violations, e);
+                throw new AssertionError(
+                        "did not drain after " + moves + ": fates " + fates + ", processed " + processed + ", settled "
+                                + settled + ", violations " + violations,
+                        e);
             }
             check();
             String what = "after " + moves + ", processed " + processed;
@@ -621,8 +634,10 @@ class NatsConsumerStateMachineTest {
             for (String copy : copies.keySet()) {
                 if (fate(copy).equals("dropped")) {
                     assertThat(effects.getOrDefault(copies.get(copy), 0L))
-                            .as("%s, dropped at max_deliver while another delivery held its claim, applied by"
-                                    + " that one; %s", copy, what)
+                            .as(
+                                    "%s, dropped at max_deliver while another delivery held its claim, applied by"
+                                            + " that one; %s",
+                                    copy, what)
                             .isEqualTo(1);
                 }
             }
@@ -655,8 +670,7 @@ class NatsConsumerStateMachineTest {
                             .as(
                                     "%s flagged redelivered on its first fetch with no connection lost since its"
                                             + " publish; %s",
-                                    p.copy(),
-                                    what)
+                                    p.copy(), what)
                             .isGreaterThan(diedBeforePublish.get(p.copy()));
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
@@ -667,8 +681,12 @@ class NatsConsumerStateMachineTest {
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries")).as("once.redeliveries, " + what).isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates")).as("once.duplicates, " + what).isEqualTo(duplicates);
+            assertThat(counter("once.redeliveries"))
+                    .as("once.redeliveries, " + what)
+                    .isEqualTo(redeliveries);
+            assertThat(counter("once.duplicates"))
+                    .as("once.duplicates, " + what)
+                    .isEqualTo(duplicates);
             for (Status s : Status.values()) {
                 assertThat((long) registry.get("once.deliveries")
                                 .tag("outcome", s.name().toLowerCase(Locale.ROOT))
