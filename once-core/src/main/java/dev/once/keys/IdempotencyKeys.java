@@ -291,7 +291,17 @@ public final class IdempotencyKeys {
         finish(started, SUCCEEDED, status, body);
     }
 
-    /** {@link #complete(BeginResult.Started, int, byte[])} inside the caller's transaction (not auto-commit). */
+    /**
+     * {@link #complete(BeginResult.Started, int, byte[])} inside the caller's transaction (not
+     * auto-commit): the result commits with it, or not at all. The key's row stays locked until that
+     * transaction ends, so another caller's {@link #begin} of the key waits for it (no lock timeout)
+     * and then replays the result, or, if it rolled back, answers as before it (in progress, or started
+     * once the claim lapsed): commit soon after.
+     * On MariaDB the row stays locked even after a refused finish or a rollback to a savepoint taken after the
+     * transaction's first statement (InnoDB
+     * keeps a transaction's row locks to its end), and its {@link dev.once.retention.IdempotencyKeyPruner}
+     * waits for it too; PostgreSQL's skips it.
+     */
     public void complete(Connection connection, BeginResult.Started started, int status, byte[] body)
             throws SQLException {
         finishIn(Objects.requireNonNull(connection, "connection"), started, SUCCEEDED, status, body);
@@ -310,7 +320,10 @@ public final class IdempotencyKeys {
         finish(started, retryable ? RETRYABLE : FAILED, status, retryable ? null : body);
     }
 
-    /** {@link #fail(BeginResult.Started, boolean, int, byte[])} inside the caller's transaction. */
+    /**
+     * {@link #fail(BeginResult.Started, boolean, int, byte[])} inside the caller's transaction; the key's
+     * row stays locked until it ends, as with {@link #complete(Connection, BeginResult.Started, int, byte[])}.
+     */
     public void fail(Connection connection, BeginResult.Started started, boolean retryable, int status, byte[] body)
             throws SQLException {
         finishIn(

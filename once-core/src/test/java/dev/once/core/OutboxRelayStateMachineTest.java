@@ -1,7 +1,9 @@
 package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.InvalidConfigurationException;
 import dev.once.RetryPolicy;
 import dev.once.TransactionOutbox;
 import dev.once.jdbc.Dialect;
@@ -146,7 +148,7 @@ class OutboxRelayStateMachineTest {
         return chains("a", "b");
     }
 
-    /** With the exclusive relays x and y too (leases are PostgreSQL's). */
+    /** With the exclusive relays x and y too (leases are PostgreSQL's; on MariaDB, building one is refused). */
     @Provide
     Arbitrary<ActionChain<World>> withLease() {
         return chains("a", "b", "x", "y");
@@ -273,10 +275,16 @@ class OutboxRelayStateMachineTest {
                         .meterRegistry(registry)
                         .publisher(concurrent(name));
                 if (!name.equals("a")) {
+                    b.lease(leaseName, LEASE_TTL);
                     if (!dialect.equals(Dialects.POSTGRESQL)) {
+                        // No leases on MariaDB yet (Leases): an exclusive relay is refused when built, not
+                        // run unfenced. Once it has them, x and y belong in the MariaDB chains too.
+                        assertThatThrownBy(b::build)
+                                .as("an exclusive relay on " + dialect)
+                                .isInstanceOf(InvalidConfigurationException.class)
+                                .hasMessageContaining("leases are not supported");
                         continue;
                     }
-                    b.lease(leaseName, LEASE_TTL);
                 }
                 relays.put(name, b.build());
             }
