@@ -181,7 +181,13 @@ public final class JoinedTransaction implements SavepointListener {
 
     /** Stops forwarding savepoints to {@code listener}. */
     public void removeSavepointListener(SavepointListener listener) {
-        listeners.removeIf(l -> l == listener);
+        // By index, the last added first (the engine removes its buffer after each handler): removeIf allocated
+        // a lambda and a bit set on every delivery.
+        for (int i = listeners.size() - 1; i >= 0; i--) {
+            if (listeners.get(i) == listener) {
+                listeners.remove(i);
+            }
+        }
     }
 
     /** A savepoint was created: callbacks registered from now on are undone by a rollback to it. */
