@@ -74,9 +74,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     /** The state of the current transaction on {@code key}'s DataSource, or null when once has none there. */
     static PhysicalTransaction existing(Key key) {
-        return TransactionSynchronizationManager.getResource(key) instanceof PhysicalTransaction s
-                ? s
-                : null;
+        return TransactionSynchronizationManager.getResource(key) instanceof PhysicalTransaction s ? s : null;
     }
 
     JoinedTransaction joined() {
