@@ -19,7 +19,7 @@ final class DeliveryMdc {
     static void put(String consumer, Delivery d) {
         MDC.put(MDC_CONSUMER, consumer);
         MDC.put(MDC_MESSAGE_ID, d.eventId());
-        MDC.put(MDC_ATTEMPT, Integer.toString(d.attempt()));
+        MDC.put(MDC_ATTEMPT, d.attempt() == 1 ? "1" : Integer.toString(d.attempt())); // most are first attempts
         MDC.put(MDC_REDELIVERED, Boolean.toString(d.redelivered()));
     }
 

@@ -4,6 +4,7 @@ import dev.once.Delivery;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryableException;
+import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -45,27 +46,48 @@ final class JoinedMode {
      * so it is not retried here); the outcome is reported when the caller's transaction ends.
      */
     Outcome process(Delivery d) {
-        Outcome[] result = new Outcome[1];
+        JoinedCall call = new JoinedCall(d);
         try {
-            transactions.inTransaction(tx -> {
-                try {
-                    result[0] = atCommit != null
-                            ? atCommit.handleThenClaimAtCallerCommit(tx, d)
-                            : claimRun.claimAndHandle(tx, d);
-                } catch (SQLException e) {
-                    tx.setRollbackOnly();
-                    result[0] = FailedOutcomes.databaseFailure(d.eventId(), e);
-                }
-                Outcome provisional = result[0];
-                tx.afterCompletion(committed ->
-                        reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed));
-                return provisional;
-            });
+            transactions.inTransaction(call);
         } catch (SQLException e) {
             // No transaction could be joined: nothing ran, nothing is pending.
             return settlement.report(d, FailedOutcomes.databaseFailure(d.eventId(), e));
         }
-        return result[0];
+        return call.provisional;
+    }
+
+    /**
+     * One delivery's work in the caller's transaction and its report when that ends: one object per
+     * delivery, where a lambda for each, and an array for the result, were three.
+     */
+    private final class JoinedCall implements Transactions.Work<Outcome>, TransactionHandle.CompletionCallback {
+        private final Delivery d;
+        private Transaction tx;
+        private Outcome provisional;
+
+        JoinedCall(Delivery d) {
+            this.d = d;
+        }
+
+        @Override
+        public Outcome run(Transaction tx) {
+            this.tx = tx;
+            try {
+                provisional = atCommit != null
+                        ? atCommit.handleThenClaimAtCallerCommit(tx, d)
+                        : claimRun.claimAndHandle(tx, d);
+            } catch (SQLException e) {
+                tx.setRollbackOnly();
+                provisional = FailedOutcomes.databaseFailure(d.eventId(), e);
+            }
+            tx.afterCompletion(this);
+            return provisional;
+        }
+
+        @Override
+        public void completed(boolean committed) {
+            reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed);
+        }
     }
 
     /** A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. */

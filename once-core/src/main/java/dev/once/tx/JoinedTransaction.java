@@ -37,10 +37,11 @@ public final class JoinedTransaction implements SavepointListener {
 
     private static final Logger log = LoggerFactory.getLogger(JoinedTransaction.class);
 
-    // CompletionCallbacks and CommitChecks in the order registered
+    // CompletionCallbacks and CommitChecks in the order registered; one that belongs to work a rollback to a
+    // savepoint undid is kept in its place wrapped in Undone (rare: no parallel list of flags per entry)
     private final List<Object> entries = new ArrayList<>(2);
-    // undone.get(i): entry i belongs to work a rollback to a savepoint undid
-    private final List<Boolean> undone = new ArrayList<>(2);
+
+    private record Undone(Object entry) {}
     // Takes the place of a CommitCheck that ran, so it never runs twice. A place, not a removal: the
     // savepoints' positions count the entries registered before them.
     private static final Object CHECKED = new Object();
@@ -140,7 +141,7 @@ public final class JoinedTransaction implements SavepointListener {
     public boolean runChecks(BooleanSupplier commitAllowed) throws SQLException {
         int last = -1;
         for (int i = 0; i < entries.size(); i++) {
-            if (entries.get(i) instanceof CommitCheck && !undone.get(i)) {
+            if (entries.get(i) instanceof CommitCheck) {
                 last = i;
             }
         }
@@ -150,7 +151,7 @@ public final class JoinedTransaction implements SavepointListener {
         boolean mayCommit = commitAllowed.getAsBoolean();
         boolean committed = false;
         for (int i = 0; i <= last; i++) {
-            if (entries.get(i) instanceof CommitCheck check && !undone.get(i)) {
+            if (entries.get(i) instanceof CommitCheck check) {
                 committed = check.run(mayCommit && i == last);
                 entries.set(i, CHECKED); // ran: not again if the integration asks once more
             }
@@ -168,7 +169,6 @@ public final class JoinedTransaction implements SavepointListener {
             throw new IllegalStateException("the transaction has already completed; nothing can wait for its end");
         }
         entries.add(entry);
-        undone.add(false);
     }
 
     /**
@@ -181,7 +181,13 @@ public final class JoinedTransaction implements SavepointListener {
 
     /** Stops forwarding savepoints to {@code listener}. */
     public void removeSavepointListener(SavepointListener listener) {
-        listeners.removeIf(l -> l == listener);
+        // By index, the last added first (the engine removes its buffer after each handler): removeIf allocated
+        // a lambda and a bit set on every delivery.
+        for (int i = listeners.size() - 1; i >= 0; i--) {
+            if (listeners.get(i) == listener) {
+                listeners.remove(i);
+            }
+        }
     }
 
     /** A savepoint was created: callbacks registered from now on are undone by a rollback to it. */
@@ -210,7 +216,9 @@ public final class JoinedTransaction implements SavepointListener {
                     + " savepoint it creates, or once cannot tell which outcomes the rollback undid");
         }
         for (int i = positions.get(at); i < entries.size(); i++) {
-            undone.set(i, true);
+            if (!(entries.get(i) instanceof Undone)) {
+                entries.set(i, new Undone(entries.get(i)));
+            }
         }
         truncate(at + 1);
         for (SavepointListener l : listeners) {
@@ -242,10 +250,15 @@ public final class JoinedTransaction implements SavepointListener {
         }
         done = true;
         for (int i = 0; i < entries.size(); i++) {
-            if (!(entries.get(i) instanceof TransactionHandle.CompletionCallback callback)) {
+            Object entry = entries.get(i);
+            boolean undone = entry instanceof Undone;
+            if (entry instanceof Undone u) {
+                entry = u.entry();
+            }
+            if (!(entry instanceof TransactionHandle.CompletionCallback callback)) {
                 continue;
             }
-            boolean stands = committed && !undone.get(i);
+            boolean stands = committed && !undone;
             try {
                 callback.completed(stands);
             } catch (RuntimeException e) {

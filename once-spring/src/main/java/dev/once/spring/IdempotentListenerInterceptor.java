@@ -79,16 +79,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private static final class Call {
         final ProxyMethodInvocation invocation;
         final Object[] args;
-        final javax.sql.DataSource dataSource;
+        final SpringTransactionProvider transactions;
         // the body runs confined to the engine's guarded connection (ConfinedConnectionHolder)
         final boolean confine;
         Object result;
         Duration nack;
 
-        Call(ProxyMethodInvocation invocation, Object[] args, javax.sql.DataSource dataSource, boolean confine) {
+        Call(ProxyMethodInvocation invocation, Object[] args, SpringTransactionProvider transactions, boolean confine) {
             this.invocation = invocation;
             this.args = args;
-            this.dataSource = dataSource;
+            this.transactions = transactions;
             this.confine = confine;
         }
     }
@@ -100,10 +100,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      */
     private static void handle(Delivery delivery, Tx tx) throws Exception {
         Call call = CURRENT.get();
-        PhysicalTransaction state = PhysicalTransaction.current(call.dataSource);
+        PhysicalTransaction state = PhysicalTransaction.current(call.transactions.stateKey());
         Tx outer = state.listenerTx(tx);
-        ConfinedConnectionHolder confined =
-                call.confine ? ConfinedConnectionHolder.bind(call.dataSource, tx.connection(), state.joined()) : null;
+        ConfinedConnectionHolder confined = call.confine
+                ? ConfinedConnectionHolder.bind(call.transactions.key(), tx.connection(), state.joined())
+                : null;
         try {
             call.result = call.invocation.invocableClone(call.args).proceed();
         } catch (Exception | Error e) {
@@ -131,7 +132,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // (ROLLBACK as SQL, which would leave a claim at commit to commit alone) is refused.
         boolean own = !TransactionSynchronizationManager.isActualTransactionActive();
         boolean atCommit = listener.atCommit() && own;
-        Call call = new Call(invocation, args, o.transactions().key(), own && o.confinesListeners());
+        Call call = new Call(invocation, args, o.transactions(), own && o.confinesListeners());
         // In its own transaction the claim may be the plain insert, after which a duplicate rolls back; not
         // for a Channel method, whose deferred acks settle a rolled-back delivery as one to redeliver.
         IdempotentConsumer consumer = atCommit

@@ -162,13 +162,13 @@ final class ListenerMessages {
             @SuppressWarnings({"unchecked", "rawtypes"})
             Map.Entry<String, String>[] entries = new Map.Entry[all.length];
             int n = 0;
-            byte[] last = null;
+            String last = null;
             byte[] deliveryAttempt = null;
             for (var h : all) {
                 String key = h.key();
                 byte[] value = h.value();
-                Map.Entry<String, String> entry =
-                        Map.entry(key, value == null ? "" : new String(value, StandardCharsets.UTF_8));
+                String text = value == null ? null : new String(value, StandardCharsets.UTF_8);
+                Map.Entry<String, String> entry = Map.entry(key, text == null ? "" : text);
                 int same = all.length <= SMALL ? indexOf(entries, n, key) : -1;
                 if (same >= 0) {
                     entries[same] = entry; // a repeated key: its last value, as Kafka's lastHeader reads it
@@ -176,7 +176,7 @@ final class ListenerMessages {
                     entries[n++] = entry;
                 }
                 if (key.equals(header)) {
-                    last = value;
+                    last = text; // the event id, decoded once for the headers and the id
                 } else if (SPRING_KAFKA && key.equals(DELIVERY_ATTEMPT)) {
                     deliveryAttempt = value;
                 }
@@ -185,7 +185,7 @@ final class ListenerMessages {
                     ? Map.ofEntries(n == entries.length ? entries : Arrays.copyOf(entries, n))
                     : lastOfEach(entries);
             String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
-            String id = eventId != null ? eventId : text(last);
+            String id = eventId != null ? eventId : last;
             int attempt = 1;
             if (deliveryAttempt != null && deliveryAttempt.length == 4) {
                 attempt = Math.max(1, java.nio.ByteBuffer.wrap(deliveryAttempt).getInt());

@@ -75,7 +75,7 @@ public final class OnceOutbox implements Outbox {
             return null;
         }
         PhysicalTransaction state =
-                PhysicalTransaction.existing(once.transactions().key());
+                PhysicalTransaction.existing(once.transactions().stateKey());
         return state == null ? null : state.listenerTx();
     }
 
@@ -87,7 +87,7 @@ public final class OnceOutbox implements Outbox {
         // begin() checks there is a transaction and that it is on our DataSource; closing the joined
         // handle only gives back Spring's reference to the connection, which stays the transaction's.
         try (TransactionHandle handle = once.transactions().begin()) {
-            return PhysicalTransaction.current(once.transactions().key())
+            return PhysicalTransaction.current(once.transactions().stateKey())
                     .writer(
                             this,
                             () -> TransactionOutbox.builder()

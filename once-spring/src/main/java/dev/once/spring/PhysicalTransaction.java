@@ -7,6 +7,7 @@ import dev.once.tx.JoinedTransaction;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
@@ -34,10 +35,14 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 final class PhysicalTransaction implements TransactionSynchronization {
 
-    /** The resource key: one state per DataSource (as Spring binds the DataSource's connection) and transaction. */
-    private record Key(DataSource dataSource) {}
+    /**
+     * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
+     * transaction. Equal for equal DataSources; each provider makes its own once ({@link
+     * SpringTransactionProvider#stateKey()}), so the looks per delivery allocate none.
+     */
+    record Key(DataSource dataSource) {}
 
-    private final Object key;
+    private final Key key;
     private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
     // Stands for "the start of the transaction as far as once knows it": a rollback to a savepoint taken
     // before this state existed is a rollback to it.
@@ -50,14 +55,13 @@ final class PhysicalTransaction implements TransactionSynchronization {
     // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
     private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
 
-    private PhysicalTransaction(Object key) {
+    private PhysicalTransaction(Key key) {
         this.key = key;
         joined.savepoint(start);
     }
 
-    /** The state of the current transaction on {@code dataSource}, created and registered on first use. */
-    static PhysicalTransaction current(DataSource dataSource) {
-        Key key = new Key(dataSource);
+    /** The state of the current transaction on {@code key}'s DataSource, created and registered on first use. */
+    static PhysicalTransaction current(Key key) {
         Object bound = TransactionSynchronizationManager.getResource(key);
         if (bound instanceof PhysicalTransaction state) {
             return state;
@@ -68,11 +72,9 @@ final class PhysicalTransaction implements TransactionSynchronization {
         return state;
     }
 
-    /** The state of the current transaction on {@code dataSource}, or null when once has none there. */
-    static PhysicalTransaction existing(DataSource dataSource) {
-        return TransactionSynchronizationManager.getResource(new Key(dataSource)) instanceof PhysicalTransaction s
-                ? s
-                : null;
+    /** The state of the current transaction on {@code key}'s DataSource, or null when once has none there. */
+    static PhysicalTransaction existing(Key key) {
+        return TransactionSynchronizationManager.getResource(key) instanceof PhysicalTransaction s ? s : null;
     }
 
     JoinedTransaction joined() {
@@ -164,10 +166,13 @@ final class PhysicalTransaction implements TransactionSynchronization {
     }
 
     // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body
-    // ran, or only duplicates) skips these looks at Spring's synchronizations and resources.
+    // ran, or only duplicates) skips these looks at Spring's synchronizations and resources. Indexed loops
+    // and a count: no iterator or map view allocated per commit (Spring's list is a fresh sorted copy).
     private boolean nothingElseBeforeCommit() {
+        List<TransactionSynchronization> all = TransactionSynchronizationManager.getSynchronizations();
         boolean after = false;
-        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
+        for (int i = 0; i < all.size(); i++) {
+            TransactionSynchronization s = all.get(i);
             if (s == this) {
                 after = true;
             } else if (s.getClass().getName().startsWith(CONNECTION_SYNCHRONIZATION)
@@ -175,7 +180,13 @@ final class PhysicalTransaction implements TransactionSynchronization {
                 return false;
             }
         }
-        for (Object bound : TransactionSynchronizationManager.getResourceMap().values()) {
+        Map<Object, Object> resources = TransactionSynchronizationManager.getResourceMap();
+        if (resources.size() == 2
+                && TransactionSynchronizationManager.getResource(key) == this
+                && TransactionSynchronizationManager.getResource(key.dataSource()) instanceof ConnectionHolder) {
+            return true; // the usual transaction: its connection and this state, nothing else
+        }
+        for (Object bound : resources.values()) {
             if (!(bound instanceof ConnectionHolder || bound instanceof PhysicalTransaction)) {
                 return false;
             }

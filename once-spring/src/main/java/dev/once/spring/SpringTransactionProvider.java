@@ -53,11 +53,13 @@ public final class SpringTransactionProvider implements TransactionProvider {
 
     private final DataSource dataSource;
     private final DataSource key;
+    private final PhysicalTransaction.Key stateKey;
     private final boolean dedicated;
 
     private SpringTransactionProvider(DataSource dataSource, boolean dedicated) {
         this.dataSource = dataSource;
         this.key = resourceKey(dataSource);
+        this.stateKey = new PhysicalTransaction.Key(key);
         this.dedicated = dedicated;
     }
 
@@ -132,6 +134,11 @@ public final class SpringTransactionProvider implements TransactionProvider {
         return key;
     }
 
+    /** What {@link PhysicalTransaction} binds its state under for this provider's {@code DataSource}. */
+    PhysicalTransaction.Key stateKey() {
+        return stateKey;
+    }
+
     /**
      * Joins the Spring transaction of this thread.
      *
@@ -161,17 +168,17 @@ public final class SpringTransactionProvider implements TransactionProvider {
                     + " set JpaTransactionManager.setDataSource): the claim would commit apart from the business"
                     + " writes" + boundHint());
         }
-        return new JoinedHandle(DataSourceUtils.getConnection(key), key);
+        return new JoinedHandle(DataSourceUtils.getConnection(key), key, stateKey);
     }
 
     private static final class JoinedHandle extends JoinedTransactionHandle {
         private final DataSource key;
         private boolean closed;
 
-        JoinedHandle(Connection connection, DataSource key) {
+        JoinedHandle(Connection connection, DataSource key, PhysicalTransaction.Key stateKey) {
             // Outcomes are registered with the physical transaction's state, which follows its savepoints
             // and is set aside while a REQUIRES_NEW step suspends it.
-            super(connection, PhysicalTransaction.current(key).joined());
+            super(connection, PhysicalTransaction.current(stateKey).joined());
             this.key = key;
         }
 
