@@ -681,7 +681,10 @@ final class Tracer {
                             : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
-        if ("camel".equals(entry.broker) && camel(c, name, f)) {
+        if (camelDirect(c, name, stype, scopeText, f)) {
+            return;
+        }
+        if (("camel".equals(entry.broker) || inRoute(c)) && camel(c, name, f)) {
             return;
         }
         lookupArm = null;
@@ -806,9 +809,11 @@ final class Tracer {
             enter(c, camelTargets(type, name.equals("process") ? "process" : method), false, f);
             return true;
         }
-        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))
-                || !(a0 instanceof StringLiteralExpr lit)) {
+        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))) {
             return false;
+        }
+        if (!(a0 instanceof StringLiteralExpr lit)) {
+            return camelHttpWrite(c, f);
         }
         String uri = lit.getValue();
         if (uri.startsWith("bean:")) {
@@ -839,6 +844,158 @@ final class Tracer {
                 (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
                         + "the Camel endpoint " + scheme + ":",
                 false);
+        return true;
+    }
+
+    /** Camel endpoints that run another route of the application in the caller's thread, before the call returns. */
+    private static final Pattern CAMEL_DIRECT = Pattern.compile("(direct|direct-vm):([^?]+)(\\?.*)?");
+
+    /** The routes walked at the moment: a route sending to itself, or two routes to each other, are walked once. */
+    private final Set<Node> routesWalked = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+
+    /** The routes of the repository that start {@code from("direct:name")}, by endpoint. */
+    private final Map<String, List<Expression>> directRoutes = new HashMap<>();
+
+    /**
+     * A message sent to a {@code direct:} endpoint, by a {@code ProducerTemplate} ({@code send}, {@code sendBody},
+     * {@code request…}) or by a route step ({@code .to("direct:…")}, {@code .enrich}), runs the route consuming it, in
+     * this thread, before the call returns: the route is walked as a call, so what it writes (an HTTP POST, a
+     * {@code .to("sql:…")}, a bean) is on this path.
+     */
+    private boolean camelDirect(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
+        if (c.getArguments().isEmpty() || f.depth >= MAX_DEPTH) {
+            return false;
+        }
+        boolean template = name.matches("(async)?(send|request)\\w*")
+                && (stype != null
+                        ? stype.matches("(Fluent)?ProducerTemplate")
+                        : scopeText.toLowerCase(Locale.ROOT).contains("producertemplate"));
+        boolean step = name.matches("to|toD|enrich|wireTap") && inRoute(c);
+        if (!template && !step) {
+            return false;
+        }
+        String uri = constants.text(c.getArgument(0), c);
+        java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
+        if (m == null || !m.matches()) {
+            return false;
+        }
+        String endpoint = m.group(2);
+        List<Expression> routes = directRoutes.computeIfAbsent(endpoint, this::routesFrom);
+        for (Expression route : routes) {
+            if (!routesWalked.add(route)) {
+                continue;
+            }
+            List<Step> path = new ArrayList<>(f.path);
+            path.add(new Step("route direct:" + endpoint, repo.loc(c)));
+            span(route);
+            Frame r = new Frame(
+                    f.depth + 1,
+                    List.copyOf(path),
+                    f.tx,
+                    f.txLoc,
+                    f.visiting,
+                    Types.enclosingType(route),
+                    Types.ancestor(route, MethodDeclaration.class).orElse(null));
+            r.async = f.async;
+            r.arms = arms(c, f);
+            r.sites = append(f.sites, c);
+            r.data = null; // the exchange carries the message in headers and properties the walk does not follow
+            visit(route, r);
+            routesWalked.remove(route);
+        }
+        return true;
+    }
+
+    /** The whole chain of each route that starts {@code from("direct:endpoint")} (or {@code direct-vm:}). */
+    private List<Expression> routesFrom(String endpoint) {
+        repo.parseHolding(List.of(endpoint));
+        List<Expression> out = new ArrayList<>();
+        for (Repo.Source s : repo.sources()) {
+            if (!s.text().contains(endpoint)) {
+                continue;
+            }
+            for (MethodCallExpr from : s.cu().findAll(MethodCallExpr.class, x -> x.getNameAsString().equals("from")
+                    && x.getArguments().size() == 1)) {
+                String uri = constants.text(from.getArgument(0), from);
+                java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
+                if (m != null && m.matches() && m.group(2).equals(endpoint)) {
+                    out.add(chainTop(from));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The last call of the chain {@code call} starts: {@code from(…).process(…).to(…)} for {@code from(…)}. */
+    private static Expression chainTop(MethodCallExpr call) {
+        MethodCallExpr top = call;
+        while (top.getParentNode().orElse(null) instanceof MethodCallExpr p
+                && p.getScope().orElse(null) == top) {
+            top = p;
+        }
+        return top;
+    }
+
+    /** Whether the call is a step of a Camel route: written in a {@code RouteBuilder}'s class. */
+    private static boolean inRoute(Node c) {
+        for (Node n = c; n != null; n = n.getParentNode().orElse(null)) {
+            if (n instanceof ObjectCreationExpr oc && oc.getType().getNameAsString().endsWith("RouteBuilder")) {
+                return true;
+            }
+            if (n instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration t) {
+                return t.getExtendedTypes().stream()
+                        .anyMatch(x -> x.getNameAsString().endsWith("RouteBuilder"));
+            }
+        }
+        return false;
+    }
+
+    /** A route's endpoint or address named for a read: a status query, a search, a token. */
+    private static final Pattern READ_ROUTE =
+            Pattern.compile("(?i).*(status|query|search|inquiry|enquiry|lookup|balance|token|verif|validat).*");
+
+    /** A route's endpoint or address named for a write verb, which a read word beside it does not make a read. */
+    private static final Pattern WRITE_ROUTE =
+            Pattern.compile("(?i).*(create|update|send|notify|charge|refund|submit|initiat|cancel|register).*");
+
+    /**
+     * {@code .to(host + path)} / {@code .toD(…)} to an address the code builds, after the route set the HTTP method
+     * header to POST, PUT or PATCH ({@code .setHeader(Exchange.HTTP_METHOD, constant("POST"))}): an HTTP write
+     * through Camel's http component. A route whose endpoint and address are named for a read (a status query) and
+     * not for a write is a read sent as a POST.
+     */
+    private boolean camelHttpWrite(MethodCallExpr c, Frame f) {
+        String verb = null;
+        String endpoint = "";
+        for (Expression x = c.getScope().orElse(null); x instanceof MethodCallExpr step; x = step.getScope().orElse(null)) {
+            String n = step.getNameAsString();
+            if (verb == null
+                    && n.equals("setHeader")
+                    && step.getArguments().size() == 2
+                    && step.getArgument(0).toString().matches("(Exchange\\.)?HTTP_METHOD|\"CamelHttpMethod\"")) {
+                java.util.regex.Matcher m = Pattern.compile("\"(\\w+)\"").matcher(step.getArgument(1).toString());
+                verb = m.find() ? m.group(1).toUpperCase(Locale.ROOT) : "";
+            }
+            if (n.equals("from") && step.getArguments().size() == 1) {
+                endpoint = step.getArgument(0).toString();
+            }
+        }
+        if (verb == null || !verb.matches("POST|PUT|PATCH")) {
+            return false;
+        }
+        String named = endpoint + " " + c.getArgument(0);
+        if (READ_ROUTE.matcher(named).matches() && !WRITE_ROUTE.matcher(named).matches()) {
+            add(Event.Kind.REMOTE, c, f, null, null, "Camel HTTP " + verb + " " + shortText(c));
+            return true;
+        }
+        add(Event.Kind.REMOTE, c, f, null, null, "Camel HTTP " + verb + " " + shortText(c));
+        effect(
+                c,
+                f,
+                Blast.DATA,
+                Event.Category.EXTERNAL,
+                "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
+                keyed(chainTop(c).toString(), ""));
         return true;
     }
 
@@ -1277,7 +1434,7 @@ final class Tracer {
         if (name.startsWith("set")
                 && name.length() > 3
                 && c.getArguments().size() == 1
-                && isDelta(c.getArgument(0), name.substring(3))) {
+                && isDelta(c.getArgument(0), name.substring(3), c.getScope().map(Object::toString).orElse(""))) {
             f.counter = true;
             String field = name.substring(3);
             String owner = c.getScope().map(types::typeOf).orElse("");
@@ -1677,12 +1834,16 @@ final class Tracer {
     }
 
     /** {@code getX() + d}, {@code getX() - d}, {@code getX().add(d)}: a setter argument that moves X relative to itself. */
-    private static boolean isDelta(Expression arg, String field) {
+    private static boolean isDelta(Expression arg, String field, String receiver) {
         boolean arithmetic = arg instanceof BinaryExpr b
                         && (b.getOperator() == BinaryExpr.Operator.PLUS || b.getOperator() == BinaryExpr.Operator.MINUS)
                 || arg instanceof MethodCallExpr m && m.getNameAsString().matches("add|subtract|plus|minus");
+        // the value read back from the object it is set on: dto.setTimestamp("" + clock.getTimestamp()) is not a delta
         return arithmetic
-                && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field))
+                && !arg.findAll(
+                                MethodCallExpr.class,
+                                g -> g.getNameAsString().equals("get" + field)
+                                        && g.getScope().map(Object::toString).orElse("").equals(receiver))
                         .isEmpty();
     }
 
