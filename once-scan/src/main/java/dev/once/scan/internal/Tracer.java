@@ -52,6 +52,7 @@ final class Tracer {
 
     static final int MAX_DEPTH = 8;
 
+
     static final Pattern MONEY = Pattern.compile(
             "(?i).*(charge|capture|refund|transfer|payout|payment|withdraw|debit|credit|balance|amount|wallet|funds|money|ledger|cards?\\b|accounts?\\b|pay\\b|pay[A-Z(]).*");
     private static final Pattern MONEY_VERB = Pattern.compile(
@@ -221,6 +222,11 @@ final class Tracer {
         List<Node> sites = List.of();
         /** The names in this frame that hold the message's data ({@link Dataflow}); null when that is not known. */
         Set<String> data;
+        /**
+         * Parameters of this frame's method bound to the class the caller passed ({@code handleEvent(e, loanHandler)}
+         * into {@code KafkaEventHandler<T> handler}): a call on one runs that class's override, not every one's.
+         */
+        Map<String, String> bound = Map.of();
 
         Frame(
                 int depth,
@@ -630,7 +636,7 @@ final class Tracer {
     private void call(MethodCallExpr c, Frame f) {
         String name = c.getNameAsString();
         Optional<Expression> scope = c.getScope();
-        String stype = scope.map(types::typeOf).orElse(null);
+        String stype = scope.map(x -> boundType(x, f)).orElse(null);
         String scopeText = scope.map(Object::toString).orElse("");
 
         if (stype != null && ONCE_TYPES.contains(stype)) {
@@ -1857,6 +1863,8 @@ final class Tracer {
 
     private boolean http(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         String feignText = "";
+        // a PUT replaces the resource its address names with the body it carries: a repeat writes the same again
+        boolean putOnly = true;
         boolean write = false;
         boolean remote = false;
         boolean noTimeout = false;
@@ -1866,6 +1874,7 @@ final class Tracer {
             kind = "RestTemplate";
             write = name.matches("postFor\\w+|put|patchForObject")
                     || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
+            putOnly = name.equals("put") || name.equals("exchange") && c.toString().contains("HttpMethod.PUT");
             noTimeout = true;
         } else if (name.matches("post|put|patch")
                 && c.getArguments().isEmpty()
@@ -1873,22 +1882,26 @@ final class Tracer {
                         || scopeText.matches("(?i).*(webclient|restclient).*"))) {
             remote = true;
             write = true;
+            putOnly = name.equals("put");
             kind = stype == null ? "WebClient" : stype;
             noTimeout = true;
         } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
             remote = true;
             kind = "HttpClient";
             write = memberText(f).contains(".POST(") || memberText(f).contains(".PUT(");
+            putOnly = !memberText(f).contains(".POST(");
             noTimeout = !memberText(f).contains(".timeout(");
         } else if (name.equals("execute") && scopeText.contains("newCall(")) {
             remote = true;
             kind = "OkHttp";
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
+            putOnly = !memberText(f).contains(".post(");
         } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
             // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
             remote = true;
             kind = "Apache HttpClient";
             write = APACHE_WRITE.matcher(memberText(f)).matches();
+            putOnly = false;
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -1899,6 +1912,7 @@ final class Tracer {
                 String anns = fm.getAnnotations().toString();
                 write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)"
                         + "|@(POST|PUT|PATCH)\\b|(Post|Put|Patch)Exchange|RequestLine\\(\"(POST|PUT|PATCH)).*");
+                putOnly &= anns.matches("(?s).*(PutMapping|RequestMethod\\.PUT|@PUT\\b|PutExchange|RequestLine\\(\"PUT).*");
                 feignText += fm.toString();
             }
         }
@@ -1924,7 +1938,7 @@ final class Tracer {
                     b,
                     Event.Category.EXTERNAL,
                     "calls " + kind + " " + verb + " (" + shortText(c) + ")",
-                    keyed(c.toString(), memberText(f) + feignText));
+                    putOnly || keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
     }
@@ -2792,8 +2806,70 @@ final class Tracer {
             }
             callee.sites = append(f.sites, at);
             callee.data = carried(at, t, t.getBody().get(), f);
+            callee.bound = bind(at, t, f);
             visit(t.getBody().get(), callee);
         }
+    }
+
+    /** The static type of a call's receiver, or the class bound to it when it is a parameter the caller bound. */
+    private String boundType(Expression scope, Frame f) {
+        if (scope instanceof NameExpr n && f.bound.containsKey(n.getNameAsString())) {
+            return f.bound.get(n.getNameAsString());
+        }
+        return types.typeOf(scope);
+    }
+
+    /**
+     * The parameters of {@code t} that the call {@code at} binds to a class of the repository narrower than the
+     * parameter's type: an argument whose static type (or the caller's own binding) is a class implementing or
+     * extending the parameter's interface. A call on the parameter then runs that class's override.
+     */
+    private Map<String, String> bind(Node at, MethodDeclaration t, Frame f) {
+        if (!(at instanceof MethodCallExpr call)) {
+            return Map.of();
+        }
+        Map<String, String> out = new HashMap<>();
+        List<com.github.javaparser.ast.body.Parameter> params = t.getParameters();
+        for (int i = 0; i < params.size() && i < call.getArguments().size(); i++) {
+            String declared = Types.simple(params.get(i).getType());
+            Expression a = call.getArgument(i);
+            if (!(a instanceof NameExpr || a instanceof FieldAccessExpr || a instanceof ThisExpr)) {
+                continue;
+            }
+            String actual = boundType(a, f);
+            if (actual == null || actual.equals(declared) || !types.isRepoType(actual) || !types.isRepoType(declared)) {
+                continue;
+            }
+            boolean narrower = repo.types(actual, call).stream()
+                    .anyMatch(x -> x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration cd
+                            && !cd.isInterface()
+                            && lineageNames(cd).contains(declared));
+            if (narrower) {
+                out.put(params.get(i).getNameAsString(), actual);
+            }
+        }
+        return out.isEmpty() ? Map.of() : out;
+    }
+
+    /** The simple names of the types {@code t} extends or implements, itself and through its repository supertypes. */
+    private Set<String> lineageNames(com.github.javaparser.ast.body.ClassOrInterfaceDeclaration t) {
+        Set<String> out = new HashSet<>();
+        java.util.ArrayDeque<com.github.javaparser.ast.body.ClassOrInterfaceDeclaration> todo =
+                new java.util.ArrayDeque<>(List.of(t));
+        while (!todo.isEmpty() && out.size() < 16) {
+            com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c = todo.pop();
+            List<com.github.javaparser.ast.type.ClassOrInterfaceType> supers = new ArrayList<>(c.getExtendedTypes());
+            supers.addAll(c.getImplementedTypes());
+            for (com.github.javaparser.ast.type.ClassOrInterfaceType s : supers) {
+                if (out.add(s.getNameAsString())) {
+                    repo.types(s.getNameAsString(), c).stream()
+                            .filter(x -> x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration)
+                            .map(x -> (com.github.javaparser.ast.body.ClassOrInterfaceDeclaration) x)
+                            .forEach(todo::add);
+                }
+            }
+        }
+        return out;
     }
 
     /**
