@@ -52,7 +52,6 @@ final class Tracer {
 
     static final int MAX_DEPTH = 8;
 
-
     static final Pattern MONEY = Pattern.compile(
             "(?i).*(charge|capture|refund|transfer|payout|payment|withdraw|debit|credit|balance|amount|wallet|funds|money|ledger|cards?\\b|accounts?\\b|pay\\b|pay[A-Z(]).*");
     private static final Pattern MONEY_VERB = Pattern.compile(
@@ -920,8 +919,10 @@ final class Tracer {
             if (!s.text().contains(endpoint)) {
                 continue;
             }
-            for (MethodCallExpr from : s.cu().findAll(MethodCallExpr.class, x -> x.getNameAsString().equals("from")
-                    && x.getArguments().size() == 1)) {
+            for (MethodCallExpr from : s.cu().findAll(
+                            MethodCallExpr.class,
+                            x -> x.getNameAsString().equals("from")
+                                    && x.getArguments().size() == 1)) {
                 String uri = constants.text(from.getArgument(0), from);
                 java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
                 if (m != null && m.matches() && m.group(2).equals(endpoint)) {
@@ -945,7 +946,8 @@ final class Tracer {
     /** Whether the call is a step of a Camel route: written in a {@code RouteBuilder}'s class. */
     private static boolean inRoute(Node c) {
         for (Node n = c; n != null; n = n.getParentNode().orElse(null)) {
-            if (n instanceof ObjectCreationExpr oc && oc.getType().getNameAsString().endsWith("RouteBuilder")) {
+            if (n instanceof ObjectCreationExpr oc
+                    && oc.getType().getNameAsString().endsWith("RouteBuilder")) {
                 return true;
             }
             if (n instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration t) {
@@ -956,9 +958,9 @@ final class Tracer {
         return false;
     }
 
-    /** A route's endpoint or address named for a read: a status query, a search, a token. */
-    private static final Pattern READ_ROUTE =
-            Pattern.compile("(?i).*(status|query|search|inquiry|enquiry|lookup|balance|token|verif|validat).*");
+    /** A route's endpoint or address named for a read: a status query, a search, a price quote, a token. */
+    private static final Pattern READ_ROUTE = Pattern.compile(
+            "(?i).*(status|query|search|inquiry|enquiry|lookup|balance|quot|token|verif|validat|\\bget-|\\bfetch).*");
 
     /** A route's endpoint or address named for a write verb, which a read word beside it does not make a read. */
     private static final Pattern WRITE_ROUTE =
@@ -973,13 +975,16 @@ final class Tracer {
     private boolean camelHttpWrite(MethodCallExpr c, Frame f) {
         String verb = null;
         String endpoint = "";
-        for (Expression x = c.getScope().orElse(null); x instanceof MethodCallExpr step; x = step.getScope().orElse(null)) {
+        for (Expression x = c.getScope().orElse(null);
+                x instanceof MethodCallExpr step;
+                x = step.getScope().orElse(null)) {
             String n = step.getNameAsString();
             if (verb == null
                     && n.equals("setHeader")
                     && step.getArguments().size() == 2
                     && step.getArgument(0).toString().matches("(Exchange\\.)?HTTP_METHOD|\"CamelHttpMethod\"")) {
-                java.util.regex.Matcher m = Pattern.compile("\"(\\w+)\"").matcher(step.getArgument(1).toString());
+                java.util.regex.Matcher m = Pattern.compile("\"(\\w+)\"")
+                        .matcher(step.getArgument(1).toString());
                 verb = m.find() ? m.group(1).toUpperCase(Locale.ROOT) : "";
             }
             if (n.equals("from") && step.getArguments().size() == 1) {
@@ -1440,7 +1445,10 @@ final class Tracer {
         if (name.startsWith("set")
                 && name.length() > 3
                 && c.getArguments().size() == 1
-                && isDelta(c.getArgument(0), name.substring(3), c.getScope().map(Object::toString).orElse(""))) {
+                && isDelta(
+                        c.getArgument(0),
+                        name.substring(3),
+                        c.getScope().map(Object::toString).orElse(""))) {
             f.counter = true;
             String field = name.substring(3);
             String owner = c.getScope().map(types::typeOf).orElse("");
@@ -1849,7 +1857,10 @@ final class Tracer {
                 && !arg.findAll(
                                 MethodCallExpr.class,
                                 g -> g.getNameAsString().equals("get" + field)
-                                        && g.getScope().map(Object::toString).orElse("").equals(receiver))
+                                        && g.getScope()
+                                                .map(Object::toString)
+                                                .orElse("")
+                                                .equals(receiver))
                         .isEmpty();
     }
 
@@ -1874,7 +1885,8 @@ final class Tracer {
             kind = "RestTemplate";
             write = name.matches("postFor\\w+|put|patchForObject")
                     || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
-            putOnly = name.equals("put") || name.equals("exchange") && c.toString().contains("HttpMethod.PUT");
+            putOnly = name.equals("put")
+                    || name.equals("exchange") && c.toString().contains("HttpMethod.PUT");
             noTimeout = true;
         } else if (name.matches("post|put|patch")
                 && c.getArguments().isEmpty()
@@ -1912,7 +1924,8 @@ final class Tracer {
                 String anns = fm.getAnnotations().toString();
                 write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)"
                         + "|@(POST|PUT|PATCH)\\b|(Post|Put|Patch)Exchange|RequestLine\\(\"(POST|PUT|PATCH)).*");
-                putOnly &= anns.matches("(?s).*(PutMapping|RequestMethod\\.PUT|@PUT\\b|PutExchange|RequestLine\\(\"PUT).*");
+                putOnly &= anns.matches(
+                        "(?s).*(PutMapping|RequestMethod\\.PUT|@PUT\\b|PutExchange|RequestLine\\(\"PUT).*");
                 feignText += fm.toString();
             }
         }
