@@ -520,7 +520,31 @@ final class Tracer {
                 && b.findAll(ReturnStmt.class).stream()
                         .allMatch(r -> r.getExpression().isEmpty())
                 && b.findAll(MethodCallExpr.class).stream()
-                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches());
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || loggedArgument(c));
+    }
+
+    private static final Pattern LOG_CALL = Pattern.compile("trace|debug|info|warn|error|println|printf");
+
+    /**
+     * A static helper that only formats what a log line prints: {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value),
+     * e)}. A call on an object ({@code s.orderId()}) is not taken for one: a catch logging the message's fields is
+     * read as a decision to drop it (catch-says-retry's best-effort listener).
+     */
+    private static boolean loggedArgument(MethodCallExpr c) {
+        if (!(c.getScope().orElse(null) instanceof NameExpr owner)
+                || !Character.isUpperCase(owner.getNameAsString().charAt(0))) {
+            return false;
+        }
+        for (Node n = c.getParentNode().orElse(null);
+                n instanceof Expression;
+                n = n.getParentNode().orElse(null)) {
+            if (n instanceof MethodCallExpr m
+                    && LOG_CALL.matcher(m.getNameAsString()).matches()
+                    && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A method whose name says it runs its work later, on another thread: an async wrapper, a submit, a schedule. */
