@@ -221,6 +221,11 @@ final class Tracer {
         List<Node> sites = List.of();
         /** The names in this frame that hold the message's data ({@link Dataflow}); null when that is not known. */
         Set<String> data;
+        /**
+         * Parameters of this frame's method bound to the class the caller passed ({@code handleEvent(e, loanHandler)}
+         * into {@code KafkaEventHandler<T> handler}): a call on one runs that class's override, not every one's.
+         */
+        Map<String, String> bound = Map.of();
 
         Frame(
                 int depth,
@@ -515,7 +520,31 @@ final class Tracer {
                 && b.findAll(ReturnStmt.class).stream()
                         .allMatch(r -> r.getExpression().isEmpty())
                 && b.findAll(MethodCallExpr.class).stream()
-                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches());
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || loggedArgument(c));
+    }
+
+    private static final Pattern LOG_CALL = Pattern.compile("trace|debug|info|warn|error|println|printf");
+
+    /**
+     * A static helper that only formats what a log line prints: {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value),
+     * e)}. A call on an object ({@code s.orderId()}) is not taken for one: a catch logging the message's fields is
+     * read as a decision to drop it (catch-says-retry's best-effort listener).
+     */
+    private static boolean loggedArgument(MethodCallExpr c) {
+        if (!(c.getScope().orElse(null) instanceof NameExpr owner)
+                || !Character.isUpperCase(owner.getNameAsString().charAt(0))) {
+            return false;
+        }
+        for (Node n = c.getParentNode().orElse(null);
+                n instanceof Expression;
+                n = n.getParentNode().orElse(null)) {
+            if (n instanceof MethodCallExpr m
+                    && LOG_CALL.matcher(m.getNameAsString()).matches()
+                    && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A method whose name says it runs its work later, on another thread: an async wrapper, a submit, a schedule. */
@@ -630,7 +659,7 @@ final class Tracer {
     private void call(MethodCallExpr c, Frame f) {
         String name = c.getNameAsString();
         Optional<Expression> scope = c.getScope();
-        String stype = scope.map(types::typeOf).orElse(null);
+        String stype = scope.map(x -> boundType(x, f)).orElse(null);
         String scopeText = scope.map(Object::toString).orElse("");
 
         if (stype != null && ONCE_TYPES.contains(stype)) {
@@ -681,7 +710,10 @@ final class Tracer {
                             : "Camel idempotentConsumer: its repository commits apart from the route's effects");
             return;
         }
-        if ("camel".equals(entry.broker) && camel(c, name, f)) {
+        if (camelDirect(c, name, stype, scopeText, f)) {
+            return;
+        }
+        if (("camel".equals(entry.broker) || inRoute(c)) && camel(c, name, f)) {
             return;
         }
         lookupArm = null;
@@ -806,9 +838,11 @@ final class Tracer {
             enter(c, camelTargets(type, name.equals("process") ? "process" : method), false, f);
             return true;
         }
-        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))
-                || !(a0 instanceof StringLiteralExpr lit)) {
+        if (!(name.equals("to") || name.equals("toD") || name.equals("toF") || name.equals("wireTap"))) {
             return false;
+        }
+        if (!(a0 instanceof StringLiteralExpr lit)) {
+            return camelHttpWrite(c, f);
         }
         String uri = lit.getValue();
         if (uri.startsWith("bean:")) {
@@ -839,6 +873,164 @@ final class Tracer {
                 (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
                         + "the Camel endpoint " + scheme + ":",
                 false);
+        return true;
+    }
+
+    /** Camel endpoints that run another route of the application in the caller's thread, before the call returns. */
+    private static final Pattern CAMEL_DIRECT = Pattern.compile("(direct|direct-vm):([^?]+)(\\?.*)?");
+
+    /** The routes walked at the moment: a route sending to itself, or two routes to each other, are walked once. */
+    private final Set<Node> routesWalked = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+
+    /** The routes of the repository that start {@code from("direct:name")}, by endpoint. */
+    private final Map<String, List<Expression>> directRoutes = new HashMap<>();
+
+    /**
+     * A message sent to a {@code direct:} endpoint, by a {@code ProducerTemplate} ({@code send}, {@code sendBody},
+     * {@code request…}) or by a route step ({@code .to("direct:…")}, {@code .enrich}), runs the route consuming it, in
+     * this thread, before the call returns: the route is walked as a call, so what it writes (an HTTP POST, a
+     * {@code .to("sql:…")}, a bean) is on this path.
+     */
+    private boolean camelDirect(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
+        if (c.getArguments().isEmpty() || f.depth >= MAX_DEPTH) {
+            return false;
+        }
+        boolean template = name.matches("(async)?(send|request)\\w*")
+                && (stype != null
+                        ? stype.matches("(Fluent)?ProducerTemplate")
+                        : scopeText.toLowerCase(Locale.ROOT).contains("producertemplate"));
+        boolean step = name.matches("to|toD|enrich|wireTap") && inRoute(c);
+        if (!template && !step) {
+            return false;
+        }
+        String uri = constants.text(c.getArgument(0), c);
+        java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
+        if (m == null || !m.matches()) {
+            return false;
+        }
+        String endpoint = m.group(2);
+        List<Expression> routes = directRoutes.computeIfAbsent(endpoint, this::routesFrom);
+        for (Expression route : routes) {
+            if (!routesWalked.add(route)) {
+                continue;
+            }
+            List<Step> path = new ArrayList<>(f.path);
+            path.add(new Step("route direct:" + endpoint, repo.loc(c)));
+            span(route);
+            Frame r = new Frame(
+                    f.depth + 1,
+                    List.copyOf(path),
+                    f.tx,
+                    f.txLoc,
+                    f.visiting,
+                    Types.enclosingType(route),
+                    Types.ancestor(route, MethodDeclaration.class).orElse(null));
+            r.async = f.async;
+            r.arms = arms(c, f);
+            r.sites = append(f.sites, c);
+            r.data = null; // the exchange carries the message in headers and properties the walk does not follow
+            visit(route, r);
+            routesWalked.remove(route);
+        }
+        return true;
+    }
+
+    /** The whole chain of each route that starts {@code from("direct:endpoint")} (or {@code direct-vm:}). */
+    private List<Expression> routesFrom(String endpoint) {
+        repo.parseHolding(List.of(endpoint));
+        List<Expression> out = new ArrayList<>();
+        for (Repo.Source s : repo.sources()) {
+            if (!s.text().contains(endpoint)) {
+                continue;
+            }
+            for (MethodCallExpr from : s.cu().findAll(
+                            MethodCallExpr.class,
+                            x -> x.getNameAsString().equals("from")
+                                    && x.getArguments().size() == 1)) {
+                String uri = constants.text(from.getArgument(0), from);
+                java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
+                if (m != null && m.matches() && m.group(2).equals(endpoint)) {
+                    out.add(chainTop(from));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The last call of the chain {@code call} starts: {@code from(…).process(…).to(…)} for {@code from(…)}. */
+    private static Expression chainTop(MethodCallExpr call) {
+        MethodCallExpr top = call;
+        while (top.getParentNode().orElse(null) instanceof MethodCallExpr p
+                && p.getScope().orElse(null) == top) {
+            top = p;
+        }
+        return top;
+    }
+
+    /** Whether the call is a step of a Camel route: written in a {@code RouteBuilder}'s class. */
+    private static boolean inRoute(Node c) {
+        for (Node n = c; n != null; n = n.getParentNode().orElse(null)) {
+            if (n instanceof ObjectCreationExpr oc
+                    && oc.getType().getNameAsString().endsWith("RouteBuilder")) {
+                return true;
+            }
+            if (n instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration t) {
+                return t.getExtendedTypes().stream()
+                        .anyMatch(x -> x.getNameAsString().endsWith("RouteBuilder"));
+            }
+        }
+        return false;
+    }
+
+    /** A route's endpoint or address named for a read: a status query, a search, a price quote, a token. */
+    private static final Pattern READ_ROUTE = Pattern.compile(
+            "(?i).*(status|query|search|inquiry|enquiry|lookup|balance|quot|token|verif|validat|\\bget-|\\bfetch).*");
+
+    /** A route's endpoint or address named for a write verb, which a read word beside it does not make a read. */
+    private static final Pattern WRITE_ROUTE =
+            Pattern.compile("(?i).*(create|update|send|notify|charge|refund|submit|initiat|cancel|register).*");
+
+    /**
+     * {@code .to(host + path)} / {@code .toD(…)} to an address the code builds, after the route set the HTTP method
+     * header to POST, PUT or PATCH ({@code .setHeader(Exchange.HTTP_METHOD, constant("POST"))}): an HTTP write
+     * through Camel's http component. A route whose endpoint and address are named for a read (a status query) and
+     * not for a write is a read sent as a POST.
+     */
+    private boolean camelHttpWrite(MethodCallExpr c, Frame f) {
+        String verb = null;
+        String endpoint = "";
+        for (Expression x = c.getScope().orElse(null);
+                x instanceof MethodCallExpr step;
+                x = step.getScope().orElse(null)) {
+            String n = step.getNameAsString();
+            if (verb == null
+                    && n.equals("setHeader")
+                    && step.getArguments().size() == 2
+                    && step.getArgument(0).toString().matches("(Exchange\\.)?HTTP_METHOD|\"CamelHttpMethod\"")) {
+                java.util.regex.Matcher m = Pattern.compile("\"(\\w+)\"")
+                        .matcher(step.getArgument(1).toString());
+                verb = m.find() ? m.group(1).toUpperCase(Locale.ROOT) : "";
+            }
+            if (n.equals("from") && step.getArguments().size() == 1) {
+                endpoint = step.getArgument(0).toString();
+            }
+        }
+        if (verb == null || !verb.matches("POST|PUT|PATCH")) {
+            return false;
+        }
+        String named = endpoint + " " + c.getArgument(0);
+        if (READ_ROUTE.matcher(named).matches() && !WRITE_ROUTE.matcher(named).matches()) {
+            add(Event.Kind.REMOTE, c, f, null, null, "Camel HTTP " + verb + " " + shortText(c));
+            return true;
+        }
+        add(Event.Kind.REMOTE, c, f, null, null, "Camel HTTP " + verb + " " + shortText(c));
+        effect(
+                c,
+                f,
+                Blast.DATA,
+                Event.Category.EXTERNAL,
+                "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
+                keyed(chainTop(c).toString(), ""));
         return true;
     }
 
@@ -1277,7 +1469,10 @@ final class Tracer {
         if (name.startsWith("set")
                 && name.length() > 3
                 && c.getArguments().size() == 1
-                && isDelta(c.getArgument(0), name.substring(3))) {
+                && isDelta(
+                        c.getArgument(0),
+                        name.substring(3),
+                        c.getScope().map(Object::toString).orElse(""))) {
             f.counter = true;
             String field = name.substring(3);
             String owner = c.getScope().map(types::typeOf).orElse("");
@@ -1677,12 +1872,19 @@ final class Tracer {
     }
 
     /** {@code getX() + d}, {@code getX() - d}, {@code getX().add(d)}: a setter argument that moves X relative to itself. */
-    private static boolean isDelta(Expression arg, String field) {
+    private static boolean isDelta(Expression arg, String field, String receiver) {
         boolean arithmetic = arg instanceof BinaryExpr b
                         && (b.getOperator() == BinaryExpr.Operator.PLUS || b.getOperator() == BinaryExpr.Operator.MINUS)
                 || arg instanceof MethodCallExpr m && m.getNameAsString().matches("add|subtract|plus|minus");
+        // the value read back from the object it is set on: dto.setTimestamp("" + clock.getTimestamp()) is not a delta
         return arithmetic
-                && !arg.findAll(MethodCallExpr.class, g -> g.getNameAsString().equals("get" + field))
+                && !arg.findAll(
+                                MethodCallExpr.class,
+                                g -> g.getNameAsString().equals("get" + field)
+                                        && g.getScope()
+                                                .map(Object::toString)
+                                                .orElse("")
+                                                .equals(receiver))
                         .isEmpty();
     }
 
@@ -1696,6 +1898,8 @@ final class Tracer {
 
     private boolean http(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         String feignText = "";
+        // a PUT replaces the resource its address names with the body it carries: a repeat writes the same again
+        boolean putOnly = true;
         boolean write = false;
         boolean remote = false;
         boolean noTimeout = false;
@@ -1705,6 +1909,8 @@ final class Tracer {
             kind = "RestTemplate";
             write = name.matches("postFor\\w+|put|patchForObject")
                     || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
+            putOnly = name.equals("put")
+                    || name.equals("exchange") && c.toString().contains("HttpMethod.PUT");
             noTimeout = true;
         } else if (name.matches("post|put|patch")
                 && c.getArguments().isEmpty()
@@ -1712,22 +1918,26 @@ final class Tracer {
                         || scopeText.matches("(?i).*(webclient|restclient).*"))) {
             remote = true;
             write = true;
+            putOnly = name.equals("put");
             kind = stype == null ? "WebClient" : stype;
             noTimeout = true;
         } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
             remote = true;
             kind = "HttpClient";
             write = memberText(f).contains(".POST(") || memberText(f).contains(".PUT(");
+            putOnly = !memberText(f).contains(".POST(");
             noTimeout = !memberText(f).contains(".timeout(");
         } else if (name.equals("execute") && scopeText.contains("newCall(")) {
             remote = true;
             kind = "OkHttp";
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
+            putOnly = !memberText(f).contains(".post(");
         } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
             // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
             remote = true;
             kind = "Apache HttpClient";
             write = APACHE_WRITE.matcher(memberText(f)).matches();
+            putOnly = false;
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -1738,6 +1948,8 @@ final class Tracer {
                 String anns = fm.getAnnotations().toString();
                 write |= anns.matches("(?s).*(PostMapping|PutMapping|PatchMapping|RequestMethod\\.(POST|PUT|PATCH)"
                         + "|@(POST|PUT|PATCH)\\b|(Post|Put|Patch)Exchange|RequestLine\\(\"(POST|PUT|PATCH)).*");
+                putOnly &= anns.matches(
+                        "(?s).*(PutMapping|RequestMethod\\.PUT|@PUT\\b|PutExchange|RequestLine\\(\"PUT).*");
                 feignText += fm.toString();
             }
         }
@@ -1763,7 +1975,7 @@ final class Tracer {
                     b,
                     Event.Category.EXTERNAL,
                     "calls " + kind + " " + verb + " (" + shortText(c) + ")",
-                    keyed(c.toString(), memberText(f) + feignText));
+                    putOnly || keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
     }
@@ -2631,8 +2843,70 @@ final class Tracer {
             }
             callee.sites = append(f.sites, at);
             callee.data = carried(at, t, t.getBody().get(), f);
+            callee.bound = bind(at, t, f);
             visit(t.getBody().get(), callee);
         }
+    }
+
+    /** The static type of a call's receiver, or the class bound to it when it is a parameter the caller bound. */
+    private String boundType(Expression scope, Frame f) {
+        if (scope instanceof NameExpr n && f.bound.containsKey(n.getNameAsString())) {
+            return f.bound.get(n.getNameAsString());
+        }
+        return types.typeOf(scope);
+    }
+
+    /**
+     * The parameters of {@code t} that the call {@code at} binds to a class of the repository narrower than the
+     * parameter's type: an argument whose static type (or the caller's own binding) is a class implementing or
+     * extending the parameter's interface. A call on the parameter then runs that class's override.
+     */
+    private Map<String, String> bind(Node at, MethodDeclaration t, Frame f) {
+        if (!(at instanceof MethodCallExpr call)) {
+            return Map.of();
+        }
+        Map<String, String> out = new HashMap<>();
+        List<com.github.javaparser.ast.body.Parameter> params = t.getParameters();
+        for (int i = 0; i < params.size() && i < call.getArguments().size(); i++) {
+            String declared = Types.simple(params.get(i).getType());
+            Expression a = call.getArgument(i);
+            if (!(a instanceof NameExpr || a instanceof FieldAccessExpr || a instanceof ThisExpr)) {
+                continue;
+            }
+            String actual = boundType(a, f);
+            if (actual == null || actual.equals(declared) || !types.isRepoType(actual) || !types.isRepoType(declared)) {
+                continue;
+            }
+            boolean narrower = repo.types(actual, call).stream()
+                    .anyMatch(x -> x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration cd
+                            && !cd.isInterface()
+                            && lineageNames(cd).contains(declared));
+            if (narrower) {
+                out.put(params.get(i).getNameAsString(), actual);
+            }
+        }
+        return out.isEmpty() ? Map.of() : out;
+    }
+
+    /** The simple names of the types {@code t} extends or implements, itself and through its repository supertypes. */
+    private Set<String> lineageNames(com.github.javaparser.ast.body.ClassOrInterfaceDeclaration t) {
+        Set<String> out = new HashSet<>();
+        java.util.ArrayDeque<com.github.javaparser.ast.body.ClassOrInterfaceDeclaration> todo =
+                new java.util.ArrayDeque<>(List.of(t));
+        while (!todo.isEmpty() && out.size() < 16) {
+            com.github.javaparser.ast.body.ClassOrInterfaceDeclaration c = todo.pop();
+            List<com.github.javaparser.ast.type.ClassOrInterfaceType> supers = new ArrayList<>(c.getExtendedTypes());
+            supers.addAll(c.getImplementedTypes());
+            for (com.github.javaparser.ast.type.ClassOrInterfaceType s : supers) {
+                if (out.add(s.getNameAsString())) {
+                    repo.types(s.getNameAsString(), c).stream()
+                            .filter(x -> x instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration)
+                            .map(x -> (com.github.javaparser.ast.body.ClassOrInterfaceDeclaration) x)
+                            .forEach(todo::add);
+                }
+            }
+        }
+        return out;
     }
 
     /**
