@@ -515,7 +515,24 @@ final class Tracer {
                 && b.findAll(ReturnStmt.class).stream()
                         .allMatch(r -> r.getExpression().isEmpty())
                 && b.findAll(MethodCallExpr.class).stream()
-                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches());
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || inLogMessage(c));
+    }
+
+    /** A logger's level names: a call with one of them formats a message and does nothing else. */
+    private static final Pattern LOG_LEVEL = Pattern.compile("trace|debug|info|warn|error|log");
+
+    /**
+     * {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value), e)}: a call that only builds an argument of a log call
+     * (a sanitiser, a formatter) is part of the message, not a step that handles the failure.
+     */
+    private static boolean inLogMessage(MethodCallExpr c) {
+        for (Node p = c.getParentNode().orElse(null); p instanceof Expression; p = p.getParentNode().orElse(null)) {
+            if (p instanceof MethodCallExpr m && LOG_LEVEL.matcher(m.getNameAsString()).matches()
+                    && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A method whose name says it runs its work later, on another thread: an async wrapper, a submit, a schedule. */
