@@ -470,7 +470,9 @@ final class Tracer {
      * apply.
      */
     private boolean swallowsFailures(TryStmt t, Frame f) {
-        if (entry.ack != Entry.Ack.AFTER_RETURN || f.async != null || f.depth > SWALLOW_DEPTH) {
+        if (!(entry.ack == Entry.Ack.AFTER_RETURN || seeksBackOnFailure())
+                || f.async != null
+                || f.depth > SWALLOW_DEPTH) {
             return false;
         }
         com.github.javaparser.ast.stmt.CatchClause swallow = t.getCatchClauses().stream()
@@ -502,9 +504,22 @@ final class Tracer {
                     null,
                     null,
                     "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
-                            + failed.what() + " and only logs it, and " + entry.ackText);
+                            + failed.what() + " and only logs it, and "
+                            + (seeksBackOnFailure()
+                                    ? "the container seeks back only to a record whose listener threw, while"
+                                            + " enable.auto.commit=true commits the position past this one"
+                                    : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * Spring Kafka's container under {@code enable.auto.commit=true}: the consumer commits its position on a timer, but
+     * when the listener throws, the container's error handler seeks back to the failed record and polls it again, so
+     * a failure is still retried; only a listener that swallows it lets the position move past the record.
+     */
+    private boolean seeksBackOnFailure() {
+        return entry.ack == Entry.Ack.AUTO && entry.kind.equals("@KafkaListener");
     }
 
     /** A catch body that neither rethrows, hands the failure on, nor returns a verdict: logging and a bare return. */
