@@ -1845,6 +1845,11 @@ final class Tracer {
         boolean insert = arg instanceof ObjectCreationExpr
                 || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
         String entity = types.entityOfRepository(stype);
+        String made = arg instanceof MethodCallExpr m && !insert ? madeByFactory(m) : null;
+        if (made != null) {
+            insert = true; // dao.save(fraHendelse(h)): a mapper of the repository that returns a new entity
+            entity = entity == null ? made : entity;
+        }
         if (entity == null && arg instanceof ObjectCreationExpr oc) {
             entity = oc.getType().getNameAsString(); // entityManager.persist(new ConsumedMessage(id))
         }
@@ -1925,6 +1930,57 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    /**
+     * The type a factory of the repository makes afresh on every call ({@code static Innslag fraHendelse(Hendelse h)
+     * { var x = new Innslag(); …; return x; }}, {@code return new Innslag(…)}), whatever the factory is called: a
+     * method of this class, of a class it imports statically, or of a class named as the scope. Null when any of its
+     * returns hands back something it did not create there (a row it loaded, a cached value).
+     */
+    private String madeByFactory(MethodCallExpr m) {
+        String owner = null;
+        Expression scope = m.getScope().orElse(null);
+        if (scope == null) {
+            String name = m.getNameAsString();
+            owner = m.findCompilationUnit()
+                    .flatMap(cu -> cu.getImports().stream()
+                            .filter(i -> i.isStatic() && !i.isAsterisk() && i.getName().getIdentifier().equals(name))
+                            .map(i -> i.getName().getQualifier().map(q -> q.getIdentifier()).orElse(null))
+                            .filter(java.util.Objects::nonNull)
+                            .findFirst())
+                    .orElseGet(() -> Optional.ofNullable(Types.enclosingType(m))
+                            .map(t -> t.getNameAsString())
+                            .orElse(null));
+        } else if (scope instanceof NameExpr n && Character.isUpperCase(n.getNameAsString().charAt(0))) {
+            owner = n.getNameAsString();
+        }
+        if (owner == null) {
+            return null;
+        }
+        for (MethodDeclaration md : repo.methods(owner, m.getNameAsString(), m.getArguments().size(), m)) {
+            List<ReturnStmt> returns = md.findAll(ReturnStmt.class);
+            String made = null;
+            for (ReturnStmt r : returns) {
+                Expression e = r.getExpression().orElse(null);
+                if (e instanceof NameExpr local) {
+                    e = md.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(local.getNameAsString()))
+                            .stream()
+                            .findFirst()
+                            .flatMap(VariableDeclarator::getInitializer)
+                            .orElse(null);
+                }
+                if (!(e instanceof ObjectCreationExpr oc)) {
+                    made = null;
+                    break;
+                }
+                made = oc.getType().getNameAsString();
+            }
+            if (made != null) {
+                return made;
+            }
+        }
+        return null;
     }
 
     private static final Pattern RECEIVE =
