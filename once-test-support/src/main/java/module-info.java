@@ -10,6 +10,7 @@ module dev.once.testsupport {
     requires com.zaxxer.hikari;
     requires transitive embedded.postgres; // TestPostgres hands out its EmbeddedPostgres
     requires static org.junit.jupiter.api; // tests bring JUnit; a main program (the once demo) runs without it
+    requires static net.jqwik.api; // StateMachines; a module whose tests use it brings jqwik
     requires org.postgresql.jdbc; // the driver TestPostgres connects with, by URL
 
     exports dev.once.testsupport;

@@ -1,6 +1,6 @@
 package dev.once.core;
 
-import static dev.once.core.StateMachines.move;
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.OnceException;
@@ -10,6 +10,7 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.KeyTransaction;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;

@@ -16,6 +16,7 @@ import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;

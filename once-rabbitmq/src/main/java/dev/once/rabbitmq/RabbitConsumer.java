@@ -273,6 +273,13 @@ public final class RabbitConsumer implements AutoCloseable {
         List<Received> batch = new ArrayList<>(prefetch);
         batch.add(first);
         arrived.drainTo(batch, prefetch - 1);
+        if (!channel.isOpen()) {
+            // Delivered on a channel that has closed since (its shutdown signal reaches handleShutdownSignal
+            // later, on another thread): the broker has requeued these and may have handed them to another
+            // consumer already. Processed here they would race that delivery, and a message the other
+            // consumer dead-letters could still be applied here; their redeliveries come back instead.
+            return List.of();
+        }
         return batch;
     }
 

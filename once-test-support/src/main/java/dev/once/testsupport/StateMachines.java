@@ -1,8 +1,5 @@
-package dev.once.core;
+package dev.once.testsupport;
 
-import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestMariaDb;
-import dev.once.testsupport.TestPostgres;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -10,13 +7,18 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.Transformer;
 
-/** What the jqwik state machines of this package share. */
-final class StateMachines {
+/**
+ * What the jqwik state machines share (once-core's, and the broker adapters' against their real
+ * brokers). Needs jqwik on the test class path, which this module does not bring along (so its
+ * types in this API are not re-exported either).
+ */
+@SuppressWarnings("exports")
+public final class StateMachines {
 
     private StateMachines() {}
 
     /** A move drawn with an argument, named with it in the counterexample jqwik prints. */
-    static <W, T> Action<W> move(Predicate<W> pre, Arbitrary<T> arg, String name, BiConsumer<W, T> body) {
+    public static <W, T> Action<W> move(Predicate<W> pre, Arbitrary<T> arg, String name, BiConsumer<W, T> body) {
         return new Action.Independent<>() {
             @Override
             public boolean precondition(W w) {
@@ -32,23 +34,23 @@ final class StateMachines {
     }
 
     /** A test class's databases, each made on first use (a property may run on one only) and kept for its tries. */
-    static final class Databases implements AutoCloseable {
+    public static final class Databases implements AutoCloseable {
         private final int poolSize;
         private TestDatabase postgres;
         private TestDatabase mariadb;
 
-        Databases(int poolSize) {
+        public Databases(int poolSize) {
             this.poolSize = poolSize;
         }
 
-        TestDatabase postgres() {
+        public TestDatabase postgres() {
             if (postgres == null) {
                 postgres = TestPostgres.shared().freshDatabase(poolSize);
             }
             return postgres;
         }
 
-        TestDatabase mariadb() {
+        public TestDatabase mariadb() {
             if (mariadb == null) {
                 mariadb = TestMariaDb.shared().freshDatabase(poolSize);
             }

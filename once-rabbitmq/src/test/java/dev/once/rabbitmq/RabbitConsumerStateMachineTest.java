@@ -1,0 +1,862 @@
+package dev.once.rabbitmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.Consumer;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.GetResponse;
+import com.rabbitmq.client.Recoverable;
+import dev.once.Delivery;
+import dev.once.Handler;
+import dev.once.IdempotentConsumer;
+import dev.once.Inbox;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.PermanentFailureException;
+import dev.once.RetryPolicy;
+import dev.once.RetryableException;
+import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.fault.FaultProxy;
+import dev.once.testkit.fault.WireProtocol;
+import dev.once.testsupport.StateMachines;
+import dev.once.testsupport.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableSet;
+import java.util.Queue;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import java.util.function.Predicate;
+import javax.sql.DataSource;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import org.awaitility.core.ConditionTimeoutException;
+
+/**
+ * {@link RabbitConsumer} against a model, on the real broker and PostgreSQL, wired as a user wires
+ * it (a quorum queue with a dead-letter exchange, {@link RabbitConsumer.Builder#deadLetterAfterRetries()},
+ * an {@link IdempotentConsumer} per process): random sequences of a hostile world's moves. Publish a
+ * new event, with what the handler does on its first calls for it (returns, throws a retryable or a
+ * permanent exception, swallows the SQLException of its own failed effect statement, takes longer
+ * than the claim's lock timeout); publish an event again (a producer retry: same id and payload);
+ * start or stop a second consumer process on the same queue; arm a crash in the ack gap (after the
+ * process's next commit its connection is aborted before the ack; the dead process is started
+ * again before the next move); reset the first process's TCP connection (the client's automatic
+ * recovery, on as by default, reconnects; the broker requeues and redelivers what was unacknowledged).
+ *
+ * <p>Observed, not scripted: the channel the consumer opens is wrapped, so every delivery, ack,
+ * requeue and reject is seen with its delivery tag (and the delivery carries its tag and how often
+ * the broker has handed its copy over to the engine in test headers); each process's
+ * {@link dev.once.OutcomeListener} reports the outcome of every delivery.
+ *
+ * <p>Checked at every ack, as it is sent: every message it covers has its event's claim committed
+ * (nothing is acked before its transaction committed), and no message is settled twice (a multiple
+ * ack must not cover a message held for a delayed requeue). After every move: no event's effect is
+ * applied twice, no event is reported applied twice, and every settlement sent agrees with the
+ * outcome: applied and duplicate acked, permanent failures rejected (dead-lettered), retryable ones
+ * requeued until the retry policy is spent (attempt: the broker's {@code x-delivery-count} + 1, or
+ * the process's count of the event's failures if higher), then rejected, in-progress ones requeued.
+ * After draining: every copy ended acked or dead-lettered, the queue is empty and the dead-letter
+ * queue holds exactly the copies whose last outcome was a rejection; each event's effect is applied
+ * exactly once when one of its copies ended acked, never when all were dead-lettered; every
+ * delivery the broker handed over again is counted a redelivery (once.redeliveries) and a first
+ * delivery is not (unless a channel closed after its publish: it may have been on the way), every
+ * duplicate (once.duplicates) is of an applied event, and the counters agree with the outcomes.
+ * Checked too: no batch reaches the engine from a channel that had closed by then. Tries:
+ * {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each chain N times.
+ *
+ * <p>Found on its first runs: a process whose connection died in the ack gap went on processing the
+ * deliveries it had buffered from that connection (its shutdown signal reaches the consumer later, on
+ * another thread), while the broker had requeued them to the other process; there one failed
+ * permanently and was dead-lettered, and the dead process then applied it: dead-lettered and applied.
+ * Failing sample (shrinking reached its time bound): {@code crash after next commit, before its ack
+ * a; crash after next commit, before its ack a; publish [RETRYABLE]; publish again 10; connection
+ * reset 0; publish [SLOW, SWALLOW, RETRYABLE]}: "w1-e0#0 (tag 2:1) processed after its channel had
+ * closed". Fixed in {@code RabbitConsumer#receive}: a batch is dropped when the channel has closed.
+ * A process that loses its channel in the middle of a batch (a zombie finishing it, and between the
+ * engine's split transactions) can still apply a message the broker has meanwhile redelivered
+ * elsewhere and dead-lettered there; the oracle allows exactly that, and nothing else.
+ *
+ * <p>Goes red when the mechanism is broken, each time on its first try, shrunk to one move
+ * ({@code publish [SWALLOW, RETRYABLE]}): with the ack sent on receipt ("ack of w1-e0#0 (tag 1:1)
+ * before its event's claim committed"), and with one retry too few before dead-lettering (a requeue
+ * expected, a reject sent).
+ */
+class RabbitConsumerStateMachineTest {
+
+    static final int TRIES = 4;
+    static final int REPEATS = Integer.getInteger("once.brokerChain.tries", 1);
+    static final int PREFETCH = 4;
+    static final RetryPolicy RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(20))
+            .maxDelay(Duration.ofMillis(40))
+            .jitter(RetryPolicy.Jitter.NONE)
+            .maxRetries(2)
+            .build();
+    static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
+    static final long SLOW_MILLIS = 300; // past the lock timeout: a copy processed meanwhile is in progress
+
+    private static final StateMachines.Databases databases = new StateMachines.Databases(8);
+    private static final AtomicInteger worlds = new AtomicInteger();
+
+    @AfterContainer
+    static void close() {
+        databases.close();
+    }
+
+    @Property(tries = TRIES)
+    void quorumQueue(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        for (int i = 0; i < REPEATS; i++) {
+            try (World w = new World(databases.postgres())) {
+                World.next = w;
+                chain.run();
+                w.drainAndCheck();
+            }
+        }
+    }
+
+    /** What the handler does on one call for an event. */
+    enum Behaviour {
+        OK,
+        RETRYABLE,
+        PERMANENT,
+        /** Its effect statement fails; it catches the SQLException and returns normally. */
+        SWALLOW,
+        /** Writes its effect after {@value #SLOW_MILLIS} ms, past the claim's lock timeout. */
+        SLOW
+    }
+
+    @Provide
+    Arbitrary<ActionChain<World>> chains() {
+        Arbitrary<List<Behaviour>> scripts =
+                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
+        Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(5, move(w -> true, scripts, "publish", World::publish))
+                .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
+                .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second consumer starts", World::startB))
+                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second consumer stops", World::stopB))
+                .withAction(
+                        2,
+                        move(
+                                w -> true,
+                                Arbitraries.of("a", "b"),
+                                "crash after next commit, before its ack",
+                                World::armCrash))
+                .withAction(1, move(w -> true, Arbitraries.just(0), "connection reset", World::reset))
+                .withMaxTransformations(14);
+    }
+
+    /** A move that restarts crashed processes first (a supervisor), records itself and checks the model after it. */
+    private static <T> Action<World> move(
+            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
+        return StateMachines.move(pre, arg, name, (w, a) -> {
+            w.restartCrashed();
+            w.moves.add(name + " " + a);
+            body.accept(w, a);
+            w.check();
+        });
+    }
+
+    /** One delivery the engine processed, as its process's outcome listener saw it. */
+    record Processed(
+            String process,
+            String copy,
+            String eventId,
+            int raw,
+            String tag,
+            int attempt,
+            boolean redelivered,
+            Status status,
+            String verdict) {}
+
+    /** One process: its connection, engine and consumer, and the model of its count of failures per event. */
+    static final class Process {
+        final String name;
+        final Connection connection;
+        final IdempotentConsumer engine;
+        final RabbitConsumer consumer;
+        final AtomicBoolean crashArmed = new AtomicBoolean();
+        final Map<String, Integer> failures = new HashMap<>(); // worker thread (the listener) only
+        volatile boolean crashed;
+        boolean closed;
+
+        Process(String name, Connection connection, World w) throws Exception {
+            this.name = name;
+            this.connection = connection;
+            DataSource ds = Effects.afterCommit(w.db.dataSource(), () -> {
+                if (crashArmed.compareAndSet(true, false)) {
+                    crashed = true;
+                    w.connectionsDied.incrementAndGet();
+                    connection.abort(); // dies in the ack gap: committed, not yet acknowledged
+                }
+            });
+            this.engine = IdempotentConsumer.builder()
+                    .dataSource(ds)
+                    .consumer(w.consumerName)
+                    .handler(w.handler)
+                    .lockTimeout(LOCK_TIMEOUT)
+                    .meterRegistry(w.registry)
+                    .outcomeListener((d, o) -> w.processed(this, d, o))
+                    .build();
+            IdempotentConsumer watched = new IdempotentConsumer() {
+                @Override
+                public String consumer() {
+                    return engine.consumer();
+                }
+
+                @Override
+                public Inbox inbox() {
+                    return engine.inbox();
+                }
+
+                @Override
+                public Outcome process(Delivery d) {
+                    return processBatch(List.of(d)).get(0);
+                }
+
+                @Override
+                public List<Outcome> processBatch(List<Delivery> ds) {
+                    w.taken(ds);
+                    return engine.processBatch(ds);
+                }
+            };
+            this.consumer = RabbitConsumer.builder()
+                    .connection(w.observed(connection))
+                    .queue(w.queue)
+                    .consumer(watched)
+                    .prefetch(PREFETCH)
+                    .retries(RETRIES)
+                    .deadLetterAfterRetries()
+                    .build()
+                    .start();
+        }
+
+        /** What the consumer must send for this outcome, per its documented retry policy. */
+        String verdict(Delivery d, Outcome o) {
+            String id = d.eventId();
+            switch (o.status()) {
+                case APPLIED, DUPLICATE -> {
+                    failures.remove(id);
+                    return "ack";
+                }
+                case FAILED_PERMANENT -> {
+                    return "reject";
+                }
+                case IN_PROGRESS -> {
+                    return "requeue";
+                }
+                default -> {
+                    int attempt = Math.max(d.attempt(), failures.merge(id, 1, Integer::sum));
+                    if (RETRIES.allowsRetry(attempt)) {
+                        return "requeue";
+                    }
+                    failures.remove(id);
+                    return "reject";
+                }
+            }
+        }
+
+        void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                consumer.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing consumer " + name, e);
+            } finally {
+                connection.abort();
+            }
+        }
+    }
+
+    static final class World implements AutoCloseable {
+        static World next;
+
+        final int n = worlds.incrementAndGet();
+        final TestDatabase db;
+        final String queue = "once-sm-" + System.nanoTime();
+        final String consumerName = "sm-" + n;
+        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        final Connection admin = TestRabbit.connect();
+        final RabbitPublisher publisher;
+        final FaultProxy proxy;
+        final List<String> moves = new ArrayList<>();
+        final List<String> events = new ArrayList<>();
+        final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
+        final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>(); // copy -> connections died before
+        final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
+        final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> broker deliveries
+        final Map<String, String> copyOfTag = new ConcurrentHashMap<>(); // "channel:tag" -> copy
+        final Map<String, String> settled = new ConcurrentHashMap<>(); // "channel:tag" -> ack, requeue, reject
+        final Map<Integer, AtomicInteger> shutdowns = new ConcurrentHashMap<>(); // per channel (recovered ones live on)
+        final Map<String, Integer> shutdownsBefore = new ConcurrentHashMap<>(); // "channel:tag" -> its channel's then
+        // per channel: its shutdowns when the consumer's worker last asked whether it is open
+        final Map<Integer, Integer> shutdownsSeen = new ConcurrentHashMap<>();
+        final List<Processed> processed = new CopyOnWriteArrayList<>();
+        final List<String> violations = new CopyOnWriteArrayList<>();
+        final AtomicInteger connectionsDied = new AtomicInteger();
+        final AtomicInteger channels = new AtomicInteger();
+        final Handler handler;
+        final Inbox inbox;
+        Process a;
+        Process b;
+        int incarnations;
+
+        World(TestDatabase db) throws Exception {
+            this.db = db;
+            db.execute(
+                    "DROP TABLE IF EXISTS effect",
+                    "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL, copy text NOT NULL,"
+                            + " attempt int NOT NULL CHECK (attempt > 0))");
+            try (Channel ch = admin.createChannel()) {
+                ch.exchangeDeclare(queue + "-dlx", "fanout", false, true, Map.of());
+                ch.queueDeclare(queue + "-dlq", true, false, false, Map.of());
+                ch.queueBind(queue + "-dlq", queue + "-dlx", "");
+                ch.queueDeclare(
+                        queue,
+                        true,
+                        false,
+                        false,
+                        Map.of(
+                                "x-queue-type",
+                                "quorum",
+                                "x-dead-letter-exchange",
+                                queue + "-dlx",
+                                "x-delivery-limit",
+                                1000)); // the consumer's policy decides, not the broker
+            }
+            publisher = new RabbitPublisher(admin);
+            proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW);
+            handler = (d, tx) -> {
+                Queue<Behaviour> script = scripts.get(d.eventId());
+                Behaviour b = script == null ? null : script.poll();
+                String copy = d.headers().get("test-copy");
+                switch (b == null ? Behaviour.OK : b) {
+                    case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
+                    case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
+                    case SWALLOW -> {
+                        try {
+                            effect(tx.connection(), d, copy, -1); // violates the CHECK
+                        } catch (SQLException swallowed) {
+                            // the handler's bug under test: the transaction is aborted, the handler returns
+                        }
+                    }
+                    case SLOW -> {
+                        try {
+                            Thread.sleep(SLOW_MILLIS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new RetryableException("interrupted", e);
+                        }
+                        effect(tx.connection(), d, copy, d.attempt());
+                    }
+                    default -> effect(tx.connection(), d, copy, d.attempt());
+                }
+            };
+            a = new Process("a" + incarnations++, recovering(), this);
+            inbox = a.engine.inbox();
+        }
+
+        private void effect(java.sql.Connection c, Delivery d, String copy, int attempt) throws SQLException {
+            try (PreparedStatement ps =
+                    c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
+                ps.setString(1, d.eventId());
+                ps.setString(2, copy);
+                ps.setInt(3, attempt);
+                ps.executeUpdate();
+            }
+        }
+
+        /** As a user builds it: the client's defaults (automatic recovery on), recovering every 100 ms. */
+        private Connection recovering() throws Exception {
+            ConnectionFactory factory = new ConnectionFactory();
+            factory.setHost("127.0.0.1");
+            factory.setPort(proxy.port());
+            factory.setUsername("guest");
+            factory.setPassword("guest");
+            factory.setNetworkRecoveryInterval(100);
+            return factory.newConnection("once-sm-a");
+        }
+
+        // ---- moves
+
+        void publish(List<Behaviour> script) {
+            String id = "w" + n + "-e" + events.size();
+            events.add(id);
+            scripts.put(id, new ConcurrentLinkedQueue<>(script));
+            send(id);
+        }
+
+        void publishAgain(int i) {
+            send(events.get(i % events.size()));
+        }
+
+        private void send(String eventId) {
+            String copy = eventId + "#"
+                    + copies.keySet().stream()
+                            .filter(c -> c.startsWith(eventId + "#"))
+                            .count();
+            copies.put(copy, eventId);
+            diedBeforePublish.put(copy, connectionsDied.get());
+            try {
+                publisher.publish(new OutboxMessage(
+                        0,
+                        eventId,
+                        queue,
+                        null,
+                        ("payload of " + eventId).getBytes(StandardCharsets.UTF_8),
+                        Map.of("test-copy", copy),
+                        eventId,
+                        0,
+                        null));
+            } catch (Exception e) {
+                throw new IllegalStateException("publishing " + copy, e);
+            }
+        }
+
+        void startB(int ignored) {
+            try {
+                b = new Process("b" + incarnations++, TestRabbit.connect(), this);
+            } catch (Exception e) {
+                throw new IllegalStateException("starting the second consumer", e);
+            }
+        }
+
+        void stopB(int ignored) {
+            b.close();
+            b = null;
+        }
+
+        void armCrash(String which) {
+            Process p = which.equals("a") ? a : b != null ? b : a;
+            p.crashArmed.set(true);
+        }
+
+        void reset(int ignored) {
+            connectionsDied.incrementAndGet();
+            proxy.reset();
+        }
+
+        /** A supervisor: a process that died (the armed crash) is started again, as a new process. */
+        void restartCrashed() {
+            try {
+                if (a.crashed || !a.consumer.isRunning()) {
+                    moves.add("(a restarted: "
+                            + a.consumer.failure().map(Throwable::getMessage).orElse("?") + ")");
+                    a.close();
+                    a = new Process("a" + incarnations++, recovering(), this);
+                }
+                if (b != null && (b.crashed || !b.consumer.isRunning())) {
+                    moves.add("(b restarted)");
+                    b.close();
+                    b = new Process("b" + incarnations++, TestRabbit.connect(), this);
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException("restarting a crashed consumer", e);
+            }
+        }
+
+        // ---- observation
+
+        /** The outcome listener of process {@code p}: records the delivery and what must be sent for it. */
+        void processed(Process p, Delivery d, Outcome o) {
+            Map<String, String> h = d.headers();
+            processed.add(new Processed(
+                    p.name,
+                    h.get("test-copy"),
+                    d.eventId(),
+                    Integer.parseInt(h.get("test-raw")),
+                    h.get("test-tag"),
+                    d.attempt(),
+                    d.redelivered(),
+                    o.status(),
+                    p.verdict(d, o)));
+        }
+
+        /**
+         * A batch the consumer hands to its engine: none of it may come from a channel that had closed
+         * when the worker last looked at it, or, if it did not look, by now (the broker has requeued it,
+         * maybe to another consumer already). A channel that closes between its look and the engine's
+         * claim is the ack gap, which the inbox absorbs.
+         */
+        void taken(List<Delivery> batch) {
+            for (Delivery d : batch) {
+                String tag = d.headers().get("test-tag");
+                int channel = Integer.parseInt(tag.substring(0, tag.indexOf(':')));
+                int seen = shutdownsSeen.getOrDefault(
+                        channel, shutdowns.get(channel).get());
+                if (seen > shutdownsBefore.get(tag)) {
+                    violations.add(d.headers().get("test-copy") + " (tag " + tag
+                            + ") processed after its channel had closed (shutdowns then " + shutdownsBefore.get(tag)
+                            + ", now " + shutdowns.get(Integer.parseInt(tag.substring(0, tag.indexOf(':')))) + ", "
+                            + Thread.currentThread().getName() + ", attempt " + d.attempt() + ")");
+                }
+            }
+        }
+
+        /** Whether the channel of this delivery shut down since (a recovered channel lives on with new tags). */
+        boolean lost(String tag) {
+            int channel = Integer.parseInt(tag.substring(0, tag.indexOf(':')));
+            return shutdowns.get(channel).get() > shutdownsBefore.get(tag);
+        }
+
+        /** {@code c} with every channel it opens observed. */
+        Connection observed(Connection c) {
+            Class<?>[] types = c instanceof Recoverable
+                    ? new Class<?>[] {Connection.class, Recoverable.class}
+                    : new Class<?>[] {Connection.class};
+            return (Connection) Proxy.newProxyInstance(getClass().getClassLoader(), types, (proxy, m, args) -> {
+                Object r = invoke(m, c, args);
+                return r instanceof Channel ch ? observed(ch) : r;
+            });
+        }
+
+        private Channel observed(Channel ch) {
+            int id = channels.incrementAndGet();
+            NavigableSet<Long> outstanding = new ConcurrentSkipListSet<>();
+            AtomicInteger died = new AtomicInteger();
+            shutdowns.put(id, died);
+            ch.addShutdownListener(cause -> {
+                died.incrementAndGet(); // the broker requeues what is unacknowledged
+                connectionsDied.incrementAndGet(); // and marks what it sent but nobody saw as redelivered
+                outstanding.clear();
+            });
+            return (Channel) Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {Channel.class}, (proxy, m, args) -> {
+                        switch (m.getName()) {
+                            case "isOpen" -> {
+                                if (Thread.currentThread().getName().startsWith("once-rabbitmq-")) {
+                                    shutdownsSeen.put(id, died.get());
+                                }
+                            }
+                            case "basicConsume" -> {
+                                for (int i = 0; i < args.length; i++) {
+                                    if (args[i] instanceof Consumer callback) {
+                                        args[i] = observed(callback, id, outstanding);
+                                    }
+                                }
+                            }
+                            case "basicAck" -> {
+                                long tag = (Long) args[0];
+                                List<Long> covered = (Boolean) args[1]
+                                        ? new ArrayList<>(outstanding.headSet(tag, true))
+                                        : outstanding.contains(tag) ? List.of(tag) : List.of();
+                                for (long t : covered) {
+                                    String copy = copyOfTag.get(id + ":" + t);
+                                    if (!claimCommitted(copies.get(copy))) {
+                                        violations.add("ack of " + copy + " (tag " + id + ":" + t
+                                                + ") before its event's claim committed");
+                                    }
+                                    settle(id, t, "ack");
+                                    outstanding.remove(t);
+                                }
+                            }
+                            case "basicNack" -> {
+                                settle(id, (Long) args[0], (Boolean) args[2] ? "requeue" : "reject");
+                                outstanding.remove((Long) args[0]);
+                            }
+                            case "basicReject" -> {
+                                settle(id, (Long) args[0], (Boolean) args[1] ? "requeue" : "reject");
+                                outstanding.remove((Long) args[0]);
+                            }
+                            default -> {}
+                        }
+                        return invoke(m, ch, args);
+                    });
+        }
+
+        private void settle(int channel, long tag, String how) {
+            String key = channel + ":" + tag;
+            String before = settled.putIfAbsent(key, how);
+            if (before != null) {
+                violations.add(copyOfTag.get(key) + " (tag " + key + ") settled twice: " + before + ", then " + how);
+            }
+        }
+
+        /** The consumer's callback, seeing each delivery first and handing it on with its tag and count. */
+        private Consumer observed(Consumer callback, int channel, NavigableSet<Long> outstanding) {
+            return (Consumer) Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {Consumer.class}, (proxy, m, args) -> {
+                        if (m.getName().equals("handleDelivery")) {
+                            Envelope env = (Envelope) args[1];
+                            AMQP.BasicProperties props = (AMQP.BasicProperties) args[2];
+                            String copy = String.valueOf(props.getHeaders().get("test-copy"));
+                            String key = channel + ":" + env.getDeliveryTag();
+                            copyOfTag.put(key, copy);
+                            shutdownsBefore.put(key, shutdowns.get(channel).get());
+                            outstanding.add(env.getDeliveryTag());
+                            int raw = rawDeliveries
+                                    .computeIfAbsent(copy, k -> new AtomicInteger())
+                                    .incrementAndGet();
+                            Map<String, Object> headers = new HashMap<>(props.getHeaders());
+                            headers.put("test-raw", Integer.toString(raw));
+                            headers.put("test-tag", key);
+                            args[2] = props.builder().headers(headers).build();
+                        }
+                        return invoke(m, callback, args);
+                    });
+        }
+
+        /** Whether the claim of {@code eventId} is committed, as another connection sees the inbox. */
+        private boolean claimCommitted(String eventId) {
+            try (java.sql.Connection c = db.dataSource().getConnection()) {
+                return inbox.claimedAmong(c, consumerName, List.of(eventId)).contains(eventId);
+            } catch (SQLException e) {
+                violations.add("cannot read the inbox: " + e);
+                return true;
+            }
+        }
+
+        // ---- the oracle
+
+        /** Safety, at any moment. */
+        void check() {
+            assertThat(violations).as("violations after %s", moves).isEmpty();
+            Map<String, Long> effects = effects();
+            effects.forEach((id, count) ->
+                    assertThat(count).as("effects of %s after %s", id, moves).isLessThanOrEqualTo(1));
+            Map<String, Long> applied = new HashMap<>();
+            for (Processed p : processed) {
+                if (p.status() == Status.APPLIED) {
+                    applied.merge(p.eventId(), 1L, Long::sum);
+                }
+                String sent = settled.get(p.tag());
+                if (sent != null) {
+                    assertThat(sent)
+                            .as(
+                                    "settlement of %s, %s (attempt %d) in process %s, after %s: %s",
+                                    p.copy(), p.status(), p.attempt(), p.process(), moves, processed)
+                            .isEqualTo(p.verdict());
+                }
+            }
+            applied.forEach((id, count) -> assertThat(count)
+                    .as("%s reported applied, after %s", id, moves)
+                    .isEqualTo(1));
+        }
+
+        /**
+         * The copy's fate once its latest processed delivery (the broker's latest hand-over, not the last
+         * one processed: a process may finish a batch from a connection already reset) was acked or
+         * rejected; null while it may come back.
+         */
+        private String fate(String copy) {
+            Processed last = null;
+            for (Processed p : processed) {
+                if (p.copy().equals(copy) && (last == null || p.raw() > last.raw())) {
+                    last = p;
+                }
+            }
+            if (last == null || last.verdict().equals("requeue") || settled.get(last.tag()) == null) {
+                return null;
+            }
+            return last.verdict();
+        }
+
+        /**
+         * Waits until every copy's last delivery was acked or rejected and the queues agree, then stops
+         * the consumers, so that what the broker still holds is ready and counted: an ack a connection
+         * reset lost comes back, and a consumer is started again for it (at most three rounds).
+         */
+        void drainAndCheck() throws Exception {
+            moves.add("drain");
+            for (int round = 0; ; round++) {
+                try {
+                    await().atMost(Duration.ofSeconds(20))
+                            .pollInterval(Duration.ofMillis(20))
+                            .until(() -> {
+                                restartCrashed();
+                                long rejects = 0;
+                                for (String copy : copies.keySet()) {
+                                    String fate = fate(copy);
+                                    if (fate == null) {
+                                        return false;
+                                    }
+                                    rejects += fate.equals("reject") ? 1 : 0;
+                                }
+                                return ready(queue) == 0 && ready(queue + "-dlq") == rejects;
+                            });
+                } catch (ConditionTimeoutException e) {
+                    Map<String, String> fates = new TreeMap<>();
+                    copies.keySet().forEach(c -> fates.put(c, String.valueOf(fate(c))));
+                    throw new AssertionError(
+                            "did not drain after " + moves + ": fates " + fates + ", processed "
+                                    + processed + ", settled " + settled + ", channel shutdowns " + shutdowns
+                                    + ", violations " + violations,
+                            e);
+                }
+                check();
+                a.close();
+                if (b != null) {
+                    b.close();
+                    b = null;
+                }
+                if (ready(queue) == 0 || round == 2) {
+                    break;
+                }
+                moves.add("(a started again for what the broker still holds)");
+                a = new Process("a" + incarnations++, recovering(), this);
+            }
+            String what = "after " + moves + ", processed " + processed;
+            assertThat(ready(queue))
+                    .as("left in the queue once the consumers are gone, " + what)
+                    .isZero();
+
+            Map<String, Long> dead = new TreeMap<>();
+            try (Channel ch = admin.createChannel()) {
+                for (GetResponse g; (g = ch.basicGet(queue + "-dlq", true)) != null; ) {
+                    dead.merge(String.valueOf(g.getProps().getHeaders().get("test-copy")), 1L, Long::sum);
+                }
+            }
+            Map<String, Long> expectedDead = new TreeMap<>();
+            Map<String, Boolean> ackedCopy = new HashMap<>();
+            for (String copy : copies.keySet()) {
+                if (fate(copy).equals("reject")) {
+                    expectedDead.put(copy, 1L);
+                } else {
+                    ackedCopy.put(copies.get(copy), true);
+                }
+            }
+            assertThat(dead).as("dead-lettered copies, " + what).isEqualTo(expectedDead);
+
+            Map<String, Long> effects = effects();
+            for (String id : events) {
+                long applied = processed.stream()
+                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
+                        .count();
+                // Dead-lettered and yet applied only by a process that lost its channel while it held the
+                // message (a zombie finishing its batch: the broker meanwhile redelivered it elsewhere).
+                boolean zombie = processed.stream()
+                        .anyMatch(p -> p.eventId().equals(id) && p.status() == Status.APPLIED && lost(p.tag()));
+                long expected = ackedCopy.containsKey(id) ? 1 : zombie ? applied : 0;
+                assertThat(effects.getOrDefault(id, 0L))
+                        .as("effects of %s (a copy acked: %s), %s", id, ackedCopy.containsKey(id), what)
+                        .isEqualTo(expected)
+                        .isEqualTo(applied);
+            }
+
+            long redeliveries = 0;
+            long duplicates = 0;
+            Map<Status, Long> byStatus = new HashMap<>();
+            for (Processed p : processed) {
+                byStatus.merge(p.status(), 1L, Long::sum);
+                if (p.raw() > 1) {
+                    assertThat(p.redelivered())
+                            .as("%s, handed over for the %dth time, flagged redelivered; %s", p.copy(), p.raw(), what)
+                            .isTrue();
+                } else if (p.redelivered()) {
+                    assertThat(connectionsDied.get())
+                            .as(
+                                    "%s flagged redelivered on its first delivery with no channel closed since its"
+                                            + " publish; %s",
+                                    p.copy(), what)
+                            .isGreaterThan(diedBeforePublish.get(p.copy()));
+                }
+                redeliveries += p.redelivered() ? 1 : 0;
+                if (p.status() == Status.DUPLICATE) {
+                    duplicates++;
+                    assertThat(effects.getOrDefault(p.eventId(), 0L))
+                            .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
+                            .isEqualTo(1);
+                }
+            }
+            assertThat(counter("once.redeliveries"))
+                    .as("once.redeliveries, " + what)
+                    .isEqualTo(redeliveries);
+            assertThat(counter("once.duplicates"))
+                    .as("once.duplicates, " + what)
+                    .isEqualTo(duplicates);
+            for (Status s : Status.values()) {
+                assertThat((long) registry.get("once.deliveries")
+                                .tag("outcome", s.name().toLowerCase(java.util.Locale.ROOT))
+                                .counter()
+                                .count())
+                        .as("once.deliveries %s, %s", s, what)
+                        .isEqualTo(byStatus.getOrDefault(s, 0L));
+            }
+        }
+
+        private long counter(String name) {
+            return (long) registry.get(name).counter().count();
+        }
+
+        private Map<String, Long> effects() {
+            Map<String, Long> counts = new HashMap<>();
+            try (java.sql.Connection c = db.dataSource().getConnection();
+                    PreparedStatement ps =
+                            c.prepareStatement("SELECT event_id, count(*) FROM effect GROUP BY event_id");
+                    ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    counts.put(rs.getString(1), rs.getLong(2));
+                }
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            return counts;
+        }
+
+        private long ready(String q) throws Exception {
+            try (Channel ch = admin.createChannel()) {
+                return ch.queueDeclarePassive(q).getMessageCount();
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                a.close();
+                if (b != null) {
+                    b.close();
+                }
+                try (Channel ch = admin.createChannel()) {
+                    ch.queueDelete(queue);
+                    ch.queueDelete(queue + "-dlq");
+                }
+            } finally {
+                publisher.close();
+                admin.abort();
+                proxy.close();
+            }
+        }
+    }
+
+    private static Object invoke(Method m, Object target, Object[] args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}
