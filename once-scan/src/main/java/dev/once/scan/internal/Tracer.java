@@ -537,10 +537,16 @@ final class Tracer {
     private static final Pattern LOG_LEVEL = Pattern.compile("trace|debug|info|warn|error|log");
 
     /**
-     * {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value), e)}: a call that only builds an argument of a log call
-     * (a sanitiser, a formatter) is part of the message, not a step that handles the failure.
+     * {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value), e)}: a static helper's call that only builds an
+     * argument of a log call (a sanitiser, a formatter) is part of the message, not a step that handles the failure.
      */
     private static boolean inLogMessage(MethodCallExpr c) {
+        if (!c.getScope()
+                .map(x -> x.toString().replaceAll(".*\\.", ""))
+                .filter(x -> !x.isEmpty() && Character.isUpperCase(x.charAt(0)))
+                .isPresent()) {
+            return false;
+        }
         for (Node p = c.getParentNode().orElse(null); p instanceof Expression; p = p.getParentNode().orElse(null)) {
             if (p instanceof MethodCallExpr m && LOG_LEVEL.matcher(m.getNameAsString()).matches()
                     && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
