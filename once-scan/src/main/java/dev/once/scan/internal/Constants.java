@@ -155,8 +155,7 @@ final class Constants {
             for (MethodDeclaration md : t.getMethodsByName(m.getNameAsString())) {
                 if (md.getParameters().size() != m.getArguments().size()
                         || md.getBody().map(b -> b.getStatements().size() != 1).orElse(true)
-                        || !(md.getBody().get().getStatement(0)
-                                instanceof com.github.javaparser.ast.stmt.ReturnStmt r)
+                        || !(md.getBody().get().getStatement(0) instanceof com.github.javaparser.ast.stmt.ReturnStmt r)
                         || r.getExpression().isEmpty()) {
                     continue;
                 }

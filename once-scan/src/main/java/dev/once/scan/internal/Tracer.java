@@ -547,8 +547,11 @@ final class Tracer {
                 .isPresent()) {
             return false;
         }
-        for (Node p = c.getParentNode().orElse(null); p instanceof Expression; p = p.getParentNode().orElse(null)) {
-            if (p instanceof MethodCallExpr m && LOG_LEVEL.matcher(m.getNameAsString()).matches()
+        for (Node p = c.getParentNode().orElse(null);
+                p instanceof Expression;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof MethodCallExpr m
+                    && LOG_LEVEL.matcher(m.getNameAsString()).matches()
                     && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
                 return true;
             }
@@ -1951,26 +1954,36 @@ final class Tracer {
             String name = m.getNameAsString();
             owner = m.findCompilationUnit()
                     .flatMap(cu -> cu.getImports().stream()
-                            .filter(i -> i.isStatic() && !i.isAsterisk() && i.getName().getIdentifier().equals(name))
-                            .map(i -> i.getName().getQualifier().map(q -> q.getIdentifier()).orElse(null))
+                            .filter(i -> i.isStatic()
+                                    && !i.isAsterisk()
+                                    && i.getName().getIdentifier().equals(name))
+                            .map(i -> i.getName()
+                                    .getQualifier()
+                                    .map(q -> q.getIdentifier())
+                                    .orElse(null))
                             .filter(java.util.Objects::nonNull)
                             .findFirst())
                     .orElseGet(() -> Optional.ofNullable(Types.enclosingType(m))
                             .map(t -> t.getNameAsString())
                             .orElse(null));
-        } else if (scope instanceof NameExpr n && Character.isUpperCase(n.getNameAsString().charAt(0))) {
+        } else if (scope instanceof NameExpr n
+                && Character.isUpperCase(n.getNameAsString().charAt(0))) {
             owner = n.getNameAsString();
         }
         if (owner == null) {
             return null;
         }
-        for (MethodDeclaration md : repo.methods(owner, m.getNameAsString(), m.getArguments().size(), m)) {
+        for (MethodDeclaration md :
+                repo.methods(owner, m.getNameAsString(), m.getArguments().size(), m)) {
             List<ReturnStmt> returns = md.findAll(ReturnStmt.class);
             String made = null;
             for (ReturnStmt r : returns) {
                 Expression e = r.getExpression().orElse(null);
                 if (e instanceof NameExpr local) {
-                    e = md.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(local.getNameAsString()))
+                    e = md
+                            .findAll(
+                                    VariableDeclarator.class,
+                                    v -> v.getNameAsString().equals(local.getNameAsString()))
                             .stream()
                             .findFirst()
                             .flatMap(VariableDeclarator::getInitializer)
