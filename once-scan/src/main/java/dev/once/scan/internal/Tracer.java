@@ -416,9 +416,11 @@ final class Tracer {
         if (n instanceof MethodCallExpr w && waits(w)) {
             add(Event.Kind.WAIT, w, f, null, null, shortText(w));
         }
+        int before = events.size();
         visitChildren(n, f);
         if (n instanceof MethodCallExpr c) {
             call(c, f);
+            failureHandlerOnlyLogs(c, f, before);
         } else if (n instanceof AssignExpr a) {
             assign(a, f);
         } else if (n instanceof MethodReferenceExpr r
@@ -522,6 +524,70 @@ final class Tracer {
         return entry.ack == Entry.Ack.AUTO && entry.kind.equals("@KafkaListener");
     }
 
+    /**
+     * {@code executeWithRetry(headers, () -> handler.handle(event), ex -> logFailedEvent(event, ex))}: work given to a
+     * wrapper (a retry template, a tenant scope) beside a failure handler, a lambda taking the failure, that only logs
+     * it (itself or through a method of the class that only logs). When the wrapper gives up it hands the failure to
+     * that handler and returns normally, and in a listener its container acknowledges on return the failed message is
+     * consumed: recorded at the handler when the call's work had an effect.
+     */
+    private void failureHandlerOnlyLogs(MethodCallExpr c, Frame f, int before) {
+        if (entry.ack != Entry.Ack.AFTER_RETURN || f.async != null || f.depth > SWALLOW_DEPTH) {
+            return;
+        }
+        LambdaExpr handler = c.getArguments().stream()
+                .filter(a -> a instanceof LambdaExpr l && l.getParameters().size() == 1 && loggingOnly(l, f))
+                .map(LambdaExpr.class::cast)
+                .findFirst()
+                .orElse(null);
+        if (handler == null
+                || c.getArguments().stream()
+                        .noneMatch(a -> a != handler && (a.isLambdaExpr() || a.isMethodReferenceExpr()))) {
+            return;
+        }
+        Event failed = events.subList(before, events.size()).stream()
+                .filter(x -> x.kind() == Event.Kind.EFFECT && x.handedOff() == null && x.blast() != Blast.CACHE)
+                .findFirst()
+                .orElse(null);
+        if (failed != null) {
+            add(
+                    Event.Kind.REQUEUE_IGNORED,
+                    handler,
+                    f,
+                    null,
+                    null,
+                    "hands a failure of the work that " + failed.what() + " to a handler that only logs it (" + handler
+                            + "), and " + entry.ackText);
+        }
+    }
+
+    /** A lambda whose body only logs, or calls a method of the class whose body only logs. */
+    private boolean loggingOnly(LambdaExpr l, Frame f) {
+        BlockStmt body = l.getBody() instanceof BlockStmt b
+                ? b
+                : new BlockStmt(
+                        new com.github.javaparser.ast.NodeList<>(l.getBody().clone()));
+        if (onlyLogs(body) && !body.findAll(MethodCallExpr.class).isEmpty()) {
+            return true;
+        }
+        if (body.getStatements().size() != 1
+                || !(body.getStatement(0) instanceof ExpressionStmt es)
+                || !(es.getExpression() instanceof MethodCallExpr own)
+                || own.getScope()
+                        .filter(x -> !(x instanceof com.github.javaparser.ast.expr.ThisExpr))
+                        .isPresent()) {
+            return false;
+        }
+        TypeDeclaration<?> t = Types.enclosingType(l);
+        return t != null
+                && t.getMethodsByName(own.getNameAsString()).stream()
+                        .anyMatch(m -> m.getBody().map(Tracer::onlyLogs).orElse(false)
+                                && !m.getBody()
+                                        .get()
+                                        .findAll(MethodCallExpr.class)
+                                        .isEmpty());
+    }
+
     /** A catch body that neither rethrows, hands the failure on, nor returns a verdict: logging and a bare return. */
     private static boolean onlyLogs(BlockStmt b) {
         return b.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class).isEmpty()
@@ -530,7 +596,15 @@ final class Tracer {
                 && b.findAll(ReturnStmt.class).stream()
                         .allMatch(r -> r.getExpression().isEmpty())
                 && b.findAll(MethodCallExpr.class).stream()
-                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || inLogMessage(c));
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || loggerLog(c) || inLogMessage(c));
+    }
+
+    /** {@code log.log(level, "…", ex)}: a logger given its level as an argument. */
+    private static boolean loggerLog(MethodCallExpr c) {
+        return c.getNameAsString().equals("log")
+                && c.getScope()
+                        .map(x -> x.toString().matches("(?i)\\w*log(ger)?"))
+                        .orElse(false);
     }
 
     /** A logger's level names: a call with one of them formats a message and does nothing else. */
