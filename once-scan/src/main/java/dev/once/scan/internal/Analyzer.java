@@ -187,8 +187,9 @@ final class Analyzer {
         }
 
         // the code acknowledges by hand and means a silent arm to leave the message for redelivery, but the container
-        // acknowledges whatever the listener returned normally from: the failure is consumed
-        if (e.ack == Entry.Ack.AFTER_RETURN) {
+        // acknowledges whatever the listener returned normally from: the failure is consumed (under auto-commit, a
+        // container that seeks back only to a record whose listener threw)
+        if (e.ack == Entry.Ack.AFTER_RETURN || auto) {
             for (Event r : of(events, Event.Kind.REQUEUE_IGNORED)) {
                 out.add(finding(
                         Rule.ACK_BEFORE_EFFECT,

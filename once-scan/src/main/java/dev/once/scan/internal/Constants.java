@@ -59,7 +59,7 @@ final class Constants {
             boolean formatted =
                     m.getNameAsString().equals("formatted") && m.getScope().isPresent();
             if (!format && !formatted) {
-                return null;
+                return returned(m, at, depth);
             }
             String template = literal(format ? m.getArgument(0) : m.getScope().get(), at, depth + 1);
             List<Expression> values =
@@ -117,6 +117,49 @@ final class Constants {
                             .forEach(q -> owners.add(q.getIdentifier())));
             for (String owner : owners) {
                 String v = constant(owner, name, at, depth);
+                if (v != null) {
+                    return v;
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The text a query builder's method returns ({@code queryBuilder.insertMappingQuery()}, a static {@code
+     * Queries.insertOrder()}, a method of the class itself): a method of the repository whose body is one {@code
+     * return} of a string expression, found on the type of the field, class or {@code this} it is called on.
+     */
+    private String returned(MethodCallExpr m, Node at, int depth) {
+        TypeDeclaration<?> here = Types.enclosingType(at);
+        String owner = null;
+        Expression scope = m.getScope().orElse(null);
+        if (scope == null || scope instanceof ThisExpr) {
+            owner = here == null ? null : here.getNameAsString();
+        } else if (scope instanceof NameExpr n) {
+            String name = n.getNameAsString();
+            owner = Character.isUpperCase(name.charAt(0)) ? name : null;
+            for (com.github.javaparser.ast.body.FieldDeclaration fd :
+                    here == null ? List.<com.github.javaparser.ast.body.FieldDeclaration>of() : here.getFields()) {
+                for (VariableDeclarator v : fd.getVariables()) {
+                    if (v.getNameAsString().equals(name)) {
+                        owner = Types.simple(v.getType());
+                    }
+                }
+            }
+        }
+        if (owner == null) {
+            return null;
+        }
+        for (TypeDeclaration<?> t : repo.types(owner, at)) {
+            for (MethodDeclaration md : t.getMethodsByName(m.getNameAsString())) {
+                if (md.getParameters().size() != m.getArguments().size()
+                        || md.getBody().map(b -> b.getStatements().size() != 1).orElse(true)
+                        || !(md.getBody().get().getStatement(0) instanceof com.github.javaparser.ast.stmt.ReturnStmt r)
+                        || r.getExpression().isEmpty()) {
+                    continue;
+                }
+                String v = literal(r.getExpression().get(), r, depth + 1);
                 if (v != null) {
                     return v;
                 }

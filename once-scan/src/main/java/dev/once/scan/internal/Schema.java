@@ -33,6 +33,8 @@ final class Schema {
     private static final Pattern UNIQUE_INDEX = Pattern.compile(
             "create\\s+unique\\s+index\\s+(?:concurrently\\s+)?(?:if\\s+not\\s+exists\\s+)?[\\w\"`]*\\s*on\\s+([\\w.\"`]+)",
             Pattern.CASE_INSENSITIVE);
+    private static final Pattern INDEX_COLUMNS =
+            Pattern.compile("\\s*(?:using\\s+\\w+\\s*)?\\(([^)]*)\\)", Pattern.CASE_INSENSITIVE);
     private static final Pattern ALTER_UNIQUE = Pattern.compile(
             "alter\\s+table\\s+([\\w.\"`]+)[^;]*?(unique|primary\\s+key)", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
     private static final Pattern MAPPER_NS = Pattern.compile("<mapper\\s+namespace=\"([\\w.$]+)\"");
@@ -180,6 +182,12 @@ final class Schema {
         return dot >= 0 ? qualified.substring(dot + 1) : qualified;
     }
 
+    /** The index's column list after {@code from} ({@code USING btree (id)}) names the id column alone. */
+    private static boolean onIdOnly(String sql, int from) {
+        Matcher cols = INDEX_COLUMNS.matcher(sql).region(from, sql.length());
+        return cols.lookingAt() && cols.group(1).strip().replaceAll("[\"`]", "").equalsIgnoreCase("id");
+    }
+
     private void readSql(String sql) {
         String noComments = sql.replaceAll("--[^\n]*", " ");
         Matcher m = CREATE.matcher(noComments);
@@ -203,6 +211,9 @@ final class Schema {
         }
         Matcher u = UNIQUE_INDEX.matcher(noComments);
         while (u.find()) {
+            if (onIdOnly(noComments, u.end())) {
+                continue; // a unique index restating the surrogate id is no business key
+            }
             businessKey.put(table(u.group(1)), true);
             otherKey.put(table(u.group(1)), true);
         }

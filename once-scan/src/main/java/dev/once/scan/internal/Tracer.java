@@ -421,9 +421,11 @@ final class Tracer {
         if (n instanceof MethodCallExpr w && waits(w)) {
             add(Event.Kind.WAIT, w, f, null, null, shortText(w));
         }
+        int before = events.size();
         visitChildren(n, f);
         if (n instanceof MethodCallExpr c) {
             call(c, f);
+            failureHandlerOnlyLogs(c, f, before);
         } else if (n instanceof AssignExpr a) {
             assign(a, f);
         } else if (n instanceof MethodReferenceExpr r
@@ -475,7 +477,9 @@ final class Tracer {
      * apply.
      */
     private boolean swallowsFailures(TryStmt t, Frame f) {
-        if (entry.ack != Entry.Ack.AFTER_RETURN || f.async != null || f.depth > SWALLOW_DEPTH) {
+        if (!(entry.ack == Entry.Ack.AFTER_RETURN || seeksBackOnFailure())
+                || f.async != null
+                || f.depth > SWALLOW_DEPTH) {
             return false;
         }
         com.github.javaparser.ast.stmt.CatchClause swallow = t.getCatchClauses().stream()
@@ -507,9 +511,86 @@ final class Tracer {
                     null,
                     null,
                     "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
-                            + failed.what() + " and only logs it, and " + entry.ackText);
+                            + failed.what() + " and only logs it, and "
+                            + (seeksBackOnFailure()
+                                    ? "the container seeks back only to a record whose listener threw, while"
+                                            + " enable.auto.commit=true commits the position past this one"
+                                    : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * Spring Kafka's container under {@code enable.auto.commit=true}: the consumer commits its position on a timer, but
+     * when the listener throws, the container's error handler seeks back to the failed record and polls it again, so
+     * a failure is still retried; only a listener that swallows it lets the position move past the record.
+     */
+    private boolean seeksBackOnFailure() {
+        return entry.ack == Entry.Ack.AUTO && entry.kind.equals("@KafkaListener");
+    }
+
+    /**
+     * {@code executeWithRetry(headers, () -> handler.handle(event), ex -> logFailedEvent(event, ex))}: work given to a
+     * wrapper (a retry template, a tenant scope) beside a failure handler, a lambda taking the failure, that only logs
+     * it (itself or through a method of the class that only logs). When the wrapper gives up it hands the failure to
+     * that handler and returns normally, and in a listener its container acknowledges on return the failed message is
+     * consumed: recorded at the handler when the call's work had an effect.
+     */
+    private void failureHandlerOnlyLogs(MethodCallExpr c, Frame f, int before) {
+        if (entry.ack != Entry.Ack.AFTER_RETURN || f.async != null || f.depth > SWALLOW_DEPTH) {
+            return;
+        }
+        LambdaExpr handler = c.getArguments().stream()
+                .filter(a -> a instanceof LambdaExpr l && l.getParameters().size() == 1 && loggingOnly(l, f))
+                .map(LambdaExpr.class::cast)
+                .findFirst()
+                .orElse(null);
+        if (handler == null
+                || c.getArguments().stream()
+                        .noneMatch(a -> a != handler && (a.isLambdaExpr() || a.isMethodReferenceExpr()))) {
+            return;
+        }
+        Event failed = events.subList(before, events.size()).stream()
+                .filter(x -> x.kind() == Event.Kind.EFFECT && x.handedOff() == null && x.blast() != Blast.CACHE)
+                .findFirst()
+                .orElse(null);
+        if (failed != null) {
+            add(
+                    Event.Kind.REQUEUE_IGNORED,
+                    handler,
+                    f,
+                    null,
+                    null,
+                    "hands a failure of the work that " + failed.what() + " to a handler that only logs it (" + handler
+                            + "), and " + entry.ackText);
+        }
+    }
+
+    /** A lambda whose body only logs, or calls a method of the class whose body only logs. */
+    private boolean loggingOnly(LambdaExpr l, Frame f) {
+        BlockStmt body = l.getBody() instanceof BlockStmt b
+                ? b
+                : new BlockStmt(
+                        new com.github.javaparser.ast.NodeList<>(l.getBody().clone()));
+        if (onlyLogs(body) && !body.findAll(MethodCallExpr.class).isEmpty()) {
+            return true;
+        }
+        if (body.getStatements().size() != 1
+                || !(body.getStatement(0) instanceof ExpressionStmt es)
+                || !(es.getExpression() instanceof MethodCallExpr own)
+                || own.getScope()
+                        .filter(x -> !(x instanceof com.github.javaparser.ast.expr.ThisExpr))
+                        .isPresent()) {
+            return false;
+        }
+        TypeDeclaration<?> t = Types.enclosingType(l);
+        return t != null
+                && t.getMethodsByName(own.getNameAsString()).stream()
+                        .anyMatch(m -> m.getBody().map(Tracer::onlyLogs).orElse(false)
+                                && !m.getBody()
+                                        .get()
+                                        .findAll(MethodCallExpr.class)
+                                        .isEmpty());
     }
 
     /** A catch body that neither rethrows, hands the failure on, nor returns a verdict: logging and a bare return. */
@@ -520,26 +601,36 @@ final class Tracer {
                 && b.findAll(ReturnStmt.class).stream()
                         .allMatch(r -> r.getExpression().isEmpty())
                 && b.findAll(MethodCallExpr.class).stream()
-                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || loggedArgument(c));
+                        .allMatch(c -> INERT.matcher(c.getNameAsString()).matches() || loggerLog(c) || inLogMessage(c));
     }
 
-    private static final Pattern LOG_CALL = Pattern.compile("trace|debug|info|warn|error|println|printf");
+    /** {@code log.log(level, "…", ex)}: a logger given its level as an argument. */
+    private static boolean loggerLog(MethodCallExpr c) {
+        return c.getNameAsString().equals("log")
+                && c.getScope()
+                        .map(x -> x.toString().matches("(?i)\\w*log(ger)?"))
+                        .orElse(false);
+    }
+
+    /** A logger's level names: a call with one of them formats a message and does nothing else. */
+    private static final Pattern LOG_LEVEL = Pattern.compile("trace|debug|info|warn|error|log|println|printf");
 
     /**
-     * A static helper that only formats what a log line prints: {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value),
-     * e)}. A call on an object ({@code s.orderId()}) is not taken for one: a catch logging the message's fields is
-     * read as a decision to drop it (catch-says-retry's best-effort listener).
+     * {@code LOG.warn("…", LoggerUtils.removeLineBreaks(value), e)}: a static helper's call that only builds an
+     * argument of a log call (a sanitiser, a formatter) is part of the message, not a step that handles the failure.
      */
-    private static boolean loggedArgument(MethodCallExpr c) {
-        if (!(c.getScope().orElse(null) instanceof NameExpr owner)
-                || !Character.isUpperCase(owner.getNameAsString().charAt(0))) {
+    private static boolean inLogMessage(MethodCallExpr c) {
+        if (!c.getScope()
+                .map(x -> x.toString().replaceAll(".*\\.", ""))
+                .filter(x -> !x.isEmpty() && Character.isUpperCase(x.charAt(0)))
+                .isPresent()) {
             return false;
         }
-        for (Node n = c.getParentNode().orElse(null);
-                n instanceof Expression;
-                n = n.getParentNode().orElse(null)) {
-            if (n instanceof MethodCallExpr m
-                    && LOG_CALL.matcher(m.getNameAsString()).matches()
+        for (Node p = c.getParentNode().orElse(null);
+                p instanceof Expression;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof MethodCallExpr m
+                    && LOG_LEVEL.matcher(m.getNameAsString()).matches()
                     && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
                 return true;
             }
@@ -2025,6 +2116,11 @@ final class Tracer {
         boolean insert = arg instanceof ObjectCreationExpr
                 || arg instanceof MethodCallExpr m && m.getNameAsString().equals("build");
         String entity = types.entityOfRepository(stype);
+        String made = arg instanceof MethodCallExpr m && !insert ? madeByFactory(m) : null;
+        if (made != null) {
+            insert = true; // dao.save(fraHendelse(h)): a mapper of the repository that returns a new entity
+            entity = entity == null ? made : entity;
+        }
         if (entity == null && arg instanceof ObjectCreationExpr oc) {
             entity = oc.getType().getNameAsString(); // entityManager.persist(new ConsumedMessage(id))
         }
@@ -2105,6 +2201,67 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    /**
+     * The type a factory of the repository makes afresh on every call ({@code static Innslag fraHendelse(Hendelse h)
+     * { var x = new Innslag(); …; return x; }}, {@code return new Innslag(…)}), whatever the factory is called: a
+     * method of this class, of a class it imports statically, or of a class named as the scope. Null when any of its
+     * returns hands back something it did not create there (a row it loaded, a cached value).
+     */
+    private String madeByFactory(MethodCallExpr m) {
+        String owner = null;
+        Expression scope = m.getScope().orElse(null);
+        if (scope == null) {
+            String name = m.getNameAsString();
+            owner = m.findCompilationUnit()
+                    .flatMap(cu -> cu.getImports().stream()
+                            .filter(i -> i.isStatic()
+                                    && !i.isAsterisk()
+                                    && i.getName().getIdentifier().equals(name))
+                            .map(i -> i.getName()
+                                    .getQualifier()
+                                    .map(q -> q.getIdentifier())
+                                    .orElse(null))
+                            .filter(java.util.Objects::nonNull)
+                            .findFirst())
+                    .orElseGet(() -> Optional.ofNullable(Types.enclosingType(m))
+                            .map(t -> t.getNameAsString())
+                            .orElse(null));
+        } else if (scope instanceof NameExpr n
+                && Character.isUpperCase(n.getNameAsString().charAt(0))) {
+            owner = n.getNameAsString();
+        }
+        if (owner == null) {
+            return null;
+        }
+        for (MethodDeclaration md :
+                repo.methods(owner, m.getNameAsString(), m.getArguments().size(), m)) {
+            List<ReturnStmt> returns = md.findAll(ReturnStmt.class);
+            String made = null;
+            for (ReturnStmt r : returns) {
+                Expression e = r.getExpression().orElse(null);
+                if (e instanceof NameExpr local) {
+                    e = md
+                            .findAll(
+                                    VariableDeclarator.class,
+                                    v -> v.getNameAsString().equals(local.getNameAsString()))
+                            .stream()
+                            .findFirst()
+                            .flatMap(VariableDeclarator::getInitializer)
+                            .orElse(null);
+                }
+                if (!(e instanceof ObjectCreationExpr oc)) {
+                    made = null;
+                    break;
+                }
+                made = oc.getType().getNameAsString();
+            }
+            if (made != null) {
+                return made;
+            }
+        }
+        return null;
     }
 
     private static final Pattern RECEIVE =
