@@ -229,28 +229,7 @@ class RabbitConsumerStateMachineTest {
                     .meterRegistry(w.registry)
                     .outcomeListener((d, o) -> w.processed(this, d, o))
                     .build();
-            IdempotentConsumer watched = new IdempotentConsumer() {
-                @Override
-                public String consumer() {
-                    return engine.consumer();
-                }
-
-                @Override
-                public Inbox inbox() {
-                    return engine.inbox();
-                }
-
-                @Override
-                public Outcome process(Delivery d) {
-                    return processBatch(List.of(d)).get(0);
-                }
-
-                @Override
-                public List<Outcome> processBatch(List<Delivery> ds) {
-                    w.taken(ds);
-                    return engine.processBatch(ds);
-                }
-            };
+            IdempotentConsumer watched = Watched.consumer(engine, w::taken);
             this.consumer = RabbitConsumer.builder()
                     .connection(w.observed(connection))
                     .queue(w.queue)

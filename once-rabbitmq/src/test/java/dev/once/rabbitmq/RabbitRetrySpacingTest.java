@@ -8,15 +8,12 @@ import com.rabbitmq.client.Connection;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
-import dev.once.Outcome;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -180,29 +177,10 @@ class RabbitRetrySpacingTest {
                 .handler(handler)
                 .build();
         // counts the deliveries the broker made (a batch may run the handler more than once per delivery)
-        IdempotentConsumer counting = new IdempotentConsumer() {
-            @Override
-            public String consumer() {
-                return engine.consumer();
-            }
-
-            @Override
-            public Inbox inbox() {
-                return engine.inbox();
-            }
-
-            @Override
-            public Outcome process(Delivery d) {
-                return processBatch(List.of(d)).get(0);
-            }
-
-            @Override
-            public List<Outcome> processBatch(List<Delivery> ds) {
-                ds.forEach(d -> tries.computeIfAbsent(d.eventId(), k -> new AtomicInteger())
-                        .incrementAndGet());
-                return engine.processBatch(ds);
-            }
-        };
+        IdempotentConsumer counting = Watched.consumer(
+                engine,
+                ds -> ds.forEach(d -> tries.computeIfAbsent(d.eventId(), k -> new AtomicInteger())
+                        .incrementAndGet()));
         return RabbitConsumer.builder().connection(connection).queue(queue).consumer(counting);
     }
 
