@@ -320,7 +320,8 @@ final class PollLoop implements Runnable {
                 consumer.pause(partitions); // at most one batch waits
             }
             if (settings.databaseOffsets() != null && !partitions.isEmpty()) {
-                StartOffsets.seek(consumer, settings.databaseOffsets(), partitions, name);
+                // Where the database is ahead (a crash in the ack gap), Kafka is brought level with the next commit.
+                commits.databaseCommitted(StartOffsets.seek(consumer, settings.databaseOffsets(), partitions, name));
             }
         }
 

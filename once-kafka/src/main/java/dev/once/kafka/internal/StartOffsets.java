@@ -2,6 +2,7 @@ package dev.once.kafka.internal;
 
 import java.sql.SQLException;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -22,8 +23,13 @@ final class StartOffsets {
 
     private StartOffsets() {}
 
-    /** Seeks each of {@code partitions} to the database's offset where it is ahead of Kafka's; on the poll thread. */
-    static void seek(
+    /**
+     * Seeks each of {@code partitions} to the database's offset where it is ahead of Kafka's; on the poll
+     * thread. Returns those offsets: committed in the database, they are Kafka's to commit too, or a
+     * partition with nothing after them keeps Kafka's older offset (lag that never drains, for every
+     * tool that reads the group) until a record arrives.
+     */
+    static Map<TopicPartition, OffsetAndMetadata> seek(
             Consumer<byte[], byte[]> consumer,
             DatabaseOffsets offsets,
             Collection<TopicPartition> partitions,
@@ -37,15 +43,18 @@ final class StartOffsets {
                             + " absorbed): {}",
                     name,
                     e.toString());
-            return;
+            return Map.of();
         }
         Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
+        Map<TopicPartition, OffsetAndMetadata> ahead = new HashMap<>();
         for (TopicPartition tp : partitions) {
             Long next = stored.get(tp);
             OffsetAndMetadata kafka = committed.get(tp);
             if (next != null && (kafka == null || next > kafka.offset())) {
                 consumer.seek(tp, next);
+                ahead.put(tp, new OffsetAndMetadata(next));
             }
         }
+        return ahead;
     }
 }

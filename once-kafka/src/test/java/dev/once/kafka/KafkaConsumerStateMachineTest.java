@@ -1,0 +1,749 @@
+package dev.once.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Inbox;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
+import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.ScriptedHandler;
+import dev.once.testkit.broker.ScriptedHandler.Behaviour;
+import dev.once.testkit.fault.KafkaCluster;
+import dev.once.testsupport.StateMachines;
+import dev.once.testsupport.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import java.util.function.Predicate;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.awaitility.core.ConditionTimeoutException;
+
+/**
+ * {@link KafkaConsumerRunner} against a model, on a real Kafka broker and PostgreSQL, wired as a
+ * user wires it (the builder's defaults, plus a dead-letter topic, a short retry policy, a short
+ * claim lock timeout and {@code max.poll.interval.ms} of {@value #MAX_POLL_INTERVAL_MS} ms), offsets
+ * in Kafka or in the claim transaction ({@code offsetsInDatabase}): random sequences of a hostile
+ * world's moves. Publish a new event to partition 0 or 1 of a two-partition topic, with what the
+ * handler does on its first calls for it (returns, throws a retryable or a permanent exception,
+ * swallows the SQLException of its own failed effect statement, takes {@value #SLOW_MILLIS} ms: past
+ * the claim's lock timeout and {@code max.poll.interval.ms}); publish an event again (a producer
+ * retry) on the same or the other partition; start or stop a second runner in the group (a
+ * rebalance revokes partitions, maybe mid-batch); arm a crash in the ack gap (at the runner's next
+ * offset commit, after its database commit, its poll thread hangs, so the offsets are never sent:
+ * the group evicts it after {@code max.poll.interval.ms}, a supervisor starts a new runner at
+ * once, and the dead one is let go, without committing, only when the world ends); reset every TCP
+ * connection of the runners to the broker (a {@link dev.once.testkit.fault.FaultProxy} the broker
+ * advertises, {@link KafkaCluster#behindProxy()}); let the runners work a while.
+ *
+ * <p>Observed, not scripted: each runner's engine reports every outcome to an outcome listener with
+ * the record's partition and offset ({@link Delivery#source()}); the runner's ack-gap hook
+ * ({@code afterDatabaseCommit}) shows every offset commit before it is sent; the dead-letter topic is
+ * read back.
+ *
+ * <p>Checked at every offset commit, before it is sent: every record below the offset has its
+ * event's claim committed, or was found for the dead letters (permanent failure, or a retryable one
+ * on its last attempt). After every move: no event's effect is applied twice, nor reported applied
+ * twice; with offsets in the database, no stored offset passes a record that is not settled so.
+ * After draining (every record's last delivery acknowledged or dead-lettered), with every runner
+ * closed: Kafka's committed offset of each partition is its end; every dead letter is one the retry
+ * policy asks for (its reason, "failed permanently" or "failed 3 times", matches a delivery of that
+ * record with that outcome on that attempt) and its count is {@code once.kafka.records.dead_lettered};
+ * each event's effect is applied exactly once when one of its records was not dead-lettered, and as
+ * often as it was reported applied (at most once) otherwise; every effect follows the effects of
+ * the records before its record in its partition, unless they were dead-lettered (the order the
+ * {@code OrderGuard} promises); a delivery's attempt is above 1 exactly when it is flagged
+ * redelivered, and only after a failed delivery of the same record; once.redeliveries,
+ * once.duplicates and once.deliveries{outcome} agree with the reported outcomes. Tries:
+ * {@value #TRIES} per offset store (CI); {@code -Donce.kafkaChain.tries=N} runs each chain N times.
+ */
+class KafkaConsumerStateMachineTest {
+
+    static final int TRIES = 2;
+    static final int REPEATS = Integer.getInteger("once.kafkaChain.tries", 1);
+    static final RetryPolicy RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(20))
+            .maxDelay(Duration.ofMillis(40))
+            .jitter(RetryPolicy.Jitter.NONE)
+            .maxRetries(2)
+            .build();
+    static final int MAX_ATTEMPTS = RETRIES.maxRetries() + 1;
+    static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
+    static final int MAX_POLL_INTERVAL_MS = 1000;
+    static final long SLOW_MILLIS = 1500; // past the lock timeout and max.poll.interval.ms
+    static final String CONSUMER = "sm";
+
+    private static final StateMachines.Databases databases = new StateMachines.Databases(8);
+    private static final AtomicInteger worlds = new AtomicInteger();
+    private static KafkaCluster cluster;
+
+    @AfterContainer
+    static void close() throws Exception {
+        databases.close();
+        if (cluster != null) {
+            cluster.close();
+            cluster = null;
+        }
+    }
+
+    /** One broker behind a fault proxy, for this class: its clients all reach it through the proxy. */
+    private static synchronized KafkaCluster cluster() throws Exception {
+        if (cluster == null) {
+            cluster = KafkaCluster.behindProxy();
+        }
+        return cluster;
+    }
+
+    @Property(tries = TRIES)
+    void offsetsInKafka(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        run(chain, false);
+    }
+
+    @Property(tries = TRIES)
+    void offsetsInDatabase(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        run(chain, true);
+    }
+
+    private static void run(ActionChain<World> chain, boolean offsetsInDatabase) throws Exception {
+        for (int i = 0; i < REPEATS; i++) {
+            try (World w = new World(databases.postgres(), cluster(), offsetsInDatabase)) {
+                World.next = w;
+                chain.run();
+                w.drainAndCheck();
+            }
+        }
+    }
+
+    /** A new event: the handler's script for it, and its partition. */
+    record Publish(List<Behaviour> script, int partition) {}
+
+    /** A producer retry of a published event, on its partition or the other one. */
+    record Again(int pick, boolean otherPartition) {}
+
+    @Provide
+    Arbitrary<ActionChain<World>> chains() {
+        Arbitrary<Publish> publish = Combinators.combine(
+                        Arbitraries.of(Behaviour.class).list().ofMaxSize(3),
+                        Arbitraries.integers().between(0, 1))
+                .as(Publish::new);
+        Arbitrary<Again> again = Combinators.combine(Arbitraries.integers().between(0, 99), Arbitraries.of(false, true))
+                .as(Again::new);
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(5, move(w -> true, publish, "publish", World::publish))
+                .withAction(2, move(w -> !w.events.isEmpty(), again, "publish again", World::publishAgain))
+                .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second runner starts", World::startB))
+                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second runner stops", World::stopB))
+                .withAction(
+                        2,
+                        move(
+                                w -> true,
+                                Arbitraries.of("a", "b"),
+                                "crash at the next offset commit, after its database commit",
+                                World::armCrash))
+                .withAction(1, move(w -> true, Arbitraries.just(0), "broker connections reset", World::reset))
+                .withAction(1, move(w -> true, Arbitraries.just(0), "let it run", World::letItRun))
+                .withMaxTransformations(12);
+    }
+
+    /** A move that restarts crashed runners first (a supervisor), records itself and checks the model after it. */
+    private static <T> Action<World> move(
+            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
+        return StateMachines.move(pre, arg, name, (w, a) -> {
+            w.restartCrashed();
+            w.moves.add(name + " " + a);
+            body.accept(w, a);
+            w.check();
+        });
+    }
+
+    /** One published record. */
+    record Rec(String copy, String eventId, int partition, long offset) {}
+
+    /** One delivery the engine processed, as its runner's outcome listener saw it. */
+    record Processed(
+            String runner,
+            String copy,
+            String eventId,
+            int partition,
+            long offset,
+            int attempt,
+            boolean redelivered,
+            Status status,
+            boolean heldBack) {
+
+        /** What the runner must do with the record for this outcome, per its retry policy: ack, retry or dead-letter. */
+        String verdict() {
+            return switch (status) {
+                case APPLIED, DUPLICATE -> "ack";
+                case FAILED_PERMANENT -> "dead-letter";
+                case IN_PROGRESS -> "retry";
+                default -> heldBack || attempt < MAX_ATTEMPTS ? "retry" : "dead-letter";
+            };
+        }
+    }
+
+    /** What a hung runner throws when it is let go: it dies without committing anything more. */
+    static final class Killed extends Error {
+        private static final long serialVersionUID = 1L;
+
+        Killed() {
+            super("killed in the ack gap (test)");
+        }
+    }
+
+    /** One runner process. */
+    static final class Process {
+        final String name;
+        final KafkaConsumerRunner runner;
+        final AtomicBoolean crashArmed = new AtomicBoolean();
+        final CountDownLatch letGo = new CountDownLatch(1);
+        volatile boolean crashed;
+        boolean closed;
+
+        Process(String name, World w) {
+            this.name = name;
+            Map<String, Object> props = new HashMap<>();
+            props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrap);
+            props.put(ConsumerConfig.GROUP_ID_CONFIG, w.group);
+            props.put(ConsumerConfig.CLIENT_ID_CONFIG, w.group + "-" + name);
+            props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "2000");
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, Integer.toString(MAX_POLL_INTERVAL_MS));
+            this.runner = KafkaConsumerRunner.builder()
+                    .kafkaProperties(props)
+                    .topics(w.topic)
+                    .dataSource(w.db.dataSource())
+                    .consumer(CONSUMER)
+                    .handler(w.handler)
+                    .idempotentConsumer(
+                            s -> s.lockTimeout(LOCK_TIMEOUT).outcomeListener((d, o) -> w.processed(this, d, o)))
+                    .deadLetterTopic(w.dlt)
+                    .retryPolicy(RETRIES)
+                    .offsetsInDatabase(w.offsetsInDatabase)
+                    .meterRegistry(w.registry)
+                    .afterDatabaseCommit(offsets -> w.committing(this, offsets))
+                    .build()
+                    .start();
+        }
+
+        /** Lets a hung runner die (it throws {@link Killed}), then closes it; idempotent. */
+        void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            letGo.countDown();
+            runner.close();
+        }
+    }
+
+    static final class World implements AutoCloseable {
+        static World next;
+
+        final int n = worlds.incrementAndGet();
+        final boolean offsetsInDatabase;
+        final TestDatabase db;
+        final KafkaCluster cluster;
+        final String bootstrap;
+        final String topic;
+        final String dlt;
+        final String group;
+        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        final ScriptedHandler handler = new ScriptedHandler(SLOW_MILLIS);
+        final KafkaProducer<byte[], byte[]> producer;
+        final KafkaConsumer<byte[], byte[]> deadLetterReader;
+        final Inbox inbox;
+        final List<String> moves = new ArrayList<>();
+        final List<String> events = new ArrayList<>();
+        final List<Rec> published = new CopyOnWriteArrayList<>();
+        final List<Processed> processed = new CopyOnWriteArrayList<>();
+        final List<String> violations = new CopyOnWriteArrayList<>();
+        /** Dead letters read back: the record's partition and offset, the reason, the copy. */
+        final List<String[]> deadLetters = new ArrayList<>();
+        /** Crashed runners, hung in the ack gap until the world ends. */
+        final List<Process> hung = new ArrayList<>();
+        Process a;
+        Process b;
+        int incarnations;
+
+        World(TestDatabase db, KafkaCluster cluster, boolean offsetsInDatabase) throws Exception {
+            this.db = db;
+            this.cluster = cluster;
+            this.offsetsInDatabase = offsetsInDatabase;
+            this.bootstrap = "127.0.0.1:" + cluster.proxy().port();
+            db.execute(ScriptedHandler.SCHEMA);
+            String base = "kafkasm-" + n + "-" + System.nanoTime();
+            topic = base;
+            dlt = base + "-dlt";
+            group = base;
+            try (Admin admin = cluster.admin()) {
+                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1), new NewTopic(dlt, 1, (short) 1)))
+                        .all()
+                        .get(60, TimeUnit.SECONDS);
+            }
+            producer = KafkaLedger.producer(bootstrap);
+            deadLetterReader = new KafkaConsumer<>(
+                    Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap),
+                    new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer());
+            deadLetterReader.assign(List.of(new TopicPartition(dlt, 0)));
+            deadLetterReader.seekToBeginning(List.of(new TopicPartition(dlt, 0)));
+            inbox = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(CONSUMER)
+                    .handler((d, tx) -> {})
+                    .build()
+                    .inbox();
+            a = new Process("a" + incarnations++, this);
+        }
+
+        // ---- moves
+
+        void publish(Publish p) {
+            String id = "w" + n + "-e" + events.size();
+            events.add(id);
+            handler.script(id, p.script());
+            send(id, p.partition());
+        }
+
+        void publishAgain(Again again) {
+            String id = events.get(again.pick() % events.size());
+            int partition = published.stream()
+                    .filter(r -> r.eventId().equals(id))
+                    .findFirst()
+                    .orElseThrow()
+                    .partition();
+            send(id, again.otherPartition() ? 1 - partition : partition);
+        }
+
+        private void send(String eventId, int partition) {
+            String copy = eventId + "#"
+                    + published.stream().filter(r -> r.eventId().equals(eventId)).count();
+            ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(
+                    topic, partition, null, ("payload of " + eventId).getBytes(StandardCharsets.UTF_8));
+            r.headers().add(OutboxMessage.EVENT_ID_HEADER, eventId.getBytes(StandardCharsets.UTF_8));
+            r.headers().add(ScriptedHandler.COPY_HEADER, copy.getBytes(StandardCharsets.UTF_8));
+            try {
+                long offset = producer.send(r).get(60, TimeUnit.SECONDS).offset();
+                published.add(new Rec(copy, eventId, partition, offset));
+                moves.add("(" + copy + " at " + partition + "/" + offset + ")");
+            } catch (Exception e) {
+                throw new IllegalStateException("publishing " + copy, e);
+            }
+        }
+
+        void startB(int ignored) {
+            b = new Process("b" + incarnations++, this);
+        }
+
+        void stopB(int ignored) {
+            b.close();
+            b = null;
+        }
+
+        void armCrash(String which) {
+            Process p = which.equals("a") ? a : b != null ? b : a;
+            p.crashArmed.set(true);
+        }
+
+        void reset(int ignored) {
+            cluster.proxy().reset();
+        }
+
+        /** Waits (bounded) until a runner processes something more, so moves interleave with batches. */
+        void letItRun(int ignored) {
+            int before = processed.size();
+            try {
+                await().atMost(Duration.ofSeconds(2))
+                        .pollInSameThread()
+                        .pollInterval(Duration.ofMillis(20))
+                        .until(() -> processed.size() > before);
+            } catch (ConditionTimeoutException e) {
+                // nothing more to do yet: the next move goes on
+            }
+        }
+
+        /** A supervisor: a runner that died (the armed crash, a failure) is replaced by a new process. */
+        void restartCrashed() {
+            if (a.crashed || !a.runner.isRunning()) {
+                moves.add("(a restarted" + a.runner.failure().map(f -> ": " + f).orElse("") + ")");
+                retire(a);
+                a = new Process("a" + incarnations++, this);
+            }
+            if (b != null && (b.crashed || !b.runner.isRunning())) {
+                moves.add("(b restarted" + b.runner.failure().map(f -> ": " + f).orElse("") + ")");
+                retire(b);
+                b = new Process("b" + incarnations++, this);
+            }
+        }
+
+        private void retire(Process p) {
+            if (p.crashed) {
+                hung.add(p); // dead to the group once it is evicted; let go when the world ends
+            } else {
+                p.close();
+            }
+        }
+
+        // ---- observation
+
+        void processed(Process p, Delivery d, Outcome o) {
+            String source = d.source();
+            int at = source.lastIndexOf('@');
+            int slash = source.lastIndexOf('/');
+            processed.add(new Processed(
+                    p.name,
+                    d.headers().get(ScriptedHandler.COPY_HEADER),
+                    d.eventId(),
+                    Integer.parseInt(source.substring(slash + 1, at)),
+                    Long.parseLong(source.substring(at + 1)),
+                    d.attempt(),
+                    d.redelivered(),
+                    o.status(),
+                    o.failure() != null && o.failure().getClass().getSimpleName().equals("HeldBackException")));
+        }
+
+        /**
+         * The runner's ack-gap hook, on its poll thread, with the offsets it is about to commit: each
+         * must not pass a record that is not settled. An armed crash strikes here.
+         */
+        void committing(Process p, Map<TopicPartition, OffsetAndMetadata> offsets) {
+            if (!offsets.isEmpty() && p.crashArmed.compareAndSet(true, false)) {
+                p.crashed = true;
+                try {
+                    p.letGo.await(); // hung: the offsets are never sent; the group evicts it
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new Killed();
+            }
+            Map<Integer, Long> next = new HashMap<>();
+            offsets.forEach((tp, om) -> next.put(tp.partition(), om.offset()));
+            String past = unsettledBelow(next);
+            if (past != null) {
+                violations.add(p.name + " commits offsets " + offsets + " past " + past);
+            }
+        }
+
+        /** The first record below its partition's offset whose claim is not committed nor dead-lettered, or null. */
+        private String unsettledBelow(Map<Integer, Long> offsets) {
+            List<Rec> below = new ArrayList<>();
+            for (Rec r : published) {
+                Long o = offsets.get(r.partition());
+                if (o != null && r.offset() < o && !foundForDeadLetters(r)) {
+                    below.add(r);
+                }
+            }
+            if (below.isEmpty()) {
+                return null;
+            }
+            Set<String> claimed = claimed(below.stream().map(Rec::eventId).toList());
+            for (Rec r : below) {
+                if (!claimed.contains(r.eventId())) {
+                    return r + ", whose event's claim is not committed";
+                }
+            }
+            return null;
+        }
+
+        private boolean foundForDeadLetters(Rec r) {
+            for (Processed p : processed) {
+                if (p.partition() == r.partition() && p.offset() == r.offset() && p.verdict().equals("dead-letter")) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private Set<String> claimed(List<String> eventIds) {
+            try (Connection c = db.dataSource().getConnection()) {
+                return inbox.claimedAmong(c, CONSUMER, eventIds);
+            } catch (SQLException e) {
+                violations.add("cannot read the inbox: " + e);
+                return new HashSet<>(eventIds);
+            }
+        }
+
+        /** The offsets kept in the database for this world's group, per partition. */
+        private Map<Integer, Long> databaseOffsets() {
+            Map<Integer, Long> stored = new HashMap<>();
+            try (Connection c = db.dataSource().getConnection();
+                    PreparedStatement ps = c.prepareStatement(
+                            "SELECT partition_no, next_offset FROM once_kafka_offsets WHERE consumer_group = ?")) {
+                ps.setString(1, group);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        stored.put(rs.getInt(1), rs.getLong(2));
+                    }
+                }
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            return stored;
+        }
+
+        private Map<Integer, Long> committedOffsets() throws Exception {
+            Map<Integer, Long> committed = new TreeMap<>();
+            try (Admin admin = cluster.admin()) {
+                admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get(30, TimeUnit.SECONDS)
+                        .forEach((tp, om) -> committed.put(tp.partition(), om == null ? 0 : om.offset()));
+            }
+            return committed;
+        }
+
+        private void readDeadLetters() {
+            for (ConsumerRecord<byte[], byte[]> r : deadLetterReader.poll(Duration.ofMillis(50))) {
+                deadLetters.add(new String[] {
+                    header(r, "once-dlt-partition") + "/" + header(r, "once-dlt-offset"),
+                    header(r, "once-dlt-reason"),
+                    header(r, ScriptedHandler.COPY_HEADER)
+                });
+            }
+        }
+
+        private static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+            var h = r.headers().lastHeader(name);
+            return h == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+        }
+
+        // ---- the oracle
+
+        /** Safety, at any moment. */
+        void check() {
+            assertThat(violations).as("violations after %s", moves).isEmpty();
+            // Offsets first, then claims and effects: those only grow, so this order reports no false pass.
+            Map<Integer, Long> stored = offsetsInDatabase ? databaseOffsets() : Map.of();
+            ScriptedHandler.effects(db.dataSource())
+                    .forEach((id, count) -> assertThat(count)
+                            .as("effects of %s after %s", id, moves)
+                            .isLessThanOrEqualTo(1));
+            Map<String, Long> applied = new HashMap<>();
+            for (Processed p : processed) {
+                if (p.status() == Status.APPLIED) {
+                    applied.merge(p.eventId(), 1L, Long::sum);
+                }
+            }
+            applied.forEach((id, count) -> assertThat(count)
+                    .as("%s reported applied, after %s: %s", id, moves, processed)
+                    .isEqualTo(1));
+            assertThat(unsettledBelow(stored))
+                    .as("offsets kept in the database %s, after %s", stored, moves)
+                    .isNull();
+        }
+
+        /** Whether the record's last delivery was acknowledged, or it was dead-lettered. */
+        private boolean done(Rec r, Set<String> dead) {
+            if (dead.contains(r.partition() + "/" + r.offset())) {
+                return true;
+            }
+            Processed last = null;
+            for (Processed p : processed) {
+                if (p.partition() == r.partition() && p.offset() == r.offset()) {
+                    last = p;
+                }
+            }
+            return last != null && last.verdict().equals("ack");
+        }
+
+        private Set<String> deadRecords() {
+            Set<String> dead = new HashSet<>();
+            deadLetters.forEach(d -> dead.add(d[0]));
+            return dead;
+        }
+
+        /**
+         * Waits until every record's last delivery was acknowledged or dead-lettered, then closes the
+         * runners (a close commits what the database committed) and reads the committed offsets. A runner
+         * that replaced a crashed one may not have replayed yet what the crashed one left uncommitted:
+         * then a runner is started again for it (at most three rounds).
+         */
+        void drainAndCheck() throws Exception {
+            moves.add("drain");
+            Map<Integer, Long> ends = new TreeMap<>();
+            for (Rec r : published) {
+                ends.merge(r.partition(), r.offset() + 1, Math::max);
+            }
+            Map<Integer, Long> committed;
+            for (int round = 0; ; round++) {
+                try {
+                    await().atMost(Duration.ofSeconds(30))
+                            .pollInSameThread()
+                            .pollInterval(Duration.ofMillis(50))
+                            .until(() -> {
+                                restartCrashed();
+                                readDeadLetters();
+                                Set<String> dead = deadRecords();
+                                return published.stream().allMatch(r -> done(r, dead));
+                            });
+                } catch (ConditionTimeoutException e) {
+                    throw new AssertionError(
+                            "did not drain after " + moves + ": published " + published + ", processed " + processed
+                                    + ", dead letters " + deadRecords() + ", violations " + violations,
+                            e);
+                }
+                check();
+                if (b != null) {
+                    b.close();
+                    b = null;
+                }
+                a.close();
+                hung.forEach(Process::close);
+                readDeadLetters();
+                check();
+                committed = committedOffsets();
+                if (committed.equals(ends) || round == 2) {
+                    break;
+                }
+                moves.add("(a started again: committed " + committed + ", ends " + ends + ")");
+                a = new Process("a" + incarnations++, this);
+            }
+            String what = "after " + moves + ", published " + published + ", processed " + processed + ", effects "
+                    + ScriptedHandler.effectRows(db.dataSource());
+            assertThat(committed).as("committed offsets once the runners are closed, " + what).isEqualTo(ends);
+
+            // Every dead letter is one the retry policy asks for.
+            Map<String, Long> lettersPerRecord = new TreeMap<>();
+            for (String[] d : deadLetters) {
+                lettersPerRecord.merge(d[0], 1L, Long::sum);
+                String[] at = d[0].split("/");
+                int partition = Integer.parseInt(at[0]);
+                long offset = Long.parseLong(at[1]);
+                boolean permanent = d[1].startsWith("failed permanently");
+                boolean spent = d[1].startsWith("failed " + MAX_ATTEMPTS + " times (maxAttempts " + MAX_ATTEMPTS + ")");
+                assertThat(permanent || spent)
+                        .as("reason of the dead letter of %s: %s; %s", d[0], d[1], what)
+                        .isTrue();
+                assertThat(processed)
+                        .as("a delivery of %s that asks for its dead letter (%s); %s", d[0], d[1], what)
+                        .anyMatch(p -> p.partition() == partition
+                                && p.offset() == offset
+                                && (permanent
+                                        ? p.status() == Status.FAILED_PERMANENT
+                                        : p.status() == Status.FAILED_RETRYABLE
+                                                && !p.heldBack()
+                                                && p.attempt() == MAX_ATTEMPTS));
+            }
+            assertThat((long) registry.get("once.kafka.records.dead_lettered")
+                            .counter()
+                            .count())
+                    .as("once.kafka.records.dead_lettered, " + what)
+                    .isEqualTo(deadLetters.size());
+
+            // Each event's effect: exactly once unless all its records were dead-lettered.
+            Set<String> dead = deadRecords();
+            Map<String, Long> effects = ScriptedHandler.effects(db.dataSource());
+            for (String id : events) {
+                boolean allDead = published.stream()
+                        .filter(r -> r.eventId().equals(id))
+                        .allMatch(r -> dead.contains(r.partition() + "/" + r.offset()));
+                long applied = processed.stream()
+                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
+                        .count();
+                assertThat(effects.getOrDefault(id, 0L))
+                        .as("effects of %s (every record dead-lettered: %s), %s", id, allDead, what)
+                        .isEqualTo(applied)
+                        .isEqualTo(allDead ? applied : 1);
+            }
+
+            // Per partition, an effect follows the effects of the records before its own, unless dead-lettered.
+            List<ScriptedHandler.Effect> rows = ScriptedHandler.effectRows(db.dataSource());
+            Map<String, Long> firstSeq = new HashMap<>();
+            rows.forEach(r -> firstSeq.putIfAbsent(r.eventId(), r.seq()));
+            for (ScriptedHandler.Effect r : rows) {
+                int at = r.source().lastIndexOf('@');
+                int partition = Integer.parseInt(r.source().substring(r.source().lastIndexOf('/') + 1, at));
+                long offset = Long.parseLong(r.source().substring(at + 1));
+                for (Rec before : published) {
+                    if (before.partition() == partition
+                            && before.offset() < offset
+                            && !dead.contains(before.partition() + "/" + before.offset())) {
+                        assertThat(firstSeq.get(before.eventId()))
+                                .as(
+                                        "%s applied from %s/%s after the effect of %s, before it in its partition;"
+                                                + " effects %s, %s",
+                                        r.eventId(), partition, offset, before, rows, what)
+                                .isNotNull()
+                                .isLessThan(r.seq());
+                    }
+                }
+            }
+
+            // Attempts and redeliveries: a retry of a record on one runner counts up; nothing else is a redelivery.
+            long redeliveries = 0;
+            List<Status> statuses = new ArrayList<>();
+            for (int i = 0; i < processed.size(); i++) {
+                Processed p = processed.get(i);
+                statuses.add(p.status());
+                assertThat(p.redelivered())
+                        .as("%s flagged redelivered exactly when its attempt (%d) is above 1; %s", p, p.attempt(), what)
+                        .isEqualTo(p.attempt() > 1);
+                if (p.attempt() > 1) {
+                    redeliveries++;
+                    assertThat(processed.subList(0, i))
+                            .as("a failed delivery of %s/%s before its attempt %d; %s",
+                                    p.partition(), p.offset(), p.attempt(), what)
+                            .anyMatch(q -> q.partition() == p.partition()
+                                    && q.offset() == p.offset()
+                                    && !q.verdict().equals("ack"));
+                }
+            }
+            EngineMeters.assertAgree(registry, statuses, redeliveries, what);
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                if (b != null) {
+                    b.close();
+                }
+                a.close();
+                hung.forEach(Process::close);
+            } finally {
+                producer.close(Duration.ofSeconds(10));
+                deadLetterReader.close(Duration.ofSeconds(10));
+            }
+        }
+    }
+}

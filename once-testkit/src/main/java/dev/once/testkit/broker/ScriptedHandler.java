@@ -1,0 +1,130 @@
+package dev.once.testkit.broker;
+
+import dev.once.Delivery;
+import dev.once.Handler;
+import dev.once.PermanentFailureException;
+import dev.once.RetryableException;
+import dev.once.Tx;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import javax.sql.DataSource;
+
+/**
+ * The handler of the broker adapters' state machines: what it does on its first calls for an event
+ * is scripted ({@link Behaviour}), after the script it writes the effect. The effect is a row of
+ * table {@code effect} per application, with the copy that caused it (header {@value #COPY_HEADER},
+ * set by the test's publisher), the delivery's source and attempt; no unique constraint on the event
+ * id, on purpose, so an effect applied twice shows up as a second row.
+ */
+public final class ScriptedHandler implements Handler {
+
+    /** Header naming the published copy of an event ({@code <event id>#<n>}). */
+    public static final String COPY_HEADER = "test-copy";
+
+    /** Makes the effect table afresh. */
+    public static final String[] SCHEMA = {
+        "DROP TABLE IF EXISTS effect",
+        "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL, copy text NOT NULL,"
+                + " source text NOT NULL, attempt int NOT NULL CHECK (attempt > 0))"
+    };
+
+    /** What the handler does on one call for an event. */
+    public enum Behaviour {
+        OK,
+        RETRYABLE,
+        PERMANENT,
+        /** Its effect statement fails (violates a CHECK); it catches the SQLException and returns normally. */
+        SWALLOW,
+        /** Writes its effect after the handler's slow time (past a lock timeout, an ack wait, a poll interval). */
+        SLOW
+    }
+
+    /** One effect row. */
+    public record Effect(long seq, String eventId, String copy, String source) {}
+
+    private final long slowMillis;
+    private final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
+
+    /** @param slowMillis how long a {@link Behaviour#SLOW} call takes before it writes its effect */
+    public ScriptedHandler(long slowMillis) {
+        this.slowMillis = slowMillis;
+    }
+
+    /** The handler's first calls for {@code eventId}, one behaviour per call; then it applies the event. */
+    public void script(String eventId, List<Behaviour> script) {
+        scripts.put(eventId, new ConcurrentLinkedQueue<>(script));
+    }
+
+    @Override
+    public void handle(Delivery d, Tx tx) throws Exception {
+        Queue<Behaviour> script = scripts.get(d.eventId());
+        Behaviour b = script == null ? null : script.poll();
+        String copy = d.headers().get(COPY_HEADER);
+        switch (b == null ? Behaviour.OK : b) {
+            case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
+            case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
+            case SWALLOW -> {
+                try {
+                    effect(tx.connection(), d, copy, -1); // violates the CHECK
+                } catch (SQLException swallowed) {
+                    // the handler's bug under test: the transaction is aborted, the handler returns
+                }
+            }
+            case SLOW -> {
+                try {
+                    Thread.sleep(slowMillis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new RetryableException("interrupted", e);
+                }
+                effect(tx.connection(), d, copy, d.attempt());
+            }
+            default -> effect(tx.connection(), d, copy, d.attempt());
+        }
+    }
+
+    private static void effect(Connection c, Delivery d, String copy, int attempt) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO effect (event_id, copy, source, attempt) VALUES (?, ?, ?, ?)")) {
+            ps.setString(1, d.eventId()); // 1: event id
+            ps.setString(2, copy); // 2: copy
+            ps.setString(3, d.source() == null ? "" : d.source()); // 3: source
+            ps.setInt(4, attempt); // 4: attempt
+            ps.executeUpdate();
+        }
+    }
+
+    /** Committed effects per event id. */
+    public static Map<String, Long> effects(DataSource ds) {
+        Map<String, Long> counts = new HashMap<>();
+        for (Effect e : effectRows(ds)) {
+            counts.merge(e.eventId(), 1L, Long::sum);
+        }
+        return counts;
+    }
+
+    /** Committed effect rows in the order they were written. */
+    public static List<Effect> effectRows(DataSource ds) {
+        List<Effect> rows = new ArrayList<>();
+        try (Connection c = ds.getConnection();
+                PreparedStatement ps =
+                        c.prepareStatement("SELECT seq, event_id, copy, source FROM effect ORDER BY seq");
+                ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                rows.add(new Effect(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4)));
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot read the effects", e);
+        }
+        return rows;
+    }
+}
