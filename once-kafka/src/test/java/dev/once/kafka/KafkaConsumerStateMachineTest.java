@@ -146,7 +146,7 @@ class KafkaConsumerStateMachineTest {
     private static void run(ActionChain<World> chain, boolean offsetsInDatabase) throws Exception {
         for (int i = 0; i < REPEATS; i++) {
             try (World w = new World(databases.postgres(), cluster(), offsetsInDatabase)) {
-                World.next = w;
+                World.next.set(w);
                 chain.run();
                 w.drainAndCheck();
             }
@@ -167,7 +167,7 @@ class KafkaConsumerStateMachineTest {
                 .as(Publish::new);
         Arbitrary<Again> again = Combinators.combine(Arbitraries.integers().between(0, 99), Arbitraries.of(false, true))
                 .as(Again::new);
-        return ActionChain.<World>startWith(() -> World.next)
+        return ActionChain.<World>startWith(World.next::get)
                 .withAction(5, move(w -> true, publish, "publish", World::publish))
                 .withAction(2, move(w -> !w.events.isEmpty(), again, "publish again", World::publishAgain))
                 .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second runner starts", World::startB))
@@ -278,7 +278,8 @@ class KafkaConsumerStateMachineTest {
     }
 
     static final class World implements AutoCloseable {
-        static World next;
+        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
+        static final ThreadLocal<World> next = new ThreadLocal<>();
 
         final int n = worlds.incrementAndGet();
         final boolean offsetsInDatabase;
@@ -289,7 +290,7 @@ class KafkaConsumerStateMachineTest {
         final String dlt;
         final String group;
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        final ScriptedHandler handler = new ScriptedHandler(SLOW_MILLIS);
+        final ScriptedHandler handler;
         final KafkaProducer<byte[], byte[]> producer;
         final KafkaConsumer<byte[], byte[]> deadLetterReader;
         final Inbox inbox;
@@ -311,7 +312,8 @@ class KafkaConsumerStateMachineTest {
             this.cluster = cluster;
             this.offsetsInDatabase = offsetsInDatabase;
             this.bootstrap = "127.0.0.1:" + cluster.proxy().port();
-            db.execute(ScriptedHandler.SCHEMA);
+            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
+            handler.createTable(db.dataSource());
             String base = "kafkasm-" + n + "-" + System.nanoTime();
             topic = base;
             dlt = base + "-dlt";
@@ -555,7 +557,7 @@ class KafkaConsumerStateMachineTest {
             assertThat(violations).as("violations after %s", moves).isEmpty();
             // Offsets first, then claims and effects: those only grow, so this order reports no false pass.
             Map<Integer, Long> stored = offsetsInDatabase ? databaseOffsets() : Map.of();
-            ScriptedHandler.effects(db.dataSource())
+            handler.effects(db.dataSource())
                     .forEach((id, count) -> assertThat(count)
                             .as("effects of %s after %s", id, moves)
                             .isLessThanOrEqualTo(1));
@@ -594,10 +596,10 @@ class KafkaConsumerStateMachineTest {
         }
 
         /**
-         * Waits until every record's last delivery was acknowledged or dead-lettered, then closes the
-         * runners (a close commits what the database committed) and reads the committed offsets. A runner
-         * that replaced a crashed one may not have replayed yet what the crashed one left uncommitted:
-         * then a runner is started again for it (at most three rounds).
+         * Waits until every record's last delivery was acknowledged or dead-lettered, and (for a while) until
+         * Kafka's committed offsets reach the ends: a runner that replaced a crashed one replays what that
+         * one left uncommitted. Then closes the runners (a close commits what the database committed) and
+         * reads the committed offsets.
          */
         void drainAndCheck() throws Exception {
             moves.add("drain");
@@ -605,42 +607,45 @@ class KafkaConsumerStateMachineTest {
             for (Rec r : published) {
                 ends.merge(r.partition(), r.offset() + 1, Math::max);
             }
-            Map<Integer, Long> committed;
-            for (int round = 0; ; round++) {
-                try {
-                    await().atMost(Duration.ofSeconds(30))
-                            .pollInSameThread()
-                            .pollInterval(Duration.ofMillis(50))
-                            .until(() -> {
-                                restartCrashed();
-                                readDeadLetters();
-                                Set<String> dead = deadRecords();
-                                return published.stream().allMatch(r -> done(r, dead));
-                            });
-                } catch (ConditionTimeoutException e) {
-                    throw new AssertionError(
-                            "did not drain after " + moves + ": published " + published + ", processed " + processed
-                                    + ", dead letters " + deadRecords() + ", violations " + violations,
-                            e);
-                }
-                check();
-                if (b != null) {
-                    b.close();
-                    b = null;
-                }
-                a.close();
-                hung.forEach(Process::close);
-                readDeadLetters();
-                check();
-                committed = committedOffsets();
-                if (committed.equals(ends) || round == 2) {
-                    break;
-                }
-                moves.add("(a started again: committed " + committed + ", ends " + ends + ")");
-                a = new Process("a" + incarnations++, this);
+            try {
+                await().atMost(Duration.ofSeconds(30))
+                        .pollInSameThread()
+                        .pollInterval(Duration.ofMillis(50))
+                        .until(() -> {
+                            restartCrashed();
+                            readDeadLetters();
+                            Set<String> dead = deadRecords();
+                            return published.stream().allMatch(r -> done(r, dead));
+                        });
+                await().atMost(Duration.ofSeconds(10))
+                        .pollInSameThread()
+                        .pollInterval(Duration.ofMillis(200))
+                        .until(() -> {
+                            restartCrashed();
+                            return committedOffsets().equals(ends);
+                        });
+            } catch (ConditionTimeoutException e) {
+                // Not drained: the checks below say what is missing. Committed offsets may lag while the
+                // runners live (an async commit lost to a connection reset is sent again only on close).
+                moves.add("(drain timed out: " + e.getMessage() + ")");
             }
+            check();
+            if (b != null) {
+                b.close();
+                b = null;
+            }
+            a.close();
+            hung.forEach(Process::close);
+            readDeadLetters();
+            check();
+            Set<String> deadNow = deadRecords();
+            assertThat(published)
+                    .as("records whose last delivery was neither acknowledged nor dead-lettered, after %s: processed %s,"
+                            + " dead letters %s", moves, processed, deadNow)
+                    .allMatch(r -> done(r, deadNow));
+            Map<Integer, Long> committed = committedOffsets();
             String what = "after " + moves + ", published " + published + ", processed " + processed + ", effects "
-                    + ScriptedHandler.effectRows(db.dataSource());
+                    + handler.effectRows(db.dataSource());
             assertThat(committed).as("committed offsets once the runners are closed, " + what).isEqualTo(ends);
 
             // Every dead letter is one the retry policy asks for.
@@ -673,7 +678,7 @@ class KafkaConsumerStateMachineTest {
 
             // Each event's effect: exactly once unless all its records were dead-lettered.
             Set<String> dead = deadRecords();
-            Map<String, Long> effects = ScriptedHandler.effects(db.dataSource());
+            Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
                 boolean allDead = published.stream()
                         .filter(r -> r.eventId().equals(id))
@@ -688,7 +693,7 @@ class KafkaConsumerStateMachineTest {
             }
 
             // Per partition, an effect follows the effects of the records before its own, unless dead-lettered.
-            List<ScriptedHandler.Effect> rows = ScriptedHandler.effectRows(db.dataSource());
+            List<ScriptedHandler.Effect> rows = handler.effectRows(db.dataSource());
             Map<String, Long> firstSeq = new HashMap<>();
             rows.forEach(r -> firstSeq.putIfAbsent(r.eventId(), r.seq()));
             for (ScriptedHandler.Effect r : rows) {

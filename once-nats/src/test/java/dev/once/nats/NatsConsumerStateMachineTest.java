@@ -4,16 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
-import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import dev.once.PermanentFailureException;
 import dev.once.RetryPolicy;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Receipt;
+import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -31,20 +30,15 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Queue;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -123,30 +117,19 @@ class NatsConsumerStateMachineTest {
     void durable(@ForAll("chains") ActionChain<World> chain) throws Exception {
         for (int i = 0; i < REPEATS; i++) {
             try (World w = new World(databases.postgres())) {
-                World.next = w;
+                World.next.set(w);
                 chain.run();
                 w.drainAndCheck();
             }
         }
     }
 
-    /** What the handler does on one call for an event. */
-    enum Behaviour {
-        OK,
-        RETRYABLE,
-        PERMANENT,
-        /** Its effect statement fails; it catches the SQLException and returns normally. */
-        SWALLOW,
-        /** Writes its effect after {@value #SLOW_MILLIS} ms, past the ack wait and the claim's lock timeout. */
-        SLOW
-    }
-
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts =
-                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
+        Arbitrary<List<ScriptedHandler.Behaviour>> scripts =
+                Arbitraries.of(ScriptedHandler.Behaviour.class).list().ofMaxSize(3);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(() -> World.next)
+        return ActionChain.<World>startWith(World.next::get)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))
                 .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
                 .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second consumer starts", World::startB))
@@ -257,7 +240,8 @@ class NatsConsumerStateMachineTest {
     }
 
     static final class World implements AutoCloseable {
-        static World next;
+        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
+        static final ThreadLocal<World> next = new ThreadLocal<>();
 
         final int n = worlds.incrementAndGet();
         final TestDatabase db;
@@ -271,14 +255,13 @@ class NatsConsumerStateMachineTest {
         final List<String> events = new ArrayList<>();
         final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>();
-        final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
         final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> fetched
         final Map<String, String> settled = new ConcurrentHashMap<>(); // "seq:delivered" -> ack, requeue, reject
         final Map<String, Connection> connectionOfTag = new ConcurrentHashMap<>();
         final List<Processed> processed = new CopyOnWriteArrayList<>();
         final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger connectionsDied = new AtomicInteger();
-        final Handler handler;
+        final ScriptedHandler handler;
         final Inbox inbox;
         Process a;
         Process b;
@@ -286,10 +269,8 @@ class NatsConsumerStateMachineTest {
 
         World(TestDatabase db) throws Exception {
             this.db = db;
-            db.execute(
-                    "DROP TABLE IF EXISTS effect",
-                    "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL, copy text NOT NULL,"
-                            + " attempt int NOT NULL CHECK (attempt > 0))");
+            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
+            handler.createTable(db.dataSource());
             JetStreamManagement jsm = admin.jetStreamManagement();
             jsm.addStream(StreamConfiguration.builder()
                     .name(stream)
@@ -299,52 +280,16 @@ class NatsConsumerStateMachineTest {
                     .build());
             TestNats.createStream(admin, stream + "-dlq");
             publisher = new NatsPublisher(admin);
-            handler = (d, tx) -> {
-                Queue<Behaviour> script = scripts.get(d.eventId());
-                Behaviour b = script == null ? null : script.poll();
-                String copy = d.headers().get("test-copy");
-                switch (b == null ? Behaviour.OK : b) {
-                    case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
-                    case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    case SWALLOW -> {
-                        try {
-                            effect(tx.connection(), d, copy, -1); // violates the CHECK
-                        } catch (SQLException swallowed) {
-                            // the handler's bug under test: the transaction is aborted, the handler returns
-                        }
-                    }
-                    case SLOW -> {
-                        try {
-                            Thread.sleep(SLOW_MILLIS);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new RetryableException("interrupted", e);
-                        }
-                        effect(tx.connection(), d, copy, d.attempt());
-                    }
-                    default -> effect(tx.connection(), d, copy, d.attempt());
-                }
-            };
             a = new Process("a" + incarnations++, TestNats.connect(), this);
             inbox = a.engine.inbox();
         }
 
-        private static void effect(java.sql.Connection c, Delivery d, String copy, int attempt) throws SQLException {
-            try (PreparedStatement ps =
-                    c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
-                ps.setString(1, d.eventId());
-                ps.setString(2, copy);
-                ps.setInt(3, attempt);
-                ps.executeUpdate();
-            }
-        }
-
         // ---- moves
 
-        void publish(List<Behaviour> script) {
+        void publish(List<ScriptedHandler.Behaviour> script) {
             String id = "w" + n + "-e" + events.size();
             events.add(id);
-            scripts.put(id, new ConcurrentLinkedQueue<>(script));
+            handler.script(id, script);
             send(id);
         }
 
@@ -543,7 +488,7 @@ class NatsConsumerStateMachineTest {
         /** Safety, at any moment. */
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
-            effects()
+            handler.effects(db.dataSource())
                     .forEach((id, count) -> assertThat(count)
                             .as("effects of %s after %s", id, moves)
                             .isLessThanOrEqualTo(1));
@@ -633,7 +578,7 @@ class NatsConsumerStateMachineTest {
             }
             assertThat(dead).as("dead-lettered copies, " + what).isEqualTo(expectedDead);
 
-            Map<String, Long> effects = effects();
+            Map<String, Long> effects = handler.effects(db.dataSource());
             for (String copy : copies.keySet()) {
                 if (fate(copy).equals("dropped")) {
                     assertThat(effects.getOrDefault(copies.get(copy), 0L))
@@ -660,10 +605,7 @@ class NatsConsumerStateMachineTest {
             }
 
             long redeliveries = 0;
-            long duplicates = 0;
-            Map<Status, Long> byStatus = new HashMap<>();
             for (Processed p : processed) {
-                byStatus.merge(p.status(), 1L, Long::sum);
                 if (p.raw() > 1) {
                     assertThat(p.redelivered())
                             .as("%s, fetched for the %dth time, flagged redelivered; %s", p.copy(), p.raw(), what)
@@ -678,26 +620,13 @@ class NatsConsumerStateMachineTest {
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
                 if (p.status() == Status.DUPLICATE) {
-                    duplicates++;
                     assertThat(effects.getOrDefault(p.eventId(), 0L))
                             .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries"))
-                    .as("once.redeliveries, " + what)
-                    .isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates"))
-                    .as("once.duplicates, " + what)
-                    .isEqualTo(duplicates);
-            for (Status s : Status.values()) {
-                assertThat((long) registry.get("once.deliveries")
-                                .tag("outcome", s.name().toLowerCase(Locale.ROOT))
-                                .counter()
-                                .count())
-                        .as("once.deliveries %s, %s", s, what)
-                        .isEqualTo(byStatus.getOrDefault(s, 0L));
-            }
+            EngineMeters.assertAgree(
+                    registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
         }
 
         private long dlq() throws Exception {
@@ -705,25 +634,6 @@ class NatsConsumerStateMachineTest {
                     .getStreamInfo(stream + "-dlq")
                     .getStreamState()
                     .getMsgCount();
-        }
-
-        private long counter(String name) {
-            return (long) registry.get(name).counter().count();
-        }
-
-        private Map<String, Long> effects() {
-            Map<String, Long> counts = new HashMap<>();
-            try (java.sql.Connection c = db.dataSource().getConnection();
-                    PreparedStatement ps =
-                            c.prepareStatement("SELECT event_id, count(*) FROM effect GROUP BY event_id");
-                    ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    counts.put(rs.getString(1), rs.getLong(2));
-                }
-            } catch (SQLException e) {
-                throw new IllegalStateException(e);
-            }
-            return counts;
         }
 
         @Override

@@ -12,17 +12,16 @@ import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.GetResponse;
 import com.rabbitmq.client.Recoverable;
 import dev.once.Delivery;
-import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import dev.once.PermanentFailureException;
 import dev.once.RetryPolicy;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
+import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -31,8 +30,6 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,10 +38,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
-import java.util.Queue;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -138,30 +133,19 @@ class RabbitConsumerStateMachineTest {
     void quorumQueue(@ForAll("chains") ActionChain<World> chain) throws Exception {
         for (int i = 0; i < REPEATS; i++) {
             try (World w = new World(databases.postgres())) {
-                World.next = w;
+                World.next.set(w);
                 chain.run();
                 w.drainAndCheck();
             }
         }
     }
 
-    /** What the handler does on one call for an event. */
-    enum Behaviour {
-        OK,
-        RETRYABLE,
-        PERMANENT,
-        /** Its effect statement fails; it catches the SQLException and returns normally. */
-        SWALLOW,
-        /** Writes its effect after {@value #SLOW_MILLIS} ms, past the claim's lock timeout. */
-        SLOW
-    }
-
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts =
-                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
+        Arbitrary<List<ScriptedHandler.Behaviour>> scripts =
+                Arbitraries.of(ScriptedHandler.Behaviour.class).list().ofMaxSize(3);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(() -> World.next)
+        return ActionChain.<World>startWith(World.next::get)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))
                 .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
                 .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second consumer starts", World::startB))
@@ -282,7 +266,8 @@ class RabbitConsumerStateMachineTest {
     }
 
     static final class World implements AutoCloseable {
-        static World next;
+        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
+        static final ThreadLocal<World> next = new ThreadLocal<>();
 
         final int n = worlds.incrementAndGet();
         final TestDatabase db;
@@ -296,7 +281,6 @@ class RabbitConsumerStateMachineTest {
         final List<String> events = new ArrayList<>();
         final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>(); // copy -> connections died before
-        final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
         final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> broker deliveries
         final Map<String, String> copyOfTag = new ConcurrentHashMap<>(); // "channel:tag" -> copy
         final Map<String, String> settled = new ConcurrentHashMap<>(); // "channel:tag" -> ack, requeue, reject
@@ -308,7 +292,7 @@ class RabbitConsumerStateMachineTest {
         final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger connectionsDied = new AtomicInteger();
         final AtomicInteger channels = new AtomicInteger();
-        final Handler handler;
+        final ScriptedHandler handler;
         final Inbox inbox;
         Process a;
         Process b;
@@ -316,10 +300,8 @@ class RabbitConsumerStateMachineTest {
 
         World(TestDatabase db) throws Exception {
             this.db = db;
-            db.execute(
-                    "DROP TABLE IF EXISTS effect",
-                    "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL, copy text NOT NULL,"
-                            + " attempt int NOT NULL CHECK (attempt > 0))");
+            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
+            handler.createTable(db.dataSource());
             try (Channel ch = admin.createChannel()) {
                 ch.exchangeDeclare(queue + "-dlx", "fanout", false, true, Map.of());
                 ch.queueDeclare(queue + "-dlq", true, false, false, Map.of());
@@ -339,44 +321,8 @@ class RabbitConsumerStateMachineTest {
             }
             publisher = new RabbitPublisher(admin);
             proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW);
-            handler = (d, tx) -> {
-                Queue<Behaviour> script = scripts.get(d.eventId());
-                Behaviour b = script == null ? null : script.poll();
-                String copy = d.headers().get("test-copy");
-                switch (b == null ? Behaviour.OK : b) {
-                    case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
-                    case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    case SWALLOW -> {
-                        try {
-                            effect(tx.connection(), d, copy, -1); // violates the CHECK
-                        } catch (SQLException swallowed) {
-                            // the handler's bug under test: the transaction is aborted, the handler returns
-                        }
-                    }
-                    case SLOW -> {
-                        try {
-                            Thread.sleep(SLOW_MILLIS);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new RetryableException("interrupted", e);
-                        }
-                        effect(tx.connection(), d, copy, d.attempt());
-                    }
-                    default -> effect(tx.connection(), d, copy, d.attempt());
-                }
-            };
             a = new Process("a" + incarnations++, recovering(), this);
             inbox = a.engine.inbox();
-        }
-
-        private void effect(java.sql.Connection c, Delivery d, String copy, int attempt) throws SQLException {
-            try (PreparedStatement ps =
-                    c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
-                ps.setString(1, d.eventId());
-                ps.setString(2, copy);
-                ps.setInt(3, attempt);
-                ps.executeUpdate();
-            }
         }
 
         /** As a user builds it: the client's defaults (automatic recovery on), recovering every 100 ms. */
@@ -392,10 +338,10 @@ class RabbitConsumerStateMachineTest {
 
         // ---- moves
 
-        void publish(List<Behaviour> script) {
+        void publish(List<ScriptedHandler.Behaviour> script) {
             String id = "w" + n + "-e" + events.size();
             events.add(id);
-            scripts.put(id, new ConcurrentLinkedQueue<>(script));
+            handler.script(id, script);
             send(id);
         }
 
@@ -624,7 +570,7 @@ class RabbitConsumerStateMachineTest {
         /** Safety, at any moment. */
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
-            Map<String, Long> effects = effects();
+            Map<String, Long> effects = handler.effects(db.dataSource());
             effects.forEach((id, count) ->
                     assertThat(count).as("effects of %s after %s", id, moves).isLessThanOrEqualTo(1));
             Map<String, Long> applied = new HashMap<>();
@@ -730,7 +676,7 @@ class RabbitConsumerStateMachineTest {
             }
             assertThat(dead).as("dead-lettered copies, " + what).isEqualTo(expectedDead);
 
-            Map<String, Long> effects = effects();
+            Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
                 long applied = processed.stream()
                         .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
@@ -747,10 +693,7 @@ class RabbitConsumerStateMachineTest {
             }
 
             long redeliveries = 0;
-            long duplicates = 0;
-            Map<Status, Long> byStatus = new HashMap<>();
             for (Processed p : processed) {
-                byStatus.merge(p.status(), 1L, Long::sum);
                 if (p.raw() > 1) {
                     assertThat(p.redelivered())
                             .as("%s, handed over for the %dth time, flagged redelivered; %s", p.copy(), p.raw(), what)
@@ -765,45 +708,13 @@ class RabbitConsumerStateMachineTest {
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
                 if (p.status() == Status.DUPLICATE) {
-                    duplicates++;
                     assertThat(effects.getOrDefault(p.eventId(), 0L))
                             .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries"))
-                    .as("once.redeliveries, " + what)
-                    .isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates"))
-                    .as("once.duplicates, " + what)
-                    .isEqualTo(duplicates);
-            for (Status s : Status.values()) {
-                assertThat((long) registry.get("once.deliveries")
-                                .tag("outcome", s.name().toLowerCase(java.util.Locale.ROOT))
-                                .counter()
-                                .count())
-                        .as("once.deliveries %s, %s", s, what)
-                        .isEqualTo(byStatus.getOrDefault(s, 0L));
-            }
-        }
-
-        private long counter(String name) {
-            return (long) registry.get(name).counter().count();
-        }
-
-        private Map<String, Long> effects() {
-            Map<String, Long> counts = new HashMap<>();
-            try (java.sql.Connection c = db.dataSource().getConnection();
-                    PreparedStatement ps =
-                            c.prepareStatement("SELECT event_id, count(*) FROM effect GROUP BY event_id");
-                    ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    counts.put(rs.getString(1), rs.getLong(2));
-                }
-            } catch (SQLException e) {
-                throw new IllegalStateException(e);
-            }
-            return counts;
+            EngineMeters.assertAgree(
+                    registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
         }
 
         private long ready(String q) throws Exception {

@@ -21,21 +21,15 @@ import javax.sql.DataSource;
 /**
  * The handler of the broker adapters' state machines: what it does on its first calls for an event
  * is scripted ({@link Behaviour}), after the script it writes the effect. The effect is a row of
- * table {@code effect} per application, with the copy that caused it (header {@value #COPY_HEADER},
- * set by the test's publisher), the delivery's source and attempt; no unique constraint on the event
- * id, on purpose, so an effect applied twice shows up as a second row.
+ * its own table per application, with the copy that caused it (header {@value #COPY_HEADER}, set by
+ * the test's publisher), the delivery's source and attempt; no unique constraint on the event id, on
+ * purpose, so an effect applied twice shows up as a second row. A table per handler: a chain that
+ * jqwik's bounded shrinking left running in the background must not drop or fill the next one's.
  */
 public final class ScriptedHandler implements Handler {
 
     /** Header naming the published copy of an event ({@code <event id>#<n>}). */
     public static final String COPY_HEADER = "test-copy";
-
-    /** Makes the effect table afresh. */
-    public static final String[] SCHEMA = {
-        "DROP TABLE IF EXISTS effect",
-        "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL, copy text NOT NULL,"
-                + " source text NOT NULL, attempt int NOT NULL CHECK (attempt > 0))"
-    };
 
     /** What the handler does on one call for an event. */
     public enum Behaviour {
@@ -51,12 +45,32 @@ public final class ScriptedHandler implements Handler {
     /** One effect row. */
     public record Effect(long seq, String eventId, String copy, String source) {}
 
+    private final String table;
     private final long slowMillis;
     private final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
 
-    /** @param slowMillis how long a {@link Behaviour#SLOW} call takes before it writes its effect */
-    public ScriptedHandler(long slowMillis) {
+    /**
+     * @param table      the effect table, made afresh by {@link #createTable}
+     * @param slowMillis how long a {@link Behaviour#SLOW} call takes before it writes its effect
+     */
+    public ScriptedHandler(String table, long slowMillis) {
+        if (!table.matches("[a-z][a-z0-9_]*")) {
+            throw new IllegalArgumentException("table must be a plain lower-case name, but was '" + table + "'");
+        }
+        this.table = table;
         this.slowMillis = slowMillis;
+    }
+
+    /** Makes the effect table afresh. */
+    public void createTable(DataSource ds) {
+        try (Connection c = ds.getConnection();
+                java.sql.Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS " + table);
+            s.execute("CREATE TABLE " + table + " (seq bigserial PRIMARY KEY, event_id text NOT NULL,"
+                    + " copy text NOT NULL, source text NOT NULL, attempt int NOT NULL CHECK (attempt > 0))");
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot make the effect table " + table, e);
+        }
     }
 
     /** The handler's first calls for {@code eventId}, one behaviour per call; then it applies the event. */
@@ -92,9 +106,9 @@ public final class ScriptedHandler implements Handler {
         }
     }
 
-    private static void effect(Connection c, Delivery d, String copy, int attempt) throws SQLException {
+    private void effect(Connection c, Delivery d, String copy, int attempt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO effect (event_id, copy, source, attempt) VALUES (?, ?, ?, ?)")) {
+                "INSERT INTO " + table + " (event_id, copy, source, attempt) VALUES (?, ?, ?, ?)")) {
             ps.setString(1, d.eventId()); // 1: event id
             ps.setString(2, copy); // 2: copy
             ps.setString(3, d.source() == null ? "" : d.source()); // 3: source
@@ -104,7 +118,7 @@ public final class ScriptedHandler implements Handler {
     }
 
     /** Committed effects per event id. */
-    public static Map<String, Long> effects(DataSource ds) {
+    public Map<String, Long> effects(DataSource ds) {
         Map<String, Long> counts = new HashMap<>();
         for (Effect e : effectRows(ds)) {
             counts.merge(e.eventId(), 1L, Long::sum);
@@ -113,11 +127,11 @@ public final class ScriptedHandler implements Handler {
     }
 
     /** Committed effect rows in the order they were written. */
-    public static List<Effect> effectRows(DataSource ds) {
+    public List<Effect> effectRows(DataSource ds) {
         List<Effect> rows = new ArrayList<>();
         try (Connection c = ds.getConnection();
                 PreparedStatement ps =
-                        c.prepareStatement("SELECT seq, event_id, copy, source FROM effect ORDER BY seq");
+                        c.prepareStatement("SELECT seq, event_id, copy, source FROM " + table + " ORDER BY seq");
                 ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 rows.add(new Effect(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4)));
