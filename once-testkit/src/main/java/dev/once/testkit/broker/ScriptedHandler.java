@@ -107,8 +107,8 @@ public final class ScriptedHandler implements Handler {
     }
 
     private void effect(Connection c, Delivery d, String copy, int attempt) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO " + table + " (event_id, copy, source, attempt) VALUES (?, ?, ?, ?)")) {
+        try (PreparedStatement ps =
+                c.prepareStatement("INSERT INTO " + table + " (event_id, copy, source, attempt) VALUES (?, ?, ?, ?)")) {
             ps.setString(1, d.eventId()); // 1: event id
             ps.setString(2, copy); // 2: copy
             ps.setString(3, d.source() == null ? "" : d.source()); // 3: source
