@@ -95,7 +95,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * {@code OrderGuard} promises); a delivery's attempt is above 1 exactly when it is flagged
  * redelivered, and only after a failed delivery of the same record; once.redeliveries,
  * once.duplicates and once.deliveries{outcome} agree with the reported outcomes. Tries:
- * {@value #TRIES} per offset store (CI); {@code -Donce.kafkaChain.tries=N} runs each chain N times.
+ * {@value #TRIES} per offset store (CI); {@code -Donce.kafkaChain.tries=N} runs N different chains in
+ * each try.
  *
  * <p>Found on its first run, with offsets in the database (shrinking reached its time bound):
  * {@code publish [] to 0; publish [PERMANENT, OK] to 1; publish [RETRYABLE] to 1; publish w4-e0 again
@@ -114,12 +115,13 @@ import org.awaitility.core.ConditionTimeoutException;
  * {…-1=2} past w3-e1#1 at 1/0, whose event's claim is not committed"); with a shrinking bound of
  * 240 s ({@code -Djqwik.shrinking.bounded.seconds=240}) 12 moves shrank to 4 ({@code crash a; second
  * runner starts; crash a; publish [OK] to 0}: "b1 commits offsets {…-0=1} past w38-e0#0 at 0/0").
- * 32 chains (8 repeats) found nothing more.
+ * After the fix, 32 different chains ({@code -Donce.kafkaChain.tries=8}: 218 s, 44 crashes in the ack
+ * gap, 23 dead letters, 23 batches abandoned by a rebalance) found nothing more.
  */
 class KafkaConsumerStateMachineTest {
 
     static final int TRIES = 2;
-    static final int REPEATS = Integer.getInteger("once.kafkaChain.tries", 1);
+    static final int CHAINS = Integer.getInteger("once.kafkaChain.tries", 1);
     static final RetryPolicy RETRIES = RetryPolicy.builder()
             .initialDelay(Duration.ofMillis(20))
             .maxDelay(Duration.ofMillis(40))
@@ -154,13 +156,13 @@ class KafkaConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void offsetsInKafka(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        run(chain, false);
+    void offsetsInKafka(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
+        run(chains, false);
     }
 
     @Property(tries = TRIES)
-    void offsetsInDatabase(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        run(chain, true);
+    void offsetsInDatabase(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
+        run(chains, true);
     }
 
     /** The smallest form of the hole the chain found first (see the class description), as a fixed sequence. */
@@ -174,8 +176,8 @@ class KafkaConsumerStateMachineTest {
         }
     }
 
-    private static void run(ActionChain<World> chain, boolean offsetsInDatabase) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
+    private static void run(List<ActionChain<World>> chains, boolean offsetsInDatabase) throws Exception {
+        for (ActionChain<World> chain : chains) {
             try (World w = new World(databases.postgres(), cluster(), offsetsInDatabase)) {
                 World.next.set(w);
                 chain.run();
@@ -190,7 +192,12 @@ class KafkaConsumerStateMachineTest {
     /** A producer retry of a published event, on its partition or the other one. */
     record Again(int pick, boolean otherPartition) {}
 
+    /** {@code -Donce.kafkaChain.tries} different chains per try (default 1), each on a world of its own. */
     @Provide
+    Arbitrary<List<ActionChain<World>>> chainsPerTry() {
+        return chains().list().ofSize(CHAINS);
+    }
+
     Arbitrary<ActionChain<World>> chains() {
         Arbitrary<Publish> publish = Combinators.combine(
                         Arbitraries.of(Behaviour.class).list().ofMaxSize(3),
