@@ -505,9 +505,7 @@ public final class IdempotencyKeys {
          * finishes racing a retry's begin fail. MariaDB counts whole seconds: it waits the value rounded up.
          */
         public Builder lockWait(Duration lockWait) {
-            if (lockWait == null
-                    || lockWait.toMillis() < 1
-                    || lockWait.compareTo(Duration.ofMinutes(1)) > 0) {
+            if (lockWait == null || lockWait.toMillis() < 1 || lockWait.compareTo(Duration.ofMinutes(1)) > 0) {
                 throw new InvalidConfigurationException("lockWait must be between 1ms and 1m, but was " + lockWait
                         + ": it bounds how long a begin waits for another transaction holding the key before it"
                         + " answers InProgress");

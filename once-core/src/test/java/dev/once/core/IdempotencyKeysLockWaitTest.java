@@ -47,8 +47,10 @@ class IdempotencyKeysLockWaitTest {
 
     static Stream<Arguments> databases() {
         return Stream.of(
-                Arguments.of("postgresql", (Supplier<TestDatabase>) () -> TestPostgres.shared().freshDatabase(4)),
-                Arguments.of("mariadb", (Supplier<TestDatabase>) () -> TestMariaDb.shared().freshDatabase(4)));
+                Arguments.of("postgresql", (Supplier<TestDatabase>)
+                        () -> TestPostgres.shared().freshDatabase(4)),
+                Arguments.of("mariadb", (Supplier<TestDatabase>)
+                        () -> TestMariaDb.shared().freshDatabase(4)));
     }
 
     @AfterEach
@@ -103,8 +105,8 @@ class IdempotencyKeysLockWaitTest {
         assertThat(keys.begin("t", "L", "fp")).isEqualTo(new BeginResult.InProgress(second.lockedUntil()));
         clock.advance(LOCK);
         assertThat(keys.begin("t", "L", "fp"))
-                .isInstanceOfSatisfying(BeginResult.Started.class, s -> assertThat(s.token())
-                        .isEqualTo(2));
+                .isInstanceOfSatisfying(
+                        BeginResult.Started.class, s -> assertThat(s.token()).isEqualTo(2));
     }
 
     @Test
