@@ -13,6 +13,8 @@ import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
@@ -107,6 +109,39 @@ class IdempotencyKeysLockWaitTest {
         assertThat(keys.begin("t", "L", "fp"))
                 .isInstanceOfSatisfying(
                         BeginResult.Started.class, s -> assertThat(s.token()).isEqualTo(2));
+    }
+
+    /**
+     * A row locked without being changed, as a begin holds it between its read and its commit (a stalled
+     * one): PostgreSQL's insert does not wait for a mere lock, so here the bound of the read for update
+     * answers; MariaDB's insert waits for it already.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("databases")
+    void aKeyRowLockedByAStalledBeginAnswersInProgressWithinTheBound(String name, Supplier<TestDatabase> database)
+            throws Exception {
+        db = database.get();
+        kept = name.equals("mariadb") ? Duration.ofSeconds(1) : LOCK_WAIT;
+        MutableClock clock = MutableClock.startingNow();
+        IdempotencyKeys keys = IdempotencyKeys.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .lockDuration(LOCK)
+                .lockWait(LOCK_WAIT)
+                .build();
+        BeginResult.Started first = (BeginResult.Started) keys.begin("t", "K", "fp");
+        try (Connection stalled = db.dataSource().getConnection()) {
+            stalled.setAutoCommit(false);
+            try (Statement s = stalled.createStatement();
+                    ResultSet rs = s.executeQuery(
+                            "SELECT state FROM once_idempotency_key WHERE idem_key = 'K' FOR UPDATE")) {
+                assertThat(rs.next()).isTrue();
+            }
+            assertThat(answered(() -> keys.begin("t", "K", "fp")))
+                    .isEqualTo(new BeginResult.InProgress(clock.instant().plus(LOCK_WAIT)));
+            stalled.rollback();
+        }
+        assertThat(keys.begin("t", "K", "fp")).isEqualTo(new BeginResult.InProgress(first.lockedUntil()));
     }
 
     @Test
