@@ -133,8 +133,8 @@ class IdempotencyKeysLockWaitTest {
         try (Connection stalled = db.dataSource().getConnection()) {
             stalled.setAutoCommit(false);
             try (Statement s = stalled.createStatement();
-                    ResultSet rs = s.executeQuery(
-                            "SELECT state FROM once_idempotency_key WHERE idem_key = 'K' FOR UPDATE")) {
+                    ResultSet rs =
+                            s.executeQuery("SELECT state FROM once_idempotency_key WHERE idem_key = 'K' FOR UPDATE")) {
                 assertThat(rs.next()).isTrue();
             }
             assertThat(answered(() -> keys.begin("t", "K", "fp")))
