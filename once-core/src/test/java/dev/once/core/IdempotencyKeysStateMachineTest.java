@@ -218,7 +218,7 @@ class IdempotencyKeysStateMachineTest {
                                 "finish in the caller's transaction",
                                 World::finishInTx))
                 .withAction(
-                        1,
+                        2,
                         move(
                                 w -> w.tx != null
                                         && w.pending == null
