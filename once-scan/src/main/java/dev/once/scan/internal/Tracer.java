@@ -851,7 +851,15 @@ final class Tracer {
         int eventsBefore = events.size();
         long effectsBefore =
                 events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count();
+        // a method of the repository that starts its work and returns the future of it, called as a statement: the
+        // handler drops the future and returns before the work is done (mod-pubsub's deliverEvent under auto-commit)
+        Location outer = f.async;
+        if (f.async == null && droppedFuture(c, stype, scope, f)) {
+            add(Event.Kind.ASYNC, c, f, null, null, shortText(c));
+            f.async = repo.loc(c);
+        }
         descend(c, name, stype, scope, f);
+        f.async = outer;
         if (stype == null
                 || !types.isRepoType(stype)
                 || events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() != effectsBefore) {
@@ -873,6 +881,35 @@ final class Tracer {
             // say the write. One whose code is in sight and only logs or computes has no effect
             collaboratorWrite(c, stype, f);
         }
+    }
+
+    /** A future a method started and hands back: eager, unlike a reactive publisher nothing runs until subscribed. */
+    private static final Pattern FUTURE_TYPE =
+            Pattern.compile("Future|CompletableFuture|CompletionStage|ListenableFuture");
+
+    /**
+     * A call, as a statement, to a method of the repository declared to return a future: the result is dropped, so
+     * nothing waits for the work it started.
+     */
+    private boolean droppedFuture(MethodCallExpr c, String stype, Optional<Expression> scope, Frame f) {
+        if (!(c.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.ExpressionStmt)) {
+            return false;
+        }
+        boolean self = scope.isEmpty() || scope.get() instanceof ThisExpr;
+        String type = self ? (f.type == null ? null : f.type.getNameAsString()) : stype;
+        if (type == null || !types.isRepoType(type)) {
+            return false;
+        }
+        List<MethodDeclaration> targets = repo.methods(type, c.getNameAsString(), c.getArguments().size(), c);
+        return !targets.isEmpty()
+                && targets.stream()
+                        .allMatch(m -> m.getBody().isPresent()
+                                && m.getType().isClassOrInterfaceType()
+                                && FUTURE_TYPE
+                                        .matcher(m.getType()
+                                                .asClassOrInterfaceType()
+                                                .getNameAsString())
+                                        .matches());
     }
 
     /**
