@@ -1732,7 +1732,8 @@ final class Tracer {
      * metric, a timestamp) is bookkeeping, not the message's effect.
      */
     private boolean collaboratorWrite(MethodCallExpr c, String stype, Frame f) {
-        String name = c.getNameAsString();
+        // read in English: a team naming its methods in its own language writes with lagre(…) as others save(…)
+        String name = Verbs.get().english(c.getNameAsString());
         // the message's data has to be handed over as a value: a call given only code (a lambda, a method reference)
         // runs it (a circuit breaker, a retry wrapper), and the trace walks that code where it is written
         List<Expression> values = c.getArguments().stream()
@@ -1763,7 +1764,7 @@ final class Tracer {
         if (f.data != null && values.stream().noneMatch(a -> Dataflow.mentions(a, f.data))) {
             return false;
         }
-        String what = type + "." + name;
+        String what = type + "." + c.getNameAsString();
         boolean keyed = KEYED_CALL.matcher(c.toString() + "\n" + memberText(f)).matches();
         if (name.matches("(save|persist)\\w*")) {
             // a save of an object loaded or passed in is an update by its key; only a freshly built one is a new row
