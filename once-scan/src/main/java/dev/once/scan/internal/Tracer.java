@@ -1000,7 +1000,7 @@ final class Tracer {
                 publish ? Event.Category.PUBLISH : notify ? Event.Category.EXTERNAL : Event.Category.EXTERNAL,
                 (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
                         + "the Camel endpoint " + scheme + ":",
-                false);
+                inRoute(c) && camelRequestKeyed(chainTop(c), f));
         return true;
     }
 
@@ -1158,8 +1158,86 @@ final class Tracer {
                 Blast.DATA,
                 Event.Category.EXTERNAL,
                 "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
-                keyed(chainTop(c).toString(), ""));
+                keyed(chainTop(c).toString(), "") || camelRequestKeyed(chainTop(c), f));
         return true;
+    }
+
+    /** A header a provider recognises a repeated request by: an idempotency key, a request or correlation id. */
+    private static final Pattern KEY_HEADER =
+            Pattern.compile("(?i)\"(x-)?(idempotency[-_]?key|request[-_]?id|correlation[-_]?id)\"");
+
+    /** A route reading an exchange property ({@code ${exchangeProperty.correlationId}}). */
+    private static final Pattern EXCHANGE_PROPERTY = Pattern.compile("\\$\\{exchangeProperty\\.(\\w+)}");
+
+    /** A request body's own id, set by the client: the receiver dedupes by it (Mojaloop's transactionRequestId). */
+    private static final Pattern REQUEST_ID_SETTER = Pattern.compile("set\\w*(RequestId|IdempotencyKey)");
+
+    /**
+     * The route's request carries an id the provider dedupes by and that stays the same when the work runs again: a
+     * key header set from an exchange property the caller filled with something other than a fresh UUID or the clock
+     * (the process's transaction id; followed to the caller's {@code exchange.setProperty(…)}), or a request id set
+     * on the body from a value that is not fresh. A key drawn fresh on each run (the caller's
+     * {@code setProperty(CORRELATION_ID, UUID.randomUUID())}) makes every repeat a new request.
+     */
+    private boolean camelRequestKeyed(Expression chain, Frame f) {
+        for (MethodCallExpr step : chain.findAll(MethodCallExpr.class)) {
+            if (REQUEST_ID_SETTER.matcher(step.getNameAsString()).matches()
+                    && step.getArguments().size() == 1
+                    && !FRESH.matcher(step.getArgument(0).toString()).matches()) {
+                return true;
+            }
+            if (!step.getNameAsString().equals("setHeader")
+                    || step.getArguments().size() != 2
+                    || !KEY_HEADER.matcher(step.getArgument(0).toString()).matches()) {
+                continue;
+            }
+            Expression value = step.getArgument(1);
+            String text = value instanceof MethodCallExpr v && v.getArguments().size() == 1
+                    ? constants.text(v.getArgument(0), v)
+                    : null;
+            text = text == null ? value.toString() : text;
+            if (FRESH.matcher(text).matches()) {
+                return false;
+            }
+            java.util.regex.Matcher property = EXCHANGE_PROPERTY.matcher(text);
+            if (!property.find()) {
+                return true; // a constant, or a header of the message: the same on every run
+            }
+            Boolean fresh = propertyFresh(property.group(1), f);
+            return fresh != null && !fresh;
+        }
+        return false;
+    }
+
+    /**
+     * Whether the caller that sent the exchange into this route (innermost first) fills {@code property} with a fresh
+     * value; null when no caller on the path sets it.
+     */
+    private Boolean propertyFresh(String property, Frame f) {
+        for (int i = f.sites.size() - 1; i >= 0; i--) {
+            Node site = f.sites.get(i);
+            // the worker's lambda, else the route a `.to("direct:…")` step is part of (not its neighbours in
+            // configure()), else the method
+            Node body = Types.ancestor(site, LambdaExpr.class)
+                    .map(Node.class::cast)
+                    .or(() -> inRoute(site)
+                            ? Types.ancestor(site, com.github.javaparser.ast.stmt.ExpressionStmt.class)
+                                    .map(Node.class::cast)
+                            : Optional.empty())
+                    .or(() -> Types.ancestor(site, MethodDeclaration.class).map(Node.class::cast))
+                    .orElse(null);
+            if (body == null) {
+                continue;
+            }
+            for (MethodCallExpr set : body.findAll(
+                    MethodCallExpr.class,
+                    x -> x.getNameAsString().equals("setProperty") && x.getArguments().size() == 2)) {
+                if (property.equals(constants.text(set.getArgument(0), set))) {
+                    return FRESH.matcher(set.getArgument(1).toString()).matches();
+                }
+            }
+        }
+        return null;
     }
 
     /** The methods a Camel step names on a repository class: the one named, else its public methods. */
