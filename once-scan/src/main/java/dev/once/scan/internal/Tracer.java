@@ -96,6 +96,16 @@ final class Tracer {
             "KafkaOperations",
             "Channel",
             "JetStream");
+    /**
+     * A library's wrapper of a broker's template, named for what it wraps (eGov's {@code CustomKafkaTemplate}, a
+     * {@code TracingKafkaTemplate}): it publishes as the template does. Only the template and producer names, which
+     * say their broker; a bare {@code Producer} or {@code Channel} suffix says nothing.
+     */
+    private static boolean publisher(String type) {
+        return PUBLISHERS.contains(type)
+                || type.matches("\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)");
+    }
+
     /** A publish addressed to the request's reply-to. */
     private static final Pattern REPLY_CALL = Pattern.compile("(?s).*get(JMS)?ReplyTo\\(.*");
     /** The handler copies the request's correlation id onto what it sends. */
@@ -904,12 +914,29 @@ final class Tracer {
         return !targets.isEmpty()
                 && targets.stream()
                         .allMatch(m -> m.getBody().isPresent()
+                                && !returnsCompleted(m)
                                 && m.getType().isClassOrInterfaceType()
                                 && FUTURE_TYPE
                                         .matcher(m.getType()
                                                 .asClassOrInterfaceType()
                                                 .getNameAsString())
                                         .matches());
+    }
+
+    /** A future made already complete: the method did its work before it returned it. */
+    private static final Pattern COMPLETED_FUTURE = Pattern.compile(
+            "(?s)\\s*(\\w+\\.)?(completedFuture|completedStage|succeededFuture|succeeded|immediateFuture|failedFuture)\\(.*");
+
+    /** Every return of the method hands back a future made complete (work done in this thread, the future a formality). */
+    private static boolean returnsCompleted(MethodDeclaration m) {
+        List<com.github.javaparser.ast.stmt.ReturnStmt> returns =
+                m.findAll(com.github.javaparser.ast.stmt.ReturnStmt.class, r -> Types.ancestor(r, LambdaExpr.class)
+                        .isEmpty());
+        return !returns.isEmpty()
+                && returns.stream()
+                        .allMatch(r -> r.getExpression()
+                                .map(x -> COMPLETED_FUTURE.matcher(x.toString()).matches())
+                                .orElse(false));
     }
 
     /**
@@ -1201,7 +1228,9 @@ final class Tracer {
             }
             java.util.regex.Matcher property = EXCHANGE_PROPERTY.matcher(text);
             if (!property.find()) {
-                return true; // a constant, or a header of the message: the same on every run
+                // an idempotency key or request id copied from a constant or the message is the same on every run; a
+                // correlation id copied along is as often a tracing header, so it counts only when the sender chose it
+                return !step.getArgument(0).toString().toLowerCase(Locale.ROOT).contains("correlation");
             }
             Boolean fresh = propertyFresh(property.group(1), f);
             return fresh != null && !fresh;
@@ -1539,7 +1568,7 @@ final class Tracer {
         boolean library = !repoType && stype != null;
         String text = library || scopeText.contains("creator(") ? c.toString() : "";
         String member = library ? memberText(f) : "";
-        if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
+        if (!repoType && stype != null && publisher(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches(
                     "(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
             // a reply to a request (sent to its reply-to address, or carrying its correlation id): the
