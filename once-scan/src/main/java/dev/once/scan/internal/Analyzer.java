@@ -269,7 +269,8 @@ final class Analyzer {
         for (Event x : effects) {
             // a consumer committing on a timer reads again what it handled since the last commit: its effects repeat
             boolean noRedelivery = e.ack == Entry.Ack.NONE || auto && !e.timerCommit;
-            if (noRedelivery
+            // a timer may commit between the write and the publish as well: the loss is reported as it is without one
+            if ((e.ack == Entry.Ack.NONE || auto)
                     && x.category() == Event.Category.PUBLISH
                     && !x.keyed()
                     && !eos
