@@ -50,6 +50,7 @@ final class Entry {
      * read again after a crash or rebalance, so its effects repeat as well as get lost.
      */
     boolean timerCommit;
+
     Framework framework = Framework.NONE;
     String frameworkText;
     Location frameworkLocation;

@@ -103,7 +103,8 @@ final class Tracer {
      */
     private static boolean publisher(String type) {
         return PUBLISHERS.contains(type)
-                || type.matches("\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)");
+                || type.matches(
+                        "\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)");
     }
 
     /** A publish addressed to the request's reply-to. */
@@ -910,7 +911,8 @@ final class Tracer {
         if (type == null || !types.isRepoType(type)) {
             return false;
         }
-        List<MethodDeclaration> targets = repo.methods(type, c.getNameAsString(), c.getArguments().size(), c);
+        List<MethodDeclaration> targets =
+                repo.methods(type, c.getNameAsString(), c.getArguments().size(), c);
         return !targets.isEmpty()
                 && targets.stream()
                         .allMatch(m -> m.getBody().isPresent()
@@ -929,9 +931,9 @@ final class Tracer {
 
     /** Every return of the method hands back a future made complete (work done in this thread, the future a formality). */
     private static boolean returnsCompleted(MethodDeclaration m) {
-        List<com.github.javaparser.ast.stmt.ReturnStmt> returns =
-                m.findAll(com.github.javaparser.ast.stmt.ReturnStmt.class, r -> Types.ancestor(r, LambdaExpr.class)
-                        .isEmpty());
+        List<com.github.javaparser.ast.stmt.ReturnStmt> returns = m.findAll(
+                com.github.javaparser.ast.stmt.ReturnStmt.class,
+                r -> Types.ancestor(r, LambdaExpr.class).isEmpty());
         return !returns.isEmpty()
                 && returns.stream()
                         .allMatch(r -> r.getExpression()
@@ -1260,7 +1262,8 @@ final class Tracer {
             }
             for (MethodCallExpr set : body.findAll(
                     MethodCallExpr.class,
-                    x -> x.getNameAsString().equals("setProperty") && x.getArguments().size() == 2)) {
+                    x -> x.getNameAsString().equals("setProperty")
+                            && x.getArguments().size() == 2)) {
                 if (property.equals(constants.text(set.getArgument(0), set))) {
                     return FRESH.matcher(set.getArgument(1).toString()).matches();
                 }

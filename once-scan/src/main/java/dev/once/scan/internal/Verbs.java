@@ -31,8 +31,8 @@ final class Verbs {
         for (DataLine line : DataLine.of(lines)) {
             String[] c = line.columns(source, "language", "verb", "english");
             if (!c[2].matches("[a-z]+")) {
-                throw new IllegalStateException(
-                        source + ":" + line.number() + ": the English verb must be one lower-case word, not '" + c[2] + "'");
+                throw new IllegalStateException(source + ":" + line.number()
+                        + ": the English verb must be one lower-case word, not '" + c[2] + "'");
             }
             out.put(c[1].toLowerCase(Locale.ROOT), c[2]);
         }
