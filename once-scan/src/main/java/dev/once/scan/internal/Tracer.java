@@ -507,11 +507,12 @@ final class Tracer {
         }
         visitChildren(t, f);
         BlockStmt work = t.getTryBlock();
+        List<Node> tasks = boundTasks(work, f);
         Event failed = events.stream()
                 .filter(x -> x.kind() == Event.Kind.EFFECT
                         && x.handedOff() == null
                         && x.blast() != Blast.CACHE
-                        && within(x, work))
+                        && (within(x, work) || tasks.stream().anyMatch(b -> within(x, b))))
                 .findFirst()
                 .orElse(null);
         if (failed != null) {
@@ -1558,7 +1559,37 @@ final class Tracer {
     }
 
     /** Whether an event's path passes through a block (a call made in it, or the event itself). */
-    private boolean within(Event x, BlockStmt b) {
+    /**
+     * The lambdas and method references the caller passed for parameters of this frame's method that {@code work}
+     * calls ({@code process(event, e -> save(e), tenant)} into {@code eventProcessor.accept(event)} inside the try):
+     * their work was walked where they are written, at the call, and it is the work this block runs.
+     */
+    private static List<Node> boundTasks(BlockStmt work, Frame f) {
+        if (f.method == null
+                || f.sites.isEmpty()
+                || !(f.sites.get(f.sites.size() - 1) instanceof MethodCallExpr site)
+                || site.getArguments().size() != f.method.getParameters().size()) {
+            return List.of();
+        }
+        List<Node> out = new ArrayList<>();
+        for (int i = 0; i < site.getArguments().size(); i++) {
+            Expression a = site.getArgument(i);
+            String param = f.method.getParameter(i).getNameAsString();
+            if ((a.isLambdaExpr() || a.isMethodReferenceExpr())
+                    && !work.findAll(
+                                    MethodCallExpr.class,
+                                    c -> c.getScope()
+                                            .filter(x -> x instanceof NameExpr n
+                                                    && n.getNameAsString().equals(param))
+                                            .isPresent())
+                            .isEmpty()) {
+                out.add(a);
+            }
+        }
+        return out;
+    }
+
+    private boolean within(Event x, Node b) {
         Location from = repo.loc(b);
         int end = b.getEnd().map(pos -> pos.line).orElse(from.line());
         return x.path().stream()
