@@ -314,20 +314,36 @@ public interface Dialect {
     // ---- idempotency keys (dev.once.keys) ------------------------------------------------------
 
     /**
-     * Inserts a new key in state {@code processing} with token 1, or nothing when the key exists
-     * (waiting for a concurrent insert of the same key to end). Binds: 1 scope, 2 key,
-     * 3 fingerprint, 4 locked_until, 5 created_at, 6 updated_at. 1 row: started.
+     * Inserts a new key in state {@code processing} with token 1, or nothing when the key exists,
+     * waiting at most {@code lockWait} for a transaction that inserted, updated or locked the key
+     * (then it fails with {@link #isLockTimeout}). Run in a transaction of its own: the bound may
+     * outlast the statement to the transaction's end. Binds: 1 scope, 2 key, 3 fingerprint,
+     * 4 locked_until, 5 created_at, 6 updated_at. 1 row: started.
      */
-    String keyInsert(String prefix);
+    String keyInsert(String prefix, Duration lockWait);
 
     /**
-     * Reads and locks one key until the transaction ends. Binds: 1 scope, 2 key. Columns:
-     * fingerprint, state, result_status, result, fencing_token, locked_until.
+     * Reads and locks one key until the transaction ends, waiting at most {@code lockWait} for
+     * another transaction's lock on it ({@link #isLockTimeout}), as {@link #keyInsert}. Binds: 1 scope,
+     * 2 key. Columns: fingerprint, state, result_status, result, fencing_token, locked_until.
      */
-    default String keySelectForUpdate(String prefix) {
-        return "SELECT fingerprint, state, result_status, result, fencing_token, locked_until FROM "
-                + quote(prefix + "idempotency_key") + " WHERE scope = ? AND idem_key = ? FOR UPDATE";
+    default String keySelectForUpdate(String prefix, Duration lockWait) {
+        return withLockWait(
+                lockWait,
+                "SELECT fingerprint, state, result_status, result, fencing_token, locked_until FROM "
+                        + quote(prefix + "idempotency_key") + " WHERE scope = ? AND idem_key = ?",
+                " FOR UPDATE");
     }
+
+    /**
+     * The statement {@code filtered + tail}, its lock waits bounded by {@code wait}, or, when it is
+     * null, left to the session's own timeout; the same mechanism as the claim's lock timeout
+     * ({@link #claim}), except that nothing puts the session's value back: run it, as
+     * {@link #keyInsert}, in a transaction of its own, where the bound may last to the end.
+     * {@code filtered} ends in the conditions of a WHERE clause, which a dialect may extend;
+     * {@code tail} (a locking clause, or nothing) follows them.
+     */
+    String withLockWait(Duration wait, String filtered, String tail);
 
     /**
      * Takes over a key whose claim expired or whose last attempt failed retryably: state back to
@@ -348,11 +364,16 @@ public interface Dialect {
      * is kept after the finish, so that a refused finish can still tell "already finished" from
      * "claimed anew". Binds: 1 state, 2 result_status, 3 result, 4 updated_at, 5 scope, 6 key,
      * 7 token, 8 locked_until. 1 row: recorded; 0: not this claim's to finish (see {@link #keyToken}).
+     * Waits at most {@code lockWait} for another transaction's lock on the key, as {@link #keyInsert},
+     * or, when it is null (the caller's transaction), as long as the session's timeout allows.
      */
-    default String keyFinish(String prefix) {
-        return "UPDATE " + quote(prefix + "idempotency_key") + " SET state = ?, result_status = ?, result = ?,"
-                + " updated_at = ? WHERE scope = ? AND idem_key = ? AND fencing_token = ? AND locked_until = ?"
-                + " AND state = 'processing'";
+    default String keyFinish(String prefix, Duration lockWait) {
+        return withLockWait(
+                lockWait,
+                "UPDATE " + quote(prefix + "idempotency_key") + " SET state = ?, result_status = ?, result = ?,"
+                        + " updated_at = ? WHERE scope = ? AND idem_key = ? AND fencing_token = ? AND locked_until = ?"
+                        + " AND state = 'processing'",
+                "");
     }
 
     /** The current claim of a key, to explain a rejected finish. Binds: 1 scope, 2 key. Columns: fencing_token, locked_until. */
@@ -490,7 +511,10 @@ public interface Dialect {
         return false;
     }
 
-    /** SQL states, error codes: the claim waited longer than the lock timeout for a concurrent duplicate. */
+    /**
+     * SQL states, error codes: a statement waited longer than its lock timeout (the claim's for a
+     * concurrent duplicate, an idempotency key's lock wait) or the session's.
+     */
     boolean isLockTimeout(SQLException e);
 
     /** Deadlock or serialization failure: the whole transaction may be retried. */

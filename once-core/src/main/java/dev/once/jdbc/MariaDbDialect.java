@@ -223,11 +223,20 @@ public final class MariaDbDialect implements Dialect {
         throw new UnsupportedOperationException("leases are not supported on mariadb yet; use PostgreSQL");
     }
 
+    // INSERT IGNORE takes a shared lock on a duplicate, so it waits for a transaction that updated
+    // or locked the key; IGNORE does not turn that wait's timeout (1205) into a warning.
     @Override
-    public String keyInsert(String prefix) {
-        return "INSERT IGNORE INTO " + quote(prefix + "idempotency_key")
-                + " (scope, idem_key, fingerprint, state, fencing_token, locked_until, created_at, updated_at)"
-                + " VALUES (?, ?, ?, 'processing', 1, ?, ?, ?)";
+    public String keyInsert(String prefix, Duration lockWait) {
+        return withLockTimeout(
+                lockWait,
+                "INSERT IGNORE INTO " + quote(prefix + "idempotency_key")
+                        + " (scope, idem_key, fingerprint, state, fencing_token, locked_until, created_at, updated_at)"
+                        + " VALUES (?, ?, ?, 'processing', 1, ?, ?, ?)");
+    }
+
+    @Override
+    public String withLockWait(Duration wait, String filtered, String tail) {
+        return withLockTimeout(wait, filtered + tail);
     }
 
     @Override

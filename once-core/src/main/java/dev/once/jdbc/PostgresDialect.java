@@ -328,11 +328,22 @@ public final class PostgresDialect implements Dialect {
                 + " expires_at = EXCLUDED.expires_at WHERE l.owner IS NULL OR l.expires_at <= ? RETURNING token";
     }
 
+    // As the claim's: the SELECT form carries the lock timeout, set before the insert can wait for
+    // the key's row (ON CONFLICT waits for a transaction that inserted or updated it). Not put back:
+    // the key's transaction is its own, and nothing after the insert in it waits.
     @Override
-    public String keyInsert(String prefix) {
+    public String keyInsert(String prefix, Duration lockWait) {
         return "INSERT INTO " + quote(prefix + "idempotency_key")
                 + " (scope, idem_key, fingerprint, state, fencing_token, locked_until, created_at, updated_at)"
-                + " VALUES (?, ?, ?, 'processing', 1, ?, ?, ?) ON CONFLICT DO NOTHING";
+                + " SELECT ?, ?, ?, 'processing', 1, ?, ?, ? WHERE " + lockTimeout(lockWait) + ON_CONFLICT;
+    }
+
+    // The condition is evaluated once, before the scan hands a row to the lock or the update. It lasts
+    // to the transaction's end: the keys run these in transactions of their own, whose later
+    // statements wait for nothing (the row is theirs by then).
+    @Override
+    public String withLockWait(Duration wait, String filtered, String tail) {
+        return wait == null ? filtered + tail : filtered + " AND " + lockTimeout(wait) + tail;
     }
 
     @Override

@@ -75,8 +75,11 @@ public sealed interface BeginResult
 
     /**
      * Another caller holds the key and has not finished; retry after {@code lockedUntil} at the latest.
+     * Also the answer when another transaction held the key's row longer than
+     * {@link IdempotencyKeys.Builder#lockWait} (a caller's transaction that finished the key and has not
+     * ended): {@code lockedUntil} is then now plus the lock wait, since a retry soon likely replays.
      *
-     * @param lockedUntil when the holder's claim lapses and the key can be taken over
+     * @param lockedUntil when the holder's claim lapses and the key can be taken over, or the hint above
      */
     record InProgress(Instant lockedUntil) implements BeginResult {
         public InProgress {

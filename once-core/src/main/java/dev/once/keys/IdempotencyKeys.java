@@ -65,6 +65,14 @@ public final class IdempotencyKeys {
 
     /** How long a started claim excludes others before it can be taken over, unless configured. */
     public static final Duration DEFAULT_LOCK_DURATION = Duration.ofMinutes(1);
+    /**
+     * How long a call waits for another transaction holding a key's row, unless configured. A
+     * healthy holder keeps it for milliseconds (a concurrent begin, a finish until its commit), so
+     * this lets a begin replay a result that is being committed instead of answering in progress,
+     * while a request thread never waits much longer than a second for a transaction left open
+     * (MariaDB's least wait, too: it counts whole seconds).
+     */
+    public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(1);
     /** Largest saved result, in bytes, unless configured. */
     public static final int DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
     /** Longest idempotency key, in characters (Stripe's limit, and the column size). */
@@ -83,11 +91,13 @@ public final class IdempotencyKeys {
     private final Dialect dialect;
     private final Clock clock;
     private final Duration lockDuration;
+    private final Duration lockWait;
     private final int maxResultBytes;
     private final String insertSql;
     private final String selectSql;
     private final String restartSql;
     private final String finishSql;
+    private final String finishOwnSql;
     private final String tokenSql;
 
     private IdempotencyKeys(Builder b, JdbcTarget t) {
@@ -96,11 +106,14 @@ public final class IdempotencyKeys {
         this.dialect = dialect;
         this.clock = t.clock();
         this.lockDuration = b.lockDuration;
+        this.lockWait = b.lockWait;
         this.maxResultBytes = b.maxResultBytes;
-        this.insertSql = dialect.keyInsert(t.tablePrefix());
-        this.selectSql = dialect.keySelectForUpdate(t.tablePrefix());
+        this.insertSql = dialect.keyInsert(t.tablePrefix(), lockWait);
+        this.selectSql = dialect.keySelectForUpdate(t.tablePrefix(), lockWait);
         this.restartSql = dialect.keyRestart(t.tablePrefix());
-        this.finishSql = dialect.keyFinish(t.tablePrefix());
+        // In the caller's transaction its session's timeout governs, as for the consumer's handler.
+        this.finishSql = dialect.keyFinish(t.tablePrefix(), null);
+        this.finishOwnSql = dialect.keyFinish(t.tablePrefix(), lockWait);
         this.tokenSql = dialect.keyToken(t.tablePrefix());
     }
 
@@ -145,9 +158,18 @@ public final class IdempotencyKeys {
     /**
      * Claims {@code key} in {@code scope} for a request with {@code fingerprint}, or reports why not.
      *
+     * <p>Waits at most {@link Builder#lockWait} for another transaction that holds the key's row: a
+     * concurrent begin of the key, or a caller's transaction that finished it
+     * ({@link #complete(Connection, BeginResult.Started, int, byte[])}) and has not ended. Past that it
+     * answers {@link BeginResult.InProgress}, whose {@code lockedUntil} is then now plus the lock wait:
+     * that transaction is finishing the key, so a retry soon replays its result, or, if it rolled back,
+     * meets the claim as it was. Each of its statements is bounded so (a new key's insert, an existing
+     * key's read), and the wait is over once one times out.
+     *
      * @return {@link BeginResult.Started} (do the work, then {@link #complete} or {@link #fail}),
      *         {@link BeginResult.Replay} (the saved result), {@link BeginResult.InProgress} (another
-     *         caller holds it), or {@link BeginResult.Mismatch} (the key belongs to another request)
+     *         caller holds it, or another transaction held its row past the lock wait), or
+     *         {@link BeginResult.Mismatch} (the key belongs to another request)
      * @throws InvalidIdempotencyKeyException if scope, key or fingerprint is blank, too long or has control characters
      * @throws OnceException if the database fails; nothing was claimed, the caller may retry
      */
@@ -174,6 +196,11 @@ public final class IdempotencyKeys {
                     return r;
                 }
             } catch (SQLException e) {
+                if (dialect.isLockTimeout(e)) {
+                    // Not a race to retry: the holder is a transaction still open, most likely one that
+                    // finished the key and has not committed yet.
+                    return new BeginResult.InProgress(clock.instant().plus(lockWait));
+                }
                 if (!dialect.isTransientConflict(e)) {
                     throw new OnceException(
                             "begin of idempotency key '" + key + "' in scope '" + scope + "' failed: " + e.getMessage(),
@@ -285,7 +312,10 @@ public final class IdempotencyKeys {
      * @throws StaleFencingTokenException if the claim expired and another caller took the key over:
      *         this result is discarded, the successor's stands
      * @throws IdempotencyResultTooLargeException if the body exceeds the cap; nothing was saved
-     * @throws OnceException if the database fails; the key stays processing and can be taken over after its claim
+     * @throws OnceException if the database fails, or another transaction holds the key's row longer than
+     *         {@link Builder#lockWait} (one that finished it with {@link #complete(Connection, BeginResult.Started,
+     *         int, byte[])} and has not ended, perhaps this thread's own); the key stays processing and can
+     *         be taken over after its claim
      */
     public void complete(BeginResult.Started started, int status, byte[] body) {
         finish(started, SUCCEEDED, status, body);
@@ -294,9 +324,11 @@ public final class IdempotencyKeys {
     /**
      * {@link #complete(BeginResult.Started, int, byte[])} inside the caller's transaction (not
      * auto-commit): the result commits with it, or not at all. The key's row stays locked until that
-     * transaction ends, so another caller's {@link #begin} of the key waits for it (no lock timeout)
-     * and then replays the result, or, if it rolled back, answers as before it (in progress, or started
-     * once the claim lapsed): commit soon after.
+     * transaction ends: another caller's {@link #begin} of the key waits for it at most
+     * {@link Builder#lockWait} and answers {@link BeginResult.InProgress} past that (a retry after the
+     * commit replays the result, after a rollback it meets the claim as before: in progress, or
+     * started once the claim lapsed), and a finish of the key outside a transaction fails past it.
+     * Commit soon after. This statement itself waits as the transaction's own lock timeout allows.
      * On MariaDB the row stays locked even after a refused finish or a rollback to a savepoint taken after the
      * transaction's first statement (InnoDB
      * keeps a transaction's row locks to its end), and its {@link dev.once.retention.IdempotencyKeyPruner}
@@ -304,7 +336,7 @@ public final class IdempotencyKeys {
      */
     public void complete(Connection connection, BeginResult.Started started, int status, byte[] body)
             throws SQLException {
-        finishIn(Objects.requireNonNull(connection, "connection"), started, SUCCEEDED, status, body);
+        finishIn(Objects.requireNonNull(connection, "connection"), finishSql, started, SUCCEEDED, status, body);
     }
 
     /**
@@ -315,6 +347,8 @@ public final class IdempotencyKeys {
      *                  (a declined card, a validation error)
      * @throws StaleFencingTokenException if another caller took the key over
      * @throws IdempotencyResultTooLargeException if the body exceeds the cap
+     * @throws OnceException as {@link #complete(BeginResult.Started, int, byte[])}: the database failed,
+     *         or another transaction held the key's row longer than {@link Builder#lockWait}
      */
     public void fail(BeginResult.Started started, boolean retryable, int status, byte[] body) {
         finish(started, retryable ? RETRYABLE : FAILED, status, retryable ? null : body);
@@ -328,6 +362,7 @@ public final class IdempotencyKeys {
             throws SQLException {
         finishIn(
                 Objects.requireNonNull(connection, "connection"),
+                finishSql,
                 started,
                 retryable ? RETRYABLE : FAILED,
                 status,
@@ -337,10 +372,18 @@ public final class IdempotencyKeys {
     private void finish(BeginResult.Started started, String state, int status, byte[] body) {
         try {
             target.inTransaction(c -> {
-                finishIn(c, started, state, status, body);
+                finishIn(c, finishOwnSql, started, state, status, body);
                 return null;
             });
         } catch (SQLException e) {
+            if (dialect.isLockTimeout(e)) {
+                throw new OnceException(
+                        "saving the result of idempotency key '" + started.key() + "' in scope '" + started.scope()
+                                + "' waited longer than lockWait (" + lockWait + ") for another transaction"
+                                + " holding the key: one that finished it with complete or fail(Connection, ...)"
+                                + " and has not ended, perhaps this thread's own; nothing was saved",
+                        e);
+            }
             throw new OnceException(
                     "saving the result of idempotency key '" + started.key() + "' in scope '" + started.scope()
                             + "' failed: " + e.getMessage(),
@@ -348,7 +391,8 @@ public final class IdempotencyKeys {
         }
     }
 
-    private void finishIn(Connection c, BeginResult.Started started, String state, int status, byte[] body)
+    private void finishIn(
+            Connection c, String updateSql, BeginResult.Started started, String state, int status, byte[] body)
             throws SQLException {
         Objects.requireNonNull(started, "started");
         if (status < 0 || status > 999) {
@@ -358,7 +402,7 @@ public final class IdempotencyKeys {
             throw new IdempotencyResultTooLargeException(started.scope(), started.key(), body.length, maxResultBytes);
         }
         Instant claimedUntil = started.lockedUntil().truncatedTo(ChronoUnit.MICROS);
-        try (PreparedStatement ps = c.prepareStatement(finishSql)) {
+        try (PreparedStatement ps = c.prepareStatement(updateSql)) {
             ps.setString(1, state); // 1 state
             ps.setInt(2, status); // 2 result_status
             ps.setBytes(3, body); // 3 result
@@ -426,6 +470,7 @@ public final class IdempotencyKeys {
     /** Builds {@link IdempotencyKeys}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends JdbcBuilder<Builder> {
         private Duration lockDuration = DEFAULT_LOCK_DURATION;
+        private Duration lockWait = DEFAULT_LOCK_WAIT;
         private int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
 
         private Builder() {}
@@ -448,6 +493,24 @@ public final class IdempotencyKeys {
                         + lockDuration + ": it must outlast the slowest request the key protects");
             }
             this.lockDuration = lockDuration;
+            return this;
+        }
+
+        /**
+         * How long a call waits for another transaction holding a key's row, 1 ms to 1 minute; default
+         * {@link #DEFAULT_LOCK_WAIT}. Past it {@link #begin} answers {@link BeginResult.InProgress}, and
+         * {@link #complete(BeginResult.Started, int, byte[])} and {@link #fail(BeginResult.Started, boolean,
+         * int, byte[])} throw {@link OnceException} having saved nothing. Longer than a concurrent begin or
+         * a finish's commit holds the row (milliseconds), or results being committed are not replayed and
+         * finishes racing a retry's begin fail. MariaDB counts whole seconds: it waits the value rounded up.
+         */
+        public Builder lockWait(Duration lockWait) {
+            if (lockWait == null || lockWait.toMillis() < 1 || lockWait.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new InvalidConfigurationException("lockWait must be between 1ms and 1m, but was " + lockWait
+                        + ": it bounds how long a begin waits for another transaction holding the key before it"
+                        + " answers InProgress");
+            }
+            this.lockWait = lockWait;
             return this;
         }
 

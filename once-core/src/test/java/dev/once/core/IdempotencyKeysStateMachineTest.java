@@ -81,10 +81,15 @@ import net.jqwik.api.state.ActionChainArbitrary;
  * a rollback to a savepoint notwithstanding, unless the savepoint came before the transaction's first
  * statement, when InnoDB rolls its whole transaction back; a finish of a missing key locks the gap,
  * which may hold up the insert of another; the pruner's scan waits for the locked rows it deletes and
- * may for others. A call that waits is judged when those locks go, against the model then (after the
- * commit a begin replays the committed result; after a rollback it finds the key in progress, or takes
- * it over). After every move the committed effect rows are exactly those of the committed finishes
- * that wrote one. {@value #TX_TRIES} tries per database in CI; {@code -Donce.keysTx.tries=N} runs N
+ * may for others. A begin, and a finish in a transaction of its own, wait at most the keys' lock wait
+ * ({@value #LOCK_WAIT_MILLIS} ms; MariaDB keeps a whole second): where the model says they wait, a begin
+ * must answer in progress (now plus the lock wait) and such a finish fail having saved nothing, both
+ * within that and some slack; a move begins a key the transaction holds on purpose (a retry of a
+ * request whose transaction is still open), and once it ends the begins answer as the model says
+ * (the committed result replayed; after a rollback the key in progress, or taken over). The calls
+ * that still wait (a finish in {@link KeyTransaction}, the pruner) are judged when those locks go,
+ * against the model then. After every move the committed effect rows are exactly those of the
+ * committed finishes that wrote one. {@value #TX_TRIES} tries per database in CI; {@code -Donce.keysTx.tries=N} runs N
  * distinct chains in each try.
  *
  * <p>No hole found in the library (480 chains per database). Wrong in the model first, each seen in a
@@ -99,7 +104,9 @@ import net.jqwik.api.state.ActionChainArbitrary;
  * LOCKED} (it waited for a transaction holding a finished, lapsed key: begin k1 with another
  * fingerprint, advance 1 s, open, begin k1 (mismatch), advance 61 s, fail retryably in the
  * transaction, prune; found with
- * {@code -Donce.keysTx.tries=10}, not in CI's tries).
+ * {@code -Donce.keysTx.tries=10}, not in CI's tries); the keys' statements without their lock wait
+ * (a begin of a key the transaction holds got no answer in 4 s: open, begin k1, begin k0, fail with an
+ * effect in the transaction after a savepoint, begin k1; both databases, first run).
  */
 class IdempotencyKeysStateMachineTest {
 
@@ -112,6 +119,12 @@ class IdempotencyKeysStateMachineTest {
     static final int TX_CHAINS = Integer.getInteger("once.keysTx.tries", 1);
     /** How long a call on another connection may take to return or to be seen waiting for the caller's transaction. */
     static final Duration WAIT = Duration.ofSeconds(10);
+    /** The keys' lock wait: how long a begin, or a finish of its own, waits for the caller's transaction. */
+    static final long LOCK_WAIT_MILLIS = 100;
+
+    static final Duration LOCK_WAIT = Duration.ofMillis(LOCK_WAIT_MILLIS);
+    /** Beyond the lock wait the database keeps, for scheduling on a loaded machine (without it: forever, or 50 s). */
+    static final Duration SLACK = Duration.ofSeconds(4);
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(4);
     // The calls of other callers while the caller's transaction is open: they may wait for its locks.
@@ -204,6 +217,15 @@ class IdempotencyKeysStateMachineTest {
                                 finishes,
                                 "finish in the caller's transaction",
                                 World::finishInTx))
+                .withAction(
+                        2,
+                        move(
+                                w -> w.tx != null
+                                        && w.pending == null
+                                        && !w.held().isEmpty(),
+                                Arbitraries.integers().between(0, 3),
+                                "begin a key the caller's transaction holds",
+                                World::beginHeld))
                 .withAction(2, move(w -> w.tx != null, Arbitraries.just(0), "savepoint", (w, n) -> w.savepoint()))
                 .withAction(
                         2,
@@ -328,6 +350,7 @@ class IdempotencyKeysStateMachineTest {
                     .dataSource(db.dataSource())
                     .clock(clock)
                     .lockDuration(LOCK)
+                    .lockWait(LOCK_WAIT)
                     .build();
             pruner = IdempotencyKeyPruner.builder()
                     .dataSource(db.dataSource())
@@ -368,8 +391,32 @@ class IdempotencyKeysStateMachineTest {
 
         /** n: bit 0 the key, bit 1 the fingerprint (the request's, or another request's). */
         void begin(int n) {
-            String key = "k" + (n & 1);
-            String fingerprint = (n & 2) == 0 ? "fp" : "other";
+            begin("k" + (n & 1), (n & 2) == 0 ? "fp" : "other");
+        }
+
+        /** The keys whose rows the caller's open transaction holds, so that a begin of one must wait. */
+        List<String> held() {
+            return (postgres ? live.stream().map(f -> f.caller().key()) : touched.stream())
+                    .distinct()
+                    .sorted()
+                    .toList();
+        }
+
+        /**
+         * Another caller begins a key the caller's transaction holds (a finish it has not committed), as a
+         * retry of a request whose transaction is still open does. n: bit 0 which of them, bit 1 the fingerprint.
+         */
+        void beginHeld(int n) {
+            List<String> keys = held();
+            begin(keys.get((n & 1) % keys.size()), (n & 2) == 0 ? "fp" : "other");
+        }
+
+        /**
+         * A begin on another connection. While the caller's transaction holds the key's row (or, on MariaDB,
+         * may hold the gap where a missing key would go) the begin must answer in progress within the lock
+         * wait, never wait for the transaction's end; otherwise what the model says.
+         */
+        void begin(String key, String fingerprint) {
             Instant now = clock.instant();
             String what = "begin " + key + " " + fingerprint + " at +" + elapsed();
             Waits waits;
@@ -382,9 +429,16 @@ class IdempotencyKeysStateMachineTest {
             } else {
                 waits = rows.get(key) == null && touchedMissing ? Waits.MAYBE : Waits.NO;
             }
-            elsewhere(what, waits, key, () -> keys.begin(SCOPE, key, fingerprint), r -> {
-                began(what, key, fingerprint, now, (BeginResult) r.get());
-            });
+            Supplier<Object> call = () -> keys.begin(SCOPE, key, fingerprint);
+            BeginResult got = (BeginResult) (tx == null ? attempt(call) : withinLockWait(what, call)).get();
+            BeginResult held = new BeginResult.InProgress(now.plus(LOCK_WAIT));
+            if (waits == Waits.YES) {
+                assertThat(got)
+                        .as(what + ": the caller's open transaction holds the key, in progress within the lock wait")
+                        .isEqualTo(held);
+            } else if (!(waits == Waits.MAYBE && got.equals(held))) {
+                began(what, key, fingerprint, now, got);
+            }
         }
 
         private void began(String what, String key, String fingerprint, Instant now, BeginResult got) {
@@ -437,6 +491,26 @@ class IdempotencyKeysStateMachineTest {
                     committed == caller.row() && committed.holder == caller && committed.state.equals("processing");
             boolean locked = postgres ? holdsFinish(caller.key()) && holdsCommitted : touched.contains(caller.key());
             Waits waits = tx != null && locked ? Waits.YES : Waits.NO;
+            if (waits == Waits.YES && kind != 3) {
+                // A finish in a transaction of its own waits at most the lock wait, then saves nothing. (One in
+                // KeyTransaction, kind 3, runs in a transaction the request uses: its session's timeout governs.)
+                int k = kind;
+                RuntimeException refused = withinLockWait(what, () -> {
+                            switch (k) {
+                                case 0 -> keys.complete(caller.started(), status, body);
+                                case 1 -> keys.fail(caller.started(), false, status, body);
+                                default -> keys.fail(caller.started(), true, status, body);
+                            }
+                            return null;
+                        })
+                        .error();
+                assertThat(refused)
+                        .as(what + ": the caller's open transaction holds the key's row, refused within the lock wait")
+                        .isInstanceOf(OnceException.class)
+                        .hasMessageContaining("waited longer than lockWait");
+                checkEffects(what);
+                return;
+            }
             elsewhere(
                     what,
                     waits,
@@ -736,6 +810,23 @@ class IdempotencyKeysStateMachineTest {
                     .as(what + ": returned while the caller's open transaction holds what it needs")
                     .isNotEqualTo(Waits.YES);
             judge.accept(returned(what, result));
+        }
+
+        /**
+         * A call on another connection that may wait for the caller's transaction at most the lock wait
+         * (what the database keeps of it: MariaDB's whole seconds), and some slack.
+         */
+        private Result withinLockWait(String what, Supplier<Object> call) {
+            Duration bound = (postgres ? LOCK_WAIT : Duration.ofSeconds(1)).plus(SLACK);
+            Future<Result> result = IdempotencyKeysStateMachineTest.elsewhere.submit(() -> attempt(call));
+            try {
+                return result.get(bound.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError(
+                        what + ": no answer within " + bound + ", it waits for the caller's transaction");
+            } catch (InterruptedException | ExecutionException e) {
+                throw new IllegalStateException(e);
+            }
         }
 
         private static Result attempt(Supplier<Object> call) {

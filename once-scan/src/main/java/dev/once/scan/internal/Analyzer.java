@@ -206,7 +206,7 @@ final class Analyzer {
         }
 
         // work handed to another thread that the handler does not wait for runs after the ack
-        if (e.ack == Entry.Ack.AFTER_RETURN) {
+        if (e.ack == Entry.Ack.AFTER_RETURN || e.timerCommit) {
             Set<Location> reported = new LinkedHashSet<>();
             for (Event x : effects) {
                 if (x.handedOff() != null && !lost.contains(x)) {
@@ -267,6 +267,9 @@ final class Analyzer {
                 || !claims.isEmpty()
                 || !guards.isEmpty();
         for (Event x : effects) {
+            // a consumer committing on a timer reads again what it handled since the last commit: its effects repeat
+            boolean noRedelivery = e.ack == Entry.Ack.NONE || auto && !e.timerCommit;
+            // a timer may commit between the write and the publish as well: the loss is reported as it is without one
             if ((e.ack == Entry.Ack.NONE || auto)
                     && x.category() == Event.Category.PUBLISH
                     && !x.keyed()
@@ -292,8 +295,7 @@ final class Analyzer {
                 continue;
             }
             if (x.keyed()
-                    || e.ack == Entry.Ack.NONE
-                    || auto
+                    || noRedelivery
                     // work handed to another thread is lost on a crash after the ack, and repeated on a redelivery
                     // before it: the ack does not wait for it, so it may already have run
                     || lost.contains(x) && x.handedOff() == null
@@ -373,6 +375,9 @@ final class Analyzer {
             String why;
             if (e.framework == Entry.Framework.DISABLED) {
                 why = "Eventuate's duplicate detection is switched off";
+            } else if (e.timerCommit) {
+                why = "offsets commit on a timer, so what was handled since the last commit is read again after a crash"
+                        + " or rebalance";
             } else if (x.category() == Event.Category.EXTERNAL
                     && (!claims.isEmpty() || e.framework == Entry.Framework.DATABASE)) {
                 why =

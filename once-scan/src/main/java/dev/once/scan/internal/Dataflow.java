@@ -5,9 +5,11 @@ import com.github.javaparser.ast.body.Parameter;
 import com.github.javaparser.ast.body.VariableDeclarator;
 import com.github.javaparser.ast.expr.AssignExpr;
 import com.github.javaparser.ast.expr.Expression;
+import com.github.javaparser.ast.expr.InstanceOfExpr;
 import com.github.javaparser.ast.expr.LambdaExpr;
 import com.github.javaparser.ast.expr.MethodCallExpr;
 import com.github.javaparser.ast.expr.NameExpr;
+import com.github.javaparser.ast.expr.TypePatternExpr;
 import com.github.javaparser.ast.stmt.ForEachStmt;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
@@ -46,6 +48,7 @@ final class Dataflow {
         final List<AssignExpr> assigns;
         final List<ForEachStmt> loops;
         final List<MethodCallExpr> calls;
+        final List<InstanceOfExpr> patterns;
         final Set<String> declared = new HashSet<>();
 
         Shape(Node body) {
@@ -53,6 +56,7 @@ final class Dataflow {
             assigns = body.findAll(AssignExpr.class);
             loops = body.findAll(ForEachStmt.class);
             calls = body.findAll(MethodCallExpr.class);
+            patterns = body.findAll(InstanceOfExpr.class, i -> i.getPattern().isPresent());
             locals.forEach(d -> declared.add(d.getNameAsString()));
         }
     }
@@ -78,6 +82,14 @@ final class Dataflow {
                         && !out.contains(t.getNameAsString())
                         && mentions(a.getValue(), out)) {
                     grew |= out.add(t.getNameAsString());
+                }
+            }
+            // a pattern binds the value it tests under a new name (value instanceof YtelseV1 ytelse)
+            for (InstanceOfExpr i : body.patterns) {
+                if (mentions(i.getExpression(), out)) {
+                    for (TypePatternExpr t : i.getPattern().get().findAll(TypePatternExpr.class)) {
+                        grew |= out.add(t.getNameAsString());
+                    }
                 }
             }
             for (ForEachStmt l : loops) {

@@ -45,6 +45,12 @@ final class Entry {
     java.util.Set<String> ackCalls = java.util.Set.of();
 
     Location ackSetting;
+    /**
+     * An {@link Ack#AUTO} consumer that commits Kafka offsets on a timer: what it handled since the last commit is
+     * read again after a crash or rebalance, so its effects repeat as well as get lost.
+     */
+    boolean timerCommit;
+
     Framework framework = Framework.NONE;
     String frameworkText;
     Location frameworkLocation;

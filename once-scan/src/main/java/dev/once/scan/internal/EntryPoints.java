@@ -580,10 +580,12 @@ final class EntryPoints {
         if (props.contains("enable.auto.commit=true") || props.contains("enable.auto.commit:true")) {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = repo.loc(listener);
+            e.timerCommit = true;
             e.ackText = "enable.auto.commit=true on the listener: offsets commit on a timer";
         } else if (auto != null && auto.isTrue()) {
             e.ack = Entry.Ack.AUTO;
             e.ackSetting = auto.location();
+            e.timerCommit = true;
             e.ackText = "enable.auto.commit=true: offsets commit on a timer, whatever the listener did";
         } else if (manual
                 || (ackMode != null && ackMode.value().toUpperCase(Locale.ROOT).startsWith("MANUAL"))) {
@@ -2820,6 +2822,7 @@ final class EntryPoints {
                     "consumer.commit() in the code; records not committed are read again after a restart or rebalance";
         } else {
             e.ack = Entry.Ack.AUTO;
+            e.timerCommit = true;
             e.ackText = "the Vert.x consumer commits on Kafka's auto-commit timer (enable.auto.commit), whatever the"
                     + " handler did";
         }

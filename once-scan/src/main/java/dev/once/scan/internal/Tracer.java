@@ -96,6 +96,17 @@ final class Tracer {
             "KafkaOperations",
             "Channel",
             "JetStream");
+    /**
+     * A library's wrapper of a broker's template, named for what it wraps (eGov's {@code CustomKafkaTemplate}, a
+     * {@code TracingKafkaTemplate}): it publishes as the template does. Only the template and producer names, which
+     * say their broker; a bare {@code Producer} or {@code Channel} suffix says nothing.
+     */
+    private static boolean publisher(String type) {
+        return PUBLISHERS.contains(type)
+                || type.matches(
+                        "\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)");
+    }
+
     /** A publish addressed to the request's reply-to. */
     private static final Pattern REPLY_CALL = Pattern.compile("(?s).*get(JMS)?ReplyTo\\(.*");
     /** The handler copies the request's correlation id onto what it sends. */
@@ -496,11 +507,12 @@ final class Tracer {
         }
         visitChildren(t, f);
         BlockStmt work = t.getTryBlock();
+        List<Node> tasks = boundTasks(work, f);
         Event failed = events.stream()
                 .filter(x -> x.kind() == Event.Kind.EFFECT
                         && x.handedOff() == null
                         && x.blast() != Blast.CACHE
-                        && within(x, work))
+                        && (within(x, work) || tasks.stream().anyMatch(b -> within(x, b))))
                 .findFirst()
                 .orElse(null);
         if (failed != null) {
@@ -851,7 +863,15 @@ final class Tracer {
         int eventsBefore = events.size();
         long effectsBefore =
                 events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count();
+        // a method of the repository that starts its work and returns the future of it, called as a statement: the
+        // handler drops the future and returns before the work is done (mod-pubsub's deliverEvent under auto-commit)
+        Location outer = f.async;
+        if (f.async == null && droppedFuture(c, stype, scope, f)) {
+            add(Event.Kind.ASYNC, c, f, null, null, shortText(c));
+            f.async = repo.loc(c);
+        }
         descend(c, name, stype, scope, f);
+        f.async = outer;
         if (stype == null
                 || !types.isRepoType(stype)
                 || events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() != effectsBefore) {
@@ -873,6 +893,53 @@ final class Tracer {
             // say the write. One whose code is in sight and only logs or computes has no effect
             collaboratorWrite(c, stype, f);
         }
+    }
+
+    /** A future a method started and hands back: eager, unlike a reactive publisher nothing runs until subscribed. */
+    private static final Pattern FUTURE_TYPE =
+            Pattern.compile("Future|CompletableFuture|CompletionStage|ListenableFuture");
+
+    /**
+     * A call, as a statement, to a method of the repository declared to return a future: the result is dropped, so
+     * nothing waits for the work it started.
+     */
+    private boolean droppedFuture(MethodCallExpr c, String stype, Optional<Expression> scope, Frame f) {
+        if (!(c.getParentNode().orElse(null) instanceof com.github.javaparser.ast.stmt.ExpressionStmt)) {
+            return false;
+        }
+        boolean self = scope.isEmpty() || scope.get() instanceof ThisExpr;
+        String type = self ? (f.type == null ? null : f.type.getNameAsString()) : stype;
+        if (type == null || !types.isRepoType(type)) {
+            return false;
+        }
+        List<MethodDeclaration> targets =
+                repo.methods(type, c.getNameAsString(), c.getArguments().size(), c);
+        return !targets.isEmpty()
+                && targets.stream()
+                        .allMatch(m -> m.getBody().isPresent()
+                                && !returnsCompleted(m)
+                                && m.getType().isClassOrInterfaceType()
+                                && FUTURE_TYPE
+                                        .matcher(m.getType()
+                                                .asClassOrInterfaceType()
+                                                .getNameAsString())
+                                        .matches());
+    }
+
+    /** A future made already complete: the method did its work before it returned it. */
+    private static final Pattern COMPLETED_FUTURE = Pattern.compile(
+            "(?s)\\s*(\\w+\\.)?(completedFuture|completedStage|succeededFuture|succeeded|immediateFuture|failedFuture)\\(.*");
+
+    /** Every return of the method hands back a future made complete (work done in this thread, the future a formality). */
+    private static boolean returnsCompleted(MethodDeclaration m) {
+        List<com.github.javaparser.ast.stmt.ReturnStmt> returns = m.findAll(
+                com.github.javaparser.ast.stmt.ReturnStmt.class,
+                r -> Types.ancestor(r, LambdaExpr.class).isEmpty());
+        return !returns.isEmpty()
+                && returns.stream()
+                        .allMatch(r -> r.getExpression()
+                                .map(x -> COMPLETED_FUTURE.matcher(x.toString()).matches())
+                                .orElse(false));
     }
 
     /**
@@ -963,7 +1030,7 @@ final class Tracer {
                 publish ? Event.Category.PUBLISH : notify ? Event.Category.EXTERNAL : Event.Category.EXTERNAL,
                 (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
                         + "the Camel endpoint " + scheme + ":",
-                false);
+                inRoute(c) && camelRequestKeyed(chainTop(c), f));
         return true;
     }
 
@@ -1121,8 +1188,89 @@ final class Tracer {
                 Blast.DATA,
                 Event.Category.EXTERNAL,
                 "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
-                keyed(chainTop(c).toString(), ""));
+                keyed(chainTop(c).toString(), "") || camelRequestKeyed(chainTop(c), f));
         return true;
+    }
+
+    /** A header a provider recognises a repeated request by: an idempotency key, a request or correlation id. */
+    private static final Pattern KEY_HEADER =
+            Pattern.compile("(?i)\"(x-)?(idempotency[-_]?key|request[-_]?id|correlation[-_]?id)\"");
+
+    /** A route reading an exchange property ({@code ${exchangeProperty.correlationId}}). */
+    private static final Pattern EXCHANGE_PROPERTY = Pattern.compile("\\$\\{exchangeProperty\\.(\\w+)}");
+
+    /** A request body's own id, set by the client: the receiver dedupes by it (Mojaloop's transactionRequestId). */
+    private static final Pattern REQUEST_ID_SETTER = Pattern.compile("set\\w*(RequestId|IdempotencyKey)");
+
+    /**
+     * The route's request carries an id the provider dedupes by and that stays the same when the work runs again: a
+     * key header set from an exchange property the caller filled with something other than a fresh UUID or the clock
+     * (the process's transaction id; followed to the caller's {@code exchange.setProperty(…)}), or a request id set
+     * on the body from a value that is not fresh. A key drawn fresh on each run (the caller's
+     * {@code setProperty(CORRELATION_ID, UUID.randomUUID())}) makes every repeat a new request.
+     */
+    private boolean camelRequestKeyed(Expression chain, Frame f) {
+        for (MethodCallExpr step : chain.findAll(MethodCallExpr.class)) {
+            if (REQUEST_ID_SETTER.matcher(step.getNameAsString()).matches()
+                    && step.getArguments().size() == 1
+                    && !FRESH.matcher(step.getArgument(0).toString()).matches()) {
+                return true;
+            }
+            if (!step.getNameAsString().equals("setHeader")
+                    || step.getArguments().size() != 2
+                    || !KEY_HEADER.matcher(step.getArgument(0).toString()).matches()) {
+                continue;
+            }
+            Expression value = step.getArgument(1);
+            String text = value instanceof MethodCallExpr v && v.getArguments().size() == 1
+                    ? constants.text(v.getArgument(0), v)
+                    : null;
+            text = text == null ? value.toString() : text;
+            if (FRESH.matcher(text).matches()) {
+                return false;
+            }
+            java.util.regex.Matcher property = EXCHANGE_PROPERTY.matcher(text);
+            if (!property.find()) {
+                // an idempotency key or request id copied from a constant or the message is the same on every run; a
+                // correlation id copied along is as often a tracing header, so it counts only when the sender chose it
+                return !step.getArgument(0).toString().toLowerCase(Locale.ROOT).contains("correlation");
+            }
+            Boolean fresh = propertyFresh(property.group(1), f);
+            return fresh != null && !fresh;
+        }
+        return false;
+    }
+
+    /**
+     * Whether the caller that sent the exchange into this route (innermost first) fills {@code property} with a fresh
+     * value; null when no caller on the path sets it.
+     */
+    private Boolean propertyFresh(String property, Frame f) {
+        for (int i = f.sites.size() - 1; i >= 0; i--) {
+            Node site = f.sites.get(i);
+            // the worker's lambda, else the route a `.to("direct:…")` step is part of (not its neighbours in
+            // configure()), else the method
+            Node body = Types.ancestor(site, LambdaExpr.class)
+                    .map(Node.class::cast)
+                    .or(() -> inRoute(site)
+                            ? Types.ancestor(site, com.github.javaparser.ast.stmt.ExpressionStmt.class)
+                                    .map(Node.class::cast)
+                            : Optional.empty())
+                    .or(() -> Types.ancestor(site, MethodDeclaration.class).map(Node.class::cast))
+                    .orElse(null);
+            if (body == null) {
+                continue;
+            }
+            for (MethodCallExpr set : body.findAll(
+                    MethodCallExpr.class,
+                    x -> x.getNameAsString().equals("setProperty")
+                            && x.getArguments().size() == 2)) {
+                if (property.equals(constants.text(set.getArgument(0), set))) {
+                    return FRESH.matcher(set.getArgument(1).toString()).matches();
+                }
+            }
+        }
+        return null;
     }
 
     /** The methods a Camel step names on a repository class: the one named, else its public methods. */
@@ -1411,7 +1559,37 @@ final class Tracer {
     }
 
     /** Whether an event's path passes through a block (a call made in it, or the event itself). */
-    private boolean within(Event x, BlockStmt b) {
+    /**
+     * The lambdas and method references the caller passed for parameters of this frame's method that {@code work}
+     * calls ({@code process(event, e -> save(e), tenant)} into {@code eventProcessor.accept(event)} inside the try):
+     * their work was walked where they are written, at the call, and it is the work this block runs.
+     */
+    private static List<Node> boundTasks(BlockStmt work, Frame f) {
+        if (f.method == null
+                || f.sites.isEmpty()
+                || !(f.sites.get(f.sites.size() - 1) instanceof MethodCallExpr site)
+                || site.getArguments().size() != f.method.getParameters().size()) {
+            return List.of();
+        }
+        List<Node> out = new ArrayList<>();
+        for (int i = 0; i < site.getArguments().size(); i++) {
+            Expression a = site.getArgument(i);
+            String param = f.method.getParameter(i).getNameAsString();
+            if ((a.isLambdaExpr() || a.isMethodReferenceExpr())
+                    && !work.findAll(
+                                    MethodCallExpr.class,
+                                    c -> c.getScope()
+                                            .filter(x -> x instanceof NameExpr n
+                                                    && n.getNameAsString().equals(param))
+                                            .isPresent())
+                            .isEmpty()) {
+                out.add(a);
+            }
+        }
+        return out;
+    }
+
+    private boolean within(Event x, Node b) {
         Location from = repo.loc(b);
         int end = b.getEnd().map(pos -> pos.line).orElse(from.line());
         return x.path().stream()
@@ -1424,7 +1602,7 @@ final class Tracer {
         boolean library = !repoType && stype != null;
         String text = library || scopeText.contains("creator(") ? c.toString() : "";
         String member = library ? memberText(f) : "";
-        if (!repoType && stype != null && PUBLISHERS.contains(stype) && PUBLISH_NAMES.contains(name)) {
+        if (!repoType && stype != null && publisher(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches(
                     "(?s).*(?i)(\"event[-_ ]?id\"|\"message[-_ ]?id\"|idempotency|messageDeduplicationId).*");
             // a reply to a request (sent to its reply-to address, or carrying its correlation id): the
@@ -1695,7 +1873,8 @@ final class Tracer {
      * metric, a timestamp) is bookkeeping, not the message's effect.
      */
     private boolean collaboratorWrite(MethodCallExpr c, String stype, Frame f) {
-        String name = c.getNameAsString();
+        // read in English: a team naming its methods in its own language writes with lagre(…) as others save(…)
+        String name = Verbs.get().english(c.getNameAsString());
         // the message's data has to be handed over as a value: a call given only code (a lambda, a method reference)
         // runs it (a circuit breaker, a retry wrapper), and the trace walks that code where it is written
         List<Expression> values = c.getArguments().stream()
@@ -1726,7 +1905,7 @@ final class Tracer {
         if (f.data != null && values.stream().noneMatch(a -> Dataflow.mentions(a, f.data))) {
             return false;
         }
-        String what = type + "." + name;
+        String what = type + "." + c.getNameAsString();
         boolean keyed = KEYED_CALL.matcher(c.toString() + "\n" + memberText(f)).matches();
         if (name.matches("(save|persist)\\w*")) {
             // a save of an object loaded or passed in is an update by its key; only a freshly built one is a new row
