@@ -117,6 +117,7 @@ class PubSubConsumerStateMachineTest {
      * (it keeps a cut stream up to 5 s, see {@link TestPubSub#STREAMS_END_WITHIN_5_S}) comes back a minute later.
      */
     static final Duration ACK_DEADLINE = Duration.ofSeconds(10);
+
     static final int HOLD_SECONDS = 12;
     static final int SHORT_LEASE_SECONDS = 1;
     static final int MAX_DELIVERY_ATTEMPTS = 100; // the consumer's own dead-lettering decides, not the policy
@@ -293,9 +294,12 @@ class PubSubConsumerStateMachineTest {
             topic = TestPubSub.topic(name);
             deadLetterTopic = TestPubSub.topic(name + "-dlq");
             deadLetterSubscription = TestPubSub.subscription(deadLetterTopic, name + "-dlq", s -> s);
-            subscription = TestPubSub.subscription(topic, name, s -> s.setDeadLetterPolicy(DeadLetterPolicy.newBuilder()
-                    .setDeadLetterTopic(deadLetterTopic.toString())
-                    .setMaxDeliveryAttempts(MAX_DELIVERY_ATTEMPTS)));
+            subscription = TestPubSub.subscription(
+                    topic,
+                    name,
+                    s -> s.setDeadLetterPolicy(DeadLetterPolicy.newBuilder()
+                            .setDeadLetterTopic(deadLetterTopic.toString())
+                            .setMaxDeliveryAttempts(MAX_DELIVERY_ATTEMPTS)));
             deadLetterChannel = ManagedChannelBuilder.forTarget(TestPubSub.host())
                     .usePlaintext()
                     .intercept(deadLetterObserver())
@@ -311,16 +315,18 @@ class PubSubConsumerStateMachineTest {
                 switch (s) {
                     case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
                     case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    default -> ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
-                        int seen = receipts.get(d.headers().get("test-receipt")).raw();
-                        try {
-                            await().atMost(Duration.ofSeconds(HOLD_SECONDS))
-                                    .pollInterval(Duration.ofMillis(50))
-                                    .until(() -> rawReceives.get(copy).get() > seen);
-                        } catch (ConditionTimeoutException held) {
-                            // held the whole time: nothing handed it out again
-                        }
-                    });
+                    default ->
+                        ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
+                            int seen = receipts.get(d.headers().get("test-receipt"))
+                                    .raw();
+                            try {
+                                await().atMost(Duration.ofSeconds(HOLD_SECONDS))
+                                        .pollInterval(Duration.ofMillis(50))
+                                        .until(() -> rawReceives.get(copy).get() > seen);
+                            } catch (ConditionTimeoutException held) {
+                                // held the whole time: nothing handed it out again
+                            }
+                        });
                 }
             };
             a = new Process("a" + incarnations++, false, this);
@@ -353,15 +359,15 @@ class PubSubConsumerStateMachineTest {
             copies.put(copy, eventId);
             try {
                 publisher.publish(new OutboxMessage(
-                    0,
-                    eventId,
-                    topic.getTopic(),
-                    null,
-                    ("payload of " + eventId).getBytes(StandardCharsets.UTF_8),
-                    Map.of("test-copy", copy),
-                    eventId,
-                    0,
-                    null));
+                        0,
+                        eventId,
+                        topic.getTopic(),
+                        null,
+                        ("payload of " + eventId).getBytes(StandardCharsets.UTF_8),
+                        Map.of("test-copy", copy),
+                        eventId,
+                        0,
+                        null));
             } catch (Exception e) {
                 throw new IllegalStateException("publishing " + copy, e);
             }
@@ -435,10 +441,7 @@ class PubSubConsumerStateMachineTest {
                             } else if (message instanceof StreamingPullRequest r) {
                                 acks(p, r.getAckIdsList());
                                 for (int i = 0; i < r.getModifyDeadlineAckIdsCount(); i++) {
-                                    modacks(
-                                            p,
-                                            List.of(r.getModifyDeadlineAckIds(i)),
-                                            r.getModifyDeadlineSeconds(i));
+                                    modacks(p, List.of(r.getModifyDeadlineAckIds(i)), r.getModifyDeadlineSeconds(i));
                                 }
                             }
                             super.sendMessage(message);
@@ -453,11 +456,13 @@ class PubSubConsumerStateMachineTest {
             for (ReceivedMessage m : response.getReceivedMessagesList()) {
                 String copy = m.getMessage().getAttributesOrThrow("test-copy");
                 String id = "r" + receiptIds.incrementAndGet();
-                int raw = rawReceives.computeIfAbsent(copy, k -> new AtomicInteger()).incrementAndGet();
+                int raw = rawReceives
+                        .computeIfAbsent(copy, k -> new AtomicInteger())
+                        .incrementAndGet();
                 receipts.put(id, new Receipt(id, p.name, copy, m.getAckId(), m.getDeliveryAttempt(), raw));
                 receiptOfAckId.put(m.getAckId(), id);
-                seen.addReceivedMessages(m.toBuilder()
-                        .setMessage(m.getMessage().toBuilder().putAttributes("test-receipt", id)));
+                seen.addReceivedMessages(
+                        m.toBuilder().setMessage(m.getMessage().toBuilder().putAttributes("test-receipt", id)));
             }
             return seen.build();
         }
@@ -508,7 +513,10 @@ class PubSubConsumerStateMachineTest {
                                         public void onClose(io.grpc.Status status, Metadata trailers) {
                                             if (status.isOk()) {
                                                 for (String id : sent) {
-                                                    if (deadLettered.putIfAbsent(id, receipts.get(id).process())
+                                                    if (deadLettered.putIfAbsent(
+                                                                    id,
+                                                                    receipts.get(id)
+                                                                            .process())
                                                             != null) {
                                                         violations.add(receipts.get(id) + " dead-lettered twice");
                                                     }
@@ -577,8 +585,9 @@ class PubSubConsumerStateMachineTest {
                 }
             }
             for (String id : acked.keySet()) {
-                assertThat(processed).as("%s acked unprocessed", receipts.get(id)).anyMatch(p -> p.receipt()
-                        .equals(id));
+                assertThat(processed)
+                        .as("%s acked unprocessed", receipts.get(id))
+                        .anyMatch(p -> p.receipt().equals(id));
             }
             applied.forEach((id, count) -> assertThat(count)
                     .as("%s reported applied, after %s", id, moves)
@@ -630,28 +639,32 @@ class PubSubConsumerStateMachineTest {
             String what = "after " + moves + ", receipts " + receipts.values() + ", processed " + processed;
 
             Map<String, Long> expectedDead = new TreeMap<>();
-            deadLettered.keySet().forEach(id -> expectedDead.merge(receipts.get(id).copy(), 1L, Long::sum));
+            deadLettered
+                    .keySet()
+                    .forEach(id -> expectedDead.merge(receipts.get(id).copy(), 1L, Long::sum));
             Map<String, Long> dead = new TreeMap<>();
             long want = deadLettered.size();
-            await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
-                // returnImmediately: the emulator's pull otherwise waits for a message that may never come
-                @SuppressWarnings("deprecation")
-                PullResponse r = TestPubSub.subscriptions()
-                        .pull(PullRequest.newBuilder()
-                                .setSubscription(deadLetterSubscription.toString())
-                                .setMaxMessages(100)
-                                .setReturnImmediately(true)
-                                .build());
-                List<String> ackIds = new ArrayList<>();
-                for (ReceivedMessage m : r.getReceivedMessagesList()) {
-                    dead.merge(m.getMessage().getAttributesOrThrow("test-copy"), 1L, Long::sum);
-                    ackIds.add(m.getAckId());
-                }
-                if (!ackIds.isEmpty()) {
-                    TestPubSub.subscriptions().acknowledge(deadLetterSubscription, ackIds);
-                }
-                return dead.values().stream().mapToLong(Long::longValue).sum() >= want;
-            });
+            await().atMost(Duration.ofSeconds(20))
+                    .pollInterval(Duration.ofMillis(100))
+                    .until(() -> {
+                        // returnImmediately: the emulator's pull otherwise waits for a message that may never come
+                        @SuppressWarnings("deprecation")
+                        PullResponse r = TestPubSub.subscriptions()
+                                .pull(PullRequest.newBuilder()
+                                        .setSubscription(deadLetterSubscription.toString())
+                                        .setMaxMessages(100)
+                                        .setReturnImmediately(true)
+                                        .build());
+                        List<String> ackIds = new ArrayList<>();
+                        for (ReceivedMessage m : r.getReceivedMessagesList()) {
+                            dead.merge(m.getMessage().getAttributesOrThrow("test-copy"), 1L, Long::sum);
+                            ackIds.add(m.getAckId());
+                        }
+                        if (!ackIds.isEmpty()) {
+                            TestPubSub.subscriptions().acknowledge(deadLetterSubscription, ackIds);
+                        }
+                        return dead.values().stream().mapToLong(Long::longValue).sum() >= want;
+                    });
             assertThat(dead).as("dead-letter topic, " + what).isEqualTo(expectedDead);
             Map<String, Boolean> ackedEvent = new HashMap<>();
             for (String copy : copies.keySet()) {
@@ -693,8 +706,12 @@ class PubSubConsumerStateMachineTest {
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries")).as("once.redeliveries, " + what).isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates")).as("once.duplicates, " + what).isEqualTo(duplicates);
+            assertThat(counter("once.redeliveries"))
+                    .as("once.redeliveries, " + what)
+                    .isEqualTo(redeliveries);
+            assertThat(counter("once.duplicates"))
+                    .as("once.duplicates, " + what)
+                    .isEqualTo(duplicates);
             for (Status s : Status.values()) {
                 assertThat((long) registry.get("once.deliveries")
                                 .tag("outcome", s.name().toLowerCase(Locale.ROOT))
@@ -710,7 +727,11 @@ class PubSubConsumerStateMachineTest {
                     moves.size(),
                     copies.size(),
                     receipts.size(),
-                    receipts.values().stream().map(Receipt::attempt).distinct().sorted().toList(),
+                    receipts.values().stream()
+                            .map(Receipt::attempt)
+                            .distinct()
+                            .sorted()
+                            .toList(),
                     acked.size(),
                     processed.stream().filter(p -> p.verdict().equals("nack")).count(),
                     nacked.size(),

@@ -301,14 +301,15 @@ class SqsConsumerStateMachineTest {
                 switch (s) {
                     case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
                     case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    default -> ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
-                        try {
-                            Thread.sleep(SLOW_MILLIS);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new RetryableException("interrupted", e);
-                        }
-                    });
+                    default ->
+                        ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
+                            try {
+                                Thread.sleep(SLOW_MILLIS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                                throw new RetryableException("interrupted", e);
+                            }
+                        });
                 }
             };
             a = new Process("a" + incarnations++, true, this);
@@ -450,13 +451,20 @@ class SqsConsumerStateMachineTest {
             List<Message> seen = new ArrayList<>();
             for (Message m : response.messages()) {
                 String copy = m.messageAttributes().get("test-copy").stringValue();
-                int raw = rawReceives.computeIfAbsent(copy, k -> new AtomicInteger()).incrementAndGet();
+                int raw = rawReceives
+                        .computeIfAbsent(copy, k -> new AtomicInteger())
+                        .incrementAndGet();
                 String id = "r" + receiptIds.incrementAndGet();
                 int count = Integer.parseInt(m.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT));
                 receipts.put(id, new Receipt(id, p.name, copy, m.receiptHandle(), count, raw));
                 receiptOfHandle.put(m.receiptHandle(), id);
                 Map<String, MessageAttributeValue> attributes = new HashMap<>(m.messageAttributes());
-                attributes.put("test-receipt", MessageAttributeValue.builder().dataType("String").stringValue(id).build());
+                attributes.put(
+                        "test-receipt",
+                        MessageAttributeValue.builder()
+                                .dataType("String")
+                                .stringValue(id)
+                                .build());
                 seen.add(m.toBuilder().messageAttributes(attributes).build());
             }
             return response.toBuilder().messages(seen).build();
@@ -487,7 +495,8 @@ class SqsConsumerStateMachineTest {
                 }
                 String what = p + " (" + receipts.get(p.receipt()) + ") after " + moves;
                 switch (p.verdict()) {
-                    case "delete" -> assertThat(deadLettered).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
+                    case "delete" ->
+                        assertThat(deadLettered).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
                     case "leave" -> {
                         assertThat(deadLettered).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
                         assertThat(deleted).as("deleted: " + what).doesNotContainKey(p.receipt());
@@ -502,7 +511,9 @@ class SqsConsumerStateMachineTest {
                 }
             }
             for (String id : deleted.keySet()) {
-                assertThat(processed).as("%s deleted unprocessed", receipts.get(id)).anyMatch(p -> p.receipt().equals(id));
+                assertThat(processed)
+                        .as("%s deleted unprocessed", receipts.get(id))
+                        .anyMatch(p -> p.receipt().equals(id));
             }
             applied.forEach((id, count) -> assertThat(count)
                     .as("%s reported applied, after %s", id, moves)
@@ -550,7 +561,8 @@ class SqsConsumerStateMachineTest {
                             }
                             return stored(queue) == 0
                                     && receipts.keySet().stream()
-                                            .allMatch(id -> processed.stream().anyMatch(p -> p.receipt().equals(id)));
+                                            .allMatch(id -> processed.stream()
+                                                    .anyMatch(p -> p.receipt().equals(id)));
                         });
             } catch (ConditionTimeoutException e) {
                 Map<String, String> fates = new TreeMap<>();
@@ -570,15 +582,20 @@ class SqsConsumerStateMachineTest {
             String what = "after " + moves + ", receipts " + receipts.values() + ", processed " + processed;
 
             Map<String, Long> dead = new TreeMap<>();
-            long sent = deadLettered.size() + copies.keySet().stream().filter(c -> fate(c).equals("redriven")).count();
+            long sent = deadLettered.size()
+                    + copies.keySet().stream()
+                            .filter(c -> fate(c).equals("redriven"))
+                            .count();
             await().atMost(Duration.ofSeconds(10)).until(() -> {
                 for (Message m : TestSqs.client()
-                        .receiveMessage(r -> r.queueUrl(dlq).maxNumberOfMessages(10).messageAttributeNames("All"))
+                        .receiveMessage(
+                                r -> r.queueUrl(dlq).maxNumberOfMessages(10).messageAttributeNames("All"))
                         .messages()) {
                     dead.merge(m.messageAttributes().get("test-copy").stringValue(), 1L, Long::sum);
                     TestSqs.client().deleteMessage(r -> r.queueUrl(dlq).receiptHandle(m.receiptHandle()));
                 }
-                return stored(dlq) == 0 && dead.values().stream().mapToLong(Long::longValue).sum() >= sent;
+                return stored(dlq) == 0
+                        && dead.values().stream().mapToLong(Long::longValue).sum() >= sent;
             });
             Map<String, Boolean> deletedEvent = new HashMap<>();
             for (String copy : copies.keySet()) {
@@ -596,7 +613,9 @@ class SqsConsumerStateMachineTest {
                                 .count()
                         + (deleteUnknown.contains(last.id()) && last.count() >= MAX_RECEIVES ? 1 : 0);
                 assertThat(dead.getOrDefault(copy, 0L))
-                        .as("%s in the dead-letter queue (%s; %d sends with their reply lost), %s", copy, fate, unknown, what)
+                        .as(
+                                "%s in the dead-letter queue (%s; %d sends with their reply lost), %s",
+                                copy, fate, unknown, what)
                         .isBetween(sure, sure + unknown);
             }
             assertThat(copies.keySet()).as("dead-letter queue, " + what).containsAll(dead.keySet());
@@ -609,7 +628,9 @@ class SqsConsumerStateMachineTest {
                     receipts.size(),
                     deleted.size(),
                     deadLettered.size(),
-                    copies.keySet().stream().filter(c -> fate(c).equals("redriven")).count());
+                    copies.keySet().stream()
+                            .filter(c -> fate(c).equals("redriven"))
+                            .count());
 
             Map<String, Long> effects = ScriptedEffects.counts(db.dataSource());
             for (String id : events) {
@@ -640,10 +661,13 @@ class SqsConsumerStateMachineTest {
                             .isTrue();
                 } else if (p.redelivered()) {
                     // a closed client's long poll lives on in SQS until its wait time is over
-                    long since = publishedAt.get(p.copy()) - WAIT_TIME.multipliedBy(2).toNanos();
+                    long since = publishedAt.get(p.copy())
+                            - WAIT_TIME.multipliedBy(2).toNanos();
                     assertThat(clientsClosedAt)
-                            .as("%s flagged redelivered on its first receive seen, with no client closed since a"
-                                    + " wait time before its publish; %s", r, what)
+                            .as(
+                                    "%s flagged redelivered on its first receive seen, with no client closed since a"
+                                            + " wait time before its publish; %s",
+                                    r, what)
                             .anyMatch(t -> t > since);
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
@@ -654,8 +678,12 @@ class SqsConsumerStateMachineTest {
                             .isEqualTo(1);
                 }
             }
-            assertThat(counter("once.redeliveries")).as("once.redeliveries, " + what).isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates")).as("once.duplicates, " + what).isEqualTo(duplicates);
+            assertThat(counter("once.redeliveries"))
+                    .as("once.redeliveries, " + what)
+                    .isEqualTo(redeliveries);
+            assertThat(counter("once.duplicates"))
+                    .as("once.duplicates, " + what)
+                    .isEqualTo(duplicates);
             for (Status s : Status.values()) {
                 assertThat((long) registry.get("once.deliveries")
                                 .tag("outcome", s.name().toLowerCase(Locale.ROOT))

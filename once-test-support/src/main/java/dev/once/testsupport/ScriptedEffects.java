@@ -79,7 +79,8 @@ public final class ScriptedEffects {
     }
 
     private static void write(Connection c, String eventId, String copy, int attempt) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
+        try (PreparedStatement ps =
+                c.prepareStatement("INSERT INTO effect (event_id, copy, attempt) VALUES (?, ?, ?)")) {
             ps.setString(1, eventId);
             ps.setString(2, copy);
             ps.setInt(3, attempt);
