@@ -46,6 +46,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequest;
 import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequestEntry;
@@ -72,9 +73,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * retry: a second message of the same event); start a second process on the same queue, with the
  * heartbeat (a slow handler keeps its message) or without (the message becomes visible again while
  * the handler works and SQS hands it to a process again), or stop it; arm a crash in the ack gap
- * (after the process's next commit its SQS client is closed before the delete: the process works
- * on as a zombie with the batches in hand, every delete, dead-letter send and heartbeat of it fails;
- * the dead process is replaced before the next move).
+ * (after the process's next commit it dies before the delete: every call of its SQS client fails from
+ * then on, and a call in flight on its other receive thread lands but its reply is lost: a delete or
+ * a dead-letter send done, messages a receive took gone with it until the visibility timeout; the
+ * process works on as a zombie with the batch in hand; it is replaced before the next move).
  *
  * <p>Observed, not scripted: each process's {@link SqsClient} is wrapped, so every message received
  * (with its receipt handle and {@code ApproximateReceiveCount}), every delete (and which entries SQS
@@ -90,29 +92,36 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * visibility timeout is the backoff). After draining (the queue empty): every message ended deleted,
  * dead-lettered by the consumer, or moved by the redrive policy, which takes exactly the messages
  * whose receive number {@value #MAX_RECEIVES} was not deleted; the dead-letter queue holds exactly
- * those and the consumer's sends, give or take a call whose reply was lost (the crash closed the
- * client mid-call on another thread): a dead-letter send that may have landed (the message, not
- * deleted, comes again: found on the first 32-chain run, dead-lettered and then applied on its
- * redelivery), a delete that may have landed (or not: then the message comes again, or is moved by
- * the redrive policy); each event's effect is applied exactly once when one of its messages ended deleted, else
- * never, except for what SQS's redrive policy and a zombie make inherent: (1) the last allowed
- * receive of a message found its event applied or its claim held by another delivery that then
- * committed, and its delete did not happen (lost in the ack gap, or left for the holder whose own
- * receipt handle is stale by then): SQS moves the message, and the applied event is dead-lettered
- * too; (2) a process applied it after its client had closed while it held the message (SQS meanwhile
- * handed it to another process, which dead-lettered it). Also: every receive after the first of a
- * message is counted a redelivery (once.redeliveries) and a first receive is not (unless a client
- * closed at most a wait time before its publish: a long poll it had running lives on in SQS and may
- * have received the message unseen), every duplicate (once.duplicates) is of an applied event, and
- * the counters agree with the outcomes. Tries:
- * {@value #TRIES} (CI); {@code -Donce.sqsChain.tries=N} runs each chain N times.
+ * those and the consumer's sends; each event's effect is applied exactly once when one of its messages
+ * ended deleted, else never, except for what SQS's redrive policy and a zombie make inherent: (1) a
+ * receive of a message applied its event, or found it applied or its claim held by another delivery
+ * that then committed, and its delete did not happen (lost in the ack gap, or left for the holder
+ * whose own receipt handle was stale by then), and no later receive deleted it before the count ran
+ * out (a later one may go to a process that dies before handling it): SQS moves the message, and
+ * the applied event is dead-lettered too (found on the fourth 32-chain run); (2) a process applied it after it had died (SQS meanwhile handed the message to
+ * another process, which dead-lettered it). A message sent to the dead-letter queue whose delete was
+ * then lost comes again and the handler decides again (dead-lettered and applied, through another
+ * message that ended deleted: the ack gap, as on every broker). Also: {@code ApproximateReceiveCount}
+ * counts exactly the receives seen, a delivery is flagged redelivered (once.redeliveries) exactly when
+ * received before, every duplicate (once.duplicates) is of an applied event, and the counters agree
+ * with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.sqsChain.tries=N} runs each chain N
+ * times.
+ *
+ * <p>No hole found in {@link SqsConsumer}: 32 chains (4 tries, 8 repeats) green, about 5 s a chain.
+ * What the first runs found was the oracle's: a crash that closed the client let the reply of a call in
+ * flight on another thread be lost after it landed (a dead-letter send, a delete), and the client's long
+ * poll live on in SQS and take messages unseen; the crash is now the process's death as the wrapper
+ * sees it, calls in flight landing with their replies lost. Goes red when the mechanism is broken:
+ * with every received message deleted at once, on the first try ("delete of Receipt[... w9-e0#0 ...]
+ * before its event's claim committed"), shrunk to four moves ({@code crash a; crash b; crash a;
+ * publish []}: the crash moves change nothing here, but shrinking a chain against a real broker is not
+ * deterministic enough to drop them).
  */
 class SqsConsumerStateMachineTest {
 
     static final int TRIES = 4;
     static final int REPEATS = Integer.getInteger("once.sqsChain.tries", 1);
     static final Duration VISIBILITY = Duration.ofSeconds(1);
-    static final Duration WAIT_TIME = Duration.ofSeconds(1);
     static final int MAX_RECEIVES = 3;
     static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
     static final long SLOW_MILLIS = 2500; // past the visibility timeout: only the heartbeat keeps the message
@@ -202,9 +211,7 @@ class SqsConsumerStateMachineTest {
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(ScriptedEffects.afterCommit(w.db.dataSource(), () -> {
                         if (crashArmed.compareAndSet(true, false)) {
-                            crashed = true;
-                            w.clientsClosedAt.add(System.nanoTime());
-                            client.close(); // dies in the ack gap: committed, nothing deleted yet
+                            crashed = true; // dies in the ack gap: committed, nothing deleted yet
                         }
                     }))
                     .consumer(w.consumerName)
@@ -224,7 +231,7 @@ class SqsConsumerStateMachineTest {
                     .consumer(engine)
                     .deadLetterQueueUrl(w.dlq)
                     .visibilityTimeout(VISIBILITY)
-                    .waitTime(WAIT_TIME)
+                    .waitTime(Duration.ofSeconds(1))
                     .heartbeat(heartbeat)
                     .build()
                     .start();
@@ -257,16 +264,13 @@ class SqsConsumerStateMachineTest {
         final List<String> moves = new ArrayList<>();
         final List<String> events = new ArrayList<>();
         final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
-        final Map<String, Long> publishedAt = new ConcurrentHashMap<>(); // copy -> System.nanoTime()
-        final List<Long> clientsClosedAt = new CopyOnWriteArrayList<>();
         final Map<String, AtomicInteger> rawReceives = new ConcurrentHashMap<>(); // copy -> receives seen
         final Map<String, Receipt> receipts = new ConcurrentHashMap<>(); // receipt id -> receive
         final Map<String, String> receiptOfHandle = new ConcurrentHashMap<>();
         final Set<String> zombieCalls = ConcurrentHashMap.newKeySet(); // receipts handled after their client closed
         final Map<String, String> deleted = new ConcurrentHashMap<>(); // receipt id -> process, SQS confirmed
         final Map<String, String> deadLettered = new ConcurrentHashMap<>(); // receipt id -> process, sent
-        final Set<String> deadLetterUnknown = ConcurrentHashMap.newKeySet(); // sends whose reply was lost
-        final Set<String> deleteUnknown = ConcurrentHashMap.newKeySet(); // deletes whose reply was lost
+        final Set<String> lost = ConcurrentHashMap.newKeySet(); // receipts a dead process received, never handled
         final List<Processed> processed = new CopyOnWriteArrayList<>();
         final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger receiptIds = new AtomicInteger();
@@ -340,7 +344,6 @@ class SqsConsumerStateMachineTest {
                             .filter(c -> c.startsWith(eventId + "#"))
                             .count();
             copies.put(copy, eventId);
-            publishedAt.put(copy, System.nanoTime());
             publisher.publish(new OutboxMessage(
                     0,
                     eventId,
@@ -396,6 +399,9 @@ class SqsConsumerStateMachineTest {
                     return InvocationHandler.invokeDefault(proxy, m, args); // builds the request, calls back
                 }
                 Object arg = args == null ? null : args[0];
+                if (p.crashed && !m.getName().equals("close")) {
+                    throw SdkClientException.create(p.name + " crashed"); // a dead process sends nothing
+                }
                 if (arg instanceof ReceiveMessageRequest) {
                     return received(p, (ReceiveMessageResponse) ScriptedEffects.invoke(m, client, args));
                 }
@@ -409,13 +415,8 @@ class SqsConsumerStateMachineTest {
                             violations.add("delete of " + rc + " before its event's claim committed");
                         }
                     }
-                    DeleteMessageBatchResponse response;
-                    try {
-                        response = (DeleteMessageBatchResponse) ScriptedEffects.invoke(m, client, args);
-                    } catch (Throwable t) {
-                        deleteUnknown.addAll(ids); // the client closed mid-call: the delete may have landed
-                        throw t;
-                    }
+                    DeleteMessageBatchResponse response =
+                            (DeleteMessageBatchResponse) ScriptedEffects.invoke(m, client, args);
                     for (DeleteMessageBatchResultEntry ok : response.successful()) {
                         String id = ids.get(r.entries().stream()
                                 .map(DeleteMessageBatchRequestEntry::id)
@@ -425,28 +426,33 @@ class SqsConsumerStateMachineTest {
                             violations.add(receipts.get(id) + " deleted twice");
                         }
                     }
-                    return response;
+                    return replyUnlessCrashed(p, response);
                 }
                 if (arg instanceof SendMessageRequest r && r.queueUrl().equals(dlq)) {
                     String id = r.messageAttributes().get("test-receipt").stringValue();
-                    Object response;
-                    try {
-                        response = ScriptedEffects.invoke(m, client, args);
-                    } catch (Throwable t) {
-                        deadLetterUnknown.add(id); // the client closed mid-call: the send may have landed
-                        throw t;
-                    }
+                    Object response = ScriptedEffects.invoke(m, client, args);
                     if (deadLettered.putIfAbsent(id, p.name) != null) {
                         violations.add(receipts.get(id) + " dead-lettered twice");
                     }
-                    return response;
+                    return replyUnlessCrashed(p, response);
                 }
-                return ScriptedEffects.invoke(m, client, args);
+                return replyUnlessCrashed(p, ScriptedEffects.invoke(m, client, args));
             };
             return (SqsClient) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {SqsClient.class}, h);
         }
 
-        /** Records each message received and hands it on with its receipt's id in a message attribute. */
+        /** The reply of a call that landed; lost when its process died meanwhile (the crash, on another thread). */
+        private static <T> T replyUnlessCrashed(Process p, T reply) {
+            if (p.crashed) {
+                throw SdkClientException.create(p.name + " crashed before the reply came");
+            }
+            return reply;
+        }
+
+        /**
+         * Records each message received and hands it on with its receipt's id in a message attribute; what
+         * a receive in flight when its process died took is lost with it (back after the visibility timeout).
+         */
         private ReceiveMessageResponse received(Process p, ReceiveMessageResponse response) {
             List<Message> seen = new ArrayList<>();
             for (Message m : response.messages()) {
@@ -466,8 +472,11 @@ class SqsConsumerStateMachineTest {
                                 .stringValue(id)
                                 .build());
                 seen.add(m.toBuilder().messageAttributes(attributes).build());
+                if (p.crashed) {
+                    lost.add(id);
+                }
             }
-            return response.toBuilder().messages(seen).build();
+            return replyUnlessCrashed(p, response.toBuilder().messages(seen).build());
         }
 
         private boolean claimCommitted(String eventId) {
@@ -538,11 +547,11 @@ class SqsConsumerStateMachineTest {
             if (last == null) {
                 return null;
             }
-            boolean done = processed.stream().anyMatch(p -> p.receipt().equals(last.id()));
-            if (deleted.containsKey(last.id()) || done && deleteUnknown.contains(last.id())) {
-                // a delete whose reply was lost and did not land leaves the message: it comes again
+            if (deleted.containsKey(last.id())) {
                 return deadLettered.containsKey(last.id()) ? "dead-lettered" : "deleted";
             }
+            boolean done = lost.contains(last.id())
+                    || processed.stream().anyMatch(p -> p.receipt().equals(last.id()));
             return done && last.count() >= MAX_RECEIVES ? "redriven" : null;
         }
 
@@ -561,8 +570,10 @@ class SqsConsumerStateMachineTest {
                             }
                             return stored(queue) == 0
                                     && receipts.keySet().stream()
-                                            .allMatch(id -> processed.stream()
-                                                    .anyMatch(p -> p.receipt().equals(id)));
+                                            .allMatch(id -> lost.contains(id)
+                                                    || processed.stream()
+                                                            .anyMatch(p ->
+                                                                    p.receipt().equals(id)));
                         });
             } catch (ConditionTimeoutException e) {
                 Map<String, String> fates = new TreeMap<>();
@@ -607,16 +618,9 @@ class SqsConsumerStateMachineTest {
                         + deadLettered.keySet().stream()
                                 .filter(id -> receipts.get(id).copy().equals(copy))
                                 .count();
-                Receipt last = last(copy);
-                long unknown = deadLetterUnknown.stream()
-                                .filter(id -> receipts.get(id).copy().equals(copy))
-                                .count()
-                        + (deleteUnknown.contains(last.id()) && last.count() >= MAX_RECEIVES ? 1 : 0);
                 assertThat(dead.getOrDefault(copy, 0L))
-                        .as(
-                                "%s in the dead-letter queue (%s; %d sends with their reply lost), %s",
-                                copy, fate, unknown, what)
-                        .isBetween(sure, sure + unknown);
+                        .as("%s in the dead-letter queue (%s), %s", copy, fate, what)
+                        .isEqualTo(sure);
             }
             assertThat(copies.keySet()).as("dead-letter queue, " + what).containsAll(dead.keySet());
             System.out.printf(
@@ -655,21 +659,10 @@ class SqsConsumerStateMachineTest {
             for (Processed p : processed) {
                 Receipt r = receipts.get(p.receipt());
                 byStatus.merge(p.status(), 1L, Long::sum);
-                if (r.raw() > 1) {
-                    assertThat(p.redelivered())
-                            .as("%s, received for the %dth time, flagged redelivered; %s", r, r.raw(), what)
-                            .isTrue();
-                } else if (p.redelivered()) {
-                    // a closed client's long poll lives on in SQS until its wait time is over
-                    long since = publishedAt.get(p.copy())
-                            - WAIT_TIME.multipliedBy(2).toNanos();
-                    assertThat(clientsClosedAt)
-                            .as(
-                                    "%s flagged redelivered on its first receive seen, with no client closed since a"
-                                            + " wait time before its publish; %s",
-                                    r, what)
-                            .anyMatch(t -> t > since);
-                }
+                assertThat(r.count()).as("%s: every receive seen; %s", r, what).isEqualTo(r.raw());
+                assertThat(p.redelivered())
+                        .as("%s flagged redelivered exactly when received before; %s", r, what)
+                        .isEqualTo(r.raw() > 1);
                 redeliveries += p.redelivered() ? 1 : 0;
                 if (p.status() == Status.DUPLICATE) {
                     duplicates++;
@@ -702,9 +695,9 @@ class SqsConsumerStateMachineTest {
         private boolean inherentlyAppliedAndDeadLettered(String eventId) {
             for (String copy : copies.keySet()) {
                 if (copies.get(copy).equals(eventId) && fate(copy).equals("redriven")) {
-                    String last = last(copy).id();
                     boolean foundApplied = processed.stream()
-                            .anyMatch(p -> p.receipt().equals(last)
+                            .anyMatch(p -> p.copy().equals(copy)
+                                    && !deleted.containsKey(p.receipt())
                                     && (p.status() == Status.APPLIED
                                             || p.status() == Status.DUPLICATE
                                             || p.status() == Status.IN_PROGRESS));
