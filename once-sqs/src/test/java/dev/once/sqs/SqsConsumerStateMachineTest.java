@@ -107,7 +107,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.sqsChain.tries=N} runs each chain N
  * times.
  *
- * <p>No hole found in {@link SqsConsumer}: 32 chains (4 tries, 8 repeats) green, about 5 s a chain.
+ * <p>No hole found in {@link SqsConsumer}: 32 chains (4 tries, 8 repeats; 462 moves, 240 messages, 393
+ * receives, 214 deletes, 55 consumer dead-letters, 26 redrives) green, about 5 s a chain.
  * What the first runs found was the oracle's: a crash that closed the client let the reply of a call in
  * flight on another thread be lost after it landed (a dead-letter send, a delete), and the client's long
  * poll live on in SQS and take messages unseen; the crash is now the process's death as the wrapper
