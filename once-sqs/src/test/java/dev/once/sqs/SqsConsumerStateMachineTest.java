@@ -113,10 +113,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * flight on another thread be lost after it landed (a dead-letter send, a delete), and the client's long
  * poll live on in SQS and take messages unseen; the crash is now the process's death as the wrapper
  * sees it, calls in flight landing with their replies lost. Goes red when the mechanism is broken:
- * with every received message deleted at once, on the first try ("delete of Receipt[... w9-e0#0 ...]
- * before its event's claim committed"), shrunk to four moves ({@code crash a; crash b; crash a;
- * publish []}: the crash moves change nothing here, but shrinking a chain against a real broker is not
- * deterministic enough to drop them).
+ * with every received message deleted at once, on the first try, shrunk to two moves ({@code publish
+ * [RETRYABLE, RETRYABLE]; second consumer starts with no heartbeat}: "delete of Receipt[... w7-e0#0
+ * ...] before its event's claim committed"; the second move does nothing for it, but shrinking a
+ * chain against a real broker is not deterministic enough to drop it).
  */
 class SqsConsumerStateMachineTest {
 
