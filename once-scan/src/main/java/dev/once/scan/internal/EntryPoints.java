@@ -300,6 +300,12 @@ final class EntryPoints {
         d.body = e.body;
         d.self = sub;
         d.location = repo.span(o, o.getName());
+        if (e.decl instanceof MethodDeclaration handler) {
+            // a handler method the runtime calls (not a loop of the repository's own): the method it calls is the
+            // inherited one, so the consumer is listed there, under the concrete class's name
+            d.name = sub.getNameAsString() + "." + handler.getNameAsString();
+            d.location = e.location;
+        }
         d.source = sub.findCompilationUnit()
                 .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
                 .orElse(e.source);
@@ -957,15 +963,14 @@ final class EntryPoints {
      * handler returns, as every container does.
      */
     private void libraryHandler(Repo.Source s, ClassOrInterfaceDeclaration c) {
-        if (c.isInterface() || c.isAbstract()) {
+        // an abstract class counts once a class of the repository extends it: folio's handlers override handle in
+        // an abstract base that its two or three concrete subclasses only configure
+        if (c.isInterface() || c.isAbstract() && !repo.isExtended(c.getNameAsString())) {
             return;
         }
-        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
-        supertypes.addAll(c.getExtendedTypes());
-        for (ClassOrInterfaceType t : supertypes) {
-            String n = t.getNameAsString();
+        for (String n : librarySupertypes(c, new java.util.HashSet<>())) {
             Matcher named = BROKER_HANDLER_TYPE.matcher(n);
-            if (types.isRepoType(n) || NOT_A_HANDLER_TYPE.matcher(n).matches()) {
+            if (NOT_A_HANDLER_TYPE.matcher(n).matches()) {
                 continue;
             }
             for (MethodDeclaration m : c.getMethods()) {
@@ -999,6 +1004,33 @@ final class EntryPoints {
                         + " (not in this repository) acknowledges when it returns";
             }
         }
+    }
+
+    /**
+     * The library types a class extends or implements, directly or through the repository's own (generic,
+     * abstract) base classes and interfaces: {@code InventoryCreateHandler extends BaseAsyncRecordHandler<String,
+     * String>}, whose base implements folio's {@code AsyncRecordHandler<K, V>}.
+     */
+    private List<String> librarySupertypes(ClassOrInterfaceDeclaration c, java.util.Set<String> seen) {
+        List<String> out = new ArrayList<>();
+        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
+        supertypes.addAll(c.getExtendedTypes());
+        for (ClassOrInterfaceType t : supertypes) {
+            String n = t.getNameAsString();
+            if (!seen.add(n)) {
+                continue;
+            }
+            if (!types.isRepoType(n)) {
+                out.add(n);
+                continue;
+            }
+            for (TypeDeclaration<?> d : repo.types(n, c)) {
+                if (d instanceof ClassOrInterfaceDeclaration base) {
+                    out.addAll(librarySupertypes(base, seen));
+                }
+            }
+        }
+        return out;
     }
 
     private static String brokerOf(String word) {
