@@ -143,6 +143,11 @@ final class EntryPoints {
                 callbackBean(s, m);
             }
         }
+        for (Repo.Source s : repo.sources()) {
+            for (MethodReferenceExpr ref : s.cu().findAll(MethodReferenceExpr.class)) {
+                libraryCallback(s, ref);
+            }
+        }
         inheritedConsumers();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
@@ -1031,6 +1036,60 @@ final class EntryPoints {
             }
         }
         return out;
+    }
+
+    /** Calls that iterate, map or compose what the code already holds: a method reference given to them is no handler. */
+    private static final Set<String> NOT_A_REGISTRATION = Set.of(
+            "forEach", "map", "flatMap", "filter", "peek", "collect", "compose", "onSuccess", "onFailure",
+            "onComplete", "andThen", "thenApply", "thenAccept", "thenCompose", "whenComplete", "transform",
+            "doOnNext", "doOnError", "handle", "apply", "accept", "execute", "submit", "runAsync", "supplyAsync");
+
+    /**
+     * A method of the class given as a method reference ({@code consumerWrapper.start(this::handle, module)}) to a
+     * library type outside the repository, when the method takes the broker's own record ({@code
+     * KafkaConsumerRecord}, {@code ConsumerRecord}, {@code Delivery}): the library's loop calls it per record and
+     * acknowledges when it returns, as for a handler type the class implements. A reference given to a stream, a
+     * future's composition or an executor, or one inside a consumer the scan already lists, is not one.
+     */
+    private void libraryCallback(Repo.Source s, MethodReferenceExpr ref) {
+        if (!ref.getScope().isThisExpr()
+                || !(ref.getParentNode().orElse(null) instanceof MethodCallExpr call)
+                || !call.getArguments().contains(ref)
+                || NOT_A_REGISTRATION.contains(call.getNameAsString())
+                || call.getScope().isEmpty()) {
+            return;
+        }
+        String library = types.typeOf(call.getScope().get());
+        if (library == null || types.isRepoType(library) || insideEntry(ref)) {
+            return;
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(ref);
+        if (owner == null) {
+            return;
+        }
+        for (MethodDeclaration m : owner.getMethodsByName(ref.getIdentifier())) {
+            String broker = m.getParameters().stream()
+                    .map(p -> RECORD_TYPES.get(Types.simple(p.getType())))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElse(null);
+            if (broker == null || m.getBody().isEmpty() || byBody.containsKey(m.getBody().get())) {
+                continue;
+            }
+            Entry e = add(s, library + "." + call.getNameAsString() + " callback", broker, owner(m), m, m.getBody().get(), m);
+            e.ackText = "the library that " + library + "." + call.getNameAsString() + " hands " + ref
+                    + " to (not in this repository) acknowledges when it returns";
+        }
+    }
+
+    /** The node lies in the body of a consumer already listed (a reference passed on inside a poll loop). */
+    private boolean insideEntry(Node n) {
+        for (Node at = n; at != null; at = at.getParentNode().orElse(null)) {
+            if (byBody.containsKey(at)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String brokerOf(String word) {
