@@ -2854,15 +2854,48 @@ final class Tracer {
                     targets = new ArrayList<>(mine);
                 }
             }
+            if (targets.isEmpty()) {
+                targets = staticallyImported(c, name);
+            }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
             if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
                 beanLambdas(c, stype, f);
             }
+        } else if (scope.get() instanceof NameExpr cls
+                && Character.isUpperCase(cls.getNameAsString().charAt(0))
+                && types.isRepoType(cls.getNameAsString())) {
+            // a static method of a repository class (a utility building the poll's record handler)
+            targets = statics(repo.methods(cls.getNameAsString(), name, c.getArguments().size(), c));
         } else {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /**
+     * The repository's static methods a call without a scope reaches through a static import ({@code import static
+     * …AsyncMigrationsConsumerUtils.pollAsyncMigrationsMessages}, or the class's {@code *}).
+     */
+    private List<MethodDeclaration> staticallyImported(MethodCallExpr c, String name) {
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (com.github.javaparser.ast.ImportDeclaration imp :
+                c.findCompilationUnit().map(cu -> cu.getImports()).orElse(new com.github.javaparser.ast.NodeList<>())) {
+            if (!imp.isStatic() || !imp.isAsterisk() && !imp.getName().getIdentifier().equals(name)) {
+                continue;
+            }
+            String owner = (imp.isAsterisk() ? Optional.of(imp.getName()) : imp.getName().getQualifier())
+                    .map(q -> q.getIdentifier())
+                    .orElse(null);
+            if (owner != null && types.isRepoType(owner)) {
+                out.addAll(statics(repo.methods(owner, name, c.getArguments().size(), c)));
+            }
+        }
+        return out;
+    }
+
+    private static List<MethodDeclaration> statics(List<MethodDeclaration> ms) {
+        return ms.stream().filter(MethodDeclaration::isStatic).toList();
     }
 
     /** The qualified names of {@code t} and of the repository classes it extends. */
