@@ -1040,9 +1040,31 @@ final class EntryPoints {
 
     /** Calls that iterate, map or compose what the code already holds: a method reference given to them is no handler. */
     private static final Set<String> NOT_A_REGISTRATION = Set.of(
-            "forEach", "map", "flatMap", "filter", "peek", "collect", "compose", "onSuccess", "onFailure",
-            "onComplete", "andThen", "thenApply", "thenAccept", "thenCompose", "whenComplete", "transform",
-            "doOnNext", "doOnError", "handle", "apply", "accept", "execute", "submit", "runAsync", "supplyAsync");
+            "forEach",
+            "map",
+            "flatMap",
+            "filter",
+            "peek",
+            "collect",
+            "compose",
+            "onSuccess",
+            "onFailure",
+            "onComplete",
+            "andThen",
+            "thenApply",
+            "thenAccept",
+            "thenCompose",
+            "whenComplete",
+            "transform",
+            "doOnNext",
+            "doOnError",
+            "handle",
+            "apply",
+            "accept",
+            "execute",
+            "submit",
+            "runAsync",
+            "supplyAsync");
 
     /**
      * A method of the class given as a method reference ({@code consumerWrapper.start(this::handle, module)}) to a
@@ -1073,10 +1095,19 @@ final class EntryPoints {
                     .filter(java.util.Objects::nonNull)
                     .findFirst()
                     .orElse(null);
-            if (broker == null || m.getBody().isEmpty() || byBody.containsKey(m.getBody().get())) {
+            if (broker == null
+                    || m.getBody().isEmpty()
+                    || byBody.containsKey(m.getBody().get())) {
                 continue;
             }
-            Entry e = add(s, library + "." + call.getNameAsString() + " callback", broker, owner(m), m, m.getBody().get(), m);
+            Entry e = add(
+                    s,
+                    library + "." + call.getNameAsString() + " callback",
+                    broker,
+                    owner(m),
+                    m,
+                    m.getBody().get(),
+                    m);
             e.ackText = "the library that " + library + "." + call.getNameAsString() + " hands " + ref
                     + " to (not in this repository) acknowledges when it returns";
         }

@@ -69,6 +69,7 @@ final class Tracer {
      */
     private static final Pattern COUNTER_SQL = Pattern.compile(
             "(?i)set\\s.*?(?:\\b(\\w+)\\s*=\\s*\\1\\s*[-+]|\\(\\s*\\w+\\s*->>?\\s*'(\\w+)'\\s*\\)\\s*::\\s*\\w+\\s*[-+])");
+
     private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
     private static final Pattern CYPHER_CREATE = Pattern.compile("(?i)\\bCREATE\\s*\\(");
     // a table named at run time (a tenant's schema formatted in: UPDATE %s SET) reads as ? where the name is unknown
@@ -2866,7 +2867,8 @@ final class Tracer {
                 && Character.isUpperCase(cls.getNameAsString().charAt(0))
                 && types.isRepoType(cls.getNameAsString())) {
             // a static method of a repository class (a utility building the poll's record handler)
-            targets = statics(repo.methods(cls.getNameAsString(), name, c.getArguments().size(), c));
+            targets = statics(
+                    repo.methods(cls.getNameAsString(), name, c.getArguments().size(), c));
         } else {
             return;
         }
@@ -2881,10 +2883,13 @@ final class Tracer {
         List<MethodDeclaration> out = new ArrayList<>();
         for (com.github.javaparser.ast.ImportDeclaration imp :
                 c.findCompilationUnit().map(cu -> cu.getImports()).orElse(new com.github.javaparser.ast.NodeList<>())) {
-            if (!imp.isStatic() || !imp.isAsterisk() && !imp.getName().getIdentifier().equals(name)) {
+            if (!imp.isStatic()
+                    || !imp.isAsterisk() && !imp.getName().getIdentifier().equals(name)) {
                 continue;
             }
-            String owner = (imp.isAsterisk() ? Optional.of(imp.getName()) : imp.getName().getQualifier())
+            String owner = (imp.isAsterisk()
+                            ? Optional.of(imp.getName())
+                            : imp.getName().getQualifier())
                     .map(q -> q.getIdentifier())
                     .orElse(null);
             if (owner != null && types.isRepoType(owner)) {
