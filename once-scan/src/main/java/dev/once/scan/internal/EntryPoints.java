@@ -143,6 +143,11 @@ final class EntryPoints {
                 callbackBean(s, m);
             }
         }
+        for (Repo.Source s : repo.sources()) {
+            for (MethodReferenceExpr ref : s.cu().findAll(MethodReferenceExpr.class)) {
+                libraryCallback(s, ref);
+            }
+        }
         inheritedConsumers();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
@@ -300,6 +305,12 @@ final class EntryPoints {
         d.body = e.body;
         d.self = sub;
         d.location = repo.span(o, o.getName());
+        if (e.decl instanceof MethodDeclaration handler) {
+            // a handler method the runtime calls (not a loop of the repository's own): the method it calls is the
+            // inherited one, so the consumer is listed there, under the concrete class's name
+            d.name = sub.getNameAsString() + "." + handler.getNameAsString();
+            d.location = e.location;
+        }
         d.source = sub.findCompilationUnit()
                 .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
                 .orElse(e.source);
@@ -959,15 +970,14 @@ final class EntryPoints {
      * handler returns, as every container does.
      */
     private void libraryHandler(Repo.Source s, ClassOrInterfaceDeclaration c) {
-        if (c.isInterface() || c.isAbstract()) {
+        // an abstract class counts once a class of the repository extends it: folio's handlers override handle in
+        // an abstract base that its two or three concrete subclasses only configure
+        if (c.isInterface() || c.isAbstract() && !repo.isExtended(c.getNameAsString())) {
             return;
         }
-        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
-        supertypes.addAll(c.getExtendedTypes());
-        for (ClassOrInterfaceType t : supertypes) {
-            String n = t.getNameAsString();
+        for (String n : librarySupertypes(c, new java.util.HashSet<>())) {
             Matcher named = BROKER_HANDLER_TYPE.matcher(n);
-            if (types.isRepoType(n) || NOT_A_HANDLER_TYPE.matcher(n).matches()) {
+            if (NOT_A_HANDLER_TYPE.matcher(n).matches()) {
                 continue;
             }
             for (MethodDeclaration m : c.getMethods()) {
@@ -1001,6 +1011,118 @@ final class EntryPoints {
                         + " (not in this repository) acknowledges when it returns";
             }
         }
+    }
+
+    /**
+     * The library types a class extends or implements, directly or through the repository's own (generic,
+     * abstract) base classes and interfaces: {@code InventoryCreateHandler extends BaseAsyncRecordHandler<String,
+     * String>}, whose base implements folio's {@code AsyncRecordHandler<K, V>}.
+     */
+    private List<String> librarySupertypes(ClassOrInterfaceDeclaration c, java.util.Set<String> seen) {
+        List<String> out = new ArrayList<>();
+        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
+        supertypes.addAll(c.getExtendedTypes());
+        for (ClassOrInterfaceType t : supertypes) {
+            String n = t.getNameAsString();
+            if (!seen.add(n)) {
+                continue;
+            }
+            if (!types.isRepoType(n)) {
+                out.add(n);
+                continue;
+            }
+            for (TypeDeclaration<?> d : repo.types(n, c)) {
+                if (d instanceof ClassOrInterfaceDeclaration base) {
+                    out.addAll(librarySupertypes(base, seen));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Calls that iterate, map or compose what the code already holds: a method reference given to them is no handler. */
+    private static final Set<String> NOT_A_REGISTRATION = Set.of(
+            "forEach",
+            "map",
+            "flatMap",
+            "filter",
+            "peek",
+            "collect",
+            "compose",
+            "onSuccess",
+            "onFailure",
+            "onComplete",
+            "andThen",
+            "thenApply",
+            "thenAccept",
+            "thenCompose",
+            "whenComplete",
+            "transform",
+            "doOnNext",
+            "doOnError",
+            "handle",
+            "apply",
+            "accept",
+            "execute",
+            "submit",
+            "runAsync",
+            "supplyAsync");
+
+    /**
+     * A method of the class given as a method reference ({@code consumerWrapper.start(this::handle, module)}) to a
+     * library type outside the repository, when the method takes the broker's own record ({@code
+     * KafkaConsumerRecord}, {@code ConsumerRecord}, {@code Delivery}): the library's loop calls it per record and
+     * acknowledges when it returns, as for a handler type the class implements. A reference given to a stream, a
+     * future's composition or an executor, or one inside a consumer the scan already lists, is not one.
+     */
+    private void libraryCallback(Repo.Source s, MethodReferenceExpr ref) {
+        if (!ref.getScope().isThisExpr()
+                || !(ref.getParentNode().orElse(null) instanceof MethodCallExpr call)
+                || !call.getArguments().contains(ref)
+                || NOT_A_REGISTRATION.contains(call.getNameAsString())
+                || call.getScope().isEmpty()) {
+            return;
+        }
+        String library = types.typeOf(call.getScope().get());
+        if (library == null || types.isRepoType(library) || insideEntry(ref)) {
+            return;
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(ref);
+        if (owner == null) {
+            return;
+        }
+        for (MethodDeclaration m : owner.getMethodsByName(ref.getIdentifier())) {
+            String broker = m.getParameters().stream()
+                    .map(p -> RECORD_TYPES.get(Types.simple(p.getType())))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElse(null);
+            if (broker == null
+                    || m.getBody().isEmpty()
+                    || byBody.containsKey(m.getBody().get())) {
+                continue;
+            }
+            Entry e = add(
+                    s,
+                    library + "." + call.getNameAsString() + " callback",
+                    broker,
+                    owner(m),
+                    m,
+                    m.getBody().get(),
+                    m);
+            e.ackText = "the library that " + library + "." + call.getNameAsString() + " hands " + ref
+                    + " to (not in this repository) acknowledges when it returns";
+        }
+    }
+
+    /** The node lies in the body of a consumer already listed (a reference passed on inside a poll loop). */
+    private boolean insideEntry(Node n) {
+        for (Node at = n; at != null; at = at.getParentNode().orElse(null)) {
+            if (byBody.containsKey(at)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String brokerOf(String word) {

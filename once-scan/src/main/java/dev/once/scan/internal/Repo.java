@@ -595,6 +595,11 @@ public final class Repo {
         return subtypes.getOrDefault(simpleName, List.of());
     }
 
+    /** True when a file of the repository extends or implements a type of this simple name (read from its text). */
+    boolean isExtended(String simpleName) {
+        return extenders.containsKey(simpleName);
+    }
+
     private boolean declares_(String simpleName) {
         return declares.containsKey(simpleName);
     }

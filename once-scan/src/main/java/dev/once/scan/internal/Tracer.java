@@ -63,10 +63,17 @@ final class Tracer {
             Pattern.compile("(?i).*(payment|charge|transfer|ledger|refund|payout|balance|wallet).*");
     private static final Pattern CHECK = Pattern.compile(
             "(exists|existsBy\\w*|findBy\\w*|findOneBy\\w*|countBy\\w*|getBy\\w*|selectBy\\w*|isProcessed\\w*|alreadyProcessed\\w*|wasProcessed\\w*|isDuplicate\\w*|hasBeenProcessed\\w*|hasKey|isMember|sismember|exists\\w*|getStatus|getState|isProcessed|isPaid|isCancelled|isCompleted)");
-    private static final Pattern COUNTER_SQL = Pattern.compile("(?i)set\\s.*?\\b(\\w+)\\s*=\\s*\\1\\s*[-+]");
+    /**
+     * A column moved by a delta: {@code SET n = n + 1}, or a counter kept in a JSON document read, cast and moved
+     * ({@code jsonb || jsonb_build_object('processedCount', (jsonb->>'processedCount')::int + 1)}, group 2).
+     */
+    private static final Pattern COUNTER_SQL = Pattern.compile(
+            "(?i)set\\s.*?(?:\\b(\\w+)\\s*=\\s*\\1\\s*[-+]|\\(\\s*\\w+\\s*->>?\\s*'(\\w+)'\\s*\\)\\s*::\\s*\\w+\\s*[-+])");
+
     private static final Pattern INSERT = Pattern.compile("(?i)insert\\s+(?:ignore\\s+)?into\\s+([\\w.\"`]+)");
     private static final Pattern CYPHER_CREATE = Pattern.compile("(?i)\\bCREATE\\s*\\(");
-    private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`]+)\\s+set\\s");
+    // a table named at run time (a tenant's schema formatted in: UPDATE %s SET) reads as ? where the name is unknown
+    private static final Pattern UPDATE = Pattern.compile("(?i)update\\s+([\\w.\"`?]+)\\s+set\\s");
     private static final Pattern GUARD_WHERE =
             Pattern.compile("(?i)where.*\\b(status|state|version|processed|\\w+_at\\s+is\\s+null)\\b");
 
@@ -2983,13 +2990,13 @@ final class Tracer {
             if (guarded) {
                 add(Event.Kind.GUARD, at, f, null, null, "guarded transition on " + table + " (count checked)");
             } else if (counter.find()) {
-                String col = counter.group(1);
+                String col = counter.group(1) != null ? counter.group(1) : counter.group(2);
                 effect(
                         at,
                         f,
                         MONEY.matcher(col + " " + table).matches() ? Blast.MONEY : Blast.DATA,
                         Event.Category.DATABASE,
-                        "moves " + table + "." + col + " by a delta",
+                        "moves " + (table.contains("?") ? "" : table + ".") + col + " by a delta",
                         false);
             }
         }
@@ -3027,15 +3034,52 @@ final class Tracer {
                     targets = new ArrayList<>(mine);
                 }
             }
+            if (targets.isEmpty()) {
+                targets = staticallyImported(c, name);
+            }
         } else if (stype != null && types.isRepoType(stype)) {
             targets = repo.methods(stype, name, c.getArguments().size(), c);
             if (targets.stream().noneMatch(m -> m.getBody().isPresent())) {
                 beanLambdas(c, stype, f);
             }
+        } else if (scope.get() instanceof NameExpr cls
+                && Character.isUpperCase(cls.getNameAsString().charAt(0))
+                && types.isRepoType(cls.getNameAsString())) {
+            // a static method of a repository class (a utility building the poll's record handler)
+            targets = statics(
+                    repo.methods(cls.getNameAsString(), name, c.getArguments().size(), c));
         } else {
             return;
         }
         enter(c, targets, self, f);
+    }
+
+    /**
+     * The repository's static methods a call without a scope reaches through a static import ({@code import static
+     * …AsyncMigrationsConsumerUtils.pollAsyncMigrationsMessages}, or the class's {@code *}).
+     */
+    private List<MethodDeclaration> staticallyImported(MethodCallExpr c, String name) {
+        List<MethodDeclaration> out = new ArrayList<>();
+        for (com.github.javaparser.ast.ImportDeclaration imp :
+                c.findCompilationUnit().map(cu -> cu.getImports()).orElse(new com.github.javaparser.ast.NodeList<>())) {
+            if (!imp.isStatic()
+                    || !imp.isAsterisk() && !imp.getName().getIdentifier().equals(name)) {
+                continue;
+            }
+            String owner = (imp.isAsterisk()
+                            ? Optional.of(imp.getName())
+                            : imp.getName().getQualifier())
+                    .map(q -> q.getIdentifier())
+                    .orElse(null);
+            if (owner != null && types.isRepoType(owner)) {
+                out.addAll(statics(repo.methods(owner, name, c.getArguments().size(), c)));
+            }
+        }
+        return out;
+    }
+
+    private static List<MethodDeclaration> statics(List<MethodDeclaration> ms) {
+        return ms.stream().filter(MethodDeclaration::isStatic).toList();
     }
 
     /** The qualified names of {@code t} and of the repository classes it extends. */

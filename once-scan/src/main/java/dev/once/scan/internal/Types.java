@@ -270,7 +270,8 @@ final class Types {
     }
 
     private static Type varType(VariableDeclarator d) {
-        if (d.getType().isVarType()) {
+        // `var` parses as a class named var where the parser's language level predates it
+        if (d.getType().isVarType() || d.getType().asString().equals("var")) {
             return d.getInitializer()
                     .filter(Expression::isObjectCreationExpr)
                     .map(i -> (Type) i.asObjectCreationExpr().getType())
