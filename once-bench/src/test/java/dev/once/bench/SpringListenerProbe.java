@@ -5,8 +5,11 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -17,7 +20,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  * The spring suite's per-record listeners called in a loop on this thread, without Kafka: the bytes
  * and CPU each listener call costs (interceptor or {@code @Transactional} proxy, engine, driver), paired
  * in alternating blocks. A copy of an event ten before it after every twentieth, as the suite publishes.
- * {@code java -cp ... dev.once.bench.SpringListenerProbe <jdbc url> [events per row] [rounds]}.
+ * {@code java -cp <test classpath> dev.once.bench.SpringListenerProbe <jdbc url> [events per row]}
+ * ({@code -Dprobe.only=once-record} for one row, under a profiler).
  */
 final class SpringListenerProbe {
 
@@ -27,7 +31,6 @@ final class SpringListenerProbe {
     public static void main(String[] args) throws Exception {
         String url = args[0];
         int events = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
-        int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
         try (BenchPostgres postgres = BenchPostgres.start(url);
                 BenchPostgres.Db db = postgres.freshDatabase(2)) {
             try (Connection c = db.dataSource().getConnection();
@@ -50,7 +53,7 @@ final class SpringListenerProbe {
                     .run()) {
                 SpringApp.OnceListeners once = app.getBean(SpringApp.OnceListeners.class);
                 SpringApp.ProcessedEventsListener processed = app.getBean(SpringApp.ProcessedEventsListener.class);
-                Map<String, Consumer<ConsumerRecord<String, String>>> rows = new java.util.LinkedHashMap<>();
+                Map<String, Consumer<ConsumerRecord<String, String>>> rows = new LinkedHashMap<>();
                 rows.put("once-record", once::on);
                 rows.put("processed-events", processed::on);
                 String only = System.getProperty("probe.only");
@@ -58,19 +61,20 @@ final class SpringListenerProbe {
                     rows.keySet().retainAll(List.of(only.split(",")));
                 }
                 // warm-up: the same size, not measured
-                run(rows, events, 1, "warm", false);
-                run(rows, events, rounds, "run", true);
+                run(rows, events, "warm", false);
+                run(rows, events, "run", true);
             }
         }
     }
 
     private static void run(
-            Map<String, Consumer<ConsumerRecord<String, String>>> rows, int events, int rounds, String tag, boolean print) {
+            Map<String, Consumer<ConsumerRecord<String, String>>> rows, int events, String tag, boolean print) {
         int block = 1_000;
-        Map<String, long[]> totals = new java.util.LinkedHashMap<>();
+        Map<String, long[]> totals = new LinkedHashMap<>();
         Map<String, List<ConsumerRecord<String, String>>> records = new HashMap<>();
         for (String row : rows.keySet()) {
             records.put(row, records(tag + "-" + row + "-" + System.nanoTime(), events));
+            // per row: fresh events' CPU ns, bytes, the wall ns of all calls, their count; copies' CPU, bytes, -, count
             totals.put(row, new long[8]);
         }
         for (int from = 0; from < events; from += block) {
@@ -85,7 +89,7 @@ final class SpringListenerProbe {
                     long cpu = THREADS.getCurrentThreadCpuTime();
                     long bytes = THREADS.getCurrentThreadAllocatedBytes();
                     e.getValue().accept(r);
-                    int k = r.offset() < 0 ? 0 : (r.key() == null ? 0 : 4);
+                    int k = r.key() == null ? 0 : 4; // fresh events, then copies
                     t[k] += THREADS.getCurrentThreadCpuTime() - cpu;
                     t[k + 1] += THREADS.getCurrentThreadAllocatedBytes() - bytes;
                     t[k + 3]++;
@@ -97,7 +101,7 @@ final class SpringListenerProbe {
             for (var e : totals.entrySet()) {
                 long[] t = e.getValue();
                 System.out.printf(
-                        java.util.Locale.ROOT,
+                        Locale.ROOT,
                         "PROBE %s calls=%d cpu_us_per_event=%.1f bytes_per_event=%.0f wall_us_per_event=%.1f"
                                 + " fresh: cpu_us=%.1f bytes=%.0f copy: cpu_us=%.1f bytes=%.0f%n",
                         e.getKey(),
@@ -114,7 +118,7 @@ final class SpringListenerProbe {
     }
 
     private static List<ConsumerRecord<String, String>> records(String prefix, int events) {
-        List<ConsumerRecord<String, String>> out = new java.util.ArrayList<>();
+        List<ConsumerRecord<String, String>> out = new ArrayList<>();
         long offset = 0;
         for (int i = 0; i < events; i++) {
             out.add(record(prefix, i, offset++, null));
