@@ -123,11 +123,7 @@ final class BatchListenerCalls {
                     ? f.outcome.failure()
                     : new IllegalStateException("event '" + f.outcome.eventId() + "' " + f.outcome.tag());
         } finally {
-            if (outer == null) {
-                CURRENT_BATCH.remove();
-            } else {
-                CURRENT_BATCH.set(outer);
-            }
+            CURRENT_BATCH.set(outer); // set, not remove: as IdempotentListenerInterceptor's CURRENT
         }
         if (ack != null) {
             ack.settle(false);

@@ -171,11 +171,10 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 throw failure(listener, delivery, e, pubSub);
             }
         } finally {
-            if (outer == null) {
-                CURRENT.remove();
-            } else {
-                CURRENT.set(outer);
-            }
+            // set, not remove: the container thread keeps its entry (holding null between calls), so the
+            // next call's get() finds it instead of creating one; a static ThreadLocal pins no class loader
+            // through a null value
+            CURRENT.set(outer);
         }
         if (atCommit && askedForRedelivery(ack, channel, pubSub) && appliedByCopy(o, consumer, listener, delivery)) {
             return duplicateAfterRollback(listener, delivery, ack, pubSub);
