@@ -2174,6 +2174,7 @@ final class Tracer {
         boolean remote = false;
         boolean noTimeout = false;
         String kind = null;
+        String apacheVerb = null;
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
@@ -2203,11 +2204,16 @@ final class Tracer {
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
             putOnly = !memberText(f).contains(".post(");
         } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
-            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
+            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…)), or its
+            // type does when a factory of the repository made it (HttpPost send(…) { return new HttpPost(…); })
             remote = true;
             kind = "Apache HttpClient";
-            write = APACHE_WRITE.matcher(memberText(f)).matches();
-            putOnly = false;
+            String request = c.getArguments().isEmpty() ? null : requestType(c.getArgument(0), f);
+            boolean typed = request != null && request.matches("Http(Post|Put|Patch)");
+            boolean reads = request != null && request.matches("Http(Get|Head|Options|Delete|Trace)");
+            write = typed || !reads && APACHE_WRITE.matcher(memberText(f)).matches();
+            putOnly = typed && request.equals("HttpPut");
+            apacheVerb = typed ? request.substring(4).toUpperCase(Locale.ROOT) : null;
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -2236,7 +2242,9 @@ final class Tracer {
             Blast b = MONEY.matcher(context).matches()
                     ? Blast.MONEY
                     : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
+            String verb = apacheVerb != null
+                    ? apacheVerb
+                    : kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
                     ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
                     : name.toUpperCase(Locale.ROOT);
             effect(
@@ -2248,6 +2256,25 @@ final class Tracer {
                     putOnly || keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
+    }
+
+    /**
+     * The static type of a request handed to a client: as {@link Types#typeOf} says, or for a {@code var} the type
+     * of what initialised it ({@code var request = requests.send(…)}: the factory's declared return type).
+     */
+    private String requestType(Expression arg, Frame f) {
+        String t = types.typeOf(arg);
+        if (t != null && !t.equals("var") || !(arg instanceof NameExpr n) || f.method == null) {
+            return t;
+        }
+        return f.method
+                .findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
+                .stream()
+                .filter(v -> v.getType().asString().equals("var"))
+                .findFirst()
+                .flatMap(VariableDeclarator::getInitializer)
+                .map(types::typeOf)
+                .orElse(null);
     }
 
     private boolean feign(String type) {
