@@ -2245,8 +2245,8 @@ final class Tracer {
             String verb = apacheVerb != null
                     ? apacheVerb
                     : kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
-                    ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
-                    : name.toUpperCase(Locale.ROOT);
+                            ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
+                            : name.toUpperCase(Locale.ROOT);
             effect(
                     c,
                     f,
@@ -2267,7 +2267,8 @@ final class Tracer {
         if (t != null && !t.equals("var") || !(arg instanceof NameExpr n) || f.method == null) {
             return t;
         }
-        return f.method
+        return f
+                .method
                 .findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
                 .stream()
                 .filter(v -> v.getType().asString().equals("var"))
@@ -2395,6 +2396,11 @@ final class Tracer {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
             add(Event.Kind.GUARD, c, f, null, null, "insert under a unique business key (" + table + ")");
+        } else if (key.isEmpty() && entity != null && !types.isRepoType(entity) && checkedBefore()) {
+            // an entity declared in a jar (a shared entity model) whose table no schema of the repository holds,
+            // inserted after an exists-check: its keys live with it, out of sight, and the check says what they
+            // are; "no unique business key" would be a guess
+            add(Event.Kind.GUARD, c, f, null, null, "insert of a " + entity + " under keys kept in a jar");
         } else {
             effect(
                     c,
@@ -2407,6 +2413,11 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    /** An exists-check (or a lookup deciding an arm) came earlier on this entry's path. */
+    private boolean checkedBefore() {
+        return events.stream().anyMatch(e -> e.kind() == Event.Kind.CHECK || e.kind() == Event.Kind.LOOKUP);
     }
 
     /**
