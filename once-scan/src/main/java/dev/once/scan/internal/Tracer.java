@@ -2181,6 +2181,7 @@ final class Tracer {
         boolean remote = false;
         boolean noTimeout = false;
         String kind = null;
+        String apacheVerb = null;
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
@@ -2210,11 +2211,16 @@ final class Tracer {
             write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
             putOnly = !memberText(f).contains(".post(");
         } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
-            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…))
+            // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…)), or its
+            // type does when a factory of the repository made it (HttpPost send(…) { return new HttpPost(…); })
             remote = true;
             kind = "Apache HttpClient";
-            write = APACHE_WRITE.matcher(memberText(f)).matches();
-            putOnly = false;
+            String request = c.getArguments().isEmpty() ? null : requestType(c.getArgument(0), f);
+            boolean typed = request != null && request.matches("Http(Post|Put|Patch)");
+            boolean reads = request != null && request.matches("Http(Get|Head|Options|Delete|Trace)");
+            write = typed || !reads && APACHE_WRITE.matcher(memberText(f)).matches();
+            putOnly = typed && request.equals("HttpPut");
+            apacheVerb = typed ? request.substring(4).toUpperCase(Locale.ROOT) : null;
         } else if (stype != null && feign(stype)) {
             for (MethodDeclaration fm :
                     repo.methods(stype, name, c.getArguments().size())) {
@@ -2243,9 +2249,11 @@ final class Tracer {
             Blast b = MONEY.matcher(context).matches()
                     ? Blast.MONEY
                     : NOTIFY.matcher(context).matches() ? Blast.NOTIFICATION : Blast.DATA;
-            String verb = kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
-                    ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
-                    : name.toUpperCase(Locale.ROOT);
+            String verb = apacheVerb != null
+                    ? apacheVerb
+                    : kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
+                            ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
+                            : name.toUpperCase(Locale.ROOT);
             effect(
                     c,
                     f,
@@ -2255,6 +2263,26 @@ final class Tracer {
                     putOnly || keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
+    }
+
+    /**
+     * The static type of a request handed to a client: as {@link Types#typeOf} says, or for a {@code var} the type
+     * of what initialised it ({@code var request = requests.send(…)}: the factory's declared return type).
+     */
+    private String requestType(Expression arg, Frame f) {
+        String t = types.typeOf(arg);
+        if (t != null && !t.equals("var") || !(arg instanceof NameExpr n) || f.method == null) {
+            return t;
+        }
+        return f
+                .method
+                .findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
+                .stream()
+                .filter(v -> v.getType().asString().equals("var"))
+                .findFirst()
+                .flatMap(VariableDeclarator::getInitializer)
+                .map(types::typeOf)
+                .orElse(null);
     }
 
     private boolean feign(String type) {
@@ -2375,6 +2403,11 @@ final class Tracer {
             add(Event.Kind.CLAIM, c, f, null, null, "insert into " + table + " under its unique key");
         } else if (key.orElse(false)) {
             add(Event.Kind.GUARD, c, f, null, null, "insert under a unique business key (" + table + ")");
+        } else if (key.isEmpty() && entity != null && !types.isRepoType(entity) && checkedBefore()) {
+            // an entity declared in a jar (a shared entity model) whose table no schema of the repository holds,
+            // inserted after an exists-check: its keys live with it, out of sight, and the check says what they
+            // are; "no unique business key" would be a guess
+            add(Event.Kind.GUARD, c, f, null, null, "insert of a " + entity + " under keys kept in a jar");
         } else {
             effect(
                     c,
@@ -2387,6 +2420,11 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    /** An exists-check (or a lookup deciding an arm) came earlier on this entry's path. */
+    private boolean checkedBefore() {
+        return events.stream().anyMatch(e -> e.kind() == Event.Kind.CHECK || e.kind() == Event.Kind.LOOKUP);
     }
 
     /**
