@@ -63,19 +63,24 @@ class IdempotencyKeysLockWaitTest {
         }
     }
 
-    @ParameterizedTest(name = "{0}")
-    @MethodSource("databases")
-    void aBeginOfAKeyHeldByAnOpenTransactionAnswersInProgressWithinTheBound(
-            String name, Supplier<TestDatabase> database) throws Exception {
+    /** A store on the named database with the short bound under test. */
+    private IdempotencyKeys keys(String name, Supplier<TestDatabase> database, MutableClock clock) {
         db = database.get();
         kept = name.equals("mariadb") ? Duration.ofSeconds(1) : LOCK_WAIT;
-        MutableClock clock = MutableClock.startingNow();
-        IdempotencyKeys keys = IdempotencyKeys.builder()
+        return IdempotencyKeys.builder()
                 .dataSource(db.dataSource())
                 .clock(clock)
                 .lockDuration(LOCK)
                 .lockWait(LOCK_WAIT)
                 .build();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("databases")
+    void aBeginOfAKeyHeldByAnOpenTransactionAnswersInProgressWithinTheBound(
+            String name, Supplier<TestDatabase> database) throws Exception {
+        MutableClock clock = MutableClock.startingNow();
+        IdempotencyKeys keys = keys(name, database, clock);
         byte[] body = "charged".getBytes(StandardCharsets.UTF_8);
 
         // Committed: while the caller's transaction is open the key is in progress, then it replays.
@@ -120,15 +125,8 @@ class IdempotencyKeysLockWaitTest {
     @MethodSource("databases")
     void aKeyRowLockedByAStalledBeginAnswersInProgressWithinTheBound(String name, Supplier<TestDatabase> database)
             throws Exception {
-        db = database.get();
-        kept = name.equals("mariadb") ? Duration.ofSeconds(1) : LOCK_WAIT;
         MutableClock clock = MutableClock.startingNow();
-        IdempotencyKeys keys = IdempotencyKeys.builder()
-                .dataSource(db.dataSource())
-                .clock(clock)
-                .lockDuration(LOCK)
-                .lockWait(LOCK_WAIT)
-                .build();
+        IdempotencyKeys keys = keys(name, database, clock);
         BeginResult.Started first = (BeginResult.Started) keys.begin("t", "K", "fp");
         try (Connection stalled = db.dataSource().getConnection()) {
             stalled.setAutoCommit(false);
