@@ -691,11 +691,7 @@ class PubSubConsumerStateMachineTest {
                         .as("%s flagged redelivered exactly when its delivery attempt is above 1; %s", r, what)
                         .isEqualTo(r.attempt() > 1);
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    assertThat(effectRows.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", r, what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effectRows, r, what);
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);

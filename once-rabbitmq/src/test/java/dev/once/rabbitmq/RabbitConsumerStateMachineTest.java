@@ -706,11 +706,7 @@ class RabbitConsumerStateMachineTest {
                             .isGreaterThan(diedBeforePublish.get(p.copy()));
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    assertThat(effects.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effects, p.copy(), what);
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);

@@ -643,11 +643,7 @@ class SqsConsumerStateMachineTest {
                         .as("%s flagged redelivered exactly when received before; %s", r, what)
                         .isEqualTo(r.raw() > 1);
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    assertThat(effects.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", r, what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effects, r, what);
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
