@@ -636,5 +636,4 @@ class NatsConsumerStateMachineTest {
     interface Answer {
         Object apply(Method m, Object result) throws Throwable;
     }
-
 }

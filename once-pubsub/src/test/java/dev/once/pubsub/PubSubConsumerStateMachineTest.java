@@ -148,7 +148,8 @@ class PubSubConsumerStateMachineTest {
 
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts = Arbitraries.of(Behaviour.class).list().ofMaxSize(2);
+        Arbitrary<List<Behaviour>> scripts =
+                Arbitraries.of(Behaviour.class).list().ofMaxSize(2);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
         return ActionChain.<World>startWith(() -> World.next)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))

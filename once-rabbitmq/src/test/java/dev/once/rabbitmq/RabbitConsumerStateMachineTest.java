@@ -736,5 +736,4 @@ class RabbitConsumerStateMachineTest {
             }
         }
     }
-
 }

@@ -146,7 +146,8 @@ class SqsConsumerStateMachineTest {
 
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts = Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
+        Arbitrary<List<Behaviour>> scripts =
+                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
         return ActionChain.<World>startWith(() -> World.next)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))
@@ -397,8 +398,7 @@ class SqsConsumerStateMachineTest {
                             violations.add("delete of " + rc + " before its event's claim committed");
                         }
                     }
-                    DeleteMessageBatchResponse response =
-                            (DeleteMessageBatchResponse) Proxies.invoke(m, client, args);
+                    DeleteMessageBatchResponse response = (DeleteMessageBatchResponse) Proxies.invoke(m, client, args);
                     for (DeleteMessageBatchResultEntry ok : response.successful()) {
                         String id = ids.get(r.entries().stream()
                                 .map(DeleteMessageBatchRequestEntry::id)
