@@ -12,6 +12,7 @@ import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
@@ -26,7 +27,6 @@ import io.nats.client.api.MessageInfo;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
@@ -180,7 +180,7 @@ class NatsConsumerStateMachineTest {
         Process(String name, Connection connection, World w) throws Exception {
             this.name = name;
             this.connection = connection;
-            DataSource ds = w.afterCommit(() -> {
+            DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
                 if (crashArmed.compareAndSet(true, false)) {
                     crashed = true;
                     w.connectionsDied.incrementAndGet();
@@ -381,28 +381,6 @@ class NatsConsumerStateMachineTest {
                     Process.verdict(d, o)));
         }
 
-        /** {@code target}, except that every successful {@code commit()} runs {@code afterCommit} before it returns. */
-        DataSource afterCommit(Runnable afterCommit) {
-            DataSource target = db.dataSource();
-            return (DataSource) Proxy.newProxyInstance(
-                    getClass().getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, m, args) -> {
-                        Object result = invoke(m, target, args);
-                        if (result instanceof java.sql.Connection c) {
-                            return Proxy.newProxyInstance(
-                                    getClass().getClassLoader(),
-                                    new Class<?>[] {java.sql.Connection.class},
-                                    (p, cm, a) -> {
-                                        Object r = invoke(cm, c, a);
-                                        if (cm.getName().equals("commit")) {
-                                            afterCommit.run();
-                                        }
-                                        return r;
-                                    });
-                        }
-                        return result;
-                    });
-        }
-
         /** {@code c} with the JetStream subscriptions it makes, and the messages they fetch, observed. */
         Connection observed(Connection c) {
             return (Connection) wrap(
@@ -453,7 +431,7 @@ class NatsConsumerStateMachineTest {
                             case "term" -> settle(c, copy, tag, "reject");
                             default -> {}
                         }
-                        return invoke(m, msg, args);
+                        return Proxies.invoke(m, msg, args);
                     });
         }
 
@@ -619,11 +597,7 @@ class NatsConsumerStateMachineTest {
                             .isGreaterThan(diedBeforePublish.get(p.copy()));
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    assertThat(effects.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effects, p.copy(), what);
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
@@ -656,18 +630,10 @@ class NatsConsumerStateMachineTest {
         return Proxy.newProxyInstance(
                 NatsConsumerStateMachineTest.class.getClassLoader(),
                 new Class<?>[] {type},
-                (proxy, m, args) -> answer.apply(m, invoke(m, target, args)));
+                (proxy, m, args) -> answer.apply(m, Proxies.invoke(m, target, args)));
     }
 
     interface Answer {
         Object apply(Method m, Object result) throws Throwable;
-    }
-
-    private static Object invoke(Method m, Object target, Object[] args) throws Throwable {
-        try {
-            return m.invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
     }
 }

@@ -20,16 +20,15 @@ import com.google.pubsub.v1.StreamingPullRequest;
 import com.google.pubsub.v1.StreamingPullResponse;
 import com.google.pubsub.v1.TopicName;
 import dev.once.Delivery;
-import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
-import dev.once.testsupport.ScriptedEffects;
-import dev.once.testsupport.ScriptedEffects.Step;
+import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.Proxies;
+import dev.once.testkit.broker.ScriptedHandler;
+import dev.once.testkit.broker.ScriptedHandler.Behaviour;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.grpc.CallOptions;
@@ -50,7 +49,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -150,7 +148,8 @@ class PubSubConsumerStateMachineTest {
 
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Step>> scripts = Arbitraries.of(Step.class).list().ofMaxSize(2);
+        Arbitrary<List<Behaviour>> scripts =
+                Arbitraries.of(Behaviour.class).list().ofMaxSize(2);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
         return ActionChain.<World>startWith(() -> World.next)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))
@@ -217,7 +216,7 @@ class PubSubConsumerStateMachineTest {
                     .intercept(w.observer(this), TestPubSub.STREAMS_END_WITHIN_5_S)
                     .build();
             IdempotentConsumer engine = IdempotentConsumer.builder()
-                    .dataSource(ScriptedEffects.afterCommit(w.db.dataSource(), () -> {
+                    .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
                         if (crashArmed.compareAndSet(true, false)) {
                             cut = true;
                             channel.shutdownNow(); // dies in the ack gap: committed, the ack not sent
@@ -272,7 +271,6 @@ class PubSubConsumerStateMachineTest {
         final String consumerName = "cloudsm-pubsub-" + n;
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final PubSubPublisher publisher = TestPubSub.outboxPublisher();
-        final ScriptedEffects effects = new ScriptedEffects();
         final List<String> moves = new ArrayList<>();
         final List<String> events = new ArrayList<>();
         final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
@@ -287,7 +285,7 @@ class PubSubConsumerStateMachineTest {
         final List<Processed> processed = new CopyOnWriteArrayList<>();
         final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger receiptIds = new AtomicInteger();
-        final Handler handler;
+        final ScriptedHandler handler;
         final Inbox inbox;
         Process a;
         Process b;
@@ -296,7 +294,18 @@ class PubSubConsumerStateMachineTest {
 
         World(TestDatabase db) throws Exception {
             this.db = db;
-            db.execute("DROP TABLE IF EXISTS effect", ScriptedEffects.CREATE);
+            handler = new ScriptedHandler("effect_" + n, d -> {
+                String copy = d.headers().get(ScriptedHandler.COPY_HEADER);
+                int seen = receipts.get(d.headers().get("test-receipt")).raw();
+                try {
+                    await().atMost(Duration.ofSeconds(HOLD_SECONDS))
+                            .pollInterval(Duration.ofMillis(50))
+                            .until(() -> rawReceives.get(copy).get() > seen);
+                } catch (ConditionTimeoutException held) {
+                    // held the whole time: nothing handed it out again
+                }
+            });
+            handler.createTable(db.dataSource());
             String name = "cloudsm-sm-" + n + "-" + System.nanoTime();
             topic = TestPubSub.topic(name);
             deadLetterTopic = TestPubSub.topic(name + "-dlq");
@@ -316,26 +325,6 @@ class PubSubConsumerStateMachineTest {
                             FixedTransportChannelProvider.create(GrpcTransportChannel.create(deadLetterChannel)))
                     .setCredentialsProvider(TestPubSub.NO_CREDENTIALS)
                     .build();
-            handler = (d, tx) -> {
-                String copy = d.headers().get("test-copy");
-                Step s = effects.next(d.eventId());
-                switch (s) {
-                    case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
-                    case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    default ->
-                        ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
-                            int seen = receipts.get(d.headers().get("test-receipt"))
-                                    .raw();
-                            try {
-                                await().atMost(Duration.ofSeconds(HOLD_SECONDS))
-                                        .pollInterval(Duration.ofMillis(50))
-                                        .until(() -> rawReceives.get(copy).get() > seen);
-                            } catch (ConditionTimeoutException held) {
-                                // held the whole time: nothing handed it out again
-                            }
-                        });
-                }
-            };
             a = new Process("a" + incarnations++, false, this);
             inbox = IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
@@ -347,10 +336,10 @@ class PubSubConsumerStateMachineTest {
 
         // ---- moves
 
-        void publish(List<Step> script) {
+        void publish(List<Behaviour> script) {
             String id = "w" + n + "-e" + events.size();
             events.add(id);
-            effects.script(id, script);
+            handler.script(id, script);
             send(id);
         }
 
@@ -563,7 +552,7 @@ class PubSubConsumerStateMachineTest {
         /** Safety, at any moment. */
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
-            ScriptedEffects.counts(db.dataSource())
+            handler.effects(db.dataSource())
                     .forEach((id, count) -> assertThat(count)
                             .as("effects of %s after %s", id, moves)
                             .isLessThanOrEqualTo(1));
@@ -679,7 +668,7 @@ class PubSubConsumerStateMachineTest {
                     ackedEvent.put(copies.get(copy), true);
                 }
             }
-            Map<String, Long> effectRows = ScriptedEffects.counts(db.dataSource());
+            Map<String, Long> effectRows = handler.effects(db.dataSource());
             for (String id : events) {
                 long applied = processed.stream()
                         .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
@@ -697,36 +686,16 @@ class PubSubConsumerStateMachineTest {
             }
 
             long redeliveries = 0;
-            long duplicates = 0;
-            Map<Status, Long> byStatus = new HashMap<>();
             for (Processed p : processed) {
                 Receipt r = receipts.get(p.receipt());
-                byStatus.merge(p.status(), 1L, Long::sum);
                 assertThat(p.redelivered())
                         .as("%s flagged redelivered exactly when its delivery attempt is above 1; %s", r, what)
                         .isEqualTo(r.attempt() > 1);
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    duplicates++;
-                    assertThat(effectRows.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", r, what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effectRows, r, what);
             }
-            assertThat(counter("once.redeliveries"))
-                    .as("once.redeliveries, " + what)
-                    .isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates"))
-                    .as("once.duplicates, " + what)
-                    .isEqualTo(duplicates);
-            for (Status s : Status.values()) {
-                assertThat((long) registry.get("once.deliveries")
-                                .tag("outcome", s.name().toLowerCase(Locale.ROOT))
-                                .counter()
-                                .count())
-                        .as("once.deliveries %s, %s", s, what)
-                        .isEqualTo(byStatus.getOrDefault(s, 0L));
-            }
+            EngineMeters.assertAgree(
+                    registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
             System.out.printf(
                     "PUBSUB chain %d: %d moves, %d messages, %d deliveries (attempts %s), %d acked, %d to nack, %d nacked,"
                             + " %d extended, %d dead-lettered, %d zombie calls%n",
@@ -745,10 +714,6 @@ class PubSubConsumerStateMachineTest {
                     extended.size(),
                     deadLettered.size(),
                     zombieCalls.size());
-        }
-
-        private long counter(String name) {
-            return (long) registry.get(name).counter().count();
         }
 
         @Override

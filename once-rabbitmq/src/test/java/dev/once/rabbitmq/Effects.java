@@ -4,13 +4,9 @@ import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
 import dev.once.RetryableException;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
-import javax.sql.DataSource;
 
-/** The test business effect (a row per applied event) and a data source that runs a hook after each commit. */
+/** The test business effect: a row per applied event. */
 final class Effects {
 
     static final String CREATE =
@@ -33,31 +29,4 @@ final class Effects {
             }
         }
     };
-
-    /** {@code target}, except that every successful {@code commit()} runs {@code afterCommit} before it returns. */
-    static DataSource afterCommit(DataSource target, Runnable afterCommit) {
-        return (DataSource) Proxy.newProxyInstance(
-                Effects.class.getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
-                    Object result = invoke(method, target, args);
-                    if (result instanceof Connection c) {
-                        return Proxy.newProxyInstance(
-                                Effects.class.getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
-                                    Object r = invoke(m, c, a);
-                                    if (m.getName().equals("commit")) {
-                                        afterCommit.run();
-                                    }
-                                    return r;
-                                });
-                    }
-                    return result;
-                });
-    }
-
-    private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args) throws Throwable {
-        try {
-            return method.invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
-    }
 }

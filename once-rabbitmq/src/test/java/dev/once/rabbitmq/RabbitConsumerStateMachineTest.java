@@ -19,14 +19,13 @@ import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -198,7 +197,7 @@ class RabbitConsumerStateMachineTest {
         Process(String name, Connection connection, World w) throws Exception {
             this.name = name;
             this.connection = connection;
-            DataSource ds = Effects.afterCommit(w.db.dataSource(), () -> {
+            DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
                 if (crashArmed.compareAndSet(true, false)) {
                     crashed = true;
                     w.connectionsDied.incrementAndGet();
@@ -464,7 +463,7 @@ class RabbitConsumerStateMachineTest {
                     ? new Class<?>[] {Connection.class, Recoverable.class}
                     : new Class<?>[] {Connection.class};
             return (Connection) Proxy.newProxyInstance(getClass().getClassLoader(), types, (proxy, m, args) -> {
-                Object r = invoke(m, c, args);
+                Object r = Proxies.invoke(m, c, args);
                 return r instanceof Channel ch ? observed(ch) : r;
             });
         }
@@ -519,7 +518,7 @@ class RabbitConsumerStateMachineTest {
                             }
                             default -> {}
                         }
-                        return invoke(m, ch, args);
+                        return Proxies.invoke(m, ch, args);
                     });
         }
 
@@ -551,7 +550,7 @@ class RabbitConsumerStateMachineTest {
                             headers.put("test-tag", key);
                             args[2] = props.builder().headers(headers).build();
                         }
-                        return invoke(m, callback, args);
+                        return Proxies.invoke(m, callback, args);
                     });
         }
 
@@ -707,11 +706,7 @@ class RabbitConsumerStateMachineTest {
                             .isGreaterThan(diedBeforePublish.get(p.copy()));
                 }
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    assertThat(effects.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", p.copy(), what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effects, p.copy(), what);
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
@@ -739,14 +734,6 @@ class RabbitConsumerStateMachineTest {
                 admin.abort();
                 proxy.close();
             }
-        }
-    }
-
-    private static Object invoke(Method m, Object target, Object[] args) throws Throwable {
-        try {
-            return m.invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
         }
     }
 }

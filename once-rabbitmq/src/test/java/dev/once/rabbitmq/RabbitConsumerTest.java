@@ -11,6 +11,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.testkit.broker.Proxies;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.time.Duration;
@@ -59,7 +60,7 @@ class RabbitConsumerTest {
         Connection doomed = TestRabbit.connect();
         AtomicBoolean dropped = new AtomicBoolean();
         // the connection dies right after the commit returns, before the consumer can ack
-        DataSource dropsConnection = Effects.afterCommit(db.dataSource(), () -> {
+        DataSource dropsConnection = Proxies.afterCommit(db.dataSource(), () -> {
             if (dropped.compareAndSet(false, true)) {
                 doomed.abort();
             }

@@ -4,16 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
-import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import dev.once.PermanentFailureException;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
-import dev.once.testsupport.ScriptedEffects;
-import dev.once.testsupport.ScriptedEffects.Step;
+import dev.once.testkit.broker.EngineMeters;
+import dev.once.testkit.broker.Proxies;
+import dev.once.testkit.broker.ScriptedHandler;
+import dev.once.testkit.broker.ScriptedHandler.Behaviour;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -26,7 +25,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -148,7 +146,8 @@ class SqsConsumerStateMachineTest {
 
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Step>> scripts = Arbitraries.of(Step.class).list().ofMaxSize(3);
+        Arbitrary<List<Behaviour>> scripts =
+                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
         Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
         return ActionChain.<World>startWith(() -> World.next)
                 .withAction(5, move(w -> true, scripts, "publish", World::publish))
@@ -210,7 +209,7 @@ class SqsConsumerStateMachineTest {
             this.name = name;
             this.client = TestSqs.newClient();
             IdempotentConsumer engine = IdempotentConsumer.builder()
-                    .dataSource(ScriptedEffects.afterCommit(w.db.dataSource(), () -> {
+                    .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
                         if (crashArmed.compareAndSet(true, false)) {
                             crashed = true; // dies in the ack gap: committed, nothing deleted yet
                         }
@@ -261,7 +260,6 @@ class SqsConsumerStateMachineTest {
         final String consumerName = "cloudsm-sqs-" + n;
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final SqsPublisher publisher = new SqsPublisher(TestSqs.client());
-        final ScriptedEffects effects = new ScriptedEffects();
         final List<String> moves = new ArrayList<>();
         final List<String> events = new ArrayList<>();
         final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
@@ -275,7 +273,7 @@ class SqsConsumerStateMachineTest {
         final List<Processed> processed = new CopyOnWriteArrayList<>();
         final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger receiptIds = new AtomicInteger();
-        final Handler handler;
+        final ScriptedHandler handler;
         final Inbox inbox;
         Process a;
         Process b;
@@ -284,7 +282,8 @@ class SqsConsumerStateMachineTest {
 
         World(TestDatabase db) {
             this.db = db;
-            db.execute("DROP TABLE IF EXISTS effect", ScriptedEffects.CREATE);
+            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
+            handler.createTable(db.dataSource());
             String name = "cloudsm-sm-" + n + "-" + System.nanoTime();
             dlq = TestSqs.createQueue(name + "-dlq", 30);
             String arn = TestSqs.client()
@@ -300,23 +299,6 @@ class SqsConsumerStateMachineTest {
                                     "{\"deadLetterTargetArn\":\"" + arn + "\",\"maxReceiveCount\":\"" + MAX_RECEIVES
                                             + "\"}")))
                     .queueUrl();
-            handler = (d, tx) -> {
-                String copy = d.headers().get("test-copy");
-                Step s = effects.next(d.eventId());
-                switch (s) {
-                    case RETRYABLE -> throw new RetryableException("scripted retryable failure of " + copy);
-                    case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
-                    default ->
-                        ScriptedEffects.apply(s, tx.connection(), d.eventId(), copy, d.attempt(), () -> {
-                            try {
-                                Thread.sleep(SLOW_MILLIS);
-                            } catch (InterruptedException e) {
-                                Thread.currentThread().interrupt();
-                                throw new RetryableException("interrupted", e);
-                            }
-                        });
-                }
-            };
             a = new Process("a" + incarnations++, true, this);
             inbox = IdempotentConsumer.builder()
                     .dataSource(db.dataSource())
@@ -328,10 +310,10 @@ class SqsConsumerStateMachineTest {
 
         // ---- moves
 
-        void publish(List<Step> script) {
+        void publish(List<Behaviour> script) {
             String id = "w" + n + "-e" + events.size();
             events.add(id);
-            effects.script(id, script);
+            handler.script(id, script);
             send(id);
         }
 
@@ -404,7 +386,7 @@ class SqsConsumerStateMachineTest {
                     throw SdkClientException.create(p.name + " crashed"); // a dead process sends nothing
                 }
                 if (arg instanceof ReceiveMessageRequest) {
-                    return received(p, (ReceiveMessageResponse) ScriptedEffects.invoke(m, client, args));
+                    return received(p, (ReceiveMessageResponse) Proxies.invoke(m, client, args));
                 }
                 if (arg instanceof DeleteMessageBatchRequest r) {
                     List<String> ids = new ArrayList<>();
@@ -416,8 +398,7 @@ class SqsConsumerStateMachineTest {
                             violations.add("delete of " + rc + " before its event's claim committed");
                         }
                     }
-                    DeleteMessageBatchResponse response =
-                            (DeleteMessageBatchResponse) ScriptedEffects.invoke(m, client, args);
+                    DeleteMessageBatchResponse response = (DeleteMessageBatchResponse) Proxies.invoke(m, client, args);
                     for (DeleteMessageBatchResultEntry ok : response.successful()) {
                         String id = ids.get(r.entries().stream()
                                 .map(DeleteMessageBatchRequestEntry::id)
@@ -431,13 +412,13 @@ class SqsConsumerStateMachineTest {
                 }
                 if (arg instanceof SendMessageRequest r && r.queueUrl().equals(dlq)) {
                     String id = r.messageAttributes().get("test-receipt").stringValue();
-                    Object response = ScriptedEffects.invoke(m, client, args);
+                    Object response = Proxies.invoke(m, client, args);
                     if (deadLettered.putIfAbsent(id, p.name) != null) {
                         violations.add(receipts.get(id) + " dead-lettered twice");
                     }
                     return replyUnlessCrashed(p, response);
                 }
-                return replyUnlessCrashed(p, ScriptedEffects.invoke(m, client, args));
+                return replyUnlessCrashed(p, Proxies.invoke(m, client, args));
             };
             return (SqsClient) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {SqsClient.class}, h);
         }
@@ -494,7 +475,7 @@ class SqsConsumerStateMachineTest {
         /** Safety, at any moment. */
         void check() {
             assertThat(violations).as("violations after %s", moves).isEmpty();
-            ScriptedEffects.counts(db.dataSource())
+            handler.effects(db.dataSource())
                     .forEach((id, count) -> assertThat(count)
                             .as("effects of %s after %s", id, moves)
                             .isLessThanOrEqualTo(1));
@@ -637,7 +618,7 @@ class SqsConsumerStateMachineTest {
                             .filter(c -> fate(c).equals("redriven"))
                             .count());
 
-            Map<String, Long> effects = ScriptedEffects.counts(db.dataSource());
+            Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
                 long applied = processed.stream()
                         .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
@@ -655,37 +636,17 @@ class SqsConsumerStateMachineTest {
             }
 
             long redeliveries = 0;
-            long duplicates = 0;
-            Map<Status, Long> byStatus = new HashMap<>();
             for (Processed p : processed) {
                 Receipt r = receipts.get(p.receipt());
-                byStatus.merge(p.status(), 1L, Long::sum);
                 assertThat(r.count()).as("%s: every receive seen; %s", r, what).isEqualTo(r.raw());
                 assertThat(p.redelivered())
                         .as("%s flagged redelivered exactly when received before; %s", r, what)
                         .isEqualTo(r.raw() > 1);
                 redeliveries += p.redelivered() ? 1 : 0;
-                if (p.status() == Status.DUPLICATE) {
-                    duplicates++;
-                    assertThat(effects.getOrDefault(p.eventId(), 0L))
-                            .as("%s reported a duplicate of an applied event, %s", r, what)
-                            .isEqualTo(1);
-                }
+                EngineMeters.assertDuplicateOfApplied(p.status(), p.eventId(), effects, r, what);
             }
-            assertThat(counter("once.redeliveries"))
-                    .as("once.redeliveries, " + what)
-                    .isEqualTo(redeliveries);
-            assertThat(counter("once.duplicates"))
-                    .as("once.duplicates, " + what)
-                    .isEqualTo(duplicates);
-            for (Status s : Status.values()) {
-                assertThat((long) registry.get("once.deliveries")
-                                .tag("outcome", s.name().toLowerCase(Locale.ROOT))
-                                .counter()
-                                .count())
-                        .as("once.deliveries %s, %s", s, what)
-                        .isEqualTo(byStatus.getOrDefault(s, 0L));
-            }
+            EngineMeters.assertAgree(
+                    registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
         }
 
         /**
@@ -711,10 +672,6 @@ class SqsConsumerStateMachineTest {
                     .anyMatch(p -> p.eventId().equals(eventId)
                             && p.status() == Status.APPLIED
                             && zombieCalls.contains(p.receipt()));
-        }
-
-        private long counter(String name) {
-            return (long) registry.get(name).counter().count();
         }
 
         /** Messages the queue holds, visible, in flight or delayed. */

@@ -4,10 +4,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.IdempotentConsumer;
 import java.lang.reflect.Constructor;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 
@@ -56,33 +52,12 @@ public final class AckGapChild {
     }
 
     private static DataSource stopAfterCommit(DataSource target) {
-        InvocationHandler onDataSource = (proxy, method, args) -> {
-            Object result = invoke(method, target, args);
-            if (result instanceof Connection c) {
-                return Proxy.newProxyInstance(
-                        AckGapChild.class.getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
-                            Object r = invoke(m, c, a);
-                            if (m.getName().equals("commit")) {
-                                System.out.println(COMMITTED);
-                                System.out.flush();
-                                while (true) {
-                                    LockSupport.park(); // the commit returned; the ack must never happen
-                                }
-                            }
-                            return r;
-                        });
+        return Proxies.afterCommit(target, () -> {
+            System.out.println(COMMITTED);
+            System.out.flush();
+            while (true) {
+                LockSupport.park(); // the commit returned; the ack must never happen
             }
-            return result;
-        };
-        return (DataSource) Proxy.newProxyInstance(
-                AckGapChild.class.getClassLoader(), new Class<?>[] {DataSource.class}, onDataSource);
-    }
-
-    private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args) throws Throwable {
-        try {
-            return method.invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
+        });
     }
 }

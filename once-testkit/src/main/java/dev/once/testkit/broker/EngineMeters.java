@@ -11,7 +11,7 @@ import java.util.Map;
 
 /**
  * The engine's counters against what a test's {@link dev.once.OutcomeListener} saw: the broker
- * adapters' state machines end with this check, each with its own model of redeliveries.
+ * adapters' state machines end with these checks, each with its own model of redeliveries.
  */
 public final class EngineMeters {
 
@@ -41,6 +41,22 @@ public final class EngineMeters {
                             .count())
                     .as("once.deliveries %s, %s", s, what)
                     .isEqualTo(byStatus.getOrDefault(s, 0L));
+        }
+    }
+
+    /**
+     * Asserts that a delivery reported {@link Status#DUPLICATE} is of an event whose effect is applied
+     * exactly once: a duplicate the engine counts (once.duplicates) must stand for a real effect.
+     *
+     * @param effects  committed effects per event id
+     * @param delivery what the assertion message names the delivery by
+     */
+    public static void assertDuplicateOfApplied(
+            Status status, String eventId, Map<String, Long> effects, Object delivery, String what) {
+        if (status == Status.DUPLICATE) {
+            assertThat(effects.getOrDefault(eventId, 0L))
+                    .as("%s reported a duplicate of an applied event, %s", delivery, what)
+                    .isEqualTo(1);
         }
     }
 

@@ -38,15 +38,21 @@ public final class ScriptedHandler implements Handler {
         PERMANENT,
         /** Its effect statement fails (violates a CHECK); it catches the SQLException and returns normally. */
         SWALLOW,
-        /** Writes its effect after the handler's slow time (past a lock timeout, an ack wait, a poll interval). */
+        /** Writes its effect after the handler's {@link Slow} wait (past a lock timeout, an ack wait, a lease). */
         SLOW
+    }
+
+    /** What a {@link Behaviour#SLOW} call waits for before it writes its effect. */
+    @FunctionalInterface
+    public interface Slow {
+        void await(Delivery d) throws InterruptedException;
     }
 
     /** One effect row. */
     public record Effect(long seq, String eventId, String copy, String source) {}
 
     private final String table;
-    private final long slowMillis;
+    private final Slow slow;
     private final Map<String, Queue<Behaviour>> scripts = new ConcurrentHashMap<>();
 
     /**
@@ -54,11 +60,19 @@ public final class ScriptedHandler implements Handler {
      * @param slowMillis how long a {@link Behaviour#SLOW} call takes before it writes its effect
      */
     public ScriptedHandler(String table, long slowMillis) {
+        this(table, d -> Thread.sleep(slowMillis));
+    }
+
+    /**
+     * @param table the effect table, made afresh by {@link #createTable}
+     * @param slow  what a {@link Behaviour#SLOW} call waits for before it writes its effect
+     */
+    public ScriptedHandler(String table, Slow slow) {
         if (!table.matches("[a-z][a-z0-9_]*")) {
             throw new IllegalArgumentException("table must be a plain lower-case name, but was '" + table + "'");
         }
         this.table = table;
-        this.slowMillis = slowMillis;
+        this.slow = slow;
     }
 
     /** Makes the effect table afresh. */
@@ -95,7 +109,7 @@ public final class ScriptedHandler implements Handler {
             }
             case SLOW -> {
                 try {
-                    Thread.sleep(slowMillis);
+                    slow.await(d);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new RetryableException("interrupted", e);
