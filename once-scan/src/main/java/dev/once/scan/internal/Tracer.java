@@ -1565,37 +1565,63 @@ final class Tracer {
         return Optional.empty();
     }
 
-    /** Whether an event's path passes through a block (a call made in it, or the event itself). */
     /**
      * The lambdas and method references the caller passed for parameters of this frame's method that {@code work}
      * calls ({@code process(event, e -> save(e), tenant)} into {@code eventProcessor.accept(event)} inside the try):
-     * their work was walked where they are written, at the call, and it is the work this block runs.
+     * their work was walked where they are written, at the call, and it is the work this block runs. A parameter the
+     * caller only passed on from its own parameters ({@code processTenantEvents(events, recordProcessor)}) is bound to
+     * what that caller's own caller passed, up the calls that led here.
      */
     private static List<Node> boundTasks(BlockStmt work, Frame f) {
-        if (f.method == null
-                || f.sites.isEmpty()
-                || !(f.sites.get(f.sites.size() - 1) instanceof MethodCallExpr site)
-                || site.getArguments().size() != f.method.getParameters().size()) {
+        if (f.method == null) {
             return List.of();
         }
         List<Node> out = new ArrayList<>();
-        for (int i = 0; i < site.getArguments().size(); i++) {
-            Expression a = site.getArgument(i);
+        for (int i = 0; i < f.method.getParameters().size(); i++) {
             String param = f.method.getParameter(i).getNameAsString();
-            if ((a.isLambdaExpr() || a.isMethodReferenceExpr())
-                    && !work.findAll(
-                                    MethodCallExpr.class,
-                                    c -> c.getScope()
-                                            .filter(x -> x instanceof NameExpr n
-                                                    && n.getNameAsString().equals(param))
-                                            .isPresent())
-                            .isEmpty()) {
-                out.add(a);
+            if (!work.findAll(
+                            MethodCallExpr.class,
+                            c -> c.getScope()
+                                    .filter(x -> x instanceof NameExpr n
+                                            && n.getNameAsString().equals(param))
+                                    .isPresent())
+                    .isEmpty()) {
+                Expression a = passedFor(f.method, i, f.sites, f.sites.size() - 1);
+                if (a != null) {
+                    out.add(a);
+                }
             }
         }
         return out;
     }
 
+    /**
+     * The lambda or method reference given for parameter {@code i} of {@code method} at {@code sites[s]}, following a
+     * name that is only a parameter of the calling method to the call of that method one site further out.
+     */
+    private static Expression passedFor(MethodDeclaration method, int i, List<Node> sites, int s) {
+        if (s < 0
+                || !(sites.get(s) instanceof MethodCallExpr site)
+                || site.getArguments().size() != method.getParameters().size()) {
+            return null;
+        }
+        Expression a = site.getArgument(i);
+        if (a.isLambdaExpr() || a.isMethodReferenceExpr()) {
+            return a;
+        }
+        MethodDeclaration caller = Types.ancestor(site, MethodDeclaration.class).orElse(null);
+        if (!(a instanceof NameExpr n) || caller == null) {
+            return null;
+        }
+        for (int j = 0; j < caller.getParameters().size(); j++) {
+            if (caller.getParameter(j).getNameAsString().equals(n.getNameAsString())) {
+                return passedFor(caller, j, sites, s - 1);
+            }
+        }
+        return null;
+    }
+
+    /** Whether an event's path passes through a block (a call made in it, or the event itself). */
     private boolean within(Event x, Node b) {
         Location from = repo.loc(b);
         int end = b.getEnd().map(pos -> pos.line).orElse(from.line());
