@@ -619,11 +619,23 @@ class KafkaConsumerStateMachineTest {
                     .isNull();
         }
 
-        /** Whether the record's last delivery was acknowledged, or it was dead-lettered. */
-        private boolean done(Rec r, Set<String> dead) {
-            if (dead.contains(r.partition() + "/" + r.offset())) {
-                return true;
-            }
+        /**
+         * Which records are settled: dead-lettered, or their last reported delivery acknowledged, or (offsets in
+         * the database) passed by the stored offset with their event's claim committed. The last rule is not a
+         * loosening: the outcome listener reports a batch's outcomes when the batch ends, so an IN_PROGRESS of one
+         * runner (its claim's lock wait timed out behind another runner's open transaction) can be reported after
+         * that other runner committed the claim and the offset past the record in one transaction; the next owner
+         * then seeks to the stored offset and never delivers the record again, which is right. {@link #check}
+         * already holds every stored offset to settled records only. With offsets in Kafka the last delivery
+         * still decides (the committed offset there is sent after the database commit, not in it).
+         */
+        private Predicate<Rec> settled() {
+            Set<String> dead = deadRecords();
+            Set<Rec> passed = offsetsInDatabase ? claimedBelowStoredOffsets() : Set.of();
+            return r -> dead.contains(r.partition() + "/" + r.offset()) || lastAcknowledged(r) || passed.contains(r);
+        }
+
+        private boolean lastAcknowledged(Rec r) {
             Processed last = null;
             for (Processed p : processed) {
                 if (p.partition() == r.partition() && p.offset() == r.offset()) {
@@ -631,6 +643,22 @@ class KafkaConsumerStateMachineTest {
                 }
             }
             return last != null && last.verdict().equals("ack");
+        }
+
+        /** The records below their partition's offset kept in the database whose event's claim is committed. */
+        private Set<Rec> claimedBelowStoredOffsets() {
+            // The offsets first, then the claims: those only grow, so no record counts as passed too early.
+            Map<Integer, Long> stored = databaseOffsets();
+            List<Rec> below = published.stream()
+                    .filter(r -> r.offset() < stored.getOrDefault(r.partition(), 0L))
+                    .toList();
+            if (below.isEmpty()) {
+                return Set.of();
+            }
+            Set<String> claimed = claimed(below.stream().map(Rec::eventId).toList());
+            Set<Rec> passed = new HashSet<>();
+            below.stream().filter(r -> claimed.contains(r.eventId())).forEach(passed::add);
+            return passed;
         }
 
         private Set<String> deadRecords() {
@@ -658,8 +686,7 @@ class KafkaConsumerStateMachineTest {
                         .until(() -> {
                             restartCrashed();
                             readDeadLetters();
-                            Set<String> dead = deadRecords();
-                            return published.stream().allMatch(r -> done(r, dead));
+                            return published.stream().allMatch(settled());
                         });
                 await().atMost(Duration.ofSeconds(10))
                         .pollInSameThread()
@@ -682,13 +709,13 @@ class KafkaConsumerStateMachineTest {
             hung.forEach(Process::close);
             readDeadLetters();
             check();
-            Set<String> deadNow = deadRecords();
             assertThat(published)
                     .as(
-                            "records whose last delivery was neither acknowledged nor dead-lettered, after %s: processed %s,"
-                                    + " dead letters %s",
-                            moves, processed, deadNow)
-                    .allMatch(r -> done(r, deadNow));
+                            "records not settled (last delivery neither acknowledged nor dead-lettered, nor passed by"
+                                    + " the database's offset with the claim committed), after %s: processed %s,"
+                                    + " dead letters %s, offsets kept in the database %s",
+                            moves, processed, deadRecords(), offsetsInDatabase ? databaseOffsets() : "-")
+                    .allMatch(settled());
             Map<Integer, Long> committed = committedOffsets();
             String what = "after " + moves + ", published " + published + ", processed " + processed + ", effects "
                     + handler.effectRows(db.dataSource());
