@@ -85,7 +85,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * event's claim committed, or was found for the dead letters (permanent failure, or a retryable one
  * on its last attempt). After every move: no event's effect is applied twice, nor reported applied
  * twice; with offsets in the database, no stored offset passes a record that is not settled so.
- * After draining (every record's last delivery acknowledged or dead-lettered), with every runner
+ * After draining (every record's last delivery acknowledged or dead-lettered, or, with offsets in
+ * the database, passed by the stored offset with its event's claim committed), with every runner
  * closed: Kafka's committed offset of each partition is its end; every dead letter is one the retry
  * policy asks for (its reason, "failed permanently" or "failed 3 times", matches a delivery of that
  * record with that outcome on that attempt) and its count is {@code once.kafka.records.dead_lettered};
@@ -117,6 +118,17 @@ import org.awaitility.core.ConditionTimeoutException;
  * runner starts; crash a; publish [OK] to 0}: "b1 commits offsets {…-0=1} past w38-e0#0 at 0/0").
  * After the fix, 32 different chains ({@code -Donce.kafkaChain.tries=8}: 218 s, 44 crashes in the ack
  * gap, 23 dead letters, 23 batches abandoned by a rebalance) found nothing more.
+ *
+ * <p>A false alarm of the oracle, once in two runs on a loaded machine, with offsets in the database:
+ * a0 applied w4-e2#0 (1/0) and committed its claim and the stored offset 1 in one transaction; b1,
+ * which had the partition by then (a0 outlived {@code max.poll.interval.ms} on the SLOW call), timed
+ * out on that claim's lock while a0's transaction was open, and its IN_PROGRESS was reported after
+ * a0's APPLIED (a batch's outcomes are reported when the batch ends); the next owner sought to the
+ * stored offset, rightly never delivering 1/0 again, and the drain waited for an acknowledgement that
+ * could not come. Hence the third way to be settled above. (The record was APPLIED at attempt 1 though
+ * its script began with PERMANENT: a script is per handler call, and the PERMANENT was spent in a
+ * batch transaction that rolled back, after which the core's bisection runs the failing delivery alone,
+ * by design, where it took the SLOW path. No outcome is reported for the rolled-back call.)
  */
 class KafkaConsumerStateMachineTest {
 
@@ -619,11 +631,23 @@ class KafkaConsumerStateMachineTest {
                     .isNull();
         }
 
-        /** Whether the record's last delivery was acknowledged, or it was dead-lettered. */
-        private boolean done(Rec r, Set<String> dead) {
-            if (dead.contains(r.partition() + "/" + r.offset())) {
-                return true;
-            }
+        /**
+         * Which records are settled: dead-lettered, or their last reported delivery acknowledged, or (offsets in
+         * the database) passed by the stored offset with their event's claim committed. The last rule is not a
+         * loosening: the outcome listener reports a batch's outcomes when the batch ends, so an IN_PROGRESS of one
+         * runner (its claim's lock wait timed out behind another runner's open transaction) can be reported after
+         * that other runner committed the claim and the offset past the record in one transaction; the next owner
+         * then seeks to the stored offset and never delivers the record again, which is right. {@link #check}
+         * already holds every stored offset to settled records only. With offsets in Kafka the last delivery
+         * still decides (the committed offset there is sent after the database commit, not in it).
+         */
+        private Predicate<Rec> settled() {
+            Set<String> dead = deadRecords();
+            Set<Rec> passed = offsetsInDatabase ? claimedBelowStoredOffsets() : Set.of();
+            return r -> dead.contains(r.partition() + "/" + r.offset()) || lastAcknowledged(r) || passed.contains(r);
+        }
+
+        private boolean lastAcknowledged(Rec r) {
             Processed last = null;
             for (Processed p : processed) {
                 if (p.partition() == r.partition() && p.offset() == r.offset()) {
@@ -631,6 +655,22 @@ class KafkaConsumerStateMachineTest {
                 }
             }
             return last != null && last.verdict().equals("ack");
+        }
+
+        /** The records below their partition's offset kept in the database whose event's claim is committed. */
+        private Set<Rec> claimedBelowStoredOffsets() {
+            // The offsets first, then the claims: those only grow, so no record counts as passed too early.
+            Map<Integer, Long> stored = databaseOffsets();
+            List<Rec> below = published.stream()
+                    .filter(r -> r.offset() < stored.getOrDefault(r.partition(), 0L))
+                    .toList();
+            if (below.isEmpty()) {
+                return Set.of();
+            }
+            Set<String> claimed = claimed(below.stream().map(Rec::eventId).toList());
+            Set<Rec> passed = new HashSet<>();
+            below.stream().filter(r -> claimed.contains(r.eventId())).forEach(passed::add);
+            return passed;
         }
 
         private Set<String> deadRecords() {
@@ -658,8 +698,7 @@ class KafkaConsumerStateMachineTest {
                         .until(() -> {
                             restartCrashed();
                             readDeadLetters();
-                            Set<String> dead = deadRecords();
-                            return published.stream().allMatch(r -> done(r, dead));
+                            return published.stream().allMatch(settled());
                         });
                 await().atMost(Duration.ofSeconds(10))
                         .pollInSameThread()
@@ -682,13 +721,13 @@ class KafkaConsumerStateMachineTest {
             hung.forEach(Process::close);
             readDeadLetters();
             check();
-            Set<String> deadNow = deadRecords();
             assertThat(published)
                     .as(
-                            "records whose last delivery was neither acknowledged nor dead-lettered, after %s: processed %s,"
-                                    + " dead letters %s",
-                            moves, processed, deadNow)
-                    .allMatch(r -> done(r, deadNow));
+                            "records not settled (last delivery neither acknowledged nor dead-lettered, nor passed by"
+                                    + " the database's offset with the claim committed), after %s: processed %s,"
+                                    + " dead letters %s, offsets kept in the database %s",
+                            moves, processed, deadRecords(), offsetsInDatabase ? databaseOffsets() : "-")
+                    .allMatch(settled());
             Map<Integer, Long> committed = committedOffsets();
             String what = "after " + moves + ", published " + published + ", processed " + processed + ", effects "
                     + handler.effectRows(db.dataSource());
