@@ -7,6 +7,7 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
+import com.rabbitmq.client.ShutdownListener;
 import com.rabbitmq.client.ShutdownSignalException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -33,6 +34,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.PriorityQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -67,11 +70,11 @@ import org.slf4j.LoggerFactory;
  * 2 for a message flagged {@code redelivered} elsewhere, 1 otherwise.
  *
  * <p>With the client's automatic recovery (its default) a lost connection does not stop the
- * consumer: the broker requeues what was unacknowledged, the client restores the channel and the
- * subscription, and the consumer goes on with the redeliveries (absorbed by the inbox); if the
- * subscription is not restored (topology recovery off) the consumer stops. Without automatic
- * recovery a lost connection stops it. The broker cancelling the subscription (queue deleted)
- * stops it too.
+ * consumer, also when it is lost while the consumer settles a batch: the broker requeues what was
+ * unacknowledged, the client restores the channel and the subscription, and the consumer goes on
+ * with the redeliveries (absorbed by the inbox); if the subscription is not restored (topology
+ * recovery off) the consumer stops. Without automatic recovery a lost connection stops it. The
+ * broker cancelling the subscription (queue deleted) stops it too.
  *
  * <p>A batch whose processing failed outside the handler is requeued ({@code basicNack}) before
  * anything received after it is acknowledged. A worker that dies (an {@code Error}) or a channel
@@ -103,6 +106,9 @@ public final class RabbitConsumer implements AutoCloseable {
     private static final int COUNTED_FAILURES = 10_000;
 
     private static final Duration RESUBSCRIBE_GRACE = Duration.ofSeconds(10);
+
+    /** How long a channel whose write failed may take to close with its connection. */
+    private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
 
     private static final Logger log = LoggerFactory.getLogger(RabbitConsumer.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
@@ -211,7 +217,7 @@ public final class RabbitConsumer implements AutoCloseable {
                 if (!running || !driver.isRunning()) {
                     return;
                 }
-                if (connection instanceof Recoverable && sig.isHardError() && !sig.isInitiatedByApplication()) {
+                if (connection instanceof Recoverable && lostWithItsConnection(sig)) {
                     // The client restores the connection, the channel and this subscription; the broker
                     // has requeued whatever was unacknowledged, so what arrived before is dropped and
                     // comes back as redeliveries. Settlements of old delivery tags are not sent by the
@@ -342,9 +348,7 @@ public final class RabbitConsumer implements AutoCloseable {
             try {
                 ch.basicNack(h.tag(), false, true);
             } catch (IOException | RuntimeException e) {
-                // as in settle: a requeue that did not happen must not be covered by a later multiple ack
-                abort(ch);
-                throw e instanceof IOException io ? io : new IOException(e);
+                throw unsettled(ch, e); // as in settle
             }
         }
     }
@@ -397,11 +401,7 @@ public final class RabbitConsumer implements AutoCloseable {
                     case DEAD_LETTER -> ch.basicReject(s.tag(), false);
                 }
             } catch (IOException | RuntimeException e) {
-                // A settlement that did not happen must not be overtaken by a later cumulative ack:
-                // close the channel, so the broker requeues every unacknowledged message (the inbox
-                // absorbs the redeliveries), and stop.
-                abort(ch);
-                throw e instanceof IOException io ? io : new IOException(e);
+                throw unsettled(ch, e);
             }
         }
         for (Processed<Received> p : processed) {
@@ -423,6 +423,59 @@ public final class RabbitConsumer implements AutoCloseable {
                     retries.maxRetries(),
                     String.valueOf(o.failure()));
         }
+    }
+
+    /**
+     * What a settlement (or delayed requeue) on {@code ch} that failed with {@code e} leaves: a settlement that
+     * did not happen must not be overtaken by a later cumulative ack on the same channel, so the channel must
+     * be gone, and the broker requeues every message unacknowledged on it (the inbox absorbs the redeliveries).
+     * When it went with its connection, under automatic recovery, it is gone already and the client restores
+     * the connection, a new channel in its place and the subscription, and drops settlements of the dead
+     * channel's tags: the consumer goes on, as after any network blip. Aborting it instead would make the client
+     * forget it, and the consumer would consume nothing more. Any other failure (no recovery, the channel closed
+     * by the broker, or still open) aborts the channel: its shutdown stops the consumer visibly.
+     */
+    private IOException unsettled(Channel ch, Exception e) {
+        ShutdownSignalException why = !(connection instanceof Recoverable)
+                ? null
+                : e instanceof ShutdownSignalException closed ? closed : e instanceof IOException ? closing(ch) : null;
+        if (lostWithItsConnection(why)) {
+            log.warn(
+                    "connection of consumer on {} lost while settling ({}); the broker requeues what was not"
+                            + " settled, waiting for the client's automatic recovery",
+                    queue,
+                    e.toString());
+            held.clear(); // held on the dead channel, requeued by the broker: a requeue of one is moot
+        } else {
+            abort(ch);
+        }
+        return e instanceof IOException io ? io : new IOException(e);
+    }
+
+    /**
+     * How {@code ch} closes, after a write on it failed while it was open (the client's automatic recovery closes
+     * the socket of a failed write, so the connection's loss follows at once); null if it is still open after
+     * {@link #CLOSE_GRACE}.
+     */
+    private static ShutdownSignalException closing(Channel ch) {
+        CompletableFuture<ShutdownSignalException> closed = new CompletableFuture<>();
+        ShutdownListener listener = closed::complete;
+        ch.addShutdownListener(listener); // called at once if it is closed already
+        try {
+            return closed.get(CLOSE_GRACE.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (ExecutionException | TimeoutException e) {
+            return null;
+        } finally {
+            ch.removeShutdownListener(listener);
+        }
+    }
+
+    /** A shutdown the client's automatic recovery repairs: the connection's, and not by this application. */
+    private static boolean lostWithItsConnection(ShutdownSignalException sig) {
+        return sig != null && sig.isHardError() && !sig.isInitiatedByApplication();
     }
 
     private void abort(Channel ch) {

@@ -1,19 +1,29 @@
 package dev.once.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.Recoverable;
 import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -84,6 +94,70 @@ class RabbitRecoveryTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> readyAndUnacked() == 0);
     }
 
+    /**
+     * The link reset after the commit, before the ack: the consumer's settlement fails on a channel
+     * the client's recovery reopens. Aborting that channel (as once done) made the client forget it:
+     * the subscription was never restored and the consumer consumed nothing more.
+     */
+    @Test
+    void aTcpResetBetweenCommitAndAckIsRecoveredAndTheConsumerGoesOn() throws Exception {
+        Connection recovering = recoveringConnection();
+        List<Channel> opened = new CopyOnWriteArrayList<>();
+        AtomicBoolean armed = new AtomicBoolean(true);
+        // the link dies right after the first commit; the ack goes to a channel already closed by it
+        DataSource resetsAfterCommit = Proxies.afterCommit(db.dataSource(), () -> {
+            if (armed.compareAndSet(true, false)) {
+                assertThat(proxy.reset()).as("connections reset").isPositive();
+                await().atMost(Duration.ofSeconds(30))
+                        .until(() -> opened.stream().noneMatch(Channel::isOpen));
+            }
+        });
+        List<Outcome> outcomes = new CopyOnWriteArrayList<>();
+        IdempotentConsumer engine = IdempotentConsumer.builder()
+                .dataSource(resetsAfterCommit)
+                .consumer("rabbit-recovery-test")
+                .handler(Effects.HANDLER)
+                .outcomeListener((d, o) -> outcomes.add(o))
+                .build();
+        try (RabbitConsumer c = RabbitConsumer.builder()
+                .connection(openedChannels(recovering, opened))
+                .queue(queue)
+                .consumer(engine)
+                .build()
+                .start()) {
+            publish("evt-1");
+            await("the unacknowledged evt-1 redelivered and absorbed, or the consumer stopped")
+                    .atMost(Duration.ofSeconds(60))
+                    .until(() -> !c.isRunning() || outcomes.stream().anyMatch(o -> o.status() == Status.DUPLICATE));
+            for (int i = 2; i <= 5; i++) {
+                publish("evt-" + i);
+            }
+            await("evt-2 to evt-5 applied, or the consumer stopped")
+                    .atMost(Duration.ofSeconds(60))
+                    .until(() -> !c.isRunning() || effects() == 5);
+            assertThat(c.isRunning())
+                    .as("running across the reset in the ack gap, failure: %s", c.failure())
+                    .isTrue();
+            assertThat(outcomes)
+                    .extracting(Outcome::eventId, Outcome::status)
+                    .as("evt-1 applied, its redelivery a duplicate, the rest applied")
+                    .containsExactlyInAnyOrder(
+                            tuple("evt-1", Status.APPLIED),
+                            tuple("evt-1", Status.DUPLICATE),
+                            tuple("evt-2", Status.APPLIED),
+                            tuple("evt-3", Status.APPLIED),
+                            tuple("evt-4", Status.APPLIED),
+                            tuple("evt-5", Status.APPLIED));
+            await("every message acked").atMost(Duration.ofSeconds(30)).until(() -> readyAndUnacked() == 0);
+        } finally {
+            recovering.abort();
+        }
+        assertThat(db.queryLong("SELECT count(DISTINCT event_id) FROM effect"))
+                .as("all five applied")
+                .isEqualTo(5);
+        assertThat(effects()).as("each exactly once").isEqualTo(5);
+    }
+
     @Test
     void aQueueDeletedUnderTheConsumerStopsItVisibly() throws Exception {
         Connection recovering = recoveringConnection();
@@ -115,6 +189,20 @@ class RabbitRecoveryTest {
         factory.setUsername("guest");
         factory.setPassword("guest");
         return factory.newConnection("once-recovery-test");
+    }
+
+    /** {@code c}, adding every channel it opens to {@code opened}. */
+    private static Connection openedChannels(Connection c, List<Channel> opened) {
+        return (Connection) Proxy.newProxyInstance(
+                RabbitRecoveryTest.class.getClassLoader(),
+                new Class<?>[] {Connection.class, Recoverable.class},
+                (p, m, args) -> {
+                    Object r = Proxies.invoke(m, c, args);
+                    if (r instanceof Channel ch) {
+                        opened.add(ch);
+                    }
+                    return r;
+                });
     }
 
     private IdempotentConsumer engine() {
