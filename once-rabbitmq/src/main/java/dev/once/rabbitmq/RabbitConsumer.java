@@ -426,14 +426,15 @@ public final class RabbitConsumer implements AutoCloseable {
     }
 
     /**
-     * What a settlement (or delayed requeue) on {@code ch} that failed with {@code e} leaves: a settlement that
-     * did not happen must not be overtaken by a later cumulative ack on the same channel, so the channel must
-     * be gone, and the broker requeues every message unacknowledged on it (the inbox absorbs the redeliveries).
-     * When it went with its connection, under automatic recovery, it is gone already and the client restores
-     * the connection, a new channel in its place and the subscription, and drops settlements of the dead
-     * channel's tags: the consumer goes on, as after any network blip. Aborting it instead would make the client
-     * forget it, and the consumer would consume nothing more. Any other failure (no recovery, the channel closed
-     * by the broker, or still open) aborts the channel: its shutdown stops the consumer visibly.
+     * After a settlement (or delayed requeue) on {@code ch} failed with {@code e}: returns what to throw. A
+     * settlement that did not happen must not be overtaken by a later cumulative ack on the same channel, so
+     * that channel must be gone; the broker then requeues every message unacknowledged on it, and the inbox
+     * absorbs the redeliveries. A channel lost with its connection under automatic recovery is gone already,
+     * and the client restores the connection, a new channel and the subscription (and drops settlements of the
+     * dead channel's tags): the consumer goes on, as a user expects after a network blip. Such a channel is not
+     * aborted: the client does not restore a channel the application closed, and the consumer would receive
+     * nothing more. Any other failure (no automatic recovery, the channel closed by the broker, or still open)
+     * aborts the channel, and its shutdown stops the consumer visibly.
      */
     private IOException unsettled(Channel ch, Exception e) {
         ShutdownSignalException why = !(connection instanceof Recoverable)
