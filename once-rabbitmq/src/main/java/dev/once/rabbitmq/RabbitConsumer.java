@@ -368,7 +368,8 @@ public final class RabbitConsumer implements AutoCloseable {
             } else if (o.status() == Status.IN_PROGRESS) {
                 delay = retries.delay(1);
             } else if (o.status() == Status.FAILED_RETRYABLE) {
-                // the broker's count where it keeps one (quorum queues), else this consumer's own
+                // the broker's count where it keeps one (quorum queues) or this process's count of the
+                // event's failures, whichever is larger: copies of one event share the latter
                 int attempt = Math.max(p.delivery().attempt(), failures.merge(o.eventId(), 1, Integer::sum));
                 if (retries.allowsRetry(attempt) || !deadLetterAfterRetries) {
                     // past the last retry without the opt-in: keep trying at the policy's cap. A reject
@@ -594,8 +595,11 @@ public final class RabbitConsumer implements AutoCloseable {
          * message is held unacknowledged for {@code policy.delay(attempt)}, then requeued; past
          * {@code policy.maxRetries()} it is rejected to the queue's dead-letter exchange with
          * {@link #deadLetterAfterRetries()}, else tried again at the longest delay. The attempt
-         * is the broker's delivery count on quorum queues, this consumer's count of the event's
-         * failures elsewhere (so restarts and other consumers of a classic queue start over).
+         * is the larger of the broker's delivery count (quorum queues only) and this process's count
+         * of the event's failures. That count is kept per event id, not per message: copies of one
+         * event (a producer's retry) share it, so a copy can be dead-lettered after fewer deliveries
+         * of its own; it lives in memory, so a restart or another consumer of a classic queue
+         * starts over.
          */
         public Builder retries(RetryPolicy policy) {
             this.retries = Objects.requireNonNull(policy, "policy");
