@@ -315,10 +315,14 @@ final class Schema {
         return Optional.empty();
     }
 
+    // Possessive, so a long literal (a query of thousands of characters) is read in a loop: the
+    // backtracking form recursed once per character and overflowed the stack.
+    private static final Pattern LITERAL = Pattern.compile("\"((?:[^\"\\\\]++|\\\\.)*+)\"");
+
     /** The text of string literals and their concatenations, quotes removed. */
     static String concat(String expr) {
         StringBuilder b = new StringBuilder();
-        Matcher m = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(expr);
+        Matcher m = LITERAL.matcher(expr);
         while (m.find()) {
             b.append(m.group(1)).append(' ');
         }
