@@ -1,9 +1,7 @@
 package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.InvalidConfigurationException;
 import dev.once.RetryPolicy;
 import dev.once.TransactionOutbox;
 import dev.once.jdbc.Dialect;
@@ -114,7 +112,7 @@ class OutboxRelayStateMachineTest {
     }
 
     @Property(tries = 60)
-    void postgresql(@ForAll("withLease") ActionChain<World> chain) {
+    void postgresql(@ForAll("chains") ActionChain<World> chain) {
         World.next = new World(databases.postgres());
         chain.run().drain();
     }
@@ -143,14 +141,9 @@ class OutboxRelayStateMachineTest {
      */
     record Batch(String relay, List<Answer> answers, int twist) {}
 
+    /** The relays a and b, and the exclusive relays x and y. */
     @Provide
     Arbitrary<ActionChain<World>> chains() {
-        return chains("a", "b");
-    }
-
-    /** With the exclusive relays x and y too (leases are PostgreSQL's; on MariaDB, building one is refused). */
-    @Provide
-    Arbitrary<ActionChain<World>> withLease() {
         return chains("a", "b", "x", "y");
     }
 
@@ -235,7 +228,7 @@ class OutboxRelayStateMachineTest {
         final OutboxAdmin admin;
         final OutboxPruner pruner;
         // a: publishAll overridden (concurrent path), can hang, keeps sent rows; b: send by send,
-        // deletes sent rows; x and y: as a, in exclusive mode under one lease (PostgreSQL only).
+        // deletes sent rows; x and y: as a, in exclusive mode under one lease.
         final Map<String, OutboxRelay> relays = new HashMap<>();
         final String leaseName = "ex-" + worlds++;
         String leaseHolder;
@@ -276,15 +269,6 @@ class OutboxRelayStateMachineTest {
                         .publisher(concurrent(name));
                 if (!name.equals("a")) {
                     b.lease(leaseName, LEASE_TTL);
-                    if (!dialect.equals(Dialects.POSTGRESQL)) {
-                        // No leases on MariaDB yet (Leases): an exclusive relay is refused when built, not
-                        // run unfenced. Once it has them, x and y belong in the MariaDB chains too.
-                        assertThatThrownBy(b::build)
-                                .as("an exclusive relay on " + dialect)
-                                .isInstanceOf(InvalidConfigurationException.class)
-                                .hasMessageContaining("leases are not supported");
-                        continue;
-                    }
                 }
                 relays.put(name, b.build());
             }
