@@ -26,6 +26,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.Deque;
 import java.util.HashMap;
@@ -443,13 +444,14 @@ class OutboxRelayStateMachineTest {
                 // The relay pauses past its lease (GC, SIGSTOP) in the middle of its send; the other
                 // one may acquire the lease meanwhile and send what the paused one's locks leave it.
                 String other = relay.equals("x") ? "y" : "x";
+                Set<Long> held = heldBy(expected);
                 duringSend = () -> {
                     clock.advance(LEASE_TTL.plusSeconds(1));
                     if (takeover) {
                         assertThat(leaseFor(other))
                                 .as("the lapsed lease is free")
                                 .isTrue();
-                        nested(other, expected);
+                        nested(other, held);
                     }
                 };
             }
@@ -465,8 +467,28 @@ class OutboxRelayStateMachineTest {
             applySends(relay, expected, handled);
         }
 
+        /**
+         * The rows a batch about to send {@code expected} holds locked until it ends: those, and on
+         * MariaDB also the row its lock query's range scan stopped at when it found fewer than a batch
+         * (the first pending row available later than now). InnoDB keeps the lock of every secondary
+         * index record a locking read examined, even at READ COMMITTED (MDEV-14589: "the unlocking never
+         * worked for secondary index records"), so a rival's SKIP LOCKED passes that row until the batch
+         * ends, after the clock made it available too: it waits for a later batch, never sent twice.
+         */
+        private Set<Long> heldBy(List<Long> expected) {
+            Set<Long> held = new HashSet<>(expected);
+            Instant now = clock.instant();
+            if (dialect.equals(Dialects.MARIADB) && expected.size() < BATCH_A) {
+                rows.values().stream()
+                        .filter(r -> r.state.equals("pending") && r.availableAt.isAfter(now))
+                        .min(Comparator.comparing((Row r) -> r.availableAt).thenComparingLong(r -> r.id))
+                        .ifPresent(r -> held.add(r.id));
+            }
+            return held;
+        }
+
         /** A batch of {@code relay} inside another's send, which holds the rows {@code locked}. */
-        private void nested(String relay, List<Long> locked) {
+        private void nested(String relay, Collection<Long> locked) {
             List<Long> expected = sendable(Set.copyOf(locked), relay);
             applySends(relay, expected, relays.get(relay).relayOnce());
         }
