@@ -69,8 +69,7 @@ import net.jqwik.api.state.ActionChain;
  * the pruner's count agree with the model; at the end, with dead rows replayed and an accepting
  * publisher, every committed row that was not discarded has been sent.
  *
- * <p>Goes red when the mechanism is broken, each time on its first run (on both databases; the
- * lease case on PostgreSQL, which has leases): with the lock query's head-of-key condition removed
+ * <p>Goes red when the mechanism is broken, each time on its first run (on both databases): with the lock query's head-of-key condition removed
  * ({@code Dialect#outboxLockBatch}: a batch held rows whose key had an older pending row); with the
  * retry delay ignored ({@code RelayMarks}: a retried row was sent again at once); with permanent
  * failures treated as retryable (the dead list and stats disagreed); with the exclusive relay's
