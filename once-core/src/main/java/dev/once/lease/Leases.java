@@ -49,6 +49,10 @@ public final class Leases {
     /** Longest accepted lease name and owner, in characters (the column size). */
     public static final int MAX_NAME_LENGTH = 255;
 
+    // Certification refuses all but one of the acquisitions racing on different Galera nodes; the
+    // loser's next attempt reads the winner's row and is refused, so a third conflict is unlikely.
+    private static final int ACQUIRE_ATTEMPTS = 3;
+
     private final JdbcTarget target;
     private final Clock clock;
     private final String acquireSql;
@@ -89,7 +93,7 @@ public final class Leases {
         SQLException last = null;
         // A deadlock, or on Galera a certification conflict with a rival's acquisition on another
         // node, rolled the whole transaction back: nothing was acquired, and trying again decides it.
-        for (int attempt = 0; attempt < 3; attempt++) {
+        for (int attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
             Instant now = microseconds(clock.instant());
             Instant expiresAt = microseconds(now.plus(ttl));
             try {
@@ -116,8 +120,8 @@ public final class Leases {
             }
         }
         throw new OnceException(
-                "acquiring lease '" + name + "' for '" + owner + "' failed 3 times on a transient conflict: "
-                        + last.getMessage(),
+                "acquiring lease '" + name + "' for '" + owner + "' failed " + ACQUIRE_ATTEMPTS
+                        + " times on a transient conflict: " + last.getMessage(),
                 last);
     }
 

@@ -51,7 +51,8 @@ import org.junit.jupiter.api.Test;
  * locally and one commit fails with ER_LOCK_DEADLOCK (1213, SQLState 40001). The engine must retry
  * that as a conflict and end with DUPLICATE. A node is SIGKILLed mid-run; each consumer's multi-host
  * URL moves on to the next node. Fencing tokens are raced across nodes with the writer's node behind
- * in applying the cluster's writes, where a read answers from the node's local, older state.
+ * in applying the cluster's writes, where a read answers from the node's local, older state. A
+ * lease is raced across nodes, and two exclusive relays on two nodes share one.
  */
 @Tag("chaos")
 class GaleraClusterTest {
