@@ -289,11 +289,10 @@ public interface Dialect {
     // ---- leases (dev.once.lease) -------------------------------------------------------------
 
     /**
-     * Acquires a lease that is free (never taken, released, or expired), incrementing its token,
-     * in one atomic statement; returns one row (the new token) when acquired and none when
-     * another owner holds it. Binds: 1 name, 2 owner, 3 expires_at, 4 now.
-     *
-     * @throws UnsupportedOperationException where the dialect has no single-statement form
+     * Acquires a lease that is free (never taken, released, or expired by {@code now}), incrementing
+     * its token, in one atomic statement; a lease held unexpired is refused, to its own owner too.
+     * Executed as a query: one row whose first column is the new token when acquired; no row, or a
+     * NULL token, when the lease is held. Binds: 1 name, 2 owner, 3 expires_at, 4 now.
      */
     String leaseAcquire(String prefix);
 

@@ -216,11 +216,26 @@ public final class MariaDbDialect implements Dialect {
         return null;
     }
 
-    // MariaDB has no upsert that reports whether its conditional update happened; leases need a
-    // single atomic statement that does, so they are PostgreSQL-only for now.
+    // INSERT ... ON DUPLICATE KEY UPDATE inserts the lease's row or takes its exclusive lock, and
+    // decides on the row as last committed, so two rivals can never both acquire one expiry (as
+    // PostgreSQL's ON CONFLICT ... WHERE). Its RETURNING cannot say whether the update happened:
+    // MariaDB returns the row either way (tried on 10.11), and the row a refusal leaves can be exactly
+    // the one an acquisition writes (the holder asking again at the same instant with the same ttl).
+    // LAST_INSERT_ID(expr), MySQL's documented way to hand a value from an update to the client,
+    // carries the verdict within the statement: the values row sets it to 1 (kept when the row is
+    // new), the token's assignment to the new token when the lease is free or expired, else to 0;
+    // the assignments after it read it, and RETURNING answers it, NULL when held. The token's
+    // assignment is first, so it reads the owner and expiry before they change. wsrep_sync_wait
+    // (4: before INSERT) makes a Galera node apply every write the cluster committed first, so it
+    // decides on the latest lease; without Galera it does nothing.
     @Override
     public String leaseAcquire(String prefix) {
-        throw new UnsupportedOperationException("leases are not supported on mariadb yet; use PostgreSQL");
+        return "SET STATEMENT wsrep_sync_wait = 4 FOR INSERT INTO " + quote(prefix + "lease")
+                + " (name, owner, token, expires_at) VALUES (?, ?, LAST_INSERT_ID(1), ?) ON DUPLICATE KEY UPDATE"
+                + " token = IF(owner IS NULL OR expires_at <= ?, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),"
+                + " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner)),"
+                + " expires_at = IF(LAST_INSERT_ID() = 0, expires_at, VALUES(expires_at))"
+                + " RETURNING NULLIF(LAST_INSERT_ID(), 0)";
     }
 
     // INSERT IGNORE takes a shared lock on a duplicate, so it waits for a transaction that updated

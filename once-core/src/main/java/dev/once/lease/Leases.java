@@ -11,6 +11,7 @@ import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -37,8 +38,9 @@ import java.util.Optional;
  * <p>Immutable and thread-safe. Every call is one short transaction of its own, on a connection that
  * must arrive in auto-commit: one that does not belongs to someone else's transaction (a
  * transaction-aware proxy) and is refused ({@link OnceException}) rather than switched, which would
- * commit that transaction. PostgreSQL only for
- * now (MariaDB lacks the single conditional upsert {@link #acquire} relies on).
+ * commit that transaction. PostgreSQL and MariaDB (Galera included: a conflicting acquisition on
+ * another node fails certification at commit and is tried again); expiries are kept to the
+ * microsecond, what both store.
  */
 public final class Leases {
 
@@ -46,6 +48,10 @@ public final class Leases {
     public static final Duration MAX_TTL = Duration.ofDays(1);
     /** Longest accepted lease name and owner, in characters (the column size). */
     public static final int MAX_NAME_LENGTH = 255;
+
+    // Certification refuses all but one of the acquisitions racing on different Galera nodes; the
+    // loser's next attempt reads the winner's row and is refused, so a third conflict is unlikely.
+    private static final int ACQUIRE_ATTEMPTS = 3;
 
     private final JdbcTarget target;
     private final Clock clock;
@@ -84,25 +90,39 @@ public final class Leases {
         validName("lease name", name);
         validName("lease owner", owner);
         validTtl(ttl);
-        Instant now = clock.instant();
-        Instant expiresAt = now.plus(ttl);
-        try {
-            return target.inTransaction(c -> {
-                try (PreparedStatement ps = c.prepareStatement(acquireSql)) {
-                    ps.setString(1, name); // 1 name
-                    ps.setString(2, owner); // 2 owner
-                    ps.setTimestamp(3, Timestamp.from(expiresAt)); // 3 expires_at
-                    ps.setTimestamp(4, Timestamp.from(now)); // 4 now
-                    try (ResultSet rs = ps.executeQuery()) {
-                        return rs.next()
-                                ? Optional.of(new Lease(name, owner, rs.getLong(1), expiresAt))
-                                : Optional.<Lease>empty();
+        SQLException last = null;
+        // A deadlock, or on Galera a certification conflict with a rival's acquisition on another
+        // node, rolled the whole transaction back: nothing was acquired, and trying again decides it.
+        for (int attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
+            Instant now = microseconds(clock.instant());
+            Instant expiresAt = microseconds(now.plus(ttl));
+            try {
+                return target.inTransaction(c -> {
+                    try (PreparedStatement ps = c.prepareStatement(acquireSql)) {
+                        ps.setString(1, name); // 1 name
+                        ps.setString(2, owner); // 2 owner
+                        ps.setTimestamp(3, Timestamp.from(expiresAt)); // 3 expires_at
+                        ps.setTimestamp(4, Timestamp.from(now)); // 4 now
+                        try (ResultSet rs = ps.executeQuery()) {
+                            long token = rs.next() ? rs.getLong(1) : 0; // no row or NULL: held
+                            return token > 0
+                                    ? Optional.of(new Lease(name, owner, token, expiresAt))
+                                    : Optional.<Lease>empty();
+                        }
                     }
+                });
+            } catch (SQLException e) {
+                if (!target.dialect().isTransientConflict(e)) {
+                    throw new OnceException(
+                            "acquiring lease '" + name + "' for '" + owner + "' failed: " + e.getMessage(), e);
                 }
-            });
-        } catch (SQLException e) {
-            throw new OnceException("acquiring lease '" + name + "' for '" + owner + "' failed: " + e.getMessage(), e);
+                last = e;
+            }
         }
+        throw new OnceException(
+                "acquiring lease '" + name + "' for '" + owner + "' failed " + ACQUIRE_ATTEMPTS
+                        + " times on a transient conflict: " + last.getMessage(),
+                last);
     }
 
     /**
@@ -115,7 +135,7 @@ public final class Leases {
     public Optional<Lease> renew(Lease lease, Duration ttl) {
         Objects.requireNonNull(lease, "lease");
         validTtl(ttl);
-        Instant expiresAt = clock.instant().plus(ttl);
+        Instant expiresAt = microseconds(clock.instant().plus(ttl));
         try {
             return target.inTransaction(c -> {
                 try (PreparedStatement ps = c.prepareStatement(renewSql)) {
@@ -158,6 +178,13 @@ public final class Leases {
         }
     }
 
+    // What both databases keep (PostgreSQL rounds to it, MariaDB's datetime(6) truncates): cut here,
+    // an expiry and the instant compared with it are the same in the database as in the Lease, whose
+    // expiredAt then agrees with whether a rival can acquire it.
+    private static Instant microseconds(Instant instant) {
+        return instant.truncatedTo(ChronoUnit.MICROS);
+    }
+
     private static void validName(String what, String value) {
         if (value == null || value.isBlank() || value.length() > MAX_NAME_LENGTH) {
             throw new InvalidConfigurationException(what + " must be 1 to " + MAX_NAME_LENGTH
@@ -183,16 +210,11 @@ public final class Leases {
         }
 
         /**
-         * @throws InvalidConfigurationException if the data source is missing, the dialect cannot be
-         *         detected, or it does not support leases
+         * @throws InvalidConfigurationException if the data source is missing or the dialect cannot be
+         *         detected
          */
         public Leases build() {
-            JdbcTarget t = JdbcTarget.of(settings());
-            try {
-                return new Leases(t);
-            } catch (UnsupportedOperationException e) {
-                throw new InvalidConfigurationException(e.getMessage());
-            }
+            return new Leases(JdbcTarget.of(settings()));
         }
     }
 }

@@ -13,24 +13,23 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The fence on MariaDB, whose InnoDB default is REPEATABLE READ: a plain read sees the transaction's snapshot. */
-class LeaseFencingMariaDbTest {
+/**
+ * {@link LeaseScenarios} on MariaDB, and the fence on it: InnoDB's default is REPEATABLE READ, where a
+ * plain read sees the transaction's snapshot.
+ */
+class LeaseFencingMariaDbTest extends LeaseScenarios {
 
-    private TestDatabase db;
-
-    @BeforeEach
-    void setUp() {
-        db = TestMariaDb.shared().freshDatabase(4);
-        db.execute("CREATE TABLE ledger_write (id bigint AUTO_INCREMENT PRIMARY KEY, writer varchar(20) NOT NULL)");
+    @Override
+    TestDatabase freshDatabase() {
+        return TestMariaDb.shared().freshDatabase(RACERS + 2);
     }
 
-    @AfterEach
-    void tearDown() {
-        db.close();
+    @Override
+    String ledgerTable() {
+        return "CREATE TABLE ledger_write (id bigint AUTO_INCREMENT PRIMARY KEY, round int NOT NULL,"
+                + " writer varchar(20) NOT NULL, token bigint NOT NULL)";
     }
 
     /**
@@ -58,7 +57,7 @@ class LeaseFencingMariaDbTest {
             try {
                 Fence.check(stale, Dialects.MARIADB, TablePrefix.DEFAULT, "ledger", 5, Clock.systemUTC());
                 try (Statement s = stale.createStatement()) {
-                    s.executeUpdate("INSERT INTO ledger_write (writer) VALUES ('writer-5')");
+                    s.executeUpdate("INSERT INTO ledger_write (round, writer, token) VALUES (0, 'writer-5', 5)");
                 }
                 stale.commit();
             } catch (StaleFencingTokenException e) {
@@ -86,7 +85,8 @@ class LeaseFencingMariaDbTest {
             c.setAutoCommit(false);
             Fence.check(c, Dialects.MARIADB, TablePrefix.DEFAULT, "ledger", token, Clock.systemUTC());
             try (Statement s = c.createStatement()) {
-                s.executeUpdate("INSERT INTO ledger_write (writer) VALUES ('" + writer + "')");
+                s.executeUpdate(
+                        "INSERT INTO ledger_write (round, writer, token) VALUES (0, '" + writer + "', " + token + ")");
             }
             c.commit();
         }

@@ -34,7 +34,7 @@ final class OutboxRows {
         try (Connection c = ds.getConnection()) {
             c.setAutoCommit(false);
             JdbcOutbox outbox = new JdbcOutbox(
-                    c, Dialects.POSTGRESQL, TablePrefix.DEFAULT, CONSUMER, eventId, clock, OutboxHeaders.NONE);
+                    c, Dialects.detect(c), TablePrefix.DEFAULT, CONSUMER, eventId, clock, OutboxHeaders.NONE);
             String id = outbox.add(destination, key, payload.getBytes(StandardCharsets.UTF_8), headers, idempotencyKey);
             outbox.flush();
             c.commit();

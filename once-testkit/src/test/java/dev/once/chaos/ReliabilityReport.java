@@ -82,6 +82,12 @@ public final class ReliabilityReport {
                         "the old holder writes through a node still applying a large write that the new holder's fence committed behind",
                         "GaleraClusterTest"));
         CLAIMS.put(
+                "galera-lease",
+                new Claim(
+                        "A lease raced on two Galera nodes has one holder at a time; of two exclusive relays on two nodes, one publishes each row once",
+                        "two nodes acquire one lapsed lease at the same instant, round after round (both run locally, certification refuses one: 1213, tried again, refused); then two relays, one per node, drain the outbox under one lease",
+                        "GaleraClusterTest"));
+        CLAIMS.put(
                 "patroni-failover",
                 new Claim(
                         "Nothing acknowledged is lost through a Patroni failover in synchronous mode, nothing applied twice (R14)",
