@@ -3,6 +3,7 @@ package dev.once.tx;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
@@ -45,10 +46,18 @@ public final class JoinedTransaction implements SavepointListener {
     // Takes the place of a CommitCheck that ran, so it never runs twice. A place, not a removal: the
     // savepoints' positions count the entries registered before them.
     private static final Object CHECKED = new Object();
-    // the savepoints still valid, oldest first, each with the number of entries registered before it
-    private final List<Object> savepoints = new ArrayList<>(0);
-    private final List<Integer> positions = new ArrayList<>(0);
-    private final List<SavepointListener> listeners = new ArrayList<>(0);
+    // The savepoints still valid, oldest first, and the number of entries registered before each: arrays
+    // grown on demand, not lists (a Spring listener's transaction makes one of these per delivery and announces
+    // one savepoint, and its engine one savepoint listener: three lists and their boxed positions were most of
+    // what this object cost).
+    private Object[] savepoints = NO_SAVEPOINTS;
+    private int[] positions = NO_POSITIONS;
+    private int savepointCount;
+    private SavepointListener[] listeners = NO_LISTENERS;
+    private int listenerCount;
+    private static final Object[] NO_SAVEPOINTS = {};
+    private static final int[] NO_POSITIONS = {};
+    private static final SavepointListener[] NO_LISTENERS = {};
     private final boolean checksBeforeCommit;
     private Connection confinedTo;
     private boolean done;
@@ -176,16 +185,19 @@ public final class JoinedTransaction implements SavepointListener {
      * handler runs in this transaction), until {@link #removeSavepointListener}.
      */
     public void addSavepointListener(SavepointListener listener) {
-        listeners.add(listener);
+        if (listenerCount == listeners.length) {
+            listeners = Arrays.copyOf(listeners, Math.max(2, listenerCount * 2));
+        }
+        listeners[listenerCount++] = listener;
     }
 
     /** Stops forwarding savepoints to {@code listener}. */
     public void removeSavepointListener(SavepointListener listener) {
-        // By index, the last added first (the engine removes its buffer after each handler): removeIf allocated
-        // a lambda and a bit set on every delivery.
-        for (int i = listeners.size() - 1; i >= 0; i--) {
-            if (listeners.get(i) == listener) {
-                listeners.remove(i);
+        // By index, the last added first (the engine removes its buffer after each handler), every time it was added.
+        for (int i = listenerCount - 1; i >= 0; i--) {
+            if (listeners[i] == listener) {
+                System.arraycopy(listeners, i + 1, listeners, i, listenerCount - i - 1);
+                listeners[--listenerCount] = null;
             }
         }
     }
@@ -193,10 +205,14 @@ public final class JoinedTransaction implements SavepointListener {
     /** A savepoint was created: callbacks registered from now on are undone by a rollback to it. */
     @Override
     public void savepoint(Object savepoint) {
-        savepoints.add(savepoint);
-        positions.add(entries.size());
-        for (SavepointListener l : listeners) {
-            l.savepoint(savepoint);
+        if (savepointCount == savepoints.length) {
+            savepoints = Arrays.copyOf(savepoints, Math.max(2, savepointCount * 2));
+            positions = Arrays.copyOf(positions, savepoints.length);
+        }
+        savepoints[savepointCount] = savepoint;
+        positions[savepointCount++] = entries.size();
+        for (int i = 0; i < listenerCount; i++) {
+            listeners[i].savepoint(savepoint);
         }
     }
 
@@ -215,14 +231,14 @@ public final class JoinedTransaction implements SavepointListener {
                     + ", which was never announced with savepoint(...): the integration must report every"
                     + " savepoint it creates, or once cannot tell which outcomes the rollback undid");
         }
-        for (int i = positions.get(at); i < entries.size(); i++) {
+        for (int i = positions[at]; i < entries.size(); i++) {
             if (!(entries.get(i) instanceof Undone)) {
                 entries.set(i, new Undone(entries.get(i)));
             }
         }
         truncate(at + 1);
-        for (SavepointListener l : listeners) {
-            l.rollbackToSavepoint(savepoint);
+        for (int i = 0; i < listenerCount; i++) {
+            listeners[i].rollbackToSavepoint(savepoint);
         }
     }
 
@@ -233,8 +249,8 @@ public final class JoinedTransaction implements SavepointListener {
         if (at >= 0) {
             truncate(at);
         }
-        for (SavepointListener l : listeners) {
-            l.releaseSavepoint(savepoint);
+        for (int i = 0; i < listenerCount; i++) {
+            listeners[i].releaseSavepoint(savepoint);
         }
     }
 
@@ -272,8 +288,8 @@ public final class JoinedTransaction implements SavepointListener {
     }
 
     private int indexOf(Object savepoint) {
-        for (int i = savepoints.size() - 1; i >= 0; i--) {
-            if (savepoints.get(i) == savepoint) {
+        for (int i = savepointCount - 1; i >= 0; i--) {
+            if (savepoints[i] == savepoint) {
                 return i;
             }
         }
@@ -281,9 +297,8 @@ public final class JoinedTransaction implements SavepointListener {
     }
 
     private void truncate(int size) {
-        while (savepoints.size() > size) {
-            savepoints.remove(savepoints.size() - 1);
-            positions.remove(positions.size() - 1);
+        while (savepointCount > size) {
+            savepoints[--savepointCount] = null;
         }
     }
 }

@@ -8,7 +8,6 @@ import dev.once.Tx;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -18,6 +17,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -75,21 +76,79 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return one((ProxyMethodInvocation) invocation, listener, delivery, args);
     }
 
-    /** The mutable state of one listener call: set by the engine's handler, read after commit. */
-    private static final class Call {
+    /**
+     * One listener call: the template's callback (claim, body and the outcome's verdict in the transaction),
+     * and the state the engine's handler reads and sets on this thread, read again after the commit. One
+     * object per call, where a callback lambda and a holder were two.
+     */
+    private static final class Call implements TransactionCallback<Outcome> {
         final ProxyMethodInvocation invocation;
         final Object[] args;
         final SpringTransactionProvider transactions;
         // the body runs confined to the engine's guarded connection (ConfinedConnectionHolder)
         final boolean confine;
+        final boolean own;
+        final IdempotentConsumer consumer;
+        final Delivery delivery;
+        final AfterCommitAcknowledgment ack;
+        final AfterCommitChannel channel;
+        final AfterCommitPubSub pubSub;
+        // The invocation is proceeded itself once when the body gets its own arguments (nothing replaced
+        // one): Spring's invocableClone copies the invocation and its attribute map on every call.
+        boolean proceeded;
         Object result;
-        Duration nack;
 
-        Call(ProxyMethodInvocation invocation, Object[] args, SpringTransactionProvider transactions, boolean confine) {
+        Call(
+                ProxyMethodInvocation invocation,
+                Object[] args,
+                SpringTransactionProvider transactions,
+                boolean confine,
+                boolean own,
+                IdempotentConsumer consumer,
+                Delivery delivery,
+                AfterCommitAcknowledgment ack,
+                AfterCommitChannel channel,
+                AfterCommitPubSub pubSub) {
             this.invocation = invocation;
             this.args = args;
             this.transactions = transactions;
             this.confine = confine;
+            this.own = own;
+            this.consumer = consumer;
+            this.delivery = delivery;
+            this.ack = ack;
+            this.channel = channel;
+            this.pubSub = pubSub;
+        }
+
+        @Override
+        public Outcome doInTransaction(TransactionStatus status) {
+            if (channel != null) {
+                TransactionSynchronizationManager.registerSynchronization(channel);
+            }
+            Outcome r = consumer.process(delivery);
+            if (channel != null) {
+                channel.outcome(r);
+            }
+            if (!r.shouldAcknowledge() || (own && r.status() == Outcome.Status.DUPLICATE && status.isRollbackOnly())) {
+                // rolls the transaction back; a failure is rethrown as the body's own exception, a
+                // duplicate whose claim aborted the transaction is acknowledged after it
+                throw new Failed(r);
+            }
+            if (askedForRedelivery(ack, channel, pubSub)) {
+                // The body asked for redelivery: its writes and the claim must not commit.
+                status.setRollbackOnly();
+            }
+            return r;
+        }
+
+        /** The body, with the arguments it gets (the deferring wrappers in place). */
+        Object proceed() throws Throwable {
+            if (!proceeded && args == invocation.getArguments()) {
+                proceeded = true;
+                return invocation.proceed();
+            }
+            return invocation.invocableClone(args).proceed();
         }
     }
 
@@ -106,7 +165,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 ? ConfinedConnectionHolder.bind(call.transactions.key(), tx.connection(), state.joined())
                 : null;
         try {
-            call.result = call.invocation.invocableClone(call.args).proceed();
+            call.result = call.proceed();
         } catch (Exception | Error e) {
             throw e;
         } catch (Throwable t) {
@@ -121,7 +180,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
 
     private Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
             throws Throwable {
-        Object[] args = given.clone();
+        // A copy only for a listener with an argument a wrapper may replace: the body gets the container's
+        // own arguments otherwise, and the invocation is proceeded as it is.
+        Object[] args = replacesArguments(listener) ? given.clone() : given;
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
         AfterCommitChannel channel = listener.channelIndex() >= 0 ? AfterCommitChannel.wrap(listener, args) : null;
         AfterCommitPubSub pubSub = AfterCommitPubSub.wrap(listener, args);
@@ -132,36 +193,27 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // (ROLLBACK as SQL, which would leave a claim at commit to commit alone) is refused.
         boolean own = !TransactionSynchronizationManager.isActualTransactionActive();
         boolean atCommit = listener.atCommit() && own;
-        Call call = new Call(invocation, args, o.transactions(), own && o.confinesListeners());
         // In its own transaction the claim may be the plain insert, after which a duplicate rolls back; not
         // for a Channel method, whose deferred acks settle a rolled-back delivery as one to redeliver.
         IdempotentConsumer consumer = atCommit
                 ? atCommitConsumer(listener.consumer())
                 : own && channel == null ? ownTransactionConsumer(listener.consumer()) : consumer(listener.consumer());
+        Call call = new Call(
+                invocation,
+                args,
+                o.transactions(),
+                own && o.confinesListeners(),
+                own,
+                consumer,
+                delivery,
+                ack,
+                channel,
+                pubSub);
         Call outer = CURRENT.get();
         CURRENT.set(call);
         Outcome outcome;
         try {
-            outcome = o.transactionTemplate().execute(status -> {
-                if (channel != null) {
-                    TransactionSynchronizationManager.registerSynchronization(channel);
-                }
-                Outcome r = consumer.process(delivery);
-                if (channel != null) {
-                    channel.outcome(r);
-                }
-                if (!r.shouldAcknowledge()
-                        || (own && r.status() == Outcome.Status.DUPLICATE && status.isRollbackOnly())) {
-                    // rolls the transaction back; a failure is rethrown as the body's own exception, a
-                    // duplicate whose claim aborted the transaction is acknowledged below
-                    throw new Failed(r);
-                }
-                if (askedForRedelivery(ack, channel, pubSub)) {
-                    // The body asked for redelivery: its writes and the claim must not commit.
-                    status.setRollbackOnly();
-                }
-                return r;
-            });
+            outcome = o.transactionTemplate().execute(call);
         } catch (RuntimeException | Error e) {
             if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
                 outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
@@ -193,6 +245,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /** Whether a deferring wrapper may take the place of one of {@code listener}'s arguments. */
+    private static boolean replacesArguments(ListenerMethod listener) {
+        return listener.ackIndex() >= 0
+                || listener.channelIndex() >= 0
+                || (ListenerMessages.SPRING_PUBSUB && (listener.pubSubIndex() >= 0 || listener.messageIndex() >= 0));
     }
 
     /** The body nacked, or refused the message on its channel. */
