@@ -7,6 +7,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
@@ -31,6 +32,10 @@ final class RelayPhases {
     private final AtomicLong mark = new AtomicLong();
     private final AtomicLong commit = new AtomicLong();
     private final AtomicLong connect = new AtomicLong();
+    // This thread's times in the batch under way (publish, lock, mark, commit, connect): added to
+    // the totals when the batch handed rows, dropped for a batch that found none (a drain's last
+    // lock query passes over every row still held and would count as a batch's).
+    private final ThreadLocal<long[]> current = ThreadLocal.withInitial(() -> new long[5]);
 
     /** Counts from now on: the warm-up batch is not counted. */
     void reset() {
@@ -39,9 +44,19 @@ final class RelayPhases {
         }
     }
 
-    /** A relay's {@code relayOnce} took {@code nanos}. */
-    void batch(long nanos) {
-        inBatches.addAndGet(nanos);
+    /** A relay's {@code relayOnce} in this thread took {@code nanos} and handed {@code rows} rows to the publisher. */
+    void batch(long nanos, int rows) {
+        long[] c = current.get();
+        if (rows > 0) {
+            inBatches.addAndGet(nanos);
+            inPublish.addAndGet(c[0]);
+            lock.addAndGet(c[1]);
+            mark.addAndGet(c[2]);
+            commit.addAndGet(c[3]);
+            connect.addAndGet(c[4]);
+            batches.incrementAndGet();
+        }
+        Arrays.fill(c, 0);
     }
 
     Publisher publisher(Publisher p) {
@@ -64,8 +79,7 @@ final class RelayPhases {
                                 .toArray(CompletableFuture[]::new))
                         .handle((x, e) -> null)
                         .join();
-                inPublish.addAndGet(System.nanoTime() - t0);
-                batches.incrementAndGet();
+                current.get()[0] += System.nanoTime() - t0;
                 return stages;
             }
         };
@@ -74,7 +88,7 @@ final class RelayPhases {
     DataSource dataSource(DataSource ds) {
         return proxy(DataSource.class, ds, (m, a, r, nanos) -> {
             if (m.equals("getConnection")) {
-                connect.addAndGet(nanos);
+                current.get()[4] += nanos;
                 return connection((Connection) r);
             }
             return r;
@@ -84,13 +98,13 @@ final class RelayPhases {
     private Connection connection(Connection c) {
         return proxy(Connection.class, c, (m, a, r, nanos) -> {
             if (m.equals("commit")) {
-                commit.addAndGet(nanos);
+                current.get()[3] += nanos;
             } else if (m.equals("prepareStatement")) {
                 // The relay's two statements of a batch: the lock query, and the mark.
-                AtomicLong into = ((String) a[0]).strip().startsWith("SELECT") ? lock : mark;
+                int into = ((String) a[0]).strip().startsWith("SELECT") ? 1 : 2;
                 return proxy(PreparedStatement.class, (PreparedStatement) r, (sm, sa, sr, sn) -> {
                     if (sm.startsWith("execute")) {
-                        into.addAndGet(sn);
+                        current.get()[into] += sn;
                     }
                     return sr;
                 });

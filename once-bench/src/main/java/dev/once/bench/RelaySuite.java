@@ -849,10 +849,11 @@ final class RelaySuite implements Suite {
             Thread t = new Thread(() -> {
                 while (System.nanoTime() < end) {
                     long t0 = System.nanoTime();
-                    if (r.relayOnce() == 0) {
+                    int n = r.relayOnce();
+                    phases.batch(System.nanoTime() - t0, n);
+                    if (n == 0) {
                         break;
                     }
-                    phases.batch(System.nanoTime() - t0);
                 }
             });
             t.start();
