@@ -107,13 +107,23 @@ final class RelaySuite implements Suite {
      */
     static final int SQS_BARE_THREADS = SqsPublisher.CONCURRENT_REQUESTS + RELAYS;
 
-    record Throughput(String mode, long rows, double seconds) {
+    /** A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), empty for a bare loop. */
+    record Throughput(String mode, long rows, double seconds, String phases) {
+        Throughput(String mode, long rows, double seconds) {
+            this(mode, rows, seconds, "");
+        }
+
         double perSecond() {
             return rows / seconds;
         }
     }
 
-    record Latency(String mode, long rows, double offered, double p50, double p99, double max) {}
+    /** Commit-to-publish at the offered load; {@code split}: picked up against published, empty when not measured. */
+    record Latency(String mode, long rows, double offered, double p50, double p99, double max, String split) {
+        Latency(String mode, long rows, double offered, double p50, double p99, double max) {
+            this(mode, rows, offered, p50, p99, max, "");
+        }
+    }
 
     @Override
     public String name() {
@@ -297,6 +307,20 @@ final class RelaySuite implements Suite {
                                         b.latency().p99()),
                                 ratio >= 0.95 && b.latency().p99() < 100));
                     }
+                }
+                if (!b.throughput().phases().isEmpty()) {
+                    md.append("- (where the time went) ")
+                            .append(b.broker().label)
+                            .append(", backlog: ")
+                            .append(b.throughput().phases())
+                            .append('\n');
+                }
+                if (!b.latency().split().isEmpty()) {
+                    md.append("- (where the time went) ")
+                            .append(b.broker().label)
+                            .append(", offered load: ")
+                            .append(b.latency().split())
+                            .append('\n');
                 }
                 if (b.bareLatency() != null) {
                     md.append(String.format(
@@ -812,17 +836,24 @@ final class RelaySuite implements Suite {
                     + ") g");
             st.execute("ANALYZE once_outbox");
         }
-        List<OutboxRelay> relays = relays(ds, publisher);
+        RelayPhases phases = new RelayPhases();
+        List<OutboxRelay> relays = relays(phases.dataSource(ds), phases.publisher(publisher));
         // A short warm-up: the producer's metadata, the statements' plans.
         relays.get(0).relayOnce();
+        phases.reset();
         long before = sent(ds);
         long start = System.nanoTime();
         long end = start + (long) (s * 1e9);
         List<Thread> threads = new ArrayList<>();
         for (OutboxRelay r : relays) {
             Thread t = new Thread(() -> {
-                while (System.nanoTime() < end && r.relayOnce() > 0) {
-                    // next batch
+                while (System.nanoTime() < end) {
+                    long t0 = System.nanoTime();
+                    int n = r.relayOnce();
+                    phases.batch(System.nanoTime() - t0, n);
+                    if (n == 0) {
+                        break;
+                    }
                 }
             });
             t.start();
@@ -834,7 +865,7 @@ final class RelaySuite implements Suite {
         double seconds = (System.nanoTime() - start) / 1e9;
         long rows = sent(ds) - before;
         relays.forEach(OutboxRelay::close);
-        return new Throughput(mode, rows, seconds);
+        return new Throughput(mode, rows, seconds, phases.summary(rows));
     }
 
     private Latency latency(TestKafka kafka, DataSource ds, KafkaPublisher kp, boolean concurrent, double s)
@@ -877,6 +908,10 @@ final class RelaySuite implements Suite {
     private Latency ackLatency(DataSource ds, Publisher publisher, String destination, String mode, double s)
             throws Exception {
         Map<String, Long> ackedAt = new ConcurrentHashMap<>();
+        // When the relay handed each row to the publisher: splits commit-to-ack into the relay's part and the
+        // publisher's.
+        Map<String, Long> handedAt = new ConcurrentHashMap<>();
+        AtomicLong calls = new AtomicLong();
         Publisher timed = new Publisher() {
             @Override
             public Receipt publish(OutboxMessage message) throws Exception {
@@ -887,6 +922,11 @@ final class RelaySuite implements Suite {
 
             @Override
             public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+                long now = System.currentTimeMillis();
+                calls.incrementAndGet();
+                for (OutboxMessage m : messages) {
+                    handedAt.putIfAbsent(m.eventId(), now);
+                }
                 List<CompletionStage<Receipt>> stages = publisher.publishAll(messages);
                 List<CompletionStage<Receipt>> timedStages = new ArrayList<>(stages.size());
                 for (int i = 0; i < stages.size(); i++) {
@@ -902,7 +942,22 @@ final class RelaySuite implements Suite {
         };
         Map<String, Long> committedAt = new ConcurrentHashMap<>();
         Written w = write(ds, timed, destination, mode, s, committedAt, ackedAt::size);
-        return summary(mode, matched(committedAt, ackedAt), w);
+        long[] pickedUp = matched(committedAt, handedAt);
+        long[] published = matched(handedAt, ackedAt);
+        Arrays.sort(pickedUp);
+        Arrays.sort(published);
+        String split = String.format(
+                Locale.ROOT,
+                "commit to handed to the publisher p50 %.1f ms, p99 %.1f ms (the relay: wake-up, lock query, and"
+                        + " waiting for a relay or for the batch holding the row's key); handed to acknowledged p50"
+                        + " %.1f ms, p99 %.1f ms (the publisher and the broker); %.1f rows per publishAll",
+                percentile(pickedUp, 0.50),
+                percentile(pickedUp, 0.99),
+                percentile(published, 0.50),
+                percentile(published, 0.99),
+                handedAt.size() / (double) Math.max(1, calls.get()));
+        Latency l = summary(mode, matched(committedAt, ackedAt), w);
+        return new Latency(l.mode(), l.rows(), l.offered(), l.p50(), l.p99(), l.max(), split);
     }
 
     record Written(long rows, double offered) {}

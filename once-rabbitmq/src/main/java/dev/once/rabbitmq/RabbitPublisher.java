@@ -18,12 +18,16 @@ import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The outbox {@link Publisher} for RabbitMQ, with publisher confirms: {@link #publish} returns only
@@ -53,9 +57,10 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Owns {@code channels} confirm-mode channels on the given connection ({@value #DEFAULT_CHANNELS}
  * unless given). Thread-safe: a call publishes its messages on a channel no other call publishes
- * on meanwhile, then gives the channel back and waits for its confirms, each publish settled by
- * its own sequence number. So relays sharing a publisher pipeline their batches (one publishes
- * while another's confirms are on their way), and with a channel each they publish in parallel.
+ * on meanwhile, then gives the channel back, each publish settled by its own sequence number
+ * ({@link #publishAll} returns then; {@link #publish} waits for its confirm). So relays sharing a
+ * publisher pipeline their batches (one publishes while another's confirms are on their way), and
+ * with a channel each they publish in parallel.
  */
 public final class RabbitPublisher implements Publisher, AutoCloseable {
 
@@ -81,6 +86,10 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     // waits for its confirms (a call sending alone keeps it until its confirm): a call's publishes
     // are consecutive on the channel, and its sequence numbers are taken and used by that call only.
     private final BlockingQueue<Lane> idle;
+    // Sends alone what a channel closure left without a confirm in publishAll: as many threads as
+    // lanes (each such send holds one through its confirm), daemons that end when idle, so the
+    // publisher needs no more closing than its channels.
+    private final ThreadPoolExecutor resends;
 
     /** @throws IOException if the channels cannot be opened */
     public RabbitPublisher(Connection connection) throws IOException {
@@ -104,6 +113,14 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
             throw new IllegalArgumentException("channels must be at least 1, but was " + channels);
         }
         this.idle = new ArrayBlockingQueue<>(channels);
+        AtomicInteger threads = new AtomicInteger();
+        this.resends =
+                new ThreadPoolExecutor(channels, channels, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "once-rabbit-resend-" + threads.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        resends.allowCoreThreadTimeOut(true);
         for (int i = 0; i < channels; i++) {
             Lane lane = new Lane(open());
             lanes.add(lane);
@@ -185,30 +202,92 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     }
 
     /**
-     * Publishes every row, then waits once for all their confirms (within the confirm timeout), and
-     * returns each row's outcome. When the broker closes the channel mid-batch (a missing exchange,
-     * a refused message), it does not say for which message, and the message may be another
-     * relay's on the shared channel, so the rows without a confirm are published again one by one
-     * on a new channel, each alone on it until its confirm: the one at fault fails alone, the
-     * others are sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs a second copy).
+     * Publishes every row and returns without waiting: each row's stage completes when the broker's
+     * confirm for that row arrives (or its nack, or the confirm timeout passes), not when the
+     * batch's last one does. When the broker closes the channel mid-batch (a missing exchange, a
+     * refused message), it does not say for which message, and the message may be another relay's
+     * on the shared channel, so the rows without a confirm are published again one by one on a new
+     * channel, each alone on it until its confirm, on the publisher's own threads: the one at fault
+     * fails alone, the others are sent (RabbitMQ does not deduplicate; the consumer's inbox absorbs
+     * a second copy).
      */
     @Override
     public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
-        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        Object[] outcomes = new Object[messages.size()];
+        Sent[] sent = new Sent[messages.size()];
+        Lane lane;
         try {
-            for (Object outcome : send(messages, false)) {
-                results.add(
-                        outcome instanceof PublishFailure f
-                                ? CompletableFuture.failedFuture(f)
-                                : CompletableFuture.completedFuture((Receipt) outcome));
-            }
+            lane = idle.take();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            while (results.size() < messages.size()) {
-                results.add(CompletableFuture.failedFuture(e));
+            return messages.stream()
+                    .<CompletionStage<Receipt>>map(m -> CompletableFuture.failedFuture(e))
+                    .toList();
+        }
+        try {
+            publishEach(lane, messages, outcomes, sent);
+        } finally {
+            idle.add(lane);
+        }
+        List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
+        for (int i = 0; i < messages.size(); i++) {
+            OutboxMessage m = messages.get(i);
+            if (outcomes[i] != null) {
+                results.add(stage(outcomes[i]));
+            } else if (sent[i] == null) {
+                results.add(alone(m)); // not published: the channel closed before its turn
+            } else {
+                Sent s = sent[i];
+                // Settled on the connection's thread as the confirm arrives: no thread hop for the
+                // row, and a returned message's reason is recorded before its confirm.
+                results.add(s.closed
+                        .orTimeout(confirmTimeout.toNanos(), TimeUnit.NANOSECONDS)
+                        .handle((acked, failure) -> {
+                            if (failure == null) {
+                                return stage(acked ? confirmed(m, s) : nacked(m, s));
+                            }
+                            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                    ? failure.getCause()
+                                    : failure;
+                            if (cause instanceof TimeoutException) {
+                                return stage(PublishFailure.retryable(
+                                        "no confirm for " + what(m) + " within " + confirmTimeout,
+                                        Receipt.NONE,
+                                        cause));
+                            }
+                            return alone(m); // the channel closed before its confirm
+                        })
+                        .thenCompose(r -> r));
             }
         }
         return results;
+    }
+
+    private static CompletionStage<Receipt> stage(Object outcome) {
+        return outcome instanceof PublishFailure f
+                ? CompletableFuture.failedFuture(f)
+                : CompletableFuture.completedFuture((Receipt) outcome);
+    }
+
+    // Sending alone blocks (for the lane, the confirms left on it, its own confirm): never on the
+    // connection's thread, which delivers the confirms it waits for.
+    private CompletionStage<Receipt> alone(OutboxMessage m) {
+        CompletableFuture<Receipt> result = new CompletableFuture<>();
+        resends.execute(() -> {
+            try {
+                Object outcome = send(List.of(m), true).get(0);
+                if (outcome instanceof PublishFailure f) {
+                    result.completeExceptionally(f);
+                } else {
+                    result.complete((Receipt) outcome);
+                }
+            } catch (InterruptedException e) {
+                result.completeExceptionally(e);
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
+            }
+        });
+        return result;
     }
 
     /**

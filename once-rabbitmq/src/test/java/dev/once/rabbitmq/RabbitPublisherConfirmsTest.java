@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConfirmCallback;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
 import dev.once.Delivery;
@@ -16,6 +17,9 @@ import dev.once.outbox.Receipt;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
@@ -26,6 +30,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -178,6 +183,82 @@ class RabbitPublisherConfirmsTest {
                     .hasSize(BATCHES * PER_BATCH)
                     .isEqualTo(sentRows(db));
         }
+    }
+
+    /**
+     * publishAll does not wait for the batch's confirms: it returns once the rows are published,
+     * and each row's stage completes with its own confirm. Here the confirms are held back (the
+     * channels' confirm listeners wait for a gate): the call returns with every stage open, and once
+     * the gate opens each completes with its own sequence number. A publishAll that waits for the
+     * confirms itself would make every row wait for the batch's last one (the relay's
+     * commit-to-acknowledgement measure saw that time for each row).
+     */
+    @Test
+    void publishAllReturnsBeforeTheConfirmsAndEachRowIsSettledByItsOwn() throws Exception {
+        CountDownLatch gate = new CountDownLatch(1);
+        publisher = new RabbitPublisher(gatedConfirms(connection, gate), Duration.ofSeconds(30));
+        List<OutboxMessage> batch = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            batch.add(TestRabbit.message(queue, "gated-" + i, "k" + i, "1"));
+        }
+        List<CompletionStage<Receipt>> stages;
+        try {
+            stages = CompletableFuture.supplyAsync(() -> publisher.publishAll(batch))
+                    .get(10, TimeUnit.SECONDS);
+            assertThat(stages)
+                    .as("the confirms are held back: no row is settled yet")
+                    .noneMatch(stage -> stage.toCompletableFuture().isDone());
+        } finally {
+            gate.countDown();
+        }
+        Set<String> receipts = new HashSet<>();
+        for (CompletionStage<Receipt> stage : stages) {
+            receipts.add(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body());
+        }
+        assertThat(receipts).hasSize(3).allMatch(body -> body.startsWith("confirmed seq="));
+        assertThat(drain()).containsExactlyInAnyOrder("gated-0", "gated-1", "gated-2");
+    }
+
+    // The connection as it is, but the confirm listeners of its channels wait for the gate first
+    // (they run on the connection's thread, so every confirm of the connection waits).
+    private static Connection gatedConfirms(Connection connection, CountDownLatch gate) {
+        return proxy(Connection.class, connection, (method, args) -> {
+            Object result = method.invoke(connection, args);
+            return "createChannel".equals(method.getName()) && result instanceof Channel ch
+                    ? proxy(Channel.class, ch, (m, a) -> {
+                        if ("addConfirmListener".equals(m.getName()) && a.length == 2) {
+                            a = new Object[] {gated((ConfirmCallback) a[0], gate), gated((ConfirmCallback) a[1], gate)};
+                        }
+                        return m.invoke(ch, a);
+                    })
+                    : result;
+        });
+    }
+
+    private static ConfirmCallback gated(ConfirmCallback callback, CountDownLatch gate) {
+        return (seq, multiple) -> {
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            callback.handle(seq, multiple);
+        };
+    }
+
+    @FunctionalInterface
+    private interface Call {
+        Object invoke(Method method, Object[] args) throws Exception;
+    }
+
+    private static <T> T proxy(Class<T> type, T target, Call call) {
+        return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (p, method, args) -> {
+            try {
+                return call.invoke(method, args == null ? new Object[0] : args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }));
     }
 
     @Test
