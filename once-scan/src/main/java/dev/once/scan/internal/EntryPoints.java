@@ -150,6 +150,7 @@ final class EntryPoints {
         }
         inheritedConsumers();
         uncalledRecordHandlers();
+        recordPullLoops();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
         }
@@ -1205,6 +1206,68 @@ final class EntryPoints {
                 e.ack = r.ack();
                 e.ackCalls = r.ackCalls();
                 e.ackText = r.why();
+            }
+        }
+    }
+
+    /** A pulling call: what it returns was taken from the broker for the caller to work on. */
+    private static final Pattern PULL = Pattern.compile("poll\\w*|pull\\w*|receive\\w*|fetch\\w*|take");
+
+    /** Calls that settle pulled messages: a commit of the position, an ack, a delete. */
+    private static final Set<String> SETTLE =
+            Set.of("commit", "commitSync", "commitAsync", "acknowledge", "ack", "deleteMessage", "complete");
+
+    /**
+     * A loop pulling a broker's own messages through a client the scan has no finder for ({@code List<MessageExt>
+     * messages = pullConsumer.poll(…)} on RocketMQ's lite pull consumer or a project's wrapper of it, {@code for
+     * (Message m : receiver.receiveBatch(…))}): the pulled value is declared as, or iterated as, a type of the
+     * catalogue's {@code record} lines. The loop is the consumer; a commit, ack or delete in it settles what it pulled,
+     * and without one the client's position moves on with the next pull, after the loop's work on the last.
+     */
+    private void recordPullLoops() {
+        for (Repo.Source s : repo.sources()) {
+            for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
+                if (call.getScope().isEmpty()
+                        || call.getScope().get().isThisExpr()
+                        || !PULL.matcher(call.getNameAsString()).matches()
+                        || insideEntry(call)) {
+                    continue;
+                }
+                com.github.javaparser.ast.type.Type pulled = null;
+                Node parent = call.getParentNode().orElse(null);
+                if (parent instanceof VariableDeclarator v && v.getInitializer().orElse(null) == call) {
+                    pulled = v.getType();
+                } else if (parent instanceof ForEachStmt fe && fe.getIterable() == call) {
+                    pulled = fe.getVariable().getElementType();
+                }
+                if (pulled == null) {
+                    continue;
+                }
+                EntryCatalogue.Rule r = pulled.findAll(ClassOrInterfaceType.class).stream()
+                        .map(t -> CATALOGUE.record(t.getNameAsString(), s))
+                        .flatMap(Optional::stream)
+                        .findFirst()
+                        .orElse(null);
+                Node body = loopOrMethod(call);
+                MethodDeclaration m =
+                        Types.ancestor(call, MethodDeclaration.class).orElse(null);
+                if (r == null
+                        || body == null
+                        || m == null
+                        || body == m.getBody().orElse(null)) {
+                    continue;
+                }
+                Entry e = add(s, r.kind() + " pull loop", r.broker(), owner(call), call, body, call);
+                e.loop = true;
+                if (body.findAll(MethodCallExpr.class).stream().anyMatch(c -> SETTLE.contains(c.getNameAsString()))) {
+                    e.ack = Entry.Ack.EXPLICIT;
+                    e.ackCalls = SETTLE;
+                    e.ackText = "the loop settles what it pulled (commit, ack or delete); what is not settled is pulled"
+                            + " again after a crash";
+                } else {
+                    e.ackText = "the client moves its position on with the next pull, after the loop's work on the"
+                            + " last one: a crash in that work pulls it again";
+                }
             }
         }
     }
