@@ -1274,11 +1274,11 @@ final class EntryPoints {
 
     /** A call of a method by this name in some file of the repository, on an object, by reference, or unqualified. */
     private static final Pattern CALL =
-            Pattern.compile("(?:\\.|::|[=(,;{}!&|?:]|\\breturn|\\bthrow)\\s*([a-z_$][\\w$]*)\\s*[(;),]");
+            Pattern.compile("(?:\\.|::|->|[=(,;{}!&|?:]|\\breturn|\\bthrow)\\s*([a-z_$][\\w$]*)\\s*[(;),]");
 
     /**
      * The method is called by name somewhere in the repository ({@code .name(}, {@code ::name}, {@code name(} after a
-     * statement's start or an operator): its callers run it, not a broker. By name only, so a method whose name some
+     * statement's start, an operator or a lambda's arrow): its callers run it, not a broker. By name only, so a method whose name some
      * other call shares counts as called (a miss, never a consumer too many).
      */
     private boolean calledInRepo(String name) {

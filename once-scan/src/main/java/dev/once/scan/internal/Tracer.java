@@ -501,11 +501,13 @@ final class Tracer {
             return false;
         }
         com.github.javaparser.ast.stmt.CatchClause swallow = t.getCatchClauses().stream()
-                .filter(cc -> catchAll(cc) && onlyLogs(cc.getBody()))
+                .filter(cc -> cc.getParameter().getType().toString().lines().count() == 1
+                        && java.util.Arrays.stream(
+                                        cc.getParameter().getType().toString().split("\\|"))
+                                .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
+                                .anyMatch(CATCH_ALL::contains)
+                        && onlyLogs(cc.getBody()))
                 .findFirst()
-                .or(() -> t.getCatchClauses().stream()
-                        .filter(cc -> catchesFailure(cc, t) && onlyLogs(cc.getBody()))
-                        .findFirst())
                 .orElse(null);
         if (swallow == null) {
             return false;
@@ -527,12 +529,7 @@ final class Tracer {
                     f,
                     null,
                     null,
-                    (catchAll(swallow)
-                                    ? "catches every exception (catch ("
-                                            + swallow.getParameter().getType() + "))"
-                                    : "catches the call's failure (catch ("
-                                            + swallow.getParameter().getType() + "))")
-                            + " from the work that "
+                    "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
                             + failed.what() + " and only logs it, and "
                             + (seeksBackOnFailure()
                                     ? "the container seeks back only to a record whose listener threw, while"
@@ -540,68 +537,6 @@ final class Tracer {
                                     : entry.ackText));
         }
         return true;
-    }
-
-    /**
-     * Exceptions that report an outcome rather than a failure of the call: the row or resource is already there or
-     * missing, the input is bad, the caller may not, the call was interrupted. A catch of one decides the message (a
-     * duplicate, a rejection) rather than dropping work a retry would do.
-     */
-    private static final Pattern EXPECTED_OUTCOME = Pattern.compile(".*(Duplicate|Conflict|AlreadyExist|Exists|Unique"
-            + "|Constraint|Integrity|NotFound|NoSuch|Missing|Absent|Invalid|Validat|Violation|Parse|Json|Xml|Format"
-            + "|Mapping|Marshal|Convert|Serializ|IllegalArgument|IllegalState|Interrupted|Unsupported|Optimistic|Stale"
-            + "|Version|Business|Domain|Reject|Denied|Forbidden|Unauthori|Permission|Security|Auth|NullPointer"
-            + "|ClassCast|Arithmetic|IndexOutOf|Cancel|Skip|Ignore|Expected|Insufficient|Unprocessable|BadRequest).*");
-
-    /** Exceptions named for a failed call: I/O, a remote or store client, a broker, a timeout. */
-    private static final Pattern CALL_FAILURE = Pattern.compile("(IO|Mail|Messaging|RestClient|Http|WebClient|Client"
-            + "|Feign|Sdk|AwsService|Service|Timeout|Connect|Socket|Transport|Remote|Gateway|Api|DataAccess|SQL|Sql"
-            + "|Jdbc|Persistence|Jms|JMS|Amqp|Kafka|Redis|Mongo|Elasticsearch|Publish|Send|Execution|Unavailable"
-            + "|Grpc|StatusRuntime|Notification|Storage|Dynamo|S3|Sns|Sqs)\\w*Exception|\\w*(Client|Service|Api|Http"
-            + "|Remote|Gateway|Connection|Transport|Timeout|Send|Publish|Storage|Messaging|Mail|IO)Exception");
-
-    private static boolean catchAll(com.github.javaparser.ast.stmt.CatchClause cc) {
-        return alternatives(cc).stream().anyMatch(CATCH_ALL::contains);
-    }
-
-    private static List<String> alternatives(com.github.javaparser.ast.stmt.CatchClause cc) {
-        return java.util.Arrays.stream(cc.getParameter().getType().toString().split("\\|"))
-                .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
-                .toList();
-    }
-
-    /**
-     * The catch takes every failure of its try block's work (a catch-all), or the failure of the calls that do it:
-     * one named for a failed call that reports no outcome ({@code MailException}, {@code IOException},
-     * {@code RestClientException}, {@code SdkException}), or the repository's own exception named for the client the
-     * try block calls ({@code catch (InnReachException)} around {@code innReachExternalService.post…}). A transient
-     * fault of that call lands in it as surely as in {@code catch (Exception)}.
-     */
-    private boolean catchesFailure(com.github.javaparser.ast.stmt.CatchClause cc, TryStmt t) {
-        if (cc.getParameter().getType().toString().lines().count() != 1) {
-            return false;
-        }
-        if (catchAll(cc)) {
-            return true;
-        }
-        return alternatives(cc).stream().allMatch(type -> {
-            String simple = type.replaceFirst(".*\\.", "");
-            if (!simple.endsWith("Exception")
-                    || EXPECTED_OUTCOME.matcher(simple).matches()) {
-                return false;
-            }
-            if (CALL_FAILURE.matcher(simple).matches()) {
-                return true;
-            }
-            String stem =
-                    simple.substring(0, simple.length() - "Exception".length()).toLowerCase(Locale.ROOT);
-            return stem.length() >= 3
-                    && t.getTryBlock().findAll(MethodCallExpr.class).stream()
-                            .map(c -> c.getScope()
-                                    .map(x -> x.toString().replaceFirst("^this\\.", ""))
-                                    .orElse(""))
-                            .anyMatch(x -> x.toLowerCase(Locale.ROOT).startsWith(stem));
-        });
     }
 
     /**
