@@ -20,7 +20,12 @@ final class EntryCatalogue {
         IMPLEMENTS,
         CALLBACK,
         /** A pulling call on a receiver of the type {@code method} names: the loop (or method) around it is the consumer. */
-        RECEIVE
+        RECEIVE,
+        /**
+         * A broker's own message type ({@code name} in package {@code pkg}): a method taking one that nothing in the
+         * repository calls is run by the library or framework that delivers it.
+         */
+        RECORD
     }
 
     /** One line of the catalogue. {@code method} is null for an annotation; {@code ackCalls} is empty unless EXPLICIT. */
@@ -77,6 +82,21 @@ final class EntryCatalogue {
         return rules.stream().anyMatch(r -> r.shape() == shape && r.name().equals(name));
     }
 
+    /** The broker message rule for a parameter type {@code simpleName} the file imports exactly (or by a wildcard). */
+    Optional<Rule> record(String simpleName, Repo.Source s) {
+        for (Rule r : rules) {
+            if (r.shape() == Shape.RECORD
+                    && r.name().equals(simpleName)
+                    && s.cu().getImports().stream()
+                            .anyMatch(i -> i.isAsterisk()
+                                    ? i.getNameAsString().equals(r.pkg())
+                                    : i.getNameAsString().equals(r.pkg() + "." + simpleName))) {
+                return Optional.of(r);
+            }
+        }
+        return Optional.empty();
+    }
+
     private static boolean imports(Repo.Source s, String pkg) {
         return s.cu().getImports().stream().anyMatch(i -> i.getNameAsString().startsWith(pkg))
                 || s.cu().getPackageDeclaration()
@@ -94,7 +114,7 @@ final class EntryCatalogue {
                 shape = Shape.valueOf(c[0].toUpperCase(java.util.Locale.ROOT));
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
-                        source + ":" + n + ": shape must be annotation, implements, callback or receive, not '"
+                        source + ":" + n + ": shape must be annotation, implements, callback, receive or record, not '"
                                 + c[0]
                                 + "'",
                         e);

@@ -149,6 +149,8 @@ final class EntryPoints {
             }
         }
         inheritedConsumers();
+        uncalledRecordHandlers();
+        recordPullLoops();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
         }
@@ -1113,6 +1115,184 @@ final class EntryPoints {
             e.ackText = "the library that " + library + "." + call.getNameAsString() + " hands " + ref
                     + " to (not in this repository) acknowledges when it returns";
         }
+    }
+
+    /** Method names no handler has: they convert, route, log or report a message someone else handles. */
+    private static final Pattern NOT_A_HANDLER_METHOD = Pattern.compile(
+            "(?i).*(serial|convert|map|parse|extract|build|create|to[A-Z_]|from|intercept|error|fail|recover|retry"
+                    + "|filter|header|key|partition|log|print|format|valid|send|publish|produce|reply|dead|dlq|test"
+                    + "|mock|equals|hash|compare|matches|supports|describe|trace|metric|record[A-Z]|wrap).*");
+
+    /** Annotations a method carries for reasons of its own, not because a framework calls it. */
+    private static final Set<String> INCIDENTAL_ANNOTATIONS = Set.of(
+            "Override",
+            "Transactional",
+            "SneakyThrows",
+            "SuppressWarnings",
+            "Deprecated",
+            "Nullable",
+            "NonNull",
+            "Nonnull",
+            "Timed",
+            "Counted",
+            "Trace",
+            "WithSpan",
+            "NewSpan",
+            "Async",
+            "VisibleForTesting");
+
+    /** Classes whose methods take a message to do something other than handle it. */
+    private static final Pattern NOT_A_HANDLER_CLASS = Pattern.compile(
+            ".*(Test|Mock|Stub|Fake|Error|Exception|Intercept|Recover|Serial|Convert|Mapper|Filter|Strategy|Partition"
+                    + "|Retry|Producer|Publisher|Sender|Util|Utils|Helper|Builder|Factory)");
+
+    /** {@code .name(} or {@code ::name}: a call of the method (by name) somewhere in a file's text. */
+    private Set<String> calledNames;
+
+    /**
+     * A method taking a broker's own message (the catalogue's {@code record} lines: {@code ConsumerRecord}, a JMS or
+     * AMQP {@code Message}, {@code MessageExt}, {@code ServiceBusReceivedMessage} …, by the package its file imports
+     * it from) that nothing in the repository calls, named like a handler or carrying an annotation of a framework,
+     * when nothing else listed it: whatever delivers the message calls it (a listener container behind the project's
+     * own meta-annotation, a library's loop calling an interface the scan has no line for, a container configured in
+     * XML or by bean name), and acknowledges as that runtime does when it returns. Methods that convert, route, log,
+     * send or recover a message, and those of classes named for such work, are not handlers.
+     */
+    private void uncalledRecordHandlers() {
+        for (Repo.Source s : repo.sources()) {
+            if (!s.text().contains("import ")) {
+                continue;
+            }
+            for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
+                if (m.getBody().isEmpty()
+                        || m.isPrivate()
+                        || m.isStatic()
+                        || m.getParameters().isEmpty()
+                        || m.getParameters().size() > 3
+                        || byBody.containsKey(m.getBody().get())
+                        || insideEntry(m)) {
+                    continue;
+                }
+                EntryCatalogue.Rule r = m.getParameters().stream()
+                        .flatMap(p -> p.getType().findAll(ClassOrInterfaceType.class).stream())
+                        .map(t -> CATALOGUE.record(t.getNameAsString(), s))
+                        .flatMap(Optional::stream)
+                        .findFirst()
+                        .orElse(null);
+                if (r == null
+                        || m.getParameters().stream()
+                                .anyMatch(p -> Types.simple(p.getType()).matches(".*(Exception|Throwable|Error)"))
+                        || NOT_A_HANDLER_METHOD.matcher(m.getNameAsString()).matches()) {
+                    continue;
+                }
+                boolean framework = m.getAnnotations().stream()
+                        .anyMatch(a ->
+                                !INCIDENTAL_ANNOTATIONS.contains(a.getName().getIdentifier()));
+                if (!framework
+                        && !HANDLER_METHOD.matcher(m.getNameAsString()).matches()
+                        && !m.getNameAsString().matches("(listen|read|dispatch|accept|apply|execute|run)\\w*")) {
+                    continue;
+                }
+                TypeDeclaration<?> owner = Types.enclosingType(m);
+                // an abstract class's or interface's method runs under its subclasses, whose own finders list them
+                if (!(owner instanceof ClassOrInterfaceDeclaration c)
+                        || c.isInterface()
+                        || c.isAbstract()
+                        || NOT_A_HANDLER_CLASS.matcher(c.getNameAsString()).matches()
+                        || calledInRepo(m.getNameAsString())) {
+                    continue;
+                }
+                Entry e = add(s, r.kind(), r.broker(), owner(m), m, m.getBody().get(), m);
+                e.ack = r.ack();
+                e.ackCalls = r.ackCalls();
+                e.ackText = r.why();
+            }
+        }
+    }
+
+    /** A pulling call: what it returns was taken from the broker for the caller to work on. */
+    private static final Pattern PULL = Pattern.compile("poll\\w*|pull\\w*|receive\\w*|fetch\\w*|take");
+
+    /** Calls that settle pulled messages: a commit of the position, an ack, a delete. */
+    private static final Set<String> SETTLE =
+            Set.of("commit", "commitSync", "commitAsync", "acknowledge", "ack", "deleteMessage", "complete");
+
+    /**
+     * A loop pulling a broker's own messages through a client the scan has no finder for ({@code List<MessageExt>
+     * messages = pullConsumer.poll(…)} on RocketMQ's lite pull consumer or a project's wrapper of it, {@code for
+     * (Message m : receiver.receiveBatch(…))}): the pulled value is declared as, or iterated as, a type of the
+     * catalogue's {@code record} lines. The loop is the consumer; a commit, ack or delete in it settles what it pulled,
+     * and without one the client's position moves on with the next pull, after the loop's work on the last.
+     */
+    private void recordPullLoops() {
+        for (Repo.Source s : repo.sources()) {
+            for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
+                if (call.getScope().isEmpty()
+                        || call.getScope().get().isThisExpr()
+                        || !PULL.matcher(call.getNameAsString()).matches()
+                        || insideEntry(call)) {
+                    continue;
+                }
+                com.github.javaparser.ast.type.Type pulled = null;
+                Node parent = call.getParentNode().orElse(null);
+                if (parent instanceof VariableDeclarator v && v.getInitializer().orElse(null) == call) {
+                    pulled = v.getType();
+                } else if (parent instanceof ForEachStmt fe && fe.getIterable() == call) {
+                    pulled = fe.getVariable().getElementType();
+                }
+                if (pulled == null) {
+                    continue;
+                }
+                EntryCatalogue.Rule r = pulled.findAll(ClassOrInterfaceType.class).stream()
+                        .map(t -> CATALOGUE.record(t.getNameAsString(), s))
+                        .flatMap(Optional::stream)
+                        .findFirst()
+                        .orElse(null);
+                Node body = loopOrMethod(call);
+                MethodDeclaration m =
+                        Types.ancestor(call, MethodDeclaration.class).orElse(null);
+                if (r == null
+                        || body == null
+                        || m == null
+                        || body == m.getBody().orElse(null)) {
+                    continue;
+                }
+                Entry e = add(s, r.kind() + " pull loop", r.broker(), owner(call), call, body, call);
+                e.loop = true;
+                if (body.findAll(MethodCallExpr.class).stream().anyMatch(c -> SETTLE.contains(c.getNameAsString()))) {
+                    e.ack = Entry.Ack.EXPLICIT;
+                    e.ackCalls = SETTLE;
+                    e.ackText = "the loop settles what it pulled (commit, ack or delete); what is not settled is pulled"
+                            + " again after a crash";
+                } else {
+                    e.ackText = "the client moves its position on with the next pull, after the loop's work on the"
+                            + " last one: a crash in that work pulls it again";
+                }
+            }
+        }
+    }
+
+    /** A call of a method by this name in some file of the repository, on an object, by reference, or unqualified. */
+    private static final Pattern CALL =
+            Pattern.compile("(?:\\.|::|->|[=(,;{}!&|?:]|\\breturn|\\bthrow)\\s*([a-z_$][\\w$]*)\\s*[(;),]");
+
+    /**
+     * The method is called by name somewhere in the repository ({@code .name(}, {@code ::name}, {@code name(} after a
+     * statement's start, an operator or a lambda's arrow): its callers run it, not a broker. By name only, so a method whose name some
+     * other call shares counts as called (a miss, never a consumer too many).
+     */
+    private boolean calledInRepo(String name) {
+        if (calledNames == null) {
+            calledNames = new java.util.HashSet<>();
+            Matcher c = CALL.matcher("");
+            for (Repo.RawFile f : repo.rawFiles()) {
+                c.reset(f.text());
+                while (c.find()) {
+                    calledNames.add(c.group(1));
+                }
+            }
+        }
+        return calledNames.contains(name);
     }
 
     /** The node lies in the body of a consumer already listed (a reference passed on inside a poll loop). */

@@ -27,7 +27,8 @@ class EntryCatalogueTest {
     void anUnknownShapeIsNamed() {
         assertThatThrownBy(() -> EntryCatalogue.parse(
                         List.of("extends | Handler | handle | org.acme | acme | AFTER_RETURN | Acme | why"), "t.txt"))
-                .hasMessageContaining("shape must be annotation, implements, callback or receive, not 'extends'");
+                .hasMessageContaining(
+                        "shape must be annotation, implements, callback, receive or record, not 'extends'");
     }
 
     @Test
