@@ -34,7 +34,6 @@ import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -258,16 +257,12 @@ class KafkaConsumerStateMachineTest {
     }
 
     /** One runner process. */
-    static final class Process implements BrokerProcess {
-        final String name;
+    static final class Process extends BrokerProcess {
         final KafkaConsumerRunner runner;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
         final CountDownLatch letGo = new CountDownLatch(1);
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, World w) {
-            this.name = name;
+            super(name);
             Map<String, Object> props = new HashMap<>();
             props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrap);
             props.put(ConsumerConfig.GROUP_ID_CONFIG, w.group);
@@ -294,13 +289,8 @@ class KafkaConsumerStateMachineTest {
         }
 
         @Override
-        public void armCrash() {
-            crashArmed.set(true);
-        }
-
-        @Override
-        public boolean dead() {
-            return crashed || !runner.isRunning();
+        protected boolean running() {
+            return runner.isRunning();
         }
 
         @Override
@@ -308,13 +298,9 @@ class KafkaConsumerStateMachineTest {
             return runner.failure();
         }
 
-        /** Lets a hung runner die (it throws {@link Killed}), then closes it; idempotent. */
+        /** Lets a hung runner die (it throws {@link Killed}), then closes it. */
         @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        protected void stop() {
             letGo.countDown();
             runner.close();
         }
@@ -415,7 +401,7 @@ class KafkaConsumerStateMachineTest {
 
         @Override
         protected void retire(Process dead) {
-            if (dead.crashed) {
+            if (dead.crashed()) {
                 hung.add(dead); // dead to the group once it is evicted; let go when the world ends
             } else {
                 dead.close();
@@ -446,8 +432,7 @@ class KafkaConsumerStateMachineTest {
          * must not pass a record that is not settled. An armed crash strikes here.
          */
         void committing(Process p, Map<TopicPartition, OffsetAndMetadata> offsets) {
-            if (!offsets.isEmpty() && p.crashArmed.compareAndSet(true, false)) {
-                p.crashed = true;
+            if (!offsets.isEmpty() && p.crashesNow()) {
                 try {
                     p.letGo.await(); // hung: the offsets are never sent; the group evicts it
                 } catch (InterruptedException e) {

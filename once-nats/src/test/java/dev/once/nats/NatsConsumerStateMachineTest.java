@@ -37,7 +37,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import net.jqwik.api.Arbitrary;
@@ -138,21 +137,16 @@ class NatsConsumerStateMachineTest {
             implements BrokerWorld.Handled {}
 
     /** One process: its connection, engine and consumer. */
-    static final class Process implements BrokerProcess {
-        final String name;
+    static final class Process extends BrokerProcess {
         final Connection connection;
         final IdempotentConsumer engine;
         final NatsConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, Connection connection, World w) throws Exception {
-            this.name = name;
+            super(name);
             this.connection = connection;
             DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
-                if (crashArmed.compareAndSet(true, false)) {
-                    crashed = true;
+                if (crashesNow()) {
                     w.connectionsDied.incrementAndGet();
                     try {
                         connection.close(); // dies in the ack gap: committed, not yet acknowledged
@@ -193,21 +187,12 @@ class NatsConsumerStateMachineTest {
         }
 
         @Override
-        public void armCrash() {
-            crashArmed.set(true);
+        protected boolean running() {
+            return consumer.isRunning();
         }
 
         @Override
-        public boolean dead() {
-            return crashed || !consumer.isRunning();
-        }
-
-        @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        protected void stop() {
             try {
                 consumer.close();
             } finally {

@@ -53,7 +53,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -171,17 +170,13 @@ class PubSubConsumerStateMachineTest {
     }
 
     /** One process: its own channel, engine and consumer. */
-    static final class Process implements BrokerProcess {
-        final String name;
+    static final class Process extends BrokerProcess {
         final boolean shortLease;
         final ManagedChannel channel;
         final PubSubConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean cut;
-        boolean closed;
 
         Process(String name, boolean shortLease, World w) {
-            this.name = name;
+            super(name);
             this.shortLease = shortLease;
             this.channel = ManagedChannelBuilder.forTarget(TestPubSub.host())
                     .usePlaintext()
@@ -189,14 +184,13 @@ class PubSubConsumerStateMachineTest {
                     .build();
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
-                        if (crashArmed.compareAndSet(true, false)) {
-                            cut = true;
+                        if (crashesNow()) {
                             channel.shutdownNow(); // dies in the ack gap: committed, the ack not sent
                         }
                     }))
                     .consumer(w.consumerName)
                     .handler((d, tx) -> {
-                        if (cut) {
+                        if (crashed()) {
                             w.zombieCalls.add(d.headers().get("test-receipt"));
                         }
                         w.handler.handle(d, tx);
@@ -217,21 +211,12 @@ class PubSubConsumerStateMachineTest {
         }
 
         @Override
-        public void armCrash() {
-            crashArmed.set(true);
+        protected boolean running() {
+            return consumer.isRunning();
         }
 
         @Override
-        public boolean dead() {
-            return cut || !consumer.isRunning();
-        }
-
-        @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        protected void stop() {
             try {
                 consumer.close();
             } finally {
@@ -410,7 +395,7 @@ class PubSubConsumerStateMachineTest {
                 if (!deadLettered.containsKey(id) && !claimCommitted(copies.get(r.copy()))) {
                     violations.add("ack of " + r + " before its event's claim committed");
                 }
-                if (p.cut) {
+                if (p.crashed()) {
                     continue; // never reaches Pub/Sub
                 }
                 if (acked.putIfAbsent(id, p.name) != null) {
@@ -422,7 +407,7 @@ class PubSubConsumerStateMachineTest {
         private void modacks(Process p, List<String> ackIds, int seconds) {
             for (String ackId : ackIds) {
                 String id = receiptOfAckId.get(ackId);
-                if (p.cut) {
+                if (p.crashed()) {
                     continue;
                 }
                 if (seconds == 0) {

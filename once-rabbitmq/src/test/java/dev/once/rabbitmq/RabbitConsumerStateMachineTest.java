@@ -190,24 +190,19 @@ class RabbitConsumerStateMachineTest {
             implements BrokerWorld.Handled {}
 
     /** One process: its connection, engine and consumer, and the model of its count of failures per event. */
-    static final class Process implements BrokerProcess {
-        final String name;
+    static final class Process extends BrokerProcess {
         final Connection connection;
         final IdempotentConsumer engine;
         final RabbitConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
         final AtomicBoolean resetArmed = new AtomicBoolean();
         final List<Channel> channels = new CopyOnWriteArrayList<>(); // the client's, as opened
         final Map<String, Integer> failures = new HashMap<>(); // worker thread (the listener) only
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, Connection connection, World w) throws Exception {
-            this.name = name;
+            super(name);
             this.connection = connection;
             DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
-                if (crashArmed.compareAndSet(true, false)) {
-                    crashed = true;
+                if (crashesNow()) {
                     w.connectionsDied.incrementAndGet();
                     connection.abort(); // dies in the ack gap: committed, not yet acknowledged
                 } else if (resetArmed.compareAndSet(true, false)) {
@@ -280,13 +275,8 @@ class RabbitConsumerStateMachineTest {
         }
 
         @Override
-        public void armCrash() {
-            crashArmed.set(true);
-        }
-
-        @Override
-        public boolean dead() {
-            return crashed || !consumer.isRunning();
+        protected boolean running() {
+            return consumer.isRunning();
         }
 
         @Override
@@ -295,11 +285,7 @@ class RabbitConsumerStateMachineTest {
         }
 
         @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        protected void stop() {
             try {
                 consumer.close();
             } catch (Exception e) {
@@ -414,7 +400,7 @@ class RabbitConsumerStateMachineTest {
          */
         @Override
         public void supervise() {
-            if (a.dead() && !a.crashed) {
+            if (a.dead() && !a.crashed()) {
                 violations.add(a.name + " stopped, with no crash armed: " + a.consumer.failure());
             }
             super.supervise();

@@ -27,7 +27,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import net.jqwik.api.Arbitraries;
@@ -166,26 +165,20 @@ class SqsConsumerStateMachineTest {
     }
 
     /** One process: its own SQS client, engine and consumer. */
-    static final class Process implements BrokerProcess {
-        final String name;
+    static final class Process extends BrokerProcess {
         final SqsClient client;
         final SqsConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, boolean heartbeat, World w) {
-            this.name = name;
+            super(name);
             this.client = TestSqs.newClient();
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
-                        if (crashArmed.compareAndSet(true, false)) {
-                            crashed = true; // dies in the ack gap: committed, nothing deleted yet
-                        }
+                        crashesNow(); // dies in the ack gap: committed, nothing deleted yet
                     }))
                     .consumer(w.consumerName)
                     .handler((d, tx) -> {
-                        if (crashed) {
+                        if (crashed()) {
                             w.zombieCalls.add(d.headers().get("test-receipt"));
                         }
                         w.handler.handle(d, tx);
@@ -207,21 +200,12 @@ class SqsConsumerStateMachineTest {
         }
 
         @Override
-        public void armCrash() {
-            crashArmed.set(true);
+        protected boolean running() {
+            return consumer.isRunning();
         }
 
         @Override
-        public boolean dead() {
-            return crashed || !consumer.isRunning();
-        }
-
-        @Override
-        public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        protected void stop() {
             try {
                 consumer.close();
             } finally {
@@ -315,7 +299,7 @@ class SqsConsumerStateMachineTest {
                     return InvocationHandler.invokeDefault(proxy, m, args); // builds the request, calls back
                 }
                 Object arg = args == null ? null : args[0];
-                if (p.crashed && !m.getName().equals("close")) {
+                if (p.crashed() && !m.getName().equals("close")) {
                     throw SdkClientException.create(p.name + " crashed"); // a dead process sends nothing
                 }
                 if (arg instanceof ReceiveMessageRequest) {
@@ -358,7 +342,7 @@ class SqsConsumerStateMachineTest {
 
         /** The reply of a call that landed; lost when its process died meanwhile (the crash, on another thread). */
         private static <T> T replyUnlessCrashed(Process p, T reply) {
-            if (p.crashed) {
+            if (p.crashed()) {
                 throw SdkClientException.create(p.name + " crashed before the reply came");
             }
             return reply;
@@ -387,7 +371,7 @@ class SqsConsumerStateMachineTest {
                                 .stringValue(id)
                                 .build());
                 seen.add(m.toBuilder().messageAttributes(attributes).build());
-                if (p.crashed) {
+                if (p.crashed()) {
                     lost.add(id);
                 }
             }
