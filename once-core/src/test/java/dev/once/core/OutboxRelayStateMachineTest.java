@@ -223,6 +223,7 @@ class OutboxRelayStateMachineTest {
     static final class World {
         /** The world of the chain this thread runs. */
         static final ThreadLocal<World> next = new ThreadLocal<>();
+
         private static final AtomicInteger worlds = new AtomicInteger();
 
         final MutableClock clock = MutableClock.startingNow();
