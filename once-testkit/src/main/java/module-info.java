@@ -12,6 +12,7 @@ module dev.once.testkit {
     requires com.zaxxer.hikari;
     requires org.assertj.core;
     requires awaitility;
+    requires static net.jqwik.api; // BrokerChain; a module whose tests use it brings jqwik
     requires static spring.boot; // SpringAckGap only, with the user's Spring Boot
     requires static spring.context;
 

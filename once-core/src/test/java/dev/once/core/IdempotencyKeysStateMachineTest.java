@@ -126,18 +126,13 @@ class IdempotencyKeysStateMachineTest {
     /** Beyond the lock wait the database keeps, for scheduling on a loaded machine (without it: forever, or 50 s). */
     static final Duration SLACK = Duration.ofSeconds(4);
 
-    private static final StateMachines.Databases databases = new StateMachines.Databases(4);
-    // The calls of other callers while the caller's transaction is open: they may wait for its locks.
-    private static final ExecutorService elsewhere = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "other-caller");
-        t.setDaemon(true);
-        return t;
-    });
+    // Per thread: a chain that jqwik's bounded shrinking left running in the background has its own
+    // tables, and on MariaDB the lock waits on its database (what lockWait() reads) are its own.
+    private static final StateMachines.ThreadDatabases databases = new StateMachines.ThreadDatabases(4);
 
     @AfterContainer
     static void close() {
         World.abandonLast();
-        elsewhere.shutdownNow();
         databases.close();
     }
 
@@ -162,16 +157,14 @@ class IdempotencyKeysStateMachineTest {
     }
 
     /**
-     * Runs each chain on a new world, one chain at a time: jqwik leaves a shrinking step that outlasts
-     * its time bound running in its thread and goes on, and a chain run beside it would share its
-     * tables and its transaction's locks.
+     * Runs each chain on a new world of this thread's database: jqwik leaves a shrinking step that
+     * outlasts its time bound running in its thread and goes on, and a chain run beside it must share
+     * neither its tables nor its transaction's locks.
      */
     private static void run(List<ActionChain<World>> chains, Supplier<TestDatabase> db) {
-        synchronized (World.class) {
-            for (ActionChain<World> chain : chains) {
-                World.next = new World(db.get());
-                chain.run().end();
-            }
+        for (ActionChain<World> chain : chains) {
+            World.next.set(new World(db.get()));
+            chain.run().end();
         }
     }
 
@@ -182,7 +175,7 @@ class IdempotencyKeysStateMachineTest {
 
     /** What callers and time do to the keys, each caller's finish in a transaction of its own. */
     private static ActionChainArbitrary<World> keyMoves() {
-        return ActionChain.<World>startWith(() -> World.next)
+        return ActionChain.<World>startWith(World.next::get)
                 .withAction(
                         4, move(w -> w.pending == null, Arbitraries.integers().between(0, 3), "begin", World::begin))
                 .withAction(
@@ -302,8 +295,10 @@ class IdempotencyKeysStateMachineTest {
     record Pending(String what, String key, Future<Result> result, Consumer<Result> judge) {}
 
     static final class World {
-        static World next;
-        private static World last;
+        /** The world of the chain this thread runs. */
+        static final ThreadLocal<World> next = new ThreadLocal<>();
+        /** This thread's last world, which a failed chain may leave with its transaction open. */
+        private static final ThreadLocal<World> last = new ThreadLocal<>();
 
         final MutableClock clock = MutableClock.startingNow();
         final Instant start = clock.instant();
@@ -336,10 +331,16 @@ class IdempotencyKeysStateMachineTest {
         Pending pending;
         // PostgreSQL: the waiting call waits for the top transaction, not the savepoint that locked its row
         boolean pendingUntilEnd;
+        // The calls of other callers while the caller's transaction is open: they may wait for its locks.
+        final ExecutorService elsewhere = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "other-caller");
+            t.setDaemon(true);
+            return t;
+        });
 
         World(TestDatabase db) {
             abandonLast();
-            last = this;
+            last.set(this);
             this.db = db;
             db.execute(
                     "DELETE FROM once_idempotency_key",
@@ -361,8 +362,8 @@ class IdempotencyKeysStateMachineTest {
 
         /** A failed chain (jqwik goes on shrinking) leaves its transaction open: end it before the next. */
         static void abandonLast() {
-            World w = last;
-            last = null;
+            World w = last.get();
+            last.remove();
             if (w == null) {
                 return;
             }
@@ -373,12 +374,16 @@ class IdempotencyKeysStateMachineTest {
                     // the connection is gone, and its transaction with it
                 }
             }
+            w.elsewhere.shutdown();
             try {
-                // The calls on other connections run one at a time, in order: this one runs after them all.
-                elsewhere.submit(() -> {}).get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (InterruptedException | ExecutionException | TimeoutException e) {
-                last = w; // the next chain waits for it again
-                throw new IllegalStateException("a call of the last chain still runs after its transaction ended", e);
+                if (!w.elsewhere.awaitTermination(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    last.set(w); // the next chain waits for it again
+                    throw new IllegalStateException("a call of the last chain still runs after its transaction ended");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                last.set(w);
+                throw new IllegalStateException("interrupted waiting for the calls of the last chain", e);
             }
         }
 
@@ -797,7 +802,7 @@ class IdempotencyKeysStateMachineTest {
                 judge.accept(attempt(call));
                 return;
             }
-            Future<Result> result = IdempotencyKeysStateMachineTest.elsewhere.submit(() -> attempt(call));
+            Future<Result> result = elsewhere.submit(() -> attempt(call));
             if (waitsForTx(result, what)) {
                 assertThat(waits)
                         .as(what + ": waits for the caller's open transaction")
@@ -818,7 +823,7 @@ class IdempotencyKeysStateMachineTest {
          */
         private Result withinLockWait(String what, Supplier<Object> call) {
             Duration bound = (postgres ? LOCK_WAIT : Duration.ofSeconds(1)).plus(SLACK);
-            Future<Result> result = IdempotencyKeysStateMachineTest.elsewhere.submit(() -> attempt(call));
+            Future<Result> result = elsewhere.submit(() -> attempt(call));
             try {
                 return result.get(bound.toMillis(), TimeUnit.MILLISECONDS);
             } catch (TimeoutException e) {

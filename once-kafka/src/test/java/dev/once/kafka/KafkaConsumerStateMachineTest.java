@@ -4,19 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.BrokerChain;
+import dev.once.testkit.broker.BrokerProcess;
+import dev.once.testkit.broker.BrokerWorld;
 import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testkit.broker.ScriptedHandler.Behaviour;
 import dev.once.testkit.fault.KafkaCluster;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,14 +28,12 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -45,7 +43,6 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -97,7 +94,7 @@ import org.awaitility.core.ConditionTimeoutException;
  * redelivered, and only after a failed delivery of the same record; once.redeliveries,
  * once.duplicates and once.deliveries{outcome} agree with the reported outcomes. Tries:
  * {@value #TRIES} per offset store (CI); {@code -Donce.kafkaChain.tries=N} runs N different chains in
- * each try.
+ * each try ({@link BrokerChain#chainsPerTry}).
  *
  * <p>Found on its first run, with offsets in the database (shrinking reached its time bound):
  * {@code publish [] to 0; publish [PERMANENT, OK] to 1; publish [RETRYABLE] to 1; publish w4-e0 again
@@ -133,7 +130,7 @@ import org.awaitility.core.ConditionTimeoutException;
 class KafkaConsumerStateMachineTest {
 
     static final int TRIES = 2;
-    static final int CHAINS = Integer.getInteger("once.kafkaChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("kafka");
     static final RetryPolicy RETRIES = RetryPolicy.builder()
             .initialDelay(Duration.ofMillis(20))
             .maxDelay(Duration.ofMillis(40))
@@ -147,7 +144,6 @@ class KafkaConsumerStateMachineTest {
     static final String CONSUMER = "sm";
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
-    private static final AtomicInteger worlds = new AtomicInteger();
     private static KafkaCluster cluster;
 
     @AfterContainer
@@ -189,13 +185,7 @@ class KafkaConsumerStateMachineTest {
     }
 
     private static void run(List<ActionChain<World>> chains, boolean offsetsInDatabase) throws Exception {
-        for (ActionChain<World> chain : chains) {
-            try (World w = new World(databases.postgres(), cluster(), offsetsInDatabase)) {
-                World.next.set(w);
-                chain.run();
-                w.drainAndCheck();
-            }
-        }
+        BrokerChain.run(chains, () -> new World(databases.postgres(), cluster(), offsetsInDatabase));
     }
 
     /** A new event: the handler's script for it, and its partition. */
@@ -207,42 +197,27 @@ class KafkaConsumerStateMachineTest {
     /** {@code -Donce.kafkaChain.tries} different chains per try (default 1), each on a world of its own. */
     @Provide
     Arbitrary<List<ActionChain<World>>> chainsPerTry() {
-        return chains().list().ofSize(CHAINS);
+        return BrokerChain.perTry(chains(), CHAINS);
     }
 
     Arbitrary<ActionChain<World>> chains() {
         Arbitrary<Publish> publish = Combinators.combine(
-                        Arbitraries.of(Behaviour.class).list().ofMaxSize(3),
-                        Arbitraries.integers().between(0, 1))
+                        BrokerChain.scripts(3), Arbitraries.integers().between(0, 1))
                 .as(Publish::new);
-        Arbitrary<Again> again = Combinators.combine(Arbitraries.integers().between(0, 99), Arbitraries.of(false, true))
+        Arbitrary<Again> again = Combinators.combine(BrokerChain.picks(), Arbitraries.of(false, true))
                 .as(Again::new);
-        return ActionChain.<World>startWith(World.next::get)
-                .withAction(5, move(w -> true, publish, "publish", World::publish))
-                .withAction(2, move(w -> !w.events.isEmpty(), again, "publish again", World::publishAgain))
-                .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second runner starts", World::startB))
-                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second runner stops", World::stopB))
+        return BrokerChain.moves(
+                        publish,
+                        World::publish,
+                        again,
+                        World::publishAgain,
+                        "crash at the next offset commit, after its database commit")
+                .process("runner")
+                .build()
                 .withAction(
-                        2,
-                        move(
-                                w -> true,
-                                Arbitraries.of("a", "b"),
-                                "crash at the next offset commit, after its database commit",
-                                World::armCrash))
-                .withAction(1, move(w -> true, Arbitraries.just(0), "broker connections reset", World::reset))
-                .withAction(1, move(w -> true, Arbitraries.just(0), "let it run", World::letItRun))
+                        1, BrokerChain.move(w -> true, Arbitraries.just(0), "broker connections reset", World::reset))
+                .withAction(1, BrokerChain.move(w -> true, Arbitraries.just(0), "let it run", World::letItRun))
                 .withMaxTransformations(12);
-    }
-
-    /** A move that restarts crashed runners first (a supervisor), records itself and checks the model after it. */
-    private static <T> Action<World> move(
-            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
-        return StateMachines.move(pre, arg, name, (w, a) -> {
-            w.restartCrashed();
-            w.moves.add(name + " " + a);
-            body.accept(w, a);
-            w.check();
-        });
     }
 
     /** One published record. */
@@ -258,7 +233,8 @@ class KafkaConsumerStateMachineTest {
             int attempt,
             boolean redelivered,
             Status status,
-            boolean heldBack) {
+            boolean heldBack)
+            implements BrokerWorld.Handled {
 
         /** What the runner must do with the record for this outcome, per its retry policy: ack, retry or dead-letter. */
         String verdict() {
@@ -281,16 +257,12 @@ class KafkaConsumerStateMachineTest {
     }
 
     /** One runner process. */
-    static final class Process {
-        final String name;
+    static final class Process extends BrokerProcess {
         final KafkaConsumerRunner runner;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
         final CountDownLatch letGo = new CountDownLatch(1);
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, World w) {
-            this.name = name;
+            super(name);
             Map<String, Object> props = new HashMap<>();
             props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrap);
             props.put(ConsumerConfig.GROUP_ID_CONFIG, w.group);
@@ -316,55 +288,44 @@ class KafkaConsumerStateMachineTest {
                     .start();
         }
 
-        /** Lets a hung runner die (it throws {@link Killed}), then closes it; idempotent. */
-        void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        @Override
+        protected boolean running() {
+            return runner.isRunning();
+        }
+
+        @Override
+        public Optional<Throwable> failure() {
+            return runner.failure();
+        }
+
+        /** Lets a hung runner die (it throws {@link Killed}), then closes it. */
+        @Override
+        protected void stop() {
             letGo.countDown();
             runner.close();
         }
     }
 
-    static final class World implements AutoCloseable {
-        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
-        static final ThreadLocal<World> next = new ThreadLocal<>();
-
-        final int n = worlds.incrementAndGet();
+    static final class World extends BrokerWorld<Process, Processed> {
         final boolean offsetsInDatabase;
-        final TestDatabase db;
         final KafkaCluster cluster;
         final String bootstrap;
         final String topic;
         final String dlt;
         final String group;
-        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        final ScriptedHandler handler;
         final KafkaProducer<byte[], byte[]> producer;
         final KafkaConsumer<byte[], byte[]> deadLetterReader;
-        final Inbox inbox;
-        final List<String> moves = new ArrayList<>();
-        final List<String> events = new ArrayList<>();
         final List<Rec> published = new CopyOnWriteArrayList<>();
-        final List<Processed> processed = new CopyOnWriteArrayList<>();
-        final List<String> violations = new CopyOnWriteArrayList<>();
         /** Dead letters read back: the record's partition and offset, the reason, the copy. */
         final List<String[]> deadLetters = new ArrayList<>();
         /** Crashed runners, hung in the ack gap until the world ends. */
         final List<Process> hung = new ArrayList<>();
 
-        Process a;
-        Process b;
-        int incarnations;
-
         World(TestDatabase db, KafkaCluster cluster, boolean offsetsInDatabase) throws Exception {
-            this.db = db;
+            super(db, n -> CONSUMER, SLOW_MILLIS);
             this.cluster = cluster;
             this.offsetsInDatabase = offsetsInDatabase;
             this.bootstrap = "127.0.0.1:" + cluster.proxy().port();
-            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
-            handler.createTable(db.dataSource());
             String base = "kafkasm-" + n + "-" + System.nanoTime();
             topic = base;
             dlt = base + "-dlt";
@@ -381,26 +342,22 @@ class KafkaConsumerStateMachineTest {
                     new ByteArrayDeserializer());
             deadLetterReader.assign(List.of(new TopicPartition(dlt, 0)));
             deadLetterReader.seekToBeginning(List.of(new TopicPartition(dlt, 0)));
-            inbox = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(CONSUMER)
-                    .handler((d, tx) -> {})
-                    .build()
-                    .inbox();
-            a = new Process("a" + incarnations++, this);
+            startA();
+        }
+
+        @Override
+        protected Process start(String name, boolean second) {
+            return new Process(name, this);
         }
 
         // ---- moves
 
         void publish(Publish p) {
-            String id = "w" + n + "-e" + events.size();
-            events.add(id);
-            handler.script(id, p.script());
-            send(id, p.partition());
+            send(newEvent(p.script()), p.partition());
         }
 
         void publishAgain(Again again) {
-            String id = events.get(again.pick() % events.size());
+            String id = publishedEvent(again.pick());
             int partition = published.stream()
                     .filter(r -> r.eventId().equals(id))
                     .findFirst()
@@ -410,10 +367,7 @@ class KafkaConsumerStateMachineTest {
         }
 
         private void send(String eventId, int partition) {
-            String copy = eventId + "#"
-                    + published.stream()
-                            .filter(r -> r.eventId().equals(eventId))
-                            .count();
+            String copy = nextCopy(eventId);
             ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(
                     topic, partition, null, ("payload of " + eventId).getBytes(StandardCharsets.UTF_8));
             r.headers().add(OutboxMessage.EVENT_ID_HEADER, eventId.getBytes(StandardCharsets.UTF_8));
@@ -421,24 +375,11 @@ class KafkaConsumerStateMachineTest {
             try {
                 long offset = producer.send(r).get(60, TimeUnit.SECONDS).offset();
                 published.add(new Rec(copy, eventId, partition, offset));
+                copies.put(copy, eventId);
                 moves.add("(" + copy + " at " + partition + "/" + offset + ")");
             } catch (Exception e) {
                 throw new IllegalStateException("publishing " + copy, e);
             }
-        }
-
-        void startB(int ignored) {
-            b = new Process("b" + incarnations++, this);
-        }
-
-        void stopB(int ignored) {
-            b.close();
-            b = null;
-        }
-
-        void armCrash(String which) {
-            Process p = which.equals("a") ? a : b != null ? b : a;
-            p.crashArmed.set(true);
         }
 
         void reset(int ignored) {
@@ -458,25 +399,12 @@ class KafkaConsumerStateMachineTest {
             }
         }
 
-        /** A supervisor: a runner that died (the armed crash, a failure) is replaced by a new process. */
-        void restartCrashed() {
-            if (a.crashed || !a.runner.isRunning()) {
-                moves.add("(a restarted" + a.runner.failure().map(f -> ": " + f).orElse("") + ")");
-                retire(a);
-                a = new Process("a" + incarnations++, this);
-            }
-            if (b != null && (b.crashed || !b.runner.isRunning())) {
-                moves.add("(b restarted" + b.runner.failure().map(f -> ": " + f).orElse("") + ")");
-                retire(b);
-                b = new Process("b" + incarnations++, this);
-            }
-        }
-
-        private void retire(Process p) {
-            if (p.crashed) {
-                hung.add(p); // dead to the group once it is evicted; let go when the world ends
+        @Override
+        protected void retire(Process dead) {
+            if (dead.crashed()) {
+                hung.add(dead); // dead to the group once it is evicted; let go when the world ends
             } else {
-                p.close();
+                dead.close();
             }
         }
 
@@ -504,8 +432,7 @@ class KafkaConsumerStateMachineTest {
          * must not pass a record that is not settled. An armed crash strikes here.
          */
         void committing(Process p, Map<TopicPartition, OffsetAndMetadata> offsets) {
-            if (!offsets.isEmpty() && p.crashArmed.compareAndSet(true, false)) {
-                p.crashed = true;
+            if (!offsets.isEmpty() && p.crashesNow()) {
                 try {
                     p.letGo.await(); // hung: the offsets are never sent; the group evicts it
                 } catch (InterruptedException e) {
@@ -551,15 +478,6 @@ class KafkaConsumerStateMachineTest {
                 }
             }
             return false;
-        }
-
-        private Set<String> claimed(List<String> eventIds) {
-            try (Connection c = db.dataSource().getConnection()) {
-                return inbox.claimedAmong(c, CONSUMER, eventIds);
-            } catch (SQLException e) {
-                violations.add("cannot read the inbox: " + e);
-                return new HashSet<>(eventIds);
-            }
         }
 
         /** The offsets kept in the database for this world's group, per partition. */
@@ -608,24 +526,12 @@ class KafkaConsumerStateMachineTest {
 
         // ---- the oracle
 
-        /** Safety, at any moment. */
-        void check() {
-            assertThat(violations).as("violations after %s", moves).isEmpty();
+        /** Safety, at any moment: with offsets in the database, no stored offset passes a record not settled. */
+        @Override
+        public void check() {
             // Offsets first, then claims and effects: those only grow, so this order reports no false pass.
             Map<Integer, Long> stored = offsetsInDatabase ? databaseOffsets() : Map.of();
-            handler.effects(db.dataSource())
-                    .forEach((id, count) -> assertThat(count)
-                            .as("effects of %s after %s", id, moves)
-                            .isLessThanOrEqualTo(1));
-            Map<String, Long> applied = new HashMap<>();
-            for (Processed p : processed) {
-                if (p.status() == Status.APPLIED) {
-                    applied.merge(p.eventId(), 1L, Long::sum);
-                }
-            }
-            applied.forEach((id, count) -> assertThat(count)
-                    .as("%s reported applied, after %s: %s", id, moves, processed)
-                    .isEqualTo(1));
+            super.check();
             assertThat(unsettledBelow(stored))
                     .as("offsets kept in the database %s, after %s", stored, moves)
                     .isNull();
@@ -685,7 +591,8 @@ class KafkaConsumerStateMachineTest {
          * one left uncommitted. Then closes the runners (a close commits what the database committed) and
          * reads the committed offsets.
          */
-        void drainAndCheck() throws Exception {
+        @Override
+        public void drainAndCheck() throws Exception {
             moves.add("drain");
             Map<Integer, Long> ends = new TreeMap<>();
             for (Rec r : published) {
@@ -696,7 +603,7 @@ class KafkaConsumerStateMachineTest {
                         .pollInSameThread()
                         .pollInterval(Duration.ofMillis(50))
                         .until(() -> {
-                            restartCrashed();
+                            supervise();
                             readDeadLetters();
                             return published.stream().allMatch(settled());
                         });
@@ -704,7 +611,7 @@ class KafkaConsumerStateMachineTest {
                         .pollInSameThread()
                         .pollInterval(Duration.ofMillis(200))
                         .until(() -> {
-                            restartCrashed();
+                            supervise();
                             return committedOffsets().equals(ends);
                         });
             } catch (ConditionTimeoutException e) {
@@ -774,9 +681,7 @@ class KafkaConsumerStateMachineTest {
                 boolean allDead = published.stream()
                         .filter(r -> r.eventId().equals(id))
                         .allMatch(r -> dead.contains(r.partition() + "/" + r.offset()));
-                long applied = processed.stream()
-                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
-                        .count();
+                long applied = applied(id);
                 assertThat(effects.getOrDefault(id, 0L))
                         .as("effects of %s (every record dead-lettered: %s), %s", id, allDead, what)
                         .isEqualTo(applied)

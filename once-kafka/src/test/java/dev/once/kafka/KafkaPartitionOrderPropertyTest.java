@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.BrokerChain;
 import dev.once.testkit.kafka.TestKafka;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -56,7 +57,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * event id is applied exactly once, and every effect the runner applied comes after the effects of
  * every record before it in its partition (nothing is applied ahead of a record held back, failing
  * or held by the zombie), which implies offset order. Tries per offset store: {@value #TRIES}
- * (CI); {@code -Donce.kafkaChain.tries=N} runs N chains in each try.
+ * (CI); {@code -Donce.kafkaChain.tries=N} runs N different chains in each try ({@link
+ * BrokerChain#chainsPerTry}), each on a world of its own.
  *
  * <p>Seen failing with OrderGuard's hold-back broken on purpose (every earlier record taken as
  * settled): with offsets in the database, a record failing at offset 2 of partition 1 and the next
@@ -65,7 +67,7 @@ import org.awaitility.core.ConditionTimeoutException;
 class KafkaPartitionOrderPropertyTest {
 
     static final int TRIES = 3;
-    static final int REPEATS = Integer.getInteger("once.kafkaChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("kafka");
     static final AtomicLong sequences = new AtomicLong();
     static final AtomicLong checkPoints = new AtomicLong();
     static final AtomicLong failed = new AtomicLong();
@@ -79,19 +81,19 @@ class KafkaPartitionOrderPropertyTest {
     }
 
     @Property(tries = TRIES)
-    void offsetsInKafka(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        run(chain, false);
+    void offsetsInKafka(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
+        run(chains, false);
     }
 
     @Property(tries = TRIES)
-    void offsetsInDatabase(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        run(chain, true);
+    void offsetsInDatabase(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
+        run(chains, true);
     }
 
-    private static void run(ActionChain<World> chain, boolean offsetsInDatabase) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
+    private static void run(List<ActionChain<World>> chains, boolean offsetsInDatabase) throws Exception {
+        for (ActionChain<World> chain : chains) {
             try (World w = new World(offsetsInDatabase)) {
-                World.next = w;
+                World.next.set(w);
                 chain.run();
                 w.drainAndCheck();
             } catch (Exception | AssertionError e) {
@@ -103,8 +105,12 @@ class KafkaPartitionOrderPropertyTest {
     }
 
     @Provide
+    Arbitrary<List<ActionChain<World>>> chainsPerTry() {
+        return BrokerChain.perTry(chains(), CHAINS);
+    }
+
     Arbitrary<ActionChain<World>> chains() {
-        return ActionChain.<World>startWith(() -> World.next)
+        return ActionChain.<World>startWith(World.next::get)
                 .withAction(4, move(w -> true, Arbitraries.integers().between(0, 1), "publish fresh", World::fresh))
                 .withAction(2, move(w -> true, Arbitraries.integers().between(1, 3), "publish failing", World::failing))
                 .withAction(1, move(w -> true, Arbitraries.integers().between(0, 1), "publish slow", World::slow))
@@ -168,7 +174,9 @@ class KafkaPartitionOrderPropertyTest {
     record Rec(String id, int partition, long offset) {}
 
     static final class World implements AutoCloseable {
-        static World next;
+        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
+        static final ThreadLocal<World> next = new ThreadLocal<>();
+
         static final AtomicLong ids = new AtomicLong();
 
         final boolean offsetsInDatabase;

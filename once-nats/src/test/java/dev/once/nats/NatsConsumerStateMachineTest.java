@@ -5,18 +5,19 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.Receipt;
+import dev.once.testkit.broker.BrokerChain;
+import dev.once.testkit.broker.BrokerProcess;
+import dev.once.testkit.broker.BrokerWorld;
 import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamManagement;
@@ -30,28 +31,19 @@ import io.nats.client.impl.Headers;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
-import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -82,8 +74,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * ended acked, else never (unless a process that lost its connection while holding the message
  * applied it); every redelivery (delivery count above 1) is counted in once.redeliveries and a
  * first delivery is not, every duplicate (once.duplicates) is of an applied event, and the counters
- * agree with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each
- * chain N times.
+ * agree with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.natsChain.tries=N} runs N
+ * different chains in each try ({@link BrokerChain#chainsPerTry}).
  *
  * <p>Goes red when the mechanism is broken, on its first try, shrunk to one move ({@code publish
  * [SWALLOW, SWALLOW, SWALLOW]}): with every fetched message acked at once ("ack of w1-e0#0
@@ -92,7 +84,7 @@ import org.awaitility.core.ConditionTimeoutException;
 class NatsConsumerStateMachineTest {
 
     static final int TRIES = 4;
-    static final int REPEATS = Integer.getInteger("once.brokerChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("nats");
     static final int BATCH = 4;
     static final Duration ACK_WAIT = Duration.ofSeconds(1);
     static final RetryPolicy RETRIES = RetryPolicy.builder()
@@ -106,7 +98,6 @@ class NatsConsumerStateMachineTest {
     static final long SLOW_MILLIS = 1500; // past the ack wait: only the heartbeat keeps it from redelivery
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
-    private static final AtomicInteger worlds = new AtomicInteger();
 
     @AfterContainer
     static void close() {
@@ -114,45 +105,22 @@ class NatsConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void durable(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
-            try (World w = new World(databases.postgres())) {
-                World.next.set(w);
-                chain.run();
-                w.drainAndCheck();
-            }
-        }
+    void durable(@ForAll("chains") List<ActionChain<World>> chains) throws Exception {
+        BrokerChain.run(chains, () -> new World(databases.postgres()));
     }
 
     @Provide
-    Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<ScriptedHandler.Behaviour>> scripts =
-                Arbitraries.of(ScriptedHandler.Behaviour.class).list().ofMaxSize(3);
-        Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(World.next::get)
-                .withAction(5, move(w -> true, scripts, "publish", World::publish))
-                .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
-                .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second consumer starts", World::startB))
-                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second consumer stops", World::stopB))
-                .withAction(
-                        2,
-                        move(
-                                w -> true,
-                                Arbitraries.of("a", "b"),
-                                "crash after next commit, before its ack",
-                                World::armCrash))
-                .withMaxTransformations(12);
-    }
-
-    /** A move that restarts crashed processes first (a supervisor), records itself and checks the model after it. */
-    private static <T> Action<World> move(
-            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
-        return StateMachines.move(pre, arg, name, (w, a) -> {
-            w.restartCrashed();
-            w.moves.add(name + " " + a);
-            body.accept(w, a);
-            w.check();
-        });
+    Arbitrary<List<ActionChain<World>>> chains() {
+        return BrokerChain.perTry(
+                BrokerChain.moves(
+                                BrokerChain.scripts(3),
+                                World::publish,
+                                BrokerChain.picks(),
+                                World::publishAgain,
+                                "crash after next commit, before its ack")
+                        .build()
+                        .withMaxTransformations(12),
+                CHAINS);
     }
 
     /** One delivery the engine processed, as its process's outcome listener saw it. */
@@ -165,24 +133,20 @@ class NatsConsumerStateMachineTest {
             int attempt,
             boolean redelivered,
             Status status,
-            String verdict) {}
+            String verdict)
+            implements BrokerWorld.Handled {}
 
     /** One process: its connection, engine and consumer. */
-    static final class Process {
-        final String name;
+    static final class Process extends BrokerProcess {
         final Connection connection;
         final IdempotentConsumer engine;
         final NatsConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, Connection connection, World w) throws Exception {
-            this.name = name;
+            super(name);
             this.connection = connection;
             DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
-                if (crashArmed.compareAndSet(true, false)) {
-                    crashed = true;
+                if (crashesNow()) {
                     w.connectionsDied.incrementAndGet();
                     try {
                         connection.close(); // dies in the ack gap: committed, not yet acknowledged
@@ -222,11 +186,13 @@ class NatsConsumerStateMachineTest {
             };
         }
 
-        void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        @Override
+        protected boolean running() {
+            return consumer.isRunning();
+        }
+
+        @Override
+        protected void stop() {
             try {
                 consumer.close();
             } finally {
@@ -239,38 +205,19 @@ class NatsConsumerStateMachineTest {
         }
     }
 
-    static final class World implements AutoCloseable {
-        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
-        static final ThreadLocal<World> next = new ThreadLocal<>();
-
-        final int n = worlds.incrementAndGet();
-        final TestDatabase db;
+    static final class World extends BrokerWorld<Process, Processed> {
         final String stream = "once-sm-" + System.nanoTime();
         final String durable = "sm";
-        final String consumerName = "sm-" + n;
-        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final Connection admin = TestNats.connect();
         final NatsPublisher publisher;
-        final List<String> moves = new ArrayList<>();
-        final List<String> events = new ArrayList<>();
-        final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>();
         final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> fetched
         final Map<String, String> settled = new ConcurrentHashMap<>(); // "seq:delivered" -> ack, requeue, reject
         final Map<String, Connection> connectionOfTag = new ConcurrentHashMap<>();
-        final List<Processed> processed = new CopyOnWriteArrayList<>();
-        final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger connectionsDied = new AtomicInteger();
-        final ScriptedHandler handler;
-        final Inbox inbox;
-        Process a;
-        Process b;
-        int incarnations;
 
         World(TestDatabase db) throws Exception {
-            this.db = db;
-            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
-            handler.createTable(db.dataSource());
+            super(db, n -> "sm-" + n, SLOW_MILLIS);
             JetStreamManagement jsm = admin.jetStreamManagement();
             jsm.addStream(StreamConfiguration.builder()
                     .name(stream)
@@ -280,28 +227,26 @@ class NatsConsumerStateMachineTest {
                     .build());
             TestNats.createStream(admin, stream + "-dlq");
             publisher = new NatsPublisher(admin);
-            a = new Process("a" + incarnations++, TestNats.connect(), this);
-            inbox = a.engine.inbox();
+            startA();
+        }
+
+        @Override
+        protected Process start(String name, boolean second) throws Exception {
+            return new Process(name, TestNats.connect(), this);
         }
 
         // ---- moves
 
         void publish(List<ScriptedHandler.Behaviour> script) {
-            String id = "w" + n + "-e" + events.size();
-            events.add(id);
-            handler.script(id, script);
-            send(id);
+            send(newEvent(script));
         }
 
-        void publishAgain(int i) {
-            send(events.get(i % events.size()));
+        void publishAgain(int pick) {
+            send(publishedEvent(pick));
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#"
-                    + copies.keySet().stream()
-                            .filter(c -> c.startsWith(eventId + "#"))
-                            .count();
+            String copy = nextCopy(eventId);
             int died = connectionsDied.get();
             Receipt r;
             try {
@@ -326,43 +271,16 @@ class NatsConsumerStateMachineTest {
             diedBeforePublish.put(copy, died);
         }
 
-        void startB(int ignored) {
-            try {
-                b = new Process("b" + incarnations++, TestNats.connect(), this);
-            } catch (Exception e) {
-                throw new IllegalStateException("starting the second consumer", e);
-            }
-        }
-
-        void stopB(int ignored) {
+        @Override
+        public void stopB() {
             connectionsDied.incrementAndGet(); // a pull it left open may have taken messages nobody sees
-            b.close();
-            b = null;
+            super.stopB();
         }
 
-        void armCrash(String which) {
-            Process p = which.equals("a") ? a : b != null ? b : a;
-            p.crashArmed.set(true);
-        }
-
-        /** A supervisor: a process that died (the armed crash) is started again, as a new process. */
-        void restartCrashed() {
-            try {
-                if (a.crashed || !a.consumer.isRunning()) {
-                    moves.add("(a restarted)");
-                    connectionsDied.incrementAndGet();
-                    a.close();
-                    a = new Process("a" + incarnations++, TestNats.connect(), this);
-                }
-                if (b != null && (b.crashed || !b.consumer.isRunning())) {
-                    moves.add("(b restarted)");
-                    connectionsDied.incrementAndGet();
-                    b.close();
-                    b = new Process("b" + incarnations++, TestNats.connect(), this);
-                }
-            } catch (Exception e) {
-                throw new IllegalStateException("restarting a crashed consumer", e);
-            }
+        @Override
+        protected void retire(Process dead) {
+            connectionsDied.incrementAndGet();
+            super.retire(dead);
         }
 
         // ---- observation
@@ -446,15 +364,6 @@ class NatsConsumerStateMachineTest {
             }
         }
 
-        private boolean claimCommitted(String eventId) {
-            try (java.sql.Connection c = db.dataSource().getConnection()) {
-                return inbox.claimedAmong(c, consumerName, List.of(eventId)).contains(eventId);
-            } catch (SQLException e) {
-                violations.add("cannot read the inbox: " + e);
-                return true;
-            }
-        }
-
         /** Whether the connection that fetched this delivery has closed since (a crash). */
         boolean lost(String tag) {
             Connection c = connectionOfTag.get(tag);
@@ -463,18 +372,11 @@ class NatsConsumerStateMachineTest {
 
         // ---- the oracle
 
-        /** Safety, at any moment. */
-        void check() {
-            assertThat(violations).as("violations after %s", moves).isEmpty();
-            handler.effects(db.dataSource())
-                    .forEach((id, count) -> assertThat(count)
-                            .as("effects of %s after %s", id, moves)
-                            .isLessThanOrEqualTo(1));
-            Map<String, Long> applied = new HashMap<>();
+        /** Safety, at any moment: every settlement sent agrees with the outcome. */
+        @Override
+        public void check() {
+            super.check();
             for (Processed p : processed) {
-                if (p.status() == Status.APPLIED) {
-                    applied.merge(p.eventId(), 1L, Long::sum);
-                }
                 String sent = settled.get(p.tag());
                 if (sent != null) {
                     assertThat(sent)
@@ -484,9 +386,6 @@ class NatsConsumerStateMachineTest {
                             .isEqualTo(p.verdict());
                 }
             }
-            applied.forEach((id, count) -> assertThat(count)
-                    .as("%s reported applied, after %s", id, moves)
-                    .isEqualTo(1));
         }
 
         /** The copy's fate once its latest delivery was processed and acked or dead-lettered; null while it may come back. */
@@ -510,13 +409,14 @@ class NatsConsumerStateMachineTest {
             return last.verdict();
         }
 
-        void drainAndCheck() throws Exception {
+        @Override
+        public void drainAndCheck() throws Exception {
             moves.add("drain");
             try {
                 await().atMost(Duration.ofSeconds(20))
                         .pollInterval(Duration.ofMillis(20))
                         .until(() -> {
-                            restartCrashed();
+                            supervise();
                             long rejects = 0;
                             for (String copy : copies.keySet()) {
                                 String fate = fate(copy);
@@ -568,9 +468,7 @@ class NatsConsumerStateMachineTest {
                 }
             }
             for (String id : events) {
-                long applied = processed.stream()
-                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
-                        .count();
+                long applied = applied(id);
                 // Dead-lettered and yet applied only by a process that lost its connection while it held the
                 // message (a zombie finishing its batch: JetStream meanwhile redelivered it elsewhere).
                 boolean zombie = processed.stream()

@@ -21,10 +21,12 @@ import com.google.pubsub.v1.StreamingPullResponse;
 import com.google.pubsub.v1.TopicName;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.BrokerChain;
+import dev.once.testkit.broker.BrokerProcess;
+import dev.once.testkit.broker.BrokerWorld;
 import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
@@ -41,31 +43,23 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
-import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -102,7 +96,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * lost comes again and the handler decides again; that is the ack gap, absorbed as any other. Also:
  * the counters agree with the outcomes (once.redeliveries with the delivery attempts, every
  * duplicate of an applied event). Tries: {@value #TRIES} (CI, the emulator streams ~50 messages/s and
- * a lost ack costs the 10 s deadline); {@code -Donce.pubsubChain.tries=N} runs each chain N times.
+ * a lost ack costs the 10 s deadline); {@code -Donce.pubsubChain.tries=N} runs N different chains in
+ * each try ({@link BrokerChain#chainsPerTry}).
  *
  * <p>No hole found in {@link PubSubConsumer}: 30 chains (3 tries, 10 repeats; 320 deliveries, 57 of
  * them to be nacked, 51 nacks seen, the rest lost with a cut channel; 18 zombie calls) green, 19 s a chain. The first runs found the
@@ -114,7 +109,7 @@ import org.awaitility.core.ConditionTimeoutException;
 class PubSubConsumerStateMachineTest {
 
     static final int TRIES = 3;
-    static final int REPEATS = Integer.getInteger("once.pubsubChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("pubsub");
     static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
     /**
      * Pub/Sub's least, as a user who wants a dead process's messages back soon sets it: without it the
@@ -128,7 +123,6 @@ class PubSubConsumerStateMachineTest {
     static final int MAX_DELIVERY_ATTEMPTS = 100; // the consumer's own dead-lettering decides, not the policy
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
-    private static final AtomicInteger worlds = new AtomicInteger();
 
     @AfterContainer
     static void close() {
@@ -136,58 +130,35 @@ class PubSubConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void subscriptionWithDeadLetters(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
-            try (World w = new World(databases.postgres())) {
-                World.next = w;
-                chain.run();
-                w.drainAndCheck();
-            }
-        }
+    void subscriptionWithDeadLetters(@ForAll("chains") List<ActionChain<World>> chains) throws Exception {
+        BrokerChain.run(chains, () -> new World(databases.postgres()));
     }
 
     @Provide
-    Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts =
-                Arbitraries.of(Behaviour.class).list().ofMaxSize(2);
-        Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(() -> World.next)
-                .withAction(5, move(w -> true, scripts, "publish", World::publish))
-                .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
-                .withAction(
-                        1,
-                        move(
-                                w -> w.b == null,
-                                Arbitraries.of("default lease", SHORT_LEASE_SECONDS + " s lease"),
+    Arbitrary<List<ActionChain<World>>> chains() {
+        return BrokerChain.perTry(
+                BrokerChain.moves(
+                                BrokerChain.scripts(2),
+                                World::publish,
+                                BrokerChain.picks(),
+                                World::publishAgain,
+                                "crash after next commit, before its ack")
+                        .starts(
                                 "second consumer starts with",
-                                World::startB))
-                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second consumer stops", World::stopB))
-                .withAction(
-                        1,
-                        move(
-                                w -> true,
-                                Arbitraries.of("a", "b"),
-                                "crash after next commit, before its ack",
-                                World::armCrash))
-                .withMaxTransformations(8);
-    }
-
-    /** A move that replaces crashed processes first (a supervisor), records itself and checks the model after it. */
-    private static <T> Action<World> move(
-            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
-        return StateMachines.move(pre, arg, name, (w, a) -> {
-            w.restartCrashed();
-            w.moves.add(name + " " + a);
-            body.accept(w, a);
-            w.check();
-        });
+                                Arbitraries.of("default lease", SHORT_LEASE_SECONDS + " s lease"),
+                                World::startB)
+                        .crashWeight(1)
+                        .build()
+                        .withMaxTransformations(8),
+                CHAINS);
     }
 
     /** One message streamed to a process: its copy, ack id, delivery attempt and how often it was seen before. */
     record Receipt(String id, String process, String copy, String ackId, int attempt, int raw) {}
 
     /** One delivery the engine processed, as its process's outcome listener saw it. */
-    record Processed(String process, String receipt, String copy, String eventId, boolean redelivered, Status status) {
+    record Processed(String process, String receipt, String copy, String eventId, boolean redelivered, Status status)
+            implements BrokerWorld.Handled {
         /** What the consumer must do with it, per its documentation. */
         String verdict() {
             return switch (status) {
@@ -199,17 +170,13 @@ class PubSubConsumerStateMachineTest {
     }
 
     /** One process: its own channel, engine and consumer. */
-    static final class Process {
-        final String name;
+    static final class Process extends BrokerProcess {
         final boolean shortLease;
         final ManagedChannel channel;
         final PubSubConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean cut;
-        boolean closed;
 
         Process(String name, boolean shortLease, World w) {
-            this.name = name;
+            super(name);
             this.shortLease = shortLease;
             this.channel = ManagedChannelBuilder.forTarget(TestPubSub.host())
                     .usePlaintext()
@@ -217,14 +184,13 @@ class PubSubConsumerStateMachineTest {
                     .build();
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
-                        if (crashArmed.compareAndSet(true, false)) {
-                            cut = true;
+                        if (crashesNow()) {
                             channel.shutdownNow(); // dies in the ack gap: committed, the ack not sent
                         }
                     }))
                     .consumer(w.consumerName)
                     .handler((d, tx) -> {
-                        if (cut) {
+                        if (crashed()) {
                             w.zombieCalls.add(d.headers().get("test-receipt"));
                         }
                         w.handler.handle(d, tx);
@@ -244,11 +210,13 @@ class PubSubConsumerStateMachineTest {
             this.consumer = builder.build().start();
         }
 
-        void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        @Override
+        protected boolean running() {
+            return consumer.isRunning();
+        }
+
+        @Override
+        protected void stop() {
             try {
                 consumer.close();
             } finally {
@@ -257,23 +225,14 @@ class PubSubConsumerStateMachineTest {
         }
     }
 
-    static final class World implements AutoCloseable {
-        static World next;
-
-        final int n = worlds.incrementAndGet();
-        final TestDatabase db;
+    static final class World extends BrokerWorld<Process, Processed> {
         final TopicName topic;
         final TopicName deadLetterTopic;
         final ProjectSubscriptionName subscription;
         final ProjectSubscriptionName deadLetterSubscription;
         final ManagedChannel deadLetterChannel;
         final Publisher deadLetters;
-        final String consumerName = "cloudsm-pubsub-" + n;
-        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final PubSubPublisher publisher = TestPubSub.outboxPublisher();
-        final List<String> moves = new ArrayList<>();
-        final List<String> events = new ArrayList<>();
-        final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, AtomicInteger> rawReceives = new ConcurrentHashMap<>(); // copy -> times streamed
         final Map<String, Receipt> receipts = new ConcurrentHashMap<>(); // receipt id -> receive
         final Map<String, String> receiptOfAckId = new ConcurrentHashMap<>();
@@ -282,30 +241,11 @@ class PubSubConsumerStateMachineTest {
         final Map<String, AtomicInteger> extended = new ConcurrentHashMap<>();
         final Map<String, String> deadLettered = new ConcurrentHashMap<>(); // receipt id -> process, published
         final Set<String> zombieCalls = ConcurrentHashMap.newKeySet(); // receipts handled after their channel was cut
-        final List<Processed> processed = new CopyOnWriteArrayList<>();
-        final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger receiptIds = new AtomicInteger();
-        final ScriptedHandler handler;
-        final Inbox inbox;
-        Process a;
-        Process b;
         boolean bShortLease;
-        int incarnations;
 
         World(TestDatabase db) throws Exception {
-            this.db = db;
-            handler = new ScriptedHandler("effect_" + n, d -> {
-                String copy = d.headers().get(ScriptedHandler.COPY_HEADER);
-                int seen = receipts.get(d.headers().get("test-receipt")).raw();
-                try {
-                    await().atMost(Duration.ofSeconds(HOLD_SECONDS))
-                            .pollInterval(Duration.ofMillis(50))
-                            .until(() -> rawReceives.get(copy).get() > seen);
-                } catch (ConditionTimeoutException held) {
-                    // held the whole time: nothing handed it out again
-                }
-            });
-            handler.createTable(db.dataSource());
+            super(db, n -> "cloudsm-pubsub-" + n, 0);
             String name = "cloudsm-sm-" + n + "-" + System.nanoTime();
             topic = TestPubSub.topic(name);
             deadLetterTopic = TestPubSub.topic(name + "-dlq");
@@ -325,33 +265,41 @@ class PubSubConsumerStateMachineTest {
                             FixedTransportChannelProvider.create(GrpcTransportChannel.create(deadLetterChannel)))
                     .setCredentialsProvider(TestPubSub.NO_CREDENTIALS)
                     .build();
-            a = new Process("a" + incarnations++, false, this);
-            inbox = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(consumerName)
-                    .handler(handler)
-                    .build()
-                    .inbox();
+            startA();
+        }
+
+        /** A SLOW call holds its transaction until Pub/Sub hands its message out again, or for {@value #HOLD_SECONDS} s. */
+        @Override
+        protected void slow(Delivery d) {
+            String copy = d.headers().get(ScriptedHandler.COPY_HEADER);
+            int seen = receipts.get(d.headers().get("test-receipt")).raw();
+            try {
+                await().atMost(Duration.ofSeconds(HOLD_SECONDS))
+                        .pollInterval(Duration.ofMillis(50))
+                        .until(() -> rawReceives.get(copy).get() > seen);
+            } catch (ConditionTimeoutException held) {
+                // held the whole time: nothing handed it out again
+            }
+        }
+
+        /** The first process with the default lease, the second as the move that started it says. */
+        @Override
+        protected Process start(String name, boolean second) {
+            return new Process(name, second && bShortLease, this);
         }
 
         // ---- moves
 
         void publish(List<Behaviour> script) {
-            String id = "w" + n + "-e" + events.size();
-            events.add(id);
-            handler.script(id, script);
-            send(id);
+            send(newEvent(script));
         }
 
-        void publishAgain(int i) {
-            send(events.get(i % events.size()));
+        void publishAgain(int pick) {
+            send(publishedEvent(pick));
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#"
-                    + copies.keySet().stream()
-                            .filter(c -> c.startsWith(eventId + "#"))
-                            .count();
+            String copy = nextCopy(eventId);
             copies.put(copy, eventId);
             try {
                 publisher.publish(new OutboxMessage(
@@ -371,30 +319,7 @@ class PubSubConsumerStateMachineTest {
 
         void startB(String lease) {
             bShortLease = !lease.equals("default lease");
-            b = new Process("b" + incarnations++, bShortLease, this);
-        }
-
-        void stopB(int ignored) {
-            b.close();
-            b = null;
-        }
-
-        void armCrash(String which) {
-            (which.equals("a") || b == null ? a : b).crashArmed.set(true);
-        }
-
-        /** A supervisor: a process that died (the armed crash) is replaced by a new one. */
-        void restartCrashed() {
-            if (a.cut || !a.consumer.isRunning()) {
-                moves.add("(a replaced)");
-                a.close();
-                a = new Process("a" + incarnations++, false, this);
-            }
-            if (b != null && (b.cut || !b.consumer.isRunning())) {
-                moves.add("(b replaced)");
-                b.close();
-                b = new Process("b" + incarnations++, bShortLease, this);
-            }
+            startB();
         }
 
         // ---- observation
@@ -470,7 +395,7 @@ class PubSubConsumerStateMachineTest {
                 if (!deadLettered.containsKey(id) && !claimCommitted(copies.get(r.copy()))) {
                     violations.add("ack of " + r + " before its event's claim committed");
                 }
-                if (p.cut) {
+                if (p.crashed()) {
                     continue; // never reaches Pub/Sub
                 }
                 if (acked.putIfAbsent(id, p.name) != null) {
@@ -482,7 +407,7 @@ class PubSubConsumerStateMachineTest {
         private void modacks(Process p, List<String> ackIds, int seconds) {
             for (String ackId : ackIds) {
                 String id = receiptOfAckId.get(ackId);
-                if (p.cut) {
+                if (p.crashed()) {
                     continue;
                 }
                 if (seconds == 0) {
@@ -538,29 +463,13 @@ class PubSubConsumerStateMachineTest {
             };
         }
 
-        private boolean claimCommitted(String eventId) {
-            try (java.sql.Connection c = db.dataSource().getConnection()) {
-                return inbox.claimedAmong(c, consumerName, List.of(eventId)).contains(eventId);
-            } catch (SQLException e) {
-                violations.add("cannot read the inbox: " + e);
-                return true;
-            }
-        }
-
         // ---- the oracle
 
-        /** Safety, at any moment. */
-        void check() {
-            assertThat(violations).as("violations after %s", moves).isEmpty();
-            handler.effects(db.dataSource())
-                    .forEach((id, count) -> assertThat(count)
-                            .as("effects of %s after %s", id, moves)
-                            .isLessThanOrEqualTo(1));
-            Map<String, Long> applied = new HashMap<>();
+        /** Safety, at any moment: every settlement agrees with the outcome, nothing is acked unprocessed. */
+        @Override
+        public void check() {
+            super.check();
             for (Processed p : processed) {
-                if (p.status() == Status.APPLIED) {
-                    applied.merge(p.eventId(), 1L, Long::sum);
-                }
                 String what = p + " (" + receipts.get(p.receipt()) + ") after " + moves;
                 switch (p.verdict()) {
                     case "ack" -> {
@@ -585,9 +494,6 @@ class PubSubConsumerStateMachineTest {
                         .as("%s acked unprocessed", receipts.get(id))
                         .anyMatch(p -> p.receipt().equals(id));
             }
-            applied.forEach((id, count) -> assertThat(count)
-                    .as("%s reported applied, after %s", id, moves)
-                    .isEqualTo(1));
         }
 
         /** The copy's latest delivery seen. */
@@ -608,7 +514,8 @@ class PubSubConsumerStateMachineTest {
         }
 
         /** Waits until every copy's latest delivery was acked, then stops the consumers and checks. */
-        void drainAndCheck() throws Exception {
+        @Override
+        public void drainAndCheck() throws Exception {
             moves.add("drain");
             try {
                 // A liveness bound, not a check: each crash leaves its streamed messages with the dead process
@@ -617,7 +524,7 @@ class PubSubConsumerStateMachineTest {
                 await().atMost(Duration.ofSeconds(150))
                         .pollInterval(Duration.ofMillis(50))
                         .until(() -> {
-                            restartCrashed();
+                            supervise();
                             return copies.keySet().stream().allMatch(c -> fate(c) != null);
                         });
             } catch (ConditionTimeoutException e) {
@@ -673,9 +580,7 @@ class PubSubConsumerStateMachineTest {
             }
             Map<String, Long> effectRows = handler.effects(db.dataSource());
             for (String id : events) {
-                long applied = processed.stream()
-                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
-                        .count();
+                long applied = applied(id);
                 // dead-lettered and yet applied only by a zombie: Pub/Sub meanwhile handed the message on
                 boolean zombie = processed.stream()
                         .anyMatch(p -> p.eventId().equals(id)

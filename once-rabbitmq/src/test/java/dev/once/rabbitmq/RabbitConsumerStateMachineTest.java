@@ -16,11 +16,13 @@ import com.rabbitmq.client.impl.recovery.AutorecoveringChannel;
 import com.rabbitmq.client.impl.recovery.RecoveryAwareChannelN;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.BrokerChain;
+import dev.once.testkit.broker.BrokerProcess;
+import dev.once.testkit.broker.BrokerWorld;
 import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
@@ -28,18 +30,16 @@ import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListSet;
@@ -48,8 +48,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -57,7 +55,6 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -96,7 +93,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * Checked too: no batch reaches the engine from a channel that had closed by then; the first process,
  * whose connection recovers, never stops unless its crash was armed, and it drains alone (the second
  * stops first), so a consumer that stopped consuming after a reset is seen. Tries:
- * {@value #TRIES} (CI); {@code -Donce.brokerChain.tries=N} runs each chain N times.
+ * {@value #TRIES} (CI); {@code -Donce.rabbitChain.tries=N} runs N different chains in each try
+ * ({@link BrokerChain#chainsPerTry}).
  *
  * <p>Found on its first runs: a process whose connection died in the ack gap went on processing the
  * deliveries it had buffered from that connection (its shutdown signal reaches the consumer later, on
@@ -120,7 +118,8 @@ import org.awaitility.core.ConditionTimeoutException;
  *
  * <p>A reset in the ack gap stopped the first process 10 s later ("recovered, but not its subscription"): the
  * failed settlement aborted the channel, and the client does not restore a channel the application closed.
- * Fixed in {@code RabbitConsumer#unsettled}; before, a run with {@code -Donce.brokerChain.tries=2} went red
+ * Fixed in {@code RabbitConsumer#unsettled}; before, a run of each chain twice ({@code
+ * -Donce.brokerChain.tries=2}, as the property was then named and meant) went red
  * ("a0 stopped, with no crash armed: ... recovered, but not its subscription within PT10S").
  *
  * <p>Goes red when the mechanism is broken, each time on its first try, shrunk to one move
@@ -131,7 +130,7 @@ import org.awaitility.core.ConditionTimeoutException;
 class RabbitConsumerStateMachineTest {
 
     static final int TRIES = 4;
-    static final int REPEATS = Integer.getInteger("once.brokerChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("rabbit");
     static final int PREFETCH = 4;
     static final RetryPolicy RETRIES = RetryPolicy.builder()
             .initialDelay(Duration.ofMillis(20))
@@ -143,7 +142,6 @@ class RabbitConsumerStateMachineTest {
     static final long SLOW_MILLIS = 300; // past the lock timeout: a copy processed meanwhile is in progress
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
-    private static final AtomicInteger worlds = new AtomicInteger();
 
     @AfterContainer
     static void close() {
@@ -151,53 +149,31 @@ class RabbitConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void quorumQueue(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
-            try (World w = new World(databases.postgres())) {
-                World.next.set(w);
-                chain.run();
-                w.drainAndCheck();
-            }
-        }
+    void quorumQueue(@ForAll("chains") List<ActionChain<World>> chains) throws Exception {
+        BrokerChain.run(chains, () -> new World(databases.postgres()));
     }
 
     @Provide
-    Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<ScriptedHandler.Behaviour>> scripts =
-                Arbitraries.of(ScriptedHandler.Behaviour.class).list().ofMaxSize(3);
-        Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(World.next::get)
-                .withAction(5, move(w -> true, scripts, "publish", World::publish))
-                .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
-                .withAction(1, move(w -> w.b == null, Arbitraries.just(0), "second consumer starts", World::startB))
-                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second consumer stops", World::stopB))
-                .withAction(
-                        2,
-                        move(
-                                w -> true,
-                                Arbitraries.of("a", "b"),
-                                "crash after next commit, before its ack",
-                                World::armCrash))
-                .withAction(1, move(w -> true, Arbitraries.just(0), "connection reset", World::reset))
-                .withAction(
-                        2,
-                        move(
-                                w -> true,
-                                Arbitraries.just(0),
-                                "connection reset after next commit, before its ack",
-                                World::armReset))
-                .withMaxTransformations(14);
-    }
-
-    /** A move that restarts crashed processes first (a supervisor), records itself and checks the model after it. */
-    private static <T> Action<World> move(
-            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
-        return StateMachines.move(pre, arg, name, (w, a) -> {
-            w.restartCrashed();
-            w.moves.add(name + " " + a);
-            body.accept(w, a);
-            w.check();
-        });
+    Arbitrary<List<ActionChain<World>>> chains() {
+        return BrokerChain.perTry(
+                BrokerChain.moves(
+                                BrokerChain.scripts(3),
+                                World::publish,
+                                BrokerChain.picks(),
+                                World::publishAgain,
+                                "crash after next commit, before its ack")
+                        .build()
+                        .withAction(
+                                1, BrokerChain.move(w -> true, Arbitraries.just(0), "connection reset", World::reset))
+                        .withAction(
+                                2,
+                                BrokerChain.move(
+                                        w -> true,
+                                        Arbitraries.just(0),
+                                        "connection reset after next commit, before its ack",
+                                        World::armReset))
+                        .withMaxTransformations(14),
+                CHAINS);
     }
 
     /** One delivery the engine processed, as its process's outcome listener saw it. */
@@ -210,27 +186,23 @@ class RabbitConsumerStateMachineTest {
             int attempt,
             boolean redelivered,
             Status status,
-            String verdict) {}
+            String verdict)
+            implements BrokerWorld.Handled {}
 
     /** One process: its connection, engine and consumer, and the model of its count of failures per event. */
-    static final class Process {
-        final String name;
+    static final class Process extends BrokerProcess {
         final Connection connection;
         final IdempotentConsumer engine;
         final RabbitConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
         final AtomicBoolean resetArmed = new AtomicBoolean();
         final List<Channel> channels = new CopyOnWriteArrayList<>(); // the client's, as opened
         final Map<String, Integer> failures = new HashMap<>(); // worker thread (the listener) only
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, Connection connection, World w) throws Exception {
-            this.name = name;
+            super(name);
             this.connection = connection;
             DataSource ds = Proxies.afterCommit(w.db.dataSource(), () -> {
-                if (crashArmed.compareAndSet(true, false)) {
-                    crashed = true;
+                if (crashesNow()) {
                     w.connectionsDied.incrementAndGet();
                     connection.abort(); // dies in the ack gap: committed, not yet acknowledged
                 } else if (resetArmed.compareAndSet(true, false)) {
@@ -302,11 +274,18 @@ class RabbitConsumerStateMachineTest {
             }
         }
 
-        void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        @Override
+        protected boolean running() {
+            return consumer.isRunning();
+        }
+
+        @Override
+        public Optional<Throwable> failure() {
+            return consumer.failure();
+        }
+
+        @Override
+        protected void stop() {
             try {
                 consumer.close();
             } catch (Exception e) {
@@ -317,21 +296,11 @@ class RabbitConsumerStateMachineTest {
         }
     }
 
-    static final class World implements AutoCloseable {
-        /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
-        static final ThreadLocal<World> next = new ThreadLocal<>();
-
-        final int n = worlds.incrementAndGet();
-        final TestDatabase db;
+    static final class World extends BrokerWorld<Process, Processed> {
         final String queue = "once-sm-" + System.nanoTime();
-        final String consumerName = "sm-" + n;
-        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final Connection admin = TestRabbit.connect();
         final RabbitPublisher publisher;
         final FaultProxy proxy;
-        final List<String> moves = new ArrayList<>();
-        final List<String> events = new ArrayList<>();
-        final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>(); // copy -> connections died before
         final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> broker deliveries
         final Map<String, String> copyOfTag = new ConcurrentHashMap<>(); // "channel:tag" -> copy
@@ -340,20 +309,11 @@ class RabbitConsumerStateMachineTest {
         final Map<String, Integer> shutdownsBefore = new ConcurrentHashMap<>(); // "channel:tag" -> its channel's then
         // per channel: its shutdowns when the consumer's worker last asked whether it is open
         final Map<Integer, Integer> shutdownsSeen = new ConcurrentHashMap<>();
-        final List<Processed> processed = new CopyOnWriteArrayList<>();
-        final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger connectionsDied = new AtomicInteger();
         final AtomicInteger channels = new AtomicInteger();
-        final ScriptedHandler handler;
-        final Inbox inbox;
-        Process a;
-        Process b;
-        int incarnations;
 
         World(TestDatabase db) throws Exception {
-            this.db = db;
-            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
-            handler.createTable(db.dataSource());
+            super(db, n -> "sm-" + n, SLOW_MILLIS);
             try (Channel ch = admin.createChannel()) {
                 ch.exchangeDeclare(queue + "-dlx", "fanout", false, true, Map.of());
                 ch.queueDeclare(queue + "-dlq", true, false, false, Map.of());
@@ -373,8 +333,13 @@ class RabbitConsumerStateMachineTest {
             }
             publisher = new RabbitPublisher(admin);
             proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW);
-            a = new Process("a" + incarnations++, recovering(), this);
-            inbox = a.engine.inbox();
+            startA();
+        }
+
+        /** The first process on a connection through the proxy, which recovers; the second straight to the broker. */
+        @Override
+        protected Process start(String name, boolean second) throws Exception {
+            return new Process(name, second ? TestRabbit.connect() : recovering(), this);
         }
 
         /** As a user builds it: the client's defaults (automatic recovery on), recovering every 100 ms. */
@@ -391,21 +356,15 @@ class RabbitConsumerStateMachineTest {
         // ---- moves
 
         void publish(List<ScriptedHandler.Behaviour> script) {
-            String id = "w" + n + "-e" + events.size();
-            events.add(id);
-            handler.script(id, script);
-            send(id);
+            send(newEvent(script));
         }
 
-        void publishAgain(int i) {
-            send(events.get(i % events.size()));
+        void publishAgain(int pick) {
+            send(publishedEvent(pick));
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#"
-                    + copies.keySet().stream()
-                            .filter(c -> c.startsWith(eventId + "#"))
-                            .count();
+            String copy = nextCopy(eventId);
             copies.put(copy, eventId);
             diedBeforePublish.put(copy, connectionsDied.get());
             try {
@@ -424,24 +383,6 @@ class RabbitConsumerStateMachineTest {
             }
         }
 
-        void startB(int ignored) {
-            try {
-                b = new Process("b" + incarnations++, TestRabbit.connect(), this);
-            } catch (Exception e) {
-                throw new IllegalStateException("starting the second consumer", e);
-            }
-        }
-
-        void stopB(int ignored) {
-            b.close();
-            b = null;
-        }
-
-        void armCrash(String which) {
-            Process p = which.equals("a") ? a : b != null ? b : a;
-            p.crashArmed.set(true);
-        }
-
         /** Only the first process's connection goes through the proxy, and recovers. */
         void armReset(int ignored) {
             a.resetArmed.set(true);
@@ -453,29 +394,16 @@ class RabbitConsumerStateMachineTest {
         }
 
         /**
-         * A supervisor: a process that died (the armed crash) is started again, as a new process. The first
-         * process stopping for any other reason is a violation: its connection recovers, and a consumer that
-         * gives up on a network blip stalls its queue until someone notices.
+         * The supervisor, and the first process stopping for any reason but its armed crash is a violation:
+         * its connection recovers, and a consumer that gives up on a network blip stalls its queue until
+         * someone notices.
          */
-        void restartCrashed() {
-            try {
-                if (a.crashed || !a.consumer.isRunning()) {
-                    if (!a.crashed) {
-                        violations.add(a.name + " stopped, with no crash armed: " + a.consumer.failure());
-                    }
-                    moves.add("(a restarted: "
-                            + a.consumer.failure().map(Throwable::getMessage).orElse("?") + ")");
-                    a.close();
-                    a = new Process("a" + incarnations++, recovering(), this);
-                }
-                if (b != null && (b.crashed || !b.consumer.isRunning())) {
-                    moves.add("(b restarted)");
-                    b.close();
-                    b = new Process("b" + incarnations++, TestRabbit.connect(), this);
-                }
-            } catch (Exception e) {
-                throw new IllegalStateException("restarting a crashed consumer", e);
+        @Override
+        public void supervise() {
+            if (a.dead() && !a.crashed()) {
+                violations.add(a.name + " stopped, with no crash armed: " + a.consumer.failure());
             }
+            super.supervise();
         }
 
         // ---- observation
@@ -641,29 +569,13 @@ class RabbitConsumerStateMachineTest {
                     });
         }
 
-        /** Whether the claim of {@code eventId} is committed, as another connection sees the inbox. */
-        private boolean claimCommitted(String eventId) {
-            try (java.sql.Connection c = db.dataSource().getConnection()) {
-                return inbox.claimedAmong(c, consumerName, List.of(eventId)).contains(eventId);
-            } catch (SQLException e) {
-                violations.add("cannot read the inbox: " + e);
-                return true;
-            }
-        }
-
         // ---- the oracle
 
-        /** Safety, at any moment. */
-        void check() {
-            assertThat(violations).as("violations after %s", moves).isEmpty();
-            Map<String, Long> effects = handler.effects(db.dataSource());
-            effects.forEach((id, count) ->
-                    assertThat(count).as("effects of %s after %s", id, moves).isLessThanOrEqualTo(1));
-            Map<String, Long> applied = new HashMap<>();
+        /** Safety, at any moment: every settlement sent agrees with the outcome. */
+        @Override
+        public void check() {
+            super.check();
             for (Processed p : processed) {
-                if (p.status() == Status.APPLIED) {
-                    applied.merge(p.eventId(), 1L, Long::sum);
-                }
                 String sent = settled.get(p.tag());
                 if (sent != null) {
                     assertThat(sent)
@@ -673,9 +585,6 @@ class RabbitConsumerStateMachineTest {
                             .isEqualTo(p.verdict());
                 }
             }
-            applied.forEach((id, count) -> assertThat(count)
-                    .as("%s reported applied, after %s", id, moves)
-                    .isEqualTo(1));
         }
 
         /**
@@ -702,7 +611,8 @@ class RabbitConsumerStateMachineTest {
          * an ack a connection reset lost comes back, and a consumer is started again for it (at most three
          * rounds).
          */
-        void drainAndCheck() throws Exception {
+        @Override
+        public void drainAndCheck() throws Exception {
             moves.add("drain");
             if (b != null) {
                 // the first process, whose connection recovers, drains alone: one that stopped consuming after
@@ -716,7 +626,7 @@ class RabbitConsumerStateMachineTest {
                     await().atMost(Duration.ofSeconds(20))
                             .pollInterval(Duration.ofMillis(20))
                             .until(() -> {
-                                restartCrashed();
+                                supervise();
                                 long rejects = 0;
                                 for (String copy : copies.keySet()) {
                                     String fate = fate(copy);
@@ -742,7 +652,7 @@ class RabbitConsumerStateMachineTest {
                     break;
                 }
                 moves.add("(a started again for what the broker still holds)");
-                a = new Process("a" + incarnations++, recovering(), this);
+                startA();
             }
             String what = "after " + moves + ", processed " + processed;
             assertThat(ready(queue))
@@ -768,9 +678,7 @@ class RabbitConsumerStateMachineTest {
 
             Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
-                long applied = processed.stream()
-                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
-                        .count();
+                long applied = applied(id);
                 // Dead-lettered and yet applied only by a process that lost its channel while it held the
                 // message (a zombie finishing its batch: the broker meanwhile redelivered it elsewhere).
                 boolean zombie = processed.stream()

@@ -5,43 +5,36 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
-import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testkit.broker.BrokerChain;
+import dev.once.testkit.broker.BrokerProcess;
+import dev.once.testkit.broker.BrokerWorld;
 import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.Proxies;
-import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testkit.broker.ScriptedHandler.Behaviour;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
 import software.amazon.awssdk.core.exception.SdkClientException;
@@ -102,8 +95,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * message that ended deleted: the ack gap, as on every broker). Also: {@code ApproximateReceiveCount}
  * counts exactly the receives seen, a delivery is flagged redelivered (once.redeliveries) exactly when
  * received before, every duplicate (once.duplicates) is of an applied event, and the counters agree
- * with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.sqsChain.tries=N} runs each chain N
- * times.
+ * with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.sqsChain.tries=N} runs N different
+ * chains in each try ({@link BrokerChain#chainsPerTry}).
  *
  * <p>No hole found in {@link SqsConsumer}: 32 chains (4 tries, 8 repeats; 462 moves, 240 messages, 393
  * receives, 214 deletes, 55 consumer dead-letters, 26 redrives) green, about 5 s a chain.
@@ -119,14 +112,13 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
 class SqsConsumerStateMachineTest {
 
     static final int TRIES = 4;
-    static final int REPEATS = Integer.getInteger("once.sqsChain.tries", 1);
+    static final int CHAINS = BrokerChain.chainsPerTry("sqs");
     static final Duration VISIBILITY = Duration.ofSeconds(1);
     static final int MAX_RECEIVES = 3;
     static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
     static final long SLOW_MILLIS = 2500; // past the visibility timeout: only the heartbeat keeps the message
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
-    private static final AtomicInteger worlds = new AtomicInteger();
 
     @AfterContainer
     static void close() {
@@ -134,58 +126,34 @@ class SqsConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void standardQueueWithRedrive(@ForAll("chains") ActionChain<World> chain) throws Exception {
-        for (int i = 0; i < REPEATS; i++) {
-            try (World w = new World(databases.postgres())) {
-                World.next = w;
-                chain.run();
-                w.drainAndCheck();
-            }
-        }
+    void standardQueueWithRedrive(@ForAll("chains") List<ActionChain<World>> chains) throws Exception {
+        BrokerChain.run(chains, () -> new World(databases.postgres()));
     }
 
     @Provide
-    Arbitrary<ActionChain<World>> chains() {
-        Arbitrary<List<Behaviour>> scripts =
-                Arbitraries.of(Behaviour.class).list().ofMaxSize(3);
-        Arbitrary<Integer> any = Arbitraries.integers().between(0, 99);
-        return ActionChain.<World>startWith(() -> World.next)
-                .withAction(5, move(w -> true, scripts, "publish", World::publish))
-                .withAction(2, move(w -> !w.events.isEmpty(), any, "publish again", World::publishAgain))
-                .withAction(
-                        1,
-                        move(
-                                w -> w.b == null,
-                                Arbitraries.of("heartbeat", "no heartbeat"),
+    Arbitrary<List<ActionChain<World>>> chains() {
+        return BrokerChain.perTry(
+                BrokerChain.moves(
+                                BrokerChain.scripts(3),
+                                World::publish,
+                                BrokerChain.picks(),
+                                World::publishAgain,
+                                "crash after next commit, before its delete")
+                        .starts(
                                 "second consumer starts with",
-                                World::startB))
-                .withAction(1, move(w -> w.b != null, Arbitraries.just(0), "second consumer stops", World::stopB))
-                .withAction(
-                        2,
-                        move(
-                                w -> true,
-                                Arbitraries.of("a", "b"),
-                                "crash after next commit, before its delete",
-                                World::armCrash))
-                .withMaxTransformations(12);
-    }
-
-    /** A move that replaces crashed processes first (a supervisor), records itself and checks the model after it. */
-    private static <T> Action<World> move(
-            Predicate<World> pre, Arbitrary<T> arg, String name, BiConsumer<World, T> body) {
-        return StateMachines.move(pre, arg, name, (w, a) -> {
-            w.restartCrashed();
-            w.moves.add(name + " " + a);
-            body.accept(w, a);
-            w.check();
-        });
+                                Arbitraries.of("heartbeat", "no heartbeat"),
+                                World::startB)
+                        .build()
+                        .withMaxTransformations(12),
+                CHAINS);
     }
 
     /** One receive of a message by a process: its copy, receipt handle and receive counts. */
     record Receipt(String id, String process, String copy, String handle, int count, int raw) {}
 
     /** One delivery the engine processed, as its process's outcome listener saw it. */
-    record Processed(String process, String receipt, String copy, String eventId, boolean redelivered, Status status) {
+    record Processed(String process, String receipt, String copy, String eventId, boolean redelivered, Status status)
+            implements BrokerWorld.Handled {
         /** What the consumer must do with it, per its documentation. */
         String verdict() {
             return switch (status) {
@@ -197,26 +165,20 @@ class SqsConsumerStateMachineTest {
     }
 
     /** One process: its own SQS client, engine and consumer. */
-    static final class Process {
-        final String name;
+    static final class Process extends BrokerProcess {
         final SqsClient client;
         final SqsConsumer consumer;
-        final AtomicBoolean crashArmed = new AtomicBoolean();
-        volatile boolean crashed;
-        boolean closed;
 
         Process(String name, boolean heartbeat, World w) {
-            this.name = name;
+            super(name);
             this.client = TestSqs.newClient();
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
-                        if (crashArmed.compareAndSet(true, false)) {
-                            crashed = true; // dies in the ack gap: committed, nothing deleted yet
-                        }
+                        crashesNow(); // dies in the ack gap: committed, nothing deleted yet
                     }))
                     .consumer(w.consumerName)
                     .handler((d, tx) -> {
-                        if (crashed) {
+                        if (crashed()) {
                             w.zombieCalls.add(d.headers().get("test-receipt"));
                         }
                         w.handler.handle(d, tx);
@@ -237,11 +199,13 @@ class SqsConsumerStateMachineTest {
                     .start();
         }
 
-        void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        @Override
+        protected boolean running() {
+            return consumer.isRunning();
+        }
+
+        @Override
+        protected void stop() {
             try {
                 consumer.close();
             } finally {
@@ -250,19 +214,10 @@ class SqsConsumerStateMachineTest {
         }
     }
 
-    static final class World implements AutoCloseable {
-        static World next;
-
-        final int n = worlds.incrementAndGet();
-        final TestDatabase db;
+    static final class World extends BrokerWorld<Process, Processed> {
         final String queue;
         final String dlq;
-        final String consumerName = "cloudsm-sqs-" + n;
-        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
         final SqsPublisher publisher = new SqsPublisher(TestSqs.client());
-        final List<String> moves = new ArrayList<>();
-        final List<String> events = new ArrayList<>();
-        final Map<String, String> copies = new LinkedHashMap<>(); // copy -> event id
         final Map<String, AtomicInteger> rawReceives = new ConcurrentHashMap<>(); // copy -> receives seen
         final Map<String, Receipt> receipts = new ConcurrentHashMap<>(); // receipt id -> receive
         final Map<String, String> receiptOfHandle = new ConcurrentHashMap<>();
@@ -270,20 +225,11 @@ class SqsConsumerStateMachineTest {
         final Map<String, String> deleted = new ConcurrentHashMap<>(); // receipt id -> process, SQS confirmed
         final Map<String, String> deadLettered = new ConcurrentHashMap<>(); // receipt id -> process, sent
         final Set<String> lost = ConcurrentHashMap.newKeySet(); // receipts a dead process received, never handled
-        final List<Processed> processed = new CopyOnWriteArrayList<>();
-        final List<String> violations = new CopyOnWriteArrayList<>();
         final AtomicInteger receiptIds = new AtomicInteger();
-        final ScriptedHandler handler;
-        final Inbox inbox;
-        Process a;
-        Process b;
         boolean bHeartbeat;
-        int incarnations;
 
         World(TestDatabase db) {
-            this.db = db;
-            handler = new ScriptedHandler("effect_" + n, SLOW_MILLIS);
-            handler.createTable(db.dataSource());
+            super(db, n -> "cloudsm-sqs-" + n, SLOW_MILLIS);
             String name = "cloudsm-sm-" + n + "-" + System.nanoTime();
             dlq = TestSqs.createQueue(name + "-dlq", 30);
             String arn = TestSqs.client()
@@ -299,33 +245,27 @@ class SqsConsumerStateMachineTest {
                                     "{\"deadLetterTargetArn\":\"" + arn + "\",\"maxReceiveCount\":\"" + MAX_RECEIVES
                                             + "\"}")))
                     .queueUrl();
-            a = new Process("a" + incarnations++, true, this);
-            inbox = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(consumerName)
-                    .handler(handler)
-                    .build()
-                    .inbox();
+            startA();
+        }
+
+        /** The first process with the heartbeat, the second as the move that started it says. */
+        @Override
+        protected Process start(String name, boolean second) {
+            return new Process(name, !second || bHeartbeat, this);
         }
 
         // ---- moves
 
         void publish(List<Behaviour> script) {
-            String id = "w" + n + "-e" + events.size();
-            events.add(id);
-            handler.script(id, script);
-            send(id);
+            send(newEvent(script));
         }
 
-        void publishAgain(int i) {
-            send(events.get(i % events.size()));
+        void publishAgain(int pick) {
+            send(publishedEvent(pick));
         }
 
         private void send(String eventId) {
-            String copy = eventId + "#"
-                    + copies.keySet().stream()
-                            .filter(c -> c.startsWith(eventId + "#"))
-                            .count();
+            String copy = nextCopy(eventId);
             copies.put(copy, eventId);
             publisher.publish(new OutboxMessage(
                     0,
@@ -341,30 +281,7 @@ class SqsConsumerStateMachineTest {
 
         void startB(String heartbeat) {
             bHeartbeat = heartbeat.equals("heartbeat");
-            b = new Process("b" + incarnations++, bHeartbeat, this);
-        }
-
-        void stopB(int ignored) {
-            b.close();
-            b = null;
-        }
-
-        void armCrash(String which) {
-            (which.equals("a") || b == null ? a : b).crashArmed.set(true);
-        }
-
-        /** A supervisor: a process that died (the armed crash) is replaced by a new one. */
-        void restartCrashed() {
-            if (a.crashed || !a.consumer.isRunning()) {
-                moves.add("(a replaced)");
-                a.close();
-                a = new Process("a" + incarnations++, true, this);
-            }
-            if (b != null && (b.crashed || !b.consumer.isRunning())) {
-                moves.add("(b replaced)");
-                b.close();
-                b = new Process("b" + incarnations++, bHeartbeat, this);
-            }
+            startB();
         }
 
         // ---- observation
@@ -382,7 +299,7 @@ class SqsConsumerStateMachineTest {
                     return InvocationHandler.invokeDefault(proxy, m, args); // builds the request, calls back
                 }
                 Object arg = args == null ? null : args[0];
-                if (p.crashed && !m.getName().equals("close")) {
+                if (p.crashed() && !m.getName().equals("close")) {
                     throw SdkClientException.create(p.name + " crashed"); // a dead process sends nothing
                 }
                 if (arg instanceof ReceiveMessageRequest) {
@@ -425,7 +342,7 @@ class SqsConsumerStateMachineTest {
 
         /** The reply of a call that landed; lost when its process died meanwhile (the crash, on another thread). */
         private static <T> T replyUnlessCrashed(Process p, T reply) {
-            if (p.crashed) {
+            if (p.crashed()) {
                 throw SdkClientException.create(p.name + " crashed before the reply came");
             }
             return reply;
@@ -454,36 +371,20 @@ class SqsConsumerStateMachineTest {
                                 .stringValue(id)
                                 .build());
                 seen.add(m.toBuilder().messageAttributes(attributes).build());
-                if (p.crashed) {
+                if (p.crashed()) {
                     lost.add(id);
                 }
             }
             return replyUnlessCrashed(p, response.toBuilder().messages(seen).build());
         }
 
-        private boolean claimCommitted(String eventId) {
-            try (java.sql.Connection c = db.dataSource().getConnection()) {
-                return inbox.claimedAmong(c, consumerName, List.of(eventId)).contains(eventId);
-            } catch (SQLException e) {
-                violations.add("cannot read the inbox: " + e);
-                return true;
-            }
-        }
-
         // ---- the oracle
 
-        /** Safety, at any moment. */
-        void check() {
-            assertThat(violations).as("violations after %s", moves).isEmpty();
-            handler.effects(db.dataSource())
-                    .forEach((id, count) -> assertThat(count)
-                            .as("effects of %s after %s", id, moves)
-                            .isLessThanOrEqualTo(1));
-            Map<String, Long> applied = new HashMap<>();
+        /** Safety, at any moment: every settlement agrees with the outcome, nothing is deleted unprocessed. */
+        @Override
+        public void check() {
+            super.check();
             for (Processed p : processed) {
-                if (p.status() == Status.APPLIED) {
-                    applied.merge(p.eventId(), 1L, Long::sum);
-                }
                 String what = p + " (" + receipts.get(p.receipt()) + ") after " + moves;
                 switch (p.verdict()) {
                     case "delete" ->
@@ -506,9 +407,6 @@ class SqsConsumerStateMachineTest {
                         .as("%s deleted unprocessed", receipts.get(id))
                         .anyMatch(p -> p.receipt().equals(id));
             }
-            applied.forEach((id, count) -> assertThat(count)
-                    .as("%s reported applied, after %s", id, moves)
-                    .isEqualTo(1));
         }
 
         /** The copy's latest receive seen. */
@@ -538,13 +436,14 @@ class SqsConsumerStateMachineTest {
         }
 
         /** Waits until the queue is empty and every copy's fate is known, then stops the consumers and checks. */
-        void drainAndCheck() {
+        @Override
+        public void drainAndCheck() {
             moves.add("drain");
             try {
                 await().atMost(Duration.ofSeconds(30))
                         .pollInterval(Duration.ofMillis(50))
                         .until(() -> {
-                            restartCrashed();
+                            supervise();
                             for (String copy : copies.keySet()) {
                                 if (fate(copy) == null) {
                                     return false;
@@ -620,9 +519,7 @@ class SqsConsumerStateMachineTest {
 
             Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
-                long applied = processed.stream()
-                        .filter(p -> p.eventId().equals(id) && p.status() == Status.APPLIED)
-                        .count();
+                long applied = applied(id);
                 long expected = deletedEvent.containsKey(id) ? 1 : applied;
                 assertThat(effects.getOrDefault(id, 0L))
                         .as("effects of %s (a message deleted: %s), %s", id, deletedEvent.containsKey(id), what)

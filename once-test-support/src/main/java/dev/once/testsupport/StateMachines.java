@@ -1,5 +1,7 @@
 package dev.once.testsupport;
 
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -31,6 +33,41 @@ public final class StateMachines {
                 return arg.map(t);
             }
         };
+    }
+
+    /**
+     * A test class's databases per thread, for chains that must have theirs to themselves: jqwik shrinks
+     * on a thread of its own and, past its time bound, leaves it running in the background while the next
+     * property starts. Each thread gets its own {@link Databases} on first use; {@link #close} closes them
+     * all (a chain still running in the background then fails, unseen).
+     */
+    public static final class ThreadDatabases implements AutoCloseable {
+        private final int poolSize;
+        private final Map<Thread, Databases> perThread = new ConcurrentHashMap<>();
+
+        public ThreadDatabases(int poolSize) {
+            this.poolSize = poolSize;
+        }
+
+        /** This thread's PostgreSQL database. */
+        public TestDatabase postgres() {
+            return mine().postgres();
+        }
+
+        /** This thread's MariaDB database. */
+        public TestDatabase mariadb() {
+            return mine().mariadb();
+        }
+
+        private Databases mine() {
+            return perThread.computeIfAbsent(Thread.currentThread(), t -> new Databases(poolSize));
+        }
+
+        @Override
+        public void close() {
+            perThread.values().forEach(Databases::close);
+            perThread.clear();
+        }
     }
 
     /** A test class's databases, each made on first use (a property may run on one only) and kept for its tries. */
