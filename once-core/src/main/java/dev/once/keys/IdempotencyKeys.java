@@ -532,7 +532,8 @@ public final class IdempotencyKeys {
          * How long a call waits for another transaction holding a key's row, 1 ms to 1 minute; default
          * {@link #DEFAULT_LOCK_WAIT}. Past it {@link #begin} answers {@link BeginResult.InProgress}, and
          * {@link #complete(BeginResult.Started, int, byte[])} and {@link #fail(BeginResult.Started, boolean,
-         * int, byte[])} throw {@link OnceException} having saved nothing. Longer than a concurrent begin or
+         * int, byte[])} throw {@link OnceException} having saved nothing, as do {@link KeyTransaction#complete}
+         * and {@link KeyTransaction#fail} having rolled their whole transaction back. Longer than a concurrent begin or
          * a finish's commit holds the row (milliseconds), or results being committed are not replayed and
          * finishes racing a retry's begin fail. MariaDB counts whole seconds: it waits the value rounded up.
          */
