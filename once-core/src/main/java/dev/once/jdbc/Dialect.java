@@ -338,7 +338,8 @@ public interface Dialect {
      * The statement {@code filtered + tail}, its lock waits bounded by {@code wait}, or, when it is
      * null, left to the session's own timeout; the same mechanism as the claim's lock timeout
      * ({@link #claim}), except that nothing puts the session's value back: run it, as
-     * {@link #keyInsert}, in a transaction of its own, where the bound may last to the end.
+     * {@link #keyInsert}, in a transaction of its own, or as a transaction's last write, where the
+     * bound may last to the end.
      * {@code filtered} ends in the conditions of a WHERE clause, which a dialect may extend;
      * {@code tail} (a locking clause, or nothing) follows them.
      */

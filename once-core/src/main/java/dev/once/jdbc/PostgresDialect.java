@@ -339,8 +339,8 @@ public final class PostgresDialect implements Dialect {
     }
 
     // The condition is evaluated once, before the scan hands a row to the lock or the update. It lasts
-    // to the transaction's end: the keys run these in transactions of their own, whose later
-    // statements wait for nothing (the row is theirs by then).
+    // to the transaction's end: the keys run these in transactions of their own, or as the last write
+    // of a request's (KeyTransaction), whose later statements wait for nothing (the row is theirs by then).
     @Override
     public String withLockWait(Duration wait, String filtered, String tail) {
         return wait == null ? filtered + tail : filtered + " AND " + lockTimeout(wait) + tail;

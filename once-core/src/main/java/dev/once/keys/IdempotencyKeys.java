@@ -4,6 +4,7 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.JdbcTarget;
+import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcBuilder;
 import java.nio.charset.StandardCharsets;
@@ -377,11 +378,10 @@ public final class IdempotencyKeys {
             });
         } catch (SQLException e) {
             if (dialect.isLockTimeout(e)) {
-                throw new OnceException(
-                        "saving the result of idempotency key '" + started.key() + "' in scope '" + started.scope()
-                                + "' waited longer than lockWait (" + lockWait + ") for another transaction"
-                                + " holding the key: one that finished it with complete or fail(Connection, ...)"
-                                + " and has not ended, perhaps this thread's own; nothing was saved",
+                throw lockWaitExceeded(
+                        started,
+                        "one that finished it with complete or fail(Connection, ...) and has not ended, perhaps this"
+                                + " thread's own; nothing was saved",
                         e);
             }
             throw new OnceException(
@@ -389,6 +389,38 @@ public final class IdempotencyKeys {
                             + "' failed: " + e.getMessage(),
                     e);
         }
+    }
+
+    /**
+     * Finishes the key as the last write of the request's own transaction ({@link KeyTransaction}) and
+     * commits both, the finish bounded as the auto-commit one's: once's own transaction, so no caller's
+     * session timeout is meant to govern it. Past the bound the whole transaction rolls back.
+     */
+    void finishAndCommit(Transactions.Open tx, BeginResult.Started started, String state, int status, byte[] body)
+            throws SQLException {
+        try {
+            tx.commitAfter(t -> {
+                finishIn(t.connection(), finishOwnSql, started, state, status, body);
+                return null;
+            });
+        } catch (SQLException e) {
+            if (dialect.isLockTimeout(e)) {
+                throw lockWaitExceeded(
+                        started,
+                        "a successor's that took it over after this claim lapsed, or one taking it over; nothing was"
+                                + " saved, and the transaction, its effect included, rolled back",
+                        e);
+            }
+            throw e;
+        }
+    }
+
+    private OnceException lockWaitExceeded(BeginResult.Started started, String holderAndOutcome, SQLException e) {
+        return new OnceException(
+                "saving the result of idempotency key '" + started.key() + "' in scope '" + started.scope()
+                        + "' waited longer than lockWait (" + lockWait + ") for another transaction holding the key: "
+                        + holderAndOutcome,
+                e);
     }
 
     private void finishIn(
@@ -500,7 +532,8 @@ public final class IdempotencyKeys {
          * How long a call waits for another transaction holding a key's row, 1 ms to 1 minute; default
          * {@link #DEFAULT_LOCK_WAIT}. Past it {@link #begin} answers {@link BeginResult.InProgress}, and
          * {@link #complete(BeginResult.Started, int, byte[])} and {@link #fail(BeginResult.Started, boolean,
-         * int, byte[])} throw {@link OnceException} having saved nothing. Longer than a concurrent begin or
+         * int, byte[])} throw {@link OnceException} having saved nothing, as do {@link KeyTransaction#complete}
+         * and {@link KeyTransaction#fail} having rolled their whole transaction back. Longer than a concurrent begin or
          * a finish's commit holds the row (milliseconds), or results being committed are not replayed and
          * finishes racing a retry's begin fail. MariaDB counts whole seconds: it waits the value rounded up.
          */

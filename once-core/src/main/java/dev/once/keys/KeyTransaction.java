@@ -1,5 +1,6 @@
 package dev.once.keys;
 
+import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.Transactions;
 import java.sql.Connection;
@@ -22,6 +23,12 @@ import java.sql.SQLException;
  * {@link StaleFencingTokenException} and rolls the whole transaction back, so only the successor's
  * effect commits. Writes elsewhere (another database, an external API) are not covered: pass the
  * key on to them, or send them through the outbox.
+ *
+ * <p><b>Bounded wait.</b> Saving the result waits at most {@link IdempotencyKeys.Builder#lockWait} for
+ * another transaction holding the key's row (a successor's that took it over after this claim lapsed
+ * and has not committed, a begin taking it over), as {@link IdempotencyKeys#complete(BeginResult.Started,
+ * int, byte[])} does; past it the whole transaction, effect included, rolls back and {@link #complete}
+ * throws {@link OnceException}. The effect's own statements wait as the session's lock timeout allows.
  *
  * <p>Not thread-safe: the request's thread owns it. Close it in every case.
  */
@@ -63,15 +70,14 @@ public final class KeyTransaction implements AutoCloseable {
      *
      * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
      * @throws IdempotencyResultTooLargeException if the body exceeds the cap: everything rolled back
+     * @throws OnceException if another transaction held the key's row longer than
+     *         {@link IdempotencyKeys.Builder#lockWait}: everything rolled back, the key still processing
      * @throws SQLException if the database fails: rolled back, unless the commit itself failed, when
      *         whether it committed is unknown (a retry of the request then replays or runs again)
      */
     public void complete(int status, byte[] body) throws SQLException {
         open();
-        tx.commitAfter(t -> {
-            keys.complete(t.connection(), started, status, body);
-            return null;
-        });
+        keys.finishAndCommit(tx, started, IdempotencyKeys.SUCCEEDED, status, body);
     }
 
     /**
@@ -80,6 +86,7 @@ public final class KeyTransaction implements AutoCloseable {
      * with whatever the request wrote (a declined payment's audit row).
      *
      * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
+     * @throws OnceException as {@link #complete}, a saved failure waiting longer than the lock wait
      */
     public void fail(boolean retryable, int status, byte[] body) throws SQLException {
         open();
@@ -88,10 +95,7 @@ public final class KeyTransaction implements AutoCloseable {
             keys.fail(started, true, status, null);
             return;
         }
-        tx.commitAfter(t -> {
-            keys.fail(t.connection(), started, false, status, body);
-            return null;
-        });
+        keys.finishAndCommit(tx, started, IdempotencyKeys.FAILED, status, body);
     }
 
     /**

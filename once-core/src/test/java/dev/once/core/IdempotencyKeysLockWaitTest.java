@@ -7,6 +7,7 @@ import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
 import dev.once.keys.BeginResult;
 import dev.once.keys.IdempotencyKeys;
+import dev.once.keys.KeyTransaction;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
@@ -16,6 +17,8 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -142,6 +145,93 @@ class IdempotencyKeysLockWaitTest {
         assertThat(keys.begin("t", "K", "fp")).isEqualTo(new BeginResult.InProgress(first.lockedUntil()));
     }
 
+    /**
+     * The request's own transaction ({@link KeyTransaction}) finishes its key as boundedly as the auto-commit
+     * finish: a caller whose claim lapsed must not wait on the transaction holding the key's row, and none of
+     * its transaction may commit, effect included.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("databases")
+    void aKeyTransactionsFinishWaitsAtMostTheBoundAndRollsBackItsEffect(String name, Supplier<TestDatabase> database)
+            throws Exception {
+        MutableClock clock = MutableClock.startingNow();
+        IdempotencyKeys keys = keys(name, database, clock);
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE effect (idem_key VARCHAR(10) NOT NULL, token BIGINT NOT NULL)");
+        }
+        byte[] stale = "stale".getBytes(StandardCharsets.UTF_8);
+        byte[] fresh = "fresh".getBytes(StandardCharsets.UTF_8);
+
+        // The claim lapsed; a successor took the key over, finished it in its transaction and has not committed.
+        // MariaDB's update waits for the successor's row lock; PostgreSQL's reads the committed takeover and
+        // refuses at once (StaleFencingTokenException).
+        BeginResult.Started first = (BeginResult.Started) keys.begin("t", "K", "fp");
+        try (KeyTransaction late = keys.transaction(first)) {
+            effect(late.connection(), "K", first.token());
+            clock.advance(LOCK);
+            BeginResult.Started successor = (BeginResult.Started) keys.begin("t", "K", "fp");
+            try (Connection tx = db.dataSource().getConnection()) {
+                tx.setAutoCommit(false);
+                effect(tx, "K", successor.token());
+                keys.complete(tx, successor, 201, fresh);
+                assertThat(answered(() -> catching(() -> late.complete(201, stale))))
+                        .isInstanceOf(OnceException.class);
+                tx.commit();
+            }
+        }
+        assertThat(effects("K")).containsExactly(2L);
+        assertThat(keys.begin("t", "K", "fp")).isEqualTo(new BeginResult.Replay(201, fresh, false));
+
+        // A takeover under way (a begin holding the row it read, the claim still the caller's): both databases
+        // wait for it; complete and a saved failure give up at the bound, and nothing of the caller's commits.
+        for (String key : List.of("L", "M")) {
+            BeginResult.Started started = (BeginResult.Started) keys.begin("t", key, "fp");
+            try (KeyTransaction late = keys.transaction(started);
+                    Connection taking = db.dataSource().getConnection()) {
+                effect(late.connection(), key, started.token());
+                taking.setAutoCommit(false);
+                try (Statement s = taking.createStatement();
+                        ResultSet rs = s.executeQuery(
+                                "SELECT state FROM once_idempotency_key WHERE idem_key = '" + key + "' FOR UPDATE")) {
+                    assertThat(rs.next()).isTrue();
+                }
+                assertThat(answered(() -> catching(() -> {
+                            if (key.equals("L")) {
+                                late.complete(201, stale);
+                            } else {
+                                late.fail(false, 422, stale);
+                            }
+                        })))
+                        .isInstanceOf(OnceException.class)
+                        .hasMessageContaining("idempotency key '" + key + "'")
+                        .hasMessageContaining("waited longer than lockWait (PT0.2S)");
+                taking.rollback();
+                assertThatThrownBy(late::connection).isInstanceOf(IllegalStateException.class);
+            }
+            assertThat(effects(key)).as("the effect of key %s", key).isEmpty();
+            assertThat(keys.begin("t", key, "fp")).isEqualTo(new BeginResult.InProgress(started.lockedUntil()));
+        }
+    }
+
+    private static void effect(Connection c, String key, long token) throws Exception {
+        try (Statement s = c.createStatement()) {
+            s.executeUpdate("INSERT INTO effect (idem_key, token) VALUES ('" + key + "', " + token + ")");
+        }
+    }
+
+    private List<Long> effects(String key) throws Exception {
+        List<Long> tokens = new ArrayList<>();
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT token FROM effect WHERE idem_key = '" + key + "'")) {
+            while (rs.next()) {
+                tokens.add(rs.getLong(1));
+            }
+        }
+        return tokens;
+    }
+
     @Test
     void aLockWaitOutsideItsRangeIsRefusedNamingTheValue() {
         for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofNanos(999_999), Duration.ofSeconds(61)}) {
@@ -152,11 +242,16 @@ class IdempotencyKeysLockWaitTest {
         assertThat(IdempotencyKeys.builder().lockWait(Duration.ofMillis(1))).isNotNull();
     }
 
-    private static RuntimeException catching(Runnable call) {
+    /** A call that may throw. */
+    private interface Call {
+        void run() throws Exception;
+    }
+
+    private static Exception catching(Call call) {
         try {
             call.run();
             return null;
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             return e;
         }
     }
