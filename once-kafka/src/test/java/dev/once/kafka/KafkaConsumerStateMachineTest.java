@@ -26,6 +26,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -45,6 +46,8 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -53,6 +56,8 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -71,7 +76,11 @@ import org.awaitility.core.ConditionTimeoutException;
  * the group evicts it after {@code max.poll.interval.ms}, a supervisor starts a new runner at
  * once, and the dead one is let go, without committing, only when the world ends); reset every TCP
  * connection of the runners to the broker (a {@link dev.once.testkit.fault.FaultProxy} the broker
- * advertises, {@link KafkaCluster#behindProxy()}); let the runners work a while.
+ * advertises, {@link KafkaCluster#behindProxy()}); let the runners work a while; publish a record
+ * without an event id; make the dead-letter topic refuse every send ({@code max.message.bytes=1}) or
+ * accept again. Each chain draws its runners' configuration ({@link Config}): one or three poll loops,
+ * the per-event or the batch handler (the same script), and SKIP_AND_LOG or DEAD_LETTER for a record
+ * without an event id.
  *
  * <p>Observed, not scripted: each runner's engine reports every outcome to an outcome listener with
  * the record's partition and offset ({@link Delivery#source()}); the runner's ack-gap hook
@@ -80,12 +89,13 @@ import org.awaitility.core.ConditionTimeoutException;
  *
  * <p>Checked at every offset commit, before it is sent: every record below the offset has its
  * event's claim committed, or was found for the dead letters (permanent failure, or a retryable one
- * on its last attempt). After every move: no event's effect is applied twice, nor reported applied
+ * on its last attempt) and has its dead letter in the topic below the topic's end at that moment
+ * (checked once the letters are read back), as has a record without an event id under DEAD_LETTER. After every move: no event's effect is applied twice, nor reported applied
  * twice; with offsets in the database, no stored offset passes a record that is not settled so.
  * After draining (every record's last delivery acknowledged or dead-lettered, or, with offsets in
  * the database, passed by the stored offset with its event's claim committed), with every runner
- * closed: Kafka's committed offset of each partition is its end; every dead letter is one the retry
- * policy asks for (its reason, "failed permanently" or "failed 3 times", matches a delivery of that
+ * closed (the dead-letter topic accepting again, read to its end): Kafka's committed offset of each
+ * partition is its end; every dead letter is one the retry policy or the missing-id policy asks for (its reason, "failed permanently" or "failed 3 times", matches a delivery of that
  * record with that outcome on that attempt) and its count is {@code once.kafka.records.dead_lettered};
  * each event's effect is applied exactly once when one of its records was not dead-lettered, and as
  * often as it was reported applied (at most once) otherwise; every effect follows the effects of
@@ -133,6 +143,11 @@ import org.awaitility.core.ConditionTimeoutException;
  * word and waited 30 s for a delivery no live runner owed. The oracle now reads only live runners'
  * outcomes for settlement ({@code Processed.afterCrash}); the effects of a crashed runner's late
  * transactions are still counted in the exactly-once check, since they are real.
+ *
+ * <p>The configurations, the record without an id and the refusing dead-letter topic go red when a dead letter
+ * the topic refused is taken as sent ({@code BatchVerdicts} advancing past it): "a0 commits offsets {…-1=1}
+ * passes w1-e0#0 at 1/0 with no dead letter of it in …-dlt below 0" ({@link #deadLettersRefusedThenAcceptedAgain};
+ * random chains meet a refused letter whose record is not applied later by a replay only now and then).
  */
 class KafkaConsumerStateMachineTest {
 
@@ -171,19 +186,23 @@ class KafkaConsumerStateMachineTest {
     }
 
     @Property(tries = TRIES)
-    void offsetsInKafka(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
-        run(chains, false);
+    void offsetsInKafka(
+            @ForAll("chainsPerTry") List<ActionChain<World>> chains, @ForAll("configsPerTry") List<Config> configs)
+            throws Exception {
+        run(chains, configs, false);
     }
 
     @Property(tries = TRIES)
-    void offsetsInDatabase(@ForAll("chainsPerTry") List<ActionChain<World>> chains) throws Exception {
-        run(chains, true);
+    void offsetsInDatabase(
+            @ForAll("chainsPerTry") List<ActionChain<World>> chains, @ForAll("configsPerTry") List<Config> configs)
+            throws Exception {
+        run(chains, configs, true);
     }
 
     /** The smallest form of the hole the chain found first (see the class description), as a fixed sequence. */
     @Example
     void crashInTheAckGapThenNothingMoreOnThePartition() throws Exception {
-        try (World w = new World(databases.postgres(), cluster(), true)) {
+        try (World w = new World(databases.postgres(), cluster(), true, Config.PLAIN)) {
             w.armCrash("a");
             w.publish(new Publish(List.of(), 1));
             w.check();
@@ -191,8 +210,51 @@ class KafkaConsumerStateMachineTest {
         }
     }
 
-    private static void run(List<ActionChain<World>> chains, boolean offsetsInDatabase) throws Exception {
-        BrokerChain.run(chains, () -> new World(databases.postgres(), cluster(), offsetsInDatabase));
+    /**
+     * The dead-letter topic refusing while a record without an event id and one failing permanently wait for
+     * their dead letters (batch handler, three poll loops), then accepting again: as a fixed sequence, since
+     * a random chain meets it rarely.
+     */
+    @Example
+    void deadLettersRefusedThenAcceptedAgain() throws Exception {
+        try (World w = new World(
+                databases.postgres(), cluster(), false, new Config(3, true, MissingEventIdPolicy.DEAD_LETTER))) {
+            w.refuseDeadLetters(true);
+            w.publishWithoutId(0);
+            w.publish(new Publish(List.of(Behaviour.PERMANENT), 1));
+            w.publish(new Publish(List.of(), 0));
+            w.letItRun(0);
+            w.check();
+            w.refuseDeadLetters(false);
+            w.drainAndCheck();
+        }
+    }
+
+    private static void run(List<ActionChain<World>> chains, List<Config> configs, boolean offsetsInDatabase)
+            throws Exception {
+        Iterator<Config> each = configs.iterator();
+        BrokerChain.run(chains, () -> new World(databases.postgres(), cluster(), offsetsInDatabase, each.next()));
+    }
+
+    /**
+     * How a chain's runners are built: poll loops per runner (one, or three for the two partitions: a
+     * crashed runner's every loop hangs at its next commit), the per-event or the batch handler (the same
+     * script), and what becomes of a record without an event id.
+     */
+    record Config(int threads, boolean batchHandler, MissingEventIdPolicy missingEventId) {
+        static final Config PLAIN = new Config(1, false, MissingEventIdPolicy.SKIP_AND_LOG);
+    }
+
+    /** A configuration per chain of a try. */
+    @Provide
+    Arbitrary<List<Config>> configsPerTry() {
+        return Combinators.combine(
+                        Arbitraries.of(1, 3),
+                        Arbitraries.of(false, true),
+                        Arbitraries.of(MissingEventIdPolicy.SKIP_AND_LOG, MissingEventIdPolicy.DEAD_LETTER))
+                .as(Config::new)
+                .list()
+                .ofSize(CHAINS);
     }
 
     /** A new event: the handler's script for it, and its partition. */
@@ -224,11 +286,42 @@ class KafkaConsumerStateMachineTest {
                 .withAction(
                         1, BrokerChain.move(w -> true, Arbitraries.just(0), "broker connections reset", World::reset))
                 .withAction(1, BrokerChain.move(w -> true, Arbitraries.just(0), "let it run", World::letItRun))
+                .withAction(
+                        1,
+                        BrokerChain.move(
+                                w -> true,
+                                Arbitraries.integers().between(0, 1),
+                                "publish without an event id to",
+                                World::publishWithoutId))
+                .withAction(
+                        1,
+                        BrokerChain.move(
+                                w -> !w.deadLettersRefused,
+                                Arbitraries.just(0),
+                                "dead-letter topic refuses every send",
+                                (w, i) -> w.refuseDeadLetters(true)))
+                .withAction(
+                        1,
+                        BrokerChain.move(
+                                w -> w.deadLettersRefused,
+                                Arbitraries.just(0),
+                                "dead-letter topic accepts again",
+                                (w, i) -> w.refuseDeadLetters(false)))
                 .withMaxTransformations(12);
     }
 
-    /** One published record. */
-    record Rec(String copy, String eventId, int partition, long offset) {}
+    /** One published record; {@code eventId} null for one published without it. */
+    record Rec(String copy, String eventId, int partition, long offset) {
+        String at() {
+            return partition + "/" + offset;
+        }
+    }
+
+    /**
+     * A record below an offset commit that may be passed only with its dead letter written before the commit:
+     * below {@code deadLettersEnd}, the topic's end at the commit (-1: any letter read after it was noted).
+     */
+    record LetterDue(String commit, Rec rec, long deadLettersEnd) {}
 
     /** One delivery the engine processed, as its runner's outcome listener saw it. */
     record Processed(
@@ -279,19 +372,21 @@ class KafkaConsumerStateMachineTest {
             props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "2000");
             props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
             props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, Integer.toString(MAX_POLL_INTERVAL_MS));
-            this.runner = KafkaConsumerRunner.builder()
+            KafkaConsumerRunnerBuilder b = KafkaConsumerRunner.builder()
                     .kafkaProperties(props)
                     .topics(w.topic)
                     .dataSource(w.db.dataSource())
                     .consumer(CONSUMER)
-                    .handler(w.handler)
+                    .threads(w.config.threads())
+                    .missingEventId(w.config.missingEventId())
                     .idempotentConsumer(
                             s -> s.lockTimeout(LOCK_TIMEOUT).outcomeListener((d, o) -> w.processed(this, d, o)))
                     .deadLetterTopic(w.dlt)
                     .retryPolicy(RETRIES)
                     .offsetsInDatabase(w.offsetsInDatabase)
                     .meterRegistry(w.registry)
-                    .afterDatabaseCommit(offsets -> w.committing(this, offsets))
+                    .afterDatabaseCommit(offsets -> w.committing(this, offsets));
+            this.runner = (w.config.batchHandler() ? b.batchHandler(w.handler) : b.handler(w.handler))
                     .build()
                     .start();
         }
@@ -316,6 +411,7 @@ class KafkaConsumerStateMachineTest {
 
     static final class World extends BrokerWorld<Process, Processed> {
         final boolean offsetsInDatabase;
+        final Config config;
         final KafkaCluster cluster;
         final String bootstrap;
         final String topic;
@@ -323,14 +419,22 @@ class KafkaConsumerStateMachineTest {
         final String group;
         final KafkaProducer<byte[], byte[]> producer;
         final KafkaConsumer<byte[], byte[]> deadLetterReader;
+        /** The dead-letter topic's end, asked at each offset commit (on the runners' poll threads). */
+        private final KafkaConsumer<byte[], byte[]> deadLetterEnds;
+
         final List<Rec> published = new CopyOnWriteArrayList<>();
-        /** Dead letters read back: the record's partition and offset, the reason, the copy. */
+        /** Dead letters read back: the record's partition and offset, the reason, the copy, the letter's offset. */
         final List<String[]> deadLetters = new ArrayList<>();
+        /** Records passed by an offset commit on the strength of a dead letter: checked once the letters are read. */
+        final List<LetterDue> lettersDue = new CopyOnWriteArrayList<>();
+        /** Whether the dead-letter topic refuses every send now ({@code max.message.bytes=1}). */
+        boolean deadLettersRefused;
         /** Crashed runners, hung in the ack gap until the world ends. */
         final List<Process> hung = new ArrayList<>();
 
-        World(TestDatabase db, KafkaCluster cluster, boolean offsetsInDatabase) throws Exception {
+        World(TestDatabase db, KafkaCluster cluster, boolean offsetsInDatabase, Config config) throws Exception {
             super(db, n -> CONSUMER, SLOW_MILLIS);
+            this.config = config;
             this.cluster = cluster;
             this.offsetsInDatabase = offsetsInDatabase;
             this.bootstrap = "127.0.0.1:" + cluster.proxy().port();
@@ -350,6 +454,11 @@ class KafkaConsumerStateMachineTest {
                     new ByteArrayDeserializer());
             deadLetterReader.assign(List.of(new TopicPartition(dlt, 0)));
             deadLetterReader.seekToBeginning(List.of(new TopicPartition(dlt, 0)));
+            deadLetterEnds = new KafkaConsumer<>(
+                    Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap),
+                    new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer());
+            moves.add("(" + config + ")");
             startA();
         }
 
@@ -367,23 +476,48 @@ class KafkaConsumerStateMachineTest {
         void publishAgain(Again again) {
             String id = publishedEvent(again.pick());
             int partition = published.stream()
-                    .filter(r -> r.eventId().equals(id))
+                    .filter(r -> id.equals(r.eventId()))
                     .findFirst()
                     .orElseThrow()
                     .partition();
             send(id, again.otherPartition() ? 1 - partition : partition);
         }
 
+        /** A record without an event id: skipped or dead-lettered, as the configuration says. */
+        void publishWithoutId(int partition) {
+            send(null, partition);
+        }
+
+        /** The dead-letter topic refuses every send (no record fits {@code max.message.bytes=1}), or accepts again. */
+        void refuseDeadLetters(boolean refuse) {
+            ConfigResource t = new ConfigResource(ConfigResource.Type.TOPIC, dlt);
+            AlterConfigOp op = refuse
+                    ? new AlterConfigOp(
+                            new ConfigEntry(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "1"), AlterConfigOp.OpType.SET)
+                    : new AlterConfigOp(
+                            new ConfigEntry(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, ""), AlterConfigOp.OpType.DELETE);
+            try (Admin admin = cluster.admin()) {
+                admin.incrementalAlterConfigs(Map.of(t, List.of(op))).all().get(60, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new IllegalStateException("altering " + dlt, e);
+            }
+            deadLettersRefused = refuse;
+        }
+
         private void send(String eventId, int partition) {
-            String copy = nextCopy(eventId);
+            String copy = eventId == null ? "no-id#" + published.size() : nextCopy(eventId);
             ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(
-                    topic, partition, null, ("payload of " + eventId).getBytes(StandardCharsets.UTF_8));
-            r.headers().add(OutboxMessage.EVENT_ID_HEADER, eventId.getBytes(StandardCharsets.UTF_8));
+                    topic, partition, null, ("payload of " + copy).getBytes(StandardCharsets.UTF_8));
+            if (eventId != null) {
+                r.headers().add(OutboxMessage.EVENT_ID_HEADER, eventId.getBytes(StandardCharsets.UTF_8));
+            }
             r.headers().add(ScriptedHandler.COPY_HEADER, copy.getBytes(StandardCharsets.UTF_8));
             try {
                 long offset = producer.send(r).get(60, TimeUnit.SECONDS).offset();
                 published.add(new Rec(copy, eventId, partition, offset));
-                copies.put(copy, eventId);
+                if (eventId != null) {
+                    copies.put(copy, eventId);
+                }
                 moves.add("(" + copy + " at " + partition + "/" + offset + ")");
             } catch (Exception e) {
                 throw new IllegalStateException("publishing " + copy, e);
@@ -441,7 +575,8 @@ class KafkaConsumerStateMachineTest {
          * must not pass a record that is not settled. An armed crash strikes here.
          */
         void committing(Process p, Map<TopicPartition, OffsetAndMetadata> offsets) {
-            if (!offsets.isEmpty() && p.crashesNow()) {
+            // A crashed runner's every poll loop hangs at its next commit: the whole process is dead.
+            if (!offsets.isEmpty() && (p.crashesNow() || p.crashed())) {
                 try {
                     p.letGo.await(); // hung: the offsets are never sent; the group evicts it
                 } catch (InterruptedException e) {
@@ -451,31 +586,79 @@ class KafkaConsumerStateMachineTest {
             }
             Map<Integer, Long> next = new HashMap<>();
             offsets.forEach((tp, om) -> next.put(tp.partition(), om.offset()));
-            String past = unsettledBelow(next);
+            String past = unsettledBelow(next, p.name + " commits offsets " + offsets, true);
             if (past != null) {
                 violations.add(p.name + " commits offsets " + offsets + " past " + past);
             }
         }
 
-        /** The first record below its partition's offset whose claim is not committed nor dead-lettered, or null. */
-        private String unsettledBelow(Map<Integer, Long> offsets) {
+        /**
+         * The first record below its partition's offset whose claim is not committed and that was not found
+         * for the dead letters, or null. A record passed on the strength of its dead letter (found for the dead
+         * letters with its claim not committed, or without an event id under DEAD_LETTER) is noted in
+         * {@link #lettersDue}: its dead letter must be in the topic below the topic's end as of now, checked
+         * when the letters are read back ({@link #checkLettersDue}).
+         */
+        private String unsettledBelow(Map<Integer, Long> offsets, String commit, boolean askEnd) {
             List<Rec> below = new ArrayList<>();
+            List<Rec> due = new ArrayList<>();
             for (Rec r : published) {
                 Long o = offsets.get(r.partition());
-                if (o != null && r.offset() < o && !foundForDeadLetters(r)) {
+                if (o == null || r.offset() >= o) {
+                    continue;
+                }
+                if (r.eventId() != null) {
                     below.add(r);
+                } else if (config.missingEventId() == MissingEventIdPolicy.DEAD_LETTER) {
+                    due.add(r);
                 }
             }
-            if (below.isEmpty()) {
-                return null;
-            }
-            Set<String> claimed = claimed(below.stream().map(Rec::eventId).toList());
-            for (Rec r : below) {
-                if (!claimed.contains(r.eventId())) {
-                    return r + ", whose event's claim is not committed";
+            if (!below.isEmpty()) {
+                Set<String> claimed = claimed(below.stream().map(Rec::eventId).toList());
+                for (Rec r : below) {
+                    if (!claimed.contains(r.eventId())) {
+                        if (!foundForDeadLetters(r)) {
+                            return r + ", whose event's claim is not committed";
+                        }
+                        due.add(r);
+                    }
                 }
+            }
+            if (!due.isEmpty()) {
+                long end = askEnd ? deadLettersEnd() : -1;
+                due.forEach(r -> lettersDue.add(new LetterDue(commit, r, end)));
             }
             return null;
+        }
+
+        /** The dead-letter topic's end offset now. */
+        private synchronized long deadLettersEnd() {
+            TopicPartition tp = new TopicPartition(dlt, 0);
+            return deadLetterEnds
+                    .endOffsets(List.of(tp), Duration.ofSeconds(30))
+                    .get(tp);
+        }
+
+        /**
+         * Every record an offset commit passed on the strength of its dead letter has it in the topic, written
+         * before the commit; those noted after the letters read so far are checked later.
+         */
+        private void checkLettersDue() {
+            long read = deadLetterReader.position(new TopicPartition(dlt, 0));
+            for (LetterDue due : lettersDue) {
+                if (due.deadLettersEnd() > read) {
+                    continue;
+                }
+                boolean written = deadLetters.stream()
+                        .anyMatch(d -> d[0].equals(due.rec().at())
+                                && (due.deadLettersEnd() < 0 || Long.parseLong(d[3]) < due.deadLettersEnd()));
+                assertThat(written)
+                        .as(
+                                "%s passes %s with no dead letter of it in %s below %s; dead letters %s, after %s",
+                                due.commit(), due.rec(), dlt, due.deadLettersEnd(), deadRecords(), moves)
+                        .isTrue();
+                lettersDue.remove(due);
+            }
         }
 
         private boolean foundForDeadLetters(Rec r) {
@@ -518,13 +701,25 @@ class KafkaConsumerStateMachineTest {
             return committed;
         }
 
+        /** Reads the dead-letter topic to its end as of now (a partial read once raised a false alarm). */
         private void readDeadLetters() {
-            for (ConsumerRecord<byte[], byte[]> r : deadLetterReader.poll(Duration.ofMillis(50))) {
-                deadLetters.add(new String[] {
-                    header(r, "once-dlt-partition") + "/" + header(r, "once-dlt-offset"),
-                    header(r, "once-dlt-reason"),
-                    header(r, ScriptedHandler.COPY_HEADER)
-                });
+            TopicPartition tp = new TopicPartition(dlt, 0);
+            long end = deadLetterReader
+                    .endOffsets(List.of(tp), Duration.ofSeconds(30))
+                    .get(tp);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (deadLetterReader.position(tp) < end) {
+                assertThat(System.nanoTime() - deadline)
+                        .as("reading %s to its end %d", dlt, end)
+                        .isNegative();
+                for (ConsumerRecord<byte[], byte[]> r : deadLetterReader.poll(Duration.ofMillis(50))) {
+                    deadLetters.add(new String[] {
+                        header(r, "once-dlt-partition") + "/" + header(r, "once-dlt-offset"),
+                        header(r, "once-dlt-reason"),
+                        header(r, ScriptedHandler.COPY_HEADER),
+                        Long.toString(r.offset())
+                    });
+                }
             }
         }
 
@@ -541,9 +736,12 @@ class KafkaConsumerStateMachineTest {
             // Offsets first, then claims and effects: those only grow, so this order reports no false pass.
             Map<Integer, Long> stored = offsetsInDatabase ? databaseOffsets() : Map.of();
             super.check();
-            assertThat(unsettledBelow(stored))
+            assertThat(unsettledBelow(stored, "the offsets kept in the database " + stored, false))
                     .as("offsets kept in the database %s, after %s", stored, moves)
                     .isNull();
+            // Then the letters: they only grow, so none counts as written before a commit too early.
+            readDeadLetters();
+            checkLettersDue();
         }
 
         /**
@@ -559,7 +757,9 @@ class KafkaConsumerStateMachineTest {
         private Predicate<Rec> settled() {
             Set<String> dead = deadRecords();
             Set<Rec> passed = offsetsInDatabase ? claimedBelowStoredOffsets() : Set.of();
-            return r -> dead.contains(r.partition() + "/" + r.offset()) || lastAcknowledged(r) || passed.contains(r);
+            boolean skipped = config.missingEventId() == MissingEventIdPolicy.SKIP_AND_LOG;
+            return r -> dead.contains(r.at())
+                    || (r.eventId() == null ? skipped : lastAcknowledged(r) || passed.contains(r));
         }
 
         /**
@@ -583,7 +783,7 @@ class KafkaConsumerStateMachineTest {
             // The offsets first, then the claims: those only grow, so no record counts as passed too early.
             Map<Integer, Long> stored = databaseOffsets();
             List<Rec> below = published.stream()
-                    .filter(r -> r.offset() < stored.getOrDefault(r.partition(), 0L))
+                    .filter(r -> r.eventId() != null && r.offset() < stored.getOrDefault(r.partition(), 0L))
                     .toList();
             if (below.isEmpty()) {
                 return Set.of();
@@ -609,6 +809,10 @@ class KafkaConsumerStateMachineTest {
         @Override
         public void drainAndCheck() throws Exception {
             moves.add("drain");
+            if (deadLettersRefused) {
+                refuseDeadLetters(false);
+                moves.add("(dead-letter topic accepts again)");
+            }
             Map<Integer, Long> ends = new TreeMap<>();
             for (Rec r : published) {
                 ends.merge(r.partition(), r.offset() + 1, Math::max);
@@ -664,6 +868,15 @@ class KafkaConsumerStateMachineTest {
                 String[] at = d[0].split("/");
                 int partition = Integer.parseInt(at[0]);
                 long offset = Long.parseLong(at[1]);
+                if (d[1].startsWith("missing event id")) {
+                    assertThat(published)
+                            .as(
+                                    "dead letter of %s (%s) is of a record without an event id, under DEAD_LETTER; %s",
+                                    d[0], d[1], what)
+                            .anyMatch(r -> r.at().equals(d[0]) && r.eventId() == null)
+                            .matches(x -> config.missingEventId() == MissingEventIdPolicy.DEAD_LETTER);
+                    continue;
+                }
                 boolean permanent = d[1].startsWith("failed permanently");
                 boolean spent = d[1].startsWith("failed " + MAX_ATTEMPTS + " times (maxAttempts " + MAX_ATTEMPTS + ")");
                 assertThat(permanent || spent)
@@ -694,7 +907,7 @@ class KafkaConsumerStateMachineTest {
             Map<String, Long> effects = handler.effects(db.dataSource());
             for (String id : events) {
                 boolean allDead = published.stream()
-                        .filter(r -> r.eventId().equals(id))
+                        .filter(r -> id.equals(r.eventId()))
                         .allMatch(r -> dead.contains(r.partition() + "/" + r.offset()));
                 long applied = applied(id);
                 assertThat(effects.getOrDefault(id, 0L))
@@ -712,7 +925,8 @@ class KafkaConsumerStateMachineTest {
                 int partition = Integer.parseInt(r.source().substring(r.source().lastIndexOf('/') + 1, at));
                 long offset = Long.parseLong(r.source().substring(at + 1));
                 for (Rec before : published) {
-                    if (before.partition() == partition
+                    if (before.eventId() != null
+                            && before.partition() == partition
                             && before.offset() < offset
                             && !dead.contains(before.partition() + "/" + before.offset())) {
                         assertThat(firstSeq.get(before.eventId()))
@@ -760,6 +974,7 @@ class KafkaConsumerStateMachineTest {
             } finally {
                 producer.close(Duration.ofSeconds(10));
                 deadLetterReader.close(Duration.ofSeconds(10));
+                deadLetterEnds.close(Duration.ofSeconds(10));
             }
         }
     }

@@ -1,5 +1,7 @@
 package dev.once.testkit.broker;
 
+import dev.once.BatchHandler;
+import dev.once.BatchTx;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.PermanentFailureException;
@@ -23,10 +25,11 @@ import javax.sql.DataSource;
  * is scripted ({@link Behaviour}), after the script it writes the effect. The effect is a row of
  * its own table per application, with the copy that caused it (header {@value #COPY_HEADER}, set by
  * the test's publisher), the delivery's source and attempt; no unique constraint on the event id, on
- * purpose, so an effect applied twice shows up as a second row. A table per handler: a chain that
+ * purpose, so an effect applied twice shows up as a second row. As a {@link BatchHandler} it runs each
+ * claimed delivery's script in turn, in the batch's transaction: one throwing fails the whole batch. A table per handler: a chain that
  * jqwik's bounded shrinking left running in the background must not drop or fill the next one's.
  */
-public final class ScriptedHandler implements Handler {
+public final class ScriptedHandler implements Handler, BatchHandler {
 
     /** Header naming the published copy of an event ({@code <event id>#<n>}). */
     public static final String COPY_HEADER = "test-copy";
@@ -94,6 +97,17 @@ public final class ScriptedHandler implements Handler {
 
     @Override
     public void handle(Delivery d, Tx tx) throws Exception {
+        handle(d, tx.connection());
+    }
+
+    @Override
+    public void handle(List<Delivery> claimed, BatchTx tx) throws Exception {
+        for (Delivery d : claimed) {
+            handle(d, tx.connection());
+        }
+    }
+
+    private void handle(Delivery d, Connection c) throws Exception {
         Queue<Behaviour> script = scripts.get(d.eventId());
         Behaviour b = script == null ? null : script.poll();
         String copy = d.headers().get(COPY_HEADER);
@@ -102,7 +116,7 @@ public final class ScriptedHandler implements Handler {
             case PERMANENT -> throw new PermanentFailureException("scripted permanent failure of " + copy);
             case SWALLOW -> {
                 try {
-                    effect(tx.connection(), d, copy, -1); // violates the CHECK
+                    effect(c, d, copy, -1); // violates the CHECK
                 } catch (SQLException swallowed) {
                     // the handler's bug under test: the transaction is aborted, the handler returns
                 }
@@ -114,9 +128,9 @@ public final class ScriptedHandler implements Handler {
                     Thread.currentThread().interrupt();
                     throw new RetryableException("interrupted", e);
                 }
-                effect(tx.connection(), d, copy, d.attempt());
+                effect(c, d, copy, d.attempt());
             }
-            default -> effect(tx.connection(), d, copy, d.attempt());
+            default -> effect(c, d, copy, d.attempt());
         }
     }
 
