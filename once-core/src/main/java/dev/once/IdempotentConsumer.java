@@ -85,8 +85,10 @@ public interface IdempotentConsumer {
      * messages of one FIFO message group): the longest prefix that goes through is applied, in
      * transactions that take the batch whole or split it as {@code processBatch} does, and nothing
      * after the first delivery that is not {@linkplain Outcome#shouldAcknowledge() acknowledged}
-     * runs: those after it come back {@link Outcome.Status#FAILED_RETRYABLE} ("held back"), so
-     * no effect ever precedes that of an earlier delivery. This default runs one delivery per
+     * runs: those after it come back {@link Outcome.Status#FAILED_RETRYABLE} ("held back"), later
+     * copies of an event included (they do not take their first's outcome), so no effect ever precedes
+     * that of an earlier delivery and the caller, settling that delivery alone and running the rest
+     * again, counts each of the rest once. This default runs one delivery per
      * transaction; the engine's own consumer runs the batch in one.
      *
      * @return one outcome per delivery, in the order given

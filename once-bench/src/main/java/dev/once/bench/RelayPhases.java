@@ -7,6 +7,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.Statement;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -100,11 +101,20 @@ final class RelayPhases {
             if (m.equals("commit")) {
                 current.get()[3] += nanos;
             } else if (m.equals("prepareStatement")) {
-                // The relay's two statements of a batch: the lock query, and the mark.
-                int into = ((String) a[0]).strip().startsWith("SELECT") ? 1 : 2;
+                // The relay's two prepared statements of a batch: the lock query (FOR UPDATE; it
+                // and the mark may both open with WITH), and the mark.
+                int into = ((String) a[0]).contains("FOR UPDATE") ? 1 : 2;
                 return proxy(PreparedStatement.class, (PreparedStatement) r, (sm, sa, sr, sn) -> {
                     if (sm.startsWith("execute")) {
                         current.get()[into] += sn;
+                    }
+                    return sr;
+                });
+            } else if (m.equals("createStatement")) {
+                // The batch's first statement (Dialect.outboxBatchBegin), part of taking the batch.
+                return proxy(Statement.class, (Statement) r, (sm, sa, sr, sn) -> {
+                    if (sm.startsWith("execute")) {
+                        current.get()[1] += sn;
                     }
                     return sr;
                 });

@@ -139,7 +139,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 DeliveryMdc.clear();
             }
         }
-        return ownedRun(deliveries, prints, () -> owned.batch(firsts, prints));
+        return ownedRun(deliveries, prints, false, () -> owned.batch(firsts, prints));
     }
 
     @Override
@@ -151,12 +151,12 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
         List<Delivery> firsts = firsts(deliveries);
         BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
-        return ownedRun(deliveries, prints, () -> owned.inOrder(firsts, prints));
+        return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints));
     }
 
     /** An owned batch or in-order run ({@code run}: the first occurrences' outcomes by id), settled and reported. */
     private List<Outcome> ownedRun(
-            List<Delivery> deliveries, BatchFingerprints prints, Supplier<Map<String, Outcome>> run) {
+            List<Delivery> deliveries, BatchFingerprints prints, boolean inOrder, Supplier<Map<String, Outcome>> run) {
         MDC.put(DeliveryMdc.MDC_CONSUMER, consumer);
         Map<String, Outcome> byId;
         try {
@@ -164,7 +164,9 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         } finally {
             DeliveryMdc.clear();
         }
-        return settlement.settleAndReport(deliveries, byId, prints);
+        return inOrder
+                ? settlement.settleAndReportInOrder(deliveries, byId, prints)
+                : settlement.settleAndReport(deliveries, byId, prints);
     }
 
     /** Counts each delivery as received; first occurrence wins, later copies in the same batch mirror its outcome. */

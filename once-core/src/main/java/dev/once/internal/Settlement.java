@@ -37,7 +37,22 @@ final class Settlement {
 
     /** Every delivery's outcome (copies take their first's), each reported to meters and listener. */
     List<Outcome> settleAndReport(List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
-        List<Outcome> outcomes = settle(deliveries, byId, prints);
+        return report(deliveries, settle(deliveries, byId, prints));
+    }
+
+    /**
+     * As {@link #settleAndReport}, for an ordered run: every delivery after the first whose event was
+     * not acknowledged is held back behind it, later copies included (a copy of that very event, of an
+     * applied one), rather than taking their first's outcome. The caller settles that first delivery
+     * alone and runs the rest again: a copy reported {@link Status#FAILED_PERMANENT} counted (and told
+     * the listener of) a dead-lettering that does not happen to it, a duplicate was counted twice.
+     */
+    List<Outcome> settleAndReportInOrder(
+            List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
+        return report(deliveries, settle(deliveries, byId, prints, true));
+    }
+
+    private List<Outcome> report(List<Delivery> deliveries, List<Outcome> outcomes) {
         for (int i = 0; i < deliveries.size(); i++) {
             report(deliveries.get(i), outcomes.get(i));
         }
@@ -52,13 +67,27 @@ final class Settlement {
      * once, so it runs once per batch, after any bisection.
      */
     List<Outcome> settle(List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
+        return settle(deliveries, byId, prints, false);
+    }
+
+    /** {@code inOrder}: past the first outcome not acknowledged, every delivery is held back behind it. */
+    private List<Outcome> settle(
+            List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints, boolean inOrder) {
         List<Outcome> outcomes = new ArrayList<>(deliveries.size());
         Set<String> seen = new HashSet<>(deliveries.size() * 4 / 3 + 1);
+        Outcome stop = null; // in order: the outcome of the first event not acknowledged
         for (int i = 0; i < deliveries.size(); i++) {
             Delivery d = deliveries.get(i);
             Outcome first = byId.get(d.eventId());
             boolean copy = !seen.add(d.eventId());
             Status status = first.status();
+            if (stop != null) {
+                outcomes.add(FailedOutcomes.heldBack(d, stop));
+                continue;
+            }
+            if (inOrder && !first.shouldAcknowledge()) {
+                stop = first;
+            }
             if (status == Status.APPLIED && !copy || status != Status.APPLIED && status != Status.DUPLICATE) {
                 outcomes.add(first);
             } else if (prints == null) {

@@ -172,7 +172,12 @@ class OutboxRelayBatchTest {
             if (broken.contains(body) && body.equals("m3")) {
                 return CompletableFuture.failedFuture(new IllegalStateException("client bug on " + body));
             }
-            return CompletableFuture.supplyAsync(() -> new Receipt(200, "ok " + body), pool);
+            // Answered before publishAll returns, when the send timeout starts: on a loaded machine the
+            // pool's thread could otherwise start after 500 ms and the row count as unanswered too.
+            CompletableFuture<Receipt> answered =
+                    CompletableFuture.supplyAsync(() -> new Receipt(200, "ok " + body), pool);
+            answered.join();
+            return answered;
         });
         OutboxRelay relay = relay(publisher, Duration.ofMillis(500));
 

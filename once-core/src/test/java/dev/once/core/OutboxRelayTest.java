@@ -20,6 +20,7 @@ import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetSocketAddress;
@@ -250,6 +251,58 @@ class OutboxRelayTest {
         assertThat(sent).as("a1 before a2, as written").containsExactly("b1", "n1", "b2", "a1", "a2");
         assertThat(admin.dead(0, 10)).isEmpty();
         assertThat(admin.replay(List.of(a1))).as("a sent row does not replay").isZero();
+    }
+
+    /**
+     * A key's backlog five rows long ahead of three other keys, batches of three: the first batch
+     * holds that key's head and the two keys after its backlog, not the head alone. A lock query
+     * that locked a batch's worth of rows and then dropped the non-heads would send one row per
+     * batch, the hot key's, while the keys behind it waited for its whole backlog.
+     */
+    @Test
+    void aKeysBacklogLongerThanABatchDoesNotHideTheKeysBehindIt() throws Exception {
+        backlogDoesNotHideTheKeysBehindIt(db);
+    }
+
+    /** The same on MariaDB, whose lock query locks as it scans and filters each row before the limit. */
+    @Test
+    void aKeysBacklogLongerThanABatchDoesNotHideTheKeysBehindItOnMariaDb() throws Exception {
+        try (TestDatabase maria = TestMariaDb.shared().freshDatabase(4)) {
+            backlogDoesNotHideTheKeysBehindIt(maria);
+        }
+    }
+
+    private void backlogDoesNotHideTheKeysBehindIt(TestDatabase d) throws Exception {
+        for (int i = 1; i <= 5; i++) {
+            OutboxRows.add(d.dataSource(), clock, "e-hot" + i, "hot", "hot" + i);
+        }
+        for (String k : List.of("b", "c", "d")) {
+            OutboxRows.add(d.dataSource(), clock, "e-" + k, k, k);
+        }
+        List<String> sent = Collections.synchronizedList(new ArrayList<>());
+        OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(d.dataSource())
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .batchSize(3)
+                .publisher(m -> {
+                    sent.add(new String(m.payload(), StandardCharsets.UTF_8));
+                    return Receipt.NONE;
+                })
+                .build();
+        assertThat(relay.relayOnce())
+                .as("hot's head and the first two keys behind its backlog")
+                .isEqualTo(3);
+        assertThat(sent).containsExactlyInAnyOrder("hot1", "b", "c");
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        assertThat(sent.subList(3, 5)).containsExactlyInAnyOrder("hot2", "d");
+        for (int i = 3; i <= 5; i++) {
+            assertThat(relay.relayOnce()).as("then hot alone, a row a batch").isEqualTo(1);
+        }
+        assertThat(relay.relayOnce()).isZero();
+        assertThat(sent.stream().filter(b -> b.startsWith("hot")))
+                .as("in the order written")
+                .containsExactly("hot1", "hot2", "hot3", "hot4", "hot5");
     }
 
     @Test

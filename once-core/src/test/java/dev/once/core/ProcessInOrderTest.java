@@ -8,8 +8,10 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -78,5 +80,54 @@ class ProcessInOrderTest {
         List<Outcome> again = consumer.processInOrder(payments(10, -1).subList(7, 10));
         assertThat(again).allMatch(o -> o.status() == Status.APPLIED);
         assertThat(counting.transactions()).isEqualTo(1);
+    }
+
+    @Test
+    void laterCopiesAfterTheFailedDeliveryAreHeldBackNotCountedFailedPermanentOrDuplicate() throws Exception {
+        // The adapter dead-letters the first failed delivery alone and runs the rest again: a later copy
+        // reported FAILED_PERMANENT was counted (and told to the listener) as a dead-lettering that never
+        // happened to it; a later copy of an applied event was counted a duplicate twice.
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        List<Outcome> heard = new CopyOnWriteArrayList<>();
+        IdempotentConsumer ordered = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("ordered-copies")
+                .handler(Ledger.CREDIT)
+                .meterRegistry(meters)
+                .outcomeListener((d, o) -> heard.add(o))
+                .build();
+        List<Delivery> run = List.of(
+                Ledger.payment("evt-0", 1),
+                Delivery.of("evt-1", "poison"),
+                Ledger.payment("evt-2", 1),
+                Delivery.of("evt-1", "poison"),
+                Ledger.payment("evt-0", 1));
+
+        List<Outcome> outcomes = ordered.processInOrder(run);
+
+        assertThat(outcomes)
+                .extracting(Outcome::status)
+                .as("%s", outcomes)
+                .containsExactly(
+                        Status.APPLIED,
+                        Status.FAILED_PERMANENT,
+                        Status.FAILED_RETRYABLE,
+                        Status.FAILED_RETRYABLE,
+                        Status.FAILED_RETRYABLE);
+        assertThat(outcomes.subList(2, 5))
+                .allSatisfy(o -> assertThat(o.failure()).hasMessageContaining("held back: 'evt-1'"));
+        assertThat(heard)
+                .extracting(Outcome::status)
+                .containsExactlyElementsOf(
+                        outcomes.stream().map(Outcome::status).toList());
+        assertThat(meters.get("once.deliveries")
+                        .tag("outcome", "failed_permanent")
+                        .counter()
+                        .count())
+                .as("one delivery failed permanently")
+                .isEqualTo(1.0);
+        assertThat(meters.get("once.duplicates").counter().count())
+                .as("the copy of evt-0 runs again: counted then")
+                .isZero();
     }
 }

@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.BatchResultErrorEntry;
 import software.amazon.awssdk.services.sqs.model.ChangeMessageVisibilityBatchRequestEntry;
 import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchRequestEntry;
 import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchResponse;
@@ -50,9 +51,12 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * <p>FIFO queues ({@code .fifo}): the messages of one message group in a receive are processed in
  * order as one batch ({@link IdempotentConsumer#processInOrder}: one transaction when all go
  * through, nothing applied after the first that does not); the first that is not deleted (a retryable
- * failure, or a permanent one whose dead-letter send failed or that has no dead-letter queue)
- * stops its group, and the later ones of that group are released for redelivery behind it. A
- * FIFO dead-letter queue gets the message's group and its message id as deduplication id.
+ * failure, or a permanent one whose dead-letter send failed, that has no dead-letter queue, or whose
+ * delete after the dead-letter send failed) stops its group, and the later ones of that group are
+ * released for redelivery behind it: a dead-lettered message that stays in the queue comes back after
+ * the visibility timeout and its handler runs again, so nothing of its group may be applied before
+ * that. A FIFO dead-letter queue gets the message's group and its message id as deduplication id
+ * (a second send of the message within SQS's five-minute window is dropped as a duplicate).
  *
  * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is left
  * for redelivery and the receive loop backs off; an unexpected failure stops the consumer, and
@@ -205,11 +209,14 @@ public final class SqsConsumer implements AutoCloseable {
 
     /**
      * Deletes the acknowledged messages and those moved to the dead-letter queue; throws when a
-     * permanently failed one stays in the queue (no dead-letter queue, or its send failed), so in
-     * group order its successors wait behind it.
+     * permanently failed one stays in the queue (no dead-letter queue, its send failed, or its
+     * delete did), so in group order its successors wait behind it: it comes back and its handler
+     * runs again. An acknowledged message whose delete fails does not throw: its effect is applied,
+     * the redelivery is absorbed as a duplicate.
      */
     private void settle(List<Processed<Message>> processed) {
         List<Message> delete = new ArrayList<>();
+        List<Message> deadLettered = new ArrayList<>();
         List<String> kept = new ArrayList<>();
         for (Processed<Message> p : processed) {
             Message m = p.message();
@@ -219,6 +226,7 @@ public final class SqsConsumer implements AutoCloseable {
                 case DEAD_LETTER -> {
                     if (deadLetterQueueUrl != null && deadLetter(m, o)) {
                         delete.add(m); // counted dead-lettered only now that the send succeeded
+                        deadLettered.add(m);
                     } else {
                         kept.add(m.messageId());
                         if (deadLetterQueueUrl == null) {
@@ -236,10 +244,18 @@ public final class SqsConsumer implements AutoCloseable {
                 }
             }
         }
-        delete(delete);
+        List<Message> notDeleted = delete(delete);
         if (!kept.isEmpty()) {
             throw new IllegalStateException("permanently failed messages " + kept + " stay in " + queueUrl
                     + (deadLetterQueueUrl == null ? " (no dead-letter queue)" : " (the dead-letter send failed)"));
+        }
+        List<String> undeleted = deadLettered.stream()
+                .filter(notDeleted::contains)
+                .map(Message::messageId)
+                .toList();
+        if (!undeleted.isEmpty()) {
+            throw new IllegalStateException("messages " + undeleted + " were sent to " + deadLetterQueueUrl
+                    + " but their delete from " + queueUrl + " failed: they come back after the visibility timeout");
         }
     }
 
@@ -274,39 +290,44 @@ public final class SqsConsumer implements AutoCloseable {
         }
     }
 
-    private void delete(List<Message> messages) {
-        if (messages.isEmpty()) {
-            return;
-        }
-        List<DeleteMessageBatchRequestEntry> entries = new ArrayList<>();
-        for (int i = 0; i < messages.size(); i++) {
-            entries.add(DeleteMessageBatchRequestEntry.builder()
-                    .id(Integer.toString(i))
-                    .receiptHandle(messages.get(i).receiptHandle())
-                    .build());
-        }
-        try {
-            for (int from = 0; from < entries.size(); from += 10) {
-                List<DeleteMessageBatchRequestEntry> chunk = entries.subList(from, Math.min(from + 10, entries.size()));
+    /**
+     * Deletes {@code messages} ({@code DeleteMessageBatch}, ten at a time); returns those whose
+     * delete SQS did not confirm (refused, or the call failed).
+     */
+    private List<Message> delete(List<Message> messages) {
+        List<Message> notDeleted = new ArrayList<>();
+        for (int from = 0; from < messages.size(); from += 10) {
+            List<Message> chunk = messages.subList(from, Math.min(from + 10, messages.size()));
+            List<DeleteMessageBatchRequestEntry> entries = new ArrayList<>();
+            for (int i = 0; i < chunk.size(); i++) {
+                entries.add(DeleteMessageBatchRequestEntry.builder()
+                        .id(Integer.toString(i))
+                        .receiptHandle(chunk.get(i).receiptHandle())
+                        .build());
+            }
+            try {
                 DeleteMessageBatchResponse response =
-                        client.deleteMessageBatch(r -> r.queueUrl(queueUrl).entries(chunk));
+                        client.deleteMessageBatch(r -> r.queueUrl(queueUrl).entries(entries));
                 // A failed delete (for example a receipt handle from before a redelivery) is not an
                 // error of ours: the message comes back and the inbox absorbs it as a duplicate.
-                response.failed()
-                        .forEach(f -> log.info(
-                                "delete of a processed message from {} failed ({}: {});"
-                                        + " it will be redelivered and absorbed",
-                                queueUrl,
-                                f.code(),
-                                f.message()));
+                for (BatchResultErrorEntry f : response.failed()) {
+                    notDeleted.add(chunk.get(Integer.parseInt(f.id())));
+                    log.info(
+                            "delete of a processed message from {} failed ({}: {}); it will be redelivered",
+                            queueUrl,
+                            f.code(),
+                            f.message());
+                }
+            } catch (RuntimeException e) {
+                notDeleted.addAll(chunk);
+                log.warn(
+                        "delete of {} processed messages from {} failed; they will be redelivered: {}",
+                        chunk.size(),
+                        queueUrl,
+                        e.toString());
             }
-        } catch (RuntimeException e) {
-            log.warn(
-                    "delete of {} processed messages from {} failed; they will be redelivered and absorbed: {}",
-                    messages.size(),
-                    queueUrl,
-                    e.toString());
         }
+        return notDeleted;
     }
 
     private void changeVisibility(List<Message> messages, int seconds) {
