@@ -3491,6 +3491,11 @@ final class Tracer {
         }
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
+        // a generic request helper (doRequest(params, url, HttpMethod method, payload)) sends whatever its callers ask:
+        // the effect is each caller's, where the verb and the body are chosen, not the one line they all share
+        Location where = category == Event.Category.EXTERNAL && takesItsVerb(f) && f.path.size() > 1
+                ? f.path.get(f.path.size() - 1).location()
+                : repo.loc(at);
         Blast b = blast;
         if (category == Event.Category.EXTERNAL && b == Blast.DATA) {
             String context = String.join(" ", path.stream().map(Step::name).toList());
@@ -3501,7 +3506,7 @@ final class Tracer {
         events.add(new Event(
                 Event.Kind.EFFECT,
                 seq++,
-                repo.loc(at),
+                where,
                 List.copyOf(path),
                 b,
                 category,
@@ -3512,6 +3517,13 @@ final class Tracer {
                 member(at),
                 f.async,
                 arms(at, f)));
+    }
+
+    /** The frame's method takes the HTTP verb it sends as a parameter ({@code HttpMethod method}). */
+    private static boolean takesItsVerb(Frame f) {
+        return f.method != null
+                && f.method.getParameters().stream()
+                        .anyMatch(p -> Types.simple(p.getType()).equals("HttpMethod"));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {
