@@ -69,10 +69,14 @@ final class RelayLease {
             }
         }
         Lease acquired = leases.acquire(name, owner, ttl).orElse(null);
-        if (acquired != null) {
-            takeOver(acquired);
-            log.info("relay {} acquired lease '{}' with token {}", relay, name, acquired.token());
+        if (acquired == null) {
+            // Refused: another relay holds the lease, or this relay's own other thread acquired it
+            // since this one looked (an acquire is refused to its own owner too). Clearing here
+            // would drop that thread's lease, and this relay would send nothing until it lapsed.
+            return held.get();
         }
+        takeOver(acquired);
+        log.info("relay {} acquired lease '{}' with token {}", relay, name, acquired.token());
         held.set(acquired);
         return acquired;
     }

@@ -10,6 +10,8 @@ import dev.once.outbox.Receipt;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -19,6 +21,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -219,6 +224,62 @@ abstract class OutboxRelayExclusiveScenarios {
                         .sum())
                 .isEqualTo(1);
         relays.values().forEach(OutboxRelay::close);
+    }
+
+    /**
+     * {@link OutboxRelay#relayOnce} is thread-safe, also in exclusive mode: two threads of one relay
+     * (its background thread and a caller's, or a caller's own pool) that both find no lease held
+     * acquire it once between them. The second's acquire finds the lease held by this relay's own
+     * owner and is refused; that refusal cleared the lease the first had just taken, so the relay
+     * sent nothing until its own lease lapsed, then took a new token that fenced the first thread's
+     * batch. The second thread is held in its acquire until the first holds the lease (the
+     * interleaving that cleared it).
+     */
+    @Test
+    void twoThreadsOfOneExclusiveRelayAcquireItsLeaseOnceAndKeepIt() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-1", null, "1");
+        AtomicReference<Thread> gated = new AtomicReference<>();
+        CountDownLatch gatedWaits = new CountDownLatch(1);
+        AtomicReference<OutboxRelay> relay = new AtomicReference<>();
+        DataSource gate = (DataSource) Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("getConnection") && gated.compareAndSet(Thread.currentThread(), null)) {
+                        gatedWaits.countDown();
+                        Awaitility.await("the other thread holds the lease")
+                                .atMost(Duration.ofSeconds(30))
+                                .until(() -> relay.get().lease().isPresent());
+                    }
+                    try {
+                        return method.invoke(db.dataSource(), args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        relay.set(OutboxRelay.builder()
+                .dataSource(gate)
+                .name("a")
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .lease("shared-relay", Duration.ofSeconds(10))
+                .publisher(m -> Receipt.NONE)
+                .build());
+        OutboxRelay a = relay.get();
+        Thread second = new Thread(a::relayOnce);
+        gated.set(second);
+        second.start();
+        assertThat(gatedWaits.await(30, TimeUnit.SECONDS)).isTrue();
+        Thread first = new Thread(a::relayOnce);
+        first.start();
+        first.join(30_000);
+        second.join(30_000);
+        long token = a.lease().map(l -> l.token()).orElse(-1L);
+        assertThat(token).as("the relay still holds its lease").isPositive();
+
+        OutboxRows.add(db.dataSource(), clock, "e-2", null, "2");
+        assertThat(a.relayOnce()).as("and sends under it").isEqualTo(1);
+        assertThat(a.lease().orElseThrow().token()).isEqualTo(token);
+        assertThat(admin.stats().pending()).isZero();
+        a.close();
     }
 
     private static RetryPolicy retries(Duration initial, Duration max, int retries) {

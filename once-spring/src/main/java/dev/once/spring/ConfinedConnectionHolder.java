@@ -1,6 +1,5 @@
 package dev.once.spring;
 
-import dev.once.tx.JoinedTransaction;
 import java.sql.Connection;
 import java.util.Date;
 import javax.sql.DataSource;
@@ -13,7 +12,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * hands out the engine's guarded connection (the body's {@code Tx.connection()}), so the body's
  * {@code JdbcTemplate}, {@code JdbcClient}, MyBatis or jOOQ statements pass the guard that sees what can
  * cost the claim. The engine then needs no claim check before the commit when the guard saw nothing
- * ({@link JoinedTransaction#confineHandlerTo}): the listener's transaction is the claim, the body's
+ * ({@link dev.once.tx.JoinedTransaction#confineHandlerTo}): the listener's transaction is the claim, the body's
  * statements and the COMMIT, as a hand-written one.
  *
  * <p>Everything that is the transaction's and not the connection's stays with the transaction manager's
@@ -28,25 +27,29 @@ final class ConfinedConnectionHolder extends ConnectionHolder {
 
     private final ConnectionHolder real;
     private final DataSource key;
+    private final PhysicalTransaction state;
 
-    private ConfinedConnectionHolder(ConnectionHolder real, Connection exposed, DataSource key) {
+    private ConfinedConnectionHolder(
+            ConnectionHolder real, Connection exposed, DataSource key, PhysicalTransaction state) {
         super(exposed, true);
         this.real = real;
         this.key = key;
+        this.state = state;
         setSynchronizedWithTransaction(true);
     }
 
     /**
      * Binds {@code guarded} as the connection of the current transaction on {@code key} and tells
-     * {@code joined}; null (nothing bound) when the transaction holds no connection of {@code key}.
+     * {@code state}'s joined transaction; null (nothing bound) when the transaction holds no connection of
+     * {@code key}.
      */
-    static ConfinedConnectionHolder bind(DataSource key, Connection guarded, JoinedTransaction joined) {
+    static ConfinedConnectionHolder bind(DataSource key, Connection guarded, PhysicalTransaction state) {
         if (!(TransactionSynchronizationManager.getResource(key) instanceof ConnectionHolder real)
                 || !real.isSynchronizedWithTransaction()) {
             return null;
         }
-        ConfinedConnectionHolder holder = new ConfinedConnectionHolder(real, guarded, key);
-        joined.confineHandlerTo(guarded);
+        ConfinedConnectionHolder holder = new ConfinedConnectionHolder(real, guarded, key, state);
+        state.joined().confineHandlerTo(guarded);
         TransactionSynchronizationManager.unbindResource(key);
         TransactionSynchronizationManager.bindResource(key, holder);
         return holder;
@@ -56,6 +59,19 @@ final class ConfinedConnectionHolder extends ConnectionHolder {
     void unbind() {
         TransactionSynchronizationManager.unbindResourceIfPossible(key);
         TransactionSynchronizationManager.bindResource(key, real);
+    }
+
+    /**
+     * Asked by {@code DataSourceTransactionManager.getTransaction} alone, whatever the propagation, before it
+     * suspends the transaction ({@code REQUIRES_NEW}, {@code NOT_SUPPORTED}) or takes a savepoint ({@code
+     * NESTED}): once's state of the transaction must then be one of Spring's synchronizations, which alone
+     * hear of both (a state the listener did not register, {@link PhysicalTransaction#owned}, is registered
+     * now).
+     */
+    @Override
+    protected boolean isTransactionActive() {
+        state.enlist();
+        return super.isTransactionActive();
     }
 
     @Override

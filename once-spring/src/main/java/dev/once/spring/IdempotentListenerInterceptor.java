@@ -20,6 +20,7 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * Runs an {@link IdempotentListener} method: claim, body and outbox in one transaction of the
@@ -88,6 +89,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // the body runs confined to the engine's guarded connection (ConfinedConnectionHolder)
         final boolean confine;
         final boolean own;
+        // The template's transaction is this call's alone and its commit follows the callback: once's state of
+        // it is not one of Spring's synchronizations unless it must be (PhysicalTransaction.owned)
+        final boolean drivesState;
         final IdempotentConsumer consumer;
         final Delivery delivery;
         final AfterCommitAcknowledgment ack;
@@ -97,6 +101,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // one): Spring's invocableClone copies the invocation and its attribute map on every call.
         boolean proceeded;
         Object result;
+        PhysicalTransaction owned;
+        // the state's before-commit step ran here and nothing else was registered: the commit decides alone
+        boolean commitsAlone;
 
         Call(
                 ProxyMethodInvocation invocation,
@@ -104,6 +111,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 SpringTransactionProvider transactions,
                 boolean confine,
                 boolean own,
+                boolean drivesState,
                 IdempotentConsumer consumer,
                 Delivery delivery,
                 AfterCommitAcknowledgment ack,
@@ -114,6 +122,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             this.transactions = transactions;
             this.confine = confine;
             this.own = own;
+            this.drivesState = drivesState;
             this.consumer = consumer;
             this.delivery = delivery;
             this.ack = ack;
@@ -125,6 +134,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         public Outcome doInTransaction(TransactionStatus status) {
             if (channel != null) {
                 TransactionSynchronizationManager.registerSynchronization(channel);
+            }
+            if (drivesState) {
+                owned = PhysicalTransaction.owned(transactions.stateKey());
             }
             Outcome r = consumer.process(delivery);
             if (channel != null) {
@@ -139,7 +151,26 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 // The body asked for redelivery: its writes and the claim must not commit.
                 status.setRollbackOnly();
             }
+            // The template commits right after this returns, unless the transaction is rollback-only (then it
+            // rolls back, as it does when this throws): the state's outbox rows and claim checks go now.
+            if (owned != null && !status.isRollbackOnly()) {
+                commitsAlone = owned.beforeOwnersCommit();
+            }
             return r;
+        }
+
+        /** Runs this call in {@code template}'s transaction and tells once's state how it ended. */
+        Outcome run(TransactionTemplate template) {
+            boolean committed = false;
+            try {
+                Outcome r = template.execute(this);
+                committed = commitsAlone; // returned: the commit that decided alone succeeded
+                return r;
+            } finally {
+                if (owned != null) {
+                    owned.ownerEnded(committed);
+                }
+            }
         }
 
         /** The body, with the arguments it gets (the deferring wrappers in place). */
@@ -161,9 +192,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         Call call = CURRENT.get();
         PhysicalTransaction state = PhysicalTransaction.current(call.transactions.stateKey());
         Tx outer = state.listenerTx(tx);
-        ConfinedConnectionHolder confined = call.confine
-                ? ConfinedConnectionHolder.bind(call.transactions.key(), tx.connection(), state.joined())
-                : null;
+        ConfinedConnectionHolder confined =
+                call.confine ? ConfinedConnectionHolder.bind(call.transactions.key(), tx.connection(), state) : null;
         try {
             call.result = call.proceed();
         } catch (Exception | Error e) {
@@ -204,6 +234,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 o.transactions(),
                 own && o.confinesListeners(),
                 own,
+                own && o.confinesListeners() && channel == null,
                 consumer,
                 delivery,
                 ack,
@@ -213,7 +244,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         CURRENT.set(call);
         Outcome outcome;
         try {
-            outcome = o.transactionTemplate().execute(call);
+            outcome = call.run(o.transactionTemplate());
         } catch (RuntimeException | Error e) {
             if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
                 outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged

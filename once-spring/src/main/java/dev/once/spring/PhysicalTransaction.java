@@ -55,6 +55,10 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private Tx listenerTx;
     // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
     private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
+    // Whether Spring's synchronizations hold this state (and so call its beforeCommit and afterCompletion).
+    private boolean enlisted;
+    // dueBeforeCommit of the synchronizations beforeOwnersCommit found, or null: read then, asked at the commit
+    private Boolean othersDueBeforeCommit;
 
     private PhysicalTransaction(Key key) {
         this.key = key;
@@ -69,8 +73,78 @@ final class PhysicalTransaction implements TransactionSynchronization {
         }
         PhysicalTransaction state = new PhysicalTransaction(key);
         TransactionSynchronizationManager.bindResource(key, state);
-        TransactionSynchronizationManager.registerSynchronization(state);
+        state.enlist();
         return state;
+    }
+
+    /**
+     * The state of a transaction that its caller began for one listener call and commits itself right after
+     * it (the {@link IdempotentListener} interceptor's own, on a {@code DataSourceTransactionManager}): bound,
+     * but not registered with Spring's synchronizations, whose every trigger (four per commit) copies and sorts
+     * the thread's list when it is not empty; the caller runs {@link #beforeOwnersCommit} and {@link
+     * #ownerEnded} around its commit instead. It is registered ({@link #enlist}) as soon as Spring has to tell
+     * it something only a synchronization hears: the body begins a transaction step of any propagation (a
+     * {@code REQUIRES_NEW} or non-transactional step suspends it, a {@code NESTED} one takes a savepoint;
+     * {@link ConfinedConnectionHolder} sees each begin), or the body registered a synchronization of its own
+     * (whose {@code beforeCommit} and outcome Spring orders).
+     */
+    static PhysicalTransaction owned(Key key) {
+        Object bound = TransactionSynchronizationManager.getResource(key);
+        if (bound instanceof PhysicalTransaction state) {
+            return state;
+        }
+        PhysicalTransaction state = new PhysicalTransaction(key);
+        TransactionSynchronizationManager.bindResource(key, state);
+        return state;
+    }
+
+    /** Registers this state with Spring's synchronizations of the transaction, once; Spring drives it from then on. */
+    void enlist() {
+        if (!enlisted) {
+            enlisted = true;
+            TransactionSynchronizationManager.registerSynchronization(this);
+        }
+    }
+
+    /** Whether Spring's synchronizations hold this state. */
+    boolean enlisted() {
+        return enlisted;
+    }
+
+    /**
+     * Called by the owner of a transaction this state was made for ({@link #owned}) right before it commits:
+     * what {@link #beforeCommit} does, or nothing when the state is enlisted (Spring runs it then). When the
+     * body registered synchronizations of its own, this state is enlisted now instead, after them: Spring then
+     * runs their {@code beforeCommit} first and this one's claim check after their writes, and tells this state
+     * how the commit ended.
+     *
+     * @return true if the commit that follows decides alone how this transaction ends ({@link #ownerEnded} must
+     *     then be told), false if Spring's synchronizations tell this state
+     */
+    boolean beforeOwnersCommit() {
+        if (enlisted) {
+            return false;
+        }
+        List<TransactionSynchronization> others = TransactionSynchronizationManager.getSynchronizations();
+        if (!others.isEmpty()) {
+            // Spring's list as the commit will see it (a synchronization registered during its beforeCommit
+            // triggers is not run there): read once here, not copied again for the fold's rule
+            othersDueBeforeCommit = Boolean.valueOf(dueBeforeCommit(others));
+            enlist();
+            return false;
+        }
+        beforeCommit(false);
+        return true;
+    }
+
+    /**
+     * Called by the owner of a transaction this state was made for ({@link #owned}) once it ended, whether it
+     * committed or not; does nothing when Spring's synchronizations told this state already.
+     */
+    void ownerEnded(boolean committed) {
+        if (!enlisted) {
+            afterCompletion(committed ? STATUS_COMMITTED : STATUS_ROLLED_BACK);
+        }
     }
 
     /** The state of the current transaction on {@code key}'s DataSource, or null when once has none there. */
@@ -138,8 +212,10 @@ final class PhysicalTransaction implements TransactionSynchronization {
     /**
      * The rows are written in one statement per writer before the commit, then the engine's claim checks
      * run; a failure of either rolls everything back. The last check carries the COMMIT itself when
-     * nothing else is due before the transaction manager's {@code Connection.commit()}: no synchronization
-     * after this one has a {@code beforeCommit} of its own (it may still write), the connection is not a
+     * nothing else is due before the transaction manager's {@code Connection.commit()}: no other
+     * synchronization has a {@code beforeCommit} of its own (one ordered after this one may still write; one
+     * ordered before it wrote through Spring's connection, which the guard of a confined body does not see, so
+     * the check must run), the connection is not a
      * JTA one (those come with Spring's {@code ConnectionSynchronization}), and the transaction holds nothing
      * but JDBC connections (a JPA or Hibernate transaction manager flushes its session in its commit, after
      * every {@code beforeCommit}). Synchronizations' {@code beforeCompletion} runs after the fold; Spring
@@ -170,16 +246,10 @@ final class PhysicalTransaction implements TransactionSynchronization {
     // ran, or only duplicates) skips these looks at Spring's synchronizations and resources. Indexed loops
     // and a count: no iterator or map view allocated per commit (Spring's list is a fresh sorted copy).
     private boolean nothingElseBeforeCommit() {
-        List<TransactionSynchronization> all = TransactionSynchronizationManager.getSynchronizations();
-        boolean after = false;
-        for (int i = 0; i < all.size(); i++) {
-            TransactionSynchronization s = all.get(i);
-            if (s == this) {
-                after = true;
-            } else if (s.getClass().getName().startsWith(CONNECTION_SYNCHRONIZATION)
-                    || (after && WRITES_BEFORE_COMMIT.get(s.getClass()))) {
-                return false;
-            }
+        if (othersDueBeforeCommit != null
+                ? othersDueBeforeCommit
+                : dueBeforeCommit(TransactionSynchronizationManager.getSynchronizations())) {
+            return false;
         }
         Map<Object, Object> resources = TransactionSynchronizationManager.getResourceMap();
         if (resources.size() == 2
@@ -195,6 +265,19 @@ final class PhysicalTransaction implements TransactionSynchronization {
         return true;
     }
 
+    /** Whether a synchronization of {@code all} other than this state may write or commit apart from it. */
+    private boolean dueBeforeCommit(List<TransactionSynchronization> all) {
+        for (int i = 0; i < all.size(); i++) {
+            TransactionSynchronization s = all.get(i);
+            if (s != this
+                    && (s.getClass().getName().startsWith(CONNECTION_SYNCHRONIZATION)
+                            || WRITES_BEFORE_COMMIT.get(s.getClass()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     // Spring registers DataSourceUtils' ConnectionSynchronization for a connection no
     // DataSourceTransactionManager bound: a JTA transaction's (committed by XA, never by SQL).
     private static final String CONNECTION_SYNCHRONIZATION = DataSourceUtils.class.getName() + "$";
@@ -202,8 +285,8 @@ final class PhysicalTransaction implements TransactionSynchronization {
     /**
      * Whether a synchronization class has a {@code beforeCommit} of its own: one that runs after this
      * state's (Spring runs them in order) may write, and a COMMIT sent before it would leave that write
-     * to a second transaction. One that only listens for the outcome ({@code afterCommit}, an
-     * {@code @TransactionalEventListener} counter) does not hold the fold back.
+     * to a second transaction; one that ran before it may have written unseen. One that only listens for the
+     * outcome ({@code afterCommit}, an {@code @TransactionalEventListener} counter) does not hold the fold back.
      */
     private static final ClassValue<Boolean> WRITES_BEFORE_COMMIT = new ClassValue<>() {
         @Override

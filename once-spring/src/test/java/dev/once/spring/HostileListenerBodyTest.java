@@ -16,6 +16,7 @@ import java.sql.Savepoint;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
@@ -92,6 +93,15 @@ class HostileListenerBodyTest {
         BEFORE_COMMIT_FAIL,
         /** A synchronization that only hears of the commit (an event listener's): no reason not to fold. */
         AFTER_COMMIT_NOTE,
+        /** An outbox row through the injected OnceOutbox: it commits with the delivery, or not at all. */
+        OUTBOX,
+        /**
+         * An outbox row through the injected OnceOutbox inside a REQUIRES_NEW step: it commits with that step,
+         * whatever the delivery does (once's state of the listener's transaction must be set aside meanwhile).
+         */
+        REQUIRES_NEW_OUTBOX,
+        /** A write that breaks a deferred unique constraint: the COMMIT itself fails. */
+        DEFERRED_VIOLATION,
         THROW;
 
         boolean poisons() {
@@ -101,6 +111,7 @@ class HostileListenerBodyTest {
                     || this == INNER_ROLLBACK_ONLY
                     || this == UNWRAPPED_DELETE_CLAIM
                     || this == BEFORE_COMMIT_FAIL
+                    || this == DEFERRED_VIOLATION
                     || this == THROW;
         }
 
@@ -124,6 +135,19 @@ class HostileListenerBodyTest {
         long credits() {
             return steps.stream().filter(Step::credits).count();
         }
+
+        long count(Step step) {
+            return steps.stream().filter(s -> s == step).count();
+        }
+
+        /** The steps its body runs: up to a THROW, which ends it. */
+        long countRun(Step step) {
+            return steps.stream()
+                            .takeWhile(s -> s != Step.THROW)
+                            .filter(s -> s == step)
+                            .count()
+                    + (step == Step.THROW && steps.contains(Step.THROW) ? 1 : 0);
+        }
     }
 
     static TestDatabase db;
@@ -139,6 +163,8 @@ class HostileListenerBodyTest {
         db = TestPostgres.shared().freshDatabase(2);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, step text NOT NULL)");
         db.execute("CREATE TABLE note (event_id text NOT NULL, step text NOT NULL)");
+        db.execute(
+                "CREATE TABLE once_per_tx (k text, CONSTRAINT once_per_tx_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)");
         context = new AnnotationConfigApplicationContext(Config.class);
         jdbc = context.getBean(JdbcTemplate.class);
         body = context.getBean(Body.class);
@@ -182,9 +208,10 @@ class HostileListenerBodyTest {
         }
 
         @Bean
-        Body body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds, Inner inner) {
+        Body body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds, Inner inner, OnceSpring once) {
             Body b = new Body(jdbc, tm, ds);
             b.inner = inner;
+            b.outbox = once.outbox();
             return b;
         }
 
@@ -216,6 +243,7 @@ class HostileListenerBodyTest {
         final TransactionTemplate requiresNew;
         final DataSource ds;
         Inner inner;
+        OnceOutbox outbox;
 
         Body(JdbcTemplate jdbc, JdbcTransactionManager tm, DataSource ds) {
             this.jdbc = jdbc;
@@ -329,6 +357,24 @@ class HostileListenerBodyTest {
                                 committedNotes.add(eventId);
                             }
                         });
+                    case OUTBOX -> outbox.add("topic", eventId + ":body", new byte[] {1}, Map.of(), at + ":" + eventId);
+                    case REQUIRES_NEW_OUTBOX ->
+                        requiresNew.executeWithoutResult(s -> {
+                            try {
+                                outbox.add(
+                                        "topic",
+                                        eventId + ":new",
+                                        new byte[] {1},
+                                        Map.of(),
+                                        UUID.randomUUID().toString());
+                            } catch (SQLException e) {
+                                throw new IllegalStateException(e);
+                            }
+                        });
+                    case DEFERRED_VIOLATION -> {
+                        String k = UUID.randomUUID().toString();
+                        jdbc.update("INSERT INTO once_per_tx VALUES (?), (?)", k, k);
+                    }
                     case THROW -> throw new IllegalStateException("the body fails");
                 }
             }
@@ -379,9 +425,16 @@ class HostileListenerBodyTest {
     void everyDeliveryEndsAsItsStepsSay(@ForAll("deliveries") List<Delivery> deliveries) {
         jdbc.update("DELETE FROM ledger");
         jdbc.update("DELETE FROM once_inbox");
+        jdbc.update("DELETE FROM once_outbox");
         Map<String, Delivery> applied = new HashMap<>();
+        Map<String, Long> separateRows = new HashMap<>();
         for (Delivery d : deliveries) {
             boolean duplicate = applied.containsKey(d.eventId());
+            boolean bodyRuns = !duplicate || d.atCommit(); // a copy's body runs when the claim waits for the commit
+            if (bodyRuns) {
+                separateRows.merge(d.eventId(), d.countRun(Step.REQUIRES_NEW_OUTBOX), Long::sum);
+            }
+            outcomes.clear();
             if (duplicate || !d.poisoned()) {
                 assertThatCode(() -> deliver(d))
                         .as("%s after %s: acknowledged", d, applied.keySet())
@@ -392,6 +445,13 @@ class HostileListenerBodyTest {
                         .as("%s: not acknowledged", d)
                         .isNotNull();
             }
+            assertThat(outcomes)
+                    .as("what the outcome listener heard of %s (applied before: %s)", d, duplicate)
+                    .hasSize(1)
+                    .allMatch(o -> o.startsWith(d.eventId() + " "));
+            assertThat(outcomes.get(0).endsWith(" APPLIED"))
+                    .as("%s is reported APPLIED (heard: %s) exactly when its work committed", d, outcomes)
+                    .isEqualTo(!duplicate && !d.poisoned());
             for (String e : List.of("e1", "e2", "e3")) {
                 Delivery first = applied.get(e);
                 assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, e))
@@ -400,6 +460,14 @@ class HostileListenerBodyTest {
                 assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = ?", Long.class, e))
                         .as("claims of %s after %s", e, d)
                         .isEqualTo(first == null ? 0 : 1);
+                assertThat(jdbc.queryForObject(
+                                "SELECT count(*) FROM once_outbox WHERE msg_key = ?", Long.class, e + ":body"))
+                        .as("outbox rows of %s's applied body after %s", e, d)
+                        .isEqualTo(first == null ? 0 : first.count(Step.OUTBOX));
+                assertThat(jdbc.queryForObject(
+                                "SELECT count(*) FROM once_outbox WHERE msg_key = ?", Long.class, e + ":new"))
+                        .as("outbox rows of %s's REQUIRES_NEW steps after %s", e, d)
+                        .isEqualTo(separateRows.getOrDefault(e, 0L));
             }
         }
     }
@@ -586,6 +654,26 @@ class HostileListenerBodyTest {
         assertThat(jdbc.queryForObject("SELECT count(*) FROM ledger", Long.class))
                 .as("the caller's row and one credit")
                 .isEqualTo(2);
+    }
+
+    /**
+     * A listener whose COMMIT fails (a deferred constraint the body broke) is not acknowledged, and the outcome
+     * listener hears it was not applied: in the transaction of its own that once commits without a
+     * synchronization of its own with Spring, and when the body registered one (Spring tells once then).
+     */
+    @Example
+    void aListenerWhoseCommitFailsIsReportedNotApplied() {
+        jdbc.update("DELETE FROM once_inbox");
+        for (Step[] steps : List.of(
+                new Step[] {Step.CREDIT, Step.DEFERRED_VIOLATION},
+                new Step[] {Step.CREDIT, Step.DEFERRED_VIOLATION, Step.AFTER_COMMIT_NOTE})) {
+            outcomes.clear();
+            assertThatThrownBy(() -> body.on("deferred", steps)).isInstanceOf(DataAccessException.class);
+            assertThat(outcomes).as("%s", List.of(steps)).containsExactly("deferred FAILED_RETRYABLE");
+        }
+        assertThat(committedNotes).doesNotContain("deferred");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM once_inbox", Long.class))
+                .isZero();
     }
 
     /** A DataSource whose connections record the SQL of every statement they prepare. */

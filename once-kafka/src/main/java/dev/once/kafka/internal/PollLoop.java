@@ -94,41 +94,74 @@ final class PollLoop implements Runnable {
             consumer = c;
             commits = new OffsetCommits(c, settings.afterDatabaseCommit(), metrics, name);
             consumer.subscribe(settings.topics(), new Listener());
-            while (running) {
-                resumeDueBackoffs();
-                if (inFlight == null) {
-                    if (next.isEmpty()) {
-                        // With offsets to commit, do not wait for records: commit first.
-                        take(consumer.poll(commits.pending() ? Duration.ZERO : settings.pollTimeout()));
-                    }
-                    if (!next.isEmpty()) {
-                        startBatch(next.take());
-                        resumeAllButBackoffs();
-                    }
-                    // The finished batch's commit overlaps the next batch's transaction.
-                    commits.commit(false);
-                } else {
-                    // A poll returns at most max.poll.records: poll again while the fetched records fill the
-                    // next batch (up to maxBatchRecords), or in a backlog each batch was about one poll and
-                    // the runner ran a transaction per poll (issue 21: 0.9x the hand-written floor).
-                    while (take(consumer.poll(Duration.ZERO)) && inFlight != null && !inFlight.result.isDone()) {
-                        // the next poll
-                    }
-                    // A revoke inside those polls may have finished the batch already.
-                    if (inFlight != null && inFlight.await(BUSY_POLL_INTERVAL)) {
-                        finishBatch();
-                    }
-                }
+            try {
+                loop();
+            } catch (Throwable t) {
+                awaitWorker();
+                throw t;
             }
-            drainOnClose();
-            next.clear();
-            commits.commit(true);
         } catch (Throwable t) {
             failure = t;
             log.error("{}: poll loop stopped by an unexpected failure; uncommitted records will be replayed", name, t);
         } finally {
             worker.shutdownNow();
             stopped.countDown();
+        }
+    }
+
+    private void loop() throws InterruptedException {
+        while (running) {
+            resumeDueBackoffs();
+            if (inFlight == null) {
+                if (next.isEmpty()) {
+                    // With offsets to commit, do not wait for records: commit first.
+                    take(consumer.poll(commits.pending() ? Duration.ZERO : settings.pollTimeout()));
+                }
+                if (!next.isEmpty()) {
+                    startBatch(next.take());
+                    resumeAllButBackoffs();
+                }
+                // The finished batch's commit overlaps the next batch's transaction.
+                commits.commit(false);
+            } else {
+                // A poll returns at most max.poll.records: poll again while the fetched records fill the
+                // next batch (up to maxBatchRecords), or in a backlog each batch was about one poll and
+                // the runner ran a transaction per poll (issue 21: 0.9x the hand-written floor).
+                while (take(consumer.poll(Duration.ZERO)) && inFlight != null && !inFlight.result.isDone()) {
+                    // the next poll
+                }
+                // A revoke inside those polls may have finished the batch already.
+                if (inFlight != null && inFlight.await(BUSY_POLL_INTERVAL)) {
+                    finishBatch();
+                }
+            }
+        }
+        drainOnClose();
+        next.clear();
+        commits.commit(true);
+    }
+
+    /**
+     * The loop died of an unexpected failure: waits (up to the close timeout) for the batch on the
+     * worker, before the consumer leaves the group and the loop reports itself stopped. Otherwise a
+     * close or a rebalance takes the partitions for free while the worker still applies the batch and
+     * commits its claims (and, with offsets in the database, its offsets), overlapping their next
+     * owner. Nothing of the batch is committed to Kafka: its records are replayed and absorbed.
+     */
+    private void awaitWorker() {
+        InFlight f = inFlight;
+        if (f == null || f.abandoned) {
+            return;
+        }
+        try {
+            if (!f.await(closeTimeout)) {
+                log.warn(
+                        "{}: stopping with a batch still running after {}; it may overlap the partitions' next owner",
+                        name,
+                        closeTimeout);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

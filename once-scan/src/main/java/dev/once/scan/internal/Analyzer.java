@@ -205,6 +205,20 @@ final class Analyzer {
             }
         }
 
+        // a library wrapper that commits the record whatever its handler's future says: the failure is consumed
+        for (Map.Entry<Location, String> failed : e.failedCommits.entrySet()) {
+            out.add(finding(
+                    Rule.ACK_BEFORE_EFFECT,
+                    heaviest == null || heaviest.ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
+                    failed.getValue(),
+                    failed.getKey(),
+                    e,
+                    heaviest,
+                    List.of(new Step(e.name, e.location)),
+                    List.of(entryRel, new Related("ack", failed.getKey())),
+                    e.name));
+        }
+
         // work handed to another thread that the handler does not wait for runs after the ack
         if (e.ack == Entry.Ack.AFTER_RETURN || e.timerCommit) {
             Set<Location> reported = new LinkedHashSet<>();

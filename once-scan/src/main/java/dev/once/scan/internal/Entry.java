@@ -67,6 +67,12 @@ final class Entry {
      */
     TypeDeclaration<?> self;
 
+    /**
+     * Where a library wrapper that commits failed records starts this consumer with no error handler, or with one that
+     * only logs (the catalogue's failure lines), with why: each is reported once, on the first consumer it runs.
+     */
+    java.util.Map<Location, String> failedCommits = new java.util.LinkedHashMap<>();
+
     boolean loop;
     /** Batch size and lease in ms when both are stated, else 0. */
     long batch;

@@ -25,7 +25,14 @@ final class EntryCatalogue {
          * A broker's own message type ({@code name} in package {@code pkg}): a method taking one that nothing in the
          * repository calls is run by the library or framework that delivers it.
          */
-        RECORD
+        RECORD,
+        /**
+         * A library wrapper ({@code name}) that starts a consumer with {@code method(handler, …)} and commits a record's
+         * offset when the handler's future completes, failed or not, unless an error handler is installed with one of
+         * the setters its {@code ack} column names ({@code UNLESS:processRecordErrorHandler}); {@code kind} is the
+         * library's handler type whose handlers it runs.
+         */
+        FAILURE
     }
 
     /** One line of the catalogue. {@code method} is null for an annotation; {@code ackCalls} is empty unless EXPLICIT. */
@@ -104,6 +111,11 @@ final class EntryCatalogue {
                         .orElse(false);
     }
 
+    /** The failure rules: library wrappers that commit the records whose handler failed. */
+    List<Rule> failures() {
+        return rules.stream().filter(r -> r.shape() == Shape.FAILURE).toList();
+    }
+
     static EntryCatalogue parse(List<String> lines, String source) {
         List<Rule> rules = new ArrayList<>();
         for (DataLine line : DataLine.of(lines)) {
@@ -114,18 +126,31 @@ final class EntryCatalogue {
                 shape = Shape.valueOf(c[0].toUpperCase(java.util.Locale.ROOT));
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
-                        source + ":" + n + ": shape must be annotation, implements, callback, receive or record, not '"
+                        source + ":" + n
+                                + ": shape must be annotation, implements, callback, receive, record or failure, not '"
                                 + c[0]
                                 + "'",
                         e);
             }
             String method = c[2].equals("-") ? null : c[2];
-            if (method == null && (shape == Shape.IMPLEMENTS || shape == Shape.RECEIVE)) {
+            if (method == null && (shape == Shape.IMPLEMENTS || shape == Shape.RECEIVE || shape == Shape.FAILURE)) {
                 throw new IllegalStateException(
-                        source + ":" + n + ": an " + shape.name().toLowerCase(java.util.Locale.ROOT)
-                                + " rule names its handler method (implements) or its receiver's type (receive)");
+                        source + ":" + n + ": a " + shape.name().toLowerCase(java.util.Locale.ROOT)
+                                + " rule names its handler method (implements), its receiver's type (receive) or the call that"
+                                + " starts the consumer (failure)");
             }
             String ackText = c[5];
+            if (shape == Shape.FAILURE) {
+                if (!ackText.matches("UNLESS:\\w+(,\\w+)*")) {
+                    throw new IllegalStateException(source + ":" + n
+                            + ": a failure rule's ack column names the setters that install an error handler"
+                            + " (UNLESS:processRecordErrorHandler), not '" + ackText + "'");
+                }
+                Set<String> setters = Set.copyOf(
+                        Arrays.asList(ackText.substring("UNLESS:".length()).split(",")));
+                rules.add(new Rule(shape, c[1], method, c[3], c[4], Entry.Ack.AFTER_RETURN, setters, c[6], c[7]));
+                continue;
+            }
             String[] ackParts = ackText.split(":", 2);
             Entry.Ack ack;
             try {

@@ -151,6 +151,7 @@ final class EntryPoints {
         inheritedConsumers();
         uncalledRecordHandlers();
         recordPullLoops();
+        failedRecordCommits();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
         }
@@ -461,6 +462,15 @@ final class EntryPoints {
                 e.ackText = "the JMS container acknowledges after the listener returns";
                 e.jtaTransaction =
                         jtaTransaction(s, Types.annotation(anns, "JmsListener").orElse(null));
+                Location plain = autoAcknowledgeFactory(
+                        s, Types.annotation(anns, "JmsListener").orElse(null));
+                if (plain != null && e.jtaTransaction == null) {
+                    e.ack = Entry.Ack.AUTO;
+                    e.ackText = "its container factory (" + plain.file() + ":" + plain.line()
+                            + ") builds a DefaultMessageListenerContainer that is neither session-transacted nor given"
+                            + " a transaction manager: in AUTO_ACKNOWLEDGE mode that container acknowledges the message"
+                            + " before the listener runs, and a listener that throws or crashes does not get it again";
+                }
             } else if (Types.annotated(anns, "Consume")
                     && s.cu().getImports().stream()
                             .anyMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
@@ -698,6 +708,50 @@ final class EntryPoints {
             }
         }
         return jta; // Spring Boot's default factory, configured with the JTA transaction manager
+    }
+
+    /** Acknowledgement modes under which a DefaultMessageListenerContainer acknowledges only after the listener. */
+    private static final Pattern AFTER_LISTENER_ACK = Pattern.compile(
+            "(?s).*setSessionAcknowledgeMode(Name)?\\((Session\\.|\")?(CLIENT_ACKNOWLEDGE|SESSION_TRANSACTED|[02]\\)).*");
+
+    /**
+     * Where a {@code @JmsListener}'s container factory is the project's own {@code new
+     * DefaultJmsListenerContainerFactory()} left in AUTO_ACKNOWLEDGE: not session-transacted, no transaction manager,
+     * not configured by Spring Boot's configurer (which makes it session-transacted), no client acknowledgement. Spring
+     * documents that such a DefaultMessageListenerContainer acknowledges the message before the listener runs and does
+     * not redeliver it when the listener throws. Null when the factory is Boot's default or acknowledges after the
+     * listener.
+     */
+    private Location autoAcknowledgeFactory(Repo.Source s, AnnotationExpr listener) {
+        Matcher named = CONTAINER_FACTORY.matcher(listener == null ? "" : listener.toString());
+        String factory = named.matches() ? named.group(1) : "jmsListenerContainerFactory";
+        for (Repo.Source o : repo.sources()) {
+            if (!o.module().equals(s.module()) || !o.text().contains("DefaultJmsListenerContainerFactory")) {
+                continue;
+            }
+            for (MethodDeclaration bean : o.cu().findAll(
+                            MethodDeclaration.class,
+                            b -> Types.annotated(b.getAnnotations(), "Bean")
+                                    && (b.getNameAsString().equals(factory)
+                                            || Types.annotation(b.getAnnotations(), "Bean")
+                                                    .map(a -> a.toString().contains("\"" + factory + "\""))
+                                                    .orElse(false)))) {
+                ObjectCreationExpr created = bean.findFirst(
+                                ObjectCreationExpr.class,
+                                oc -> oc.getType().getNameAsString().equals("DefaultJmsListenerContainerFactory"))
+                        .orElse(null);
+                String text = bean.toString().replace(" ", "");
+                if (created == null
+                        || text.contains("setSessionTransacted(true)")
+                        || text.contains("setTransactionManager(")
+                        || text.contains(".configure(")
+                        || AFTER_LISTENER_ACK.matcher(text).matches()) {
+                    return null;
+                }
+                return repo.loc(created);
+            }
+        }
+        return null;
     }
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
@@ -1115,6 +1169,109 @@ final class EntryPoints {
             e.ackText = "the library that " + library + "." + call.getNameAsString() + " hands " + ref
                     + " to (not in this repository) acknowledges when it returns";
         }
+    }
+
+    /**
+     * A consumer started through a library wrapper that commits a record's offset when its handler's future
+     * completes, failed or not (the catalogue's failure lines: folio's {@code KafkaConsumerWrapper.start(handler, …)}),
+     * with no record error handler set on its builder, a null one (a method whose default returns null), or one that
+     * only logs: a record whose work failed is committed and never redelivered. Reported on the first consumer of the
+     * library's handler type in the module: where no handler is set, at the start call; where one only logs, at it.
+     */
+    private void failedRecordCommits() {
+        for (EntryCatalogue.Rule r : CATALOGUE.failures()) {
+            for (Repo.Source s : repo.sources()) {
+                String text = s.text();
+                if (!text.contains(r.name())
+                        || !text.contains("." + r.method() + "(")
+                        || s.cu().getImports().stream()
+                                .noneMatch(i -> i.getNameAsString().startsWith(r.pkg()))) {
+                    continue;
+                }
+                for (MethodCallExpr start : s.cu().findAll(
+                                MethodCallExpr.class,
+                                c -> c.getNameAsString().equals(r.method())
+                                        && !c.getArguments().isEmpty()
+                                        && c.getScope().isPresent())) {
+                    TypeDeclaration<?> owner = Types.enclosingType(start);
+                    String type = types.typeOf(start.getScope().get());
+                    if (owner == null
+                            || !(r.name().equals(type)
+                                    // a var or a lambda's parameter: the wrapper its class builds
+                                    || (type == null || type.equals("var"))
+                                            && owner.toString().contains(r.name()))) {
+                        continue;
+                    }
+                    Map.Entry<Location, String> failed = failedCommit(r, owner, start);
+                    if (failed == null) {
+                        continue;
+                    }
+                    entries.stream()
+                            .filter(e -> e.kind.startsWith(r.kind() + ".")
+                                    && e.source.module().equals(s.module()))
+                            .findFirst()
+                            .or(() -> entries.stream()
+                                    .filter(e -> e.kind.startsWith(r.kind() + "."))
+                                    .findFirst())
+                            .ifPresent(e -> e.failedCommits.putIfAbsent(failed.getKey(), failed.getValue()));
+                }
+            }
+        }
+    }
+
+    /** Where and why the wrapper built in {@code owner} and started at {@code start} commits failed records, or null. */
+    private Map.Entry<Location, String> failedCommit(
+            EntryCatalogue.Rule r, TypeDeclaration<?> owner, MethodCallExpr start) {
+        String setters = String.join("/", r.ackCalls());
+        String commits = r.why() + ": a record whose work failed (a database or service down, a timeout) is committed"
+                + " and never delivered again";
+        List<MethodCallExpr> set = owner.findAll(
+                MethodCallExpr.class,
+                c -> r.ackCalls().contains(c.getNameAsString())
+                        && c.getArguments().size() == 1
+                        && c.toString().contains(r.name()));
+        if (set.isEmpty()) {
+            return Map.entry(repo.loc(start), "started with no " + setters + "; " + commits);
+        }
+        for (MethodCallExpr c : set) {
+            Expression handler = c.getArgument(0);
+            if (handler.isNullLiteralExpr()) {
+                return Map.entry(repo.loc(start), "started with a null " + setters + "; " + commits);
+            }
+            if (handler instanceof MethodCallExpr m
+                    && (m.getScope().isEmpty() || m.getScope().get().isThisExpr())
+                    && owner.getMethodsByName(m.getNameAsString()).stream()
+                            .anyMatch(d -> d.getBody()
+                                    .map(b -> b.getStatements().size() == 1
+                                            && b.getStatement(0) instanceof ReturnStmt ret
+                                            && ret.getExpression()
+                                                    .map(Expression::isNullLiteralExpr)
+                                                    .orElse(false))
+                                    .orElse(false))) {
+                return Map.entry(
+                        repo.loc(start),
+                        "started with " + m.getNameAsString() + "(), whose default returns null, as its " + setters
+                                + " (a subclass that does not override it has none); " + commits);
+            }
+            if (handler instanceof LambdaExpr l && onlyLogs(l.getBody())) {
+                return Map.entry(repo.loc(c), "its " + setters + " only logs the failure; " + commits);
+            }
+        }
+        return null;
+    }
+
+    /** A lambda body whose every statement is a logger's call: it records the failure and does nothing about it. */
+    private static boolean onlyLogs(Statement body) {
+        List<Statement> statements = body.isBlockStmt() ? body.asBlockStmt().getStatements() : List.of(body);
+        return !statements.isEmpty()
+                && statements.stream()
+                        .allMatch(st -> st.isExpressionStmt()
+                                && st.asExpressionStmt().getExpression() instanceof MethodCallExpr call
+                                && call.getNameAsString()
+                                        .matches("trace|debug|info|warn|error|fatal|log|println|printf")
+                                && call.getScope()
+                                        .map(x -> x.toString().matches("(?i)\\w*(log|logger)|System\\.(err|out)"))
+                                        .orElse(false));
     }
 
     /** Method names no handler has: they convert, route, log or report a message someone else handles. */

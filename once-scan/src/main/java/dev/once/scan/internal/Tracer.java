@@ -585,6 +585,30 @@ final class Tracer {
         }
     }
 
+    /**
+     * {@code future = future.eventually(() -> step(tenant))} in a loop, in a file using Vert.x futures: eventually runs
+     * its step when the chain completes either way and then completes as the chain did, ignoring the step's own
+     * outcome, so the loop's chain ends with the first future's success whatever the steps did.
+     */
+    private static boolean eventuallyInLoop(MethodCallExpr c) {
+        return c.getNameAsString().equals("eventually")
+                && c.getArguments().size() == 1
+                && c.getScope().orElse(null) instanceof NameExpr chain
+                && c.getParentNode().orElse(null) instanceof AssignExpr assign
+                && assign.getTarget() instanceof NameExpr target
+                && target.getNameAsString().equals(chain.getNameAsString())
+                && (Types.ancestor(c, com.github.javaparser.ast.stmt.ForEachStmt.class)
+                                .isPresent()
+                        || Types.ancestor(c, com.github.javaparser.ast.stmt.ForStmt.class)
+                                .isPresent()
+                        || Types.ancestor(c, com.github.javaparser.ast.stmt.WhileStmt.class)
+                                .isPresent())
+                && c.findCompilationUnit()
+                        .map(cu -> cu.getImports().stream()
+                                .anyMatch(i -> i.getNameAsString().startsWith("io.vertx.core")))
+                        .orElse(false);
+    }
+
     /** A lambda whose body only logs, or calls a method of the class whose body only logs. */
     private boolean loggingOnly(LambdaExpr l, Frame f) {
         BlockStmt body = l.getBody() instanceof BlockStmt b
@@ -787,6 +811,18 @@ final class Tracer {
         }
         if (ack(c, name, stype, scopeText, f)) {
             return;
+        }
+        if (eventuallyInLoop(c)) {
+            add(
+                    Event.Kind.REQUEUE_IGNORED,
+                    c,
+                    f,
+                    null,
+                    null,
+                    "chains each step with Vert.x Future.eventually in a loop (" + shortText(c)
+                            + "), which runs the next"
+                            + " step whatever the last one did and ends as the chain's first future: a step that failed"
+                            + " is dropped, the handler's future succeeds, and " + entry.ackText);
         }
         if (name.equals("setAutoCommit")
                 && c.getArguments().size() == 1
@@ -2208,6 +2244,7 @@ final class Tracer {
         boolean noTimeout = false;
         String kind = null;
         String apacheVerb = null;
+        List<String> feignNames = new ArrayList<>();
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
@@ -2260,10 +2297,15 @@ final class Tracer {
                 putOnly &= anns.matches(
                         "(?s).*(PutMapping|RequestMethod\\.PUT|@PUT\\b|PutExchange|RequestLine\\(\"PUT).*");
                 feignText += fm.toString();
+                feignNames.add(fm.getNameAsString() + " " + fm.getAnnotations());
             }
         }
         if (!remote) {
             return false;
+        }
+        if (write && !putOnly && searches(c, f, feignNames)) {
+            // a POST whose address or method says it searches carries a query too long or structured for a GET: a read
+            write = false;
         }
         add(Event.Kind.REMOTE, c, f, null, null, kind + " " + shortText(c));
         if (noTimeout && !timeoutsConfigured.getOrDefault(entry.source.module(), false)) {
@@ -2289,6 +2331,38 @@ final class Tracer {
                     putOnly || keyed(c.toString(), memberText(f) + feignText));
         }
         return true;
+    }
+
+    /**
+     * A word that names a read: search, query, find, lookup, as a word of an address ({@code /patients/search}) or of a
+     * camel-case name ({@code searchUrl}, {@code findByNhsNumber}), not inside another word ({@code elasticsearch},
+     * {@code findings}).
+     */
+    private static final Pattern SEARCH_WORD = Pattern.compile(
+            "(?:(?<![A-Za-z])[sS]|(?<=[a-z0-9])S)earch(?![a-z])|(?:(?<![A-Za-z])[qQ]|(?<=[a-z0-9])Q)uer(?:y|ies)(?![a-z])"
+                    + "|(?:(?<![A-Za-z])[fF]|(?<=[a-z0-9])F)ind(?![a-z])"
+                    + "|(?:(?<![A-Za-z])[lL]|(?<=[a-z0-9])L)ook-?[uU]p(?![a-z])");
+
+    /**
+     * A POST that reads: its address (the call's first argument, a {@code uri(…)}/{@code url(…)} in its statement),
+     * the declared client method's name or mapping, or the name of the method sending it says search, query, find or
+     * lookup. Such endpoints take a POST for a body-borne query and change nothing.
+     */
+    private static boolean searches(MethodCallExpr c, Frame f, List<String> feignNames) {
+        List<String> said = new ArrayList<>(feignNames);
+        if (f.method != null) {
+            said.add(f.method.getNameAsString());
+        }
+        if (!c.getArguments().isEmpty()) {
+            said.add(c.getArgument(0).toString());
+        }
+        Types.ancestor(c, Statement.class)
+                .ifPresent(st -> st.findAll(
+                                MethodCallExpr.class,
+                                u -> u.getNameAsString().matches("uri|url|path|target")
+                                        && !u.getArguments().isEmpty())
+                        .forEach(u -> said.add(u.getArgument(0).toString())));
+        return said.stream().anyMatch(x -> SEARCH_WORD.matcher(x).find());
     }
 
     /**
@@ -3417,6 +3491,11 @@ final class Tracer {
         }
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
+        // a generic request helper (doRequest(params, url, HttpMethod method, payload)) sends whatever its callers ask:
+        // the effect is each caller's, where the verb and the body are chosen, not the one line they all share
+        Location where = category == Event.Category.EXTERNAL && takesItsVerb(f) && f.path.size() > 1
+                ? f.path.get(f.path.size() - 1).location()
+                : repo.loc(at);
         Blast b = blast;
         if (category == Event.Category.EXTERNAL && b == Blast.DATA) {
             String context = String.join(" ", path.stream().map(Step::name).toList());
@@ -3427,7 +3506,7 @@ final class Tracer {
         events.add(new Event(
                 Event.Kind.EFFECT,
                 seq++,
-                repo.loc(at),
+                where,
                 List.copyOf(path),
                 b,
                 category,
@@ -3438,6 +3517,13 @@ final class Tracer {
                 member(at),
                 f.async,
                 arms(at, f)));
+    }
+
+    /** The frame's method takes the HTTP verb it sends as a parameter ({@code HttpMethod method}). */
+    private static boolean takesItsVerb(Frame f) {
+        return f.method != null
+                && f.method.getParameters().stream()
+                        .anyMatch(p -> Types.simple(p.getType()).equals("HttpMethod"));
     }
 
     private void add(Event.Kind kind, Node at, Frame f, Blast blast, Location related, String what) {

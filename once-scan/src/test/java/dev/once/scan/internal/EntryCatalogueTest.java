@@ -28,7 +28,20 @@ class EntryCatalogueTest {
         assertThatThrownBy(() -> EntryCatalogue.parse(
                         List.of("extends | Handler | handle | org.acme | acme | AFTER_RETURN | Acme | why"), "t.txt"))
                 .hasMessageContaining(
-                        "shape must be annotation, implements, callback, receive or record, not 'extends'");
+                        "shape must be annotation, implements, callback, receive, record or failure, not 'extends'");
+    }
+
+    @Test
+    void aFailureLineNamesTheSettersOfItsErrorHandler() {
+        assertThat(EntryCatalogue.get().failures())
+                .anyMatch(r ->
+                        r.name().equals("KafkaConsumerWrapper") && r.ackCalls().contains("processRecordErrorHandler"));
+        assertThatThrownBy(() -> EntryCatalogue.parse(
+                        List.of("failure | Wrapper | start | org.acme | kafka | AFTER_RETURN | Handler | why"),
+                        "t.txt"))
+                .hasMessageContaining("t.txt:1")
+                .hasMessageContaining("UNLESS:processRecordErrorHandler")
+                .hasMessageContaining("'AFTER_RETURN'");
     }
 
     @Test
