@@ -17,9 +17,14 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Every read and write of the outbox table by the relay and the admin, on a connection whose
@@ -134,7 +139,10 @@ public final class OutboxRepository {
 
     /**
      * Locks the next sendable rows (see {@link Dialect#outboxLockBatch}), skipping rows others hold;
-     * the first statement of the batch's transaction (see {@link Dialect#outboxBatchBegin}).
+     * the first statement of the batch's transaction (see {@link Dialect#outboxBatchBegin}). Returns
+     * the rows without a key and each key's run: its head and the rows after it, each the key's
+     * next pending or dead row after the one before, up to the first gap; in the order locked. A
+     * row after a gap stays locked, unreturned, so untouched by the batch.
      */
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
@@ -144,17 +152,47 @@ public final class OutboxRepository {
             }
         }
         List<OutboxMessage> rows = new ArrayList<>();
+        Map<Long, Long> preds = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(lockSql)) {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 now: rows available by then
             ps.setString(2, destinationPattern); // 2 destination LIKE pattern
-            ps.setInt(3, limit); // 3 limit
+            ps.setString(3, destinationPattern); // 3 the same, for the key's head
+            ps.setInt(4, limit); // 4 limit
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    rows.add(message(rs));
+                    OutboxMessage m = message(rs);
+                    rows.add(m);
+                    long pred = rs.getLong(10);
+                    if (!rs.wasNull()) {
+                        preds.put(m.id(), pred);
+                    }
                 }
             }
         }
-        return rows;
+        return runs(rows, preds);
+    }
+
+    // Walks each key in id order from its head; the first row whose predecessor is not the row
+    // kept before it (held elsewhere, refused, past the limit) ends the key's run.
+    private static List<OutboxMessage> runs(List<OutboxMessage> rows, Map<Long, Long> preds) {
+        List<OutboxMessage> byId = new ArrayList<>(rows);
+        byId.sort(Comparator.comparingLong(OutboxMessage::id));
+        Map<String, Long> last = new HashMap<>();
+        Set<String> ended = new HashSet<>();
+        Set<Long> kept = new HashSet<>();
+        for (OutboxMessage m : byId) {
+            if (m.key() == null) {
+                kept.add(m.id());
+            } else if (!ended.contains(m.key()) && Objects.equals(preds.get(m.id()), last.get(m.key()))) {
+                last.put(m.key(), m.id());
+                kept.add(m.id());
+            } else {
+                ended.add(m.key());
+            }
+        }
+        return kept.size() == rows.size()
+                ? rows
+                : rows.stream().filter(m -> kept.contains(m.id())).toList();
     }
 
     /** Locks one row if it is still pending and nobody else holds it; empty otherwise. */
@@ -325,7 +363,7 @@ public final class OutboxRepository {
         return discarded;
     }
 
-    // The column order of Dialect.outboxLockBatch.
+    // The first nine columns of Dialect.outboxLockBatch.
     private static OutboxMessage message(ResultSet rs) throws SQLException {
         String eventId = rs.getString(2);
         Map<String, String> headers = HeaderCodec.decode(rs.getString(6));

@@ -402,21 +402,38 @@ public interface Dialect {
 
     /**
      * Locks the next sendable rows, oldest available first (available_at, then id), skipping rows
-     * other relays hold: pending,
-     * available, matching a destination pattern, and only the head of each key: the row with no
-     * older pending or dead row of its key (a key's later rows wait for its head, so a failed head
-     * blocks its own key and no other, and a dead head until it is replayed, then sent first, or
-     * discarded).
-     * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 limit. Columns:
-     * id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at.
+     * other relays hold: pending, available, matching a destination pattern, and of a key whose
+     * head (its oldest pending or dead row) is pending, matches the pattern and comes no later in
+     * that order (is available no later than the row). So a key's head and the rows right after it
+     * go in one batch (a key run), a failed head blocks its own key and no other, and a dead one
+     * blocks it until it is replayed (then sent first) or discarded. A head available later than
+     * the rows behind it (it waits or waited for a retry) goes alone: the scan meets those rows
+     * first, and a batch full of rows whose head it had not reached would send nothing.
+     * The relay keeps of each key the run from its head on, each row's predecessor (the
+     * {@code pred} column) the row before it in the batch; a row after a gap (its predecessor held
+     * by another relay, not matching the pattern or past the limit) stays locked and untouched.
+     * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 the same pattern,
+     * 4 limit. Columns: id, event_id, destination, msg_key, payload, headers, idempotency_key,
+     * attempts, created_at, pred (the id of the key's newest pending or dead row older than this
+     * one; null for the head or a row without a key).
      */
     default String outboxLockBatch(String prefix) {
         String table = quote(prefix + "outbox");
+        // The key's head is the lower of its oldest pending and oldest dead row, o's predecessor
+        // the higher of its newest older pending and dead row: each a MIN or MAX on the (msg_key,
+        // status, id) index, one lookup, where "ORDER BY id" over both statuses would sort the key.
         return "SELECT o.id, o.event_id, o.destination, o.msg_key, o.payload, o.headers, o.idempotency_key,"
-                + " o.attempts, o.created_at FROM " + table + " o"
+                + " o.attempts, o.created_at, NULLIF(GREATEST("
+                + "COALESCE((SELECT MAX(p.id) FROM " + table + " p WHERE p.msg_key = o.msg_key"
+                + " AND p.status = 'pending' AND p.id < o.id), 0),"
+                + " COALESCE((SELECT MAX(p.id) FROM " + table + " p WHERE p.msg_key = o.msg_key"
+                + " AND p.status = 'dead' AND p.id < o.id), 0)), 0) AS pred FROM " + table + " o"
                 + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
-                + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " p"
-                + " WHERE p.msg_key = o.msg_key AND p.status IN ('pending', 'dead') AND p.id < o.id))"
+                + " AND (o.msg_key IS NULL OR EXISTS (SELECT 1 FROM " + table + " h"
+                + " WHERE h.id = (SELECT MIN(f.id) FROM " + table + " f WHERE f.msg_key = o.msg_key"
+                + " AND f.status = 'pending') AND h.available_at <= o.available_at AND h.destination LIKE ?"
+                + " AND NOT EXISTS (SELECT 1 FROM " + table + " d WHERE d.msg_key = o.msg_key"
+                + " AND d.status = 'dead' AND d.id < h.id)))"
                 // The order of the V7 index on (available_at, id): the scan stops at the first row
                 // available later, so rows waiting for a retry are never read.
                 + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
@@ -461,8 +478,8 @@ public interface Dialect {
     }
 
     /**
-     * Lists dead rows from an id on. Binds: 1 after id, 2 limit. Columns: those of
-     * {@link #outboxLockBatch} plus last_error, response_status.
+     * Lists dead rows from an id on. Binds: 1 after id, 2 limit. Columns: the first nine of
+     * {@link #outboxLockBatch}, then last_error, response_status.
      */
     default String outboxListDead(String prefix) {
         return "SELECT id, event_id, destination, msg_key, payload, headers, idempotency_key, attempts, created_at,"

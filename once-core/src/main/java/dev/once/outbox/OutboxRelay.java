@@ -36,18 +36,26 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p><b>How it sends.</b> One transaction per batch: lock the next rows with
- * {@code SELECT … FOR UPDATE SKIP LOCKED}, oldest available first, hand them all to
- * {@link Publisher#publishAll} (which may send them concurrently: a batch holds at most one row
- * per key), wait for every send's outcome within {@link Builder#sendTimeout}, then mark each row
- * sent (or delete it, {@link Builder#deleteSent}), schedule its retry or move it to dead, all in
- * one statement, and commit. Each row's outcome is its own: one failed or hung send never marks
- * another row. Rows waiting for a retry are not read by the lock query at all (an index on when
- * they are available), so a large backlog in backoff costs a poll nothing. Many relays can run against
- * one table at once: a row locked by one is skipped by the others, so no row is sent twice while
- * it is locked. Only the head of each key is taken (its oldest row that is pending or dead), so a
- * key is sent by one relay at a time and in id order, and a failing row holds back its own key and no
- * other; a dead head holds it back until {@link OutboxAdmin#replay} (it is then sent first) or
- * {@link OutboxAdmin#discard}. Rows without a key are independent.
+ * {@code SELECT … FOR UPDATE SKIP LOCKED}, oldest available first, send them through
+ * {@link Publisher#publishAll} (which may send them concurrently) in waves, wait for every send's
+ * outcome, all within {@link Builder#sendTimeout}, then mark each row sent (or delete it,
+ * {@link Builder#deleteSent}), schedule its retry or move it to dead, all in one statement, and
+ * commit. Each row's outcome is its own: one failed or hung send never marks another row. Rows
+ * waiting for a retry are not read by the lock query at all (an index on when they are available),
+ * so a large backlog in backoff costs a poll nothing. Many relays can run against one table at
+ * once: a row locked by one is skipped by the others, so no row is sent twice while it is locked.
+ *
+ * <p><b>Keys.</b> A key is sent in id order by one relay at a time. A batch takes a key's head (its
+ * oldest row that is pending or dead) and the rows right after it, in id order, up to the batch size
+ * (a key run: a key with a long backlog drains a batch's worth at a time); the run stops at a row held
+ * by another relay or not taken by this batch, and a head that is dead, waits for its retry, or is
+ * available later than the rows behind it goes without them. The first wave holds each key's first
+ * row and the rows without a key, the n-th wave the n-th row of each key whose row before it was
+ * sent, so no wave holds two rows of a key; a row whose key's row before it failed or hung is not
+ * sent and stays as it was (pending, no attempt counted), and so do the rows of waves the send
+ * timeout left no time for. A failing row holds back its own key and no other; a dead head holds
+ * it back until {@link OutboxAdmin#replay} (it is then sent first) or {@link OutboxAdmin#discard}.
+ * Rows without a key are independent.
  *
  * <p><b>Delivery guarantee.</b> At least once, with the same event id and idempotency key on every
  * send: a relay that dies after publishing and before its commit leaves the row pending, and it is
@@ -173,7 +181,8 @@ public final class OutboxRelay implements AutoCloseable {
     /**
      * Sends one batch, in this thread: the rows sendable now, at most the batch size.
      *
-     * @return rows handled (sent, scheduled for retry or moved to dead); 0 when there was nothing
+     * @return rows handled (sent, scheduled for retry or moved to dead; not the rows of a key left
+     *         behind its failed row); 0 when there was nothing
      *         to send, or in exclusive mode when the lease is held by another relay or was lost
      * @throws OnceException if the database fails; the batch rolled back and its rows will be sent again
      */
@@ -222,7 +231,9 @@ public final class OutboxRelay implements AutoCloseable {
         sends.interrupted();
         List<OutboxRepository.Mark> marked = new ArrayList<>(rows.size());
         for (int i = 0; i < rows.size(); i++) {
-            marked.add(marks.of(rows.get(i), attempts.get(i)));
+            if (attempts.get(i) != null) { // else not sent (its key's row before it failed): left as it was
+                marked.add(marks.of(rows.get(i), attempts.get(i)));
+            }
         }
         repository.mark(c, marked, deleteSent);
         if (held.lease() != null) {
@@ -353,7 +364,8 @@ public final class OutboxRelay implements AutoCloseable {
          * How long the sends of one batch may take in all, 1 ms to 1 hour; default
          * {@link #DEFAULT_SEND_TIMEOUT}. A send still unanswered then counts as a retryable failure:
          * one hung send delays its batch, it never holds the other rows' outcomes or locks for
-         * longer. It bounds the wait for {@link Publisher#publishAll}'s stages; a publisher that sends
+         * longer. A key's later rows in the batch go in later waves, each started only while time
+         * is left; the rows of a wave not started stay pending, untouched. It bounds the wait for {@link Publisher#publishAll}'s stages; a publisher that sends
          * in the calling thread (the sequential default) is bounded by its own timeouts.
          */
         public Builder sendTimeout(Duration sendTimeout) {

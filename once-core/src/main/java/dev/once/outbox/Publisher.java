@@ -34,9 +34,9 @@ import java.util.concurrent.CompletionStage;
  * retried like any other unexpected failure. {@code OutboxRelayContract} in once-testkit holds
  * every broker publisher to this.
  *
- * <p><b>Batches.</b> The relay hands a whole batch to {@link #publishAll}. A batch never holds two
- * messages of one key (the relay locks only the head of each key), so its sends may run
- * concurrently without breaking per-key order. The default sends them one after another through
+ * <p><b>Batches.</b> The relay hands a batch to {@link #publishAll} in waves. A wave never holds two
+ * messages of one key (a key's next row of the batch goes in the next wave, once this one was
+ * sent), so its sends may run concurrently without breaking per-key order. The default sends them one after another through
  * {@link #publish} (and the relay drives a publisher that keeps it send by send, renewing its lease
  * in between); a publisher whose client can pipeline (asynchronous sends, batch requests)
  * overrides it, and must then report each message's outcome apart: one failed send never decides

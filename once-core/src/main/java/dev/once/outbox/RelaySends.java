@@ -3,7 +3,11 @@ package dev.once.outbox;
 import dev.once.OnceException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -33,11 +37,56 @@ final class RelaySends {
         this.concurrent = overridesPublishAll(publisher);
     }
 
-    /** Sends {@code rows}, adding each to {@code attempted} before its send; one attempt per row, in order. */
+    /**
+     * Sends {@code rows}, adding each to {@code attempted} before its send; one attempt per row, in
+     * order, null for a row not sent: its key's row before it in the batch failed, or the batch's
+     * send timeout was spent before its turn.
+     */
     List<Attempt> send(List<OutboxMessage> rows, HeldLease held, List<OutboxMessage> attempted) {
-        // The batch holds at most one row per key (the lock query takes only heads), so its sends
-        // may overlap without reordering any key.
-        return concurrent ? sendAll(rows, held, attempted) : sendEach(rows, held, attempted);
+        // The batch holds a run of rows per key (OutboxRepository#lockBatch), so it goes in waves:
+        // the first holds each key's first row and the rows without a key, the n-th the n-th row
+        // of each key whose row before it was accepted. No wave holds two rows of a key, so its sends
+        // may overlap without reordering any key; a failed or hung row stops its key for the batch.
+        List<List<Integer>> waves = new ArrayList<>();
+        int[] previous = new int[rows.size()];
+        Map<String, Integer> lastOfKey = new HashMap<>();
+        Map<String, Integer> runLength = new HashMap<>();
+        List<Integer> byId = new ArrayList<>(rows.size());
+        for (int i = 0; i < rows.size(); i++) {
+            byId.add(i);
+        }
+        byId.sort(Comparator.comparingLong(i -> rows.get(i).id()));
+        for (int i : byId) {
+            String key = rows.get(i).key();
+            int wave = key == null ? 0 : runLength.merge(key, 1, Integer::sum) - 1;
+            Integer before = key == null ? null : lastOfKey.put(key, i);
+            previous[i] = before == null ? -1 : before;
+            if (wave == waves.size()) {
+                waves.add(new ArrayList<>());
+            }
+            waves.get(wave).add(i);
+        }
+        for (List<Integer> wave : waves) {
+            wave.sort(null); // the batch's order (oldest available first) within a wave
+        }
+        Attempt[] attempts = new Attempt[rows.size()];
+        long deadline = System.nanoTime() + sendTimeout.toNanos();
+        for (int w = 0; w < waves.size(); w++) {
+            List<Integer> due = waves.get(w).stream()
+                    .filter(i ->
+                            previous[i] < 0 || attempts[previous[i]] != null && attempts[previous[i]].failure() == null)
+                    .toList();
+            if (due.isEmpty() || (w > 0 && System.nanoTime() - deadline >= 0)) {
+                break;
+            }
+            List<OutboxMessage> wave = due.stream().map(rows::get).toList();
+            List<Attempt> sent =
+                    concurrent ? sendAll(wave, held, attempted, deadline) : sendEach(wave, held, attempted);
+            for (int j = 0; j < due.size(); j++) {
+                attempts[due.get(j)] = sent.get(j);
+            }
+        }
+        return Arrays.asList(attempts);
     }
 
     /**
@@ -74,11 +123,12 @@ final class RelaySends {
     }
 
     /**
-     * Sends the batch through {@link Publisher#publishAll} and waits for every stage, all of them
-     * within one send timeout: a stage still open then counts as a retryable failure (and is
-     * cancelled), so one hung send delays its batch, never blocks it.
+     * Sends a wave through {@link Publisher#publishAll} and waits for every stage, all of them
+     * within the batch's send timeout ({@code deadline}): a stage still open then counts as a
+     * retryable failure (and is cancelled), so one hung send delays its batch, never blocks it.
      */
-    private List<Attempt> sendAll(List<OutboxMessage> rows, HeldLease held, List<OutboxMessage> attempted) {
+    private List<Attempt> sendAll(
+            List<OutboxMessage> rows, HeldLease held, List<OutboxMessage> attempted, long deadline) {
         interrupted();
         held.keep();
         attempted.addAll(rows);
@@ -94,7 +144,6 @@ final class RelaySends {
                     + " messages; Publisher.publishAll must return one per message");
             return rows.stream().map(m -> Attempt.of(e)).toList();
         }
-        long deadline = System.nanoTime() + sendTimeout.toNanos();
         List<Attempt> attempts = new ArrayList<>(rows.size());
         for (int i = 0; i < rows.size(); i++) {
             attempts.add(await(rows.get(i), stages.get(i), deadline, held));

@@ -104,9 +104,9 @@ class OutboxRelayBatchTest {
     }
 
     /**
-     * A batch where one key's send fails: the key's later row must not go out before it, neither in
-     * the same batch (sent concurrently it could overtake) nor in the next ones while the head waits
-     * for its retry; the other keys go on.
+     * A batch holding three keys' runs where one key's head fails: the key's later rows must not go
+     * out after it, neither in the same batch (the next wave) nor in the next batches while the
+     * head waits for its retry, and stay untouched (no attempt counted); the other keys go on.
      */
     @Test
     void aFailedSendHoldsBackTheLaterRowsOfItsKeyAndNoOther() throws Exception {
@@ -127,18 +127,25 @@ class OutboxRelayBatchTest {
                 pool));
         OutboxRelay relay = relay(publisher, Duration.ofSeconds(30));
 
-        assertThat(relay.relayOnce()).as("the heads a1, b1, c1").isEqualTo(3);
-        assertThat(relay.relayOnce()).as("b2, c2; a2 waits behind a1").isEqualTo(2);
-        assertThat(relay.relayOnce()).as("b3, c3").isEqualTo(2);
+        assertThat(relay.relayOnce())
+                .as("the three keys' runs: a1 failed, so a2 and a3 were not sent; b and c whole")
+                .isEqualTo(7);
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending' AND attempts = 0"))
+                .as("a2 and a3, untouched")
+                .isEqualTo(2);
         assertThat(relay.relayOnce()).as("a1 backs off and holds a2, a3").isZero();
         failing.clear();
         clock.advance(Duration.ofSeconds(10));
-        for (int i = 0; i < 3; i++) {
-            assertThat(relay.relayOnce()).isEqualTo(1);
-        }
-        for (List<OutboxMessage> batch : publisher.batches) {
-            assertThat(batch.stream().map(OutboxMessage::key))
-                    .as("a batch holds at most one row per key")
+        assertThat(relay.relayOnce())
+                .as("a1 alone: available later than the rows behind it")
+                .isEqualTo(1);
+        assertThat(relay.relayOnce()).as("a2 and a3").isEqualTo(2);
+        assertThat(publisher.batches)
+                .as("waves of the first batch, then a1, then a2 and a3")
+                .hasSize(3 + 1 + 2);
+        for (List<OutboxMessage> wave : publisher.batches) {
+            assertThat(wave.stream().map(OutboxMessage::key))
+                    .as("a wave (one publishAll) holds at most one row per key")
                     .doesNotHaveDuplicates();
         }
         List<String> a = publisher.sent.stream()

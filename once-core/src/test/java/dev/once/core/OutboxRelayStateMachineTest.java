@@ -33,6 +33,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -61,10 +62,12 @@ import net.jqwik.api.state.ActionChain;
  * or discarding a row (dead or not), and the {@link OutboxPruner}. Then every row is drained.
  *
  * <p>Checked at every step: each batch sends exactly the rows the model says are sendable (pending,
- * available, and the head of their key: no older pending or dead row of the key; the oldest
- * available first up to the batch size; none locked by the other relay), so a rolled-back row is
- * never sent, a key is sent in id order, a failing or dead row holds back its own key and no other,
- * and a sent row is never sent again; every send carries the row's event id (also as the header) and
+ * available, of a key whose head, its oldest pending or dead row, is pending and available no later;
+ * the oldest available first up to the batch size; none locked by the other relay; of each key only
+ * the run from its head on, each row the key's next after the one before), in waves: a key's n-th
+ * row of the batch only after its (n-1)-th was accepted, never after it failed or hung. So a
+ * rolled-back row is never sent, a key is sent in id order, a failing or dead row holds back its own
+ * key and no other, and a sent row is never sent again; every send carries the row's event id (also as the header) and
  * idempotency key; a retryable failure comes back after exactly the retry policy's delay and goes
  * dead only when the policy is spent, a permanent one at once; the admin's dead list and stats and
  * the pruner's count agree with the model; at the end, with dead rows replayed and an accepting
@@ -406,21 +409,100 @@ class OutboxRelayStateMachineTest {
             }
         }
 
-        /** Rows a batch of this relay may take now, in the order it takes them: the lock query's rule. */
-        private List<Long> sendable(Set<Long> lockedElsewhere, String relay) {
+        /** What a batch locks ({@code locked}) and what of it it sends from ({@code taken}). */
+        record Take(List<Long> locked, List<Long> taken) {}
+
+        /**
+         * What a batch of this relay locks now, in the order it takes them: the lock query's rule
+         * (pending, available, of a key whose head is pending and available no later; the oldest
+         * available first up to the batch size; none locked by the other relay); and what it keeps
+         * of that: the rows without a key and each key's run from its head, every row's predecessor
+         * (the key's newest older pending or dead row) the row kept before it.
+         */
+        private Take sendable(Set<Long> lockedElsewhere, String relay) {
             Instant now = clock.instant();
-            return rows.values().stream()
+            List<Long> locked = rows.values().stream()
                     .filter(r -> r.state.equals("pending") && !r.availableAt.isAfter(now))
                     .filter(r -> !lockedElsewhere.contains(r.id))
-                    .filter(r -> r.key == null
-                            || rows.values().stream()
-                                    .noneMatch(o -> o.id < r.id
-                                            && r.key.equals(o.key)
-                                            && (o.state.equals("pending") || o.state.equals("dead"))))
+                    .filter(r -> r.key == null || headAllows(r))
                     .sorted(Comparator.comparing((Row r) -> r.availableAt).thenComparingLong(r -> r.id))
                     .map(r -> r.id)
                     .limit(relay.equals("b") ? 100 : BATCH_A)
                     .toList();
+            Map<String, Long> last = new HashMap<>();
+            Set<String> ended = new HashSet<>();
+            Set<Long> kept = new HashSet<>();
+            for (long id : locked.stream().sorted().toList()) {
+                Row r = rows.get(id);
+                if (r.key == null) {
+                    kept.add(id);
+                } else if (!ended.contains(r.key) && Objects.equals(predecessor(r), last.get(r.key))) {
+                    last.put(r.key, id);
+                    kept.add(id);
+                } else {
+                    ended.add(r.key);
+                }
+            }
+            return new Take(locked, locked.stream().filter(kept::contains).toList());
+        }
+
+        private boolean headAllows(Row r) {
+            Row head = rows.values().stream()
+                    .filter(o -> r.key.equals(o.key) && (o.state.equals("pending") || o.state.equals("dead")))
+                    .findFirst()
+                    .orElseThrow();
+            return head.state.equals("pending") && !head.availableAt.isAfter(r.availableAt);
+        }
+
+        /** The key's newest pending or dead row older than {@code r}, null when {@code r} is its head. */
+        private Long predecessor(Row r) {
+            return rows.values().stream()
+                    .filter(o ->
+                            o.id < r.id && r.key.equals(o.key) && (o.state.equals("pending") || o.state.equals("dead")))
+                    .map(o -> o.id)
+                    .reduce((x, y) -> y)
+                    .orElse(null);
+        }
+
+        /**
+         * The waves a batch that kept {@code taken} sends, given what its sends were answered: the
+         * first holds each key's first row and the rows without a key, the n-th the n-th row of each
+         * key whose row before it was accepted (OK). Returns the rows of the first wave, of the first
+         * two, and so on: the batch sends one of these (later waves wait for time left in the send
+         * timeout, which a hung send or a nested batch may spend).
+         */
+        private List<Set<Long>> waves(List<Long> taken, Map<Long, Answer> answered) {
+            Map<String, Long> lastOfKey = new HashMap<>();
+            Map<Long, Long> previous = new HashMap<>();
+            List<List<Long>> byWave = new ArrayList<>();
+            Map<String, Integer> length = new HashMap<>();
+            for (long id : taken.stream().sorted().toList()) {
+                String key = rows.get(id).key;
+                int wave = key == null ? 0 : length.merge(key, 1, Integer::sum) - 1;
+                if (key != null && lastOfKey.containsKey(key)) {
+                    previous.put(id, lastOfKey.get(key));
+                }
+                if (key != null) {
+                    lastOfKey.put(key, id);
+                }
+                if (wave == byWave.size()) {
+                    byWave.add(new ArrayList<>());
+                }
+                byWave.get(wave).add(id);
+            }
+            List<Set<Long>> prefixes = new ArrayList<>();
+            Set<Long> sent = new HashSet<>();
+            for (List<Long> wave : byWave) {
+                List<Long> due = wave.stream()
+                        .filter(id -> !previous.containsKey(id) || answered.get(previous.get(id)) == Answer.OK)
+                        .toList();
+                if (due.isEmpty()) {
+                    break;
+                }
+                sent.addAll(due);
+                prefixes.add(Set.copyOf(sent));
+            }
+            return prefixes;
         }
 
         void relay(Batch b) {
@@ -438,17 +520,18 @@ class OutboxRelayStateMachineTest {
                         .isEmpty();
                 return;
             }
-            List<Long> expected = sendable(Set.of(), relay);
+            Take take = sendable(Set.of(), relay);
+            List<Long> expected = take.taken();
             boolean twist = b.twist() > 0 && !expected.isEmpty() && !relay.equals("b");
             boolean takeover = twist && exclusive && b.twist() == 2;
             if (twist && !exclusive) {
                 // b runs while a holds its batch's rows locked: it skips them, and the rows of their keys wait.
-                duringSend = () -> nested("b", expected);
+                duringSend = () -> nested("b", take.locked());
             } else if (twist) {
                 // The relay pauses past its lease (GC, SIGSTOP) in the middle of its send; the other
                 // one may acquire the lease meanwhile and send what the paused one's locks leave it.
                 String other = relay.equals("x") ? "y" : "x";
-                Set<Long> held = heldBy(expected);
+                Set<Long> held = heldBy(take.locked());
                 duringSend = () -> {
                     clock.advance(LEASE_TTL.plusSeconds(1));
                     if (takeover) {
@@ -472,17 +555,17 @@ class OutboxRelayStateMachineTest {
         }
 
         /**
-         * The rows a batch about to send {@code expected} holds locked until it ends: those, and on
+         * The rows a batch that locked {@code locked} holds locked until it ends: those, and on
          * MariaDB also the row its lock query's range scan stopped at when it found fewer than a batch
          * (the first pending row available later than now). InnoDB keeps the lock of every secondary
          * index record a locking read examined, even at READ COMMITTED (MDEV-14589: "the unlocking never
          * worked for secondary index records"), so a rival's SKIP LOCKED passes that row until the batch
          * ends, after the clock made it available too: it waits for a later batch, never sent twice.
          */
-        private Set<Long> heldBy(List<Long> expected) {
-            Set<Long> held = new HashSet<>(expected);
+        private Set<Long> heldBy(List<Long> locked) {
+            Set<Long> held = new HashSet<>(locked);
             Instant now = clock.instant();
-            if (dialect.equals(Dialects.MARIADB) && expected.size() < BATCH_A) {
+            if (dialect.equals(Dialects.MARIADB) && locked.size() < BATCH_A) {
                 rows.values().stream()
                         .filter(r -> r.state.equals("pending") && r.availableAt.isAfter(now))
                         .min(Comparator.comparing((Row r) -> r.availableAt).thenComparingLong(r -> r.id))
@@ -493,8 +576,10 @@ class OutboxRelayStateMachineTest {
 
         /** A batch of {@code relay} inside another's send, which holds the rows {@code locked}. */
         private void nested(String relay, Collection<Long> locked) {
-            List<Long> expected = sendable(Set.copyOf(locked), relay);
-            applySends(relay, expected, relays.get(relay).relayOnce());
+            applySends(
+                    relay,
+                    sendable(Set.copyOf(locked), relay).taken(),
+                    relays.get(relay).relayOnce());
         }
 
         /**
@@ -518,14 +603,16 @@ class OutboxRelayStateMachineTest {
         }
 
         /**
-         * A batch that lost its lease to the other relay: it rolls back, yet counts an attempt for
-         * each row it sent (dead once the policy is spent); the rows stay available as they were.
+         * A batch that lost its lease to the other relay during its first wave: it sends no other
+         * wave, rolls back, yet counts an attempt for each row it sent (dead once the policy is
+         * spent); the rows stay available as they were.
          */
         private void fenced(String relay, List<Long> expected, int handled) {
             String what = "relay " + relay + "'s fenced batch at +" + elapsed() + " after " + moves;
-            sentBy(relay, expected, what);
+            List<Send> mine = sentBy(relay, expected, what, true);
             assertThat(handled).as(what + ": rows handled").isZero();
-            for (long id : expected) {
+            for (Send s : mine) {
+                long id = s.message().id();
                 Row row = rows.get(id);
                 row.attempts++;
                 if (!RETRIES.allowsRetry(row.attempts)) {
@@ -534,21 +621,36 @@ class OutboxRelayStateMachineTest {
             }
         }
 
-        /** The sends of {@code relay}'s batch, taken off the log: exactly the rows {@code expected}. */
-        private List<Send> sentBy(String relay, List<Long> expected, String what) {
+        /**
+         * The sends of {@code relay}'s batch that kept {@code taken}, taken off the log: the first
+         * wave alone when {@code firstWave}, else the first waves, as many as it sent (at least one).
+         */
+        private List<Send> sentBy(String relay, List<Long> taken, String what, boolean firstWave) {
             List<Send> mine =
                     sends.stream().filter(s -> s.relay().equals(relay)).toList();
             sends.removeAll(mine);
-            assertThat(mine.stream().map(s -> s.message().id()).toList())
-                    .as(what + ": the rows sent, of " + rows.values())
-                    .containsExactlyInAnyOrderElementsOf(expected);
+            Map<Long, Answer> answered = new HashMap<>();
+            mine.forEach(s -> answered.put(s.message().id(), s.answer()));
+            List<Set<Long>> waves = waves(taken, answered);
+            Set<Long> sent = Set.copyOf(answered.keySet());
+            assertThat(mine).as(what + ": each row sent once").hasSize(sent.size());
+            if (firstWave || waves.isEmpty()) {
+                assertThat(sent)
+                        .as(what + ": the first wave of " + taken + ", answered " + answered + ", of " + rows.values())
+                        .isEqualTo(waves.isEmpty() ? Set.of() : waves.get(0));
+            } else {
+                assertThat(waves)
+                        .as(what + ": the rows sent, " + sent + ", are the first waves of " + taken + ", answered "
+                                + answered + ", of " + rows.values())
+                        .contains(sent);
+            }
             return mine;
         }
 
         private void applySends(String relay, List<Long> expected, int handled) {
             String what = "relay " + relay + "'s batch at +" + elapsed() + " after " + moves;
-            List<Send> mine = sentBy(relay, expected, what);
-            assertThat(handled).as(what + ": rows handled").isEqualTo(expected.size());
+            List<Send> mine = sentBy(relay, expected, what, false);
+            assertThat(handled).as(what + ": rows handled").isEqualTo(mine.size());
             Instant now = clock.instant();
             for (Send s : mine) {
                 Row row = rows.get(s.message().id());

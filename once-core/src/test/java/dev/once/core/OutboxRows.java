@@ -11,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.Map;
+import java.util.function.IntFunction;
 import javax.sql.DataSource;
 
 /** Writes outbox rows as a handler's transaction would, for relay tests. */
@@ -45,6 +46,24 @@ final class OutboxRows {
                     return rs.getLong(1);
                 }
             }
+        }
+    }
+
+    /**
+     * Writes {@code n} rows in one transaction, ids in order, payloads {@code <prefix><i>} for i from
+     * 1; the key of row i is {@code keyOf.apply(i)} (null: no key).
+     */
+    static void addAll(DataSource ds, Clock clock, String cause, int n, String prefix, IntFunction<String> keyOf)
+            throws SQLException {
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            JdbcOutbox outbox = new JdbcOutbox(
+                    c, Dialects.detect(c), TablePrefix.DEFAULT, CONSUMER, cause, clock, OutboxHeaders.NONE);
+            for (int i = 1; i <= n; i++) {
+                outbox.add("test-topic", keyOf.apply(i), (prefix + i).getBytes(StandardCharsets.UTF_8), Map.of(), null);
+            }
+            outbox.flush();
+            c.commit();
         }
     }
 

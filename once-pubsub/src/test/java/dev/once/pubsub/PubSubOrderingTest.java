@@ -62,7 +62,7 @@ class PubSubOrderingTest extends FreshSubscription {
             }
         }
         try (PubSubPublisher p = TestPubSub.outboxPublisher()) {
-            // the relay's way: one row per key per batch, the next batch after the last one is sent
+            // the relay's way: one row per key per wave, the next wave after the last one is sent
             for (int from = 0; from < rows.size(); from += KEYS.size()) {
                 for (CompletionStage<?> sent : p.publishAll(rows.subList(from, from + KEYS.size()))) {
                     sent.toCompletableFuture().get(1, TimeUnit.MINUTES);

@@ -172,7 +172,7 @@ public abstract class OutboxRelayContract {
                 .build();
         int relayed = 0;
         for (int batches = 0; batches < rows && relayed < rows; batches++) {
-            relayed += relay.relayOnce(); // one row per key per batch: PER_EVENT batches
+            relayed += relay.relayOnce(); // each key's rows in waves, one row per key per wave
         }
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'"))
                 .as("every row sent")
