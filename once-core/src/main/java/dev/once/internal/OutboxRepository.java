@@ -48,6 +48,8 @@ public final class OutboxRepository {
     private final String listDeadSql;
     private final String replaySql;
     private final String discardSql;
+    private final Dialect dialect;
+    private final String prefix;
 
     public OutboxRepository(Dialect dialect, String prefix) {
         this.insertSql = dialect.outboxInsert(prefix);
@@ -62,6 +64,8 @@ public final class OutboxRepository {
         this.listDeadSql = dialect.outboxListDead(prefix);
         this.replaySql = dialect.outboxReplay(prefix);
         this.discardSql = dialect.outboxDiscard(prefix);
+        this.dialect = dialect;
+        this.prefix = prefix;
     }
 
     /** A row to write: what a handler added, its headers encoded. */
@@ -169,7 +173,53 @@ public final class OutboxRepository {
                 }
             }
         }
+        if (preds.containsValue(0L)) {
+            readPredecessors(c, rows, preds);
+        }
         return runs(rows, preds);
+    }
+
+    // Where the lock query gave a row's predecessor as 0 (see Dialect#outboxRunRows): reads the
+    // key's pending and dead rows from its first row in the batch (its head, else the key has no
+    // run) to its last, each row's predecessor the one before it among them.
+    private void readPredecessors(Connection c, List<OutboxMessage> rows, Map<Long, Long> preds) throws SQLException {
+        Map<String, long[]> ranges = new HashMap<>(); // key -> first id, last id in the batch
+        for (OutboxMessage m : rows) {
+            if (m.key() != null) {
+                ranges.merge(m.key(), new long[] {m.id(), m.id()}, (a, b) ->
+                        new long[] {Math.min(a[0], b[0]), Math.max(a[1], b[1])});
+            }
+        }
+        ranges.entrySet().removeIf(e -> e.getValue()[0] == e.getValue()[1] || preds.get(e.getValue()[0]) != null);
+        if (ranges.isEmpty()) {
+            return;
+        }
+        Map<String, List<Long>> unsent = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(dialect.outboxRunRows(prefix, ranges.size()))) {
+            int i = 1;
+            for (Map.Entry<String, long[]> e : ranges.entrySet()) {
+                ps.setString(i++, e.getKey()); // key
+                ps.setLong(i++, e.getValue()[0]); // above its head
+                ps.setLong(i++, e.getValue()[1]); // up to its last row in the batch
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    unsent.computeIfAbsent(rs.getString(1), k -> new ArrayList<>())
+                            .add(rs.getLong(2));
+                }
+            }
+        }
+        for (Map.Entry<String, long[]> e : ranges.entrySet()) {
+            List<Long> ids = unsent.getOrDefault(e.getKey(), new ArrayList<>());
+            ids.sort(null);
+            long before = e.getValue()[0];
+            for (long id : ids) {
+                if (preds.containsKey(id)) {
+                    preds.put(id, before);
+                }
+                before = id;
+            }
+        }
     }
 
     // Walks each key in id order from its head; the first row whose predecessor is not the row

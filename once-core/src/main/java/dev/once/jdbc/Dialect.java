@@ -415,28 +415,42 @@ public interface Dialect {
      * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 the same pattern,
      * 4 limit. Columns: id, event_id, destination, msg_key, payload, headers, idempotency_key,
      * attempts, created_at, pred (the id of the key's newest pending or dead row older than this
-     * one; null for the head or a row without a key).
+     * one; null for the head or a row without a key; 0 where {@link #outboxRunRows} reads it).
      */
     default String outboxLockBatch(String prefix) {
         String table = quote(prefix + "outbox");
-        // The key's head is the lower of its oldest pending and oldest dead row, o's predecessor
-        // the higher of its newest older pending and dead row: each a MIN or MAX on the (msg_key,
-        // status, id) index, one lookup, where "ORDER BY id" over both statuses would sort the key.
+        // The key's head is its oldest pending row when no dead row is older: an ORDER BY id LIMIT 1
+        // on the (msg_key, status, id) index reads one entry. A row's predecessor is not read here:
+        // MariaDB reads a correlated "newest older row" from the key's end down (the whole backlog
+        // for each row); see outboxRunRows.
         return "SELECT o.id, o.event_id, o.destination, o.msg_key, o.payload, o.headers, o.idempotency_key,"
-                + " o.attempts, o.created_at, NULLIF(GREATEST("
-                + "COALESCE((SELECT MAX(p.id) FROM " + table + " p WHERE p.msg_key = o.msg_key"
-                + " AND p.status = 'pending' AND p.id < o.id), 0),"
-                + " COALESCE((SELECT MAX(p.id) FROM " + table + " p WHERE p.msg_key = o.msg_key"
-                + " AND p.status = 'dead' AND p.id < o.id), 0)), 0) AS pred FROM " + table + " o"
+                + " o.attempts, o.created_at, CASE WHEN o.msg_key IS NULL OR o.id = (SELECT f.id FROM " + table
+                + " f WHERE f.msg_key = o.msg_key AND f.status = 'pending' ORDER BY f.id LIMIT 1) THEN NULL ELSE 0"
+                + " END AS pred FROM " + table + " o"
                 + " WHERE o.status = 'pending' AND o.available_at <= ? AND o.destination LIKE ?"
                 + " AND (o.msg_key IS NULL OR EXISTS (SELECT 1 FROM " + table + " h"
-                + " WHERE h.id = (SELECT MIN(f.id) FROM " + table + " f WHERE f.msg_key = o.msg_key"
-                + " AND f.status = 'pending') AND h.available_at <= o.available_at AND h.destination LIKE ?"
-                + " AND NOT EXISTS (SELECT 1 FROM " + table + " d WHERE d.msg_key = o.msg_key"
-                + " AND d.status = 'dead' AND d.id < h.id)))"
+                + " WHERE h.id = (SELECT f.id FROM " + table + " f WHERE f.msg_key = o.msg_key"
+                + " AND f.status = 'pending' ORDER BY f.id LIMIT 1) AND h.available_at <= o.available_at"
+                + " AND h.destination LIKE ? AND NOT EXISTS (SELECT 1 FROM " + table + " d"
+                + " WHERE d.msg_key = o.msg_key AND d.status = 'dead' AND d.id < h.id)))"
                 // The order of the V7 index on (available_at, id): the scan stops at the first row
                 // available later, so rows waiting for a retry are never read.
                 + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+    }
+
+    /**
+     * The pending and dead rows of {@code keys} keys, each in an id range: what the relay reads the
+     * predecessors of a batch's key runs from where {@link #outboxLockBatch} gives them as 0; null
+     * where it gives them itself. Binds per key: key, above id, up to id. Columns: msg_key, id.
+     */
+    default String outboxRunRows(String prefix, int keys) {
+        StringBuilder sql = new StringBuilder("SELECT msg_key, id FROM ")
+                .append(quote(prefix + "outbox"))
+                .append(" WHERE status IN ('pending', 'dead') AND (");
+        for (int i = 0; i < keys; i++) {
+            sql.append(i == 0 ? "" : " OR ").append("(msg_key = ? AND id > ? AND id <= ?)");
+        }
+        return sql.append(")").toString();
     }
 
     /**

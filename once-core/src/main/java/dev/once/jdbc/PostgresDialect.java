@@ -293,6 +293,12 @@ public final class PostgresDialect implements Dialect {
                 + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
     }
 
+    // The lock query gives each row's predecessor (a backward index scan from the row, one entry).
+    @Override
+    public String outboxRunRows(String prefix, int keys) {
+        return null;
+    }
+
     // One statement for a transaction's rows: WITH ORDINALITY ... ORDER BY n assigns the ids in the
     // order the handler added them, so a key's rows keep their order.
     @Override
