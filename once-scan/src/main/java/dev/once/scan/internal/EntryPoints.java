@@ -685,10 +685,28 @@ final class EntryPoints {
         if (jta == null) {
             return null;
         }
+        MethodDeclaration bean = containerFactoryBean(s, listener, null);
+        if (bean == null) {
+            return jta; // Spring Boot's default factory, configured with the JTA transaction manager
+        }
+        // the project's own factory: in the JTA transaction only when it is handed the manager
+        return bean.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager")).stream()
+                .findFirst()
+                .map(repo::loc)
+                .orElse(null);
+    }
+
+    /**
+     * The {@code @Bean} method, in {@code s}'s module, of the container factory a {@code @JmsListener} names
+     * (Spring's default name when it names none), in a source containing {@code mustContain} when not null;
+     * null when the project declares none.
+     */
+    private MethodDeclaration containerFactoryBean(Repo.Source s, AnnotationExpr listener, String mustContain) {
         Matcher named = CONTAINER_FACTORY.matcher(listener == null ? "" : listener.toString());
         String factory = named.matches() ? named.group(1) : "jmsListenerContainerFactory";
         for (Repo.Source o : repo.sources()) {
-            if (!o.module().equals(s.module())) {
+            if (!o.module().equals(s.module())
+                    || (mustContain != null && !o.text().contains(mustContain))) {
                 continue;
             }
             for (MethodDeclaration bean : o.cu().findAll(
@@ -698,16 +716,10 @@ final class EntryPoints {
                                             || Types.annotation(b.getAnnotations(), "Bean")
                                                     .map(a -> a.toString().contains("\"" + factory + "\""))
                                                     .orElse(false)))) {
-                // the project's own factory: in the JTA transaction only when it is handed the manager
-                return bean
-                        .findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager"))
-                        .stream()
-                        .findFirst()
-                        .map(repo::loc)
-                        .orElse(null);
+                return bean;
             }
         }
-        return jta; // Spring Boot's default factory, configured with the JTA transaction manager
+        return null;
     }
 
     /** Acknowledgement modes under which a DefaultMessageListenerContainer acknowledges only after the listener. */
@@ -723,35 +735,23 @@ final class EntryPoints {
      * listener.
      */
     private Location autoAcknowledgeFactory(Repo.Source s, AnnotationExpr listener) {
-        Matcher named = CONTAINER_FACTORY.matcher(listener == null ? "" : listener.toString());
-        String factory = named.matches() ? named.group(1) : "jmsListenerContainerFactory";
-        for (Repo.Source o : repo.sources()) {
-            if (!o.module().equals(s.module()) || !o.text().contains("DefaultJmsListenerContainerFactory")) {
-                continue;
-            }
-            for (MethodDeclaration bean : o.cu().findAll(
-                            MethodDeclaration.class,
-                            b -> Types.annotated(b.getAnnotations(), "Bean")
-                                    && (b.getNameAsString().equals(factory)
-                                            || Types.annotation(b.getAnnotations(), "Bean")
-                                                    .map(a -> a.toString().contains("\"" + factory + "\""))
-                                                    .orElse(false)))) {
-                ObjectCreationExpr created = bean.findFirst(
-                                ObjectCreationExpr.class,
-                                oc -> oc.getType().getNameAsString().equals("DefaultJmsListenerContainerFactory"))
-                        .orElse(null);
-                String text = bean.toString().replace(" ", "");
-                if (created == null
-                        || text.contains("setSessionTransacted(true)")
-                        || text.contains("setTransactionManager(")
-                        || text.contains(".configure(")
-                        || AFTER_LISTENER_ACK.matcher(text).matches()) {
-                    return null;
-                }
-                return repo.loc(created);
-            }
+        MethodDeclaration bean = containerFactoryBean(s, listener, "DefaultJmsListenerContainerFactory");
+        if (bean == null) {
+            return null;
         }
-        return null;
+        ObjectCreationExpr created = bean.findFirst(
+                        ObjectCreationExpr.class,
+                        oc -> oc.getType().getNameAsString().equals("DefaultJmsListenerContainerFactory"))
+                .orElse(null);
+        String text = bean.toString().replace(" ", "");
+        if (created == null
+                || text.contains("setSessionTransacted(true)")
+                || text.contains("setTransactionManager(")
+                || text.contains(".configure(")
+                || AFTER_LISTENER_ACK.matcher(text).matches()) {
+            return null;
+        }
+        return repo.loc(created);
     }
 
     private void springRabbit(Entry e, MethodDeclaration m, AnnotationExpr listener) {
