@@ -67,14 +67,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     /** The state of the current transaction on {@code key}'s DataSource, created and registered on first use. */
     static PhysicalTransaction current(Key key) {
-        Object bound = TransactionSynchronizationManager.getResource(key);
-        if (bound instanceof PhysicalTransaction state) {
-            return state;
-        }
-        PhysicalTransaction state = new PhysicalTransaction(key);
-        TransactionSynchronizationManager.bindResource(key, state);
-        state.enlist();
-        return state;
+        return bound(key, true);
     }
 
     /**
@@ -89,12 +82,20 @@ final class PhysicalTransaction implements TransactionSynchronization {
      * (whose {@code beforeCommit} and outcome Spring orders).
      */
     static PhysicalTransaction owned(Key key) {
+        return bound(key, false);
+    }
+
+    // The state bound to key's DataSource in this thread, or a new one bound (and registered if enlist).
+    private static PhysicalTransaction bound(Key key, boolean enlist) {
         Object bound = TransactionSynchronizationManager.getResource(key);
         if (bound instanceof PhysicalTransaction state) {
             return state;
         }
         PhysicalTransaction state = new PhysicalTransaction(key);
         TransactionSynchronizationManager.bindResource(key, state);
+        if (enlist) {
+            state.enlist();
+        }
         return state;
     }
 
