@@ -10,7 +10,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
@@ -20,10 +22,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
 import org.springframework.kafka.core.ConsumerFactory;
+import org.springframework.kafka.listener.BatchInterceptor;
+import org.springframework.kafka.listener.RecordInterceptor;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.interceptor.TransactionAspectSupport;
-import org.springframework.transaction.support.TransactionSynchronization;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The Spring Boot application the {@code spring} suite runs: the listeners a team writes, each a
@@ -56,27 +58,38 @@ public class SpringApp {
     static final String PROCESSED_EVENTS_PLAIN = "processed-events-plain";
     static final String NO_DEDUPE = "no-dedupe";
 
-    /** A poll per call, offsets committed after the call returned (the only ack mode once allows a batch). */
+    /**
+     * A poll per call, offsets committed after the call returned (the only ack mode once allows a batch); the
+     * {@link Meter} counts its polls, as Boot's factory of the per-record listeners takes it as their record
+     * interceptor.
+     */
     @Bean
     static ConcurrentKafkaListenerContainerFactory<Object, Object> batchFactory(
-            ConsumerFactory<Object, Object> consumers) {
+            ConsumerFactory<Object, Object> consumers, Meter meter) {
         var factory = new ConcurrentKafkaListenerContainerFactory<Object, Object>();
         factory.setConsumerFactory(consumers);
         factory.setBatchListener(true);
+        factory.setBatchInterceptor(meter);
         return factory;
     }
 
     /**
-     * Effects that committed, counted in {@code afterCommit} (so a rolled-back attempt never counts) and
-     * timed from the first call that reached a listener body to the last commit; with the CPU time the
-     * container's thread spent meanwhile (poll, listener adapter, interceptor, JDBC driver, body). One
-     * listener runs at a time, on one thread.
+     * Deliveries the listener container has handed to a listener and seen return, counted by the container's
+     * own interceptors ({@code RecordInterceptor.success}, {@code BatchInterceptor.success}: after the listener
+     * call returned, so after the transaction the listener or its {@code @Transactional} proxy began has
+     * committed) and timed from the first delivery handed to a listener to the last one returned; with the CPU
+     * time and bytes the container's thread spent meanwhile (poll, listener adapter, interceptor, JDBC driver,
+     * body). Nothing of it runs in a listener's body or transaction: a body that registered a Spring
+     * synchronization to count its commit (this bench's until 2026-12-04) made once's listener take the path a
+     * body with synchronizations of its own takes, and most bodies register none. Whether every row applied
+     * each event once is read from the database after the row ({@code SpringSuite}). One listener runs at a
+     * time, on one thread.
      */
-    public static class Meter {
+    public static class Meter implements RecordInterceptor<Object, Object>, BatchInterceptor<Object, Object> {
         private static final com.sun.management.ThreadMXBean THREADS =
                 (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
-        private final AtomicLong effects = new AtomicLong();
+        private final AtomicLong handled = new AtomicLong();
         private volatile long first;
         private volatile long last;
         private volatile long firstCpu;
@@ -85,21 +98,22 @@ public class SpringApp {
         private volatile long lastAllocated;
 
         void reset() {
-            effects.set(0);
+            handled.set(0);
             first = 0;
             last = 0;
         }
 
-        long effects() {
-            return effects.get();
+        /** Deliveries whose listener call returned since {@link #reset}. */
+        long handled() {
+            return handled.get();
         }
 
-        /** Seconds from the first body call to the last commit. */
+        /** Seconds from the first delivery handed to a listener to the last one returned. */
         double seconds() {
             return (last - first) / 1e9;
         }
 
-        /** CPU nanoseconds of the listener's thread from the first body call to the last commit. */
+        /** CPU nanoseconds of the listener's thread over the same span. */
         long cpuNanos() {
             return lastCpu - firstCpu;
         }
@@ -112,7 +126,31 @@ public class SpringApp {
             return lastAllocated - firstAllocated;
         }
 
-        void entered() {
+        @Override
+        public ConsumerRecord<Object, Object> intercept(
+                ConsumerRecord<Object, Object> record, Consumer<Object, Object> consumer) {
+            entered();
+            return record;
+        }
+
+        @Override
+        public void success(ConsumerRecord<Object, Object> record, Consumer<Object, Object> consumer) {
+            returned(1);
+        }
+
+        @Override
+        public ConsumerRecords<Object, Object> intercept(
+                ConsumerRecords<Object, Object> records, Consumer<Object, Object> consumer) {
+            entered();
+            return records;
+        }
+
+        @Override
+        public void success(ConsumerRecords<Object, Object> records, Consumer<Object, Object> consumer) {
+            returned(records.count());
+        }
+
+        private void entered() {
             if (first == 0) {
                 firstCpu = THREADS.getCurrentThreadCpuTime();
                 firstAllocated = THREADS.getCurrentThreadAllocatedBytes();
@@ -120,25 +158,11 @@ public class SpringApp {
             }
         }
 
-        /** Counts {@code n} effects when the surrounding transaction commits, or now if there is none. */
-        void applied(int n) {
-            if (TransactionSynchronizationManager.isSynchronizationActive()) {
-                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-                    @Override
-                    public void afterCommit() {
-                        count(n);
-                    }
-                });
-            } else {
-                count(n);
-            }
-        }
-
-        private void count(int n) {
+        private void returned(int n) {
             lastCpu = THREADS.getCurrentThreadCpuTime();
             lastAllocated = THREADS.getCurrentThreadAllocatedBytes();
             last = System.nanoTime();
-            effects.addAndGet(n);
+            handled.addAndGet(n);
         }
     }
 
@@ -154,29 +178,23 @@ public class SpringApp {
     /** With once: the event id claimed in the listener's transaction, the body skipped for a duplicate. */
     public static class OnceListeners {
         private final JdbcTemplate jdbc;
-        private final Meter meter;
 
-        public OnceListeners(JdbcTemplate jdbc, Meter meter) {
+        public OnceListeners(JdbcTemplate jdbc) {
             this.jdbc = jdbc;
-            this.meter = meter;
         }
 
         /** a) One record per call and per transaction. */
         @KafkaListener(id = ONCE_RECORD, topics = "${bench.records-topic}", autoStartup = "false")
         @IdempotentListener(consumer = "spring-record")
         public void on(ConsumerRecord<String, String> record) {
-            meter.entered();
             jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
-            meter.applied(1);
         }
 
         /** a') As a), the body first and the claim in the COMMIT's round trip: a copy's credit rolls back. */
         @KafkaListener(id = ONCE_RECORD_AT_COMMIT, topics = "${bench.records-topic}", autoStartup = "false")
         @IdempotentListener(consumer = "spring-record-at-commit", claimTiming = ClaimTiming.AT_COMMIT)
         public void onAtCommit(ConsumerRecord<String, String> record) {
-            meter.entered();
             jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
-            meter.applied(1);
         }
 
         /** b) A poll per call: one claim statement for the poll, then the per-record update for each fresh record. */
@@ -187,11 +205,9 @@ public class SpringApp {
                 autoStartup = "false")
         @IdempotentListener(consumer = "spring-batch")
         public void onBatch(List<ConsumerRecord<String, String>> fresh) {
-            meter.entered();
             for (ConsumerRecord<String, String> record : fresh) {
                 jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
             }
-            meter.applied(fresh.size());
         }
 
         /**
@@ -206,13 +222,11 @@ public class SpringApp {
                 autoStartup = "false")
         @IdempotentListener(consumer = "spring-batch-jdbc")
         public void onBatchJdbc(List<ConsumerRecord<String, String>> fresh) {
-            meter.entered();
             List<Object[]> credits = new ArrayList<>(fresh.size());
             for (ConsumerRecord<String, String> record : fresh) {
                 credits.add(new Object[] {1L, account(eventId(record))});
             }
             jdbc.batchUpdate(Ledger.CREDIT, credits);
-            meter.applied(fresh.size());
         }
 
         /** c) A poll per call, the fresh records' credits summed per account and applied in one statement. */
@@ -223,7 +237,6 @@ public class SpringApp {
                 autoStartup = "false")
         @IdempotentListener(consumer = "spring-batch-set")
         public void onBatchSet(List<ConsumerRecord<String, String>> fresh) {
-            meter.entered();
             TreeMap<Long, Long> perAccount = new TreeMap<>(); // sorted: one lock order
             for (ConsumerRecord<String, String> record : fresh) {
                 perAccount.merge(account(eventId(record)), 1L, Long::sum);
@@ -234,7 +247,6 @@ public class SpringApp {
                 ps.setArray(2, c.createArrayOf("bigint", perAccount.values().toArray()));
                 return ps;
             });
-            meter.applied(fresh.size());
         }
     }
 
@@ -245,23 +257,19 @@ public class SpringApp {
      */
     public static class ProcessedEventsListener {
         private final JdbcTemplate jdbc;
-        private final Meter meter;
 
-        public ProcessedEventsListener(JdbcTemplate jdbc, Meter meter) {
+        public ProcessedEventsListener(JdbcTemplate jdbc) {
             this.jdbc = jdbc;
-            this.meter = meter;
         }
 
         @KafkaListener(id = PROCESSED_EVENTS, topics = "${bench.records-topic}", autoStartup = "false")
         @Transactional
         public void on(ConsumerRecord<String, String> record) {
-            meter.entered();
             String id = eventId(record);
             if (jdbc.update("INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING", id) == 0) {
                 return; // seen before
             }
             jdbc.update(Ledger.CREDIT, 1L, account(id));
-            meter.applied(1);
         }
     }
 
@@ -273,17 +281,14 @@ public class SpringApp {
      */
     public static class PlainProcessedEventsListener {
         private final JdbcTemplate jdbc;
-        private final Meter meter;
 
-        public PlainProcessedEventsListener(JdbcTemplate jdbc, Meter meter) {
+        public PlainProcessedEventsListener(JdbcTemplate jdbc) {
             this.jdbc = jdbc;
-            this.meter = meter;
         }
 
         @KafkaListener(id = PROCESSED_EVENTS_PLAIN, topics = "${bench.records-topic}", autoStartup = "false")
         @Transactional
         public void on(ConsumerRecord<String, String> record) {
-            meter.entered();
             String id = eventId(record);
             try {
                 jdbc.update("INSERT INTO processed_events_plain (event_id) VALUES (?)", id);
@@ -292,25 +297,20 @@ public class SpringApp {
                 return;
             }
             jdbc.update(Ledger.CREDIT, 1L, account(id));
-            meter.applied(1);
         }
     }
 
     /** e) No dedupe: the update in auto-commit, every delivery applied, copies included. */
     public static class PlainListener {
         private final JdbcTemplate jdbc;
-        private final Meter meter;
 
-        public PlainListener(JdbcTemplate jdbc, Meter meter) {
+        public PlainListener(JdbcTemplate jdbc) {
             this.jdbc = jdbc;
-            this.meter = meter;
         }
 
         @KafkaListener(id = NO_DEDUPE, topics = "${bench.records-topic}", autoStartup = "false")
         public void on(ConsumerRecord<String, String> record) {
-            meter.entered();
             jdbc.update(Ledger.CREDIT, 1L, account(eventId(record)));
-            meter.applied(1);
         }
     }
 }

@@ -33,11 +33,12 @@ import org.springframework.kafka.listener.MessageListenerContainer;
  * listeners read one topic, the batch listeners a larger one; both carry every event once plus a copy of
  * one in {@value #COPY_EVERY} on the same partition, a few records later, as a producer retry leaves it.
  *
- * <p>Each row runs until its effects reach the topic's distinct events (every delivery for the no-dedupe
- * row), the per-record rows in interleaved slices, then the end state is checked: the ledger's credits
- * during the row's slices equal the distinct events, and the claims (or {@code processed_events} rows)
- * equal them too. A row that loses or
- * doubles an effect throws, so a fast wrong row cannot win. A first application context runs every
+ * <p>Each row runs until its listener has returned for every delivery of its topic (counted by the
+ * container's interceptors, outside the listener's body and transaction: {@link SpringApp.Meter}), the
+ * per-record rows in interleaved slices, then the end state is checked from the database: the ledger's
+ * credits during the row's slices equal the distinct events (every delivery for the no-dedupe row), and
+ * the claims (or {@code processed_events} rows) equal them too. A row that loses or doubles an effect
+ * throws, so a fast wrong row cannot win. A first application context runs every
  * row on topics half (batch rows: a quarter) the size to warm the JVM; the measured one starts after it.
  */
 final class SpringSuite implements Suite {
@@ -57,12 +58,11 @@ final class SpringSuite implements Suite {
             SpringApp.ONCE_BATCH_JDBC,
             SpringApp.ONCE_BATCH_SET);
 
-    /** One row: distinct events, deliveries, effects that committed, their rate, and what the end state held. */
+    /** One row: distinct events, deliveries its listener returned from, their rate, and what the end state held. */
     record Row(
             String name,
             long events,
             long deliveries,
-            long effects,
             double seconds,
             long cpuNanos,
             long allocatedBytes,
@@ -148,8 +148,9 @@ final class SpringSuite implements Suite {
                 .append(COPY_EVERY)
                 .append(", on its partition a few records later. The effect: one account of 1,000 credited per"
                         + " event (`UPDATE account … WHERE id = ?`; the set-wise row one `UPDATE … FROM unnest`"
-                        + " per poll). events/s: distinct events applied per second, first listener call to"
-                        + " last commit; CPU: the listener thread's CPU time over the same span (poll, listener"
+                        + " per poll). events/s: distinct events applied per second, from the first record"
+                        + " handed to the listener to the last one it returned from (counted by the container's"
+                        + " record and batch interceptors, outside the listener's transaction); CPU: the listener thread's CPU time over the same span (poll, listener"
                         + " adapter, interceptor, JDBC driver, body) per event; bytes: what that thread allocated"
                         + " over the span per event (the same whatever else the machine runs).\n\n"
                         + "| row | listener | events/s | CPU µs / event | bytes allocated / event | deliveries | credited | claims / marks |\n"
@@ -327,13 +328,13 @@ final class SpringSuite implements Suite {
             for (int round = 1; round <= ROUNDS; round++) {
                 for (int k = 0; k < perRecord.size(); k++) {
                     Tally t = perRecord.get((round - 1 + k) % perRecord.size());
-                    slice(t, meter, ds, t.target() * round / ROUNDS);
+                    slice(t, meter, ds, (long) t.deliveries * round / ROUNDS);
                 }
             }
             for (String name : ROWS) {
                 if (name.contains("batch")) {
                     Tally t = tallies.get(name);
-                    slice(t, meter, ds, t.target());
+                    slice(t, meter, ds, t.deliveries);
                 }
             }
             List<Row> rows = new ArrayList<>();
@@ -353,7 +354,7 @@ final class SpringSuite implements Suite {
         final int events;
         final int deliveries;
         final MessageListenerContainer container;
-        long effects;
+        long handled;
         double seconds;
         long cpuNanos;
         long allocatedBytes;
@@ -366,12 +367,12 @@ final class SpringSuite implements Suite {
             this.container = container;
         }
 
-        /** Effects the row must reach: every distinct event, or every delivery without dedupe. */
+        /** Credits the row must leave: every distinct event, or every delivery without dedupe. */
         long target() {
             return name.equals(SpringApp.NO_DEDUPE) ? deliveries : events;
         }
 
-        /** The row's end state, checked: credits, effects counted and claims or marks as the row promises. */
+        /** The row's end state, checked: every delivery handled, credits and claims or marks as the row promises. */
         Row checked(DataSource ds) throws SQLException {
             long marks;
             try (Connection c = ds.getConnection();
@@ -384,33 +385,33 @@ final class SpringSuite implements Suite {
                                         s, "SELECT count(*) FROM once_inbox WHERE consumer = '" + consumer(name) + "'");
             }
             boolean ok = credited == target()
-                    && effects == target()
+                    && handled == deliveries
                     && (name.equals(SpringApp.NO_DEDUPE) ? marks == 0 : marks == events);
             if (!ok) {
                 throw new IllegalStateException(String.format(
                         Locale.ROOT,
-                        "spring row %s is wrong: %d distinct events, %d deliveries, credited %d, counted %d,"
+                        "spring row %s is wrong: %d distinct events, %d deliveries, %d handled, credited %d,"
                                 + " claims or marks %d",
                         name,
                         events,
                         deliveries,
+                        handled,
                         credited,
-                        effects,
                         marks));
             }
             Run.progress(String.format(Locale.ROOT, "spring: %s %.0f events/s", name, events / seconds));
-            return new Row(name, events, deliveries, effects, seconds, cpuNanos, allocatedBytes, credited, marks);
+            return new Row(name, events, deliveries, seconds, cpuNanos, allocatedBytes, credited, marks);
         }
     }
 
     /**
-     * Runs one row's listener until its effects reach {@code upTo} in all, then stops it (a stopped
-     * container finishes the records it holds, so a slice may overshoot; the next starts from the committed
-     * offsets). Before each slice the ledger is vacuumed and the server checkpointed, the same for every
+     * Runs one row's listener until it has returned for {@code upTo} deliveries in all, then stops it (a
+     * stopped container finishes the records it holds, so a slice may overshoot; the next starts from the
+     * committed offsets). Before each slice the ledger is vacuumed and the server checkpointed, the same for every
      * row; the slice's credits are the ledger's growth while it ran, as only its container runs.
      */
     private static void slice(Tally t, SpringApp.Meter meter, DataSource ds, long upTo) throws Exception {
-        if (t.effects >= upTo) {
+        if (t.handled >= upTo) {
             return;
         }
         long before;
@@ -425,14 +426,14 @@ final class SpringSuite implements Suite {
         try {
             long seen = -1;
             long progressAt = System.nanoTime();
-            while (t.effects + meter.effects() < upTo) {
-                long now = meter.effects();
+            while (t.handled + meter.handled() < upTo) {
+                long now = meter.handled();
                 if (now != seen) {
                     seen = now;
                     progressAt = System.nanoTime();
                 } else if (System.nanoTime() - progressAt > 60_000_000_000L) {
-                    throw new IllegalStateException("spring row " + t.name + " stalled at " + (t.effects + now) + " of "
-                            + t.target() + " effects for 60 s");
+                    throw new IllegalStateException("spring row " + t.name + " stalled at " + (t.handled + now) + " of "
+                            + t.deliveries + " deliveries for 60 s");
                 }
                 Thread.sleep(5);
             }
@@ -443,7 +444,7 @@ final class SpringSuite implements Suite {
                 Statement s = c.createStatement()) {
             t.credited += single(s, "SELECT coalesce(sum(balance), 0) FROM account") - before;
         }
-        t.effects += meter.effects();
+        t.handled += meter.handled();
         t.seconds += meter.seconds();
         t.cpuNanos += meter.cpuNanos();
         t.allocatedBytes += meter.allocatedBytes();

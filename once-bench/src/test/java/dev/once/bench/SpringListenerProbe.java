@@ -1,7 +1,6 @@
 package dev.once.bench;
 
 import dev.once.outbox.OutboxMessage;
-import dev.once.spring.IdempotentListener;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -16,15 +15,11 @@ import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.support.GenericApplicationContext;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.transaction.annotation.Transactional;
 
 /**
  * The spring suite's per-record listeners called in a loop on this thread, without Kafka: the bytes
  * and CPU each listener call costs (interceptor or {@code @Transactional} proxy, engine, driver), paired
  * in alternating blocks. A copy of an event ten before it after every twentieth, as the suite publishes.
- * The {@code -bare} rows are the same bodies without the suite's {@code Meter} synchronization.
  * {@code java -cp <test classpath> dev.once.bench.SpringListenerProbe <jdbc url> [events per row]}
  * ({@code -Dprobe.only=once-record} for one row, under a profiler).
  */
@@ -54,19 +49,13 @@ final class SpringListenerProbe {
             try (ConfigurableApplicationContext app = new SpringApplicationBuilder(SpringApp.class)
                     .web(org.springframework.boot.WebApplicationType.NONE)
                     .properties(properties)
-                    .initializers(context -> {
-                        context.getBeanFactory().registerSingleton("dataSource", db.dataSource());
-                        ((GenericApplicationContext) context).registerBean(BareOnce.class);
-                        ((GenericApplicationContext) context).registerBean(BareProcessedEvents.class);
-                    })
+                    .initializers(context -> context.getBeanFactory().registerSingleton("dataSource", db.dataSource()))
                     .run()) {
                 SpringApp.OnceListeners once = app.getBean(SpringApp.OnceListeners.class);
                 SpringApp.ProcessedEventsListener processed = app.getBean(SpringApp.ProcessedEventsListener.class);
                 Map<String, Consumer<ConsumerRecord<String, String>>> rows = new LinkedHashMap<>();
                 rows.put("once-record", once::on);
                 rows.put("processed-events", processed::on);
-                rows.put("once-bare", app.getBean(BareOnce.class)::on);
-                rows.put("processed-events-bare", app.getBean(BareProcessedEvents.class)::on);
                 String only = System.getProperty("probe.only");
                 if (only != null) {
                     rows.keySet().retainAll(List.of(only.split(",")));
@@ -75,41 +64,6 @@ final class SpringListenerProbe {
                 run(rows, events, "warm", false);
                 run(rows, events, "run", true);
             }
-        }
-    }
-
-    /**
-     * The once-record body without the suite's {@code Meter}, whose count waits for the commit in a
-     * synchronization of its own: a body that registers none, as most do.
-     */
-    public static class BareOnce {
-        private final JdbcTemplate jdbc;
-
-        public BareOnce(JdbcTemplate jdbc) {
-            this.jdbc = jdbc;
-        }
-
-        @IdempotentListener(consumer = "probe-bare")
-        public void on(ConsumerRecord<String, String> record) {
-            jdbc.update(Ledger.CREDIT, 1L, SpringApp.account(SpringApp.eventId(record)));
-        }
-    }
-
-    /** The processed-events body without the suite's {@code Meter}. */
-    public static class BareProcessedEvents {
-        private final JdbcTemplate jdbc;
-
-        public BareProcessedEvents(JdbcTemplate jdbc) {
-            this.jdbc = jdbc;
-        }
-
-        @Transactional
-        public void on(ConsumerRecord<String, String> record) {
-            String id = SpringApp.eventId(record);
-            if (jdbc.update("INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING", id) == 0) {
-                return; // seen before
-            }
-            jdbc.update(Ledger.CREDIT, 1L, SpringApp.account(id));
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.once.outbox;
 
 import dev.once.OnceException;
+import dev.once.StaleFencingTokenException;
 import dev.once.internal.JdbcTarget;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
@@ -75,10 +76,19 @@ final class RelayLease {
             // would drop that thread's lease, and this relay would send nothing until it lapsed.
             return held.get();
         }
-        takeOver(acquired);
+        if (!takeOver(acquired)) {
+            // Paused between the acquire and the fence past the lease's expiry: a newer holder
+            // (another relay, or this relay's other thread) already passed the fence.
+            log.warn(
+                    "relay {} acquired lease '{}' with token {}, but a newer token passed the fence first",
+                    relay,
+                    name,
+                    acquired.token());
+            return held.get();
+        }
         log.info("relay {} acquired lease '{}' with token {}", relay, name, acquired.token());
-        held.set(acquired);
-        return acquired;
+        // Not a plain set: this relay's other thread may have acquired a newer token meanwhile.
+        return held.accumulateAndGet(acquired, RelayLease::newer);
     }
 
     /**
@@ -93,10 +103,11 @@ final class RelayLease {
         Lease renewed = leases.renew(lease, ttl).orElse(null);
         if (renewed == null) {
             log.warn("relay {} lost its lease '{}' (token {}): another relay acquired it", relay, name, lease.token());
-            held.compareAndSet(lease, null);
+            forget(lease);
             return null;
         }
-        held.compareAndSet(lease, renewed);
+        // Kept if still held: a released lease (close) is not taken back by a batch still running.
+        held.updateAndGet(h -> h == null ? null : newer(h, renewed));
         return renewed;
     }
 
@@ -107,7 +118,25 @@ final class RelayLease {
 
     /** The batch sent under {@code lease} was fenced or lost its lease: forget it. */
     void lost(Lease lease) {
-        held.compareAndSet(lease, null);
+        forget(lease);
+    }
+
+    // By token, not by object: the held lease may be a renewal of the one a batch started with (a
+    // later expiry, the same token), which is lost as well; a newer token is this relay's own later
+    // acquisition and stays.
+    private void forget(Lease lease) {
+        held.updateAndGet(h -> h != null && h.token() == lease.token() ? null : h);
+    }
+
+    // Of two leases of this relay, the newer: the larger token, or the same token renewed later.
+    private static Lease newer(Lease a, Lease b) {
+        if (a == null) {
+            return b;
+        }
+        if (a.token() != b.token()) {
+            return a.token() > b.token() ? a : b;
+        }
+        return a.expiresAt().isBefore(b.expiresAt()) ? b : a;
     }
 
     /** Releases the lease if held, so a standby need not wait for its expiry. Never throws. */
@@ -123,13 +152,17 @@ final class RelayLease {
     }
 
     // Records the new token at the fence at once, not at this relay's first batch: from here on the
-    // previous holder's batches are rejected even while this relay has nothing to send.
-    private void takeOver(Lease acquired) {
+    // previous holder's batches are rejected even while this relay has nothing to send. False when a
+    // newer token passed the fence first.
+    private boolean takeOver(Lease acquired) {
         try {
             target.inTransaction(c -> {
                 fence(c, acquired);
                 return null;
             });
+            return true;
+        } catch (StaleFencingTokenException e) {
+            return false;
         } catch (SQLException e) {
             throw new OnceException(
                     "relay " + relay + ": recording lease token " + acquired.token() + " of '" + name

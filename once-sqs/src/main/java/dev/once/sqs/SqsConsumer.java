@@ -56,7 +56,9 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * released for redelivery behind it: a dead-lettered message that stays in the queue comes back after
  * the visibility timeout and its handler runs again, so nothing of its group may be applied before
  * that. A FIFO dead-letter queue gets the message's group and its message id as deduplication id
- * (a second send of the message within SQS's five-minute window is dropped as a duplicate).
+ * (a second send of the message within SQS's five-minute window is dropped as a duplicate). FIFO
+ * order holds only while each message is settled within its visibility timeout, so a FIFO queue
+ * needs the {@linkplain Builder#heartbeat(boolean) heartbeat}.
  *
  * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is left
  * for redelivery and the receive loop backs off; an unexpected failure stops the consumer, and
@@ -467,7 +469,11 @@ public final class SqsConsumer implements AutoCloseable {
         /**
          * Whether a batch still working has its visibility extended; default true. Turning it off
          * makes a batch slower than the visibility timeout come back while it runs (absorbed,
-         * but wasted work).
+         * but wasted work). Not on a FIFO queue ({@link #build()} refuses it): FIFO order holds only
+         * while each message is settled within its visibility timeout. Past it SQS no longer holds the
+         * message's group: it hands the message out again, or, at the redrive policy's
+         * {@code maxReceiveCount}, moves it to the dead-letter queue and hands out its successor, which
+         * another receive applies while this one is still working on the message and applies it after.
          */
         public Builder heartbeat(boolean heartbeat) {
             this.settings = settings.withHeartbeat(heartbeat);
@@ -491,13 +497,20 @@ public final class SqsConsumer implements AutoCloseable {
         }
 
         /**
-         * @throws InvalidConfigurationException naming what is missing
+         * @throws InvalidConfigurationException naming what is missing, or {@code heartbeat(false)} on a
+         *     FIFO queue
          */
         public SqsConsumer build() {
             if (client == null || queueUrl == null || consumer == null) {
                 throw new InvalidConfigurationException("client, queueUrl and consumer are required, but "
                         + (client == null ? "client " : "") + (queueUrl == null ? "queueUrl " : "")
                         + (consumer == null ? "consumer " : "") + "was not set");
+            }
+            if (!settings.heartbeat() && SqsDeliveries.isFifo(queueUrl)) {
+                throw new InvalidConfigurationException("heartbeat(false) on the FIFO queue " + queueUrl
+                        + ": its message group order holds only while each message is settled within its visibility"
+                        + " timeout (past it SQS hands out the message's successors once the redrive policy has"
+                        + " moved it); keep heartbeat(true), the default");
             }
             return new SqsConsumer(this);
         }

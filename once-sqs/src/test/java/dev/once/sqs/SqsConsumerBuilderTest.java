@@ -2,8 +2,13 @@ package dev.once.sqs;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
+import dev.once.jdbc.Dialects;
 import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
 
 /** The builder's checks and their messages, pinned: they now go through the shared ConsumerSettings. */
 class SqsConsumerBuilderTest {
@@ -23,6 +28,28 @@ class SqsConsumerBuilderTest {
         assertThatThrownBy(() -> SqsConsumer.builder().receiveRetries(null))
                 .isInstanceOf(NullPointerException.class)
                 .hasMessage("policy");
+    }
+
+    /** FIFO order needs each message settled within its visibility timeout (SqsFifoTest shows what breaks). */
+    @Test
+    void aFifoQueueWithoutTheHeartbeatIsRefused() {
+        try (SqsClient client = SqsClient.builder().region(Region.US_EAST_1).build()) {
+            SqsConsumer.Builder fifo = SqsConsumer.builder()
+                    .client(client)
+                    .queueUrl("https://sqs.us-east-1.amazonaws.com/1/orders.fifo")
+                    .consumer(IdempotentConsumer.builder()
+                            .dataSource(new PGSimpleDataSource()) // not connected: the dialect is given
+                            .dialect(Dialects.POSTGRESQL)
+                            .consumer("c")
+                            .handler((d, tx) -> {})
+                            .build())
+                    .heartbeat(false);
+            assertThatThrownBy(fifo::build)
+                    .isInstanceOf(InvalidConfigurationException.class)
+                    .hasMessageStartingWith(
+                            "heartbeat(false) on the FIFO queue https://sqs.us-east-1.amazonaws.com/1/orders.fifo:")
+                    .hasMessageEndingWith("keep heartbeat(true), the default");
+        }
     }
 
     @Test

@@ -175,13 +175,17 @@ class SqsConsumerStateMachineTest {
      * more move: the next delete fails ({@link DeleteFault}). Also checked after every move: within each
      * group, the effects are applied in the order their messages were sent.
      *
-     * <p>Both consumers keep the heartbeat here. Without it a slow message becomes visible again while it is
-     * worked on, which SQS's FIFO order does not survive (order holds within the visibility timeout). One
-     * CI run with a second consumer without heartbeat saw a group's later message applied before an earlier
-     * one (w7-e4 before w7-e2, both received by that consumer, e2 first, in a receive that also held a SLOW
-     * message of the other group); its seed did not replay it, and the cause (the adapter, or ElasticMQ
-     * handing out a group whose earlier message was visible again) is not yet established. Until it is, the
-     * no-heartbeat case is the standard queue's property only.
+     * <p>Both consumers keep the heartbeat here: the builder refuses a FIFO queue without it. One CI run, when
+     * the second consumer could start without it, saw a group's later message applied before an earlier one
+     * (w7-e4 before w7-e2, both received by that consumer, e2 first, in a receive that also held a SLOW
+     * message of the other group; its seed did not replay it). The cause, inferred: the SLOW message's group
+     * was worked first and kept e2 past its visibility timeout; ElasticMQ returns a group's later message only
+     * once the earlier one is gone from the queue (as SQS does), and e2 was not yet applied, so the only way
+     * out is the redrive policy: e2 had been received {@value #MAX_RECEIVES} times, the next receive moved it
+     * to the dead-letter queue and returned e4, which it applied; the first receive then applied its stale e2.
+     * SQS does the same: FIFO order holds only while each message is settled within its visibility timeout.
+     * {@link SqsFifoTest#theHeartbeatKeepsAGroupBehindAMessageWorkedOnPastItsVisibilityTimeoutAndRedriveCount}
+     * builds it deterministically. A group-order failure reports the receipts with their receive counts.
      */
     @Property(tries = FIFO_TRIES)
     void fifoQueueWithRedrive(@ForAll("fifoChains") List<ActionChain<World>> chains) throws Exception {
@@ -618,13 +622,14 @@ class SqsConsumerStateMachineTest {
                 String before = lastOfGroup.put(group, e.copy());
                 assertThat(before == null || sent.indexOf(before) < sent.indexOf(e.copy()))
                         .as(
-                                "group %s: %s applied after %s, sent later; effects %s, after %s, processed %s",
+                                "group %s: %s applied after %s, sent later; effects %s, after %s, processed %s, receipts %s",
                                 group,
                                 e.copy(),
                                 before,
                                 effects.stream().map(Effect::copy).toList(),
                                 moves,
-                                processed)
+                                processed,
+                                new TreeMap<>(receipts))
                         .isTrue();
             }
         }

@@ -14,6 +14,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -152,6 +154,67 @@ class SqsFifoTest {
                     .isEmpty();
             assertThat(appliedOrder("h-%")).as("another group is not held up").containsExactly("h-1");
         }
+    }
+
+    /**
+     * What a CI run of {@code SqsConsumerStateMachineTest.fifoQueueWithRedrive} saw, built on purpose: a
+     * message worked on past its visibility timeout is no longer held for its group. SQS hands it out again
+     * on the next receive, or, once it has been received {@code maxReceiveCount} times, moves it to the
+     * dead-letter queue and hands out its successor, which another receive applies while the first is still
+     * being worked on. g-1's handler waits until g-2 is applied, or three visibility timeouts: the heartbeat
+     * keeps g-1 in flight, so g-2 waits behind it (without the heartbeat g-2 was applied first and g-1 after
+     * it, also dead-lettered by the redrive; the builder now refuses a FIFO queue without the heartbeat).
+     */
+    @Test
+    void theHeartbeatKeepsAGroupBehindAMessageWorkedOnPastItsVisibilityTimeoutAndRedriveCount() throws Exception {
+        String dlq = TestSqs.createQueue("fifo-redrive-dlq-" + System.nanoTime() + ".fifo", 30);
+        String redriven = TestSqs.createQueue(
+                "fifo-redrive-" + System.nanoTime() + ".fifo",
+                1,
+                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
+        try {
+            AtomicReference<Recorder> self = new AtomicReference<>();
+            Recorder recorder = new Recorder(db, d -> {
+                if (d.eventId().equals("g-1")) {
+                    try {
+                        await().atMost(Duration.ofSeconds(3))
+                                .pollInterval(Duration.ofMillis(50))
+                                .until(() -> self.get().count("g-2", Status.APPLIED) > 0);
+                    } catch (ConditionTimeoutException held) {
+                        // g-2 was not handed out while g-1 was worked on: what FIFO order needs
+                    }
+                }
+            });
+            self.set(recorder);
+            publisher.publish(TestSqs.message(redriven, "g-1", "g", "slow"));
+            publisher.publish(TestSqs.message(redriven, "g-2", "g", "ok"));
+            try (SqsConsumer c = SqsConsumer.builder()
+                    .client(TestSqs.client())
+                    .queueUrl(redriven)
+                    .consumer(recorder)
+                    .maxMessages(1) // g-1 alone in its receive: the successor's claim is not taken with it
+                    .concurrency(2)
+                    .waitTime(Duration.ofSeconds(1))
+                    .visibilityTimeout(Duration.ofSeconds(1))
+                    .build()
+                    .start()) {
+                await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 2);
+            }
+            assertThat(appliedOrder("g-%"))
+                    .as("g-2 applied after g-1, which was worked on past its visibility timeout")
+                    .containsExactly("g-1", "g-2");
+            assertThat(messagesIn(dlq)).as("nothing redriven").isZero();
+        } finally {
+            TestSqs.deleteQueue(redriven);
+            TestSqs.deleteQueue(dlq);
+        }
+    }
+
+    private static String arn(String queueUrl) {
+        return TestSqs.client()
+                .getQueueAttributes(r -> r.queueUrl(queueUrl).attributeNames(QueueAttributeName.QUEUE_ARN))
+                .attributes()
+                .get(QueueAttributeName.QUEUE_ARN);
     }
 
     /** A handler step that fails permanently on the body "poison". */

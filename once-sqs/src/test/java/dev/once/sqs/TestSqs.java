@@ -74,8 +74,16 @@ final class TestSqs {
 
     /** Creates a queue; a name ending in {@code .fifo} makes a FIFO queue. */
     static String createQueue(String name, int visibilityTimeoutSeconds) {
+        return createQueue(name, visibilityTimeoutSeconds, null);
+    }
+
+    /** As {@link #createQueue(String, int)}, with a redrive policy (JSON) unless it is null. */
+    static String createQueue(String name, int visibilityTimeoutSeconds, String redrivePolicy) {
         Map<QueueAttributeName, String> attributes = new HashMap<>();
         attributes.put(QueueAttributeName.VISIBILITY_TIMEOUT, Integer.toString(visibilityTimeoutSeconds));
+        if (redrivePolicy != null) {
+            attributes.put(QueueAttributeName.REDRIVE_POLICY, redrivePolicy);
+        }
         if (name.endsWith(".fifo")) {
             attributes.put(QueueAttributeName.FIFO_QUEUE, "true");
         }
