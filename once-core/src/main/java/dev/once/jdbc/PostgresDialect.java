@@ -294,6 +294,8 @@ public final class PostgresDialect implements Dialect {
     }
 
     // The lock query gives each row's predecessor (a backward index scan from the row, one entry).
+    // The default's form (0, then this statement) read 1.5x the buffers here and was no faster on a
+    // 100,000-row backlog (docs/benchmarks.md, "One predecessor path for both databases?").
     @Override
     public String outboxRunRows(String prefix, int keys) {
         return null;

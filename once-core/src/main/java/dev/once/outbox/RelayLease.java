@@ -78,13 +78,14 @@ final class RelayLease {
         }
         if (!takeOver(acquired)) {
             // Paused between the acquire and the fence past the lease's expiry: a newer holder
-            // (another relay, or this relay's other thread) already passed the fence.
+            // (another relay, or this relay's other thread) already passed the fence. A held token
+            // older than this one is lost as well.
             log.warn(
                     "relay {} acquired lease '{}' with token {}, but a newer token passed the fence first",
                     relay,
                     name,
                     acquired.token());
-            return held.get();
+            return held.updateAndGet(h -> h != null && h.token() < acquired.token() ? null : h);
         }
         log.info("relay {} acquired lease '{}' with token {}", relay, name, acquired.token());
         // Not a plain set: this relay's other thread may have acquired a newer token meanwhile.

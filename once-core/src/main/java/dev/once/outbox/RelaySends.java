@@ -47,38 +47,36 @@ final class RelaySends {
         // the first holds each key's first row and the rows without a key, the n-th the n-th row
         // of each key whose row before it was accepted. No wave holds two rows of a key, so its sends
         // may overlap without reordering any key; a failed or hung row stops its key for the batch.
-        List<List<Integer>> waves = new ArrayList<>();
-        int[] previous = new int[rows.size()];
-        Map<String, Integer> lastOfKey = new HashMap<>();
-        Map<String, Integer> runLength = new HashMap<>();
-        List<Integer> byId = new ArrayList<>(rows.size());
+        List<Integer> unkeyed = new ArrayList<>();
+        Map<String, List<Integer>> runs = new HashMap<>(); // each key's rows, in id order
+        int waves = 0;
         for (int i = 0; i < rows.size(); i++) {
-            byId.add(i);
-        }
-        byId.sort(Comparator.comparingLong(i -> rows.get(i).id()));
-        for (int i : byId) {
             String key = rows.get(i).key();
-            int wave = key == null ? 0 : runLength.merge(key, 1, Integer::sum) - 1;
-            Integer before = key == null ? null : lastOfKey.put(key, i);
-            previous[i] = before == null ? -1 : before;
-            if (wave == waves.size()) {
-                waves.add(new ArrayList<>());
+            if (key == null) {
+                unkeyed.add(i);
+                waves = Math.max(waves, 1);
+            } else {
+                List<Integer> run = runs.computeIfAbsent(key, k -> new ArrayList<>());
+                run.add(i);
+                waves = Math.max(waves, run.size());
             }
-            waves.get(wave).add(i);
         }
-        for (List<Integer> wave : waves) {
-            wave.sort(null); // the batch's order (oldest available first) within a wave
-        }
+        runs.values()
+                .forEach(run ->
+                        run.sort(Comparator.comparingLong(i -> rows.get(i).id())));
         Attempt[] attempts = new Attempt[rows.size()];
         long deadline = System.nanoTime() + sendTimeout.toNanos();
-        for (int w = 0; w < waves.size(); w++) {
-            List<Integer> due = waves.get(w).stream()
-                    .filter(i ->
-                            previous[i] < 0 || attempts[previous[i]] != null && attempts[previous[i]].failure() == null)
-                    .toList();
+        for (int w = 0; w < waves; w++) {
+            List<Integer> due = new ArrayList<>(w == 0 ? unkeyed : List.of());
+            for (List<Integer> run : runs.values()) {
+                if (run.size() > w && (w == 0 || accepted(attempts[run.get(w - 1)]))) {
+                    due.add(run.get(w));
+                }
+            }
             if (due.isEmpty() || (w > 0 && System.nanoTime() - deadline >= 0)) {
                 break;
             }
+            due.sort(null); // the batch's order (oldest available first) within a wave
             List<OutboxMessage> wave = due.stream().map(rows::get).toList();
             List<Attempt> sent =
                     concurrent ? sendAll(wave, held, attempted, deadline) : sendEach(wave, held, attempted);
@@ -87,6 +85,11 @@ final class RelaySends {
             }
         }
         return Arrays.asList(attempts);
+    }
+
+    // Sent, and its key's next row may follow (null: not sent, its key's row before it was not accepted).
+    private static boolean accepted(Attempt a) {
+        return a != null && a.failure() == null;
     }
 
     /**

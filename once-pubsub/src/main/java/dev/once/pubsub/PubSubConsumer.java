@@ -68,7 +68,9 @@ import org.slf4j.LoggerFactory;
  * {@code maxAckExtensionPeriod}); flow control admits at most {@code batchSize × threads}
  * messages, so none waits for more than the batch ahead of it. Work that outlives the lease loses the
  * message: Pub/Sub hands it to another subscriber, whose claim waits for this transaction and
- * then finds the event applied (a duplicate), or applies it if this one rolled back.
+ * then finds the event applied (a duplicate), or applies it if this one rolled back. With
+ * {@link Builder#orderedByKey()} there is no lease: the client extends the deadline for as long as the
+ * work runs (see below).
  *
  * <p><b>Exactly-once delivery subscriptions.</b> Acks go through the ack-with-response API. On a
  * subscription with exactly-once delivery a failed ack (the receipt expired, the stream broke)
@@ -82,6 +84,13 @@ import org.slf4j.LoggerFactory;
  * again. Pub/Sub's ordering alone redelivers the failed message and its successors in order, but
  * its client hands successors already received to the receiver regardless: this consumer is what
  * keeps them from being applied ahead of the failed one. Ordered mode uses one processing thread.
+ * A key's order also holds only while each of its messages is settled before its ack deadline lapses:
+ * every lapse counts as a delivery attempt, and once the subscription's dead-letter policy has
+ * forwarded the message ({@code maxDeliveryAttempts}) Pub/Sub hands the key's next message to a
+ * subscriber, which applies it while this one still works on the forwarded message and commits it
+ * after. So ordered mode has no lease: the client extends the deadline for as long as the work runs
+ * ({@link Builder#build()} refuses {@link Builder#lease}). What it cannot cover: the extensions failing
+ * until the deadline lapses (a link down that long, a process paused that long).
  *
  * <p>Runs on the {@link AdapterDriver}: the client pushes messages into a local buffer and the
  * driver's loop takes batches from it, the way it receives from brokers with a pull API. No driver
@@ -98,6 +107,11 @@ public final class PubSubConsumer implements AutoCloseable {
     public static final Duration DEFAULT_BATCH_WAIT = Duration.ofMillis(50);
     /** The longest a message may stay with this consumer (buffered and in work) before Pub/Sub gives it to another. */
     public static final Duration DEFAULT_LEASE = Duration.ofMinutes(5);
+    /**
+     * The client's {@code maxAckExtensionPeriod} in ordered mode, where the deadline is extended for as long as
+     * the work runs: Pub/Sub's longest message retention, after which the message is gone anyway.
+     */
+    private static final Duration WHILE_WORKING = Duration.ofDays(31);
     /** Processing threads. */
     public static final int DEFAULT_THREADS = 1;
     /** Attribute of a dead-lettered copy: why it failed. */
@@ -141,7 +155,7 @@ public final class PubSubConsumer implements AutoCloseable {
         this.consumer = b.consumer;
         this.batchSize = b.batchSize;
         this.batchWait = b.batchWait;
-        this.lease = b.lease;
+        this.lease = b.ordered ? WHILE_WORKING : b.lease == null ? DEFAULT_LEASE : b.lease;
         this.ackDeadline = b.ackDeadline;
         this.threads = b.threads;
         this.ordered = b.ordered;
@@ -501,7 +515,7 @@ public final class PubSubConsumer implements AutoCloseable {
         private IdempotentConsumer consumer;
         private int batchSize = DEFAULT_BATCH_SIZE;
         private Duration batchWait = DEFAULT_BATCH_WAIT;
-        private Duration lease = DEFAULT_LEASE;
+        private Duration lease;
         private Duration ackDeadline;
         private int threads = DEFAULT_THREADS;
         private boolean ordered;
@@ -553,7 +567,9 @@ public final class PubSubConsumer implements AutoCloseable {
          * The longest the work on one message may take, buffered and in its batch's transaction:
          * the client extends the ack deadline that long ({@code maxAckExtensionPeriod}); default
          * 5 min. Past it Pub/Sub redelivers, to this or another subscriber, and the claim absorbs
-         * the copy.
+         * the copy. Not with {@link #orderedByKey()} ({@link #build()} refuses it): past the lease a
+         * key's order no longer holds (see the class comment), so ordered mode extends the deadline for
+         * as long as the work runs.
          */
         public Builder lease(Duration lease) {
             this.lease = ConsumerSettings.positive("lease", lease);
@@ -585,7 +601,8 @@ public final class PubSubConsumer implements AutoCloseable {
 
         /**
          * Keeps each ordering key's order, also after a failure (see the class comment). Requires a
-         * subscription with message ordering enabled and one thread.
+         * subscription with message ordering enabled and one thread; extends each message's ack
+         * deadline for as long as its work runs, so no {@link #lease}.
          */
         public Builder orderedByKey() {
             this.ordered = true;
@@ -627,7 +644,10 @@ public final class PubSubConsumer implements AutoCloseable {
             return this;
         }
 
-        /** @throws InvalidConfigurationException naming what is missing or conflicting */
+        /**
+         * @throws InvalidConfigurationException naming what is missing or conflicting, or a
+         *     {@link #lease} with {@link #orderedByKey()}
+         */
         public PubSubConsumer build() {
             if (subscription == null || consumer == null) {
                 throw new InvalidConfigurationException("subscription and consumer are required, but "
@@ -638,6 +658,14 @@ public final class PubSubConsumer implements AutoCloseable {
                 // two threads could take two messages of one key in two batches and commit them out of order
                 throw new InvalidConfigurationException(
                         "orderedByKey() runs on one thread, but threads was " + threads + "; drop threads(…)");
+            }
+            if (ordered && lease != null) {
+                throw new InvalidConfigurationException("lease(" + lease + ") with orderedByKey() on " + subscription
+                        + ": a key's order holds only while each message is settled before its ack deadline lapses"
+                        + " (each lapse is a delivery attempt; once the subscription's dead-letter policy has forwarded"
+                        + " the message, Pub/Sub hands the key's next message to a subscriber that applies it before"
+                        + " this one commits the stale message); orderedByKey() extends the deadline for as long as"
+                        + " the work runs: drop lease(…)");
             }
             return new PubSubConsumer(this);
         }
