@@ -194,8 +194,11 @@ final class Analyzer {
                 out.add(finding(
                         Rule.ACK_BEFORE_EFFECT,
                         Level.ERROR,
-                        r.what() + ": the message is consumed although its work failed. Throw instead to have it"
-                                + " redelivered",
+                        r.what() + ": the message is consumed although its work failed. "
+                                // a reject that the queue drops is already a throw: the fix is where it goes
+                                + (r.what().contains("AmqpRejectAndDontRequeueException")
+                                        ? "Give the queue a dead-letter exchange, or requeue a transient failure"
+                                        : "Throw instead to have it redelivered"),
                         r.location(),
                         e,
                         heaviest,

@@ -198,6 +198,8 @@ public final class Repo {
             "RequestHandler",
             "RequestStreamHandler",
             "lambda.runtime.events.",
+            // a handler taking its event as a Map imports no event type, only the runtime's Context
+            "lambda.runtime.Context",
             "MessageHandler",
             "DeliverCallback",
             "handleDelivery",
@@ -316,6 +318,32 @@ public final class Repo {
     private ThreadLocal<JavaParser> parsers;
     int files;
 
+    private Boolean deadLetter;
+
+    /**
+     * Whether the repository's code or configuration gives a RabbitMQ queue a dead-letter exchange (a queue argument,
+     * Spring AMQP's {@code QueueBuilder.deadLetterExchange}, a binder's {@code auto-bind-dlq}): rejected messages
+     * are then kept, not dropped.
+     */
+    boolean mentionsDeadLetter() {
+        if (deadLetter == null) {
+            java.util.function.Predicate<String> says =
+                    t -> DEAD_LETTER.matcher(t).find();
+            deadLetter = raw.stream().anyMatch(f -> says.test(f.text()))
+                    || otherFiles.stream().anyMatch(p -> {
+                        try {
+                            return says.test(Files.readString(p, StandardCharsets.UTF_8));
+                        } catch (IOException | UncheckedIOException e) {
+                            return false;
+                        }
+                    });
+        }
+        return deadLetter;
+    }
+
+    private static final Pattern DEAD_LETTER =
+            Pattern.compile("(?i)dead[-_.]?letter|auto-?bind-?dlq|autoBindDlq|\\bdlx\\b|\\bdlq\\b");
+
     /** Every Java file of the repository, parsed or not: text searches (timeouts, settings) read these. */
     List<RawFile> rawFiles() {
         return raw;
@@ -397,6 +425,23 @@ public final class Repo {
     }
 
     static final com.github.javaparser.ast.DataKey<Source> SOURCE = new com.github.javaparser.ast.DataKey<>() {};
+
+    private static final com.github.javaparser.ast.DataKey<String> PRINTED =
+            new com.github.javaparser.ast.DataKey<>() {};
+
+    /**
+     * A node as {@code toString()} prints it, printed once: the trace reads the same method, call or scope
+     * again from every path and check that reaches it (a builder chain's scope is printed at each of its
+     * calls), and printing was a sixth of a large repository's scan. Nodes are not changed after parsing.
+     */
+    static String printed(Node n) {
+        if (n.containsData(PRINTED)) {
+            return n.getData(PRINTED);
+        }
+        String s = n.toString();
+        n.setData(PRINTED, s);
+        return s;
+    }
 
     /** The nearest directory above {@code file} with a build file, else the root. */
     Path moduleOf(Path file) {

@@ -220,13 +220,49 @@ final class Tracer {
         }
     }
 
+    /**
+     * The methods on the walk's stack (at most {@link #MAX_DEPTH}), each hashed once. Equality stays
+     * structural as a {@code HashSet} of nodes had it (an identical copy of a method on the stack is not
+     * walked again), but a javaparser node's hashCode walks its whole tree, and the set used to be copied
+     * and every member rehashed at each call entered: a tenth of a large repository's scan.
+     */
+    private record Visiting(MethodDeclaration method, int hash, Visiting outer) {
+        private static final com.github.javaparser.ast.DataKey<Integer> HASH =
+                new com.github.javaparser.ast.DataKey<>() {};
+
+        static Visiting of(MethodDeclaration m) {
+            return m == null ? null : new Visiting(m, hash(m), null);
+        }
+
+        static boolean contains(Visiting v, MethodDeclaration m) {
+            int h = hash(m);
+            for (; v != null; v = v.outer) {
+                if (v.hash == h && (v.method == m || v.method.equals(m))) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        static Visiting with(Visiting v, MethodDeclaration m) {
+            return new Visiting(m, hash(m), v);
+        }
+
+        private static int hash(MethodDeclaration m) {
+            if (!m.containsData(HASH)) {
+                m.setData(HASH, m.hashCode());
+            }
+            return m.getData(HASH);
+        }
+    }
+
     /** A frame: one method (or the entry's body) being walked. */
     private static final class Frame {
         final int depth;
         final List<Step> path;
         Integer tx;
         Location txLoc;
-        final Set<MethodDeclaration> visiting;
+        final Visiting visiting;
         final TypeDeclaration<?> type;
         final MethodDeclaration method;
         boolean counter;
@@ -250,7 +286,7 @@ final class Tracer {
                 List<Step> path,
                 Integer tx,
                 Location txLoc,
-                Set<MethodDeclaration> visiting,
+                Visiting visiting,
                 TypeDeclaration<?> type,
                 MethodDeclaration method) {
             this.depth = depth;
@@ -309,10 +345,7 @@ final class Tracer {
         if (m != null) {
             m.getParameters().forEach(p -> payloadTypes.add(Types.simple(p.getType())));
         }
-        Set<MethodDeclaration> visiting = new HashSet<>();
-        if (m != null) {
-            visiting.add(m);
-        }
+        Visiting visiting = Visiting.of(m);
         Frame top = new Frame(0, path, tx, txLoc, visiting, Types.enclosingType(e.body), m);
         top.data = messageNames(e, m);
         if (e.body instanceof MethodReferenceExpr r) {
@@ -459,7 +492,7 @@ final class Tracer {
      */
     private boolean handOff(MethodCallExpr c) {
         String n = c.getNameAsString();
-        String scope = c.getScope().map(Object::toString).orElse("");
+        String scope = c.getScope().map(Repo::printed).orElse("");
         if ((n.equals("submit") || n.equals("execute"))
                 && c.getArguments().size() == 1
                 && (c.getArgument(0).isLambdaExpr() || c.getArgument(0).isMethodReferenceExpr())
@@ -506,12 +539,13 @@ final class Tracer {
                                         cc.getParameter().getType().toString().split("\\|"))
                                 .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
                                 .anyMatch(CATCH_ALL::contains)
-                        && onlyLogs(cc.getBody()))
+                        && (onlyLogs(cc.getBody()) || rejectsForGood(cc.getBody())))
                 .findFirst()
                 .orElse(null);
         if (swallow == null) {
             return false;
         }
+        boolean rejected = !onlyLogs(swallow.getBody());
         visitChildren(t, f);
         BlockStmt work = t.getTryBlock();
         List<Node> tasks = boundTasks(work, f);
@@ -530,13 +564,44 @@ final class Tracer {
                     null,
                     null,
                     "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
-                            + failed.what() + " and only logs it, and "
-                            + (seeksBackOnFailure()
-                                    ? "the container seeks back only to a record whose listener threw, while"
-                                            + " enable.auto.commit=true commits the position past this one"
-                                    : entry.ackText));
+                            + failed.what()
+                            + (rejected
+                                    ? " and rejects the message without requeue (AmqpRejectAndDontRequeueException),"
+                                            + " transient failures included, while no queue of the repository has a"
+                                            + " dead-letter exchange: the broker drops it"
+                                    : " and only logs it, and ")
+                            + (rejected
+                                    ? ""
+                                    : seeksBackOnFailure()
+                                            ? "the container seeks back only to a record whose listener threw, while"
+                                                    + " enable.auto.commit=true commits the position past this one"
+                                            : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * A Spring AMQP catch-all that logs and throws {@code AmqpRejectAndDontRequeueException}: the container rejects
+     * the message without requeue, and a queue with no dead-letter exchange discards what it rejects, so every
+     * failure (a database that is briefly down as well as a bad message) is lost as if it had been swallowed. With a
+     * dead-letter exchange anywhere in the repository's code or configuration the rejected message is kept there,
+     * and this is not a loss.
+     */
+    private boolean rejectsForGood(BlockStmt b) {
+        if (!entry.kind.equals("@RabbitListener")) {
+            return false;
+        }
+        List<com.github.javaparser.ast.stmt.ThrowStmt> throwsOf =
+                b.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class);
+        if (throwsOf.isEmpty()
+                || !throwsOf.stream()
+                        .allMatch(x -> x.getExpression() instanceof ObjectCreationExpr o
+                                && o.getType().getNameAsString().equals("AmqpRejectAndDontRequeueException"))) {
+            return false;
+        }
+        BlockStmt logged = b.clone();
+        logged.findAll(com.github.javaparser.ast.stmt.ThrowStmt.class).forEach(Node::remove);
+        return onlyLogs(logged) && !repo.mentionsDeadLetter();
     }
 
     /**
@@ -737,9 +802,12 @@ final class Tracer {
      * A timed wait whose result is thrown away ({@code latch.await(30, SECONDS);} as a statement) is not
      * one: when it times out the handler goes on as if the work were done.
      */
+    private static final Pattern WAIT_NAMES =
+            Pattern.compile("get|join|await|awaitTermination|allOf|block|blockLast|blockFirst");
+
     private static boolean waits(MethodCallExpr c) {
         String n = c.getNameAsString();
-        if (!n.matches("get|join|await|awaitTermination|allOf|block|blockLast|blockFirst")) {
+        if (!WAIT_NAMES.matcher(n).matches()) {
             return false;
         }
         if (n.equals("get") && c.getArguments().size() == 1) {
@@ -794,7 +862,7 @@ final class Tracer {
         String name = c.getNameAsString();
         Optional<Expression> scope = c.getScope();
         String stype = scope.map(x -> boundType(x, f)).orElse(null);
-        String scopeText = scope.map(Object::toString).orElse("");
+        String scopeText = scope.map(Repo::printed).orElse("");
 
         if (stype != null && ONCE_TYPES.contains(stype)) {
             add(Event.Kind.ONCE, c, f, null, null, stype + "." + name);
@@ -1669,7 +1737,7 @@ final class Tracer {
     private boolean library(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         boolean repoType = types.isRepoType(stype);
         boolean library = !repoType && stype != null;
-        String text = library || scopeText.contains("creator(") ? c.toString() : "";
+        String text = library || scopeText.contains("creator(") ? Repo.printed(c) : "";
         String member = library ? memberText(f) : "";
         if (!repoType && stype != null && publisher(stype) && PUBLISH_NAMES.contains(name)) {
             boolean stable = member.matches(
@@ -1871,7 +1939,7 @@ final class Tracer {
      */
     private boolean catalogued(MethodCallExpr c, String stype, Frame f) {
         String owner = stype != null ? stype : staticOwner(c);
-        Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), c.toString());
+        Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
         if (hit.isEmpty()) {
             return false;
         }
@@ -1879,7 +1947,7 @@ final class Tracer {
         if (r.idempotent()) {
             return true;
         }
-        boolean keyed = r.keyedBy(c.toString() + "\n" + memberText(f));
+        boolean keyed = r.keyedBy(Repo.printed(c) + "\n" + memberText(f));
         effect(c, f, r.blast(), r.category(), r.what() + " (" + shortText(c) + ")", keyed);
         if (r.category() == Event.Category.EXTERNAL) {
             add(Event.Kind.REMOTE, c, f, null, null, shortText(c));
@@ -1975,7 +2043,8 @@ final class Tracer {
             return false;
         }
         String what = type + "." + c.getNameAsString();
-        boolean keyed = KEYED_CALL.matcher(c.toString() + "\n" + memberText(f)).matches();
+        boolean keyed =
+                KEYED_CALL.matcher(Repo.printed(c) + "\n" + memberText(f)).matches();
         if (name.matches("(save|persist)\\w*")) {
             // a save of an object loaded or passed in is an update by its key; only a freshly built one is a new row
             boolean built = c.getArguments().stream().anyMatch(a -> {
@@ -2112,7 +2181,7 @@ final class Tracer {
             boolean annotated = Types.annotated(timer.getAnnotations(), "Scheduled");
             if (!annotated && !scheduled.contains(timer)
                     || timer.getBody().isEmpty()
-                    || f.visiting.contains(timer)
+                    || Visiting.contains(f.visiting, timer)
                     || !drains(owner, timer, field, 0)) {
                 continue;
             }
@@ -2127,8 +2196,7 @@ final class Tracer {
                             + ") drains later");
             List<Step> path = new ArrayList<>(f.path);
             path.add(new Step(owner.getNameAsString() + "." + timer.getNameAsString() + " (" + how + ")", repo.loc(c)));
-            Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
-            visiting.add(timer);
+            Visiting visiting = Visiting.with(f.visiting, timer);
             span(timer);
             Frame drain = new Frame(f.depth + 1, List.copyOf(path), null, null, visiting, owner, timer);
             drain.async = repo.loc(c);
@@ -2230,7 +2298,7 @@ final class Tracer {
     /** The text of the method being walked, printed once per frame: the idempotency-key and header checks read it. */
     private static String memberText(Frame f) {
         if (f.memberText == null) {
-            f.memberText = f.method == null ? "" : f.method.toString();
+            f.memberText = f.method == null ? "" : Repo.printed(f.method);
         }
         return f.memberText;
     }
@@ -2721,7 +2789,7 @@ final class Tracer {
             return false;
         }
         for (TypeDeclaration<?> t : repo.types(entity)) {
-            if (!t.isAnnotationPresent("Entity") || t.toString().matches("(?s).*\\bPersistable\\b.*")) {
+            if (!t.isAnnotationPresent("Entity") || Repo.printed(t).matches("(?s).*\\bPersistable\\b.*")) {
                 return false;
             }
             boolean assigned = false;
@@ -3032,6 +3100,11 @@ final class Tracer {
 
     // ---- SQL --------------------------------------------------------------------------------------
 
+    private static final Pattern SQL_CALLS = Pattern.compile(
+            "update|batchUpdate|execute|executeUpdate|executeLargeUpdate|prepareStatement|query\\w*|insert|sql|createQuery"
+                    + "|createNativeQuery|addBatch|executeQuery");
+    private static final Pattern SQL_TEXT = Pattern.compile("(?is)\\s*(insert|update|merge|delete|select|with)\\b.*");
+
     private String sqlOf(MethodCallExpr c, String stype, String name) {
         if (stype != null) {
             Optional<String> mapped = schema.mapperSql(stype, name);
@@ -3039,13 +3112,12 @@ final class Tracer {
                 return mapped.get();
             }
         }
-        if (!name.matches(
-                "update|batchUpdate|execute|executeUpdate|executeLargeUpdate|prepareStatement|query\\w*|insert|sql|createQuery|createNativeQuery|addBatch|executeQuery")) {
+        if (!SQL_CALLS.matcher(name).matches()) {
             return null;
         }
         for (Expression a : c.getArguments()) {
             String s = constants.text(a, c);
-            if (s != null && s.matches("(?is)\\s*(insert|update|merge|delete|select|with)\\b.*")) {
+            if (s != null && SQL_TEXT.matcher(s).matches()) {
                 return s;
             }
         }
@@ -3247,7 +3319,7 @@ final class Tracer {
             return;
         }
         for (MethodDeclaration bean : repo.beanFactories(stype)) {
-            if (f.visiting.contains(bean)) {
+            if (Visiting.contains(f.visiting, bean)) {
                 continue;
             }
             for (ReturnStmt r : bean.findAll(ReturnStmt.class)) {
@@ -3258,8 +3330,7 @@ final class Tracer {
                             (owner == null ? "?" : owner.getNameAsString()) + "." + bean.getNameAsString()
                                     + " (lambda)",
                             repo.loc(c)));
-                    Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
-                    visiting.add(bean);
+                    Visiting visiting = Visiting.with(f.visiting, bean);
                     span(bean);
                     Frame callee = new Frame(f.depth + 1, List.copyOf(path), f.tx, f.txLoc, visiting, owner, bean);
                     callee.async = f.async;
@@ -3313,7 +3384,7 @@ final class Tracer {
             targets = visible(targets);
         }
         for (MethodDeclaration t : targets) {
-            if (t.getBody().isEmpty() || f.visiting.contains(t) || !entered.add(t) || followed++ >= 4) {
+            if (t.getBody().isEmpty() || Visiting.contains(f.visiting, t) || !entered.add(t) || followed++ >= 4) {
                 continue;
             }
             Integer tx = f.tx;
@@ -3337,8 +3408,7 @@ final class Tracer {
             TypeDeclaration<?> owner = Types.enclosingType(t);
             path.add(new Step(
                     (owner == null ? "?" : owner.getNameAsString()) + "." + t.getNameAsString(), repo.loc(at)));
-            Set<MethodDeclaration> visiting = new HashSet<>(f.visiting);
-            visiting.add(t);
+            Visiting visiting = Visiting.with(f.visiting, t);
             span(t);
             Frame callee = new Frame(f.depth + 1, List.copyOf(path), tx, txLoc, visiting, owner, t);
             callee.async = f.async;
@@ -3631,7 +3701,7 @@ final class Tracer {
     }
 
     static String shortText(Node n) {
-        String s = n.toString().replaceAll("\\s+", " ");
+        String s = Repo.printed(n).replaceAll("\\s+", " ");
         return s.length() > 80 ? s.substring(0, 77) + "..." : s;
     }
 
