@@ -48,7 +48,7 @@ import org.awaitility.Awaitility;
  * closes and at every send (a {@link DataSource} proxy and the publisher), and a move lets one
  * thread run to its next such point. Between moves the clock passes half the lease's time to live
  * or all of it, a rival relay under the same lease runs a batch (taking the lease over once it
- * lapsed), and rows are committed.
+ * lapsed) or releases the lease it holds, and rows are committed.
  *
  * <p>Checked: at every quiet moment (all threads between batches) a lease the table says the relay
  * holds unexpired is the lease the relay knows it holds (it never drops a lease it holds); no batch
@@ -102,7 +102,10 @@ class OutboxRelayExclusiveThreadsTest {
         }
     }
 
-    /** A move: let thread {@code arg % THREADS} run to its next point ({@code arg / THREADS} more after it), advance the clock, run the rival, or commit a row. */
+    /**
+     * A move: let thread {@code arg % THREADS} run to its next point ({@code arg / THREADS} more after
+     * it), advance the clock, run the rival or release its lease, or commit a row.
+     */
     record Move(String kind, int arg) {
         @Override
         public String toString() {
@@ -116,6 +119,7 @@ class OutboxRelayExclusiveThreadsTest {
                 Tuple.of(12, Arbitraries.integers().between(0, 3 * THREADS - 1).map(i -> new Move("step", i))),
                 Tuple.of(3, Arbitraries.integers().between(0, STEPS.length - 1).map(i -> new Move("advance", i))),
                 Tuple.of(3, Arbitraries.just(new Move("rival", 0))),
+                Tuple.of(1, Arbitraries.just(new Move("release", 0))),
                 Tuple.of(2, Arbitraries.integers().between(0, KEYS.length - 1).map(i -> new Move("commit", i))));
         return move.list().ofMinSize(5).ofMaxSize(60);
     }
@@ -219,6 +223,7 @@ class OutboxRelayExclusiveThreadsTest {
                     handled.put(b, rival.relayOnce());
                     batch.remove();
                 }
+                case "release" -> rival.close(); // frees its lease, if it holds it, before the expiry
                 case "commit" -> {
                     // Only between batches: an insert on MariaDB may wait for a held batch's next-key locks.
                     if (workers.stream().allMatch(Worker::idle)) {

@@ -90,7 +90,9 @@ import org.slf4j.LoggerFactory;
  * subscriber, which applies it while this one still works on the forwarded message and commits it
  * after. So ordered mode has no lease: the client extends the deadline for as long as the work runs
  * ({@link Builder#build()} refuses {@link Builder#lease}). What it cannot cover: the extensions failing
- * until the deadline lapses (a link down that long, a process paused that long).
+ * until the deadline lapses (a link down that long, a process paused that long), and {@link #close()}
+ * while a batch has worked for longer than the minute it waits for it: the subscriber then stops and
+ * nacks what it holds, that batch's messages too, while their work goes on.
  *
  * <p>Runs on the {@link AdapterDriver}: the client pushes messages into a local buffer and the
  * driver's loop takes batches from it, the way it receives from brokers with a pull API. No driver

@@ -21,6 +21,33 @@ class EntryPointsTest {
     }
 
     @Test
+    void connectTasksShareLoopsEventBridgeMapsAndHeldDeliverCallbacksAreEntryPointsAndTheirLookAlikesAreNot() {
+        var listed = java.util.stream.Stream.of(
+                        "kafka-connect-tasks",
+                        "kafka-poll-var-and-share-consumer",
+                        "lambda-eventbridge-map-handler",
+                        "rabbit-deliver-callback-held")
+                .flatMap(f -> Fixtures.scan(Fixtures.of(f)).consumers().stream())
+                .map(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .toList();
+
+        // not listed: the project's own SinkTask subclass, the Map handler reading no EventBridge envelope, the poll
+        // on a deque a repository method returns, the cancel lambda after an unfollowed handler reference
+        assertThat(listed)
+                .containsExactlyInAnyOrder(
+                        "Kafka Connect SinkTask.put @ ShipmentSinkTask.java:22",
+                        "Kafka Connect SourceTask.poll @ ClaimSourceTask.java:25",
+                        "KafkaConsumer.poll loop @ ConsumeTask.java:30",
+                        "ShareConsumer.poll loop @ ShareConsumeTask.java:30",
+                        "Lambda RequestHandler<Map> (EventBridge event) @ BillingEventHandler.java:11",
+                        "Lambda handler(event source batch) @ ChangeStreamHandler.java:12",
+                        "Lambda handler(EventBridge event) @ TenantEvents.java:11",
+                        "RabbitMQ basicConsume @ OrderTrigger.java:26",
+                        "RabbitMQ basicConsume @ RefundConsumer.java:32");
+    }
+
+    @Test
     void handlersOfTheEntryCatalogueAreEntryPointsWithTheAcknowledgementItNames() {
         ScanReport r = Fixtures.scan(Fixtures.of("entry-catalogue-clients"));
 

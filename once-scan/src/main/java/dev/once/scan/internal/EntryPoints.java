@@ -12,6 +12,7 @@ import com.github.javaparser.ast.expr.BooleanLiteralExpr;
 import com.github.javaparser.ast.expr.CastExpr;
 import com.github.javaparser.ast.expr.EnclosedExpr;
 import com.github.javaparser.ast.expr.Expression;
+import com.github.javaparser.ast.expr.FieldAccessExpr;
 import com.github.javaparser.ast.expr.LambdaExpr;
 import com.github.javaparser.ast.expr.MethodCallExpr;
 import com.github.javaparser.ast.expr.MethodReferenceExpr;
@@ -45,6 +46,9 @@ final class EntryPoints {
             "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
                     + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    /** A share group's consumer (KIP-932, Kafka queues): records are acquired under a lock, not by offset. */
+    private static final Set<String> KAFKA_SHARE_CONSUMER_TYPES =
+            Set.of("ShareConsumer", "KafkaShareConsumer", "MockShareConsumer");
     /**
      * A library's or the project's own SQS wrapper whose type says so (SqsQueueService, SqsClientWrapper): its
      * receiveMessage(s) pulls from SQS like the SDK's, and the trace meets the SDK's deleteMessage under it.
@@ -861,6 +865,13 @@ final class EntryPoints {
                 for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
                     m.getBody().ifPresent(b -> lambda(s, m, b, arg, "Lambda RequestHandler<" + arg + ">"));
                 }
+            } else if (n.equals("RequestHandler") && arg.equals("Map")) {
+                for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
+                    String event = mapEnvelope(m);
+                    if (m.getBody().isPresent() && event != null) {
+                        lambda(s, m, m.getBody().get(), event, "Lambda RequestHandler<Map> (" + event + ")");
+                    }
+                }
             } else if (n.equals("Worker") && conductor(s)) {
                 for (MethodDeclaration m : c.getMethodsByName("execute")) {
                     if (m.getParameters().size() == 1) {
@@ -1491,7 +1502,10 @@ final class EntryPoints {
                 }
             }
         }
-        for (ClassOrInterfaceType t : c.getImplementedTypes()) {
+        // a library's abstract base class (Kafka Connect's SinkTask) is a supertype like an interface
+        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
+        supertypes.addAll(c.getExtendedTypes());
+        for (ClassOrInterfaceType t : supertypes) {
             String n = t.getNameAsString();
             if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)) {
                 continue;
@@ -1821,6 +1835,9 @@ final class EntryPoints {
             return;
         }
         String event = Types.simple(m.getParameter(0).getType());
+        if (event.equals("Map") && mapEnvelope(m) != null) {
+            event = mapEnvelope(m);
+        }
         if (!LAMBDA_EVENTS.contains(event)
                 || !m.getParameter(1).getType().asString().endsWith("Context")
                 || s.cu().getImports().stream()
@@ -1830,8 +1847,49 @@ final class EntryPoints {
         lambda(s, m, m.getBody().get(), event, "Lambda handler(" + event + ")");
     }
 
+    /**
+     * A Lambda handler taking the event as a plain {@code Map} names its trigger by the envelope it reads: an
+     * EventBridge rule's ({@code event.get("detail-type")}, {@code "detail"}) or an event source mapping's batch
+     * ({@code "events"} of a DocumentDB change stream, {@code "Records"} of a queue or stream). Which rule or mapping
+     * targets it is said only in the deployment template, but those envelopes are the triggers' alone. Null when it
+     * reads none of them.
+     */
+    private static String mapEnvelope(MethodDeclaration m) {
+        if (m.getParameters().size() != 2) {
+            return null;
+        }
+        String event = m.getParameter(0).getNameAsString();
+        for (MethodCallExpr c : m.findAll(
+                MethodCallExpr.class,
+                c -> c.getNameAsString().equals("get")
+                        && c.getArguments().size() == 1
+                        && c.getScope()
+                                .filter(x -> x instanceof NameExpr ne
+                                        && ne.getNameAsString().equals(event))
+                                .isPresent()
+                        && c.getArgument(0) instanceof StringLiteralExpr)) {
+            String key = c.getArgument(0).asStringLiteralExpr().getValue();
+            if (key.equals("detail-type") || key.equals("detail")) {
+                return EVENTBRIDGE;
+            }
+            if (key.equals("events") || key.equals("Records")) {
+                return SOURCE_BATCH;
+            }
+        }
+        return null;
+    }
+
+    /** The event name a {@code Map} handler reading the EventBridge envelope is listed under. */
+    private static final String EVENTBRIDGE = "EventBridge event";
+
+    /** The event name of a {@code Map} handler reading an event source mapping's batch (retried until it succeeds). */
+    private static final String SOURCE_BATCH = "event source batch";
+
     /** Lambda event types of the queue and stream triggers: the batch is redelivered when the handler fails. */
     private static final Set<String> LAMBDA_EVENTS = Set.of(
+            EVENTBRIDGE,
+            SOURCE_BATCH,
+            "ScheduledEvent",
             "SQSEvent",
             "KafkaEvent",
             "SNSEvent",
@@ -1845,7 +1903,7 @@ final class EntryPoints {
 
     /** Events Lambda delivers by asynchronous invocation: retried when the handler fails, sometimes delivered twice. */
     private static final Set<String> LAMBDA_ASYNC_EVENTS =
-            Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent");
+            Set.of("SNSEvent", "S3Event", "S3EventNotification", "CloudWatchLogsEvent", EVENTBRIDGE, "ScheduledEvent");
 
     /**
      * A Spring Cloud Function declared as a class: a {@code @Component} implementing {@code Consumer<T>} or
@@ -2016,6 +2074,8 @@ final class EntryPoints {
                 String t = call.getScope().map(types::typeOf).orElse(null);
                 if (t != null && KAFKA_CONSUMER_TYPES.contains(t)) {
                     kafkaLoop(s, call);
+                } else if (t != null && KAFKA_SHARE_CONSUMER_TYPES.contains(t)) {
+                    kafkaShareLoop(s, call);
                 }
             }
             case "receiveMessage", "receiveMessages" -> {
@@ -2183,6 +2243,28 @@ final class EntryPoints {
         Entry e = add(s, "KafkaConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
         e.loop = true;
         kafkaAck(e, s, poll);
+    }
+
+    /**
+     * A share-group poll loop: what poll() returned is accepted at the next poll() or commitSync (implicit
+     * acknowledgement) unless the loop acknowledges each record itself; a record not yet accepted when the consumer
+     * dies is released to another consumer once its acquisition lock expires.
+     */
+    private void kafkaShareLoop(Repo.Source s, MethodCallExpr poll) {
+        Node body = loopOrMethod(poll);
+        if (body == null) {
+            return;
+        }
+        Entry e = add(s, "ShareConsumer.poll loop", "kafka", owner(poll), poll, body, poll);
+        e.loop = true;
+        boolean acknowledges = !body.findAll(
+                        MethodCallExpr.class, c -> c.getNameAsString().equals("acknowledge"))
+                .isEmpty();
+        e.ack = acknowledges ? Entry.Ack.EXPLICIT : Entry.Ack.AFTER_RETURN;
+        e.ackText = acknowledges
+                ? "consumer.acknowledge(record) in the loop, sent with the next poll() or commitSync()"
+                : "a share group accepts what poll() returned at the next poll(), after this loop's work on it; a"
+                        + " record whose consumer dies first is delivered again when its acquisition lock expires";
     }
 
     /** How a poll loop's offsets are committed, from the settings of the consumer it polls (as {@code e.self} builds it). */
@@ -2614,63 +2696,19 @@ final class EntryPoints {
         if (call.getArguments().size() < 2) {
             return;
         }
-        Expression cb = null;
-        for (int i = 1; i < call.getArguments().size(); i++) {
+        // the first argument after the queue that resolves to a handler: a boolean, a consumer tag or an argument
+        // map held in a variable is not one, so each candidate is followed before the next is tried
+        Node[] handler = null;
+        for (int i = 1; i < call.getArguments().size() && handler == null; i++) {
             Expression a = call.getArgument(i);
-            if (a instanceof LambdaExpr
-                    || a instanceof ObjectCreationExpr
-                    || a instanceof MethodReferenceExpr
-                    || (a instanceof NameExpr && !(isBooleanVar(a)))) {
-                cb = a;
-                break;
+            handler = deliverHandler(call, a);
+            if (handler == null && callbackArgument(a)) {
+                break; // a callback that cannot be followed: the ones after it (cancel, shutdown) are not the handler
             }
         }
-        Node body = null;
-        Node decl = null;
-        Node at = call;
-        if (cb instanceof NameExpr n) {
-            cb = lambdaOf(n)
-                    .map(Expression.class::cast)
-                    .or(() -> anonymousOf(n))
-                    .orElse(cb);
-        }
-        if (cb instanceof LambdaExpr l) {
-            body = l.getBody();
-            decl = l;
-        } else if (cb instanceof ObjectCreationExpr oc
-                && oc.getAnonymousClassBody().isPresent()) {
-            for (var member : oc.getAnonymousClassBody().get()) {
-                if (member instanceof MethodDeclaration md
-                        && md.getNameAsString().equals("handleDelivery")
-                        && md.getBody().isPresent()) {
-                    body = md.getBody().get();
-                    decl = md;
-                    // the handler an anonymous DefaultConsumer overrides is the entry point, not the
-                    // basicConsume call some lines below it
-                    at = md;
-                }
-            }
-        } else if (cb instanceof MethodReferenceExpr ref && selfReference(ref)) {
-            // basicConsume(queue, false, this::onDelivery, …): the class's own method is the DeliverCallback
-            TypeDeclaration<?> owner = Types.enclosingType(call);
-            for (MethodDeclaration md :
-                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
-                if (md.getBody().isPresent() && md.getParameters().size() == 2) {
-                    body = md.getBody().get();
-                    decl = md;
-                    at = md;
-                }
-            }
-        } else if (cb != null) {
-            String t = cb instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(cb);
-            for (MethodDeclaration md :
-                    t == null ? List.<MethodDeclaration>of() : repo.methods(t, "handleDelivery", 4)) {
-                if (md.getBody().isPresent()) {
-                    body = md.getBody().get();
-                    decl = md;
-                }
-            }
-        }
+        Node decl = handler == null ? null : handler[0];
+        Node body = handler == null ? null : handler[1];
+        Node at = handler == null ? call : handler[2];
         if (body == null) {
             return;
         }
@@ -2689,34 +2727,109 @@ final class EntryPoints {
         }
     }
 
-    /** The lambda a local variable is initialized with: {@code DeliverCallback cb = (tag, d) -> …}. */
-    private static Optional<LambdaExpr> lambdaOf(NameExpr n) {
-        MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
-        if (m == null) {
-            return Optional.empty();
+    /** An argument that is a callback by its shape or its declared type ({@code DeliverCallback}, {@code Consumer}). */
+    private boolean callbackArgument(Expression a) {
+        if (a instanceof LambdaExpr || a instanceof MethodReferenceExpr || a instanceof ObjectCreationExpr) {
+            return true;
         }
-        for (VariableDeclarator d :
-                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
-            if (d.getInitializer().filter(Expression::isLambdaExpr).isPresent()) {
-                return Optional.of(d.getInitializer().get().asLambdaExpr());
-            }
-        }
-        return Optional.empty();
+        String t = a instanceof NameExpr || a instanceof FieldAccessExpr ? types.typeOf(a) : null;
+        return t != null && t.matches("\\w*(Callback|Consumer)");
     }
 
-    /** The anonymous class a local variable is initialized with: {@code Consumer c = new DefaultConsumer(ch) {…}}. */
+    /**
+     * The delivery handler one argument of {@code basicConsume} stands for, as {declaration, body, entry location}: a
+     * lambda, an anonymous {@code DefaultConsumer}, a {@code this::method} reference, a local or field holding one of
+     * those, or an instance of a repository class overriding {@code handleDelivery}; null when it is none of them.
+     */
+    private Node[] deliverHandler(MethodCallExpr call, Expression a) {
+        if (!(a instanceof LambdaExpr
+                || a instanceof ObjectCreationExpr
+                || a instanceof MethodReferenceExpr
+                || (a instanceof NameExpr && !isBooleanVar(a)))) {
+            return null;
+        }
+        Expression cb = a;
+        if (cb instanceof NameExpr n) {
+            cb = lambdaOf(n)
+                    .map(Expression.class::cast)
+                    .or(() -> anonymousOf(n))
+                    .orElse(cb);
+        }
+        if (cb instanceof LambdaExpr l) {
+            return new Node[] {l, l.getBody(), call};
+        }
+        if (cb instanceof ObjectCreationExpr oc && oc.getAnonymousClassBody().isPresent()) {
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals("handleDelivery")
+                        && md.getBody().isPresent()) {
+                    // the handler an anonymous DefaultConsumer overrides is the entry point, not the
+                    // basicConsume call some lines below it
+                    return new Node[] {md, md.getBody().get(), md};
+                }
+            }
+            return null;
+        }
+        if (cb instanceof MethodReferenceExpr ref) {
+            if (!selfReference(ref)) {
+                return null;
+            }
+            // basicConsume(queue, false, this::onDelivery, …): the class's own method is the DeliverCallback
+            TypeDeclaration<?> owner = Types.enclosingType(call);
+            for (MethodDeclaration md :
+                    owner == null ? List.<MethodDeclaration>of() : owner.getMethodsByName(ref.getIdentifier())) {
+                if (md.getBody().isPresent() && md.getParameters().size() == 2) {
+                    return new Node[] {md, md.getBody().get(), md};
+                }
+            }
+            return null;
+        }
+        String t = cb instanceof ObjectCreationExpr oc ? oc.getType().getNameAsString() : types.typeOf(cb);
+        for (MethodDeclaration md : t == null ? List.<MethodDeclaration>of() : repo.methods(t, "handleDelivery", 4)) {
+            if (md.getBody().isPresent()) {
+                return new Node[] {md, md.getBody().get(), call};
+            }
+        }
+        return null;
+    }
+
+    /** The lambda a local variable or a field is initialized with: {@code DeliverCallback cb = (tag, d) -> …}. */
+    private static Optional<LambdaExpr> lambdaOf(NameExpr n) {
+        return initializerOf(n, Expression::isLambdaExpr).map(Expression::asLambdaExpr);
+    }
+
+    /** The anonymous class a local or a field is initialized with: {@code Consumer c = new DefaultConsumer(ch) {…}}. */
     private static Optional<Expression> anonymousOf(NameExpr n) {
+        return initializerOf(
+                n,
+                i -> i instanceof ObjectCreationExpr oc
+                        && oc.getAnonymousClassBody().isPresent());
+    }
+
+    /**
+     * The initializer of the local {@code n} names in its method, or else of the field of that name in the enclosing
+     * class (a callback built once and handed to the consume call later), when it is of the shape asked for.
+     */
+    private static Optional<Expression> initializerOf(NameExpr n, java.util.function.Predicate<Expression> shape) {
         MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
-        if (m == null) {
+        if (m != null) {
+            for (VariableDeclarator d :
+                    m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
+                if (d.getInitializer().filter(shape).isPresent()) {
+                    return d.getInitializer();
+                }
+            }
+        }
+        TypeDeclaration<?> t = Types.enclosingType(n);
+        if (t == null) {
             return Optional.empty();
         }
-        for (VariableDeclarator d :
-                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))) {
-            if (d.getInitializer()
-                    .filter(i -> i instanceof ObjectCreationExpr oc
-                            && oc.getAnonymousClassBody().isPresent())
-                    .isPresent()) {
-                return d.getInitializer();
+        for (com.github.javaparser.ast.body.FieldDeclaration f : t.getFields()) {
+            for (VariableDeclarator d : f.getVariables()) {
+                if (d.getNameAsString().equals(n.getNameAsString())
+                        && d.getInitializer().filter(shape).isPresent()) {
+                    return d.getInitializer();
+                }
             }
         }
         return Optional.empty();

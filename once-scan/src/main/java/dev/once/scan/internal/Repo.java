@@ -198,6 +198,8 @@ public final class Repo {
             "RequestHandler",
             "RequestStreamHandler",
             "lambda.runtime.events.",
+            // a handler taking its event as a Map imports no event type, only the runtime's Context
+            "lambda.runtime.Context",
             "MessageHandler",
             "DeliverCallback",
             "handleDelivery",

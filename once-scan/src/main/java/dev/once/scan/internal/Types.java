@@ -269,13 +269,16 @@ final class Types {
         return null;
     }
 
-    private static Type varType(VariableDeclarator d) {
+    private Type varType(VariableDeclarator d) {
         // `var` parses as a class named var where the parser's language level predates it
         if (d.getType().isVarType() || d.getType().asString().equals("var")) {
-            return d.getInitializer()
-                    .filter(Expression::isObjectCreationExpr)
-                    .map(i -> (Type) i.asObjectCreationExpr().getType())
-                    .orElse(null);
+            Expression init = d.getInitializer().orElse(null);
+            if (init instanceof ObjectCreationExpr oc) {
+                return oc.getType();
+            }
+            // `var consumer = this.consumer(ctx)`: the type the repository method that builds it declares
+            String built = init instanceof MethodCallExpr mc ? returnType(mc) : null;
+            return built == null ? null : new ClassOrInterfaceType(null, built);
         }
         return d.getType();
     }
