@@ -210,7 +210,7 @@ final class ClaimRun {
         OutboxBuffer outbox = watch.outbox();
         if (batchHandler != null) {
             DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
-            Throwable failure = timed(() -> batchHandler.handle(List.copyOf(claimed), batchTx));
+            Throwable failure = timed(null, null, claimed, batchTx);
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
             }
@@ -218,12 +218,13 @@ final class ClaimRun {
                 return new Failure(failure, claimed.size() == 1 ? claimed.get(0) : null);
             }
         } else {
-            for (Delivery d : claimed) {
+            for (int i = 0; i < claimed.size(); i++) { // indexed: no iterator per delivery
+                Delivery d = claimed.get(i);
                 if (!d.eventId().equals(MDC.get(DeliveryMdc.MDC_MESSAGE_ID))) {
                     DeliveryMdc.put(consumer, d); // process() has put this delivery's already
                 }
                 DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
-                Throwable failure = timed(() -> handler.handle(d, handlerTx));
+                Throwable failure = timed(d, handlerTx, null, null);
                 if (failure == null && handlerTx.misuse() != null) {
                     failure = refused(handlerTx.misuse());
                 }
@@ -279,16 +280,19 @@ final class ClaimRun {
         return null;
     }
 
-    /** One call of the handler or the batch handler. */
-    @FunctionalInterface
-    private interface HandlerCall {
-        void run() throws Exception;
-    }
-
-    private Throwable timed(HandlerCall call) {
+    /**
+     * One call of the handler with {@code d} and {@code tx}, or (when {@code tx} is null) of the batch handler
+     * with {@code batch} and {@code batchTx}, timed; its failure, or null. The arguments are passed as they
+     * are, not captured in a lambda per call (one per delivery on the per-event path).
+     */
+    private Throwable timed(Delivery d, DefaultTx tx, List<Delivery> batch, DefaultBatchTx batchTx) {
         long start = System.nanoTime();
         try {
-            call.run();
+            if (tx != null) {
+                handler.handle(d, tx);
+            } else {
+                batchHandler.handle(List.copyOf(batch), batchTx);
+            }
             return null;
         } catch (Exception e) {
             if (e instanceof StaleFencingTokenException) {

@@ -46,14 +46,10 @@ public final class GuardedConnection implements Connection {
     private final ClaimWatch watch;
     private String misuse;
     // The first leading word of check()'s SQL that the watch acts on; one receiver per connection, not a
-    // capturing lambda and an array per statement (issue 21: the check runs on every handler statement).
+    // capturing lambda and an array per statement (issue 21: the check runs on every handler statement),
+    // made by the first statement the watch does not know harmless (most handlers run only known ones).
     private String firstWord;
-    private final TransactionSql.Leading leading = w -> {
-        if (firstWord == null
-                && (w.equals("SAVEPOINT") || w.equals("ROLLBACK") || w.equals("CALL") || w.equals("EXECUTE"))) {
-            firstWord = w;
-        }
-    };
+    private TransactionSql.Leading leading;
 
     /**
      * @param watch the claim transaction's watch: told of savepoints, of the SQL exceptions the handler
@@ -100,6 +96,14 @@ public final class GuardedConnection implements Connection {
             return;
         }
         firstWord = null;
+        if (leading == null) {
+            leading = w -> {
+                if (firstWord == null
+                        && (w.equals("SAVEPOINT") || w.equals("ROLLBACK") || w.equals("CALL") || w.equals("EXECUTE"))) {
+                    firstWord = w;
+                }
+            };
+        }
         String refused = TransactionSql.refusal(sql, mysqlLexing, leading);
         if (refused != null) {
             throw refuse(refused + " issued as SQL", refused);

@@ -26,7 +26,9 @@ public final class OutboxBuffer implements SavepointListener {
     private final OutboxRepository repository;
     private final Clock clock;
     private final OutboxHeaders headers;
-    private final List<OutboxRepository.NewRow> rows = new ArrayList<>();
+    // NO_ROWS until the first row: most claim transactions add none, and the engine makes a buffer for each
+    private List<OutboxRepository.NewRow> rows = NO_ROWS;
+    private static final List<OutboxRepository.NewRow> NO_ROWS = List.of();
 
     public OutboxBuffer(Connection connection, Dialect dialect, String prefix, Clock clock, OutboxHeaders headers) {
         this(connection, new OutboxRepository(dialect, prefix), clock, headers);
@@ -59,6 +61,9 @@ public final class OutboxBuffer implements SavepointListener {
 
     /** Buffers a row; a transaction this large writes what it holds now, to bound the memory it keeps. */
     void add(OutboxRepository.NewRow row) throws SQLException {
+        if (rows == NO_ROWS) {
+            rows = new ArrayList<>();
+        }
         rows.add(row);
         if (base + rows.size() - written >= Outbox.FLUSH_ROWS) {
             flush();
@@ -156,7 +161,7 @@ public final class OutboxBuffer implements SavepointListener {
         } else {
             // Only a savepoint set before this buffer (Mark(0, 0)): the rows written and trimmed since
             // were undone with everything else, and none of them is to be written again.
-            rows.clear();
+            rows = NO_ROWS;
             base = m.added();
         }
         written = Math.min(written, m.written());

@@ -32,7 +32,9 @@ import org.slf4j.LoggerFactory;
  * savepoint the transaction rolled back to is dropped with the work it checks.
  *
  * <p>Savepoints are matched by identity: pass the same object to {@link #savepoint} and
- * {@link #rollbackToSavepoint}. Used by the transaction's thread; not thread-safe.
+ * {@link #rollbackToSavepoint}. This object itself stands for the start of the transaction, announced or not:
+ * a rollback to it undoes everything registered (an integration that meets a rollback to a savepoint taken
+ * before it knew the transaction passes it). Used by the transaction's thread; not thread-safe.
  */
 public final class JoinedTransaction implements SavepointListener {
 
@@ -218,24 +220,29 @@ public final class JoinedTransaction implements SavepointListener {
 
     /**
      * The transaction rolled back to {@code savepoint}: every callback registered since it will hear
-     * {@code completed(false)}. Savepoints created after it are gone; it stays, as in JDBC.
+     * {@code completed(false)}. Savepoints created after it are gone; it stays, as in JDBC. {@code this}: the
+     * start of the transaction, before everything registered; every savepoint is gone.
      *
      * @throws IllegalStateException if {@code savepoint} was never announced with {@link #savepoint} (or was
      *         released): the integration missed a savepoint, and outcomes registered since cannot be told apart
      */
     @Override
     public void rollbackToSavepoint(Object savepoint) {
+        if (savepoint == this) {
+            undoFrom(0);
+            truncate(0);
+            for (int i = 0; i < listenerCount; i++) {
+                listeners[i].rollbackToSavepoint(savepoint);
+            }
+            return;
+        }
         int at = indexOf(savepoint);
         if (at < 0) {
             throw new IllegalStateException("rollback to savepoint " + savepoint
                     + ", which was never announced with savepoint(...): the integration must report every"
                     + " savepoint it creates, or once cannot tell which outcomes the rollback undid");
         }
-        for (int i = positions[at]; i < entries.size(); i++) {
-            if (!(entries.get(i) instanceof Undone)) {
-                entries.set(i, new Undone(entries.get(i)));
-            }
-        }
+        undoFrom(positions[at]);
         truncate(at + 1);
         for (int i = 0; i < listenerCount; i++) {
             listeners[i].rollbackToSavepoint(savepoint);
@@ -279,6 +286,15 @@ public final class JoinedTransaction implements SavepointListener {
                 callback.completed(stands);
             } catch (RuntimeException e) {
                 log.warn("a transaction completion callback failed (committed={})", stands, e);
+            }
+        }
+    }
+
+    // Every entry registered from position from on belongs to work a rollback undid.
+    private void undoFrom(int from) {
+        for (int i = from; i < entries.size(); i++) {
+            if (!(entries.get(i) instanceof Undone)) {
+                entries.set(i, new Undone(entries.get(i)));
             }
         }
     }

@@ -73,6 +73,43 @@ class JoinedTransactionChecksTest {
     }
 
     @Test
+    void aRollbackToTheTransactionItselfUndoesEverythingRegisteredAndForgetsItsSavepoints() throws Exception {
+        List<Boolean> heard = new ArrayList<>();
+        List<Object> toldListener = new ArrayList<>();
+        joined.addSavepointListener(new dev.once.tx.SavepointListener() {
+            @Override
+            public void savepoint(Object savepoint) {}
+
+            @Override
+            public void rollbackToSavepoint(Object savepoint) {
+                toldListener.add(savepoint);
+            }
+
+            @Override
+            public void releaseSavepoint(Object savepoint) {}
+        });
+        check("first");
+        joined.afterCompletion(heard::add);
+        joined.savepoint("s1");
+        joined.afterCompletion(heard::add);
+        // a savepoint taken before the integration knew the transaction: its start, which the object stands for
+        joined.rollbackToSavepoint(joined);
+        joined.afterCompletion(heard::add);
+
+        joined.runChecks(nothingElseDue);
+        joined.completed(true);
+
+        assertThat(ran).as("the check the rollback undid never runs").isEmpty();
+        assertThat(heard)
+                .as("everything registered before the rollback was undone, what came after stands")
+                .containsExactly(false, false, true);
+        assertThat(toldListener).as("the listeners hear of it").containsExactly(joined);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> joined.rollbackToSavepoint("s1"))
+                .as("the savepoints after the start are gone")
+                .isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
     void withNoCheckPendingTheIntegrationIsNotAsked() throws Exception {
         joined.savepoint("s1");
         check("undone");

@@ -3,7 +3,6 @@ package dev.once.spring;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -159,8 +158,8 @@ final class ListenerMessages {
             // entries become the immutable map Delivery keeps as it is (Map.copyOf of an immutable map copies
             // nothing), not a HashMap that Delivery would copy again.
             org.apache.kafka.common.header.Header[] all = record.headers().toArray();
-            @SuppressWarnings({"unchecked", "rawtypes"})
-            Map.Entry<String, String>[] entries = new Map.Entry[all.length];
+            // keys at even, values at odd places: one array, not an entry object per header
+            String[] pairs = new String[2 * all.length];
             int n = 0;
             String last = null;
             byte[] deliveryAttempt = null;
@@ -168,22 +167,17 @@ final class ListenerMessages {
                 String key = h.key();
                 byte[] value = h.value();
                 String text = value == null ? null : new String(value, StandardCharsets.UTF_8);
-                Map.Entry<String, String> entry = Map.entry(key, text == null ? "" : text);
-                int same = all.length <= SMALL ? indexOf(entries, n, key) : -1;
-                if (same >= 0) {
-                    entries[same] = entry; // a repeated key: its last value, as Kafka's lastHeader reads it
-                } else {
-                    entries[n++] = entry;
-                }
+                int same = all.length <= SMALL ? indexOf(pairs, n, key) : -1;
+                int at = same >= 0 ? same : n++; // a repeated key: its last value, as Kafka's lastHeader reads it
+                pairs[2 * at] = key;
+                pairs[2 * at + 1] = text == null ? "" : text;
                 if (key.equals(header)) {
                     last = text; // the event id, decoded once for the headers and the id
                 } else if (SPRING_KAFKA && key.equals(DELIVERY_ATTEMPT)) {
                     deliveryAttempt = value;
                 }
             }
-            Map<String, String> headers = all.length <= SMALL
-                    ? Map.ofEntries(n == entries.length ? entries : Arrays.copyOf(entries, n))
-                    : lastOfEach(entries);
+            Map<String, String> headers = all.length <= SMALL ? immutable(pairs, n) : lastOfEach(pairs, n);
             String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
             String id = eventId != null ? eventId : last;
             int attempt = 1;
@@ -198,17 +192,34 @@ final class ListenerMessages {
         // (rare, and a producer could send thousands) goes through a hash map.
         private static final int SMALL = 16;
 
-        private static Map<String, String> lastOfEach(Map.Entry<String, String>[] entries) {
+        private static Map<String, String> lastOfEach(String[] pairs, int n) {
             Map<String, String> byKey = new HashMap<>();
-            for (Map.Entry<String, String> e : entries) {
-                byKey.put(e.getKey(), e.getValue());
+            for (int i = 0; i < n; i++) {
+                byKey.put(pairs[2 * i], pairs[2 * i + 1]);
             }
             return byKey;
         }
 
-        private static int indexOf(Map.Entry<String, String>[] entries, int n, String key) {
+        /** The first {@code n} distinct pairs as the immutable map Delivery keeps (one or two without entries). */
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        private static Map<String, String> immutable(String[] pairs, int n) {
+            return switch (n) {
+                case 0 -> Map.of();
+                case 1 -> Map.of(pairs[0], pairs[1]);
+                case 2 -> Map.of(pairs[0], pairs[1], pairs[2], pairs[3]);
+                default -> {
+                    Map.Entry<String, String>[] entries = new Map.Entry[n];
+                    for (int i = 0; i < n; i++) {
+                        entries[i] = Map.entry(pairs[2 * i], pairs[2 * i + 1]);
+                    }
+                    yield Map.ofEntries(entries);
+                }
+            };
+        }
+
+        private static int indexOf(String[] pairs, int n, String key) {
             for (int i = 0; i < n; i++) {
-                if (entries[i].getKey().equals(key)) {
+                if (pairs[2 * i].equals(key)) {
                     return i;
                 }
             }

@@ -43,11 +43,9 @@ final class PhysicalTransaction implements TransactionSynchronization {
     record Key(DataSource dataSource) {}
 
     private final Key key;
+    // A rollback to a savepoint taken before this state existed is a rollback to the start of the transaction as
+    // far as once knows it, which the joined transaction itself stands for (no savepoint announced per state).
     private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
-    // Stands for "the start of the transaction as far as once knows it": a rollback to a savepoint taken
-    // before this state existed is a rollback to it. One for all states: each announces it to its own
-    // JoinedTransaction only, and no Spring savepoint is ever this object.
-    private static final Object START = new Object();
     // Both made on first use: most transactions take no savepoint and write no outbox row, and one of
     // these states is made for every listener call (an empty IdentityHashMap allocates 32 slots).
     private Set<Object> savepoints;
@@ -62,7 +60,6 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     private PhysicalTransaction(Key key) {
         this.key = key;
-        joined.savepoint(START);
     }
 
     /** The state of the current transaction on {@code key}'s DataSource, created and registered on first use. */
@@ -207,7 +204,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     @Override
     public void savepointRollback(Object savepoint) {
-        joined.rollbackToSavepoint(savepoints != null && savepoints.contains(savepoint) ? savepoint : START);
+        joined.rollbackToSavepoint(savepoints != null && savepoints.contains(savepoint) ? savepoint : joined);
     }
 
     /**

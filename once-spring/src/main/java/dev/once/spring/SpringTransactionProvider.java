@@ -7,6 +7,7 @@ import dev.once.tx.TransactionProvider;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.Map;
 import java.util.Objects;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
@@ -173,6 +174,7 @@ public final class SpringTransactionProvider implements TransactionProvider {
 
     private static final class JoinedHandle extends JoinedTransactionHandle {
         private final DataSource key;
+        private final PhysicalTransaction.Key stateKey;
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key, PhysicalTransaction.Key stateKey) {
@@ -180,10 +182,21 @@ public final class SpringTransactionProvider implements TransactionProvider {
             // and is set aside while a REQUIRES_NEW step suspends it.
             super(connection, PhysicalTransaction.current(stateKey).joined());
             this.key = key;
+            this.stateKey = stateKey;
         }
 
         @Override
         protected void markRollbackOnly() {
+            // The usual transaction (a listener's own, whose copy of an event ends here): its connection and
+            // once's state, nothing else bound, so its connection's holder is all there is to mark; the loop
+            // over every resource takes a map view and two iterators.
+            Map<Object, Object> resources = TransactionSynchronizationManager.getResourceMap();
+            if (resources.size() == 2
+                    && TransactionSynchronizationManager.getResource(stateKey) instanceof PhysicalTransaction
+                    && TransactionSynchronizationManager.getResource(key) instanceof ConnectionHolder holder) {
+                holder.setRollbackOnly();
+                return;
+            }
             SpringTransactionProvider.markRollbackOnly();
         }
 

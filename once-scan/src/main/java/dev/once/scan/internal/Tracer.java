@@ -539,13 +539,14 @@ final class Tracer {
                                         cc.getParameter().getType().toString().split("\\|"))
                                 .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
                                 .anyMatch(CATCH_ALL::contains)
-                        && (onlyLogs(cc.getBody()) || rejectsForGood(cc.getBody())))
+                        && (onlyLogs(cc.getBody()) || rejectsForGood(cc.getBody()) || retriesThenLogs(cc)))
                 .findFirst()
                 .orElse(null);
         if (swallow == null) {
             return false;
         }
-        boolean rejected = !onlyLogs(swallow.getBody());
+        boolean retried = retriesThenLogs(swallow);
+        boolean rejected = !retried && !onlyLogs(swallow.getBody());
         visitChildren(t, f);
         BlockStmt work = t.getTryBlock();
         List<Node> tasks = boundTasks(work, f);
@@ -569,7 +570,10 @@ final class Tracer {
                                     ? " and rejects the message without requeue (AmqpRejectAndDontRequeueException),"
                                             + " transient failures included, while no queue of the repository has a"
                                             + " dead-letter exchange: the broker drops it"
-                                    : " and only logs it, and ")
+                                    : retried
+                                            ? " and retries it in process, and once the retries are used up only logs"
+                                                    + " it, and "
+                                            : " and only logs it, and ")
                             + (rejected
                                     ? ""
                                     : seeksBackOnFailure()
@@ -578,6 +582,43 @@ final class Tracer {
                                             : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * {@code catch (Exception e) { if (retry > max) log.error(…); else processWithRetry(message, retry + 1); }}: a
+     * catch that calls its own method again under a condition is an in-process retry, and the arm that gives up only
+     * logs, so the last failure is swallowed as by a catch that only logs. A catch that calls itself with no condition
+     * retries for ever and loses nothing.
+     */
+    private static boolean retriesThenLogs(com.github.javaparser.ast.stmt.CatchClause cc) {
+        String own = Types.ancestor(cc, MethodDeclaration.class)
+                .map(MethodDeclaration::getNameAsString)
+                .orElse(null);
+        if (own == null) {
+            return false;
+        }
+        List<MethodCallExpr> again = cc.getBody()
+                .findAll(
+                        MethodCallExpr.class,
+                        c -> c.getNameAsString().equals(own)
+                                && c.getScope()
+                                        .filter(x -> !(x instanceof com.github.javaparser.ast.expr.ThisExpr))
+                                        .isEmpty());
+        if (again.isEmpty()
+                || !again.stream()
+                        .allMatch(c -> c.getParentNode().orElse(null) instanceof ExpressionStmt
+                                && Types.ancestor(c, com.github.javaparser.ast.stmt.IfStmt.class)
+                                        .filter(i -> cc.getBody().isAncestorOf(i))
+                                        .isPresent())) {
+            return false;
+        }
+        BlockStmt logged = cc.getBody().clone();
+        logged.findAll(
+                        MethodCallExpr.class,
+                        c -> c.getNameAsString().equals(own)
+                                && c.getParentNode().orElse(null) instanceof ExpressionStmt)
+                .forEach(c -> c.getParentNode().ifPresent(Node::remove));
+        return onlyLogs(logged);
     }
 
     /**
