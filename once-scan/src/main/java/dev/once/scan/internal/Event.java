@@ -71,7 +71,12 @@ record Event(
          * A check by a list lookup whose emptiness picks the arm that writes: its last arm is that arm, and it checks
          * only the effects made on it.
          */
-        LOOKUP
+        LOOKUP,
+        /**
+         * A dedupe record (a processed-events row) written by a save that merges rather than fails on a repeat: no
+         * claim, but a record a redelivery is checked against all the same.
+         */
+        MARK
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

@@ -2598,6 +2598,10 @@ final class Tracer {
         }
         // a fresh random id is a new row each time (above); an id taken from the message is merged by save
         if (mergedBySave(c, stype, entity)) {
+            if (table != null && DEDUPE_TABLE.matcher(table).matches()) {
+                // a processed-events row all the same: when it commits before the work, a redelivery finds it
+                add(Event.Kind.MARK, c, f, null, null, "saves the " + entity + " dedupe record");
+            }
             // a row a repeat overwrites rather than fails on: neither a claim nor a guarded insert
             effect(
                     c,
