@@ -473,6 +473,48 @@ final class Analyzer {
                         r.member()));
             }
         }
+        // a write committed by a REQUIRES_NEW transaction inside the handler's: it commits when the inner method
+        // returns, before the outer work; when that then fails to commit (or the process dies first), the inner
+        // write (a reply, an outbox row the relay sends) stands for work that never happened
+        Set<Location> nested = new LinkedHashSet<>();
+        for (Event n : of(events, Event.Kind.NESTED)) {
+            if (nested.contains(n.location())) {
+                continue;
+            }
+            Event inner = effects.stream()
+                    .filter(x -> x.seq() > n.seq()
+                            && !Objects.equals(x.tx(), n.tx())
+                            && x.category() != Event.Category.CACHE
+                            && x.path().stream().anyMatch(s -> s.location().equals(n.location())))
+                    .findFirst()
+                    .orElse(null);
+            Event outer = inner == null
+                    ? null
+                    : effects.stream()
+                            .filter(x -> Objects.equals(x.tx(), n.tx())
+                                    && x.category() == Event.Category.DATABASE
+                                    && !x.exclusiveWith(n))
+                            .min(Comparator.comparing(Event::keyed))
+                            .orElse(null);
+            if (outer != null) {
+                nested.add(n.location());
+                out.add(finding(
+                        Rule.DUAL_WRITE,
+                        Level.WARNING,
+                        n.what() + " runs in a transaction of its own (REQUIRES_NEW) inside the handler's: "
+                                + inner.what() + " commits before " + outer.what()
+                                + " does, and stays when that fails to commit or the process dies first",
+                        n.location(),
+                        e,
+                        inner.blast(),
+                        inner.path(),
+                        List.of(
+                                entryRel,
+                                new Related("effect", inner.location()),
+                                new Related("effect", outer.location())),
+                        n.member()));
+            }
+        }
         for (Event c : weakClaims) {
             out.add(finding(
                     Rule.WEAK_DEDUPE,

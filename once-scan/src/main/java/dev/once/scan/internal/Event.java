@@ -76,7 +76,9 @@ record Event(
          * A dedupe record (a processed-events row) written by a save that merges rather than fails on a repeat: no
          * claim, but a record a redelivery is checked against all the same.
          */
-        MARK
+        MARK,
+        /** A call into a REQUIRES_NEW transaction while another is open ({@code tx} is the outer one). */
+        NESTED
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

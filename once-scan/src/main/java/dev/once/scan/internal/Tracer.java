@@ -2715,6 +2715,12 @@ final class Tracer {
         return out;
     }
 
+    /** In a catch block: a failure record written apart on purpose, to outlive the rollback. */
+    private static boolean inCatch(Node n) {
+        return Types.ancestor(n, com.github.javaparser.ast.stmt.CatchClause.class)
+                .isPresent();
+    }
+
     /** An exists-check (or a lookup deciding an arm) came earlier on this entry's path. */
     private boolean checkedBefore() {
         return events.stream().anyMatch(e -> e.kind() == Event.Kind.CHECK || e.kind() == Event.Kind.LOOKUP);
@@ -3525,6 +3531,16 @@ final class Tracer {
                             Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
                 } else if (!self
                         && (f.tx == null || t.getAnnotations().toString().contains("REQUIRES_NEW"))) {
+                    if (f.tx != null && !inCatch(at)) {
+                        // a transaction of its own inside the open one: it commits first, whatever the outer does
+                        add(
+                                Event.Kind.NESTED,
+                                at,
+                                f,
+                                null,
+                                null,
+                                Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
+                    }
                     tx = ++txIds;
                     txLoc = repo.loc(t);
                 }
