@@ -302,11 +302,14 @@ class KafkaSlowListenerRebalanceTest {
                 .count();
     }
 
+    @SuppressWarnings("unchecked")
     private void send(String eventId, int seq) {
         var record = new ProducerRecord<String, String>(TOPIC, "account", Integer.toString(seq));
         record.headers().add("once-event-id", eventId.getBytes(StandardCharsets.UTF_8));
         try {
-            context.getBean(KafkaTemplate.class).send(record).get(30, TimeUnit.SECONDS);
+            ((KafkaTemplate<String, String>) context.getBean(KafkaTemplate.class))
+                    .send(record)
+                    .get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
