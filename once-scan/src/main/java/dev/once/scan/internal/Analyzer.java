@@ -278,6 +278,44 @@ final class Analyzer {
             }
         }
 
+        // an ack after the message was only put in a buffer a later stage drains (a Flux sink, a blocking queue, a temp
+        // file stored at the end): the later stage's work is not done, and a crash or its failure loses the message.
+        // The buffer and the ack are in the same method, as a reader sees them; a drain between them (the temp file
+        // stored) is a wait for the work.
+        if (e.ack != Entry.Ack.AUTO && e.ack != Entry.Ack.NONE) {
+            List<Event> buffers = of(events, Event.Kind.BUFFER);
+            List<Event> waits = of(events, Event.Kind.WAIT);
+            Set<Location> reported = new LinkedHashSet<>();
+            for (Event a : acks) {
+                Event b = buffers.stream()
+                        .filter(x -> x.seq() < a.seq()
+                                && !x.exclusiveWith(a)
+                                && x.member().equals(a.member())
+                                && x.location().file().equals(a.location().file())
+                                && Objects.equals(x.handedOff(), a.handedOff()))
+                        .reduce((p, q) -> q)
+                        .orElse(null);
+                if (b == null
+                        || waits.stream().anyMatch(w -> w.seq() > b.seq() && w.seq() < a.seq())
+                        || !reported.add(a.location())) {
+                    continue;
+                }
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        "acknowledges (" + Tracer.shortText0(a.what()) + ") once the message is only buffered: "
+                                + b.what()
+                                + "; the work on it happens later, so a crash or a failure of that later stage loses"
+                                + " a message already acknowledged",
+                        a.location(),
+                        e,
+                        heaviest,
+                        a.path(),
+                        List.of(entryRel, new Related("hand-off", b.location()), new Related("ack", a.location())),
+                        a.member()));
+            }
+        }
+
         Set<Event> weakClaims = new LinkedHashSet<>();
         Set<Event> reportedChecks = new LinkedHashSet<>();
         boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE)

@@ -59,6 +59,12 @@ record Event(
         WEAK,
         /** Work handed to another thread, not waited for: {@code executor.submit}, {@code runAsync}, {@code subscribe()}. */
         ASYNC,
+        /**
+         * The message handed to an in-process buffer that a later stage drains on its own schedule: a Flux sink's
+         * {@code next}, a blocking queue's {@code offer}, a write to a temp file uploaded later. An ack after it in
+         * the same method acknowledges work not done yet ({@link #WAIT}: the buffer drained first).
+         */
+        BUFFER,
         /** The handler waits for handed-off work ({@code get()}, {@code join()}, {@code await()} with its result checked). */
         WAIT,
         /**

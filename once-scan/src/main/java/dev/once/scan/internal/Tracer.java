@@ -85,6 +85,10 @@ final class Tracer {
             "NatsConsumer",
             "SqsLambdaHandler");
     private static final Set<String> KAFKA_CONSUMERS = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    /** A share group's consumers (KIP-932): acknowledge(record, type) accepts a record, commitSync sends it. */
+    private static final Set<String> SHARE_CONSUMERS =
+            Set.of("ShareConsumer", "KafkaShareConsumer", "MockShareConsumer");
+
     private static final Set<String> SQS =
             Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "SqsTemplate");
     private static final Set<String> PUBLISHERS = Set.of(
@@ -921,6 +925,14 @@ final class Tracer {
         if (ack(c, name, stype, scopeText, f)) {
             return;
         }
+        if (buffers(c, stype, f)) {
+            return;
+        }
+        if (c.getArguments().stream()
+                .anyMatch(a -> a instanceof NameExpr n && tempFiles.contains(n.getNameAsString()))) {
+            // the temp file the messages were written to is taken on (uploaded, stored): the buffer is drained here
+            add(Event.Kind.WAIT, c, f, null, null, shortText(c));
+        }
         if (eventuallyInLoop(c)) {
             add(
                     Event.Kind.REQUEUE_IGNORED,
@@ -1440,7 +1452,8 @@ final class Tracer {
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         boolean ack = switch (name) {
-            case "commitSync", "commitAsync" -> stype == null || KAFKA_CONSUMERS.contains(stype);
+            case "commitSync", "commitAsync" ->
+                stype == null || KAFKA_CONSUMERS.contains(stype) || SHARE_CONSUMERS.contains(stype);
             case "deleteMessage", "deleteMessageBatch" ->
                 stype == null
                         || SQS.contains(stype)
@@ -1451,6 +1464,7 @@ final class Tracer {
             case "acknowledge" ->
                 stype == null
                         || stype.startsWith("Acknowledg")
+                        || SHARE_CONSUMERS.contains(stype)
                         // jakarta.jms.Message and the providers' own (ActiveMQMessage, SQSTextMessage)
                         || stype.endsWith("Message") && !types.isRepoType(stype);
             case "ack", "ackSync" ->
@@ -1764,6 +1778,164 @@ final class Tracer {
             }
         }
         return null;
+    }
+
+    /** Names of the temp files (and their streams) the trace saw messages written to: a call taking one drains them. */
+    private final Set<String> tempFiles = new HashSet<>();
+
+    /**
+     * The message put where a later stage picks it up on its own schedule ({@link Event.Kind#BUFFER}): a hand-off the
+     * effect catalogue lists ({@code fluxSink.next(record)}, {@code queue.offer(message)}), a write to a stream opened
+     * on a temp file that is stored only later, or a call on a parameter the caller bound to one of those ({@code
+     * onRecord.accept(record)} given {@code fluxSink::next}).
+     */
+    private boolean buffers(MethodCallExpr c, String stype, Frame f) {
+        String what = handedTo(c, stype);
+        if (what == null && c.getScope().orElse(null) instanceof NameExpr p && f.method != null) {
+            for (int i = 0; i < f.method.getParameters().size() && what == null; i++) {
+                if (f.method.getParameter(i).getNameAsString().equals(p.getNameAsString())) {
+                    Expression a = passedFor(f.method, i, f.sites, f.sites.size() - 1);
+                    if (a instanceof MethodReferenceExpr r) {
+                        what = bufferReference(r);
+                    } else if (a instanceof LambdaExpr l) {
+                        what = l.getBody().findAll(MethodCallExpr.class).stream()
+                                .map(x -> handedTo(
+                                        x, x.getScope().map(types::typeOf).orElse(null)))
+                                .filter(java.util.Objects::nonNull)
+                                .findFirst()
+                                .orElse(null);
+                    }
+                }
+            }
+        }
+        if (what == null) {
+            return false;
+        }
+        add(Event.Kind.BUFFER, c, f, null, null, what);
+        return true;
+    }
+
+    /** What a call that only buffers the message does, as a finding says it; null for any other call. */
+    private String handedTo(MethodCallExpr c, String stype) {
+        String owner = stype != null ? stype : fluxCreateSink(c.getScope().orElse(null));
+        if (owner != null && !types.isRepoType(owner)) {
+            Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
+            if (hit.filter(Catalogue.Rule::handOff).isPresent()) {
+                return hit.get().what() + " (" + shortText(c) + ")";
+            }
+        }
+        if (TEMP_WRITE.matcher(c.getNameAsString()).matches()) {
+            List<Expression> held = new ArrayList<>(c.getArguments());
+            c.getScope().ifPresent(held::add);
+            for (Expression h : held) {
+                List<String> chain = new ArrayList<>();
+                if (h instanceof NameExpr n && tempFile(n.getNameAsString(), c, chain, 0)) {
+                    // the stream written to is the first link; the files it is opened on are what a later call takes
+                    tempFiles.addAll(chain.subList(1, chain.size()));
+                    return "writes it to a temp file (" + shortText(c) + ") that is stored only later";
+                }
+            }
+        }
+        return null;
+    }
+
+    /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
+    private String bufferReference(MethodReferenceExpr r) {
+        Expression scope = r.getScope();
+        String owner =
+                scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
+                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                                .map(Types::simple)
+                                .orElse(null)
+                        : scope.isTypeExpr() ? null : types.typeOf(scope);
+        if (owner == null || types.isRepoType(owner)) {
+            return null;
+        }
+        return Catalogue.get()
+                .match(owner, r.getIdentifier(), Repo.printed(r))
+                .filter(Catalogue.Rule::handOff)
+                .map(x -> x.what() + " (" + Repo.printed(r) + ")")
+                .orElse(null);
+    }
+
+    /** {@code Flux.create(emitter -> … emitter.next(x) …)}: the lambda's untyped parameter is the Flux's sink. */
+    private static String fluxCreateSink(Expression scope) {
+        if (!(scope instanceof NameExpr n)) {
+            return null;
+        }
+        for (Node p = scope.getParentNode().orElse(null);
+                p != null;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof LambdaExpr l
+                    && l.getParameters().stream()
+                            .anyMatch(x -> x.getNameAsString().equals(n.getNameAsString()))) {
+                return l.getParentNode().orElse(null) instanceof MethodCallExpr m
+                                && m.getNameAsString().matches("create|push")
+                                && m.getScope()
+                                        .map(Repo::printed)
+                                        .filter("Flux"::equals)
+                                        .isPresent()
+                        ? "FluxSink"
+                        : null;
+            }
+            if (p instanceof MethodDeclaration) {
+                return null;
+            }
+        }
+        return null;
+    }
+
+    /** A call that writes what it is given: {@code FileSerde.write(output, message)}, {@code writer.append(line)}. */
+    private static final Pattern TEMP_WRITE = Pattern.compile("write\\w*|append|print(ln|f)?");
+
+    /**
+     * Whether {@code name}, where {@code at} uses it, was opened on a temp file: a local whose initializer is (or
+     * wraps a local that is) a {@code createTempFile(…)} result, following a parameter to the calls of its method in
+     * the same class. {@code chain} gets the names followed, the stream first.
+     */
+    private static boolean tempFile(String name, Node at, List<String> chain, int depth) {
+        MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
+        if (m == null || depth > 4) {
+            return false;
+        }
+        chain.add(name);
+        for (VariableDeclarator v :
+                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
+            Expression init = v.getInitializer().orElse(null);
+            if (init == null) {
+                continue;
+            }
+            if (!init.findAll(MethodCallExpr.class, x -> x.getNameAsString().equals("createTempFile"))
+                    .isEmpty()) {
+                return true;
+            }
+            for (NameExpr inner : init.findAll(NameExpr.class)) {
+                if (!inner.getNameAsString().equals(name) && tempFile(inner.getNameAsString(), v, chain, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        for (int i = 0; i < m.getParameters().size(); i++) {
+            if (!m.getParameter(i).getNameAsString().equals(name)) {
+                continue;
+            }
+            TypeDeclaration<?> t = Types.enclosingType(m);
+            int index = i;
+            for (MethodCallExpr call : t == null
+                    ? List.<MethodCallExpr>of()
+                    : t.findAll(
+                            MethodCallExpr.class,
+                            x -> x.getNameAsString().equals(m.getNameAsString())
+                                    && x.getArguments().size()
+                                            == m.getParameters().size())) {
+                if (call.getArgument(index) instanceof NameExpr passed
+                        && tempFile(passed.getNameAsString(), call, chain, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        chain.remove(chain.size() - 1);
+        return false;
     }
 
     /** Whether an event's path passes through a block (a call made in it, or the event itself). */
@@ -3384,6 +3556,11 @@ final class Tracer {
     }
 
     private void reference(MethodReferenceExpr r, Frame f) {
+        String buffer = bufferReference(r);
+        if (buffer != null) {
+            add(Event.Kind.BUFFER, r, f, null, null, buffer);
+            return;
+        }
         Expression scope = r.getScope();
         boolean self = scope instanceof ThisExpr;
         String type;
