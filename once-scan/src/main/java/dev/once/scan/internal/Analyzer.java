@@ -278,6 +278,25 @@ final class Analyzer {
             }
         }
 
+        // a batch send whose failed entries nobody reads: the message behind an entry the service refused is
+        // acknowledged all the same (moved to a dead-letter queue that never got it, forwarded nowhere)
+        if (e.ack != Entry.Ack.NONE) {
+            for (Event d : of(events, Event.Kind.DROPPED)) {
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        d.what() + ": a message whose entry failed is acknowledged all the same and lost ("
+                                + e.ackText + "). Read the failed entries and retry them, or leave their messages"
+                                + " unacknowledged",
+                        d.location(),
+                        e,
+                        Blast.MESSAGE,
+                        d.path(),
+                        List.of(entryRel, new Related("effect", d.location())),
+                        d.member()));
+            }
+        }
+
         // an ack after the message was only put in a buffer a later stage drains (a Flux sink, a blocking queue, a temp
         // file stored at the end): the later stage's work is not done, and a crash or its failure loses the message.
         // The buffer and the ack are in the same method, as a reader sees them; a drain between them (the temp file

@@ -65,6 +65,11 @@ record Event(
          * the same method acknowledges work not done yet ({@link #WAIT}: the buffer drained first).
          */
         BUFFER,
+        /**
+         * A batch send whose per-entry failures the code never reads ({@code sqs.sendMessageBatch(…)} and not its
+         * {@code failed()}): an entry the service refused is dropped while the message behind it is acknowledged.
+         */
+        DROPPED,
         /** The handler waits for handed-off work ({@code get()}, {@code join()}, {@code await()} with its result checked). */
         WAIT,
         /**

@@ -928,6 +928,7 @@ final class Tracer {
         if (buffers(c, stype, f)) {
             return;
         }
+        partialFailuresIgnored(c, name, stype, f);
         if (c.getArguments().stream()
                 .anyMatch(a -> a instanceof NameExpr n && tempFiles.contains(n.getNameAsString()))) {
             // the temp file the messages were written to is taken on (uploaded, stored): the buffer is drained here
@@ -1778,6 +1779,72 @@ final class Tracer {
             }
         }
         return null;
+    }
+
+    /**
+     * Batch sends of AWS's synchronous clients that answer with a list of the entries they failed to send rather than
+     * throwing: the method, and the receiver types it is judged on.
+     */
+    private static final Map<String, Pattern> BATCH_SENDS = Map.of(
+            "sendMessageBatch", Pattern.compile("SqsClient|AmazonSQS|AmazonSQSClient"),
+            "publishBatch", Pattern.compile("SnsClient|AmazonSNS|AmazonSNSClient"),
+            "putEvents", Pattern.compile("EventBridgeClient|AmazonEventBridge\\w*|AmazonCloudWatchEvents\\w*"),
+            "putRecords", Pattern.compile("KinesisClient|AmazonKinesis|AmazonKinesisClient"),
+            "putRecordBatch", Pattern.compile("FirehoseClient|AmazonKinesisFirehose\\w*"));
+
+    /** What a batch response says failed: {@code failed()}, {@code getFailed()}, {@code failedEntryCount()}, …. */
+    private static final Pattern FAILURES_READ =
+            Pattern.compile("(get|has)?[Ff]ailed\\w*|(get)?[Ee]ntries|(get)?[Rr]ecords|(get)?[Rr]equestResponses");
+
+    /**
+     * {@code sqs.sendMessageBatch(…)} whose response is dropped, or kept only to be logged: the batch call succeeds
+     * when some of its entries fail, listing them in the response, so a message moved to a dead-letter queue (or
+     * forwarded) this way can fail to arrive while the message it came from is acknowledged.
+     */
+    private void partialFailuresIgnored(MethodCallExpr c, String name, String stype, Frame f) {
+        Pattern owners = BATCH_SENDS.get(name);
+        if (owners == null || stype == null || !owners.matcher(stype).matches() || failuresRead(c)) {
+            return;
+        }
+        add(
+                Event.Kind.DROPPED,
+                c,
+                f,
+                null,
+                null,
+                "sends a batch (" + shortText(c) + ") and never reads which of its entries failed (the response's"
+                        + " failed list): a batch call succeeds when some entries fail");
+    }
+
+    /** Whether the batch response is read for its failures, or handed on to code that may read them. */
+    private static boolean failuresRead(MethodCallExpr c) {
+        Node parent = c.getParentNode().orElse(null);
+        if (parent instanceof MethodCallExpr chained && chained.getScope().orElse(null) == c) {
+            return FAILURES_READ.matcher(chained.getNameAsString()).matches();
+        }
+        String held = parent instanceof VariableDeclarator v
+                ? v.getNameAsString()
+                : parent instanceof AssignExpr a && a.getTarget() instanceof NameExpr n ? n.getNameAsString() : null;
+        if (held == null) {
+            // returned, or an argument of another call: someone else looks at it
+            return !(parent instanceof ExpressionStmt);
+        }
+        Node scope =
+                Types.ancestor(c, MethodDeclaration.class).map(Node.class::cast).orElse(c);
+        for (NameExpr use :
+                scope.findAll(NameExpr.class, x -> x.getNameAsString().equals(held))) {
+            Node p = use.getParentNode().orElse(null);
+            if (p instanceof MethodCallExpr m && m.getScope().orElse(null) == use) {
+                if (!m.getNameAsString().equals("toString")) {
+                    return FAILURES_READ.matcher(m.getNameAsString()).matches()
+                            || m.getNameAsString().matches("(get|has)?[Ss]uccessful\\w*");
+                }
+            } else if (!(p instanceof MethodCallExpr m
+                    && LOG_LEVEL.matcher(m.getNameAsString()).matches())) {
+                return true; // passed on, returned, compared: not only logged
+            }
+        }
+        return false;
     }
 
     /** Names of the temp files (and their streams) the trace saw messages written to: a call taking one drains them. */
