@@ -357,6 +357,9 @@ final class Tracer {
         } else {
             visit(e.body, top);
         }
+        if (e.kind.equals("Kafka Connect SourceTask.poll")) {
+            sourceTaskCommit(top);
+        }
         return events;
     }
 
@@ -478,6 +481,15 @@ final class Tracer {
         }
         int before = events.size();
         visitChildren(n, f);
+        if (n instanceof MethodCallExpr e
+                && e.getNameAsString().matches("onErrorResume|onErrorResumeWith|onErrorContinue")
+                && events.subList(before, events.size()).stream()
+                        .anyMatch(x -> (x.kind() == Event.Kind.UNCONFIRMED
+                                        || x.kind() == Event.Kind.EFFECT && x.category() == Event.Category.PUBLISH)
+                                && e.getArguments().stream().anyMatch(a -> within(x, a)))) {
+            // the failure handler publishes the message again (a retry exchange, a retry topic): a retry
+            add(Event.Kind.RETRIES, e, f, null, null, shortText(e));
+        }
         if (n instanceof MethodCallExpr c) {
             call(c, f);
             failureHandlerOnlyLogs(c, f, before);
@@ -929,6 +941,28 @@ final class Tracer {
             return;
         }
         partialFailuresIgnored(c, name, stype, f);
+        if (name.equals("send") && "Sender".equals(stype) && imports(c, "reactor.rabbitmq")) {
+            add(
+                    Event.Kind.UNCONFIRMED,
+                    c,
+                    f,
+                    null,
+                    null,
+                    "publishes with reactor-rabbitmq Sender.send (" + shortText(c) + "), which does not wait for a"
+                            + " publisher confirm (sendWithPublishConfirms does)");
+        }
+        if (name.equals("timeout") && c.getScope().isPresent() && imports(c, "reactor.core.publisher")) {
+            add(
+                    Event.Kind.TIMEOUT,
+                    c,
+                    f,
+                    null,
+                    null,
+                    "timeout(" + shortText0(c.getArguments().toString().replaceAll("^\\[|\\]$", "")) + ")");
+        }
+        if (name.matches("retry|retryWhen|retryBackoff") && imports(c, "reactor.core.publisher")) {
+            add(Event.Kind.RETRIES, c, f, null, null, shortText(c));
+        }
         if (c.getArguments().stream()
                 .anyMatch(a -> a instanceof NameExpr n && tempFiles.contains(n.getNameAsString()))) {
             // the temp file the messages were written to is taken on (uploaded, stored): the buffer is drained here
@@ -1470,6 +1504,7 @@ final class Tracer {
                         || stype.endsWith("Message") && !types.isRepoType(stype);
             case "ack", "ackSync" ->
                 "nats".equals(entry.broker)
+                        || "AcknowledgableDelivery".equals(stype)
                         || "pubsub".equals(entry.broker)
                         || "Message".equals(stype)
                         || (stype != null && stype.startsWith("AckReplyConsumer"));
@@ -1847,6 +1882,33 @@ final class Tracer {
         return false;
     }
 
+    /**
+     * A Kafka Connect source task's {@code commit()} that does more than log: the worker calls it when it commits
+     * source offsets, and those cover only the records it has written to Kafka, so acknowledging the source there for
+     * every job in flight acknowledges records still on their way; {@code commitRecord(record, metadata)} is called
+     * once each record is written.
+     */
+    private void sourceTaskCommit(Frame top) {
+        TypeDeclaration<?> t = Types.enclosingType(entry.body);
+        for (MethodDeclaration m : t == null ? List.<MethodDeclaration>of() : t.getMethodsByName("commit")) {
+            BlockStmt body = m.getBody().orElse(null);
+            if (!m.getParameters().isEmpty() || body == null || body.isEmpty() || onlyLogs(body)) {
+                continue;
+            }
+            add(
+                    Event.Kind.EARLY_ACK,
+                    body.getStatement(0),
+                    top,
+                    null,
+                    null,
+                    "SourceTask.commit() acknowledges the source for everything in flight ("
+                            + shortText(body.getStatement(0)) + "), but the worker calls it when it commits source"
+                            + " offsets, which cover only the records already written to Kafka: a record still on its way"
+                            + " is acknowledged upstream and lost if that write fails or the worker dies. Acknowledge"
+                            + " each record in commitRecord(record, metadata)");
+        }
+    }
+
     /** Names of the temp files (and their streams) the trace saw messages written to: a call taking one drains them. */
     private final Set<String> tempFiles = new HashSet<>();
 
@@ -1904,6 +1966,25 @@ final class Tracer {
             }
         }
         return null;
+    }
+
+    /** The type of the object a method reference is bound to ({@code fluxSink::next}); null for a type's method. */
+    private String referenceOwner(MethodReferenceExpr r) {
+        Expression scope = r.getScope();
+        // service::apply parses as a type expression; a lower-case name is a variable or field
+        return scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
+                ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                        .map(Types::simple)
+                        .orElse(null)
+                : scope.isTypeExpr() ? null : types.typeOf(scope);
+    }
+
+    /** Whether the file {@code at} is in imports a package starting with {@code prefix}. */
+    private static boolean imports(Node at, String prefix) {
+        return at.findCompilationUnit()
+                .map(cu -> cu.getImports().stream()
+                        .anyMatch(i -> i.getNameAsString().startsWith(prefix)))
+                .orElse(false);
     }
 
     /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
@@ -2224,7 +2305,8 @@ final class Tracer {
             return false;
         }
         Catalogue.Rule r = hit.get();
-        if (r.idempotent()) {
+        if (r.idempotent() || r.handOff()) {
+            // a hand-off only buffers the message ({@link #buffers} records it): no effect of its own
             return true;
         }
         boolean keyed = r.keyedBy(Repo.printed(c) + "\n" + memberText(f));
@@ -3623,6 +3705,10 @@ final class Tracer {
     }
 
     private void reference(MethodReferenceExpr r, Frame f) {
+        if (r.getIdentifier().equals("ack") && "AcknowledgableDelivery".equals(referenceOwner(r))) {
+            add(Event.Kind.ACK, r, f, null, null, Repo.printed(r));
+            return;
+        }
         String buffer = bufferReference(r);
         if (buffer != null) {
             add(Event.Kind.BUFFER, r, f, null, null, buffer);
