@@ -116,9 +116,10 @@ final class RelaySuite implements Suite {
     static final int[] SQS_BARE_IN_FLIGHT = {16, 64};
 
     /** A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), empty for a bare loop. */
-    record Throughput(String mode, long rows, double seconds, String phases) {
+    /** {@code wire}: what went over the connection, per message (RabbitMQ's rows, {@link RabbitWire}), else empty. */
+    record Throughput(String mode, long rows, double seconds, String phases, String wire) {
         Throughput(String mode, long rows, double seconds) {
-            this(mode, rows, seconds, "");
+            this(mode, rows, seconds, "", "");
         }
 
         double perSecond() {
@@ -327,6 +328,15 @@ final class RelaySuite implements Suite {
                             .append(b.throughput().phases())
                             .append('\n');
                 }
+                if (!b.throughput().wire().isEmpty()) {
+                    md.append("- (on the wire) ")
+                            .append(b.broker().label)
+                            .append(", backlog, the relay: ")
+                            .append(b.throughput().wire())
+                            .append("; the bare loop: ")
+                            .append(b.bare().wire())
+                            .append('\n');
+                }
                 if (!b.latency().split().isEmpty()) {
                     md.append("- (where the time went) ")
                             .append(b.broker().label)
@@ -421,6 +431,7 @@ final class RelaySuite implements Suite {
             Destinations destinations,
             List<BareLoop> bare,
             BareLatency bareLatency,
+            RabbitWire wire,
             List<AutoCloseable> resources)
             implements AutoCloseable {
         @Override
@@ -461,14 +472,15 @@ final class RelaySuite implements Suite {
                     loop.loop().run(destination, Math.min(5, seconds / 4));
                 }
                 // counted only while the loop runs: its rate is over the run's seconds
-                bare = bareRun(loop, destination, seconds, "before the relay");
+                bare = bareRun(target, loop, destination, seconds, "before the relay");
             }
             Throughput t;
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
                 run.postgres().checkpoint();
                 String destination = target.destinations().create("relay-tp-" + broker.id + "-" + System.nanoTime());
                 // Larger than the fastest of these drains in the run.
-                t = throughput(db.dataSource(), target.publisher(), destination, broker.id, 200_000, seconds);
+                t = throughput(
+                        db.dataSource(), target.publisher(), destination, broker.id, 200_000, seconds, target.wire());
             }
             Latency l;
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
@@ -497,6 +509,7 @@ final class RelaySuite implements Suite {
                 // relay's and may still pay for compiling the client's and an in-process broker's code
                 // (SQS's loops ran faster by half from one round of tries to the next on a loaded machine).
                 Throughput after = bareRun(
+                        target,
                         loop,
                         target.destinations().create("relay-bare-after-" + broker.id + "-" + System.nanoTime()),
                         seconds,
@@ -555,8 +568,11 @@ final class RelaySuite implements Suite {
     }
 
     /** One counted run of a bare loop, with a progress line of its rate and the JVM's CPU per message. */
-    private static Throughput bareRun(BareLoop loop, String destination, double seconds, String when) throws Exception {
+    private static Throughput bareRun(Target target, BareLoop loop, String destination, double seconds, String when)
+            throws Exception {
         long cpu0 = cpuNanos();
+        RabbitWire.Snapshot counted =
+                target.wire() == null ? null : target.wire().snapshot();
         long n = loop.loop().run(destination, seconds);
         Run.progress(String.format(
                 Locale.ROOT,
@@ -565,7 +581,8 @@ final class RelaySuite implements Suite {
                 when,
                 n / seconds,
                 (cpuNanos() - cpu0) / 1e3 / Math.max(1, n)));
-        return new Throughput("bare", n, seconds);
+        return new Throughput(
+                "bare", n, seconds, "", counted == null ? "" : target.wire().since(counted, n));
     }
 
     /** This JVM's CPU time (every thread, an in-process broker's too), not the database's. */
@@ -586,7 +603,7 @@ final class RelaySuite implements Suite {
                 case KAFKA -> {
                     KafkaPublisher kp = publisher(kafka);
                     resources.add(kp);
-                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), List.of(), null, resources);
+                    yield new Target(kp, name -> kafka.createTopic(name, PARTITIONS), List.of(), null, null, resources);
                 }
                 case PUBSUB -> pubSub(resources);
                 case RABBITMQ -> rabbit(resources, "classic");
@@ -595,7 +612,7 @@ final class RelaySuite implements Suite {
                 case SQS -> sqs(resources);
             };
         } catch (Exception | LinkageError e) {
-            new Target(null, null, List.of(), null, resources).close();
+            new Target(null, null, List.of(), null, null, resources).close();
             throw e;
         }
     }
@@ -643,6 +660,7 @@ final class RelaySuite implements Suite {
                 },
                 List.of(),
                 null,
+                null,
                 resources);
     }
 
@@ -657,6 +675,9 @@ final class RelaySuite implements Suite {
         factory.setPort(5672);
         factory.setUsername("guest");
         factory.setPassword("guest");
+        RabbitWire wire = new RabbitWire();
+        factory.setMetricsCollector(wire);
+        factory.setSocketFactory(wire.sockets());
         com.rabbitmq.client.Connection connection = factory.newConnection("once-bench-relay");
         resources.add(connection);
         RabbitPublisher publisher = new RabbitPublisher(connection);
@@ -672,6 +693,7 @@ final class RelaySuite implements Suite {
                 List.of(new BareLoop(
                         RELAYS + " confirm channels", RELAYS, BATCH, (queue, s) -> rabbitBare(connection, queue, s))),
                 (queue, s, perSecond) -> rabbitBareLatency(connection, queue, s, perSecond),
+                wire,
                 resources);
     }
 
@@ -696,6 +718,7 @@ final class RelaySuite implements Suite {
                     return name;
                 },
                 List.of(),
+                null,
                 null,
                 resources);
     }
@@ -744,6 +767,7 @@ final class RelaySuite implements Suite {
                 bare,
                 // None: ElasticMQ here acknowledges fewer messages a second than the relay is offered,
                 // so a loop at that load measures its queue, not its latency.
+                null,
                 null,
                 resources);
     }
@@ -991,11 +1015,12 @@ final class RelaySuite implements Suite {
         String topic = kafka.createTopic("relay-tp-" + mode, PARTITIONS);
         // A backlog larger than the run can drain: the relay never waits for rows.
         long backlog = concurrent ? 1_000_000 : 100_000;
-        return throughput(ds, driven(kp, concurrent), topic, mode, backlog, s);
+        return throughput(ds, driven(kp, concurrent), topic, mode, backlog, s, null);
     }
 
     /** Drains a backlog of {@code backlog} rows to {@code topic} with {@link #RELAYS} relays for {@code s} seconds. */
-    private Throughput throughput(DataSource ds, Publisher publisher, String topic, String mode, long backlog, double s)
+    private Throughput throughput(
+            DataSource ds, Publisher publisher, String topic, String mode, long backlog, double s, RabbitWire wire)
             throws Exception {
         Run.progress("relay: throughput to " + topic + ", " + mode + ", backlog of " + backlog + " rows");
         try (Connection c = ds.getConnection();
@@ -1013,6 +1038,7 @@ final class RelaySuite implements Suite {
         phases.reset();
         long before = sent(ds);
         long cpu0 = cpuNanos();
+        RabbitWire.Snapshot counted = wire == null ? null : wire.snapshot();
         long start = System.nanoTime();
         long end = start + (long) (s * 1e9);
         List<Thread> threads = new ArrayList<>();
@@ -1042,7 +1068,7 @@ final class RelaySuite implements Suite {
                 rows / seconds,
                 (cpuNanos() - cpu0) / 1e3 / Math.max(1, rows)));
         relays.forEach(OutboxRelay::close);
-        return new Throughput(mode, rows, seconds, phases.summary(rows));
+        return new Throughput(mode, rows, seconds, phases.summary(rows), wire == null ? "" : wire.since(counted, rows));
     }
 
     private Latency latency(TestKafka kafka, DataSource ds, KafkaPublisher kp, boolean concurrent, double s)
