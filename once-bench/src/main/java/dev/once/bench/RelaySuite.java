@@ -480,7 +480,14 @@ final class RelaySuite implements Suite {
                 String destination = target.destinations().create("relay-tp-" + broker.id + "-" + System.nanoTime());
                 // Larger than the fastest of these drains in the run.
                 t = throughput(
-                        db.dataSource(), target.publisher(), destination, broker.id, 200_000, seconds, target.wire());
+                        db.dataSource(),
+                        target.publisher(),
+                        destination,
+                        broker.id,
+                        200_000,
+                        seconds,
+                        target.wire(),
+                        run.postgres()::serverCpuTicks);
             }
             Latency l;
             try (BenchPostgres.Db db = run.postgres().freshDatabase(2 * RELAYS + 2)) {
@@ -1015,12 +1022,19 @@ final class RelaySuite implements Suite {
         String topic = kafka.createTopic("relay-tp-" + mode, PARTITIONS);
         // A backlog larger than the run can drain: the relay never waits for rows.
         long backlog = concurrent ? 1_000_000 : 100_000;
-        return throughput(ds, driven(kp, concurrent), topic, mode, backlog, s, null);
+        return throughput(ds, driven(kp, concurrent), topic, mode, backlog, s, null, () -> -1);
     }
 
     /** Drains a backlog of {@code backlog} rows to {@code topic} with {@link #RELAYS} relays for {@code s} seconds. */
     private Throughput throughput(
-            DataSource ds, Publisher publisher, String topic, String mode, long backlog, double s, RabbitWire wire)
+            DataSource ds,
+            Publisher publisher,
+            String topic,
+            String mode,
+            long backlog,
+            double s,
+            RabbitWire wire,
+            LongSupplier dbTicks)
             throws Exception {
         Run.progress("relay: throughput to " + topic + ", " + mode + ", backlog of " + backlog + " rows");
         try (Connection c = ds.getConnection();
@@ -1038,6 +1052,7 @@ final class RelaySuite implements Suite {
         phases.reset();
         long before = sent(ds);
         long cpu0 = cpuNanos();
+        long db0 = dbTicks.getAsLong();
         RabbitWire.Snapshot counted = wire == null ? null : wire.snapshot();
         long start = System.nanoTime();
         long end = start + (long) (s * 1e9);
@@ -1061,14 +1076,23 @@ final class RelaySuite implements Suite {
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         long rows = sent(ds) - before;
-        Run.progress(String.format(
+        long db1 = dbTicks.getAsLong();
+        String cpu = String.format(
                 Locale.ROOT,
-                "relay: drain to %s: %.0f messages/s, %.1f us of this JVM's CPU per message (not the database's)",
-                topic,
-                rows / seconds,
-                (cpuNanos() - cpu0) / 1e3 / Math.max(1, rows)));
+                "; CPU per message: this JVM %.0f us, the database %s",
+                (cpuNanos() - cpu0) / 1e3 / Math.max(1, rows),
+                db0 < 0 || db1 < 0
+                        ? "unknown"
+                        : String.format(Locale.ROOT, "%.0f us", (db1 - db0) * 1e4 / Math.max(1, rows)));
+        Run.progress(String.format(Locale.ROOT, "relay: drain to %s: %.0f messages/s%s", topic, rows / seconds, cpu));
         relays.forEach(OutboxRelay::close);
-        return new Throughput(mode, rows, seconds, phases.summary(rows), wire == null ? "" : wire.since(counted, rows));
+        String summary = phases.summary(rows);
+        return new Throughput(
+                mode,
+                rows,
+                seconds,
+                summary.isEmpty() ? "" : summary + cpu,
+                wire == null ? "" : wire.since(counted, rows));
     }
 
     private Latency latency(TestKafka kafka, DataSource ds, KafkaPublisher kp, boolean concurrent, double s)
