@@ -592,6 +592,38 @@ final class RelaySuite implements Suite {
                 "bare", n, seconds, "", counted == null ? "" : target.wire().since(counted, n));
     }
 
+    /**
+     * Bytes this JVM's threads allocate from its creation on, which the machine's load does not move:
+     * the threads alive then, counted by id, and threads that end meanwhile, which count their own
+     * ({@link #ended}).
+     */
+    static final class Allocated {
+        private static final com.sun.management.ThreadMXBean THREADS =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        private final long[] ids = THREADS.getAllThreadIds();
+        private final long[] start = THREADS.getThreadAllocatedBytes(ids);
+        private final AtomicLong ended = new AtomicLong();
+
+        long mine() {
+            return THREADS.getCurrentThreadAllocatedBytes();
+        }
+
+        void ended(long bytes) {
+            ended.addAndGet(bytes);
+        }
+
+        long bytes() {
+            long[] now = THREADS.getThreadAllocatedBytes(ids);
+            long sum = ended.get();
+            for (int i = 0; i < ids.length; i++) {
+                if (start[i] >= 0 && now[i] >= 0) {
+                    sum += now[i] - start[i];
+                }
+            }
+            return sum;
+        }
+    }
+
     /** This JVM's CPU time (every thread, an in-process broker's too), not the database's. */
     static long cpuNanos() {
         return ((com.sun.management.OperatingSystemMXBean)
@@ -1053,12 +1085,14 @@ final class RelaySuite implements Suite {
         long before = sent(ds);
         long cpu0 = cpuNanos();
         long db0 = dbTicks.getAsLong();
+        Allocated allocated = new Allocated();
         RabbitWire.Snapshot counted = wire == null ? null : wire.snapshot();
         long start = System.nanoTime();
         long end = start + (long) (s * 1e9);
         List<Thread> threads = new ArrayList<>();
         for (OutboxRelay r : relays) {
             Thread t = new Thread(() -> {
+                long a0 = allocated.mine();
                 while (System.nanoTime() < end) {
                     long t0 = System.nanoTime();
                     int n = r.relayOnce();
@@ -1067,6 +1101,7 @@ final class RelaySuite implements Suite {
                         break;
                     }
                 }
+                allocated.ended(allocated.mine() - a0);
             });
             t.start();
             threads.add(t);
@@ -1079,11 +1114,12 @@ final class RelaySuite implements Suite {
         long db1 = dbTicks.getAsLong();
         String cpu = String.format(
                 Locale.ROOT,
-                "; CPU per message: this JVM %.0f us, the database %s",
+                "; CPU per message: this JVM %.0f us, the database %s; allocated per message %.0f bytes",
                 (cpuNanos() - cpu0) / 1e3 / Math.max(1, rows),
                 db0 < 0 || db1 < 0
                         ? "unknown"
-                        : String.format(Locale.ROOT, "%.0f us", (db1 - db0) * 1e4 / Math.max(1, rows)));
+                        : String.format(Locale.ROOT, "%.0f us", (db1 - db0) * 1e4 / Math.max(1, rows)),
+                allocated.bytes() / (double) Math.max(1, rows));
         Run.progress(String.format(Locale.ROOT, "relay: drain to %s: %.0f messages/s%s", topic, rows / seconds, cpu));
         relays.forEach(OutboxRelay::close);
         String summary = phases.summary(rows);

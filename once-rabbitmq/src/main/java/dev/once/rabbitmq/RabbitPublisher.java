@@ -18,13 +18,12 @@ import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -91,8 +90,6 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
     // lanes (each such send holds one through its confirm), daemons that end when idle, so the
     // publisher needs no more closing than its channels.
     private final ThreadPoolExecutor resends;
-    // Times out publishAll's calls, one timer a call: a daemon thread that ends when idle.
-    private final ScheduledThreadPoolExecutor timers;
 
     /** @throws IOException if the channels cannot be opened */
     public RabbitPublisher(Connection connection) throws IOException {
@@ -124,14 +121,6 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                     return t;
                 });
         resends.allowCoreThreadTimeOut(true);
-        this.timers = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "once-rabbit-confirm-timeout");
-            t.setDaemon(true);
-            return t;
-        });
-        timers.setKeepAliveTime(30, TimeUnit.SECONDS);
-        timers.allowCoreThreadTimeOut(true);
-        timers.setRemoveOnCancelPolicy(true);
         for (int i = 0; i < channels; i++) {
             Lane lane = new Lane(open());
             lanes.add(lane);
@@ -241,7 +230,6 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
             idle.add(lane);
         }
         List<CompletionStage<Receipt>> results = new ArrayList<>(messages.size());
-        List<Sent> waiting = new ArrayList<>(messages.size());
         for (int i = 0; i < messages.size(); i++) {
             OutboxMessage m = messages.get(i);
             if (outcomes[i] != null) {
@@ -250,71 +238,29 @@ public final class RabbitPublisher implements Publisher, AutoCloseable {
                 results.add(alone(m)); // not published: the channel closed before its turn
             } else {
                 Sent s = sent[i];
-                waiting.add(s);
-                CompletableFuture<Receipt> result = new CompletableFuture<>();
                 // Settled on the connection's thread as the confirm arrives: no thread hop for the
                 // row, and a returned message's reason is recorded before its confirm.
-                s.closed.whenComplete((acked, failure) -> {
-                    if (failure == null) {
-                        settle(result, acked ? confirmed(m, s) : nacked(m, s));
-                    } else if (failure instanceof TimeoutException) {
-                        result.completeExceptionally(PublishFailure.retryable(
-                                "no confirm for " + what(m) + " within " + confirmTimeout, Receipt.NONE, failure));
-                    } else {
-                        // the channel closed before its confirm
-                        alone(m).whenComplete((r, f) -> {
-                            if (f == null) {
-                                result.complete(r);
-                            } else {
-                                result.completeExceptionally(f);
+                results.add(s.closed
+                        .orTimeout(confirmTimeout.toNanos(), TimeUnit.NANOSECONDS)
+                        .handle((acked, failure) -> {
+                            if (failure == null) {
+                                return stage(acked ? confirmed(m, s) : nacked(m, s));
                             }
-                        });
-                    }
-                });
-                results.add(result);
+                            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                    ? failure.getCause()
+                                    : failure;
+                            if (cause instanceof TimeoutException) {
+                                return stage(PublishFailure.retryable(
+                                        "no confirm for " + what(m) + " within " + confirmTimeout,
+                                        Receipt.NONE,
+                                        cause));
+                            }
+                            return alone(m); // the channel closed before its confirm
+                        })
+                        .thenCompose(r -> r));
             }
         }
-        timeOut(waiting);
         return results;
-    }
-
-    private static void settle(CompletableFuture<Receipt> result, Object outcome) {
-        if (outcome instanceof PublishFailure f) {
-            result.completeExceptionally(f);
-        } else {
-            result.complete((Receipt) outcome);
-        }
-    }
-
-    /**
-     * Fails the publishes of one call still unconfirmed after the confirm timeout, with one timer
-     * for the call, cancelled once every publish of it is settled. A timer per message (what
-     * {@code orTimeout} gives) costs its scheduling and cancelling in one shared queue per message,
-     * the cancelling on the connection's thread that reads every confirm: with four relays of 1,000
-     * rows, 4,000 timers in that queue, and the relay's row 0.3x its bare loop into a quorum queue
-     * (docs/benchmarks.md, issue 21).
-     */
-    private void timeOut(List<Sent> waiting) {
-        if (waiting.isEmpty()) {
-            return;
-        }
-        ScheduledFuture<?> timer = timers.schedule(
-                () -> {
-                    TimeoutException late = new TimeoutException("no confirm within " + confirmTimeout);
-                    for (Sent s : waiting) {
-                        s.closed.completeExceptionally(late);
-                    }
-                },
-                confirmTimeout.toNanos(),
-                TimeUnit.NANOSECONDS);
-        AtomicInteger open = new AtomicInteger(waiting.size());
-        for (Sent s : waiting) {
-            s.closed.whenComplete((acked, failure) -> {
-                if (open.decrementAndGet() == 0) {
-                    timer.cancel(false);
-                }
-            });
-        }
     }
 
     private static CompletionStage<Receipt> stage(Object outcome) {
