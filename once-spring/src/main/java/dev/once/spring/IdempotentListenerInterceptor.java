@@ -228,36 +228,53 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         IdempotentConsumer consumer = atCommit
                 ? atCommitConsumer(listener.consumer())
                 : own && channel == null ? ownTransactionConsumer(listener.consumer()) : consumer(listener.consumer());
-        Call call = new Call(
-                invocation,
-                args,
-                o.transactions(),
-                own && o.confinesListeners(),
-                own,
-                own && o.confinesListeners() && channel == null,
-                consumer,
-                delivery,
-                ack,
-                channel,
-                pubSub);
-        Call outer = CURRENT.get();
-        CURRENT.set(call);
+        // A Kafka record whose event another transaction holds (IN_PROGRESS: the claim's lock wait timed out) is
+        // waited for here, in transactions of its own, instead of failing to the container's error handler: that
+        // handler counts it as a failed attempt and, out of attempts, skips it, so the records after it in the
+        // partition would be applied before it, and its offset committed even if the holder then rolls back. The
+        // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
+        // running the rest of its poll; without a lock timeout the claim waits for it the same way.
+        boolean waitsForHolder = own && listener.kafka();
+        boolean waited = false;
+        Call call;
         Outcome outcome;
-        try {
-            outcome = call.run(o.transactionTemplate());
-        } catch (RuntimeException | Error e) {
-            if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
-                outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
-            } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
-                return duplicateAfterRollback(listener, delivery, ack, pubSub);
-            } else {
-                throw failure(listener, delivery, e, pubSub);
+        for (; ; ) {
+            call = new Call(
+                    invocation,
+                    args,
+                    o.transactions(),
+                    own && o.confinesListeners(),
+                    own,
+                    own && o.confinesListeners() && channel == null,
+                    consumer,
+                    delivery,
+                    ack,
+                    channel,
+                    pubSub);
+            Call outer = CURRENT.get();
+            CURRENT.set(call);
+            try {
+                outcome = call.run(o.transactionTemplate());
+                break;
+            } catch (RuntimeException | Error e) {
+                if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
+                    outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
+                    break;
+                } else if (waitsForHolder
+                        && e instanceof Failed f
+                        && f.outcome.status() == Outcome.Status.IN_PROGRESS) {
+                    waited = waitForHolder(listener, delivery, waited);
+                } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
+                    return duplicateAfterRollback(listener, delivery, ack, pubSub);
+                } else {
+                    throw failure(listener, delivery, e, pubSub);
+                }
+            } finally {
+                // set, not remove: the container thread keeps its entry (holding null between calls), so the
+                // next call's get() finds it instead of creating one; a static ThreadLocal pins no class loader
+                // through a null value
+                CURRENT.set(outer);
             }
-        } finally {
-            // set, not remove: the container thread keeps its entry (holding null between calls), so the
-            // next call's get() finds it instead of creating one; a static ThreadLocal pins no class loader
-            // through a null value
-            CURRENT.set(outer);
         }
         if (atCommit && askedForRedelivery(ack, channel, pubSub) && appliedByCopy(o, consumer, listener, delivery)) {
             return duplicateAfterRollback(listener, delivery, ack, pubSub);
@@ -276,6 +293,31 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return null;
         }
         return call.result;
+    }
+
+    /**
+     * Before another try of a Kafka record whose event another transaction holds: says so once per record (at
+     * WARN: a container evicted from the group for a body past {@code max.poll.interval.ms} is the usual holder)
+     * and gives up only when the thread is interrupted.
+     *
+     * @return true: the record has waited
+     */
+    private static boolean waitForHolder(ListenerMethod listener, Delivery delivery, boolean waited) {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new IllegalStateException("consumer '" + listener.consumer() + "' was interrupted while event '"
+                    + delivery.eventId() + "' (" + delivery.source() + ") was in progress in another transaction");
+        }
+        if (!waited) {
+            log.warn(
+                    "consumer '{}': event '{}' ({}) is in progress in another transaction (a container evicted from"
+                            + " the group for a listener call past max.poll.interval.ms, still running its poll?);"
+                            + " waiting for it to end instead of failing the record, which the error handler could"
+                            + " skip so that the records after it are applied before it",
+                    listener.consumer(),
+                    delivery.eventId(),
+                    delivery.source());
+        }
+        return true;
     }
 
     /** Whether a deferring wrapper may take the place of one of {@code listener}'s arguments. */

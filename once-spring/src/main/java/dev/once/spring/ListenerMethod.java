@@ -29,6 +29,8 @@ import org.springframework.util.ClassUtils;
  * @param channelIndex the RabbitMQ {@code Channel} argument of a MANUAL-ack listener, or -1
  * @param pubSubIndex  the Spring Cloud GCP {@code BasicAcknowledgeablePubsubMessage} argument, or -1
  * @param atCommit     {@link IdempotentListener#claimTiming()} is {@link ClaimTiming#AT_COMMIT}
+ * @param kafka        a {@code @KafkaListener} method (or a method of a {@code @KafkaListener} class): its
+ *                     records are ordered per partition, so one in progress elsewhere is waited for
  */
 record ListenerMethod(
         Method method,
@@ -41,6 +43,7 @@ record ListenerMethod(
         int channelIndex,
         int pubSubIndex,
         boolean atCommit,
+        boolean kafka,
         BeanFactory beanFactory) {
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
@@ -151,7 +154,18 @@ record ListenerMethod(
                 channel,
                 pubSub,
                 atCommit,
+                ListenerMessages.SPRING_KAFKA && Kafka.isListener(method),
                 beanFactory);
+    }
+
+    /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */
+    private static final class Kafka {
+        static boolean isListener(Method method) {
+            Class<org.springframework.kafka.annotation.KafkaListener> a =
+                    org.springframework.kafka.annotation.KafkaListener.class;
+            return AnnotatedElementUtils.hasAnnotation(method, a)
+                    || AnnotatedElementUtils.hasAnnotation(method.getDeclaringClass(), a);
+        }
     }
 
     /** The delivery of a record listener's call. */

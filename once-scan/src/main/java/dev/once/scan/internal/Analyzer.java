@@ -278,6 +278,122 @@ final class Analyzer {
             }
         }
 
+        // a publish the broker never confirmed, then the ack of the message it came from: a retry (or a forward) the
+        // broker loses on a connection drop or a node failure takes the message with it
+        if (e.ack == Entry.Ack.EXPLICIT) {
+            for (Event u : of(events, Event.Kind.UNCONFIRMED)) {
+                acks.stream()
+                        .filter(a -> a.seq() > u.seq() && !a.exclusiveWith(u))
+                        .findFirst()
+                        .ifPresent(a -> out.add(finding(
+                                Rule.ACK_BEFORE_EFFECT,
+                                Level.ERROR,
+                                u.what() + ", and the delivery is acknowledged after it (" + Tracer.shortText0(a.what())
+                                        + "): a message the broker never stores (a connection lost, a node failing) is"
+                                        + " lost with the delivery it came from. Send with publisher confirms",
+                                u.location(),
+                                e,
+                                Blast.MESSAGE,
+                                u.path(),
+                                List.of(entryRel, new Related("ack", a.location())),
+                                u.member())));
+            }
+        }
+
+        // a reactor timeout cancels its subscription, not the blocking work already running under it: when the
+        // timed-out message is retried (a retry operator, a failure handler publishing it again) the work that went
+        // on completes and then runs again
+        if (e.ack != Entry.Ack.NONE && e.ack != Entry.Ack.AUTO) {
+            List<Event> retries = of(events, Event.Kind.RETRIES);
+            if (!retries.isEmpty()) {
+                for (Event t : of(events, Event.Kind.TIMEOUT)) {
+                    Event r = retries.get(0);
+                    out.add(finding(
+                            Rule.DUPLICATE_EFFECT,
+                            Level.WARNING,
+                            "times the work out (" + t.what() + ") and retries it (" + r.what() + "), but a timeout"
+                                    + " only cancels the subscription: work already running (a blocking write, a call"
+                                    + " in flight) completes, and the retry runs it again",
+                            t.location(),
+                            e,
+                            heaviest == null ? Blast.DATA : heaviest,
+                            t.path(),
+                            List.of(entryRel, new Related("retry", r.location())),
+                            t.member()));
+                }
+            }
+        }
+
+        for (Event x : of(events, Event.Kind.EARLY_ACK)) {
+            out.add(finding(
+                    Rule.ACK_BEFORE_EFFECT,
+                    Level.ERROR,
+                    x.what(),
+                    x.location(),
+                    e,
+                    heaviest == null ? Blast.DATA : heaviest,
+                    x.path(),
+                    List.of(entryRel, new Related("ack", x.location())),
+                    x.member()));
+        }
+
+        // a batch send whose failed entries nobody reads: the message behind an entry the service refused is
+        // acknowledged all the same (moved to a dead-letter queue that never got it, forwarded nowhere)
+        if (e.ack != Entry.Ack.NONE) {
+            for (Event d : of(events, Event.Kind.DROPPED)) {
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        d.what() + ": a message whose entry failed is acknowledged all the same and lost ("
+                                + e.ackText + "). Read the failed entries and retry them, or leave their messages"
+                                + " unacknowledged",
+                        d.location(),
+                        e,
+                        Blast.MESSAGE,
+                        d.path(),
+                        List.of(entryRel, new Related("effect", d.location())),
+                        d.member()));
+            }
+        }
+
+        // an ack after the message was only put in a buffer a later stage drains (a Flux sink, a blocking queue, a temp
+        // file stored at the end): the later stage's work is not done, and a crash or its failure loses the message.
+        // The buffer and the ack are in the same method, as a reader sees them; a drain between them (the temp file
+        // stored) is a wait for the work.
+        if (e.ack != Entry.Ack.AUTO && e.ack != Entry.Ack.NONE) {
+            List<Event> buffers = of(events, Event.Kind.BUFFER);
+            List<Event> waits = of(events, Event.Kind.WAIT);
+            Set<Location> reported = new LinkedHashSet<>();
+            for (Event a : acks) {
+                Event b = buffers.stream()
+                        .filter(x -> x.seq() < a.seq()
+                                && !x.exclusiveWith(a)
+                                && x.member().equals(a.member())
+                                && x.location().file().equals(a.location().file())
+                                && Objects.equals(x.handedOff(), a.handedOff()))
+                        .reduce((p, q) -> q)
+                        .orElse(null);
+                if (b == null
+                        || waits.stream().anyMatch(w -> w.seq() > b.seq() && w.seq() < a.seq())
+                        || !reported.add(a.location())) {
+                    continue;
+                }
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        "acknowledges (" + Tracer.shortText0(a.what()) + ") once the message is only buffered: "
+                                + b.what()
+                                + "; the work on it happens later, so a crash or a failure of that later stage loses"
+                                + " a message already acknowledged",
+                        a.location(),
+                        e,
+                        heaviest,
+                        a.path(),
+                        List.of(entryRel, new Related("hand-off", b.location()), new Related("ack", a.location())),
+                        a.member()));
+            }
+        }
+
         Set<Event> weakClaims = new LinkedHashSet<>();
         Set<Event> reportedChecks = new LinkedHashSet<>();
         boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE)

@@ -21,18 +21,22 @@ final class Catalogue {
 
     static final String RESOURCE = "/dev/once/scan/effects.txt";
 
-    /** One line of the catalogue. {@code category} is null for an idempotent shape. */
+    /**
+     * One line of the catalogue. {@code category} is null for an idempotent shape and for a hand-off ({@code
+     * handOff}: the call only buffers the message for a later stage, HANDOFF in the file).
+     */
     record Rule(
             Pattern owner,
             Pattern method,
             Pattern args,
             Event.Category category,
+            boolean handOff,
             Blast blast,
             Pattern keyed,
             String what) {
 
         boolean idempotent() {
-            return category == null;
+            return category == null && !handOff;
         }
 
         boolean keyedBy(String text) {
@@ -75,11 +79,11 @@ final class Catalogue {
             String cat = c[3];
             Event.Category category;
             try {
-                category = cat.equals("IDEMPOTENT") ? null : Event.Category.valueOf(cat);
+                category = cat.equals("IDEMPOTENT") || cat.equals("HANDOFF") ? null : Event.Category.valueOf(cat);
             } catch (IllegalArgumentException e) {
                 throw new IllegalStateException(
                         source + ":" + n + ": category must be DATABASE, EXTERNAL, PUBLISH,"
-                                + " CACHE or IDEMPOTENT, not '" + cat + "'",
+                                + " CACHE, IDEMPOTENT or HANDOFF, not '" + cat + "'",
                         e);
             }
             Blast blast;
@@ -96,6 +100,7 @@ final class Catalogue {
                     Pattern.compile(c[1]),
                     c[2].equals("*") ? null : Pattern.compile("(?s)" + c[2]),
                     category,
+                    cat.equals("HANDOFF"),
                     blast,
                     c[5].equals("-") ? null : Pattern.compile("(?s)" + c[5]),
                     c[6]));

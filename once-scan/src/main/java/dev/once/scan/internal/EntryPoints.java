@@ -2943,6 +2943,18 @@ final class EntryPoints {
     /** A reactive receiver: the whole pipeline statement is the handler (its lambdas run per message). */
     private void reactive(Repo.Source s, MethodCallExpr call, String broker, String kind, Entry.Ack ack, String text) {
         Statement stmt = Types.ancestor(call, Statement.class).orElse(null);
+        // Flux.using(receiverProvider::createReceiver, r -> r.consumeManualAck(queue), Receiver::close): the consume
+        // is the body of a resource lambda, and the pipeline is the chain around the using call
+        if (stmt != null
+                && stmt.getParentNode().orElse(null) instanceof com.github.javaparser.ast.expr.LambdaExpr l
+                && l.getParentNode().orElse(null) instanceof MethodCallExpr using
+                && using.getNameAsString().matches("using|usingWhen")
+                && using.getScope()
+                        .map(Repo::printed)
+                        .filter(x -> x.matches("Flux|Mono"))
+                        .isPresent()) {
+            stmt = Types.ancestor(using, Statement.class).orElse(stmt);
+        }
         if (stmt == null) {
             return;
         }

@@ -59,6 +59,34 @@ record Event(
         WEAK,
         /** Work handed to another thread, not waited for: {@code executor.submit}, {@code runAsync}, {@code subscribe()}. */
         ASYNC,
+        /**
+         * The message handed to an in-process buffer that a later stage drains on its own schedule: a Flux sink's
+         * {@code next}, a blocking queue's {@code offer}, a write to a temp file uploaded later. An ack after it in
+         * the same method acknowledges work not done yet ({@link #WAIT}: the buffer drained first).
+         */
+        BUFFER,
+        /**
+         * A batch send whose per-entry failures the code never reads ({@code sqs.sendMessageBatch(…)} and not its
+         * {@code failed()}): an entry the service refused is dropped while the message behind it is acknowledged.
+         */
+        DROPPED,
+        /**
+         * A publish that does not wait for the broker to store it: reactor-rabbitmq's {@code Sender.send} (no
+         * publisher confirm; {@code sendWithPublishConfirms} waits for one). An ack after it can outlive the message.
+         */
+        UNCONFIRMED,
+        /**
+         * A reactor {@code timeout(…)}: it cancels the subscription, not the work already running under it, which
+         * completes all the same.
+         */
+        TIMEOUT,
+        /** A reactor {@code retry}/{@code retryWhen}, or a failure handler that publishes the message again. */
+        RETRIES,
+        /**
+         * An acknowledgement of the source the code makes for more than the runtime has confirmed (a Kafka Connect
+         * {@code SourceTask.commit()} completing every job in flight): {@code what} says why it is early.
+         */
+        EARLY_ACK,
         /** The handler waits for handed-off work ({@code get()}, {@code join()}, {@code await()} with its result checked). */
         WAIT,
         /**

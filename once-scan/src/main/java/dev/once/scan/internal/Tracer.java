@@ -85,6 +85,10 @@ final class Tracer {
             "NatsConsumer",
             "SqsLambdaHandler");
     private static final Set<String> KAFKA_CONSUMERS = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
+    /** A share group's consumers (KIP-932): acknowledge(record, type) accepts a record, commitSync sends it. */
+    private static final Set<String> SHARE_CONSUMERS =
+            Set.of("ShareConsumer", "KafkaShareConsumer", "MockShareConsumer");
+
     private static final Set<String> SQS =
             Set.of("SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "SqsTemplate");
     private static final Set<String> PUBLISHERS = Set.of(
@@ -353,6 +357,9 @@ final class Tracer {
         } else {
             visit(e.body, top);
         }
+        if (e.kind.equals("Kafka Connect SourceTask.poll")) {
+            sourceTaskCommit(top);
+        }
         return events;
     }
 
@@ -474,6 +481,15 @@ final class Tracer {
         }
         int before = events.size();
         visitChildren(n, f);
+        if (n instanceof MethodCallExpr e
+                && e.getNameAsString().matches("onErrorResume|onErrorResumeWith|onErrorContinue")
+                && events.subList(before, events.size()).stream()
+                        .anyMatch(x -> (x.kind() == Event.Kind.UNCONFIRMED
+                                        || x.kind() == Event.Kind.EFFECT && x.category() == Event.Category.PUBLISH)
+                                && e.getArguments().stream().anyMatch(a -> within(x, a)))) {
+            // the failure handler publishes the message again (a retry exchange, a retry topic): a retry
+            add(Event.Kind.RETRIES, e, f, null, null, shortText(e));
+        }
         if (n instanceof MethodCallExpr c) {
             call(c, f);
             failureHandlerOnlyLogs(c, f, before);
@@ -920,6 +936,37 @@ final class Tracer {
         }
         if (ack(c, name, stype, scopeText, f)) {
             return;
+        }
+        if (buffers(c, stype, f)) {
+            return;
+        }
+        partialFailuresIgnored(c, name, stype, f);
+        if (name.equals("send") && "Sender".equals(stype) && imports(c, "reactor.rabbitmq")) {
+            add(
+                    Event.Kind.UNCONFIRMED,
+                    c,
+                    f,
+                    null,
+                    null,
+                    "publishes with reactor-rabbitmq Sender.send (" + shortText(c) + "), which does not wait for a"
+                            + " publisher confirm (sendWithPublishConfirms does)");
+        }
+        if (name.equals("timeout") && c.getScope().isPresent() && imports(c, "reactor.core.publisher")) {
+            add(
+                    Event.Kind.TIMEOUT,
+                    c,
+                    f,
+                    null,
+                    null,
+                    "timeout(" + shortText0(c.getArguments().toString().replaceAll("^\\[|\\]$", "")) + ")");
+        }
+        if (name.matches("retry|retryWhen|retryBackoff") && imports(c, "reactor.core.publisher")) {
+            add(Event.Kind.RETRIES, c, f, null, null, shortText(c));
+        }
+        if (c.getArguments().stream()
+                .anyMatch(a -> a instanceof NameExpr n && tempFiles.contains(n.getNameAsString()))) {
+            // the temp file the messages were written to is taken on (uploaded, stored): the buffer is drained here
+            add(Event.Kind.WAIT, c, f, null, null, shortText(c));
         }
         if (eventuallyInLoop(c)) {
             add(
@@ -1440,7 +1487,8 @@ final class Tracer {
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         boolean ack = switch (name) {
-            case "commitSync", "commitAsync" -> stype == null || KAFKA_CONSUMERS.contains(stype);
+            case "commitSync", "commitAsync" ->
+                stype == null || KAFKA_CONSUMERS.contains(stype) || SHARE_CONSUMERS.contains(stype);
             case "deleteMessage", "deleteMessageBatch" ->
                 stype == null
                         || SQS.contains(stype)
@@ -1451,10 +1499,12 @@ final class Tracer {
             case "acknowledge" ->
                 stype == null
                         || stype.startsWith("Acknowledg")
+                        || SHARE_CONSUMERS.contains(stype)
                         // jakarta.jms.Message and the providers' own (ActiveMQMessage, SQSTextMessage)
                         || stype.endsWith("Message") && !types.isRepoType(stype);
             case "ack", "ackSync" ->
                 "nats".equals(entry.broker)
+                        || "AcknowledgableDelivery".equals(stype)
                         || "pubsub".equals(entry.broker)
                         || "Message".equals(stype)
                         || (stype != null && stype.startsWith("AckReplyConsumer"));
@@ -1766,6 +1816,276 @@ final class Tracer {
         return null;
     }
 
+    /**
+     * Batch sends of AWS's synchronous clients that answer with a list of the entries they failed to send rather than
+     * throwing: the method, and the receiver types it is judged on.
+     */
+    private static final Map<String, Pattern> BATCH_SENDS = Map.of(
+            "sendMessageBatch", Pattern.compile("SqsClient|AmazonSQS|AmazonSQSClient"),
+            "publishBatch", Pattern.compile("SnsClient|AmazonSNS|AmazonSNSClient"),
+            "putEvents", Pattern.compile("EventBridgeClient|AmazonEventBridge\\w*|AmazonCloudWatchEvents\\w*"),
+            "putRecords", Pattern.compile("KinesisClient|AmazonKinesis|AmazonKinesisClient"),
+            "putRecordBatch", Pattern.compile("FirehoseClient|AmazonKinesisFirehose\\w*"));
+
+    /** What a batch response says failed: {@code failed()}, {@code getFailed()}, {@code failedEntryCount()}, …. */
+    private static final Pattern FAILURES_READ =
+            Pattern.compile("(get|has)?[Ff]ailed\\w*|(get)?[Ee]ntries|(get)?[Rr]ecords|(get)?[Rr]equestResponses");
+
+    /**
+     * {@code sqs.sendMessageBatch(…)} whose response is dropped, or kept only to be logged: the batch call succeeds
+     * when some of its entries fail, listing them in the response, so a message moved to a dead-letter queue (or
+     * forwarded) this way can fail to arrive while the message it came from is acknowledged.
+     */
+    private void partialFailuresIgnored(MethodCallExpr c, String name, String stype, Frame f) {
+        Pattern owners = BATCH_SENDS.get(name);
+        if (owners == null || stype == null || !owners.matcher(stype).matches() || failuresRead(c)) {
+            return;
+        }
+        add(
+                Event.Kind.DROPPED,
+                c,
+                f,
+                null,
+                null,
+                "sends a batch (" + shortText(c) + ") and never reads which of its entries failed (the response's"
+                        + " failed list): a batch call succeeds when some entries fail");
+    }
+
+    /** Whether the batch response is read for its failures, or handed on to code that may read them. */
+    private static boolean failuresRead(MethodCallExpr c) {
+        Node parent = c.getParentNode().orElse(null);
+        if (parent instanceof MethodCallExpr chained && chained.getScope().orElse(null) == c) {
+            return FAILURES_READ.matcher(chained.getNameAsString()).matches();
+        }
+        String held = parent instanceof VariableDeclarator v
+                ? v.getNameAsString()
+                : parent instanceof AssignExpr a && a.getTarget() instanceof NameExpr n ? n.getNameAsString() : null;
+        if (held == null) {
+            // returned, or an argument of another call: someone else looks at it
+            return !(parent instanceof ExpressionStmt);
+        }
+        Node scope =
+                Types.ancestor(c, MethodDeclaration.class).map(Node.class::cast).orElse(c);
+        for (NameExpr use :
+                scope.findAll(NameExpr.class, x -> x.getNameAsString().equals(held))) {
+            Node p = use.getParentNode().orElse(null);
+            if (p instanceof MethodCallExpr m && m.getScope().orElse(null) == use) {
+                if (!m.getNameAsString().equals("toString")) {
+                    return FAILURES_READ.matcher(m.getNameAsString()).matches()
+                            || m.getNameAsString().matches("(get|has)?[Ss]uccessful\\w*");
+                }
+            } else if (!(p instanceof MethodCallExpr m
+                    && LOG_LEVEL.matcher(m.getNameAsString()).matches())) {
+                return true; // passed on, returned, compared: not only logged
+            }
+        }
+        return false;
+    }
+
+    /**
+     * A Kafka Connect source task's {@code commit()} that does more than log: the worker calls it when it commits
+     * source offsets, and those cover only the records it has written to Kafka, so acknowledging the source there for
+     * every job in flight acknowledges records still on their way; {@code commitRecord(record, metadata)} is called
+     * once each record is written.
+     */
+    private void sourceTaskCommit(Frame top) {
+        TypeDeclaration<?> t = Types.enclosingType(entry.body);
+        for (MethodDeclaration m : t == null ? List.<MethodDeclaration>of() : t.getMethodsByName("commit")) {
+            BlockStmt body = m.getBody().orElse(null);
+            if (!m.getParameters().isEmpty() || body == null || body.isEmpty() || onlyLogs(body)) {
+                continue;
+            }
+            add(
+                    Event.Kind.EARLY_ACK,
+                    body.getStatement(0),
+                    top,
+                    null,
+                    null,
+                    "SourceTask.commit() acknowledges the source for everything in flight ("
+                            + shortText(body.getStatement(0)) + "), but the worker calls it when it commits source"
+                            + " offsets, which cover only the records already written to Kafka: a record still on its way"
+                            + " is acknowledged upstream and lost if that write fails or the worker dies. Acknowledge"
+                            + " each record in commitRecord(record, metadata)");
+        }
+    }
+
+    /** Names of the temp files (and their streams) the trace saw messages written to: a call taking one drains them. */
+    private final Set<String> tempFiles = new HashSet<>();
+
+    /**
+     * The message put where a later stage picks it up on its own schedule ({@link Event.Kind#BUFFER}): a hand-off the
+     * effect catalogue lists ({@code fluxSink.next(record)}, {@code queue.offer(message)}), a write to a stream opened
+     * on a temp file that is stored only later, or a call on a parameter the caller bound to one of those ({@code
+     * onRecord.accept(record)} given {@code fluxSink::next}).
+     */
+    private boolean buffers(MethodCallExpr c, String stype, Frame f) {
+        String what = handedTo(c, stype);
+        if (what == null && c.getScope().orElse(null) instanceof NameExpr p && f.method != null) {
+            for (int i = 0; i < f.method.getParameters().size() && what == null; i++) {
+                if (f.method.getParameter(i).getNameAsString().equals(p.getNameAsString())) {
+                    Expression a = passedFor(f.method, i, f.sites, f.sites.size() - 1);
+                    if (a instanceof MethodReferenceExpr r) {
+                        what = bufferReference(r);
+                    } else if (a instanceof LambdaExpr l) {
+                        what = l.getBody().findAll(MethodCallExpr.class).stream()
+                                .map(x -> handedTo(
+                                        x, x.getScope().map(types::typeOf).orElse(null)))
+                                .filter(java.util.Objects::nonNull)
+                                .findFirst()
+                                .orElse(null);
+                    }
+                }
+            }
+        }
+        if (what == null) {
+            return false;
+        }
+        add(Event.Kind.BUFFER, c, f, null, null, what);
+        return true;
+    }
+
+    /** What a call that only buffers the message does, as a finding says it; null for any other call. */
+    private String handedTo(MethodCallExpr c, String stype) {
+        String owner = stype != null ? stype : fluxCreateSink(c.getScope().orElse(null));
+        if (owner != null && !types.isRepoType(owner)) {
+            Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
+            if (hit.filter(Catalogue.Rule::handOff).isPresent()) {
+                return hit.get().what() + " (" + shortText(c) + ")";
+            }
+        }
+        if (TEMP_WRITE.matcher(c.getNameAsString()).matches()) {
+            List<Expression> held = new ArrayList<>(c.getArguments());
+            c.getScope().ifPresent(held::add);
+            for (Expression h : held) {
+                List<String> chain = new ArrayList<>();
+                if (h instanceof NameExpr n && tempFile(n.getNameAsString(), c, chain, 0)) {
+                    // the stream written to is the first link; the files it is opened on are what a later call takes
+                    tempFiles.addAll(chain.subList(1, chain.size()));
+                    return "writes it to a temp file (" + shortText(c) + ") that is stored only later";
+                }
+            }
+        }
+        return null;
+    }
+
+    /** The type of the object a method reference is bound to ({@code fluxSink::next}); null for a type's method. */
+    private String referenceOwner(MethodReferenceExpr r) {
+        Expression scope = r.getScope();
+        // service::apply parses as a type expression; a lower-case name is a variable or field
+        return scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
+                ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                        .map(Types::simple)
+                        .orElse(null)
+                : scope.isTypeExpr() ? null : types.typeOf(scope);
+    }
+
+    /** Whether the file {@code at} is in imports a package starting with {@code prefix}. */
+    private static boolean imports(Node at, String prefix) {
+        return at.findCompilationUnit()
+                .map(cu -> cu.getImports().stream()
+                        .anyMatch(i -> i.getNameAsString().startsWith(prefix)))
+                .orElse(false);
+    }
+
+    /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
+    private String bufferReference(MethodReferenceExpr r) {
+        Expression scope = r.getScope();
+        String owner =
+                scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
+                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                                .map(Types::simple)
+                                .orElse(null)
+                        : scope.isTypeExpr() ? null : types.typeOf(scope);
+        if (owner == null || types.isRepoType(owner)) {
+            return null;
+        }
+        return Catalogue.get()
+                .match(owner, r.getIdentifier(), Repo.printed(r))
+                .filter(Catalogue.Rule::handOff)
+                .map(x -> x.what() + " (" + Repo.printed(r) + ")")
+                .orElse(null);
+    }
+
+    /** {@code Flux.create(emitter -> … emitter.next(x) …)}: the lambda's untyped parameter is the Flux's sink. */
+    private static String fluxCreateSink(Expression scope) {
+        if (!(scope instanceof NameExpr n)) {
+            return null;
+        }
+        for (Node p = scope.getParentNode().orElse(null);
+                p != null;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof LambdaExpr l
+                    && l.getParameters().stream()
+                            .anyMatch(x -> x.getNameAsString().equals(n.getNameAsString()))) {
+                return l.getParentNode().orElse(null) instanceof MethodCallExpr m
+                                && m.getNameAsString().matches("create|push")
+                                && m.getScope()
+                                        .map(Repo::printed)
+                                        .filter("Flux"::equals)
+                                        .isPresent()
+                        ? "FluxSink"
+                        : null;
+            }
+            if (p instanceof MethodDeclaration) {
+                return null;
+            }
+        }
+        return null;
+    }
+
+    /** A call that writes what it is given: {@code FileSerde.write(output, message)}, {@code writer.append(line)}. */
+    private static final Pattern TEMP_WRITE = Pattern.compile("write\\w*|append|print(ln|f)?");
+
+    /**
+     * Whether {@code name}, where {@code at} uses it, was opened on a temp file: a local whose initializer is (or
+     * wraps a local that is) a {@code createTempFile(…)} result, following a parameter to the calls of its method in
+     * the same class. {@code chain} gets the names followed, the stream first.
+     */
+    private static boolean tempFile(String name, Node at, List<String> chain, int depth) {
+        MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
+        if (m == null || depth > 4) {
+            return false;
+        }
+        chain.add(name);
+        for (VariableDeclarator v :
+                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
+            Expression init = v.getInitializer().orElse(null);
+            if (init == null) {
+                continue;
+            }
+            if (!init.findAll(MethodCallExpr.class, x -> x.getNameAsString().equals("createTempFile"))
+                    .isEmpty()) {
+                return true;
+            }
+            for (NameExpr inner : init.findAll(NameExpr.class)) {
+                if (!inner.getNameAsString().equals(name) && tempFile(inner.getNameAsString(), v, chain, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        for (int i = 0; i < m.getParameters().size(); i++) {
+            if (!m.getParameter(i).getNameAsString().equals(name)) {
+                continue;
+            }
+            TypeDeclaration<?> t = Types.enclosingType(m);
+            int index = i;
+            for (MethodCallExpr call : t == null
+                    ? List.<MethodCallExpr>of()
+                    : t.findAll(
+                            MethodCallExpr.class,
+                            x -> x.getNameAsString().equals(m.getNameAsString())
+                                    && x.getArguments().size()
+                                            == m.getParameters().size())) {
+                if (call.getArgument(index) instanceof NameExpr passed
+                        && tempFile(passed.getNameAsString(), call, chain, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        chain.remove(chain.size() - 1);
+        return false;
+    }
+
     /** Whether an event's path passes through a block (a call made in it, or the event itself). */
     private boolean within(Event x, Node b) {
         Location from = repo.loc(b);
@@ -1985,7 +2305,8 @@ final class Tracer {
             return false;
         }
         Catalogue.Rule r = hit.get();
-        if (r.idempotent()) {
+        if (r.idempotent() || r.handOff()) {
+            // a hand-off only buffers the message ({@link #buffers} records it): no effect of its own
             return true;
         }
         boolean keyed = r.keyedBy(Repo.printed(c) + "\n" + memberText(f));
@@ -3384,6 +3705,15 @@ final class Tracer {
     }
 
     private void reference(MethodReferenceExpr r, Frame f) {
+        if (r.getIdentifier().equals("ack") && "AcknowledgableDelivery".equals(referenceOwner(r))) {
+            add(Event.Kind.ACK, r, f, null, null, Repo.printed(r));
+            return;
+        }
+        String buffer = bufferReference(r);
+        if (buffer != null) {
+            add(Event.Kind.BUFFER, r, f, null, null, buffer);
+            return;
+        }
         Expression scope = r.getScope();
         boolean self = scope instanceof ThisExpr;
         String type;

@@ -24,7 +24,8 @@ public class OnceProperties {
 
     /**
      * How long a delivery waits for a concurrent delivery of the same event before it is reported
-     * IN_PROGRESS and left for redelivery. Unset: the session's own lock_timeout applies.
+     * IN_PROGRESS and left for redelivery (a @KafkaListener record waits again instead, keeping its
+     * partition's order). Unset: the session's own lock_timeout applies.
      */
     private Duration lockTimeout;
 
