@@ -32,13 +32,29 @@ import org.slf4j.LoggerFactory;
  * savepoint the transaction rolled back to is dropped with the work it checks.
  *
  * <p>Savepoints are matched by identity: pass the same object to {@link #savepoint} and
- * {@link #rollbackToSavepoint}. This object itself stands for the start of the transaction, announced or not:
- * a rollback to it undoes everything registered (an integration that meets a rollback to a savepoint taken
- * before it knew the transaction passes it). Used by the transaction's thread; not thread-safe.
+ * {@link #rollbackToSavepoint}; {@link #START} is the start of the transaction, never announced. Used by the
+ * transaction's thread; not thread-safe.
  */
 public final class JoinedTransaction implements SavepointListener {
 
     private static final Logger log = LoggerFactory.getLogger(JoinedTransaction.class);
+
+    /**
+     * The start of every transaction, as a savepoint: {@code rollbackToSavepoint(START)} undoes everything
+     * registered and forgets every savepoint, and the savepoint listeners hear it as a rollback to a savepoint
+     * they were never told of (set before they existed: all they hold is undone). For an integration that meets
+     * a rollback to a savepoint taken before it knew the transaction, as once-spring does when Spring rolls back
+     * to a savepoint set before once's state joined the transaction. One shared constant rather than a
+     * savepoint announced at the start of each transaction: a Spring listener's transaction is made per
+     * delivery, and the announced sentinel cost an object and a savepoint slot each time. Never announced
+     * with {@link #savepoint} (refused).
+     */
+    public static final Object START = new Object() {
+        @Override
+        public String toString() {
+            return "JoinedTransaction.START";
+        }
+    };
 
     // CompletionCallbacks and CommitChecks in the order registered; one that belongs to work a rollback to a
     // savepoint undid is kept in its place wrapped in Undone (rare: no parallel list of flags per entry)
@@ -204,9 +220,17 @@ public final class JoinedTransaction implements SavepointListener {
         }
     }
 
-    /** A savepoint was created: callbacks registered from now on are undone by a rollback to it. */
+    /**
+     * A savepoint was created: callbacks registered from now on are undone by a rollback to it.
+     *
+     * @throws IllegalArgumentException for {@link #START}, the start of the transaction, which is not set
+     */
     @Override
     public void savepoint(Object savepoint) {
+        if (savepoint == START) {
+            throw new IllegalArgumentException("JoinedTransaction.START is the start of the transaction, not a"
+                    + " savepoint to announce: pass the savepoint object the transaction created");
+        }
         if (savepointCount == savepoints.length) {
             savepoints = Arrays.copyOf(savepoints, Math.max(2, savepointCount * 2));
             positions = Arrays.copyOf(positions, savepoints.length);
@@ -220,15 +244,15 @@ public final class JoinedTransaction implements SavepointListener {
 
     /**
      * The transaction rolled back to {@code savepoint}: every callback registered since it will hear
-     * {@code completed(false)}. Savepoints created after it are gone; it stays, as in JDBC. {@code this}: the
-     * start of the transaction, before everything registered; every savepoint is gone.
+     * {@code completed(false)}. Savepoints created after it are gone; it stays, as in JDBC.
+     * {@link #START}: the start of the transaction, before everything registered; every savepoint is gone.
      *
      * @throws IllegalStateException if {@code savepoint} was never announced with {@link #savepoint} (or was
      *         released): the integration missed a savepoint, and outcomes registered since cannot be told apart
      */
     @Override
     public void rollbackToSavepoint(Object savepoint) {
-        if (savepoint == this) {
+        if (savepoint == START) {
             undoFrom(0);
             truncate(0);
             for (int i = 0; i < listenerCount; i++) {

@@ -40,7 +40,9 @@ import net.jqwik.api.state.Transformer;
  * rollback-to, release, commit and rollback, with {@code process} (plain, with a handler that rolls
  * back a part of its own, or with a nested {@code process} inside the handler), {@code processBatch}
  * with a savepoint per record, and the caller's own {@link TransactionOutbox} rows, through
- * {@link ManualTransactions} on plain JDBC, on PostgreSQL and MariaDB. The oracle is the input: the
+ * {@link ManualTransactions} on plain JDBC, on PostgreSQL and MariaDB. The caller makes its outbox on its
+ * first row, so savepoints set before it (which it never heard of) and after it are both rolled back to, and
+ * flushes it when it likes (rows written mid-transaction, then more buffered). The oracle is the input: the
  * model replays the caller's moves on a list of what the open transaction holds; what committed must be
  * applied once, its outbox rows present once and reported APPLIED once; what rolled back (whole or to a
  * savepoint) must be absent, and reported once as not applied. Tries per database: {@value #TRIES}
@@ -118,6 +120,7 @@ class CallerTransactionPropertyTest {
                 .withAction(5, indexed(w -> w.connection != null, "process", World::process))
                 .withAction(2, when(w -> w.connection != null, "processBatch", World::processBatch))
                 .withAction(2, when(w -> w.connection != null, "caller outbox add", World::callerRow))
+                .withAction(1, when(w -> w.callerOutbox != null, "caller outbox flush", World::callerFlush))
                 .withAction(2, when(w -> w.connection != null, "commit", World::commit))
                 .withAction(1, when(w -> w.connection != null, "rollback", World::rollback))
                 .withMaxTransformations(25);
@@ -267,17 +270,14 @@ class CallerTransactionPropertyTest {
             connection = db.dataSource().getConnection();
             connection.setAutoCommit(false);
             scope = manual.join(connection);
-            callerOutbox = TransactionOutbox.builder()
-                    .connection(connection)
-                    .dialect(dialect)
-                    .source("caller")
-                    .cause("tx-" + (++physical))
-                    .build();
+            physical++;
         }
 
         void savepoint() throws SQLException {
             Savepoint sp = scope.setSavepoint();
-            callerOutbox.savepoint(sp);
+            if (callerOutbox != null) {
+                callerOutbox.savepoint(sp);
+            }
             savepoints.add(sp);
             marks.add(live.size());
         }
@@ -286,7 +286,9 @@ class CallerTransactionPropertyTest {
             int at = i % savepoints.size();
             Savepoint sp = savepoints.get(at);
             scope.rollback(sp);
-            callerOutbox.rollbackToSavepoint(sp);
+            if (callerOutbox != null) {
+                callerOutbox.rollbackToSavepoint(sp); // one set before the outbox was made undoes all its rows
+            }
             List<Item> gone = live.subList(marks.get(at), live.size());
             undone.addAll(gone);
             gone.clear();
@@ -298,7 +300,9 @@ class CallerTransactionPropertyTest {
             int at = i % savepoints.size();
             Savepoint sp = savepoints.get(at);
             scope.releaseSavepoint(sp);
-            callerOutbox.releaseSavepoint(sp);
+            if (callerOutbox != null) {
+                callerOutbox.releaseSavepoint(sp);
+            }
             savepoints.subList(at, savepoints.size()).clear();
             marks.subList(at, marks.size()).clear();
         }
@@ -338,14 +342,30 @@ class CallerTransactionPropertyTest {
             live.addAll(items);
         }
 
+        /** The caller makes its outbox where it needs one: savepoints set before are unknown to it. */
         void callerRow() throws SQLException {
+            if (callerOutbox == null) {
+                callerOutbox = TransactionOutbox.builder()
+                        .connection(connection)
+                        .dialect(dialect)
+                        .source("caller")
+                        .cause("tx-" + physical)
+                        .build();
+            }
             String row = "caller-" + (++counter);
             callerOutbox.add("out", null, bytes(row), null, null);
             live.add(new Item(null, 0, row));
         }
 
-        void commit() throws SQLException {
+        /** Writes the rows so far before the commit (the caller may): later ones are buffered again. */
+        void callerFlush() throws SQLException {
             callerOutbox.flush();
+        }
+
+        void commit() throws SQLException {
+            if (callerOutbox != null) {
+                callerOutbox.flush();
+            }
             scope.commit();
             committed.addAll(live);
             close();
@@ -363,6 +383,7 @@ class CallerTransactionPropertyTest {
             connection.close();
             connection = null;
             scope = null;
+            callerOutbox = null;
             live.clear();
             savepoints.clear();
             marks.clear();

@@ -346,6 +346,32 @@ abstract class CallerTransactionScenarios {
         assertThat(outboxPayloads()).containsExactly("kept");
     }
 
+    // The same rollback with rows written (a flush) and more buffered since: the buffered ones are of the
+    // rolled-back part too and are dropped, not renumbered from the mark and written by the next flush.
+    @Test
+    void rollbackToASavepointSetBeforeTheOutboxExistedDropsRowsBufferedAfterAFlush() throws Exception {
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            Savepoint sp = c.setSavepoint();
+            dev.once.TransactionOutbox outbox = dev.once.TransactionOutbox.builder()
+                    .connection(c)
+                    .dialect(dialect())
+                    .source("orders")
+                    .cause("order-1")
+                    .build();
+            outbox.add("mail", "k", bytes("phantom-written"), null, null);
+            outbox.flush();
+            outbox.add("mail", "k", bytes("phantom-buffered"), null, null);
+            c.rollback(sp);
+            outbox.rollbackToSavepoint(sp);
+            outbox.add("mail", "k", bytes("kept"), null, null);
+            outbox.flush();
+            c.commit();
+            c.setAutoCommit(true);
+        }
+        assertThat(outboxPayloads()).containsExactly("kept");
+    }
+
     @Test
     void outboxRowAddedByAHandlerUnderTheCallersSavepointThatTheHandlerRollsBackIsNotSent() throws Exception {
         // A savepoint set and rolled back through the joined transaction (ManualTransactions' scope, as

@@ -51,7 +51,8 @@ final class CountingDataSource {
                 });
     }
 
-    private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
+    /** {@code method} on {@code target}, throwing what it threw (a proxy's handler must not wrap it). */
+    static Object invoke(Method method, Object target, Object[] args) throws Throwable {
         try {
             return method.invoke(target, args);
         } catch (InvocationTargetException e) {

@@ -73,7 +73,7 @@ class JoinedTransactionChecksTest {
     }
 
     @Test
-    void aRollbackToTheTransactionItselfUndoesEverythingRegisteredAndForgetsItsSavepoints() throws Exception {
+    void aRollbackToTheStartUndoesEverythingRegisteredAndForgetsItsSavepoints() throws Exception {
         List<Boolean> heard = new ArrayList<>();
         List<Object> toldListener = new ArrayList<>();
         joined.addSavepointListener(new dev.once.tx.SavepointListener() {
@@ -92,8 +92,8 @@ class JoinedTransactionChecksTest {
         joined.afterCompletion(heard::add);
         joined.savepoint("s1");
         joined.afterCompletion(heard::add);
-        // a savepoint taken before the integration knew the transaction: its start, which the object stands for
-        joined.rollbackToSavepoint(joined);
+        // a savepoint taken before the integration knew the transaction: its start
+        joined.rollbackToSavepoint(JoinedTransaction.START);
         joined.afterCompletion(heard::add);
 
         joined.runChecks(nothingElseDue);
@@ -103,10 +103,17 @@ class JoinedTransactionChecksTest {
         assertThat(heard)
                 .as("everything registered before the rollback was undone, what came after stands")
                 .containsExactly(false, false, true);
-        assertThat(toldListener).as("the listeners hear of it").containsExactly(joined);
+        assertThat(toldListener).as("the listeners hear of it").containsExactly(JoinedTransaction.START);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> joined.rollbackToSavepoint("s1"))
                 .as("the savepoints after the start are gone")
                 .isInstanceOf(IllegalStateException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> joined.rollbackToSavepoint(joined))
+                .as("the transaction object is no savepoint (it once stood for the start)")
+                .isInstanceOf(IllegalStateException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> joined.savepoint(JoinedTransaction.START))
+                .as("the start is not announced")
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("JoinedTransaction.START");
     }
 
     @Test

@@ -14,8 +14,6 @@ import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -347,10 +345,10 @@ class OutboxRelayExclusiveThreadsTest {
                     getClass().getClassLoader(), new Class<?>[] {DataSource.class}, (p, method, args) -> {
                         if (method.getName().equals("getConnection")) {
                             hold("open a connection");
-                            Connection c = (Connection) invoke(method, ds, args);
+                            Connection c = (Connection) CountingDataSource.invoke(method, ds, args);
                             return connection(c);
                         }
-                        return invoke(method, ds, args);
+                        return CountingDataSource.invoke(method, ds, args);
                     });
         }
 
@@ -361,7 +359,7 @@ class OutboxRelayExclusiveThreadsTest {
                         switch (method.getName()) {
                             case "prepareStatement" -> {
                                 String sql = (String) args[0];
-                                PreparedStatement ps = (PreparedStatement) invoke(method, c, args);
+                                PreparedStatement ps = (PreparedStatement) CountingDataSource.invoke(method, c, args);
                                 if (sql.equals(fenceSql) || sql.equals(renewSql)) {
                                     int tokenAt = sql.equals(fenceSql) ? 2 : 3;
                                     return statement(ps, tokenAt);
@@ -372,14 +370,14 @@ class OutboxRelayExclusiveThreadsTest {
                                 return ps;
                             }
                             case "commit" -> {
-                                Object r = invoke(method, c, args);
+                                Object r = CountingDataSource.invoke(method, c, args);
                                 if (batchConnection.get() == self[0] && batch.get() != null) {
                                     events.add(new Event("commit", batch.get(), 0));
                                 }
                                 return r;
                             }
                             case "close" -> {
-                                Object r = invoke(method, c, args);
+                                Object r = CountingDataSource.invoke(method, c, args);
                                 if (batchConnection.get() == self[0]) {
                                     batchConnection.remove();
                                 }
@@ -387,7 +385,7 @@ class OutboxRelayExclusiveThreadsTest {
                                 return r;
                             }
                             default -> {
-                                return invoke(method, c, args);
+                                return CountingDataSource.invoke(method, c, args);
                             }
                         }
                     });
@@ -400,16 +398,8 @@ class OutboxRelayExclusiveThreadsTest {
                         if (method.getName().equals("setLong") && (int) args[0] == tokenAt && batch.get() != null) {
                             tokenOf.put(batch.get(), (Long) args[1]);
                         }
-                        return invoke(method, ps, args);
+                        return CountingDataSource.invoke(method, ps, args);
                     });
-        }
-
-        private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
-            try {
-                return method.invoke(target, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
         }
 
         /** Holds a worker thread here until the next move that steps it; other threads pass. */

@@ -43,8 +43,6 @@ final class PhysicalTransaction implements TransactionSynchronization {
     record Key(DataSource dataSource) {}
 
     private final Key key;
-    // A rollback to a savepoint taken before this state existed is a rollback to the start of the transaction as
-    // far as once knows it, which the joined transaction itself stands for (no savepoint announced per state).
     private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();
     // Both made on first use: most transactions take no savepoint and write no outbox row, and one of
     // these states is made for every listener call (an empty IdentityHashMap allocates 32 slots).
@@ -204,7 +202,9 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     @Override
     public void savepointRollback(Object savepoint) {
-        joined.rollbackToSavepoint(savepoints != null && savepoints.contains(savepoint) ? savepoint : joined);
+        // One taken before this state existed is a rollback to the start of the transaction as far as once knows it
+        joined.rollbackToSavepoint(
+                savepoints != null && savepoints.contains(savepoint) ? savepoint : JoinedTransaction.START);
     }
 
     /**

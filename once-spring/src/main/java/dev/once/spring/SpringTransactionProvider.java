@@ -7,8 +7,8 @@ import dev.once.tx.TransactionProvider;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiConsumer;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
@@ -174,7 +174,6 @@ public final class SpringTransactionProvider implements TransactionProvider {
 
     private static final class JoinedHandle extends JoinedTransactionHandle {
         private final DataSource key;
-        private final PhysicalTransaction.Key stateKey;
         private boolean closed;
 
         JoinedHandle(Connection connection, DataSource key, PhysicalTransaction.Key stateKey) {
@@ -182,21 +181,10 @@ public final class SpringTransactionProvider implements TransactionProvider {
             // and is set aside while a REQUIRES_NEW step suspends it.
             super(connection, PhysicalTransaction.current(stateKey).joined());
             this.key = key;
-            this.stateKey = stateKey;
         }
 
         @Override
         protected void markRollbackOnly() {
-            // The usual transaction (a listener's own, whose copy of an event ends here): its connection and
-            // once's state, nothing else bound, so its connection's holder is all there is to mark; the loop
-            // over every resource takes a map view and two iterators.
-            Map<Object, Object> resources = TransactionSynchronizationManager.getResourceMap();
-            if (resources.size() == 2
-                    && TransactionSynchronizationManager.getResource(stateKey) instanceof PhysicalTransaction
-                    && TransactionSynchronizationManager.getResource(key) instanceof ConnectionHolder holder) {
-                holder.setRollbackOnly();
-                return;
-            }
             SpringTransactionProvider.markRollbackOnly();
         }
 
@@ -215,16 +203,21 @@ public final class SpringTransactionProvider implements TransactionProvider {
      * (JpaTransactionManager reads {@code EntityTransaction.getRollbackOnly()}).
      */
     static void markRollbackOnly() {
-        for (Object resource :
-                TransactionSynchronizationManager.getResourceMap().values()) {
-            if (resource instanceof ResourceHolderSupport holder) {
-                holder.setRollbackOnly();
-            }
-            if (JPA_PRESENT) {
-                Jpa.markRollbackOnly(resource);
-            }
-        }
+        // Every resource bound, whatever bound it (another DataSource's connection, a JPA or Hibernate session, a
+        // holder of the caller's): there is no telling which of them its transaction manager reads. forEach with
+        // a constant action walks the map without the view and the iterators a for loop over values() takes (a
+        // listener's own transaction marks a copy of an event rollback-only: once per duplicate delivery).
+        TransactionSynchronizationManager.getResourceMap().forEach(MARK_ROLLBACK_ONLY);
     }
+
+    private static final BiConsumer<Object, Object> MARK_ROLLBACK_ONLY = (key, resource) -> {
+        if (resource instanceof ResourceHolderSupport holder) {
+            holder.setRollbackOnly();
+        }
+        if (JPA_PRESENT) {
+            Jpa.markRollbackOnly(resource);
+        }
+    };
 
     private static final class Jpa {
         static void markRollbackOnly(Object resource) {

@@ -234,6 +234,24 @@ class CallerTransactionTest {
         assertThat(sent()).containsExactly("outer-after");
     }
 
+    /**
+     * The step's first messages pass the write threshold ({@link dev.once.Outbox#FLUSH_ROWS}): those are written
+     * in the step, one more is still buffered when it fails. The writer was made in the step, after its
+     * savepoint: the rollback undoes the written rows in the database and must drop the buffered one.
+     */
+    @Test
+    void aNestedStepThatFailsAfterItsFirstMessagesWereWrittenAtTheThreshold() {
+        REQUIRED.executeWithoutResult(s -> {
+            failingNestedStep(() -> {
+                for (int i = 0; i <= dev.once.Outbox.FLUSH_ROWS; i++) {
+                    add("nested");
+                }
+            });
+            add("outer-after");
+        });
+        assertThat(sent()).containsExactly("outer-after");
+    }
+
     @Test
     void aNestedStepThatCommitsSendsItsMessageWithTheOuter() {
         REQUIRED.executeWithoutResult(s -> {

@@ -40,7 +40,7 @@ import org.springframework.transaction.support.DefaultTransactionDefinition;
 /**
  * The caller's Spring transaction as a state machine (issue 19): random sequences of begin with
  * propagation REQUIRED, NESTED or REQUIRES_NEW, commit, rollback and setRollbackOnly on the innermost
- * scope, {@link OnceOutbox#add}, and {@code process}/{@code processBatch} of a consumer that joins the
+ * scope, {@link OnceOutbox#add} (one message, or more than the writer buffers), and {@code process}/{@code processBatch} of a consumer that joins the
  * transaction (a handler writing a ledger row and an outbox row), fresh events and redeliveries, with an
  * outcome listener, through {@code DataSourceTransactionManager} ({@code JdbcTransactionManager}) and
  * {@code JpaTransactionManager} (Hibernate) on PostgreSQL (MariaDB: the subclass). The oracle is the input: a model replays
@@ -171,6 +171,7 @@ class SpringCallerTransactionPropertyTest {
                 .withAction(
                         1, when(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
                 .withAction(3, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
+                .withAction(1, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
                 .withAction(3, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
                 .withAction(2, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
                 .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
@@ -319,6 +320,27 @@ class SpringCallerTransactionPropertyTest {
             allMessages.add("m:" + key);
         }
 
+        /**
+         * {@link dev.once.Outbox#FLUSH_ROWS} + 1 messages under one key: the writer writes the first ones now and
+         * buffers the last, so a rollback to a savepoint finds rows of the writer both written and buffered.
+         */
+        void addMany() {
+            String key = fresh("many");
+            moves.add("OnceOutbox.add " + MANY + " x " + key);
+            byte[] payload = key.getBytes(StandardCharsets.UTF_8);
+            try {
+                for (int i = 0; i < MANY; i++) {
+                    setup.once().outbox().add("messages", key, payload, Map.of(), null);
+                }
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            scopes.peek().items.add("M:" + key);
+            allMessages.add("M:" + key);
+        }
+
+        static final int MANY = dev.once.Outbox.FLUSH_ROWS + 1;
+
         void setRollbackOnly() {
             moves.add("setRollbackOnly");
             Scope top = scopes.peek();
@@ -443,7 +465,7 @@ class SpringCallerTransactionPropertyTest {
                 String key = item.substring(2);
                 assertThat(jdbc.queryForObject("SELECT count(*) FROM once_outbox WHERE msg_key = ?", Long.class, key))
                         .as("OnceOutbox message %s %s", key, why)
-                        .isEqualTo((long) committed.getOrDefault(item, 0));
+                        .isEqualTo((long) committed.getOrDefault(item, 0) * (item.startsWith("M:") ? MANY : 1));
             }
             Map<String, List<String>> heard = new TreeMap<>();
             for (String h : setup.heard().subList(heardBefore, setup.heard().size())) {

@@ -332,6 +332,13 @@ public final class SqsConsumer implements AutoCloseable {
         return notDeleted;
     }
 
+    /**
+     * Sets the visibility of {@code messages} ({@code ChangeMessageVisibilityBatch}, ten at a time): the
+     * heartbeat's extension, or 0 to release them. SQS answers per message; one it refused (a receipt handle
+     * that is no longer valid: the message was deleted, or handed out again) is logged with its id and SQS's
+     * error code: an extension that failed lets the message come back while its batch still works (the inbox
+     * absorbs the copy), a release that failed leaves it hidden until its visibility timeout.
+     */
     private void changeVisibility(List<Message> messages, int seconds) {
         for (int from = 0; from < messages.size(); from += 10) {
             List<ChangeMessageVisibilityBatchRequestEntry> entries = new ArrayList<>();
@@ -343,7 +350,17 @@ public final class SqsConsumer implements AutoCloseable {
                         .build());
             }
             try {
-                client.changeMessageVisibilityBatch(r -> r.queueUrl(queueUrl).entries(entries));
+                for (BatchResultErrorEntry f : client.changeMessageVisibilityBatch(
+                                r -> r.queueUrl(queueUrl).entries(entries))
+                        .failed()) {
+                    log.warn(
+                            "could not change the visibility of message {} in {} to {}s ({}: {})",
+                            messages.get(Integer.parseInt(f.id())).messageId(),
+                            queueUrl,
+                            seconds,
+                            f.code(),
+                            f.message());
+                }
             } catch (RuntimeException e) {
                 log.warn(
                         "could not change the visibility of {} messages in {} to {}s: {}",
