@@ -549,6 +549,88 @@ final class Analyzer {
                     fingerprint(Rule.DUPLICATE_EFFECT, x.location(), x.member()),
                     null));
         }
+        // a dedupe record that commits on its own before the work (an auto-commit insert, a save outside the work's
+        // transaction, a REQUIRES_NEW helper): when the work then fails or the process dies, the redelivery finds the
+        // record and skips the message, which is lost for good
+        Set<Location> early = new LinkedHashSet<>();
+        for (Event r : events) {
+            if (!(r.kind() == Event.Kind.MARK
+                            || r.kind() == Event.Kind.CLAIM && r.what().startsWith("insert into"))
+                    || early.contains(r.location())) {
+                continue;
+            }
+            Event w = effects.stream()
+                    .filter(x -> x.seq() > r.seq()
+                            && !x.exclusiveWith(r)
+                            && !x.location().equals(r.location())
+                            && x.handedOff() == null
+                            && committedBefore(e, r, x, events))
+                    .findFirst()
+                    .orElse(null);
+            if (w != null) {
+                early.add(r.location());
+                weakClaims.remove(r);
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        w.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
+                        "the dedupe record (" + r.what() + ") commits "
+                                + (r.tx() == null ? "at once (no transaction holds it)" : "in its own transaction")
+                                + " before the work (" + w.what() + ")" + (w.tx() == null ? "" : " commits")
+                                + ": when that fails or the process dies in between, the redelivery finds the record"
+                                + " and skips the message, which is lost. Write the record in the work's transaction",
+                        r.location(),
+                        e,
+                        w.blast(),
+                        w.path(),
+                        List.of(
+                                entryRel,
+                                new Related("dedupe record", r.location()),
+                                new Related("effect", w.location())),
+                        r.member()));
+            }
+        }
+        // a write committed by a REQUIRES_NEW transaction inside the handler's: it commits when the inner method
+        // returns, before the outer work; when that then fails to commit (or the process dies first), the inner
+        // write (a reply, an outbox row the relay sends) stands for work that never happened
+        Set<Location> nested = new LinkedHashSet<>();
+        for (Event n : of(events, Event.Kind.NESTED)) {
+            if (nested.contains(n.location())) {
+                continue;
+            }
+            Event inner = effects.stream()
+                    .filter(x -> x.seq() > n.seq()
+                            && !Objects.equals(x.tx(), n.tx())
+                            && x.category() != Event.Category.CACHE
+                            && x.path().stream().anyMatch(s -> s.location().equals(n.location())))
+                    .findFirst()
+                    .orElse(null);
+            Event outer = inner == null
+                    ? null
+                    : effects.stream()
+                            .filter(x -> Objects.equals(x.tx(), n.tx())
+                                    && x.category() == Event.Category.DATABASE
+                                    && !x.exclusiveWith(n))
+                            .min(Comparator.comparing(Event::keyed))
+                            .orElse(null);
+            if (outer != null) {
+                nested.add(n.location());
+                out.add(finding(
+                        Rule.DUAL_WRITE,
+                        Level.WARNING,
+                        n.what() + " runs in a transaction of its own (REQUIRES_NEW) inside the handler's: "
+                                + inner.what() + " commits before " + outer.what()
+                                + " does, and stays when that fails to commit or the process dies first",
+                        n.location(),
+                        e,
+                        inner.blast(),
+                        inner.path(),
+                        List.of(
+                                entryRel,
+                                new Related("effect", inner.location()),
+                                new Related("effect", outer.location())),
+                        n.member()));
+            }
+        }
         for (Event c : weakClaims) {
             out.add(finding(
                     Rule.WEAK_DEDUPE,
@@ -729,6 +811,21 @@ final class Analyzer {
         List<Step> scope = onceCall.path().subList(0, onceCall.path().size() - 1);
         List<Step> at = effect.path().subList(0, effect.path().size() - 1);
         return at.size() >= scope.size() && at.subList(0, scope.size()).equals(scope);
+    }
+
+    /**
+     * The record commits before the effect does: it is written with no transaction open (auto-commit), or in a
+     * transaction a callee opened that the effect is not in and that nothing after the effect writes in (so it closed
+     * first; a transaction still open around the effect, a REQUIRES_NEW nested in it, commits after it).
+     */
+    private static boolean committedBefore(Entry e, Event record, Event effect, List<Event> events) {
+        if (record.tx() == null) {
+            return true;
+        }
+        // a transaction the handler itself opens (or its container's) closes after everything the handler does
+        return !record.tx().equals(effect.tx())
+                && !e.location.equals(record.txLocation())
+                && events.stream().noneMatch(z -> record.tx().equals(z.tx()) && z.seq() > effect.seq());
     }
 
     private static boolean sameTx(Event a, Event b) {

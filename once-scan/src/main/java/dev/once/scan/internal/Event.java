@@ -99,7 +99,14 @@ record Event(
          * A check by a list lookup whose emptiness picks the arm that writes: its last arm is that arm, and it checks
          * only the effects made on it.
          */
-        LOOKUP
+        LOOKUP,
+        /**
+         * A dedupe record (a processed-events row) written by a save that merges rather than fails on a repeat: no
+         * claim, but a record a redelivery is checked against all the same.
+         */
+        MARK,
+        /** A call into a REQUIRES_NEW transaction while another is open ({@code tx} is the outer one). */
+        NESTED
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -48,6 +49,12 @@ final class Schema {
      * composite key, a natural id): a row keyed by a fresh random id still collides on it.
      */
     private final Map<String, Boolean> otherKey = new HashMap<>();
+    /** Table → the columns a unique key or index holds, alone or with others (lower case, unquoted). */
+    private final Map<String, java.util.Set<String>> uniqueColumns = new HashMap<>();
+    /** Entity class simple name → its fields' names → their column names (lower case). */
+    private final Map<String, Map<String, String>> entityColumns = new HashMap<>();
+    /** Entity class simple name → the fields and columns it declares unique (@Id, @Column(unique), @NaturalId, @Table). */
+    private final Map<String, java.util.Set<String>> entityUnique = new HashMap<>();
     /** Entity class simple name → table name. */
     private final Map<String, String> entityTable = new HashMap<>();
     /** "MapperSimpleName.method" → SQL. */
@@ -206,6 +213,7 @@ final class Schema {
                 }
             }
             businessKey.merge(table(m.group(1)), key, Boolean::logicalOr);
+            uniqueIn(table(m.group(1)), body);
             boolean composite = pk.find(0) && pk.group(1).contains(",");
             otherKey.merge(table(m.group(1)), body.contains("unique") || composite, Boolean::logicalOr);
         }
@@ -216,12 +224,78 @@ final class Schema {
             }
             businessKey.put(table(u.group(1)), true);
             otherKey.put(table(u.group(1)), true);
+            Matcher cols = INDEX_COLUMNS.matcher(noComments).region(u.end(), noComments.length());
+            if (cols.lookingAt()) {
+                unique(table(u.group(1)), cols.group(1));
+            }
         }
         Matcher a = ALTER_UNIQUE.matcher(noComments);
         while (a.find()) {
             businessKey.put(table(a.group(1)), true);
             otherKey.put(table(a.group(1)), true);
+            Matcher cols = INDEX_COLUMNS.matcher(noComments).region(a.end(), noComments.length());
+            if (cols.lookingAt()) {
+                unique(table(a.group(1)), cols.group(1));
+            }
         }
+    }
+
+    private static final Pattern UNIQUE_LIST =
+            Pattern.compile("(?:unique|primary\\s+key)\\s*(?:key\\s*|index\\s*)?(?:[\\w\"`]+\\s*)?\\(([^)]*)\\)");
+
+    /** The columns a CREATE TABLE body makes unique: by a column constraint or a table constraint's list. */
+    private void uniqueIn(String table, String body) {
+        uniqueColumns.computeIfAbsent(table, t -> new java.util.HashSet<>());
+        Matcher l = UNIQUE_LIST.matcher(body);
+        while (l.find()) {
+            unique(table, l.group(1));
+        }
+        for (String col : body.split(",(?![^(]*\\))")) {
+            String c = col.strip();
+            if (!c.startsWith("unique")
+                    && !c.startsWith("constraint")
+                    && !c.startsWith("primary")
+                    && c.matches("(?s)[\\w\"`]+\\s.*\\b(unique|primary\\s+key)\\b.*")) {
+                unique(table, c.split("\\s+")[0]);
+            }
+        }
+    }
+
+    private void unique(String table, String columnList) {
+        for (String c : columnList.split(",")) {
+            uniqueColumns
+                    .computeIfAbsent(table, t -> new java.util.HashSet<>())
+                    .add(c.strip().replaceAll("[\"`]", "").toLowerCase(Locale.ROOT));
+        }
+    }
+
+    /**
+     * Whether a lookup by these properties of an entity ({@code findByQid}: qid) is backed by a unique key: true when
+     * one of them is the @Id, is declared unique on the entity or in the repository's SQL (alone or in a composite
+     * key: conservative), false when the entity declares them and nothing makes any unique, empty when the entity
+     * or a property is not in sight.
+     */
+    Optional<Boolean> uniqueProperties(String entity, List<String> properties) {
+        Map<String, String> columns = entityColumns.get(entity);
+        if (columns == null || properties.isEmpty()) {
+            return Optional.empty();
+        }
+        java.util.Set<String> declared = entityUnique.getOrDefault(entity, java.util.Set.of());
+        java.util.Set<String> sql = uniqueColumns.getOrDefault(entityTable.get(entity), java.util.Set.of());
+        for (String p : properties) {
+            String column = columns.get(p);
+            if (column == null) {
+                return Optional.empty();
+            }
+            if (declared.contains(p) || declared.contains(column) || sql.contains(column)) {
+                return Optional.of(true);
+            }
+        }
+        return Optional.of(false);
+    }
+
+    private static String snake(String camel) {
+        return camel.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(Locale.ROOT);
     }
 
     private static boolean generatedColumn(String body, String column) {
@@ -259,6 +333,25 @@ final class Schema {
         while (u.find()) {
             businessKey.put(table(u.group(1)), true);
             otherKey.put(table(u.group(1)), true);
+            Matcher cols = Pattern.compile("columnNames=\"([^\"]*)\"").matcher(xml);
+            int end = xml.indexOf('>', u.start());
+            if (cols.region(u.start(), end < 0 ? xml.length() : end).find()) {
+                unique(table(u.group(1)), cols.group(1));
+            }
+        }
+        Matcher c = Pattern.compile("<column[^>]*name=\"(\\w+)\"[^>]*>\\s*<constraints[^>]*unique=\"true\"")
+                .matcher(xml);
+        while (c.find()) {
+            // the table is the createTable around it
+            Matcher t2 =
+                    Pattern.compile("<createTable[^>]*tableName=\"(\\w+)\"").matcher(xml.substring(0, c.start()));
+            String table = null;
+            while (t2.find()) {
+                table = t2.group(1);
+            }
+            if (table != null) {
+                unique(table(table), c.group(1));
+            }
         }
     }
 
@@ -270,7 +363,38 @@ final class Schema {
                 .map(a -> a.toString().contains("uniqueConstraints"))
                 .orElse(false);
         boolean other = key;
+        Map<String, String> columns = new HashMap<>();
+        java.util.Set<String> unique = new java.util.HashSet<>();
+        c.getAnnotationByName("Table").ifPresent(a -> {
+            // @UniqueConstraint(columnNames = {"a", "b"}) and @Index(columnList = "a, b", unique = true)
+            for (AnnotationExpr inner : a.findAll(AnnotationExpr.class)) {
+                String text = inner.toString().replace(" ", "");
+                if (inner.getNameAsString().equals("UniqueConstraint")
+                        || inner.getNameAsString().equals("Index") && text.contains("unique=true")) {
+                    for (String v : concat(text).split("[,\\s]+")) {
+                        if (!v.isBlank()) {
+                            unique.add(v.toLowerCase(Locale.ROOT));
+                        }
+                    }
+                }
+            }
+        });
         for (FieldDeclaration f : c.getFields()) {
+            for (var v : f.getVariables()) {
+                String column = f.getAnnotationByName("Column")
+                        .flatMap(a -> member(a, "name"))
+                        .map(n -> n.strip().toLowerCase(Locale.ROOT))
+                        .orElse(snake(v.getNameAsString()));
+                columns.put(v.getNameAsString(), column);
+                if (f.isAnnotationPresent("Id")
+                        || f.isAnnotationPresent("NaturalId")
+                        || f.getAnnotationByName("Column")
+                                .map(a -> a.toString().replace(" ", "").contains("unique=true"))
+                                .orElse(false)) {
+                    unique.add(v.getNameAsString());
+                    unique.add(column);
+                }
+            }
             if (f.getAnnotationByName("Column")
                             .map(a -> a.toString().replace(" ", "").contains("unique=true"))
                             .orElse(false)
@@ -284,6 +408,8 @@ final class Schema {
         }
         businessKey.merge(table(table), key, Boolean::logicalOr);
         otherKey.merge(table(table), other || c.isAnnotationPresent("IdClass"), Boolean::logicalOr);
+        entityColumns.put(c.getNameAsString(), columns);
+        entityUnique.put(c.getNameAsString(), unique);
     }
 
     /** Whether the table has a unique key besides a single-column primary key (false when the schema does not say). */

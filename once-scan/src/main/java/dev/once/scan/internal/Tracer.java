@@ -1946,7 +1946,7 @@ final class Tracer {
 
     /** What a call that only buffers the message does, as a finding says it; null for any other call. */
     private String handedTo(MethodCallExpr c, String stype) {
-        String owner = stype != null ? stype : fluxCreateSink(c.getScope().orElse(null));
+        String owner = stype;
         if (owner != null && !types.isRepoType(owner)) {
             Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
             if (hit.filter(Catalogue.Rule::handOff).isPresent()) {
@@ -1989,13 +1989,7 @@ final class Tracer {
 
     /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
     private String bufferReference(MethodReferenceExpr r) {
-        Expression scope = r.getScope();
-        String owner =
-                scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
-                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
-                                .map(Types::simple)
-                                .orElse(null)
-                        : scope.isTypeExpr() ? null : types.typeOf(scope);
+        String owner = referenceOwner(r);
         if (owner == null || types.isRepoType(owner)) {
             return null;
         }
@@ -2004,33 +1998,6 @@ final class Tracer {
                 .filter(Catalogue.Rule::handOff)
                 .map(x -> x.what() + " (" + Repo.printed(r) + ")")
                 .orElse(null);
-    }
-
-    /** {@code Flux.create(emitter -> … emitter.next(x) …)}: the lambda's untyped parameter is the Flux's sink. */
-    private static String fluxCreateSink(Expression scope) {
-        if (!(scope instanceof NameExpr n)) {
-            return null;
-        }
-        for (Node p = scope.getParentNode().orElse(null);
-                p != null;
-                p = p.getParentNode().orElse(null)) {
-            if (p instanceof LambdaExpr l
-                    && l.getParameters().stream()
-                            .anyMatch(x -> x.getNameAsString().equals(n.getNameAsString()))) {
-                return l.getParentNode().orElse(null) instanceof MethodCallExpr m
-                                && m.getNameAsString().matches("create|push")
-                                && m.getScope()
-                                        .map(Repo::printed)
-                                        .filter("Flux"::equals)
-                                        .isPresent()
-                        ? "FluxSink"
-                        : null;
-            }
-            if (p instanceof MethodDeclaration) {
-                return null;
-            }
-        }
-        return null;
     }
 
     /** A call that writes what it is given: {@code FileSerde.write(output, message)}, {@code writer.append(line)}. */
@@ -2898,6 +2865,26 @@ final class Tracer {
                 entity = name;
             }
         }
+        MethodCallExpr lookup = !insert && arg instanceof NameExpr n && f.method != null && entity != null
+                ? findOrCreate(n, f.method, entity)
+                : null;
+        if (lookup != null) {
+            List<String> properties = lookupProperties(lookup.getNameAsString());
+            if (schema.uniqueProperties(entity, properties).equals(Optional.of(false))) {
+                // find-or-create: the save inserts when the lookup found nothing, and nothing unique stops a second
+                // delivery that looked at the same moment from inserting its own row
+                add(Event.Kind.CHECK, lookup, f, null, null, lookup.toString());
+                effect(
+                        c,
+                        f,
+                        Blast.DATA,
+                        Event.Category.DATABASE,
+                        "inserts a " + entity + " when " + lookup.getNameAsString() + " finds none, with no unique"
+                                + " constraint or index on " + String.join(", ", properties),
+                        false);
+                return;
+            }
+        }
         if (!insert || !fromMessage && entity != null && keyedByAssignedId(entity, arg, f)) {
             // an update of a row it loaded, or a save by an @Id the code assigns from what it was given: a repeat
             // writes the same row again, no duplicate; still a write to the database, which a publish after it
@@ -2919,6 +2906,10 @@ final class Tracer {
         }
         // a fresh random id is a new row each time (above); an id taken from the message is merged by save
         if (mergedBySave(c, stype, entity)) {
+            if (table != null && DEDUPE_TABLE.matcher(table).matches()) {
+                // a processed-events row all the same: when it commits before the work, a redelivery finds it
+                add(Event.Kind.MARK, c, f, null, null, "saves the " + entity + " dedupe record");
+            }
             // a row a repeat overwrites rather than fails on: neither a claim nor a guarded insert
             effect(
                     c,
@@ -2950,6 +2941,72 @@ final class Tracer {
                             : "inserts " + (entity == null ? "a row" : "a " + entity) + " with no unique business key",
                     false);
         }
+    }
+
+    private static final Pattern FIND_BY = Pattern.compile("(?:find|get|fetch|load|query)(?:First|One)?By([A-Z]\\w*)");
+
+    /**
+     * Find-or-create: the saved variable is made afresh ({@code x = new T()}) on one arm and comes from a lookup by
+     * other columns than the id ({@code Optional<T> found = repo.findByQid(q)}, or {@code findByQid(q).orElseGet(() ->
+     * new T())}) on the other. Returns that lookup, or null.
+     */
+    private MethodCallExpr findOrCreate(NameExpr n, MethodDeclaration m, String entity) {
+        String name = n.getNameAsString();
+        boolean created = false;
+        MethodCallExpr lookup = null;
+        for (AssignExpr a : m.findAll(AssignExpr.class)) {
+            if (a.getTarget() instanceof NameExpr t && t.getNameAsString().equals(name)) {
+                created |= a.getValue() instanceof ObjectCreationExpr oc
+                        && oc.getType().getNameAsString().equals(entity);
+            }
+        }
+        for (VariableDeclarator d : m.findAll(VariableDeclarator.class)) {
+            Expression init = d.getInitializer().orElse(null);
+            if (!(init instanceof MethodCallExpr call)) {
+                continue;
+            }
+            if (d.getNameAsString().equals(name)
+                    && call.getNameAsString().matches("orElseGet|orElse")
+                    && call.getArguments().stream()
+                            .anyMatch(x -> x.findFirst(
+                                            ObjectCreationExpr.class,
+                                            oc -> oc.getType().getNameAsString().equals(entity))
+                                    .isPresent())
+                    && call.getScope().orElse(null) instanceof MethodCallExpr found
+                    && byColumns(found)) {
+                return found;
+            }
+            if (d.getType().asString().startsWith("Optional") && byColumns(call)) {
+                lookup = call;
+            }
+        }
+        return created ? lookup : null;
+    }
+
+    private static boolean byColumns(MethodCallExpr call) {
+        Matcher by = FIND_BY.matcher(call.getNameAsString());
+        return by.matches() && !by.group(1).matches("Ids?|IdAnd\\w*");
+    }
+
+    /** The properties a derived query names ({@code findByQidAndCaseId}: qid, caseId). */
+    private static List<String> lookupProperties(String method) {
+        Matcher by = FIND_BY.matcher(method);
+        if (!by.matches()) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        for (String p : by.group(1)
+                .replaceAll("(OrderBy\\w*|IgnoreCase|AllIgnoreCase)$", "")
+                .split("And(?=[A-Z])")) {
+            out.add(Character.toLowerCase(p.charAt(0)) + p.substring(1));
+        }
+        return out;
+    }
+
+    /** In a catch block: a failure record written apart on purpose, to outlive the rollback. */
+    private static boolean inCatch(Node n) {
+        return Types.ancestor(n, com.github.javaparser.ast.stmt.CatchClause.class)
+                .isPresent();
     }
 
     /** An exists-check (or a lookup deciding an arm) came earlier on this entry's path. */
@@ -3771,6 +3828,16 @@ final class Tracer {
                             Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
                 } else if (!self
                         && (f.tx == null || t.getAnnotations().toString().contains("REQUIRES_NEW"))) {
+                    if (f.tx != null && !inCatch(at)) {
+                        // a transaction of its own inside the open one: it commits first, whatever the outer does
+                        add(
+                                Event.Kind.NESTED,
+                                at,
+                                f,
+                                null,
+                                null,
+                                Types.enclosingType(t).getNameAsString() + "." + t.getNameAsString());
+                    }
                     tx = ++txIds;
                     txLoc = repo.loc(t);
                 }
