@@ -90,6 +90,67 @@ final class BenchPostgres implements AutoCloseable {
         }
     }
 
+    /**
+     * The embedded server's CPU time so far, in clock ticks (100 a second on Linux): its postmaster's
+     * own and its reaped children's, and its live backends' (read from {@code /proc}); -1 for a
+     * server given by URL (possibly on another machine) or when {@code /proc} cannot be read.
+     */
+    long serverCpuTicks() {
+        if (embedded == null) {
+            return -1;
+        }
+        try {
+            if (postmaster == 0) {
+                try (Connection c = DriverManager.getConnection(jdbcUrl);
+                        Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                    rs.next();
+                    postmaster = parent(rs.getLong(1));
+                }
+            }
+            long[] own = stat(postmaster);
+            long ticks = own[0] + own[1] + own[2] + own[3];
+            try (var procs = java.nio.file.Files.list(java.nio.file.Path.of("/proc"))) {
+                for (var p : (Iterable<java.nio.file.Path>) procs::iterator) {
+                    String name = p.getFileName().toString();
+                    if (name.chars().allMatch(Character::isDigit)) {
+                        try {
+                            long pid = Long.parseLong(name);
+                            if (parent(pid) == postmaster) {
+                                long[] child = stat(pid);
+                                ticks += child[0] + child[1];
+                            }
+                        } catch (IOException | RuntimeException e) {
+                            // ended meanwhile: its time is in the postmaster's reaped children
+                        }
+                    }
+                }
+            }
+            return ticks;
+        } catch (IOException | SQLException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private long postmaster;
+
+    private static long parent(long pid) throws IOException {
+        for (String line :
+                java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("PPid:")) {
+                return Long.parseLong(line.substring(5).strip());
+            }
+        }
+        throw new IOException("no PPid in /proc/" + pid + "/status");
+    }
+
+    // utime, stime, cutime, cstime
+    private static long[] stat(long pid) throws IOException {
+        String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return new long[] {Long.parseLong(f[11]), Long.parseLong(f[12]), Long.parseLong(f[13]), Long.parseLong(f[14])};
+    }
+
     /** Server version and the settings that decide commit cost. */
     Map<String, String> serverFacts() {
         Map<String, String> facts = new LinkedHashMap<>();

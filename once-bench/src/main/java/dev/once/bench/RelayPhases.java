@@ -33,14 +33,16 @@ final class RelayPhases {
     private final AtomicLong mark = new AtomicLong();
     private final AtomicLong commit = new AtomicLong();
     private final AtomicLong connect = new AtomicLong();
-    // This thread's times in the batch under way (publish, lock, mark, commit, connect): added to
+    private final AtomicLong calls = new AtomicLong();
+    // This thread's times in the batch under way (publish, lock, mark, commit, connect) and its
+    // publishAll calls (a batch's waves; each waits for the one before): added to
     // the totals when the batch handed rows, dropped for a batch that found none (a drain's last
     // lock query passes over every row still held and would count as a batch's).
-    private final ThreadLocal<long[]> current = ThreadLocal.withInitial(() -> new long[5]);
+    private final ThreadLocal<long[]> current = ThreadLocal.withInitial(() -> new long[6]);
 
     /** Counts from now on: the warm-up batch is not counted. */
     void reset() {
-        for (AtomicLong a : List.of(batches, inBatches, inPublish, lock, mark, commit, connect)) {
+        for (AtomicLong a : List.of(batches, inBatches, inPublish, lock, mark, commit, connect, calls)) {
             a.set(0);
         }
     }
@@ -55,6 +57,7 @@ final class RelayPhases {
             mark.addAndGet(c[2]);
             commit.addAndGet(c[3]);
             connect.addAndGet(c[4]);
+            calls.addAndGet(c[5]);
             batches.incrementAndGet();
         }
         Arrays.fill(c, 0);
@@ -81,6 +84,7 @@ final class RelayPhases {
                         .handle((x, e) -> null)
                         .join();
                 current.get()[0] += System.nanoTime() - t0;
+                current.get()[5]++;
                 return stages;
             }
         };
@@ -133,11 +137,12 @@ final class RelayPhases {
         double db = (lock.get() + mark.get() + commit.get() + connect.get()) / 1e6 / n;
         return String.format(
                 Locale.ROOT,
-                "%d batches of %d rows on average; per batch %.1f ms from publishAll to the last acknowledgement,"
+                "%d batches of %d rows on average in %.1f publishAll calls (waves); per batch %.1f ms from publishAll to the last acknowledgement,"
                         + " %.1f ms with nothing in flight: lock query %.1f, mark %.1f, commit %.1f, taking a"
                         + " connection %.1f, the relay's own code %.1f",
                 n,
                 rows / n,
+                calls.get() / (double) n,
                 inPublish.get() / 1e6 / n,
                 rest,
                 lock.get() / 1e6 / n,

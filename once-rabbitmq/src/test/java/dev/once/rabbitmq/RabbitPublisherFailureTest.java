@@ -5,10 +5,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
 import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.broker.PublisherChecks;
+import dev.once.testkit.fault.FaultProxy;
+import dev.once.testkit.fault.WireProtocol;
+import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -160,6 +165,52 @@ class RabbitPublisherFailureTest {
                         .isInstanceOfSatisfying(
                                 PublishFailure.class,
                                 f -> assertThat(f.receipt().status()).isEqualTo(404));
+            }
+        }
+    }
+
+    /**
+     * A broker gone silent (the link frozen: publishes go out, no confirm comes back): every row of
+     * the batch fails retryable once the confirm timeout has passed, none waits longer.
+     */
+    @Test
+    void aBatchTheBrokerNeverConfirmsFailsRetryableAtTheConfirmTimeout() throws Exception {
+        String open = "once-test-silent-" + System.nanoTime();
+        try (Channel ch = connection.createChannel()) {
+            ch.queueDeclare(open, false, false, true, Map.of());
+        }
+        try (FaultProxy proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW)) {
+            ConnectionFactory factory = new ConnectionFactory();
+            factory.setHost("127.0.0.1");
+            factory.setPort(proxy.port());
+            factory.setUsername("guest");
+            factory.setPassword("guest");
+            factory.setAutomaticRecoveryEnabled(false);
+            Connection through = factory.newConnection("once-test-silent");
+            try (RabbitPublisher silent = new RabbitPublisher(through, Duration.ofMillis(500), 1)) {
+                assertConfirmed(silent.publishAll(List.of(TestRabbit.message(open, "evt-0", "k", "0")))
+                        .get(0));
+                proxy.freeze();
+                List<OutboxMessage> batch = new ArrayList<>();
+                for (int i = 1; i <= 50; i++) {
+                    batch.add(TestRabbit.message(open, "evt-" + i, "k" + i, "1"));
+                }
+                for (CompletionStage<Receipt> stage : silent.publishAll(batch)) {
+                    assertThatThrownBy(() -> stage.toCompletableFuture().get(10, TimeUnit.SECONDS))
+                            .cause()
+                            .isInstanceOfSatisfying(
+                                    PublishFailure.class,
+                                    f -> assertThat(f.retryable()).isTrue())
+                            .hasMessageContaining("no confirm for")
+                            .hasMessageContaining("within PT0.5S");
+                }
+                proxy.thaw();
+            } finally {
+                through.abort();
+            }
+        } finally {
+            try (Channel ch = connection.createChannel()) {
+                ch.queueDelete(open);
             }
         }
     }

@@ -1946,7 +1946,7 @@ final class Tracer {
 
     /** What a call that only buffers the message does, as a finding says it; null for any other call. */
     private String handedTo(MethodCallExpr c, String stype) {
-        String owner = stype != null ? stype : fluxCreateSink(c.getScope().orElse(null));
+        String owner = stype;
         if (owner != null && !types.isRepoType(owner)) {
             Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
             if (hit.filter(Catalogue.Rule::handOff).isPresent()) {
@@ -1989,13 +1989,7 @@ final class Tracer {
 
     /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
     private String bufferReference(MethodReferenceExpr r) {
-        Expression scope = r.getScope();
-        String owner =
-                scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
-                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
-                                .map(Types::simple)
-                                .orElse(null)
-                        : scope.isTypeExpr() ? null : types.typeOf(scope);
+        String owner = referenceOwner(r);
         if (owner == null || types.isRepoType(owner)) {
             return null;
         }
@@ -2004,33 +1998,6 @@ final class Tracer {
                 .filter(Catalogue.Rule::handOff)
                 .map(x -> x.what() + " (" + Repo.printed(r) + ")")
                 .orElse(null);
-    }
-
-    /** {@code Flux.create(emitter -> … emitter.next(x) …)}: the lambda's untyped parameter is the Flux's sink. */
-    private static String fluxCreateSink(Expression scope) {
-        if (!(scope instanceof NameExpr n)) {
-            return null;
-        }
-        for (Node p = scope.getParentNode().orElse(null);
-                p != null;
-                p = p.getParentNode().orElse(null)) {
-            if (p instanceof LambdaExpr l
-                    && l.getParameters().stream()
-                            .anyMatch(x -> x.getNameAsString().equals(n.getNameAsString()))) {
-                return l.getParentNode().orElse(null) instanceof MethodCallExpr m
-                                && m.getNameAsString().matches("create|push")
-                                && m.getScope()
-                                        .map(Repo::printed)
-                                        .filter("Flux"::equals)
-                                        .isPresent()
-                        ? "FluxSink"
-                        : null;
-            }
-            if (p instanceof MethodDeclaration) {
-                return null;
-            }
-        }
-        return null;
     }
 
     /** A call that writes what it is given: {@code FileSerde.write(output, message)}, {@code writer.append(line)}. */
