@@ -43,8 +43,73 @@ class EntryPointsTest {
                         "Lambda RequestHandler<Map> (EventBridge event) @ BillingEventHandler.java:11",
                         "Lambda handler(event source batch) @ ChangeStreamHandler.java:12",
                         "Lambda handler(EventBridge event) @ TenantEvents.java:11",
-                        "RabbitMQ basicConsume @ OrderTrigger.java:26",
-                        "RabbitMQ basicConsume @ RefundConsumer.java:32");
+                        // a callback held in a variable is located from its declaration to the basicConsume call
+                        "RabbitMQ basicConsume @ OrderTrigger.java:19",
+                        "RabbitMQ basicConsume @ RefundConsumer.java:12");
+    }
+
+    @Test
+    void documentedListenerFormsAreEntryPointsAndTheirLookAlikesAreNot() {
+        var listed = java.util.stream.Stream.of(
+                        "listener-meta-annotation",
+                        "handler-through-project-base",
+                        "camel-route-forms",
+                        "entry-catalogue-documented-clients",
+                        "documented-receiver-forms")
+                .flatMap(f -> Fixtures.scan(Fixtures.of(f)).consumers().stream())
+                .map(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .toList();
+
+        // not listed: the method under @Timed (a project annotation over no listener), CarrierLookup (the base bound to
+        // an API Gateway request), NightlyJob (a base implementing Runnable), the placeholder resolving to direct: and
+        // the endpoint DSL's timer, the activator on errorChannel, a stream handler reading no queue or stream event
+        assertThat(listed)
+                .containsExactlyInAnyOrder(
+                        "@KafkaListener @ InvoiceProjection.java:19",
+                        "@RabbitListener @ InvoiceProjection.java:24",
+                        "@JmsListener @ InvoiceProjection.java:29",
+                        "MessageListener.onMessage @ DispatchListener.java:14",
+                        "Lambda RequestHandler<SQSEvent> @ LabelPrinter.java:15",
+                        "Camel route from(activemq:…) @ OrderRoutes.java:16",
+                        "Camel route from(activemq:…) @ OrderRoutes.java:19",
+                        "Camel route from(kafka:…) @ OrderRoutes.java:22",
+                        "Camel route from(kafka:…) @ StreamRoutes.java:10",
+                        "Camel route from(aws2-kinesis:…) @ StreamRoutes.java:12",
+                        "Camel route from(azure-eventhubs:…) @ ReturnRoutes.java:7",
+                        "Camel route from(rabbitmq:…) @ RefundRouteConfig.java:12",
+                        "NATS MessageHandler.onMessage @ PointsHandler.java:16",
+                        "RabbitMQ Consumer.handleDelivery @ TierConsumer.java:22",
+                        "Pulsar ConsumerBuilder.messageListener @ ClientsStarter.java:32",
+                        "Event Hubs EventProcessorClient.processEvent @ ClientsStarter.java:44",
+                        "Azure Storage QueueClient.receiveMessages @ ClientsStarter.java:54",
+                        "Debezium engine notifying @ ClientsStarter.java:64",
+                        "Micronaut @Subscription @ OfferSubscriber.java:16",
+                        "Kinesis getRecords loop @ VisitStream.java:22",
+                        "Azure Service Bus IMessageHandler.onMessageAsync @ ReferralHandler.java:18",
+                        "RabbitMQ Stream consumer messageHandler @ BadgeStream.java:20",
+                        "Spring Cloud Stream PollableMessageSource.poll @ ExpiryPoller.java:20",
+                        "@KafkaListener @ ListingListener.java:19",
+                        "@DltHandler @ ListingListener.java:25",
+                        "reactor-kafka KafkaReceiver.receiveAutoAck @ PriceFeed.java:18",
+                        "Vert.x RabbitMQConsumer.handler @ ReviewVerticle.java:23",
+                        "Spring Cloud GCP PubSubTemplate.subscribe @ StockSubscriber.java:18",
+                        "Azure ServiceBusProcessorClient.processMessage @ Discontinuations.java:17",
+                        "Lambda RequestStreamHandler (SQSEvent) @ ImportFunction.java:22",
+                        "Spring Cloud Stream @ServiceActivator @ LegacySink.java:19");
+    }
+
+    @Test
+    void aHandlerHeldInAVariableIsLocatedFromItsDeclarationToItsRegistration() {
+        ScanReport r = Fixtures.scan(Fixtures.of("handler-held-in-variable"));
+
+        // a reader points at the receiver's declaration or at the call that registers it, ten lines apart
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line() + "-" + c.location().endLine())
+                .containsExactlyInAnyOrder(
+                        "Pub/Sub Subscriber MessageReceiver @ AlertSubscriber.java:21-31",
+                        "NATS JetStream push subscription @ PagerDispatch.java:23-27");
     }
 
     @Test

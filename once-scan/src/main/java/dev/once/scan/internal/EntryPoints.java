@@ -43,8 +43,12 @@ import java.util.regex.Pattern;
 final class EntryPoints {
 
     private static final Pattern CAMEL_BROKER = Pattern.compile(
-            "^(kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|sjms2?|nats|paho|paho-mqtt5|mqtt"
-                    + "|google-pubsub|pulsar|azure-servicebus|azure-storage-queue|stomp|ironmq):.*");
+            "^(kafka|vertx-kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|activemq6|sjms2?|nats|paho"
+                    + "|paho-mqtt5|mqtt|google-pubsub|google-pubsub-lite|pulsar|azure-servicebus|azure-storage-queue"
+                    + "|azure-eventhubs|aws2-kinesis|aws-kinesis|aws2-ddbstream|stomp|ironmq):.*"
+                    // a Kamelet source reading a broker (kamelet:kafka-source, kamelet:aws-sqs-source)
+                    + "|^kamelet:[\\w-]*(kafka|sqs|rabbitmq|amqp|jms|pubsub|nats|mqtt|pulsar|servicebus|eventhubs|kinesis)"
+                    + "[\\w-]*-source\\b.*");
     private static final Set<String> KAFKA_CONSUMER_TYPES = Set.of("KafkaConsumer", "Consumer", "MockConsumer");
     /** A share group's consumer (KIP-932, Kafka queues): records are acquired under a lock, not by offset. */
     private static final Set<String> KAFKA_SHARE_CONSUMER_TYPES =
@@ -58,9 +62,45 @@ final class EntryPoints {
     private static final Set<String> SQS_TYPES = Set.of(
             "SqsClient", "SqsAsyncClient", "AmazonSQS", "AmazonSQSClient", "AmazonSQSAsync", "AmazonSQSExtendedClient");
 
+    /**
+     * The listener annotations the finders below read (the catalogue's are added by {@link #listenerAnnotation}): a
+     * project's own annotation declared over one of them is that listener ({@link #withMeta}).
+     */
+    private static final Set<String> LISTENER_ANNOTATIONS = Set.of(
+            "KafkaListener",
+            "KafkaListeners",
+            "KafkaHandler",
+            "DltHandler",
+            "RabbitListener",
+            "RabbitListeners",
+            "RabbitHandler",
+            "JmsListener",
+            "JmsListeners",
+            "SqsListener",
+            "SqsHandler",
+            "StreamListener",
+            "NotificationMessageMapping",
+            "EventHandler",
+            "SagaEventHandler",
+            "JobWorker",
+            "ZeebeWorker",
+            "WorkerTask",
+            "Incoming",
+            "EventuateCommandHandler",
+            "EventuateDomainEventHandler",
+            "ServiceActivator");
+
+    /** A listener annotation of a finder or of the catalogue, by its simple name. */
+    static boolean listenerAnnotation(String simpleName) {
+        return LISTENER_ANNOTATIONS.contains(simpleName)
+                || CATALOGUE.names(EntryCatalogue.Shape.ANNOTATION, simpleName);
+    }
+
     private final Repo repo;
     private final Types types;
     private final Settings settings;
+    /** The annotations on each annotation type the repository declares, by its simple name. */
+    private final Map<String, List<AnnotationExpr>> metaAnnotations = new HashMap<>();
     private final List<Entry> entries = new ArrayList<>();
     private final Map<Node, Entry> byBody = new IdentityHashMap<>();
     private final Map<Path, Location> noopDetector = new HashMap<>();
@@ -76,6 +116,14 @@ final class EntryPoints {
 
     List<Entry> find() {
         listenerParameters();
+        for (Repo.Source s : repo.sources()) {
+            for (com.github.javaparser.ast.body.AnnotationDeclaration a :
+                    s.cu().findAll(com.github.javaparser.ast.body.AnnotationDeclaration.class)) {
+                if (!a.getAnnotations().isEmpty()) {
+                    metaAnnotations.putIfAbsent(a.getNameAsString(), a.getAnnotations());
+                }
+            }
+        }
         for (Repo.Source s : repo.sources()) {
             for (com.github.javaparser.ast.ImportDeclaration imp : s.cu().getImports()) {
                 if (imp.getNameAsString().contains("NoopDuplicateMessageDetector")) {
@@ -109,11 +157,35 @@ final class EntryPoints {
                 }
             }
         }
+        // the classes below a project's own base of a listener interface or route builder are handlers too, though
+        // their files may hold no word the parse is seeded with
+        Set<String> bases = new java.util.HashSet<>();
+        for (Repo.Source s : repo.sources()) {
+            for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                if (java.util.stream.Stream.concat(c.getImplementedTypes().stream(), c.getExtendedTypes().stream())
+                        .anyMatch(t -> handlerSupertype(t.getNameAsString()))) {
+                    bases.add(c.getNameAsString());
+                }
+            }
+        }
+        repo.parseExtending(bases);
         for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
                 annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
                 catalogued(s, c);
+                if (!c.isInterface() && !c.isAbstract()) {
+                    List<ClassOrInterfaceType> implemented = new ArrayList<>();
+                    List<ClassOrInterfaceType> extended = new ArrayList<>();
+                    inheritedLibraryTypes(c, Map.of(), implemented, extended, new java.util.HashSet<>(), 0);
+                    if (!implemented.isEmpty() || !extended.isEmpty()) {
+                        implemented(s, c, new NodeList<>(implemented), new NodeList<>(extended));
+                        List<String> names = new ArrayList<>();
+                        implemented.forEach(t -> names.add(t.getNameAsString()));
+                        extended.forEach(t -> names.add(t.getNameAsString()));
+                        catalogueImplemented(s, c, names);
+                    }
+                }
                 streamComponent(s, c);
                 camel(s, c);
                 libraryHandler(s, c);
@@ -317,6 +389,9 @@ final class EntryPoints {
             // inherited one, so the consumer is listed there, under the concrete class's name
             d.name = sub.getNameAsString() + "." + handler.getNameAsString();
             d.location = e.location;
+        } else if (e.decl instanceof LambdaExpr) {
+            // so is a handler lambda the base class gives the client (a MessageReceiver its getReceiver() returns)
+            d.location = e.location;
         }
         d.source = sub.findCompilationUnit()
                 .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
@@ -364,7 +439,7 @@ final class EntryPoints {
         e.body = body;
         // a method spans from its first annotation to its name: the annotations above it (a multi-line
         // @KafkaListener, @Override, @Transactional) can run over more lines than a reader looks past
-        e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : repo.loc(at);
+        e.location = at instanceof MethodDeclaration m ? repo.span(m, m.getName()) : held(decl, at);
         e.source = s;
         String named = e.name;
         if (entries.stream().anyMatch(x -> x.source == s && x.name.equals(named))) {
@@ -378,6 +453,32 @@ final class EntryPoints {
         byBody.put(body, e);
         entries.add(e);
         return e;
+    }
+
+    /**
+     * Where a consumer whose handler is a lambda or an anonymous class held in a variable ({@code DeliverCallback cb =
+     * (tag, d) -> …;} then {@code basicConsume(q, false, cb, …)}, {@code MessageReceiver receiver = …} then {@code
+     * Subscriber.newBuilder(name, receiver)}) is: from its declaration to the registration call, the two places a
+     * reader points at. A handler written in the call is located at the call.
+     */
+    private Location held(Node handler, Node at) {
+        Location call = repo.loc(at);
+        if (!(handler instanceof LambdaExpr || handler instanceof ObjectCreationExpr)
+                || handler.isAncestorOf(at)
+                || at.isAncestorOf(handler)
+                || handler.findCompilationUnit().orElse(null) != at.findCompilationUnit().orElse(null)) {
+            return call;
+        }
+        Node from = handler.getParentNode()
+                .filter(VariableDeclarator.class::isInstance)
+                .map(Node.class::cast)
+                .orElse(handler);
+        int first = from.getBegin().map(p -> p.line).orElse(call.line());
+        if (first >= call.line() || call.line() - first > 60) {
+            return call;
+        }
+        Location decl = repo.loc(from);
+        return new Location(decl.file(), decl.line(), decl.column(), decl.snippet(), call.line());
     }
 
     /** Two pulls on different receivers ({@code rocketMQTemplate.receive}, {@code extRocketMQTemplate.receive}). */
@@ -408,7 +509,8 @@ final class EntryPoints {
      * whose overriding method carries {@code @RabbitListener}: Spring reads the annotations off the bean's class,
      * whether it has a name or not). An anonymous body has no class annotations.
      */
-    private void annotated(Repo.Source s, NodeList<AnnotationExpr> classAnnotations, List<MethodDeclaration> methods) {
+    private void annotated(Repo.Source s, List<AnnotationExpr> declared, List<MethodDeclaration> methods) {
+        List<AnnotationExpr> classAnnotations = withMeta(declared);
         boolean classRabbit = Types.annotated(classAnnotations, "RabbitListener");
         boolean classKafka = Types.annotated(classAnnotations, "KafkaListener");
         boolean axon =
@@ -417,7 +519,7 @@ final class EntryPoints {
             if (m.getBody().isEmpty()) {
                 continue;
             }
-            var anns = m.getAnnotations();
+            List<AnnotationExpr> anns = withMeta(m.getAnnotations());
             // the repeatable annotations' containers (@KafkaListeners({…}), @JmsListeners, @RabbitListeners) hold
             // listeners
             // of the same method
@@ -431,6 +533,10 @@ final class EntryPoints {
                         Types.annotation(anns, "KafkaListener")
                                 .or(() -> Types.annotation(classAnnotations, "KafkaListener"))
                                 .orElse(null));
+            } else if (Types.annotated(anns, "DltHandler")) {
+                // Spring Kafka's non-blocking retries: the dead-letter topic's listener container calls it per record
+                Entry e = add(s, "@DltHandler", "kafka", owner(m), m, m.getBody().get(), m);
+                springKafka(e, m, Types.annotation(classAnnotations, "KafkaListener").orElse(null));
             } else if (Types.annotated(anns, "RabbitListener", "RabbitListeners")
                     || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
                 Entry e = add(
@@ -566,6 +672,18 @@ final class EntryPoints {
                         m.getBody().get(),
                         m);
                 eventuateDedupe(e);
+            } else if (Types.annotated(anns, "ServiceActivator") && boundChannel(s, anns)) {
+                // Spring Cloud Stream's annotation model: @EnableBinding(Sink.class) binds the input channel the
+                // activator reads to the broker
+                Entry e = add(
+                        s,
+                        "Spring Cloud Stream @ServiceActivator",
+                        "stream",
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.ackText = "the binder acknowledges after the activator returns";
             } else if (Types.annotated(anns, "ServiceActivator")
                     && (Types.annotated(anns, "IdempotentReceiver") || integrationInbound.containsKey(s.module()))) {
                 boolean pubSub = pubSubInbound.containsKey(s.module());
@@ -591,6 +709,39 @@ final class EntryPoints {
                 });
             }
         }
+    }
+
+    /**
+     * A {@code @ServiceActivator} on a channel Spring Cloud Stream binds ({@code inputChannel = Sink.INPUT} in a class
+     * or file that declares {@code @EnableBinding}), not on an error channel.
+     */
+    private static boolean boundChannel(Repo.Source s, List<AnnotationExpr> anns) {
+        String activator = Types.annotation(anns, "ServiceActivator").map(Object::toString).orElse("");
+        return (s.text().contains("@EnableBinding") || s.text().contains("org.springframework.cloud.stream.messaging."))
+                && activator.contains("inputChannel")
+                && !activator.toLowerCase(Locale.ROOT).contains("error");
+    }
+
+    /**
+     * The annotations {@code anns} stand for: themselves, and those on each annotation type the repository declares
+     * among them, transitively. Spring Kafka, AMQP and JMS document their listener annotations as meta-annotations
+     * ({@code @KafkaListener public @interface OrderEvents {…}} then {@code @OrderEvents void on(Order o)}): the
+     * container reads them through the project's own annotation.
+     */
+    private List<AnnotationExpr> withMeta(List<AnnotationExpr> anns) {
+        if (metaAnnotations.isEmpty()) {
+            return anns;
+        }
+        List<AnnotationExpr> out = new ArrayList<>(anns);
+        Set<String> seen = new java.util.HashSet<>();
+        for (int i = 0; i < out.size() && i < 64; i++) {
+            String n = out.get(i).getName().getIdentifier();
+            List<AnnotationExpr> up = metaAnnotations.get(n);
+            if (up != null && seen.add(n)) {
+                out.addAll(up);
+            }
+        }
+        return out;
     }
 
     private void springKafka(Entry e, MethodDeclaration m, AnnotationExpr listener) {
@@ -870,6 +1021,13 @@ final class EntryPoints {
                     String event = mapEnvelope(m);
                     if (m.getBody().isPresent() && event != null) {
                         lambda(s, m, m.getBody().get(), event, "Lambda RequestHandler<Map> (" + event + ")");
+                    }
+                }
+            } else if (n.equals("RequestStreamHandler")) {
+                for (MethodDeclaration m : c.getMethodsByName("handleRequest")) {
+                    String event = streamEvent(m);
+                    if (m.getBody().isPresent() && event != null) {
+                        lambda(s, m, m.getBody().get(), event, "Lambda RequestStreamHandler (" + event + ")");
                     }
                 }
             } else if (n.equals("Worker") && conductor(s)) {
@@ -1484,13 +1642,97 @@ final class EntryPoints {
     }
 
     /** Handler methods of a class the catalogue names: by their annotation, or by the interface the class implements. */
+    private static List<String> supertypeNames(ClassOrInterfaceDeclaration c) {
+        List<String> out = new ArrayList<>();
+        c.getImplementedTypes().forEach(t -> out.add(t.getNameAsString()));
+        c.getExtendedTypes().forEach(t -> out.add(t.getNameAsString()));
+        return out;
+    }
+
+    /** The library types whose implementations the finders list: listener and handler interfaces, route builders. */
+    private static final Pattern HANDLER_SUPERTYPE = Pattern.compile(
+            "RequestHandler|RequestStreamHandler|Worker|JobHandler|ShardRecordProcessor|IRecordProcessor"
+                    + "|IShardRecordProcessor|StreamsRecordProcessor|RocketMQListener|RocketMQReplyListener"
+                    + "|MessageReceiver|MessageReceiverWithAckResponse|DefaultConsumer|ContextualProcessor"
+                    + "|ContextualFixedKeyProcessor|AbstractProcessor|\\w*MessageListener|\\w*RouteBuilder");
+
+    static boolean handlerSupertype(String simpleName) {
+        return HANDLER_SUPERTYPE.matcher(simpleName).matches()
+                || STREAMS_CALLBACKS.containsKey(simpleName)
+                || CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, simpleName);
+    }
+
+    /**
+     * The library types a concrete class implements or extends through the repository's own classes and interfaces
+     * (not those it names itself), with the type variables its bases declare bound to what the class passes them:
+     * {@code OrderHandler extends SqsHandler<Order>} where {@code SqsHandler<T> implements RequestHandler<SQSEvent,
+     * Void>}, or {@code Impl extends Base<SQSEvent, Void>} where {@code Base<I, O> implements RequestHandler<I, O>}.
+     */
+    private void inheritedLibraryTypes(
+            ClassOrInterfaceDeclaration c,
+            Map<String, com.github.javaparser.ast.type.Type> bound,
+            List<ClassOrInterfaceType> implemented,
+            List<ClassOrInterfaceType> extended,
+            Set<String> seen,
+            int depth) {
+        if (depth > 6 || !seen.add(c.getNameAsString())) {
+            return;
+        }
+        List<ClassOrInterfaceType> supers = new ArrayList<>(c.getImplementedTypes());
+        supers.addAll(c.getExtendedTypes());
+        for (ClassOrInterfaceType st : supers) {
+            ClassOrInterfaceType t = bind(st, bound);
+            ClassOrInterfaceDeclaration base = repo.types(t.getNameAsString(), c).stream()
+                    .filter(ClassOrInterfaceDeclaration.class::isInstance)
+                    .map(ClassOrInterfaceDeclaration.class::cast)
+                    .filter(b -> b != c)
+                    .findFirst()
+                    .orElse(null);
+            if (base == null) {
+                if (depth > 0) {
+                    // an interface's supertypes are implemented; a class's extended type is extended
+                    (c.isInterface() || c.getImplementedTypes().contains(st) ? implemented : extended).add(t);
+                }
+                continue;
+            }
+            Map<String, com.github.javaparser.ast.type.Type> next = new HashMap<>();
+            var params = base.getTypeParameters();
+            var args = t.getTypeArguments().orElse(null);
+            if (args != null && args.size() == params.size()) {
+                for (int i = 0; i < params.size(); i++) {
+                    next.put(params.get(i).getNameAsString(), args.get(i));
+                }
+            }
+            inheritedLibraryTypes(base, next, implemented, extended, seen, depth + 1);
+        }
+    }
+
+    /** {@code t} with the type variables {@code bound} names replaced by what they are bound to (a detached copy). */
+    private static ClassOrInterfaceType bind(
+            ClassOrInterfaceType t, Map<String, com.github.javaparser.ast.type.Type> bound) {
+        if (bound.isEmpty() || t.getTypeArguments().isEmpty()) {
+            return t;
+        }
+        ClassOrInterfaceType copy = t.clone();
+        var args = copy.getTypeArguments().get();
+        for (int i = 0; i < args.size(); i++) {
+            com.github.javaparser.ast.type.Type a = args.get(i);
+            if (a.isClassOrInterfaceType()
+                    && a.asClassOrInterfaceType().getScope().isEmpty()
+                    && bound.containsKey(a.asClassOrInterfaceType().getNameAsString())) {
+                args.set(i, bound.get(a.asClassOrInterfaceType().getNameAsString()).clone());
+            }
+        }
+        return copy;
+    }
+
     private void catalogued(Repo.Source s, ClassOrInterfaceDeclaration c) {
         for (MethodDeclaration m : c.getMethods()) {
             if (m.getBody().isEmpty()) {
                 continue;
             }
             // an annotation on the method, or on one of its parameters (an Azure Functions trigger binds a parameter)
-            List<AnnotationExpr> anns = new ArrayList<>(m.getAnnotations());
+            List<AnnotationExpr> anns = new ArrayList<>(withMeta(m.getAnnotations()));
             m.getParameters().forEach(p -> anns.addAll(p.getAnnotations()));
             for (AnnotationExpr a : anns) {
                 String n = a.getName().getIdentifier();
@@ -1502,11 +1744,13 @@ final class EntryPoints {
                 }
             }
         }
+        catalogueImplemented(s, c, supertypeNames(c));
+    }
+
+    /** A class implementing or extending catalogued library types: the handler methods the catalogue names. */
+    private void catalogueImplemented(Repo.Source s, ClassOrInterfaceDeclaration c, List<String> supertypes) {
         // a library's abstract base class (Kafka Connect's SinkTask) is a supertype like an interface
-        List<ClassOrInterfaceType> supertypes = new ArrayList<>(c.getImplementedTypes());
-        supertypes.addAll(c.getExtendedTypes());
-        for (ClassOrInterfaceType t : supertypes) {
-            String n = t.getNameAsString();
+        for (String n : supertypes) {
             if (!CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, n)) {
                 continue;
             }
@@ -1579,7 +1823,10 @@ final class EntryPoints {
                         ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
                                 .map(Types::simple)
                                 .orElse(null)
-                        : types.typeOf(scope);
+                        : scope.isTypeExpr()
+                                // a static method of a class (Handlers::onMessage)
+                                ? Types.simple(scope.asTypeExpr().getType())
+                                : types.typeOf(scope);
                 if (type == null) {
                     continue;
                 }
@@ -1675,6 +1922,10 @@ final class EntryPoints {
     }
 
     private Entry catalogueEntry(Repo.Source s, EntryCatalogue.Rule r, String name, Node decl, Node body, Node at) {
+        Entry found = byBody.get(body);
+        if (found != null) {
+            return found; // a finder that knows the registration (a JetStream subscribe) has read its settings
+        }
         Entry e = add(s, r.kind(), r.broker(), name, decl, body, at);
         e.ack = r.ack();
         e.ackCalls = r.ackCalls();
@@ -1685,30 +1936,69 @@ final class EntryPoints {
     // ---- Camel routes ---------------------------------------------------------------------------
 
     private void camel(Repo.Source s, ClassOrInterfaceDeclaration c) {
-        if (c.getExtendedTypes().stream().noneMatch(t -> t.getNameAsString().endsWith("RouteBuilder"))) {
+        if (!routeBuilder(c, 0)) {
             return;
         }
-        for (MethodCallExpr from : c.findAll(
-                MethodCallExpr.class,
-                mc -> (mc.getNameAsString().equals("from")
-                                || mc.getNameAsString().equals("fromF"))
-                        && mc.getArguments().size() >= 1
-                        && camelUri(mc.getArgument(0)) != null
-                        && CAMEL_BROKER.matcher(camelUri(mc.getArgument(0))).matches())) {
-            Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
-            if (stmt == null) {
-                continue;
-            }
-            Entry e = add(
-                    s,
-                    "Camel route from(" + camelUri(from.getArgument(0)).split("[:?]")[0] + ":…)",
-                    "camel",
-                    owner(from) + " route",
-                    from,
-                    stmt,
-                    from);
-            e.ackText = "the Camel consumer acknowledges after the route completes";
+        camelRoutes(s, c);
+    }
+
+    /**
+     * A route a {@code LambdaRouteBuilder} sets up ({@code rb -> rb.from("kafka:…")…}, a {@code @Bean} or
+     * {@code RouteBuilder.addRoutes(context, rb -> …)}): {@code from} on the lambda's parameter.
+     */
+    private void camelLambdaRoute(Repo.Source s, MethodCallExpr from) {
+        if (from.getArguments().isEmpty()
+                || !(from.getScope().orElse(null) instanceof NameExpr builder)
+                || s.cu().getImports().stream().noneMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
+            return;
         }
+        Types.ancestor(from, LambdaExpr.class)
+                .filter(l -> l.getParameters().size() == 1
+                        && l.getParameter(0).getNameAsString().equals(builder.getNameAsString()))
+                .ifPresent(l -> camelRoute(s, from));
+    }
+
+    /** A class extending Camel's {@code RouteBuilder} (or {@code EndpointRouteBuilder}), directly or through its bases. */
+    private boolean routeBuilder(ClassOrInterfaceDeclaration c, int depth) {
+        for (ClassOrInterfaceType t : c.getExtendedTypes()) {
+            if (t.getNameAsString().endsWith("RouteBuilder")) {
+                return true;
+            }
+            if (depth < 5) {
+                for (TypeDeclaration<?> up : repo.types(t.getNameAsString(), c)) {
+                    if (up instanceof ClassOrInterfaceDeclaration uc && uc != c && routeBuilder(uc, depth + 1)) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The routes set up in {@code scope} (a route builder's class or anonymous body, a {@code LambdaRouteBuilder}'s
+     * lambda) that start from a broker: one consumer per {@code from}, its statement the route.
+     */
+    private void camelRoutes(Repo.Source s, Node scope) {
+        for (MethodCallExpr from : scope.findAll(
+                MethodCallExpr.class,
+                mc -> (mc.getNameAsString().equals("from") || mc.getNameAsString().equals("fromF"))
+                        && mc.getArguments().size() >= 1)) {
+            camelRoute(s, from);
+        }
+    }
+
+    private void camelRoute(Repo.Source s, MethodCallExpr from) {
+        String uri = camelUri(s, from.getArgument(0));
+        if (uri == null || !CAMEL_BROKER.matcher(uri).matches()) {
+            return;
+        }
+        Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
+        if (stmt == null) {
+            return;
+        }
+        Entry e = add(s, "Camel route from(" + uri.split("[:?]")[0] + ":…)", "camel", owner(from) + " route", from, stmt, from);
+        e.ackText = "the Camel consumer acknowledges after the route completes";
     }
 
     // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
@@ -1873,6 +2163,33 @@ final class EntryPoints {
                 return EVENTBRIDGE;
             }
             if (key.equals("events") || key.equals("Records")) {
+                return SOURCE_BATCH;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The event a {@code RequestStreamHandler} reads from its input stream, when it says: a queue or stream event
+     * type it deserialises ({@code mapper.readValue(input, SQSEvent.class)}), or the envelope's keys it reads
+     * ({@code "Records"}, {@code "detail-type"}). Null for a handler that says neither (an API or direct invocation).
+     */
+    private static String streamEvent(MethodDeclaration m) {
+        if (m.getParameters().size() != 3) {
+            return null;
+        }
+        for (com.github.javaparser.ast.expr.ClassExpr c : m.findAll(com.github.javaparser.ast.expr.ClassExpr.class)) {
+            String t = Types.simple(c.getType());
+            if (LAMBDA_EVENTS.contains(t)) {
+                return t;
+            }
+        }
+        for (StringLiteralExpr lit : m.findAll(StringLiteralExpr.class)) {
+            String key = lit.getValue();
+            if (key.equals("detail-type")) {
+                return EVENTBRIDGE;
+            }
+            if (key.equals("Records")) {
                 return SOURCE_BATCH;
             }
         }
@@ -2089,6 +2406,7 @@ final class EntryPoints {
             case "handler" -> {
                 zeebeWorker(s, call);
                 vertxKafka(s, call);
+                vertxReceiver(s, call);
             }
             case "batchHandler" -> vertxKafka(s, call);
             case "basicGet" -> {
@@ -2127,6 +2445,7 @@ final class EntryPoints {
                 natsCallback(s, call);
                 pubSubCallback(s, call);
             }
+            case "subscribeAndConvert" -> pubSubCallback(s, call);
             case "newBuilder" -> pubSubCallback(s, call);
             case "consumeAutoAck", "consumeManualAck", "consumeNoAck" ->
                 reactive(
@@ -2140,16 +2459,23 @@ final class EntryPoints {
                                 : n + ": acknowledged as it is delivered, whatever the pipeline does after");
             case "receiveNoWait", "receiveBody", "receiveBodyNoWait" -> jmsReceive(s, call);
             case "setMessageListener", "setupMessageListener" -> listenerObject(s, call);
-            case "receive", "receiveAutoAck", "receiveAtmostOnce", "receiveExactlyOnce", "receiveMany" -> {
+            case "receive",
+                    "receiveAutoAck",
+                    "receiveAtmostOnce",
+                    "receiveAtMostOnce",
+                    "receiveExactlyOnce",
+                    "receiveMany" -> {
                 if (n.equals("receive")) {
                     jmsReceive(s, call);
                 }
                 sqsTemplateReceive(s, call);
+                String receiver = call.getScope().map(types::typeOf).orElse(null);
                 if (call.getScope()
                                 .map(x -> x.toString().contains("KafkaReceiver"))
                                 .orElse(false)
-                        || "KafkaReceiver"
-                                .equals(call.getScope().map(types::typeOf).orElse(null))) {
+                        || "KafkaReceiver".equals(receiver)
+                        // Spring Kafka's reactive template over reactor-kafka: the same receive methods
+                        || "ReactiveKafkaConsumerTemplate".equals(receiver)) {
                     reactive(
                             s,
                             call,
@@ -2161,7 +2487,10 @@ final class EntryPoints {
                                     : n + ": offsets committed before or apart from the pipeline's work");
                 }
             }
-            case "from" -> integrationFlow(s, call);
+            case "from" -> {
+                integrationFlow(s, call);
+                camelLambdaRoute(s, call);
+            }
             case "peek", "foreach" -> streamsSideEffect(s, call);
             case "stream", "table", "globalTable" -> streamsSource(s, call);
             case "messageListener" -> {
@@ -3195,25 +3524,7 @@ final class EntryPoints {
             return;
         }
         if (t.endsWith("RouteBuilder") && oc.getAnonymousClassBody().isPresent()) {
-            for (MethodCallExpr from : oc.findAll(
-                    MethodCallExpr.class,
-                    mc -> mc.getNameAsString().equals("from")
-                            && mc.getArguments().size() >= 1
-                            && camelUri(mc.getArgument(0)) != null
-                            && CAMEL_BROKER.matcher(camelUri(mc.getArgument(0))).matches())) {
-                Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
-                if (stmt != null) {
-                    Entry e = add(
-                            s,
-                            "Camel route from(" + camelUri(from.getArgument(0)).split("[:?]")[0] + ":…)",
-                            "camel",
-                            owner(from) + " route",
-                            from,
-                            stmt,
-                            from);
-                    e.ackText = "the Camel consumer acknowledges after the route completes";
-                }
-            }
+            camelRoutes(s, oc);
         } else if (t.equals("MessageListenerAdapter") && !oc.getArguments().isEmpty()) {
             Expression target = oc.getArgument(0);
             String type = target instanceof ObjectCreationExpr o ? o.getType().getNameAsString() : types.typeOf(target);
@@ -3280,21 +3591,130 @@ final class EntryPoints {
      * A Camel endpoint URI written as a literal, a concatenation starting with one, or a constant of the
      * class ({@code static final String ORDERS = "jms:queue:orders"}), or null.
      */
-    private static String camelUri(Expression e) {
+    /** {@code {{key}}} or {@code {{key:default}}}: a Camel property placeholder. */
+    private static final Pattern CAMEL_PLACEHOLDER = Pattern.compile("\\{\\{([^}:]+)(?::([^}]*))?}}(.*)");
+
+    /** {@code ${key}} or {@code ${key:default}} in a Spring {@code @Value}. */
+    private static final Pattern SPRING_PLACEHOLDER = Pattern.compile("\\$\\{([^}:]+)(?::([^}]*))?}");
+
+    /**
+     * The endpoint URI a route starts from, as far as the code says it: a literal, a concatenation (its scheme is on
+     * the left), a constant of the class or of another class, a field bound to configuration ({@code @Value("${…}")},
+     * {@code @ConfigProperty}), a property placeholder ({@code {{orders.uri}}}) read from the module's
+     * configuration, {@code String.format}, or the endpoint DSL's builder ({@code kafka("orders").brokers(…)}, whose
+     * innermost call names the component in camel case).
+     */
+    private String camelUri(Repo.Source s, Expression e) {
+        return placeholder(s, camelUriExpr(s, e, 0));
+    }
+
+    private String camelUriExpr(Repo.Source s, Expression e, int depth) {
+        if (depth > 4) {
+            return null;
+        }
+        if (e instanceof EnclosedExpr en) {
+            return camelUriExpr(s, en.getInner(), depth + 1);
+        }
         if (e instanceof com.github.javaparser.ast.expr.BinaryExpr b) {
-            return camelUri(b.getLeft()); // "kafka:" + topic + "?…": the scheme is on the left
+            return camelUriExpr(s, b.getLeft(), depth + 1); // "kafka:" + topic + "?…": the scheme is on the left
+        }
+        if (e instanceof StringLiteralExpr lit) {
+            return lit.getValue();
+        }
+        if (e instanceof com.github.javaparser.ast.expr.TextBlockLiteralExpr tb) {
+            return tb.getValue().strip();
         }
         if (e instanceof NameExpr n) {
-            TypeDeclaration<?> t = Types.enclosingType(n);
-            return t == null
-                    ? null
-                    : t.getFieldByName(n.getNameAsString())
-                            .flatMap(fd -> fd.getVariable(0).getInitializer())
-                            .filter(Expression::isStringLiteralExpr)
-                            .map(x -> x.asStringLiteralExpr().getValue())
-                            .orElse(null);
+            return fieldUri(s, Types.enclosingType(n), n.getNameAsString(), depth);
         }
-        return e instanceof StringLiteralExpr lit ? lit.getValue() : null;
+        if (e instanceof FieldAccessExpr fa && fa.getScope() instanceof NameExpr owner) {
+            for (TypeDeclaration<?> t : repo.types(owner.getNameAsString(), fa)) {
+                String v = fieldUri(s, t, fa.getNameAsString(), depth);
+                if (v != null) {
+                    return v;
+                }
+            }
+            return null;
+        }
+        if (e instanceof MethodCallExpr call) {
+            if (call.getNameAsString().equals("format") && !call.getArguments().isEmpty()) {
+                return camelUriExpr(s, call.getArgument(0), depth + 1);
+            }
+            // the endpoint DSL: kafka("orders").brokers("…") starts from the component's own method
+            MethodCallExpr inner = call;
+            while (inner.getScope().isPresent() && inner.getScope().get() instanceof MethodCallExpr up) {
+                inner = up;
+            }
+            if (inner.getScope().isEmpty() && Character.isLowerCase(inner.getNameAsString().charAt(0))) {
+                return inner.getNameAsString()
+                                .replaceAll("([a-z0-9])([A-Z])", "$1-$2")
+                                .toLowerCase(Locale.ROOT)
+                        + ":…";
+            }
+        }
+        return null;
+    }
+
+    /** A field's URI: its initializer, or the configuration key it is bound to. */
+    private String fieldUri(Repo.Source s, TypeDeclaration<?> t, String name, int depth) {
+        if (t == null) {
+            return null;
+        }
+        var field = t.getFieldByName(name).orElse(null);
+        if (field == null) {
+            return null;
+        }
+        var init = field.getVariable(0).getInitializer();
+        if (init.isPresent()) {
+            return camelUriExpr(s, init.get(), depth + 1);
+        }
+        for (AnnotationExpr a : field.getAnnotations()) {
+            String n = a.getName().getIdentifier();
+            String v = null;
+            if (n.equals("Value") && a instanceof com.github.javaparser.ast.expr.SingleMemberAnnotationExpr sm
+                    && sm.getMemberValue() instanceof StringLiteralExpr lit) {
+                Matcher m = SPRING_PLACEHOLDER.matcher(lit.getValue());
+                if (m.matches()) {
+                    v = configured(s, m.group(1), m.group(2));
+                }
+            } else if (n.equals("ConfigProperty") && a instanceof com.github.javaparser.ast.expr.NormalAnnotationExpr na) {
+                String key = null;
+                String dflt = null;
+                for (var p : na.getPairs()) {
+                    if (p.getValue() instanceof StringLiteralExpr lit) {
+                        if (p.getNameAsString().equals("name")) {
+                            key = lit.getValue();
+                        } else if (p.getNameAsString().equals("defaultValue")) {
+                            dflt = lit.getValue();
+                        }
+                    }
+                }
+                v = key == null ? null : configured(s, key, dflt);
+            }
+            if (v != null) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    /** A configuration value of the source's module, else the placeholder's default. */
+    private String configured(Repo.Source s, String key, String otherwise) {
+        Settings.Setting st = settings.get(s, key.strip());
+        return st != null ? st.value() : otherwise;
+    }
+
+    /** A URI that is a Camel property placeholder, replaced by its configured value (or default). */
+    private String placeholder(Repo.Source s, String uri) {
+        if (uri == null) {
+            return null;
+        }
+        Matcher m = CAMEL_PLACEHOLDER.matcher(uri.strip());
+        if (!m.matches()) {
+            return uri;
+        }
+        String v = configured(s, m.group(1), m.group(2));
+        return v == null ? null : v + m.group(3);
     }
 
     /**
@@ -3307,7 +3727,8 @@ final class EntryPoints {
         String t = call.getScope().map(types::typeOf).orElse("");
         boolean client = call.getNameAsString().equals("newBuilder")
                 && (scope.equals("Subscriber") || scope.endsWith(".Subscriber"));
-        boolean template = call.getNameAsString().equals("subscribe")
+        boolean template = (call.getNameAsString().equals("subscribe")
+                        || call.getNameAsString().equals("subscribeAndConvert"))
                 && (t.equals("PubSubTemplate")
                         || t.equals("PubSubSubscriberTemplate")
                         || t.equals("PubSubSubscriberOperations"));
@@ -3340,6 +3761,9 @@ final class EntryPoints {
      */
     private Node[] callback(Expression given, int arity) {
         Expression a = unwrapped(given);
+        if (a instanceof NameExpr n && lambdaOf(n).isPresent()) {
+            a = lambdaOf(n).get(); // a handler held in a local or a field
+        }
         if (a instanceof LambdaExpr l) {
             return new Node[] {l, l.getBody()};
         }
@@ -3413,6 +3837,51 @@ final class EntryPoints {
     }
 
     /** The lambda a method of the class returns, for a handler given as {@code handler(eventHandler())}. */
+    /**
+     * The Vert.x RabbitMQ client's {@code RabbitMQConsumer.handler(msg -> …)} (the consumer a {@code basicConsumer}
+     * callback is given) and the Vert.x AMQP client's {@code AmqpReceiver.handler(msg -> …)}: typed by the receiver,
+     * or by the {@code basicConsumer}/{@code createReceiver} callback whose result it is.
+     */
+    private void vertxReceiver(Repo.Source s, MethodCallExpr call) {
+        if (call.getArguments().size() != 1 || call.getScope().isEmpty()) {
+            return;
+        }
+        String t = types.typeOf(call.getScope().get());
+        String registration = Types.ancestor(call, MethodCallExpr.class)
+                .map(MethodCallExpr::getNameAsString)
+                .orElse("");
+        boolean rabbit = "RabbitMQConsumer".equals(t)
+                || t == null && registration.equals("basicConsumer");
+        boolean amqp = "AmqpReceiver".equals(t) || t == null && registration.equals("createReceiver");
+        if (!rabbit && !amqp
+                || s.cu().getImports().stream().noneMatch(i -> i.getNameAsString().startsWith("io.vertx"))) {
+            return;
+        }
+        Node[] handler = callback(call.getArgument(0), 1);
+        if (handler == null) {
+            return;
+        }
+        Entry e = add(
+                s,
+                rabbit ? "Vert.x RabbitMQConsumer.handler" : "Vert.x AmqpReceiver.handler",
+                rabbit ? "rabbitmq" : "amqp",
+                owner(call) + " handler",
+                handler[0],
+                handler[1],
+                call);
+        e.ack = Entry.Ack.AUTO;
+        e.ackText = rabbit
+                ? "the Vert.x RabbitMQ consumer acknowledges on delivery unless QueueOptions.setAutoAck(false)"
+                        + " (then client.basicAck in the handler)"
+                : "the Vert.x AMQP receiver accepts the message on delivery unless auto-acknowledgement is off"
+                        + " (then message.accepted() in the handler)";
+        String module = s.text();
+        if (module.contains("setAutoAck(false)") || module.contains("setAutoAcknowledgement(false)")) {
+            e.ack = Entry.Ack.EXPLICIT;
+            e.ackCalls = Set.of("basicAck", "basicNack", "accepted", "rejected", "released", "modified");
+        }
+    }
+
     private static Node[] returnedLambda(Expression a) {
         if (!(a instanceof MethodCallExpr m)
                 || m.getScope()

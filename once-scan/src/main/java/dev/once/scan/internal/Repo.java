@@ -22,7 +22,10 @@ import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -158,6 +161,42 @@ public final class Repo {
             repo.supersOf.put(f.file(), supers);
             if (seeded(f.text())) {
                 seeds.add(f);
+            }
+        }
+        // the project's own annotations declared over a listener's (Spring Kafka, AMQP and JMS document
+        // @KafkaListener/@RabbitListener/@JmsListener as meta-annotations), directly or over another such annotation:
+        // a file using one holds a listener without any seed word of its own
+        Map<String, Set<String>> over = new HashMap<>();
+        Map<String, RawFile> declaring = new HashMap<>();
+        for (RawFile f : raw) {
+            if (!f.text().contains("@interface")) {
+                continue;
+            }
+            Matcher a = ANNOTATION_TYPE.matcher(f.text());
+            while (a.find()) {
+                over.put(a.group(1), annotationsBefore(f.text(), a.start()));
+                declaring.put(a.group(1), f);
+            }
+        }
+        Set<String> meta = new HashSet<>();
+        for (boolean grew = true; grew; ) {
+            grew = false;
+            for (Map.Entry<String, Set<String>> d : over.entrySet()) {
+                if (!meta.contains(d.getKey())
+                        && d.getValue().stream().anyMatch(n -> meta.contains(n) || EntryPoints.listenerAnnotation(n))) {
+                    meta.add(d.getKey());
+                    grew = true;
+                }
+            }
+        }
+        if (!meta.isEmpty()) {
+            Set<RawFile> seeded = Collections.newSetFromMap(new IdentityHashMap<>());
+            seeded.addAll(seeds);
+            for (RawFile f : raw) {
+                if (!seeded.contains(f)
+                        && meta.stream().anyMatch(n -> f.text().contains("@" + n) || declaring.get(n) == f)) {
+                    seeds.add(f);
+                }
             }
         }
         repo.parse(seeds);
@@ -305,6 +344,25 @@ public final class Repo {
         return false;
     }
 
+    /**
+     * The simple names of the annotations written on the annotation type declared at {@code at}: those between the
+     * statement before it and its {@code @interface}.
+     */
+    private static Set<String> annotationsBefore(String text, int at) {
+        int from = Math.max(Math.max(text.lastIndexOf(';', at), 0), at - 2_000);
+        Set<String> out = new HashSet<>();
+        Matcher use = ANNOTATION_USE.matcher(text.substring(from, at));
+        while (use.find()) {
+            out.add(use.group(1));
+        }
+        return out;
+    }
+
+    private static final Pattern ANNOTATION_USE = Pattern.compile("@(?:[\\w$]+\\.)*([A-Za-z_$][\\w$]*)");
+
+    /** {@code @interface Name}: an annotation type the repository declares. */
+    private static final Pattern ANNOTATION_TYPE = Pattern.compile("@interface\\s+([A-Za-z_$][\\w$]*)");
+
     private static final Pattern DECLARES =
             Pattern.compile("\\b(?:class|interface|enum|record)\\s+([A-Za-z_$][\\w$]*)");
     private static final Pattern EXTENDS = Pattern.compile("\\b(?:extends|implements)\\s+([^{;()]+)");
@@ -360,6 +418,31 @@ public final class Repo {
             parse(raw.stream()
                     .filter(f -> !parsed.contains(f.file()) && words.stream().anyMatch(f.text()::contains))
                     .toList());
+        }
+    }
+
+    /**
+     * Parses the files not parsed yet that extend or implement one of these types, and their own subtypes in turn
+     * (read from their text): the concrete handlers below a project's own base of a listener interface.
+     */
+    void parseExtending(Set<String> simpleNames) {
+        Set<String> todo = new HashSet<>(simpleNames);
+        Set<String> done = new HashSet<>();
+        for (int round = 0; round < 5 && !todo.isEmpty(); round++) {
+            List<RawFile> files = new ArrayList<>();
+            for (String n : todo) {
+                files.addAll(extenders.getOrDefault(n, List.of()));
+            }
+            done.addAll(todo);
+            todo = new HashSet<>();
+            for (RawFile f : files) {
+                for (String d : declaredIn.get(f.file())) {
+                    if (!done.contains(d)) {
+                        todo.add(d);
+                    }
+                }
+            }
+            parse(files);
         }
     }
 

@@ -1486,7 +1486,9 @@ final class Tracer {
     }
 
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
-        boolean ack = switch (name) {
+        // the calls the entry's catalogue line names acknowledge it whatever their receiver (an Azure queue's
+        // deleteMessage is not SQS's)
+        boolean ack = entry.ackCalls.contains(name) || switch (name) {
             case "commitSync", "commitAsync" ->
                 stype == null || KAFKA_CONSUMERS.contains(stype) || SHARE_CONSUMERS.contains(stype);
             case "deleteMessage", "deleteMessageBatch" ->

@@ -1,7 +1,6 @@
 package dev.once.scan.internal;
 
 import com.github.javaparser.ast.Node;
-import com.github.javaparser.ast.NodeList;
 import com.github.javaparser.ast.body.CallableDeclaration;
 import com.github.javaparser.ast.body.ClassOrInterfaceDeclaration;
 import com.github.javaparser.ast.body.FieldDeclaration;
@@ -24,6 +23,7 @@ import com.github.javaparser.ast.stmt.TryStmt;
 import com.github.javaparser.ast.type.ClassOrInterfaceType;
 import com.github.javaparser.ast.type.Type;
 import com.github.javaparser.resolution.types.ResolvedType;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
@@ -331,7 +331,7 @@ final class Types {
         return Types.ancestor(n, TypeDeclaration.class).orElse(null);
     }
 
-    static boolean annotated(NodeList<AnnotationExpr> anns, String... names) {
+    static boolean annotated(List<AnnotationExpr> anns, String... names) {
         for (AnnotationExpr a : anns) {
             for (String n : names) {
                 if (a.getNameAsString().equals(n) || a.getNameAsString().endsWith("." + n)) {
@@ -342,7 +342,7 @@ final class Types {
         return false;
     }
 
-    static Optional<AnnotationExpr> annotation(NodeList<AnnotationExpr> anns, String name) {
+    static Optional<AnnotationExpr> annotation(List<AnnotationExpr> anns, String name) {
         for (AnnotationExpr a : anns) {
             if (a.getNameAsString().equals(name) || a.getNameAsString().endsWith("." + name)) {
                 return Optional.of(a);
