@@ -71,6 +71,7 @@ class EntryPointsTest {
                         "@JmsListener @ InvoiceProjection.java:29",
                         "MessageListener.onMessage @ DispatchListener.java:14",
                         "Lambda RequestHandler<SQSEvent> @ LabelPrinter.java:15",
+                        "Kafka Streams Processor.process @ DeliveryProcessor.java:14",
                         "Camel route from(activemq:…) @ OrderRoutes.java:16",
                         "Camel route from(activemq:…) @ OrderRoutes.java:19",
                         "Camel route from(kafka:…) @ OrderRoutes.java:22",
