@@ -101,6 +101,7 @@ final class EntryPoints {
     private final Settings settings;
     /** The annotations on each annotation type the repository declares, by its simple name. */
     private final Map<String, List<AnnotationExpr>> metaAnnotations = new HashMap<>();
+
     private final List<Entry> entries = new ArrayList<>();
     private final Map<Node, Entry> byBody = new IdentityHashMap<>();
     private final Map<Path, Location> noopDetector = new HashMap<>();
@@ -466,7 +467,8 @@ final class EntryPoints {
         if (!(handler instanceof LambdaExpr || handler instanceof ObjectCreationExpr)
                 || handler.isAncestorOf(at)
                 || at.isAncestorOf(handler)
-                || handler.findCompilationUnit().orElse(null) != at.findCompilationUnit().orElse(null)) {
+                || handler.findCompilationUnit().orElse(null)
+                        != at.findCompilationUnit().orElse(null)) {
             return call;
         }
         Node from = handler.getParentNode()
@@ -535,8 +537,12 @@ final class EntryPoints {
                                 .orElse(null));
             } else if (Types.annotated(anns, "DltHandler")) {
                 // Spring Kafka's non-blocking retries: the dead-letter topic's listener container calls it per record
-                Entry e = add(s, "@DltHandler", "kafka", owner(m), m, m.getBody().get(), m);
-                springKafka(e, m, Types.annotation(classAnnotations, "KafkaListener").orElse(null));
+                Entry e =
+                        add(s, "@DltHandler", "kafka", owner(m), m, m.getBody().get(), m);
+                springKafka(
+                        e,
+                        m,
+                        Types.annotation(classAnnotations, "KafkaListener").orElse(null));
             } else if (Types.annotated(anns, "RabbitListener", "RabbitListeners")
                     || (classRabbit && Types.annotated(anns, "RabbitHandler"))) {
                 Entry e = add(
@@ -716,7 +722,8 @@ final class EntryPoints {
      * or file that declares {@code @EnableBinding}), not on an error channel.
      */
     private static boolean boundChannel(Repo.Source s, List<AnnotationExpr> anns) {
-        String activator = Types.annotation(anns, "ServiceActivator").map(Object::toString).orElse("");
+        String activator =
+                Types.annotation(anns, "ServiceActivator").map(Object::toString).orElse("");
         return (s.text().contains("@EnableBinding") || s.text().contains("org.springframework.cloud.stream.messaging."))
                 && activator.contains("inputChannel")
                 && !activator.toLowerCase(Locale.ROOT).contains("error");
@@ -1720,7 +1727,9 @@ final class EntryPoints {
             if (a.isClassOrInterfaceType()
                     && a.asClassOrInterfaceType().getScope().isEmpty()
                     && bound.containsKey(a.asClassOrInterfaceType().getNameAsString())) {
-                args.set(i, bound.get(a.asClassOrInterfaceType().getNameAsString()).clone());
+                args.set(
+                        i,
+                        bound.get(a.asClassOrInterfaceType().getNameAsString()).clone());
             }
         }
         return copy;
@@ -1949,7 +1958,8 @@ final class EntryPoints {
     private void camelLambdaRoute(Repo.Source s, MethodCallExpr from) {
         if (from.getArguments().isEmpty()
                 || !(from.getScope().orElse(null) instanceof NameExpr builder)
-                || s.cu().getImports().stream().noneMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().startsWith("org.apache.camel"))) {
             return;
         }
         Types.ancestor(from, LambdaExpr.class)
@@ -1982,7 +1992,8 @@ final class EntryPoints {
     private void camelRoutes(Repo.Source s, Node scope) {
         for (MethodCallExpr from : scope.findAll(
                 MethodCallExpr.class,
-                mc -> (mc.getNameAsString().equals("from") || mc.getNameAsString().equals("fromF"))
+                mc -> (mc.getNameAsString().equals("from")
+                                || mc.getNameAsString().equals("fromF"))
                         && mc.getArguments().size() >= 1)) {
             camelRoute(s, from);
         }
@@ -1997,7 +2008,14 @@ final class EntryPoints {
         if (stmt == null) {
             return;
         }
-        Entry e = add(s, "Camel route from(" + uri.split("[:?]")[0] + ":…)", "camel", owner(from) + " route", from, stmt, from);
+        Entry e = add(
+                s,
+                "Camel route from(" + uri.split("[:?]")[0] + ":…)",
+                "camel",
+                owner(from) + " route",
+                from,
+                stmt,
+                from);
         e.ackText = "the Camel consumer acknowledges after the route completes";
     }
 
@@ -3645,7 +3663,8 @@ final class EntryPoints {
             while (inner.getScope().isPresent() && inner.getScope().get() instanceof MethodCallExpr up) {
                 inner = up;
             }
-            if (inner.getScope().isEmpty() && Character.isLowerCase(inner.getNameAsString().charAt(0))) {
+            if (inner.getScope().isEmpty()
+                    && Character.isLowerCase(inner.getNameAsString().charAt(0))) {
                 return inner.getNameAsString()
                                 .replaceAll("([a-z0-9])([A-Z])", "$1-$2")
                                 .toLowerCase(Locale.ROOT)
@@ -3671,13 +3690,15 @@ final class EntryPoints {
         for (AnnotationExpr a : field.getAnnotations()) {
             String n = a.getName().getIdentifier();
             String v = null;
-            if (n.equals("Value") && a instanceof com.github.javaparser.ast.expr.SingleMemberAnnotationExpr sm
+            if (n.equals("Value")
+                    && a instanceof com.github.javaparser.ast.expr.SingleMemberAnnotationExpr sm
                     && sm.getMemberValue() instanceof StringLiteralExpr lit) {
                 Matcher m = SPRING_PLACEHOLDER.matcher(lit.getValue());
                 if (m.matches()) {
                     v = configured(s, m.group(1), m.group(2));
                 }
-            } else if (n.equals("ConfigProperty") && a instanceof com.github.javaparser.ast.expr.NormalAnnotationExpr na) {
+            } else if (n.equals("ConfigProperty")
+                    && a instanceof com.github.javaparser.ast.expr.NormalAnnotationExpr na) {
                 String key = null;
                 String dflt = null;
                 for (var p : na.getPairs()) {
@@ -3850,11 +3871,11 @@ final class EntryPoints {
         String registration = Types.ancestor(call, MethodCallExpr.class)
                 .map(MethodCallExpr::getNameAsString)
                 .orElse("");
-        boolean rabbit = "RabbitMQConsumer".equals(t)
-                || t == null && registration.equals("basicConsumer");
+        boolean rabbit = "RabbitMQConsumer".equals(t) || t == null && registration.equals("basicConsumer");
         boolean amqp = "AmqpReceiver".equals(t) || t == null && registration.equals("createReceiver");
         if (!rabbit && !amqp
-                || s.cu().getImports().stream().noneMatch(i -> i.getNameAsString().startsWith("io.vertx"))) {
+                || s.cu().getImports().stream()
+                        .noneMatch(i -> i.getNameAsString().startsWith("io.vertx"))) {
             return;
         }
         Node[] handler = callback(call.getArgument(0), 1);

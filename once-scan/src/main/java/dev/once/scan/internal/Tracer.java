@@ -1488,30 +1488,31 @@ final class Tracer {
     private boolean ack(MethodCallExpr c, String name, String stype, String scopeText, Frame f) {
         // the calls the entry's catalogue line names acknowledge it whatever their receiver (an Azure queue's
         // deleteMessage is not SQS's)
-        boolean ack = entry.ackCalls.contains(name) || switch (name) {
-            case "commitSync", "commitAsync" ->
-                stype == null || KAFKA_CONSUMERS.contains(stype) || SHARE_CONSUMERS.contains(stype);
-            case "deleteMessage", "deleteMessageBatch" ->
-                stype == null
-                        || SQS.contains(stype)
-                        || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
-            case "basicAck" -> true;
-            case "newCompleteCommand" -> "zeebe".equals(entry.broker);
-            case "checkpoint" -> "kinesis".equals(entry.broker);
-            case "acknowledge" ->
-                stype == null
-                        || stype.startsWith("Acknowledg")
-                        || SHARE_CONSUMERS.contains(stype)
-                        // jakarta.jms.Message and the providers' own (ActiveMQMessage, SQSTextMessage)
-                        || stype.endsWith("Message") && !types.isRepoType(stype);
-            case "ack", "ackSync" ->
-                "nats".equals(entry.broker)
-                        || "AcknowledgableDelivery".equals(stype)
-                        || "pubsub".equals(entry.broker)
-                        || "Message".equals(stype)
-                        || (stype != null && stype.startsWith("AckReplyConsumer"));
-            default -> entry.ackCalls.contains(name);
-        };
+        boolean ack = entry.ackCalls.contains(name)
+                || switch (name) {
+                    case "commitSync", "commitAsync" ->
+                        stype == null || KAFKA_CONSUMERS.contains(stype) || SHARE_CONSUMERS.contains(stype);
+                    case "deleteMessage", "deleteMessageBatch" ->
+                        stype == null
+                                || SQS.contains(stype)
+                                || scopeText.toLowerCase(Locale.ROOT).contains("sqs");
+                    case "basicAck" -> true;
+                    case "newCompleteCommand" -> "zeebe".equals(entry.broker);
+                    case "checkpoint" -> "kinesis".equals(entry.broker);
+                    case "acknowledge" ->
+                        stype == null
+                                || stype.startsWith("Acknowledg")
+                                || SHARE_CONSUMERS.contains(stype)
+                                // jakarta.jms.Message and the providers' own (ActiveMQMessage, SQSTextMessage)
+                                || stype.endsWith("Message") && !types.isRepoType(stype);
+                    case "ack", "ackSync" ->
+                        "nats".equals(entry.broker)
+                                || "AcknowledgableDelivery".equals(stype)
+                                || "pubsub".equals(entry.broker)
+                                || "Message".equals(stype)
+                                || (stype != null && stype.startsWith("AckReplyConsumer"));
+                    default -> entry.ackCalls.contains(name);
+                };
         if (ack) {
             Optional<FinallyAck> fin = finallyTry(c, f);
             // an ack a wrapper makes is placed at the wrapper's call in the handler's finally block, where a reader
