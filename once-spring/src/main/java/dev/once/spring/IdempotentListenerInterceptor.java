@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -234,7 +235,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // partition would be applied before it, and its offset committed even if the holder then rolls back. The
         // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
         // running the rest of its poll; without a lock timeout the claim waits for it the same way.
-        boolean waitsForHolder = own && listener.kafka();
+        boolean waitsForHolder = listener.kafka();
+        // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
+        // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
+        // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
+        // NESTED there: a savepoint in the container's database transaction (a transaction of its own if the
+        // container began none on this DataSource), rolled back to undo the timed-out claim alone, with the
+        // rollback-only marks it left on the container's resources, before the claim is tried again in the same
+        // transaction. The cost: a SAVEPOINT and a RELEASE per record, only in a container's database transaction.
+        boolean nested = waitsForHolder && !own;
+        TransactionTemplate template = nested ? o.nestedTransactionTemplate() : o.transactionTemplate();
         boolean waited = false;
         Call call;
         Outcome outcome;
@@ -253,8 +263,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     pubSub);
             Call outer = CURRENT.get();
             CURRENT.set(call);
+            List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
             try {
-                outcome = call.run(o.transactionTemplate());
+                outcome = call.run(template);
                 break;
             } catch (RuntimeException | Error e) {
                 if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
@@ -262,7 +273,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     break;
                 } else if (waitsForHolder
                         && e instanceof Failed f
-                        && f.outcome.status() == Outcome.Status.IN_PROGRESS) {
+                        && f.outcome.status() == Outcome.Status.IN_PROGRESS
+                        && (!nested || SpringTransactionProvider.unmark(unmarked))) {
                     waited = waitForHolder(listener, delivery, waited);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
