@@ -17,6 +17,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
+import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionCallback;
@@ -275,7 +280,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         && e instanceof Failed f
                         && f.outcome.status() == Outcome.Status.IN_PROGRESS
                         && (!nested || SpringTransactionProvider.unmark(unmarked))) {
-                    waited = waitForHolder(listener, delivery, waited);
+                    waited = waitForHolder(listener, delivery, waited, beanFactory);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
                 } else {
@@ -310,14 +315,31 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     /**
      * Before another try of a Kafka record whose event another transaction holds: says so once per record (at
      * WARN: a container evicted from the group for a body past {@code max.poll.interval.ms} is the usual holder)
-     * and gives up only when the thread is interrupted.
+     * and gives up when the thread is interrupted or its listener container is stopping, whose {@code stop()}
+     * would otherwise wait its shutdown timeout for a holder that may not end. Giving up throws, so that the
+     * container neither acknowledges the record nor goes on with the records after it: its error handler (or
+     * {@code AfterRollbackProcessor}) seeks back to it, and whoever owns the partition next gets it again. A
+     * failure of its own type, so that the handler (which by default counts anew when the exception changes)
+     * takes it for a first attempt rather than the last one of a count the record ran up before.
      *
      * @return true: the record has waited
+     * @throws HolderWaitAbandonedException when the thread is interrupted or its container stopping
      */
-    private static boolean waitForHolder(ListenerMethod listener, Delivery delivery, boolean waited) {
-        if (Thread.currentThread().isInterrupted()) {
-            throw new IllegalStateException("consumer '" + listener.consumer() + "' was interrupted while event '"
-                    + delivery.eventId() + "' (" + delivery.source() + ") was in progress in another transaction");
+    private static boolean waitForHolder(
+            ListenerMethod listener, Delivery delivery, boolean waited, BeanFactory beanFactory) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
+        if (interrupted || Kafka.containerStopping(beanFactory)) {
+            String why = interrupted ? "the thread was interrupted" : "its listener container is stopping";
+            log.warn(
+                    "consumer '{}': stopped waiting for event '{}' ({}), in progress in another transaction: {}; the"
+                            + " record is not acknowledged, and comes back to the partition's next owner",
+                    listener.consumer(),
+                    delivery.eventId(),
+                    delivery.source(),
+                    why);
+            throw new HolderWaitAbandonedException("consumer '" + listener.consumer() + "' stopped waiting for event '"
+                    + delivery.eventId() + "' (" + delivery.source() + "), in progress in another transaction: " + why
+                    + "; not acknowledged, the record is redelivered");
         }
         if (!waited) {
             log.warn(
@@ -330,6 +352,45 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     delivery.source());
         }
         return true;
+    }
+
+    /** A Kafka record's wait for the transaction holding its event, abandoned: the record is not acknowledged. */
+    static final class HolderWaitAbandonedException extends IllegalStateException {
+        HolderWaitAbandonedException(String message) {
+            super(message);
+        }
+    }
+
+    /** Kafka-specific pieces, loaded only for a Kafka listener's wait. */
+    private static final class Kafka {
+        /**
+         * Whether the listener container whose consumer thread this is has been told to stop. The thread is
+         * recognised by the name spring-kafka gives it ({@code <container bean name>-C-<n>}); on a thread of a
+         * listener task executor of the application's, the container is not found and only an interrupt ends the
+         * wait.
+         */
+        static boolean containerStopping(BeanFactory beanFactory) {
+            if (!(beanFactory instanceof ListableBeanFactory beans)) {
+                return false;
+            }
+            String thread = Thread.currentThread().getName();
+            for (KafkaListenerEndpointRegistry registry : beans.getBeanProvider(KafkaListenerEndpointRegistry.class)) {
+                for (MessageListenerContainer c : registry.getAllListenerContainers()) {
+                    List<? extends MessageListenerContainer> children =
+                            c instanceof ConcurrentMessageListenerContainer<?, ?> concurrent
+                                    ? concurrent.getContainers()
+                                    : List.of(c);
+                    for (MessageListenerContainer child : children) {
+                        if (child instanceof AbstractMessageListenerContainer<?, ?> a
+                                && a.getBeanName() != null
+                                && thread.startsWith(a.getBeanName() + "-C-")) {
+                            return !a.isRunning();
+                        }
+                    }
+                }
+            }
+            return false;
+        }
     }
 
     /** Whether a deferring wrapper may take the place of one of {@code listener}'s arguments. */

@@ -258,6 +258,42 @@ class KafkaSlowListenerRebalanceTest {
         assertHeldEventAppliedBy("b");
     }
 
+    /**
+     * The container stopped while its listener waits for the held event: the wait ends with the stop (before the fix
+     * the listener's thread waited for the holder, and {@code stop} its shutdown timeout and then left the thread
+     * waiting), the record is neither skipped nor acknowledged, and once the container starts again the partition's
+     * next owner applies it exactly once, in order.
+     */
+    @Example
+    void aContainerStoppedWhileItsListenerWaitsLeavesTheRecordToTheNextOwner() {
+        stopWhileWaiting(ContainerTx.NONE);
+    }
+
+    /** The same in the container's database transaction: the wait ends, the container's transaction rolls back. */
+    @Example
+    void aContainerStoppedWhileItsListenerWaitsInItsTransactionLeavesTheRecordToTheNextOwner() {
+        stopWhileWaiting(ContainerTx.JDBC);
+    }
+
+    private void stopWhileWaiting(ContainerTx containerTx) {
+        Scenario s = new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, containerTx);
+        start(s);
+        await().atMost(Duration.ofSeconds(30)).until(() -> lockTimeouts.get() > 4); // b waits for the held event
+        CountDownLatch stopped = new CountDownLatch(1);
+        registry().getListenerContainer("b").stop(stopped::countDown);
+        await().atMost(Duration.ofSeconds(5))
+                .alias("b's stop, well within its shutdown timeout of 10 s")
+                .until(() -> stopped.getCount() == 0);
+        assertThat(committed())
+                .as("offsets committed past the record b waited for")
+                .isZero();
+        body.finish(true);
+        registry().getListenerContainer("b").start();
+        settle();
+        assertExactlyOnceInOrder(s); // applied by b or by a, back in the group: whoever owns the partition next
+    }
+
     @Property(tries = 4, shrinking = ShrinkingMode.OFF, edgeCases = EdgeCasesMode.NONE)
     void aBodyPastMaxPollIntervalNeitherLosesNorAppliesTwiceNorReorders(@ForAll("scenarios") Scenario s) {
         run(s);
