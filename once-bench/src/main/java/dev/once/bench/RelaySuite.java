@@ -115,7 +115,11 @@ final class RelaySuite implements Suite {
     /** Requests in flight tried for SQS's bound on the asynchronous client (see {@link #SQS_BARE_THREADS}). */
     static final int[] SQS_BARE_IN_FLIGHT = {16, 64};
 
-    /** A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), empty for a bare loop. */
+    /**
+     * A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), for a bare loop
+     * this JVM's CPU per message (the bound line shows it: set beside the relay's, it says whether the relay
+     * spends more of the machine's CPU per message than the client alone, with the in-process broker's share).
+     */
     /** {@code wire}: what went over the connection, per message (RabbitMQ's rows, {@link RabbitWire}), else empty. */
     record Throughput(String mode, long rows, double seconds, String phases, String wire) {
         Throughput(String mode, long rows, double seconds) {
@@ -304,10 +308,12 @@ final class RelaySuite implements Suite {
                     md.append(String.format(
                             Locale.ROOT,
                             "- (bound) %s: the hand-written client loop (%s), no relay and no database, reaches %d"
-                                    + " messages/s; the relay %.2fx of it%n",
+                                    + " messages/s%s; the relay %.2fx of it%n",
                             b.broker().label,
                             b.bareLoop().shape(),
                             Math.round(b.bare().perSecond()),
+                            // RabbitMQ's wire line says it with the broker's share.
+                            b.bare().wire().isEmpty() ? " (" + b.bare().phases() + ")" : "",
                             b.throughput().perSecond() / b.bare().perSecond()));
                     if (b.bare().perSecond() < 20_000) {
                         // The broker here cannot take 20,000 a second without the relay: the relay is held to it.
@@ -583,15 +589,12 @@ final class RelaySuite implements Suite {
         RabbitWire.Snapshot counted =
                 target.wire() == null ? null : target.wire().snapshot();
         long n = loop.loop().run(destination, seconds);
+        String cpu = String.format(
+                Locale.ROOT, "CPU per message: this JVM %.0f us", (cpuNanos() - cpu0) / 1e3 / Math.max(1, n));
         Run.progress(String.format(
-                Locale.ROOT,
-                "relay: bare loop (%s) %s: %.0f messages/s, %.1f us of this JVM's CPU per message",
-                loop.shape(),
-                when,
-                n / seconds,
-                (cpuNanos() - cpu0) / 1e3 / Math.max(1, n)));
+                Locale.ROOT, "relay: bare loop (%s) %s: %.0f messages/s, %s", loop.shape(), when, n / seconds, cpu));
         return new Throughput(
-                "bare", n, seconds, "", counted == null ? "" : target.wire().since(counted, n));
+                "bare", n, seconds, cpu, counted == null ? "" : target.wire().since(counted, n));
     }
 
     /**
