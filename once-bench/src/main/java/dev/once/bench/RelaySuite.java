@@ -44,6 +44,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -1179,6 +1180,7 @@ final class RelaySuite implements Suite {
         // When the relay handed each row to the publisher: splits commit-to-ack into the relay's part and the
         // publisher's.
         Map<String, Long> handedAt = new ConcurrentHashMap<>();
+        Map<String, String> keys = new ConcurrentHashMap<>(); // event id -> the row's key
         AtomicLong calls = new AtomicLong();
         Publisher timed = new Publisher() {
             @Override
@@ -1194,6 +1196,7 @@ final class RelaySuite implements Suite {
                 calls.incrementAndGet();
                 for (OutboxMessage m : messages) {
                     handedAt.putIfAbsent(m.eventId(), now);
+                    keys.put(m.eventId(), String.valueOf(m.key()));
                 }
                 List<CompletionStage<Receipt>> stages = publisher.publishAll(messages);
                 List<CompletionStage<Receipt>> timedStages = new ArrayList<>(stages.size());
@@ -1224,8 +1227,61 @@ final class RelaySuite implements Suite {
                 percentile(published, 0.50),
                 percentile(published, 0.99),
                 handedAt.size() / (double) Math.max(1, calls.get()));
+        split += behindKey(committedAt, handedAt, ackedAt, keys);
         Latency l = summary(mode, matched(committedAt, ackedAt), w);
         return new Latency(l.mode(), l.rows(), l.offered(), l.p50(), l.p99(), l.max(), split);
+    }
+
+    /**
+     * Of the relay's part, the rows that committed while their key's row before them was still
+     * unacknowledged (they wait for the batch holding their key) against the others (they wait for
+     * a wake-up or a free relay); for the first, how long after that row's acknowledgement they were
+     * handed to the publisher.
+     */
+    private static String behindKey(
+            Map<String, Long> committedAt,
+            Map<String, Long> handedAt,
+            Map<String, Long> ackedAt,
+            Map<String, String> keys) {
+        Map<String, List<String>> byKey = new HashMap<>();
+        keys.forEach(
+                (id, key) -> byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(id));
+        List<Long> behind = new ArrayList<>();
+        List<Long> afterAck = new ArrayList<>();
+        List<Long> free = new ArrayList<>();
+        for (List<String> ids : byKey.values()) {
+            ids.sort(Comparator.comparingLong(handedAt::get));
+            for (int i = 0; i < ids.size(); i++) {
+                Long committed = committedAt.get(ids.get(i));
+                if (committed == null) {
+                    continue;
+                }
+                long handed = handedAt.get(ids.get(i));
+                Long before = i == 0 ? null : ackedAt.get(ids.get(i - 1));
+                if (before != null && before > committed) {
+                    behind.add(Math.max(0, handed - committed));
+                    afterAck.add(Math.max(0, handed - before));
+                } else {
+                    free.add(Math.max(0, handed - committed));
+                }
+            }
+        }
+        long[] b = behind.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] a = afterAck.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] f = free.stream().mapToLong(Long::longValue).sorted().toArray();
+        return String.format(
+                Locale.ROOT,
+                "; of the relay's part, %d rows (%.1f%%) committed behind an unacknowledged row of their key:"
+                        + " p50 %.1f ms, p99 %.1f ms, handed p50 %.1f ms, p99 %.1f ms after that row's"
+                        + " acknowledgement; the other rows p50 %.1f ms, p99 %.1f ms",
+                b.length,
+                100.0 * b.length / Math.max(1, b.length + f.length),
+                percentile(b, 0.50),
+                percentile(b, 0.99),
+                percentile(a, 0.50),
+                percentile(a, 0.99),
+                percentile(f, 0.50),
+                percentile(f, 0.99));
     }
 
     record Written(long rows, double offered) {}
