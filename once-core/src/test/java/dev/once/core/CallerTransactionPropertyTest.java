@@ -114,12 +114,12 @@ class CallerTransactionPropertyTest {
                 .withAction(2, when(w -> w.connection == null, "begin", World::begin))
                 .withAction(3, when(w -> w.connection != null, "savepoint", World::savepoint))
                 .withAction(
-                        2,
+                        3,
                         indexed(w -> w.connection != null && !w.savepoints.isEmpty(), "rollback to", World::rollbackTo))
                 .withAction(1, indexed(w -> w.connection != null && !w.savepoints.isEmpty(), "release", World::release))
                 .withAction(5, indexed(w -> w.connection != null, "process", World::process))
                 .withAction(2, when(w -> w.connection != null, "processBatch", World::processBatch))
-                .withAction(2, when(w -> w.connection != null, "caller outbox add", World::callerRow))
+                .withAction(3, indexed(w -> w.connection != null, "caller outbox add", World::callerRows))
                 .withAction(1, when(w -> w.callerOutbox != null, "caller outbox flush", World::callerFlush))
                 .withAction(2, when(w -> w.connection != null, "commit", World::commit))
                 .withAction(1, when(w -> w.connection != null, "rollback", World::rollback))
@@ -340,6 +340,20 @@ class CallerTransactionPropertyTest {
             List<Outcome> os = batch.processBatch(ds);
             assertThat(os).extracting(Outcome::status).containsOnly(Status.APPLIED);
             live.addAll(items);
+        }
+
+        /**
+         * One row, or (variants 3 to 5) a row, a flush and a row: a caller writing part of its rows early.
+         * In one move, so that a savepoint set before the outbox existed, rows both written and buffered,
+         * and a rollback to it (which must drop what the buffer holds) come together in a few percent of
+         * the chains; as separate add and flush moves they did in about one in five hundred.
+         */
+        void callerRows(int variant) throws SQLException {
+            callerRow();
+            if (variant >= 3) {
+                callerFlush();
+                callerRow();
+            }
         }
 
         /** The caller makes its outbox where it needs one: savepoints set before are unknown to it. */
