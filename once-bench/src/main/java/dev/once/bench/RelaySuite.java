@@ -44,6 +44,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -115,7 +116,11 @@ final class RelaySuite implements Suite {
     /** Requests in flight tried for SQS's bound on the asynchronous client (see {@link #SQS_BARE_THREADS}). */
     static final int[] SQS_BARE_IN_FLIGHT = {16, 64};
 
-    /** A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), empty for a bare loop. */
+    /**
+     * A backlog drain; {@code phases}: where its batches' time went ({@link RelayPhases}), for a bare loop
+     * this JVM's CPU per message (the bound line shows it: set beside the relay's, it says whether the relay
+     * spends more of the machine's CPU per message than the client alone, with the in-process broker's share).
+     */
     /** {@code wire}: what went over the connection, per message (RabbitMQ's rows, {@link RabbitWire}), else empty. */
     record Throughput(String mode, long rows, double seconds, String phases, String wire) {
         Throughput(String mode, long rows, double seconds) {
@@ -304,10 +309,12 @@ final class RelaySuite implements Suite {
                     md.append(String.format(
                             Locale.ROOT,
                             "- (bound) %s: the hand-written client loop (%s), no relay and no database, reaches %d"
-                                    + " messages/s; the relay %.2fx of it%n",
+                                    + " messages/s%s; the relay %.2fx of it%n",
                             b.broker().label,
                             b.bareLoop().shape(),
                             Math.round(b.bare().perSecond()),
+                            // RabbitMQ's wire line says it with the broker's share.
+                            b.bare().wire().isEmpty() ? " (" + b.bare().phases() + ")" : "",
                             b.throughput().perSecond() / b.bare().perSecond()));
                     if (b.bare().perSecond() < 20_000) {
                         // The broker here cannot take 20,000 a second without the relay: the relay is held to it.
@@ -583,15 +590,12 @@ final class RelaySuite implements Suite {
         RabbitWire.Snapshot counted =
                 target.wire() == null ? null : target.wire().snapshot();
         long n = loop.loop().run(destination, seconds);
+        String cpu = String.format(
+                Locale.ROOT, "CPU per message: this JVM %.0f us", (cpuNanos() - cpu0) / 1e3 / Math.max(1, n));
         Run.progress(String.format(
-                Locale.ROOT,
-                "relay: bare loop (%s) %s: %.0f messages/s, %.1f us of this JVM's CPU per message",
-                loop.shape(),
-                when,
-                n / seconds,
-                (cpuNanos() - cpu0) / 1e3 / Math.max(1, n)));
+                Locale.ROOT, "relay: bare loop (%s) %s: %.0f messages/s, %s", loop.shape(), when, n / seconds, cpu));
         return new Throughput(
-                "bare", n, seconds, "", counted == null ? "" : target.wire().since(counted, n));
+                "bare", n, seconds, cpu, counted == null ? "" : target.wire().since(counted, n));
     }
 
     /**
@@ -1176,6 +1180,7 @@ final class RelaySuite implements Suite {
         // When the relay handed each row to the publisher: splits commit-to-ack into the relay's part and the
         // publisher's.
         Map<String, Long> handedAt = new ConcurrentHashMap<>();
+        Map<String, String> keys = new ConcurrentHashMap<>(); // event id -> the row's key
         AtomicLong calls = new AtomicLong();
         Publisher timed = new Publisher() {
             @Override
@@ -1191,6 +1196,7 @@ final class RelaySuite implements Suite {
                 calls.incrementAndGet();
                 for (OutboxMessage m : messages) {
                     handedAt.putIfAbsent(m.eventId(), now);
+                    keys.put(m.eventId(), String.valueOf(m.key()));
                 }
                 List<CompletionStage<Receipt>> stages = publisher.publishAll(messages);
                 List<CompletionStage<Receipt>> timedStages = new ArrayList<>(stages.size());
@@ -1221,8 +1227,61 @@ final class RelaySuite implements Suite {
                 percentile(published, 0.50),
                 percentile(published, 0.99),
                 handedAt.size() / (double) Math.max(1, calls.get()));
+        split += behindKey(committedAt, handedAt, ackedAt, keys);
         Latency l = summary(mode, matched(committedAt, ackedAt), w);
         return new Latency(l.mode(), l.rows(), l.offered(), l.p50(), l.p99(), l.max(), split);
+    }
+
+    /**
+     * Of the relay's part, the rows that committed while their key's row before them was still
+     * unacknowledged (they wait for the batch holding their key) against the others (they wait for
+     * a wake-up or a free relay); for the first, how long after that row's acknowledgement they were
+     * handed to the publisher.
+     */
+    private static String behindKey(
+            Map<String, Long> committedAt,
+            Map<String, Long> handedAt,
+            Map<String, Long> ackedAt,
+            Map<String, String> keys) {
+        Map<String, List<String>> byKey = new HashMap<>();
+        keys.forEach(
+                (id, key) -> byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(id));
+        List<Long> behind = new ArrayList<>();
+        List<Long> afterAck = new ArrayList<>();
+        List<Long> free = new ArrayList<>();
+        for (List<String> ids : byKey.values()) {
+            ids.sort(Comparator.comparingLong(handedAt::get));
+            for (int i = 0; i < ids.size(); i++) {
+                Long committed = committedAt.get(ids.get(i));
+                if (committed == null) {
+                    continue;
+                }
+                long handed = handedAt.get(ids.get(i));
+                Long before = i == 0 ? null : ackedAt.get(ids.get(i - 1));
+                if (before != null && before > committed) {
+                    behind.add(Math.max(0, handed - committed));
+                    afterAck.add(Math.max(0, handed - before));
+                } else {
+                    free.add(Math.max(0, handed - committed));
+                }
+            }
+        }
+        long[] b = behind.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] a = afterAck.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] f = free.stream().mapToLong(Long::longValue).sorted().toArray();
+        return String.format(
+                Locale.ROOT,
+                "; of the relay's part, %d rows (%.1f%%) committed behind an unacknowledged row of their key:"
+                        + " p50 %.1f ms, p99 %.1f ms, handed p50 %.1f ms, p99 %.1f ms after that row's"
+                        + " acknowledgement; the other rows p50 %.1f ms, p99 %.1f ms",
+                b.length,
+                100.0 * b.length / Math.max(1, b.length + f.length),
+                percentile(b, 0.50),
+                percentile(b, 0.99),
+                percentile(a, 0.50),
+                percentile(a, 0.99),
+                percentile(f, 0.50),
+                percentile(f, 0.99));
     }
 
     record Written(long rows, double offered) {}

@@ -36,11 +36,15 @@ public final class OutboxRepository {
     /** Longest recorded error, in characters. */
     static final int MAX_ERROR = 4000;
 
+    /** The savepoint before the lock query, where {@link Dialect#outboxRelock} is given. */
+    private static final String LOCK_SAVEPOINT = "once_lock";
+
     private final String insertSql;
     private final String insertAllSql;
     private final String batchBeginSql;
     private final String lockSql;
     private final String lockPendingSql;
+    private final String relockSql;
     private final String markSql;
     private final String markAllSql;
     private final String deleteSql;
@@ -57,6 +61,7 @@ public final class OutboxRepository {
         this.batchBeginSql = dialect.outboxBatchBegin();
         this.lockSql = dialect.outboxLockBatch(prefix);
         this.lockPendingSql = dialect.outboxLockPending(prefix);
+        this.relockSql = dialect.outboxRelock(prefix);
         this.markSql = dialect.outboxMark(prefix);
         this.markAllSql = dialect.outboxMarkAll(prefix);
         this.deleteSql = dialect.outboxDelete(prefix);
@@ -146,13 +151,15 @@ public final class OutboxRepository {
      * the first statement of the batch's transaction (see {@link Dialect#outboxBatchBegin}). Returns
      * the rows without a key and each key's run: its head and the rows after it, each the key's
      * next pending or dead row after the one before, up to the first gap; in the order locked. A
-     * row after a gap stays locked, unreturned, so untouched by the batch.
+     * row after a gap is unreturned, so untouched by the batch, and released where the dialect can
+     * ({@link Dialect#outboxRelock}), else it stays locked until the batch ends.
      */
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
-        if (batchBeginSql != null) {
+        String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
+        if (begin != null) {
             try (Statement s = c.createStatement()) {
-                s.execute(batchBeginSql);
+                s.execute(begin);
             }
         }
         List<OutboxMessage> rows = new ArrayList<>();
@@ -176,7 +183,47 @@ public final class OutboxRepository {
         if (preds.containsValue(0L)) {
             readPredecessors(c, rows, preds);
         }
-        return runs(rows, preds);
+        List<OutboxMessage> kept = runs(rows, preds);
+        if (kept.size() == rows.size() || relockSql == null) {
+            return kept;
+        }
+        return relock(c, kept, preds, now);
+    }
+
+    private static String join(String first, String second) {
+        return first == null ? second : first + "; " + second;
+    }
+
+    // The lock query locked rows the batch does not send (a key's rows after a gap: typically their
+    // key's head is in another relay's batch). Held to this batch's end, they were skipped by the
+    // relay that sent their key's head and looked again after its commit, so they waited for this
+    // batch's sends too, unrelated to theirs. Released here, and the kept rows locked again; a kept
+    // row lost in between (sent, failed or locked by another relay meanwhile) ends its key's run.
+    private List<OutboxMessage> relock(Connection c, List<OutboxMessage> kept, Map<Long, Long> preds, Instant now)
+            throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("ROLLBACK TO SAVEPOINT " + LOCK_SAVEPOINT);
+        }
+        if (kept.isEmpty()) {
+            return kept;
+        }
+        Set<Long> locked = new HashSet<>();
+        try (PreparedStatement ps = c.prepareStatement(relockSql)) {
+            ps.setArray(
+                    1,
+                    c.createArrayOf(
+                            "bigint", kept.stream().map(OutboxMessage::id).toArray())); // 1 ids
+            ps.setTimestamp(2, Timestamp.from(now)); // 2 now
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    locked.add(rs.getLong(1));
+                }
+            }
+        }
+        if (locked.size() == kept.size()) {
+            return kept;
+        }
+        return runs(kept.stream().filter(m -> locked.contains(m.id())).toList(), preds);
     }
 
     // Where the lock query gave a row's predecessor as 0 (see Dialect#outboxRunRows): reads the

@@ -411,7 +411,8 @@ public interface Dialect {
      * first, and a batch full of rows whose head it had not reached would send nothing.
      * The relay keeps of each key the run from its head on, each row's predecessor (the
      * {@code pred} column) the row before it in the batch; a row after a gap (its predecessor held
-     * by another relay, not matching the pattern or past the limit) stays locked and untouched.
+     * by another relay, not matching the pattern or past the limit) is untouched, and released
+     * where {@link #outboxRelock} is given (else it stays locked until the batch ends).
      * Binds: 1 now, 2 destination LIKE pattern (escape character backslash), 3 the same pattern,
      * 4 limit. Columns: id, event_id, destination, msg_key, payload, headers, idempotency_key,
      * attempts, created_at, pred (the id of the key's newest pending or dead row older than this
@@ -436,6 +437,20 @@ public interface Dialect {
                 // The order of the V7 index on (available_at, id): the scan stops at the first row
                 // available later, so rows waiting for a retry are never read.
                 + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
+    }
+
+    /**
+     * Locks again the rows a batch keeps of those {@link #outboxLockBatch} locked, after a rollback
+     * to a savepoint taken before the lock query released them all; null where such a rollback does
+     * not release row locks (InnoDB keeps the locks taken after a savepoint until the transaction
+     * ends), and there a row after a gap stays locked, unsent, until the batch ends. Where it is
+     * given, a row the batch does not send is not held by it: it is free for the relay that sends
+     * its key next, which would otherwise skip it until this batch's sends are acknowledged.
+     * Binds: 1 the ids (an array of bigint), 2 now. Columns: id, of the rows still pending,
+     * available and free.
+     */
+    default String outboxRelock(String prefix) {
+        return null;
     }
 
     /**

@@ -293,6 +293,16 @@ public final class PostgresDialect implements Dialect {
                 + " ORDER BY o.available_at, o.id LIMIT ? FOR UPDATE SKIP LOCKED";
     }
 
+    // A rollback to a savepoint ends the subtransaction that took the lock query's row locks, so
+    // they are released; this takes back those of the rows the batch keeps. Re-checked: between the
+    // two statements another relay may have sent one (no longer pending), failed it (available
+    // later) or locked it (skipped).
+    @Override
+    public String outboxRelock(String prefix) {
+        return "SELECT id FROM " + quote(prefix + "outbox")
+                + " WHERE id = ANY(?::bigint[]) AND status = 'pending' AND available_at <= ? FOR UPDATE SKIP LOCKED";
+    }
+
     // The lock query gives each row's predecessor (a backward index scan from the row, one entry).
     // The default's form (0, then this statement) read 1.5x the buffers here and was no faster on a
     // 100,000-row backlog (docs/benchmarks.md, "One predecessor path for both databases?").

@@ -2,6 +2,7 @@ package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.once.OnceException;
 import dev.once.RetryPolicy;
@@ -155,6 +156,68 @@ class OutboxRelayBatchTest {
         assertThat(a).as("key a in its order, a1 first").containsExactly("a1", "a2", "a3");
         assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'"))
                 .isEqualTo(9);
+    }
+
+    /**
+     * Relay a sends key k's head; relay b's batch, run meanwhile, meets k's next row behind it (its
+     * head held by a) and a row of another key, which b sends and whose answer is slow. Once a has
+     * marked the head, k's next row is sendable: a third relay must send it now, not after b's
+     * unrelated send is answered (b's batch held it locked, unsent, to its end: under load a key's
+     * next row waited for two batches). And still in k's order, each row once, none marked before
+     * its send was acknowledged.
+     */
+    @Test
+    @Timeout(60)
+    void aKeysNextRowIsNotHeldByABatchThatDoesNotSendIt() throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-k1", "k", "k1");
+        OutboxRows.add(db.dataSource(), clock, "e-k2", "k", "k2");
+        OutboxRows.add(db.dataSource(), clock, "e-z1", "z", "z1");
+        java.util.Map<String, CompletableFuture<Receipt>> answers = new java.util.concurrent.ConcurrentHashMap<>();
+        List<String> handed = new CopyOnWriteArrayList<>();
+        AsyncPublisher publisher = new AsyncPublisher(m -> {
+            handed.add(body(m));
+            // k1 and z1 wait for the test to answer; every other send is answered at once.
+            return body(m).equals("k1") || body(m).equals("z1")
+                    ? answers.computeIfAbsent(body(m), b -> new CompletableFuture<>())
+                    : CompletableFuture.completedFuture(Receipt.NONE);
+        });
+        OutboxRelay a = relay(publisher, 1);
+        OutboxRelay b = relay(publisher, 10);
+        OutboxRelay c = relay(publisher, 10);
+
+        var aDone = pool.submit(a::relayOnce);
+        await().atMost(Duration.ofSeconds(30)).until(() -> handed.contains("k1"));
+        var bDone = pool.submit(b::relayOnce);
+        await().atMost(Duration.ofSeconds(30)).until(() -> handed.contains("z1"));
+        assertThat(handed).as("b sends z1 and holds k2 back behind k1").containsExactly("k1", "z1");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending'"))
+                .as("nothing marked before its send is answered")
+                .isEqualTo(3);
+
+        answers.get("k1").complete(Receipt.NONE);
+        assertThat(aDone.get()).as("a marked k1").isEqualTo(1);
+        assertThat(c.relayOnce())
+                .as("k2, free once k1 is marked, while b's send of z1 is still unanswered")
+                .isEqualTo(1);
+        assertThat(handed).containsExactly("k1", "z1", "k2");
+
+        answers.get("z1").complete(Receipt.NONE);
+        assertThat(bDone.get()).as("b marked z1").isEqualTo(1);
+        assertThat(publisher.sent.stream().map(OutboxRelayBatchTest::body))
+                .as("each row once, k in its order")
+                .containsExactly("k1", "k2", "z1");
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent' AND attempts = 1"))
+                .isEqualTo(3);
+    }
+
+    private OutboxRelay relay(Publisher publisher, int batchSize) {
+        return OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .clock(clock)
+                .meterRegistry(new SimpleMeterRegistry())
+                .batchSize(batchSize)
+                .publisher(publisher)
+                .build();
     }
 
     /**

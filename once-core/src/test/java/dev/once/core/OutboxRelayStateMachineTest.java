@@ -526,12 +526,12 @@ class OutboxRelayStateMachineTest {
             boolean takeover = twist && exclusive && b.twist() == 2;
             if (twist && !exclusive) {
                 // b runs while a holds its batch's rows locked: it skips them, and the rows of their keys wait.
-                duringSend = () -> nested("b", take.locked());
+                duringSend = () -> nested("b", heldBy(take));
             } else if (twist) {
                 // The relay pauses past its lease (GC, SIGSTOP) in the middle of its send; the other
                 // one may acquire the lease meanwhile and send what the paused one's locks leave it.
                 String other = relay.equals("x") ? "y" : "x";
-                Set<Long> held = heldBy(take.locked());
+                Set<Long> held = heldBy(take);
                 duringSend = () -> {
                     clock.advance(LEASE_TTL.plusSeconds(1));
                     if (takeover) {
@@ -555,17 +555,22 @@ class OutboxRelayStateMachineTest {
         }
 
         /**
-         * The rows a batch that locked {@code locked} holds locked until it ends: those, and on
-         * MariaDB also the row its lock query's range scan stopped at when it found fewer than a batch
+         * The rows a batch holds locked until it ends: on PostgreSQL those it sends (it releases the
+         * rows after a gap, Dialect#outboxRelock); on MariaDB every row its lock query locked, and
+         * also the row its lock query's range scan stopped at when it found fewer than a batch
          * (the first pending row available later than now). InnoDB keeps the lock of every secondary
          * index record a locking read examined, even at READ COMMITTED (MDEV-14589: "the unlocking never
          * worked for secondary index records"), so a rival's SKIP LOCKED passes that row until the batch
          * ends, after the clock made it available too: it waits for a later batch, never sent twice.
          */
-        private Set<Long> heldBy(List<Long> locked) {
+        private Set<Long> heldBy(Take take) {
+            if (!dialect.equals(Dialects.MARIADB)) {
+                return Set.copyOf(take.taken());
+            }
+            List<Long> locked = take.locked();
             Set<Long> held = new HashSet<>(locked);
             Instant now = clock.instant();
-            if (dialect.equals(Dialects.MARIADB) && locked.size() < BATCH_A) {
+            if (locked.size() < BATCH_A) {
                 rows.values().stream()
                         .filter(r -> r.state.equals("pending") && r.availableAt.isAfter(now))
                         .min(Comparator.comparing((Row r) -> r.availableAt).thenComparingLong(r -> r.id))
