@@ -39,8 +39,9 @@ final class Catalogue {
             return category == null && !handOff;
         }
 
+        /** The keyed pattern occurs somewhere in {@code text} (the call and its method), not as the whole of it. */
         boolean keyedBy(String text) {
-            return keyed != null && keyed.matcher(text).matches();
+            return keyed != null && keyed.matcher(text).find();
         }
     }
 

@@ -114,9 +114,23 @@ final class Tracer {
      */
     private static boolean publisher(String type) {
         return PUBLISHERS.contains(type)
-                || type.matches(
-                        "\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)");
+                || type.matches("\\w+(KafkaTemplate|RabbitTemplate|AmqpTemplate|JmsTemplate|SqsTemplate|KafkaProducer)")
+                || BROKER_TEMPLATE.matcher(type).matches();
     }
+
+    /**
+     * The Spring-style template (or producer) of a broker, named for the broker it sends to: Spring's own
+     * ({@code JmsMessagingTemplate}, {@code RabbitMessagingTemplate}, {@code RabbitStreamTemplate}, {@code
+     * PulsarTemplate}, {@code ReactiveKafkaProducerTemplate}), Spring Cloud AWS's and Azure's ({@code SnsTemplate},
+     * {@code QueueMessagingTemplate}, {@code NotificationMessagingTemplate}, {@code ServiceBusTemplate}, {@code
+     * EventHubsTemplate}), RocketMQ's ({@code RocketMQTemplate}, {@code DefaultMQProducer}) and Pulsar's and Kinesis'
+     * producers. A whole family by its name rather than a list of the ones seen: the other rules read a template as
+     * judged elsewhere, so one missing here sent nothing. A STOMP {@code SimpMessagingTemplate} writes to web sockets,
+     * not to a broker that keeps the message.
+     */
+    private static final Pattern BROKER_TEMPLATE = Pattern.compile("(?!Simp)\\w*(Kafka|Rabbit|Amqp|Jms|Sqs|Sns|Pulsar"
+            + "|RocketMQ|RocketMq|Mq|MQ|ServiceBus|EventHubs?|Kinesis|Nats|Stream|Queue|Notification|Messaging)\\w*"
+            + "Template|\\w*(MQ|Pulsar|Kinesis)Producer");
 
     /** A publish addressed to the request's reply-to. */
     private static final Pattern REPLY_CALL = Pattern.compile("(?s).*get(JMS)?ReplyTo\\(.*");
@@ -135,7 +149,18 @@ final class Tracer {
             "publish",
             "publishAsync",
             "sendMessage",
-            "sendMessageBatch");
+            "sendMessageBatch",
+            // the asynchronous and ordered sends of the same templates and producers (RocketMQ, Pulsar, SmallRye)
+            "sendAsync",
+            "syncSend",
+            "asyncSend",
+            "sendOneWay",
+            "syncSendOrderly",
+            "asyncSendOrderly",
+            "sendMessageInTransaction",
+            "sendAndConvert",
+            "convertSendAndReceive",
+            "sendNotification");
     private static final Set<String> NOTIFIERS = Set.of(
             "JavaMailSender",
             "MailSender",
@@ -1923,18 +1948,13 @@ final class Tracer {
         if (what == null && c.getScope().orElse(null) instanceof NameExpr p && f.method != null) {
             for (int i = 0; i < f.method.getParameters().size() && what == null; i++) {
                 if (f.method.getParameter(i).getNameAsString().equals(p.getNameAsString())) {
-                    Expression a = passedFor(f.method, i, f.sites, f.sites.size() - 1);
-                    if (a instanceof MethodReferenceExpr r) {
-                        what = bufferReference(r);
-                    } else if (a instanceof LambdaExpr l) {
-                        what = l.getBody().findAll(MethodCallExpr.class).stream()
-                                .map(x -> handedTo(
-                                        x, x.getScope().map(types::typeOf).orElse(null)))
-                                .filter(java.util.Objects::nonNull)
-                                .findFirst()
-                                .orElse(null);
-                    }
+                    what = boundBuffer(passedFor(f.method, i, f.sites, f.sites.size() - 1));
                 }
+            }
+            if (what == null && !shadowed(p.getNameAsString(), c, f.method)) {
+                // a handler held in a field of the class, given to its constructor where the class is made
+                // (Kestra's ConsumeThread: consumer.accept(message) on the lambda Consume wrote the temp file with)
+                what = boundBuffer(constructedWith(p.getNameAsString(), c));
             }
         }
         if (what == null) {
@@ -1942,6 +1962,91 @@ final class Tracer {
         }
         add(Event.Kind.BUFFER, c, f, null, null, what);
         return true;
+    }
+
+    /**
+     * What the lambda or method reference bound to a handler does when it only buffers the message, looking through a
+     * wrapper that adapts it ({@code throwConsumer(message -> …)}, {@code Unchecked.consumer(…)}); null for anything
+     * else.
+     */
+    private String boundBuffer(Expression a) {
+        if (a instanceof MethodCallExpr w
+                && w.getArguments().size() == 1
+                && (w.getArgument(0).isLambdaExpr() || w.getArgument(0).isMethodReferenceExpr())) {
+            a = w.getArgument(0);
+        }
+        if (a instanceof MethodReferenceExpr r) {
+            return bufferReference(r);
+        }
+        if (a instanceof LambdaExpr l) {
+            return l.getBody().findAll(MethodCallExpr.class).stream()
+                    .map(x -> handedTo(x, x.getScope().map(types::typeOf).orElse(null)))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElse(null);
+        }
+        return null;
+    }
+
+    /** A parameter or local of {@code method}, or of a lambda around {@code at}, named {@code name}. */
+    private static boolean shadowed(String name, Node at, MethodDeclaration method) {
+        if (method.getParameters().stream().anyMatch(x -> x.getNameAsString().equals(name))
+                || !method.findAll(
+                                VariableDeclarator.class,
+                                v -> v.getNameAsString().equals(name))
+                        .isEmpty()) {
+            return true;
+        }
+        for (Node p = at.getParentNode().orElse(null);
+                p != null && p != method;
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof LambdaExpr l
+                    && l.getParameters().stream()
+                            .anyMatch(x -> x.getNameAsString().equals(name))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The argument given for field {@code field} of the class around {@code at} where that class is made in the same
+     * file ({@code new ConsumeThread(…, consumer, …)}): a constructor assigns the field from its parameter, and the
+     * {@code new} of the class with as many arguments passes the value. Null when no constructor or no creation says.
+     */
+    private static Expression constructedWith(String field, Node at) {
+        TypeDeclaration<?> owner = Types.enclosingType(at);
+        if (owner == null || owner.getFieldByName(field).isEmpty()) {
+            return null;
+        }
+        for (com.github.javaparser.ast.body.ConstructorDeclaration k : owner.getConstructors()) {
+            for (AssignExpr a : k.getBody().findAll(AssignExpr.class)) {
+                Expression target = a.getTarget();
+                boolean toField = target instanceof FieldAccessExpr fa
+                                && fa.getScope() instanceof ThisExpr
+                                && fa.getNameAsString().equals(field)
+                        || target instanceof NameExpr n && n.getNameAsString().equals(field);
+                if (!toField || !(a.getValue() instanceof NameExpr v)) {
+                    continue;
+                }
+                for (int i = 0; i < k.getParameters().size(); i++) {
+                    if (!k.getParameter(i).getNameAsString().equals(v.getNameAsString())) {
+                        continue;
+                    }
+                    int index = i;
+                    int arity = k.getParameters().size();
+                    Optional<ObjectCreationExpr> made = at.findCompilationUnit()
+                            .flatMap(cu -> cu.findFirst(
+                                    ObjectCreationExpr.class,
+                                    o -> o.getType().getNameAsString().equals(owner.getNameAsString())
+                                            && o.getArguments().size() == arity));
+                    if (made.isPresent()) {
+                        return made.get().getArgument(index);
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     /** What a call that only buffers the message does, as a finding says it; null for any other call. */
@@ -2267,6 +2372,12 @@ final class Tracer {
      */
     private boolean catalogued(MethodCallExpr c, String stype, Frame f) {
         String owner = stype != null ? stype : staticOwner(c);
+        if (owner == null
+                && c.getScope().orElse(null) instanceof MethodCallExpr ops
+                && ops.getNameAsString().matches("opsFor[A-Z]\\w*")) {
+            // Spring Data Redis: opsForStream() is a StreamOperations, opsForValue() a ValueOperations
+            owner = ops.getNameAsString().substring("opsFor".length()) + "Operations";
+        }
         Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
         if (hit.isEmpty()) {
             return false;
@@ -2645,20 +2756,42 @@ final class Tracer {
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
+            // exchange/execute say their verb in an argument (HttpMethod.POST), or in the RequestEntity they are
+            // given, built in the same method (RequestEntity.post(uri).body(…))
+            String said = name.matches("exchange|execute")
+                    ? c.toString() + (c.getArguments().size() <= 2 ? requestEntityVerb(memberText(f)) : "")
+                    : "";
             write = name.matches("postFor\\w+|put|patchForObject")
-                    || name.equals("exchange") && c.toString().matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
+                    || said.matches("(?s).*HttpMethod\\.(POST|PUT|PATCH).*");
             putOnly = name.equals("put")
-                    || name.equals("exchange") && c.toString().contains("HttpMethod.PUT");
+                    || said.matches("(?s).*HttpMethod\\.PUT.*") && !said.matches("(?s).*HttpMethod\\.(POST|PATCH).*");
             noTimeout = true;
-        } else if (name.matches("post|put|patch")
-                && c.getArguments().isEmpty()
+        } else if ((name.matches("post|put|patch") && c.getArguments().isEmpty()
+                        || name.equals("method")
+                                && c.getArguments().size() == 1
+                                && c.getArgument(0).toString().matches("(HttpMethod\\.)?(POST|PUT|PATCH)"))
                 && (stype != null && FLUENT_HTTP.contains(stype)
                         || scopeText.matches("(?i).*(webclient|restclient).*"))) {
+            // WebClient/RestClient: post(), or method(HttpMethod.POST)
             remote = true;
             write = true;
-            putOnly = name.equals("put");
+            putOnly = name.equals("put") || c.toString().contains("PUT");
             kind = stype == null ? "WebClient" : stype;
             noTimeout = true;
+        } else if (jaxRsWrite(c, name)) {
+            // a JAX-RS client: target(url).request().post(Entity.json(body)), or method("POST", entity)
+            remote = true;
+            write = true;
+            putOnly = name.equals("put") || c.toString().contains("\"PUT\"");
+            kind = "JAX-RS client";
+        } else if (name.matches("exchange|retrieve")
+                && imports(c, "io.micronaut.http")
+                && (c.toString() + memberText(f)).matches("(?s).*HttpRequest\\s*\\.\\s*(POST|PUT|PATCH)\\s*\\(.*")) {
+            // Micronaut's HttpClient (or its toBlocking()) given HttpRequest.POST(uri, body)
+            remote = true;
+            write = true;
+            putOnly = !(c.toString() + memberText(f)).matches("(?s).*HttpRequest\\s*\\.\\s*(POST|PATCH)\\s*\\(.*");
+            kind = "Micronaut HttpClient";
         } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
             remote = true;
             kind = "HttpClient";
@@ -2718,7 +2851,9 @@ final class Tracer {
                     ? apacheVerb
                     : kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
                             ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
-                            : name.toUpperCase(Locale.ROOT);
+                            : name.matches("exchange|execute|method")
+                                    ? saidVerb(c.toString() + requestEntityVerb(memberText(f)))
+                                    : name.toUpperCase(Locale.ROOT);
             effect(
                     c,
                     f,
@@ -2780,6 +2915,37 @@ final class Tracer {
                 .flatMap(VariableDeclarator::getInitializer)
                 .map(types::typeOf)
                 .orElse(null);
+    }
+
+    /** The verb an argument names ({@code HttpMethod.POST}), POST when none does. */
+    private static String saidVerb(String text) {
+        java.util.regex.Matcher m =
+                Pattern.compile("HttpMethod\\.(POST|PUT|PATCH)").matcher(text);
+        return m.find() ? m.group(1) : "POST";
+    }
+
+    /** The verb of a {@code RequestEntity} the method builds ({@code RequestEntity.post(uri)}), as HttpMethod.X. */
+    private static String requestEntityVerb(String member) {
+        java.util.regex.Matcher m = Pattern.compile("RequestEntity\\s*\\.\\s*(post|put|patch)\\s*\\(")
+                .matcher(member);
+        return m.find() ? " HttpMethod." + m.group(1).toUpperCase(Locale.ROOT) : "";
+    }
+
+    /**
+     * A JAX-RS client write: {@code post(…)}/{@code put(…)} given an {@code Entity}, or {@code method("POST", …)}, in
+     * a file that imports the JAX-RS client API ({@code javax.ws.rs.client}, {@code jakarta.ws.rs.client}).
+     */
+    private static boolean jaxRsWrite(MethodCallExpr c, String name) {
+        if (c.getScope().isEmpty() || !(imports(c, "javax.ws.rs.client") || imports(c, "jakarta.ws.rs.client"))) {
+            return false;
+        }
+        if (name.matches("post|put") && !c.getArguments().isEmpty()) {
+            return c.getArgument(0).toString().matches("(?s)Entity\\s*\\.\\s*\\w+\\(.*")
+                    || c.getScope().get().toString().matches("(?s).*\\.request\\(.*");
+        }
+        return name.equals("method")
+                && c.getArguments().size() >= 2
+                && c.getArgument(0).toString().matches("\"(POST|PUT|PATCH)\"|HttpMethod\\.(POST|PUT|PATCH)");
     }
 
     private boolean feign(String type) {
