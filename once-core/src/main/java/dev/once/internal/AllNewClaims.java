@@ -19,7 +19,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * plain inserts that are cheaper than the {@code ON CONFLICT} claim. When an id was claimed before,
  * the insert fails with a unique violation, the transaction is aborted, and the caller rolls it back:
  * a batch claims again with {@link Inbox#claimAll}, which says which ids were new; one delivery is a
- * duplicate. It must be the transaction's first statement: the rollback undoes all of it.
+ * duplicate (one delivery takes this form only when {@link CopyHint} expects its id new: building the
+ * driver's exception is dearer than the {@code ON CONFLICT} claim). It must be the transaction's first
+ * statement: the rollback undoes all of it.
  * Thread-safe. Not API.
  */
 final class AllNewClaims {

@@ -59,6 +59,8 @@ final class ClaimRun {
     // The plain-insert claim of an owned transaction (see AllNewClaims); null where the dialect has
     // none, or with fingerprints (a duplicate's stored fingerprint is read in the same transaction).
     private final AllNewClaims allNewClaims;
+    // Whether a delivery that may take the plain insert takes it, or the ON CONFLICT claim (a likely copy).
+    private final CopyHint copyHint;
     // Joined transactions begun for one call and holding nothing else (TransactionProvider.dedicated):
     // the claim is their first statement too, and rolling one back after a duplicate undoes nobody's work.
     private final boolean dedicated;
@@ -93,6 +95,7 @@ final class ClaimRun {
         this.settlement = settlement;
         this.check = check;
         this.allNewClaims = fingerprints == null ? allNewClaims : null;
+        this.copyHint = this.allNewClaims == null ? null : new CopyHint();
         this.dedicated = dedicated;
     }
 
@@ -103,10 +106,11 @@ final class ClaimRun {
         // In a transaction of its own the claim is the first statement, so it may be the plain insert
         // that fails on a copy claimed before; a caller's transaction must stay usable after a duplicate,
         // unless it was begun for this delivery alone (dedicated: Spring's @IdempotentListener begins one).
-        boolean expectNew = allNewClaims != null && (!tx.joined() || dedicated);
+        // There the hint picks the form: the plain insert for an id expected new, ON CONFLICT for a likely copy.
+        boolean alone = allNewClaims != null && (!tx.joined() || dedicated);
         boolean claimed;
         try {
-            if (expectNew) {
+            if (alone && !copyHint.likelyCopy(d.eventId())) {
                 claimed = allNewClaims.claim(c, consumer, d.eventId());
             } else {
                 claimed = fingerprints == null
@@ -120,9 +124,12 @@ final class ClaimRun {
             }
             throw e;
         }
-        if (!claimed && expectNew) {
-            tx.setRollbackOnly(); // the failed insert aborted it; it holds nothing else
-            return Outcome.duplicate(d.eventId());
+        if (alone) {
+            copyHint.claimed(d.eventId(), !claimed);
+            if (!claimed) {
+                tx.setRollbackOnly(); // a failed plain insert aborted it; it holds nothing else either way
+                return Outcome.duplicate(d.eventId());
+            }
         }
         if (!claimed) {
             // Nothing was written; ending it either way is the same, and a joined caller's work stays
@@ -210,7 +217,7 @@ final class ClaimRun {
         OutboxBuffer outbox = watch.outbox();
         if (batchHandler != null) {
             DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
-            Throwable failure = timed(null, null, claimed, batchTx);
+            Throwable failure = timed(claimed, batchTx);
             if (failure == null && batchTx.misuse() != null) {
                 failure = refused(batchTx.misuse());
             }
@@ -224,7 +231,7 @@ final class ClaimRun {
                     DeliveryMdc.put(consumer, d); // process() has put this delivery's already
                 }
                 DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
-                Throwable failure = timed(d, handlerTx, null, null);
+                Throwable failure = timed(d, handlerTx);
                 if (failure == null && handlerTx.misuse() != null) {
                     failure = refused(handlerTx.misuse());
                 }
@@ -281,27 +288,43 @@ final class ClaimRun {
     }
 
     /**
-     * One call of the handler with {@code d} and {@code tx}, or (when {@code tx} is null) of the batch handler
-     * with {@code batch} and {@code batchTx}, timed; its failure, or null. The arguments are passed as they
-     * are, not captured in a lambda per call (one per delivery on the per-event path).
+     * One call of the handler with {@code d} and {@code tx}, timed; its failure, or null. The arguments are
+     * passed as they are, not captured in a lambda per call (one per delivery).
      */
-    private Throwable timed(Delivery d, DefaultTx tx, List<Delivery> batch, DefaultBatchTx batchTx) {
+    private Throwable timed(Delivery d, DefaultTx tx) {
         long start = System.nanoTime();
         try {
-            if (tx != null) {
-                handler.handle(d, tx);
-            } else {
-                batchHandler.handle(List.copyOf(batch), batchTx);
-            }
+            handler.handle(d, tx);
             return null;
         } catch (Exception e) {
-            if (e instanceof StaleFencingTokenException) {
-                metrics.fenceRejected();
-            }
-            return e;
+            return handlerFailed(e);
         } finally {
-            metrics.handlerDuration().record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+            handlerTook(start);
         }
+    }
+
+    /** One call of the batch handler with {@code batch} and {@code tx}, timed; its failure, or null. */
+    private Throwable timed(List<Delivery> batch, DefaultBatchTx tx) {
+        long start = System.nanoTime();
+        try {
+            batchHandler.handle(List.copyOf(batch), tx);
+            return null;
+        } catch (Exception e) {
+            return handlerFailed(e);
+        } finally {
+            handlerTook(start);
+        }
+    }
+
+    private Exception handlerFailed(Exception e) {
+        if (e instanceof StaleFencingTokenException) {
+            metrics.fenceRejected();
+        }
+        return e;
+    }
+
+    private void handlerTook(long start) {
+        metrics.handlerDuration().record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
     }
 
     Outcome failed(Delivery d, Throwable failure) {

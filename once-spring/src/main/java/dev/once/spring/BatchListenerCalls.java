@@ -13,6 +13,8 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
+import org.springframework.transaction.support.ResourceHolderSupport;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The batch {@link IdempotentListener} methods ({@code List<…>} of records): the whole poll through the
@@ -55,9 +57,17 @@ final class BatchListenerCalls {
             }
         }
         if (invalid < 0 && !records.isEmpty()) {
+            // In a transaction the Kafka container began, the batch runs NESTED (a savepoint), so that its rollback
+            // leaves the container's transaction usable for the records one by one, where one whose event another
+            // transaction holds waits for it (IdempotentListenerInterceptor) instead of failing the whole poll.
+            boolean nested = listener.kafka() && TransactionSynchronizationManager.isActualTransactionActive();
+            List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
             try {
-                return wholeBatch(invocation, listener, records, deliveries);
+                return wholeBatch(invocation, listener, records, deliveries, nested);
             } catch (Throwable e) {
+                if (nested && !SpringTransactionProvider.unmark(unmarked)) {
+                    throw e; // a JPA transaction marked rollback-only: the container's transaction must roll back
+                }
                 log.debug(
                         "batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
                         records.size(),
@@ -96,7 +106,11 @@ final class BatchListenerCalls {
      * caller retries it one record per transaction, where that record fails on its own.
      */
     private Object wholeBatch(
-            ProxyMethodInvocation invocation, ListenerMethod listener, List<?> records, List<Delivery> deliveries)
+            ProxyMethodInvocation invocation,
+            ListenerMethod listener,
+            List<?> records,
+            List<Delivery> deliveries,
+            boolean nested)
             throws Throwable {
         Object[] args = invocation.getArguments().clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
@@ -110,7 +124,7 @@ final class BatchListenerCalls {
         BatchCall outer = CURRENT_BATCH.get();
         CURRENT_BATCH.set(call);
         try {
-            o.transactionTemplate().execute(status -> {
+            (nested ? o.nestedTransactionTemplate() : o.transactionTemplate()).execute(status -> {
                 for (Outcome r : consumer.processBatch(deliveries)) {
                     if (!r.shouldAcknowledge()) {
                         throw new IdempotentListenerInterceptor.Failed(r);

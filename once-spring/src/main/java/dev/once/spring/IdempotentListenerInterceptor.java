@@ -17,7 +17,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
+import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -234,7 +240,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // partition would be applied before it, and its offset committed even if the holder then rolls back. The
         // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
         // running the rest of its poll; without a lock timeout the claim waits for it the same way.
-        boolean waitsForHolder = own && listener.kafka();
+        boolean waitsForHolder = listener.kafka();
+        // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
+        // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
+        // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
+        // NESTED there: a savepoint in the container's database transaction (a transaction of its own if the
+        // container began none on this DataSource), rolled back to undo the timed-out claim alone, with the
+        // rollback-only marks it left on the container's resources, before the claim is tried again in the same
+        // transaction. The cost: a SAVEPOINT and a RELEASE per record, only in a container's database transaction.
+        boolean nested = waitsForHolder && !own;
+        TransactionTemplate template = nested ? o.nestedTransactionTemplate() : o.transactionTemplate();
         boolean waited = false;
         Call call;
         Outcome outcome;
@@ -253,8 +268,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     pubSub);
             Call outer = CURRENT.get();
             CURRENT.set(call);
+            List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
             try {
-                outcome = call.run(o.transactionTemplate());
+                outcome = call.run(template);
                 break;
             } catch (RuntimeException | Error e) {
                 if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
@@ -262,8 +278,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     break;
                 } else if (waitsForHolder
                         && e instanceof Failed f
-                        && f.outcome.status() == Outcome.Status.IN_PROGRESS) {
-                    waited = waitForHolder(listener, delivery, waited);
+                        && f.outcome.status() == Outcome.Status.IN_PROGRESS
+                        && (!nested || SpringTransactionProvider.unmark(unmarked))) {
+                    waited = waitForHolder(listener, delivery, waited, beanFactory);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
                 } else {
@@ -298,14 +315,31 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     /**
      * Before another try of a Kafka record whose event another transaction holds: says so once per record (at
      * WARN: a container evicted from the group for a body past {@code max.poll.interval.ms} is the usual holder)
-     * and gives up only when the thread is interrupted.
+     * and gives up when the thread is interrupted or its listener container is stopping, whose {@code stop()}
+     * would otherwise wait its shutdown timeout for a holder that may not end. Giving up throws, so that the
+     * container neither acknowledges the record nor goes on with the records after it: its error handler (or
+     * {@code AfterRollbackProcessor}) seeks back to it, and whoever owns the partition next gets it again. A
+     * failure of its own type, so that the handler (which by default counts anew when the exception changes)
+     * takes it for a first attempt rather than the last one of a count the record ran up before.
      *
      * @return true: the record has waited
+     * @throws HolderWaitAbandonedException when the thread is interrupted or its container stopping
      */
-    private static boolean waitForHolder(ListenerMethod listener, Delivery delivery, boolean waited) {
-        if (Thread.currentThread().isInterrupted()) {
-            throw new IllegalStateException("consumer '" + listener.consumer() + "' was interrupted while event '"
-                    + delivery.eventId() + "' (" + delivery.source() + ") was in progress in another transaction");
+    private static boolean waitForHolder(
+            ListenerMethod listener, Delivery delivery, boolean waited, BeanFactory beanFactory) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
+        if (interrupted || Kafka.containerStopping(beanFactory)) {
+            String why = interrupted ? "the thread was interrupted" : "its listener container is stopping";
+            log.warn(
+                    "consumer '{}': stopped waiting for event '{}' ({}), in progress in another transaction: {}; the"
+                            + " record is not acknowledged, and comes back to the partition's next owner",
+                    listener.consumer(),
+                    delivery.eventId(),
+                    delivery.source(),
+                    why);
+            throw new HolderWaitAbandonedException("consumer '" + listener.consumer() + "' stopped waiting for event '"
+                    + delivery.eventId() + "' (" + delivery.source() + "), in progress in another transaction: " + why
+                    + "; not acknowledged, the record is redelivered");
         }
         if (!waited) {
             log.warn(
@@ -318,6 +352,45 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     delivery.source());
         }
         return true;
+    }
+
+    /** A Kafka record's wait for the transaction holding its event, abandoned: the record is not acknowledged. */
+    static final class HolderWaitAbandonedException extends IllegalStateException {
+        HolderWaitAbandonedException(String message) {
+            super(message);
+        }
+    }
+
+    /** Kafka-specific pieces, loaded only for a Kafka listener's wait. */
+    private static final class Kafka {
+        /**
+         * Whether the listener container whose consumer thread this is has been told to stop. The thread is
+         * recognised by the name spring-kafka gives it ({@code <container bean name>-C-<n>}); on a thread of a
+         * listener task executor of the application's, the container is not found and only an interrupt ends the
+         * wait.
+         */
+        static boolean containerStopping(BeanFactory beanFactory) {
+            if (!(beanFactory instanceof ListableBeanFactory beans)) {
+                return false;
+            }
+            String thread = Thread.currentThread().getName();
+            for (KafkaListenerEndpointRegistry registry : beans.getBeanProvider(KafkaListenerEndpointRegistry.class)) {
+                for (MessageListenerContainer c : registry.getAllListenerContainers()) {
+                    List<? extends MessageListenerContainer> children =
+                            c instanceof ConcurrentMessageListenerContainer<?, ?> concurrent
+                                    ? concurrent.getContainers()
+                                    : List.of(c);
+                    for (MessageListenerContainer child : children) {
+                        if (child instanceof AbstractMessageListenerContainer<?, ?> a
+                                && a.getBeanName() != null
+                                && thread.startsWith(a.getBeanName() + "-C-")) {
+                            return !a.isRunning();
+                        }
+                    }
+                }
+            }
+            return false;
+        }
     }
 
     /** Whether a deferring wrapper may take the place of one of {@code listener}'s arguments. */

@@ -19,6 +19,7 @@ import java.util.Objects;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -41,6 +42,7 @@ public final class OnceSpring {
     private final PlatformTransactionManager transactionManager;
     private final SpringTransactionProvider transactions;
     private final TransactionTemplate transactionTemplate;
+    private final TransactionTemplate nestedTransactionTemplate;
     private final Dialect dialect;
     private final String tablePrefix;
     private final Duration lockTimeout;
@@ -57,6 +59,9 @@ public final class OnceSpring {
         this.transactions = SpringTransactionProvider.of(b.dataSource, b.transactionManager);
         this.transactionTemplate = new TransactionTemplate(b.transactionManager);
         this.transactionTemplate.setName("once");
+        this.nestedTransactionTemplate = new TransactionTemplate(b.transactionManager);
+        this.nestedTransactionTemplate.setName("once");
+        this.nestedTransactionTemplate.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
         this.dialect = b.dialect != null ? b.dialect : Dialects.detect(b.dataSource);
         this.tablePrefix = b.tablePrefix;
         this.lockTimeout = b.lockTimeout;
@@ -175,6 +180,16 @@ public final class OnceSpring {
     /** The template {@link IdempotentListener} methods run in: propagation REQUIRED on the transaction manager. */
     public TransactionTemplate transactionTemplate() {
         return transactionTemplate;
+    }
+
+    /**
+     * Propagation NESTED on the transaction manager: a savepoint in the transaction a Kafka listener container
+     * began, a transaction of its own when the container began none on this {@code DataSource}. A Kafka
+     * {@link IdempotentListener} call runs in it inside the container's transaction, so that a claim that timed out
+     * waiting for another transaction is undone alone and tried again, instead of failing the record.
+     */
+    TransactionTemplate nestedTransactionTemplate() {
+        return nestedTransactionTemplate;
     }
 
     public Dialect dialect() {

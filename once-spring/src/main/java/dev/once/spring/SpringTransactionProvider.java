@@ -7,6 +7,8 @@ import dev.once.tx.TransactionProvider;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.BiConsumer;
 import java.util.stream.Collectors;
@@ -210,6 +212,39 @@ public final class SpringTransactionProvider implements TransactionProvider {
         TransactionSynchronizationManager.getResourceMap().forEach(MARK_ROLLBACK_ONLY);
     }
 
+    /**
+     * The resource holders bound to this thread that are not rollback-only now: those {@link #markRollbackOnly()}
+     * would mark. Taken before a try that a savepoint may undo, so that its marks are undone with it ({@link
+     * #unmark}): Spring resets the JDBC connection's mark on a rollback to a savepoint, not the other holders', a
+     * container's Kafka transaction among them, which would then abort at commit.
+     */
+    static List<ResourceHolderSupport> unmarkedHolders() {
+        List<ResourceHolderSupport> unmarked = new ArrayList<>(4);
+        TransactionSynchronizationManager.getResourceMap().forEach((key, resource) -> {
+            if (resource instanceof ResourceHolderSupport holder && !holder.isRollbackOnly()) {
+                unmarked.add(holder);
+            }
+        });
+        return unmarked;
+    }
+
+    /**
+     * Clears the rollback-only mark of {@code holders} (from {@link #unmarkedHolders()}), after a rollback to a
+     * savepoint undid the work that marked them.
+     *
+     * @return false if a mark cannot be cleared: a JPA transaction marked rollback-only stays so, and the caller's
+     *         transaction must roll back
+     */
+    static boolean unmark(List<ResourceHolderSupport> holders) {
+        for (ResourceHolderSupport holder : holders) {
+            holder.resetRollbackOnly();
+            if (JPA_PRESENT && Jpa.markedRollbackOnly(holder)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static final BiConsumer<Object, Object> MARK_ROLLBACK_ONLY = (key, resource) -> {
         if (resource instanceof ResourceHolderSupport holder) {
             holder.setRollbackOnly();
@@ -220,6 +255,14 @@ public final class SpringTransactionProvider implements TransactionProvider {
     };
 
     private static final class Jpa {
+        static boolean markedRollbackOnly(Object resource) {
+            if (resource instanceof org.springframework.orm.jpa.EntityManagerHolder holder) {
+                var tx = holder.getEntityManager().getTransaction();
+                return tx.isActive() && tx.getRollbackOnly();
+            }
+            return false;
+        }
+
         static void markRollbackOnly(Object resource) {
             if (resource instanceof org.springframework.orm.jpa.EntityManagerHolder holder) {
                 var tx = holder.getEntityManager().getTransaction();

@@ -11,7 +11,12 @@ import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -44,6 +49,7 @@ import org.springframework.context.annotation.AnnotationConfigApplicationContext
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
@@ -53,7 +59,10 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ContainerProperties.AckMode;
+import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.transaction.ChainedKafkaTransactionManager;
+import org.springframework.kafka.transaction.KafkaTransactionManager;
 import org.springframework.util.backoff.FixedBackOff;
 
 /**
@@ -83,6 +92,9 @@ class KafkaSlowListenerRebalanceTest {
     static Body body;
     static MeterRegistry meters;
     static AnnotationConfigApplicationContext context;
+    // claims whose wait for the held event timed out: the in_progress meter hears of a try in the container's
+    // database transaction only when that transaction ends
+    static final AtomicInteger lockTimeouts = new AtomicInteger();
 
     enum Timing {
         /** the default: the claim is the transaction's first statement, a copy waits on it */
@@ -91,6 +103,18 @@ class KafkaSlowListenerRebalanceTest {
         CLAIM_FIRST_LOCK_TIMEOUT,
         /** {@code ClaimTiming.AT_COMMIT}: no claim held while the body runs */
         AT_COMMIT
+    }
+
+    /** What the container runs each listener call in (its {@code ContainerProperties.transactionManager}). */
+    enum ContainerTx {
+        /** nothing: the listener's call begins its own transaction */
+        NONE,
+        /** a {@code JdbcTransactionManager}: the claim joins the container's database transaction */
+        JDBC,
+        /** a {@code KafkaTransactionManager}: offsets sent in the container's Kafka transaction */
+        KAFKA,
+        /** a {@code ChainedKafkaTransactionManager} of both: Kafka's transaction and the database's, begun by the container */
+        CHAINED
     }
 
     enum Release {
@@ -104,9 +128,22 @@ class KafkaSlowListenerRebalanceTest {
      * @param batchListener the listeners take the poll's {@code List} (claimed in one statement, and one record per
      *                      transaction after a failure); never with the claim at commit, which refuses them, nor
      *                      with {@code AckMode.RECORD}, which spring-kafka refuses for them
+     * @param containerTx   the container's transaction manager; never with the claim at commit, which only a call's
+     *                      own transaction has (in the container's it is the claim first)
      */
     record Scenario(
-            Timing timing, boolean batchListener, AckMode ackMode, int held, boolean heldFails, Release release) {}
+            Timing timing,
+            boolean batchListener,
+            AckMode ackMode,
+            int held,
+            boolean heldFails,
+            Release release,
+            ContainerTx containerTx) {
+
+        Scenario(Timing timing, boolean batchListener, AckMode ackMode, int held, boolean heldFails, Release release) {
+            this(timing, batchListener, ackMode, held, heldFails, release, ContainerTx.NONE);
+        }
+    }
 
     @AfterTry
     void close() {
@@ -181,6 +218,82 @@ class KafkaSlowListenerRebalanceTest {
         assertHeldEventAppliedBy("b");
     }
 
+    /**
+     * The container runs the listener in its own transaction ({@code JdbcTransactionManager}: the claim joins it) and
+     * the claim's wait for the held event times out more times than the container's {@code AfterRollbackProcessor}
+     * tries: it must not get the chance to skip the event either.
+     */
+    @Example
+    void aContainersDatabaseTransactionNeverSkipsAnEventInProgressElsewhere() {
+        run(new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, ContainerTx.JDBC));
+        assertHeldEventAppliedBy("b");
+    }
+
+    /** The same in a container's Kafka transaction (the listener call's database transaction is its own). */
+    @Example
+    void aContainersKafkaTransactionNeverSkipsAnEventInProgressElsewhere() {
+        run(new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, ContainerTx.KAFKA));
+        assertHeldEventAppliedBy("b");
+    }
+
+    /**
+     * The same in both, chained: the claim joins the container's database transaction, offsets go in Kafka's (which
+     * container applies the held event is not told here: b, evicted in turn while it waits, may lose its Kafka
+     * commit and the partition to a).
+     */
+    @Example
+    void chainedContainerTransactionsNeverSkipAnEventInProgressElsewhere() {
+        run(new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, ContainerTx.CHAINED));
+    }
+
+    /** MariaDB, where a timed-out claim rolls back only its statement, in the container's database transaction. */
+    @Example
+    void onMariaDbAContainersDatabaseTransactionNeverSkipsAnEventInProgressElsewhere() {
+        mariaDb = true;
+        run(new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, ContainerTx.JDBC));
+        assertHeldEventAppliedBy("b");
+    }
+
+    /**
+     * The container stopped while its listener waits for the held event: the wait ends with the stop (before the fix
+     * the listener's thread waited for the holder, and {@code stop} its shutdown timeout and then left the thread
+     * waiting), the record is neither skipped nor acknowledged, and once the container starts again the partition's
+     * next owner applies it exactly once, in order.
+     */
+    @Example
+    void aContainerStoppedWhileItsListenerWaitsLeavesTheRecordToTheNextOwner() {
+        stopWhileWaiting(ContainerTx.NONE);
+    }
+
+    /** The same in the container's database transaction: the wait ends, the container's transaction rolls back. */
+    @Example
+    void aContainerStoppedWhileItsListenerWaitsInItsTransactionLeavesTheRecordToTheNextOwner() {
+        stopWhileWaiting(ContainerTx.JDBC);
+    }
+
+    private void stopWhileWaiting(ContainerTx containerTx) {
+        Scenario s = new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, containerTx);
+        start(s);
+        await().atMost(Duration.ofSeconds(30)).until(() -> lockTimeouts.get() > 4); // b waits for the held event
+        CountDownLatch stopped = new CountDownLatch(1);
+        registry().getListenerContainer("b").stop(stopped::countDown);
+        await().atMost(Duration.ofSeconds(5))
+                .alias("b's stop, well within its shutdown timeout of 10 s")
+                .until(() -> stopped.getCount() == 0);
+        assertThat(committed())
+                .as("offsets committed past the record b waited for")
+                .isZero();
+        body.finish(true);
+        registry().getListenerContainer("b").start();
+        settle();
+        assertExactlyOnceInOrder(s); // applied by b or by a, back in the group: whoever owns the partition next
+    }
+
     @Property(tries = 4, shrinking = ShrinkingMode.OFF, edgeCases = EdgeCasesMode.NONE)
     void aBodyPastMaxPollIntervalNeitherLosesNorAppliesTwiceNorReorders(@ForAll("scenarios") Scenario s) {
         run(s);
@@ -194,12 +307,22 @@ class KafkaSlowListenerRebalanceTest {
                         Arbitraries.of(AckMode.BATCH, AckMode.RECORD),
                         Arbitraries.integers().between(1, 3),
                         Arbitraries.of(true, false),
-                        Arbitraries.of(Release.class))
-                .as((timing, batch, ackMode, held, fails, release) -> {
+                        Arbitraries.of(Release.class),
+                        Arbitraries.of(ContainerTx.class))
+                .as((drawn, batch, ackMode, held, fails, release, containerTx) -> {
+                    // the claim at commit is for a call's own transaction: in the container's it is the claim first
+                    Timing timing =
+                            containerTx != ContainerTx.NONE && drawn == Timing.AT_COMMIT ? Timing.CLAIM_FIRST : drawn;
                     boolean batchListener = batch && timing != Timing.AT_COMMIT;
                     // a batch listener's offsets are committed per poll: spring-kafka refuses RECORD for it
                     return new Scenario(
-                            timing, batchListener, batchListener ? AckMode.BATCH : ackMode, held, fails, release);
+                            timing,
+                            batchListener,
+                            batchListener ? AckMode.BATCH : ackMode,
+                            held,
+                            fails,
+                            release,
+                            containerTx);
                 });
     }
 
@@ -213,8 +336,9 @@ class KafkaSlowListenerRebalanceTest {
             case B_STUCK ->
                 switch (s.timing()) {
                     case CLAIM_FIRST -> blockedBehindHolder() > 0;
-                    // more tries than the error handler's three: before the fix it had skipped the held event by then
-                    case CLAIM_FIRST_LOCK_TIMEOUT -> inProgress() > 4 || appliedBy("b") > 0;
+                    // more tries than the error handler's three, room left for an eviction of b that starts its count
+                    // again: before the fix it had skipped the held event by then
+                    case CLAIM_FIRST_LOCK_TIMEOUT -> lockTimeouts.get() > 8 || appliedBy("b") > 0;
                     case AT_COMMIT -> db.queryLong("SELECT count(*) FROM ledger WHERE seq = " + EVENTS) > 0;
                 };
         });
@@ -233,6 +357,7 @@ class KafkaSlowListenerRebalanceTest {
                 : TestPostgres.shared().freshDatabase(8);
         db.execute("CREATE TABLE ledger (seq int NOT NULL, container text NOT NULL, prev_committed boolean NOT NULL)");
         body = new Body(s.held());
+        lockTimeouts.set(0);
         meters = new SimpleMeterRegistry();
         context = new AnnotationConfigApplicationContext(
                 Config.class,
@@ -462,13 +587,52 @@ class KafkaSlowListenerRebalanceTest {
         }
     }
 
+    /** {@code ds}, counting in {@link #lockTimeouts} the statements that fail for a lock wait timeout. */
+    static DataSource countingLockTimeouts(DataSource ds) {
+        return new DelegatingDataSource(ds) {
+            @Override
+            public Connection getConnection() throws SQLException {
+                return counting(Connection.class, super.getConnection());
+            }
+        };
+    }
+
+    /** {@code target} behind {@code type}, its statements counted too. */
+    @SuppressWarnings("unchecked")
+    private static <T> T counting(Class<T> type, T target) {
+        return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (proxy, m, args) -> {
+            try {
+                Object r = m.invoke(target, args);
+                return r instanceof Statement && m.getReturnType().isInterface()
+                        ? counting((Class<Object>) m.getReturnType(), r)
+                        : r;
+            } catch (InvocationTargetException e) {
+                if (e.getCause() instanceof SQLException sql
+                        && ("55P03".equals(sql.getSQLState()) || sql.getErrorCode() == 1205)) {
+                    lockTimeouts.incrementAndGet();
+                }
+                throw e.getCause();
+            }
+        }));
+    }
+
+    /** Transactions of a producer of their own (the test's sends are not transactional). */
+    private static KafkaTransactionManager<String, String> kafkaTransactions() {
+        var producers = new DefaultKafkaProducerFactory<String, String>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
+                ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
+                ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class));
+        producers.setTransactionIdPrefix(GROUP + "-tx-");
+        return new KafkaTransactionManager<>(producers);
+    }
+
     @Configuration(proxyBeanMethods = false)
     @EnableKafka
     @EnableIdempotentListeners
     static class Config {
         @Bean
         DataSource dataSource() {
-            return db.dataSource();
+            return countingLockTimeouts(db.dataSource());
         }
 
         @Bean
@@ -501,7 +665,9 @@ class KafkaSlowListenerRebalanceTest {
 
         /** The scenario's ack mode, short timeouts, and an error handler that gives up after 3 tries. */
         @Bean
-        ConcurrentKafkaListenerContainerFactory<String, String> kafkaListenerContainerFactory() {
+        @SuppressWarnings("deprecation") // ChainedKafkaTransactionManager: still the way to chain both in a container
+        ConcurrentKafkaListenerContainerFactory<String, String> kafkaListenerContainerFactory(
+                JdbcTransactionManager jdbc) {
             var f = new ConcurrentKafkaListenerContainerFactory<String, String>();
             f.setConsumerFactory(new DefaultKafkaConsumerFactory<>(Map.of(
                     ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
@@ -522,6 +688,17 @@ class KafkaSlowListenerRebalanceTest {
             f.getContainerProperties().setAckMode(scenario.ackMode());
             f.setBatchListener(scenario.batchListener());
             f.setCommonErrorHandler(new DefaultErrorHandler(new FixedBackOff(0, 2)));
+            // a failed call in the container's transaction goes to its AfterRollbackProcessor instead: 3 tries too
+            f.setAfterRollbackProcessor(new DefaultAfterRollbackProcessor<>(new FixedBackOff(0, 2)));
+            switch (scenario.containerTx()) {
+                case NONE -> {}
+                case JDBC -> f.getContainerProperties().setTransactionManager(jdbc);
+                case KAFKA -> f.getContainerProperties().setKafkaAwareTransactionManager(kafkaTransactions());
+                case CHAINED ->
+                    f.getContainerProperties()
+                            .setKafkaAwareTransactionManager(
+                                    new ChainedKafkaTransactionManager<>(kafkaTransactions(), jdbc));
+            }
             return f;
         }
     }
