@@ -60,7 +60,9 @@ final class BatchListenerCalls {
             // In a transaction the Kafka container began, the batch runs NESTED (a savepoint), so that its rollback
             // leaves the container's transaction usable for the records one by one, where one whose event another
             // transaction holds waits for it (IdempotentListenerInterceptor) instead of failing the whole poll.
-            boolean nested = listener.kafka() && TransactionSynchronizationManager.isActualTransactionActive();
+            boolean nested = listener.kafka()
+                    && TransactionSynchronizationManager.isActualTransactionActive()
+                    && once.get().nestedTransactionTemplate() != null;
             List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
             try {
                 return wholeBatch(invocation, listener, records, deliveries, nested);

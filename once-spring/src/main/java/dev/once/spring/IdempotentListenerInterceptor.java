@@ -240,7 +240,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // partition would be applied before it, and its offset committed even if the holder then rolls back. The
         // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
         // running the rest of its poll; without a lock timeout the claim waits for it the same way.
-        boolean waitsForHolder = listener.kafka();
+        boolean nested = listener.kafka() && !own && o.nestedTransactionTemplate() != null;
+        boolean waitsForHolder = listener.kafka() && (own || nested);
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -248,7 +249,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // container began none on this DataSource), rolled back to undo the timed-out claim alone, with the
         // rollback-only marks it left on the container's resources, before the claim is tried again in the same
         // transaction. The cost: a SAVEPOINT and a RELEASE per record, only in a container's database transaction.
-        boolean nested = waitsForHolder && !own;
+        // Not where the transaction manager refuses NESTED (JPA's and JTA's as they come): the call joins there, and
+        // IN_PROGRESS fails the record as before.
         TransactionTemplate template = nested ? o.nestedTransactionTemplate() : o.transactionTemplate();
         boolean waited = false;
         Call call;

@@ -20,6 +20,7 @@ import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.support.AbstractPlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -59,9 +60,7 @@ public final class OnceSpring {
         this.transactions = SpringTransactionProvider.of(b.dataSource, b.transactionManager);
         this.transactionTemplate = new TransactionTemplate(b.transactionManager);
         this.transactionTemplate.setName("once");
-        this.nestedTransactionTemplate = new TransactionTemplate(b.transactionManager);
-        this.nestedTransactionTemplate.setName("once");
-        this.nestedTransactionTemplate.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
+        this.nestedTransactionTemplate = allowsNested(b.transactionManager) ? nested(b.transactionManager) : null;
         this.dialect = b.dialect != null ? b.dialect : Dialects.detect(b.dataSource);
         this.tablePrefix = b.tablePrefix;
         this.lockTimeout = b.lockTimeout;
@@ -186,10 +185,24 @@ public final class OnceSpring {
      * Propagation NESTED on the transaction manager: a savepoint in the transaction a Kafka listener container
      * began, a transaction of its own when the container began none on this {@code DataSource}. A Kafka
      * {@link IdempotentListener} call runs in it inside the container's transaction, so that a claim that timed out
-     * waiting for another transaction is undone alone and tried again, instead of failing the record.
+     * waiting for another transaction is undone alone and tried again, instead of failing the record. Null when the
+     * transaction manager refuses nested transactions (a {@code JpaTransactionManager} or a {@code
+     * JtaTransactionManager} as they come): there the call joins the open transaction as before, which NESTED would
+     * have failed on every record.
      */
     TransactionTemplate nestedTransactionTemplate() {
         return nestedTransactionTemplate;
+    }
+
+    private static boolean allowsNested(PlatformTransactionManager tm) {
+        return tm instanceof AbstractPlatformTransactionManager a && a.isNestedTransactionAllowed();
+    }
+
+    private static TransactionTemplate nested(PlatformTransactionManager tm) {
+        TransactionTemplate t = new TransactionTemplate(tm);
+        t.setName("once");
+        t.setPropagationBehavior(TransactionDefinition.PROPAGATION_NESTED);
+        return t;
     }
 
     public Dialect dialect() {

@@ -62,6 +62,11 @@ class JpaTransactionTest {
         }
 
         @Bean
+        KafkaPayments kafkaPayments(PaymentRepository payments, JdbcTemplate jdbc) {
+            return new KafkaPayments(payments, jdbc);
+        }
+
+        @Bean
         DataSource dataSource() {
             return db.dataSource();
         }
@@ -157,6 +162,47 @@ class JpaTransactionTest {
             jdbc.update("UPDATE ledger SET balance = balance + 20 WHERE account = 'acc'");
             outbox.add("https://psp.example/charges", "acc", new byte[0], Map.of(), "charge:" + paymentId);
         }
+    }
+
+    /** A Kafka listener's method, called here in a transaction of the caller's as a container's would run it. */
+    public static class KafkaPayments {
+        private final PaymentRepository payments;
+        private final JdbcTemplate jdbc;
+
+        KafkaPayments(PaymentRepository payments, JdbcTemplate jdbc) {
+            this.payments = payments;
+            this.jdbc = jdbc;
+        }
+
+        @org.springframework.kafka.annotation.KafkaListener(topics = "payments", autoStartup = "false")
+        @IdempotentListener(consumer = "jpa-kafka", eventId = "#p0")
+        public void on(String paymentId) {
+            payments.save(new Payment(paymentId, 20));
+            jdbc.update("UPDATE ledger SET balance = balance + 20 WHERE account = 'acc'");
+        }
+    }
+
+    /**
+     * A Kafka listener in a JPA transaction already open (a container's {@code JpaTransactionManager}, or the
+     * method's own {@code @Transactional}): the claim joins it. It once ran each call {@code NESTED} there, which
+     * a {@code JpaTransactionManager} refuses by default, so every record failed.
+     */
+    @Test
+    void aKafkaListenerInAnOpenJpaTransactionJoinsIt() {
+        KafkaPayments listener = context.getBean(KafkaPayments.class);
+        JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+        TransactionTemplate tt =
+                new TransactionTemplate(context.getBean(OnceSpring.class).transactionManager());
+        long before = jdbc.queryForObject("SELECT balance FROM ledger", Long.class);
+
+        tt.executeWithoutResult(s -> listener.on("jpa-kafka-1"));
+        tt.executeWithoutResult(s -> listener.on("jpa-kafka-1"));
+
+        assertThat(db.queryLong("SELECT count(*) FROM payment WHERE id = 'jpa-kafka-1'"))
+                .isEqualTo(1);
+        assertThat(jdbc.queryForObject("SELECT balance FROM ledger", Long.class) - before)
+                .as("applied once")
+                .isEqualTo(20);
     }
 
     /**
