@@ -19,6 +19,8 @@ final class CountingDataSource {
 
     private final AtomicInteger connections = new AtomicInteger();
     private final AtomicInteger outboxInserts = new AtomicInteger();
+    private final AtomicInteger commits = new AtomicInteger();
+    private final AtomicInteger rollbacks = new AtomicInteger();
     private final List<String> prepared = new CopyOnWriteArrayList<>();
     private final DataSource dataSource;
 
@@ -47,6 +49,12 @@ final class CountingDataSource {
                                     .matches("(?s)insert\\s+into\\s+[\"`]?\\w*outbox[\"`]?\\s.*")) {
                         outboxInserts.incrementAndGet();
                     }
+                    if (method.getName().equals("commit") && method.getParameterCount() == 0) {
+                        commits.incrementAndGet();
+                    }
+                    if (method.getName().equals("rollback") && method.getParameterCount() == 0) {
+                        rollbacks.incrementAndGet();
+                    }
                     return invoke(method, target, args);
                 });
     }
@@ -74,6 +82,16 @@ final class CountingDataSource {
         return outboxInserts.get();
     }
 
+    /** {@code Connection.commit()} calls since the last reset. */
+    int commits() {
+        return commits.get();
+    }
+
+    /** {@code Connection.rollback()} calls (not to a savepoint) since the last reset. */
+    int rollbacks() {
+        return rollbacks.get();
+    }
+
     /** Every statement prepared on the connections since the last reset, in order. */
     List<String> prepared() {
         return List.copyOf(prepared);
@@ -83,5 +101,7 @@ final class CountingDataSource {
         prepared.clear();
         connections.set(0);
         outboxInserts.set(0);
+        commits.set(0);
+        rollbacks.set(0);
     }
 }

@@ -196,7 +196,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      */
     private static void handle(Delivery delivery, Tx tx) throws Exception {
         Call call = CURRENT.get();
-        PhysicalTransaction state = PhysicalTransaction.current(call.transactions.stateKey());
+        // The state the call bound when it drives it (its own transaction): no look in Spring's resource map
+        PhysicalTransaction state =
+                call.owned != null ? call.owned : PhysicalTransaction.current(call.transactions.stateKey());
         Tx outer = state.listenerTx(tx);
         ConfinedConnectionHolder confined =
                 call.confine ? ConfinedConnectionHolder.bind(call.transactions.key(), tx.connection(), state) : null;

@@ -40,7 +40,36 @@ final class PhysicalTransaction implements TransactionSynchronization {
      * transaction. Equal for equal DataSources; each provider makes its own once ({@link
      * SpringTransactionProvider#stateKey()}), so the looks per delivery allocate none.
      */
-    record Key(DataSource dataSource) {}
+    static final class Key {
+        private final DataSource dataSource;
+
+        Key(DataSource dataSource) {
+            this.dataSource = dataSource;
+        }
+
+        DataSource dataSource() {
+            return dataSource;
+        }
+
+        // Written out rather than a record's: Spring's resource map hashes and compares this key on every look
+        // (several per listener call), and the usual match is the provider's own instance. The same DataSource
+        // is equal before its equals is asked, as a record's Objects.equals has it: a proxy DataSource may
+        // forward equals to its target, which is not equal to the proxy.
+        @Override
+        public boolean equals(Object o) {
+            return o == this || (o instanceof Key k && (dataSource == k.dataSource || dataSource.equals(k.dataSource)));
+        }
+
+        @Override
+        public int hashCode() {
+            return dataSource.hashCode();
+        }
+
+        @Override
+        public String toString() {
+            return "once state of " + dataSource;
+        }
+    }
 
     private final Key key;
     private final JoinedTransaction joined = JoinedTransaction.checkingBeforeCommit();

@@ -20,8 +20,10 @@ import org.springframework.context.ConfigurableApplicationContext;
  * The spring suite's per-record listeners called in a loop on this thread, without Kafka: the bytes
  * and CPU each listener call costs (interceptor or {@code @Transactional} proxy, engine, driver), paired
  * in alternating blocks. A copy of an event ten before it after every twentieth, as the suite publishes.
- * {@code java -cp <test classpath> dev.once.bench.SpringListenerProbe <jdbc url> [events per row]}
- * ({@code -Dprobe.only=once-record} for one row, under a profiler).
+ * {@code java -cp once-bench/target/once-bench.jar dev.once.bench.SpringListenerProbe <jdbc url> [events per row]}
+ * ({@code -Dprobe.only=once-record} for one row, under a profiler). The last line, {@code PROBE ratio}, is
+ * once's CPU and bytes per event over the hand-written {@code processed_events} listener's in the same
+ * process: the figures to read on a loaded machine, where events/s say nothing (docs/benchmarks.md).
  */
 final class SpringListenerProbe {
 
@@ -113,6 +115,16 @@ final class SpringListenerProbe {
                         (double) t[1] / t[3],
                         t[4] / 1e3 / Math.max(1, t[7]),
                         (double) t[5] / Math.max(1, t[7]));
+            }
+            long[] once = totals.get("once-record");
+            long[] processed = totals.get("processed-events");
+            if (once != null && processed != null) {
+                // paired blocks of one run: the ratio is what holds from run to run, not either figure alone
+                System.out.printf(
+                        Locale.ROOT,
+                        "PROBE ratio once-record/processed-events cpu=%.3f bytes=%.3f (per event, fresh and copies)%n",
+                        (double) (once[0] + once[4]) / (processed[0] + processed[4]),
+                        (double) (once[1] + once[5]) / (processed[1] + processed[5]));
             }
         }
     }
