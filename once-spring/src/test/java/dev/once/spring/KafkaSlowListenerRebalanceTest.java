@@ -219,12 +219,14 @@ class KafkaSlowListenerRebalanceTest {
 
     /**
      * The same with batch listeners: the new owner's batch claim times out, the batch is retried one record per
-     * transaction, and the held event's record waits there (before the fix: skipped as in the record listener).
+     * transaction, and the held event's record waits there (before the fix: skipped as in the record listener,
+     * out_of_order=1, which {@link #run} asserts). Which container applies the held event is not told here: b,
+     * evicted in turn while it waits, races a, whose error handler retries the failed batch without polling; on a
+     * loaded machine a won (seen twice, exactly once and in order both times).
      */
     @Example
     void aBatchListenerWithALockTimeoutNeverSkipsAnEventInProgressElsewhere() {
         run(new Scenario(Timing.CLAIM_FIRST_LOCK_TIMEOUT, true, AckMode.BATCH, 1, true, Release.B_STUCK));
-        assertHeldEventAppliedBy("b");
     }
 
     /**
