@@ -50,12 +50,17 @@ final class RelayProbe {
         try (BenchPostgres postgres = BenchPostgres.embedded(Map.of(
                 "shared_preload_libraries", "pg_stat_statements",
                 "pg_stat_statements.track_utility", "on",
-                "pg_stat_statements.track", "all"))) {
+                "pg_stat_statements.track", "all",
+                "pg_stat_statements.track_planning", "on"))) {
             admin(postgres, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
             if (!what.equals("load")) {
                 for (int round = 0; round < 2; round++) { // the first warms the JVM and the server's caches
                     drain(postgres, round == 0 ? Math.min(rows, 50_000) : rows, round == 1);
                 }
+            }
+            if (what.equals("poll")) {
+                poll(postgres, rows);
+                return;
             }
             if (!what.equals("drain")) {
                 load(postgres, txPerSecond, Math.min(3, seconds), false);
@@ -126,6 +131,39 @@ final class RelayProbe {
                         trips.summary(n));
                 statements(postgres, n);
             }
+        }
+    }
+
+    /** A poll that finds nothing (what every relay a NOTIFY wakes but one does): its cost, {@code n} polls on one thread. */
+    private static void poll(BenchPostgres postgres, int n) throws Exception {
+        try (BenchPostgres.Db db = postgres.freshDatabase(2)) {
+            RoundTrips trips = new RoundTrips();
+            OutboxRelay relay = relay(trips.dataSource(db.dataSource()), 0);
+            for (int round = 0; round < 3; round++) {
+                admin(postgres, "SELECT pg_stat_statements_reset()");
+                trips.reset();
+                long ticks0 = postgres.serverCpuTicks();
+                long c0 = THREADS.getCurrentThreadCpuTime();
+                long b0 = THREADS.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < n; i++) {
+                    relay.relayOnce();
+                }
+                long cpu = THREADS.getCurrentThreadCpuTime() - c0;
+                long bytes = THREADS.getCurrentThreadAllocatedBytes() - b0;
+                long ticks = postgres.serverCpuTicks() - ticks0;
+                System.out.printf(
+                        Locale.ROOT,
+                        "poll (nothing to send): %d polls; per poll: relay thread CPU %.1f us, allocated %d bytes,"
+                                + " database server %.1f us; round trips %.2f (%s)%n",
+                        n,
+                        cpu / 1e3 / n,
+                        bytes / n,
+                        ticks * 1e4 / n,
+                        trips.total() / (double) n,
+                        trips.summary(n));
+            }
+            statements(postgres, n);
+            relay.close();
         }
     }
 
@@ -268,19 +306,21 @@ final class RelayProbe {
         try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
                 Statement s = c.createStatement();
                 ResultSet rs = s.executeQuery("SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read,"
-                        + " shared_blks_dirtied, wal_records, wal_bytes, query FROM pg_stat_statements"
+                        + " shared_blks_dirtied, wal_records, wal_bytes, plans, total_plan_time, query FROM pg_stat_statements"
                         + " WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 14")) {
             while (rs.next()) {
                 System.out.printf(
                         Locale.ROOT,
-                        "  %8.4f calls  %7.2f us  %6.2f blks  %5.2f dirtied  %5.2f wal  %6.1f B   %s%n",
+                        "  %8.4f calls  %7.2f us  %6.2f blks  %5.2f dirtied  %5.2f wal  %6.1f B  %6.4f plans %7.2f us   %s%n",
                         rs.getLong(1) / (double) n,
                         rs.getDouble(2) * 1e3 / n,
                         rs.getLong(3) / (double) n,
                         rs.getLong(4) / (double) n,
                         rs.getLong(5) / (double) n,
                         rs.getLong(6) / (double) n,
-                        abbreviate(rs.getString(7)));
+                        rs.getLong(7) / (double) n,
+                        rs.getDouble(8) * 1e3 / n,
+                        abbreviate(rs.getString(9)));
             }
         }
     }
@@ -359,7 +399,14 @@ final class RelayProbe {
             });
         }
 
-        private static String kind(String sql) {
+        private final Map<String, String> kinds = new ConcurrentHashMap<>();
+
+        // Cached: the regular expression per call cost more than the relay's own code.
+        private String kind(String sql) {
+            return kinds.computeIfAbsent(sql, RoundTrips::kindOf);
+        }
+
+        private static String kindOf(String sql) {
             String s = sql.strip().replaceAll("\\s+", " ");
             if (s.contains("FOR UPDATE SKIP LOCKED") && s.contains("pred")) {
                 return "lock";
