@@ -35,7 +35,8 @@ import javax.sql.DataSource;
  * RelaySuite#RELAYS} relays, batch {@value RelaySuite#BATCH}, rows over {@value RelaySuite#KEYS}
  * keys) and for started relays at an offered load (writers commit transactions of {@value
  * RelaySuite#ROWS_PER_TX} rows; LISTEN/NOTIFY wake-ups). Issue 21 item 5.
- * {@code java -cp <test classpath> dev.once.bench.RelayProbe [drain|load|both] [rows] [tx/s] [seconds]}.
+ * {@code java -cp <test classpath> dev.once.bench.RelayProbe [drain|load|both|poll] [rows or polls] [tx/s] [seconds]}
+ * ({@code poll}: a poll that finds nothing, the cost of every relay a NOTIFY wakes but the one that takes the rows).
  */
 final class RelayProbe {
 
