@@ -308,7 +308,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     o.transactions().stateKey());
         }
         if (pubSub != null) {
-            pubSub.settle(true);
+            pubSub.settleAfterCommit(o.transactions().stateKey());
         }
         if (outcome.status() == Outcome.Status.DUPLICATE) {
             log.debug(
