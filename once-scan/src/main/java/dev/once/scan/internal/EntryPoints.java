@@ -1563,10 +1563,11 @@ final class EntryPoints {
     private void recordPullLoops() {
         for (Repo.Source s : repo.sources()) {
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
-                if (call.getScope().isEmpty()
-                        || call.getScope().get().isThisExpr()
-                        || !(PULL.matcher(call.getNameAsString()).matches() || wrapsPoll(call))
-                        || insideEntry(call)) {
+                if (call.getScope().isEmpty() || call.getScope().get().isThisExpr()) {
+                    continue;
+                }
+                boolean named = PULL.matcher(call.getNameAsString()).matches();
+                if (named && insideEntry(call)) {
                     continue;
                 }
                 com.github.javaparser.ast.type.Type pulled = null;
@@ -1584,13 +1585,18 @@ final class EntryPoints {
                         .flatMap(Optional::stream)
                         .findFirst()
                         .orElse(null);
+                if (r == null) {
+                    continue;
+                }
                 Node body = loopOrMethod(call);
                 MethodDeclaration m =
                         Types.ancestor(call, MethodDeclaration.class).orElse(null);
-                if (r == null
-                        || body == null
+                if (body == null
                         || m == null
-                        || body == m.getBody().orElse(null)) {
+                        || body == m.getBody().orElse(null)
+                        // a method of any other name, only once the record type says it pulls (resolving the wrapper
+                        // costs a type look-up)
+                        || !named && (insideEntry(call) || !wrapsPoll(call))) {
                     continue;
                 }
                 Entry e = add(s, r.kind() + " pull loop", r.broker(), owner(call), call, body, call);
