@@ -51,6 +51,22 @@ final class BenchPostgres implements AutoCloseable {
         return new BenchPostgres(pg.getJdbcUrl("postgres", "postgres"), pg);
     }
 
+    /**
+     * Starts an embedded, durable server as {@link #start} does, with {@code settings} on top (a
+     * probe preloads {@code pg_stat_statements} this way; the suites never do).
+     */
+    static BenchPostgres embedded(Map<String, String> settings) throws IOException {
+        var builder = EmbeddedPostgres.builder()
+                .setServerConfig("fsync", "on")
+                .setServerConfig("synchronous_commit", "on")
+                .setServerConfig("full_page_writes", "on")
+                .setServerConfig("max_connections", "300")
+                .setServerConfig("shared_buffers", "256MB");
+        settings.forEach(builder::setServerConfig);
+        EmbeddedPostgres pg = builder.start();
+        return new BenchPostgres(pg.getJdbcUrl("postgres", "postgres"), pg);
+    }
+
     boolean isEmbedded() {
         return embedded != null;
     }

@@ -34,15 +34,18 @@ final class RelayPhases {
     private final AtomicLong commit = new AtomicLong();
     private final AtomicLong connect = new AtomicLong();
     private final AtomicLong calls = new AtomicLong();
+    private final AtomicLong trips = new AtomicLong();
     // This thread's times in the batch under way (publish, lock, mark, commit, connect) and its
     // publishAll calls (a batch's waves; each waits for the one before): added to
     // the totals when the batch handed rows, dropped for a batch that found none (a drain's last
     // lock query passes over every row still held and would count as a batch's).
-    private final ThreadLocal<long[]> current = ThreadLocal.withInitial(() -> new long[6]);
+    // And its round trips to the database (statement executions, commits and rollbacks: pgjdbc sends a
+    // string of statements or a JDBC batch in one).
+    private final ThreadLocal<long[]> current = ThreadLocal.withInitial(() -> new long[7]);
 
     /** Counts from now on: the warm-up batch is not counted. */
     void reset() {
-        for (AtomicLong a : List.of(batches, inBatches, inPublish, lock, mark, commit, connect, calls)) {
+        for (AtomicLong a : List.of(batches, inBatches, inPublish, lock, mark, commit, connect, calls, trips)) {
             a.set(0);
         }
     }
@@ -58,6 +61,7 @@ final class RelayPhases {
             commit.addAndGet(c[3]);
             connect.addAndGet(c[4]);
             calls.addAndGet(c[5]);
+            trips.addAndGet(c[6]);
             batches.incrementAndGet();
         }
         Arrays.fill(c, 0);
@@ -104,6 +108,9 @@ final class RelayPhases {
         return proxy(Connection.class, c, (m, a, r, nanos) -> {
             if (m.equals("commit")) {
                 current.get()[3] += nanos;
+                current.get()[6]++;
+            } else if (m.equals("rollback")) {
+                current.get()[6]++;
             } else if (m.equals("prepareStatement")) {
                 // The relay's two prepared statements of a batch: the lock query (FOR UPDATE; it
                 // and the mark may both open with WITH), and the mark.
@@ -111,6 +118,7 @@ final class RelayPhases {
                 return proxy(PreparedStatement.class, (PreparedStatement) r, (sm, sa, sr, sn) -> {
                     if (sm.startsWith("execute")) {
                         current.get()[into] += sn;
+                        current.get()[6]++;
                     }
                     return sr;
                 });
@@ -119,6 +127,7 @@ final class RelayPhases {
                 return proxy(Statement.class, (Statement) r, (sm, sa, sr, sn) -> {
                     if (sm.startsWith("execute")) {
                         current.get()[1] += sn;
+                        current.get()[6]++;
                     }
                     return sr;
                 });
@@ -139,7 +148,7 @@ final class RelayPhases {
                 Locale.ROOT,
                 "%d batches of %d rows on average in %.1f publishAll calls (waves); per batch %.1f ms from publishAll to the last acknowledgement,"
                         + " %.1f ms with nothing in flight: lock query %.1f, mark %.1f, commit %.1f, taking a"
-                        + " connection %.1f, the relay's own code %.1f",
+                        + " connection %.1f, the relay's own code %.1f; %.2f round trips to the database per batch",
                 n,
                 rows / n,
                 calls.get() / (double) n,
@@ -149,7 +158,8 @@ final class RelayPhases {
                 mark.get() / 1e6 / n,
                 commit.get() / 1e6 / n,
                 connect.get() / 1e6 / n,
-                rest - db);
+                rest - db,
+                trips.get() / (double) n);
     }
 
     @FunctionalInterface

@@ -54,6 +54,8 @@ public final class OutboxRepository {
     private final String discardSql;
     private final Dialect dialect;
     private final String prefix;
+    // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
+    private final boolean together;
 
     public OutboxRepository(Dialect dialect, String prefix) {
         this.insertSql = dialect.outboxInsert(prefix);
@@ -71,6 +73,7 @@ public final class OutboxRepository {
         this.discardSql = dialect.outboxDiscard(prefix);
         this.dialect = dialect;
         this.prefix = prefix;
+        this.together = dialect.outboxStatementsTogether();
     }
 
     /** A row to write: what a handler added, its headers encoded. */
@@ -157,19 +160,19 @@ public final class OutboxRepository {
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
         String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
-        if (begin != null) {
+        if (begin != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(begin);
             }
         }
         List<OutboxMessage> rows = new ArrayList<>();
         Map<Long, Long> preds = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(lockSql)) {
+        try (PreparedStatement ps = c.prepareStatement(begin != null && together ? join(begin, lockSql) : lockSql)) {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 now: rows available by then
             ps.setString(2, destinationPattern); // 2 destination LIKE pattern
             ps.setString(3, destinationPattern); // 3 the same, for the key's head
             ps.setInt(4, limit); // 4 limit
-            try (ResultSet rs = ps.executeQuery()) {
+            try (ResultSet rs = rowsOf(ps)) {
                 while (rs.next()) {
                     OutboxMessage m = message(rs);
                     rows.add(m);
@@ -194,6 +197,19 @@ public final class OutboxRepository {
         return first == null ? second : first + "; " + second;
     }
 
+    // The result set of a prepared string whose last statement is a query, after the update counts
+    // of the statements before it (outboxStatementsTogether).
+    private static ResultSet rowsOf(PreparedStatement ps) throws SQLException {
+        boolean rows = ps.execute();
+        while (!rows) {
+            if (ps.getUpdateCount() == -1) {
+                throw new SQLException("the outbox lock query returned no rows result: " + ps);
+            }
+            rows = ps.getMoreResults();
+        }
+        return ps.getResultSet();
+    }
+
     // The lock query locked rows the batch does not send (a key's rows after a gap: typically their
     // key's head is in another relay's batch). Held to this batch's end, they were skipped by the
     // relay that sent their key's head and looked again after its commit, so they waited for this
@@ -201,20 +217,23 @@ public final class OutboxRepository {
     // row lost in between (sent, failed or locked by another relay meanwhile) ends its key's run.
     private List<OutboxMessage> relock(Connection c, List<OutboxMessage> kept, Map<Long, Long> preds, Instant now)
             throws SQLException {
-        try (Statement s = c.createStatement()) {
-            s.execute("ROLLBACK TO SAVEPOINT " + LOCK_SAVEPOINT);
+        String rollback = "ROLLBACK TO SAVEPOINT " + LOCK_SAVEPOINT;
+        if (kept.isEmpty() || !together) {
+            try (Statement s = c.createStatement()) {
+                s.execute(rollback);
+            }
         }
         if (kept.isEmpty()) {
             return kept;
         }
         Set<Long> locked = new HashSet<>();
-        try (PreparedStatement ps = c.prepareStatement(relockSql)) {
+        try (PreparedStatement ps = c.prepareStatement(together ? join(rollback, relockSql) : relockSql)) {
             ps.setArray(
                     1,
                     c.createArrayOf(
                             "bigint", kept.stream().map(OutboxMessage::id).toArray())); // 1 ids
             ps.setTimestamp(2, Timestamp.from(now)); // 2 now
-            try (ResultSet rs = ps.executeQuery()) {
+            try (ResultSet rs = rowsOf(ps)) {
                 while (rs.next()) {
                     locked.add(rs.getLong(1));
                 }

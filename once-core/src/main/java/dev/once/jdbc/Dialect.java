@@ -440,6 +440,16 @@ public interface Dialect {
     }
 
     /**
+     * True when the driver takes several statements in one prepared string and sends them in one
+     * round trip (pgjdbc does; MariaDB Connector/J only with {@code allowMultiQueries}): the relay
+     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback
+     * to that savepoint with {@link #outboxRelock}, one round trip each instead of two.
+     */
+    default boolean outboxStatementsTogether() {
+        return false;
+    }
+
+    /**
      * Locks again the rows a batch keeps of those {@link #outboxLockBatch} locked, after a rollback
      * to a savepoint taken before the lock query released them all; null where such a rollback does
      * not release row locks (InnoDB keeps the locks taken after a savepoint until the transaction

@@ -118,12 +118,14 @@ abstract class LeaseScenarios {
 
     /**
      * The holder is paused (a thread parked on a latch) past its lease's expiry; a rival acquires the
-     * lease and writes; the holder resumes and writes with its old token. 500 rounds, 0 stale
-     * writes may be accepted, and every rival write must be.
+     * lease and writes; the holder resumes and writes with its old token. 0 stale writes may be
+     * accepted, and every rival write must be. 20 rounds, not more: the latch orders every round the
+     * same way (the rival's write, then the holder's), so a round adds only a higher token; 500 cost
+     * 15 s on MariaDB and showed nothing the first round does not (a no-op fence check: red at round 1).
      */
     @Test
     void aHolderPausedPastItsLeaseCannotWriteAfterARivalTookOver() throws Exception {
-        int rounds = 500;
+        int rounds = 20;
         int staleRejected = 0;
         for (int round = 1; round <= rounds; round++) {
             Lease holder = leases.acquire("ledger", "holder", TTL)

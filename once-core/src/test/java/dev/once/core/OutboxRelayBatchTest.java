@@ -210,6 +210,160 @@ class OutboxRelayBatchTest {
                 .isEqualTo(3);
     }
 
+    /** What another relay (or an operator) does to a key's head between a batch's release of its locks and its relock. */
+    enum Meanwhile {
+        /** another relay gave up on it: {@code dead} */
+        DEAD,
+        /** another relay sent it */
+        SENT,
+        /** another relay failed it, to be tried again later */
+        RETRY_LATER,
+        /** another relay holds it */
+        LOCKED
+    }
+
+    /**
+     * PostgreSQL's relock ({@code Dialect#outboxRelock}): the batch releases every row the lock query locked (a
+     * rollback to a savepoint) and locks again the rows it keeps, re-checked to be pending, available and free. The
+     * head of key {@code k} changed in between: the relock drops it, and with it the key's run, so the batch sends no
+     * row of {@code k} (its second row must never go out before its head is resolved); the second row stays pending,
+     * untouched, and goes out after the head (sent meanwhile: at once; locked meanwhile: once released; dead: once
+     * replayed). A run never carries a dead row (the lock query takes pending rows only; a dead row ends its key's
+     * runs), so a dead row does not drop out at the relock: only a row that became dead meanwhile does, as here.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(Meanwhile.class)
+    @Timeout(60)
+    void aHeadChangedBetweenTheReleaseAndTheRelockEndsItsKeysRunThere(Meanwhile meanwhile) throws Exception {
+        long k1 = OutboxRows.add(db.dataSource(), clock, "e-k1", "k", "k1");
+        OutboxRows.add(db.dataSource(), clock, "e-k2", "k", "k2");
+        long g1 = OutboxRows.add(db.dataSource(), clock, "e-g1", "g", "g1");
+        OutboxRows.add(db.dataSource(), clock, "e-g2", "g", "g2");
+        List<String> handed = new CopyOnWriteArrayList<>();
+        AsyncPublisher publisher = new AsyncPublisher(m -> {
+            handed.add(body(m));
+            return CompletableFuture.completedFuture(Receipt.NONE);
+        });
+        try (java.sql.Connection holder = db.dataSource().getConnection()) {
+            holder.setAutoCommit(false);
+            // another relay holds g's head: the batch locks g2 and keeps none of g, so it relocks what it keeps
+            lock(holder, g1);
+            java.sql.Connection[] meanwhileTx = new java.sql.Connection[1];
+            java.util.concurrent.atomic.AtomicInteger releases = new java.util.concurrent.atomic.AtomicInteger();
+            Runnable between = () -> {
+                if (releases.getAndIncrement() > 0) {
+                    return;
+                }
+                try {
+                    switch (meanwhile) {
+                        case DEAD -> db.execute("UPDATE once_outbox SET status = 'dead' WHERE id = " + k1);
+                        case SENT ->
+                            db.execute("UPDATE once_outbox SET status = 'sent', sent_at = now() WHERE id = " + k1);
+                        case RETRY_LATER ->
+                            db.execute(
+                                    "UPDATE once_outbox SET available_at = available_at + interval '1 hour' WHERE id = "
+                                            + k1);
+                        case LOCKED -> {
+                            meanwhileTx[0] = db.dataSource().getConnection();
+                            meanwhileTx[0].setAutoCommit(false);
+                            lock(meanwhileTx[0], k1);
+                        }
+                    }
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            };
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(afterRollbackToSavepoint(db.dataSource(), between))
+                    .clock(clock)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .batchSize(10)
+                    .publisher(publisher)
+                    .build();
+            relay.relayOnce();
+            assertThat(releases).as("the batch released its locks and relocked").hasValue(1);
+            assertThat(handed)
+                    .as("%s: no row of k after its head changed between the release and the relock", meanwhile)
+                    .doesNotContain("k1", "k2");
+            assertThat(db.queryLong("SELECT attempts FROM once_outbox WHERE msg_key = 'k' AND payload = 'k2'::bytea"))
+                    .as("k2 untouched")
+                    .isZero();
+            holder.rollback();
+            if (meanwhileTx[0] != null) {
+                meanwhileTx[0].rollback();
+                meanwhileTx[0].close();
+            }
+        }
+        if (meanwhile == Meanwhile.DEAD) {
+            relay(publisher, 10).relayOnce();
+            assertThat(handed).as("k2 waits behind its dead head").doesNotContain("k2");
+            db.execute("UPDATE once_outbox SET status = 'pending' WHERE id = " + k1); // replayed
+        }
+        if (meanwhile == Meanwhile.RETRY_LATER) {
+            clock.advance(Duration.ofHours(2));
+        }
+        OutboxRelay next = relay(publisher, 10);
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            next.relayOnce();
+            return handed.contains("k2");
+        });
+        List<String> k = handed.stream().filter(b -> b.startsWith("k")).toList();
+        assertThat(k)
+                .as("%s: k in its order, each row once", meanwhile)
+                .containsExactlyElementsOf(meanwhile == Meanwhile.SENT ? List.of("k2") : List.of("k1", "k2"));
+        assertThat(db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'pending'"))
+                .isZero();
+    }
+
+    private static void lock(java.sql.Connection c, long id) throws java.sql.SQLException {
+        try (var s = c.createStatement()) {
+            s.executeQuery("SELECT id FROM once_outbox WHERE id = " + id + " FOR UPDATE")
+                    .close();
+        }
+    }
+
+    /** {@code ds} whose connections run {@code between} right after each {@code ROLLBACK TO SAVEPOINT} they execute. */
+    private static javax.sql.DataSource afterRollbackToSavepoint(javax.sql.DataSource ds, Runnable between) {
+        return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                OutboxRelayBatchTest.class.getClassLoader(), new Class<?>[] {javax.sql.DataSource.class}, (p, m, a) -> {
+                    Object r = invoke(ds, m, a);
+                    if (!(r instanceof java.sql.Connection c)) {
+                        return r;
+                    }
+                    return java.lang.reflect.Proxy.newProxyInstance(
+                            OutboxRelayBatchTest.class.getClassLoader(),
+                            new Class<?>[] {java.sql.Connection.class},
+                            (cp, cm, ca) -> {
+                                Object cr = invoke(c, cm, ca);
+                                if (!(cr instanceof java.sql.Statement st)
+                                        || cr instanceof java.sql.PreparedStatement) {
+                                    return cr;
+                                }
+                                return java.lang.reflect.Proxy.newProxyInstance(
+                                        OutboxRelayBatchTest.class.getClassLoader(),
+                                        new Class<?>[] {java.sql.Statement.class},
+                                        (sp, sm, sa) -> {
+                                            Object sr = invoke(st, sm, sa);
+                                            if (sm.getName().equals("execute")
+                                                    && sa != null
+                                                    && sa[0] instanceof String sql
+                                                    && sql.contains("ROLLBACK TO SAVEPOINT")) {
+                                                between.run();
+                                            }
+                                            return sr;
+                                        });
+                            });
+                });
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method m, Object[] a) throws Throwable {
+        try {
+            return m.invoke(target, a);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
     private OutboxRelay relay(Publisher publisher, int batchSize) {
         return OutboxRelay.builder()
                 .dataSource(db.dataSource())

@@ -101,6 +101,40 @@ class EntryPointsTest {
     }
 
     @Test
+    void pullingConsumersChannelStreamsAndAdaptersTheFrameworksDocumentAreEntryPointsAndTheirLookAlikesAreNot() {
+        var listed = java.util.stream.Stream.of(
+                        "documented-pull-forms",
+                        "smallrye-channel-streams",
+                        "sqs-message-mapping",
+                        "documented-adapter-forms")
+                .flatMap(f -> Fixtures.scan(Fixtures.of(f)).consumers().stream())
+                .map(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .toList();
+
+        // not listed: the receiveBody on a file: endpoint, KafkaIO.write, the loop over ReplayBuffer.next() (records
+        // kept in memory), the in-memory "ticks" channel and the "alerts" Emitter, the STOMP @MessageMapping in the
+        // WebSocket module, the flow from Files.inboundAdapter, the function taking Message<String>; the priming
+        // receive before PaymentPoller's loop is the same consumer as the loop's
+        assertThat(listed)
+                .containsExactlyInAnyOrder(
+                        "Camel ConsumerTemplate.receiveBody(activemq:…) @ TransferDrain.java:17",
+                        "Camel PollingConsumer.receive(jms:…) @ PaymentPoller.java:26",
+                        "Pulsar Consumer.batchReceive loop @ AuditReader.java:22",
+                        "Pulsar Reader.readNext loop @ AuditReader.java:33",
+                        "Beam PubsubIO read @ LedgerPipeline.java:13",
+                        "Beam KafkaIO read @ LedgerPipeline.java:19",
+                        "KafkaConsumer.poll loop @ RateSource.java:16",
+                        "Kafka record handler pull loop @ RateWorker.java:20",
+                        "SmallRye @Channel Multi stream @ QuoteFeed.java:10",
+                        "SmallRye @Channel Multi stream @ TradeStream.java:14",
+                        "Spring Cloud AWS @MessageMapping (SQS) @ InvoiceHandler.java:18",
+                        "Spring Integration flow from Jms.messageDrivenChannelAdapter @ ShipmentFlows.java:22",
+                        "Spring Cloud Function Function<SQSEvent> on Lambda @ LabelFunctions.java:18",
+                        "Cloud Functions RawBackgroundFunction.accept @ TrackingFunction.java:10");
+    }
+
+    @Test
     void aHandlerHeldInAVariableIsLocatedFromItsDeclarationToItsRegistration() {
         ScanReport r = Fixtures.scan(Fixtures.of("handler-held-in-variable"));
 

@@ -1,12 +1,21 @@
 package dev.once.spring;
 
 import java.time.Duration;
-import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The {@code Acknowledgment} a body sees: {@code acknowledge()} takes effect after the transaction
  * commits (and never when it rolls back); {@code nack} rolls the transaction back, then nacks.
+ *
+ * <p>The body's {@code acknowledge()} is only noted; the call {@link #settle settles} it once it returned. In a
+ * transaction the call began, that is after the commit: the acknowledgement is made then. In a transaction the
+ * call joined (a container's, a caller's {@code @Transactional}), it waits for that transaction's end in once's
+ * state of it, which follows its savepoints: a Spring {@code afterCommit} synchronization registered by the body
+ * (as before) outlived a rollback to a savepoint (the call's own NESTED step when the body failed after
+ * acknowledging, a batch rolled back before its records were retried one by one, a caller's NESTED scope rolled
+ * back around the call), so a record whose claim was undone was acknowledged when the outer transaction
+ * committed; and a duplicate of a claim the open transaction held was acknowledged at once, before that
+ * transaction committed or rolled back ({@code SpringCallerTransactionPropertyTest}).
  */
 final class AfterCommitAcknowledgment {
     static final Object IGNORED = ListenerMessages.SPRING_KAFKA ? KafkaAck.ignored() : null;
@@ -33,12 +42,38 @@ final class AfterCommitAcknowledgment {
         return proxy.nack;
     }
 
-    /** After the transaction: acknowledge a duplicate (its body never ran), forward a nack. */
-    void settle(boolean acknowledge) {
+    /**
+     * After the call returned: forwards a nack, or acknowledges what the body acknowledged (and a duplicate, whose
+     * body never ran, when {@code duplicate}): now if the call's transaction has ended (it was the call's own), at
+     * the end of the joined transaction otherwise, only if it commits and no rollback to a savepoint undid the call.
+     *
+     * @param key once's state of transactions on the listener's {@code DataSource}
+     */
+    void settle(boolean duplicate, PhysicalTransaction.Key key) {
+        proxy.settled = true;
         if (proxy.nack != null) {
             ((org.springframework.kafka.support.Acknowledgment) delegate).nack(proxy.nack);
-        } else if (acknowledge && !proxy.acknowledged) {
-            ((org.springframework.kafka.support.Acknowledgment) delegate).acknowledge();
+        } else if (duplicate || proxy.acknowledged) {
+            acknowledgeAfterCommit((org.springframework.kafka.support.Acknowledgment) delegate, key);
+        }
+    }
+
+    /** The call ended without settling (it failed): a later {@code acknowledge()} is the application's own, made as called. */
+    void ended() {
+        proxy.settled = true;
+    }
+
+    private static void acknowledgeAfterCommit(
+            org.springframework.kafka.support.Acknowledgment ack, PhysicalTransaction.Key key) {
+        if (TransactionSynchronizationManager.isActualTransactionActive()
+                && TransactionSynchronizationManager.isSynchronizationActive()) {
+            PhysicalTransaction.current(key).joined().afterCompletion(committed -> {
+                if (committed) {
+                    ack.acknowledge();
+                }
+            });
+        } else {
+            ack.acknowledge();
         }
     }
 
@@ -54,6 +89,8 @@ final class AfterCommitAcknowledgment {
     private static final class KafkaAck implements org.springframework.kafka.support.Acknowledgment {
         private final org.springframework.kafka.support.Acknowledgment delegate;
         volatile boolean acknowledged;
+        // the call returned or failed: an acknowledge() now (an application's asynchronous one) goes through as made
+        volatile boolean settled;
         volatile Duration nack;
 
         KafkaAck(Object delegate) {
@@ -71,16 +108,10 @@ final class AfterCommitAcknowledgment {
 
         @Override
         public void acknowledge() {
-            acknowledged = true;
-            if (TransactionSynchronizationManager.isSynchronizationActive()) {
-                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-                    @Override
-                    public void afterCommit() {
-                        delegate.acknowledge();
-                    }
-                });
-            } else {
+            if (settled) {
                 delegate.acknowledge();
+            } else {
+                acknowledged = true; // made by settle, once the call returned
             }
         }
 

@@ -73,6 +73,22 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
         }
     }
 
+    /**
+     * After a call that returned (applied or duplicate): acked now if the call's transaction was its own and has
+     * committed; in a transaction the call joined (a caller's {@code @Transactional}), at that transaction's end in
+     * once's state of it, which follows its savepoints: acked if it commits and nothing undid the call, nacked
+     * otherwise. Acked at once, as before, it was acked before the caller's commit, and lost if that rolled back.
+     */
+    void settleAfterCommit(PhysicalTransaction.Key key) {
+        if (org.springframework.transaction.support.TransactionSynchronizationManager.isActualTransactionActive()
+                && org.springframework.transaction.support.TransactionSynchronizationManager
+                        .isSynchronizationActive()) {
+            PhysicalTransaction.current(key).joined().afterCompletion(this::settle);
+        } else {
+            settle(true);
+        }
+    }
+
     /** A copy found applied after its body ran and rolled back: acked, whatever the body asked. */
     synchronized void settleDuplicate() {
         if (!settled) {

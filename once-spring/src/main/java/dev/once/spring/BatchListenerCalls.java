@@ -13,7 +13,6 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.ProxyMethodInvocation;
-import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -60,15 +59,23 @@ final class BatchListenerCalls {
             // In a transaction the Kafka container began, the batch runs NESTED (a savepoint), so that its rollback
             // leaves the container's transaction usable for the records one by one, where one whose event another
             // transaction holds waits for it (IdempotentListenerInterceptor) instead of failing the whole poll.
-            boolean nested = listener.kafka()
-                    && TransactionSynchronizationManager.isActualTransactionActive()
-                    && once.get().nestedTransactionTemplate() != null;
-            List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
+            NestedListenerStep nested = once.get().nestedStep(listener.kafka());
+            boolean joined = nested == null && TransactionSynchronizationManager.isActualTransactionActive();
+            if (nested != null) {
+                nested.snapshot();
+            }
             try {
                 return wholeBatch(invocation, listener, records, deliveries, nested);
             } catch (Throwable e) {
-                if (nested && !SpringTransactionProvider.unmark(unmarked)) {
+                if (nested != null && !nested.undoMarks()) {
                     throw e; // a JPA transaction marked rollback-only: the container's transaction must roll back
+                }
+                if (joined) {
+                    // The batch joined an open transaction (a JpaTransactionManager's, which refuses NESTED): its
+                    // failure marked that transaction rollback-only and left the batch's claims in it, so the records
+                    // retried one by one there would find their own claims, be skipped as duplicates and the batch
+                    // acknowledged, and nothing commit. The whole transaction must roll back and the batch come back.
+                    throw e;
                 }
                 log.debug(
                         "batch of {} for consumer '{}' rolled back ({}); retrying one record per transaction",
@@ -95,7 +102,7 @@ final class BatchListenerCalls {
             }
         }
         if (batchAck != null) {
-            batchAck.settle(true);
+            batchAck.settle(true, once.get().transactions().stateKey());
         }
         return null;
     }
@@ -112,7 +119,7 @@ final class BatchListenerCalls {
             ListenerMethod listener,
             List<?> records,
             List<Delivery> deliveries,
-            boolean nested)
+            NestedListenerStep nested)
             throws Throwable {
         Object[] args = invocation.getArguments().clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
@@ -126,7 +133,7 @@ final class BatchListenerCalls {
         BatchCall outer = CURRENT_BATCH.get();
         CURRENT_BATCH.set(call);
         try {
-            (nested ? o.nestedTransactionTemplate() : o.transactionTemplate()).execute(status -> {
+            (nested != null ? nested.template() : o.transactionTemplate()).execute(status -> {
                 for (Outcome r : consumer.processBatch(deliveries)) {
                     if (!r.shouldAcknowledge()) {
                         throw new IdempotentListenerInterceptor.Failed(r);
@@ -142,7 +149,7 @@ final class BatchListenerCalls {
             CURRENT_BATCH.set(outer); // set, not remove: as IdempotentListenerInterceptor's CURRENT
         }
         if (ack != null) {
-            ack.settle(false);
+            ack.settle(false, o.transactions().stateKey());
         }
         return call.result;
     }

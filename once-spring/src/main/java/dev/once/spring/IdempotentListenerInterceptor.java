@@ -23,7 +23,6 @@ import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.transaction.TransactionStatus;
-import org.springframework.transaction.support.ResourceHolderSupport;
 import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -240,8 +239,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // partition would be applied before it, and its offset committed even if the holder then rolls back. The
         // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
         // running the rest of its poll; without a lock timeout the claim waits for it the same way.
-        boolean nested = listener.kafka() && !own && o.nestedTransactionTemplate() != null;
-        boolean waitsForHolder = listener.kafka() && (own || nested);
+        NestedListenerStep nested = own ? null : o.nestedStep(listener.kafka());
+        boolean waitsForHolder = listener.kafka() && (own || nested != null);
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -251,7 +250,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // transaction. The cost: a SAVEPOINT and a RELEASE per record, only in a container's database transaction.
         // Not where the transaction manager refuses NESTED (JPA's and JTA's as they come): the call joins there, and
         // IN_PROGRESS fails the record as before.
-        TransactionTemplate template = nested ? o.nestedTransactionTemplate() : o.transactionTemplate();
+        TransactionTemplate template = nested != null ? nested.template() : o.transactionTemplate();
         boolean waited = false;
         Call call;
         Outcome outcome;
@@ -270,7 +269,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     pubSub);
             Call outer = CURRENT.get();
             CURRENT.set(call);
-            List<ResourceHolderSupport> unmarked = nested ? SpringTransactionProvider.unmarkedHolders() : null;
+            if (nested != null) {
+                nested.snapshot();
+            }
             try {
                 outcome = call.run(template);
                 break;
@@ -281,11 +282,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 } else if (waitsForHolder
                         && e instanceof Failed f
                         && f.outcome.status() == Outcome.Status.IN_PROGRESS
-                        && (!nested || SpringTransactionProvider.unmark(unmarked))) {
+                        && (nested == null || nested.undoMarks())) {
                     waited = waitForHolder(listener, delivery, waited, beanFactory);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
                 } else {
+                    if (ack != null) {
+                        ack.ended();
+                    }
                     throw failure(listener, delivery, e, pubSub);
                 }
             } finally {
@@ -299,10 +303,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             return duplicateAfterRollback(listener, delivery, ack, pubSub);
         }
         if (ack != null) {
-            ack.settle(outcome.status() == Outcome.Status.DUPLICATE);
+            ack.settle(
+                    outcome.status() == Outcome.Status.DUPLICATE,
+                    o.transactions().stateKey());
         }
         if (pubSub != null) {
-            pubSub.settle(true);
+            pubSub.settleAfterCommit(o.transactions().stateKey());
         }
         if (outcome.status() == Outcome.Status.DUPLICATE) {
             log.debug(
@@ -331,17 +337,15 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             ListenerMethod listener, Delivery delivery, boolean waited, BeanFactory beanFactory) {
         boolean interrupted = Thread.currentThread().isInterrupted();
         if (interrupted || Kafka.containerStopping(beanFactory)) {
-            String why = interrupted ? "the thread was interrupted" : "its listener container is stopping";
-            log.warn(
-                    "consumer '{}': stopped waiting for event '{}' ({}), in progress in another transaction: {}; the"
-                            + " record is not acknowledged, and comes back to the partition's next owner",
+            HolderWaitAbandonedException abandoned = new HolderWaitAbandonedException(
                     listener.consumer(),
                     delivery.eventId(),
                     delivery.source(),
-                    why);
-            throw new HolderWaitAbandonedException("consumer '" + listener.consumer() + "' stopped waiting for event '"
-                    + delivery.eventId() + "' (" + delivery.source() + "), in progress in another transaction: " + why
-                    + "; not acknowledged, the record is redelivered");
+                    interrupted
+                            ? HolderWaitAbandonedException.Reason.INTERRUPTED
+                            : HolderWaitAbandonedException.Reason.CONTAINER_STOPPING);
+            log.warn("{}", abandoned.getMessage());
+            throw abandoned;
         }
         if (!waited) {
             log.warn(
@@ -356,24 +360,44 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return true;
     }
 
-    /** A Kafka record's wait for the transaction holding its event, abandoned: the record is not acknowledged. */
-    static final class HolderWaitAbandonedException extends IllegalStateException {
-        HolderWaitAbandonedException(String message) {
-            super(message);
-        }
-    }
-
     /** Kafka-specific pieces, loaded only for a Kafka listener's wait. */
     private static final class Kafka {
+        /**
+         * The listener container this consumer thread was last found to run for. A consumer thread runs one
+         * container's consumer for its whole life, so the registries are walked once per thread rather than at every
+         * try of a waiting record; weak, so that a thread of an application's executor pins no container.
+         */
+        private static final ThreadLocal<java.lang.ref.WeakReference<AbstractMessageListenerContainer<?, ?>>>
+                CONTAINER = new ThreadLocal<>();
+
         /**
          * Whether the listener container whose consumer thread this is has been told to stop. The thread is
          * recognised by the name spring-kafka gives it ({@code <container bean name>-C-<n>}); on a thread of a
          * listener task executor of the application's, the container is not found and only an interrupt ends the
-         * wait.
+         * wait. The container found is kept for the thread: while it runs, that is the answer; once it does not, the
+         * registries are walked again, in case the thread now serves another container of the same name (a thread
+         * of an executor reused after a restart).
          */
         static boolean containerStopping(BeanFactory beanFactory) {
-            if (!(beanFactory instanceof ListableBeanFactory beans)) {
+            java.lang.ref.WeakReference<AbstractMessageListenerContainer<?, ?>> known = CONTAINER.get();
+            AbstractMessageListenerContainer<?, ?> cached = known == null ? null : known.get();
+            if (cached != null && cached.isRunning()) {
                 return false;
+            }
+            AbstractMessageListenerContainer<?, ?> found = find(beanFactory);
+            if (found == null) {
+                CONTAINER.remove();
+                return false;
+            }
+            if (found != cached) {
+                CONTAINER.set(new java.lang.ref.WeakReference<>(found));
+            }
+            return !found.isRunning();
+        }
+
+        private static AbstractMessageListenerContainer<?, ?> find(BeanFactory beanFactory) {
+            if (!(beanFactory instanceof ListableBeanFactory beans)) {
+                return null;
             }
             String thread = Thread.currentThread().getName();
             for (KafkaListenerEndpointRegistry registry : beans.getBeanProvider(KafkaListenerEndpointRegistry.class)) {
@@ -386,12 +410,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         if (child instanceof AbstractMessageListenerContainer<?, ?> a
                                 && a.getBeanName() != null
                                 && thread.startsWith(a.getBeanName() + "-C-")) {
-                            return !a.isRunning();
+                            return a;
                         }
                     }
                 }
             }
-            return false;
+            return null;
         }
     }
 

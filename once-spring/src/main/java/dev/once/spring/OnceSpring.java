@@ -21,6 +21,7 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.AbstractPlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -192,6 +193,20 @@ public final class OnceSpring {
      */
     TransactionTemplate nestedTransactionTemplate() {
         return nestedTransactionTemplate;
+    }
+
+    /**
+     * The NESTED step a listener call runs in, or null when it runs in {@link #transactionTemplate()} (a transaction
+     * of its own, or joining the open one): NESTED only for a Kafka listener ({@code kafka}) in a transaction already
+     * open on this thread, on a transaction manager that allows nested transactions. One decision for the record
+     * and the batch path.
+     */
+    NestedListenerStep nestedStep(boolean kafka) {
+        return kafka
+                        && nestedTransactionTemplate != null
+                        && TransactionSynchronizationManager.isActualTransactionActive()
+                ? new NestedListenerStep(nestedTransactionTemplate)
+                : null;
     }
 
     private static boolean allowsNested(PlatformTransactionManager tm) {

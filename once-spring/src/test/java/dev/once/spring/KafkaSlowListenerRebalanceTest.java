@@ -35,6 +35,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.ShrinkingMode;
+import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.AfterTry;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -88,6 +89,12 @@ class KafkaSlowListenerRebalanceTest {
     static volatile boolean mariaDb;
 
     static TestKafka kafka;
+    // one admin client for the offsets settle() polls for, instead of one per poll
+    static Admin admin;
+    // One database per server for every example: each example's ledger is emptied, and its event ids are its own
+    // (a random run id), so the once tables need no fresh schema per example.
+    static TestDatabase postgres;
+    static TestDatabase mariaDbDatabase;
     static TestDatabase db;
     static Body body;
     static MeterRegistry meters;
@@ -155,10 +162,23 @@ class KafkaSlowListenerRebalanceTest {
             context.close();
             context = null;
         }
-        if (db != null) {
-            db.close();
-            db = null;
+        db = null;
+    }
+
+    @AfterContainer
+    static void closeShared() {
+        for (AutoCloseable c : new AutoCloseable[] {admin, postgres, mariaDbDatabase}) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
         }
+        admin = null;
+        postgres = null;
+        mariaDbDatabase = null;
     }
 
     /** Claim first (the default), no lock timeout: the new owner's claim of the held event waits for it. */
@@ -199,12 +219,14 @@ class KafkaSlowListenerRebalanceTest {
 
     /**
      * The same with batch listeners: the new owner's batch claim times out, the batch is retried one record per
-     * transaction, and the held event's record waits there (before the fix: skipped as in the record listener).
+     * transaction, and the held event's record waits there (before the fix: skipped as in the record listener,
+     * out_of_order=1, which {@link #run} asserts). Which container applies the held event is not told here: b,
+     * evicted in turn while it waits, races a, whose error handler retries the failed batch without polling; on a
+     * loaded machine a won (seen twice, exactly once and in order both times).
      */
     @Example
     void aBatchListenerWithALockTimeoutNeverSkipsAnEventInProgressElsewhere() {
         run(new Scenario(Timing.CLAIM_FIRST_LOCK_TIMEOUT, true, AckMode.BATCH, 1, true, Release.B_STUCK));
-        assertHeldEventAppliedBy("b");
     }
 
     /**
@@ -337,8 +359,9 @@ class KafkaSlowListenerRebalanceTest {
                 switch (s.timing()) {
                     case CLAIM_FIRST -> blockedBehindHolder() > 0;
                     // more tries than the error handler's three, room left for an eviction of b that starts its count
-                    // again: before the fix it had skipped the held event by then
-                    case CLAIM_FIRST_LOCK_TIMEOUT -> lockTimeouts.get() > 8 || appliedBy("b") > 0;
+                    // again: before the fix it had skipped the held event by then (MariaDB's waits are whole seconds,
+                    // each as long as max.poll.interval.ms: there the skip came after 3, seen red at 5)
+                    case CLAIM_FIRST_LOCK_TIMEOUT -> lockTimeouts.get() > (mariaDb ? 4 : 8) || appliedBy("b") > 0;
                     case AT_COMMIT -> db.queryLong("SELECT count(*) FROM ledger WHERE seq = " + EVENTS) > 0;
                 };
         });
@@ -350,12 +373,18 @@ class KafkaSlowListenerRebalanceTest {
     private void start(Scenario s) {
         scenario = s;
         kafka = TestKafka.shared();
+        if (admin == null) {
+            admin = kafka.admin();
+        }
         TOPIC = kafka.createTopic("spring-slow", 1);
         GROUP = "slow-" + TOPIC;
-        db = mariaDb
-                ? TestMariaDb.shared().freshDatabase(8)
-                : TestPostgres.shared().freshDatabase(8);
-        db.execute("CREATE TABLE ledger (seq int NOT NULL, container text NOT NULL, prev_committed boolean NOT NULL)");
+        if (mariaDb && mariaDbDatabase == null) {
+            mariaDbDatabase = withLedger(TestMariaDb.shared().freshDatabase(8));
+        } else if (!mariaDb && postgres == null) {
+            postgres = withLedger(TestPostgres.shared().freshDatabase(8));
+        }
+        db = mariaDb ? mariaDbDatabase : postgres;
+        db.execute("DELETE FROM ledger");
         body = new Body(s.held());
         lockTimeouts.set(0);
         meters = new SimpleMeterRegistry();
@@ -371,6 +400,11 @@ class KafkaSlowListenerRebalanceTest {
         registry().getListenerContainer("a").start();
         await().atMost(Duration.ofSeconds(30)).until(() -> body.entered.getCount() == 0);
         registry().getListenerContainer("b").start();
+    }
+
+    private static TestDatabase withLedger(TestDatabase db) {
+        db.execute("CREATE TABLE ledger (seq int NOT NULL, container text NOT NULL, prev_committed boolean NOT NULL)");
+        return db;
     }
 
     private static KafkaListenerEndpointRegistry registry() {
@@ -441,7 +475,7 @@ class KafkaSlowListenerRebalanceTest {
     }
 
     private static long committed() {
-        try (Admin admin = kafka.admin()) {
+        try {
             OffsetAndMetadata o = admin.listConsumerGroupOffsets(GROUP)
                     .partitionsToOffsetAndMetadata()
                     .get(30, TimeUnit.SECONDS)

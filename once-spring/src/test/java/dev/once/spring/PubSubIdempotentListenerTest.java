@@ -387,6 +387,64 @@ class PubSubIdempotentListenerTest {
                 .containsOnly("c-1 ack");
     }
 
+    /**
+     * A Pub/Sub listener called in a caller's transaction (a {@code @Transactional} around it): acked only after that
+     * transaction commits (the claim visible to another connection by then), nacked when it rolls back. It was acked
+     * as soon as the call returned, before the caller's commit: a caller that then rolled back lost the message.
+     */
+    @Test
+    void inACallersTransactionTheMessageIsAckedAfterItsCommitAndNackedAfterItsRollback() {
+        Payments payments = context.getBean(Payments.class);
+        var tt = new org.springframework.transaction.support.TransactionTemplate(
+                context.getBean(OnceSpring.class).transactionManager());
+        List<String> settled = new CopyOnWriteArrayList<>();
+        tt.executeWithoutResult(s -> {
+            payments.on(new Settling(received("in-tx-1"), settled));
+            assertThat(settled).as("nothing settled before the caller's commit").isEmpty();
+        });
+        assertThat(settled).containsExactly("in-tx-1 ack");
+        assertThat(context.getBean(JdbcTemplate.class)
+                        .queryForObject("SELECT count(*) FROM once_inbox WHERE event_id = 'in-tx-1'", Long.class))
+                .isEqualTo(1);
+
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> tt.executeWithoutResult(s -> {
+                    payments.on(new Settling(received("in-tx-2"), settled));
+                    throw new IllegalStateException("the caller fails after the listener returned");
+                }))
+                .hasMessageContaining("the caller fails");
+        assertThat(settled).as("rolled back: nacked, never acked").containsExactly("in-tx-1 ack", "in-tx-2 nack");
+        assertThat(ledger("in-tx-2")).isZero();
+    }
+
+    /** A message as the subscriber hands it over, settled through {@link Settling}. */
+    static BasicAcknowledgeablePubsubMessage received(String eventId) {
+        PubsubMessage m = PubsubMessage.newBuilder()
+                .putAttributes("once-event-id", eventId)
+                .setData(com.google.protobuf.ByteString.copyFromUtf8("20"))
+                .build();
+        return new BasicAcknowledgeablePubsubMessage() {
+            @Override
+            public ProjectSubscriptionName getProjectSubscriptionName() {
+                return ProjectSubscriptionName.of("once-test", "in-tx");
+            }
+
+            @Override
+            public PubsubMessage getPubsubMessage() {
+                return m;
+            }
+
+            @Override
+            public CompletableFuture<Void> ack() {
+                return CompletableFuture.completedFuture(null);
+            }
+
+            @Override
+            public CompletableFuture<Void> nack() {
+                return CompletableFuture.completedFuture(null);
+            }
+        };
+    }
+
     /** A pulled message that records how once settled it ({@code "<event id> ack|nack"}). */
     record Settling(BasicAcknowledgeablePubsubMessage message, List<String> settled)
             implements BasicAcknowledgeablePubsubMessage {

@@ -26,8 +26,12 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import net.jqwik.api.state.Transformer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
 import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
@@ -46,7 +50,14 @@ import org.springframework.transaction.support.DefaultTransactionDefinition;
  * {@code JpaTransactionManager} (Hibernate) on PostgreSQL (MariaDB: the subclass). The oracle is the input: a model replays
  * Spring's propagation rules on the scopes; what committed must be applied once, its outbox rows
  * present once and its processing reported APPLIED once; what rolled back (a whole transaction or a
- * NESTED step) must be absent and reported once as not applied. Tries per transaction manager:
+ * NESTED step) must be absent and reported once as not applied. Kafka {@link IdempotentListener} methods (a
+ * record listener and a batch listener, each taking an {@code Acknowledgment}) called in the caller's scopes
+ * with records read from a real Kafka topic, as a container running them in its transaction (or a
+ * {@code @Transactional} around them) does: fresh records, records whose body fails after acknowledging, and
+ * copies of records applied in an ended transaction or in the open one. Their effects follow the same oracle,
+ * and every acknowledgement must find the records' claims committed when it is made (an acknowledgement before
+ * the commit loses the record when the transaction then rolls back), and a call whose records committed must be
+ * acknowledged. Tries per transaction manager:
  * {@value #TRIES} (CI); {@code -Donce.springTx.tries=N} runs N chains in each try.
  */
 class SpringCallerTransactionPropertyTest {
@@ -62,6 +73,11 @@ class SpringCallerTransactionPropertyTest {
 
     @AfterContainer
     static void stop() {
+        for (Setup s : new Setup[] {jdbcSetup, jpaSetup}) {
+            if (s != null) {
+                s.context().close();
+            }
+        }
         if (emf != null) {
             emf.destroy();
         }
@@ -77,9 +93,15 @@ class SpringCallerTransactionPropertyTest {
                 + " lost=0 phantom=0 wrong_outcomes=0");
     }
 
-    /** One transaction manager with its OnceSpring, consumer and the outcomes heard. */
-    record Setup(PlatformTransactionManager tm, OnceSpring once, IdempotentConsumer consumer, List<String> heard) {
-        static Setup of(PlatformTransactionManager tm, DataSource ds) {
+    /** One transaction manager with its OnceSpring, consumer, Kafka listeners and the outcomes heard. */
+    record Setup(
+            PlatformTransactionManager tm,
+            OnceSpring once,
+            IdempotentConsumer consumer,
+            List<String> heard,
+            Listeners listeners,
+            AnnotationConfigApplicationContext context) {
+        static Setup of(PlatformTransactionManager tm, DataSource ds, jakarta.persistence.EntityManagerFactory emf) {
             List<String> heard = new ArrayList<>();
             OnceSpring once = OnceSpring.builder()
                     .dataSource(ds)
@@ -91,7 +113,127 @@ class SpringCallerTransactionPropertyTest {
                 jdbc.update("INSERT INTO ledger VALUES (?)", d.eventId());
                 tx.outbox().add("effects", d.eventId(), d.payload(), Map.of(), null);
             });
-            return new Setup(tm, once, consumer, heard);
+            AnnotationConfigApplicationContext context = new AnnotationConfigApplicationContext();
+            context.registerBean(OnceSpring.class, () -> once);
+            context.registerBean(Listeners.class, () -> new Listeners(jdbc, once.outbox(), emf));
+            context.register(ListenerConfig.class);
+            context.refresh();
+            return new Setup(tm, once, consumer, heard, context.getBean(Listeners.class), context);
+        }
+    }
+
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    static class ListenerConfig {}
+
+    /**
+     * Kafka listeners as an application writes them: a ledger row, an outbox row and (with JPA) an entity per
+     * record, acknowledging first; a record whose value is {@code fail} then fails. Never started by a container
+     * here ({@code autoStartup = "false"}, no {@code @EnableKafka}): the moves call them in the caller's scopes.
+     */
+    public static class Listeners {
+        final JdbcTemplate jdbc;
+        final OnceOutbox outbox;
+        final jakarta.persistence.EntityManagerFactory emf;
+
+        Listeners(JdbcTemplate jdbc, OnceOutbox outbox, jakarta.persistence.EntityManagerFactory emf) {
+            this.jdbc = jdbc;
+            this.outbox = outbox;
+            this.emf = emf;
+        }
+
+        @KafkaListener(topics = "caller-tx", autoStartup = "false")
+        @IdempotentListener(consumer = "prop")
+        public void on(ConsumerRecord<String, String> record, Acknowledgment ack) throws java.sql.SQLException {
+            ack.acknowledge(); // deferred by once: takes effect after the commit, never when it rolls back
+            apply(record);
+        }
+
+        @KafkaListener(topics = "caller-tx-batch", autoStartup = "false")
+        @IdempotentListener(consumer = "prop")
+        public void onBatch(List<ConsumerRecord<String, String>> records, Acknowledgment ack)
+                throws java.sql.SQLException {
+            ack.acknowledge();
+            for (ConsumerRecord<String, String> r : records) {
+                apply(r);
+            }
+        }
+
+        private void apply(ConsumerRecord<String, String> r) throws java.sql.SQLException {
+            String id = KafkaRecords.eventId(r);
+            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            outbox.add("effects", id, r.value().getBytes(StandardCharsets.UTF_8), Map.of(), null);
+            if (emf != null) {
+                org.springframework.orm.jpa.EntityManagerFactoryUtils.getTransactionalEntityManager(emf)
+                        .persist(new dev.once.spring.jpa.Payment(id, 1));
+            }
+            if (r.value().equals("fail")) {
+                throw new IllegalStateException("the body of " + id + " fails");
+            }
+        }
+    }
+
+    /**
+     * Records read from a real Kafka topic (the test kit's shared broker): {@value #CHUNK} sent with an event id
+     * each (every fifth one's value {@code fail}) and read back whenever the ones read are used up.
+     */
+    static final class KafkaRecords {
+        static final int CHUNK = 200;
+        private static String topic;
+        private static long sent;
+        private static final Deque<ConsumerRecord<String, String>> ok = new ArrayDeque<>();
+        private static final Deque<ConsumerRecord<String, String>> failing = new ArrayDeque<>();
+
+        static String eventId(ConsumerRecord<String, String> r) {
+            return new String(r.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
+        }
+
+        static ConsumerRecord<String, String> next(boolean fails) {
+            Deque<ConsumerRecord<String, String>> from = fails ? failing : ok;
+            if (from.isEmpty()) {
+                read();
+            }
+            return from.poll();
+        }
+
+        private static void read() {
+            var kafka = dev.once.testkit.kafka.TestKafka.shared();
+            if (topic == null) {
+                topic = kafka.createTopic("caller-tx", 1);
+            }
+            Map<String, Object> producer = Map.of(
+                    org.apache.kafka.clients.producer.ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                    kafka.bootstrapServers());
+            var ser = new org.apache.kafka.common.serialization.StringSerializer();
+            long from = sent;
+            try (var p = new org.apache.kafka.clients.producer.KafkaProducer<>(producer, ser, ser)) {
+                for (int i = 0; i < CHUNK; i++) {
+                    long n = sent++;
+                    var r = new org.apache.kafka.clients.producer.ProducerRecord<>(
+                            topic, "k", n % 5 == 4 ? "fail" : "ok");
+                    r.headers()
+                            .add("once-event-id", ("k-" + topic.hashCode() + "-" + n).getBytes(StandardCharsets.UTF_8));
+                    p.send(r);
+                }
+            }
+            Map<String, Object> consumer = Map.of(
+                    org.apache.kafka.clients.consumer.ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                    kafka.bootstrapServers());
+            var de = new org.apache.kafka.common.serialization.StringDeserializer();
+            var partition = new org.apache.kafka.common.TopicPartition(topic, 0);
+            try (var c = new org.apache.kafka.clients.consumer.KafkaConsumer<>(consumer, de, de)) {
+                c.assign(List.of(partition));
+                c.seek(partition, from);
+                int read = 0;
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (read < CHUNK && System.nanoTime() < deadline) {
+                    for (ConsumerRecord<String, String> r : c.poll(java.time.Duration.ofMillis(200))) {
+                        read++;
+                        (r.value().equals("fail") ? failing : ok).add(r);
+                    }
+                }
+                assertThat(read).as("records read back from %s", topic).isEqualTo(CHUNK);
+            }
         }
     }
 
@@ -103,7 +245,9 @@ class SpringCallerTransactionPropertyTest {
     private void database() {
         if (db == null) {
             db = freshDatabase();
-            db.execute("CREATE TABLE ledger (event_id varchar(200) NOT NULL)");
+            db.execute(
+                    "CREATE TABLE ledger (event_id varchar(200) NOT NULL)",
+                    "CREATE TABLE payment (id varchar(200) PRIMARY KEY, amount bigint NOT NULL)");
         }
     }
 
@@ -111,7 +255,7 @@ class SpringCallerTransactionPropertyTest {
     void dataSourceTransactionManager(@ForAll("chains") ActionChain<World> chain) {
         database();
         if (jdbcSetup == null) {
-            jdbcSetup = Setup.of(new JdbcTransactionManager(db.dataSource()), db.dataSource());
+            jdbcSetup = Setup.of(new JdbcTransactionManager(db.dataSource()), db.dataSource(), null);
         }
         run(chain, jdbcSetup);
     }
@@ -127,7 +271,7 @@ class SpringCallerTransactionPropertyTest {
             emf.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
             emf.afterPropertiesSet();
             JpaTransactionManager tm = new JpaTransactionManager(emf.getObject());
-            jpaSetup = Setup.of(tm, db.dataSource());
+            jpaSetup = Setup.of(tm, db.dataSource(), emf.getObject());
         }
         run(chain, jpaSetup);
     }
@@ -135,9 +279,13 @@ class SpringCallerTransactionPropertyTest {
     private static void run(ActionChain<World> chain, Setup setup) {
         for (int i = 0; i < REPEATS; i++) {
             World.next = new World(setup);
-            World w = chain.run();
-            w.end();
-            w.check();
+            try {
+                World w = chain.run();
+                w.end();
+                w.check();
+            } finally {
+                World.next.abandon();
+            }
             sequences.incrementAndGet();
         }
     }
@@ -170,6 +318,16 @@ class SpringCallerTransactionPropertyTest {
                 .withAction(1, when(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
                 .withAction(
                         1, when(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
+                .withAction(3, when(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
+                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
+                .withAction(2, when(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
+                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka batch listener failing", w -> w.listenBatch(true)))
+                .withAction(
+                        2,
+                        when(
+                                w -> !w.scopes.isEmpty() && w.relistenable() != null,
+                                "Kafka listener: a copy",
+                                World::relisten))
                 .withAction(3, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
                 .withAction(1, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
                 .withAction(3, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
@@ -304,7 +462,191 @@ class SpringCallerTransactionPropertyTest {
                 expectedHeard.computeIfAbsent(id, k -> new ArrayList<>()).add("duplicate");
             } else {
                 rolledBackEvents.remove(id);
+                rolledBackRecords.remove(id); // a listener's record, applied again through the consumer
                 scopes.peek().items.add("e:" + id);
+            }
+        }
+
+        // The Kafka listeners' calls: the records each was given, its Acknowledgment, and how it ended
+        final List<Ack> acks = new ArrayList<>();
+        final java.util.Set<Integer> acksStood = new java.util.HashSet<>();
+        final Map<String, ConsumerRecord<String, String>> records = new HashMap<>();
+        final List<String> rolledBackRecords = new ArrayList<>();
+        final java.util.Set<String> openCopies = new java.util.HashSet<>();
+
+        /** Whether a listener call runs NESTED in the open transaction (a savepoint), or joins it (JPA). */
+        boolean nested() {
+            return setup.once().nestedTransactionTemplate() != null;
+        }
+
+        /** A listener call in a transaction marked rollback-only, where Spring makes no savepoint. */
+        boolean refused() {
+            return nested() && scopes.peek().physical.rollbackOnly;
+        }
+
+        Ack ack(List<String> ids, boolean fails) {
+            Ack ack = new Ack(acks.size(), ids, fails);
+            acks.add(ack);
+            return ack;
+        }
+
+        /** The listener's call stood or fell with the scope it returned in: a marker among the scope's items. */
+        void succeeded(Ack ack) {
+            scopes.peek().items.add("a:" + ack.index);
+        }
+
+        /** A record listener called with a fresh record in the innermost scope. */
+        void listen(boolean fails) {
+            ConsumerRecord<String, String> r = KafkaRecords.next(fails);
+            String id = KafkaRecords.eventId(r);
+            records.put(id, r);
+            moves.add("listen " + id + (fails ? " (fails)" : ""));
+            Ack ack = ack(List.of(id), true);
+            boolean refused = refused();
+            Throwable thrown = call(() -> setup.listeners().on(r, ack));
+            if (refused) {
+                assertThat(thrown)
+                        .as("no savepoint in a rollback-only transaction %s", moves)
+                        .isNotNull();
+                return;
+            }
+            Physical physical = scopes.peek().physical;
+            if (fails) {
+                assertThat(thrown).as("%s", moves).isNotNull();
+                failed(physical, id);
+                return;
+            }
+            assertThat(thrown).as("%s", moves).isNull();
+            ack.fails = false;
+            scopes.peek().items.add("e:" + id);
+            succeeded(ack);
+        }
+
+        /**
+         * A failed call: NESTED, it rolled back to its savepoint, and it is reported as not applied when the
+         * transaction ends; joined (JPA), it marked the whole transaction rollback-only.
+         */
+        private void failed(Physical physical, String id) {
+            physical.undone.add("e:" + id);
+            if (!nested()) {
+                physical.rollbackOnly = true;
+            }
+        }
+
+        /** A batch listener called with three fresh records, the middle one failing if {@code fails}. */
+        void listenBatch(boolean fails) {
+            List<ConsumerRecord<String, String>> batch =
+                    List.of(KafkaRecords.next(false), KafkaRecords.next(fails), KafkaRecords.next(false));
+            List<String> ids = batch.stream().map(KafkaRecords::eventId).toList();
+            batch.forEach(r -> records.put(KafkaRecords.eventId(r), r));
+            moves.add("listenBatch " + ids + (fails ? " (the second fails)" : ""));
+            Ack ack = ack(ids, true);
+            boolean refused = refused();
+            Throwable thrown = call(() -> setup.listeners().onBatch(batch, ack));
+            if (refused) {
+                assertThat(thrown)
+                        .as("no savepoint in a rollback-only transaction %s", moves)
+                        .isNotNull();
+                return;
+            }
+            Physical physical = scopes.peek().physical;
+            if (!fails) {
+                assertThat(thrown).as("%s", moves).isNull();
+                ack.fails = false;
+                for (String id : ids) {
+                    scopes.peek().items.add("e:" + id);
+                }
+                succeeded(ack);
+                return;
+            }
+            assertThat(thrown).as("%s", moves).isNotNull();
+            // the batch in one step, rolled back: every record reported as not applied when the transaction ends
+            for (String id : ids) {
+                physical.undone.add("e:" + id);
+            }
+            if (nested()) {
+                // then one record per savepoint: the first applied, the second failed, the third never called
+                assertThat(thrown)
+                        .as("%s", moves)
+                        .isInstanceOf(org.springframework.kafka.listener.BatchListenerFailedException.class);
+                assertThat(((org.springframework.kafka.listener.BatchListenerFailedException) thrown).getIndex())
+                        .isEqualTo(1);
+                scopes.peek().items.add("e:" + ids.get(0));
+                physical.undone.add("e:" + ids.get(1));
+                rolledBackRecords.add(ids.get(2));
+            } else {
+                // joined: the transaction is doomed, nothing of the batch can commit, the records are not retried
+                physical.rollbackOnly = true;
+            }
+        }
+
+        /**
+         * A record applied before: in a transaction that ended (committed: a duplicate; rolled back: applied
+         * now), or in the open transaction itself (a duplicate of a claim not yet committed). Never one a
+         * suspended transaction holds: its claim would wait for a transaction this thread cannot end.
+         */
+        String relistenable() {
+            Physical physical = scopes.isEmpty() ? null : scopes.peek().physical;
+            List<String> open = new ArrayList<>();
+            for (Scope s : scopes) {
+                if (s.physical == physical) {
+                    for (String item : s.items) {
+                        if (item.startsWith("e:") && records.containsKey(item.substring(2))) {
+                            open.add(item.substring(2));
+                        }
+                    }
+                }
+            }
+            if (!open.isEmpty() && moves.size() % 2 == 0) {
+                return open.get(open.size() - 1);
+            }
+            if (!rolledBackRecords.isEmpty() && moves.size() % 3 == 0) {
+                return rolledBackRecords.get(rolledBackRecords.size() - 1);
+            }
+            for (String item : committed.keySet()) {
+                if (item.startsWith("e:") && records.containsKey(item.substring(2))) {
+                    return item.substring(2);
+                }
+            }
+            return !open.isEmpty() ? open.get(0) : rolledBackRecords.isEmpty() ? null : rolledBackRecords.get(0);
+        }
+
+        void relisten() {
+            String id = relistenable();
+            boolean ended = committed.containsKey("e:" + id);
+            boolean undone = rolledBackRecords.contains(id);
+            moves.add("listen again " + id + (ended ? " (committed)" : undone ? " (rolled back)" : " (open)"));
+            Ack ack = ack(List.of(id), true);
+            boolean refused = refused();
+            Throwable thrown = call(() -> setup.listeners().on(records.get(id), ack));
+            if (refused) {
+                assertThat(thrown)
+                        .as("no savepoint in a rollback-only transaction %s", moves)
+                        .isNotNull();
+                return;
+            }
+            assertThat(thrown).as("%s", moves).isNull();
+            ack.fails = false;
+            if (undone) {
+                rolledBackRecords.remove(id);
+                rolledBackEvents.remove(id);
+                scopes.peek().items.add("e:" + id);
+            } else if (ended) {
+                expectedHeard.computeIfAbsent(id, k -> new ArrayList<>()).add("duplicate");
+            } else {
+                // reported when the open transaction ends, after its claim's outcome: compared in any order
+                scopes.peek().items.add("d:" + id);
+                openCopies.add(id);
+            }
+            succeeded(ack);
+        }
+
+        private Throwable call(ThrowingRunnable r) {
+            try {
+                r.run();
+                return null;
+            } catch (Throwable t) {
+                return t;
             }
         }
 
@@ -402,6 +744,12 @@ class SpringCallerTransactionPropertyTest {
             for (String item : savepoint.items) {
                 if (item.startsWith("e:")) {
                     rolledBackEvents.add(item.substring(2));
+                    if (records.containsKey(item.substring(2))) {
+                        rolledBackRecords.add(item.substring(2));
+                    }
+                    savepoint.physical.undone.add(item);
+                }
+                if (item.startsWith("d:")) {
                     savepoint.physical.undone.add(item);
                 }
             }
@@ -410,6 +758,12 @@ class SpringCallerTransactionPropertyTest {
         /** The physical transaction ended: what rollbacks to its savepoints undid is reported now. */
         private void reportUndone(Physical physical) {
             for (String item : physical.undone) {
+                if (item.startsWith("d:")) {
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add("duplicate");
+                    continue;
+                }
                 expectedHeard
                         .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
                         .add("failed_retryable");
@@ -426,10 +780,32 @@ class SpringCallerTransactionPropertyTest {
                             .add(stands ? "applied" : "failed_retryable");
                     if (!stands) {
                         rolledBackEvents.add(id);
+                        if (records.containsKey(id)) {
+                            rolledBackRecords.add(id);
+                        }
                     }
+                }
+                if (item.startsWith("d:")) {
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add("duplicate");
+                }
+                if (stands && item.startsWith("a:")) {
+                    acksStood.add(Integer.parseInt(item.substring(2)));
                 }
                 if (stands) {
                     committed.merge(item, 1, Integer::sum);
+                }
+            }
+        }
+
+        /** Rolls back what a failed run left open, innermost first, so that the next run (a shrunk one) starts clean. */
+        void abandon() {
+            while (!scopes.isEmpty()) {
+                try {
+                    setup.tm().rollback(scopes.pop().status);
+                } catch (RuntimeException e) {
+                    // the run failed already; this one only cleans up
                 }
             }
         }
@@ -467,11 +843,40 @@ class SpringCallerTransactionPropertyTest {
                         .as("OnceOutbox message %s %s", key, why)
                         .isEqualTo((long) committed.getOrDefault(item, 0) * (item.startsWith("M:") ? MANY : 1));
             }
+            for (Ack ack : acks) {
+                assertThat(ack.early)
+                        .as("call %d %s acknowledged before its records' claims committed %s", ack.index, ack.ids, why)
+                        .isEmpty();
+                if (ack.fails) {
+                    assertThat(ack.acked)
+                            .as("failed call %d %s acknowledged %s", ack.index, ack.ids, why)
+                            .isZero();
+                } else if (acksStood.contains(ack.index)) {
+                    assertThat(ack.acked)
+                            .as("call %d %s committed: acknowledged %s", ack.index, ack.ids, why)
+                            .isEqualTo(1);
+                }
+            }
+            if (setup.listeners().emf != null) {
+                for (String id : records.keySet()) {
+                    assertThat(jdbc.queryForObject("SELECT count(*) FROM payment WHERE id = ?", Long.class, id))
+                            .as("entity of %s %s", id, why)
+                            .isEqualTo((long) committed.getOrDefault("e:" + id, 0));
+                }
+            }
             Map<String, List<String>> heard = new TreeMap<>();
             for (String h : setup.heard().subList(heardBefore, setup.heard().size())) {
                 int eq = h.indexOf('=');
                 heard.computeIfAbsent(h.substring(0, eq), k -> new ArrayList<>())
                         .add(h.substring(eq + 1));
+            }
+            for (String id : openCopies) {
+                // a copy of a claim the open transaction held: heard at its end, in the order registered
+                for (Map<String, List<String>> m : List.of(heard, expectedHeard)) {
+                    if (m.containsKey(id)) {
+                        m.put(id, m.get(id).stream().sorted().toList());
+                    }
+                }
             }
             assertThat(heard)
                     .as("outcomes reported once each, as the transactions ended %s", why)
@@ -479,5 +884,40 @@ class SpringCallerTransactionPropertyTest {
         }
 
         final List<String> allMessages = new ArrayList<>();
+    }
+
+    @FunctionalInterface
+    interface ThrowingRunnable {
+        void run() throws Throwable;
+    }
+
+    /**
+     * The container's {@code Acknowledgment} of one listener call: counts the acknowledgements, and notes the
+     * records whose claim was not committed (read on a connection of its own) when one was made.
+     */
+    static final class Ack implements Acknowledgment {
+        final int index;
+        final List<String> ids;
+        // until the call returned normally: a failed call must never be acknowledged
+        boolean fails;
+        int acked;
+        final List<String> early = new ArrayList<>();
+
+        Ack(int index, List<String> ids, boolean fails) {
+            this.index = index;
+            this.ids = ids;
+            this.fails = fails;
+        }
+
+        @Override
+        public void acknowledge() {
+            acked++;
+            for (String id : ids) {
+                if (db.queryLong("SELECT count(*) FROM once_inbox WHERE consumer = 'prop' AND event_id = '" + id + "'")
+                        == 0) {
+                    early.add(id);
+                }
+            }
+        }
     }
 }

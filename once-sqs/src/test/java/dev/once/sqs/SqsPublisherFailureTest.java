@@ -130,6 +130,34 @@ class SqsPublisherFailureTest {
         }
     }
 
+    @Test
+    void concurrentRequestsBelowOneAreRefusedNamingTheValue() {
+        assertThatThrownBy(() -> new SqsPublisher(TestSqs.client(), 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("concurrentRequests must be at least 1")
+                .hasMessageContaining("but was 0");
+    }
+
+    /** 95 rows are ten requests; with one request in flight the publisher's one thread sends nine in turn. */
+    @Test
+    void withOneRequestInFlightABatchOfManyRequestsIsStoredWhole() throws Exception {
+        String queue = TestSqs.createQueue("one-in-flight-" + System.nanoTime(), 30);
+        try {
+            List<OutboxMessage> rows = new ArrayList<>();
+            for (int i = 0; i < 95; i++) {
+                rows.add(TestSqs.message(queue, "evt-" + i, null, Integer.toString(i)));
+            }
+            List<CompletionStage<Receipt>> stages = new SqsPublisher(TestSqs.client(), 1).publishAll(rows);
+            for (CompletionStage<Receipt> stage : stages) {
+                assertThat(stage.toCompletableFuture().get(30, TimeUnit.SECONDS).body())
+                        .startsWith("messageId=");
+            }
+            assertThat(TestSqs.messagesStored(queue)).as("every row stored").isEqualTo(95);
+        } finally {
+            TestSqs.deleteQueue(queue);
+        }
+    }
+
     /** Twelve rows of 100 KiB: more than one request's 256 KiB, so the batch goes in several requests. */
     @Test
     void aBatchLargerThanOneRequestTakesIsStoredWhole() throws Exception {

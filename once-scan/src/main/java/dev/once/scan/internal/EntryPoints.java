@@ -42,7 +42,7 @@ import java.util.regex.Pattern;
 /** Finds the message entry points of a repository and how each acknowledges. */
 final class EntryPoints {
 
-    private static final Pattern CAMEL_BROKER = Pattern.compile(
+    static final Pattern CAMEL_BROKER = Pattern.compile(
             "^(kafka|vertx-kafka|aws2-sqs|aws-sqs|sqs|rabbitmq|spring-rabbitmq|amqp|jms|activemq|activemq6|sjms2?|nats|paho"
                     + "|paho-mqtt5|mqtt|google-pubsub|google-pubsub-lite|pulsar|azure-servicebus|azure-storage-queue"
                     + "|azure-eventhubs|aws2-kinesis|aws-kinesis|aws2-ddbstream|stomp|ironmq):.*"
@@ -170,8 +170,10 @@ final class EntryPoints {
             }
         }
         repo.parseExtending(bases);
+        DocumentedEntries documented = new DocumentedEntries(this, repo, types, settings);
         for (Repo.Source s : repo.sources()) {
             for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                documented.type(s, c);
                 annotated(s, c.getAnnotations(), c.getMethods());
                 implemented(s, c, c.getImplementedTypes(), c.getExtendedTypes());
                 catalogued(s, c);
@@ -197,6 +199,7 @@ final class EntryPoints {
             }
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
                 calls(s, call);
+                documented.call(s, call);
             }
             for (ObjectCreationExpr oc : s.cu().findAll(ObjectCreationExpr.class)) {
                 oc.getAnonymousClassBody()
@@ -417,7 +420,7 @@ final class EntryPoints {
         return d;
     }
 
-    private Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
+    Entry add(Repo.Source s, String kind, String broker, String name, Node decl, Node body, Node at) {
         Entry existing = byBody.get(body);
         if (existing != null && secondReceiver(existing.decl, decl)) {
             // a second pull from another receiver in the same method or loop is a consumer of its own (another
@@ -493,7 +496,7 @@ final class EntryPoints {
                 && !a.getScope().get().toString().equals(b.getScope().get().toString());
     }
 
-    private static String owner(Node n) {
+    static String owner(Node n) {
         TypeDeclaration<?> t = Types.enclosingType(n);
         String cls = t == null ? "?" : t.getNameAsString();
         if (n instanceof MethodDeclaration m) {
@@ -1560,10 +1563,11 @@ final class EntryPoints {
     private void recordPullLoops() {
         for (Repo.Source s : repo.sources()) {
             for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
-                if (call.getScope().isEmpty()
-                        || call.getScope().get().isThisExpr()
-                        || !PULL.matcher(call.getNameAsString()).matches()
-                        || insideEntry(call)) {
+                if (call.getScope().isEmpty() || call.getScope().get().isThisExpr()) {
+                    continue;
+                }
+                boolean named = PULL.matcher(call.getNameAsString()).matches();
+                if (named && insideEntry(call)) {
                     continue;
                 }
                 com.github.javaparser.ast.type.Type pulled = null;
@@ -1581,13 +1585,18 @@ final class EntryPoints {
                         .flatMap(Optional::stream)
                         .findFirst()
                         .orElse(null);
+                if (r == null) {
+                    continue;
+                }
                 Node body = loopOrMethod(call);
                 MethodDeclaration m =
                         Types.ancestor(call, MethodDeclaration.class).orElse(null);
-                if (r == null
-                        || body == null
+                if (body == null
                         || m == null
-                        || body == m.getBody().orElse(null)) {
+                        || body == m.getBody().orElse(null)
+                        // a method of any other name, only once the record type says it pulls (resolving the wrapper
+                        // costs a type look-up)
+                        || !named && (insideEntry(call) || !wrapsPoll(call))) {
                     continue;
                 }
                 Entry e = add(s, r.kind() + " pull loop", r.broker(), owner(call), call, body, call);
@@ -1603,6 +1612,31 @@ final class EntryPoints {
                 }
             }
         }
+    }
+
+    /**
+     * The call runs a method of the project's own Kafka wrapper that polls its consumer and hands back what it polled,
+     * whatever the method is named ({@code source.next()}, {@code reader.records()}): the caller's loop consumes.
+     */
+    private boolean wrapsPoll(MethodCallExpr call) {
+        String owner = types.typeOf(call.getScope().get());
+        if (owner == null || !types.isRepoType(owner)) {
+            return false;
+        }
+        for (TypeDeclaration<?> t : repo.types(owner, call)) {
+            for (MethodDeclaration m : t.getMethodsByName(call.getNameAsString())) {
+                if (m.getParameters().size() == call.getArguments().size()
+                        && m.findAll(MethodCallExpr.class).stream()
+                                .anyMatch(p -> p.getNameAsString().equals("poll")
+                                        && p.getScope()
+                                                .map(types::typeOf)
+                                                .filter(KAFKA_CONSUMER_TYPES::contains)
+                                                .isPresent())) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** A call of a method by this name in some file of the repository, on an object, by reference, or unqualified. */
@@ -2279,11 +2313,11 @@ final class EntryPoints {
         String event = m.getType() instanceof ClassOrInterfaceType ct
                 ? ct.getTypeArguments()
                         .filter(a -> !a.isEmpty())
-                        .map(a -> Types.simple(a.get(0)))
+                        .map(a -> functionInput(a.get(0)))
                         .orElse("")
                 : "";
         if (LAMBDA_EVENTS.contains(event)) {
-            for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+            for (ReturnStmt r : ownReturns(m)) {
                 r.getExpression().ifPresent(x -> {
                     Node body = x instanceof LambdaExpr l ? l.getBody() : x;
                     Entry e = add(
@@ -2303,13 +2337,35 @@ final class EntryPoints {
         if (!streamModules.containsKey(s.module()) && !settings.hasPrefix(s.module(), "spring.cloud.stream")) {
             return;
         }
-        for (ReturnStmt r : m.findAll(ReturnStmt.class)) {
+        for (ReturnStmt r : ownReturns(m)) {
             r.getExpression().ifPresent(x -> {
                 Node body = x instanceof LambdaExpr l ? l.getBody() : x;
                 Entry e = add(s, "Spring Cloud Stream " + rt + " bean", "stream", owner(m), m, body, m);
                 e.ackText = "the binder acknowledges after the function returns";
             });
         }
+    }
+
+    /** The method's own returns, not those inside the lambdas or anonymous classes it returns. */
+    private static List<ReturnStmt> ownReturns(MethodDeclaration m) {
+        return m.findAll(ReturnStmt.class).stream()
+                .filter(r ->
+                        r.findAncestor(LambdaExpr.class).filter(m::isAncestorOf).isEmpty()
+                                && r.findAncestor(MethodDeclaration.class).orElse(null) == m)
+                .toList();
+    }
+
+    /**
+     * The event a function bean takes: its input type, or the payload of a {@code Message<…>} input (Spring Cloud
+     * Function's AWS adapter documents {@code Function<Message<SQSEvent>, …>} beside the plain event).
+     */
+    private static String functionInput(com.github.javaparser.ast.type.Type input) {
+        if (input instanceof ClassOrInterfaceType ct
+                && ct.getNameAsString().equals("Message")
+                && ct.getTypeArguments().filter(a -> a.size() == 1).isPresent()) {
+            return Types.simple(ct.getTypeArguments().get().get(0));
+        }
+        return Types.simple(input);
     }
 
     // ---- client-library loops and callbacks ----------------------------------------------------
@@ -3157,7 +3213,7 @@ final class EntryPoints {
      * The initializer of the local {@code n} names in its method, or else of the field of that name in the enclosing
      * class (a callback built once and handed to the consume call later), when it is of the shape asked for.
      */
-    private static Optional<Expression> initializerOf(NameExpr n, java.util.function.Predicate<Expression> shape) {
+    static Optional<Expression> initializerOf(NameExpr n, java.util.function.Predicate<Expression> shape) {
         MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
         if (m != null) {
             for (VariableDeclarator d :
@@ -3418,10 +3474,8 @@ final class EntryPoints {
             return;
         }
         String source;
-        if (from.getArgument(0) instanceof MethodCallExpr src
-                && src.getNameAsString()
-                        .matches(
-                                "messageDrivenChannelAdapter|inboundAdapter|inboundGateway|inboundChannelAdapter|messageDrivenAdapter")) {
+        MethodCallExpr src = inboundSpec(from.getArgument(0));
+        if (src != null) {
             source = src.getScope().map(Object::toString).orElse("") + "." + src.getNameAsString();
         } else if (from.getScope()
                 .map(x -> x.toString().matches("IntegrationFlows?"))
@@ -3447,6 +3501,30 @@ final class EntryPoints {
                     from);
             e.ackText = "the inbound adapter acknowledges after the flow returns";
         }
+    }
+
+    /**
+     * The inbound adapter's factory call under the spec's configuration, as the Java DSL documents it: {@code
+     * Jms.messageDrivenChannelAdapter(cf).destination("q")}, {@code Kafka.messageDrivenChannelAdapter(cf,
+     * "t").configureListenerContainer(…)}, {@code Amqp.inboundAdapter(cf, "q").configureContainer(…)}.
+     */
+    private static MethodCallExpr inboundSpec(Expression arg) {
+        for (Expression x = arg;
+                x instanceof MethodCallExpr call;
+                x = call.getScope().orElse(null)) {
+            if (call.getNameAsString()
+                            .matches("messageDrivenChannelAdapter|inboundAdapter|inboundGateway|inboundChannelAdapter"
+                                    + "|messageDrivenAdapter")
+                    // under a spec's configuration, only a broker's factory (Files.inboundAdapter(dir).patternFilter
+                    // reads a directory)
+                    && (call == arg
+                            || call.getScope()
+                                    .map(sc -> sc.toString().matches("Jms|Kafka|Amqp|RabbitStream|Mqtt|Sqs|Pulsar"))
+                                    .orElse(false))) {
+                return call;
+            }
+        }
+        return null;
     }
 
     /** A side effect in a Kafka Streams topology: {@code stream.peek((k, v) -> mailer.send(v))}. */
@@ -3622,7 +3700,7 @@ final class EntryPoints {
      * configuration, {@code String.format}, or the endpoint DSL's builder ({@code kafka("orders").brokers(…)}, whose
      * innermost call names the component in camel case).
      */
-    private String camelUri(Repo.Source s, Expression e) {
+    String camelUri(Repo.Source s, Expression e) {
         return placeholder(s, camelUriExpr(s, e, 0));
     }
 

@@ -252,6 +252,11 @@ public final class Repo {
             "WorkerTask",
             "client.worker.Worker",
             "ServiceActivator",
+            // pulling consumers and streams the frameworks document (DocumentedEntries)
+            "ConsumerTemplate",
+            "PollingConsumer",
+            "@Channel(",
+            "@MessageMapping(",
             // client libraries' consumers and receivers
             "KafkaConsumer",
             "DefaultConsumer",
