@@ -394,6 +394,23 @@ final class Analyzer {
             }
         }
 
+        if (e.ack == Entry.Ack.AFTER_RETURN && BufferedOnly.pushed(e)) {
+            BufferedOnly.find(events)
+                    .ifPresent(b -> out.add(finding(
+                            Rule.ACK_BEFORE_EFFECT,
+                            Level.ERROR,
+                            "hands the message to an in-process buffer (" + b.what() + ") and returns: " + e.ackText
+                                    + ", so the message is acknowledged while its work waits in memory; a crash, or a failure"
+                                    + " of the stage that drains the buffer, loses it. Do the work before returning, or keep"
+                                    + " the buffer where it survives (an outbox table, a topic)",
+                            BufferedOnly.where(b),
+                            e,
+                            heaviest == null ? Blast.MESSAGE : heaviest,
+                            b.path(),
+                            List.of(entryRel, new Related("hand-off", b.location())),
+                            b.member())));
+        }
+
         Set<Event> weakClaims = new LinkedHashSet<>();
         Set<Event> reportedChecks = new LinkedHashSet<>();
         boolean dbWrite = effects.stream().anyMatch(x -> x.category() == Event.Category.DATABASE)

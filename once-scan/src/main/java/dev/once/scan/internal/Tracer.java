@@ -574,16 +574,23 @@ final class Tracer {
                 || f.depth > SWALLOW_DEPTH) {
             return false;
         }
+        // a wait on a future in the try block fails with the future's own failure types: those catch the work's
+        // failure as a catch-all does (FutureFailures)
+        boolean waits = FutureFailures.waitsIn(t.getTryBlock());
         com.github.javaparser.ast.stmt.CatchClause swallow = t.getCatchClauses().stream()
                 .filter(cc -> cc.getParameter().getType().toString().lines().count() == 1
                         && java.util.Arrays.stream(
                                         cc.getParameter().getType().toString().split("\\|"))
                                 .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
-                                .anyMatch(CATCH_ALL::contains)
+                                .anyMatch(x -> CATCH_ALL.contains(x) || waits && FutureFailures.isFailureOfWait(x))
                         && (onlyLogs(cc.getBody()) || rejectsForGood(cc.getBody()) || retriesThenLogs(cc)))
                 .findFirst()
                 .orElse(null);
-        if (swallow == null) {
+        if (swallow == null
+                // a catch whose log line says the message will be retried is judged by retryLeftToRedelivery
+                || swallow.getBody().findAll(StringLiteralExpr.class).stream()
+                        .anyMatch(l -> RETRY_SAID.matcher(l.getValue()).find())
+                || retryLoop(t)) {
             return false;
         }
         boolean retried = retriesThenLogs(swallow);
@@ -605,7 +612,17 @@ final class Tracer {
                     f,
                     null,
                     null,
-                    "catches every exception (catch (" + swallow.getParameter().getType() + ")) from the work that "
+                    (java.util.Arrays.stream(swallow.getParameter()
+                                                    .getType()
+                                                    .toString()
+                                                    .split("\\|"))
+                                            .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
+                                            .anyMatch(CATCH_ALL::contains)
+                                    ? "catches every exception (catch ("
+                                            + swallow.getParameter().getType() + "))"
+                                    : "catches a failure of the future it waits on (catch ("
+                                            + swallow.getParameter().getType() + "))")
+                            + " from the work that "
                             + failed.what()
                             + (rejected
                                     ? " and rejects the message without requeue (AmqpRejectAndDontRequeueException),"
@@ -623,6 +640,29 @@ final class Tracer {
                                             : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * {@code for (attempt = 1; attempt <= 3; attempt++) { try { book(s); return; } catch (RuntimeException e) { log… } }
+     * throw …}: a try in a loop that its block leaves on success (a return or a break) is an attempt of an in-place
+     * retry, and its catch goes round again rather than swallowing the failure.
+     */
+    private static boolean retryLoop(TryStmt t) {
+        Node loop = null;
+        for (Node p = t.getParentNode().orElse(null);
+                p != null && !(p instanceof MethodDeclaration) && !(p instanceof LambdaExpr);
+                p = p.getParentNode().orElse(null)) {
+            if (p instanceof WhileStmt
+                    || p instanceof com.github.javaparser.ast.stmt.ForStmt
+                    || p instanceof com.github.javaparser.ast.stmt.DoStmt) {
+                loop = p;
+                break;
+            }
+        }
+        return loop != null
+                && (!t.getTryBlock().findAll(ReturnStmt.class).isEmpty()
+                        || t.getTryBlock().findAll(com.github.javaparser.ast.stmt.BreakStmt.class).stream()
+                                .anyMatch(b -> b.getLabel().isEmpty()));
     }
 
     /**
@@ -810,18 +850,20 @@ final class Tracer {
      * argument of a log call (a sanitiser, a formatter) is part of the message, not a step that handles the failure.
      */
     private static boolean inLogMessage(MethodCallExpr c) {
-        if (!c.getScope()
+        boolean helper = c.getScope()
                 .map(x -> x.toString().replaceAll(".*\\.", ""))
                 .filter(x -> !x.isEmpty() && Character.isUpperCase(x.charAt(0)))
-                .isPresent()) {
-            return false;
-        }
+                .isPresent();
         for (Node p = c.getParentNode().orElse(null);
                 p instanceof Expression;
                 p = p.getParentNode().orElse(null)) {
             if (p instanceof MethodCallExpr m
                     && LOG_LEVEL.matcher(m.getNameAsString()).matches()
-                    && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))) {
+                    && m.getArguments().stream().anyMatch(a -> a == c || a.isAncestorOf(c))
+                    // a call inside a logger's arguments (changes.size(), e.getMessage(), record.key()) computes
+                    // what the line says, whatever it is called on: SLF4J, Log4j and java.util.logging take the
+                    // values and format them, they hand nothing on
+                    && (helper || LoggingCalls.logger(m))) {
                 return true;
             }
         }
@@ -1963,8 +2005,43 @@ final class Tracer {
         if (what == null) {
             return false;
         }
-        add(Event.Kind.BUFFER, c, f, null, null, what);
+        addBuffer(c, f, what);
         return true;
+    }
+
+    /**
+     * A {@link Event.Kind#BUFFER} event, {@code keyed} when what is buffered is not the message (a metric, a
+     * timestamp: the names holding the message's data are known and none goes in) or the file that buffers also
+     * acknowledges messages (the ack made after the drain, {@link Buffers#drainAcknowledges}): a listener acknowledged
+     * on return then hands no acknowledged work to the buffer.
+     */
+    private void addBuffer(Node at, Frame f, String what) {
+        add(Event.Kind.BUFFER, at, f, null, null, what);
+        // what goes in: the call's arguments, or for a method reference the elements its caller iterates
+        Node given = at instanceof MethodReferenceExpr r && r.getParentNode().orElse(null) instanceof MethodCallExpr p
+                ? p
+                : at instanceof MethodCallExpr c
+                        ? new com.github.javaparser.ast.expr.ArrayInitializerExpr(new NodeList<>(
+                                c.getArguments().stream().map(Expression::clone).toList()))
+                        : at;
+        boolean message = f.data == null || Dataflow.mentions(given, f.data);
+        if (!message || Buffers.drainAcknowledges(at)) {
+            Event b = events.remove(events.size() - 1);
+            events.add(new Event(
+                    b.kind(),
+                    b.seq(),
+                    b.location(),
+                    b.path(),
+                    b.blast(),
+                    b.category(),
+                    b.what(),
+                    b.tx(),
+                    b.txLocation(),
+                    true,
+                    b.member(),
+                    b.handedOff(),
+                    b.arms()));
+        }
     }
 
     /**
@@ -2054,7 +2131,7 @@ final class Tracer {
 
     /** What a call that only buffers the message does, as a finding says it; null for any other call. */
     private String handedTo(MethodCallExpr c, String stype) {
-        String owner = stype;
+        String owner = c.getScope().map(x -> Buffers.madeAs(types, stype, x)).orElse(stype);
         if (owner != null && !types.isRepoType(owner)) {
             Optional<Catalogue.Rule> hit = Catalogue.get().match(owner, c.getNameAsString(), Repo.printed(c));
             if (hit.filter(Catalogue.Rule::handOff).isPresent()) {
@@ -2080,11 +2157,13 @@ final class Tracer {
     private String referenceOwner(MethodReferenceExpr r) {
         Expression scope = r.getScope();
         // service::apply parses as a type expression; a lower-case name is a variable or field
-        return scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
-                ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
-                        .map(Types::simple)
-                        .orElse(null)
-                : scope.isTypeExpr() ? null : types.typeOf(scope);
+        String owner =
+                scope.isTypeExpr() && Character.isLowerCase(scope.toString().charAt(0))
+                        ? Optional.ofNullable(types.declaredType(scope, scope.toString()))
+                                .map(Types::simple)
+                                .orElse(null)
+                        : scope.isTypeExpr() ? null : types.typeOf(scope);
+        return Buffers.madeAs(types, owner, scope);
     }
 
     /** Whether the file {@code at} is in imports a package starting with {@code prefix}. */
@@ -3937,7 +4016,7 @@ final class Tracer {
         }
         String buffer = bufferReference(r);
         if (buffer != null) {
-            add(Event.Kind.BUFFER, r, f, null, null, buffer);
+            addBuffer(r, f, buffer);
             return;
         }
         Expression scope = r.getScope();

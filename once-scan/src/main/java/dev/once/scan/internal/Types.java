@@ -248,9 +248,13 @@ final class Types {
                     && cc.getParameter().getNameAsString().equals(name)) {
                 return cc.getParameter().getType();
             } else if (n instanceof LambdaExpr l) {
-                for (Parameter p : l.getParameters()) {
+                for (int i = 0; i < l.getParameters().size(); i++) {
+                    Parameter p = l.getParameter(i);
                     if (p.getNameAsString().equals(name)) {
-                        return p.getType() instanceof com.github.javaparser.ast.type.UnknownType ? null : p.getType();
+                        // an inferred parameter given the elements of a declared collection: its element type
+                        return p.getType() instanceof com.github.javaparser.ast.type.UnknownType
+                                ? Elements.parameter(this, l, i)
+                                : p.getType();
                     }
                 }
             } else if (n instanceof CallableDeclaration<?> m) {
