@@ -28,12 +28,16 @@ final class KafkaContainerTransactionCheck implements SmartInitializingSingleton
     }
 
     @Override
-    @SuppressWarnings({"rawtypes", "deprecation"}) // every factory, whatever its types; the deprecated setter's value
+    @SuppressWarnings({"rawtypes", "removal"}) // every factory, whatever its types; the setter's value, to be removed
     public void afterSingletonsInstantiated() {
         beans.getBeansOfType(AbstractKafkaListenerContainerFactory.class, false, false)
                 .forEach((name, factory) -> {
-                    PlatformTransactionManager tm =
-                            factory.getContainerProperties().getTransactionManager();
+                    PlatformTransactionManager tm;
+                    try {
+                        tm = factory.getContainerProperties().getTransactionManager();
+                    } catch (NoSuchMethodError removed) {
+                        return; // a spring-kafka without the setter: no container runs in such a transaction
+                    }
                     if (tm != null && !(tm instanceof KafkaAwareTransactionManager)) {
                         log.warn(
                                 "Kafka listener container factory '{}' runs its listeners in transactions of {}, a"

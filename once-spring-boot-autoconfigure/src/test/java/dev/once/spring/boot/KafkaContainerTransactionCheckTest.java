@@ -90,7 +90,7 @@ class KafkaContainerTransactionCheckTest {
     @Configuration(proxyBeanMethods = false)
     static class DatabaseTransactions {
         @Bean
-        @SuppressWarnings("deprecation") // the setter the hazard comes through
+        @SuppressWarnings({"deprecation", "removal"}) // the setter the hazard comes through
         ConcurrentKafkaListenerContainerFactory<String, String> paymentsContainerFactory(
                 PlatformTransactionManager tm) {
             var f = factory();
@@ -114,7 +114,7 @@ class KafkaContainerTransactionCheckTest {
         }
 
         @Bean
-        @SuppressWarnings("deprecation") // a Kafka transaction manager through the older setter: as safe
+        @SuppressWarnings({"deprecation", "removal"}) // a Kafka transaction manager through the older setter: as safe
         ConcurrentKafkaListenerContainerFactory<String, String> legacyKafkaContainerFactory() {
             var f = factory();
             f.getContainerProperties().setTransactionManager(kafkaTransactions());
