@@ -73,16 +73,22 @@ public final class TestDatabase implements AutoCloseable {
      * Runs one administrative statement (create or drop a schema or database) on the JVM's administrative
      * connection to that server; a connection that broke (a test terminated it) is replaced once.
      */
-    static synchronized void admin(String jdbcUrl, String sql) {
+    static void admin(String jdbcUrl, String sql) {
+        admin(jdbcUrl, List.of(sql));
+    }
+
+    /** Runs administrative statements as one batch, as {@link #admin(String, String)} runs one. */
+    static synchronized void admin(String jdbcUrl, List<String> sql) {
         try {
             try {
                 adminStatement(jdbcUrl, sql);
             } catch (SQLException first) {
-                Connection broken = ADMIN.remove(jdbcUrl);
-                if (broken == null || broken.isValid(5)) {
+                Connection used = ADMIN.get(jdbcUrl);
+                if (used == null || used.isValid(5)) {
                     throw first; // the statement failed, not the connection
                 }
-                broken.close();
+                ADMIN.remove(jdbcUrl);
+                used.close();
                 adminStatement(jdbcUrl, sql);
             }
         } catch (SQLException e) {
@@ -90,14 +96,21 @@ public final class TestDatabase implements AutoCloseable {
         }
     }
 
-    private static void adminStatement(String jdbcUrl, String sql) throws SQLException {
+    private static void adminStatement(String jdbcUrl, List<String> sql) throws SQLException {
         Connection c = ADMIN.get(jdbcUrl);
         if (c == null) {
             c = DriverManager.getConnection(jdbcUrl);
             ADMIN.put(jdbcUrl, c);
         }
         try (Statement s = c.createStatement()) {
-            s.execute(sql);
+            if (sql.size() == 1) {
+                s.execute(sql.get(0));
+            } else {
+                for (String statement : sql) {
+                    s.addBatch(statement);
+                }
+                s.executeBatch();
+            }
         }
     }
 
