@@ -84,6 +84,14 @@ final class ClaimCheck {
         JoinedTransaction joined = tx.joinedTransaction();
         if (joined != null && joined.checksBeforeCommit()) {
             Connection c = tx.connection();
+            if (joined.checksAfterHandler()) {
+                // the caller hears a claim lost under the handler from the call itself; the check at the commit
+                // then covers what the caller does on the connection after it
+                Outcome lost = askClaim(c, eventIds, false);
+                if (lost != null) {
+                    return lost;
+                }
+            }
             // Confined (every statement of this handler passed its guard, which saw nothing) and nothing else
             // due before the commit: nothing between the claim and the COMMIT went unseen, as in an owned
             // transaction, so the check would cost a statement and catch nothing. Read now, after the handler:

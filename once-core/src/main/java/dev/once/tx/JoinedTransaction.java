@@ -77,16 +77,18 @@ public final class JoinedTransaction implements SavepointListener {
     private static final int[] NO_POSITIONS = {};
     private static final SavepointListener[] NO_LISTENERS = {};
     private final boolean checksBeforeCommit;
+    private final boolean checksAfterHandler;
     private Connection confinedTo;
     private boolean done;
 
     /** A transaction that has just begun: no callbacks, no savepoints; the engine checks its claims right after the handler. */
     public JoinedTransaction() {
-        this(false);
+        this(false, true);
     }
 
-    private JoinedTransaction(boolean checksBeforeCommit) {
+    private JoinedTransaction(boolean checksBeforeCommit, boolean checksAfterHandler) {
         this.checksBeforeCommit = checksBeforeCommit;
+        this.checksAfterHandler = checksAfterHandler;
     }
 
     /**
@@ -94,12 +96,29 @@ public final class JoinedTransaction implements SavepointListener {
      * commit of it (and never commits it without): the engine leaves its claim checks to that moment.
      */
     public static JoinedTransaction checkingBeforeCommit() {
-        return new JoinedTransaction(true);
+        return new JoinedTransaction(true, false);
+    }
+
+    /**
+     * A transaction that has just begun, whose integration calls {@link #runChecks} right before every commit
+     * of it, and whose caller must also hear a lost claim from the call itself: the engine checks its claims
+     * right after the handler (a failed outcome is returned at once) and again before the commit. For an
+     * integration whose caller holds the raw connection between the calls and the commit ({@link
+     * ManualTransactions}): a rollback there, or a savepoint set and rolled back there, undoes claims the
+     * integration never hears undone, and only the check at the commit sees it.
+     */
+    public static JoinedTransaction checkingAfterHandlerAndBeforeCommit() {
+        return new JoinedTransaction(true, true);
     }
 
     /** True when the integration runs {@link #runChecks} before the commit, so the engine may register checks. */
     public boolean checksBeforeCommit() {
         return checksBeforeCommit;
+    }
+
+    /** True when the engine must check its claims right after the handler (also when it checks them before the commit). */
+    public boolean checksAfterHandler() {
+        return checksAfterHandler;
     }
 
     /**

@@ -25,7 +25,9 @@ import java.util.Objects;
  * {@link Scope#releaseSavepoint(Savepoint)}), not on the connection. A delivery processed after a
  * savepoint that the scope then rolls back to is reported as not applied when the transaction ends,
  * even though the transaction commits: its claim and effect were undone. A savepoint taken on the
- * connection directly is invisible to the engine, which would then report such a delivery as applied.
+ * connection directly, or a rollback there, is invisible to the scope: the claim check at
+ * {@link Scope#commit()} finds a claim it undid and rolls the whole transaction back instead of
+ * reporting the delivery applied.
  *
  * <p>Thread-safe: each thread binds its own connection. A scope belongs to the thread that opened it.
  */
@@ -74,7 +76,11 @@ public final class ManualTransactions implements TransactionProvider {
     /** One hand-managed transaction bound to a thread. Ends it and reports the end to the engine. */
     public final class Scope implements AutoCloseable {
         private final Connection connection;
-        private final JoinedTransaction completions = new JoinedTransaction();
+        // The engine checks its claims after the handler (process() returns a lost claim's failure) and again at
+        // this scope's commit (runChecks), which also covers what the caller did on the connection itself after
+        // process() returned: a rollback, or a savepoint set and rolled back there, undoes claims this scope
+        // never heard undone.
+        private final JoinedTransaction completions = JoinedTransaction.checkingAfterHandlerAndBeforeCommit();
         private final Joined handle;
         private boolean rollbackOnly;
 
@@ -91,8 +97,9 @@ public final class ManualTransactions implements TransactionProvider {
         /**
          * Commits the connection and reports it committed.
          *
-         * @throws SQLException if the engine marked the transaction rollback-only (it is rolled back
-         *         instead, and reported so), or the commit fails (reported as not committed)
+         * @throws SQLException if the engine marked the transaction rollback-only, or a claim made in it was
+         *         undone on the connection behind the scope's back (it is rolled back instead, and reported so),
+         *         or the commit fails (reported as not committed)
          */
         public void commit() throws SQLException {
             if (rollbackOnly) {
@@ -104,6 +111,21 @@ public final class ManualTransactions implements TransactionProvider {
             }
             boolean committed = false;
             try {
+                try {
+                    // a folded check commits on PostgreSQL, and pgjdbc's commit then sends nothing
+                    completions.runChecks(() -> true);
+                } catch (SQLException e) {
+                    connection.rollback();
+                    throw e;
+                } catch (RuntimeException e) {
+                    connection.rollback();
+                    throw new SQLException(
+                            "transaction rolled back: a claim once made in it was undone before the commit (a"
+                                    + " rollback or a savepoint's rollback on the connection itself, not through the"
+                                    + " scope?), and committing the rest would report it applied: " + e.getMessage(),
+                            "40000",
+                            e);
+                }
                 connection.commit();
                 committed = true;
             } finally {
