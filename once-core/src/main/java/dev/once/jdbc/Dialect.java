@@ -505,7 +505,8 @@ public interface Dialect {
      * rows (relays keeping no history) in the same statement; null where the dialect has no array
      * binds. Binds: 1 ids to delete, then arrays of 2 id, 3 status, 4 time in microseconds since
      * the epoch (sent_at when sent, available_at when retried, ignored when dead), 5 last_error,
-     * 6 response_status, 7 response.
+     * 6 response_status, 7 response. May be preceded, in the same string, by statements without
+     * binds that set up how it runs (PostgreSQL: planned at each execution).
      */
     default String outboxMarkAll(String prefix) {
         return null;
