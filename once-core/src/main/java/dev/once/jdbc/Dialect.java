@@ -1,5 +1,6 @@
 package dev.once.jdbc;
 
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -440,12 +441,16 @@ public interface Dialect {
     }
 
     /**
-     * True when the driver takes several statements in one prepared string and sends them in one
-     * round trip (pgjdbc does; MariaDB Connector/J only with {@code allowMultiQueries}): the relay
-     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback
-     * to that savepoint with {@link #outboxRelock}, one round trip each instead of two.
+     * True when {@code connection}'s driver takes several statements in one prepared string and
+     * sends them in one round trip (pgjdbc does; MariaDB Connector/J only with {@code
+     * allowMultiQueries}; another driver of the same database may refuse such a string): the relay
+     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback to
+     * that savepoint with {@link #outboxRelock}, one round trip each instead of two. Asked at each
+     * batch, of the connection that runs it; it must not query the database.
+     *
+     * @throws SQLException if the connection's metadata cannot be read
      */
-    default boolean outboxStatementsTogether() {
+    default boolean outboxStatementsTogether(Connection connection) throws SQLException {
         return false;
     }
 
@@ -505,10 +510,18 @@ public interface Dialect {
      * rows (relays keeping no history) in the same statement; null where the dialect has no array
      * binds. Binds: 1 ids to delete, then arrays of 2 id, 3 status, 4 time in microseconds since
      * the epoch (sent_at when sent, available_at when retried, ignored when dead), 5 last_error,
-     * 6 response_status, 7 response. May be preceded, in the same string, by statements without
-     * binds that set up how it runs (PostgreSQL: planned at each execution).
+     * 6 response_status, 7 response.
      */
     default String outboxMarkAll(String prefix) {
+        return null;
+    }
+
+    /**
+     * A statement without binds the relay runs in the batch's transaction right before {@link
+     * #outboxMarkAll}, with it in one string where {@link #outboxStatementsTogether} (PostgreSQL: the
+     * mark planned at each execution); null for none.
+     */
+    default String outboxMarkBegin() {
         return null;
     }
 

@@ -1,6 +1,7 @@
 package dev.once.jdbc;
 
 import java.sql.Array;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -304,10 +305,16 @@ public final class PostgresDialect implements Dialect {
 
     // pgjdbc splits a string of statements and sends them with one Sync: one round trip. An empty
     // poll (every relay a commit's NOTIFY wakes but the one that takes its rows) made three, now two.
+    // Only pgjdbc (behind a pool or proxy whose metadata names it, as HikariCP's does): another
+    // driver of the PostgreSQL wire protocol (pgjdbc-ng, a vendor's) may refuse a
+    // prepared string of several statements, and then gets them one by one.
     @Override
-    public boolean outboxStatementsTogether() {
-        return true;
+    public boolean outboxStatementsTogether(Connection connection) throws SQLException {
+        return PGJDBC.equals(connection.getMetaData().getDriverName());
     }
+
+    // org.postgresql.util.DriverInfo.DRIVER_NAME, read here without a compile dependency on pgjdbc
+    private static final String PGJDBC = "PostgreSQL JDBC Driver";
 
     // A rollback to a savepoint ends the subtransaction that took the lock query's row locks, so
     // they are released; this takes back those of the rows the batch keeps. Re-checked: between the
@@ -337,20 +344,25 @@ public final class PostgresDialect implements Dialect {
                 + " ?::bytea[], ?::text[], ?::varchar[]) WITH ORDINALITY AS t(e, d, k, p, h, i, n) ORDER BY t.n";
     }
 
+    // The mark is planned at each execution: the driver prepares it on the server, where a generic
+    // plan is cached after five executions and kept until the table's statistics change. Planned on
+    // a new outbox of a few pages, that plan scans the table for the ids (a hash join, the empty
+    // delete too) and kept doing so as the table grew to every row sent, until autovacuum's first
+    // ANALYZE: 375 against 18-27 µs of server time per message at an offered load (RelayProbe;
+    // OutboxMarkPlanTest). A custom plan sees the table's size and the array's length. The lock
+    // query keeps its generic plan: its partial indexes serve it at any size.
+    @Override
+    public String outboxMarkBegin() {
+        return "SET LOCAL plan_cache_mode = force_custom_plan";
+    }
+
     // One statement for a whole relay batch: sent rows deleted (when the relay keeps no history)
     // and every other row marked, whichever its outcome. Times arrive as microseconds since the
     // epoch: exact, and free of the driver's time zone handling of timestamp arrays.
-    // Planned at each execution (in the same round trip): the driver prepares it on the server,
-    // where a generic plan is cached after five executions and kept until the table's statistics
-    // change. Planned on a new outbox of a few pages, that plan scans the table for the ids (a
-    // hash join, the empty delete too) and kept doing so as the table grew to every row sent, until
-    // autovacuum's first ANALYZE: 375 against 15 µs of server time per message at an offered load
-    // (RelayProbe; OutboxMarkPlanTest). A custom plan sees the table's size and the array's length.
-    // The lock query keeps its generic plan: its partial indexes serve it at any size.
     @Override
     public String outboxMarkAll(String prefix) {
         String table = quote(prefix + "outbox");
-        return "SET LOCAL plan_cache_mode = force_custom_plan; WITH gone AS (DELETE FROM " + table
+        return "WITH gone AS (DELETE FROM " + table
                 + " WHERE id = ANY(?::bigint[])) UPDATE " + table + " o"
                 + " SET status = m.status, attempts = o.attempts + 1,"
                 + " sent_at = CASE WHEN m.status = 'sent' THEN m.at ELSE o.sent_at END,"
