@@ -135,6 +135,27 @@ class EntryPointsTest {
     }
 
     @Test
+    void consumerKindsOfClientsNeitherCorpusHalfHoldsAreEntryPointsAndTheirPublishersAreNot() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-catalogue-world-clients"));
+
+        // not listed: the Paho publish, the XADD, the MQ put, and the Flink sink
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Paho subscribe listener @ MqttIngest.java:15",
+                        "HiveMQ subscribe callback @ MqttIngest.java:24",
+                        "Redis Streams container receiveAutoAck @ FuelStream.java:28",
+                        "Redis XREADGROUP loop @ FuelStream.java:33",
+                        "RocketMQ 5 PushConsumer listener @ DispatchReceivers.java:23",
+                        "RocketMQ 5 SimpleConsumer.receive @ DispatchReceivers.java:32",
+                        "Artemis ClientConsumer.setMessageHandler @ DispatchReceivers.java:42",
+                        "IBM MQ MQQueue.get loop @ DepotQueue.java:22",
+                        "Flink KafkaSource @ SpeedingJob.java:23",
+                        "Alpakka Kafka committableSource @ SpeedingJob.java:34");
+    }
+
+    @Test
     void aHandlerHeldInAVariableIsLocatedFromItsDeclarationToItsRegistration() {
         ScanReport r = Fixtures.scan(Fixtures.of("handler-held-in-variable"));
 

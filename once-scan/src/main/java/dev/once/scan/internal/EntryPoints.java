@@ -2118,16 +2118,18 @@ final class EntryPoints {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
-        if (CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
-            // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
-            // ServiceBusRecordMessageListener): the lambda it returns is the handler
-            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
-                for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
-                    if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
-                        catalogueEntry(s, r, owner(m), l, l.getBody(), l);
-                    }
+        // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
+        // ServiceBusRecordMessageListener): the lambda it returns is the handler. Only when the file imports that
+        // library: a JMS MessageListener bean shares its simple name with RocketMQ 5's and is read below
+        var catalogued = CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)
+                ? CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s)
+                : java.util.Optional.<EntryCatalogue.Rule>empty();
+        if (catalogued.isPresent()) {
+            for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
+                if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    catalogueEntry(s, catalogued.get(), owner(m), l, l.getBody(), l);
                 }
-            });
+            }
             return;
         }
         if (t.endsWith("MessageListener")
@@ -3574,17 +3576,18 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
-        if (oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
-            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
-                for (var member : oc.getAnonymousClassBody().get()) {
-                    if (member instanceof MethodDeclaration md
-                            && md.getNameAsString().equals(r.method())
-                            && md.getBody().isPresent()) {
-                        catalogueEntry(
-                                s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
-                    }
+        var catalogued = oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)
+                ? CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s)
+                : java.util.Optional.<EntryCatalogue.Rule>empty();
+        if (catalogued.isPresent()) {
+            EntryCatalogue.Rule r = catalogued.get();
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals(r.method())
+                        && md.getBody().isPresent()) {
+                    catalogueEntry(s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
                 }
-            });
+            }
             return;
         }
         if (oc.getAnonymousClassBody().isPresent()
