@@ -156,6 +156,21 @@ class EntryPointsTest {
     }
 
     @Test
+    void listenersConfiguredInSpringXmlAreEntryPointsAtTheirJavaMethods() {
+        ScanReport r = Fixtures.scan(Fixtures.of("xml-configured-listeners"));
+
+        // not listed: FormArchive.store, on a file adapter's channel and on an in-memory one
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Spring XML <jms:listener> CLAIMS.IN → ClaimIntake.receiveClaim @ ClaimIntake.java:14",
+                        "Spring XML <rabbit:listener> claims.status → StatusBoard.onStatus @ StatusBoard.java:14",
+                        "Spring XML <service-activator> on payoutRequests → PayoutService.pay @ PayoutService.java:14",
+                        "MessageListener.onMessage @ FraudScreen.java:16");
+    }
+
+    @Test
     void aHandlerHeldInAVariableIsLocatedFromItsDeclarationToItsRegistration() {
         ScanReport r = Fixtures.scan(Fixtures.of("handler-held-in-variable"));
 
