@@ -1,7 +1,6 @@
 package dev.once.spring;
 
 import java.time.Duration;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The {@code Acknowledgment} a body sees: {@code acknowledge()} takes effect after the transaction
@@ -54,27 +53,19 @@ final class AfterCommitAcknowledgment {
         if (proxy.nack != null) {
             ((org.springframework.kafka.support.Acknowledgment) delegate).nack(proxy.nack);
         } else if (duplicate || proxy.acknowledged) {
-            acknowledgeAfterCommit((org.springframework.kafka.support.Acknowledgment) delegate, key);
+            org.springframework.kafka.support.Acknowledgment ack =
+                    (org.springframework.kafka.support.Acknowledgment) delegate;
+            PhysicalTransaction.afterCallCommits(key, committed -> {
+                if (committed) {
+                    ack.acknowledge();
+                }
+            });
         }
     }
 
     /** The call ended without settling (it failed): a later {@code acknowledge()} is the application's own, made as called. */
     void ended() {
         proxy.settled = true;
-    }
-
-    private static void acknowledgeAfterCommit(
-            org.springframework.kafka.support.Acknowledgment ack, PhysicalTransaction.Key key) {
-        if (TransactionSynchronizationManager.isActualTransactionActive()
-                && TransactionSynchronizationManager.isSynchronizationActive()) {
-            PhysicalTransaction.current(key).joined().afterCompletion(committed -> {
-                if (committed) {
-                    ack.acknowledge();
-                }
-            });
-        } else {
-            ack.acknowledge();
-        }
     }
 
     /**

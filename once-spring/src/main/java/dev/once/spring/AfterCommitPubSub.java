@@ -80,13 +80,7 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
      * otherwise. Acked at once, as before, it was acked before the caller's commit, and lost if that rolled back.
      */
     void settleAfterCommit(PhysicalTransaction.Key key) {
-        if (org.springframework.transaction.support.TransactionSynchronizationManager.isActualTransactionActive()
-                && org.springframework.transaction.support.TransactionSynchronizationManager
-                        .isSynchronizationActive()) {
-            PhysicalTransaction.current(key).joined().afterCompletion(this::settle);
-        } else {
-            settle(true);
-        }
+        PhysicalTransaction.afterCallCommits(key, this::settle);
     }
 
     /** A copy found applied after its body ran and rolled back: acked, whatever the body asked. */

@@ -4,6 +4,7 @@ import dev.once.OnceException;
 import dev.once.TransactionOutbox;
 import dev.once.Tx;
 import dev.once.tx.JoinedTransaction;
+import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -37,34 +38,12 @@ final class PhysicalTransaction implements TransactionSynchronization {
 
     /**
      * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
-     * transaction. Equal for equal DataSources; each provider makes its own once ({@link
-     * SpringTransactionProvider#stateKey()}), so the looks per delivery allocate none.
+     * transaction. Equal for equal DataSources (a record's equals asks {@code ==} first, so a proxy
+     * DataSource forwarding equals to its target still equals itself); each provider makes its own once
+     * ({@link SpringTransactionProvider#stateKey()}), so the looks per delivery allocate none.
      */
-    static final class Key {
-        private final DataSource dataSource;
-
-        Key(DataSource dataSource) {
-            this.dataSource = dataSource;
-        }
-
-        DataSource dataSource() {
-            return dataSource;
-        }
-
-        // Written out rather than a record's: Spring's resource map hashes and compares this key on every look
-        // (several per listener call), and the usual match is the provider's own instance. The same DataSource
-        // is equal before its equals is asked, as a record's Objects.equals has it: a proxy DataSource may
-        // forward equals to its target, which is not equal to the proxy.
-        @Override
-        public boolean equals(Object o) {
-            return o == this || (o instanceof Key k && (dataSource == k.dataSource || dataSource.equals(k.dataSource)));
-        }
-
-        @Override
-        public int hashCode() {
-            return dataSource.hashCode();
-        }
-
+    record Key(DataSource dataSource) {
+        // Spring's debug log names the resource by its key
         @Override
         public String toString() {
             return "once state of " + dataSource;
@@ -169,6 +148,23 @@ final class PhysicalTransaction implements TransactionSynchronization {
     void ownerEnded(boolean committed) {
         if (!enlisted) {
             afterCompletion(committed ? STATUS_COMMITTED : STATUS_ROLLED_BACK);
+        }
+    }
+
+    /**
+     * Tells {@code outcome} how the call that just returned ends for the broker: at the end of the transaction
+     * it joined on {@code key}'s DataSource (a container's, a caller's {@code @Transactional}), true only if that
+     * transaction commits and no rollback to a savepoint undid the call (once's state follows its savepoints;
+     * a Spring {@code afterCommit} synchronization would outlive such a rollback); or now, with true, when no
+     * transaction is active (the call's own has committed already). The one place the listener's
+     * acknowledgements (Kafka's {@code Acknowledgment}, Pub/Sub's ack or nack) wait for a joined commit.
+     */
+    static void afterCallCommits(Key key, TransactionHandle.CompletionCallback outcome) {
+        if (TransactionSynchronizationManager.isActualTransactionActive()
+                && TransactionSynchronizationManager.isSynchronizationActive()) {
+            current(key).joined().afterCompletion(outcome);
+        } else {
+            outcome.completed(true);
         }
     }
 
