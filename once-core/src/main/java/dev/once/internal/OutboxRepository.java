@@ -54,8 +54,6 @@ public final class OutboxRepository {
     private final String discardSql;
     private final Dialect dialect;
     private final String prefix;
-    // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
-    private final boolean together;
 
     public OutboxRepository(Dialect dialect, String prefix) {
         this.insertSql = dialect.outboxInsert(prefix);
@@ -73,7 +71,6 @@ public final class OutboxRepository {
         this.discardSql = dialect.outboxDiscard(prefix);
         this.dialect = dialect;
         this.prefix = prefix;
-        this.together = dialect.outboxStatementsTogether();
     }
 
     /** A row to write: what a handler added, its headers encoded. */
@@ -160,6 +157,8 @@ public final class OutboxRepository {
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
         String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
+        // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
+        boolean together = begin != null && dialect.outboxStatementsTogether(c);
         if (begin != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(begin);
@@ -167,7 +166,7 @@ public final class OutboxRepository {
         }
         List<OutboxMessage> rows = new ArrayList<>();
         Map<Long, Long> preds = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(begin != null && together ? join(begin, lockSql) : lockSql)) {
+        try (PreparedStatement ps = c.prepareStatement(together ? join(begin, lockSql) : lockSql)) {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 now: rows available by then
             ps.setString(2, destinationPattern); // 2 destination LIKE pattern
             ps.setString(3, destinationPattern); // 3 the same, for the key's head
@@ -190,7 +189,7 @@ public final class OutboxRepository {
         if (kept.size() == rows.size() || relockSql == null) {
             return kept;
         }
-        return relock(c, kept, preds, now);
+        return relock(c, kept, preds, now, together);
     }
 
     private static String join(String first, String second) {
@@ -215,7 +214,8 @@ public final class OutboxRepository {
     // relay that sent their key's head and looked again after its commit, so they waited for this
     // batch's sends too, unrelated to theirs. Released here, and the kept rows locked again; a kept
     // row lost in between (sent, failed or locked by another relay meanwhile) ends its key's run.
-    private List<OutboxMessage> relock(Connection c, List<OutboxMessage> kept, Map<Long, Long> preds, Instant now)
+    private List<OutboxMessage> relock(
+            Connection c, List<OutboxMessage> kept, Map<Long, Long> preds, Instant now, boolean together)
             throws SQLException {
         String rollback = "ROLLBACK TO SAVEPOINT " + LOCK_SAVEPOINT;
         if (kept.isEmpty() || !together) {

@@ -1,5 +1,6 @@
 package dev.once.jdbc;
 
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -440,12 +441,16 @@ public interface Dialect {
     }
 
     /**
-     * True when the driver takes several statements in one prepared string and sends them in one
-     * round trip (pgjdbc does; MariaDB Connector/J only with {@code allowMultiQueries}): the relay
-     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback
-     * to that savepoint with {@link #outboxRelock}, one round trip each instead of two.
+     * True when {@code connection}'s driver takes several statements in one prepared string and
+     * sends them in one round trip (pgjdbc does; MariaDB Connector/J only with {@code
+     * allowMultiQueries}; another driver of the same database may refuse such a string): the relay
+     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback to
+     * that savepoint with {@link #outboxRelock}, one round trip each instead of two. Asked at each
+     * batch, of the connection that runs it; it must not query the database.
+     *
+     * @throws SQLException if the connection's metadata cannot be read
      */
-    default boolean outboxStatementsTogether() {
+    default boolean outboxStatementsTogether(Connection connection) throws SQLException {
         return false;
     }
 

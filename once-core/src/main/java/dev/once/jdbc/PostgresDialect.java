@@ -1,6 +1,7 @@
 package dev.once.jdbc;
 
 import java.sql.Array;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -304,10 +305,16 @@ public final class PostgresDialect implements Dialect {
 
     // pgjdbc splits a string of statements and sends them with one Sync: one round trip. An empty
     // poll (every relay a commit's NOTIFY wakes but the one that takes its rows) made three, now two.
+    // Only pgjdbc (behind a pool or proxy whose metadata names it, as HikariCP's does): another
+    // driver of the PostgreSQL wire protocol (pgjdbc-ng, a vendor's) may refuse a
+    // prepared string of several statements, and then gets them one by one.
     @Override
-    public boolean outboxStatementsTogether() {
-        return true;
+    public boolean outboxStatementsTogether(Connection connection) throws SQLException {
+        return PGJDBC.equals(connection.getMetaData().getDriverName());
     }
+
+    // org.postgresql.util.DriverInfo.DRIVER_NAME, read here without a compile dependency on pgjdbc
+    private static final String PGJDBC = "PostgreSQL JDBC Driver";
 
     // A rollback to a savepoint ends the subtransaction that took the lock query's row locks, so
     // they are released; this takes back those of the rows the batch keeps. Re-checked: between the

@@ -315,6 +315,82 @@ class OutboxRelayBatchTest {
                 .isZero();
     }
 
+    /**
+     * A batch's first statements go with its lock query, and the rollback to its savepoint with the relock, in one
+     * prepared string only through pgjdbc ({@code Dialect#outboxStatementsTogether}): another driver of PostgreSQL's
+     * protocol may refuse a prepared string of several statements (the extended protocol parses one at a time), and
+     * there each goes alone. The connection here names {@code driver} and refuses such strings unless it is pgjdbc;
+     * the batch takes the relock path (g's head is held elsewhere, so g2 is dropped) and sends k's run either way.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"PostgreSQL JDBC Driver", "pgjdbc-ng"})
+    @Timeout(60)
+    void onlyPgjdbcIsSentSeveralStatementsInOnePreparedString(String driver) throws Exception {
+        OutboxRows.add(db.dataSource(), clock, "e-k1", "k", "k1");
+        OutboxRows.add(db.dataSource(), clock, "e-k2", "k", "k2");
+        long g1 = OutboxRows.add(db.dataSource(), clock, "e-g1", "g", "g1");
+        OutboxRows.add(db.dataSource(), clock, "e-g2", "g", "g2");
+        boolean pgjdbc = driver.equals("PostgreSQL JDBC Driver");
+        List<String> prepared = new CopyOnWriteArrayList<>();
+        AsyncPublisher publisher = new AsyncPublisher(m -> CompletableFuture.completedFuture(Receipt.NONE));
+        try (java.sql.Connection holder = db.dataSource().getConnection()) {
+            holder.setAutoCommit(false);
+            lock(holder, g1);
+            OutboxRelay relay = OutboxRelay.builder()
+                    .dataSource(namingDriver(db.dataSource(), driver, !pgjdbc, prepared))
+                    .clock(clock)
+                    .meterRegistry(new SimpleMeterRegistry())
+                    .batchSize(10)
+                    .publisher(publisher)
+                    .build();
+            assertThat(relay.relayOnce())
+                    .as("%s: k's run; g2, behind its held head, dropped", driver)
+                    .isEqualTo(2);
+            holder.rollback();
+        }
+        assertThat(publisher.sent.stream().map(OutboxRelayBatchTest::body)).containsExactly("k1", "k2");
+        assertThat(prepared).as("%s: the relock ran", driver).anyMatch(sql -> sql.contains("ANY(?::bigint[])"));
+        assertThat(prepared.stream().filter(sql -> sql.contains("; ")))
+                .as("%s: prepared strings of several statements", driver)
+                .hasSize(pgjdbc ? 2 : 0);
+    }
+
+    /**
+     * {@code ds} whose connections' metadata name {@code driver}, recording the strings they prepare into {@code
+     * prepared} and, if {@code refusesSeveral}, refusing one of several statements as such a driver does.
+     */
+    private static javax.sql.DataSource namingDriver(
+            javax.sql.DataSource ds, String driver, boolean refusesSeveral, List<String> prepared) {
+        ClassLoader loader = OutboxRelayBatchTest.class.getClassLoader();
+        return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                loader, new Class<?>[] {javax.sql.DataSource.class}, (p, m, a) -> {
+                    Object r = invoke(ds, m, a);
+                    if (!(r instanceof java.sql.Connection c)) {
+                        return r;
+                    }
+                    boundedLockWaits(c);
+                    return java.lang.reflect.Proxy.newProxyInstance(
+                            loader, new Class<?>[] {java.sql.Connection.class}, (cp, cm, ca) -> {
+                                if (cm.getName().equals("prepareStatement") && ca[0] instanceof String sql) {
+                                    prepared.add(sql);
+                                    if (refusesSeveral && sql.contains("; ")) {
+                                        throw new java.sql.SQLException(
+                                                "cannot insert multiple commands into a prepared statement", "42601");
+                                    }
+                                }
+                                Object cr = invoke(c, cm, ca);
+                                if (!(cr instanceof java.sql.DatabaseMetaData md)) {
+                                    return cr;
+                                }
+                                return java.lang.reflect.Proxy.newProxyInstance(
+                                        loader,
+                                        new Class<?>[] {java.sql.DatabaseMetaData.class},
+                                        (mp, mm, ma) ->
+                                                mm.getName().equals("getDriverName") ? driver : invoke(md, mm, ma));
+                            });
+                });
+    }
+
     private static void lock(java.sql.Connection c, long id) throws java.sql.SQLException {
         try (var s = c.createStatement()) {
             s.executeQuery("SELECT id FROM once_outbox WHERE id = " + id + " FOR UPDATE")
@@ -326,7 +402,7 @@ class OutboxRelayBatchTest {
      * {@code ds} whose connections run {@code between} right after each {@code ROLLBACK TO SAVEPOINT} they execute.
      * Where the relay sends the rollback and the relock in one string ({@code Dialect#outboxStatementsTogether}), the
      * server still runs them one after the other, and another transaction may change a row in between: the string
-     * is split here so that {@code between} runs there.
+     * is split here so that {@code between} runs there. Their lock waits are bounded ({@link #boundedLockWaits}).
      */
     private static javax.sql.DataSource afterRollbackToSavepoint(javax.sql.DataSource ds, Runnable between) {
         return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
@@ -335,6 +411,7 @@ class OutboxRelayBatchTest {
                     if (!(r instanceof java.sql.Connection c)) {
                         return r;
                     }
+                    boundedLockWaits(c);
                     return java.lang.reflect.Proxy.newProxyInstance(
                             OutboxRelayBatchTest.class.getClassLoader(),
                             new Class<?>[] {java.sql.Connection.class},
@@ -370,6 +447,17 @@ class OutboxRelayBatchTest {
                                         });
                             });
                 });
+    }
+
+    /**
+     * A relay whose relock is broken goes on with a row another transaction of this test holds, and its mark waits
+     * for that lock, which the test (blocked in {@code relayOnce}) never releases: JUnit's timeout cannot interrupt a
+     * thread in a socket read. Bounded, the wait fails the batch, and the test, in seconds.
+     */
+    private static void boundedLockWaits(java.sql.Connection c) throws java.sql.SQLException {
+        try (java.sql.Statement s = c.createStatement()) {
+            s.execute("SET lock_timeout = '5s'");
+        }
     }
 
     private static Object invoke(Object target, java.lang.reflect.Method m, Object[] a) throws Throwable {

@@ -55,12 +55,15 @@ final class BatchListenerCalls {
                 break;
             }
         }
+        // A transaction open before the call (a container's, a caller's): the records below are applied in it, one by
+        // one, and commit or roll back with it, not each on its own
+        boolean inOpenTransaction = TransactionSynchronizationManager.isActualTransactionActive();
         if (invalid < 0 && !records.isEmpty()) {
             // In a transaction the Kafka container began, the batch runs NESTED (a savepoint), so that its rollback
             // leaves the container's transaction usable for the records one by one, where one whose event another
             // transaction holds waits for it (IdempotentListenerInterceptor) instead of failing the whole poll.
             NestedListenerStep nested = once.get().nestedStep(listener.kafka());
-            boolean joined = nested == null && TransactionSynchronizationManager.isActualTransactionActive();
+            boolean joined = nested == null && inOpenTransaction;
             if (nested != null) {
                 nested.snapshot();
             }
@@ -86,7 +89,9 @@ final class BatchListenerCalls {
         }
         // One record per transaction, in order, so everything before the failing record is committed when
         // the error handler hears of it: it commits exactly those offsets (spring-kafka issue 4436 is a
-        // BatchListenerFailedException thrown from a batch whose one transaction rolled them all back).
+        // BatchListenerFailedException thrown from a batch whose one transaction rolled them all back). In a
+        // transaction open before the call, one record per savepoint (or joined, for a record with no event id):
+        // the records before the failing one are that transaction's, and the failure says so.
         AfterCommitAcknowledgment batchAck = AfterCommitAcknowledgment.wrap(listener, args.clone());
         for (int i = 0; i < records.size(); i++) {
             try {
@@ -98,7 +103,7 @@ final class BatchListenerCalls {
                 }
                 this.single.call(invocation, listener, d, single);
             } catch (Throwable e) {
-                throw Kafka.failedAt(listener, records, i, e);
+                throw Kafka.failedAt(listener, records, i, inOpenTransaction, e);
             }
         }
         if (batchAck != null) {
@@ -202,14 +207,21 @@ final class BatchListenerCalls {
 
     /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */
     static final class Kafka {
-        static Exception failedAt(ListenerMethod listener, List<?> records, int index, Throwable cause) {
+        /**
+         * @param inOpenTransaction whether the records ran in a transaction open before the call (a container's, a
+         *     caller's): the ones before {@code index} are applied in it and commit only if it commits
+         */
+        static Exception failedAt(
+                ListenerMethod listener, List<?> records, int index, boolean inOpenTransaction, Throwable cause) {
             if (!ListenerMessages.SPRING_KAFKA) {
                 return cause instanceof Exception e ? e : new IllegalStateException(cause);
             }
             return new org.springframework.kafka.listener.BatchListenerFailedException(
-                    "record " + index + " of "
-                            + records.size() + " failed for consumer '" + listener.consumer() + "'; the " + index
-                            + " before it are committed",
+                    "record " + index + " of " + records.size() + " failed for consumer '" + listener.consumer()
+                            + "'; the " + index + " before it "
+                            + (inOpenTransaction
+                                    ? "are applied in the transaction the call joined, and commit or roll back with it"
+                                    : "are committed"),
                     cause,
                     index);
         }

@@ -44,7 +44,9 @@ import java.lang.annotation.Target;
  * claimed in one statement and the body receives only the records claimed for the first time, all in one
  * transaction. If it throws, the batch is rolled back and retried one record per transaction; the first
  * record that fails again is reported as a {@code BatchListenerFailedException} at its index, after every
- * record before it committed, so the error handler commits only offsets of records that were applied.
+ * record before it committed, so the error handler commits only offsets of records that were applied (in a
+ * transaction open before the call, a container's or a caller's, the records before it are applied in that
+ * transaction and commit only with it; the exception's message says which).
  *
  * <p><b>Spring Cloud GCP Pub/Sub</b>: a method taking a {@code BasicAcknowledgeablePubsubMessage}
  * ({@code PubSubTemplate.subscribe(subscription, bean::on)}) or a {@code Message<?>} from a

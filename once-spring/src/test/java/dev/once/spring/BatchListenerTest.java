@@ -23,6 +23,7 @@ import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.kafka.listener.BatchListenerFailedException;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * A batch {@link IdempotentListener} (a {@code List<ConsumerRecord>}) keeps the rules of the per-record
@@ -155,6 +156,33 @@ class BatchListenerTest {
                 .as("the reused id applies nothing")
                 .isEqualTo(20);
         assertThat(outcomes).contains("e-2=applied", "e-1=failed_permanent");
+    }
+
+    /**
+     * A record with no event id fails a batch the caller called in its own transaction: the records before it are
+     * applied one by one in that transaction, so the error handler must not read that they are committed (the
+     * caller's rollback takes them back, as here). Outside a transaction they are, and the message says so.
+     */
+    @Test
+    void aBatchFailingInTheCallersTransactionDoesNotSayTheRecordsBeforeItAreCommitted() {
+        Ledger listener = context.getBean(Ledger.class);
+        ConsumerRecord<String, String> noEventId = new ConsumerRecord<>("payments", 0, 1, "k", "30");
+        TransactionTemplate caller = new TransactionTemplate(context.getBean(JdbcTransactionManager.class));
+
+        assertThatThrownBy(() ->
+                        caller.executeWithoutResult(s -> listener.onBatch(List.of(record(0, "c-1", "20"), noEventId))))
+                .isInstanceOf(BatchListenerFailedException.class)
+                .hasMessageContaining("record 1 of 2 failed for consumer 'ledger'; the 1 before it are applied in the"
+                        + " transaction the call joined, and commit or roll back with it")
+                .hasMessageNotContaining("committed");
+        assertThat(ledger("c-1"))
+                .as("rolled back with the caller's transaction")
+                .isZero();
+
+        assertThatThrownBy(() -> listener.onBatch(List.of(record(0, "c-1", "20"), noEventId)))
+                .isInstanceOf(BatchListenerFailedException.class)
+                .hasMessageContaining("record 1 of 2 failed for consumer 'ledger'; the 1 before it are committed");
+        assertThat(ledger("c-1")).as("committed in a transaction of its own").isEqualTo(1);
     }
 
     @Test

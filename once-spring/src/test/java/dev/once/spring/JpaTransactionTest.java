@@ -24,7 +24,6 @@ import org.springframework.data.jpa.repository.config.EnableJpaRepositories;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
-import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -73,11 +72,7 @@ class JpaTransactionTest {
 
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            LocalContainerEntityManagerFactoryBean f = new LocalContainerEntityManagerFactoryBean();
-            f.setDataSource(ds);
-            f.setPackagesToScan(Payment.class.getPackageName());
-            f.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
-            return f;
+            return TestBeans.paymentEntities(ds);
         }
 
         @Bean

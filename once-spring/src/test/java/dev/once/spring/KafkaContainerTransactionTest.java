@@ -27,11 +27,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -47,15 +43,11 @@ import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
-import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.transaction.ChainedKafkaTransactionManager;
-import org.springframework.kafka.transaction.KafkaTransactionManager;
 import org.springframework.orm.jpa.EntityManagerFactoryUtils;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
-import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.util.backoff.FixedBackOff;
 
@@ -138,14 +130,13 @@ class KafkaContainerTransactionTest {
                 new String[] {p + "e3", "flaky"},
                 new String[] {p + "e5", "flaky"},
                 new String[] {p + "e6", "ok"});
-        try (var producer = new KafkaProducer<>(
-                Map.<String, Object>of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
-                new StringSerializer(),
-                new StringSerializer())) {
+        try (var producer = new KafkaProducer<String, String>(TestBeans.stringProducerSettings(kafka))) {
             for (String[] s : sends) {
-                var r = new ProducerRecord<>(TOPIC, "k", s[1]);
-                r.headers().add("once-event-id", s[0].getBytes(StandardCharsets.UTF_8));
-                sent.put(producer.send(r).get(30, TimeUnit.SECONDS).offset(), s[0]);
+                sent.put(
+                        producer.send(TestBeans.withEventId(TOPIC, "k", s[1], s[0]))
+                                .get(30, TimeUnit.SECONDS)
+                                .offset(),
+                        s[0]);
             }
         }
         context = new AnnotationConfigApplicationContext();
@@ -266,7 +257,7 @@ class KafkaContainerTransactionTest {
         }
 
         private void apply(ConsumerRecord<String, String> r) throws java.sql.SQLException {
-            String id = new String(r.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
+            String id = TestBeans.eventId(r);
             int call = calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
             jdbc.update("INSERT INTO ledger VALUES (?)", id);
             outbox.add("effects", id, r.value().getBytes(StandardCharsets.UTF_8), Map.of(), null);
@@ -290,11 +281,7 @@ class KafkaContainerTransactionTest {
 
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            LocalContainerEntityManagerFactoryBean f = new LocalContainerEntityManagerFactoryBean();
-            f.setDataSource(ds);
-            f.setPackagesToScan(Payment.class.getPackageName());
-            f.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
-            return f;
+            return TestBeans.paymentEntities(ds);
         }
 
         @Bean
@@ -317,41 +304,25 @@ class KafkaContainerTransactionTest {
             return new Listeners(jdbc, once.outbox(), containerTx == ContainerTx.JPA ? emf : null);
         }
 
-        private static KafkaTransactionManager<String, String> kafkaTransactions() {
-            var producers = new DefaultKafkaProducerFactory<String, String>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
-                    ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class));
-            producers.setTransactionIdPrefix(TOPIC + "-tx-");
-            return new KafkaTransactionManager<>(producers);
-        }
-
         @Bean
         @SuppressWarnings({"deprecation", "removal"}) // setTransactionManager, ChainedKafkaTransactionManager
         ConcurrentKafkaListenerContainerFactory<String, String> kafkaListenerContainerFactory(
                 PlatformTransactionManager tm) {
             var f = new ConcurrentKafkaListenerContainerFactory<String, String>();
-            f.setConsumerFactory(new DefaultKafkaConsumerFactory<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                    kafka.bootstrapServers(),
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                    "earliest",
-                    ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG,
-                    CommitCheck.class.getName(),
-                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class,
-                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class)));
+            f.setConsumerFactory(TestBeans.stringConsumers(
+                    kafka, Map.of(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, CommitCheck.class.getName())));
             f.getContainerProperties().setPollTimeout(200);
             // a failed call rolls the container's transaction back; its AfterRollbackProcessor seeks back to it
             f.setAfterRollbackProcessor(new DefaultAfterRollbackProcessor<>(new FixedBackOff(0, 5)));
             switch (containerTx) {
                 case JDBC, JPA -> f.getContainerProperties().setTransactionManager(tm);
-                case KAFKA -> f.getContainerProperties().setKafkaAwareTransactionManager(kafkaTransactions());
+                case KAFKA ->
+                    f.getContainerProperties()
+                            .setKafkaAwareTransactionManager(TestBeans.kafkaTransactions(kafka, TOPIC + "-tx-"));
                 case CHAINED ->
                     f.getContainerProperties()
-                            .setKafkaAwareTransactionManager(
-                                    new ChainedKafkaTransactionManager<>(kafkaTransactions(), tm));
+                            .setKafkaAwareTransactionManager(new ChainedKafkaTransactionManager<>(
+                                    TestBeans.kafkaTransactions(kafka, TOPIC + "-tx-"), tm));
             }
             return f;
         }

@@ -22,11 +22,9 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -39,7 +37,6 @@ import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
 import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ContainerProperties.AckMode;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
@@ -132,26 +129,17 @@ class KafkaIdempotentListenerTest {
 
         @Bean
         KafkaTemplate<String, String> kafkaTemplate() {
-            return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
-                    ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class)));
+            return new KafkaTemplate<>(TestBeans.stringProducers(kafka));
         }
 
         static DefaultKafkaConsumerFactory<String, String> consumers() {
-            return new DefaultKafkaConsumerFactory<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                    kafka.bootstrapServers(),
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                    "earliest",
-                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
-                    kafka.sessionTimeoutMs(),
-                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
-                    kafka.sessionTimeoutMs() / 4,
-                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class,
-                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class));
+            return TestBeans.stringConsumers(
+                    kafka,
+                    Map.of(
+                            ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                            kafka.sessionTimeoutMs(),
+                            ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+                            kafka.sessionTimeoutMs() / 4));
         }
 
         static DefaultErrorHandler errorHandler(KafkaTemplate<String, String> template) {

@@ -13,7 +13,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -41,11 +40,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -56,14 +51,11 @@ import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
-import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
-import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ContainerProperties.AckMode;
 import org.springframework.kafka.listener.DefaultAfterRollbackProcessor;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.transaction.ChainedKafkaTransactionManager;
-import org.springframework.kafka.transaction.KafkaTransactionManager;
 import org.springframework.util.backoff.FixedBackOff;
 
 /**
@@ -463,8 +455,7 @@ class KafkaSlowListenerRebalanceTest {
 
     @SuppressWarnings("unchecked")
     private void send(String eventId, int seq) {
-        var record = new ProducerRecord<String, String>(TOPIC, "account", Integer.toString(seq));
-        record.headers().add("once-event-id", eventId.getBytes(StandardCharsets.UTF_8));
+        var record = TestBeans.withEventId(TOPIC, "account", Integer.toString(seq), eventId);
         try {
             ((KafkaTemplate<String, String>) context.getBean(KafkaTemplate.class))
                     .send(record)
@@ -650,16 +641,6 @@ class KafkaSlowListenerRebalanceTest {
         }));
     }
 
-    /** Transactions of a producer of their own (the test's sends are not transactional). */
-    private static KafkaTransactionManager<String, String> kafkaTransactions() {
-        var producers = new DefaultKafkaProducerFactory<String, String>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
-                ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class));
-        producers.setTransactionIdPrefix(GROUP + "-tx-");
-        return new KafkaTransactionManager<>(producers);
-    }
-
     @Configuration(proxyBeanMethods = false)
     @EnableKafka
     @EnableIdempotentListeners
@@ -691,10 +672,7 @@ class KafkaSlowListenerRebalanceTest {
 
         @Bean
         KafkaTemplate<String, String> kafkaTemplate() {
-            return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
-                    ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class)));
+            return new KafkaTemplate<>(TestBeans.stringProducers(kafka));
         }
 
         /** The scenario's ack mode, short timeouts, and an error handler that gives up after 3 tries. */
@@ -703,21 +681,15 @@ class KafkaSlowListenerRebalanceTest {
         ConcurrentKafkaListenerContainerFactory<String, String> kafkaListenerContainerFactory(
                 JdbcTransactionManager jdbc) {
             var f = new ConcurrentKafkaListenerContainerFactory<String, String>();
-            f.setConsumerFactory(new DefaultKafkaConsumerFactory<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                    kafka.bootstrapServers(),
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                    "earliest",
-                    ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
-                    MAX_POLL_INTERVAL_MS,
-                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
-                    kafka.sessionTimeoutMs(),
-                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
-                    kafka.sessionTimeoutMs() / 4,
-                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class,
-                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class)));
+            f.setConsumerFactory(TestBeans.stringConsumers(
+                    kafka,
+                    Map.of(
+                            ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
+                            MAX_POLL_INTERVAL_MS,
+                            ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                            kafka.sessionTimeoutMs(),
+                            ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+                            kafka.sessionTimeoutMs() / 4)));
             f.getContainerProperties().setPollTimeout(200);
             f.getContainerProperties().setAckMode(scenario.ackMode());
             f.setBatchListener(scenario.batchListener());
@@ -727,11 +699,13 @@ class KafkaSlowListenerRebalanceTest {
             switch (scenario.containerTx()) {
                 case NONE -> {}
                 case JDBC -> f.getContainerProperties().setTransactionManager(jdbc);
-                case KAFKA -> f.getContainerProperties().setKafkaAwareTransactionManager(kafkaTransactions());
+                case KAFKA ->
+                    f.getContainerProperties()
+                            .setKafkaAwareTransactionManager(TestBeans.kafkaTransactions(kafka, GROUP + "-tx-"));
                 case CHAINED ->
                     f.getContainerProperties()
-                            .setKafkaAwareTransactionManager(
-                                    new ChainedKafkaTransactionManager<>(kafkaTransactions(), jdbc));
+                            .setKafkaAwareTransactionManager(new ChainedKafkaTransactionManager<>(
+                                    TestBeans.kafkaTransactions(kafka, GROUP + "-tx-"), jdbc));
             }
             return f;
         }

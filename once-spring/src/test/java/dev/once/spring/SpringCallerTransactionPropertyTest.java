@@ -34,7 +34,6 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
-import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.TransactionStatus;
@@ -265,10 +264,7 @@ class SpringCallerTransactionPropertyTest {
     void jpaTransactionManager(@ForAll("jpaChains") ActionChain<World> chain) {
         database();
         if (jpaSetup == null) {
-            emf = new LocalContainerEntityManagerFactoryBean();
-            emf.setDataSource(db.dataSource());
-            emf.setPackagesToScan(dev.once.spring.jpa.Payment.class.getPackageName());
-            emf.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
+            emf = TestBeans.paymentEntities(db.dataSource());
             emf.afterPropertiesSet();
             JpaTransactionManager tm = new JpaTransactionManager(emf.getObject());
             jpaSetup = Setup.of(tm, db.dataSource(), emf.getObject());

@@ -23,7 +23,6 @@ import org.springframework.data.jpa.repository.config.EnableJpaRepositories;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
-import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
 import org.springframework.transaction.annotation.Transactional;
 
@@ -106,11 +105,7 @@ class SpringHandlerContractTest extends IdempotentHandlerContract {
     static class Config {
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            LocalContainerEntityManagerFactoryBean f = new LocalContainerEntityManagerFactoryBean();
-            f.setDataSource(ds);
-            f.setPackagesToScan(Payment.class.getPackageName());
-            f.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
-            return f;
+            return TestBeans.paymentEntities(ds);
         }
 
         @Bean

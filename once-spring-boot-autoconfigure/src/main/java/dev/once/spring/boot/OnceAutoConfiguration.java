@@ -13,15 +13,18 @@ import dev.once.spring.OnceSpring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import javax.sql.DataSource;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -188,5 +191,15 @@ public class OnceAutoConfiguration {
                 .meterRegistry(registry)
                 .build();
         return new OnceRetentionLifecycle(java.util.List.of(inbox::schedule, outbox::schedule), r.getInterval());
+    }
+
+    /** With spring-kafka: the startup warning of a listener container factory in a database transaction manager's transactions. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.kafka.config.AbstractKafkaListenerContainerFactory")
+    static class KafkaListenerContainers {
+        @Bean
+        static KafkaContainerTransactionCheck onceKafkaContainerTransactionCheck(ListableBeanFactory beans) {
+            return new KafkaContainerTransactionCheck(beans);
+        }
     }
 }
