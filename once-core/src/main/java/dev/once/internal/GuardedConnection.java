@@ -43,7 +43,12 @@ public final class GuardedConnection implements Connection {
 
     private final Connection delegate;
     private final boolean mysqlLexing;
+    private static final String CLAIM_TRANSACTION = "the claim transaction; the engine commits or rolls back the"
+            + " claim and the effect together, so this delivery is rolled back and reported as a permanent failure:"
+            + " remove the call";
+
     private final ClaimWatch watch;
+    private final String refusal;
     private String misuse;
     // The first leading word of check()'s SQL that the watch acts on; one receiver per connection, not a
     // capturing lambda and an array per statement (issue 21: the check runs on every handler statement),
@@ -57,9 +62,18 @@ public final class GuardedConnection implements Connection {
      *     literals and comments ({@link Dialect#mysqlLexing()})
      */
     public GuardedConnection(Connection delegate, ClaimWatch watch) {
+        this(delegate, watch, CLAIM_TRANSACTION);
+    }
+
+    /**
+     * @param refusal what a refused call was made on and what follows, completing "handler tried
+     *     {@code <call>} on ..." in the refusal's message
+     */
+    public GuardedConnection(Connection delegate, ClaimWatch watch, String refusal) {
         this.delegate = delegate;
         this.mysqlLexing = watch.dialect().mysqlLexing();
         this.watch = watch;
+        this.refusal = refusal;
     }
 
     /** Notes {@code e} on its way to the handler (which may swallow it) and returns it to be thrown. */
@@ -113,9 +127,7 @@ public final class GuardedConnection implements Connection {
 
     private HandlerMisuseException refuse(String what, String name) {
         misuse = what;
-        return new HandlerMisuseException("handler tried " + what + " on the claim transaction; the engine commits or"
-                + " rolls back the claim and the effect together, so this delivery is rolled back and reported as a"
-                + " permanent failure: remove the call");
+        return new HandlerMisuseException("handler tried " + what + " on " + refusal);
     }
 
     @Override

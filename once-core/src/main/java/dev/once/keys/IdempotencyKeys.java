@@ -2,8 +2,13 @@ package dev.once.keys;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.OnceException;
+import dev.once.OutboxHeaders;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.ClaimWatch;
+import dev.once.internal.GuardedConnection;
+import dev.once.internal.HarmlessSql;
 import dev.once.internal.JdbcTarget;
+import dev.once.internal.OutboxBuffer;
 import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcBuilder;
@@ -304,6 +309,24 @@ public final class IdempotencyKeys {
                     e);
         }
     }
+
+    /**
+     * The connection a request's code gets from {@link KeyTransaction#connection()}: the guard the engine gives a
+     * handler, so that what would end the transaction apart from its result ({@code commit}, {@code rollback()},
+     * {@code setAutoCommit}, {@code close}, transaction control as SQL) is refused and remembered. Committed
+     * there, the effect stood while the key was released or taken over, and a retry applied it again.
+     */
+    GuardedConnection guard(Connection raw) {
+        OutboxBuffer none = new OutboxBuffer(raw, dialect, target.tablePrefix(), clock, OutboxHeaders.NONE);
+        return new GuardedConnection(
+                raw,
+                new ClaimWatch(none, dialect, ClaimWatch.inboxTable(target.tablePrefix()), new HarmlessSql()),
+                KEY_TRANSACTION_REFUSAL);
+    }
+
+    private static final String KEY_TRANSACTION_REFUSAL = "the transaction of an idempotency key; complete or fail"
+            + " commits or rolls back the effect with the key's result, so the request's effect is rolled back and"
+            + " nothing is saved: remove the call";
 
     /**
      * Saves the result of a started request; later {@link #begin}s of the key replay it.

@@ -1,7 +1,9 @@
 package dev.once.keys;
 
+import dev.once.HandlerMisuseException;
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.GuardedConnection;
 import dev.once.internal.Transactions;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -37,11 +39,13 @@ public final class KeyTransaction implements AutoCloseable {
     private final IdempotencyKeys keys;
     private final BeginResult.Started started;
     private final Transactions.Open tx;
+    private final GuardedConnection guard;
 
     KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, Transactions.Open tx) {
         this.keys = keys;
         this.started = started;
         this.tx = tx;
+        this.guard = keys.guard(tx.connection());
     }
 
     /** The claim this transaction finishes. */
@@ -55,14 +59,18 @@ public final class KeyTransaction implements AutoCloseable {
     }
 
     /**
-     * The transaction's connection, auto-commit off: apply the effect on it. Do not commit or roll
-     * it back; {@link #complete}, {@link #fail} and {@link #close} end it.
+     * The transaction's connection, auto-commit off: apply the effect on it. {@link #complete},
+     * {@link #fail} and {@link #close} end the transaction; the connection refuses to
+     * ({@code commit}, {@code rollback()}, {@code setAutoCommit}, {@code close}, {@code COMMIT} or
+     * {@code ROLLBACK} as SQL throw {@link HandlerMisuseException}), so that the effect never commits
+     * apart from the result, and {@link #complete} after a refused call rolls everything back.
+     * Savepoints are allowed.
      *
      * @throws IllegalStateException once the transaction has ended
      */
     public Connection connection() {
         open();
-        return tx.connection();
+        return guard;
     }
 
     /**
@@ -74,9 +82,12 @@ public final class KeyTransaction implements AutoCloseable {
      *         {@link IdempotencyKeys.Builder#lockWait}: everything rolled back, the key still processing
      * @throws SQLException if the database fails: rolled back, unless the commit itself failed, when
      *         whether it committed is unknown (a retry of the request then replays or runs again)
+     * @throws HandlerMisuseException if the request's code tried to end the transaction on
+     *         {@link #connection()} and went on: everything rolled back, nothing saved
      */
     public void complete(int status, byte[] body) throws SQLException {
         open();
+        refuseAfterMisuse();
         keys.finishAndCommit(tx, started, IdempotencyKeys.SUCCEEDED, status, body);
     }
 
@@ -87,6 +98,7 @@ public final class KeyTransaction implements AutoCloseable {
      *
      * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
      * @throws OnceException as {@link #complete}, a saved failure waiting longer than the lock wait
+     * @throws HandlerMisuseException as {@link #complete}, for a failure to save
      */
     public void fail(boolean retryable, int status, byte[] body) throws SQLException {
         open();
@@ -95,6 +107,7 @@ public final class KeyTransaction implements AutoCloseable {
             keys.fail(started, true, status, null);
             return;
         }
+        refuseAfterMisuse();
         keys.finishAndCommit(tx, started, IdempotencyKeys.FAILED, status, body);
     }
 
@@ -105,6 +118,18 @@ public final class KeyTransaction implements AutoCloseable {
     @Override
     public void close() throws SQLException {
         tx.close();
+    }
+
+    // The request's code caught the refusal of a call that would have ended the transaction: what it did after
+    // assumed an outcome that did not happen, so nothing of it is saved.
+    private void refuseAfterMisuse() throws SQLException {
+        String misuse = guard.misuse();
+        if (misuse != null) {
+            tx.rollback();
+            throw new HandlerMisuseException("the request tried " + misuse + " on the transaction of idempotency key '"
+                    + started.key() + "' in scope '" + started.scope() + "' and went on; its effect is rolled back and"
+                    + " nothing is saved: remove the call");
+        }
     }
 
     private void open() {

@@ -1,12 +1,12 @@
 package dev.once.spring;
 
 import dev.once.Outcome;
+import dev.once.tx.TransactionHandle;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.transaction.support.TransactionSynchronization;
 
 /**
  * The RabbitMQ {@code Channel} a MANUAL-ack body sees: {@code basicAck}, {@code basicNack} and
@@ -22,8 +22,15 @@ import org.springframework.transaction.support.TransactionSynchronization;
  * settles nothing when the listener throws, so the message would otherwise wait, unacknowledged,
  * until the channel closes. The exception is an {@code AmqpRejectAndDontRequeueException} with
  * {@code rejectManual}, which the container rejects itself.
+ *
+ * <p>Settled at the end of the transaction in once's state of it ({@link PhysicalTransaction}), which follows its
+ * savepoints: "committed" means the transaction committed and no rollback to a savepoint undid the call. As a
+ * Spring synchronization of its own it heard only the physical transaction's end, so a call in a caller's
+ * {@code NESTED} step that rolled back (or a body that acknowledged and then failed there, Spring's rollback to
+ * the step's savepoint clearing the failure's rollback-only mark) was acknowledged when the outer transaction
+ * committed without its claim: the message was lost ({@code RabbitChannelCallerTransactionPropertyTest}).
  */
-final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, TransactionSynchronization {
+final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, TransactionHandle.CompletionCallback {
     // the listener path logs under one name, as it did when this class was nested in the interceptor
     private static final Logger log = LoggerFactory.getLogger(IdempotentListenerInterceptor.class);
 
@@ -103,11 +110,17 @@ final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, T
         }
     }
 
+    /** Registers the settlement at the end of the current transaction, where the call's claim is made next. */
+    void settleAtEnd(PhysicalTransaction.Key key) {
+        PhysicalTransaction.current(key).joined().afterCompletion(this);
+    }
+
+    /** @param committed the transaction committed and no rollback to a savepoint undid the call */
     @Override
-    public void afterCompletion(int status) {
+    public void completed(boolean committed) {
         if (!refusals.isEmpty()) {
             refusals.forEach(Runnable::run);
-        } else if (status == STATUS_COMMITTED) {
+        } else if (committed) {
             if (acks.isEmpty() && outcome != null && outcome.status() == Outcome.Status.DUPLICATE) {
                 send(() -> channel.basicAck(tag, false));
             }

@@ -138,7 +138,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         @Override
         public Outcome doInTransaction(TransactionStatus status) {
             if (channel != null) {
-                TransactionSynchronizationManager.registerSynchronization(channel);
+                channel.settleAtEnd(transactions.stateKey());
             }
             if (drivesState) {
                 owned = PhysicalTransaction.owned(transactions.stateKey());

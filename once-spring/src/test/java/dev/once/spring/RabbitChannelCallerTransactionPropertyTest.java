@@ -1,0 +1,572 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.GetResponse;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
+import javax.sql.DataSource;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import net.jqwik.api.state.Transformer;
+import org.junit.jupiter.api.Assumptions;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageProperties;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
+
+/**
+ * A RabbitMQ {@code AckMode.MANUAL} listener ({@code @IdempotentListener} taking the {@code Channel}) called in the
+ * caller's Spring transaction scopes: random sequences of begin REQUIRED / NESTED / REQUIRES_NEW, commit, rollback,
+ * setRollbackOnly, and calls of the listener with messages fetched from a real RabbitMQ queue (127.0.0.1:5672) with
+ * {@code basicGet}, as a caller that pulls messages itself, or a container running the listener in its transaction,
+ * hands them over: fresh messages whose body acknowledges, whose body acknowledges and then throws, whose body
+ * swallows a failed statement, and copies of events applied in an ended transaction or in the open one. Each
+ * settlement once sends on the real channel is recorded. The oracle is the database after every outermost
+ * transaction: a message acknowledged must find its event's claim and effect committed (an ack for a call whose
+ * claim a rollback, whole or to a savepoint, undid loses the message); a fresh call whose claim committed must be
+ * acknowledged; every message handed to the listener is settled exactly once by the time the transactions it was
+ * called in have ended (one left unsettled waits, unacknowledged, until the channel closes); an effect is in the
+ * ledger once where its claim committed and absent where it did not. {@value #TRIES} tries of up to 25 moves.
+ */
+class RabbitChannelCallerTransactionPropertyTest {
+
+    static final int TRIES = 15;
+    static final String QUEUE = "once-spring-caller-channel-" + UUID.randomUUID();
+    static final AtomicLong sequences = new AtomicLong();
+    static final AtomicLong ids = new AtomicLong();
+
+    private static TestDatabase db;
+    private static AnnotationConfigApplicationContext context;
+    private static Connection rabbit;
+
+    static synchronized void start() {
+        if (context != null) {
+            return;
+        }
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
+        } catch (IOException e) {
+            if (System.getenv("ONCE_REQUIRE_SERVICES") == null) {
+                Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
+            }
+        }
+        db = TestPostgres.shared().freshDatabase(6);
+        db.execute(
+                "CREATE TABLE ledger (event_id text NOT NULL)",
+                "CREATE TABLE taken (id text PRIMARY KEY)",
+                "INSERT INTO taken VALUES ('taken')");
+        context = new AnnotationConfigApplicationContext();
+        context.registerBean(DataSource.class, () -> db.dataSource());
+        context.register(Config.class);
+        context.refresh();
+        try {
+            ConnectionFactory cf = new ConnectionFactory();
+            cf.setHost("127.0.0.1");
+            cf.setPort(5672);
+            rabbit = cf.newConnection("once-caller-channel");
+            try (Channel c = rabbit.createChannel()) {
+                c.queueDeclare(QUEUE, false, false, false, null);
+            }
+        } catch (IOException | java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @AfterContainer
+    static void stop() throws Exception {
+        if (rabbit != null) {
+            try (Channel c = rabbit.createChannel()) {
+                c.queueDelete(QUEUE);
+            }
+            rabbit.close();
+        }
+        if (context != null) {
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+        System.out.println("RabbitChannelCallerTransactionPropertyTest: sequences=" + sequences.get()
+                + " lost=0 acked_rolled_back=0 unsettled=0 applied_twice=0");
+    }
+
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    static class Config {
+        @org.springframework.context.annotation.Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @org.springframework.context.annotation.Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @org.springframework.context.annotation.Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+
+        @org.springframework.context.annotation.Bean
+        Orders orders(JdbcTemplate jdbc) {
+            return new Orders(jdbc);
+        }
+    }
+
+    /** The application's MANUAL listener: its effect, then {@code basicAck}; the body says what goes wrong. */
+    public static class Orders {
+        final JdbcTemplate jdbc;
+
+        Orders(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @IdempotentListener(consumer = "caller-channel")
+        public void on(Message message, Channel channel) throws IOException {
+            String id = (String) message.getMessageProperties().getHeader("once-event-id");
+            String body = new String(message.getBody(), StandardCharsets.UTF_8);
+            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            if (body.equals("swallows")) {
+                try {
+                    jdbc.update("INSERT INTO taken VALUES ('taken')");
+                } catch (org.springframework.dao.DataAccessException ignored) {
+                    // the application logs and goes on: on PostgreSQL its transaction is aborted now
+                }
+            }
+            channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
+            if (body.equals("fails")) {
+                throw new IllegalStateException("the body of " + id + " fails after its basicAck");
+            }
+        }
+    }
+
+    /** One message handed to the listener, and what was sent for it on the real channel. */
+    static final class Handed {
+        final String eventId;
+        final long tag;
+        final String kind;
+        final List<String> settled = new ArrayList<>();
+        // the outermost transaction this call ran in has ended: settled by now
+        boolean ended;
+
+        Handed(String eventId, long tag, String kind) {
+            this.eventId = eventId;
+            this.tag = tag;
+            this.kind = kind;
+        }
+
+        @Override
+        public String toString() {
+            return kind + " " + eventId + " #" + tag + " " + settled;
+        }
+    }
+
+    /** The real channel, recording every settlement once sends on it. */
+    static final class Recording implements java.lang.reflect.InvocationHandler {
+        final Channel channel;
+        final Map<Long, Handed> byTag = new HashMap<>();
+
+        Recording(Channel channel) {
+            this.channel = channel;
+        }
+
+        @Override
+        public Object invoke(Object proxy, java.lang.reflect.Method method, Object[] args) throws Throwable {
+            String name = method.getName();
+            if (name.equals("basicAck") || name.equals("basicNack") || name.equals("basicReject")) {
+                Handed h = byTag.get((Long) args[0]);
+                if (h != null) {
+                    h.settled.add(name.equals("basicAck") ? "ack" : "nack");
+                }
+            }
+            try {
+                return method.invoke(channel, args);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }
+    }
+
+    @Property(tries = TRIES)
+    void manualAckListenerInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
+        start();
+        World.next = new World();
+        try {
+            World w = chain.run();
+            w.end();
+        } finally {
+            World.next.close();
+        }
+        sequences.incrementAndGet();
+    }
+
+    /** The generator's first find, shrunk: the body's basicAck outlived the rollback of the caller's NESTED step. */
+    @Example
+    void aCallInACallersNestedStepRolledBackIsNotAcknowledgedWhenTheOuterTransactionCommits() throws Exception {
+        scripted(w -> {
+            w.begin(Kind.REQUIRED);
+            w.begin(Kind.NESTED);
+            w.listen("ok");
+            w.rollback();
+            w.commit();
+        });
+    }
+
+    /**
+     * A body that acknowledges and then fails in the caller's NESTED step: Spring rolls back to the step's savepoint
+     * (clearing the rollback-only mark the failure set) and the outer transaction commits without the call.
+     */
+    @Example
+    void aBodyThatAcksThenFailsInACallersNestedStepIsNotAcknowledgedWhenTheOuterTransactionCommits() throws Exception {
+        scripted(w -> {
+            w.begin(Kind.REQUIRED);
+            w.begin(Kind.NESTED);
+            w.listen("fails");
+            w.commit();
+            w.commit();
+        });
+    }
+
+    private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
+        start();
+        World w = new World();
+        try {
+            moves.accept(w);
+            w.end();
+        } finally {
+            w.close();
+        }
+    }
+
+    @Provide
+    Arbitrary<ActionChain<World>> chains() {
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(3, when(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(
+                        4,
+                        when(
+                                w -> w.scopes.size() < 4 && w.savepointAllowed(),
+                                "begin NESTED",
+                                w -> w.begin(Kind.NESTED)))
+                .withAction(1, when(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(5, when(w -> !w.scopes.isEmpty(), "listen", w -> w.listen("ok")))
+                .withAction(2, when(w -> !w.scopes.isEmpty(), "listen, fails after basicAck", w -> w.listen("fails")))
+                .withAction(
+                        1,
+                        when(
+                                w -> !w.scopes.isEmpty(),
+                                "listen, swallows a failed statement",
+                                w -> w.listen("swallows")))
+                .withAction(2, when(w -> !w.scopes.isEmpty() && w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(4, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withMaxTransformations(25);
+    }
+
+    private static Action<World> when(Predicate<World> pre, String name, java.util.function.Consumer<World> move) {
+        return new Action.Independent<>() {
+            @Override
+            public boolean precondition(World w) {
+                return pre.test(w);
+            }
+
+            @Override
+            public Arbitrary<Transformer<World>> transformer() {
+                return Arbitraries.just(Transformer.mutate(name, move));
+            }
+        };
+    }
+
+    enum Kind {
+        REQUIRED(TransactionDefinition.PROPAGATION_REQUIRED),
+        NESTED(TransactionDefinition.PROPAGATION_NESTED),
+        REQUIRES_NEW(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
+
+        final int propagation;
+
+        Kind(int propagation) {
+            this.propagation = propagation;
+        }
+    }
+
+    /** A scope the caller opened, and the physical transaction (numbered) it belongs to. */
+    record Scope(TransactionStatus status, int physical) {}
+
+    static final class World {
+        static World next;
+
+        final JdbcTransactionManager tm = context.getBean(JdbcTransactionManager.class);
+        final Orders orders = context.getBean(Orders.class);
+        final Deque<Scope> scopes = new ArrayDeque<>();
+        final List<String> moves = new ArrayList<>();
+        final List<Handed> handed = new ArrayList<>();
+        // event id -> the physical transaction whose open claim it may hold (copies in the same one only)
+        final Map<String, Integer> openIn = new LinkedHashMap<>();
+        final List<String> committedEvents = new ArrayList<>();
+        final Channel real;
+        final Recording recording;
+        final Channel channel;
+        int physicals;
+
+        World() {
+            try {
+                real = rabbit.createChannel();
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+            recording = new Recording(real);
+            channel = (Channel) java.lang.reflect.Proxy.newProxyInstance(
+                    Channel.class.getClassLoader(), new Class<?>[] {Channel.class}, recording);
+        }
+
+        boolean savepointAllowed() {
+            // Spring refuses a savepoint in a transaction already marked rollback-only
+            return scopes.isEmpty() || !scopes.peek().status().isRollbackOnly();
+        }
+
+        void begin(Kind kind) {
+            moves.add("begin " + kind);
+            TransactionStatus status;
+            try {
+                status = tm.getTransaction(new DefaultTransactionDefinition(kind.propagation));
+            } catch (RuntimeException e) {
+                // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
+                moves.add("  begin threw " + e.getClass().getSimpleName());
+                return;
+            }
+            int physical = scopes.isEmpty() || kind == Kind.REQUIRES_NEW
+                    ? ++physicals
+                    : scopes.peek().physical();
+            scopes.push(new Scope(status, physical));
+        }
+
+        void listen(String body) {
+            String id = "e-" + ids.incrementAndGet();
+            call(id, body, body);
+        }
+
+        /** An event applied in an ended transaction, or claimed in the open physical one. */
+        String copyable() {
+            int current = scopes.isEmpty() ? -1 : scopes.peek().physical();
+            for (Map.Entry<String, Integer> e : openIn.entrySet()) {
+                if (e.getValue() == current && moves.size() % 2 == 0) {
+                    return e.getKey();
+                }
+            }
+            return committedEvents.isEmpty() ? null : committedEvents.get(committedEvents.size() - 1);
+        }
+
+        void copy() {
+            call(copyable(), "ok", "copy");
+        }
+
+        private void call(String id, String body, String kind) {
+            Handed h = fetch(id, body, kind);
+            moves.add("listen " + h);
+            if (!kind.equals("copy") || !openIn.containsKey(id)) {
+                openIn.putIfAbsent(id, scopes.peek().physical());
+            }
+            MessageProperties props = new MessageProperties();
+            props.setDeliveryTag(h.tag);
+            props.setHeader("once-event-id", id);
+            try {
+                orders.on(new Message(body.getBytes(StandardCharsets.UTF_8), props), channel);
+            } catch (Exception | AssertionError e) {
+                moves.add("  threw " + e.getClass().getSimpleName());
+            }
+        }
+
+        /** Publishes a message for {@code id} and takes it from the queue unacknowledged. */
+        private Handed fetch(String id, String body, String kind) {
+            try {
+                com.rabbitmq.client.AMQP.BasicProperties props = new com.rabbitmq.client.AMQP.BasicProperties.Builder()
+                        .headers(Map.of("once-event-id", id))
+                        .build();
+                real.basicPublish("", QUEUE, props, body.getBytes(StandardCharsets.UTF_8));
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (System.nanoTime() < deadline) {
+                    GetResponse r = real.basicGet(QUEUE, false);
+                    if (r == null) {
+                        Thread.onSpinWait();
+                        continue;
+                    }
+                    Object header = r.getProps().getHeaders().get("once-event-id");
+                    long tag = r.getEnvelope().getDeliveryTag();
+                    if (header != null
+                            && header.toString().equals(id)
+                            && !r.getEnvelope().isRedeliver()) {
+                        Handed h = new Handed(id, tag, kind);
+                        handed.add(h);
+                        recording.byTag.put(tag, h);
+                        return h;
+                    }
+                    // a message requeued earlier in this chain: it stays unacknowledged until the channel closes
+                }
+                throw new IllegalStateException("message " + id + " not received from " + QUEUE);
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        void setRollbackOnly() {
+            moves.add("setRollbackOnly");
+            scopes.peek().status().setRollbackOnly();
+        }
+
+        void commit() {
+            moves.add("commit");
+            Scope top = scopes.pop();
+            try {
+                tm.commit(top.status());
+            } catch (RuntimeException e) {
+                moves.add("  commit threw " + e.getClass().getSimpleName());
+            }
+            ended(top);
+        }
+
+        void rollback() {
+            moves.add("rollback");
+            Scope top = scopes.pop();
+            try {
+                tm.rollback(top.status());
+            } catch (RuntimeException e) {
+                moves.add("  rollback threw " + e.getClass().getSimpleName());
+            }
+            ended(top);
+        }
+
+        /** After the outermost scope of a physical transaction ended: checks every call made in it. */
+        private void ended(Scope top) {
+            if (!top.status().isNewTransaction()) {
+                return;
+            }
+            int physical = top.physical();
+            List<String> events = new ArrayList<>();
+            openIn.entrySet().removeIf(e -> {
+                if (e.getValue() == physical) {
+                    events.add(e.getKey());
+                    return true;
+                }
+                return false;
+            });
+            for (String id : events) {
+                if (claimed(id)) {
+                    committedEvents.add(id);
+                }
+            }
+            check(events);
+        }
+
+        private boolean claimed(String id) {
+            return count("SELECT count(*) FROM once_inbox WHERE consumer = 'caller-channel' AND event_id = ?", id) == 1;
+        }
+
+        private long ledger(String id) {
+            return count("SELECT count(*) FROM ledger WHERE event_id = ?", id);
+        }
+
+        /** On a connection of its own: a suspended outer transaction may be the thread's again, and aborted. */
+        private static long count(String sql, String id) {
+            try (java.sql.Connection c = db.dataSource().getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setString(1, id);
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                }
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /** The invariants for the messages of {@code events} (their transaction has ended). */
+        private void check(List<String> events) {
+            for (Handed h : handed) {
+                if (!events.contains(h.eventId) || h.ended) {
+                    continue;
+                }
+                h.ended = true;
+                boolean claimed = claimed(h.eventId);
+                assertThat(ledger(h.eventId))
+                        .as("effect of %s in the ledger once where its claim committed, else absent: %s", h, moves)
+                        .isEqualTo(claimed ? 1 : 0);
+                assertThat(h.settled)
+                        .as("%s settled exactly once when its transactions ended: %s", h, moves)
+                        .hasSize(1);
+                if (h.settled.get(0).equals("ack")) {
+                    assertThat(claimed)
+                            .as(
+                                    "%s acknowledged: its claim must have committed (else the message is lost): %s",
+                                    h, moves)
+                            .isTrue();
+                }
+            }
+            for (String id : events) {
+                if (claimed(id)) {
+                    assertThat(handed.stream()
+                                    .filter(h -> h.eventId.equals(id))
+                                    .anyMatch(h -> h.settled.contains("ack")))
+                            .as("event %s committed: one of its messages acknowledged: %s", id, moves)
+                            .isTrue();
+                }
+            }
+        }
+
+        /** Ends every open scope (a chain may stop anywhere) and checks what is left. */
+        void end() {
+            while (!scopes.isEmpty()) {
+                rollback();
+            }
+            for (Handed h : handed) {
+                assertThat(h.ended).as("%s checked: %s", h, moves).isTrue();
+            }
+        }
+
+        void close() throws Exception {
+            while (!scopes.isEmpty()) {
+                try {
+                    tm.rollback(scopes.pop().status());
+                } catch (RuntimeException ignored) {
+                    // cleaning up after a failed check
+                }
+            }
+            if (real.isOpen()) {
+                real.close(); // gives every unacknowledged message back to the queue
+            }
+            try (Channel c = rabbit.createChannel()) {
+                c.queuePurge(QUEUE);
+            }
+        }
+    }
+}
