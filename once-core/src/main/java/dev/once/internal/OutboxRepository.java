@@ -47,6 +47,7 @@ public final class OutboxRepository {
     private final String relockSql;
     private final String markSql;
     private final String markAllSql;
+    private final String markBeginSql;
     private final String deleteSql;
     private final String statsSql;
     private final String listDeadSql;
@@ -64,6 +65,7 @@ public final class OutboxRepository {
         this.relockSql = dialect.outboxRelock(prefix);
         this.markSql = dialect.outboxMark(prefix);
         this.markAllSql = dialect.outboxMarkAll(prefix);
+        this.markBeginSql = dialect.outboxMarkBegin();
         this.deleteSql = dialect.outboxDelete(prefix);
         this.statsSql = dialect.outboxStats(prefix);
         this.listDeadSql = dialect.outboxListDead(prefix);
@@ -402,7 +404,13 @@ public final class OutboxRepository {
             statusCodes[i] = receipt == null ? null : receipt.status();
             responses[i] = receipt == null ? null : receipt.body();
         }
-        try (PreparedStatement ps = c.prepareStatement(markAllSql)) {
+        boolean together = markBeginSql != null && dialect.outboxStatementsTogether(c);
+        if (markBeginSql != null && !together) {
+            try (Statement s = c.createStatement()) {
+                s.execute(markBeginSql);
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(together ? join(markBeginSql, markAllSql) : markAllSql)) {
             ps.setArray(1, c.createArrayOf("bigint", deleted.toArray())); // 1 ids to delete
             ps.setArray(2, c.createArrayOf("bigint", ids)); // 2 ids
             ps.setArray(3, c.createArrayOf("varchar", statuses)); // 3 statuses

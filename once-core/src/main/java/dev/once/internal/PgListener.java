@@ -26,11 +26,13 @@ public final class PgListener implements AutoCloseable {
     private final Connection connection;
     private final Object pg;
     private final Method getNotifications;
+    private final Method takeNotifications;
 
-    private PgListener(Connection connection, Object pg, Method getNotifications) {
+    private PgListener(Connection connection, Object pg, Method getNotifications, Method takeNotifications) {
         this.connection = connection;
         this.pg = pg;
         this.getNotifications = getNotifications;
+        this.takeNotifications = takeNotifications;
     }
 
     /**
@@ -49,6 +51,7 @@ public final class PgListener implements AutoCloseable {
             }
             Object pg = c.unwrap(type);
             Method get = type.getMethod("getNotifications", int.class);
+            Method take = type.getMethod("getNotifications");
             if (!c.getAutoCommit()) {
                 // LISTEN outside auto-commit waits for a commit nobody sends; switching auto-commit on
                 // would commit whatever the connection holds (the mark of someone else's transaction).
@@ -60,7 +63,7 @@ public final class PgListener implements AutoCloseable {
             try (Statement s = c.createStatement()) {
                 s.execute(listenSql);
             }
-            return new PgListener(c, pg, get);
+            return new PgListener(c, pg, get, take);
         } catch (ClassNotFoundException | NoSuchMethodException | SQLException | RuntimeException e) {
             log.info("no LISTEN/NOTIFY wake-ups ({}); the relay polls", e.toString());
             closeQuietly(c);
@@ -82,8 +85,23 @@ public final class PgListener implements AutoCloseable {
     public boolean await(Duration max) throws SQLException {
         // 0 means "wait forever" to the driver: never pass it.
         int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, max.toMillis()));
+        return arrived(getNotifications, millis);
+    }
+
+    /**
+     * Takes the notifications that have arrived, without waiting. Called before a poll, which sees
+     * the rows of every commit they announce (a notification reaches a listener after its commit),
+     * so that they do not wake the relay again for rows that poll took or found held.
+     *
+     * @throws SQLException if the connection broke; close this listener and open a new one later
+     */
+    public void drain() throws SQLException {
+        arrived(takeNotifications);
+    }
+
+    private boolean arrived(Method get, Object... args) throws SQLException {
         try {
-            Object[] notifications = (Object[]) getNotifications.invoke(pg, millis);
+            Object[] notifications = (Object[]) get.invoke(pg, args);
             return notifications != null && notifications.length > 0;
         } catch (InvocationTargetException e) {
             if (e.getCause() instanceof SQLException sql) {

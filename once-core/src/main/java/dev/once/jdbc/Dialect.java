@@ -516,6 +516,15 @@ public interface Dialect {
         return null;
     }
 
+    /**
+     * A statement without binds the relay runs in the batch's transaction right before {@link
+     * #outboxMarkAll}, with it in one string where {@link #outboxStatementsTogether} (PostgreSQL: the
+     * mark planned at each execution); null for none.
+     */
+    default String outboxMarkBegin() {
+        return null;
+    }
+
     /** Deletes a sent row (relays configured to keep no history). Binds: 1 id. */
     default String outboxDelete(String prefix) {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ?";

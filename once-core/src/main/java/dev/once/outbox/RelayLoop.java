@@ -85,6 +85,7 @@ final class RelayLoop {
                 }
                 boolean more;
                 try {
+                    listener = drain(listener);
                     more = batch.getAsInt() > 0;
                     if (!Instant.now().isBefore(nextStats)) {
                         refreshStats.run();
@@ -107,6 +108,22 @@ final class RelayLoop {
             if (listener != null) {
                 listener.close();
             }
+        }
+    }
+
+    // The notifications that arrived during the last batch announce commits this poll sees: taken
+    // now, they do not wake the relay again after it (an empty poll: a lock query and a commit).
+    private PgListener drain(PgListener listener) {
+        if (listener == null) {
+            return null;
+        }
+        try {
+            listener.drain();
+            return listener;
+        } catch (SQLException e) {
+            log.info("relay {}: LISTEN connection failed ({}), polling until it is back", relay, e.toString());
+            listener.close();
+            return null;
         }
     }
 

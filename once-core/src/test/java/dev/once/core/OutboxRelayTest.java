@@ -625,6 +625,88 @@ class OutboxRelayTest {
         assertThat(sent).containsExactly("test:first#1", "test:second#1");
     }
 
+    /**
+     * Every commit's NOTIFY wakes every started relay; one takes the rows, the others find nothing. A
+     * relay busy with a batch while commits arrive polls again after it anyway, and that poll sees
+     * those commits' rows: the notifications that arrived meanwhile must not wake it for yet another,
+     * empty poll (a lock query and a commit each, the herd's cost at an offered load).
+     */
+    @Test
+    void notificationsThatArrivedDuringABatchDoNotWakeTheRelayAfterThePollThatSawTheirRows() throws Exception {
+        // Tables of their own: the channel is named after them, and the other tests' schemas in this
+        // database notify the default one.
+        String prefix = "herd" + ProcessHandle.current().pid() % 1_000_000 + "_";
+        dev.once.Schema.migrate(db.dataSource(), prefix);
+        CountingDataSource counting = new CountingDataSource(db.dataSource());
+        java.util.concurrent.CountDownLatch sending = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        List<Long> locksAtSend = new CopyOnWriteArrayList<>();
+        try (OutboxRelay relay = OutboxRelay.builder()
+                        .dataSource(counting.dataSource())
+                        .tablePrefix(prefix)
+                        .pollInterval(Duration.ofHours(1))
+                        .meterRegistry(new SimpleMeterRegistry())
+                        .publisher(m -> {
+                            locksAtSend.add(lockQueries(counting));
+                            sending.countDown();
+                            release.await();
+                            return Receipt.NONE;
+                        })
+                        .build();
+                java.sql.Connection listening = db.dataSource().getConnection()) {
+            try (java.sql.Statement s = listening.createStatement()) {
+                s.execute("LISTEN " + prefix + "outbox");
+            }
+            relay.start();
+            insert(prefix, "first", "a");
+            assertThat(sending.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            // Three commits while the relay's batch waits for its send; their notifications reach
+            // every listener (this one too) at their commits.
+            for (String key : List.of("b", "c", "d")) {
+                insert(prefix, "during-" + key, key);
+            }
+            awaitNotifications(listening, 4);
+            release.countDown();
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent(prefix) == 4);
+            await().atMost(Duration.ofSeconds(20)).until(() -> lockQueries(counting) >= locksAtSend.get(0) + 2);
+            insert(prefix, "after", "e");
+            await().atMost(Duration.ofSeconds(20)).until(() -> sent(prefix) == 5);
+        }
+        assertThat(locksAtSend).hasSize(5);
+        assertThat(locksAtSend.get(4) - locksAtSend.get(0))
+                .as("lock queries from the first row's batch to the last one's: the poll after the batch (the three"
+                        + " rows committed during it), the one after that (nothing), the last row's; not one more for"
+                        + " the three notifications that arrived during the batch")
+                .isEqualTo(3);
+    }
+
+    private void insert(String prefix, String event, String key) {
+        db.execute("INSERT INTO " + prefix + "outbox (event_id, destination, msg_key, payload, headers,"
+                + " idempotency_key, available_at, created_at) VALUES ('" + event + "', 'd', '" + key + "', '\\x31',"
+                + " '', '" + event + "', now(), now())");
+    }
+
+    private long sent(String prefix) {
+        return db.queryLong("SELECT count(*) FROM " + prefix + "outbox WHERE status = 'sent'");
+    }
+
+    private static long lockQueries(CountingDataSource counting) {
+        return counting.prepared().stream()
+                .filter(sql -> sql.contains(" AS pred "))
+                .count();
+    }
+
+    private static void awaitNotifications(java.sql.Connection listening, int n) throws Exception {
+        org.postgresql.PGConnection pg = listening.unwrap(org.postgresql.PGConnection.class);
+        int seen = 0;
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (seen < n && System.nanoTime() < deadline) {
+            org.postgresql.PGNotification[] got = pg.getNotifications(100);
+            seen += got == null ? 0 : got.length;
+        }
+        assertThat(seen).as("notifications of the four commits").isEqualTo(n);
+    }
+
     @Test
     void theHttpPublisherSendsTheIdempotencyKeyAndEventIdAndRecordsTheAnswer() throws Exception {
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);

@@ -220,6 +220,42 @@ class EntryPointsTest {
     }
 
     @Test
+    void consumerKindsOfClientsNeitherCorpusHalfHoldsAreEntryPointsAndTheirPublishersAreNot() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-catalogue-world-clients"));
+
+        // not listed: the Paho publish, the XADD, the MQ put, and the Flink sink
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Paho subscribe listener @ MqttIngest.java:15",
+                        "HiveMQ subscribe callback @ MqttIngest.java:24",
+                        "Redis Streams container receiveAutoAck @ FuelStream.java:28",
+                        "Redis XREADGROUP loop @ FuelStream.java:33",
+                        "RocketMQ 5 PushConsumer listener @ DispatchReceivers.java:23",
+                        "RocketMQ 5 SimpleConsumer.receive @ DispatchReceivers.java:32",
+                        "Artemis ClientConsumer.setMessageHandler @ DispatchReceivers.java:42",
+                        "IBM MQ MQQueue.get loop @ DepotQueue.java:22",
+                        "Flink KafkaSource @ SpeedingJob.java:23",
+                        "Alpakka Kafka committableSource @ SpeedingJob.java:34");
+    }
+
+    @Test
+    void listenersConfiguredInSpringXmlAreEntryPointsAtTheirJavaMethods() {
+        ScanReport r = Fixtures.scan(Fixtures.of("xml-configured-listeners"));
+
+        // not listed: FormArchive.store, on a file adapter's channel and on an in-memory one
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Spring XML <jms:listener> CLAIMS.IN → ClaimIntake.receiveClaim @ ClaimIntake.java:14",
+                        "Spring XML <rabbit:listener> claims.status → StatusBoard.onStatus @ StatusBoard.java:14",
+                        "Spring XML <service-activator> on payoutRequests → PayoutService.pay @ PayoutService.java:14",
+                        "MessageListener.onMessage @ FraudScreen.java:16");
+    }
+
+    @Test
     void aHandlerHeldInAVariableIsLocatedFromItsDeclarationToItsRegistration() {
         ScanReport r = Fixtures.scan(Fixtures.of("handler-held-in-variable"));
 

@@ -147,6 +147,9 @@ final class EntryPoints {
         }
         for (Path f : repo.otherFiles) {
             String n = f.getFileName().toString();
+            if (n.endsWith(".xml") && !n.equals("pom.xml")) {
+                xmlListenerFiles(f);
+            }
             if (n.equals("pom.xml") || n.startsWith("build.gradle")) {
                 try {
                     String build = java.nio.file.Files.readString(f);
@@ -235,7 +238,263 @@ final class EntryPoints {
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
         }
+        xmlListeners();
         return entries;
+    }
+
+    /** The Spring XML files that configure a listener container or an inbound adapter, with their text. */
+    private final Map<Path, String> listenerXml = new java.util.LinkedHashMap<>();
+
+    /**
+     * Spring's XML namespaces for listener containers ({@code <jms:listener-container>}, {@code
+     * <rabbit:listener-container>}) and for Spring Integration's inbound adapters from a broker
+     * ({@code <int-jms:message-driven-channel-adapter>}, {@code <int-amqp:inbound-channel-adapter>}, Kafka, MQTT, SQS):
+     * the file is read once here; a module whose XML feeds a channel from a broker has its {@code @ServiceActivator}s
+     * read as consumers, as one configured in Java has.
+     */
+    private void xmlListenerFiles(Path f) {
+        String text;
+        try {
+            if (java.nio.file.Files.size(f) > 2_000_000) {
+                return;
+            }
+            text = java.nio.file.Files.readString(f);
+        } catch (java.io.IOException | RuntimeException e) {
+            return; // unreadable: no listeners from it
+        }
+        if (!text.contains("listener-container") && !text.contains("channel-adapter")) {
+            return;
+        }
+        listenerXml.put(f, text);
+        Matcher m = XML_ADAPTER.matcher(text);
+        while (m.find()) {
+            if (xmlBroker(text, m.group(1), m.group(2)) != null) {
+                integrationInbound.put(repo.moduleOf(f), true);
+            }
+        }
+    }
+
+    /** {@code <prefix:listener-container …>…</prefix:listener-container>}. */
+    private static final Pattern XML_CONTAINER =
+            Pattern.compile("<([\\w-]+):listener-container\\b([^>]*)>(.*?)</\\1:listener-container>", Pattern.DOTALL);
+
+    /** {@code <prefix:listener …/>} inside a container. */
+    private static final Pattern XML_LISTENER = Pattern.compile("<([\\w-]+):listener\\b([^>]*)/?>", Pattern.DOTALL);
+
+    /** A Spring Integration inbound adapter: {@code <int-jms:message-driven-channel-adapter … channel="in"/>}. */
+    private static final Pattern XML_ADAPTER = Pattern.compile(
+            "<([\\w-]+):((?:\\w+-)*(?:message-driven-channel-adapter|inbound-channel-adapter))\\b([^>]*)>",
+            Pattern.DOTALL);
+
+    /** {@code <int:service-activator input-channel="in" ref="bean" method="m"/>}, or one inside a chain. */
+    private static final Pattern XML_ACTIVATOR =
+            Pattern.compile("<([\\w-]+):service-activator\\b([^>]*)>", Pattern.DOTALL);
+
+    private static final Pattern XML_CHAIN =
+            Pattern.compile("<([\\w-]+):chain\\b([^>]*)>(.*?)</\\1:chain>", Pattern.DOTALL);
+
+    /** {@code <bean id="orderService" class="acme.OrderService">}. */
+    private static final Pattern XML_BEAN = Pattern.compile("<bean\\b([^>]*)>", Pattern.DOTALL);
+
+    private static String attr(String attrs, String name) {
+        Matcher m = Pattern.compile("(?:^|\\s)" + Pattern.quote(name) + "\\s*=\\s*\"([^\"]*)\"")
+                .matcher(attrs);
+        return m.find() ? m.group(1).strip() : null;
+    }
+
+    /**
+     * The broker an XML element's namespace prefix stands for, from the file's {@code xmlns:prefix="…"} (Spring's
+     * schema locations): JMS, Rabbit/AMQP, Kafka, MQTT, SQS; null for any other (a file or JDBC adapter, a channel).
+     */
+    private static String xmlBroker(String text, String prefix, String element) {
+        Matcher ns = Pattern.compile("xmlns:" + Pattern.quote(prefix) + "\\s*=\\s*\"([^\"]+)\"")
+                .matcher(text);
+        String uri = ns.find() ? ns.group(1) : prefix;
+        if (element != null && element.startsWith("sqs-")) {
+            return "sqs";
+        }
+        if (uri.endsWith("/jms") || uri.endsWith("/integration/jms")) {
+            return "jms";
+        }
+        if (uri.endsWith("/rabbit") || uri.endsWith("/integration/amqp")) {
+            return "rabbitmq";
+        }
+        if (uri.endsWith("/integration/kafka")) {
+            return "kafka";
+        }
+        if (uri.endsWith("/integration/mqtt")) {
+            return "mqtt";
+        }
+        if (uri.contains("/integration/aws") || uri.contains("cloud/aws")) {
+            return "sqs";
+        }
+        return null;
+    }
+
+    private static int lineAt(String text, int at) {
+        int line = 1;
+        for (int i = 0; i < at && i < text.length(); i++) {
+            if (text.charAt(i) == '\n') {
+                line++;
+            }
+        }
+        return line;
+    }
+
+    /**
+     * Listeners configured in Spring XML: a {@code <jms:listener ref="orderService" method="placeOrder"/>} or
+     * {@code <rabbit:listener ref=… method=…/>} in a listener container, and a {@code <int:service-activator ref=…
+     * method=…/>} on the channel a broker's inbound adapter feeds (directly or as the first step of a chain). The
+     * bean is followed to its class ({@code <bean id=… class=…>} in any of the repository's XML, else the class the
+     * id names as Spring names a component) and the entry is the Java method, traced as any listener is. A JMS
+     * container acknowledges as its {@code acknowledge} attribute says: {@code auto} (the default) acknowledges before
+     * the listener runs (a DefaultMessageListenerContainer), {@code transacted}, {@code client} or a transaction
+     * manager after it returns; a Rabbit container with {@code acknowledge="none"} acknowledges on delivery.
+     */
+    private void xmlListeners() {
+        if (listenerXml.isEmpty()) {
+            return;
+        }
+        Map<String, String> beanClasses = new HashMap<>();
+        for (String text : listenerXml.values()) {
+            Matcher b = XML_BEAN.matcher(text);
+            while (b.find()) {
+                String id = attr(b.group(1), "id");
+                String cls = attr(b.group(1), "class");
+                if (id != null && cls != null) {
+                    beanClasses.putIfAbsent(id, cls);
+                }
+            }
+        }
+        for (var file : listenerXml.entrySet()) {
+            String text = file.getValue();
+            Matcher c = XML_CONTAINER.matcher(text);
+            while (c.find()) {
+                String broker = xmlBroker(text, c.group(1), null);
+                if (broker == null || broker.equals("kafka") || broker.equals("mqtt") || broker.equals("sqs")) {
+                    continue;
+                }
+                String container = c.group(2);
+                String mode = java.util.Objects.requireNonNullElse(attr(container, "acknowledge"), "auto");
+                boolean transacted = attr(container, "transaction-manager") != null;
+                Matcher l = XML_LISTENER.matcher(c.group(3));
+                while (l.find()) {
+                    String ref = attr(l.group(2), "ref");
+                    if (ref == null) {
+                        continue;
+                    }
+                    String method = attr(l.group(2), "method");
+                    String from = java.util.stream.Stream.of("destination", "queue-names", "queues")
+                            .map(n -> attr(l.group(2), n))
+                            .filter(java.util.Objects::nonNull)
+                            .findFirst()
+                            .orElse("");
+                    for (Entry e :
+                            xmlBeanMethods(beanClasses, ref, method, "<" + l.group(1) + ":listener> " + from, broker)) {
+                        int line = lineAt(text, c.start(3) + l.start());
+                        e.ackSetting = repo.loc(file.getKey(), line, text.split("\n", -1)[line - 1].strip());
+                        if (broker.equals("jms") && !transacted && (mode.equals("auto") || mode.equals("dups-ok"))) {
+                            e.ack = Entry.Ack.AUTO;
+                            e.ackText = "its XML <" + c.group(1) + ":listener-container> (acknowledge=\"" + mode
+                                    + "\", no transaction manager) runs a DefaultMessageListenerContainer, which in"
+                                    + " AUTO_ACKNOWLEDGE mode acknowledges the message before the listener runs: a"
+                                    + " listener that throws or crashes does not get it again";
+                        } else if (broker.equals("rabbitmq") && mode.equals("none")) {
+                            e.ack = Entry.Ack.AUTO;
+                            e.ackText = "its XML <" + c.group(1) + ":listener-container acknowledge=\"none\"> takes"
+                                    + " each message with autoAck: it is acknowledged on delivery";
+                        } else {
+                            e.ackText = "the XML listener container acknowledges after the listener returns";
+                        }
+                    }
+                }
+            }
+            Set<String> inbound = new java.util.HashSet<>();
+            Map<String, String> inboundBroker = new HashMap<>();
+            Matcher a = XML_ADAPTER.matcher(text);
+            while (a.find()) {
+                String broker = xmlBroker(text, a.group(1), a.group(2));
+                String channel = attr(a.group(3), "channel");
+                if (broker != null && channel != null) {
+                    inbound.add(channel);
+                    inboundBroker.put(channel, broker);
+                }
+            }
+            if (inbound.isEmpty()) {
+                continue;
+            }
+            List<String[]> activators = new ArrayList<>(); // input channel, ref, method
+            Matcher sa = XML_ACTIVATOR.matcher(text);
+            while (sa.find()) {
+                activators.add(new String[] {
+                    attr(sa.group(2), "input-channel"), attr(sa.group(2), "ref"), attr(sa.group(2), "method")
+                });
+            }
+            Matcher ch = XML_CHAIN.matcher(text);
+            while (ch.find()) {
+                Matcher first = XML_ACTIVATOR.matcher(ch.group(3));
+                if (first.find()) {
+                    activators.add(new String[] {
+                        attr(ch.group(2), "input-channel"), attr(first.group(2), "ref"), attr(first.group(2), "method")
+                    });
+                }
+            }
+            for (String[] act : activators) {
+                if (act[0] == null || act[1] == null || !inbound.contains(act[0])) {
+                    continue;
+                }
+                for (Entry e : xmlBeanMethods(
+                        beanClasses, act[1], act[2], "<service-activator> on " + act[0], inboundBroker.get(act[0]))) {
+                    e.ackText = "the XML inbound adapter acknowledges after the flow returns";
+                }
+            }
+        }
+    }
+
+    /** The entries for the method {@code method} (or the listener's default) of the class bean {@code ref} names. */
+    private List<Entry> xmlBeanMethods(
+            Map<String, String> beanClasses, String ref, String method, String via, String broker) {
+        String cls = beanClasses.get(ref);
+        String simple = cls != null
+                ? cls.substring(cls.lastIndexOf('.') + 1).replace('$', '.')
+                : Character.toUpperCase(ref.charAt(0)) + ref.substring(1);
+        if (simple.contains(".")) {
+            simple = simple.substring(simple.lastIndexOf('.') + 1);
+        }
+        String pkg = cls != null && cls.contains(".") ? cls.substring(0, cls.lastIndexOf('.')) : null;
+        List<Entry> out = new ArrayList<>();
+        for (TypeDeclaration<?> td : repo.types(simple)) {
+            Repo.Source src = repo.sourceOf(td);
+            if (src == null
+                    || (pkg != null
+                            && src.cu()
+                                    .getPackageDeclaration()
+                                    .map(p -> !pkg.startsWith(p.getNameAsString()))
+                                    .orElse(false))) {
+                continue;
+            }
+            String name = method;
+            if (name == null) {
+                // no method: a MessageListener's onMessage, else MessageListenerAdapter's default handleMessage
+                name = td.getMethodsByName("onMessage").isEmpty() ? "handleMessage" : "onMessage";
+            }
+            for (MethodDeclaration m : td.getMethodsByName(name)) {
+                if (m.getBody().isEmpty()) {
+                    continue;
+                }
+                Entry e = add(
+                        src,
+                        "Spring XML " + via + " → " + simple + "." + name,
+                        broker,
+                        owner(m),
+                        m,
+                        m.getBody().get(),
+                        m);
+                e.source = src;
+                out.add(e);
+            }
+        }
+        return out;
     }
 
     /** {@code <from uri="kafka:…"/>} in a Spring, Blueprint or XML-DSL route (the attribute may sit lines below). */
@@ -2118,16 +2377,18 @@ final class EntryPoints {
             return;
         }
         String t = m.getType().asClassOrInterfaceType().getNameAsString();
-        if (CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
-            // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
-            // ServiceBusRecordMessageListener): the lambda it returns is the handler
-            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
-                for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
-                    if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
-                        catalogueEntry(s, r, owner(m), l, l.getBody(), l);
-                    }
+        // a @Bean of a catalogued callback interface (an @ExternalTaskSubscription ExternalTaskHandler, a
+        // ServiceBusRecordMessageListener): the lambda it returns is the handler. Only when the file imports that
+        // library: a JMS MessageListener bean shares its simple name with RocketMQ 5's and is read below
+        var catalogued = CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)
+                ? CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s)
+                : java.util.Optional.<EntryCatalogue.Rule>empty();
+        if (catalogued.isPresent()) {
+            for (ReturnStmt ret : m.findAll(ReturnStmt.class)) {
+                if (ret.getExpression().orElse(null) instanceof LambdaExpr l) {
+                    catalogueEntry(s, catalogued.get(), owner(m), l, l.getBody(), l);
                 }
-            });
+            }
             return;
         }
         if (t.endsWith("MessageListener")
@@ -3574,17 +3835,18 @@ final class EntryPoints {
      */
     private void created(Repo.Source s, ObjectCreationExpr oc) {
         String t = oc.getType().getNameAsString();
-        if (oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)) {
-            CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s).ifPresent(r -> {
-                for (var member : oc.getAnonymousClassBody().get()) {
-                    if (member instanceof MethodDeclaration md
-                            && md.getNameAsString().equals(r.method())
-                            && md.getBody().isPresent()) {
-                        catalogueEntry(
-                                s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
-                    }
+        var catalogued = oc.getAnonymousClassBody().isPresent() && CATALOGUE.names(EntryCatalogue.Shape.IMPLEMENTS, t)
+                ? CATALOGUE.match(EntryCatalogue.Shape.IMPLEMENTS, t, s)
+                : java.util.Optional.<EntryCatalogue.Rule>empty();
+        if (catalogued.isPresent()) {
+            EntryCatalogue.Rule r = catalogued.get();
+            for (var member : oc.getAnonymousClassBody().get()) {
+                if (member instanceof MethodDeclaration md
+                        && md.getNameAsString().equals(r.method())
+                        && md.getBody().isPresent()) {
+                    catalogueEntry(s, r, owner(oc) + " " + t, md, md.getBody().get(), md);
                 }
-            });
+            }
             return;
         }
         if (oc.getAnonymousClassBody().isPresent()
