@@ -545,20 +545,35 @@ public final class Repo {
         if (from.equals(to) || to.equals(root) || from.equals(root)) {
             return true;
         }
-        Set<String> names = moduleNames(to);
-        String build = buildText(from);
-        if (names.stream().anyMatch(n -> mentions(build, n))) {
-            return true;
-        }
-        for (Path m : new LinkedHashSet<>(modules.values())) {
-            if (!m.equals(from) && !m.equals(to) && moduleNames(m).stream().anyMatch(n -> mentions(build, n))) {
-                String via = buildText(m);
-                if (names.stream().anyMatch(n -> mentions(via, n))) {
+        // Asked for every call target the trace resolves; without the two memos a repository of hundreds of
+        // modules matched every build file against every module's names per call (eclipse/kapua, 5,121 files,
+        // ran for minutes). Modules are all known once the sources are indexed, before any trace.
+        return seen.computeIfAbsent(List.of(from, to), k -> {
+            if (names(from, to)) {
+                return true;
+            }
+            for (Path m : new LinkedHashSet<>(modules.values())) {
+                if (!m.equals(from) && !m.equals(to) && names(from, m) && names(m, to)) {
                     return true;
                 }
             }
+            return false;
+        });
+    }
+
+    private final Map<List<Path>, Boolean> seen = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<List<Path>, Boolean> named = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Whether {@code module}'s build file names module {@code other} (by directory or artifact id). */
+    private boolean names(Path module, Path other) {
+        List<Path> key = List.of(module, other);
+        Boolean known = named.get(key);
+        if (known == null) {
+            String build = buildText(module);
+            known = moduleNames(other).stream().anyMatch(n -> mentions(build, n));
+            named.put(key, known);
         }
-        return false;
+        return known;
     }
 
     private static boolean mentions(String build, String name) {
@@ -585,6 +600,12 @@ public final class Repo {
 
     /** The names a build file would use for a module: its directory name and its own artifact id. */
     private Set<String> moduleNames(Path module) {
+        return moduleNames.computeIfAbsent(module, this::readModuleNames);
+    }
+
+    private final Map<Path, Set<String>> moduleNames = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private Set<String> readModuleNames(Path module) {
         Set<String> out = new LinkedHashSet<>();
         if (module.getFileName() != null) {
             out.add(module.getFileName().toString());
