@@ -23,7 +23,8 @@ public final class CoreSchemaMigration implements SchemaMigration {
     public void migrate(DataSource dataSource) {
         // The shipped migrations as one batch (SchemaScript), as OnceSchemaMigration in the test kit: a fresh test
         // database is nobody else's, so the lock and version reads of Schema.migrate guard nothing there and cost
-        // a second a database on the loaded CI machine. CoreSchemaMigrationTest proves the tables equal to Schema.migrate's.
+        // a second a database on the loaded CI machine. CoreSchemaMigrationTest proves the tables equal to
+        // Schema.migrate's.
         Dialect dialect;
         try (Connection c = dataSource.getConnection()) {
             dialect = Dialects.detect(c);

@@ -26,7 +26,8 @@ public final class OnceSchemaMigration implements SchemaMigration {
     public void migrate(DataSource dataSource) {
         // The shipped migrations as one batch (SchemaScript; once-core's tests hold a copy, as they cannot depend
         // on the test kit): a fresh test database is nobody else's, so the lock and version reads of
-        // Schema.migrate guard nothing there and cost a second a database on the loaded CI machine. OnceSchemaMigrationTest proves the tables equal to Schema.migrate's.
+        // Schema.migrate guard nothing there and cost a second a database on the loaded CI machine.
+        // OnceSchemaMigrationTest proves the tables equal to Schema.migrate's.
         Dialect dialect;
         try (Connection c = dataSource.getConnection()) {
             dialect = Dialects.detect(c);
