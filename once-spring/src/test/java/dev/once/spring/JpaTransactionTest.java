@@ -72,7 +72,7 @@ class JpaTransactionTest {
 
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            return TestBeans.paymentEntities(ds);
+            return TestJpaBeans.paymentEntities(ds);
         }
 
         @Bean

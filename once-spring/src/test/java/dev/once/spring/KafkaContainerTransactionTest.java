@@ -281,7 +281,7 @@ class KafkaContainerTransactionTest {
 
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            return TestBeans.paymentEntities(ds);
+            return TestJpaBeans.paymentEntities(ds);
         }
 
         @Bean

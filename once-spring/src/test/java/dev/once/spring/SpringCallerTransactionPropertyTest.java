@@ -264,7 +264,7 @@ class SpringCallerTransactionPropertyTest {
     void jpaTransactionManager(@ForAll("jpaChains") ActionChain<World> chain) {
         database();
         if (jpaSetup == null) {
-            emf = TestBeans.paymentEntities(db.dataSource());
+            emf = TestJpaBeans.paymentEntities(db.dataSource());
             emf.afterPropertiesSet();
             JpaTransactionManager tm = new JpaTransactionManager(emf.getObject());
             jpaSetup = Setup.of(tm, db.dataSource(), emf.getObject());

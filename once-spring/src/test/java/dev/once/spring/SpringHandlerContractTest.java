@@ -105,7 +105,7 @@ class SpringHandlerContractTest extends IdempotentHandlerContract {
     static class Config {
         @Bean
         LocalContainerEntityManagerFactoryBean entityManagerFactory(DataSource ds) {
-            return TestBeans.paymentEntities(ds);
+            return TestJpaBeans.paymentEntities(ds);
         }
 
         @Bean

@@ -1,11 +1,9 @@
 package dev.once.spring;
 
-import dev.once.spring.jpa.Payment;
 import dev.once.testkit.kafka.TestKafka;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
-import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -15,12 +13,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.transaction.KafkaTransactionManager;
-import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
-import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 
 /**
- * The beans once-spring's tests build alike, in one place so that they stay alike: the JPA entities of {@code
- * dev.once.spring.jpa} on a DataSource, Kafka consumers and producers of String keys and values on the test broker,
+ * The beans once-spring's tests build alike, in one place so that they stay alike (the JPA entities: {@link
+ * TestJpaBeans}): Kafka consumers and producers of String keys and values on the test broker,
  * a {@code KafkaTransactionManager} of producers of its own, and records carrying an event id in the header once
  * reads by default.
  */
@@ -30,15 +26,6 @@ final class TestBeans {
     static final String EVENT_ID_HEADER = "once-event-id";
 
     private TestBeans() {}
-
-    /** A Hibernate entity manager factory of {@code dev.once.spring.jpa}'s entities ({@link Payment}) on {@code ds}. */
-    static LocalContainerEntityManagerFactoryBean paymentEntities(DataSource ds) {
-        LocalContainerEntityManagerFactoryBean f = new LocalContainerEntityManagerFactoryBean();
-        f.setDataSource(ds);
-        f.setPackagesToScan(Payment.class.getPackageName());
-        f.setJpaVendorAdapter(new HibernateJpaVendorAdapter());
-        return f;
-    }
 
     /**
      * Consumers of String keys and values on {@code kafka}, from the earliest offset when their group has none;
