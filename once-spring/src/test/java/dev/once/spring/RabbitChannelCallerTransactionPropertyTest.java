@@ -1,6 +1,6 @@
 package dev.once.spring;
 
-import static dev.once.spring.SpringScopes.when;
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
@@ -265,26 +265,26 @@ class RabbitChannelCallerTransactionPropertyTest {
     @Provide
     Arbitrary<ActionChain<World>> chains() {
         return ActionChain.<World>startWith(() -> World.next)
-                .withAction(3, when(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(3, move(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
                 .withAction(
                         4,
-                        when(
+                        move(
                                 w -> w.scopes.size() < 4 && w.savepointAllowed(),
                                 "begin NESTED",
                                 w -> w.begin(Kind.NESTED)))
-                .withAction(1, when(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(5, when(w -> !w.scopes.isEmpty(), "listen", w -> w.listen("ok")))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "listen, fails after basicAck", w -> w.listen("fails")))
+                .withAction(1, move(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(5, move(w -> !w.scopes.isEmpty(), "listen", w -> w.listen("ok")))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "listen, fails after basicAck", w -> w.listen("fails")))
                 .withAction(
                         1,
-                        when(
+                        move(
                                 w -> !w.scopes.isEmpty(),
                                 "listen, swallows a failed statement",
                                 w -> w.listen("swallows")))
-                .withAction(2, when(w -> !w.scopes.isEmpty() && w.copyable() != null, "listen to a copy", World::copy))
-                .withAction(4, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withAction(2, move(w -> !w.scopes.isEmpty() && w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(4, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
                 .withMaxTransformations(25);
     }
 

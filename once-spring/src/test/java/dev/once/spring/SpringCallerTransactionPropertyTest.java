@@ -1,6 +1,6 @@
 package dev.once.spring;
 
-import static dev.once.spring.SpringScopes.when;
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Delivery;
@@ -297,37 +297,37 @@ class SpringCallerTransactionPropertyTest {
 
     private static Arbitrary<ActionChain<World>> moves(boolean nested) {
         net.jqwik.api.state.ActionChainArbitrary<World> chain = ActionChain.<World>startWith(() -> World.next)
-                .withAction(3, when(w -> w.scopes.size() < 5, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)));
+                .withAction(3, move(w -> w.scopes.size() < 5, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)));
         if (nested) {
             // Spring refuses a savepoint in a transaction already marked rollback-only
             chain = chain.withAction(
                     3,
-                    when(
+                    move(
                             w -> w.scopes.size() < 5 && (w.scopes.isEmpty() || !w.scopes.top().physical.rollbackOnly),
                             "begin NESTED",
                             w -> w.begin(Kind.NESTED)));
         }
         return chain.withAction(
-                        2, when(w -> w.scopes.size() < 5, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(4, when(w -> !w.scopes.isEmpty(), "process", World::process))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
+                        2, move(w -> w.scopes.size() < 5, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(4, move(w -> !w.scopes.isEmpty(), "process", World::process))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
                 .withAction(
-                        1, when(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka batch listener failing", w -> w.listenBatch(true)))
+                        1, move(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "Kafka batch listener failing", w -> w.listenBatch(true)))
                 .withAction(
                         2,
-                        when(
+                        move(
                                 w -> !w.scopes.isEmpty() && w.relistenable() != null,
                                 "Kafka listener: a copy",
                                 World::relisten))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
                 .withMaxTransformations(30);
     }
 

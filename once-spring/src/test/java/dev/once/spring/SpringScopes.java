@@ -6,12 +6,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
-import java.util.function.Consumer;
-import java.util.function.Predicate;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.state.Action;
-import net.jqwik.api.state.Transformer;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.TransactionStatus;
@@ -203,20 +197,5 @@ final class SpringScopes {
                 // the run failed already; this only cleans up
             }
         }
-    }
-
-    /** A generator's move: {@code move} under {@code name}, taken where {@code pre} holds. */
-    static <W> Action<W> when(Predicate<W> pre, String name, Consumer<W> move) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(W w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<W>> transformer() {
-                return Arbitraries.just(Transformer.mutate(name, move));
-            }
-        };
     }
 }

@@ -3,8 +3,10 @@ package dev.once.testsupport;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.Transformer;
@@ -18,6 +20,21 @@ import net.jqwik.api.state.Transformer;
 public final class StateMachines {
 
     private StateMachines() {}
+
+    /** A move without an argument, taken where {@code pre} holds. */
+    public static <W> Action<W> move(Predicate<W> pre, String name, Consumer<W> body) {
+        return new Action.Independent<>() {
+            @Override
+            public boolean precondition(W w) {
+                return pre.test(w);
+            }
+
+            @Override
+            public Arbitrary<Transformer<W>> transformer() {
+                return Arbitraries.just(Transformer.mutate(name, body));
+            }
+        };
+    }
 
     /** A move drawn with an argument, named with it in the counterexample jqwik prints. */
     public static <W, T> Action<W> move(Predicate<W> pre, Arbitrary<T> arg, String name, BiConsumer<W, T> body) {
