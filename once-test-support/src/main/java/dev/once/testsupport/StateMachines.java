@@ -23,21 +23,16 @@ public final class StateMachines {
 
     /** A move without an argument, taken where {@code pre} holds. */
     public static <W> Action<W> move(Predicate<W> pre, String name, Consumer<W> body) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(W w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<W>> transformer() {
-                return Arbitraries.just(Transformer.mutate(name, body));
-            }
-        };
+        return action(pre, Arbitraries.just(Transformer.mutate(name, body)));
     }
 
     /** A move drawn with an argument, named with it in the counterexample jqwik prints. */
     public static <W, T> Action<W> move(Predicate<W> pre, Arbitrary<T> arg, String name, BiConsumer<W, T> body) {
+        Function<T, Transformer<W>> t = a -> Transformer.mutate(name + " " + a, w -> body.accept(w, a));
+        return action(pre, arg.map(t));
+    }
+
+    private static <W> Action<W> action(Predicate<W> pre, Arbitrary<Transformer<W>> transformers) {
         return new Action.Independent<>() {
             @Override
             public boolean precondition(W w) {
@@ -46,8 +41,7 @@ public final class StateMachines {
 
             @Override
             public Arbitrary<Transformer<W>> transformer() {
-                Function<T, Transformer<W>> t = a -> Transformer.mutate(name + " " + a, w -> body.accept(w, a));
-                return arg.map(t);
+                return transformers;
             }
         };
     }
