@@ -51,7 +51,7 @@ import net.jqwik.api.state.Transformer;
 
 /**
  * Leases and fencing tokens as a state machine over every write path a holder has, on PostgreSQL and
- * MariaDB: three holders, two leased resources, random steps (acquire, renew, release, the shared clock
+ * MariaDB: two holders, two leased resources, random steps (acquire, renew, release, the shared clock
  * moved to half or all of the time to live, begin a transaction on a path, fence, fence inside a savepoint
  * that is rolled back, write, commit, roll back). Each holder's transaction runs in a thread of its own
  * and stays open across steps while the others go on (a pause: GC, SIGSTOP, a lost network), so a
