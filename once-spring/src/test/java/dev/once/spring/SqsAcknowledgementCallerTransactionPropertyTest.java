@@ -125,22 +125,8 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
 
     @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
     @EnableIdempotentListeners
+    @org.springframework.context.annotation.Import(JdbcListenerBeans.class)
     static class Config {
-        @org.springframework.context.annotation.Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @org.springframework.context.annotation.Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @org.springframework.context.annotation.Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
-        }
-
         @org.springframework.context.annotation.Bean
         Orders orders(JdbcTemplate jdbc) {
             return new Orders(jdbc);

@@ -110,23 +110,8 @@ class SqsIdempotentListenerTest {
 
     @Configuration(proxyBeanMethods = false)
     @EnableIdempotentListeners
-    @Import(SqsBootstrapConfiguration.class)
+    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class})
     static class Config {
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
-        }
-
         @Bean
         SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
             return SqsMessageListenerContainerFactory.builder()

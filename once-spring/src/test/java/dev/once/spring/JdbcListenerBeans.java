@@ -1,0 +1,32 @@
+package dev.once.spring;
+
+import javax.sql.DataSource;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+
+/**
+ * The plain JDBC beans once-spring's listener tests build alike on the context's {@code DataSource}: its {@code
+ * JdbcTransactionManager}, a {@code JdbcTemplate} and {@link OnceSpring} on both. A test's own configuration imports
+ * it and adds its listeners. No JPA type here: the Boot 3 starter runs some of these tests without spring-orm (the
+ * JPA beans: {@link TestJpaBeans}).
+ */
+@Configuration(proxyBeanMethods = false)
+class JdbcListenerBeans {
+
+    @Bean
+    JdbcTransactionManager transactionManager(DataSource ds) {
+        return new JdbcTransactionManager(ds);
+    }
+
+    @Bean
+    JdbcTemplate jdbcTemplate(DataSource ds) {
+        return new JdbcTemplate(ds);
+    }
+
+    @Bean
+    OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+        return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+    }
+}
