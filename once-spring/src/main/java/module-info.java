@@ -1,6 +1,6 @@
 /**
  * once inside Spring-managed transactions: the claim and the outbox join the current transaction;
- * {@code @IdempotentListener} for Kafka, RabbitMQ and Spring Cloud GCP Pub/Sub listener methods.
+ * {@code @IdempotentListener} for Kafka, RabbitMQ, Spring Cloud GCP Pub/Sub and Spring Cloud AWS SQS listener methods.
  * The broker integrations are optional: each is read only when its library is present.
  */
 module dev.once.spring {
@@ -25,6 +25,7 @@ module dev.once.spring {
     requires static google.cloud.pubsub;
     requires static proto.google.cloud.pubsub.v1;
     requires static com.google.protobuf;
+    requires static spring.cloud.aws.sqs;
 
     exports dev.once.spring;
 }

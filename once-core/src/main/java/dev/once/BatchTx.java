@@ -31,7 +31,7 @@ public interface BatchTx {
 
     /**
      * Rejects, in this transaction, a write protected by a fencing token older than the newest
-     * accepted for {@code resource} (see {@link Tx#fence}).
+     * accepted for {@code resource} (see {@link Tx#fence}), checked again last before the commit.
      *
      * @throws StaleFencingTokenException if a newer token has already been accepted
      */

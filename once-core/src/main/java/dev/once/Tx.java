@@ -75,7 +75,10 @@ public interface Tx {
     /**
      * Rejects, in this transaction, a write protected by a fencing token older than the newest
      * accepted for {@code resource}; records {@code token} as the newest otherwise. Equal tokens
-     * pass (one holder writing several times).
+     * pass (one holder writing several times). The fence holds for the whole transaction: the engine
+     * checks it again last before the commit, so neither a rollback to a savepoint that undid the check
+     * (a Spring {@code NESTED} step that failed) nor a refusal the handler caught lets its writes commit
+     * after a newer holder's; the delivery then fails with this exception.
      *
      * @throws StaleFencingTokenException if a newer token has already been accepted; the
      *         transaction is then rolled back by the engine and nothing of it applies

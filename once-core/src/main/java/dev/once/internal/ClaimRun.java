@@ -247,11 +247,22 @@ final class ClaimRun {
                 }
             }
         }
+        Delivery alone = claimed.size() == 1 ? claimed.get(0) : null;
         try {
             outbox.flush();
         } catch (SQLException e) {
             // The rows of all causes go in one statement, so a failure names no single delivery.
-            return new Failure(e, claimed.size() == 1 ? claimed.get(0) : null);
+            return new Failure(e, alone);
+        }
+        try {
+            // Last before the commit, as the relay's: a check undone by a savepoint, or refused and caught,
+            // must not let the handlers' writes commit after a newer holder's.
+            watch.fenceAgain(c, inbox.tablePrefix(), clock);
+        } catch (StaleFencingTokenException e) {
+            metrics.fenceRejected();
+            return new Failure(e, alone);
+        } catch (SQLException e) {
+            return new Failure(watch.failed(e), alone);
         }
         return null;
     }

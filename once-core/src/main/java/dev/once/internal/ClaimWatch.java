@@ -1,10 +1,16 @@
 package dev.once.internal;
 
+import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
+import dev.once.lease.Fence;
 import dev.once.tx.JoinedTransaction;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
+import java.time.Clock;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * What the engine learns, through the handler's {@link GuardedConnection}s, about one claim
@@ -24,6 +30,8 @@ public final class ClaimWatch {
     private JoinedTransaction joined;
     private String suspicion;
     private SQLException ended;
+    // The newest token the handlers fenced each resource with, by resource (lock order); null until a fence.
+    private Map<String, Long> fences;
 
     /**
      * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
@@ -93,6 +101,45 @@ public final class ClaimWatch {
             ended = e;
         }
         return e;
+    }
+
+    /** A handler's fence, recorded before it is checked, so that a refusal the handler catches is found again. */
+    void fenced(String resource, long token) {
+        if (fences == null) {
+            fences = new TreeMap<>();
+        }
+        fences.merge(resource, token, Math::max);
+    }
+
+    /**
+     * Checks every fence of the handlers again, last before the commit. A check holds only as long as
+     * its statements stand: a rollback to a savepoint taken before it undoes its token and, on PostgreSQL
+     * (and MariaDB when the check inserted the row), frees the fence row, so a newer holder's check passes
+     * and commits and this transaction's writes would commit after it (LeaseFencePropertyTest, a fence in a
+     * Spring NESTED step that failed); and a handler may catch the refusal and go on, the database having
+     * seen nothing fail. Checked again here, the newest token of each resource is this transaction's or
+     * the commit does not happen. Two statements per fenced resource, only where a handler fenced.
+     *
+     * @throws StaleFencingTokenException naming the token, the newest and the resource
+     */
+    void fenceAgain(Connection raw, String prefix, Clock clock) throws SQLException {
+        if (fences == null) {
+            return;
+        }
+        for (Map.Entry<String, Long> f : fences.entrySet()) {
+            try {
+                Fence.check(raw, dialect, prefix, f.getKey(), f.getValue(), clock);
+            } catch (StaleFencingTokenException e) {
+                throw new StaleFencingTokenException(
+                        e.resource(),
+                        e.token(),
+                        e.newest(),
+                        "the newest accepted token is " + e.newest() + ", found when the transaction's fences were"
+                                + " checked again before its commit (a rollback to a savepoint undid the handler's"
+                                + " check, or the handler caught its refusal and went on); this writer's lease was"
+                                + " taken over");
+            }
+        }
     }
 
     void savepoint(Savepoint savepoint) {

@@ -28,7 +28,11 @@ import java.util.Objects;
  * }</pre>
  *
  * <p>Stateless and thread-safe. The connection must not be in auto-commit mode, or the fence row
- * is released before the write it protects.
+ * is released before the write it protects. A rollback to a savepoint taken before the check undoes
+ * it like any statement: the token is no longer recorded and, on PostgreSQL (on MariaDB when the check
+ * inserted the row), the fence row is free, so a newer holder's check passes and its writes may commit
+ * before this transaction's. Check again after such a rollback, or last before the commit, in the
+ * transaction's outer scope. {@link dev.once.Tx#fence} does that for a handler.
  */
 public final class Fence {
 

@@ -12,8 +12,9 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 
 /**
- * Child JVM of {@link ScaleTest}: one consumer of the group. Prints {@code STATS applied=… duplicates=…}
- * every half second, and {@code FINAL …} after a graceful close on SIGTERM.
+ * Child JVM of {@link ScaleTest}: one consumer of the group, set-wise ({@link KafkaLedger#BATCH_CREDIT}).
+ * Prints {@code STATS applied=… duplicates=…} every half second, and {@code FINAL …} after a graceful
+ * close on SIGTERM.
  *
  * <p>Arguments: bootstrap servers, topic, group, JDBC URL, session timeout in ms, max.poll.records.
  */
@@ -40,7 +41,7 @@ public final class ScaleConsumerMain {
                 .topics(args[1])
                 .dataSource(ds)
                 .consumer("ledger")
-                .handler(KafkaLedger.CREDIT)
+                .batchHandler(KafkaLedger.BATCH_CREDIT)
                 .meterRegistry(meters)
                 .build()
                 .start();

@@ -9,7 +9,7 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Makes a {@code @KafkaListener}, {@code @RabbitListener} or Pub/Sub listener method idempotent: each event's effect is
+ * Makes a {@code @KafkaListener}, {@code @RabbitListener}, Pub/Sub or {@code @SqsListener} method idempotent: each event's effect is
  * applied once, however often the broker delivers it.
  *
  * <pre>{@code
@@ -53,6 +53,17 @@ import java.lang.annotation.Target;
  * {@code PubSubInboundChannelAdapter}; the event id is the message attribute {@link #header}. once acks
  * the message after the commit and nacks it after a rollback; the body's {@code ack()} waits for the
  * commit, its {@code nack()} rolls back.
+ *
+ * <p><b>Spring Cloud AWS SQS</b> ({@code @SqsListener}): a method taking a {@code Message<?>}; the event id is the
+ * message attribute {@link #header} (the producer's event id, as {@code once-sqs} reads it), never the SQS message id,
+ * which a producer's retried send changes. In {@code acknowledgementMode = MANUAL} the body's {@code Acknowledgement}
+ * ({@code acknowledge()}, {@code acknowledgeAsync()}, or {@code Acknowledgement.acknowledge(message)}) deletes the
+ * message only after the commit, and once deletes a duplicate, whose body is skipped. In {@code ON_SUCCESS} (the
+ * default) the container deletes when the method returns, after once's own transaction committed; a call made in a
+ * transaction that is still open then is refused before its body (the delete would precede that commit): use MANUAL
+ * there. once reads the mode from the annotation (an empty one counts as MANUAL when the method takes an
+ * {@code Acknowledgement}); {@code ALWAYS}, and a batch listener in MANUAL mode or taking a
+ * {@code BatchAcknowledgement}, are refused when the context starts.
  *
  * <p>Enable with {@link EnableIdempotentListeners} (the Boot starter does it).
  */

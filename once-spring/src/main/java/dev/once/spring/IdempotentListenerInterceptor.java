@@ -2,6 +2,7 @@ package dev.once.spring;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
+import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Tx;
@@ -59,6 +60,10 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {
         ListenerMethod listener = method(invocation.getMethod());
+        if (listener.sqs() == ListenerMethod.SqsAcks.ON_SUCCESS
+                && TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw deletedBeforeTheCallersCommit(listener);
+        }
         if (listener.batchIndex() >= 0) {
             return batches.batch((ProxyMethodInvocation) invocation, listener);
         }
@@ -425,7 +430,34 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private static boolean replacesArguments(ListenerMethod listener) {
         return listener.ackIndex() >= 0
                 || listener.channelIndex() >= 0
-                || (ListenerMessages.SPRING_PUBSUB && (listener.pubSubIndex() >= 0 || listener.messageIndex() >= 0));
+                || (ListenerMessages.SPRING_PUBSUB && (listener.pubSubIndex() >= 0 || listener.messageIndex() >= 0))
+                || (listener.sqs() != ListenerMethod.SqsAcks.NOT_SQS && listener.messageIndex() >= 0);
+    }
+
+    /**
+     * An {@code @SqsListener} whose container deletes the message when the method returns ({@code ON_SUCCESS}),
+     * called in a transaction it did not begin (a caller's {@code @Transactional}, one a message interceptor began):
+     * refused before the claim, and so before the body. Its claim and effect would commit with that transaction,
+     * after the container's delete: a caller that then rolled back, wholly or to a savepoint around the call, or
+     * whose commit failed, would lose the message, and once cannot hold a container's delete back (its
+     * acknowledgement stage follows the method's return, with a callback no argument carries). Refused, the message
+     * is not deleted and comes back when its visibility timeout runs out (to the queue's dead-letter queue after
+     * its redrive policy's receives). In MANUAL mode the body's {@code Acknowledgement} is the delete, and once
+     * defers it to that transaction's commit: the fix this names. Not refused at startup: the same listener called
+     * by its container outside any transaction (once's own, committed before the method returns) is safe.
+     */
+    private static InvalidConfigurationException deletedBeforeTheCallersCommit(ListenerMethod listener) {
+        InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
+                + listener.method().getDeclaringClass().getSimpleName() + "."
+                + listener.method().getName()
+                + " (consumer '" + listener.consumer() + "') is an @SqsListener whose container deletes the message"
+                + " when the method returns (acknowledgementMode ON_SUCCESS), but it was called in a transaction that"
+                + " is still open then, so the message would be deleted before its claim and effect commit; refused,"
+                + " the message comes back after its visibility timeout. Set"
+                + " @SqsListener(acknowledgementMode = \"MANUAL\") and take an Acknowledgement parameter (once deletes"
+                + " the message after that transaction commits), or call the listener outside any transaction");
+        log.error("{}", refused.getMessage());
+        return refused;
     }
 
     /** The body nacked, or refused the message on its channel. */

@@ -10,8 +10,8 @@ import org.springframework.util.ClassUtils;
 
 /**
  * Turns the message argument of a listener method (Kafka {@code ConsumerRecord}, Spring messaging
- * {@code Message}, AMQP {@code Message}, Spring Cloud GCP's {@code BasicAcknowledgeablePubsubMessage})
- * into a {@link Delivery}. Each broker library is optional: its
+ * {@code Message}, AMQP {@code Message}, Spring Cloud GCP's {@code BasicAcknowledgeablePubsubMessage}, the Spring
+ * {@code Message} of a Spring Cloud AWS {@code @SqsListener}) into a {@link Delivery}. Each broker library is optional: its
  * branch is used only when its classes are on the class path.
  */
 final class ListenerMessages {
@@ -25,6 +25,8 @@ final class ListenerMessages {
     static final boolean RABBIT_CLIENT = ClassUtils.isPresent("com.rabbitmq.client.Channel", LOADER);
     static final boolean SPRING_PUBSUB =
             ClassUtils.isPresent("com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage", LOADER);
+    static final boolean SPRING_SQS =
+            ClassUtils.isPresent("io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement", LOADER);
 
     private ListenerMessages() {}
 
@@ -54,6 +56,23 @@ final class ListenerMessages {
             return message;
         }
         return MESSAGING && Messaging.isMessage(message.getClass()) ? PubSub.original(message) : null;
+    }
+
+    /** True when {@code type} is Spring Cloud AWS's SQS {@code Acknowledgement} (a MANUAL listener's argument). */
+    static boolean isSqsAcknowledgement(Class<?> type) {
+        return SPRING_SQS && Sqs.isAcknowledgement(type);
+    }
+
+    /** True when {@code type} is Spring Cloud AWS's {@code BatchAcknowledgement} (a batch listener's argument). */
+    static boolean isSqsBatchAcknowledgement(Class<?> type) {
+        return SPRING_SQS && Sqs.isBatchAcknowledgement(type);
+    }
+
+    /** True when {@code message} is a Spring {@code Message} a Spring Cloud AWS SQS container (or template) made. */
+    static boolean isSqs(Object message) {
+        return MESSAGING
+                && message instanceof org.springframework.messaging.Message<?> m
+                && m.getHeaders().containsKey(Sqs.RECEIPT_HANDLE);
     }
 
     /** True when {@code type} is the RabbitMQ {@code Channel} a MANUAL-ack listener acknowledges on. */
@@ -241,6 +260,9 @@ final class ListenerMessages {
                 }
             });
             String id = eventId != null ? eventId : text(m.getHeaders().get(header));
+            if (m.getHeaders().containsKey(Sqs.RECEIPT_HANDLE)) {
+                return Sqs.delivery(m, headers, header, id);
+            }
             Object original = SPRING_PUBSUB ? PubSub.original(m) : null;
             if (original != null) {
                 // from a PubSubInboundChannelAdapter: the attributes are the headers; the attempt is the client's
@@ -319,6 +341,54 @@ final class ListenerMessages {
             int attempt = attempt(m);
             return new Delivery(
                     required(id, header, where), "", p.getData().toByteArray(), headers, attempt, attempt > 1, where);
+        }
+    }
+
+    /**
+     * Spring Cloud AWS SQS: the Spring {@code Message} its container hands to an {@code @SqsListener} method, whose
+     * message attributes are headers of the same name. The event id is the message attribute {@code header} (the
+     * producer's event id, {@code once-event-id} by default, as {@code once-sqs}'s consumer reads it), never the SQS
+     * message id: a producer that retries a send after a lost reply makes a second message with a new id for the same
+     * event. The header names are compile-time constants: reading them loads no Spring Cloud AWS class.
+     */
+    private static final class Sqs {
+        static final String RECEIPT_HANDLE = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_RECEIPT_HANDLE_HEADER;
+        static final String QUEUE = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_NAME_HEADER;
+        static final String RECEIVE_COUNT =
+                io.awspring.cloud.sqs.listener.SqsHeaders.MessageSystemAttributes.SQS_APPROXIMATE_RECEIVE_COUNT;
+        static final String RAW_MESSAGE_ID = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_RAW_MESSAGE_ID_HEADER;
+
+        static boolean isAcknowledgement(Class<?> type) {
+            return io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement.class.isAssignableFrom(type);
+        }
+
+        static boolean isBatchAcknowledgement(Class<?> type) {
+            return io.awspring.cloud.sqs.listener.acknowledgement.BatchAcknowledgement.class.isAssignableFrom(type);
+        }
+
+        static Delivery delivery(
+                org.springframework.messaging.Message<?> m, Map<String, String> headers, String header, String id) {
+            Object raw = m.getHeaders().get(RAW_MESSAGE_ID);
+            String messageId =
+                    raw != null ? raw.toString() : String.valueOf(m.getHeaders().getId());
+            String where = "sqs:" + m.getHeaders().get(QUEUE) + "#" + messageId;
+            if (id == null) {
+                throw new InvalidDeliveryException(
+                        "SQS message " + messageId + " from " + m.getHeaders().get(QUEUE)
+                                + " has no message attribute '" + header
+                                + "' with the producer's event id; publish with"
+                                + " once's SqsPublisher or set that attribute (or set @IdempotentListener(eventId = \"<SpEL>\"))");
+            }
+            headers.put("sqs-message-id", messageId);
+            int attempt = 1;
+            if (m.getHeaders().get(RECEIVE_COUNT) instanceof String count) {
+                try {
+                    attempt = Math.max(1, Integer.parseInt(count));
+                } catch (NumberFormatException e) {
+                    // not SQS's: the first attempt, as once-sqs reads it
+                }
+            }
+            return new Delivery(id, "", bytes(m.getPayload()), headers, attempt, attempt > 1, where);
         }
     }
 }

@@ -25,12 +25,14 @@ import org.springframework.util.ClassUtils;
  *
  * @param messageIndex the record/message argument, or -1
  * @param batchIndex   the {@code List} of records/messages of a batch listener, or -1
- * @param ackIndex     the Spring Kafka {@code Acknowledgment} argument, or -1
+ * @param ackIndex     the Spring Kafka {@code Acknowledgment} or Spring Cloud AWS SQS {@code Acknowledgement} argument,
+ *                     or -1
  * @param channelIndex the RabbitMQ {@code Channel} argument of a MANUAL-ack listener, or -1
  * @param pubSubIndex  the Spring Cloud GCP {@code BasicAcknowledgeablePubsubMessage} argument, or -1
  * @param atCommit     {@link IdempotentListener#claimTiming()} is {@link ClaimTiming#AT_COMMIT}
  * @param kafka        a {@code @KafkaListener} method (or a method of a {@code @KafkaListener} class): its
  *                     records are ordered per partition, so one in progress elsewhere is waited for
+ * @param sqs          whether the method is an {@code @SqsListener}'s, and who deletes its messages
  */
 record ListenerMethod(
         Method method,
@@ -44,7 +46,21 @@ record ListenerMethod(
         int pubSubIndex,
         boolean atCommit,
         boolean kafka,
+        SqsAcks sqs,
         BeanFactory beanFactory) {
+
+    /**
+     * Who deletes the messages of an {@code @SqsListener} method, as its {@code acknowledgementMode} says: the body
+     * ({@code MANUAL}, through its {@code Acknowledgement}, which once defers to the commit), or the container when
+     * the method returns ({@code ON_SUCCESS}, Spring Cloud AWS's default). once reads the annotation only; a
+     * container factory's mode is not known here, so a method that leaves the attribute empty counts as
+     * {@code MANUAL} when it takes an {@code Acknowledgement} and as {@code ON_SUCCESS} otherwise.
+     */
+    enum SqsAcks {
+        NOT_SQS,
+        MANUAL,
+        ON_SUCCESS
+    }
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
     private static final SpelExpressionParser PARSER = new SpelExpressionParser();
@@ -97,8 +113,10 @@ record ListenerMethod(
                 }
             } else if (ListenerMessages.isChannel(types[i])) {
                 channel = i;
-            } else if (ListenerMessages.SPRING_KAFKA
-                    && ClassUtils.isAssignable(org.springframework.kafka.support.Acknowledgment.class, types[i])) {
+            } else if ((ListenerMessages.SPRING_KAFKA
+                            && ClassUtils.isAssignable(
+                                    org.springframework.kafka.support.Acknowledgment.class, types[i]))
+                    || ListenerMessages.isSqsAcknowledgement(types[i])) {
                 ack = i;
             }
         }
@@ -121,6 +139,8 @@ record ListenerMethod(
                     + " cannot ack each message after its commit; take one BasicAcknowledgeablePubsubMessage per call"
                     + " (PubSubTemplate.subscribe) or a Message<?> from a PubSubInboundChannelAdapter");
         }
+        SqsAcks sqs =
+                ListenerMessages.SPRING_SQS ? Sqs.acks(method, types, ack, batch, beanFactory, where) : SqsAcks.NOT_SQS;
         boolean atCommit = a.claimTiming() == ClaimTiming.AT_COMMIT;
         if (atCommit && (batch >= 0 || channel >= 0)) {
             throw new InvalidConfigurationException(where + " sets claimTiming = AT_COMMIT, which cannot be kept for"
@@ -155,7 +175,56 @@ record ListenerMethod(
                 pubSub,
                 atCommit,
                 ListenerMessages.SPRING_KAFKA && Kafka.isListener(method),
+                sqs,
                 beanFactory);
+    }
+
+    /** Spring Cloud AWS SQS pieces, loaded only with spring-cloud-aws-sqs on the class path. */
+    private static final class Sqs {
+        /**
+         * @throws InvalidConfigurationException for a mode or a signature whose deletes once cannot hold back until
+         *     the commit
+         */
+        static SqsAcks acks(
+                Method method, Class<?>[] types, int ack, int batch, BeanFactory beanFactory, String where) {
+            Class<io.awspring.cloud.sqs.annotation.SqsListener> type =
+                    io.awspring.cloud.sqs.annotation.SqsListener.class;
+            io.awspring.cloud.sqs.annotation.SqsListener listener =
+                    AnnotatedElementUtils.findMergedAnnotation(method, type);
+            if (listener == null) {
+                listener = AnnotatedElementUtils.findMergedAnnotation(method.getDeclaringClass(), type);
+            }
+            if (listener == null) {
+                return SqsAcks.NOT_SQS;
+            }
+            String mode = listener.acknowledgementMode();
+            if (beanFactory instanceof org.springframework.beans.factory.config.ConfigurableBeanFactory c) {
+                mode = c.resolveEmbeddedValue(mode); // ${...}, as Spring Cloud AWS resolves it
+            }
+            mode = mode == null ? "" : mode.trim();
+            if (mode.equals("ALWAYS")) {
+                throw new InvalidConfigurationException(where + " is an @SqsListener with acknowledgementMode = ALWAYS,"
+                        + " which deletes a message whose call failed and rolled back: its event would be lost; use"
+                        + " ON_SUCCESS (the default) or MANUAL with an Acknowledgement parameter");
+            }
+            boolean manual = mode.equals("MANUAL") || (mode.isEmpty() && ack >= 0);
+            if (batch >= 0) {
+                boolean batchAck = java.util.Arrays.stream(types).anyMatch(ListenerMessages::isSqsBatchAcknowledgement);
+                if (manual || batchAck) {
+                    throw new InvalidConfigurationException(where + " is a batch @SqsListener "
+                            + (batchAck ? "taking a BatchAcknowledgement" : "in acknowledgementMode MANUAL")
+                            + ": once cannot hold each message's delete back until its claim commits; take one"
+                            + " Message<?> and an Acknowledgement per call (MANUAL), or a List without"
+                            + " BatchAcknowledgement in ON_SUCCESS mode (the container deletes the batch after the"
+                            + " method returned, so after the commit)");
+                }
+            }
+            if (!mode.isEmpty() && !mode.equals("MANUAL") && !mode.equals("ON_SUCCESS")) {
+                throw new InvalidConfigurationException(where + ": @SqsListener acknowledgementMode must be ON_SUCCESS"
+                        + " or MANUAL, but was '" + mode + "'");
+            }
+            return manual ? SqsAcks.MANUAL : SqsAcks.ON_SUCCESS;
+        }
     }
 
     /** Kafka-specific pieces, loaded only with spring-kafka on the class path. */

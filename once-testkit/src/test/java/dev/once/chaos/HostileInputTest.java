@@ -21,10 +21,12 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -42,6 +44,12 @@ class HostileInputTest {
 
     private static final int COUNT = 1_000;
     private static final List<String> HOSTILE = HostileStrings.generate(COUNT, 3);
+
+    /**
+     * Each run (an identifier kind on a database) is made once and asserted by both its lenient and
+     * its strict test: the strict one asserts more of the same 1,000 strings, not a run of its own.
+     */
+    private static final Map<String, Object> RUNS = new HashMap<>();
 
     /**
      * Holes this test found in code it does not own (reported, not fixed here). Strings that hit
@@ -185,6 +193,10 @@ class HostileInputTest {
     }
 
     private static Tally eventIds(Databases database) throws Exception {
+        return once("event-id-" + database, () -> eventIdsRun(database));
+    }
+
+    private static Tally eventIdsRun(Databases database) throws Exception {
         Tally t = new Tally("event-id", database, "event id");
         try (TestDatabase db = database.fresh(4)) {
             Effects.create(db);
@@ -309,6 +321,10 @@ class HostileInputTest {
     }
 
     private static Tally idempotencyKeys(Databases database) throws Exception {
+        return once("idempotency-key-" + database, () -> idempotencyKeysRun(database));
+    }
+
+    private static Tally idempotencyKeysRun(Databases database) throws Exception {
         Tally t = new Tally("idempotency-key", database, "idempotency key");
         try (TestDatabase db = database.fresh(4)) {
             IdempotencyKeys keys =
@@ -359,6 +375,10 @@ class HostileInputTest {
     }
 
     private static List<Tally> outbox() throws Exception {
+        return once("outbox", HostileInputTest::outboxRun);
+    }
+
+    private static List<Tally> outboxRun() throws Exception {
         Tally destinations = new Tally("outbox-destination", Databases.POSTGRES, "destination");
         Tally headers = new Tally("outbox-header", Databases.POSTGRES, "header");
         try (TestDatabase db = Databases.POSTGRES.fresh(4)) {
@@ -431,6 +451,17 @@ class HostileInputTest {
             headers.print();
         }
         return List.of(destinations, headers);
+    }
+
+    /** The run named {@code key}, made by {@code run} the first time it is asked for. */
+    @SuppressWarnings("unchecked")
+    private static synchronized <T> T once(String key, Callable<T> run) throws Exception {
+        Object done = RUNS.get(key);
+        if (done == null) {
+            done = run.call();
+            RUNS.put(key, done);
+        }
+        return (T) done;
     }
 
     private static Set<String> column(TestDatabase db, String sql) throws SQLException {

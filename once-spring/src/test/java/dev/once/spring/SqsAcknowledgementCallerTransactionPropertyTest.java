@@ -1,0 +1,641 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import io.awspring.cloud.sqs.annotation.SqsListener;
+import io.awspring.cloud.sqs.listener.QueueAttributes;
+import io.awspring.cloud.sqs.listener.SqsHeaders;
+import io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement;
+import io.awspring.cloud.sqs.listener.acknowledgement.AcknowledgementCallback;
+import io.awspring.cloud.sqs.support.converter.SqsMessageConversionContext;
+import io.awspring.cloud.sqs.support.converter.SqsMessagingMessageConverter;
+import java.net.URI;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
+import javax.sql.DataSource;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import net.jqwik.api.state.Transformer;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.messaging.Message;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
+
+/**
+ * Spring Cloud AWS {@code @SqsListener} methods ({@code @IdempotentListener}) called in the caller's Spring transaction
+ * scopes, with messages received from a real SQS queue (ElasticMQ in-process) and converted as the listener container
+ * converts them (Spring Cloud AWS's {@code SqsMessagingMessageConverter}, its acknowledgement callback in the
+ * {@code AcknowledgementCallback} header): random sequences of begin REQUIRED / NESTED / REQUIRES_NEW, commit,
+ * rollback, setRollbackOnly, and calls outside any scope (the listener's own transaction), as a container running the
+ * listener inside a transaction does. Two listeners: {@code acknowledgementMode = MANUAL}, whose body deletes the
+ * message through its {@code Acknowledgement} parameter ({@code acknowledge()}, {@code acknowledgeAsync()}) or
+ * {@code Acknowledgement.acknowledge(message)}; and {@code ON_SUCCESS}, whose message the test deletes when the method
+ * returns normally, as the container's acknowledgement stage does. Bodies: fresh messages, a body that acknowledges and
+ * then throws, one that swallows a failed statement, and copies of events applied in an ended transaction or in the
+ * open one. Every delete is made on the real queue and recorded. The oracle, after every outermost transaction: a
+ * message deleted must find its event's claim and effect committed (a delete for a call whose claim a rollback, whole
+ * or to a savepoint, undid loses the message: SQS never hands it out again); no message deleted twice; an event whose
+ * claim committed has one of its messages deleted; an effect is in the ledger once where its claim committed and absent
+ * where it did not (so never applied twice). A message not deleted comes back when its visibility timeout runs out.
+ * {@value #TRIES} tries of up to 25 moves.
+ */
+class SqsAcknowledgementCallerTransactionPropertyTest {
+
+    static final int TRIES = 15;
+    static final String QUEUE = "once-spring-caller-sqs-" + UUID.randomUUID();
+    static final AtomicLong sequences = new AtomicLong();
+    static final AtomicLong ids = new AtomicLong();
+
+    private static TestDatabase db;
+    private static AnnotationConfigApplicationContext context;
+    private static SQSRestServer server;
+    private static SqsClient sqs;
+    private static String queueUrl;
+
+    static synchronized void start() {
+        if (context != null) {
+            return;
+        }
+        server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                .withDynamicPort()
+                .start();
+        int port = server.waitUntilStarted().localAddress().getPort();
+        sqs = SqsClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build();
+        // long enough that a message not deleted never comes back within a run: every receive gets the new one
+        queueUrl = sqs.createQueue(
+                        r -> r.queueName(QUEUE).attributes(Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "600")))
+                .queueUrl();
+        db = TestPostgres.shared().freshDatabase(6);
+        db.execute(
+                "CREATE TABLE ledger (event_id text NOT NULL)",
+                "CREATE TABLE taken (id text PRIMARY KEY)",
+                "INSERT INTO taken VALUES ('taken')");
+        context = new AnnotationConfigApplicationContext();
+        context.registerBean(DataSource.class, () -> db.dataSource());
+        context.register(Config.class);
+        context.refresh();
+    }
+
+    @AfterContainer
+    static void stop() {
+        if (context != null) {
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+        if (sqs != null) {
+            sqs.close();
+        }
+        if (server != null) {
+            server.stopAndWait();
+        }
+        System.out.println("SqsAcknowledgementCallerTransactionPropertyTest: sequences=" + sequences.get()
+                + " lost=0 deleted_twice=0 applied_twice=0");
+    }
+
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    static class Config {
+        @org.springframework.context.annotation.Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @org.springframework.context.annotation.Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @org.springframework.context.annotation.Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+
+        @org.springframework.context.annotation.Bean
+        Orders orders(JdbcTemplate jdbc) {
+            return new Orders(jdbc);
+        }
+    }
+
+    /** The application's listeners: the effect, then the acknowledgement; the body says what goes wrong. */
+    public static class Orders {
+        final JdbcTemplate jdbc;
+
+        Orders(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @SqsListener(value = "orders", acknowledgementMode = "MANUAL")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void manual(Message<String> message, Acknowledgement ack) {
+            String id = effect(message);
+            switch (message.getPayload()) {
+                case "async" -> ack.acknowledgeAsync().join();
+                case "static" -> Acknowledgement.acknowledge(message);
+                default -> ack.acknowledge();
+            }
+            failsIfAsked(message, id);
+        }
+
+        @SqsListener(value = "orders")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void onSuccess(Message<String> message) {
+            failsIfAsked(message, effect(message));
+        }
+
+        private String effect(Message<String> message) {
+            String id = (String) message.getHeaders().get("once-event-id");
+            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            if (message.getPayload().equals("swallows")) {
+                try {
+                    jdbc.update("INSERT INTO taken VALUES ('taken')");
+                } catch (org.springframework.dao.DataAccessException ignored) {
+                    // the application logs and goes on: on PostgreSQL its transaction is aborted now
+                }
+            }
+            return id;
+        }
+
+        private static void failsIfAsked(Message<String> message, String id) {
+            if (message.getPayload().equals("fails")) {
+                throw new IllegalStateException("the body of " + id + " fails after its acknowledgement");
+            }
+        }
+    }
+
+    /** One message handed to a listener, and the deletes made for it on the real queue. */
+    static final class Handed {
+        final String eventId;
+        final String receiptHandle;
+        final String kind;
+        final List<String> deleted = new ArrayList<>();
+        // the outermost transaction this call ran in has ended: checked by now
+        boolean ended;
+
+        Handed(String eventId, String receiptHandle, String kind) {
+            this.eventId = eventId;
+            this.receiptHandle = receiptHandle;
+            this.kind = kind;
+        }
+
+        @Override
+        public String toString() {
+            return kind + " " + eventId + " " + deleted;
+        }
+    }
+
+    /** The container's acknowledgement callback: deletes on the real queue and records it. */
+    static final class Deleting implements AcknowledgementCallback<Object> {
+        final Map<String, Handed> byReceipt = new LinkedHashMap<>();
+
+        @Override
+        public CompletableFuture<Void> onAcknowledge(Message<Object> message) {
+            return onAcknowledge(List.of(message));
+        }
+
+        @Override
+        public CompletableFuture<Void> onAcknowledge(Collection<Message<Object>> messages) {
+            for (Message<Object> m : messages) {
+                delete((String) m.getHeaders().get(SqsHeaders.SQS_RECEIPT_HANDLE_HEADER), "ack");
+            }
+            return CompletableFuture.completedFuture(null);
+        }
+
+        void delete(String receipt, String by) {
+            Handed h = byReceipt.get(receipt);
+            if (h != null) {
+                h.deleted.add(by);
+            }
+            sqs.deleteMessage(r -> r.queueUrl(queueUrl).receiptHandle(receipt));
+        }
+    }
+
+    @Property(tries = TRIES)
+    void sqsListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) {
+        start();
+        World.next = new World();
+        try {
+            World w = chain.run();
+            w.end();
+        } finally {
+            World.next.close();
+        }
+        sequences.incrementAndGet();
+    }
+
+    @Provide
+    Arbitrary<ActionChain<World>> chains() {
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(3, when(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(
+                        4,
+                        when(
+                                w -> w.scopes.size() < 4 && w.savepointAllowed(),
+                                "begin NESTED",
+                                w -> w.begin(Kind.NESTED)))
+                .withAction(1, when(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(4, when(w -> true, "listen MANUAL", w -> w.listen(true, "ok")))
+                .withAction(1, when(w -> true, "listen MANUAL, acknowledgeAsync", w -> w.listen(true, "async")))
+                .withAction(
+                        1,
+                        when(
+                                w -> true,
+                                "listen MANUAL, Acknowledgement.acknowledge(message)",
+                                w -> w.listen(true, "static")))
+                .withAction(
+                        2, when(w -> true, "listen MANUAL, fails after acknowledging", w -> w.listen(true, "fails")))
+                .withAction(3, when(w -> true, "listen ON_SUCCESS", w -> w.listen(false, "ok")))
+                .withAction(1, when(w -> true, "listen ON_SUCCESS, fails", w -> w.listen(false, "fails")))
+                .withAction(
+                        1,
+                        when(
+                                w -> true,
+                                "listen, swallows a failed statement",
+                                w -> w.listen(w.moves.size() % 2 == 0, "swallows")))
+                .withAction(2, when(w -> w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(4, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withMaxTransformations(25);
+    }
+
+    @Example
+    void aManualAcknowledgementInACallersTransactionThatRollsBackDeletesNothing() {
+        scripted(w -> {
+            w.begin(Kind.REQUIRED);
+            w.listen(true, "ok");
+            w.rollback();
+        });
+    }
+
+    @Example
+    void anOnSuccessListenerInACallersTransactionThatRollsBackIsNotDeleted() {
+        scripted(w -> {
+            w.begin(Kind.REQUIRED);
+            w.listen(false, "ok");
+            w.rollback();
+        });
+    }
+
+    /** The generator's first find, shrunk: the body's acknowledgement deleted the message its failure rolled back. */
+    @Example
+    void aBodyThatAcknowledgesThenFailsInACallersTransactionIsNotDeleted() {
+        scripted(w -> {
+            w.begin(Kind.REQUIRES_NEW);
+            w.listen(true, "fails");
+            w.listen(false, "ok");
+            w.commit();
+        });
+    }
+
+    @Example
+    void aBodyThatAcknowledgesThenFailsIsNotDeleted() {
+        scripted(w -> w.listen(true, "fails"));
+    }
+
+    @Example
+    void aManualCopyOfAnAppliedEventIsDeleted() {
+        scripted(w -> {
+            w.listen(true, "ok");
+            w.copy();
+            assertThat(w.handed.get(1).deleted)
+                    .as("the copy deleted: %s", w.moves)
+                    .containsExactly("ack");
+        });
+    }
+
+    private static void scripted(java.util.function.Consumer<World> moves) {
+        start();
+        World w = new World();
+        try {
+            moves.accept(w);
+            w.end();
+        } finally {
+            w.close();
+        }
+    }
+
+    private static Action<World> when(Predicate<World> pre, String name, java.util.function.Consumer<World> move) {
+        return new Action.Independent<>() {
+            @Override
+            public boolean precondition(World w) {
+                return pre.test(w);
+            }
+
+            @Override
+            public Arbitrary<Transformer<World>> transformer() {
+                return Arbitraries.just(Transformer.mutate(name, move));
+            }
+        };
+    }
+
+    enum Kind {
+        REQUIRED(TransactionDefinition.PROPAGATION_REQUIRED),
+        NESTED(TransactionDefinition.PROPAGATION_NESTED),
+        REQUIRES_NEW(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
+
+        final int propagation;
+
+        Kind(int propagation) {
+            this.propagation = propagation;
+        }
+    }
+
+    /** A scope the caller opened, and the physical transaction (numbered) it belongs to. */
+    record Scope(TransactionStatus status, int physical) {}
+
+    static final class World {
+        static World next;
+
+        final JdbcTransactionManager tm = context.getBean(JdbcTransactionManager.class);
+        final Orders orders = context.getBean(Orders.class);
+        final SqsMessagingMessageConverter converter = new SqsMessagingMessageConverter();
+        final Deleting deleting = new Deleting();
+        final Deque<Scope> scopes = new ArrayDeque<>();
+        final List<String> moves = new ArrayList<>();
+        final List<Handed> handed = new ArrayList<>();
+        // event id -> the physical transaction whose open claim it may hold (0: the call's own, ended)
+        final Map<String, Integer> openIn = new LinkedHashMap<>();
+        final List<String> committedEvents = new ArrayList<>();
+        int physicals;
+
+        boolean savepointAllowed() {
+            // Spring refuses a savepoint in a transaction already marked rollback-only
+            return scopes.isEmpty() || !scopes.peek().status().isRollbackOnly();
+        }
+
+        void begin(Kind kind) {
+            moves.add("begin " + kind);
+            TransactionStatus status;
+            try {
+                status = tm.getTransaction(new DefaultTransactionDefinition(kind.propagation));
+            } catch (RuntimeException e) {
+                // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
+                moves.add("  begin threw " + e.getClass().getSimpleName());
+                return;
+            }
+            int physical = scopes.isEmpty() || kind == Kind.REQUIRES_NEW
+                    ? ++physicals
+                    : scopes.peek().physical();
+            scopes.push(new Scope(status, physical));
+        }
+
+        void listen(boolean manual, String body) {
+            call("e-" + ids.incrementAndGet(), manual, body, (manual ? "MANUAL " : "ON_SUCCESS ") + body);
+        }
+
+        /** An event applied in an ended transaction, or claimed in the open physical one. */
+        String copyable() {
+            int current = scopes.isEmpty() ? -1 : scopes.peek().physical();
+            for (Map.Entry<String, Integer> e : openIn.entrySet()) {
+                if (e.getValue() == current && moves.size() % 2 == 0) {
+                    return e.getKey();
+                }
+            }
+            return committedEvents.isEmpty() ? null : committedEvents.get(committedEvents.size() - 1);
+        }
+
+        void copy() {
+            boolean manual = moves.size() % 3 != 0;
+            call(copyable(), manual, "ok", (manual ? "MANUAL" : "ON_SUCCESS") + " copy");
+        }
+
+        private void call(String id, boolean manual, String body, String kind) {
+            Message<String> message = receive(id, body, kind);
+            Handed h = handed.get(handed.size() - 1);
+            moves.add("listen " + h);
+            int physical = scopes.isEmpty() ? 0 : scopes.peek().physical();
+            openIn.putIfAbsent(id, physical);
+            boolean returned = false;
+            try {
+                if (manual) {
+                    orders.manual(message, acknowledgement(message));
+                } else {
+                    orders.onSuccess(message);
+                }
+                returned = true;
+            } catch (RuntimeException | AssertionError e) {
+                moves.add("  threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            if (returned && !manual) {
+                // the container's acknowledgement stage: ON_SUCCESS deletes when the listener method returned
+                deleting.delete(h.receiptHandle, "container");
+            }
+            if (scopes.isEmpty()) {
+                ended(0, true);
+            }
+        }
+
+        /** The Acknowledgement argument Spring Cloud AWS resolves for a MANUAL listener. */
+        private Acknowledgement acknowledgement(Message<String> message) {
+            @SuppressWarnings("unchecked")
+            AcknowledgementCallback<Object> callback =
+                    (AcknowledgementCallback<Object>) message.getHeaders().get("AcknowledgementCallback");
+            @SuppressWarnings("unchecked")
+            Message<Object> m = (Message<Object>) (Message<?>) message;
+            return new Acknowledgement() {
+                @Override
+                public void acknowledge() {
+                    acknowledgeAsync().join();
+                }
+
+                @Override
+                public CompletableFuture<Void> acknowledgeAsync() {
+                    return callback.onAcknowledge(m);
+                }
+            };
+        }
+
+        /** Sends a message for {@code id}, receives it and converts it as the listener container does. */
+        @SuppressWarnings("unchecked")
+        private Message<String> receive(String id, String body, String kind) {
+            sqs.sendMessage(r -> r.queueUrl(queueUrl)
+                    .messageBody(body)
+                    .messageAttributes(Map.of(
+                            "once-event-id",
+                            MessageAttributeValue.builder()
+                                    .dataType("String")
+                                    .stringValue(id)
+                                    .build())));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (System.nanoTime() < deadline) {
+                ReceiveMessageResponse r = sqs.receiveMessage(q -> q.queueUrl(queueUrl)
+                        .maxNumberOfMessages(1)
+                        .waitTimeSeconds(1)
+                        .messageAttributeNames("All")
+                        .messageSystemAttributeNames(MessageSystemAttributeName.ALL));
+                for (software.amazon.awssdk.services.sqs.model.Message m : r.messages()) {
+                    MessageAttributeValue attribute = m.messageAttributes().get("once-event-id");
+                    Handed h = new Handed(attribute == null ? null : attribute.stringValue(), m.receiptHandle(), kind);
+                    handed.add(h);
+                    deleting.byReceipt.put(m.receiptHandle(), h);
+                    if (!id.equals(h.eventId)) {
+                        throw new IllegalStateException("received " + h + " while waiting for " + id);
+                    }
+                    SqsMessageConversionContext c = new SqsMessageConversionContext();
+                    c.setQueueAttributes(new QueueAttributes(QUEUE, queueUrl, Map.of()));
+                    c.setAcknowledgementCallback(deleting);
+                    c.setPayloadClass(String.class);
+                    return (Message<String>) converter.toMessagingMessage(m, c);
+                }
+            }
+            throw new IllegalStateException("message " + id + " not received from " + QUEUE);
+        }
+
+        void setRollbackOnly() {
+            moves.add("setRollbackOnly");
+            scopes.peek().status().setRollbackOnly();
+        }
+
+        void commit() {
+            moves.add("commit");
+            Scope top = scopes.pop();
+            try {
+                tm.commit(top.status());
+            } catch (RuntimeException e) {
+                moves.add("  commit threw " + e.getClass().getSimpleName());
+            }
+            ended(top.physical(), top.status().isNewTransaction());
+        }
+
+        void rollback() {
+            moves.add("rollback");
+            Scope top = scopes.pop();
+            try {
+                tm.rollback(top.status());
+            } catch (RuntimeException e) {
+                moves.add("  rollback threw " + e.getClass().getSimpleName());
+            }
+            ended(top.physical(), top.status().isNewTransaction());
+        }
+
+        /** After the outermost scope of a physical transaction ended: checks every call made in it. */
+        private void ended(int physical, boolean outermost) {
+            if (!outermost) {
+                return;
+            }
+            List<String> events = new ArrayList<>();
+            openIn.entrySet().removeIf(e -> {
+                if (e.getValue() == physical) {
+                    events.add(e.getKey());
+                    return true;
+                }
+                return false;
+            });
+            for (String id : events) {
+                if (claimed(id) && !committedEvents.contains(id)) {
+                    committedEvents.add(id);
+                }
+            }
+            check(events);
+        }
+
+        private static boolean claimed(String id) {
+            return count("SELECT count(*) FROM once_inbox WHERE consumer = 'caller-sqs' AND event_id = ?", id) == 1;
+        }
+
+        private static long ledger(String id) {
+            return count("SELECT count(*) FROM ledger WHERE event_id = ?", id);
+        }
+
+        /** On a connection of its own: a suspended outer transaction may be the thread's again, and aborted. */
+        private static long count(String sql, String id) {
+            try (java.sql.Connection c = db.dataSource().getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setString(1, id);
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                }
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /** The invariants for the messages of {@code events} (their transaction has ended). */
+        private void check(List<String> events) {
+            for (Handed h : handed) {
+                if (!events.contains(h.eventId) || h.ended) {
+                    continue;
+                }
+                h.ended = true;
+                boolean claimed = claimed(h.eventId);
+                assertThat(ledger(h.eventId))
+                        .as("effect of %s in the ledger once where its claim committed, else absent: %s", h, moves)
+                        .isEqualTo(claimed ? 1 : 0);
+                assertThat(h.deleted)
+                        .as("%s deleted at most once: %s", h, moves)
+                        .hasSizeLessThanOrEqualTo(1);
+                if (!h.deleted.isEmpty()) {
+                    assertThat(claimed)
+                            .as("%s deleted: its claim must have committed (else the message is lost): %s", h, moves)
+                            .isTrue();
+                }
+            }
+            for (String id : events) {
+                if (claimed(id)) {
+                    assertThat(handed.stream().filter(h -> id.equals(h.eventId)).anyMatch(h -> !h.deleted.isEmpty()))
+                            .as("event %s committed: one of its messages deleted: %s", id, moves)
+                            .isTrue();
+                }
+            }
+        }
+
+        /** Ends every open scope (a chain may stop anywhere) and checks what is left. */
+        void end() {
+            while (!scopes.isEmpty()) {
+                rollback();
+            }
+            for (Handed h : handed) {
+                assertThat(h.ended).as("%s checked: %s", h, moves).isTrue();
+            }
+        }
+
+        void close() {
+            while (!scopes.isEmpty()) {
+                try {
+                    tm.rollback(scopes.pop().status());
+                } catch (RuntimeException ignored) {
+                    // cleaning up after a failed check
+                }
+            }
+            sqs.purgeQueue(r -> r.queueUrl(queueUrl));
+        }
+    }
+}

@@ -1,0 +1,269 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import io.awspring.cloud.sqs.annotation.SqsListener;
+import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
+import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
+import io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.awaitility.Awaitility;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.messaging.Message;
+import org.springframework.transaction.support.TransactionTemplate;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsAsyncClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+
+/**
+ * {@code @IdempotentListener} on Spring Cloud AWS {@code @SqsListener} methods run by their real listener container,
+ * fed from an ElasticMQ queue (1 s visibility timeout): in MANUAL mode a body that acknowledges and then fails is not
+ * deleted (it was, by the container's acknowledgement processor, before the rollback: the event was lost) and is
+ * applied when it comes back; a copy of an applied event, whose body is skipped, is deleted by once; the event id is
+ * the {@code once-event-id} message attribute, not the SQS message id. An ON_SUCCESS listener applies and the container
+ * deletes; called in a caller's transaction it is refused before its body, naming the fix; a batch listener taking a
+ * {@code BatchAcknowledgement} and {@code acknowledgementMode = ALWAYS} fail the context start.
+ */
+class SqsIdempotentListenerTest {
+
+    static final String MANUAL = "once-spring-sqs-manual-" + UUID.randomUUID();
+    static final String ON_SUCCESS = "once-spring-sqs-on-success-" + UUID.randomUUID();
+    static final Map<String, Integer> calls = new ConcurrentHashMap<>();
+    static final List<String> sources = new CopyOnWriteArrayList<>();
+
+    static SQSRestServer server;
+    static SqsAsyncClient sqs;
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+    static String manualUrl;
+    static String onSuccessUrl;
+
+    @BeforeAll
+    static void start() {
+        server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                .withDynamicPort()
+                .start();
+        int port = server.waitUntilStarted().localAddress().getPort();
+        sqs = SqsAsyncClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build();
+        manualUrl = queue(MANUAL);
+        onSuccessUrl = queue(ON_SUCCESS);
+        System.setProperty("once.test.sqs.manual", MANUAL);
+        System.setProperty("once.test.sqs.on-success", ON_SUCCESS);
+        db = TestPostgres.shared().freshDatabase(4);
+        db.execute("CREATE TABLE ledger (event_id text NOT NULL)");
+        context = new AnnotationConfigApplicationContext();
+        context.registerBean(DataSource.class, () -> db.dataSource());
+        context.register(Config.class, Listeners.class);
+        context.refresh();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (context != null) {
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+        if (sqs != null) {
+            sqs.close();
+        }
+        if (server != null) {
+            server.stopAndWait();
+        }
+    }
+
+    private static String queue(String name) {
+        return sqs.createQueue(r -> r.queueName(name).attributes(Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "1")))
+                .join()
+                .queueUrl();
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    @Import(SqsBootstrapConfiguration.class)
+    static class Config {
+        @Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        @Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+        }
+
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .acknowledgementInterval(Duration.ZERO)
+                            .acknowledgementThreshold(0))
+                    .build();
+        }
+    }
+
+    public static class Listeners {
+        final JdbcTemplate jdbc;
+
+        public Listeners(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @SqsListener(value = "${once.test.sqs.manual}", acknowledgementMode = "MANUAL")
+        @IdempotentListener(consumer = "sqs-manual")
+        public void manual(Message<String> message, Acknowledgement ack) {
+            String id = (String) message.getHeaders().get("once-event-id");
+            int call = calls.merge(id, 1, Integer::sum);
+            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            ack.acknowledge();
+            if (message.getPayload().equals("fails once") && call == 1) {
+                throw new IllegalStateException("the body of " + id + " fails after acknowledging, once");
+            }
+        }
+
+        @SqsListener("${once.test.sqs.on-success}")
+        @IdempotentListener(consumer = "sqs-on-success")
+        public void onSuccess(Message<String> message) {
+            calls.merge((String) message.getHeaders().get("once-event-id"), 1, Integer::sum);
+            jdbc.update("INSERT INTO ledger VALUES (?)", message.getHeaders().get("once-event-id"));
+        }
+    }
+
+    static void send(String url, String eventId, String body) {
+        sqs.sendMessage(r -> r.queueUrl(url)
+                        .messageBody(body)
+                        .messageAttributes(Map.of(
+                                "once-event-id",
+                                MessageAttributeValue.builder()
+                                        .dataType("String")
+                                        .stringValue(eventId)
+                                        .build())))
+                .join();
+    }
+
+    static long ledger(String eventId) {
+        return context.getBean(JdbcTemplate.class)
+                .queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
+    }
+
+    /** Messages in the queue, visible or in flight. */
+    static long held(String url) {
+        Map<QueueAttributeName, String> a = sqs.getQueueAttributes(r -> r.queueUrl(url)
+                        .attributeNames(
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
+                .join()
+                .attributes();
+        return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
+    }
+
+    @Test
+    void aManualBodyThatAcknowledgesThenFailsIsRedeliveredAndACopyIsDeleted() {
+        send(manualUrl, "m-1", "ok");
+        send(manualUrl, "m-2", "fails once");
+        Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+            assertThat(ledger("m-1")).as("m-1 applied once").isEqualTo(1);
+            assertThat(ledger("m-2")).as("m-2 applied once, when it came back").isEqualTo(1);
+            assertThat(held(manualUrl)).as("both deleted").isZero();
+        });
+        assertThat(calls.get("m-2"))
+                .as("m-2's first call failed after acknowledging")
+                .isEqualTo(2);
+        send(manualUrl, "m-1", "ok"); // the producer's retry: a new SQS message id, the same event
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(held(manualUrl))
+                        .as("the copy deleted by once: its body, which acknowledges, is skipped")
+                        .isZero());
+        assertThat(ledger("m-1")).as("m-1 still applied once").isEqualTo(1);
+        assertThat(calls.get("m-1")).as("the copy's body skipped").isEqualTo(1);
+    }
+
+    @Test
+    void anOnSuccessListenerAppliesOnceAndIsRefusedInACallersTransaction() {
+        send(onSuccessUrl, "s-1", "ok");
+        send(onSuccessUrl, "s-1", "ok");
+        Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+            assertThat(held(onSuccessUrl)).as("both deleted by the container").isZero();
+            assertThat(ledger("s-1")).as("s-1 applied once").isEqualTo(1);
+        });
+        Listeners listeners = context.getBean(Listeners.class);
+        Message<String> message = org.springframework.messaging.support.MessageBuilder.withPayload("ok")
+                .setHeader("once-event-id", "s-2")
+                .build();
+        assertThatThrownBy(() -> new TransactionTemplate(context.getBean(JdbcTransactionManager.class))
+                        .executeWithoutResult(s -> listeners.onSuccess(message)))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("Listeners.onSuccess")
+                .hasMessageContaining("acknowledgementMode = \"MANUAL\"");
+        assertThat(ledger("s-2")).as("refused before its body").isZero();
+    }
+
+    static class BatchListener {
+        @SqsListener("batch")
+        @IdempotentListener(consumer = "sqs-batch")
+        public void on(
+                List<Message<String>> messages,
+                io.awspring.cloud.sqs.listener.acknowledgement.BatchAcknowledgement<String> ack) {}
+    }
+
+    static class AlwaysListener {
+        @SqsListener(value = "always", acknowledgementMode = "ALWAYS")
+        @IdempotentListener(consumer = "sqs-always")
+        public void on(Message<String> message) {}
+    }
+
+    @Test
+    void aBatchAcknowledgementAndAlwaysFailTheStart() {
+        for (Class<?> bean : Set.of(BatchListener.class, AlwaysListener.class)) {
+            assertThatThrownBy(() -> {
+                        try (var c = new AnnotationConfigApplicationContext()) {
+                            c.register(IdempotentListenerConfiguration.class, bean);
+                            c.refresh();
+                        }
+                    })
+                    .hasRootCauseInstanceOf(InvalidConfigurationException.class)
+                    .rootCause()
+                    .hasMessageContaining(bean.getSimpleName() + ".on")
+                    .hasMessageContaining(bean == AlwaysListener.class ? "ALWAYS" : "BatchAcknowledgement");
+        }
+    }
+}
