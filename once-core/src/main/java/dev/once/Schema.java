@@ -35,7 +35,28 @@ public final class Schema {
     private Schema() {}
 
     /** A migration as shipped: its version, file name and SQL with the prefix applied. */
-    public record Migration(int version, String name, String sql) {}
+    public record Migration(int version, String name, String sql) {
+
+        /**
+         * The migration's SQL as the statements {@link #migrate} executes one by one, comment lines
+         * dropped: our own migration files hold no procedural bodies, so a statement ends at a ';' at
+         * the end of a line.
+         *
+         * @return an unmodifiable list, in order
+         */
+        public List<String> statements() {
+            StringBuilder withoutComments = new StringBuilder();
+            for (String line : sql.split("\\R")) {
+                if (!line.strip().startsWith("--")) {
+                    withoutComments.append(line).append('\n');
+                }
+            }
+            return Arrays.stream(withoutComments.toString().split(";\\s*\\n"))
+                    .map(String::strip)
+                    .filter(s -> !s.isEmpty())
+                    .toList();
+        }
+    }
 
     /** How long {@link #migrate} waits for another instance's migration of the same prefix, unless told. */
     public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(60);
@@ -193,8 +214,7 @@ public final class Schema {
                     lock(c, dialect, lockName, lockWait);
                 }
                 try (Statement s = c.createStatement()) {
-                    s.execute("CREATE TABLE IF NOT EXISTS " + versionTable + " (version integer PRIMARY KEY,"
-                            + " name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
+                    s.execute(createVersionTable(versionTable));
                 }
                 return null;
             });
@@ -217,7 +237,7 @@ public final class Schema {
                     return false;
                 }
                 try (Statement s = c.createStatement()) {
-                    for (String statement : statements(m.sql())) {
+                    for (String statement : m.statements()) {
                         s.execute(statement);
                     }
                 }
@@ -275,6 +295,38 @@ public final class Schema {
         return List.copyOf(result);
     }
 
+    /**
+     * Every statement that takes an empty database to the newest schema and records each migration in
+     * {@code <prefix>schema_version}, as {@link #migrate} would leave it, for a caller that runs them
+     * as one batch on a database it knows nobody else uses (a fresh test database: there the migration
+     * lock and the per-migration version reads of {@link #migrate} guard nothing and cost a round trip
+     * each). On any other database use {@link #migrate}: these statements take no lock and assume no
+     * table exists.
+     *
+     * @return an unmodifiable list: the version table, then per migration its {@link Migration#statements()}
+     *         and the insert of its version row
+     * @throws InvalidConfigurationException if the prefix is not a valid identifier
+     */
+    public static List<String> freshDatabaseStatements(Dialect dialect, String prefix) {
+        TablePrefix.validate(prefix);
+        String versionTable = dialect.quote(prefix + "schema_version");
+        List<String> statements = new ArrayList<>();
+        statements.add(createVersionTable(versionTable));
+        for (Migration m : migrations(dialect, prefix)) {
+            statements.addAll(m.statements());
+            // literals, not binds, so the whole list runs as one statement batch; the name is a file name of
+            // this jar, quoted all the same
+            statements.add("INSERT INTO " + versionTable + " (version, name, applied_at) VALUES (" + m.version() + ", '"
+                    + m.name().replace("'", "''") + "', CURRENT_TIMESTAMP)");
+        }
+        return List.copyOf(statements);
+    }
+
+    private static String createVersionTable(String versionTable) {
+        return "CREATE TABLE IF NOT EXISTS " + versionTable + " (version integer PRIMARY KEY,"
+                + " name varchar(255) NOT NULL, applied_at timestamp NOT NULL)";
+    }
+
     /** The whole schema of a dialect as one script, for {@code once schema print} or a user's own migration tool. */
     public static String script(Dialect dialect, String prefix) {
         StringBuilder sb = new StringBuilder();
@@ -282,20 +334,6 @@ public final class Schema {
             sb.append("-- ").append(m.name()).append('\n').append(m.sql()).append('\n');
         }
         return sb.toString();
-    }
-
-    // Our own migration files hold no procedural bodies, so statements end at a ';' at line end.
-    static List<String> statements(String sql) {
-        StringBuilder withoutComments = new StringBuilder();
-        for (String line : sql.split("\\R")) {
-            if (!line.strip().startsWith("--")) {
-                withoutComments.append(line).append('\n');
-            }
-        }
-        return Arrays.stream(withoutComments.toString().split(";\\s*\\n"))
-                .map(String::strip)
-                .filter(s -> !s.isEmpty())
-                .toList();
     }
 
     private static String resource(String path) {

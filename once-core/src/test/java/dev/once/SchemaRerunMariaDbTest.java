@@ -34,7 +34,7 @@ class SchemaRerunMariaDbTest {
             List<Schema.Migration> migrations = Schema.migrations(Dialects.MARIADB, "x_");
             int cuts = 0;
             for (Schema.Migration cut : migrations) {
-                int statements = Schema.statements(cut.sql()).size();
+                int statements = cut.statements().size();
                 for (int k = 1; k <= statements; k++) {
                     String prefix = "cut_" + cut.version() + "_" + k + "_";
                     interruptedAt(db, prefix, cut.version(), k);
@@ -58,7 +58,7 @@ class SchemaRerunMariaDbTest {
             s.execute("CREATE TABLE " + prefix + "schema_version (version integer PRIMARY KEY,"
                     + " name varchar(255) NOT NULL, applied_at timestamp NOT NULL)");
             for (Schema.Migration m : Schema.migrations(Dialects.MARIADB, prefix)) {
-                List<String> statements = Schema.statements(m.sql());
+                List<String> statements = m.statements();
                 if (m.version() == version) {
                     for (String statement : statements.subList(0, k)) {
                         s.execute(statement);

@@ -124,6 +124,8 @@ class ValidationTest {
                 .isInstanceOf(InvalidConfigurationException.class);
         assertThatThrownBy(() -> Schema.migrations(Dialects.POSTGRESQL, prefix))
                 .isInstanceOf(InvalidConfigurationException.class);
+        assertThatThrownBy(() -> Schema.freshDatabaseStatements(Dialects.POSTGRESQL, prefix))
+                .isInstanceOf(InvalidConfigurationException.class);
     }
 
     @Test

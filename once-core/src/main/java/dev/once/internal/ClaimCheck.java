@@ -28,13 +28,15 @@ final class ClaimCheck {
     private final String tablePrefix;
     private final String verifySql;
     private final String verifyAndCommitSql;
+    private final CommitFolding folding;
 
-    ClaimCheck(String consumer, Dialect dialect, String tablePrefix) {
+    ClaimCheck(String consumer, Dialect dialect, String tablePrefix, CommitFolding folding) {
         this.consumer = consumer;
         this.dialect = dialect;
         this.tablePrefix = tablePrefix;
         this.verifySql = dialect.verifyClaim(tablePrefix);
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(tablePrefix);
+        this.folding = folding;
     }
 
     /**
@@ -119,12 +121,15 @@ final class ClaimCheck {
             tx.lostAtCommit(lost);
             throw (RuntimeException) lost.failure();
         }
-        return folds(eventIds.size(), commit);
+        return folds(c, eventIds.size(), commit);
     }
 
-    /** Whether the check of {@code n} claims carries the COMMIT: the commit is the COMMIT alone, and one statement can. */
-    private boolean folds(int n, boolean foldable) {
-        return foldable && n <= dialect.maxBatchClaimSize() && checkSql(n, true) != null;
+    /**
+     * Whether the check of {@code n} claims carries the COMMIT: the commit is the COMMIT alone, one statement can,
+     * and the driver takes the check and the COMMIT in one string.
+     */
+    private boolean folds(Connection c, int n, boolean foldable) throws SQLException {
+        return foldable && n <= dialect.maxBatchClaimSize() && checkSql(n, true) != null && folding.allowed(c);
     }
 
     /** The check of {@code n} claims, with the COMMIT when {@code withCommit}; null where the dialect cannot fold it. */
@@ -156,7 +161,7 @@ final class ClaimCheck {
             return null;
         }
         String eventId = eventIds.get(0);
-        boolean fold = folds(eventIds.size(), foldable);
+        boolean fold = folds(c, eventIds.size(), foldable);
         long verdict;
         try (PreparedStatement ps = c.prepareStatement(checkSql(eventIds.size(), fold))) {
             if (eventIds.size() == 1) {

@@ -44,8 +44,15 @@ final class CommitClaim {
     // Joined (dedicated): null where the dialect cannot, and the builder refuses the setting.
     private final String joinedClaimSql;
     private final String joinedClaimAndCommitSql;
+    private final CommitFolding folding;
 
-    CommitClaim(Transactions transactions, ClaimRun claimRun, Inbox inbox, String consumer, Clock clock) {
+    CommitClaim(
+            Transactions transactions,
+            ClaimRun claimRun,
+            Inbox inbox,
+            String consumer,
+            Clock clock,
+            CommitFolding folding) {
         this.transactions = transactions;
         this.claimRun = claimRun;
         this.dialect = inbox.dialect();
@@ -56,6 +63,7 @@ final class CommitClaim {
         this.inbox = inbox;
         this.joinedClaimSql = dialect.claimAtJoinedCommit(inbox.tablePrefix());
         this.joinedClaimAndCommitSql = dialect.claimAtJoinedCommitAndCommit(inbox.tablePrefix());
+        this.folding = folding;
     }
 
     /**
@@ -100,7 +108,7 @@ final class CommitClaim {
             tx.setRollbackOnly();
             return FailedOutcomes.endedUnderTheHandler(d.eventId(), watch.ended());
         }
-        boolean fold = claimAndCommitSql != null && tx.commitFoldable();
+        boolean fold = claimAndCommitSql != null && tx.commitFoldable() && folding.allowed(c);
         try (PreparedStatement ps = c.prepareStatement(fold ? claimAndCommitSql : claimSql)) {
             ps.setString(1, consumer);
             ps.setString(2, d.eventId());
@@ -145,7 +153,8 @@ final class CommitClaim {
 
     private boolean claimAtCallerCommit(Transaction tx, Connection c, String eventId, boolean commit)
             throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(commit ? joinedClaimAndCommitSql : joinedClaimSql)) {
+        boolean fold = commit && folding.allowed(c);
+        try (PreparedStatement ps = c.prepareStatement(fold ? joinedClaimAndCommitSql : joinedClaimSql)) {
             ps.setString(1, consumer);
             ps.setString(2, eventId);
             dialect.bindProcessedAt(ps, 3, clock.instant());
@@ -163,7 +172,7 @@ final class CommitClaim {
             }
             throw e;
         }
-        return commit;
+        return fold;
     }
 
     private boolean claimed(String eventId) throws SQLException {

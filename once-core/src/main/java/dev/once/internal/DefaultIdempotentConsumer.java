@@ -72,7 +72,8 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.metrics = new OnceMetrics(registry, consumer);
         this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
         this.settlement = new Settlement(metrics, listener, mismatchPolicy);
-        ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix());
+        CommitFolding folding = new CommitFolding(inbox.dialect());
+        ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix(), folding);
         AllNewClaims allNewClaims = mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null;
         ClaimRun claimRun = new ClaimRun(
                 consumer,
@@ -89,7 +90,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 allNewClaims,
                 transactions.dedicated());
         CommitClaim atCommit = claimTiming == ClaimTiming.AT_COMMIT
-                ? new CommitClaim(transactions, claimRun, inbox, consumer, clock)
+                ? new CommitClaim(transactions, claimRun, inbox, consumer, clock, folding)
                 : null;
         this.owned = new OwnedMode(
                 transactions, inbox.dialect(), conflictRetries, claimRun, check, consumer, allNewClaims, atCommit);

@@ -160,7 +160,7 @@ public final class OutboxRepository {
             throws SQLException {
         String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
         // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
-        boolean together = begin != null && dialect.outboxStatementsTogether(c);
+        boolean together = begin != null && dialect.statementsTogether(c);
         if (begin != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(begin);
@@ -199,7 +199,7 @@ public final class OutboxRepository {
     }
 
     // The result set of a prepared string whose last statement is a query, after the update counts
-    // of the statements before it (outboxStatementsTogether).
+    // of the statements before it (statementsTogether).
     private static ResultSet rowsOf(PreparedStatement ps) throws SQLException {
         boolean rows = ps.execute();
         while (!rows) {
@@ -404,7 +404,7 @@ public final class OutboxRepository {
             statusCodes[i] = receipt == null ? null : receipt.status();
             responses[i] = receipt == null ? null : receipt.body();
         }
-        boolean together = markBeginSql != null && dialect.outboxStatementsTogether(c);
+        boolean together = markBeginSql != null && dialect.statementsTogether(c);
         if (markBeginSql != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(markBeginSql);

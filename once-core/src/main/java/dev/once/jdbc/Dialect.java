@@ -78,8 +78,9 @@ public interface Dialect {
 
     /**
      * {@link #verifyClaim} followed by {@code COMMIT} in one statement string, so the check costs no
-     * round trip of its own: the commit runs only when the check passed. Null where the driver cannot
-     * send both at once; the check then runs alone before the commit.
+     * round trip of its own: the commit runs only when the check passed. Null where the database cannot
+     * run both at once; sent only where {@link #statementsTogether}, else the check runs alone before the
+     * commit.
      */
     default String verifyClaimAndCommit(String prefix) {
         return null;
@@ -156,7 +157,8 @@ public interface Dialect {
 
     /**
      * {@link #claimAtCommit} followed by {@code COMMIT} in one statement string, bound the same way: one
-     * round trip, and the server runs the COMMIT only when the insert succeeded. Null where it cannot be.
+     * round trip, and the server runs the COMMIT only when the insert succeeded. Null where it cannot be;
+     * sent only where {@link #statementsTogether}.
      */
     default String claimAtCommitAndCommit(String prefix) {
         return null;
@@ -443,14 +445,18 @@ public interface Dialect {
     /**
      * True when {@code connection}'s driver takes several statements in one prepared string and
      * sends them in one round trip (pgjdbc does; MariaDB Connector/J only with {@code
-     * allowMultiQueries}; another driver of the same database may refuse such a string): the relay
-     * then sends {@link #outboxBatchBegin} and its savepoint with the lock query, and the rollback to
-     * that savepoint with {@link #outboxRelock}, one round trip each instead of two. Asked at each
-     * batch, of the connection that runs it; it must not query the database.
+     * allowMultiQueries}; another driver of the same database may refuse such a string). Only then
+     * does the relay send {@link #outboxBatchBegin} and its savepoint with the lock query, and the
+     * rollback to that savepoint with {@link #outboxRelock}, one round trip each instead of two (asked
+     * at each batch, of the connection that runs it); and only then does a consumer send a claim or
+     * claim check with the {@code COMMIT} folded in ({@link #claimAtCommitAndCommit}, {@link
+     * #claimAtJoinedCommitAndCommit}, {@link #verifyClaimAndCommit}, {@link #verifyClaimsAndCommit}):
+     * asked of its first transaction's connection and kept, as all its connections come from one
+     * DataSource. It must not query the database.
      *
      * @throws SQLException if the connection's metadata cannot be read
      */
-    default boolean outboxStatementsTogether(Connection connection) throws SQLException {
+    default boolean statementsTogether(Connection connection) throws SQLException {
         return false;
     }
 
@@ -518,7 +524,7 @@ public interface Dialect {
 
     /**
      * A statement without binds the relay runs in the batch's transaction right before {@link
-     * #outboxMarkAll}, with it in one string where {@link #outboxStatementsTogether} (PostgreSQL: the
+     * #outboxMarkAll}, with it in one string where {@link #statementsTogether} (PostgreSQL: the
      * mark planned at each execution); null for none.
      */
     default String outboxMarkBegin() {

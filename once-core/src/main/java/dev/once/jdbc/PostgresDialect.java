@@ -304,12 +304,13 @@ public final class PostgresDialect implements Dialect {
     }
 
     // pgjdbc splits a string of statements and sends them with one Sync: one round trip. An empty
-    // poll (every relay a commit's NOTIFY wakes but the one that takes its rows) made three, now two.
-    // Only pgjdbc (behind a pool or proxy whose metadata names it, as HikariCP's does): another
-    // driver of the PostgreSQL wire protocol (pgjdbc-ng, a vendor's) may refuse a
-    // prepared string of several statements, and then gets them one by one.
+    // relay poll (every relay a commit's NOTIFY wakes but the one that takes its rows) made three, now
+    // two; a claim or claim check carries the COMMIT. Only pgjdbc (behind a pool or proxy whose
+    // metadata names it, as HikariCP's does): another driver of the PostgreSQL wire protocol
+    // (pgjdbc-ng, a vendor's) may refuse a prepared string of several statements, and then gets them
+    // one by one.
     @Override
-    public boolean outboxStatementsTogether(Connection connection) throws SQLException {
+    public boolean statementsTogether(Connection connection) throws SQLException {
         return PGJDBC.equals(connection.getMetaData().getDriverName());
     }
 

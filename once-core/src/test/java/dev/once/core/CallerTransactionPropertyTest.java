@@ -42,10 +42,14 @@ import net.jqwik.api.state.Transformer;
  * with a savepoint per record, and the caller's own {@link TransactionOutbox} rows, through
  * {@link ManualTransactions} on plain JDBC, on PostgreSQL and MariaDB. The caller makes its outbox on its
  * first row, so savepoints set before it (which it never heard of) and after it are both rolled back to, and
- * flushes it when it likes (rows written mid-transaction, then more buffered). The oracle is the input: the
- * model replays the caller's moves on a list of what the open transaction holds; what committed must be
- * applied once, its outbox rows present once and reported APPLIED once; what rolled back (whole or to a
- * savepoint) must be absent, and reported once as not applied. Tries per database: {@value #TRIES}
+ * flushes it when it likes (rows written mid-transaction, then more buffered). Behind the scope's back, the
+ * caller also rolls back the connection itself after {@code process} and then commits through the scope, or
+ * processes inside a savepoint set and rolled back to on the connection: the scope's commit must then refuse
+ * the transaction, unless a rollback to an earlier savepoint of the scope dropped what was undone (found by
+ * hand first; with the check at the scope's commit off, both moves fail on the first try on either database).
+ * The oracle is the input: the model replays the caller's moves on a list of what the open transaction
+ * holds; what committed must be applied once, its outbox rows present once and reported APPLIED once; what
+ * rolled back (whole or to a savepoint) must be absent, and reported once as not applied. Tries per database: {@value #TRIES}
  * (CI), more with {@code -Donce.callerTx.tries=N}, which runs N chains in each try.
  */
 class CallerTransactionPropertyTest {
@@ -123,6 +127,18 @@ class CallerTransactionPropertyTest {
                 .withAction(1, when(w -> w.callerOutbox != null, "caller outbox flush", World::callerFlush))
                 .withAction(2, when(w -> w.connection != null, "commit", World::commit))
                 .withAction(1, when(w -> w.connection != null, "rollback", World::rollback))
+                .withAction(
+                        1,
+                        when(
+                                w -> w.connection != null,
+                                "process in a savepoint of the connection's own, rolled back to",
+                                World::processUndoneOnTheConnection))
+                .withAction(
+                        1,
+                        when(
+                                w -> w.connection != null,
+                                "rollback on the connection itself, then commit",
+                                World::rollbackOnTheConnectionThenCommit))
                 .withMaxTransformations(25);
     }
 
@@ -201,6 +217,10 @@ class CallerTransactionPropertyTest {
         final List<Integer> marks = new ArrayList<>();
         final List<Item> committed = new ArrayList<>();
         final List<Item> undone = new ArrayList<>();
+        // A claim undone on the connection behind the scope's back dooms the transaction: its check at the
+        // scope's commit fails, unless a rollback through the scope to a savepoint set before it dropped the
+        // check. -1, or how many of the scope's savepoints are older than the oldest such claim.
+        int doomedAfter = -1;
 
         World(TestDatabase db, Dialect dialect) throws SQLException {
             this.db = db;
@@ -294,6 +314,9 @@ class CallerTransactionPropertyTest {
             gone.clear();
             savepoints.subList(at + 1, savepoints.size()).clear();
             marks.subList(at + 1, marks.size()).clear();
+            if (at < doomedAfter) {
+                doomedAfter = -1; // the checks of the claims undone on the connection were registered after sp
+            }
         }
 
         void release(int i) throws SQLException {
@@ -305,6 +328,9 @@ class CallerTransactionPropertyTest {
             }
             savepoints.subList(at, savepoints.size()).clear();
             marks.subList(at, marks.size()).clear();
+            if (doomedAfter > at) {
+                doomedAfter = at;
+            }
         }
 
         void process(int variant) {
@@ -380,8 +406,54 @@ class CallerTransactionPropertyTest {
             if (callerOutbox != null) {
                 callerOutbox.flush();
             }
-            scope.commit();
-            committed.addAll(live);
+            boolean doomed = doomedAfter >= 0;
+            assertThat(commitThroughScope())
+                    .as("the scope's commit refuses a transaction holding a claim undone on the connection")
+                    .isEqualTo(doomed);
+            (doomed ? undone : committed).addAll(live);
+            close();
+        }
+
+        /** Commits through the scope: false, or true when it refused (a claim of the transaction was undone). */
+        private boolean commitThroughScope() throws SQLException {
+            try {
+                scope.commit();
+                return false;
+            } catch (SQLException e) {
+                if (e.getMessage() == null || !e.getMessage().contains("undone")) {
+                    throw e;
+                }
+                return true;
+            }
+        }
+
+        /**
+         * A savepoint of the caller's own on the connection (the scope never hears of it), a delivery processed,
+         * and a rollback to that savepoint on the connection: the delivery's claim and effect are gone, and it
+         * must not be reported APPLIED.
+         */
+        void processUndoneOnTheConnection() throws SQLException {
+            Savepoint sp = connection.setSavepoint();
+            String id = "e" + (++counter);
+            Outcome o = billing.process(Delivery.of(id, counter + "|plain|0"));
+            assertThat(o.status()).as("provisional outcome of %s: %s", id, o).isEqualTo(Status.APPLIED);
+            connection.rollback(sp);
+            undone.add(new Item(id, counter, "row-" + id));
+            doomedAfter = doomedAfter < 0 ? savepoints.size() : Math.min(doomedAfter, savepoints.size());
+        }
+
+        /**
+         * The caller rolls the whole transaction back on the connection (its own error handling, a DAO), then
+         * commits through the scope, without flushing its outbox: the scope must refuse the commit where the
+         * transaction held a claim, and commits the empty transaction where it held none.
+         */
+        void rollbackOnTheConnectionThenCommit() throws SQLException {
+            boolean claims = doomedAfter >= 0 || live.stream().anyMatch(i -> i.eventId() != null);
+            connection.rollback();
+            assertThat(commitThroughScope())
+                    .as("the scope's commit after a rollback on the connection refuses it where it held claims")
+                    .isEqualTo(claims);
+            undone.addAll(live);
             close();
         }
 
@@ -401,6 +473,7 @@ class CallerTransactionPropertyTest {
             live.clear();
             savepoints.clear();
             marks.clear();
+            doomedAfter = -1;
         }
 
         void end() throws SQLException {

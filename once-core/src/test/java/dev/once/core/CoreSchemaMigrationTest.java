@@ -16,7 +16,8 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The fresh test databases' one-batch schema (CoreSchemaMigration) is the schema Schema.migrate
+ * The fresh test databases' one-batch schema ({@link Schema#freshDatabaseStatements}, which
+ * CoreSchemaMigration here and the test kit's OnceSchemaMigration send) is the schema Schema.migrate
  * makes: the same columns, indexes, constraints and recorded versions, on both databases.
  */
 class CoreSchemaMigrationTest {

@@ -317,7 +317,7 @@ class OutboxRelayBatchTest {
 
     /**
      * A batch's first statements go with its lock query, and the rollback to its savepoint with the relock, in one
-     * prepared string only through pgjdbc ({@code Dialect#outboxStatementsTogether}): another driver of PostgreSQL's
+     * prepared string only through pgjdbc ({@code Dialect#statementsTogether}): another driver of PostgreSQL's
      * protocol may refuse a prepared string of several statements (the extended protocol parses one at a time), and
      * there each goes alone. The connection here names {@code driver} and refuses such strings unless it is pgjdbc;
      * the batch takes the relock path (g's head is held elsewhere, so g2 is dropped) and sends k's run either way.
@@ -330,14 +330,14 @@ class OutboxRelayBatchTest {
         OutboxRows.add(db.dataSource(), clock, "e-k2", "k", "k2");
         long g1 = OutboxRows.add(db.dataSource(), clock, "e-g1", "g", "g1");
         OutboxRows.add(db.dataSource(), clock, "e-g2", "g", "g2");
-        boolean pgjdbc = driver.equals("PostgreSQL JDBC Driver");
+        boolean pgjdbc = driver.equals(NamingDriver.PGJDBC);
         List<String> prepared = new CopyOnWriteArrayList<>();
         AsyncPublisher publisher = new AsyncPublisher(m -> CompletableFuture.completedFuture(Receipt.NONE));
         try (java.sql.Connection holder = db.dataSource().getConnection()) {
             holder.setAutoCommit(false);
             lock(holder, g1);
             OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(namingDriver(db.dataSource(), driver, !pgjdbc, prepared))
+                    .dataSource(NamingDriver.of(db.dataSource(), driver, prepared))
                     .clock(clock)
                     .meterRegistry(new SimpleMeterRegistry())
                     .batchSize(10)
@@ -355,42 +355,6 @@ class OutboxRelayBatchTest {
                 .hasSize(pgjdbc ? 3 : 0);
     }
 
-    /**
-     * {@code ds} whose connections' metadata name {@code driver}, recording the strings they prepare into {@code
-     * prepared} and, if {@code refusesSeveral}, refusing one of several statements as such a driver does.
-     */
-    private static javax.sql.DataSource namingDriver(
-            javax.sql.DataSource ds, String driver, boolean refusesSeveral, List<String> prepared) {
-        ClassLoader loader = OutboxRelayBatchTest.class.getClassLoader();
-        return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
-                loader, new Class<?>[] {javax.sql.DataSource.class}, (p, m, a) -> {
-                    Object r = invoke(ds, m, a);
-                    if (!(r instanceof java.sql.Connection c)) {
-                        return r;
-                    }
-                    boundedLockWaits(c);
-                    return java.lang.reflect.Proxy.newProxyInstance(
-                            loader, new Class<?>[] {java.sql.Connection.class}, (cp, cm, ca) -> {
-                                if (cm.getName().equals("prepareStatement") && ca[0] instanceof String sql) {
-                                    prepared.add(sql);
-                                    if (refusesSeveral && sql.contains("; ")) {
-                                        throw new java.sql.SQLException(
-                                                "cannot insert multiple commands into a prepared statement", "42601");
-                                    }
-                                }
-                                Object cr = invoke(c, cm, ca);
-                                if (!(cr instanceof java.sql.DatabaseMetaData md)) {
-                                    return cr;
-                                }
-                                return java.lang.reflect.Proxy.newProxyInstance(
-                                        loader,
-                                        new Class<?>[] {java.sql.DatabaseMetaData.class},
-                                        (mp, mm, ma) ->
-                                                mm.getName().equals("getDriverName") ? driver : invoke(md, mm, ma));
-                            });
-                });
-    }
-
     private static void lock(java.sql.Connection c, long id) throws java.sql.SQLException {
         try (var s = c.createStatement()) {
             s.executeQuery("SELECT id FROM once_outbox WHERE id = " + id + " FOR UPDATE")
@@ -400,7 +364,7 @@ class OutboxRelayBatchTest {
 
     /**
      * {@code ds} whose connections run {@code between} right after each {@code ROLLBACK TO SAVEPOINT} they execute.
-     * Where the relay sends the rollback and the relock in one string ({@code Dialect#outboxStatementsTogether}), the
+     * Where the relay sends the rollback and the relock in one string ({@code Dialect#statementsTogether}), the
      * server still runs them one after the other, and another transaction may change a row in between: the string
      * is split here so that {@code between} runs there. Their lock waits are bounded ({@link #boundedLockWaits}).
      */

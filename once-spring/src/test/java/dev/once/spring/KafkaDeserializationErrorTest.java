@@ -10,6 +10,7 @@ import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -17,19 +18,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -41,7 +39,6 @@ import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
-import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.core.DefaultKafkaProducerFactory;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.ContainerProperties.AckMode;
@@ -120,27 +117,23 @@ class KafkaDeserializationErrorTest {
         /** The dead-letter publisher sends the poison record's original bytes. */
         @Bean
         KafkaTemplate<Object, Object> deadLetters() {
-            return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
-                    ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class)));
+            Map<String, Object> settings = new HashMap<>(TestBeans.stringProducerSettings(kafka));
+            settings.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+            return new KafkaTemplate<>(new DefaultKafkaProducerFactory<>(settings));
         }
 
         @Bean
         ConcurrentKafkaListenerContainerFactory<String, Long> kafkaListenerContainerFactory(
                 KafkaTemplate<Object, Object> deadLetters) {
             var f = new ConcurrentKafkaListenerContainerFactory<String, Long>();
-            f.setConsumerFactory(new DefaultKafkaConsumerFactory<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                    kafka.bootstrapServers(),
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                    "earliest",
-                    ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-                    StringDeserializer.class,
-                    ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-                    ErrorHandlingDeserializer.class,
-                    ErrorHandlingDeserializer.VALUE_DESERIALIZER_CLASS,
-                    AmountDeserializer.class)));
+            // the values are amounts (AmountDeserializer) behind the ErrorHandlingDeserializer, not Strings
+            f.setConsumerFactory(TestBeans.stringConsumers(
+                    kafka,
+                    Map.of(
+                            ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+                            ErrorHandlingDeserializer.class,
+                            ErrorHandlingDeserializer.VALUE_DESERIALIZER_CLASS,
+                            AmountDeserializer.class)));
             f.getContainerProperties().setAckMode(AckMode.RECORD);
             DefaultErrorHandler handler =
                     new DefaultErrorHandler(new DeadLetterPublishingRecoverer(deadLetters), new FixedBackOff(0, 2));
@@ -166,15 +159,14 @@ class KafkaDeserializationErrorTest {
         @IdempotentListener(consumer = "amounts")
         public void onAmount(ConsumerRecord<String, Long> record) {
             CALLS.incrementAndGet();
-            String id = new String(record.headers().lastHeader("once-event-id").value(), StandardCharsets.UTF_8);
-            jdbc.update("INSERT INTO ledger VALUES (?, ?)", id, record.value());
+            jdbc.update("INSERT INTO ledger VALUES (?, ?)", TestBeans.eventId(record), record.value());
         }
     }
 
     static long send(KafkaProducer<String, String> producer, String eventId, String value) throws Exception {
-        ProducerRecord<String, String> r = new ProducerRecord<>(AMOUNTS, "acc", value);
-        r.headers().add("once-event-id", eventId.getBytes(StandardCharsets.UTF_8));
-        return producer.send(r).get(30, TimeUnit.SECONDS).offset();
+        return producer.send(TestBeans.withEventId(AMOUNTS, "acc", value, eventId))
+                .get(30, TimeUnit.SECONDS)
+                .offset();
     }
 
     static long committed() throws Exception {
@@ -195,10 +187,7 @@ class KafkaDeserializationErrorTest {
     void aValueThatFailsToDeserializeIsDeadLetteredWithSpringsHeadersNeverClaimedAndTheNextRecordsApplyOnce()
             throws Exception {
         long last;
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(
-                Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
-                new StringSerializer(),
-                new StringSerializer())) {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(TestBeans.stringProducerSettings(kafka))) {
             send(producer, "amt-1", "20");
             send(producer, "amt-poison", "twenty");
             send(producer, "amt-2", "30");
@@ -209,16 +198,14 @@ class KafkaDeserializationErrorTest {
         await().atMost(Duration.ofSeconds(60)).until(() -> committed() >= end);
 
         List<ConsumerRecord<String, byte[]>> dead = new ArrayList<>();
-        try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(
-                Map.of(
-                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ConsumerConfig.GROUP_ID_CONFIG,
-                        "reader-" + UUID.randomUUID(),
-                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                        "earliest"),
-                new StringDeserializer(),
-                new ByteArrayDeserializer())) {
+        try (Consumer<String, byte[]> c = TestBeans.<byte[]>stringConsumers(
+                        kafka,
+                        Map.of(
+                                ConsumerConfig.GROUP_ID_CONFIG,
+                                "reader-" + UUID.randomUUID(),
+                                ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+                                ByteArrayDeserializer.class))
+                .createConsumer()) {
             c.subscribe(List.of(AMOUNTS + "-dlt"));
             await().atMost(Duration.ofSeconds(30)).until(() -> {
                 c.poll(Duration.ofMillis(200)).forEach(dead::add);
@@ -236,7 +223,7 @@ class KafkaDeserializationErrorTest {
                 .as("the deserializer's own failure")
                 .contains(NumberFormatException.class.getName() + ": For input string: \"twenty\"");
         assertThat(header(d, "kafka_dlt-original-topic")).isEqualTo(AMOUNTS);
-        assertThat(header(d, "once-event-id")).isEqualTo("amt-poison");
+        assertThat(TestBeans.eventId(d)).isEqualTo("amt-poison");
         assertThat(d.headers().lastHeader("springDeserializerExceptionValue"))
                 .as("the serialized exception header is removed, as Spring does")
                 .isNull();

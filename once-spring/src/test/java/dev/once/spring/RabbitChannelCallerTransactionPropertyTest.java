@@ -1,47 +1,41 @@
 package dev.once.spring;
 
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
+import dev.once.spring.SpringScopes.Ended;
+import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
-import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
-import net.jqwik.api.state.Transformer;
 import org.junit.jupiter.api.Assumptions;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageProperties;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
-import org.springframework.transaction.TransactionDefinition;
-import org.springframework.transaction.TransactionStatus;
-import org.springframework.transaction.support.DefaultTransactionDefinition;
 
 /**
  * A RabbitMQ {@code AckMode.MANUAL} listener ({@code @IdempotentListener} taking the {@code Channel}) called in the
@@ -271,64 +265,34 @@ class RabbitChannelCallerTransactionPropertyTest {
     @Provide
     Arbitrary<ActionChain<World>> chains() {
         return ActionChain.<World>startWith(() -> World.next)
-                .withAction(3, when(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(3, move(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
                 .withAction(
                         4,
-                        when(
+                        move(
                                 w -> w.scopes.size() < 4 && w.savepointAllowed(),
                                 "begin NESTED",
                                 w -> w.begin(Kind.NESTED)))
-                .withAction(1, when(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(5, when(w -> !w.scopes.isEmpty(), "listen", w -> w.listen("ok")))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "listen, fails after basicAck", w -> w.listen("fails")))
+                .withAction(1, move(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(5, move(w -> !w.scopes.isEmpty(), "listen", w -> w.listen("ok")))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "listen, fails after basicAck", w -> w.listen("fails")))
                 .withAction(
                         1,
-                        when(
+                        move(
                                 w -> !w.scopes.isEmpty(),
                                 "listen, swallows a failed statement",
                                 w -> w.listen("swallows")))
-                .withAction(2, when(w -> !w.scopes.isEmpty() && w.copyable() != null, "listen to a copy", World::copy))
-                .withAction(4, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withAction(2, move(w -> !w.scopes.isEmpty() && w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(4, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
                 .withMaxTransformations(25);
     }
-
-    private static Action<World> when(Predicate<World> pre, String name, java.util.function.Consumer<World> move) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(World w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<World>> transformer() {
-                return Arbitraries.just(Transformer.mutate(name, move));
-            }
-        };
-    }
-
-    enum Kind {
-        REQUIRED(TransactionDefinition.PROPAGATION_REQUIRED),
-        NESTED(TransactionDefinition.PROPAGATION_NESTED),
-        REQUIRES_NEW(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
-
-        final int propagation;
-
-        Kind(int propagation) {
-            this.propagation = propagation;
-        }
-    }
-
-    /** A scope the caller opened, and the physical transaction (numbered) it belongs to. */
-    record Scope(TransactionStatus status, int physical) {}
 
     static final class World {
         static World next;
 
-        final JdbcTransactionManager tm = context.getBean(JdbcTransactionManager.class);
+        final SpringScopes scopes = new SpringScopes(context.getBean(JdbcTransactionManager.class));
         final Orders orders = context.getBean(Orders.class);
-        final Deque<Scope> scopes = new ArrayDeque<>();
         final List<String> moves = new ArrayList<>();
         final List<Handed> handed = new ArrayList<>();
         // event id -> the physical transaction whose open claim it may hold (copies in the same one only)
@@ -337,7 +301,6 @@ class RabbitChannelCallerTransactionPropertyTest {
         final Channel real;
         final Recording recording;
         final Channel channel;
-        int physicals;
 
         World() {
             try {
@@ -352,23 +315,17 @@ class RabbitChannelCallerTransactionPropertyTest {
 
         boolean savepointAllowed() {
             // Spring refuses a savepoint in a transaction already marked rollback-only
-            return scopes.isEmpty() || !scopes.peek().status().isRollbackOnly();
+            return scopes.isEmpty() || !scopes.top().status.isRollbackOnly();
         }
 
         void begin(Kind kind) {
             moves.add("begin " + kind);
-            TransactionStatus status;
             try {
-                status = tm.getTransaction(new DefaultTransactionDefinition(kind.propagation));
+                scopes.begin(kind);
             } catch (RuntimeException e) {
                 // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
                 moves.add("  begin threw " + e.getClass().getSimpleName());
-                return;
             }
-            int physical = scopes.isEmpty() || kind == Kind.REQUIRES_NEW
-                    ? ++physicals
-                    : scopes.peek().physical();
-            scopes.push(new Scope(status, physical));
         }
 
         void listen(String body) {
@@ -378,7 +335,7 @@ class RabbitChannelCallerTransactionPropertyTest {
 
         /** An event applied in an ended transaction, or claimed in the open physical one. */
         String copyable() {
-            int current = scopes.isEmpty() ? -1 : scopes.peek().physical();
+            int current = scopes.isEmpty() ? -1 : scopes.top().physical.number;
             for (Map.Entry<String, Integer> e : openIn.entrySet()) {
                 if (e.getValue() == current && moves.size() % 2 == 0) {
                     return e.getKey();
@@ -395,7 +352,7 @@ class RabbitChannelCallerTransactionPropertyTest {
             Handed h = fetch(id, body, kind);
             moves.add("listen " + h);
             if (!kind.equals("copy") || !openIn.containsKey(id)) {
-                openIn.putIfAbsent(id, scopes.peek().physical());
+                openIn.putIfAbsent(id, scopes.top().physical.number);
             }
             MessageProperties props = new MessageProperties();
             props.setDeliveryTag(h.tag);
@@ -441,37 +398,28 @@ class RabbitChannelCallerTransactionPropertyTest {
 
         void setRollbackOnly() {
             moves.add("setRollbackOnly");
-            scopes.peek().status().setRollbackOnly();
+            scopes.setRollbackOnly();
         }
 
         void commit() {
             moves.add("commit");
-            Scope top = scopes.pop();
-            try {
-                tm.commit(top.status());
-            } catch (RuntimeException e) {
-                moves.add("  commit threw " + e.getClass().getSimpleName());
-            }
-            ended(top);
+            ended(scopes.commit(), "commit");
         }
 
         void rollback() {
             moves.add("rollback");
-            Scope top = scopes.pop();
-            try {
-                tm.rollback(top.status());
-            } catch (RuntimeException e) {
-                moves.add("  rollback threw " + e.getClass().getSimpleName());
-            }
-            ended(top);
+            ended(scopes.rollback(), "rollback");
         }
 
         /** After the outermost scope of a physical transaction ended: checks every call made in it. */
-        private void ended(Scope top) {
-            if (!top.status().isNewTransaction()) {
+        private void ended(Ended ended, String move) {
+            if (ended.thrown() != null) {
+                moves.add("  " + move + " threw " + ended.thrown().getClass().getSimpleName());
+            }
+            if (!ended.physical()) {
                 return;
             }
-            int physical = top.physical();
+            int physical = ended.scope().physical.number;
             List<String> events = new ArrayList<>();
             openIn.entrySet().removeIf(e -> {
                 if (e.getValue() == physical) {
@@ -554,13 +502,7 @@ class RabbitChannelCallerTransactionPropertyTest {
         }
 
         void close() throws Exception {
-            while (!scopes.isEmpty()) {
-                try {
-                    tm.rollback(scopes.pop().status());
-                } catch (RuntimeException ignored) {
-                    // cleaning up after a failed check
-                }
-            }
+            scopes.abandon();
             if (real.isOpen()) {
                 real.close(); // gives every unacknowledged message back to the queue
             }

@@ -1,9 +1,15 @@
 package dev.once.spring;
 
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
+import dev.once.spring.SpringScopes.End;
+import dev.once.spring.SpringScopes.Ended;
+import dev.once.spring.SpringScopes.Kind;
+import dev.once.spring.SpringScopes.Physical;
+import dev.once.spring.SpringScopes.Scope;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
@@ -15,17 +21,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
-import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
-import net.jqwik.api.state.Transformer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -35,10 +37,7 @@ import org.springframework.kafka.support.Acknowledgment;
 import org.springframework.orm.jpa.JpaTransactionManager;
 import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
 import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.TransactionDefinition;
-import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.UnexpectedRollbackException;
-import org.springframework.transaction.support.DefaultTransactionDefinition;
 
 /**
  * The caller's Spring transaction as a state machine (issue 19): random sequences of begin with
@@ -298,89 +297,38 @@ class SpringCallerTransactionPropertyTest {
 
     private static Arbitrary<ActionChain<World>> moves(boolean nested) {
         net.jqwik.api.state.ActionChainArbitrary<World> chain = ActionChain.<World>startWith(() -> World.next)
-                .withAction(3, when(w -> w.scopes.size() < 5, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)));
+                .withAction(3, move(w -> w.scopes.size() < 5, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)));
         if (nested) {
             // Spring refuses a savepoint in a transaction already marked rollback-only
             chain = chain.withAction(
                     3,
-                    when(
-                            w -> w.scopes.size() < 5 && (w.scopes.isEmpty() || !w.scopes.peek().physical.rollbackOnly),
+                    move(
+                            w -> w.scopes.size() < 5 && (w.scopes.isEmpty() || !w.scopes.top().physical.rollbackOnly),
                             "begin NESTED",
                             w -> w.begin(Kind.NESTED)));
         }
         return chain.withAction(
-                        2, when(w -> w.scopes.size() < 5, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(4, when(w -> !w.scopes.isEmpty(), "process", World::process))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
+                        2, move(w -> w.scopes.size() < 5, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(4, move(w -> !w.scopes.isEmpty(), "process", World::process))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
                 .withAction(
-                        1, when(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "Kafka batch listener failing", w -> w.listenBatch(true)))
+                        1, move(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "Kafka batch listener failing", w -> w.listenBatch(true)))
                 .withAction(
                         2,
-                        when(
+                        move(
                                 w -> !w.scopes.isEmpty() && w.relistenable() != null,
                                 "Kafka listener: a copy",
                                 World::relisten))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
-                .withAction(2, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "OnceOutbox.add", World::add))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "OnceOutbox.add past the threshold", World::addMany))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(2, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
                 .withMaxTransformations(30);
-    }
-
-    private static Action<World> when(Predicate<World> pre, String name, java.util.function.Consumer<World> move) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(World w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<World>> transformer() {
-                return Arbitraries.just(Transformer.mutate(name, move));
-            }
-        };
-    }
-
-    enum Kind {
-        REQUIRED(TransactionDefinition.PROPAGATION_REQUIRED),
-        NESTED(TransactionDefinition.PROPAGATION_NESTED),
-        REQUIRES_NEW(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
-
-        final int propagation;
-
-        Kind(int propagation) {
-            this.propagation = propagation;
-        }
-    }
-
-    /** What one physical transaction is marked with, and the outcomes it reports when it ends. */
-    static final class Physical {
-        boolean rollbackOnly;
-        // events a rollback to a savepoint undid: reported as not applied when this transaction ends,
-        // never before (JoinedTransaction's rule), so after any REQUIRES_NEW transaction that ends first
-        final List<String> undone = new ArrayList<>();
-    }
-
-    /** One scope the caller opened: a physical transaction, a participation in one, or a savepoint. */
-    static final class Scope {
-        final TransactionStatus status;
-        final Physical physical;
-        final boolean newPhysical;
-        final boolean savepoint;
-        final List<String> items = new ArrayList<>(); // "e:<id>" processed, "m:<key>" outbox message
-        boolean localRollbackOnly;
-
-        Scope(TransactionStatus status, Physical physical, boolean newPhysical, boolean savepoint) {
-            this.status = status;
-            this.physical = physical;
-            this.newPhysical = newPhysical;
-            this.savepoint = savepoint;
-        }
     }
 
     static final class World {
@@ -388,7 +336,7 @@ class SpringCallerTransactionPropertyTest {
         static final AtomicLong ids = new AtomicLong();
 
         final Setup setup;
-        final Deque<Scope> scopes = new ArrayDeque<>();
+        final SpringScopes scopes;
         final List<String> moves = new ArrayList<>();
         // the oracle: per event id, the outcomes it must be reported with, in order; what stands
         final Map<String, List<String>> expectedHeard = new TreeMap<>();
@@ -398,6 +346,7 @@ class SpringCallerTransactionPropertyTest {
 
         World(Setup setup) {
             this.setup = setup;
+            this.scopes = new SpringScopes(setup.tm());
             this.heardBefore = setup.heard().size();
         }
 
@@ -407,21 +356,14 @@ class SpringCallerTransactionPropertyTest {
 
         void begin(Kind kind) {
             moves.add("begin " + kind);
-            DefaultTransactionDefinition def = new DefaultTransactionDefinition(kind.propagation);
-            TransactionStatus status = setup.tm().getTransaction(def);
-            Scope top = scopes.peek();
-            boolean newPhysical = top == null || kind == Kind.REQUIRES_NEW;
-            boolean savepoint = top != null && kind == Kind.NESTED;
-            assertThat(status.isNewTransaction()).as("%s", moves).isEqualTo(newPhysical);
-            assertThat(status.hasSavepoint()).as("%s", moves).isEqualTo(savepoint);
-            scopes.push(new Scope(status, newPhysical ? new Physical() : top.physical, newPhysical, savepoint));
+            scopes.begin(kind);
         }
 
         void process() {
             String id = fresh("e");
             moves.add("process " + id);
             setup.consumer().process(Delivery.of(id, id));
-            scopes.peek().items.add("e:" + id);
+            scopes.top().items.add("e:" + id);
         }
 
         void processBatch() {
@@ -433,7 +375,7 @@ class SpringCallerTransactionPropertyTest {
             moves.add("processBatch " + batch.stream().map(Delivery::eventId).toList());
             setup.consumer().processBatch(batch);
             for (Delivery d : batch) {
-                scopes.peek().items.add("e:" + d.eventId());
+                scopes.top().items.add("e:" + d.eventId());
             }
         }
 
@@ -459,7 +401,7 @@ class SpringCallerTransactionPropertyTest {
             } else {
                 rolledBackEvents.remove(id);
                 rolledBackRecords.remove(id); // a listener's record, applied again through the consumer
-                scopes.peek().items.add("e:" + id);
+                scopes.top().items.add("e:" + id);
             }
         }
 
@@ -477,7 +419,7 @@ class SpringCallerTransactionPropertyTest {
 
         /** A listener call in a transaction marked rollback-only, where Spring makes no savepoint. */
         boolean refused() {
-            return nested() && scopes.peek().physical.rollbackOnly;
+            return nested() && scopes.top().physical.rollbackOnly;
         }
 
         Ack ack(List<String> ids, boolean fails) {
@@ -488,7 +430,7 @@ class SpringCallerTransactionPropertyTest {
 
         /** The listener's call stood or fell with the scope it returned in: a marker among the scope's items. */
         void succeeded(Ack ack) {
-            scopes.peek().items.add("a:" + ack.index);
+            scopes.top().items.add("a:" + ack.index);
         }
 
         /** A record listener called with a fresh record in the innermost scope. */
@@ -506,7 +448,7 @@ class SpringCallerTransactionPropertyTest {
                         .isNotNull();
                 return;
             }
-            Physical physical = scopes.peek().physical;
+            Physical physical = scopes.top().physical;
             if (fails) {
                 assertThat(thrown).as("%s", moves).isNotNull();
                 failed(physical, id);
@@ -514,7 +456,7 @@ class SpringCallerTransactionPropertyTest {
             }
             assertThat(thrown).as("%s", moves).isNull();
             ack.fails = false;
-            scopes.peek().items.add("e:" + id);
+            scopes.top().items.add("e:" + id);
             succeeded(ack);
         }
 
@@ -545,12 +487,12 @@ class SpringCallerTransactionPropertyTest {
                         .isNotNull();
                 return;
             }
-            Physical physical = scopes.peek().physical;
+            Physical physical = scopes.top().physical;
             if (!fails) {
                 assertThat(thrown).as("%s", moves).isNull();
                 ack.fails = false;
                 for (String id : ids) {
-                    scopes.peek().items.add("e:" + id);
+                    scopes.top().items.add("e:" + id);
                 }
                 succeeded(ack);
                 return;
@@ -567,7 +509,7 @@ class SpringCallerTransactionPropertyTest {
                         .isInstanceOf(org.springframework.kafka.listener.BatchListenerFailedException.class);
                 assertThat(((org.springframework.kafka.listener.BatchListenerFailedException) thrown).getIndex())
                         .isEqualTo(1);
-                scopes.peek().items.add("e:" + ids.get(0));
+                scopes.top().items.add("e:" + ids.get(0));
                 physical.undone.add("e:" + ids.get(1));
                 rolledBackRecords.add(ids.get(2));
             } else {
@@ -582,9 +524,9 @@ class SpringCallerTransactionPropertyTest {
          * suspended transaction holds: its claim would wait for a transaction this thread cannot end.
          */
         String relistenable() {
-            Physical physical = scopes.isEmpty() ? null : scopes.peek().physical;
+            Physical physical = scopes.isEmpty() ? null : scopes.top().physical;
             List<String> open = new ArrayList<>();
-            for (Scope s : scopes) {
+            for (Scope s : scopes.open()) {
                 if (s.physical == physical) {
                     for (String item : s.items) {
                         if (item.startsWith("e:") && records.containsKey(item.substring(2))) {
@@ -626,12 +568,12 @@ class SpringCallerTransactionPropertyTest {
             if (undone) {
                 rolledBackRecords.remove(id);
                 rolledBackEvents.remove(id);
-                scopes.peek().items.add("e:" + id);
+                scopes.top().items.add("e:" + id);
             } else if (ended) {
                 expectedHeard.computeIfAbsent(id, k -> new ArrayList<>()).add("duplicate");
             } else {
                 // reported when the open transaction ends, after its claim's outcome: compared in any order
-                scopes.peek().items.add("d:" + id);
+                scopes.top().items.add("d:" + id);
                 openCopies.add(id);
             }
             succeeded(ack);
@@ -654,7 +596,7 @@ class SpringCallerTransactionPropertyTest {
             } catch (java.sql.SQLException e) {
                 throw new IllegalStateException(e);
             }
-            scopes.peek().items.add("m:" + key);
+            scopes.top().items.add("m:" + key);
             allMessages.add("m:" + key);
         }
 
@@ -673,7 +615,7 @@ class SpringCallerTransactionPropertyTest {
             } catch (java.sql.SQLException e) {
                 throw new IllegalStateException(e);
             }
-            scopes.peek().items.add("M:" + key);
+            scopes.top().items.add("M:" + key);
             allMessages.add("M:" + key);
         }
 
@@ -681,54 +623,40 @@ class SpringCallerTransactionPropertyTest {
 
         void setRollbackOnly() {
             moves.add("setRollbackOnly");
-            Scope top = scopes.peek();
-            top.status.setRollbackOnly();
-            top.localRollbackOnly = true;
+            scopes.setRollbackOnly();
         }
 
         void commit() {
             moves.add("commit");
-            Scope top = scopes.pop();
-            boolean threw = false;
-            try {
-                setup.tm().commit(top.status);
-            } catch (UnexpectedRollbackException e) {
-                threw = true;
+            Ended ended = scopes.commit();
+            Scope top = ended.scope();
+            if (ended.thrown() != null && !(ended.thrown() instanceof UnexpectedRollbackException)) {
+                throw ended.thrown();
             }
-            // Spring's rules (AbstractPlatformTransactionManager.commit / processRollback)
             if (top.newPhysical) {
-                boolean rollsBack = top.localRollbackOnly || top.physical.rollbackOnly;
-                assertThat(threw).as("%s", moves).isEqualTo(!top.localRollbackOnly && top.physical.rollbackOnly);
-                reportUndone(top.physical);
-                end(top.items, !rollsBack);
-            } else if (top.savepoint) {
-                if (top.localRollbackOnly || top.physical.rollbackOnly) {
-                    undo(top); // rolled back to the savepoint
-                    top.physical.rollbackOnly = false; // which resets the connection's rollback-only mark
-                } else {
-                    scopes.peek().items.addAll(top.items);
-                }
-            } else {
-                if (top.localRollbackOnly) {
-                    top.physical.rollbackOnly = true;
-                }
-                scopes.peek().items.addAll(top.items);
+                // Spring's rule: a commit of a transaction that only a participant marked rollback-only throws
+                assertThat(ended.thrown() != null)
+                        .as("%s", moves)
+                        .isEqualTo(!top.localRollbackOnly && top.physical.rollbackOnly);
             }
+            ended(ended);
         }
 
         void rollback() {
             moves.add("rollback");
-            Scope top = scopes.pop();
-            setup.tm().rollback(top.status);
-            if (top.newPhysical) {
-                reportUndone(top.physical);
-                end(top.items, false);
-            } else if (top.savepoint) {
-                undo(top);
-                top.physical.rollbackOnly = false; // rollback to a savepoint resets the rollback-only mark
-            } else {
-                top.physical.rollbackOnly = true; // a participant's rollback dooms the whole transaction
-                scopes.peek().items.addAll(top.items);
+            Ended ended = scopes.rollback();
+            if (ended.thrown() != null) {
+                throw ended.thrown();
+            }
+            ended(ended);
+        }
+
+        private void ended(Ended ended) {
+            if (ended.physical()) {
+                reportUndone(ended.scope().physical);
+                end(ended.scope().items, ended.end() == End.COMMITTED);
+            } else if (ended.end() == End.TO_SAVEPOINT) {
+                undo(ended.scope());
             }
         }
 
@@ -795,15 +723,8 @@ class SpringCallerTransactionPropertyTest {
             }
         }
 
-        /** Rolls back what a failed run left open, innermost first, so that the next run (a shrunk one) starts clean. */
         void abandon() {
-            while (!scopes.isEmpty()) {
-                try {
-                    setup.tm().rollback(scopes.pop().status);
-                } catch (RuntimeException e) {
-                    // the run failed already; this one only cleans up
-                }
-            }
+            scopes.abandon();
         }
 
         /** Commits what is still open, innermost first. */

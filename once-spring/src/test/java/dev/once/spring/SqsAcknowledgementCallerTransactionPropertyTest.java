@@ -1,7 +1,10 @@
 package dev.once.spring;
 
+import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.spring.SpringScopes.Ended;
+import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.awspring.cloud.sqs.annotation.SqsListener;
@@ -12,37 +15,28 @@ import io.awspring.cloud.sqs.listener.acknowledgement.AcknowledgementCallback;
 import io.awspring.cloud.sqs.support.converter.SqsMessageConversionContext;
 import io.awspring.cloud.sqs.support.converter.SqsMessagingMessageConverter;
 import java.net.URI;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
-import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
-import net.jqwik.api.state.Transformer;
 import org.elasticmq.rest.sqs.SQSRestServer;
 import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.messaging.Message;
-import org.springframework.transaction.TransactionDefinition;
-import org.springframework.transaction.TransactionStatus;
-import org.springframework.transaction.support.DefaultTransactionDefinition;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
@@ -262,36 +256,36 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     @Provide
     Arbitrary<ActionChain<World>> chains() {
         return ActionChain.<World>startWith(() -> World.next)
-                .withAction(3, when(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(3, move(w -> w.scopes.size() < 4, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
                 .withAction(
                         4,
-                        when(
+                        move(
                                 w -> w.scopes.size() < 4 && w.savepointAllowed(),
                                 "begin NESTED",
                                 w -> w.begin(Kind.NESTED)))
-                .withAction(1, when(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(4, when(w -> true, "listen MANUAL", w -> w.listen(true, "ok")))
-                .withAction(1, when(w -> true, "listen MANUAL, acknowledgeAsync", w -> w.listen(true, "async")))
+                .withAction(1, move(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(4, move(w -> true, "listen MANUAL", w -> w.listen(true, "ok")))
+                .withAction(1, move(w -> true, "listen MANUAL, acknowledgeAsync", w -> w.listen(true, "async")))
                 .withAction(
                         1,
-                        when(
+                        move(
                                 w -> true,
                                 "listen MANUAL, Acknowledgement.acknowledge(message)",
                                 w -> w.listen(true, "static")))
                 .withAction(
-                        2, when(w -> true, "listen MANUAL, fails after acknowledging", w -> w.listen(true, "fails")))
-                .withAction(3, when(w -> true, "listen ON_SUCCESS", w -> w.listen(false, "ok")))
-                .withAction(1, when(w -> true, "listen ON_SUCCESS, fails", w -> w.listen(false, "fails")))
+                        2, move(w -> true, "listen MANUAL, fails after acknowledging", w -> w.listen(true, "fails")))
+                .withAction(3, move(w -> true, "listen ON_SUCCESS", w -> w.listen(false, "ok")))
+                .withAction(1, move(w -> true, "listen ON_SUCCESS, fails", w -> w.listen(false, "fails")))
                 .withAction(
                         1,
-                        when(
+                        move(
                                 w -> true,
                                 "listen, swallows a failed statement",
                                 w -> w.listen(w.moves.size() % 2 == 0, "swallows")))
-                .withAction(2, when(w -> w.copyable() != null, "listen to a copy", World::copy))
-                .withAction(4, when(w -> !w.scopes.isEmpty(), "commit", World::commit))
-                .withAction(3, when(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
-                .withAction(1, when(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withAction(2, move(w -> w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(4, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
                 .withMaxTransformations(25);
     }
 
@@ -351,69 +345,32 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
     }
 
-    private static Action<World> when(Predicate<World> pre, String name, java.util.function.Consumer<World> move) {
-        return new Action.Independent<>() {
-            @Override
-            public boolean precondition(World w) {
-                return pre.test(w);
-            }
-
-            @Override
-            public Arbitrary<Transformer<World>> transformer() {
-                return Arbitraries.just(Transformer.mutate(name, move));
-            }
-        };
-    }
-
-    enum Kind {
-        REQUIRED(TransactionDefinition.PROPAGATION_REQUIRED),
-        NESTED(TransactionDefinition.PROPAGATION_NESTED),
-        REQUIRES_NEW(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
-
-        final int propagation;
-
-        Kind(int propagation) {
-            this.propagation = propagation;
-        }
-    }
-
-    /** A scope the caller opened, and the physical transaction (numbered) it belongs to. */
-    record Scope(TransactionStatus status, int physical) {}
-
     static final class World {
         static World next;
 
-        final JdbcTransactionManager tm = context.getBean(JdbcTransactionManager.class);
         final Orders orders = context.getBean(Orders.class);
         final SqsMessagingMessageConverter converter = new SqsMessagingMessageConverter();
         final Deleting deleting = new Deleting();
-        final Deque<Scope> scopes = new ArrayDeque<>();
+        final SpringScopes scopes = new SpringScopes(context.getBean(JdbcTransactionManager.class));
         final List<String> moves = new ArrayList<>();
         final List<Handed> handed = new ArrayList<>();
         // event id -> the physical transaction whose open claim it may hold (0: the call's own, ended)
         final Map<String, Integer> openIn = new LinkedHashMap<>();
         final List<String> committedEvents = new ArrayList<>();
-        int physicals;
 
         boolean savepointAllowed() {
             // Spring refuses a savepoint in a transaction already marked rollback-only
-            return scopes.isEmpty() || !scopes.peek().status().isRollbackOnly();
+            return scopes.isEmpty() || !scopes.top().status.isRollbackOnly();
         }
 
         void begin(Kind kind) {
             moves.add("begin " + kind);
-            TransactionStatus status;
             try {
-                status = tm.getTransaction(new DefaultTransactionDefinition(kind.propagation));
+                scopes.begin(kind);
             } catch (RuntimeException e) {
                 // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
                 moves.add("  begin threw " + e.getClass().getSimpleName());
-                return;
             }
-            int physical = scopes.isEmpty() || kind == Kind.REQUIRES_NEW
-                    ? ++physicals
-                    : scopes.peek().physical();
-            scopes.push(new Scope(status, physical));
         }
 
         void listen(boolean manual, String body) {
@@ -422,7 +379,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
 
         /** An event applied in an ended transaction, or claimed in the open physical one. */
         String copyable() {
-            int current = scopes.isEmpty() ? -1 : scopes.peek().physical();
+            int current = scopes.isEmpty() ? -1 : scopes.top().physical.number;
             for (Map.Entry<String, Integer> e : openIn.entrySet()) {
                 if (e.getValue() == current && moves.size() % 2 == 0) {
                     return e.getKey();
@@ -440,7 +397,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             Message<String> message = receive(id, body, kind);
             Handed h = handed.get(handed.size() - 1);
             moves.add("listen " + h);
-            int physical = scopes.isEmpty() ? 0 : scopes.peek().physical();
+            int physical = scopes.isEmpty() ? 0 : scopes.top().physical.number;
             openIn.putIfAbsent(id, physical);
             boolean returned = false;
             try {
@@ -520,29 +477,24 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
 
         void setRollbackOnly() {
             moves.add("setRollbackOnly");
-            scopes.peek().status().setRollbackOnly();
+            scopes.setRollbackOnly();
         }
 
         void commit() {
             moves.add("commit");
-            Scope top = scopes.pop();
-            try {
-                tm.commit(top.status());
-            } catch (RuntimeException e) {
-                moves.add("  commit threw " + e.getClass().getSimpleName());
-            }
-            ended(top.physical(), top.status().isNewTransaction());
+            ended(scopes.commit(), "commit");
         }
 
         void rollback() {
             moves.add("rollback");
-            Scope top = scopes.pop();
-            try {
-                tm.rollback(top.status());
-            } catch (RuntimeException e) {
-                moves.add("  rollback threw " + e.getClass().getSimpleName());
+            ended(scopes.rollback(), "rollback");
+        }
+
+        private void ended(Ended ended, String move) {
+            if (ended.thrown() != null) {
+                moves.add("  " + move + " threw " + ended.thrown().getClass().getSimpleName());
             }
-            ended(top.physical(), top.status().isNewTransaction());
+            ended(ended.scope().physical.number, ended.physical());
         }
 
         /** After the outermost scope of a physical transaction ended: checks every call made in it. */
@@ -628,13 +580,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
 
         void close() {
-            while (!scopes.isEmpty()) {
-                try {
-                    tm.rollback(scopes.pop().status());
-                } catch (RuntimeException ignored) {
-                    // cleaning up after a failed check
-                }
-            }
+            scopes.abandon();
             sqs.purgeQueue(r -> r.queueUrl(queueUrl));
         }
     }

@@ -29,9 +29,10 @@ final class TestBeans {
 
     /**
      * Consumers of String keys and values on {@code kafka}, from the earliest offset when their group has none;
-     * {@code settings} add to these or replace them.
+     * {@code settings} add to these or replace them. {@code V} is String unless {@code settings} name another value
+     * deserializer (a test of deserialization errors reads amounts).
      */
-    static DefaultKafkaConsumerFactory<String, String> stringConsumers(TestKafka kafka, Map<String, Object> settings) {
+    static <V> DefaultKafkaConsumerFactory<String, V> stringConsumers(TestKafka kafka, Map<String, Object> settings) {
         Map<String, Object> all = new HashMap<>(Map.of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
                 kafka.bootstrapServers(),

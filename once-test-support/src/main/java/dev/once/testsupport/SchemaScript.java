@@ -5,14 +5,14 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import javax.sql.DataSource;
 
 /**
  * A fresh test database's tables in one round trip, and the catalog to prove them equal to a
- * migrated one's. A {@link SchemaMigration} may send the shipped migrations as one batch instead of
- * one transaction per migration under the migration lock: a fresh database is nobody else's, so
+ * migrated one's. A {@link SchemaMigration} may send the shipped migrations (once-core's
+ * {@code Schema.freshDatabaseStatements}) as one batch instead of one transaction per migration
+ * under the migration lock: a fresh database is nobody else's, so
  * the lock and the per-migration version reads guard nothing there. Measured at 04:20 UTC on the
  * loaded CI machine (load 34): a fresh PostgreSQL schema took 730-760 ms and a MariaDB database
  * 1.2-1.5 s through the per-migration path, which also queues every JVM's fresh databases behind
@@ -21,23 +21,6 @@ import javax.sql.DataSource;
 public final class SchemaScript {
 
     private SchemaScript() {}
-
-    /**
-     * The statements of a migration file, split where once's own migrations end one: at a ';' at
-     * the end of a line, with comment lines dropped (the rule of {@code Schema.statements}).
-     */
-    public static List<String> statements(String sql) {
-        StringBuilder withoutComments = new StringBuilder();
-        for (String line : sql.split("\\R")) {
-            if (!line.strip().startsWith("--")) {
-                withoutComments.append(line).append('\n');
-            }
-        }
-        return Arrays.stream(withoutComments.toString().split(";\\s*\\n"))
-                .map(String::strip)
-                .filter(s -> !s.isEmpty())
-                .toList();
-    }
 
     /** Runs the statements as one batch in one transaction (DDL commits on its own on MariaDB). */
     public static void run(DataSource dataSource, List<String> statements) {

@@ -3,8 +3,10 @@ package dev.once.testsupport;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.Transformer;
@@ -19,8 +21,18 @@ public final class StateMachines {
 
     private StateMachines() {}
 
+    /** A move without an argument, taken where {@code pre} holds. */
+    public static <W> Action<W> move(Predicate<W> pre, String name, Consumer<W> body) {
+        return action(pre, Arbitraries.just(Transformer.mutate(name, body)));
+    }
+
     /** A move drawn with an argument, named with it in the counterexample jqwik prints. */
     public static <W, T> Action<W> move(Predicate<W> pre, Arbitrary<T> arg, String name, BiConsumer<W, T> body) {
+        Function<T, Transformer<W>> t = a -> Transformer.mutate(name + " " + a, w -> body.accept(w, a));
+        return action(pre, arg.map(t));
+    }
+
+    private static <W> Action<W> action(Predicate<W> pre, Arbitrary<Transformer<W>> transformers) {
         return new Action.Independent<>() {
             @Override
             public boolean precondition(W w) {
@@ -29,8 +41,7 @@ public final class StateMachines {
 
             @Override
             public Arbitrary<Transformer<W>> transformer() {
-                Function<T, Transformer<W>> t = a -> Transformer.mutate(name + " " + a, w -> body.accept(w, a));
-                return arg.map(t);
+                return transformers;
             }
         };
     }

@@ -37,7 +37,7 @@ public final class ReliabilityReport {
                 "caller-transactions",
                 new Claim(
                         "Where once joins the caller's transaction, what committed is applied, sent and reported APPLIED once; what rolled back (whole or to a savepoint) is absent and reported not applied (issue 19)",
-                        "random sequences of begin, savepoint, rollback-to, release, commit, rollback, nested process(), processBatch with a savepoint per record and the caller's own outbox rows, through ManualTransactions on plain JDBC (jqwik ActionChain; the oracle is the input)",
+                        "random sequences of begin, savepoint, rollback-to, release, commit, rollback, nested process(), processBatch with a savepoint per record and the caller's own outbox rows, and rollbacks on the connection itself (whole, or to a savepoint of its own) after process(), through ManualTransactions on plain JDBC (jqwik ActionChain; the oracle is the input)",
                         "CallerTransactionPropertyTest"));
         CLAIMS.put(
                 "network-faults",
