@@ -241,6 +241,22 @@ class EntryPointsTest {
     }
 
     @Test
+    void changeFeedTriggersDebeziumSinksAndSolaceReceiversAreEntryPointsFromTheCatalogue() {
+        ScanReport r = Fixtures.scan(Fixtures.of("entry-catalogue-change-feeds"));
+
+        assertThat(r.consumers())
+                .extracting(c -> c.kind() + " @ " + c.location().file().replaceAll(".*/", "") + ":"
+                        + c.location().line())
+                .containsExactlyInAnyOrder(
+                        "Azure Functions @CosmosDBTrigger @ LedgerFeedFunction.java:14",
+                        "Debezium Server sink handle @ WarehouseSink.java:20",
+                        "Debezium Server sink handle @ LedgerTopicSink.java:21",
+                        "Debezium engine ChangeConsumer.handleBatch @ SearchIndexSink.java:12",
+                        "Debezium @Capturing @ AuditCapture.java:17",
+                        "Solace PersistentMessageReceiver.receiveMessage @ TransferQueueReader.java:25");
+    }
+
+    @Test
     void listenersConfiguredInSpringXmlAreEntryPointsAtTheirJavaMethods() {
         ScanReport r = Fixtures.scan(Fixtures.of("xml-configured-listeners"));
 

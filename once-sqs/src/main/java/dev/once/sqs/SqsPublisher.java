@@ -11,7 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -134,7 +133,7 @@ public final class SqsPublisher implements Publisher {
     @Override
     public Receipt publish(OutboxMessage message) {
         Map<String, MessageAttributeValue> attributes = attributes(message);
-        String body = utf8(message);
+        String body = utf8(message, message.payload());
         try {
             String url = queueUrl(message.destination());
             SendMessageRequest.Builder request =
@@ -170,7 +169,7 @@ public final class SqsPublisher implements Publisher {
             CompletableFuture<Receipt> result = new CompletableFuture<>();
             results.add(result);
             try {
-                Entry e = new Entry(m, entry(m, i), result);
+                Entry e = entry(m, result);
                 byQueue.computeIfAbsent(m.destination(), q -> new ArrayList<>()).add(e);
             } catch (PublishFailure f) {
                 result.completeExceptionally(f);
@@ -178,22 +177,21 @@ public final class SqsPublisher implements Publisher {
         }
         List<Runnable> sends = new ArrayList<>();
         byQueue.forEach((queue, entries) -> {
-            List<Entry> request = new ArrayList<>();
+            List<Entry> request = new ArrayList<>(Math.min(MAX_BATCH, entries.size()));
             long bytes = 0;
             for (Entry e : entries) {
-                long size = size(e.request());
-                if (size > MAX_BATCH_BYTES) {
+                if (e.size() > MAX_BATCH_BYTES) {
                     sends.add(() -> one(e));
                     continue;
                 }
-                if (request.size() == MAX_BATCH || bytes + size > MAX_BATCH_BYTES) {
+                if (request.size() == MAX_BATCH || bytes + e.size() > MAX_BATCH_BYTES) {
                     List<Entry> full = request;
                     sends.add(() -> sendBatch(queue, full));
-                    request = new ArrayList<>();
+                    request = new ArrayList<>(MAX_BATCH);
                     bytes = 0;
                 }
                 request.add(e);
-                bytes += size;
+                bytes += e.size();
             }
             if (!request.isEmpty()) {
                 List<Entry> last = request;
@@ -211,35 +209,79 @@ public final class SqsPublisher implements Publisher {
         return results;
     }
 
-    /** A row in a batch: the message, its batch entry, and the stage the relay waits on. */
-    private record Entry(OutboxMessage row, SendMessageBatchRequestEntry request, CompletableFuture<Receipt> result) {}
+    /**
+     * A row in a batch: the message, its body and attributes as SQS gets them, what SQS counts of them
+     * against a request's bytes, and the stage the relay waits on.
+     */
+    private record Entry(
+            OutboxMessage row,
+            String body,
+            Map<String, MessageAttributeValue> attributes,
+            long size,
+            CompletableFuture<Receipt> result) {}
 
-    // The entry as SendMessage would send the row (same body, attributes, FIFO ids); its id is the
-    // row's place in the batch, unique within any request made of the batch's rows.
-    private static SendMessageBatchRequestEntry entry(OutboxMessage m, int place) {
-        SendMessageBatchRequestEntry.Builder e = SendMessageBatchRequestEntry.builder()
-                .id(Integer.toString(place))
-                .messageBody(utf8(m))
-                .messageAttributes(attributes(m));
-        if (SqsDeliveries.isFifo(m.destination())) {
-            e.messageDeduplicationId(deduplicationId(m)).messageGroupId(groupId(m));
-        }
-        return e.build();
-    }
-
-    // What SQS counts against the batch size: the body and each attribute's name, type and value, in bytes.
-    private static long size(SendMessageBatchRequestEntry e) {
-        long size = utf8Length(e.messageBody());
-        for (Map.Entry<String, MessageAttributeValue> a : e.messageAttributes().entrySet()) {
+    /**
+     * The row as SendMessage would send it (same body and attributes): what can never be an SQS message
+     * fails here, before any request. What SQS counts against a request's size: the body and each
+     * attribute's name, type and value, in UTF-8 bytes (the body's are the payload's, which it decodes).
+     */
+    private static Entry entry(OutboxMessage m, CompletableFuture<Receipt> result) {
+        byte[] payload = m.payload();
+        String body = utf8(m, payload);
+        Map<String, MessageAttributeValue> attributes = attributes(m);
+        long size = payload.length;
+        for (Map.Entry<String, MessageAttributeValue> a : attributes.entrySet()) {
             size += utf8Length(a.getKey())
                     + utf8Length(a.getValue().dataType())
                     + utf8Length(a.getValue().stringValue());
         }
-        return size;
+        return new Entry(m, body, attributes, size, result);
     }
 
-    private static long utf8Length(String s) {
-        return s == null ? 0 : s.getBytes(StandardCharsets.UTF_8).length;
+    /**
+     * The UTF-8 length of {@code s}, counted rather than encoded (this ran four encodings per row). A
+     * lone surrogate counts 2 where the encoder writes one '?': never less than SQS counts.
+     */
+    static long utf8Length(String s) {
+        if (s == null) {
+            return 0;
+        }
+        long n = s.length();
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c >= 0x80) {
+                n += c < 0x800 || Character.isSurrogate(c) ? 1 : 2;
+            }
+        }
+        return n;
+    }
+
+    // An entry's id is its place in its request: the same ten strings for every request, and SQS's answer
+    // per entry found by that place instead of through a map of the request's ids.
+    private static final String[] PLACES = new String[MAX_BATCH];
+
+    static {
+        for (int i = 0; i < MAX_BATCH; i++) {
+            PLACES[i] = Integer.toString(i);
+        }
+    }
+
+    private static SendMessageBatchRequestEntry requestEntry(Entry x, int place) {
+        SendMessageBatchRequestEntry.Builder e = SendMessageBatchRequestEntry.builder()
+                .id(PLACES[place])
+                .messageBody(x.body())
+                .messageAttributes(x.attributes());
+        if (SqsDeliveries.isFifo(x.row().destination())) {
+            e.messageDeduplicationId(deduplicationId(x.row())).messageGroupId(groupId(x.row()));
+        }
+        return e.build();
+    }
+
+    /** The place an entry id of this publisher's names, or -1 for an id it never sent. */
+    private static int place(String id) {
+        return id != null && id.length() == 1 && id.charAt(0) >= '0' && id.charAt(0) < '0' + MAX_BATCH
+                ? id.charAt(0) - '0'
+                : -1;
     }
 
     private void sendBatch(String queue, List<Entry> request) {
@@ -256,10 +298,13 @@ public final class SqsPublisher implements Publisher {
             request.forEach(x -> x.result().completeExceptionally(e));
             return;
         }
+        List<SendMessageBatchRequestEntry> entries = new ArrayList<>(request.size());
+        for (int i = 0; i < request.size(); i++) {
+            entries.add(requestEntry(request.get(i), i));
+        }
         SendMessageBatchResponse response;
         try {
-            response = client.sendMessageBatch(r ->
-                    r.queueUrl(url).entries(request.stream().map(Entry::request).toList()));
+            response = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries));
         } catch (BatchRequestTooLongException e) {
             request.forEach(this::one);
             return;
@@ -273,17 +318,17 @@ public final class SqsPublisher implements Publisher {
             request.forEach(x -> x.result().completeExceptionally(e));
             return;
         }
-        Map<String, Entry> byId = new HashMap<>();
-        request.forEach(x -> byId.put(x.request().id(), x));
+        // Each entry settled once, by the first answer naming its place
+        Entry[] open = request.toArray(new Entry[0]);
         int status = response.sdkHttpResponse().statusCode();
         for (SendMessageBatchResultEntry ok : response.successful()) {
-            Entry x = byId.remove(ok.id());
+            Entry x = settle(open, ok.id());
             if (x != null) {
                 x.result().complete(receipt(status, ok.messageId(), ok.sequenceNumber()));
             }
         }
         for (BatchResultErrorEntry failed : response.failed()) {
-            Entry x = byId.remove(failed.id());
+            Entry x = settle(open, failed.id());
             if (x == null) {
                 continue;
             }
@@ -298,13 +343,27 @@ public final class SqsPublisher implements Publisher {
                             retryable,
                             new Receipt(status, failed.code() + ": " + failed.message())));
         }
-        byId.values()
-                .forEach(x -> x.result()
+        for (Entry x : open) {
+            if (x != null) {
+                x.result()
                         .completeExceptionally(PublishFailure.retryable(
                                 "SQS's batch answer named no outcome for row "
                                         + x.row().id() + " (event " + x.row().eventId() + "); the relay tries again",
                                 Receipt.NONE,
-                                null)));
+                                null));
+            }
+        }
+    }
+
+    /** The entry of {@code open} at the place {@code id} names, taken out of it; null if none is open there. */
+    private static Entry settle(Entry[] open, String id) {
+        int place = place(id);
+        if (place < 0 || place >= open.length) {
+            return null;
+        }
+        Entry x = open[place];
+        open[place] = null;
+        return x;
     }
 
     private void one(Entry e) {
@@ -321,6 +380,9 @@ public final class SqsPublisher implements Publisher {
     }
 
     private static Map<String, MessageAttributeValue> attributes(OutboxMessage message) {
+        if (message.headers().isEmpty()) {
+            return Map.of(OutboxMessage.EVENT_ID_HEADER, text(message.eventId())); // the SDK copies it anyway
+        }
         Map<String, MessageAttributeValue> attributes = new LinkedHashMap<>();
         attributes.put(OutboxMessage.EVENT_ID_HEADER, text(message.eventId()));
         message.headers().forEach((k, v) -> attributes.putIfAbsent(k, text(v)));
@@ -366,14 +428,25 @@ public final class SqsPublisher implements Publisher {
                 e);
     }
 
-    // SQS bodies are text: decoding strictly refuses a binary payload instead of sending a mangled copy.
-    private static String utf8(OutboxMessage message) {
+    // SQS bodies are text: decoding strictly refuses a binary payload instead of sending a mangled copy. An
+    // ASCII payload (most JSON) is text as it is: no decoder made for it.
+    private static String utf8(OutboxMessage message, byte[] payload) {
+        boolean ascii = true;
+        for (byte b : payload) {
+            if (b < 0) {
+                ascii = false;
+                break;
+            }
+        }
+        if (ascii) {
+            return new String(payload, StandardCharsets.US_ASCII);
+        }
         try {
             return StandardCharsets.UTF_8
                     .newDecoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(ByteBuffer.wrap(message.payload()))
+                    .decode(ByteBuffer.wrap(payload))
                     .toString();
         } catch (CharacterCodingException e) {
             throw PublishFailure.permanent(

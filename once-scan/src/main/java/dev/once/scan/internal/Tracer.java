@@ -4245,6 +4245,15 @@ final class Tracer {
             what += " in the listener's JTA transaction";
             keyed = true;
         }
+        if ((category == Event.Category.PUBLISH || category == Event.Category.EXTERNAL)
+                && entry != null
+                && "debezium".equals(entry.broker)) {
+            // a change-data-capture relay forwards change events that carry their source position (LSN, binlog
+            // offset) to a broker or an endpoint: Debezium documents its delivery as at least once and its consumers
+            // dedupe on that position, so a replayed batch sent again is the contract, not a defect; losing a record
+            // is still one, and a row the handler stores itself is still its own duplicate
+            keyed = true;
+        }
         List<Step> path = new ArrayList<>(f.path);
         path.add(new Step(shortText(at), repo.loc(at)));
         // a generic request helper (doRequest(params, url, HttpMethod method, payload)) sends whatever its callers ask:
