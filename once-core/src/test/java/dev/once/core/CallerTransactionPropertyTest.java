@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import static dev.once.core.Unchecked.call;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Delivery;
@@ -178,18 +179,6 @@ class CallerTransactionPropertyTest {
                         .map(i -> Transformer.mutate(name + " " + i, w -> call(() -> move.on(w, i))));
             }
         };
-    }
-
-    interface Call {
-        void run() throws Exception;
-    }
-
-    private static void call(Call c) {
-        try {
-            c.run();
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
     }
 
     /** Something the open transaction holds, as the model sees it. */

@@ -1,5 +1,6 @@
 package dev.once.core;
 
+import static dev.once.core.Unchecked.call;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -296,18 +297,6 @@ class LeaseFencePropertyTest {
         return step(name, eligible, (w, h) -> Arbitraries.just(Transformer.mutate(name + " " + h, x -> move.on(x, h))));
     }
 
-    interface Call {
-        void run() throws Exception;
-    }
-
-    private static void call(Call c) {
-        try {
-            c.run();
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
     /** Where a holder's transaction runs. */
     enum Path {
         /** {@link Fence#check} on a connection the caller manages. */
@@ -585,38 +574,47 @@ class LeaseFencePropertyTest {
         }
 
         void renew(int h) {
-            Lease lease = holders[h].lease;
-            if (lease == null) {
+            Mine mine = mine(h);
+            if (mine == null) {
                 return;
             }
-            LeaseRow row = rows[resourceIndex(lease.name())];
-            boolean held = row.owner == h && row.token == lease.token();
-            Optional<Lease> renewed = leases.renew(lease, TTL);
-            assertThat(renewed.isPresent())
-                    .as(
-                            "renew token %d by holder %d: the lease's token is %d, owner %d",
-                            lease.token(), h, row.token, row.owner)
-                    .isEqualTo(held);
+            Optional<Lease> renewed = leases.renew(mine.lease(), TTL);
+            mine.assertDoneAsModelled("renew", renewed.isPresent());
             if (renewed.isPresent()) {
-                row.expiresAt = renewed.get().expiresAt();
+                mine.row().expiresAt = renewed.get().expiresAt();
                 holders[h].lease = renewed.get();
             }
         }
 
         void release(int h) {
-            Lease lease = holders[h].lease;
-            if (lease == null) {
+            Mine mine = mine(h);
+            if (mine == null) {
                 return;
             }
+            mine.assertDoneAsModelled("release", leases.release(mine.lease()));
+            if (mine.held()) {
+                mine.row().owner = -1;
+            }
+        }
+
+        /** Holder {@code h}'s lease, its row in the model and whether the model says {@code h} still holds it; null if none. */
+        private Mine mine(int h) {
+            Lease lease = holders[h].lease;
+            if (lease == null) {
+                return null;
+            }
             LeaseRow row = rows[resourceIndex(lease.name())];
-            boolean held = row.owner == h && row.token == lease.token();
-            assertThat(leases.release(lease))
-                    .as(
-                            "release token %d by holder %d: the lease's token is %d, owner %d",
-                            lease.token(), h, row.token, row.owner)
-                    .isEqualTo(held);
-            if (held) {
-                row.owner = -1;
+            return new Mine(h, lease, row, row.owner == h && row.token == lease.token());
+        }
+
+        private record Mine(int holder, Lease lease, LeaseRow row, boolean held) {
+            /** A renewal or a release of the lease is done exactly when the model says its holder still holds it. */
+            void assertDoneAsModelled(String what, boolean done) {
+                assertThat(done)
+                        .as(
+                                "%s token %d by holder %d: the lease's token is %d, owner %d",
+                                what, lease.token(), holder, row.token, row.owner)
+                        .isEqualTo(held);
             }
         }
 
