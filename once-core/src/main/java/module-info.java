@@ -18,4 +18,7 @@ module dev.once.core {
     exports dev.once.outbox;
     exports dev.once.retention;
     exports dev.once.tx;
+
+    // the transaction integrations Fence.check tells of a fence (once-spring provides one)
+    uses dev.once.tx.TransactionFences;
 }

@@ -28,4 +28,8 @@ module dev.once.spring {
     requires static spring.cloud.aws.sqs;
 
     exports dev.once.spring;
+
+    // a Fence.check on a Spring transaction's connection is checked again before that transaction commits
+    provides dev.once.tx.TransactionFences with
+            dev.once.spring.SpringTransactionFences;
 }

@@ -46,7 +46,9 @@ abstract class ClaimTx {
     public void fence(String resource, long token) throws SQLException {
         watch.fenced(resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
         try {
-            Fence.check(raw, dialect, prefix, resource, token, clock);
+            // not Fence.check: a Spring integration would check it again at the physical commit as well, where
+            // the engine's own check (last before the claim commits) already stands for it
+            new Fence.Taken(dialect, prefix, resource, token, clock).checkOn(raw);
         } catch (SQLException e) {
             throw watch.failed(e); // on the raw connection, so the guard would not see it
         }

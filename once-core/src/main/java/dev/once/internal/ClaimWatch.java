@@ -128,7 +128,7 @@ public final class ClaimWatch {
         }
         for (Map.Entry<String, Long> f : fences.entrySet()) {
             try {
-                Fence.check(raw, dialect, prefix, f.getKey(), f.getValue(), clock);
+                new Fence.Taken(dialect, prefix, f.getKey(), f.getValue(), clock).checkOn(raw);
             } catch (StaleFencingTokenException e) {
                 throw new StaleFencingTokenException(
                         e.resource(),

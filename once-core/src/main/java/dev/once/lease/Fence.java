@@ -5,13 +5,17 @@ import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
+import dev.once.tx.TransactionFences;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
+import java.util.ServiceLoader;
 
 /**
  * Fencing tokens enforced by the database, usable in any transaction (the engine's
@@ -31,8 +35,13 @@ import java.util.Objects;
  * is released before the write it protects. A rollback to a savepoint taken before the check undoes
  * it like any statement: the token is no longer recorded and, on PostgreSQL (on MariaDB when the check
  * inserted the row), the fence row is free, so a newer holder's check passes and its writes may commit
- * before this transaction's. Check again after such a rollback, or last before the commit, in the
- * transaction's outer scope. {@link dev.once.Tx#fence} does that for a handler.
+ * before this transaction's; and a caller may catch the refusal and write on. The check is therefore
+ * repeated last before the commit, in the transaction's outer scope, where something manages the
+ * transaction: {@link dev.once.Tx#fence} in a handler (the engine), and this check on the connection of a
+ * Spring-managed transaction with once-spring present (its {@link dev.once.tx.TransactionFences}, checked
+ * in the transaction's {@code beforeCommit}; the commit then fails with {@link StaleFencingTokenException}).
+ * In a JDBC transaction of your own nothing repeats it: check again after such a rollback, or last before
+ * the commit, and let a refusal end the transaction.
  */
 public final class Fence {
 
@@ -59,30 +68,72 @@ public final class Fence {
             Connection connection, Dialect dialect, String prefix, String resource, long token, Clock clock)
             throws SQLException {
         Objects.requireNonNull(connection, "connection");
-        Objects.requireNonNull(dialect, "dialect");
-        Objects.requireNonNull(clock, "clock");
-        TablePrefix.validate(prefix);
-        if (resource == null || resource.isBlank() || resource.length() > 255) {
-            throw new InvalidConfigurationException("fenced resource must be 1 to 255 non-blank characters, but was "
-                    + (resource == null ? "null" : "'" + resource + "'"));
+        Taken fence = new Taken(dialect, prefix, resource, token, clock);
+        List<TransactionFences> integrations = Integrations.FOUND;
+        for (int i = 0; i < integrations.size(); i++) {
+            integrations.get(i).taken(connection, fence);
         }
-        try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
-            ps.setString(1, resource); // 1 resource
-            ps.setLong(2, token); // 2 token
-            ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 updated_at
-            ps.executeUpdate();
+        fence.checkOn(connection);
+    }
+
+    /**
+     * One fence, validated: what a transaction's integration ({@link TransactionFences}) keeps to check it
+     * again before the commit. Immutable.
+     */
+    public record Taken(Dialect dialect, String prefix, String resource, long token, Clock clock) {
+
+        /**
+         * @throws InvalidConfigurationException if resource is blank or longer than 255 characters, or
+         *     prefix is not a valid table prefix
+         */
+        public Taken {
+            Objects.requireNonNull(dialect, "dialect");
+            Objects.requireNonNull(clock, "clock");
+            TablePrefix.validate(prefix);
+            if (resource == null || resource.isBlank() || resource.length() > 255) {
+                throw new InvalidConfigurationException("fenced resource must be 1 to 255 non-blank characters,"
+                        + " but was " + (resource == null ? "null" : "'" + resource + "'"));
+            }
         }
-        // A locking read: under REPEATABLE READ (InnoDB's default) a plain SELECT would answer from
-        // the transaction's snapshot, taken at its first read, and miss a newer token accepted since.
-        try (PreparedStatement ps = connection.prepareStatement(dialect.newestFence(prefix))) {
-            ps.setString(1, resource); // 1 resource
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                long newest = rs.getLong(1);
-                if (newest > token) {
-                    throw new StaleFencingTokenException(resource, token, newest);
+
+        /**
+         * Runs the check on {@code connection}, telling no integration: for the engine and the integrations
+         * checking a fence again, not for application code ({@link Fence#check}).
+         *
+         * @throws StaleFencingTokenException if a newer token was accepted
+         * @throws SQLException the driver's error
+         */
+        public void checkOn(Connection connection) throws SQLException {
+            try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
+                ps.setString(1, resource); // 1 resource
+                ps.setLong(2, token); // 2 token
+                ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 updated_at
+                ps.executeUpdate();
+            }
+            // A locking read: under REPEATABLE READ (InnoDB's default) a plain SELECT would answer from
+            // the transaction's snapshot, taken at its first read, and miss a newer token accepted since.
+            try (PreparedStatement ps = connection.prepareStatement(dialect.newestFence(prefix))) {
+                ps.setString(1, resource); // 1 resource
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long newest = rs.getLong(1);
+                    if (newest > token) {
+                        throw new StaleFencingTokenException(resource, token, newest);
+                    }
                 }
             }
+        }
+    }
+
+    /** The integrations on the class path, found once: none (an empty list, no call) outside Spring. */
+    private static final class Integrations {
+        static final List<TransactionFences> FOUND = find();
+
+        private static List<TransactionFences> find() {
+            List<TransactionFences> found = new ArrayList<>(1);
+            ServiceLoader.load(TransactionFences.class, Fence.class.getClassLoader())
+                    .forEach(found::add);
+            return List.copyOf(found);
         }
     }
 }

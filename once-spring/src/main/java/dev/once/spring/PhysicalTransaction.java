@@ -1,16 +1,20 @@
 package dev.once.spring;
 
 import dev.once.OnceException;
+import dev.once.StaleFencingTokenException;
 import dev.once.TransactionOutbox;
 import dev.once.Tx;
+import dev.once.lease.Fence;
 import dev.once.tx.JoinedTransaction;
 import dev.once.tx.TransactionHandle;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -57,6 +61,9 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private Set<Object> savepoints;
     private Map<OnceOutbox, TransactionOutbox> outboxes;
     private Tx listenerTx;
+    // The fences taken on the transaction's connection (Fence.check, SpringTransactionFences), by prefix and
+    // resource, the newest token each; null until one is: checked again before the commit.
+    private Map<String, Fence.Taken> fences;
     // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
     private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
     // Whether Spring's synchronizations hold this state (and so call its beforeCommit and afterCompletion).
@@ -205,6 +212,53 @@ final class PhysicalTransaction implements TransactionSynchronization {
         });
     }
 
+    /**
+     * A fence taken on this transaction's connection, recorded before it is checked (a refusal the caller
+     * catches is found again): {@link #beforeCommit} checks it again, the newest token per resource.
+     */
+    void fenced(Fence.Taken fence) {
+        if (fences == null) {
+            fences = new TreeMap<>(); // lock order: by resource, the same in every transaction
+        }
+        fences.merge(fence.prefix() + " " + fence.resource(), fence, (a, b) -> a.token() >= b.token() ? a : b);
+    }
+
+    /**
+     * Checks every fence taken in this transaction again, on its connection, after all its savepoints are
+     * settled: a rollback to one taken before a check undid the check (on PostgreSQL the fence row is free
+     * again, and a newer holder's check passes and commits), and a caller may have caught a refusal and
+     * written on. The newest token of each resource is this transaction's from here to the commit (the row
+     * stays locked), or the commit fails. Two statements per fenced resource, none where nothing was fenced.
+     */
+    private void fenceAgain() {
+        if (fences == null) {
+            return;
+        }
+        if (!(TransactionSynchronizationManager.getResource(key.dataSource()) instanceof ConnectionHolder holder)
+                || holder.getConnectionHandle() == null) {
+            throw new OnceException("the transaction fenced " + fences.keySet() + " but holds no connection of "
+                    + key.dataSource() + " at its commit to check the fences again on; it is rolled back");
+        }
+        Connection c = holder.getConnection();
+        for (Fence.Taken f : fences.values()) {
+            try {
+                f.checkOn(c);
+            } catch (StaleFencingTokenException e) {
+                throw new StaleFencingTokenException(
+                        e.resource(),
+                        e.token(),
+                        e.newest(),
+                        "the newest accepted token is " + e.newest() + ", found when the Spring transaction's fences"
+                                + " were checked again before its commit (a rollback to a savepoint undid the"
+                                + " check, or the caller caught its refusal and went on); this writer's lease was"
+                                + " taken over, the transaction is rolled back");
+            } catch (SQLException e) {
+                throw new OnceException(
+                        "checking the transaction's fences again before its commit failed: " + e.getMessage(), e);
+            }
+        }
+    }
+
     @Override
     public void suspend() {
         TransactionSynchronizationManager.unbindResource(key);
@@ -249,6 +303,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
      */
     @Override
     public void beforeCommit(boolean readOnly) {
+        fenceAgain(); // first: the fold below may carry the COMMIT itself
         try {
             if (outboxes != null) {
                 for (TransactionOutbox w : outboxes.values()) {
