@@ -20,5 +20,5 @@ module dev.once.core {
     exports dev.once.tx;
 
     // the transaction integrations Fence.check tells of a fence (once-spring provides one)
-    uses dev.once.tx.TransactionFences;
+    uses dev.once.lease.TransactionFences;
 }

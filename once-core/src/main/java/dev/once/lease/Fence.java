@@ -5,7 +5,6 @@ import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
-import dev.once.tx.TransactionFences;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -38,7 +37,7 @@ import java.util.ServiceLoader;
  * before this transaction's; and a caller may catch the refusal and write on. The check is therefore
  * repeated last before the commit, in the transaction's outer scope, where something manages the
  * transaction: {@link dev.once.Tx#fence} in a handler (the engine), and this check on the connection of a
- * Spring-managed transaction with once-spring present (its {@link dev.once.tx.TransactionFences}, checked
+ * Spring-managed transaction with once-spring present (its {@link TransactionFences}, checked
  * in the transaction's {@code beforeCommit}; the commit then fails with {@link StaleFencingTokenException}).
  * In a JDBC transaction of your own nothing repeats it: check again after such a rollback, or last before
  * the commit, and let a refusal end the transaction.

@@ -25,8 +25,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * What {@code once} keeps for one physical Spring transaction on one {@code DataSource}: the engine's
- * pending outcomes ({@link JoinedTransaction}), the {@link OnceOutbox} rows not yet written, and the
- * {@link Tx} of the {@link IdempotentListener} body running in it. Kept the way Spring keeps a
+ * pending outcomes ({@link JoinedTransaction}), the {@link OnceOutbox} rows not yet written, the
+ * {@link Tx} of the {@link IdempotentListener} body running in it, and the fences taken on its connection
+ * ({@link SpringTransactionFences}), checked again before it commits. Kept the way Spring keeps a
  * transaction's JDBC connection: bound as a resource while the transaction is the thread's current
  * one, unbound when a {@code REQUIRES_NEW} step suspends it and bound again when it resumes, so the
  * inner transaction gets a state of its own and never writes into the suspended one's. Follows the

@@ -1,7 +1,7 @@
 package dev.once.spring;
 
 import dev.once.lease.Fence;
-import dev.once.tx.TransactionFences;
+import dev.once.lease.TransactionFences;
 import java.sql.Connection;
 import java.util.Map;
 import javax.sql.DataSource;

@@ -1,6 +1,5 @@
-package dev.once.tx;
+package dev.once.lease;
 
-import dev.once.lease.Fence;
 import java.sql.Connection;
 
 /**
