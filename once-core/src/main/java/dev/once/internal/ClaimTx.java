@@ -44,7 +44,7 @@ abstract class ClaimTx {
     }
 
     public void fence(String resource, long token) throws SQLException {
-        watch.fenced(resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
+        watch.fenced(prefix, resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
         try {
             // not Fence.check: a Spring integration would check it again at the physical commit as well, where
             // the engine's own check (last before the claim commits) already stands for it

@@ -2,6 +2,7 @@ package dev.once.lease;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.GuardedConnection;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -36,11 +37,12 @@ import java.util.ServiceLoader;
  * inserted the row), the fence row is free, so a newer holder's check passes and its writes may commit
  * before this transaction's; and a caller may catch the refusal and write on. The check is therefore
  * repeated last before the commit, in the transaction's outer scope, where something manages the
- * transaction: {@link dev.once.Tx#fence} in a handler (the engine), and this check on the connection of a
- * Spring-managed transaction with once-spring present (its {@link TransactionFences}, checked
- * in the transaction's {@code beforeCommit}; the commit then fails with {@link StaleFencingTokenException}).
- * In a JDBC transaction of your own nothing repeats it: check again after such a rollback, or last before
- * the commit, and let a refusal end the transaction.
+ * transaction: once, where it commits it, for {@link dev.once.Tx#fence} and for this check on a handler's
+ * {@code tx.connection()} or a {@link dev.once.keys.KeyTransaction}'s {@code connection()}; once-spring for
+ * this check on the connection of a Spring-managed transaction (its {@link TransactionFences}, checked in the
+ * transaction's {@code beforeCommit}). A stale one rolls the transaction back with {@link
+ * StaleFencingTokenException}. In a JDBC transaction of your own nothing repeats it: check again after such a
+ * rollback, or last before the commit, and let a refusal end the transaction.
  */
 public final class Fence {
 
@@ -68,9 +70,17 @@ public final class Fence {
             throws SQLException {
         Objects.requireNonNull(connection, "connection");
         Taken fence = new Taken(dialect, prefix, resource, token, clock);
-        List<TransactionFences> integrations = Integrations.FOUND;
-        for (int i = 0; i < integrations.size(); i++) {
-            integrations.get(i).taken(connection, fence);
+        // On once's guarded connection (a handler's, a key transaction's) once commits the transaction: it checks
+        // the fence again last before, as for Tx.fence. Recorded first, so that a refusal caught is found again.
+        // Elsewhere the integration managing the transaction does (once-spring's, at the physical commit).
+        GuardedConnection guard = GuardedConnection.of(connection);
+        if (guard != null) {
+            guard.fenced(prefix, resource, token);
+        } else {
+            List<TransactionFences> integrations = Integrations.FOUND;
+            for (int i = 0; i < integrations.size(); i++) {
+                integrations.get(i).taken(connection, fence);
+            }
         }
         fence.checkOn(connection);
     }
