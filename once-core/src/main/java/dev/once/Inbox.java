@@ -1,7 +1,9 @@
 package dev.once;
 
 import dev.once.internal.Chunks;
+import dev.once.internal.LockTimeoutRestore;
 import dev.once.internal.Names;
+import dev.once.internal.StatementsTogether;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.TablePrefix;
 import java.sql.Connection;
@@ -33,7 +35,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>The claim is one atomic insert under the primary key {@code (consumer, event_id)}. A
  * concurrent claim of the same id waits for the first transaction to end and then reports
  * false; if it waits longer than the lock timeout (this inbox's, or else the session's own
- * {@code lock_timeout}) the driver throws the dialect's lock-timeout error ({@link Dialect#isLockTimeout}). Immutable and thread-safe; the connection must not be in
+ * {@code lock_timeout}) the driver throws the dialect's lock-timeout error ({@link Dialect#isLockTimeout}). A lock
+ * timeout of the inbox's own is put back after the claim ({@link Dialect#restoreLockTimeout}), in the claim's round trip
+ * where the first connection's driver takes several statements in one string ({@link Dialect#statementsTogether}),
+ * else in one of its own: give an inbox connections of one driver. Immutable and thread-safe; the connection must not be in
  * auto-commit mode, or the claim commits on its own and the effect is no longer atomic with it.
  */
 public final class Inbox {
@@ -43,6 +48,7 @@ public final class Inbox {
     private final Duration lockTimeout;
     private final Clock clock;
     private final String claimSql;
+    private final LockTimeoutRestore restore;
     // Batch claim statements by batch size (one entry on PostgreSQL, whose statement binds an array).
     private final Map<Integer, String> claimBatchSql = new ConcurrentHashMap<>();
     // The last consumer name that passed validation: a consumer claims under one name, so the regex
@@ -56,6 +62,7 @@ public final class Inbox {
         this.lockTimeout = lockTimeout;
         this.clock = clock;
         this.claimSql = dialect.claim(prefix, lockTimeout);
+        this.restore = new LockTimeoutRestore(dialect, lockTimeout, new StatementsTogether(dialect));
     }
 
     /** An inbox on the default prefix, with no lock timeout of its own. */
@@ -114,13 +121,16 @@ public final class Inbox {
     public boolean claim(Connection connection, String consumer, String eventId) throws SQLException {
         validConsumer(consumer);
         Delivery.validEventId(eventId);
-        try (PreparedStatement ps = connection.prepareStatement(claimSql)) {
+        boolean claimed;
+        try (PreparedStatement ps = connection.prepareStatement(restore.claim(connection, claimSql))) {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
             dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
-            ps.execute(); // the first result is the insert's count; a setting's restore may follow
-            return ps.getUpdateCount() == 1;
+            ps.execute(); // the first result is the insert's count; the lock timeout's restore may follow
+            claimed = ps.getUpdateCount() == 1;
         }
+        restore.afterClaim(connection);
+        return claimed;
     }
 
     /**
@@ -183,15 +193,17 @@ public final class Inbox {
         Timestamp now = Timestamp.from(clock.instant());
         // Chunks in ascending order keep the one global lock order of a single statement.
         for (String[] part : Chunks.of(ids, dialect.maxBatchClaimSize())) {
-            try (PreparedStatement ps = connection.prepareStatement(claimBatchSql(part.length))) {
+            try (PreparedStatement ps =
+                    connection.prepareStatement(restore.claim(connection, claimBatchSql(part.length)))) {
                 dialect.bindBatchClaim(ps, consumer, now, part);
-                ps.execute(); // the first result is the claimed ids; a setting's restore may follow
+                ps.execute(); // the first result is the claimed ids; the lock timeout's restore may follow
                 try (ResultSet rs = ps.getResultSet()) {
                     while (rs.next()) {
                         claimed.add(rs.getString(1));
                     }
                 }
             }
+            restore.afterClaim(connection);
         }
         return claimed;
     }

@@ -1008,7 +1008,7 @@ final class RelaySuite implements Suite {
     }
 
     /** {@link SqsPublisher#MAX_BATCH} entries as {@link SqsPublisher} sends rows, event ids {@code prefix + n + i}. */
-    private static List<SendMessageBatchRequestEntry> sqsEntries(String prefix, long n) {
+    static List<SendMessageBatchRequestEntry> sqsEntries(String prefix, long n) {
         List<SendMessageBatchRequestEntry> entries = new ArrayList<>(SqsPublisher.MAX_BATCH);
         for (int i = 0; i < SqsPublisher.MAX_BATCH; i++) {
             entries.add(SendMessageBatchRequestEntry.builder()

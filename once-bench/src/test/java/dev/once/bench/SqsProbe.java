@@ -19,7 +19,6 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 
 /**
@@ -203,19 +202,7 @@ final class SqsProbe {
             Thread thread = new Thread(() -> {
                 long a0 = THREADS.getCurrentThreadAllocatedBytes();
                 for (long n = 0; System.nanoTime() < end; n += SqsPublisher.MAX_BATCH) {
-                    List<SendMessageBatchRequestEntry> entries = new ArrayList<>(SqsPublisher.MAX_BATCH);
-                    for (int i = 0; i < SqsPublisher.MAX_BATCH; i++) {
-                        entries.add(SendMessageBatchRequestEntry.builder()
-                                .id(Integer.toString(i))
-                                .messageBody("1")
-                                .messageAttributes(Map.of(
-                                        OutboxMessage.EVENT_ID_HEADER,
-                                        MessageAttributeValue.builder()
-                                                .dataType("String")
-                                                .stringValue(prefix + (n + i) + "#1")
-                                                .build()))
-                                .build());
-                    }
+                    List<SendMessageBatchRequestEntry> entries = RelaySuite.sqsEntries(prefix, n);
                     acked.addAndGet(client.sendMessageBatch(r -> r.queueUrl(url).entries(entries))
                             .successful()
                             .size());

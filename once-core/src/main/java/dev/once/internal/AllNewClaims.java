@@ -32,22 +32,24 @@ final class AllNewClaims {
     private final Clock clock;
     private final Map<Integer, String> sql = new ConcurrentHashMap<>();
     private final String oneSql;
+    private final LockTimeoutRestore restore;
 
-    private AllNewClaims(Inbox inbox, Clock clock) {
+    private AllNewClaims(Inbox inbox, Clock clock, StatementsTogether together) {
         this.dialect = inbox.dialect();
         this.prefix = inbox.tablePrefix();
         this.lockTimeout = inbox.lockTimeout().orElse(null);
         this.clock = clock;
         this.oneSql = dialect.claimNew(prefix, lockTimeout);
+        this.restore = new LockTimeoutRestore(dialect, lockTimeout, together);
     }
 
     /** The claims for {@code inbox}; null when its dialect has no such statements. */
-    static AllNewClaims of(Inbox inbox, Clock clock) {
+    static AllNewClaims of(Inbox inbox, Clock clock, StatementsTogether together) {
         Dialect dialect = inbox.dialect();
         return dialect.supportsBatchClaim()
                         && dialect.claimBatchAllNew(inbox.tablePrefix(), null, 2) != null
                         && dialect.claimNew(inbox.tablePrefix(), null) != null
-                ? new AllNewClaims(inbox, clock)
+                ? new AllNewClaims(inbox, clock, together)
                 : null;
     }
 
@@ -56,18 +58,19 @@ final class AllNewClaims {
      * and must be rolled back. A transaction holding the id makes it wait, as {@link Inbox#claim} does.
      */
     boolean claim(Connection c, String consumer, String eventId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(oneSql)) {
+        try (PreparedStatement ps = c.prepareStatement(restore.claim(c, oneSql))) {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
             dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
-            ps.execute(); // the insert's count; a setting's restore may follow
-            return true;
+            ps.execute(); // the insert's count; the lock timeout's restore may follow
         } catch (SQLException e) {
             if (dialect.isUniqueViolation(e)) {
                 return false;
             }
             throw e;
         }
+        restore.afterClaim(c);
+        return true;
     }
 
     /**
@@ -81,15 +84,16 @@ final class AllNewClaims {
         Timestamp now = Timestamp.from(clock.instant());
         for (String[] part : Chunks.of(sorted, dialect.maxBatchClaimSize())) {
             String statement = sql.computeIfAbsent(part.length, n -> dialect.claimBatchAllNew(prefix, lockTimeout, n));
-            try (PreparedStatement ps = c.prepareStatement(statement)) {
+            try (PreparedStatement ps = c.prepareStatement(restore.claim(c, statement))) {
                 dialect.bindBatchClaim(ps, consumer, now, part);
-                ps.execute(); // the first result is the insert's count; a setting's restore may follow
+                ps.execute(); // the first result is the insert's count; the lock timeout's restore may follow
             } catch (SQLException e) {
                 if (dialect.isUniqueViolation(e)) {
                     return false;
                 }
                 throw e;
             }
+            restore.afterClaim(c);
         }
         return true;
     }

@@ -28,15 +28,15 @@ final class ClaimCheck {
     private final String tablePrefix;
     private final String verifySql;
     private final String verifyAndCommitSql;
-    private final CommitFolding folding;
+    private final StatementsTogether together;
 
-    ClaimCheck(String consumer, Dialect dialect, String tablePrefix, CommitFolding folding) {
+    ClaimCheck(String consumer, Dialect dialect, String tablePrefix, StatementsTogether together) {
         this.consumer = consumer;
         this.dialect = dialect;
         this.tablePrefix = tablePrefix;
         this.verifySql = dialect.verifyClaim(tablePrefix);
         this.verifyAndCommitSql = dialect.verifyClaimAndCommit(tablePrefix);
-        this.folding = folding;
+        this.together = together;
     }
 
     /**
@@ -129,7 +129,7 @@ final class ClaimCheck {
      * and the driver takes the check and the COMMIT in one string.
      */
     private boolean folds(Connection c, int n, boolean foldable) throws SQLException {
-        return foldable && n <= dialect.maxBatchClaimSize() && checkSql(n, true) != null && folding.allowed(c);
+        return foldable && n <= dialect.maxBatchClaimSize() && checkSql(n, true) != null && together.allowed(c);
     }
 
     /** The check of {@code n} claims, with the COMMIT when {@code withCommit}; null where the dialect cannot fold it. */

@@ -44,7 +44,7 @@ abstract class ClaimTx {
     }
 
     public void fence(String resource, long token) throws SQLException {
-        watch.fenced(resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
+        watch.fenced(prefix, resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
         try {
             Fence.check(raw, dialect, prefix, resource, token, clock);
         } catch (SQLException e) {

@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Clock;
+import java.util.Comparator;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
@@ -30,8 +31,14 @@ public final class ClaimWatch {
     private JoinedTransaction joined;
     private String suspicion;
     private SQLException ended;
-    // The newest token the handlers fenced each resource with, by resource (lock order); null until a fence.
-    private Map<String, Long> fences;
+    // The newest token the handlers fenced each resource with, by table prefix and resource (one lock order);
+    // null until a fence.
+    private Map<Fenced, Long> fences;
+
+    private record Fenced(String prefix, String resource) {}
+
+    private static final Comparator<Fenced> LOCK_ORDER =
+            Comparator.comparing(Fenced::prefix).thenComparing(Fenced::resource);
 
     /**
      * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
@@ -103,16 +110,19 @@ public final class ClaimWatch {
         return e;
     }
 
-    /** A handler's fence, recorded before it is checked, so that a refusal the handler catches is found again. */
-    void fenced(String resource, long token) {
+    /**
+     * A fence taken in this transaction ({@code Tx.fence}, or {@link Fence#check} on the guard), recorded before it
+     * is checked, so that a refusal the code catches is found again.
+     */
+    void fenced(String prefix, String resource, long token) {
         if (fences == null) {
-            fences = new TreeMap<>();
+            fences = new TreeMap<>(LOCK_ORDER);
         }
-        fences.merge(resource, token, Math::max);
+        fences.merge(new Fenced(prefix, resource), token, Math::max);
     }
 
     /**
-     * Checks every fence of the handlers again, last before the commit. A check holds only as long as
+     * Checks every fence of the transaction again, last before the commit. A check holds only as long as
      * its statements stand: a rollback to a savepoint taken before it undoes its token and, on PostgreSQL
      * (and MariaDB when the check inserted the row), frees the fence row, so a newer holder's check passes
      * and commits and this transaction's writes would commit after it (LeaseFencePropertyTest, a fence in a
@@ -122,13 +132,13 @@ public final class ClaimWatch {
      *
      * @throws StaleFencingTokenException naming the token, the newest and the resource
      */
-    void fenceAgain(Connection raw, String prefix, Clock clock) throws SQLException {
+    public void fenceAgain(Connection raw, Clock clock) throws SQLException {
         if (fences == null) {
             return;
         }
-        for (Map.Entry<String, Long> f : fences.entrySet()) {
+        for (Map.Entry<Fenced, Long> f : fences.entrySet()) {
             try {
-                Fence.check(raw, dialect, prefix, f.getKey(), f.getValue(), clock);
+                Fence.check(raw, dialect, f.getKey().prefix(), f.getKey().resource(), f.getValue(), clock);
             } catch (StaleFencingTokenException e) {
                 throw new StaleFencingTokenException(
                         e.resource(),

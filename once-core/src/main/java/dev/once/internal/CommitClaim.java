@@ -44,7 +44,7 @@ final class CommitClaim {
     // Joined (dedicated): null where the dialect cannot, and the builder refuses the setting.
     private final String joinedClaimSql;
     private final String joinedClaimAndCommitSql;
-    private final CommitFolding folding;
+    private final StatementsTogether together;
 
     CommitClaim(
             Transactions transactions,
@@ -52,7 +52,7 @@ final class CommitClaim {
             Inbox inbox,
             String consumer,
             Clock clock,
-            CommitFolding folding) {
+            StatementsTogether together) {
         this.transactions = transactions;
         this.claimRun = claimRun;
         this.dialect = inbox.dialect();
@@ -63,7 +63,7 @@ final class CommitClaim {
         this.inbox = inbox;
         this.joinedClaimSql = dialect.claimAtJoinedCommit(inbox.tablePrefix());
         this.joinedClaimAndCommitSql = dialect.claimAtJoinedCommitAndCommit(inbox.tablePrefix());
-        this.folding = folding;
+        this.together = together;
     }
 
     /**
@@ -108,7 +108,7 @@ final class CommitClaim {
             tx.setRollbackOnly();
             return FailedOutcomes.endedUnderTheHandler(d.eventId(), watch.ended());
         }
-        boolean fold = claimAndCommitSql != null && tx.commitFoldable() && folding.allowed(c);
+        boolean fold = claimAndCommitSql != null && tx.commitFoldable() && together.allowed(c);
         try (PreparedStatement ps = c.prepareStatement(fold ? claimAndCommitSql : claimSql)) {
             ps.setString(1, consumer);
             ps.setString(2, d.eventId());
@@ -153,7 +153,7 @@ final class CommitClaim {
 
     private boolean claimAtCallerCommit(Transaction tx, Connection c, String eventId, boolean commit)
             throws SQLException {
-        boolean fold = commit && folding.allowed(c);
+        boolean fold = commit && together.allowed(c);
         try (PreparedStatement ps = c.prepareStatement(fold ? joinedClaimAndCommitSql : joinedClaimSql)) {
             ps.setString(1, consumer);
             ps.setString(2, eventId);

@@ -70,11 +70,13 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.consumer = consumer;
         this.inbox = inbox;
         this.metrics = new OnceMetrics(registry, consumer);
-        this.fingerprints = mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock);
+        StatementsTogether together = new StatementsTogether(inbox.dialect());
+        this.fingerprints =
+                mismatchPolicy == MismatchPolicy.OFF ? null : new FingerprintedClaims(inbox, clock, together);
         this.settlement = new Settlement(metrics, listener, mismatchPolicy);
-        CommitFolding folding = new CommitFolding(inbox.dialect());
-        ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix(), folding);
-        AllNewClaims allNewClaims = mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock) : null;
+        ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix(), together);
+        AllNewClaims allNewClaims =
+                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock, together) : null;
         ClaimRun claimRun = new ClaimRun(
                 consumer,
                 handler,
@@ -90,7 +92,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 allNewClaims,
                 transactions.dedicated());
         CommitClaim atCommit = claimTiming == ClaimTiming.AT_COMMIT
-                ? new CommitClaim(transactions, claimRun, inbox, consumer, clock, folding)
+                ? new CommitClaim(transactions, claimRun, inbox, consumer, clock, together)
                 : null;
         this.owned = new OwnedMode(
                 transactions, inbox.dialect(), conflictRetries, claimRun, check, consumer, allNewClaims, atCommit);

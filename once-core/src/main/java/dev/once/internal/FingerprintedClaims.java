@@ -34,15 +34,17 @@ final class FingerprintedClaims {
     private final Duration lockTimeout;
     private final Clock clock;
     private final String claimSql;
+    private final LockTimeoutRestore restore;
     private final Map<Integer, String> claimBatchSql = new ConcurrentHashMap<>();
     private final Map<Integer, String> storedSql = new ConcurrentHashMap<>();
 
-    FingerprintedClaims(Inbox inbox, Clock clock) {
+    FingerprintedClaims(Inbox inbox, Clock clock, StatementsTogether together) {
         this.dialect = inbox.dialect();
         this.prefix = inbox.tablePrefix();
         this.lockTimeout = inbox.lockTimeout().orElse(null);
         this.clock = clock;
         this.claimSql = dialect.claimWithFingerprint(prefix, lockTimeout);
+        this.restore = new LockTimeoutRestore(dialect, lockTimeout, together);
     }
 
     /**
@@ -69,14 +71,17 @@ final class FingerprintedClaims {
 
     /** {@link Inbox#claim}, keeping {@code fingerprint} (null: none) with the claim. */
     boolean claim(Connection c, String consumer, String eventId, Long fingerprint) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+        boolean claimed;
+        try (PreparedStatement ps = c.prepareStatement(restore.claim(c, claimSql))) {
             ps.setString(1, consumer); // 1 consumer
             ps.setString(2, eventId); // 2 event_id
             dialect.bindProcessedAt(ps, 3, clock.instant()); // 3 processed_at
             ps.setObject(4, fingerprint, Types.BIGINT); // 4 payload_fingerprint
-            ps.execute(); // the first result is the insert's count; a setting's restore may follow
-            return ps.getUpdateCount() == 1;
+            ps.execute(); // the first result is the insert's count; the lock timeout's restore may follow
+            claimed = ps.getUpdateCount() == 1;
         }
+        restore.afterClaim(c);
+        return claimed;
     }
 
     /**
@@ -107,15 +112,16 @@ final class FingerprintedClaims {
             }
             String sql = claimBatchSql.computeIfAbsent(
                     part.length, n -> dialect.claimBatchWithFingerprints(prefix, lockTimeout, n));
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
+            try (PreparedStatement ps = c.prepareStatement(restore.claim(c, sql))) {
                 dialect.bindBatchClaimWithFingerprints(ps, consumer, now, part, prints);
-                ps.execute(); // the first result is the claimed ids; a setting's restore may follow
+                ps.execute(); // the first result is the claimed ids; the lock timeout's restore may follow
                 try (ResultSet rs = ps.getResultSet()) {
                     while (rs.next()) {
                         claimed.add(rs.getString(1));
                     }
                 }
             }
+            restore.afterClaim(c);
         }
         return claimed;
     }

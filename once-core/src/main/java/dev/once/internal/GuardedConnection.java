@@ -81,6 +81,23 @@ public final class GuardedConnection implements Connection {
         return watch.failed(e);
     }
 
+    /**
+     * The guard {@code connection} is, or wraps (a pool's or a framework's proxy around a handler's connection);
+     * null when it is none. For {@link dev.once.lease.Fence#check}: a fence taken on a guard is checked again
+     * before once commits the transaction ({@link ClaimWatch#fenceAgain}).
+     */
+    public static GuardedConnection of(Connection connection) throws SQLException {
+        if (connection instanceof GuardedConnection g) {
+            return g;
+        }
+        return connection.isWrapperFor(GuardedConnection.class) ? connection.unwrap(GuardedConnection.class) : null;
+    }
+
+    /** A fence checked on this connection ({@link dev.once.lease.Fence#check}): see {@link ClaimWatch#fenced}. */
+    public void fenced(String prefix, String resource, long token) {
+        watch.fenced(prefix, resource, token);
+    }
+
     /** Whether this connection reports to {@code w}: it is the guard of that claim transaction's handler. */
     boolean watches(ClaimWatch w) {
         return watch == w;
@@ -277,7 +294,7 @@ public final class GuardedConnection implements Connection {
 
     @Override
     public boolean isWrapperFor(Class<?> iface) throws SQLException {
-        return delegate.isWrapperFor(iface);
+        return iface.isInstance(this) || delegate.isWrapperFor(iface);
     }
 
     @Override

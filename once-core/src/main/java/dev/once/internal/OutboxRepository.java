@@ -29,7 +29,7 @@ import java.util.Set;
 /**
  * Every read and write of the outbox table by the relay and the admin, on a connection whose
  * transaction the caller runs. The statements come from the {@link Dialect}; this class binds them
- * and reads their rows. Stateless and thread-safe. Not API.
+ * and reads their rows. Thread-safe. Not API.
  */
 public final class OutboxRepository {
 
@@ -55,6 +55,8 @@ public final class OutboxRepository {
     private final String discardSql;
     private final Dialect dialect;
     private final String prefix;
+    // Asked of the first batch's connection and kept, as the consumers ask: one relay, one DataSource.
+    private final StatementsTogether multiStatement;
 
     public OutboxRepository(Dialect dialect, String prefix) {
         this.insertSql = dialect.outboxInsert(prefix);
@@ -73,6 +75,7 @@ public final class OutboxRepository {
         this.discardSql = dialect.outboxDiscard(prefix);
         this.dialect = dialect;
         this.prefix = prefix;
+        this.multiStatement = new StatementsTogether(dialect);
     }
 
     /** A row to write: what a handler added, its headers encoded. */
@@ -160,7 +163,7 @@ public final class OutboxRepository {
             throws SQLException {
         String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
         // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
-        boolean together = begin != null && dialect.statementsTogether(c);
+        boolean together = begin != null && multiStatement.allowed(c);
         if (begin != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(begin);
@@ -404,7 +407,7 @@ public final class OutboxRepository {
             statusCodes[i] = receipt == null ? null : receipt.status();
             responses[i] = receipt == null ? null : receipt.body();
         }
-        boolean together = markBeginSql != null && dialect.statementsTogether(c);
+        boolean together = markBeginSql != null && multiStatement.allowed(c);
         if (markBeginSql != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(markBeginSql);

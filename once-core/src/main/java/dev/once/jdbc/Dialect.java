@@ -27,12 +27,22 @@ public interface Dialect {
      * Claims one event id, waiting at most {@code lockTimeout} for a concurrent transaction that
      * holds the same id, or, when it is null, as long as the session's own {@code lock_timeout}
      * allows. Binds: 1 consumer, 2 message id, 3 processed_at ({@link #bindProcessedAt}). Executed with
-     * {@code execute}; the first result's update count is 1 when claimed, 0 when an earlier
-     * delivery committed it (a statement that puts a changed setting back may follow in the same
-     * string). The timeout is a validated {@link Duration}, written into the statement as a number,
-     * and bounds the claim only: the transaction's statements after it keep their own timeout.
+     * {@code execute}; the update count is 1 when claimed, 0 when an earlier delivery committed it.
+     * The timeout is a validated {@link Duration}, written into the statement as a number, and bounds
+     * the claim only: the transaction's statements after it keep their own timeout, put back by
+     * {@link #restoreLockTimeout} where the claim changed the session's.
      */
     String claim(String prefix, Duration lockTimeout);
+
+    /**
+     * Puts back the session's lock timeout after a claim given one of its own ({@link #claim}, {@link
+     * #claimNew}, {@link #claimBatch}, {@link #claimBatchAllNew}, their fingerprinted forms), once the
+     * claim succeeded; null where the claim's timeout ends with the claim by itself. Sent in one string
+     * after the claim where {@link #statementsTogether} (no round trip of its own), else alone after it.
+     */
+    default String restoreLockTimeout() {
+        return null;
+    }
 
     /**
      * Binds a claim's processed_at ({@link #claim}, {@link #claimWithFingerprint}); once per claim, so
@@ -119,7 +129,7 @@ public interface Dialect {
      * Claims {@code size} ids in one statement, in the order bound (callers sort them, so
      * overlapping batches take their locks in one order and cannot deadlock), returning the ids it
      * inserted as its one column. Bound by {@link #bindBatchClaim}. Executed with {@code execute};
-     * the first result is the claimed ids (a statement that puts a changed setting back may follow).
+     * its result is the claimed ids. A lock timeout is bounded and put back as {@link #claim}'s.
      */
     String claimBatch(String prefix, Duration lockTimeout, int size);
 
@@ -447,11 +457,11 @@ public interface Dialect {
      * sends them in one round trip (pgjdbc does; MariaDB Connector/J only with {@code
      * allowMultiQueries}; another driver of the same database may refuse such a string). Only then
      * does the relay send {@link #outboxBatchBegin} and its savepoint with the lock query, and the
-     * rollback to that savepoint with {@link #outboxRelock}, one round trip each instead of two (asked
-     * at each batch, of the connection that runs it); and only then does a consumer send a claim or
-     * claim check with the {@code COMMIT} folded in ({@link #claimAtCommitAndCommit}, {@link
-     * #claimAtJoinedCommitAndCommit}, {@link #verifyClaimAndCommit}, {@link #verifyClaimsAndCommit}):
-     * asked of its first transaction's connection and kept, as all its connections come from one
+     * rollback to that savepoint with {@link #outboxRelock}, one round trip each instead of two; does a
+     * consumer send a claim or claim check with the {@code COMMIT} folded in ({@link
+     * #claimAtCommitAndCommit}, {@link #claimAtJoinedCommitAndCommit}, {@link #verifyClaimAndCommit},
+     * {@link #verifyClaimsAndCommit}); and does a claim carry {@link #restoreLockTimeout}. Asked by each
+     * relay, consumer and inbox of its first connection and kept, as all its connections come from one
      * DataSource. It must not query the database.
      *
      * @throws SQLException if the connection's metadata cannot be read

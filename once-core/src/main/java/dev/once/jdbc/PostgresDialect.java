@@ -28,11 +28,11 @@ public final class PostgresDialect implements Dialect {
 
     // A lock timeout rides inside the claim through set_config(..., is_local => true): it takes
     // effect before the insert can wait on a concurrent duplicate's index entry. The value it
-    // replaces is saved in once.lock_timeout and put back by a second statement sent in the same
-    // round trip (pgjdbc sends both before it waits), so the handler's statements, and a joined
-    // caller's, keep their own lock_timeout. It still costs server time on every claim (measured:
-    // 4-7% of a one-event transaction), so without one the claim is the plain insert and the
-    // role's or database's lock_timeout applies.
+    // replaces is saved in once.lock_timeout and put back by restoreLockTimeout, sent in the same
+    // round trip through pgjdbc (which sends both before it waits), so the handler's statements, and
+    // a joined caller's, keep their own lock_timeout. It still costs server time on every claim
+    // (measured: 4-7% of a one-event transaction), so without one the claim is the plain insert and
+    // the role's or database's lock_timeout applies.
     @Override
     public String claim(String prefix, Duration lockTimeout) {
         return claim(prefix, lockTimeout, "", "", ON_CONFLICT);
@@ -60,8 +60,7 @@ public final class PostgresDialect implements Dialect {
         String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at" + column + ")";
         return lockTimeout == null
                 ? insert + " VALUES (?, ?, " + PROCESSED_AT + bind + ")" + onConflict
-                : insert + " SELECT ?, ?, " + PROCESSED_AT + bind + " WHERE " + lockTimeout(lockTimeout) + onConflict
-                        + RESTORE_LOCK_TIMEOUT;
+                : insert + " SELECT ?, ?, " + PROCESSED_AT + bind + " WHERE " + lockTimeout(lockTimeout) + onConflict;
     }
 
     @Override
@@ -189,7 +188,7 @@ public final class PostgresDialect implements Dialect {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at)"
                 + " SELECT ?, t.m, ? FROM unnest(?::varchar[]) WITH ORDINALITY AS t(m, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
-                + onConflict + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+                + onConflict;
     }
 
     @Override
@@ -203,7 +202,7 @@ public final class PostgresDialect implements Dialect {
         return "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at, payload_fingerprint)"
                 + " SELECT ?, t.m, ?, t.f FROM unnest(?::varchar[], ?::bigint[]) WITH ORDINALITY AS t(m, f, n)"
                 + (lockTimeout == null ? "" : " WHERE " + lockTimeout(lockTimeout)) + " ORDER BY t.n"
-                + " ON CONFLICT DO NOTHING RETURNING event_id" + (lockTimeout == null ? "" : RESTORE_LOCK_TIMEOUT);
+                + " ON CONFLICT DO NOTHING RETURNING event_id";
     }
 
     @Override
@@ -243,8 +242,10 @@ public final class PostgresDialect implements Dialect {
                 + " IS NOT NULL";
     }
 
-    private static final String RESTORE_LOCK_TIMEOUT =
-            "; SELECT set_config('lock_timeout', current_setting('once.lock_timeout'), true)";
+    @Override
+    public String restoreLockTimeout() {
+        return "SELECT set_config('lock_timeout', current_setting('once.lock_timeout'), true)";
+    }
 
     // One array bind whatever the batch size, so the statement text (and its server-side plan) is one.
     @Override

@@ -316,12 +316,14 @@ public final class IdempotencyKeys {
      * {@code setAutoCommit}, {@code close}, transaction control as SQL) is refused and remembered. Committed
      * there, the effect stood while the key was released or taken over, and a retry applied it again.
      */
-    GuardedConnection guard(Connection raw) {
+    GuardedConnection guard(Connection raw, ClaimWatch watch) {
+        return new GuardedConnection(raw, watch, KEY_TRANSACTION_REFUSAL);
+    }
+
+    /** What {@link #guard} reports to: the request's savepoints and the fences it checks on the guard. */
+    ClaimWatch watch(Connection raw) {
         OutboxBuffer none = new OutboxBuffer(raw, dialect, target.tablePrefix(), clock, OutboxHeaders.NONE);
-        return new GuardedConnection(
-                raw,
-                new ClaimWatch(none, dialect, ClaimWatch.inboxTable(target.tablePrefix()), new HarmlessSql()),
-                KEY_TRANSACTION_REFUSAL);
+        return new ClaimWatch(none, dialect, ClaimWatch.inboxTable(target.tablePrefix()), new HarmlessSql());
     }
 
     private static final String KEY_TRANSACTION_REFUSAL = "the transaction of an idempotency key; complete or fail"
@@ -417,12 +419,15 @@ public final class IdempotencyKeys {
     /**
      * Finishes the key as the last write of the request's own transaction ({@link KeyTransaction}) and
      * commits both, the finish bounded as the auto-commit one's: once's own transaction, so no caller's
-     * session timeout is meant to govern it. Past the bound the whole transaction rolls back.
+     * session timeout is meant to govern it. Past the bound the whole transaction rolls back. The fences
+     * the request checked on its connection are checked again first ({@link ClaimWatch#fenceAgain}).
      */
-    void finishAndCommit(Transactions.Open tx, BeginResult.Started started, String state, int status, byte[] body)
+    void finishAndCommit(
+            Transactions.Open tx, ClaimWatch watch, BeginResult.Started started, String state, int status, byte[] body)
             throws SQLException {
         try {
             tx.commitAfter(t -> {
+                watch.fenceAgain(t.connection(), clock);
                 finishIn(t.connection(), finishOwnSql, started, state, status, body);
                 return null;
             });

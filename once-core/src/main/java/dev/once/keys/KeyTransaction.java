@@ -3,6 +3,7 @@ package dev.once.keys;
 import dev.once.HandlerMisuseException;
 import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.ClaimWatch;
 import dev.once.internal.GuardedConnection;
 import dev.once.internal.Transactions;
 import java.sql.Connection;
@@ -24,7 +25,10 @@ import java.sql.SQLException;
  * fenced with it: if the claim lapsed and another caller took the key over, {@link #complete} throws
  * {@link StaleFencingTokenException} and rolls the whole transaction back, so only the successor's
  * effect commits. Writes elsewhere (another database, an external API) are not covered: pass the
- * key on to them, or send them through the outbox.
+ * key on to them, or send them through the outbox. A fence the request's code checks on {@link #connection()}
+ * ({@link dev.once.lease.Fence#check}, a lease's token for another resource) is checked again last before the
+ * commit, as a handler's: one undone by a rollback to a savepoint, or refused and caught, fails {@link #complete}
+ * with {@link StaleFencingTokenException} where a newer token was accepted since, and everything rolls back.
  *
  * <p><b>Bounded wait.</b> Saving the result waits at most {@link IdempotencyKeys.Builder#lockWait} for
  * another transaction holding the key's row (a successor's that took it over after this claim lapsed
@@ -39,13 +43,15 @@ public final class KeyTransaction implements AutoCloseable {
     private final IdempotencyKeys keys;
     private final BeginResult.Started started;
     private final Transactions.Open tx;
+    private final ClaimWatch watch;
     private final GuardedConnection guard;
 
     KeyTransaction(IdempotencyKeys keys, BeginResult.Started started, Transactions.Open tx) {
         this.keys = keys;
         this.started = started;
         this.tx = tx;
-        this.guard = keys.guard(tx.connection());
+        this.watch = keys.watch(tx.connection());
+        this.guard = keys.guard(tx.connection(), watch);
     }
 
     /** The claim this transaction finishes. */
@@ -76,7 +82,8 @@ public final class KeyTransaction implements AutoCloseable {
     /**
      * Saves the result (as {@link IdempotencyKeys#complete}) and commits it with the effect.
      *
-     * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
+     * @throws StaleFencingTokenException if another caller took the key over, or a fence checked on
+     *         {@link #connection()} is no longer the newest: everything rolled back
      * @throws IdempotencyResultTooLargeException if the body exceeds the cap: everything rolled back
      * @throws OnceException if another transaction held the key's row longer than
      *         {@link IdempotencyKeys.Builder#lockWait}: everything rolled back, the key still processing
@@ -88,7 +95,7 @@ public final class KeyTransaction implements AutoCloseable {
     public void complete(int status, byte[] body) throws SQLException {
         open();
         refuseAfterMisuse();
-        keys.finishAndCommit(tx, started, IdempotencyKeys.SUCCEEDED, status, body);
+        keys.finishAndCommit(tx, watch, started, IdempotencyKeys.SUCCEEDED, status, body);
     }
 
     /**
@@ -96,7 +103,7 @@ public final class KeyTransaction implements AutoCloseable {
      * request with it runs afresh. Not retryable: the failure is saved, to be replayed, and commits
      * with whatever the request wrote (a declined payment's audit row).
      *
-     * @throws StaleFencingTokenException if another caller took the key over: everything rolled back
+     * @throws StaleFencingTokenException as {@link #complete}, for a failure to save: everything rolled back
      * @throws OnceException as {@link #complete}, a saved failure waiting longer than the lock wait
      * @throws HandlerMisuseException as {@link #complete}, for a failure to save
      */
@@ -108,7 +115,7 @@ public final class KeyTransaction implements AutoCloseable {
             return;
         }
         refuseAfterMisuse();
-        keys.finishAndCommit(tx, started, IdempotencyKeys.FAILED, status, body);
+        keys.finishAndCommit(tx, watch, started, IdempotencyKeys.FAILED, status, body);
     }
 
     /**

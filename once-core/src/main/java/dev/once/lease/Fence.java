@@ -2,6 +2,7 @@ package dev.once.lease;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.GuardedConnection;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
@@ -32,7 +33,10 @@ import java.util.Objects;
  * it like any statement: the token is no longer recorded and, on PostgreSQL (on MariaDB when the check
  * inserted the row), the fence row is free, so a newer holder's check passes and its writes may commit
  * before this transaction's. Check again after such a rollback, or last before the commit, in the
- * transaction's outer scope. {@link dev.once.Tx#fence} does that for a handler.
+ * transaction's outer scope. Once does that where it commits the transaction: for {@link dev.once.Tx#fence}, and
+ * for this check on a handler's {@code tx.connection()} or a {@link dev.once.keys.KeyTransaction}'s {@code
+ * connection()}, which it checks again last before the commit (a stale one rolls the transaction back with
+ * {@link StaleFencingTokenException}).
  */
 public final class Fence {
 
@@ -65,6 +69,12 @@ public final class Fence {
         if (resource == null || resource.isBlank() || resource.length() > 255) {
             throw new InvalidConfigurationException("fenced resource must be 1 to 255 non-blank characters, but was "
                     + (resource == null ? "null" : "'" + resource + "'"));
+        }
+        // On once's guarded connection (a handler's, a key transaction's) once commits the transaction: it checks
+        // the fence again last before, as for Tx.fence. Recorded first, so that a refusal caught is found again.
+        GuardedConnection guard = GuardedConnection.of(connection);
+        if (guard != null) {
+            guard.fenced(prefix, resource, token);
         }
         try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
             ps.setString(1, resource); // 1 resource

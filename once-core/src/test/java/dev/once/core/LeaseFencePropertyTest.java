@@ -11,6 +11,9 @@ import dev.once.Outcome.Status;
 import dev.once.StaleFencingTokenException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.keys.BeginResult;
+import dev.once.keys.IdempotencyKeys;
+import dev.once.keys.KeyTransaction;
 import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
@@ -58,10 +61,12 @@ import net.jqwik.api.state.Transformer;
  * and stays open across steps while the others go on (a pause: GC, SIGSTOP, a lost network), so a
  * holder whose lease lapsed writes after its successor acquired it. The paths: {@link Fence#check} in the
  * caller's own JDBC transaction, a {@link dev.once.Handler}'s {@code Tx.fence}, a {@link dev.once.BatchHandler}'s
- * {@code BatchTx.fence}; on the engine's paths a fence may run in a savepoint the handler rolls back before
- * it writes (what a Spring {@code NESTED} step that failed leaves), or be refused and the refusal caught,
- * and the handler writes on; on the caller's own a write comes after a fence that stands (a check rolled
- * back with a savepoint is the caller's to repeat: {@link Fence}). A pause: the clock passes the paused
+ * {@code BatchTx.fence}, {@link Fence#check} on a handler's {@code tx.connection()}, and {@link Fence#check} on a
+ * {@link KeyTransaction}'s connection (which has no fence of its own), completed; on once's paths a fence may
+ * run in a savepoint the handler (or the request's code) rolls back before it writes (what a Spring {@code
+ * NESTED} step that failed leaves), or be refused and the refusal caught, and the code writes on; on the
+ * caller's own a write comes after a fence that stands (a check rolled back with a savepoint is the caller's
+ * to repeat: {@link Fence}). A pause: the clock passes the paused
  * holder's expiry, the other holder acquires the lease and writes at once. The model: the lease table (who holds which token until when), and the commits in the
  * order they happened. The invariants: per resource, the fenced writes committed are in non-decreasing
  * token order and none commits after a newer token was accepted; a stale check names its token, the
@@ -69,7 +74,9 @@ import net.jqwik.api.state.Transformer;
  * holder's renewal and release are refused and leave the successor's lease alone). Tries per database:
  * {@value #TRIES}, up to {@value #MOVES} steps each. Before the engine checked a handler's fences again at
  * the commit, the PostgreSQL property went red within 5 to 89 tries (three runs); on MariaDB, where a
- * rollback to a savepoint keeps the row lock of an updated fence row, only the examples below did.
+ * rollback to a savepoint keeps the row lock of an updated fence row, only the examples below did. Before
+ * {@link Fence#check} on once's guarded connections (a handler's, a key transaction's) was checked again at the
+ * commit, the examples of those paths were red the same way.
  */
 class LeaseFencePropertyTest {
 
@@ -150,11 +157,51 @@ class LeaseFencePropertyTest {
         catchesTheRefusalAndWrites(mariadb());
     }
 
+    /**
+     * Red before {@link Fence#check} on a {@link KeyTransaction}'s connection was checked again at its {@code
+     * complete}: the request's code fences in a savepoint it rolls back, the successor fences, writes and commits,
+     * and the request's write committed with the stale token after it.
+     */
+    @Example
+    void postgresKeyTransactionFenceUndoneBySavepointThenWrite() throws Exception {
+        fenceUndoneBySavepoint(postgres(), Path.KEY);
+    }
+
+    @Example
+    void mariadbKeyTransactionFenceUndoneBySavepointThenWrite() throws Exception {
+        fenceUndoneBySavepoint(mariadb(), Path.KEY);
+    }
+
+    @Example
+    void postgresKeyTransactionCatchesTheRefusalAndWrites() throws Exception {
+        catchesTheRefusalAndWrites(postgres(), Path.KEY);
+    }
+
+    @Example
+    void mariadbKeyTransactionCatchesTheRefusalAndWrites() throws Exception {
+        catchesTheRefusalAndWrites(mariadb(), Path.KEY);
+    }
+
+    /** As the key transaction's: {@link Fence#check} on a handler's {@code tx.connection()} rather than {@code tx.fence}. */
+    @Example
+    void postgresFenceCheckOnAHandlersConnectionUndoneBySavepointThenWrite() throws Exception {
+        fenceUndoneBySavepoint(postgres(), Path.HANDLER_CHECK);
+    }
+
+    @Example
+    void mariadbFenceCheckOnAHandlersConnectionCaughtAndWrites() throws Exception {
+        catchesTheRefusalAndWrites(mariadb(), Path.HANDLER_CHECK);
+    }
+
     private static void catchesTheRefusalAndWrites(Store store) throws Exception {
+        catchesTheRefusalAndWrites(store, Path.HANDLER);
+    }
+
+    private static void catchesTheRefusalAndWrites(Store store, Path path) throws Exception {
         World w = new World(store);
         try {
             w.acquire(0, 0);
-            w.begin(0, Path.HANDLER);
+            w.begin(0, path);
             w.pause(0);
             w.begin(1, Path.PLAIN);
             w.fence(1, Kind.FENCE);
@@ -304,7 +351,14 @@ class LeaseFencePropertyTest {
         /** A per-event handler's {@code Tx.fence} in the engine's transaction. */
         HANDLER,
         /** A batch handler's {@code BatchTx.fence}. */
-        BATCH
+        BATCH,
+        /** {@link Fence#check} on a per-event handler's {@code tx.connection()}. */
+        HANDLER_CHECK,
+        /**
+         * {@link Fence#check} on a {@link KeyTransaction}'s connection (a fresh key per transaction), the
+         * commit its {@code complete}.
+         */
+        KEY
     }
 
     /** The database, the consumers of the engine's paths (built once per database), and the open sessions. */
@@ -313,6 +367,8 @@ class LeaseFencePropertyTest {
         final Dialect dialect;
         final IdempotentConsumer handler;
         final IdempotentConsumer batch;
+        final IdempotentConsumer handlerCheck;
+        final IdempotencyKeys keys;
         final Map<String, Session> sessions = new ConcurrentHashMap<>();
         final AtomicLong runs = new AtomicLong();
         final AtomicLong commits = new AtomicLong();
@@ -341,6 +397,18 @@ class LeaseFencePropertyTest {
                     .maxConflictRetries(0)
                     .batchHandler((claimed, tx) ->
                             sessions.get(claimed.get(0).eventId()).drive(tx.connection(), tx::fence))
+                    .build();
+            handlerCheck = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("fence-handler-check")
+                    .maxConflictRetries(0)
+                    .handler((d, tx) -> sessions.get(d.eventId())
+                            .drive(tx.connection(), (r, t) -> Fence.check(tx.connection(), r, t)))
+                    .build();
+            // Claims that outlast any chain: the fences are under test here, not the key's own token.
+            keys = IdempotencyKeys.builder()
+                    .dataSource(db.dataSource())
+                    .lockDuration(Duration.ofDays(1))
                     .build();
         }
     }
@@ -384,6 +452,8 @@ class LeaseFencePropertyTest {
         final AtomicLong stamps;
         volatile long commitStamp = -1;
         volatile Outcome outcome;
+        // KEY: why complete refused the transaction, or null
+        volatile Exception keyFailure;
         // the model's view
         boolean fenced;
         boolean fenceStands;
@@ -431,8 +501,10 @@ class LeaseFencePropertyTest {
                         outcome = store.batch
                                 .processBatch(List.of(Delivery.of(id, "fence")))
                                 .get(0);
+                    case HANDLER_CHECK -> outcome = store.handlerCheck.process(Delivery.of(id, "fence"));
+                    case KEY -> runKeyTransaction();
                 }
-                if (path != Path.PLAIN && outcome.status() == Status.APPLIED) {
+                if (outcome != null && outcome.status() == Status.APPLIED) {
                     commitStamp = stamps.incrementAndGet();
                 }
             } catch (Throwable t) {
@@ -441,6 +513,25 @@ class LeaseFencePropertyTest {
                 return;
             }
             ended.complete(null);
+        }
+
+        /** The request's code in a key transaction: the model's commands, then {@code complete} on its commit. */
+        private void runKeyTransaction() throws SQLException {
+            BeginResult.Started started = (BeginResult.Started) store.keys.begin("fence", id, "fence");
+            try (KeyTransaction t = store.keys.transaction(started)) {
+                Connection c = t.connection();
+                try {
+                    drive(c, (r, token) -> Fence.check(c, r, token));
+                } catch (Exception e) {
+                    return; // told to roll back, or a refusal not caught: closed unfinished, rolled back
+                }
+                try {
+                    t.complete(200, null);
+                    commitStamp = stamps.incrementAndGet();
+                } catch (StaleFencingTokenException | SQLException e) {
+                    keyFailure = e;
+                }
+            }
         }
 
         /** The transaction's body, on any path: runs the model's commands until commit or rollback. */
@@ -879,6 +970,9 @@ class LeaseFencePropertyTest {
         }
 
         private static Throwable failureOf(Session s, Command cmd) {
+            if (s.keyFailure != null) {
+                return s.keyFailure;
+            }
             if (cmd.done().isCompletedExceptionally()) {
                 try {
                     cmd.done().join();

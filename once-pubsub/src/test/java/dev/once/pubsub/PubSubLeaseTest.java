@@ -9,12 +9,18 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * A handler slower than the ack deadline (10 s, Pub/Sub's least), on two subscribers of one
  * subscription: with a lease shorter than the work the client stops extending and Pub/Sub hands
  * the message to a subscriber again, whose claim absorbs it; with a lease longer than the work
  * the client's extensions keep it, and it is delivered once.
+ *
+ * <p>The two tests run at once (each on a subscription and a database of its own, one message each): both
+ * mostly wait, one for the deadline to lapse, the other for its work of 1.5 deadlines; nothing else of this
+ * module runs beside them (their class runs in turn with the others).
  *
  * <p>Each subscriber has a second thread: the emulator serves every stream of a subscription from one
  * backlog and ignores the client's flow control, so the copy may come to the subscriber still working on
@@ -37,6 +43,7 @@ class PubSubLeaseTest extends FreshSubscription {
     }
 
     @Test
+    @Execution(ExecutionMode.CONCURRENT)
     void workOutlivingTheLeaseIsRedeliveredToAnotherSubscriberAndAbsorbed() throws Exception {
         AtomicInteger handled = new AtomicInteger();
         CountDownLatch redelivered = new CountDownLatch(1);
@@ -69,6 +76,7 @@ class PubSubLeaseTest extends FreshSubscription {
     }
 
     @Test
+    @Execution(ExecutionMode.CONCURRENT)
     void leaseLongerThanTheWorkKeepsTheMessageSoNothingIsRedelivered() throws Exception {
         CountDownLatch never = new CountDownLatch(1);
         Recorder recorder = new Recorder(db, d -> {

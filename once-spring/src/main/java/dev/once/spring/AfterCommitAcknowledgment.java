@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
  * before the claim and the effect committed: a body that acknowledged and then failed, a commit that failed, or a
  * caller's scope rolled back around the call lost the message, which SQS never hands out again
  * ({@code SqsAcknowledgementCallerTransactionPropertyTest}). A duplicate, whose body never acknowledges, is deleted by
- * once after the commit, in MANUAL mode only: in the container-acknowledged modes the container deletes it.
+ * once after the commit, in MANUAL mode only (a call that carries the callback, wherever the mode was set): in the
+ * container-acknowledged modes the container deletes it.
  */
 final class AfterCommitAcknowledgment {
     static final Object IGNORED = ListenerMessages.SPRING_KAFKA ? KafkaAck.ignored() : null;
@@ -59,7 +60,7 @@ final class AfterCommitAcknowledgment {
             args[listener.ackIndex()] = new KafkaAck(a, delegate);
             return a;
         }
-        if (ListenerMessages.SPRING_SQS && (delegate != null || listener.sqs() != ListenerMethod.SqsAcks.NOT_SQS)) {
+        if (ListenerMessages.SPRING_SQS && (delegate != null || listener.sqs())) {
             return Sqs.wrap(listener, args);
         }
         return null;
@@ -184,8 +185,9 @@ final class AfterCommitAcknowledgment {
             } else {
                 return null;
             }
-            AfterCommitAcknowledgment deferred =
-                    new AfterCommitAcknowledgment(send, null, listener.sqs() == ListenerMethod.SqsAcks.MANUAL);
+            // An Acknowledgement or the callback header: the container is in MANUAL mode (it resolves and sets them
+            // in no other), so it deletes nothing itself, a duplicate included: once does, after the commit.
+            AfterCommitAcknowledgment deferred = new AfterCommitAcknowledgment(send, null, true);
             if (ack instanceof io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement) {
                 args[listener.ackIndex()] = new io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement() {
                     @Override

@@ -60,9 +60,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {
         ListenerMethod listener = method(invocation.getMethod());
-        if (listener.sqs() == ListenerMethod.SqsAcks.ON_SUCCESS
-                && TransactionSynchronizationManager.isActualTransactionActive()) {
-            throw deletedBeforeTheCallersCommit(listener);
+        if (listener.sqs()) {
+            refuseSqsDeletesOnceCannotHold(listener, invocation.getArguments());
         }
         if (listener.batchIndex() >= 0) {
             return batches.batch((ProxyMethodInvocation) invocation, listener);
@@ -431,7 +430,32 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         return listener.ackIndex() >= 0
                 || listener.channelIndex() >= 0
                 || (ListenerMessages.SPRING_PUBSUB && (listener.pubSubIndex() >= 0 || listener.messageIndex() >= 0))
-                || (listener.sqs() != ListenerMethod.SqsAcks.NOT_SQS && listener.messageIndex() >= 0);
+                || (listener.sqs() && listener.messageIndex() >= 0);
+    }
+
+    /**
+     * Refuses, before the claim, an {@code @SqsListener} call whose deletes once cannot hold back until the commit, as
+     * its container set the call up ({@link ListenerMethod#sqsDeletedByListener}): a container-deleting mode in a
+     * transaction still open at the return, and a batch in MANUAL mode, whose body deletes the messages at once
+     * (the mode may be the factory's, unknown at startup).
+     */
+    private static void refuseSqsDeletesOnceCannotHold(ListenerMethod listener, Object[] args) {
+        boolean byListener = listener.sqsDeletedByListener(args);
+        if (byListener && listener.batchIndex() >= 0) {
+            InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
+                    + listener.method().getDeclaringClass().getSimpleName() + "."
+                    + listener.method().getName()
+                    + " (consumer '" + listener.consumer() + "') is a batch @SqsListener whose container is in"
+                    + " acknowledgementMode MANUAL (set on its container factory): once cannot hold each message's"
+                    + " delete back until its claim commits; refused, the messages come back after their visibility"
+                    + " timeout. Use a container factory in ON_SUCCESS mode for it (the container deletes the batch"
+                    + " after the method returned, so after the commit), or take one Message<?> per call");
+            log.error("{}", refused.getMessage());
+            throw refused;
+        }
+        if (!byListener && TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw deletedBeforeTheCallersCommit(listener);
+        }
     }
 
     /**
@@ -451,11 +475,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 + listener.method().getDeclaringClass().getSimpleName() + "."
                 + listener.method().getName()
                 + " (consumer '" + listener.consumer() + "') is an @SqsListener whose container deletes the message"
-                + " when the method returns (acknowledgementMode ON_SUCCESS), but it was called in a transaction that"
-                + " is still open then, so the message would be deleted before its claim and effect commit; refused,"
-                + " the message comes back after its visibility timeout. Set"
-                + " @SqsListener(acknowledgementMode = \"MANUAL\") and take an Acknowledgement parameter (once deletes"
-                + " the message after that transaction commits), or call the listener outside any transaction");
+                + " when the method returns (its message carries no acknowledgement callback: acknowledgementMode"
+                + " ON_SUCCESS or ALWAYS), but it was called in a transaction that is still open then, so the message"
+                + " would be deleted before its claim and effect commit; refused, the message comes back after its"
+                + " visibility timeout. Set @SqsListener(acknowledgementMode = \"MANUAL\") (or MANUAL on its container"
+                + " factory) and acknowledge through an Acknowledgement parameter or Acknowledgement.acknowledge(message)"
+                + " (once deletes the message after that transaction commits), or call the listener outside any"
+                + " transaction");
         log.error("{}", refused.getMessage());
         return refused;
     }

@@ -8,6 +8,7 @@ import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
@@ -17,6 +18,9 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * on the class keep working) and checks each such method when its bean is created, so a method whose
  * event id cannot be found fails the context start, not the first message.
  *
+ * <p>With Spring Cloud AWS SQS present, registers {@link SqsContainerCheck}, which refuses a listener container whose
+ * resolved acknowledgement mode once cannot keep before it starts.
+ *
  * <p>Ordered ahead of Spring Kafka's and Spring AMQP's listener post-processors (both
  * {@link Ordered#LOWEST_PRECEDENCE}), so the endpoints they register call the proxy.
  */
@@ -25,6 +29,8 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
 
     /** Runs before the listener-registering post-processors. */
     public static final int ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+
+    private static final String SQS_CONTAINER_CHECK = "dev.once.spring.sqsContainerCheck";
 
     private IdempotentListenerInterceptor interceptor;
 
@@ -40,6 +46,12 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
         this.interceptor = new IdempotentListenerInterceptor(beanFactory);
         this.advisor = new DefaultPointcutAdvisor(
                 AnnotationMatchingPointcut.forMethodAnnotation(IdempotentListener.class), interceptor);
+        // the SQS containers' resolved acknowledgement modes are known only once they are built, before they start
+        if (ListenerMessages.SPRING_SQS
+                && beanFactory instanceof ConfigurableListableBeanFactory beans
+                && !beans.containsSingleton(SQS_CONTAINER_CHECK)) {
+            beans.registerSingleton(SQS_CONTAINER_CHECK, new SqsContainerCheck(beans, interceptor));
+        }
     }
 
     @Override

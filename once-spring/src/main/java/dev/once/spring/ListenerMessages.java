@@ -75,6 +75,20 @@ final class ListenerMessages {
                 && m.getHeaders().containsKey(Sqs.RECEIPT_HANDLE);
     }
 
+    /**
+     * True when a Spring Cloud AWS SQS container left the delete of {@code message} to the listener: it carries the
+     * {@code AcknowledgementCallback} header, which the container's message source puts on the messages it converts
+     * in {@code AcknowledgementMode.MANUAL} only ({@code AbstractMessageConvertingMessageSource
+     * .setupAcknowledgementForConversion}), wherever the mode was set (the annotation, a placeholder, the container
+     * factory's options, a container customizer); without it the container deletes the message itself. The header's
+     * name is a compile-time constant: reading it loads no Spring Cloud AWS class.
+     */
+    static boolean deletedByListener(Object message) {
+        return MESSAGING
+                && message instanceof org.springframework.messaging.Message<?> m
+                && m.getHeaders().containsKey(Sqs.ACKNOWLEDGEMENT_CALLBACK);
+    }
+
     /** True when {@code type} is the RabbitMQ {@code Channel} a MANUAL-ack listener acknowledges on. */
     static boolean isChannel(Class<?> type) {
         return RABBIT_CLIENT && type == com.rabbitmq.client.Channel.class;
@@ -357,6 +371,8 @@ final class ListenerMessages {
         static final String RECEIVE_COUNT =
                 io.awspring.cloud.sqs.listener.SqsHeaders.MessageSystemAttributes.SQS_APPROXIMATE_RECEIVE_COUNT;
         static final String RAW_MESSAGE_ID = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_RAW_MESSAGE_ID_HEADER;
+        static final String ACKNOWLEDGEMENT_CALLBACK =
+                io.awspring.cloud.sqs.MessagingHeaders.ACKNOWLEDGMENT_CALLBACK_HEADER;
 
         static boolean isAcknowledgement(Class<?> type) {
             return io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement.class.isAssignableFrom(type);

@@ -32,7 +32,8 @@ import org.springframework.util.ClassUtils;
  * @param atCommit     {@link IdempotentListener#claimTiming()} is {@link ClaimTiming#AT_COMMIT}
  * @param kafka        a {@code @KafkaListener} method (or a method of a {@code @KafkaListener} class): its
  *                     records are ordered per partition, so one in progress elsewhere is waited for
- * @param sqs          whether the method is an {@code @SqsListener}'s, and who deletes its messages
+ * @param sqs          whether the method is an {@code @SqsListener}'s; who deletes its messages is read from each
+ *                     call's arguments ({@link #sqsDeletedByListener})
  */
 record ListenerMethod(
         Method method,
@@ -46,21 +47,8 @@ record ListenerMethod(
         int pubSubIndex,
         boolean atCommit,
         boolean kafka,
-        SqsAcks sqs,
+        boolean sqs,
         BeanFactory beanFactory) {
-
-    /**
-     * Who deletes the messages of an {@code @SqsListener} method, as its {@code acknowledgementMode} says: the body
-     * ({@code MANUAL}, through its {@code Acknowledgement}, which once defers to the commit), or the container when
-     * the method returns ({@code ON_SUCCESS}, Spring Cloud AWS's default). once reads the annotation only; a
-     * container factory's mode is not known here, so a method that leaves the attribute empty counts as
-     * {@code MANUAL} when it takes an {@code Acknowledgement} and as {@code ON_SUCCESS} otherwise.
-     */
-    enum SqsAcks {
-        NOT_SQS,
-        MANUAL,
-        ON_SUCCESS
-    }
 
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
     private static final SpelExpressionParser PARSER = new SpelExpressionParser();
@@ -139,8 +127,7 @@ record ListenerMethod(
                     + " cannot ack each message after its commit; take one BasicAcknowledgeablePubsubMessage per call"
                     + " (PubSubTemplate.subscribe) or a Message<?> from a PubSubInboundChannelAdapter");
         }
-        SqsAcks sqs =
-                ListenerMessages.SPRING_SQS ? Sqs.acks(method, types, ack, batch, beanFactory, where) : SqsAcks.NOT_SQS;
+        boolean sqs = ListenerMessages.SPRING_SQS && Sqs.check(method, types, ack, batch, beanFactory, where);
         boolean atCommit = a.claimTiming() == ClaimTiming.AT_COMMIT;
         if (atCommit && (batch >= 0 || channel >= 0)) {
             throw new InvalidConfigurationException(where + " sets claimTiming = AT_COMMIT, which cannot be kept for"
@@ -182,10 +169,14 @@ record ListenerMethod(
     /** Spring Cloud AWS SQS pieces, loaded only with spring-cloud-aws-sqs on the class path. */
     private static final class Sqs {
         /**
+         * Whether {@code method} is an {@code @SqsListener}'s, refusing what its annotation alone shows once cannot
+         * keep. The mode is not decided here: the container factory's options (or a customizer) set it where the
+         * annotation leaves it empty, so each call reads it from its message ({@link #sqsDeletedByListener}).
+         *
          * @throws InvalidConfigurationException for a mode or a signature whose deletes once cannot hold back until
          *     the commit
          */
-        static SqsAcks acks(
+        static boolean check(
                 Method method, Class<?>[] types, int ack, int batch, BeanFactory beanFactory, String where) {
             Class<io.awspring.cloud.sqs.annotation.SqsListener> type =
                     io.awspring.cloud.sqs.annotation.SqsListener.class;
@@ -195,7 +186,7 @@ record ListenerMethod(
                 listener = AnnotatedElementUtils.findMergedAnnotation(method.getDeclaringClass(), type);
             }
             if (listener == null) {
-                return SqsAcks.NOT_SQS;
+                return false;
             }
             String mode = listener.acknowledgementMode();
             if (beanFactory instanceof org.springframework.beans.factory.config.ConfigurableBeanFactory c) {
@@ -207,6 +198,7 @@ record ListenerMethod(
                         + " which deletes a message whose call failed and rolled back: its event would be lost; use"
                         + " ON_SUCCESS (the default) or MANUAL with an Acknowledgement parameter");
             }
+            // an Acknowledgement argument is resolved in MANUAL mode only, wherever the mode was set
             boolean manual = mode.equals("MANUAL") || (mode.isEmpty() && ack >= 0);
             if (batch >= 0) {
                 boolean batchAck = java.util.Arrays.stream(types).anyMatch(ListenerMessages::isSqsBatchAcknowledgement);
@@ -223,7 +215,7 @@ record ListenerMethod(
                 throw new InvalidConfigurationException(where + ": @SqsListener acknowledgementMode must be ON_SUCCESS"
                         + " or MANUAL, but was '" + mode + "'");
             }
-            return manual ? SqsAcks.MANUAL : SqsAcks.ON_SUCCESS;
+            return true;
         }
     }
 
@@ -235,6 +227,29 @@ record ListenerMethod(
             return AnnotatedElementUtils.hasAnnotation(method, a)
                     || AnnotatedElementUtils.hasAnnotation(method.getDeclaringClass(), a);
         }
+    }
+
+    /**
+     * Whether the container that made this call of an {@code @SqsListener} method leaves the delete to the listener
+     * ({@code AcknowledgementMode.MANUAL}): its {@code Acknowledgement} argument (resolved in MANUAL mode only) or
+     * its message(s) carry the container's acknowledgement callback ({@link ListenerMessages#deletedByListener}).
+     * Read from the call, not from the signature or the annotation: a factory's MANUAL with neither an
+     * {@code Acknowledgement} parameter nor the attribute counted as ON_SUCCESS, so its copies were never deleted.
+     * False for a method taking neither: the container deletes (or nothing can).
+     */
+    boolean sqsDeletedByListener(Object[] args) {
+        if (ackIndex >= 0
+                && args[ackIndex] != null
+                && ListenerMessages.isSqsAcknowledgement(args[ackIndex].getClass())) {
+            return true;
+        }
+        if (messageIndex >= 0) {
+            return ListenerMessages.deletedByListener(args[messageIndex]);
+        }
+        if (batchIndex >= 0 && args[batchIndex] instanceof List<?> batch && !batch.isEmpty()) {
+            return ListenerMessages.deletedByListener(batch.get(0)); // one container, one mode for the whole batch
+        }
+        return false;
     }
 
     /** The delivery of a record listener's call. */

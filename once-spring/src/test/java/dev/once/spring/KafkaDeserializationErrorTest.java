@@ -34,8 +34,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.kafka.annotation.EnableKafka;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
@@ -91,27 +91,13 @@ class KafkaDeserializationErrorTest {
     }
 
     @Configuration(proxyBeanMethods = false)
+    @Import(JdbcListenerBeans.class)
     @EnableKafka
     @EnableIdempotentListeners
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
         }
 
         /** The dead-letter publisher sends the poison record's original bytes. */

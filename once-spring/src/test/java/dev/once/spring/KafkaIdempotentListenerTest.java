@@ -31,6 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.kafka.annotation.EnableKafka;
@@ -98,6 +99,7 @@ class KafkaIdempotentListenerTest {
     }
 
     @Configuration(proxyBeanMethods = false)
+    @Import(JdbcListenerBeans.class)
     @EnableKafka
     @EnableIdempotentListeners
     @org.springframework.transaction.annotation.EnableTransactionManagement
@@ -105,21 +107,6 @@ class KafkaIdempotentListenerTest {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
         }
 
         @Bean

@@ -50,11 +50,11 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.integration.annotation.ServiceActivator;
 import org.springframework.integration.channel.DirectChannel;
 import org.springframework.integration.config.EnableIntegration;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.messaging.Message;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -175,27 +175,13 @@ class PubSubIdempotentListenerTest {
     }
 
     @Configuration(proxyBeanMethods = false)
+    @Import(JdbcListenerBeans.class)
     @EnableIdempotentListeners
     @EnableIntegration
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
         }
 
         @Bean

@@ -30,8 +30,8 @@ import org.springframework.amqp.rabbit.core.RabbitTemplate;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 
 /** {@code @IdempotentListener} on a real {@code @RabbitListener} (RabbitMQ on 127.0.0.1:5672, AUTO ack). */
 class RabbitIdempotentListenerTest {
@@ -72,27 +72,13 @@ class RabbitIdempotentListenerTest {
     }
 
     @Configuration(proxyBeanMethods = false)
+    @Import(JdbcListenerBeans.class)
     @EnableRabbit
     @EnableIdempotentListeners
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
         }
 
         @Bean

@@ -94,6 +94,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         queueUrl = sqs.createQueue(
                         r -> r.queueName(QUEUE).attributes(Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "600")))
                 .queueUrl();
+        System.setProperty("once.test.caller-sqs.mode", "MANUAL");
         db = TestPostgres.shared().freshDatabase(6);
         db.execute(
                 "CREATE TABLE ledger (event_id text NOT NULL)",
@@ -159,6 +160,47 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             failsIfAsked(message, effect(message));
         }
 
+        /** MANUAL on its container factory only: no acknowledgementMode, no Acknowledgement parameter. */
+        @SqsListener(value = "orders", factory = "manualSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void factoryManual(Message<String> message) {
+            acknowledgeMessage(message);
+        }
+
+        /** MANUAL through a property placeholder, no Acknowledgement parameter. */
+        @SqsListener(value = "orders", acknowledgementMode = "${once.test.caller-sqs.mode}")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void placeholderManual(Message<String> message) {
+            acknowledgeMessage(message);
+        }
+
+        /** MANUAL through a placeholder that resolves empty: the container factory's mode, MANUAL here. */
+        @SqsListener(value = "orders", acknowledgementMode = "${once.test.caller-sqs.unset:}")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void emptyPlaceholderManual(Message<String> message) {
+            acknowledgeMessage(message);
+        }
+
+        /** A batch listener whose container (its factory) is in MANUAL mode: its body deletes the batch at once. */
+        @SqsListener(value = "orders", factory = "manualSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "caller-sqs-batch")
+        public void batch(List<Message<String>> messages) {
+            for (Message<String> m : messages) {
+                effect(m);
+            }
+            Acknowledgement.acknowledge(messages);
+        }
+
+        private void acknowledgeMessage(Message<String> message) {
+            String id = effect(message);
+            if (message.getPayload().equals("async")) {
+                Acknowledgement.acknowledgeAsync(message).join();
+            } else {
+                Acknowledgement.acknowledge(message);
+            }
+            failsIfAsked(message, id);
+        }
+
         private String effect(Message<String> message) {
             String id = (String) message.getHeaders().get("once-event-id");
             jdbc.update("INSERT INTO ledger VALUES (?)", id);
@@ -185,6 +227,8 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         final String receiptHandle;
         final String kind;
         final List<String> deleted = new ArrayList<>();
+        // the call returned outside any scope, in a transaction of its own that committed before the return
+        boolean returnedOwn;
         // the outermost transaction this call ran in has ended: checked by now
         boolean ended;
 
@@ -250,24 +294,42 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                                 "begin NESTED",
                                 w -> w.begin(Kind.NESTED)))
                 .withAction(1, move(w -> w.scopes.size() < 4, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
-                .withAction(4, move(w -> true, "listen MANUAL", w -> w.listen(true, "ok")))
-                .withAction(1, move(w -> true, "listen MANUAL, acknowledgeAsync", w -> w.listen(true, "async")))
+                .withAction(3, move(w -> true, "listen MANUAL", w -> w.listen(Mode.ANNOTATION, "ok")))
+                .withAction(
+                        1, move(w -> true, "listen MANUAL, acknowledgeAsync", w -> w.listen(Mode.ANNOTATION, "async")))
                 .withAction(
                         1,
                         move(
                                 w -> true,
                                 "listen MANUAL, Acknowledgement.acknowledge(message)",
-                                w -> w.listen(true, "static")))
+                                w -> w.listen(Mode.ANNOTATION, "static")))
                 .withAction(
-                        2, move(w -> true, "listen MANUAL, fails after acknowledging", w -> w.listen(true, "fails")))
-                .withAction(3, move(w -> true, "listen ON_SUCCESS", w -> w.listen(false, "ok")))
-                .withAction(1, move(w -> true, "listen ON_SUCCESS, fails", w -> w.listen(false, "fails")))
+                        2,
+                        move(
+                                w -> true,
+                                "listen MANUAL, fails after acknowledging",
+                                w -> w.listen(Mode.ANNOTATION, "fails")))
+                .withAction(2, move(w -> true, "listen MANUAL from elsewhere", w -> w.listen(w.elsewhere(), "ok")))
+                .withAction(
+                        1,
+                        move(
+                                w -> true,
+                                "listen MANUAL from elsewhere, Acknowledgement.acknowledgeAsync(message)",
+                                w -> w.listen(w.elsewhere(), "async")))
+                .withAction(
+                        1,
+                        move(
+                                w -> true,
+                                "listen MANUAL from elsewhere, fails after acknowledging",
+                                w -> w.listen(w.elsewhere(), "fails")))
+                .withAction(3, move(w -> true, "listen ON_SUCCESS", w -> w.listen(Mode.ON_SUCCESS, "ok")))
+                .withAction(1, move(w -> true, "listen ON_SUCCESS, fails", w -> w.listen(Mode.ON_SUCCESS, "fails")))
                 .withAction(
                         1,
                         move(
                                 w -> true,
                                 "listen, swallows a failed statement",
-                                w -> w.listen(w.moves.size() % 2 == 0, "swallows")))
+                                w -> w.listen(Mode.values()[w.moves.size() % Mode.values().length], "swallows")))
                 .withAction(2, move(w -> w.copyable() != null, "listen to a copy", World::copy))
                 .withAction(4, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
                 .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
@@ -279,7 +341,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     void aManualAcknowledgementInACallersTransactionThatRollsBackDeletesNothing() {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
-            w.listen(true, "ok");
+            w.listen(Mode.ANNOTATION, "ok");
             w.rollback();
         });
     }
@@ -288,7 +350,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     void anOnSuccessListenerInACallersTransactionThatRollsBackIsNotDeleted() {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
-            w.listen(false, "ok");
+            w.listen(Mode.ON_SUCCESS, "ok");
             w.rollback();
         });
     }
@@ -298,26 +360,64 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     void aBodyThatAcknowledgesThenFailsInACallersTransactionIsNotDeleted() {
         scripted(w -> {
             w.begin(Kind.REQUIRES_NEW);
-            w.listen(true, "fails");
-            w.listen(false, "ok");
+            w.listen(Mode.ANNOTATION, "fails");
+            w.listen(Mode.ON_SUCCESS, "ok");
             w.commit();
         });
     }
 
     @Example
     void aBodyThatAcknowledgesThenFailsIsNotDeleted() {
-        scripted(w -> w.listen(true, "fails"));
+        scripted(w -> w.listen(Mode.ANNOTATION, "fails"));
     }
 
     @Example
     void aManualCopyOfAnAppliedEventIsDeleted() {
         scripted(w -> {
-            w.listen(true, "ok");
-            w.copy();
+            w.listen(Mode.ANNOTATION, "ok");
+            w.copyOf(w.handed.get(0).eventId, Mode.ANNOTATION);
             assertThat(w.handed.get(1).deleted)
                     .as("the copy deleted: %s", w.moves)
                     .containsExactly("ack");
         });
+    }
+
+    /**
+     * MANUAL set on the container factory only (the listener takes no Acknowledgement): once counted it as ON_SUCCESS
+     * and refused it in a caller's transaction, and did not delete its copies, which came back until a dead-letter
+     * queue took them.
+     */
+    @Example
+    void aListenerManualByItsFactoryRunsInACallersTransactionAndItsCopyIsDeleted() {
+        scripted(w -> {
+            w.begin(Kind.REQUIRED);
+            w.listen(Mode.FACTORY, "ok");
+            w.commit();
+            w.copyOf(w.handed.get(0).eventId, Mode.FACTORY);
+        });
+    }
+
+    /**
+     * A batch whose messages carry the MANUAL container's callback (a container not found at startup) is refused
+     * before the claim: its body would delete the batch at once, before the claims commit.
+     */
+    @Example
+    void aBatchFromAManualContainerIsRefusedBeforeItsClaims() {
+        start();
+        World w = new World();
+        try {
+            Message<String> message = w.receive("b-" + ids.incrementAndGet(), "ok", "MANUAL batch", true);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> w.orders.batch(List.of(message)))
+                    .isInstanceOf(dev.once.InvalidConfigurationException.class)
+                    .hasMessageContaining("Orders.batch")
+                    .hasMessageContaining("batch @SqsListener whose container is in acknowledgementMode MANUAL");
+            assertThat(w.handed.get(0).deleted).as("nothing deleted").isEmpty();
+            assertThat(World.ledger(w.handed.get(0).eventId))
+                    .as("refused before the body")
+                    .isZero();
+        } finally {
+            w.close();
+        }
     }
 
     private static void scripted(java.util.function.Consumer<World> moves) {
@@ -329,6 +429,20 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         } finally {
             w.close();
         }
+    }
+
+    /** Where a listener's acknowledgement mode comes from; all but ON_SUCCESS are MANUAL. */
+    enum Mode {
+        /** {@code acknowledgementMode = "MANUAL"} and an {@code Acknowledgement} parameter. */
+        ANNOTATION,
+        /** The container factory's option only. */
+        FACTORY,
+        /** A property placeholder that resolves to MANUAL, no {@code Acknowledgement} parameter. */
+        PLACEHOLDER,
+        /** A placeholder that resolves empty: the container factory's mode. */
+        EMPTY_PLACEHOLDER,
+        /** The default: the container deletes when the method returns. */
+        ON_SUCCESS
     }
 
     static final class World {
@@ -359,8 +473,14 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             }
         }
 
-        void listen(boolean manual, String body) {
-            call("e-" + ids.incrementAndGet(), manual, body, (manual ? "MANUAL " : "ON_SUCCESS ") + body);
+        void listen(Mode mode, String body) {
+            call("e-" + ids.incrementAndGet(), mode, body, mode + " " + body);
+        }
+
+        /** A MANUAL mode set elsewhere than on the method's signature. */
+        Mode elsewhere() {
+            return List.of(Mode.FACTORY, Mode.PLACEHOLDER, Mode.EMPTY_PLACEHOLDER)
+                    .get(moves.size() % 3);
         }
 
         /** An event applied in an ended transaction, or claimed in the open physical one. */
@@ -375,27 +495,40 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
 
         void copy() {
-            boolean manual = moves.size() % 3 != 0;
-            call(copyable(), manual, "ok", (manual ? "MANUAL" : "ON_SUCCESS") + " copy");
+            copyOf(copyable(), Mode.values()[moves.size() % Mode.values().length]);
         }
 
-        private void call(String id, boolean manual, String body, String kind) {
-            Message<String> message = receive(id, body, kind);
+        void copyOf(String id, Mode mode) {
+            call(id, mode, "ok", mode + " copy");
+        }
+
+        private void call(String id, Mode mode, String body, String kind) {
+            boolean manual = mode != Mode.ON_SUCCESS;
+            Message<String> message = receive(id, body, kind, manual);
             Handed h = handed.get(handed.size() - 1);
             moves.add("listen " + h);
             int physical = scopes.isEmpty() ? 0 : scopes.top().physical.number;
             openIn.putIfAbsent(id, physical);
             boolean returned = false;
             try {
-                if (manual) {
-                    orders.manual(message, acknowledgement(message));
-                } else {
-                    orders.onSuccess(message);
+                switch (mode) {
+                    case ANNOTATION -> orders.manual(message, acknowledgement(message));
+                    case FACTORY -> orders.factoryManual(message);
+                    case PLACEHOLDER -> orders.placeholderManual(message);
+                    case EMPTY_PLACEHOLDER -> orders.emptyPlaceholderManual(message);
+                    case ON_SUCCESS -> orders.onSuccess(message);
                 }
                 returned = true;
             } catch (RuntimeException | AssertionError e) {
                 moves.add("  threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                assertThat(manual && e instanceof dev.once.InvalidConfigurationException)
+                        .as(
+                                "%s refused, but its container deletes only what the body or once acknowledges, which"
+                                        + " once holds back until the commit: %s",
+                                h, moves)
+                        .isFalse();
             }
+            h.returnedOwn = returned && scopes.isEmpty();
             if (returned && !manual) {
                 // the container's acknowledgement stage: ON_SUCCESS deletes when the listener method returned
                 deleting.delete(h.receiptHandle, "container");
@@ -425,9 +558,13 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             };
         }
 
-        /** Sends a message for {@code id}, receives it and converts it as the listener container does. */
+        /**
+         * Sends a message for {@code id}, receives it and converts it as the listener container does: with the
+         * acknowledgement callback header in MANUAL mode only (Spring Cloud AWS's
+         * {@code AbstractMessageConvertingMessageSource} sets the callback on the conversion context in MANUAL only).
+         */
         @SuppressWarnings("unchecked")
-        private Message<String> receive(String id, String body, String kind) {
+        private Message<String> receive(String id, String body, String kind, boolean manual) {
             sqs.sendMessage(r -> r.queueUrl(queueUrl)
                     .messageBody(body)
                     .messageAttributes(Map.of(
@@ -453,7 +590,9 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                     }
                     SqsMessageConversionContext c = new SqsMessageConversionContext();
                     c.setQueueAttributes(new QueueAttributes(QUEUE, queueUrl, Map.of()));
-                    c.setAcknowledgementCallback(deleting);
+                    if (manual) {
+                        c.setAcknowledgementCallback(deleting);
+                    }
                     c.setPayloadClass(String.class);
                     return (Message<String>) converter.toMessagingMessage(m, c);
                 }
@@ -544,6 +683,14 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                     assertThat(claimed)
                             .as("%s deleted: its claim must have committed (else the message is lost): %s", h, moves)
                             .isTrue();
+                }
+                if (h.returnedOwn && claimed) {
+                    assertThat(h.deleted)
+                            .as(
+                                    "%s returned from its own committed transaction, its event applied: deleted (else it"
+                                            + " comes back until a dead-letter queue takes it): %s",
+                                    h, moves)
+                            .isNotEmpty();
                 }
             }
             for (String id : events) {

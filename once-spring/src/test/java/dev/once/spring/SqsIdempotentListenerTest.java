@@ -10,6 +10,7 @@ import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
 import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
 import io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement;
+import io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -53,6 +54,7 @@ class SqsIdempotentListenerTest {
 
     static final String MANUAL = "once-spring-sqs-manual-" + UUID.randomUUID();
     static final String ON_SUCCESS = "once-spring-sqs-on-success-" + UUID.randomUUID();
+    static final String FACTORY_MANUAL = "once-spring-sqs-factory-manual-" + UUID.randomUUID();
     static final Map<String, Integer> calls = new ConcurrentHashMap<>();
     static final List<String> sources = new CopyOnWriteArrayList<>();
 
@@ -62,6 +64,7 @@ class SqsIdempotentListenerTest {
     static AnnotationConfigApplicationContext context;
     static String manualUrl;
     static String onSuccessUrl;
+    static String factoryManualUrl;
 
     @BeforeAll
     static void start() {
@@ -76,8 +79,10 @@ class SqsIdempotentListenerTest {
                 .build();
         manualUrl = queue(MANUAL);
         onSuccessUrl = queue(ON_SUCCESS);
+        factoryManualUrl = queue(FACTORY_MANUAL);
         System.setProperty("once.test.sqs.manual", MANUAL);
         System.setProperty("once.test.sqs.on-success", ON_SUCCESS);
+        System.setProperty("once.test.sqs.factory-manual", FACTORY_MANUAL);
         db = TestPostgres.shared().freshDatabase(4);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL)");
         context = new AnnotationConfigApplicationContext();
@@ -122,6 +127,19 @@ class SqsIdempotentListenerTest {
                             .acknowledgementThreshold(0))
                     .build();
         }
+
+        /** MANUAL set on the factory only: its listeners need no acknowledgementMode and no Acknowledgement. */
+        @Bean
+        SqsMessageListenerContainerFactory<Object> manualSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .acknowledgementMode(AcknowledgementMode.MANUAL)
+                            .acknowledgementInterval(Duration.ZERO)
+                            .acknowledgementThreshold(0))
+                    .build();
+        }
     }
 
     public static class Listeners {
@@ -148,6 +166,16 @@ class SqsIdempotentListenerTest {
         public void onSuccess(Message<String> message) {
             calls.merge((String) message.getHeaders().get("once-event-id"), 1, Integer::sum);
             jdbc.update("INSERT INTO ledger VALUES (?)", message.getHeaders().get("once-event-id"));
+        }
+
+        /** MANUAL from its container factory; deletes through the static Acknowledgement.acknowledge(message). */
+        @SqsListener(value = "${once.test.sqs.factory-manual}", factory = "manualSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "sqs-factory-manual")
+        public void factoryManual(Message<String> message) {
+            String id = (String) message.getHeaders().get("once-event-id");
+            calls.merge(id, 1, Integer::sum);
+            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            Acknowledgement.acknowledge(message);
         }
     }
 
@@ -220,6 +248,94 @@ class SqsIdempotentListenerTest {
                 .hasMessageContaining("Listeners.onSuccess")
                 .hasMessageContaining("acknowledgementMode = \"MANUAL\"");
         assertThat(ledger("s-2")).as("refused before its body").isZero();
+    }
+
+    /**
+     * MANUAL set on the container factory only, a listener without an Acknowledgement parameter: once counted it as
+     * ON_SUCCESS, so the copy (whose body, which deletes, is skipped) was never deleted and came back every visibility
+     * timeout, until a dead-letter queue took it.
+     */
+    @Test
+    void aListenerManualByItsFactoryHasItsCopyDeleted() {
+        send(factoryManualUrl, "f-1", "ok");
+        Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+            assertThat(ledger("f-1")).as("f-1 applied once").isEqualTo(1);
+            assertThat(held(factoryManualUrl)).as("f-1 deleted by its body").isZero();
+        });
+        send(factoryManualUrl, "f-1", "ok"); // the producer's retry: a new SQS message id, the same event
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(held(factoryManualUrl))
+                        .as("the copy deleted by once: its body, which deletes, is skipped")
+                        .isZero());
+        assertThat(ledger("f-1")).as("f-1 still applied once").isEqualTo(1);
+        assertThat(calls.get("f-1")).as("the copy's body skipped").isEqualTo(1);
+    }
+
+    /** Container factories in the modes the annotation does not show. */
+    @Configuration(proxyBeanMethods = false)
+    @Import(SqsBootstrapConfiguration.class)
+    static class Factories {
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.acknowledgementMode(AcknowledgementMode.ALWAYS))
+                    .build();
+        }
+
+        @Bean
+        SqsMessageListenerContainerFactory<Object> manualSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.acknowledgementMode(AcknowledgementMode.MANUAL))
+                    .build();
+        }
+    }
+
+    /** ALWAYS from the default factory: a failed call's message is deleted, its event lost. */
+    static class FactoryAlwaysListener {
+        @SqsListener("once-spring-sqs-never-started")
+        @IdempotentListener(consumer = "sqs-factory-always")
+        public void on(Message<String> message) {}
+    }
+
+    /** A batch in MANUAL from its factory: the body's deletes are made at once. */
+    static class FactoryManualBatchListener {
+        @SqsListener(value = "once-spring-sqs-never-started", factory = "manualSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "sqs-factory-manual-batch")
+        public void on(List<Message<String>> messages) {}
+    }
+
+    /** MANUAL from its factory, taking neither a Message nor an Acknowledgement: nothing can delete its messages. */
+    static class FactoryManualPayloadListener {
+        @SqsListener(value = "once-spring-sqs-never-started", factory = "manualSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "sqs-factory-manual-payload", eventId = "#p0")
+        public void on(String payload) {}
+    }
+
+    /**
+     * Modes set on the container factory that once cannot keep fail the context start, before the containers start,
+     * as the same modes on the annotation do (the context started: an ALWAYS container lost the event of every call
+     * that failed).
+     */
+    @Test
+    void modesOnTheContainerFactoryThatOnceCannotKeepFailTheStart() {
+        Map<Class<?>, String> expected = Map.of(
+                FactoryAlwaysListener.class, "ALWAYS",
+                FactoryManualBatchListener.class, "batch",
+                FactoryManualPayloadListener.class, "neither a Message nor an Acknowledgement");
+        expected.forEach((bean, says) -> assertThatThrownBy(() -> {
+                    try (var c = new AnnotationConfigApplicationContext()) {
+                        c.register(IdempotentListenerConfiguration.class, Factories.class, bean);
+                        c.refresh();
+                    }
+                })
+                .as(bean.getSimpleName())
+                .hasRootCauseInstanceOf(InvalidConfigurationException.class)
+                .rootCause()
+                .hasMessageContaining(bean.getSimpleName() + ".on")
+                .hasMessageContaining(says));
     }
 
     static class BatchListener {

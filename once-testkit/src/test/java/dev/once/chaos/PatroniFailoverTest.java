@@ -8,9 +8,14 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Schema;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.Predicate;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -22,12 +27,55 @@ import org.junit.jupiter.api.Test;
  * {@code synchronous_mode: true} every acknowledged commit was on the replica: lost 0 and applied
  * twice 0, asserted. With it off, what was acknowledged during the partition is gone: measured and
  * printed, the deliberate break (what the production checklist in README.md warns against).
+ *
+ * <p>Each test has a cluster of its own, and both start at once before the first test: a start is
+ * mostly waiting (initdb, Patroni's loop, the replica's base backup), half of each test's time when
+ * they started one after the other.
  */
 @Tag("chaos")
 class PatroniFailoverTest {
 
     /** How long the replication link stays partitioned before the leader dies, at most. */
     private static final Duration PARTITION = Duration.ofMillis(800);
+
+    /** The cluster of each mode, until its test takes it (and closes it). */
+    private static final Map<Boolean, CompletableFuture<Started>> CLUSTERS = new HashMap<>();
+
+    /** A cluster and the seconds its start took. */
+    private record Started(LocalPatroni patroni, double seconds) {}
+
+    @BeforeAll
+    static void startBothClusters() {
+        LocalPatroni.assumeAvailable();
+        for (boolean synchronous : new boolean[] {true, false}) {
+            // a thread each: the common pool has one thread on two cores, and would start them one after the other
+            CLUSTERS.put(
+                    synchronous,
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                long started = System.nanoTime();
+                                try {
+                                    return new Started(
+                                            LocalPatroni.start(2, synchronous), (System.nanoTime() - started) / 1e9);
+                                } catch (Exception e) {
+                                    throw new CompletionException(e);
+                                }
+                            },
+                            task -> new Thread(task, "patroni-start-" + (synchronous ? "sync" : "async")).start()));
+        }
+    }
+
+    /** What a test did not close (it failed before it took its cluster, or did not run). */
+    @AfterAll
+    static void closeClusters() throws Exception {
+        for (CompletableFuture<Started> f : CLUSTERS.values()) {
+            Started s = f.exceptionally(e -> null).join();
+            if (s != null) {
+                s.patroni().close();
+            }
+        }
+        CLUSTERS.clear();
+    }
 
     @Test
     void patroniInSynchronousModeLosesNothingThroughAFailover() throws Exception {
@@ -48,12 +96,17 @@ class PatroniFailoverTest {
     }
 
     private static Chaos.Figure failover(boolean synchronous) throws Exception {
-        LocalPatroni.assumeAvailable();
         int events = Chaos.scaled(3_000);
         String mode = synchronous ? "sync" : "async";
+        Started cluster;
+        try {
+            cluster = CLUSTERS.remove(synchronous).join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        }
         long started = System.nanoTime();
-        try (LocalPatroni patroni = LocalPatroni.start(2, synchronous)) {
-            double startSeconds = (System.nanoTime() - started) / 1e9;
+        try (LocalPatroni patroni = cluster.patroni()) {
+            double startSeconds = cluster.seconds();
             LocalPatroni.Member leader = patroni.leader();
             assertThat(leader).as("a leader").isNotNull();
             try (HikariDataSource setup = Databases.pool(leader.jdbcUrl(), 1, "patroni-setup")) {
@@ -115,7 +168,7 @@ class PatroniFailoverTest {
                             .put("cluster_start_s", startSeconds)
                             .put("kill_to_new_leader_s", promoteSeconds)
                             .put("kill_to_first_ack_s", at < 0 ? -1.0 : (at - killedAt) / 1e9)
-                            .put("total_s", (System.nanoTime() - started) / 1e9)
+                            .put("total_s", startSeconds + (System.nanoTime() - started) / 1e9)
                             .broken(synchronous ? null : "synchronous_mode_off")
                             .print();
                 }

@@ -1,0 +1,164 @@
+package dev.once.spring;
+
+import dev.once.InvalidConfigurationException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.core.BridgeMethodResolver;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Checks, before Spring Cloud AWS's SQS listener containers start, the acknowledgement mode each container really
+ * runs an {@link IdempotentListener} method in: its resolved options (the container factory's, the annotation's
+ * {@code acknowledgementMode} over them, any container customizer's), which the annotation alone does not show. A
+ * container in {@code ALWAYS} deletes a message whose call failed and rolled back, so its event is lost; in
+ * {@code MANUAL}, a batch method's body deletes its messages at once, before the claim commits, and a method taking
+ * neither a {@code Message} nor an {@code Acknowledgement} cannot have its messages deleted by anyone (a copy comes back
+ * until a dead-letter queue takes it). Each fails the context start, naming the method and the container. The check at
+ * each call ({@link ListenerMethod#sqsDeletedByListener}) reads MANUAL from the message; ALWAYS cannot be refused
+ * there, since the container deletes whatever the call does.
+ *
+ * <p>The method a container calls is found in its listener (the {@code HandlerMethod} its endpoint made), read
+ * through the adapters' fields: Spring Cloud AWS exposes no getter. A container whose listener is not an endpoint's (a
+ * container bean given a lambda) shows no method and is not checked.
+ */
+final class SqsContainerCheck implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(SqsContainerCheck.class);
+
+    /** Spring Cloud AWS's containers and their registry start in {@code Integer.MAX_VALUE}: this first. */
+    static final int PHASE = Integer.MAX_VALUE - 1;
+
+    // how deep the adapters around a container's listener are followed (three in Spring Cloud AWS 4.1)
+    private static final int DEPTH = 6;
+
+    private final ListableBeanFactory beans;
+    private final IdempotentListenerInterceptor interceptor;
+    private volatile boolean running;
+
+    SqsContainerCheck(ListableBeanFactory beans, IdempotentListenerInterceptor interceptor) {
+        this.beans = beans;
+        this.interceptor = interceptor;
+    }
+
+    /**
+     * @throws InvalidConfigurationException for an {@link IdempotentListener} method run by a container whose mode
+     *     once cannot keep
+     */
+    @Override
+    public void start() {
+        Set<Object> containers = new LinkedHashSet<>();
+        for (var registry :
+                beans.getBeanProvider(io.awspring.cloud.sqs.listener.MessageListenerContainerRegistry.class)) {
+            containers.addAll(registry.getListenerContainers());
+        }
+        containers.addAll(
+                beans.getBeansOfType(io.awspring.cloud.sqs.listener.MessageListenerContainer.class, false, false)
+                        .values());
+        for (var container : containers) {
+            if (container instanceof io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer<?, ?, ?> c) {
+                check(c);
+            }
+        }
+        running = true;
+    }
+
+    private void check(io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer<?, ?, ?> container) {
+        var mode = container.getContainerOptions().getAcknowledgementMode();
+        if (mode == io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ON_SUCCESS) {
+            return;
+        }
+        Set<Method> methods = new LinkedHashSet<>();
+        handlerMethods(container.getMessageListener(), 0, methods);
+        for (Method found : methods) {
+            Method method = BridgeMethodResolver.findBridgedMethod(
+                    ClassUtils.getMostSpecificMethod(found, ClassUtils.getUserClass(found.getDeclaringClass())));
+            if (!AnnotatedElementUtils.hasAnnotation(method, IdempotentListener.class)) {
+                continue;
+            }
+            ListenerMethod listener = interceptor.method(method);
+            String where = "@IdempotentListener " + method.getDeclaringClass().getSimpleName() + "."
+                    + method.getName() + " (consumer '" + listener.consumer() + "') runs in SQS listener container '"
+                    + container.getId() + "', whose acknowledgementMode is " + mode
+                    + " (its container factory's, the annotation's or a customizer's)";
+            String problem = null;
+            if (mode == io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ALWAYS) {
+                problem = ": it deletes a message whose call failed and rolled back, so the event would be lost; set"
+                        + " @SqsListener(acknowledgementMode = \"ON_SUCCESS\") on it (the annotation overrides the"
+                        + " factory), or MANUAL with an Acknowledgement parameter";
+            } else if (listener.batchIndex() >= 0) {
+                problem = ": a batch body deletes its messages at once, and once cannot hold each delete back until"
+                        + " its claim commits; use ON_SUCCESS for it (the container deletes the batch after the"
+                        + " method returned, so after the commit), or take one Message<?> per call";
+            } else if (listener.messageIndex() < 0 && listener.ackIndex() < 0) {
+                problem = ": it takes neither a Message nor an Acknowledgement, so neither its body nor once (for a"
+                        + " copy, whose body is skipped) can delete its messages, which come back until a dead-letter"
+                        + " queue takes them; take a Message<?> or an Acknowledgement parameter, or use ON_SUCCESS";
+            }
+            if (problem != null) {
+                InvalidConfigurationException refused = new InvalidConfigurationException(where + problem);
+                log.error("{}", refused.getMessage());
+                throw refused;
+            }
+        }
+    }
+
+    /** The {@code HandlerMethod}s in {@code o} and the Spring Cloud AWS adapters it holds, to {@link #DEPTH}. */
+    private static void handlerMethods(Object o, int depth, Set<Method> out) {
+        if (o == null || depth > DEPTH) {
+            return;
+        }
+        if (o instanceof org.springframework.messaging.handler.HandlerMethod h) {
+            out.add(h.getMethod());
+            return;
+        }
+        if (o instanceof Collection<?> c) {
+            for (Object e : new ArrayList<>(c)) {
+                handlerMethods(e, depth + 1, out);
+            }
+            return;
+        }
+        if (!o.getClass().getName().startsWith("io.awspring.cloud.sqs.")) {
+            return;
+        }
+        List<Field> fields = new ArrayList<>();
+        for (Class<?> type = o.getClass(); type != null && type != Object.class; type = type.getSuperclass()) {
+            fields.addAll(List.of(type.getDeclaredFields()));
+        }
+        for (Field f : fields) {
+            if (Modifier.isStatic(f.getModifiers()) || f.getType().isPrimitive() || !f.trySetAccessible()) {
+                continue;
+            }
+            try {
+                handlerMethods(f.get(o), depth + 1, out);
+            } catch (IllegalAccessException e) {
+                // not readable: holds no method this check can see
+            }
+        }
+    }
+
+    @Override
+    public void stop() {
+        running = false;
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    @Override
+    public int getPhase() {
+        return PHASE;
+    }
+}
