@@ -70,11 +70,16 @@ import org.elasticmq.rest.sqs.SQSRestServer;
 import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.interceptor.Context;
+import software.amazon.awssdk.core.interceptor.ExecutionAttribute;
+import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsAsyncClient;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequest;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 
 /**
@@ -768,6 +773,77 @@ final class RelaySuite implements Suite {
                 resources);
     }
 
+    /**
+     * The relay's {@code SendMessageBatch} requests on its SQS client, counted rather than timed (CPU figures say
+     * nothing on a loaded machine): entries per request (10 when the relay fills every batch) and requests in
+     * flight, on average while any is, against the publisher's {@link SqsPublisher#CONCURRENT_REQUESTS} plus the
+     * calling relays. A mean near that allowance means the relay keeps the publisher busy, and the gap to the bare
+     * loop lies in the requests themselves (the SDK's marshalling, ElasticMQ in the same JVM); a mean well below it
+     * means the relay leaves the publisher waiting between its batches.
+     */
+    static final class InFlight implements ExecutionInterceptor {
+        // set on a request that went out, so that one failing after it is counted back in
+        private static final ExecutionAttribute<Boolean> SENT = new ExecutionAttribute<>("once-bench.sent");
+        private final AtomicLong requests = new AtomicLong();
+        private final AtomicLong entries = new AtomicLong();
+        private int now; // requests in flight
+        private int max;
+        private long weighted; // requests in flight times ns, summed
+        private long busy; // ns with a request in flight
+        private long last = System.nanoTime();
+
+        private synchronized void step(int delta) {
+            long t = System.nanoTime();
+            weighted += now * (t - last);
+            if (now > 0) {
+                busy += t - last;
+            }
+            last = t;
+            now += delta;
+            max = Math.max(max, now);
+        }
+
+        @Override
+        public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
+            if (context.request() instanceof SendMessageBatchRequest r) {
+                requests.incrementAndGet();
+                entries.addAndGet(r.entries().size());
+                attributes.putAttribute(SENT, Boolean.TRUE);
+                step(1);
+            }
+        }
+
+        @Override
+        public void afterTransmission(Context.AfterTransmission context, ExecutionAttributes attributes) {
+            back(attributes);
+        }
+
+        @Override
+        public void onExecutionFailure(Context.FailedExecution context, ExecutionAttributes attributes) {
+            back(attributes);
+        }
+
+        private void back(ExecutionAttributes attributes) {
+            if (Boolean.TRUE.equals(attributes.getAttribute(SENT))) {
+                attributes.putAttribute(SENT, Boolean.FALSE);
+                step(-1);
+            }
+        }
+
+        synchronized void report() {
+            System.out.printf(
+                    Locale.ROOT,
+                    "[once-bench] relay: sqs, the relay's SendMessageBatch requests: %d, %.2f entries each, in flight"
+                            + " %.1f on average while any was, at most %d (the publisher allows %d plus the relays'"
+                            + " own)%n",
+                    requests.get(),
+                    (double) entries.get() / Math.max(1, requests.get()),
+                    (double) weighted / Math.max(1, busy),
+                    max,
+                    SqsPublisher.CONCURRENT_REQUESTS);
+        }
+    }
+
     /** ElasticMQ in-process, as once-sqs's tests run it: a standard queue per run. */
     private static Target sqs(List<AutoCloseable> resources) {
         SQSRestServer server = SQSRestServerBuilder.withInterface("127.0.0.1")
@@ -775,12 +851,22 @@ final class RelaySuite implements Suite {
                 .start();
         resources.add(server::stopAndWait);
         int port = server.waitUntilStarted().localAddress().getPort();
+        InFlight inFlightCount = new InFlight();
         SqsClient client = SqsClient.builder()
                 .endpointOverride(URI.create("http://127.0.0.1:" + port))
                 .region(Region.US_EAST_1)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
                 .build();
         resources.add(client);
+        // The relay's own client, its requests counted (InFlight); the bare loops' go through the other one
+        SqsClient relayClient = SqsClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .overrideConfiguration(c -> c.addExecutionInterceptor(inFlightCount))
+                .build();
+        resources.add(relayClient);
+        resources.add(inFlightCount::report);
         List<BareLoop> bare = new ArrayList<>();
         for (int threads : SQS_BARE_THREADS) {
             bare.add(new BareLoop(
@@ -804,7 +890,7 @@ final class RelaySuite implements Suite {
                     (queue, s) -> sqsBareAsync(async, queue, s, inFlight)));
         }
         return new Target(
-                new SqsPublisher(client),
+                new SqsPublisher(relayClient),
                 name -> {
                     client.createQueue(r -> r.queueName(name));
                     return name;
