@@ -1,13 +1,11 @@
 package dev.once.spring;
 
 import static dev.once.testsupport.StateMachines.move;
-import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
-import dev.once.spring.SpringScopes.Ended;
 import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -15,10 +13,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -44,8 +39,8 @@ import org.springframework.jdbc.support.JdbcTransactionManager;
  * {@code basicGet}, as a caller that pulls messages itself, or a container running the listener in its transaction,
  * hands them over: fresh messages whose body acknowledges, whose body acknowledges and then throws, whose body
  * swallows a failed statement, and copies of events applied in an ended transaction or in the open one. Each
- * settlement once sends on the real channel is recorded. The oracle is the database after every outermost
- * transaction: a message acknowledged must find its event's claim and effect committed (an ack for a call whose
+ * settlement once sends on the real channel is recorded. The oracle ({@link AcknowledgingListenerWorld}, shared with
+ * the Pub/Sub generator) is the database after every outermost transaction: a message acknowledged must find its event's claim and effect committed (an ack for a call whose
  * claim a rollback, whole or to a savepoint, undid loses the message); a fresh call whose claim committed must be
  * acknowledged; every message handed to the listener is settled exactly once by the time the transactions it was
  * called in have ended (one left unsettled waits, unacknowledged, until the channel closes); an effect is in the
@@ -150,31 +145,10 @@ class RabbitChannelCallerTransactionPropertyTest {
         }
     }
 
-    /** One message handed to the listener, and what was sent for it on the real channel. */
-    static final class Handed {
-        final String eventId;
-        final long tag;
-        final String kind;
-        final List<String> settled = new ArrayList<>();
-        // the outermost transaction this call ran in has ended: settled by now
-        boolean ended;
-
-        Handed(String eventId, long tag, String kind) {
-            this.eventId = eventId;
-            this.tag = tag;
-            this.kind = kind;
-        }
-
-        @Override
-        public String toString() {
-            return kind + " " + eventId + " #" + tag + " " + settled;
-        }
-    }
-
     /** The real channel, recording every settlement once sends on it. */
     static final class Recording implements java.lang.reflect.InvocationHandler {
         final Channel channel;
-        final Map<Long, Handed> byTag = new HashMap<>();
+        final Map<Long, AcknowledgingListenerWorld.Handed> byTag = new HashMap<>();
 
         Recording(Channel channel) {
             this.channel = channel;
@@ -184,9 +158,13 @@ class RabbitChannelCallerTransactionPropertyTest {
         public Object invoke(Object proxy, java.lang.reflect.Method method, Object[] args) throws Throwable {
             String name = method.getName();
             if (name.equals("basicAck") || name.equals("basicNack") || name.equals("basicReject")) {
-                Handed h = byTag.get((Long) args[0]);
+                AcknowledgingListenerWorld.Handed h = byTag.get((Long) args[0]);
                 if (h != null) {
-                    h.settled.add(name.equals("basicAck") ? "ack" : "nack");
+                    if (name.equals("basicAck")) {
+                        h.ack();
+                    } else {
+                        h.nack();
+                    }
                 }
             }
             try {
@@ -274,21 +252,16 @@ class RabbitChannelCallerTransactionPropertyTest {
                 .withMaxTransformations(25);
     }
 
-    static final class World {
+    static final class World extends AcknowledgingListenerWorld {
         static World next;
 
-        final SpringScopes scopes = new SpringScopes(context.getBean(JdbcTransactionManager.class));
         final Orders orders = context.getBean(Orders.class);
-        final List<String> moves = new ArrayList<>();
-        final List<Handed> handed = new ArrayList<>();
-        // event id -> the physical transaction whose open claim it may hold (copies in the same one only)
-        final Map<String, Integer> openIn = new LinkedHashMap<>();
-        final List<String> committedEvents = new ArrayList<>();
         final Channel real;
         final Recording recording;
         final Channel channel;
 
         World() {
+            super(context.getBean(JdbcTransactionManager.class), db, "caller-channel");
             try {
                 real = rabbit.createChannel();
             } catch (IOException e) {
@@ -299,35 +272,9 @@ class RabbitChannelCallerTransactionPropertyTest {
                     Channel.class.getClassLoader(), new Class<?>[] {Channel.class}, recording);
         }
 
-        boolean savepointAllowed() {
-            // Spring refuses a savepoint in a transaction already marked rollback-only
-            return scopes.isEmpty() || !scopes.top().status.isRollbackOnly();
-        }
-
-        void begin(Kind kind) {
-            moves.add("begin " + kind);
-            try {
-                scopes.begin(kind);
-            } catch (RuntimeException e) {
-                // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
-                moves.add("  begin threw " + e.getClass().getSimpleName());
-            }
-        }
-
         void listen(String body) {
             String id = "e-" + ids.incrementAndGet();
             call(id, body, body);
-        }
-
-        /** An event applied in an ended transaction, or claimed in the open physical one. */
-        String copyable() {
-            int current = scopes.isEmpty() ? -1 : scopes.top().physical.number;
-            for (Map.Entry<String, Integer> e : openIn.entrySet()) {
-                if (e.getValue() == current && moves.size() % 2 == 0) {
-                    return e.getKey();
-                }
-            }
-            return committedEvents.isEmpty() ? null : committedEvents.get(committedEvents.size() - 1);
         }
 
         void copy() {
@@ -335,11 +282,8 @@ class RabbitChannelCallerTransactionPropertyTest {
         }
 
         private void call(String id, String body, String kind) {
-            Handed h = fetch(id, body, kind);
-            moves.add("listen " + h);
-            if (!kind.equals("copy") || !openIn.containsKey(id)) {
-                openIn.putIfAbsent(id, scopes.top().physical.number);
-            }
+            Delivered h = fetch(id, body, kind);
+            calledIn(id);
             MessageProperties props = new MessageProperties();
             props.setDeliveryTag(h.tag);
             props.setHeader("once-event-id", id);
@@ -351,7 +295,7 @@ class RabbitChannelCallerTransactionPropertyTest {
         }
 
         /** Publishes a message for {@code id} and takes it from the queue unacknowledged. */
-        private Handed fetch(String id, String body, String kind) {
+        private Delivered fetch(String id, String body, String kind) {
             try {
                 com.rabbitmq.client.AMQP.BasicProperties props = new com.rabbitmq.client.AMQP.BasicProperties.Builder()
                         .headers(Map.of("once-event-id", id))
@@ -369,9 +313,9 @@ class RabbitChannelCallerTransactionPropertyTest {
                     if (header != null
                             && header.toString().equals(id)
                             && !r.getEnvelope().isRedeliver()) {
-                        Handed h = new Handed(id, tag, kind);
-                        handed.add(h);
+                        Delivered h = new Delivered(id, tag, kind);
                         recording.byTag.put(tag, h);
+                        handed(h);
                         return h;
                     }
                     // a message requeued earlier in this chain: it stays unacknowledged until the channel closes
@@ -379,111 +323,6 @@ class RabbitChannelCallerTransactionPropertyTest {
                 throw new IllegalStateException("message " + id + " not received from " + QUEUE);
             } catch (IOException e) {
                 throw new IllegalStateException(e);
-            }
-        }
-
-        void setRollbackOnly() {
-            moves.add("setRollbackOnly");
-            scopes.setRollbackOnly();
-        }
-
-        void commit() {
-            moves.add("commit");
-            ended(scopes.commit(), "commit");
-        }
-
-        void rollback() {
-            moves.add("rollback");
-            ended(scopes.rollback(), "rollback");
-        }
-
-        /** After the outermost scope of a physical transaction ended: checks every call made in it. */
-        private void ended(Ended ended, String move) {
-            if (ended.thrown() != null) {
-                moves.add("  " + move + " threw " + ended.thrown().getClass().getSimpleName());
-            }
-            if (!ended.physical()) {
-                return;
-            }
-            int physical = ended.scope().physical.number;
-            List<String> events = new ArrayList<>();
-            openIn.entrySet().removeIf(e -> {
-                if (e.getValue() == physical) {
-                    events.add(e.getKey());
-                    return true;
-                }
-                return false;
-            });
-            for (String id : events) {
-                if (claimed(id)) {
-                    committedEvents.add(id);
-                }
-            }
-            check(events);
-        }
-
-        private boolean claimed(String id) {
-            return count("SELECT count(*) FROM once_inbox WHERE consumer = 'caller-channel' AND event_id = ?", id) == 1;
-        }
-
-        private long ledger(String id) {
-            return count("SELECT count(*) FROM ledger WHERE event_id = ?", id);
-        }
-
-        /** On a connection of its own: a suspended outer transaction may be the thread's again, and aborted. */
-        private static long count(String sql, String id) {
-            try (java.sql.Connection c = db.dataSource().getConnection();
-                    java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
-                ps.setString(1, id);
-                try (java.sql.ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    return rs.getLong(1);
-                }
-            } catch (java.sql.SQLException e) {
-                throw new IllegalStateException(e);
-            }
-        }
-
-        /** The invariants for the messages of {@code events} (their transaction has ended). */
-        private void check(List<String> events) {
-            for (Handed h : handed) {
-                if (!events.contains(h.eventId) || h.ended) {
-                    continue;
-                }
-                h.ended = true;
-                boolean claimed = claimed(h.eventId);
-                assertThat(ledger(h.eventId))
-                        .as("effect of %s in the ledger once where its claim committed, else absent: %s", h, moves)
-                        .isEqualTo(claimed ? 1 : 0);
-                assertThat(h.settled)
-                        .as("%s settled exactly once when its transactions ended: %s", h, moves)
-                        .hasSize(1);
-                if (h.settled.get(0).equals("ack")) {
-                    assertThat(claimed)
-                            .as(
-                                    "%s acknowledged: its claim must have committed (else the message is lost): %s",
-                                    h, moves)
-                            .isTrue();
-                }
-            }
-            for (String id : events) {
-                if (claimed(id)) {
-                    assertThat(handed.stream()
-                                    .filter(h -> h.eventId.equals(id))
-                                    .anyMatch(h -> h.settled.contains("ack")))
-                            .as("event %s committed: one of its messages acknowledged: %s", id, moves)
-                            .isTrue();
-                }
-            }
-        }
-
-        /** Ends every open scope (a chain may stop anywhere) and checks what is left. */
-        void end() {
-            while (!scopes.isEmpty()) {
-                rollback();
-            }
-            for (Handed h : handed) {
-                assertThat(h.ended).as("%s checked: %s", h, moves).isTrue();
             }
         }
 
@@ -495,6 +334,16 @@ class RabbitChannelCallerTransactionPropertyTest {
             try (Channel c = rabbit.createChannel()) {
                 c.queuePurge(QUEUE);
             }
+        }
+    }
+
+    /** A message taken from the queue: its delivery tag on the channel. */
+    static final class Delivered extends AcknowledgingListenerWorld.Handed {
+        final long tag;
+
+        Delivered(String eventId, long tag, String kind) {
+            super(eventId, "#" + tag, kind);
+            this.tag = tag;
         }
     }
 }

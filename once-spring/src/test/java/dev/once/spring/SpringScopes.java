@@ -14,7 +14,7 @@ import org.springframework.transaction.support.DefaultTransactionDefinition;
 /**
  * The caller's nested Spring transaction scopes, for the caller-transaction generators
  * ({@link SpringCallerTransactionPropertyTest}, {@link RabbitChannelCallerTransactionPropertyTest}, {@link
- * SqsAcknowledgementCallerTransactionPropertyTest}): begin with
+ * SqsAcknowledgementCallerTransactionPropertyTest}, {@link PubSubCallerTransactionPropertyTest}): begin with
  * propagation REQUIRED, NESTED or REQUIRES_NEW, commit, rollback and setRollbackOnly on the innermost scope, through
  * a real {@link PlatformTransactionManager}, with Spring's propagation rules replayed on the scopes
  * ({@code AbstractPlatformTransactionManager}'s getTransaction, commit and processRollback), so that a generator
