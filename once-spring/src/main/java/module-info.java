@@ -30,6 +30,6 @@ module dev.once.spring {
     exports dev.once.spring;
 
     // a Fence.check on a Spring transaction's connection is checked again before that transaction commits
-    provides dev.once.lease.TransactionFences with
+    provides dev.once.internal.fence.TransactionFences with
             dev.once.spring.SpringTransactionFences;
 }

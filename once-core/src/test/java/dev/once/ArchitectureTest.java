@@ -20,9 +20,13 @@ import com.tngtech.archunit.lang.SimpleConditionEvent;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
 import dev.once.tx.TransactionHandle;
+import java.lang.module.ModuleDescriptor;
+import java.lang.module.ModuleFinder;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -47,6 +51,42 @@ class ArchitectureTest {
                 .arePublic()
                 .should(exposeNoInternalType())
                 .check(CORE);
+    }
+
+    /**
+     * The engine is reachable from no other module, but for the one seam a transaction integration
+     * implements ({@code dev.once.internal.fence}: what {@code Fence.check} tells once-spring, and the fence it
+     * checks again), exported to {@code dev.once.spring} alone; and what once-core loads with {@code
+     * ServiceLoader} is that seam, never an API type (an SPI in an API package is API every user sees and
+     * every change breaks). With {@link #apiPackagesExposeNoInternalType} no API signature leads to it.
+     */
+    @Test
+    void theModuleExportsNoInternalPackageButTheFenceSeamToOnceSpring() throws Exception {
+        ModuleDescriptor core = ModuleFinder.of(Path.of(Schema.class
+                        .getProtectionDomain()
+                        .getCodeSource()
+                        .getLocation()
+                        .toURI()))
+                .find("dev.once.core")
+                .orElseThrow(() -> new AssertionError("no module-info for dev.once.core in once-core's classes"))
+                .descriptor();
+        List<String> wrong = new ArrayList<>();
+        for (ModuleDescriptor.Exports e : core.exports()) {
+            boolean internal = e.source().startsWith("dev.once.internal");
+            if (internal
+                    && !(e.source().equals("dev.once.internal.fence")
+                            && e.targets().equals(Set.of("dev.once.spring")))) {
+                wrong.add("exports " + e);
+            }
+        }
+        for (String service : core.uses()) {
+            if (!service.startsWith("dev.once.internal.fence.")) {
+                wrong.add("uses " + service + ", a service outside the internal seam dev.once.internal.fence");
+            }
+        }
+        if (!wrong.isEmpty()) {
+            throw new AssertionError("once-core's module descriptor: " + wrong);
+        }
     }
 
     @Test

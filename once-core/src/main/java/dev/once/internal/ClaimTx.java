@@ -1,7 +1,7 @@
 package dev.once.internal;
 
+import dev.once.internal.fence.TakenFence;
 import dev.once.jdbc.Dialect;
-import dev.once.lease.Fence;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -48,7 +48,7 @@ abstract class ClaimTx {
         try {
             // not Fence.check: a Spring integration would check it again at the physical commit as well, where
             // the engine's own check (last before the claim commits) already stands for it
-            new Fence.Taken(dialect, prefix, resource, token, clock).checkOn(raw);
+            new TakenFence(dialect, prefix, resource, token, clock).checkOn(raw);
         } catch (SQLException e) {
             throw watch.failed(e); // on the raw connection, so the guard would not see it
         }

@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.fence.TakenFence;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
 import dev.once.tx.JoinedTransaction;
@@ -139,7 +140,7 @@ public final class ClaimWatch {
         for (Map.Entry<Fenced, Long> f : fences.entrySet()) {
             try {
                 // not Fence.check: an integration would check it again at the physical commit as well
-                new Fence.Taken(dialect, f.getKey().prefix(), f.getKey().resource(), f.getValue(), clock).checkOn(raw);
+                new TakenFence(dialect, f.getKey().prefix(), f.getKey().resource(), f.getValue(), clock).checkOn(raw);
             } catch (StaleFencingTokenException e) {
                 throw new StaleFencingTokenException(
                         e.resource(),

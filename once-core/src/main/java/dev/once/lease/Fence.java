@@ -3,14 +3,13 @@ package dev.once.lease;
 import dev.once.InvalidConfigurationException;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.GuardedConnection;
+import dev.once.internal.fence.TakenFence;
+import dev.once.internal.fence.TransactionFences;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,8 +38,8 @@ import java.util.ServiceLoader;
  * repeated last before the commit, in the transaction's outer scope, where something manages the
  * transaction: once, where it commits it, for {@link dev.once.Tx#fence} and for this check on a handler's
  * {@code tx.connection()} or a {@link dev.once.keys.KeyTransaction}'s {@code connection()}; once-spring for
- * this check on the connection of a Spring-managed transaction (its {@link TransactionFences}, checked in the
- * transaction's {@code beforeCommit}). A stale one rolls the transaction back with {@link
+ * this check on the connection of a Spring-managed transaction (checked in the transaction's {@code
+ * beforeCommit}). A stale one rolls the transaction back with {@link
  * StaleFencingTokenException}. In a JDBC transaction of your own nothing repeats it: check again after such a
  * rollback, or last before the commit, and let a refusal end the transaction.
  */
@@ -69,7 +68,7 @@ public final class Fence {
             Connection connection, Dialect dialect, String prefix, String resource, long token, Clock clock)
             throws SQLException {
         Objects.requireNonNull(connection, "connection");
-        Taken fence = new Taken(dialect, prefix, resource, token, clock);
+        TakenFence fence = new TakenFence(dialect, prefix, resource, token, clock);
         // On once's guarded connection (a handler's, a key transaction's) once commits the transaction: it checks
         // the fence again last before, as for Tx.fence. Recorded first, so that a refusal caught is found again.
         // Elsewhere the integration managing the transaction does (once-spring's, at the physical commit).
@@ -83,55 +82,6 @@ public final class Fence {
             }
         }
         fence.checkOn(connection);
-    }
-
-    /**
-     * One fence, validated: what a transaction's integration ({@link TransactionFences}) keeps to check it
-     * again before the commit. Immutable.
-     */
-    public record Taken(Dialect dialect, String prefix, String resource, long token, Clock clock) {
-
-        /**
-         * @throws InvalidConfigurationException if resource is blank or longer than 255 characters, or
-         *     prefix is not a valid table prefix
-         */
-        public Taken {
-            Objects.requireNonNull(dialect, "dialect");
-            Objects.requireNonNull(clock, "clock");
-            TablePrefix.validate(prefix);
-            if (resource == null || resource.isBlank() || resource.length() > 255) {
-                throw new InvalidConfigurationException("fenced resource must be 1 to 255 non-blank characters,"
-                        + " but was " + (resource == null ? "null" : "'" + resource + "'"));
-            }
-        }
-
-        /**
-         * Runs the check on {@code connection}, telling no integration: for the engine and the integrations
-         * checking a fence again, not for application code ({@link Fence#check}).
-         *
-         * @throws StaleFencingTokenException if a newer token was accepted
-         * @throws SQLException the driver's error
-         */
-        public void checkOn(Connection connection) throws SQLException {
-            try (PreparedStatement ps = connection.prepareStatement(dialect.fence(prefix))) {
-                ps.setString(1, resource); // 1 resource
-                ps.setLong(2, token); // 2 token
-                ps.setTimestamp(3, Timestamp.from(clock.instant())); // 3 updated_at
-                ps.executeUpdate();
-            }
-            // A locking read: under REPEATABLE READ (InnoDB's default) a plain SELECT would answer from
-            // the transaction's snapshot, taken at its first read, and miss a newer token accepted since.
-            try (PreparedStatement ps = connection.prepareStatement(dialect.newestFence(prefix))) {
-                ps.setString(1, resource); // 1 resource
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long newest = rs.getLong(1);
-                    if (newest > token) {
-                        throw new StaleFencingTokenException(resource, token, newest);
-                    }
-                }
-            }
-        }
     }
 
     /** The integrations on the class path, found once: none (an empty list, no call) outside Spring. */

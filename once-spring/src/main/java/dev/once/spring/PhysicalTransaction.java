@@ -4,7 +4,7 @@ import dev.once.OnceException;
 import dev.once.StaleFencingTokenException;
 import dev.once.TransactionOutbox;
 import dev.once.Tx;
-import dev.once.lease.Fence;
+import dev.once.internal.fence.TakenFence;
 import dev.once.tx.JoinedTransaction;
 import dev.once.tx.TransactionHandle;
 import java.sql.Connection;
@@ -64,7 +64,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
     private Tx listenerTx;
     // The fences taken on the transaction's connection (Fence.check, SpringTransactionFences), by prefix and
     // resource, the newest token each; null until one is: checked again before the commit.
-    private Map<String, Fence.Taken> fences;
+    private Map<String, TakenFence> fences;
     // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
     private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
     // Whether Spring's synchronizations hold this state (and so call its beforeCommit and afterCompletion).
@@ -217,7 +217,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
      * A fence taken on this transaction's connection, recorded before it is checked (a refusal the caller
      * catches is found again): {@link #beforeCommit} checks it again, the newest token per resource.
      */
-    void fenced(Fence.Taken fence) {
+    void fenced(TakenFence fence) {
         if (fences == null) {
             fences = new TreeMap<>(); // lock order: by resource, the same in every transaction
         }
@@ -241,7 +241,7 @@ final class PhysicalTransaction implements TransactionSynchronization {
                     + key.dataSource() + " at its commit to check the fences again on; it is rolled back");
         }
         Connection c = holder.getConnection();
-        for (Fence.Taken f : fences.values()) {
+        for (TakenFence f : fences.values()) {
             try {
                 f.checkOn(c);
             } catch (StaleFencingTokenException e) {

@@ -1,7 +1,8 @@
 package dev.once.spring;
 
+import dev.once.internal.fence.TakenFence;
+import dev.once.internal.fence.TransactionFences;
 import dev.once.lease.Fence;
-import dev.once.lease.TransactionFences;
 import java.sql.Connection;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -21,15 +22,18 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * transaction active.
  *
  * <p>Found by {@link java.util.ServiceLoader} when once-spring is on the class or module path; not for
- * application code. Stateless and thread-safe: what it keeps is the checking thread's transaction's.
+ * application code. Stateless and thread-safe: what it keeps is the checking thread's transaction's. Public because
+ * {@code ServiceLoader} on the class path instantiates only public classes; its signature names once-core's fence
+ * seam, exported to this module alone ({@code "exports"}: a client of once-spring sees the class, not the seam).
  */
+@SuppressWarnings("exports")
 public final class SpringTransactionFences implements TransactionFences {
 
     /** Called by {@link java.util.ServiceLoader}. */
     public SpringTransactionFences() {}
 
     @Override
-    public void taken(Connection connection, Fence.Taken fence) {
+    public void taken(Connection connection, TakenFence fence) {
         if (!TransactionSynchronizationManager.isActualTransactionActive()
                 || !TransactionSynchronizationManager.isSynchronizationActive()) {
             return; // no Spring transaction on this thread: the caller's own JDBC transaction
