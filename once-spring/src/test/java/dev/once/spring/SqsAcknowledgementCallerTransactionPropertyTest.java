@@ -3,7 +3,6 @@ package dev.once.spring;
 import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.spring.SpringScopes.Ended;
 import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -15,7 +14,6 @@ import io.awspring.cloud.sqs.listener.acknowledgement.AcknowledgementCallback;
 import io.awspring.cloud.sqs.support.converter.SqsMessageConversionContext;
 import io.awspring.cloud.sqs.support.converter.SqsMessagingMessageConverter;
 import java.net.URI;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -57,7 +55,8 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
  * {@code Acknowledgement.acknowledge(message)}; and {@code ON_SUCCESS}, whose message the test deletes when the method
  * returns normally, as the container's acknowledgement stage does. Bodies: fresh messages, a body that acknowledges and
  * then throws, one that swallows a failed statement, and copies of events applied in an ended transaction or in the
- * open one. Every delete is made on the real queue and recorded. The oracle, after every outermost transaction: a
+ * open one. Every delete is made on the real queue and recorded. The oracle ({@link AcknowledgingListenerWorld}, shared
+ * with the RabbitMQ and Pub/Sub generators, in its at-most-one-delete form), after every outermost transaction: a
  * message deleted must find its event's claim and effect committed (a delete for a call whose claim a rollback, whole
  * or to a savepoint, undid loses the message: SQS never hands it out again); no message deleted twice; an event whose
  * claim committed has one of its messages deleted; an effect is in the ledger once where its claim committed and absent
@@ -221,32 +220,21 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
     }
 
-    /** One message handed to a listener, and the deletes made for it on the real queue. */
-    static final class Handed {
-        final String eventId;
+    /** One message received from the real queue: its receipt handle, and whether its call returned in its own. */
+    static final class Received extends AcknowledgingListenerWorld.Handed {
         final String receiptHandle;
-        final String kind;
-        final List<String> deleted = new ArrayList<>();
         // the call returned outside any scope, in a transaction of its own that committed before the return
         boolean returnedOwn;
-        // the outermost transaction this call ran in has ended: checked by now
-        boolean ended;
 
-        Handed(String eventId, String receiptHandle, String kind) {
-            this.eventId = eventId;
+        Received(String eventId, String label, String receiptHandle, String kind) {
+            super(eventId, label, kind);
             this.receiptHandle = receiptHandle;
-            this.kind = kind;
-        }
-
-        @Override
-        public String toString() {
-            return kind + " " + eventId + " " + deleted;
         }
     }
 
     /** The container's acknowledgement callback: deletes on the real queue and records it. */
     static final class Deleting implements AcknowledgementCallback<Object> {
-        final Map<String, Handed> byReceipt = new LinkedHashMap<>();
+        final Map<String, Received> byReceipt = new LinkedHashMap<>();
 
         @Override
         public CompletableFuture<Void> onAcknowledge(Message<Object> message) {
@@ -261,10 +249,11 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             return CompletableFuture.completedFuture(null);
         }
 
+        /** {@code by}: "ack" (the body's acknowledgement, or once's for a copy), "container" (ON_SUCCESS). */
         void delete(String receipt, String by) {
-            Handed h = byReceipt.get(receipt);
+            Received h = byReceipt.get(receipt);
             if (h != null) {
-                h.deleted.add(by);
+                h.settled.add(by);
             }
             sqs.deleteMessage(r -> r.queueUrl(queueUrl).receiptHandle(receipt));
         }
@@ -376,7 +365,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         scripted(w -> {
             w.listen(Mode.ANNOTATION, "ok");
             w.copyOf(w.handed.get(0).eventId, Mode.ANNOTATION);
-            assertThat(w.handed.get(1).deleted)
+            assertThat(w.handed.get(1).settled)
                     .as("the copy deleted: %s", w.moves)
                     .containsExactly("ack");
         });
@@ -411,8 +400,8 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                     .isInstanceOf(dev.once.InvalidConfigurationException.class)
                     .hasMessageContaining("Orders.batch")
                     .hasMessageContaining("batch @SqsListener whose container is in acknowledgementMode MANUAL");
-            assertThat(w.handed.get(0).deleted).as("nothing deleted").isEmpty();
-            assertThat(World.ledger(w.handed.get(0).eventId))
+            assertThat(w.handed.get(0).settled).as("nothing deleted").isEmpty();
+            assertThat(w.ledger(w.handed.get(0).eventId))
                     .as("refused before the body")
                     .isZero();
         } finally {
@@ -445,32 +434,20 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         ON_SUCCESS
     }
 
-    static final class World {
+    /**
+     * The SQS side of the shared world ({@link AcknowledgingListenerWorld}, {@link
+     * AcknowledgingListenerWorld.Settling#AT_MOST_ONCE}: SQS has no nack), and one invariant of its own: a call that
+     * returned from its own committed transaction, its event applied, had its message deleted.
+     */
+    static final class World extends AcknowledgingListenerWorld {
         static World next;
 
         final Orders orders = context.getBean(Orders.class);
         final SqsMessagingMessageConverter converter = new SqsMessagingMessageConverter();
         final Deleting deleting = new Deleting();
-        final SpringScopes scopes = new SpringScopes(context.getBean(JdbcTransactionManager.class));
-        final List<String> moves = new ArrayList<>();
-        final List<Handed> handed = new ArrayList<>();
-        // event id -> the physical transaction whose open claim it may hold (0: the call's own, ended)
-        final Map<String, Integer> openIn = new LinkedHashMap<>();
-        final List<String> committedEvents = new ArrayList<>();
 
-        boolean savepointAllowed() {
-            // Spring refuses a savepoint in a transaction already marked rollback-only
-            return scopes.isEmpty() || !scopes.top().status.isRollbackOnly();
-        }
-
-        void begin(Kind kind) {
-            moves.add("begin " + kind);
-            try {
-                scopes.begin(kind);
-            } catch (RuntimeException e) {
-                // a savepoint in a transaction PostgreSQL has aborted (a body swallowed a failed statement)
-                moves.add("  begin threw " + e.getClass().getSimpleName());
-            }
+        World() {
+            super(context.getBean(JdbcTransactionManager.class), db, "caller-sqs", Settling.AT_MOST_ONCE);
         }
 
         void listen(Mode mode, String body) {
@@ -481,17 +458,6 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         Mode elsewhere() {
             return List.of(Mode.FACTORY, Mode.PLACEHOLDER, Mode.EMPTY_PLACEHOLDER)
                     .get(moves.size() % 3);
-        }
-
-        /** An event applied in an ended transaction, or claimed in the open physical one. */
-        String copyable() {
-            int current = scopes.isEmpty() ? -1 : scopes.top().physical.number;
-            for (Map.Entry<String, Integer> e : openIn.entrySet()) {
-                if (e.getValue() == current && moves.size() % 2 == 0) {
-                    return e.getKey();
-                }
-            }
-            return committedEvents.isEmpty() ? null : committedEvents.get(committedEvents.size() - 1);
         }
 
         void copy() {
@@ -505,10 +471,8 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         private void call(String id, Mode mode, String body, String kind) {
             boolean manual = mode != Mode.ON_SUCCESS;
             Message<String> message = receive(id, body, kind, manual);
-            Handed h = handed.get(handed.size() - 1);
-            moves.add("listen " + h);
-            int physical = scopes.isEmpty() ? 0 : scopes.top().physical.number;
-            openIn.putIfAbsent(id, physical);
+            Received h = (Received) handed.get(handed.size() - 1);
+            calledIn(id);
             boolean returned = false;
             try {
                 switch (mode) {
@@ -533,8 +497,18 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 // the container's acknowledgement stage: ON_SUCCESS deletes when the listener method returned
                 deleting.delete(h.receiptHandle, "container");
             }
-            if (scopes.isEmpty()) {
-                ended(0, true);
+            callReturned();
+        }
+
+        @Override
+        void checkSettled(AcknowledgingListenerWorld.Handed h, boolean claimed) {
+            if (((Received) h).returnedOwn && claimed) {
+                assertThat(h.acked())
+                        .as(
+                                "%s returned from its own committed transaction, its event applied: deleted (else it"
+                                        + " comes back until a dead-letter queue takes it): %s",
+                                h, moves)
+                        .isTrue();
             }
         }
 
@@ -582,8 +556,12 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                         .messageSystemAttributeNames(MessageSystemAttributeName.ALL));
                 for (software.amazon.awssdk.services.sqs.model.Message m : r.messages()) {
                     MessageAttributeValue attribute = m.messageAttributes().get("once-event-id");
-                    Handed h = new Handed(attribute == null ? null : attribute.stringValue(), m.receiptHandle(), kind);
-                    handed.add(h);
+                    Received h = new Received(
+                            attribute == null ? null : attribute.stringValue(),
+                            "#" + (handed.size() + 1),
+                            m.receiptHandle(),
+                            kind);
+                    handed(h);
                     deleting.byReceipt.put(m.receiptHandle(), h);
                     if (!id.equals(h.eventId)) {
                         throw new IllegalStateException("received " + h + " while waiting for " + id);
@@ -598,118 +576,6 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 }
             }
             throw new IllegalStateException("message " + id + " not received from " + QUEUE);
-        }
-
-        void setRollbackOnly() {
-            moves.add("setRollbackOnly");
-            scopes.setRollbackOnly();
-        }
-
-        void commit() {
-            moves.add("commit");
-            ended(scopes.commit(), "commit");
-        }
-
-        void rollback() {
-            moves.add("rollback");
-            ended(scopes.rollback(), "rollback");
-        }
-
-        private void ended(Ended ended, String move) {
-            if (ended.thrown() != null) {
-                moves.add("  " + move + " threw " + ended.thrown().getClass().getSimpleName());
-            }
-            ended(ended.scope().physical.number, ended.physical());
-        }
-
-        /** After the outermost scope of a physical transaction ended: checks every call made in it. */
-        private void ended(int physical, boolean outermost) {
-            if (!outermost) {
-                return;
-            }
-            List<String> events = new ArrayList<>();
-            openIn.entrySet().removeIf(e -> {
-                if (e.getValue() == physical) {
-                    events.add(e.getKey());
-                    return true;
-                }
-                return false;
-            });
-            for (String id : events) {
-                if (claimed(id) && !committedEvents.contains(id)) {
-                    committedEvents.add(id);
-                }
-            }
-            check(events);
-        }
-
-        private static boolean claimed(String id) {
-            return count("SELECT count(*) FROM once_inbox WHERE consumer = 'caller-sqs' AND event_id = ?", id) == 1;
-        }
-
-        private static long ledger(String id) {
-            return count("SELECT count(*) FROM ledger WHERE event_id = ?", id);
-        }
-
-        /** On a connection of its own: a suspended outer transaction may be the thread's again, and aborted. */
-        private static long count(String sql, String id) {
-            try (java.sql.Connection c = db.dataSource().getConnection();
-                    java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
-                ps.setString(1, id);
-                try (java.sql.ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    return rs.getLong(1);
-                }
-            } catch (java.sql.SQLException e) {
-                throw new IllegalStateException(e);
-            }
-        }
-
-        /** The invariants for the messages of {@code events} (their transaction has ended). */
-        private void check(List<String> events) {
-            for (Handed h : handed) {
-                if (!events.contains(h.eventId) || h.ended) {
-                    continue;
-                }
-                h.ended = true;
-                boolean claimed = claimed(h.eventId);
-                assertThat(ledger(h.eventId))
-                        .as("effect of %s in the ledger once where its claim committed, else absent: %s", h, moves)
-                        .isEqualTo(claimed ? 1 : 0);
-                assertThat(h.deleted)
-                        .as("%s deleted at most once: %s", h, moves)
-                        .hasSizeLessThanOrEqualTo(1);
-                if (!h.deleted.isEmpty()) {
-                    assertThat(claimed)
-                            .as("%s deleted: its claim must have committed (else the message is lost): %s", h, moves)
-                            .isTrue();
-                }
-                if (h.returnedOwn && claimed) {
-                    assertThat(h.deleted)
-                            .as(
-                                    "%s returned from its own committed transaction, its event applied: deleted (else it"
-                                            + " comes back until a dead-letter queue takes it): %s",
-                                    h, moves)
-                            .isNotEmpty();
-                }
-            }
-            for (String id : events) {
-                if (claimed(id)) {
-                    assertThat(handed.stream().filter(h -> id.equals(h.eventId)).anyMatch(h -> !h.deleted.isEmpty()))
-                            .as("event %s committed: one of its messages deleted: %s", id, moves)
-                            .isTrue();
-                }
-            }
-        }
-
-        /** Ends every open scope (a chain may stop anywhere) and checks what is left. */
-        void end() {
-            while (!scopes.isEmpty()) {
-                rollback();
-            }
-            for (Handed h : handed) {
-                assertThat(h.ended).as("%s checked: %s", h, moves).isTrue();
-            }
         }
 
         void close() {
