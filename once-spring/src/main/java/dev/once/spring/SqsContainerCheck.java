@@ -28,9 +28,24 @@ import org.springframework.util.ClassUtils;
  * each call ({@link ListenerMethod#sqsDeletedByListener}) reads MANUAL from the message; ALWAYS cannot be refused
  * there, since the container deletes whatever the call does.
  *
- * <p>The method a container calls is found in its listener (the {@code HandlerMethod} its endpoint made), read
- * through the adapters' fields: Spring Cloud AWS exposes no getter. A container whose listener is not an endpoint's (a
- * container bean given a lambda) shows no method and is not checked.
+ * <p>What Spring Cloud AWS 4.1 shows publicly is used: the containers (the {@code MessageListenerContainerRegistry}'s
+ * and container beans), each one's resolved options ({@code getContainerOptions().getAcknowledgementMode()}) and its
+ * listener ({@code getMessageListener()}). Which method that listener calls it does not show: the endpoint an
+ * {@code @SqsListener} made keeps its method private ({@code AbstractEndpoint} has {@code getBean()}, no getter for
+ * the method), the {@code EndpointRegistrar} keeps its endpoints, the container factory hands no hook the endpoint, and
+ * the adapters around the listener ({@code AsyncComponentAdapters}, {@code MessagingMessageListenerAdapter}) keep the
+ * {@code InvocableHandlerMethod} in private fields. Matching containers to methods by id or queue names instead would
+ * mistake two listeners on one queue (several factories, or a container bean beside an annotation). So that one step
+ * stays reflective: the adapters' fields are read, and only Spring Cloud AWS's, to {@link #DEPTH}, down to the
+ * {@code HandlerMethod} an endpoint made or to a listener object of the application's. The real-container tests
+ * ({@code SqsIdempotentListenerTest}) refuse factories' modes through this step, so a Spring Cloud AWS whose adapters
+ * hide the method otherwise fails them rather than passing unchecked.
+ *
+ * <p>A container bean given a listener object (a bean implementing {@code MessageListener} whose {@code onMessage} is
+ * an {@link IdempotentListener}) is checked through that object's {@code onMessage}. A container given a lambda, or an
+ * object that calls an {@link IdempotentListener} method of another bean, shows no method: what the lambda calls is in
+ * its code, not in any field. Such a call is still checked at each call for MANUAL (its message carries the
+ * container's callback), but an {@code ALWAYS} container is not refused: give it {@code ON_SUCCESS} or {@code MANUAL}.
  */
 final class SqsContainerCheck implements SmartLifecycle {
 
@@ -113,7 +128,11 @@ final class SqsContainerCheck implements SmartLifecycle {
         }
     }
 
-    /** The {@code HandlerMethod}s in {@code o} and the Spring Cloud AWS adapters it holds, to {@link #DEPTH}. */
+    /**
+     * The methods {@code o} calls: the {@code HandlerMethod}s in it and in the Spring Cloud AWS adapters it holds, to
+     * {@link #DEPTH}, and the {@code onMessage} methods of an application's listener object they hold. Reflective,
+     * on Spring Cloud AWS's classes only: no public API names the method (see the class comment).
+     */
     private static void handlerMethods(Object o, int depth, Set<Method> out) {
         if (o == null || depth > DEPTH) {
             return;
@@ -129,6 +148,16 @@ final class SqsContainerCheck implements SmartLifecycle {
             return;
         }
         if (!o.getClass().getName().startsWith("io.awspring.cloud.sqs.")) {
+            // the application's listener object, given to a container bean: its own onMessage methods (a lambda's
+            // carry no annotation; a proxy's user class has the application's)
+            if (o instanceof io.awspring.cloud.sqs.listener.MessageListener<?>
+                    || o instanceof io.awspring.cloud.sqs.listener.AsyncMessageListener<?>) {
+                for (Method m : ClassUtils.getUserClass(o).getMethods()) {
+                    if (m.getName().equals("onMessage")) {
+                        out.add(m);
+                    }
+                }
+            }
             return;
         }
         List<Field> fields = new ArrayList<>();

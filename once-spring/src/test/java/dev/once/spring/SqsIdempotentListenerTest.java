@@ -338,6 +338,49 @@ class SqsIdempotentListenerTest {
                 .hasMessageContaining(says));
     }
 
+    /** The application's listener object, an {@code @IdempotentListener} bean, given to a container bean in ALWAYS. */
+    static class ObjectListener implements io.awspring.cloud.sqs.listener.MessageListener<String> {
+        @Override
+        @IdempotentListener(consumer = "sqs-object-always")
+        public void onMessage(Message<String> message) {}
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class AlwaysContainerBean {
+        @Bean
+        ObjectListener objectListener() {
+            return new ObjectListener();
+        }
+
+        @Bean
+        io.awspring.cloud.sqs.listener.SqsMessageListenerContainer<String> alwaysContainer(ObjectListener listener) {
+            return io.awspring.cloud.sqs.listener.SqsMessageListenerContainer.<String>builder()
+                    .sqsAsyncClient(sqs)
+                    .queueNames("once-spring-sqs-never-started")
+                    .configure(o -> o.acknowledgementMode(AcknowledgementMode.ALWAYS))
+                    .messageListener(listener)
+                    .build();
+        }
+    }
+
+    /**
+     * A container bean given a listener object whose onMessage is an {@code @IdempotentListener}, in ALWAYS: refused at
+     * the start like an {@code @SqsListener}'s container (before, only endpoints' methods were seen).
+     */
+    @Test
+    void aContainerBeanInAlwaysGivenAnIdempotentListenerObjectFailsTheStart() {
+        assertThatThrownBy(() -> {
+                    try (var c = new AnnotationConfigApplicationContext()) {
+                        c.register(IdempotentListenerConfiguration.class, AlwaysContainerBean.class);
+                        c.refresh();
+                    }
+                })
+                .hasRootCauseInstanceOf(InvalidConfigurationException.class)
+                .rootCause()
+                .hasMessageContaining("ObjectListener.onMessage")
+                .hasMessageContaining("ALWAYS");
+    }
+
     static class BatchListener {
         @SqsListener("batch")
         @IdempotentListener(consumer = "sqs-batch")
