@@ -23,8 +23,8 @@ import org.springframework.transaction.PlatformTransactionManager;
  * <p>The oracle is the database (the inbox row of the event's claim, the ledger row of its effect), read on a
  * connection of its own: every message handed is settled exactly once by the time the transactions it was called in
  * ended (none left waiting), or at most once where the broker has no nack ({@link Settling#AT_MOST_ONCE}: SQS, whose
- * message not deleted comes back when its visibility timeout runs out); a message acknowledged finds its event's claim committed (else it is lost); an event whose
- * claim committed has one of its messages acknowledged (copies included: a duplicate is acknowledged, not left); an
+ * message not deleted comes back when its visibility timeout runs out); a message acknowledged finds its event's claim
+ * committed (else it is lost); an event whose claim committed has one of its messages acknowledged (copies included: a duplicate is acknowledged, not left); an
  * effect is in the ledger once where its claim committed and absent where it did not (never applied twice).
  */
 abstract class AcknowledgingListenerWorld {
@@ -64,9 +64,8 @@ abstract class AcknowledgingListenerWorld {
             settled.add("nack");
         }
 
-        /** Any settlement but a nack deletes the message from the broker (an SQS container's delete is one). */
         boolean acked() {
-            return settled.stream().anyMatch(s -> !s.equals("nack"));
+            return settled.contains("ack");
         }
 
         @Override
