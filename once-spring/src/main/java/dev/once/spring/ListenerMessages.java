@@ -25,6 +25,9 @@ final class ListenerMessages {
     static final boolean RABBIT_CLIENT = ClassUtils.isPresent("com.rabbitmq.client.Channel", LOADER);
     static final boolean SPRING_PUBSUB =
             ClassUtils.isPresent("com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage", LOADER);
+    // a PubSubMessageSource's AcknowledgmentCallback (AfterCommitPubSub settles polled messages through it)
+    static final boolean SPRING_INTEGRATION =
+            ClassUtils.isPresent("org.springframework.integration.acks.AcknowledgmentCallback", LOADER);
     static final boolean SPRING_SQS =
             ClassUtils.isPresent("io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement", LOADER);
 
