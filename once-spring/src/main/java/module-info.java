@@ -25,6 +25,7 @@ module dev.once.spring {
     requires static google.cloud.pubsub;
     requires static proto.google.cloud.pubsub.v1;
     requires static com.google.protobuf;
+    requires static spring.integration.core;
     requires static spring.cloud.aws.sqs;
 
     exports dev.once.spring;

@@ -15,14 +15,27 @@ import java.lang.reflect.Method;
  * ({@code GcpPubSubHeaders.getOriginalMessage}, the {@code AckMode.MANUAL} recipe). Their futures
  * are complete when returned, as the client's own are: they record the reply, they do not wait for
  * the server.
+ *
+ * <p>A message polled by a {@code PubSubMessageSource} also carries the source's {@code AcknowledgmentCallback}
+ * (header {@code acknowledgmentCallback}), through which the polling adapter acks the message when the flow returns
+ * ({@code AckMode.AUTO} and {@code AUTO_ACK}), unless the callback is acknowledged by then. Pulled messages are acked
+ * one request each, so that ack would follow once's nack (the message lost) or repeat its ack; once therefore settles
+ * such a message through that callback, which the adapter then leaves alone, and the body sees a callback whose
+ * {@code acknowledge} is deferred like {@code ack()} ({@code ACCEPT}) or rolls back like {@code nack()}. The callback
+ * settles as its mode says: in {@code AUTO_ACK} a rollback is not nacked, the message comes back when its ack
+ * deadline lapses.
  */
 final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
     private final com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage message;
+    // the polling source's AcknowledgmentCallback for the message (SourceCallback), or null
+    private final Object callback;
     private volatile boolean nacked;
     private boolean settled;
 
-    private AfterCommitPubSub(com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage message) {
+    private AfterCommitPubSub(
+            com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage message, Object callback) {
         this.message = message;
+        this.callback = callback;
     }
 
     /** Replaces the Pub/Sub message in {@code args} (argument or header) with a deferring one; null if none. */
@@ -36,7 +49,9 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
         if (!(handle instanceof com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage m)) {
             return null;
         }
-        AfterCommitPubSub a = new AfterCommitPubSub(m);
+        Object spring = listener.messageIndex() >= 0 ? args[listener.messageIndex()] : null;
+        Object callback = ListenerMessages.SPRING_INTEGRATION ? SourceCallback.of(spring, m) : null;
+        AfterCommitPubSub a = new AfterCommitPubSub(m, callback);
         Object proxy = java.lang.reflect.Proxy.newProxyInstance(
                 m.getClass().getClassLoader(),
                 org.springframework.util.ClassUtils.getAllInterfacesForClass(m.getClass()),
@@ -46,14 +61,30 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
         }
         if (listener.messageIndex() >= 0
                 && listener.messageIndex() != listener.pubSubIndex()
-                && args[listener.messageIndex()] instanceof org.springframework.messaging.Message<?> spring
-                && spring.getHeaders().get(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE)
+                && spring instanceof org.springframework.messaging.Message<?> given
+                && given.getHeaders().get(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE)
                         == m) {
-            args[listener.messageIndex()] = org.springframework.messaging.support.MessageBuilder.fromMessage(spring)
-                    .setHeader(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE, proxy)
-                    .build();
+            var replaced = org.springframework.messaging.support.MessageBuilder.fromMessage(given)
+                    .setHeader(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE, proxy);
+            if (callback != null) {
+                replaced.setHeader(SourceCallback.HEADER, SourceCallback.deferring(a, callback));
+            }
+            args[listener.messageIndex()] = replaced.build();
         }
         return a;
+    }
+
+    /**
+     * True when {@code message} was polled by a source whose adapter acks it when the flow returns (its
+     * {@code AcknowledgmentCallback} auto-acks: {@code PubSubMessageSource} in {@code AckMode.AUTO} or
+     * {@code AUTO_ACK}): once cannot hold that ack back past the return, so not to a transaction still open then.
+     */
+    static boolean ackedWhenTheFlowReturns(Object message) {
+        return ListenerMessages.SPRING_INTEGRATION
+                && message != null
+                && ListenerMessages.pubSubHandle(message)
+                        instanceof com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage m
+                && SourceCallback.autoAcks(SourceCallback.of(message, m));
     }
 
     boolean nacked() {
@@ -66,7 +97,10 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
             return;
         }
         settled = true;
-        if (committed && !nacked) {
+        boolean ack = committed && !nacked;
+        if (callback != null) {
+            SourceCallback.settle(callback, ack);
+        } else if (ack) {
             message.ack();
         } else {
             message.nack();
@@ -87,7 +121,11 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
     synchronized void settleDuplicate() {
         if (!settled) {
             settled = true;
-            message.ack();
+            if (callback != null) {
+                SourceCallback.settle(callback, true);
+            } else {
+                message.ack();
+            }
         }
     }
 
@@ -122,6 +160,75 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
             return method.invoke(message, args);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause();
+        }
+    }
+
+    /** Spring Integration's acknowledgment callback, loaded only with spring-integration-core on the class path. */
+    private static final class SourceCallback {
+        // a compile-time constant: IntegrationMessageHeaderAccessor.ACKNOWLEDGMENT_CALLBACK
+        static final String HEADER =
+                org.springframework.integration.IntegrationMessageHeaderAccessor.ACKNOWLEDGMENT_CALLBACK;
+
+        /** The callback a polling source put on {@code message} for the Pub/Sub message {@code original}, or null. */
+        static Object of(Object message, Object original) {
+            if (!(message instanceof org.springframework.messaging.Message<?> spring)) {
+                return null;
+            }
+            var headers = spring.getHeaders();
+            Object callback = headers.get(HEADER);
+            return headers.get(com.google.cloud.spring.pubsub.support.GcpPubSubHeaders.ORIGINAL_MESSAGE) == original
+                            && callback instanceof org.springframework.integration.acks.AcknowledgmentCallback
+                    ? callback
+                    : null;
+        }
+
+        static boolean autoAcks(Object callback) {
+            return callback instanceof org.springframework.integration.acks.AcknowledgmentCallback c
+                    && c.isAutoAck()
+                    && !c.isAcknowledged();
+        }
+
+        static void settle(Object callback, boolean ack) {
+            ((org.springframework.integration.acks.AcknowledgmentCallback) callback)
+                    .acknowledge(
+                            ack
+                                    ? org.springframework.integration.acks.AcknowledgmentCallback.Status.ACCEPT
+                                    : org.springframework.integration.acks.AcknowledgmentCallback.Status.REQUEUE);
+        }
+
+        /**
+         * The callback the body sees: {@code ACCEPT} deferred to the commit (once acks after it), {@code REJECT} and
+         * {@code REQUEUE} roll the transaction back, then nack. Acknowledged once the body called it, as the source's
+         * would be; auto-ack as the source's.
+         */
+        static Object deferring(AfterCommitPubSub owner, Object callback) {
+            var source = (org.springframework.integration.acks.AcknowledgmentCallback) callback;
+            return new org.springframework.integration.acks.AcknowledgmentCallback() {
+                private volatile boolean acknowledged;
+
+                @Override
+                public void acknowledge(Status status) {
+                    if (status != Status.ACCEPT) {
+                        owner.nacked = true;
+                    }
+                    acknowledged = true;
+                }
+
+                @Override
+                public boolean isAcknowledged() {
+                    return acknowledged;
+                }
+
+                @Override
+                public boolean isAutoAck() {
+                    return source.isAutoAck();
+                }
+
+                @Override
+                public void noAutoAck() {
+                    source.noAutoAck();
+                }
+            };
         }
     }
 }

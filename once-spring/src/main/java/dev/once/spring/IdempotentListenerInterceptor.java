@@ -63,6 +63,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         if (listener.sqs()) {
             refuseSqsDeletesOnceCannotHold(listener, invocation.getArguments());
         }
+        if (ListenerMessages.SPRING_PUBSUB
+                && listener.messageIndex() >= 0
+                && TransactionSynchronizationManager.isActualTransactionActive()
+                && AfterCommitPubSub.ackedWhenTheFlowReturns(invocation.getArguments()[listener.messageIndex()])) {
+            throw polledAckedBeforeTheCommit(listener);
+        }
         if (listener.batchIndex() >= 0) {
             return batches.batch((ProxyMethodInvocation) invocation, listener);
         }
@@ -482,6 +488,32 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 + " factory) and acknowledge through an Acknowledgement parameter or Acknowledgement.acknowledge(message)"
                 + " (once deletes the message after that transaction commits), or call the listener outside any"
                 + " transaction");
+        log.error("{}", refused.getMessage());
+        return refused;
+    }
+
+    /**
+     * A message polled by a {@code PubSubMessageSource} in {@code AckMode.AUTO} or {@code AUTO_ACK}, whose adapter
+     * acks it when the flow returns (through the callback on the message, unless acknowledged by then), handed to
+     * the method in a transaction still open at that return (a transactional poller's, a caller's): refused before
+     * the claim, and so before the body. The claim and effect would commit after that ack, so a rollback or a failed
+     * commit would lose the message, and a body's nack would be followed by the adapter's ack. Once cannot hold the
+     * ack back: settling the callback itself is sending it, and the Pub/Sub callback cannot turn auto-ack off
+     * ({@code noAutoAck} is unsupported). Refused, the adapter nacks the message in {@code AUTO} (in {@code
+     * AUTO_ACK} it comes back when its ack deadline lapses). Outside a transaction once commits its own before the
+     * return and settles the message through the callback, which the adapter then leaves alone.
+     */
+    private static InvalidConfigurationException polledAckedBeforeTheCommit(ListenerMethod listener) {
+        InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
+                + listener.method().getDeclaringClass().getSimpleName() + "."
+                + listener.method().getName()
+                + " (consumer '" + listener.consumer() + "') got a message from a PubSubMessageSource in AckMode AUTO"
+                + " or AUTO_ACK, whose polling adapter acks it when the flow returns, but it was called in a"
+                + " transaction still open then (a transactional poller's, or a caller's), so the message would be"
+                + " acked before its claim and effect commit; refused, the message is not acked. Set"
+                + " PubSubMessageSource.setAckMode(AckMode.MANUAL) (once acks it after that transaction commits and"
+                + " nacks it after a rollback), or poll without a transaction (once commits its own before the flow"
+                + " returns)");
         log.error("{}", refused.getMessage());
         return refused;
     }

@@ -407,8 +407,13 @@ public final class OrderGuard implements Handler, BatchHandler {
                     continue;
                 }
                 prefix = false;
-                Integer its = plan.order.get(before);
-                if (mine != null && its != null && its > mine) {
+                // Listed after this one and not in the call. A per-event handler's transaction claimed its
+                // whole part up front, so a claim the inbox shows for it may be one whose handler has not
+                // run yet: not settled, and no look tells. A batch handler's call holds every claim its
+                // transaction made, so such a record is either new (not tried yet, and the look finds no
+                // claim) or a duplicate, claimed and committed before (settled: the look finds it). Taking
+                // the duplicate for untried held the copy back, and every record behind it failed alone.
+                if (batchHandler == null && later(plan, mine, before)) {
                     return p.partition() + " offset " + e.getKey() + " has not been tried yet";
                 }
                 if (unknown == null) {
@@ -428,11 +433,20 @@ public final class OrderGuard implements Handler, BatchHandler {
         for (String u : unknown) {
             if (!visible.contains(u)) {
                 Position p = at.get(u);
-                return p.partition() + " offset " + p.offset() + " is not settled (its claim is held by a"
-                        + " transaction that has not committed, or it failed)";
+                return p.partition() + " offset " + p.offset()
+                        + (later(plan, mine, u)
+                                ? " has not been tried yet"
+                                : " is not settled (its claim is held by a transaction that has not committed, or it"
+                                        + " failed)");
             }
         }
         return null;
+    }
+
+    /** Whether {@code other} is listed after the event at {@code mine} (null: a copy tried alone, after the list). */
+    private static boolean later(Plan plan, Integer mine, String other) {
+        Integer its = plan.order.get(other);
+        return mine != null && its != null && its > mine;
     }
 
     private HeldBackException refuse(Batch batch, List<String> ids, String why) {
