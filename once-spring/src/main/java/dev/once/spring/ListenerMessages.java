@@ -194,26 +194,34 @@ final class ListenerMessages {
             // entries become the immutable map Delivery keeps as it is (Map.copyOf of an immutable map copies
             // nothing), not a HashMap that Delivery would copy again.
             org.apache.kafka.common.header.Header[] all = record.headers().toArray();
-            // keys at even, values at odd places: one array, not an entry object per header
-            String[] pairs = new String[2 * all.length];
+            // keys at even, values at odd places: one array, not an entry object per header; none for a record
+            // with one header (the event id's, as most carry), whose map is made from it directly
+            String[] pairs = all.length > 1 ? new String[2 * all.length] : null;
             int n = 0;
             String last = null;
             byte[] deliveryAttempt = null;
+            Map<String, String> headers = Map.of();
             for (var h : all) {
                 String key = h.key();
                 byte[] value = h.value();
                 String text = value == null ? null : new String(value, StandardCharsets.UTF_8);
-                int same = all.length <= SMALL ? indexOf(pairs, n, key) : -1;
-                int at = same >= 0 ? same : n++; // a repeated key: its last value, as Kafka's lastHeader reads it
-                pairs[2 * at] = key;
-                pairs[2 * at + 1] = text == null ? "" : text;
+                if (pairs == null) {
+                    headers = Map.of(key, text == null ? "" : text);
+                } else {
+                    int same = all.length <= SMALL ? indexOf(pairs, n, key) : -1;
+                    int at = same >= 0 ? same : n++; // a repeated key: its last value, as Kafka's lastHeader reads it
+                    pairs[2 * at] = key;
+                    pairs[2 * at + 1] = text == null ? "" : text;
+                }
                 if (key.equals(header)) {
                     last = text; // the event id, decoded once for the headers and the id
                 } else if (SPRING_KAFKA && key.equals(DELIVERY_ATTEMPT)) {
                     deliveryAttempt = value;
                 }
             }
-            Map<String, String> headers = all.length <= SMALL ? immutable(pairs, n) : lastOfEach(pairs, n);
+            if (pairs != null) {
+                headers = all.length <= SMALL ? immutable(pairs, n) : lastOfEach(pairs, n);
+            }
             String where = "kafka:" + record.topic() + "/" + record.partition() + "@" + record.offset();
             String id = eventId != null ? eventId : last;
             int attempt = 1;

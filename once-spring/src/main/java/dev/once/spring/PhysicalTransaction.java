@@ -39,7 +39,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * state never heard of was created before the state existed, so everything recorded here came after
  * it: such a rollback undoes all of it. Belongs to the transaction's thread; not thread-safe.
  */
-final class PhysicalTransaction implements TransactionSynchronization {
+final class PhysicalTransaction implements TransactionSynchronization, BooleanSupplier {
 
     /**
      * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
@@ -65,8 +65,6 @@ final class PhysicalTransaction implements TransactionSynchronization {
     // The fences taken on the transaction's connection (Fence.check, SpringTransactionFences), by prefix and
     // resource, the newest token each; null until one is: checked again before the commit.
     private Map<String, TakenFence> fences;
-    // Made once per state, not per commit: the rule runChecks asks only when a check is pending.
-    private final BooleanSupplier commitRule = this::nothingElseBeforeCommit;
     // Whether Spring's synchronizations hold this state (and so call its beforeCommit and afterCompletion).
     private boolean enlisted;
     // dueBeforeCommit of the synchronizations beforeOwnersCommit found, or null: read then, asked at the commit
@@ -315,10 +313,19 @@ final class PhysicalTransaction implements TransactionSynchronization {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(commitRule);
+            joined.runChecks(this); // getAsBoolean: the rule runChecks asks only when a check is pending
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * {@link #nothingElseBeforeCommit}, as the rule {@link JoinedTransaction#runChecks} takes: the state is its
+     * own rule, where a method reference made per state was one more object per listener call.
+     */
+    @Override
+    public boolean getAsBoolean() {
+        return nothingElseBeforeCommit();
     }
 
     // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body

@@ -10,6 +10,7 @@ import dev.once.kafka.internal.OrderGuard.Position;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -91,6 +92,7 @@ final class BatchRun {
         // A poll's records come partition by partition: what is kept per partition is looked up when the
         // partition changes, not for every record (issue 21: this loop was half of the runner worker's CPU).
         Partition at = null;
+        boolean spread = false; // an event on two partitions of the poll
         for (ConsumerRecord<byte[], byte[]> r : records) {
             if (at == null || at.partition != r.partition() || !at.topic.equals(r.topic())) {
                 at = new Partition(r.topic(), r.partition(), byPartition, ids);
@@ -117,8 +119,12 @@ final class BatchRun {
                     List<Position> more = new ArrayList<>(seen);
                     more.add(new Position(tp, r.offset()));
                     positions.put(id, more);
+                    spread = true;
                 }
             }
+        }
+        if (spread) {
+            inPartitionOrder(withId, order, positions, ids);
         }
         Map<String, List<Position>> waiting = verdicts.waiting();
         if (!withId.isEmpty()) {
@@ -145,6 +151,41 @@ final class BatchRun {
                                 List.of(e.delivery))
                         .get(0));
         return new Result(d.commit(), d.seekTo(), d.failuresAtSeek(), d.fatal());
+    }
+
+    /**
+     * Lists the poll so that each event comes after every record before it on each partition that holds
+     * it ({@link OrderGuard#inPartitionOrder}; copies of an event keep their poll order, so its first
+     * occurrence stays where {@code positions} has it first), and renumbers {@code order}. Listed partition
+     * by partition, an event whose copy on the partition listed second stands behind records listed after
+     * it was refused by the guard as behind records not tried yet, even when those were duplicates (a
+     * per-event handler's transaction claims its part up front, so the guard cannot ask the inbox whether
+     * such a record is settled), and every record behind it on its first partition was then held back,
+     * each failing alone.
+     */
+    private static void inPartitionOrder(
+            List<Entry> withId,
+            Map<String, Integer> order,
+            Map<String, List<Position>> positions,
+            Map<TopicPartition, NavigableMap<Long, String>> ids) {
+        List<Delivery> firsts = new ArrayList<>(order.size());
+        for (int i = 0; i < withId.size(); i++) {
+            Delivery d = withId.get(i).delivery;
+            if (order.get(d.eventId()) == i) {
+                firsts.add(d);
+            }
+        }
+        List<Delivery> ordered = OrderGuard.inPartitionOrder(
+                new Plan(positions, Map.of(), ids, Map.of(), Map.of(), positions.size()), firsts);
+        Map<String, Integer> rank = new HashMap<>(order.size() * 4 / 3 + 1);
+        for (int i = 0; i < ordered.size(); i++) {
+            rank.put(ordered.get(i).eventId(), i);
+        }
+        withId.sort(Comparator.comparingInt(e -> rank.get(e.delivery.eventId()))); // stable: copies keep their order
+        order.clear();
+        for (int i = 0; i < withId.size(); i++) {
+            order.putIfAbsent(withId.get(i).delivery.eventId(), i);
+        }
     }
 
     private List<Outcome> guarded(Plan plan, List<Delivery> deliveries) {
