@@ -131,6 +131,17 @@ class EntryPointsTest {
                                 "Spring Integration flow from Jms.messageDrivenChannelAdapter @ src/main/java/acme/ship/ShipmentFlows.java:22",
                                 "Spring Cloud Function Function<SQSEvent> on Lambda @ src/main/java/acme/ship/LabelFunctions.java:18",
                                 "Cloud Functions RawBackgroundFunction.accept @ src/main/java/acme/ship/TrackingFunction.java:10")),
+                // not listed: the in-memory queue drained into a transaction committed on another object, the rows of
+                // the project's own table fetched and deleted through its DAO, Hibernate's get/delete, an iterator
+                new Listed(
+                        "a loop pulling from a client and settling on it or on what it returned",
+                        List.of("pull-loop-settled-on-its-client"),
+                        ANY_FINDINGS,
+                        List.of(
+                                "CanalConnector.getWithoutAck pull loop @ src/main/java/com/kestrelmart/pricing/PriceBinlogSync.java:27",
+                                "TaskQueueClient.pullTasks pull loop @ src/main/java/com/kestrelmart/pricing/RebateWorker.java:24",
+                                "InboxReceiver.receive pull loop @ src/main/java/com/kestrelmart/pricing/ShelfLabelPrinter.java:22",
+                                "CostFeed.fetchNext pull loop @ src/main/java/com/kestrelmart/pricing/CostImporter.java:20")),
                 new Listed(
                         "handlers of the entry catalogue",
                         List.of("entry-catalogue-clients"),

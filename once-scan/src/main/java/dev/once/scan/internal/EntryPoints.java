@@ -234,6 +234,7 @@ final class EntryPoints {
         inheritedConsumers();
         uncalledRecordHandlers();
         recordPullLoops();
+        settledPullLoops();
         failedRecordCommits();
         for (Path f : repo.otherFiles) {
             camelRouteFile(f);
@@ -1869,6 +1870,245 @@ final class EntryPoints {
                     e.ackText = "the client moves its position on with the next pull, after the loop's work on the"
                             + " last one: a crash in that work pulls it again";
                 }
+            }
+        }
+    }
+
+    /**
+     * A pull whose name says it takes messages: the broker verbs, or a get naming what a broker hands out ({@code
+     * getWithoutAck}, {@code getMessage}, {@code getBatch}); a plain {@code get} reads a value.
+     */
+    private static final Pattern SETTLED_PULL = Pattern.compile(
+            "(?:poll|pull|receive|fetch|take)\\w*|get(?:WithoutAck|Messages?|Batch|Records|Events)(?:WithoutAck)?");
+
+    /**
+     * What settles a pull on the client it came from: an ack, a commit of the position. A delete settles only when it
+     * names a message (a queue's {@code deleteMessage(receipt)}): a delete of a row read from the project's own
+     * table is the table's business, not a broker's.
+     */
+    private static final Pattern SETTLED_BY =
+            Pattern.compile("ack\\w*|acknowledge\\w*|commit\\w*|delete\\w*Messages?\\w*");
+
+    /** In-process collections: taking from them pulls nothing from a broker, whatever is done after. */
+    private static final Set<String> IN_PROCESS = Set.of(
+            "Queue",
+            "Deque",
+            "BlockingQueue",
+            "BlockingDeque",
+            "TransferQueue",
+            "ArrayBlockingQueue",
+            "LinkedBlockingQueue",
+            "LinkedBlockingDeque",
+            "LinkedTransferQueue",
+            "PriorityBlockingQueue",
+            "DelayQueue",
+            "SynchronousQueue",
+            "ConcurrentLinkedQueue",
+            "ConcurrentLinkedDeque",
+            "ArrayDeque",
+            "PriorityQueue",
+            "LinkedList",
+            "List",
+            "ArrayList",
+            "Map",
+            "Iterator",
+            "ListIterator",
+            "CompletionService",
+            "ExecutorCompletionService",
+            "Optional",
+            "Future",
+            "CompletableFuture",
+            "Stream");
+
+    /**
+     * A loop that pulls from a client and acknowledges, on that same client or on what the pull returned, is a
+     * consumer, whatever the client: Canal's {@code message = connector.getWithoutAck(n)} … {@code
+     * connector.ack(message.getId())}, a project's SPI ({@code consumer.getMessage(…)} … {@code consumer.ack()}), an
+     * in-house queue ({@code tasks = client.pullTasks(q, 25)} … {@code client.acknowledge(task.leaseId())}), an
+     * envelope acked by itself ({@code env = inbox.receive(…)} … {@code env.ack()}). The pair is what a broker client
+     * is: a read that leaves the message the client's until it is settled, and the settling call. Either half alone is
+     * ordinary code (a queue's {@code take}, a transaction's {@code commit} on another object, an iterator's {@code
+     * next}), and so is a read then a delete of the project's own rows. Run after every finder, so a client one of
+     * them names keeps its own kind and settings.
+     */
+    private void settledPullLoops() {
+        for (Repo.Source s : repo.sources()) {
+            for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
+                if (call.getScope().isEmpty()
+                        || call.getScope().get().isThisExpr()
+                        || call.getScope().get().isSuperExpr()
+                        || !SETTLED_PULL.matcher(call.getNameAsString()).matches()
+                        || insideEntry(call)) {
+                    continue;
+                }
+                Set<String> pulled = pulledNames(call);
+                if (pulled.isEmpty()) {
+                    continue;
+                }
+                Node body = settledLoop(call);
+                if (body == null) {
+                    continue;
+                }
+                String client = receiverText(call.getScope().get());
+                String clientType = types.typeOf(call.getScope().get());
+                if (clientType != null && IN_PROCESS.contains(clientType)
+                        // a client outlives the loop: a receiver declared in it is a value the loop works on (a
+                        // message's getMessages(), a record's fetch…)
+                        || declaredIn(body, rootName(call.getScope().get()))) {
+                    continue;
+                }
+                derive(body, pulled);
+                int from = call.getBegin().map(p -> p.line).orElse(0);
+                Set<String> settles = new java.util.TreeSet<>();
+                for (MethodCallExpr c : body.findAll(MethodCallExpr.class)) {
+                    if (c == call
+                            || c.getScope().isEmpty()
+                            || !SETTLED_BY.matcher(c.getNameAsString()).matches()
+                            || c.getBegin().map(p -> p.line).orElse(0) < from) {
+                        continue;
+                    }
+                    Expression scope = c.getScope().get();
+                    if (client.equals(receiverText(scope)) || pulled.contains(rootName(scope))) {
+                        settles.add(c.getNameAsString());
+                    }
+                }
+                if (settles.isEmpty() || !pullsFromOutside(clientType, call)) {
+                    continue;
+                }
+                String owner = clientType != null ? clientType : client;
+                Entry e = add(
+                        s, owner + "." + call.getNameAsString() + " pull loop", "queue", owner(call), call, body, call);
+                e.loop = true;
+                e.ack = Entry.Ack.EXPLICIT;
+                e.ackCalls = Set.copyOf(settles);
+                e.ackText = "the loop settles what it pulled (" + String.join("/", settles) + " on " + client
+                        + " or on what it returned); what is not settled is pulled again after a crash";
+            }
+        }
+    }
+
+    /**
+     * The pull reaches past the repository: a library's client, a repository interface no class here implements (an
+     * SPI whose providers ship apart), or the project's wrapper whose method itself pulls from a client. A method of
+     * the project's own that reads its tables (a DAO's {@code fetchUnexported}), or a Spring Data repository, hands
+     * out rows, not messages.
+     */
+    private boolean pullsFromOutside(String clientType, MethodCallExpr call) {
+        if (clientType == null || !types.isRepoType(clientType)) {
+            return true;
+        }
+        if (types.isSpringDataRepository(clientType)) {
+            return false;
+        }
+        List<MethodDeclaration> ms = repo.methods(
+                clientType, call.getNameAsString(), call.getArguments().size(), call);
+        List<MethodDeclaration> bodies =
+                ms.stream().filter(m -> m.getBody().isPresent()).toList();
+        return bodies.isEmpty()
+                || bodies.stream()
+                        .anyMatch(m -> m.findFirst(
+                                        MethodCallExpr.class,
+                                        c -> c.getScope()
+                                                        .filter(x -> !x.isThisExpr())
+                                                        .isPresent()
+                                                && SETTLED_PULL
+                                                        .matcher(c.getNameAsString())
+                                                        .matches())
+                                .isPresent());
+    }
+
+    /** What the pull's result is held in: the variable it initialises or is assigned to, or the loop variable over it. */
+    private static Set<String> pulledNames(MethodCallExpr call) {
+        Set<String> names = new java.util.HashSet<>();
+        Node parent = call.getParentNode().orElse(null);
+        if (parent instanceof VariableDeclarator v && v.getInitializer().orElse(null) == call) {
+            names.add(v.getNameAsString());
+        } else if (parent instanceof com.github.javaparser.ast.expr.AssignExpr a
+                && a.getValue() == call
+                && a.getTarget() instanceof NameExpr n) {
+            names.add(n.getNameAsString());
+        } else if (parent instanceof ForEachStmt fe && fe.getIterable() == call) {
+            names.add(fe.getVariable().getVariables().get(0).getNameAsString());
+        }
+        return names;
+    }
+
+    /**
+     * The loop around the pull; a for-each over the pull itself when no loop encloses it (a scheduled drain pulls once
+     * per run and works through what it pulled).
+     */
+    private static Node settledLoop(MethodCallExpr call) {
+        Node body = loopOrMethod(call);
+        if (body instanceof WhileStmt
+                || body instanceof ForStmt
+                || body instanceof DoStmt
+                || body instanceof ForEachStmt) {
+            return body;
+        }
+        return call.getParentNode().filter(ForEachStmt.class::isInstance).orElse(null);
+    }
+
+    /** Adds what is computed from the pulled names in the loop: its for-each variables and local variables. */
+    private static void derive(Node body, Set<String> pulled) {
+        for (int round = 0; round < 3; round++) {
+            int before = pulled.size();
+            for (ForEachStmt fe : body.findAll(ForEachStmt.class)) {
+                if (mentions(fe.getIterable(), pulled)) {
+                    pulled.add(fe.getVariable().getVariables().get(0).getNameAsString());
+                }
+            }
+            for (VariableDeclarator v : body.findAll(VariableDeclarator.class)) {
+                if (v.getInitializer().filter(i -> mentions(i, pulled)).isPresent()) {
+                    pulled.add(v.getNameAsString());
+                }
+            }
+            if (pulled.size() == before) {
+                return;
+            }
+        }
+    }
+
+    private static boolean declaredIn(Node body, String name) {
+        return name != null
+                && (body.findFirst(
+                                        VariableDeclarator.class,
+                                        v -> v.getNameAsString().equals(name))
+                                .isPresent()
+                        || body.findFirst(
+                                        com.github.javaparser.ast.body.Parameter.class,
+                                        p -> p.getNameAsString().equals(name))
+                                .isPresent());
+    }
+
+    private static boolean mentions(Node n, Set<String> names) {
+        return n instanceof NameExpr x && names.contains(x.getNameAsString())
+                || n.findFirst(NameExpr.class, x -> names.contains(x.getNameAsString()))
+                        .isPresent();
+    }
+
+    /** The receiver as written, {@code this.} dropped: {@code this.consumer} and {@code consumer} are one client. */
+    private static String receiverText(Expression scope) {
+        String t = scope.toString();
+        return t.startsWith("this.") ? t.substring(5) : t;
+    }
+
+    /** The variable a receiver chain starts from ({@code task} in {@code task.lease().ack()}), or null. */
+    private static String rootName(Expression scope) {
+        Expression at = scope;
+        while (true) {
+            if (at instanceof NameExpr n) {
+                return n.getNameAsString();
+            }
+            if (at instanceof MethodCallExpr mc && mc.getScope().isPresent()) {
+                at = mc.getScope().get();
+            } else if (at instanceof FieldAccessExpr fa) {
+                at = fa.getScope();
+            } else if (at instanceof EnclosedExpr en) {
+                at = en.getInner();
+            } else if (at instanceof CastExpr ce) {
+                at = ce.getExpression();
+            } else {
+                return null;
             }
         }
     }

@@ -346,8 +346,16 @@ public final class Repo {
                 return true;
             }
         }
-        return false;
+        // a pull settled on its client, whatever the client (EntryPoints.settledPullLoops): both calls in the file
+        return (text.contains(".ack") || text.contains(".commit") || text.contains(".delete"))
+                && SETTLE_CALL.matcher(text).find()
+                && PULL_CALL.matcher(text).find();
     }
+
+    private static final Pattern SETTLE_CALL =
+            Pattern.compile("\\.(?:ack|acknowledge|commit)\\w*\\s*\\(|\\.delete\\w*Messages?\\w*\\s*\\(");
+    private static final Pattern PULL_CALL = Pattern.compile(
+            "\\.(?:poll|pull|receive|fetch|take)\\w*\\s*\\(|\\.get(?:WithoutAck|Messages?|Batch|Records|Events)(?:WithoutAck)?\\s*\\(");
 
     /**
      * The simple names of the annotations written on the annotation type declared at {@code at}: those between the

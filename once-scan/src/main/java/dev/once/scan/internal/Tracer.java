@@ -358,6 +358,7 @@ final class Tracer {
         spans = new ArrayList<>();
         finallyAcks = new java.util.IdentityHashMap<>();
         effectNodes.clear();
+        quiet.clear();
         span(e.body);
         seq = 0;
         Integer tx = null;
@@ -2169,9 +2170,26 @@ final class Tracer {
     /** Whether the file {@code at} is in imports a package starting with {@code prefix}. */
     private static boolean imports(Node at, String prefix) {
         return at.findCompilationUnit()
-                .map(cu -> cu.getImports().stream()
-                        .anyMatch(i -> i.getNameAsString().startsWith(prefix)))
+                .map(cu -> importNames(cu).stream().anyMatch(i -> i.startsWith(prefix)))
                 .orElse(false);
+    }
+
+    private static final com.github.javaparser.ast.DataKey<List<String>> IMPORTS =
+            new com.github.javaparser.ast.DataKey<>() {};
+
+    /**
+     * A file's imports as text, kept on the file: asked at nearly every call walked (is this the JAX-RS client, a
+     * reactor publisher), and a name's text is built afresh from its parts each time.
+     */
+    private static List<String> importNames(com.github.javaparser.ast.CompilationUnit cu) {
+        if (!cu.containsData(IMPORTS)) {
+            cu.setData(
+                    IMPORTS,
+                    cu.getImports().stream()
+                            .map(com.github.javaparser.ast.ImportDeclaration::getNameAsString)
+                            .toList());
+        }
+        return cu.getData(IMPORTS);
     }
 
     /** {@code fluxSink::next}, {@code queue::offer}: a reference to a catalogued hand-off; null for any other. */
@@ -4118,9 +4136,80 @@ final class Tracer {
             callee.sites = append(f.sites, at);
             callee.data = carried(at, t, t.getBody().get(), f);
             callee.bound = bind(at, t, f);
+            Quiet key = new Quiet(
+                    t,
+                    at,
+                    callee.depth,
+                    tx,
+                    txLoc,
+                    callee.async,
+                    callee.data,
+                    callee.bound,
+                    checkedBefore(),
+                    tempFiles.size());
+            if (quiet.contains(key)) {
+                continue;
+            }
+            int before = events.size();
             visit(t.getBody().get(), callee);
+            if (events.size() == before) {
+                quiet.add(key);
+            }
         }
     }
+
+    /**
+     * A call already walked in this trace that recorded nothing, with everything its walk reads the same: the method,
+     * the call site (a parameter is followed back through it), the depth (what the walk can still reach), the open
+     * transaction, the hand-off, the names holding the message, the classes bound to parameters, and the trace's
+     * state a walk consults (an earlier check, the temp files written). Walking it again records nothing again, and
+     * in a repository whose calls fan out (Canal's adapters, each into the same getters from every path) those walks
+     * were most of the trace: a quiet call is walked once per key.
+     */
+    private record Quiet(
+            MethodDeclaration method,
+            Node site,
+            int depth,
+            Integer tx,
+            Location txLoc,
+            Location async,
+            Set<String> data,
+            Map<String, String> bound,
+            boolean checked,
+            int tempFiles) {
+        @Override
+        public boolean equals(Object o) {
+            // identity for the nodes: a javaparser node's equals and hashCode walk its whole tree
+            return o instanceof Quiet q
+                    && method == q.method
+                    && site == q.site
+                    && depth == q.depth
+                    && java.util.Objects.equals(tx, q.tx)
+                    && java.util.Objects.equals(txLoc, q.txLoc)
+                    && java.util.Objects.equals(async, q.async)
+                    && java.util.Objects.equals(data, q.data)
+                    && bound.equals(q.bound)
+                    && checked == q.checked
+                    && tempFiles == q.tempFiles;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(
+                    System.identityHashCode(method),
+                    System.identityHashCode(site),
+                    depth,
+                    tx,
+                    txLoc,
+                    async,
+                    data,
+                    bound,
+                    checked,
+                    tempFiles);
+        }
+    }
+
+    private final Set<Quiet> quiet = new HashSet<>();
 
     /** The static type of a call's receiver, or the class bound to it when it is a parameter the caller bound. */
     private String boundType(Expression scope, Frame f) {
