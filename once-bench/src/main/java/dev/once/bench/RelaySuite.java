@@ -1097,18 +1097,23 @@ final class RelaySuite implements Suite {
     static List<SendMessageBatchRequestEntry> sqsEntries(String prefix, long n) {
         List<SendMessageBatchRequestEntry> entries = new ArrayList<>(SqsPublisher.MAX_BATCH);
         for (int i = 0; i < SqsPublisher.MAX_BATCH; i++) {
-            entries.add(SendMessageBatchRequestEntry.builder()
-                    .id(Integer.toString(i))
-                    .messageBody("1")
-                    .messageAttributes(Map.of(
-                            OutboxMessage.EVENT_ID_HEADER,
-                            MessageAttributeValue.builder()
-                                    .dataType("String")
-                                    .stringValue(prefix + (n + i) + "#1")
-                                    .build()))
-                    .build());
+            entries.add(sqsEntry(i, prefix + (n + i) + "#1"));
         }
         return entries;
+    }
+
+    /** Entry {@code i} of a request as {@link SqsPublisher} sends a row: body "1", the event id attribute only. */
+    static SendMessageBatchRequestEntry sqsEntry(int i, String eventId) {
+        return SendMessageBatchRequestEntry.builder()
+                .id(Integer.toString(i))
+                .messageBody("1")
+                .messageAttributes(Map.of(
+                        OutboxMessage.EVENT_ID_HEADER,
+                        MessageAttributeValue.builder()
+                                .dataType("String")
+                                .stringValue(eventId)
+                                .build()))
+                .build();
     }
 
     private static KafkaPublisher publisher(TestKafka kafka) {

@@ -22,7 +22,6 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 
 /**
@@ -82,17 +81,7 @@ final class SqsPublisherProbe {
                 for (int from = 0; from < batch; from += SqsPublisher.MAX_BATCH) {
                     List<SendMessageBatchRequestEntry> entries = new ArrayList<>(SqsPublisher.MAX_BATCH);
                     for (int i = 0; i < SqsPublisher.MAX_BATCH && from + i < batch; i++) {
-                        String id = "probe-" + next[0]++;
-                        entries.add(SendMessageBatchRequestEntry.builder()
-                                .id(Integer.toString(i))
-                                .messageBody("1")
-                                .messageAttributes(Map.of(
-                                        OutboxMessage.EVENT_ID_HEADER,
-                                        MessageAttributeValue.builder()
-                                                .dataType("String")
-                                                .stringValue(id)
-                                                .build()))
-                                .build());
+                        entries.add(RelaySuite.sqsEntry(i, "probe-" + next[0]++));
                     }
                     sent.add(pool.submit(() -> bareClient
                             .sendMessageBatch(r -> r.queueUrl(bareUrl).entries(entries))

@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
+import net.jqwik.api.state.ActionChain;
 import org.springframework.transaction.PlatformTransactionManager;
 
 /**
@@ -256,6 +258,30 @@ abstract class AcknowledgingListenerWorld {
         }
         for (Handed h : handed) {
             assertThat(h.ended).as("%s checked: %s", h, moves).isTrue();
+        }
+    }
+
+    /** Gives back what the world holds on its broker (a chain may stop anywhere); a subclass's broker says what. */
+    void close() throws Exception {}
+
+    /** Runs a generated chain that starts from {@code first}, checks what it left and closes it: its move count. */
+    static <W extends AcknowledgingListenerWorld> int run(W first, ActionChain<W> chain) throws Exception {
+        try {
+            W w = chain.run();
+            w.end();
+            return w.moves.size();
+        } finally {
+            first.close();
+        }
+    }
+
+    /** Makes the scripted {@code moves} on {@code w}, checks what they left and closes it. */
+    static <W extends AcknowledgingListenerWorld> void scripted(W w, Consumer<W> moves) throws Exception {
+        try {
+            moves.accept(w);
+            w.end();
+        } finally {
+            w.close();
         }
     }
 }

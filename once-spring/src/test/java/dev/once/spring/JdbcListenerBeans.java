@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import javax.sql.DataSource;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -28,5 +29,14 @@ class JdbcListenerBeans {
     @Bean
     OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
         return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+    }
+
+    /** The application context of {@code config} (which imports these beans) on {@code ds}, refreshed. */
+    static AnnotationConfigApplicationContext context(DataSource ds, Class<?> config) {
+        AnnotationConfigApplicationContext context = new AnnotationConfigApplicationContext();
+        context.registerBean(DataSource.class, () -> ds);
+        context.register(config);
+        context.refresh();
+        return context;
     }
 }

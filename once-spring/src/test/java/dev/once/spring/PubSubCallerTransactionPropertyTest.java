@@ -3,31 +3,16 @@ package dev.once.spring;
 import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.api.gax.core.NoCredentialsProvider;
-import com.google.api.gax.grpc.GrpcTransportChannel;
-import com.google.api.gax.rpc.FixedTransportChannelProvider;
-import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
-import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
-import com.google.cloud.pubsub.v1.TopicAdminClient;
-import com.google.cloud.pubsub.v1.TopicAdminSettings;
-import com.google.cloud.spring.pubsub.core.PubSubConfiguration;
 import com.google.cloud.spring.pubsub.core.PubSubTemplate;
 import com.google.cloud.spring.pubsub.integration.PubSubHeaderMapper;
 import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
-import com.google.cloud.spring.pubsub.support.DefaultPublisherFactory;
-import com.google.cloud.spring.pubsub.support.DefaultSubscriberFactory;
 import com.google.cloud.spring.pubsub.support.GcpPubSubHeaders;
 import com.google.cloud.spring.pubsub.support.converter.ConvertedBasicAcknowledgeablePubsubMessage;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
-import com.google.pubsub.v1.Subscription;
-import com.google.pubsub.v1.TopicName;
 import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
-import dev.once.testsupport.TestPubSubEmulator;
-import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -37,7 +22,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.sql.DataSource;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
@@ -76,7 +60,6 @@ import org.springframework.messaging.Message;
 class PubSubCallerTransactionPropertyTest {
 
     static final int TRIES = 15;
-    static final String PROJECT = "once-test";
     static final String SUFFIX = Long.toString(System.nanoTime(), 36);
     static final String TOPIC = "spring-caller-" + SUFFIX;
     static final String SUBSCRIPTION = "spring-caller-" + SUFFIX;
@@ -87,46 +70,18 @@ class PubSubCallerTransactionPropertyTest {
 
     private static TestDatabase db;
     private static AnnotationConfigApplicationContext context;
-    private static ManagedChannel channel;
-    private static TopicAdminClient topics;
-    private static SubscriptionAdminClient subscriptions;
+    private static PubSubTestBeans emulator;
 
     static synchronized void start() {
         if (context != null) {
             return;
         }
-        channel = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
-                .usePlaintext()
-                .build();
-        try {
-            topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
-                    .setTransportChannelProvider(provider())
-                    .setCredentialsProvider(NoCredentialsProvider.create())
-                    .build());
-            subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
-                    .setTransportChannelProvider(provider())
-                    .setCredentialsProvider(NoCredentialsProvider.create())
-                    .build());
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-        }
-        topics.createTopic(TopicName.of(PROJECT, TOPIC));
+        emulator = new PubSubTestBeans();
         // a message left unsettled comes back after 10 s at the earliest: never within the run that left it
-        subscriptions.createSubscription(Subscription.newBuilder()
-                .setName(ProjectSubscriptionName.of(PROJECT, SUBSCRIPTION).toString())
-                .setTopic(TopicName.of(PROJECT, TOPIC).toString())
-                .setAckDeadlineSeconds(10)
-                .build());
+        emulator.create(TOPIC, SUBSCRIPTION);
         db = TestPostgres.shared().freshDatabase(6);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL)", "CREATE TABLE marks (message_id text NOT NULL)");
-        context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource());
-        context.register(Config.class);
-        context.refresh();
-    }
-
-    private static FixedTransportChannelProvider provider() {
-        return FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
+        context = JdbcListenerBeans.context(db.dataSource(), Config.class);
     }
 
     @AfterContainer
@@ -134,14 +89,9 @@ class PubSubCallerTransactionPropertyTest {
         if (context != null) {
             context.close();
         }
-        if (subscriptions != null) {
-            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, SUBSCRIPTION));
-            topics.deleteTopic(TopicName.of(PROJECT, TOPIC));
-            subscriptions.close();
-            topics.close();
-        }
-        if (channel != null) {
-            channel.shutdownNow();
+        if (emulator != null) {
+            emulator.delete(TOPIC, SUBSCRIPTION);
+            emulator.close();
         }
         if (db != null) {
             db.close();
@@ -162,15 +112,7 @@ class PubSubCallerTransactionPropertyTest {
 
         @org.springframework.context.annotation.Bean
         PubSubTemplate pubSubTemplate() {
-            PubSubConfiguration config = new PubSubConfiguration();
-            config.initialize(PROJECT);
-            DefaultSubscriberFactory subscribers = new DefaultSubscriberFactory(() -> PROJECT, config);
-            subscribers.setChannelProvider(provider());
-            subscribers.setCredentialsProvider(NoCredentialsProvider.create());
-            DefaultPublisherFactory publishers = new DefaultPublisherFactory(() -> PROJECT);
-            publishers.setChannelProvider(provider());
-            publishers.setCredentialsProvider(NoCredentialsProvider.create());
-            return new PubSubTemplate(publishers, subscribers);
+            return emulator.template();
         }
     }
 
@@ -270,16 +212,10 @@ class PubSubCallerTransactionPropertyTest {
     }
 
     @Property(tries = TRIES)
-    void pubSubListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) {
+    void pubSubListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();
         World.next = new World();
-        try {
-            World w = chain.run();
-            w.end();
-            moveCount.addAndGet(w.moves.size());
-        } finally {
-            World.next.close();
-        }
+        moveCount.addAndGet(AcknowledgingListenerWorld.run(World.next, chain));
         sequences.incrementAndGet();
     }
 
@@ -321,7 +257,7 @@ class PubSubCallerTransactionPropertyTest {
     }
 
     @Example
-    void inACallersNestedStepRolledBackTheMessageIsNackedAndDeliveredAgain() {
+    void inACallersNestedStepRolledBackTheMessageIsNackedAndDeliveredAgain() throws Exception {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
             w.begin(Kind.NESTED);
@@ -332,7 +268,7 @@ class PubSubCallerTransactionPropertyTest {
     }
 
     @Example
-    void aCopyInACallersCommittedTransactionIsAckedAndNotAppliedAgain() {
+    void aCopyInACallersCommittedTransactionIsAckedAndNotAppliedAgain() throws Exception {
         scripted(w -> {
             w.listen(Form.CONVERTED, Body.ACK);
             w.begin(Kind.REQUIRED);
@@ -341,15 +277,9 @@ class PubSubCallerTransactionPropertyTest {
         });
     }
 
-    private static void scripted(java.util.function.Consumer<World> moves) {
+    private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
         start();
-        World w = new World();
-        try {
-            moves.accept(w);
-            w.end();
-        } finally {
-            w.close();
-        }
+        AcknowledgingListenerWorld.scripted(new World(), moves);
     }
 
     /**
@@ -583,6 +513,7 @@ class PubSubCallerTransactionPropertyTest {
             }
         }
 
+        @Override
         void close() {
             scopes.abandon();
         }

@@ -3,28 +3,16 @@ package dev.once.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.google.api.gax.core.NoCredentialsProvider;
-import com.google.api.gax.grpc.GrpcTransportChannel;
-import com.google.api.gax.rpc.FixedTransportChannelProvider;
-import com.google.api.gax.rpc.TransportChannelProvider;
 import com.google.cloud.pubsub.v1.Subscriber;
-import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
-import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
-import com.google.cloud.pubsub.v1.TopicAdminClient;
-import com.google.cloud.pubsub.v1.TopicAdminSettings;
-import com.google.cloud.spring.pubsub.core.PubSubConfiguration;
 import com.google.cloud.spring.pubsub.core.PubSubTemplate;
 import com.google.cloud.spring.pubsub.core.subscriber.PubSubSubscriberTemplate;
 import com.google.cloud.spring.pubsub.integration.AckMode;
 import com.google.cloud.spring.pubsub.integration.inbound.PubSubInboundChannelAdapter;
 import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
-import com.google.cloud.spring.pubsub.support.DefaultPublisherFactory;
 import com.google.cloud.spring.pubsub.support.DefaultSubscriberFactory;
 import com.google.cloud.spring.pubsub.support.GcpPubSubHeaders;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
-import com.google.pubsub.v1.Subscription;
-import com.google.pubsub.v1.TopicName;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import dev.once.testsupport.TestPubSubEmulator;
@@ -68,7 +56,6 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 class PubSubIdempotentListenerTest {
 
-    static final String PROJECT = "once-test";
     static final String SUFFIX = Long.toString(System.nanoTime(), 36);
     static final String TOPIC = "spring-" + SUFFIX;
     static final String TEMPLATE_SUB = "spring-template-" + SUFFIX;
@@ -77,34 +64,17 @@ class PubSubIdempotentListenerTest {
     static final String CRASH_TOPIC = "spring-crash-" + SUFFIX;
     static final String CRASH_SUB = "spring-crash-" + SUFFIX;
 
-    static ManagedChannel channel;
-    static TopicAdminClient topics;
-    static SubscriptionAdminClient subscriptions;
+    static PubSubTestBeans emulator;
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
     static Subscriber subscriber;
 
     @BeforeAll
     static void start() throws Exception {
-        channel = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
-                .usePlaintext()
-                .build();
-        topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
-                .setTransportChannelProvider(provider(channel))
-                .setCredentialsProvider(NoCredentialsProvider.create())
-                .build());
-        subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
-                .setTransportChannelProvider(provider(channel))
-                .setCredentialsProvider(NoCredentialsProvider.create())
-                .build());
+        emulator = new PubSubTestBeans();
         for (String[] t :
                 new String[][] {{TOPIC, TEMPLATE_SUB}, {ADAPTER_TOPIC, ADAPTER_SUB}, {CRASH_TOPIC, CRASH_SUB}}) {
-            topics.createTopic(TopicName.of(PROJECT, t[0]));
-            subscriptions.createSubscription(Subscription.newBuilder()
-                    .setName(ProjectSubscriptionName.of(PROJECT, t[1]).toString())
-                    .setTopic(TopicName.of(PROJECT, t[0]).toString())
-                    .setAckDeadlineSeconds(10)
-                    .build());
+            emulator.create(t[0], t[1]);
         }
         db = TestPostgres.shared().freshDatabase(4);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
@@ -122,26 +92,15 @@ class PubSubIdempotentListenerTest {
         if (context != null) {
             context.close();
         }
-        if (subscriptions != null) {
-            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, TEMPLATE_SUB));
-            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, ADAPTER_SUB));
-            subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, CRASH_SUB));
-            topics.deleteTopic(TopicName.of(PROJECT, CRASH_TOPIC));
-            topics.deleteTopic(TopicName.of(PROJECT, TOPIC));
-            topics.deleteTopic(TopicName.of(PROJECT, ADAPTER_TOPIC));
-            subscriptions.close();
-            topics.close();
-        }
-        if (channel != null) {
-            channel.shutdownNow();
+        if (emulator != null) {
+            emulator.delete(TOPIC, TEMPLATE_SUB);
+            emulator.delete(ADAPTER_TOPIC, ADAPTER_SUB);
+            emulator.delete(CRASH_TOPIC, CRASH_SUB);
+            emulator.close();
         }
         if (db != null) {
             db.close();
         }
-    }
-
-    static TransportChannelProvider provider(ManagedChannel c) {
-        return FixedTransportChannelProvider.create(GrpcTransportChannel.create(c));
     }
 
     /**
@@ -164,11 +123,7 @@ class PubSubIdempotentListenerTest {
 
     /** A subscriber factory on {@code c}, as Spring Cloud GCP's auto-configuration builds one for the emulator. */
     static DefaultSubscriberFactory subscriberFactory(ManagedChannel c) {
-        PubSubConfiguration config = new PubSubConfiguration();
-        config.initialize(PROJECT);
-        DefaultSubscriberFactory f = new DefaultSubscriberFactory(() -> PROJECT, config);
-        f.setChannelProvider(provider(c));
-        f.setCredentialsProvider(NoCredentialsProvider.create());
+        DefaultSubscriberFactory f = PubSubTestBeans.subscriberFactory(c);
         // the deadline a lost ack leaves the message with: Pub/Sub's shortest, so the copy comes in ~10 s
         f.setMaxDurationPerAckExtension(org.threeten.bp.Duration.ofSeconds(10));
         return f;
@@ -186,10 +141,7 @@ class PubSubIdempotentListenerTest {
 
         @Bean
         PubSubTemplate pubSubTemplate() {
-            DefaultPublisherFactory publishers = new DefaultPublisherFactory(() -> PROJECT);
-            publishers.setChannelProvider(provider(channel));
-            publishers.setCredentialsProvider(NoCredentialsProvider.create());
-            return new PubSubTemplate(publishers, subscriberFactory(channel));
+            return PubSubTestBeans.template(emulator.channel, subscriberFactory(emulator.channel));
         }
 
         @Bean
@@ -345,7 +297,7 @@ class PubSubIdempotentListenerTest {
         // message that is due again until the client reopens its stream (it does not answer the client's
         // keep-alive pings), so on a streaming survivor the copy of c-1 came after 50 s in one run and c-2
         // not within 60 s in another. A pull returns what is due when it is asked.
-        PubSubSubscriberTemplate survivor = new PubSubSubscriberTemplate(subscriberFactory(channel));
+        PubSubSubscriberTemplate survivor = new PubSubSubscriberTemplate(subscriberFactory(emulator.channel));
         List<String> survivorSettled = new CopyOnWriteArrayList<>();
         java.util.function.Consumer<BasicAcknowledgeablePubsubMessage> pulled =
                 m -> counting.accept(new Settling(m, survivorSettled));

@@ -3,39 +3,23 @@ package dev.once.spring;
 import static dev.once.testsupport.StateMachines.move;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.api.gax.core.NoCredentialsProvider;
-import com.google.api.gax.grpc.GrpcTransportChannel;
-import com.google.api.gax.rpc.FixedTransportChannelProvider;
-import com.google.cloud.pubsub.v1.SubscriptionAdminClient;
-import com.google.cloud.pubsub.v1.SubscriptionAdminSettings;
-import com.google.cloud.pubsub.v1.TopicAdminClient;
-import com.google.cloud.pubsub.v1.TopicAdminSettings;
-import com.google.cloud.spring.pubsub.core.PubSubConfiguration;
 import com.google.cloud.spring.pubsub.core.PubSubTemplate;
 import com.google.cloud.spring.pubsub.integration.AckMode;
 import com.google.cloud.spring.pubsub.integration.inbound.PubSubMessageSource;
 import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
-import com.google.cloud.spring.pubsub.support.DefaultPublisherFactory;
-import com.google.cloud.spring.pubsub.support.DefaultSubscriberFactory;
 import com.google.cloud.spring.pubsub.support.GcpPubSubHeaders;
 import com.google.pubsub.v1.AcknowledgeRequest;
 import com.google.pubsub.v1.ModifyAckDeadlineRequest;
-import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PullResponse;
 import com.google.pubsub.v1.ReceivedMessage;
-import com.google.pubsub.v1.Subscription;
-import com.google.pubsub.v1.TopicName;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
-import dev.once.testsupport.TestPubSubEmulator;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingClientCallListener;
-import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import java.time.Duration;
@@ -48,7 +32,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.sql.DataSource;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -93,7 +76,6 @@ import org.springframework.scheduling.concurrent.SimpleAsyncTaskScheduler;
 class PubSubMessageSourcePropertyTest {
 
     static final int TRIES = 15;
-    static final String PROJECT = "once-test";
     static final String SUFFIX = Long.toString(System.nanoTime(), 36);
     static final String CONSUMER = "polled-pubsub";
     static final AtomicLong sequences = new AtomicLong();
@@ -104,9 +86,7 @@ class PubSubMessageSourcePropertyTest {
 
     private static TestDatabase db;
     private static AnnotationConfigApplicationContext context;
-    private static ManagedChannel channel;
-    private static TopicAdminClient topics;
-    private static SubscriptionAdminClient subscriptions;
+    private static PubSubTestBeans emulator;
 
     /** Pub/Sub message id by ack id, from the Pull answers; replies by message id, in the order sent. */
     static final Map<String, String> messageIds = new ConcurrentHashMap<>();
@@ -117,35 +97,13 @@ class PubSubMessageSourcePropertyTest {
         if (context != null) {
             return;
         }
-        channel = ManagedChannelBuilder.forTarget(TestPubSubEmulator.host())
-                .usePlaintext()
-                .intercept(RECORDS_REPLIES)
-                .build();
-        try {
-            topics = TopicAdminClient.create(TopicAdminSettings.newBuilder()
-                    .setTransportChannelProvider(provider())
-                    .setCredentialsProvider(NoCredentialsProvider.create())
-                    .build());
-            subscriptions = SubscriptionAdminClient.create(SubscriptionAdminSettings.newBuilder()
-                    .setTransportChannelProvider(provider())
-                    .setCredentialsProvider(NoCredentialsProvider.create())
-                    .build());
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-        }
+        emulator = new PubSubTestBeans(RECORDS_REPLIES);
         db = TestPostgres.shared().freshDatabase(6);
         db.execute(
                 "CREATE TABLE ledger (event_id text NOT NULL)",
                 // checked at commit: two rows of one key fail the commit after the flow returned
                 "CREATE TABLE doomed (k int NOT NULL, CONSTRAINT doomed_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)");
-        context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource());
-        context.register(Config.class);
-        context.refresh();
-    }
-
-    private static FixedTransportChannelProvider provider() {
-        return FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
+        context = JdbcListenerBeans.context(db.dataSource(), Config.class);
     }
 
     @AfterContainer
@@ -153,12 +111,8 @@ class PubSubMessageSourcePropertyTest {
         if (context != null) {
             context.close();
         }
-        if (subscriptions != null) {
-            subscriptions.close();
-            topics.close();
-        }
-        if (channel != null) {
-            channel.shutdownNow();
+        if (emulator != null) {
+            emulator.close();
         }
         if (db != null) {
             db.close();
@@ -225,15 +179,7 @@ class PubSubMessageSourcePropertyTest {
 
         @org.springframework.context.annotation.Bean
         PubSubTemplate pubSubTemplate() {
-            PubSubConfiguration config = new PubSubConfiguration();
-            config.initialize(PROJECT);
-            DefaultSubscriberFactory subscribers = new DefaultSubscriberFactory(() -> PROJECT, config);
-            subscribers.setChannelProvider(provider());
-            subscribers.setCredentialsProvider(NoCredentialsProvider.create());
-            DefaultPublisherFactory publishers = new DefaultPublisherFactory(() -> PROJECT);
-            publishers.setChannelProvider(provider());
-            publishers.setCredentialsProvider(NoCredentialsProvider.create());
-            return new PubSubTemplate(publishers, subscribers);
+            return emulator.template();
         }
     }
 
@@ -294,16 +240,10 @@ class PubSubMessageSourcePropertyTest {
     }
 
     @Property(tries = TRIES)
-    void polledPubSubSourceIntoAnIdempotentListener(@ForAll("chains") ActionChain<World> chain) {
+    void polledPubSubSourceIntoAnIdempotentListener(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();
         World.next = new World();
-        try {
-            World w = chain.run();
-            w.end();
-            moveCount.addAndGet(w.moves.size());
-        } finally {
-            World.next.close();
-        }
+        moveCount.addAndGet(AcknowledgingListenerWorld.run(World.next, chain));
         sequences.incrementAndGet();
     }
 
@@ -319,17 +259,17 @@ class PubSubMessageSourcePropertyTest {
     }
 
     @Example
-    void aTransactionalAutoPollerWhoseCommitFailsDoesNotLoseTheMessage() {
+    void aTransactionalAutoPollerWhoseCommitFailsDoesNotLoseTheMessage() throws Exception {
         scripted(w -> w.poll(new Poll(AckMode.AUTO, true, Body.FAILS_THE_COMMIT)));
     }
 
     @Example
-    void aNackInAnAutoPollerIsNotFollowedByTheSourcesAck() {
+    void aNackInAnAutoPollerIsNotFollowedByTheSourcesAck() throws Exception {
         scripted(w -> w.poll(new Poll(AckMode.AUTO, false, Body.NACK)));
     }
 
     @Example
-    void aManualTransactionalPollerAcksAfterTheCommit() {
+    void aManualTransactionalPollerAcksAfterTheCommit() throws Exception {
         scripted(w -> {
             w.poll(new Poll(AckMode.MANUAL, true, Body.ACK_THROUGH_CALLBACK));
             w.poll(new Poll(AckMode.MANUAL, true, Body.FAILS_THE_COMMIT));
@@ -338,7 +278,7 @@ class PubSubMessageSourcePropertyTest {
 
     /** AUTO_ACK's callback sends no nack: a message rolled back comes again once its 10 s ack deadline lapses. */
     @Example
-    void autoAckLeavesARolledBackMessageToItsDeadline() {
+    void autoAckLeavesARolledBackMessageToItsDeadline() throws Exception {
         scripted(w -> {
             Polled h = w.poll(new Poll(AckMode.AUTO_ACK, false, Body.FAIL));
             assertThat(replies(h.messageId)).as("%s", w.moves).isEmpty();
@@ -348,15 +288,9 @@ class PubSubMessageSourcePropertyTest {
         });
     }
 
-    private static void scripted(java.util.function.Consumer<World> moves) {
+    private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
         start();
-        World w = new World();
-        try {
-            moves.accept(w);
-            w.end();
-        } finally {
-            w.close();
-        }
+        AcknowledgingListenerWorld.scripted(new World(), moves);
     }
 
     static List<String> replies(String messageId) {
@@ -413,12 +347,7 @@ class PubSubMessageSourcePropertyTest {
 
         private Polled poll(String id, Poll poll, String kind, boolean copy) {
             String name = "polled-" + SUFFIX + "-" + topicsMade.incrementAndGet();
-            topics.createTopic(TopicName.of(PROJECT, name));
-            subscriptions.createSubscription(Subscription.newBuilder()
-                    .setName(ProjectSubscriptionName.of(PROJECT, name).toString())
-                    .setTopic(TopicName.of(PROJECT, name).toString())
-                    .setAckDeadlineSeconds(10)
-                    .build());
+            emulator.create(name, name);
             made.add(new String[] {name});
             String messageId;
             try {
@@ -532,10 +461,10 @@ class PubSubMessageSourcePropertyTest {
             return false;
         }
 
+        @Override
         void close() {
             for (String[] m : made) {
-                subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, m[0]));
-                topics.deleteTopic(TopicName.of(PROJECT, m[0]));
+                emulator.delete(m[0], m[0]);
             }
         }
     }

@@ -17,7 +17,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.sql.DataSource;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
@@ -73,10 +72,7 @@ class RabbitChannelCallerTransactionPropertyTest {
                 "CREATE TABLE ledger (event_id text NOT NULL)",
                 "CREATE TABLE taken (id text PRIMARY KEY)",
                 "INSERT INTO taken VALUES ('taken')");
-        context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource());
-        context.register(Config.class);
-        context.refresh();
+        context = JdbcListenerBeans.context(db.dataSource(), Config.class);
         try {
             ConnectionFactory cf = new ConnectionFactory();
             cf.setHost("127.0.0.1");
@@ -179,12 +175,7 @@ class RabbitChannelCallerTransactionPropertyTest {
     void manualAckListenerInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();
         World.next = new World();
-        try {
-            World w = chain.run();
-            w.end();
-        } finally {
-            World.next.close();
-        }
+        AcknowledgingListenerWorld.run(World.next, chain);
         sequences.incrementAndGet();
     }
 
@@ -217,13 +208,7 @@ class RabbitChannelCallerTransactionPropertyTest {
 
     private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
         start();
-        World w = new World();
-        try {
-            moves.accept(w);
-            w.end();
-        } finally {
-            w.close();
-        }
+        AcknowledgingListenerWorld.scripted(new World(), moves);
     }
 
     @Provide
@@ -326,6 +311,7 @@ class RabbitChannelCallerTransactionPropertyTest {
             }
         }
 
+        @Override
         void close() throws Exception {
             scopes.abandon();
             if (real.isOpen()) {

@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.sql.DataSource;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
@@ -99,10 +98,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 "CREATE TABLE ledger (event_id text NOT NULL)",
                 "CREATE TABLE taken (id text PRIMARY KEY)",
                 "INSERT INTO taken VALUES ('taken')");
-        context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource());
-        context.register(Config.class);
-        context.refresh();
+        context = JdbcListenerBeans.context(db.dataSource(), Config.class);
     }
 
     @AfterContainer
@@ -266,15 +262,10 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     }
 
     @Property(tries = TRIES)
-    void sqsListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) {
+    void sqsListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();
         World.next = new World();
-        try {
-            World w = chain.run();
-            w.end();
-        } finally {
-            World.next.close();
-        }
+        AcknowledgingListenerWorld.run(World.next, chain);
         sequences.incrementAndGet();
     }
 
@@ -333,7 +324,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     }
 
     @Example
-    void aManualAcknowledgementInACallersTransactionThatRollsBackDeletesNothing() {
+    void aManualAcknowledgementInACallersTransactionThatRollsBackDeletesNothing() throws Exception {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
             w.listen(Mode.ANNOTATION, "ok");
@@ -342,7 +333,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     }
 
     @Example
-    void anOnSuccessListenerInACallersTransactionThatRollsBackIsNotDeleted() {
+    void anOnSuccessListenerInACallersTransactionThatRollsBackIsNotDeleted() throws Exception {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
             w.listen(Mode.ON_SUCCESS, "ok");
@@ -352,7 +343,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
 
     /** The generator's first find, shrunk: the body's acknowledgement deleted the message its failure rolled back. */
     @Example
-    void aBodyThatAcknowledgesThenFailsInACallersTransactionIsNotDeleted() {
+    void aBodyThatAcknowledgesThenFailsInACallersTransactionIsNotDeleted() throws Exception {
         scripted(w -> {
             w.begin(Kind.REQUIRES_NEW);
             w.listen(Mode.ANNOTATION, "fails");
@@ -362,12 +353,12 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
     }
 
     @Example
-    void aBodyThatAcknowledgesThenFailsIsNotDeleted() {
+    void aBodyThatAcknowledgesThenFailsIsNotDeleted() throws Exception {
         scripted(w -> w.listen(Mode.ANNOTATION, "fails"));
     }
 
     @Example
-    void aManualCopyOfAnAppliedEventIsDeleted() {
+    void aManualCopyOfAnAppliedEventIsDeleted() throws Exception {
         scripted(w -> {
             w.listen(Mode.ANNOTATION, "ok");
             w.copyOf(w.handed.get(0).eventId, Mode.ANNOTATION);
@@ -383,7 +374,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
      * queue took them.
      */
     @Example
-    void aListenerManualByItsFactoryRunsInACallersTransactionAndItsCopyIsDeleted() {
+    void aListenerManualByItsFactoryRunsInACallersTransactionAndItsCopyIsDeleted() throws Exception {
         scripted(w -> {
             w.begin(Kind.REQUIRED);
             w.listen(Mode.FACTORY, "ok");
@@ -397,7 +388,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
      * before the claim: its body would delete the batch at once, before the claims commit.
      */
     @Example
-    void aBatchFromAManualContainerIsRefusedBeforeItsClaims() {
+    void aBatchFromAManualContainerIsRefusedBeforeItsClaims() throws Exception {
         start();
         World w = new World();
         try {
@@ -415,15 +406,9 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
     }
 
-    private static void scripted(java.util.function.Consumer<World> moves) {
+    private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
         start();
-        World w = new World();
-        try {
-            moves.accept(w);
-            w.end();
-        } finally {
-            w.close();
-        }
+        AcknowledgingListenerWorld.scripted(new World(), moves);
     }
 
     /** Where a listener's acknowledgement mode comes from; all but ON_SUCCESS are MANUAL. */
@@ -584,6 +569,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             throw new IllegalStateException("message " + id + " not received from " + QUEUE);
         }
 
+        @Override
         void close() {
             scopes.abandon();
             sqs.purgeQueue(r -> r.queueUrl(queueUrl));
