@@ -2853,6 +2853,7 @@ final class Tracer {
         String kind = null;
         String apacheVerb = null;
         List<String> feignNames = new ArrayList<>();
+        Built built = new Built(memberText(f), List.of(), null);
         if (stype != null && REST.contains(stype)) {
             remote = true;
             kind = "RestTemplate";
@@ -2895,14 +2896,23 @@ final class Tracer {
         } else if ((name.equals("send") || name.equals("sendAsync")) && "HttpClient".equals(stype)) {
             remote = true;
             kind = "HttpClient";
-            write = memberText(f).contains(".POST(") || memberText(f).contains(".PUT(");
-            putOnly = !memberText(f).contains(".POST(");
-            noTimeout = !memberText(f).contains(".timeout(");
+            built = built(f, c.getArguments().isEmpty() ? null : c.getArgument(0));
+            write = built.text.contains(".POST(") || built.text.contains(".PUT(");
+            putOnly = !built.text.contains(".POST(");
+            noTimeout = !built.text.contains(".timeout(");
         } else if (name.equals("execute") && scopeText.contains("newCall(")) {
             remote = true;
             kind = "OkHttp";
-            write = memberText(f).contains(".post(") || memberText(f).contains(".put(");
-            putOnly = !memberText(f).contains(".post(");
+            built = built(
+                    f,
+                    c.getScope()
+                            .filter(s -> s instanceof MethodCallExpr n
+                                    && n.getNameAsString().equals("newCall")
+                                    && n.getArguments().size() == 1)
+                            .map(s -> ((MethodCallExpr) s).getArgument(0))
+                            .orElse(null));
+            write = built.text.contains(".post(") || built.text.contains(".put(");
+            putOnly = !built.text.contains(".post(");
         } else if (name.equals("execute") && stype != null && APACHE_HTTP.contains(stype)) {
             // Apache HttpClient: the request object says the verb (new HttpPost(…), a builder's post(…)), or its
             // type does when a factory of the repository made it (HttpPost send(…) { return new HttpPost(…); })
@@ -2933,7 +2943,7 @@ final class Tracer {
         if (!remote) {
             return false;
         }
-        if (write && !putOnly && searches(c, f, feignNames)) {
+        if (write && !putOnly && searches(c, f, built.names.isEmpty() ? feignNames : built.names)) {
             // a POST whose address or method says it searches carries a query too long or structured for a GET: a read
             write = false;
         }
@@ -2950,7 +2960,7 @@ final class Tracer {
             String verb = apacheVerb != null
                     ? apacheVerb
                     : kind.equals("HttpClient") || kind.equals("OkHttp") || kind.equals("Apache HttpClient")
-                            ? (memberText(f).contains(".PUT(") || memberText(f).contains(".put(") ? "PUT" : "POST")
+                            ? (built.text.contains(".PUT(") || built.text.contains(".put(") ? "PUT" : "POST")
                             : name.matches("exchange|execute|method")
                                     ? saidVerb(c.toString() + requestEntityVerb(memberText(f)))
                                     : name.toUpperCase(Locale.ROOT);
@@ -2960,7 +2970,8 @@ final class Tracer {
                     b,
                     Event.Category.EXTERNAL,
                     "calls " + kind + " " + verb + " (" + shortText(c) + ")",
-                    putOnly || keyed(c.toString(), memberText(f) + feignText));
+                    putOnly || keyed(c.toString(), built.text + feignText),
+                    built.site == null ? null : repo.loc(built.site));
         }
         return true;
     }
@@ -2974,6 +2985,54 @@ final class Tracer {
             "(?:(?<![A-Za-z])[sS]|(?<=[a-z0-9])S)earch(?![a-z])|(?:(?<![A-Za-z])[qQ]|(?<=[a-z0-9])Q)uer(?:y|ies)(?![a-z])"
                     + "|(?:(?<![A-Za-z])[fF]|(?<=[a-z0-9])F)ind(?![a-z])"
                     + "|(?:(?<![A-Za-z])[lL]|(?<=[a-z0-9])L)ook-?[uU]p(?![a-z])");
+
+    /**
+     * Where a request a client sends was built: the text of the methods that say its verb, and the names of those
+     * the request was passed out of. A project's client often builds each endpoint's request in its own method
+     * ({@code .POST(…)} in {@code submitMessage}, {@code .GET()} in {@code profileOf}) and hands it to one helper that
+     * sends it ({@code call(HttpRequest request)}): read in the helper alone, the verb is nowhere. When the request
+     * is a parameter of the frame's method, it is followed out through the call sites that led here, on this path
+     * only (the GET a sibling endpoint passes to the same helper is another path), while it stays a parameter.
+     * {@code site} is the call that handed the request out of the method that built it (null when this frame built
+     * it): the effect is located there, each endpoint's own, not on the one line the helper sends every request from.
+     */
+    private record Built(String text, List<String> names, Node site) {}
+
+    private static Built built(Frame f, Expression request) {
+        StringBuilder text = new StringBuilder(memberText(f));
+        List<String> names = new ArrayList<>();
+        MethodDeclaration m = f.method;
+        Expression r = request;
+        Node handed = null;
+        for (int s = f.sites.size() - 1; s >= 0 && m != null && r instanceof NameExpr n; s--) {
+            int i = parameterIndex(m, n.getNameAsString());
+            if (i < 0
+                    || !(f.sites.get(s) instanceof MethodCallExpr site)
+                    || site.getArguments().size() != m.getParameters().size()) {
+                break;
+            }
+            if (names.isEmpty()) {
+                names.add(m.getNameAsString());
+            }
+            m = Types.ancestor(site, MethodDeclaration.class).orElse(null);
+            r = site.getArgument(i);
+            handed = site;
+            if (m != null) {
+                text.append(' ').append(Repo.printed(m));
+                names.add(m.getNameAsString());
+            }
+        }
+        return new Built(text.toString(), names, handed);
+    }
+
+    private static int parameterIndex(MethodDeclaration m, String name) {
+        for (int i = 0; i < m.getParameters().size(); i++) {
+            if (m.getParameter(i).getNameAsString().equals(name)) {
+                return i;
+            }
+        }
+        return -1;
+    }
 
     /**
      * A POST that reads: its address (the call's first argument, a {@code uri(…)}/{@code url(…)} in its statement),
@@ -4327,6 +4386,12 @@ final class Tracer {
     private final Set<Node> effectNodes = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
     private void effect(Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed) {
+        effect(at, f, blast, category, what, keyed, null);
+    }
+
+    /** An effect located at {@code builtAt} when not null: where the request it sends was built and handed out. */
+    private void effect(
+            Node at, Frame f, Blast blast, Event.Category category, String what, boolean keyed, Location builtAt) {
         effectNodes.add(at);
         if (category == Event.Category.DATABASE && entry != null && entry.jtaTransaction != null) {
             // a database write in a JMS listener whose container runs a JTA transaction: the module's XA data
@@ -4347,9 +4412,11 @@ final class Tracer {
         path.add(new Step(shortText(at), repo.loc(at)));
         // a generic request helper (doRequest(params, url, HttpMethod method, payload)) sends whatever its callers ask:
         // the effect is each caller's, where the verb and the body are chosen, not the one line they all share
-        Location where = category == Event.Category.EXTERNAL && takesItsVerb(f) && f.path.size() > 1
-                ? f.path.get(f.path.size() - 1).location()
-                : repo.loc(at);
+        Location where = builtAt != null
+                ? builtAt
+                : category == Event.Category.EXTERNAL && takesItsVerb(f) && f.path.size() > 1
+                        ? f.path.get(f.path.size() - 1).location()
+                        : repo.loc(at);
         Blast b = blast;
         if (category == Event.Category.EXTERNAL && b == Blast.DATA) {
             String context = String.join(" ", path.stream().map(Step::name).toList());
