@@ -3,6 +3,8 @@ package dev.once.chaos;
 import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -11,6 +13,9 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -229,9 +234,47 @@ final class LocalPostgres implements AutoCloseable {
         return root;
     }
 
+    // The ports handed out by this JVM: never twice, even once the server on one has stopped.
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A loopback port for a server a test starts later (a Patroni member's REST API, etcd, a Galera node), taken
+     * below the kernel's ephemeral range. A port from {@code new ServerSocket(0)} lies in that range and stays free
+     * only until the server binds it, seconds later; meanwhile any outgoing connection (a pool's, etcd's peers', the
+     * other test JVM's clients) may be given it: Patroni's REST API once failed with "Address already in use". Below
+     * the range only another explicit pick can take it: this JVM never hands one out twice, and a random pick keeps
+     * the module's two test JVMs apart.
+     */
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        int low = ephemeralLow();
+        if (low < 4_096) {
+            try (ServerSocket s = new ServerSocket(0)) { // no room below the range: the kernel's pick
+                return s.getLocalPort();
+            }
+        }
+        for (int tries = 0; tries < 500; tries++) {
+            int port = ThreadLocalRandom.current().nextInt(low / 3, low);
+            if (!HANDED_OUT.add(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                return port;
+            } catch (IOException taken) {
+                // held by a server already: another
+            }
+        }
+        throw new IOException("no free loopback port between " + low / 3 + " and " + low + " after 500 tries");
+    }
+
+    /** The first port of the kernel's ephemeral range (net.ipv4.ip_local_port_range; Linux's default 32768). */
+    private static int ephemeralLow() {
+        try {
+            return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))
+                    .trim()
+                    .split("\\s+")[0]);
+        } catch (IOException | RuntimeException unreadable) {
+            return 32_768;
         }
     }
 
