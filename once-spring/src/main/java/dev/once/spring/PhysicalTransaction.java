@@ -13,7 +13,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
@@ -37,7 +36,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * state never heard of was created before the state existed, so everything recorded here came after
  * it: such a rollback undoes all of it. Belongs to the transaction's thread; not thread-safe.
  */
-final class PhysicalTransaction implements TransactionSynchronization, BooleanSupplier {
+final class PhysicalTransaction implements TransactionSynchronization {
 
     /**
      * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
@@ -301,19 +300,10 @@ final class PhysicalTransaction implements TransactionSynchronization, BooleanSu
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(this); // getAsBoolean: the rule runChecks asks only when a check is pending
+            joined.runChecks(this::nothingElseBeforeCommit); // asked only when a check is pending
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
-    }
-
-    /**
-     * {@link #nothingElseBeforeCommit}, as the rule {@link JoinedTransaction#runChecks} takes: the state is its
-     * own rule, where a method reference made per state was one more object per listener call.
-     */
-    @Override
-    public boolean getAsBoolean() {
-        return nothingElseBeforeCommit();
     }
 
     // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body
