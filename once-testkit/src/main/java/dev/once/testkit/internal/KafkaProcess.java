@@ -62,6 +62,11 @@ public final class KafkaProcess implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx1g",
+                // C1 only and the serial collector, as the test JVMs and ChildJvm: on two loaded cores C2's
+                // compilations and G1's threads held up the start. A 3-broker cluster's READY at load 16-22:
+                // 35-42 s with the defaults, 15-24 s with these.
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
                 "-cp",
                 ChildJvm.classPath(),
                 KafkaNodes.class.getName(),
