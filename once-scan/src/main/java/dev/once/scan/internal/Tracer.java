@@ -2383,9 +2383,11 @@ final class Tracer {
                 String method = Types.ancestor(c, MethodDeclaration.class)
                         .map(Object::toString)
                         .orElse("");
+                // (a read only tested for membership, entries(k).containsKey(id), is the dedupe check, not a value)
                 boolean readBack = !store.isEmpty()
-                        && Pattern.compile(
-                                        "(?s).*" + Pattern.quote(store) + "\\s*\\.\\s*(h?get|hmget|entries)\\s*\\(.*")
+                        && Pattern.compile("(?s).*" + Pattern.quote(store)
+                                        + "\\s*\\.\\s*(h?get|hmget|entries)\\s*\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)"
+                                        + "(?!\\s*\\.\\s*(containsKey|contains)\\s*\\().*")
                                 .matcher(method)
                                 .matches();
                 effect(
@@ -3655,7 +3657,7 @@ final class Tracer {
     }
 
     private boolean isCheck(MethodCallExpr c, String name) {
-        if (!CHECK.matcher(name).matches()) {
+        if (!CHECK.matcher(name).matches() && !storeMembership(c, name)) {
             // a list looked up by key under any read verb (getRecordRefsByEnvelopeId): a check only when its
             // emptiness picks the arm that writes
             if (LOOKUP_NAME.matcher(name).matches()
@@ -3700,6 +3702,20 @@ final class Tracer {
             }
         }
         return false;
+    }
+
+    /**
+     * A membership test on what a store returned ({@code redis.opsForHash().entries("mail_log").containsKey(id)},
+     * {@code cache.keys(p).contains(id)}): the store is read, so the test asks whether the consumer recorded the key,
+     * as {@code hasKey} does. A {@code containsKey} on a map the code built itself is not a check.
+     */
+    private static boolean storeMembership(MethodCallExpr c, String name) {
+        if (!name.matches("containsKey|contains") || !(c.getScope().orElse(null) instanceof MethodCallExpr read)) {
+            return false;
+        }
+        String text = read.toString().toLowerCase(Locale.ROOT);
+        return read.getNameAsString().matches("entries|keys|members|smembers|hgetall|hkeys|get|getMap|getSet")
+                && (text.contains("opsfor") || text.contains("redis") || text.contains("cache"));
     }
 
     /** Set by {@link #isCheck} when the check is a list lookup: the branch of the arm it guards. */
