@@ -42,6 +42,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Walks the flow of one entry point in execution order, into the repository's own methods up to
@@ -3055,8 +3056,23 @@ final class Tracer {
                                 u -> u.getNameAsString().matches("uri|url|path|target")
                                         && !u.getArguments().isEmpty())
                         .forEach(u -> said.add(u.getArgument(0).toString())));
-        return said.stream().anyMatch(x -> SEARCH_WORD.matcher(x).find());
+        return said.stream().anyMatch(x -> SEARCH_WORD.matcher(x).find())
+                || Stream.concat(
+                                feignNames.stream().map(n -> n.split(" ", 2)[0]),
+                                Stream.ofNullable(f.method).map(MethodDeclaration::getNameAsString))
+                        .anyMatch(n -> READ_NAME.matcher(n).matches()
+                                && !WRITE_IN_NAME.matcher(n).find());
     }
+
+    /**
+     * A method named for what it reads ({@code getProfile}, {@code fetchPreferences}, {@code retrieveToken}): a POST
+     * built there carries a lookup key in its body (a fiscal code kept out of URLs and logs), not a write.
+     */
+    private static final Pattern READ_NAME =
+            Pattern.compile("(get|fetch|find|load|read|retrieve|lookup|query|search)[A-Z0-9]\\w*");
+    /** ...unless the name also says it writes: {@code getOrCreateInbox}, {@code fetchAndStore}. */
+    private static final Pattern WRITE_IN_NAME = Pattern.compile(
+            "(Or|And|Then)[A-Z]|Create|Save|Store|Submit|Send|Register|Update|Insert|Post|Put|Add|Delete|Remove|Upsert|Set[A-Z]");
 
     /**
      * The static type of a request handed to a client: as {@link Types#typeOf} says, or for a {@code var} the type
