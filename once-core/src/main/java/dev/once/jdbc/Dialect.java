@@ -650,7 +650,7 @@ public interface Dialect {
      */
     default String streamPositionAdvance(String prefix) {
         return "UPDATE " + quote(prefix + "stream_position")
-                + " SET position = ? WHERE consumer = ? AND stream = ? AND position < ?";
+                + " SET position = ?, moved_at = CURRENT_TIMESTAMP WHERE consumer = ? AND stream = ? AND position < ?";
     }
 
     /**

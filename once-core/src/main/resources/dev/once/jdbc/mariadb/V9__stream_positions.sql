@@ -3,9 +3,11 @@
 -- transaction as the claims. A process that held a message past its visibility timeout while the queue
 -- moved it on (a redrive after maxReceiveCount) and handed out its successors cannot apply it after them:
 -- its commit finds the stream already past it. SQS sequence numbers are up to 128 bits: decimal(39,0).
+-- moved_at: when it last moved, so that a pruner can drop the streams that went quiet.
 CREATE TABLE IF NOT EXISTS ${prefix}stream_position (
     consumer varchar(255)  NOT NULL,
     stream   varchar(255)  NOT NULL,
     position decimal(39,0) NOT NULL,
+    moved_at timestamp(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     PRIMARY KEY (consumer, stream)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;

@@ -3,9 +3,11 @@
 -- transaction as the claims. A process that held a message past its visibility timeout while the queue
 -- moved it on (a redrive after maxReceiveCount) and handed out its successors cannot apply it after them:
 -- its commit finds the stream already past it. SQS sequence numbers are up to 128 bits: numeric(39).
+-- moved_at: when it last moved, so that a pruner can drop the streams that went quiet.
 CREATE TABLE ${prefix}stream_position (
     consumer varchar(255) NOT NULL,
     stream   varchar(255) NOT NULL,
     position numeric(39)  NOT NULL,
+    moved_at timestamptz  NOT NULL DEFAULT now(),
     PRIMARY KEY (consumer, stream)
 );
