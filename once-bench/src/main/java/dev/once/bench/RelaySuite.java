@@ -51,10 +51,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -988,8 +990,7 @@ final class RelaySuite implements Suite {
         AtomicLong acked = new AtomicLong();
         long end = System.nanoTime() + (long) (s * 1e9);
         List<Channel> channels = new ArrayList<>();
-        List<Thread> threads = new ArrayList<>();
-        AtomicReference<Exception> failed = new AtomicReference<>();
+        List<Callable<Void>> publishers = new ArrayList<>();
         try {
             for (int t = 0; t < RELAYS; t++) {
                 Channel ch = connection.createChannel();
@@ -1018,33 +1019,23 @@ final class RelaySuite implements Suite {
                         },
                         settle);
                 String prefix = "bare:" + t + ":";
-                Thread thread = new Thread(() -> {
-                    try {
-                        for (long n = 0; System.nanoTime() < end; n++) {
-                            if (!window.tryAcquire(100, TimeUnit.MILLISECONDS)) {
-                                continue;
-                            }
-                            String id = prefix + n + "#1";
-                            unconfirmed.add(ch.getNextPublishSeqNo());
-                            publishPersistent(ch, queue, id);
+                publishers.add(() -> {
+                    for (long n = 0; System.nanoTime() < end; n++) {
+                        if (!window.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+                            continue;
                         }
-                    } catch (Exception e) {
-                        failed.compareAndSet(null, e);
+                        String id = prefix + n + "#1";
+                        unconfirmed.add(ch.getNextPublishSeqNo());
+                        publishPersistent(ch, queue, id);
                     }
+                    return null;
                 });
-                thread.start();
-                threads.add(thread);
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
+            runAll(publishers);
         } finally {
             for (Channel ch : channels) {
                 ch.abort();
             }
-        }
-        if (failed.get() != null) {
-            throw failed.get();
         }
         return acked.get();
     }
@@ -1104,34 +1095,23 @@ final class RelaySuite implements Suite {
         String url = client.getQueueUrl(r -> r.queueName(queue)).queueUrl();
         AtomicLong acked = new AtomicLong();
         long end = System.nanoTime() + (long) (s * 1e9);
-        List<Thread> running = new ArrayList<>();
-        AtomicReference<Exception> failed = new AtomicReference<>();
+        List<Callable<Void>> senders = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             String prefix = "bare:" + t + ":";
-            Thread thread = new Thread(() -> {
-                try {
-                    for (long n = 0; System.nanoTime() < end; n += SqsPublisher.MAX_BATCH) {
-                        List<SendMessageBatchRequestEntry> entries = sqsEntries(prefix, n);
-                        int ok = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries))
-                                .successful()
-                                .size();
-                        if (System.nanoTime() < end) {
-                            acked.addAndGet(ok);
-                        }
+            senders.add(() -> {
+                for (long n = 0; System.nanoTime() < end; n += SqsPublisher.MAX_BATCH) {
+                    List<SendMessageBatchRequestEntry> entries = sqsEntries(prefix, n);
+                    int ok = client.sendMessageBatch(r -> r.queueUrl(url).entries(entries))
+                            .successful()
+                            .size();
+                    if (System.nanoTime() < end) {
+                        acked.addAndGet(ok);
                     }
-                } catch (Exception e) {
-                    failed.compareAndSet(null, e);
                 }
+                return null;
             });
-            thread.start();
-            running.add(thread);
         }
-        for (Thread thread : running) {
-            thread.join();
-        }
-        if (failed.get() != null) {
-            throw failed.get();
-        }
+        runAll(senders);
         return acked.get();
     }
 
@@ -1184,7 +1164,6 @@ final class RelaySuite implements Suite {
         Run.progress("relay: hand-written relay floor to " + queue + ", backlog of " + RELAY_BACKLOG + " rows");
         String url = client.getQueueUrl(r -> r.queueName(queue)).queueUrl();
         ExecutorService requests = Executors.newFixedThreadPool(SqsPublisher.CONCURRENT_REQUESTS);
-        AtomicReference<Exception> failed = new AtomicReference<>();
         // ns summed over the relays: lock query and reading its rows, waiting for the sends, mark and commit; batches
         long[] phases = new long[4];
         try {
@@ -1193,24 +1172,14 @@ final class RelaySuite implements Suite {
             long db0 = dbTicks.getAsLong();
             long start = System.nanoTime();
             long end = start + (long) (s * 1e9);
-            List<Thread> threads = new ArrayList<>();
+            List<Callable<Void>> floors = new ArrayList<>();
             for (int t = 0; t < RELAYS; t++) {
-                Thread thread = new Thread(() -> {
-                    try {
-                        sqsFloorRelay(client, url, requests, ds, end, phases);
-                    } catch (Exception e) {
-                        failed.compareAndSet(null, e);
-                    }
+                floors.add(() -> {
+                    sqsFloorRelay(client, url, requests, ds, end, phases);
+                    return null;
                 });
-                thread.start();
-                threads.add(thread);
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
-            if (failed.get() != null) {
-                throw failed.get();
-            }
+            runAll(floors);
             double seconds = (System.nanoTime() - start) / 1e9;
             long rows = sent(ds) - before;
             long db1 = dbTicks.getAsLong();
@@ -1399,9 +1368,9 @@ final class RelaySuite implements Suite {
         RabbitWire.Snapshot counted = wire == null ? null : wire.snapshot();
         long start = System.nanoTime();
         long end = start + (long) (s * 1e9);
-        List<Thread> threads = new ArrayList<>();
+        List<Callable<Void>> running = new ArrayList<>();
         for (OutboxRelay r : relays) {
-            Thread t = new Thread(() -> {
+            running.add(() -> {
                 long a0 = allocated.mine();
                 while (System.nanoTime() < end) {
                     long t0 = System.nanoTime();
@@ -1412,13 +1381,10 @@ final class RelaySuite implements Suite {
                     }
                 }
                 allocated.ended(allocated.mine() - a0);
+                return null;
             });
-            t.start();
-            threads.add(t);
         }
-        for (Thread t : threads) {
-            t.join();
-        }
+        runAll(running);
         double seconds = (System.nanoTime() - start) / 1e9;
         long rows = sent(ds) - before;
         long db1 = dbTicks.getAsLong();
@@ -1722,6 +1688,25 @@ final class RelaySuite implements Suite {
             return Double.NaN;
         }
         return sorted[Math.min(sorted.length - 1, (int) Math.ceil(q * sorted.length) - 1)];
+    }
+
+    /**
+     * Runs every task at once, each on a thread of its own; returns when all have ended, throwing then the
+     * first failure in list order.
+     */
+    static void runAll(List<Callable<Void>> tasks) throws Exception {
+        ExecutorService threads = Executors.newFixedThreadPool(tasks.size());
+        try {
+            for (Future<Void> f : threads.invokeAll(tasks)) {
+                try {
+                    f.get();
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof Exception cause ? cause : e;
+                }
+            }
+        } finally {
+            threads.shutdown();
+        }
     }
 
     private static long sent(DataSource ds) throws SQLException {

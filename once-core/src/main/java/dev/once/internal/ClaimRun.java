@@ -257,7 +257,7 @@ final class ClaimRun {
         try {
             // Last before the commit, as the relay's: a check undone by a savepoint, or refused and caught,
             // must not let the handlers' writes commit after a newer holder's.
-            watch.fenceAgain(c, clock);
+            watch.fenceAgain(c);
         } catch (StaleFencingTokenException e) {
             metrics.fenceRejected();
             return new Failure(e, alone);

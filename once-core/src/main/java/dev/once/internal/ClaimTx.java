@@ -44,11 +44,12 @@ abstract class ClaimTx {
     }
 
     public void fence(String resource, long token) throws SQLException {
-        watch.fenced(prefix, resource, token); // checked again before the commit, see ClaimWatch#fenceAgain
+        TakenFence fence = new TakenFence(dialect, prefix, resource, token, clock);
+        watch.fenced(fence); // checked again before the commit, see ClaimWatch#fenceAgain
         try {
             // not Fence.check: a Spring integration would check it again at the physical commit as well, where
             // the engine's own check (last before the claim commits) already stands for it
-            new TakenFence(dialect, prefix, resource, token, clock).checkOn(raw);
+            fence.checkOn(raw);
         } catch (SQLException e) {
             throw watch.failed(e); // on the raw connection, so the guard would not see it
         }

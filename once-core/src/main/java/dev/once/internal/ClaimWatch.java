@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.StaleFencingTokenException;
+import dev.once.internal.fence.FenceSet;
 import dev.once.internal.fence.TakenFence;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
@@ -8,11 +9,7 @@ import dev.once.tx.JoinedTransaction;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
-import java.time.Clock;
-import java.util.Comparator;
 import java.util.Locale;
-import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * What the engine learns, through the handler's {@link GuardedConnection}s, about one claim
@@ -32,14 +29,8 @@ public final class ClaimWatch {
     private JoinedTransaction joined;
     private String suspicion;
     private SQLException ended;
-    // The newest token the handlers fenced each resource with, by table prefix and resource (one lock order);
-    // null until a fence.
-    private Map<Fenced, Long> fences;
-
-    private record Fenced(String prefix, String resource) {}
-
-    private static final Comparator<Fenced> LOCK_ORDER =
-            Comparator.comparing(Fenced::prefix).thenComparing(Fenced::resource);
+    // The fences the handlers took, checked again before the commit; null until one is.
+    private FenceSet fences;
 
     /**
      * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
@@ -115,42 +106,27 @@ public final class ClaimWatch {
      * A fence taken in this transaction ({@code Tx.fence}, or {@link Fence#check} on the guard), recorded before it
      * is checked, so that a refusal the code catches is found again.
      */
-    void fenced(String prefix, String resource, long token) {
+    void fenced(TakenFence fence) {
         if (fences == null) {
-            fences = new TreeMap<>(LOCK_ORDER);
+            fences = new FenceSet();
         }
-        fences.merge(new Fenced(prefix, resource), token, Math::max);
+        fences.take(fence);
     }
 
     /**
-     * Checks every fence of the transaction again, last before the commit. A check holds only as long as
-     * its statements stand: a rollback to a savepoint taken before it undoes its token and, on PostgreSQL
-     * (and MariaDB when the check inserted the row), frees the fence row, so a newer holder's check passes
-     * and commits and this transaction's writes would commit after it (LeaseFencePropertyTest, a fence in a
-     * Spring NESTED step that failed); and a handler may catch the refusal and go on, the database having
-     * seen nothing fail. Checked again here, the newest token of each resource is this transaction's or
-     * the commit does not happen. Two statements per fenced resource, only where a handler fenced.
+     * Checks every fence of the transaction again, last before the commit ({@link FenceSet}: a rollback to a
+     * savepoint may have undone a check, as in a Spring NESTED step that failed, or a handler caught its refusal
+     * and went on). Two statements per fenced resource, only where a handler fenced.
      *
      * @throws StaleFencingTokenException naming the token, the newest and the resource
      */
-    public void fenceAgain(Connection raw, Clock clock) throws SQLException {
-        if (fences == null) {
-            return;
-        }
-        for (Map.Entry<Fenced, Long> f : fences.entrySet()) {
-            try {
-                // not Fence.check: an integration would check it again at the physical commit as well
-                new TakenFence(dialect, f.getKey().prefix(), f.getKey().resource(), f.getValue(), clock).checkOn(raw);
-            } catch (StaleFencingTokenException e) {
-                throw new StaleFencingTokenException(
-                        e.resource(),
-                        e.token(),
-                        e.newest(),
-                        "the newest accepted token is " + e.newest() + ", found when the transaction's fences were"
-                                + " checked again before its commit (a rollback to a savepoint undid the handler's"
-                                + " check, or the handler caught its refusal and went on); this writer's lease was"
-                                + " taken over");
-            }
+    public void fenceAgain(Connection raw) throws SQLException {
+        if (fences != null) {
+            fences.checkAll(
+                    raw,
+                    "found when the transaction's fences were checked again before its commit (a rollback to a"
+                            + " savepoint undid the handler's check, or the handler caught its refusal and went on);"
+                            + " this writer's lease was taken over");
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.HandlerMisuseException;
+import dev.once.internal.fence.TakenFence;
 import dev.once.jdbc.Dialect;
 import java.sql.Array;
 import java.sql.Blob;
@@ -94,8 +95,8 @@ public final class GuardedConnection implements Connection {
     }
 
     /** A fence checked on this connection ({@link dev.once.lease.Fence#check}): see {@link ClaimWatch#fenced}. */
-    public void fenced(String prefix, String resource, long token) {
-        watch.fenced(prefix, resource, token);
+    public void fenced(TakenFence fence) {
+        watch.fenced(fence);
     }
 
     /** Whether this connection reports to {@code w}: it is the guard of that claim transaction's handler. */

@@ -427,7 +427,7 @@ public final class IdempotencyKeys {
             throws SQLException {
         try {
             tx.commitAfter(t -> {
-                watch.fenceAgain(t.connection(), clock);
+                watch.fenceAgain(t.connection());
                 finishIn(t.connection(), finishOwnSql, started, state, status, body);
                 return null;
             });

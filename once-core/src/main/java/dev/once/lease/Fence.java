@@ -74,7 +74,7 @@ public final class Fence {
         // Elsewhere the integration managing the transaction does (once-spring's, at the physical commit).
         GuardedConnection guard = GuardedConnection.of(connection);
         if (guard != null) {
-            guard.fenced(prefix, resource, token);
+            guard.fenced(fence);
         } else {
             List<TransactionFences> integrations = Integrations.FOUND;
             for (int i = 0; i < integrations.size(); i++) {

@@ -448,16 +448,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private static void refuseSqsDeletesOnceCannotHold(ListenerMethod listener, Object[] args) {
         boolean byListener = listener.sqsDeletedByListener(args);
         if (byListener && listener.batchIndex() >= 0) {
-            InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
-                    + listener.method().getDeclaringClass().getSimpleName() + "."
-                    + listener.method().getName()
-                    + " (consumer '" + listener.consumer() + "') is a batch @SqsListener whose container is in"
-                    + " acknowledgementMode MANUAL (set on its container factory): once cannot hold each message's"
-                    + " delete back until its claim commits; refused, the messages come back after their visibility"
-                    + " timeout. Use a container factory in ON_SUCCESS mode for it (the container deletes the batch"
-                    + " after the method returned, so after the commit), or take one Message<?> per call");
-            log.error("{}", refused.getMessage());
-            throw refused;
+            throw refusal(
+                    listener,
+                    "is a batch @SqsListener whose container is in acknowledgementMode MANUAL (set on its container"
+                            + " factory): once cannot hold each message's delete back until its claim commits; refused,"
+                            + " the messages come back after their visibility timeout. Use a container factory in"
+                            + " ON_SUCCESS mode for it (the container deletes the batch after the method returned, so"
+                            + " after the commit), or take one Message<?> per call");
         }
         if (!byListener && TransactionSynchronizationManager.isActualTransactionActive()) {
             throw deletedBeforeTheCallersCommit(listener);
@@ -477,19 +474,16 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      * by its container outside any transaction (once's own, committed before the method returns) is safe.
      */
     private static InvalidConfigurationException deletedBeforeTheCallersCommit(ListenerMethod listener) {
-        InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
-                + listener.method().getDeclaringClass().getSimpleName() + "."
-                + listener.method().getName()
-                + " (consumer '" + listener.consumer() + "') is an @SqsListener whose container deletes the message"
-                + " when the method returns (its message carries no acknowledgement callback: acknowledgementMode"
-                + " ON_SUCCESS or ALWAYS), but it was called in a transaction that is still open then, so the message"
-                + " would be deleted before its claim and effect commit; refused, the message comes back after its"
-                + " visibility timeout. Set @SqsListener(acknowledgementMode = \"MANUAL\") (or MANUAL on its container"
-                + " factory) and acknowledge through an Acknowledgement parameter or Acknowledgement.acknowledge(message)"
-                + " (once deletes the message after that transaction commits), or call the listener outside any"
-                + " transaction");
-        log.error("{}", refused.getMessage());
-        return refused;
+        return refusal(
+                listener,
+                "is an @SqsListener whose container deletes the message when the method returns (its message carries"
+                        + " no acknowledgement callback: acknowledgementMode ON_SUCCESS or ALWAYS), but it was called in"
+                        + " a transaction that is still open then, so the message would be deleted before its claim and"
+                        + " effect commit; refused, the message comes back after its visibility timeout. Set"
+                        + " @SqsListener(acknowledgementMode = \"MANUAL\") (or MANUAL on its container factory) and"
+                        + " acknowledge through an Acknowledgement parameter or Acknowledgement.acknowledge(message)"
+                        + " (once deletes the message after that transaction commits), or call the listener outside"
+                        + " any transaction");
     }
 
     /**
@@ -504,16 +498,25 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      * return and settles the message through the callback, which the adapter then leaves alone.
      */
     private static InvalidConfigurationException polledAckedBeforeTheCommit(ListenerMethod listener) {
+        return refusal(
+                listener,
+                "got a message from a PubSubMessageSource in AckMode AUTO or AUTO_ACK, whose polling adapter acks it"
+                        + " when the flow returns, but it was called in a transaction still open then (a transactional"
+                        + " poller's, or a caller's), so the message would be acked before its claim and effect commit;"
+                        + " refused, the message is not acked. Set PubSubMessageSource.setAckMode(AckMode.MANUAL) (once"
+                        + " acks it after that transaction commits and nacks it after a rollback), or poll without a"
+                        + " transaction (once commits its own before the flow returns)");
+    }
+
+    /**
+     * The refusal, logged, of a call of {@code listener} before its claim: the message names the listener and its
+     * consumer, then says {@code why} (what the call is, what it would lose, the fix).
+     */
+    private static InvalidConfigurationException refusal(ListenerMethod listener, String why) {
         InvalidConfigurationException refused = new InvalidConfigurationException("@IdempotentListener "
                 + listener.method().getDeclaringClass().getSimpleName() + "."
                 + listener.method().getName()
-                + " (consumer '" + listener.consumer() + "') got a message from a PubSubMessageSource in AckMode AUTO"
-                + " or AUTO_ACK, whose polling adapter acks it when the flow returns, but it was called in a"
-                + " transaction still open then (a transactional poller's, or a caller's), so the message would be"
-                + " acked before its claim and effect commit; refused, the message is not acked. Set"
-                + " PubSubMessageSource.setAckMode(AckMode.MANUAL) (once acks it after that transaction commits and"
-                + " nacks it after a rollback), or poll without a transaction (once commits its own before the flow"
-                + " returns)");
+                + " (consumer '" + listener.consumer() + "') " + why);
         log.error("{}", refused.getMessage());
         return refused;
     }

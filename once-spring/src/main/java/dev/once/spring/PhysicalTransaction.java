@@ -1,21 +1,18 @@
 package dev.once.spring;
 
 import dev.once.OnceException;
-import dev.once.StaleFencingTokenException;
 import dev.once.TransactionOutbox;
 import dev.once.Tx;
+import dev.once.internal.fence.FenceSet;
 import dev.once.internal.fence.TakenFence;
 import dev.once.tx.JoinedTransaction;
 import dev.once.tx.TransactionHandle;
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
@@ -39,7 +36,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * state never heard of was created before the state existed, so everything recorded here came after
  * it: such a rollback undoes all of it. Belongs to the transaction's thread; not thread-safe.
  */
-final class PhysicalTransaction implements TransactionSynchronization, BooleanSupplier {
+final class PhysicalTransaction implements TransactionSynchronization {
 
     /**
      * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
@@ -62,9 +59,9 @@ final class PhysicalTransaction implements TransactionSynchronization, BooleanSu
     private Set<Object> savepoints;
     private Map<OnceOutbox, TransactionOutbox> outboxes;
     private Tx listenerTx;
-    // The fences taken on the transaction's connection (Fence.check, SpringTransactionFences), by prefix and
-    // resource, the newest token each; null until one is: checked again before the commit.
-    private Map<String, TakenFence> fences;
+    // The fences taken on the transaction's connection (Fence.check, SpringTransactionFences), checked again
+    // before the commit; null until one is.
+    private FenceSet fences;
     // Whether Spring's synchronizations hold this state (and so call its beforeCommit and afterCompletion).
     private boolean enlisted;
     // dueBeforeCommit of the synchronizations beforeOwnersCommit found, or null: read then, asked at the commit
@@ -217,17 +214,15 @@ final class PhysicalTransaction implements TransactionSynchronization, BooleanSu
      */
     void fenced(TakenFence fence) {
         if (fences == null) {
-            fences = new TreeMap<>(); // lock order: by resource, the same in every transaction
+            fences = new FenceSet();
         }
-        fences.merge(fence.prefix() + " " + fence.resource(), fence, (a, b) -> a.token() >= b.token() ? a : b);
+        fences.take(fence);
     }
 
     /**
-     * Checks every fence taken in this transaction again, on its connection, after all its savepoints are
-     * settled: a rollback to one taken before a check undid the check (on PostgreSQL the fence row is free
-     * again, and a newer holder's check passes and commits), and a caller may have caught a refusal and
-     * written on. The newest token of each resource is this transaction's from here to the commit (the row
-     * stays locked), or the commit fails. Two statements per fenced resource, none where nothing was fenced.
+     * Checks every fence taken in this transaction again ({@link FenceSet}), on its connection, after all its
+     * savepoints are settled: a rollback to one taken before a check undid the check, and a caller may have
+     * caught a refusal and written on. Two statements per fenced resource, none where nothing was fenced.
      */
     private void fenceAgain() {
         if (fences == null) {
@@ -235,26 +230,18 @@ final class PhysicalTransaction implements TransactionSynchronization, BooleanSu
         }
         if (!(TransactionSynchronizationManager.getResource(key.dataSource()) instanceof ConnectionHolder holder)
                 || holder.getConnectionHandle() == null) {
-            throw new OnceException("the transaction fenced " + fences.keySet() + " but holds no connection of "
+            throw new OnceException("the transaction fenced " + fences + " but holds no connection of "
                     + key.dataSource() + " at its commit to check the fences again on; it is rolled back");
         }
-        Connection c = holder.getConnection();
-        for (TakenFence f : fences.values()) {
-            try {
-                f.checkOn(c);
-            } catch (StaleFencingTokenException e) {
-                throw new StaleFencingTokenException(
-                        e.resource(),
-                        e.token(),
-                        e.newest(),
-                        "the newest accepted token is " + e.newest() + ", found when the Spring transaction's fences"
-                                + " were checked again before its commit (a rollback to a savepoint undid the"
-                                + " check, or the caller caught its refusal and went on); this writer's lease was"
-                                + " taken over, the transaction is rolled back");
-            } catch (SQLException e) {
-                throw new OnceException(
-                        "checking the transaction's fences again before its commit failed: " + e.getMessage(), e);
-            }
+        try {
+            fences.checkAll(
+                    holder.getConnection(),
+                    "found when the Spring transaction's fences were checked again before its commit (a rollback to"
+                            + " a savepoint undid the check, or the caller caught its refusal and went on); this"
+                            + " writer's lease was taken over, the transaction is rolled back");
+        } catch (SQLException e) {
+            throw new OnceException(
+                    "checking the transaction's fences again before its commit failed: " + e.getMessage(), e);
         }
     }
 
@@ -313,19 +300,10 @@ final class PhysicalTransaction implements TransactionSynchronization, BooleanSu
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(this); // getAsBoolean: the rule runChecks asks only when a check is pending
+            joined.runChecks(this::nothingElseBeforeCommit); // asked only when a check is pending
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
-    }
-
-    /**
-     * {@link #nothingElseBeforeCommit}, as the rule {@link JoinedTransaction#runChecks} takes: the state is its
-     * own rule, where a method reference made per state was one more object per listener call.
-     */
-    @Override
-    public boolean getAsBoolean() {
-        return nothingElseBeforeCommit();
     }
 
     // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body

@@ -175,8 +175,7 @@ final class BatchRun {
                 firsts.add(d);
             }
         }
-        List<Delivery> ordered = OrderGuard.inPartitionOrder(
-                new Plan(positions, Map.of(), ids, Map.of(), Map.of(), positions.size()), firsts);
+        List<Delivery> ordered = OrderGuard.inPartitionOrder(positions, ids, firsts);
         Map<String, Integer> rank = new HashMap<>(order.size() * 4 / 3 + 1);
         for (int i = 0; i < ordered.size(); i++) {
             rank.put(ordered.get(i).eventId(), i);

@@ -181,7 +181,7 @@ public final class OrderGuard implements Handler, BatchHandler {
         }
         if (wholeBatch(batch, claimed)) {
             try {
-                batchHandler.handle(inPartitionOrder(batch.plan, claimed), tx);
+                batchHandler.handle(inPartitionOrder(batch.plan.positions(), batch.plan.records(), claimed), tx);
             } catch (Exception e) {
                 failedAlone(batch, claimed);
                 throw e;
@@ -210,7 +210,7 @@ public final class OrderGuard implements Handler, BatchHandler {
             throw refuse(batch, refused, why);
         }
         try {
-            batchHandler.handle(inPartitionOrder(batch.plan, claimed), tx);
+            batchHandler.handle(inPartitionOrder(batch.plan.positions(), batch.plan.records(), claimed), tx);
         } catch (Exception e) {
             failedAlone(batch, claimed);
             throw e;
@@ -223,9 +223,9 @@ public final class OrderGuard implements Handler, BatchHandler {
     }
 
     /** Whether an event of the call sits on two partitions of the poll: only then can the list be out of order. */
-    private static boolean spread(Plan plan, List<Delivery> claimed) {
+    private static boolean spread(Map<String, List<Position>> positions, List<Delivery> claimed) {
         for (Delivery d : claimed) {
-            List<Position> at = plan.positions().get(d.eventId());
+            List<Position> at = positions.get(d.eventId());
             if (at != null && at.size() > 1) {
                 return true;
             }
@@ -240,9 +240,15 @@ public final class OrderGuard implements Handler, BatchHandler {
      * so only an event on two partitions can be out of place: with {@code f, x} on one partition and
      * {@code x} on another listed first, {@code x} would be applied ahead of {@code f}. Two partitions
      * holding events in opposite orders leave no such order; those events keep their list order.
+     *
+     * @param positions where each event of the poll sits, as {@link Plan#positions}
+     * @param records each partition's records of the poll by offset, as {@link Plan#records}
      */
-    static List<Delivery> inPartitionOrder(Plan plan, List<Delivery> claimed) {
-        if (!spread(plan, claimed)) {
+    static List<Delivery> inPartitionOrder(
+            Map<String, List<Position>> positions,
+            Map<TopicPartition, NavigableMap<Long, String>> records,
+            List<Delivery> claimed) {
+        if (!spread(positions, claimed)) {
             return claimed; // the common call: no map of its ids made
         }
         Map<String, Integer> index = new HashMap<>();
@@ -256,10 +262,10 @@ public final class OrderGuard implements Handler, BatchHandler {
         for (int i = 0; i < claimed.size(); i++) {
             next.add(new ArrayList<>(1));
         }
-        for (NavigableMap<Long, String> records : plan.records().values()) {
+        for (NavigableMap<Long, String> partition : records.values()) {
             Set<Integer> seen = new HashSet<>();
             int previous = -1;
-            for (String id : records.values()) {
+            for (String id : partition.values()) {
                 Integer i = index.get(id);
                 if (i == null || !seen.add(i)) {
                     continue;

@@ -3,7 +3,6 @@ package dev.once.kafka.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Delivery;
-import dev.once.kafka.internal.OrderGuard.Plan;
 import dev.once.kafka.internal.OrderGuard.Position;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -62,9 +61,7 @@ class BatchCallOrderPropertyTest {
             records.put(tp, byOffset);
         }
         List<Delivery> claimed = listed.stream().map(id -> Delivery.of(id, "")).toList();
-        Plan plan = new Plan(positions, Map.of(), records, Map.of(), Map.of(), listed.size());
-
-        List<String> got = OrderGuard.inPartitionOrder(plan, claimed).stream()
+        List<String> got = OrderGuard.inPartitionOrder(positions, records, claimed).stream()
                 .map(Delivery::eventId)
                 .toList();
 
@@ -87,9 +84,7 @@ class BatchCallOrderPropertyTest {
             positions.put(id, List.of(new Position(tp, i)));
             claimed.add(Delivery.of(id, ""));
         }
-        assertThat(OrderGuard.inPartitionOrder(
-                        new Plan(positions, Map.of(), records, Map.of(), Map.of(), positions.size()), claimed))
-                .isSameAs(claimed);
+        assertThat(OrderGuard.inPartitionOrder(positions, records, claimed)).isSameAs(claimed);
     }
 
     @Test
@@ -104,9 +99,7 @@ class BatchCallOrderPropertyTest {
                 "y", List.of(new Position(p0, 1), new Position(p1, 0)),
                 "z", List.of(new Position(p0, 2)));
         List<Delivery> claimed = List.of(Delivery.of("x", ""), Delivery.of("y", ""), Delivery.of("z", ""));
-        assertThat(OrderGuard.inPartitionOrder(
-                                new Plan(positions, Map.of(), records, Map.of(), Map.of(), positions.size()), claimed)
-                        .stream()
+        assertThat(OrderGuard.inPartitionOrder(positions, records, claimed).stream()
                         .map(Delivery::eventId))
                 .containsExactly("x", "y", "z");
     }
