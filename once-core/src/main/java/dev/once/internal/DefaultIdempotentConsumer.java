@@ -51,6 +51,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final Settlement settlement;
     private final OwnedMode owned;
     private final JoinedMode joined;
+    private final Clock clock;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     public DefaultIdempotentConsumer(
@@ -68,6 +69,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             OutboxHeaders outboxHeaders,
             ClaimTiming claimTiming) {
         this.transactions = transactions;
+        this.clock = clock;
         this.consumer = consumer;
         this.inbox = inbox;
         this.metrics = new OnceMetrics(registry, consumer);
@@ -166,7 +168,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     public List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
         Objects.requireNonNull(deliveries, "deliveries");
         PositionFence fence =
-                new PositionFence(inbox, consumer, deliveries, Objects.requireNonNull(positions, "positions"));
+                new PositionFence(inbox, consumer, deliveries, Objects.requireNonNull(positions, "positions"), clock);
         if (deliveries.isEmpty() || transactions.joins()) {
             return processInOrder(deliveries);
         }

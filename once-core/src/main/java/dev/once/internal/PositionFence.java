@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,8 +34,9 @@ final class PositionFence {
     private final String consumer;
     private final String stream;
     private final Map<String, BigInteger> positions; // by event id, its first delivery's
+    private final Clock clock;
 
-    PositionFence(Inbox inbox, String consumer, List<Delivery> deliveries, StreamPositions positions) {
+    PositionFence(Inbox inbox, String consumer, List<Delivery> deliveries, StreamPositions positions, Clock clock) {
         if (positions.positions().size() != deliveries.size()) {
             throw new IllegalArgumentException(positions.positions().size() + " positions of stream '"
                     + positions.stream() + "' for " + deliveries.size() + " deliveries: expected one per delivery");
@@ -42,6 +44,7 @@ final class PositionFence {
         this.dialect = inbox.dialect();
         this.prefix = inbox.tablePrefix();
         this.consumer = consumer;
+        this.clock = clock;
         this.stream = positions.stream();
         this.positions = new HashMap<>(deliveries.size() * 4 / 3 + 1);
         for (int i = 0; i < deliveries.size(); i++) {
@@ -61,7 +64,7 @@ final class PositionFence {
         BigInteger first = positions.get(applied.get(0).eventId());
         BigInteger last = positions.get(applied.get(applied.size() - 1).eventId());
         for (int tries = 1; tries <= MAX_TRIES; tries++) {
-            if (update(c, dialect.streamPositionAdvance(prefix), last, first) == 1) {
+            if (update(c, last, first) == 1) {
                 return null;
             }
             BigInteger stored = stored(c);
@@ -82,12 +85,13 @@ final class PositionFence {
                 + "' kept changing under " + MAX_TRIES + " tries to move it");
     }
 
-    private int update(Connection c, String sql, BigInteger last, BigInteger first) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+    private int update(Connection c, BigInteger last, BigInteger first) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(dialect.streamPositionAdvance(prefix))) {
             ps.setBigDecimal(1, new BigDecimal(last)); // 1: new position
-            ps.setString(2, consumer); // 2: consumer
-            ps.setString(3, stream); // 3: stream
-            ps.setBigDecimal(4, new BigDecimal(first)); // 4: the transaction's first position
+            dialect.bindProcessedAt(ps, 2, clock.instant()); // 2: now
+            ps.setString(3, consumer); // 3: consumer
+            ps.setString(4, stream); // 4: stream
+            ps.setBigDecimal(5, new BigDecimal(first)); // 5: the transaction's first position
             return ps.executeUpdate();
         }
     }
@@ -107,6 +111,7 @@ final class PositionFence {
             ps.setString(1, consumer); // 1: consumer
             ps.setString(2, stream); // 2: stream
             ps.setBigDecimal(3, new BigDecimal(position)); // 3: position
+            dialect.bindProcessedAt(ps, 4, clock.instant()); // 4: now
             return ps.executeUpdate() == 1;
         }
     }
