@@ -646,7 +646,8 @@ public interface Dialect {
     /**
      * Moves an ordered stream's stored position forward to the last position a transaction applied, unless the
      * stream is already at or past its first ({@link dev.once.StreamPositions}): one row updated when it moved.
-     * Binds: 1 new position, 2 now, 3 consumer, 4 stream, 5 the transaction's first position.
+     * Binds: 1 new position, 2 now ({@link #bindProcessedAt}), 3 consumer, 4 stream, 5 the transaction's first
+     * position.
      */
     default String streamPositionAdvance(String prefix) {
         return "UPDATE " + quote(prefix + "stream_position")
@@ -655,7 +656,7 @@ public interface Dialect {
 
     /**
      * Stores a stream's first position, unless a concurrent transaction stored one first (then no row is
-     * inserted and nothing fails). Binds: 1 consumer, 2 stream, 3 position, 4 now.
+     * inserted and nothing fails). Binds: 1 consumer, 2 stream, 3 position, 4 now ({@link #bindProcessedAt}).
      */
     default String streamPositionInsert(String prefix) {
         return "INSERT INTO " + quote(prefix + "stream_position") + " (consumer, stream, position, moved_at)"
