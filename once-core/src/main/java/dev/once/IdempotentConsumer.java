@@ -110,6 +110,26 @@ public interface IdempotentConsumer {
         return outcomes;
     }
 
+    /**
+     * As {@link #processInOrder(List)}, and nothing is applied at or behind {@code positions}' stream's stored
+     * position: the engine stores, in the transaction that applies deliveries of the run, the position of the
+     * last of them, and refuses one whose position the stream has already passed with
+     * {@link Outcome.Status#FAILED_PERMANENT} (the queue gave up on it and its successors were applied; it
+     * is not applied after them). Duplicates are duplicates wherever they stand. This default, for an
+     * implementation without the engine's tables, does not keep positions.
+     *
+     * @param positions one per delivery
+     * @return one outcome per delivery, in the order given
+     * @throws IllegalArgumentException if {@code positions} has not one position per delivery
+     */
+    default List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
+        if (positions.positions().size() != deliveries.size()) {
+            throw new IllegalArgumentException(positions.positions().size() + " positions of stream '"
+                    + positions.stream() + "' for " + deliveries.size() + " deliveries: expected one per delivery");
+        }
+        return processInOrder(deliveries);
+    }
+
     /** The outcome of a delivery not run because {@code first}, earlier in its ordered list, was not acknowledged. */
     private static Outcome heldBack(Delivery d, Outcome first) {
         return new Outcome(

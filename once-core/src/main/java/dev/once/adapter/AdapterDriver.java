@@ -8,6 +8,8 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
+import dev.once.StreamPositions;
+import java.math.BigInteger;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,7 +83,9 @@ public final class AdapterDriver<M> implements AutoCloseable {
         this.consumer = b.consumer;
         this.broker = b.broker;
         this.heartbeatEvery = b.heartbeatEvery;
-        this.groupOrder = b.groupOf == null ? null : new GroupOrder<>(name, consumer, broker, b.groupOf);
+        this.groupOrder = b.groupOf == null
+                ? null
+                : new GroupOrder<>(name, consumer, broker, b.groupOf, b.streamOf, b.positionOf);
         this.receiveRetries = b.receiveRetries;
         this.heartbeats = heartbeatEvery == null
                 ? null
@@ -324,6 +328,8 @@ public final class AdapterDriver<M> implements AutoCloseable {
         private final Broker<M> broker;
         private Duration heartbeatEvery;
         private Function<M, String> groupOf;
+        private Function<String, String> streamOf;
+        private Function<M, BigInteger> positionOf;
         private RetryPolicy receiveRetries = DEFAULT_RECEIVE_RETRIES;
 
         private Builder(String name, IdempotentConsumer consumer, Broker<M> broker) {
@@ -354,6 +360,20 @@ public final class AdapterDriver<M> implements AutoCloseable {
         }
 
         /**
+         * With {@link #inGroupOrder}: each group's runs go through
+         * {@link IdempotentConsumer#processInOrder(List, StreamPositions)}, so the database keeps how far each
+         * group is applied and a message its group went on without is refused rather than applied after its
+         * successors. {@code streamOf} names a group's stream (unique per consumer, at most
+         * {@value StreamPositions#MAX_STREAM_LENGTH} characters), {@code positionOf} a message's position in its
+         * group, increasing in the broker's order (SQS FIFO: its sequence number).
+         */
+        public Builder<M> groupPositions(Function<String, String> streamOf, Function<M, BigInteger> positionOf) {
+            this.streamOf = Objects.requireNonNull(streamOf, "streamOf");
+            this.positionOf = Objects.requireNonNull(positionOf, "positionOf");
+            return this;
+        }
+
+        /**
          * The pause after receive failures (or failed batches) in a row: {@link RetryPolicy#delay}
          * of their count; default {@link #DEFAULT_RECEIVE_RETRIES}. Its {@code maxRetries} does not
          * stop the loop: past it the pause stays at the cap.
@@ -363,7 +383,12 @@ public final class AdapterDriver<M> implements AutoCloseable {
             return this;
         }
 
+        /** @throws InvalidConfigurationException for {@link #groupPositions} without {@link #inGroupOrder} */
         public AdapterDriver<M> build() {
+            if (positionOf != null && groupOf == null) {
+                throw new InvalidConfigurationException(
+                        "groupPositions needs inGroupOrder: positions are kept per message group, for " + name);
+            }
             return new AdapterDriver<>(this);
         }
     }

@@ -5,6 +5,8 @@ import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.StreamPositions;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,12 +35,24 @@ final class GroupOrder<M> {
     private final IdempotentConsumer consumer;
     private final Broker<M> broker;
     private final Function<M, String> groupOf;
+    /** With {@link #positionOf}, each group's stream, whose position the engine keeps; null when none is kept. */
+    private final Function<String, String> streamOf;
 
-    GroupOrder(String name, IdempotentConsumer consumer, Broker<M> broker, Function<M, String> groupOf) {
+    private final Function<M, BigInteger> positionOf;
+
+    GroupOrder(
+            String name,
+            IdempotentConsumer consumer,
+            Broker<M> broker,
+            Function<M, String> groupOf,
+            Function<String, String> streamOf,
+            Function<M, BigInteger> positionOf) {
         this.name = name;
         this.consumer = consumer;
         this.broker = broker;
         this.groupOf = groupOf;
+        this.streamOf = streamOf;
+        this.positionOf = positionOf;
     }
 
     /** {@code batch} by group, each group's messages in batch order, the groups in order of first appearance. */
@@ -57,11 +71,12 @@ final class GroupOrder<M> {
      */
     boolean run(Map<String, List<M>> groups, List<M> released) {
         boolean healthy = true;
-        for (List<M> group : groups.values()) {
+        for (Map.Entry<String, List<M>> g : groups.entrySet()) {
+            List<M> group = g.getValue();
             int next = 0;
             while (next < group.size()) {
                 List<Processed<M>> run = new ArrayList<>();
-                healthy &= processInOrder(group.subList(next, group.size()), run);
+                healthy &= processInOrder(g.getKey(), group.subList(next, group.size()), run);
                 int acknowledged = 0;
                 while (acknowledged < run.size() && run.get(acknowledged).verdict() == Verdict.ACKNOWLEDGE) {
                     acknowledged++;
@@ -86,11 +101,16 @@ final class GroupOrder<M> {
      * fills {@code out} with their outcomes (held-back ones included), or with the undecodable
      * message alone when it comes first. False if processing threw.
      */
-    private boolean processInOrder(List<M> messages, List<Processed<M>> out) {
+    private boolean processInOrder(String group, List<M> messages, List<Processed<M>> out) {
         List<Delivery> deliveries = new ArrayList<>(messages.size());
+        List<BigInteger> positions = new ArrayList<>(messages.size());
         for (M m : messages) {
             try {
+                BigInteger position = positionOf == null ? null : positionOf.apply(m);
                 deliveries.add(broker.delivery(m));
+                if (position != null) {
+                    positions.add(position);
+                }
             } catch (InvalidDeliveryException e) {
                 if (deliveries.isEmpty()) {
                     out.add(new Processed<>(m, null, new Outcome(broker.describe(m), Status.FAILED_PERMANENT, e)));
@@ -102,7 +122,9 @@ final class GroupOrder<M> {
         List<Outcome> outcomes;
         boolean ok = true;
         try {
-            outcomes = consumer.processInOrder(deliveries);
+            outcomes = positionOf == null
+                    ? consumer.processInOrder(deliveries)
+                    : consumer.processInOrder(deliveries, new StreamPositions(streamOf.apply(group), positions));
         } catch (RuntimeException e) {
             outcomes = AdapterDriver.failedOutsideTheHandler(name, "ordered run", deliveries, e);
             ok = false;

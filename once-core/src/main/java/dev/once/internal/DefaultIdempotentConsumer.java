@@ -11,6 +11,7 @@ import dev.once.OutboxHeaders;
 import dev.once.Outcome;
 import dev.once.OutcomeListener;
 import dev.once.RetryPolicy;
+import dev.once.StreamPositions;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -50,6 +51,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     private final Settlement settlement;
     private final OwnedMode owned;
     private final JoinedMode joined;
+    private final Clock clock;
 
     /** Exactly one of {@code handler} and {@code batchHandler} is set; the other is null. */
     public DefaultIdempotentConsumer(
@@ -67,6 +69,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
             OutboxHeaders outboxHeaders,
             ClaimTiming claimTiming) {
         this.transactions = transactions;
+        this.clock = clock;
         this.consumer = consumer;
         this.inbox = inbox;
         this.metrics = new OnceMetrics(registry, consumer);
@@ -154,7 +157,24 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         }
         List<Delivery> firsts = firsts(deliveries);
         BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
-        return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints));
+        return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints, null));
+    }
+
+    /**
+     * A single delivery too runs as an ordered run here (its transaction moves the position); in a transaction the
+     * caller opened, the positions are not kept: see {@link StreamPositions}.
+     */
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
+        Objects.requireNonNull(deliveries, "deliveries");
+        PositionFence fence =
+                new PositionFence(inbox, consumer, deliveries, Objects.requireNonNull(positions, "positions"), clock);
+        if (deliveries.isEmpty() || transactions.joins()) {
+            return processInOrder(deliveries);
+        }
+        List<Delivery> firsts = firsts(deliveries);
+        BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
+        return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints, fence));
     }
 
     /** An owned batch or in-order run ({@code run}: the first occurrences' outcomes by id), settled and reported. */

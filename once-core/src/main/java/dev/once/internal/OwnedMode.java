@@ -66,13 +66,16 @@ final class OwnedMode {
 
     /** The outcomes by id of a batch's first occurrences, split until a failing delivery stands alone. */
     Map<String, Outcome> batch(List<Delivery> firsts, BatchFingerprints prints) {
-        return Bisection.bisect(firsts, part -> batchOnce(part, prints));
+        return Bisection.bisect(firsts, part -> batchOnce(part, prints, null));
     }
 
-    /** As {@link #batch}, but nothing after the first delivery not acknowledged takes effect: those are held back. */
-    Map<String, Outcome> inOrder(List<Delivery> ordered, BatchFingerprints prints) {
+    /**
+     * As {@link #batch}, but nothing after the first delivery not acknowledged takes effect: those are held back.
+     * With {@code fence} (else null) each transaction also moves its stream's position.
+     */
+    Map<String, Outcome> inOrder(List<Delivery> ordered, BatchFingerprints prints, PositionFence fence) {
         Map<String, Outcome> byId = new HashMap<>();
-        int acknowledged = Bisection.prefix(ordered, byId, part -> batchOnce(part, prints));
+        int acknowledged = Bisection.prefix(ordered, byId, part -> batchOnce(part, prints, fence));
         if (acknowledged < ordered.size()) {
             Outcome stop = byId.get(ordered.get(acknowledged).eventId());
             for (Delivery d : ordered.subList(acknowledged + 1, ordered.size())) {
@@ -83,7 +86,7 @@ final class OwnedMode {
     }
 
     /** One batch transaction over {@code batch}: what {@link Bisection} splits on. */
-    private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints) {
+    private BatchResult batchOnce(List<Delivery> batch, BatchFingerprints prints, PositionFence fence) {
         // Expect every id new (see AllNewClaims) until a unique violation says one was claimed before.
         boolean expectNew = allNewClaims != null;
         for (int attempt = 1; ; attempt++) {
@@ -133,6 +136,28 @@ final class OwnedMode {
                         int culprit = failure.delivery() == null ? -1 : batch.indexOf(failure.delivery());
                         return BatchResult.split(d -> claimRun.failed(d, failure.cause()), culprit);
                     }
+                    if (fence != null && !mine.isEmpty()) {
+                        // Before the claim check, which may ride in the COMMIT's round trip.
+                        Outcome behind;
+                        try {
+                            behind = fence.advance(c, mine);
+                        } catch (SQLException e) {
+                            if (!dialect.isAbortedTransaction(e)) {
+                                throw e;
+                            }
+                            // a handler caught its failed statement and went on: what the claim check would say
+                            tx.setRollbackOnly();
+                            return BatchResult.split(d -> FailedOutcomes.abortedUnderTheHandler(d.eventId(), e), -1);
+                        }
+                        if (behind != null) {
+                            tx.setRollbackOnly();
+                            log.debug(
+                                    "ordered run of {} rolled back: {}",
+                                    batch.size(),
+                                    behind.failure().getMessage());
+                            return BatchResult.split(d -> behind, indexOf(batch, behind.eventId()));
+                        }
+                    }
                     if (!mine.isEmpty()) {
                         Outcome lost = check.verifyClaim(
                                 tx, mine.stream().map(Delivery::eventId).toList(), watch);
@@ -181,6 +206,15 @@ final class OwnedMode {
                 return BatchResult.done(failed);
             }
         }
+    }
+
+    private static int indexOf(List<Delivery> batch, String eventId) {
+        for (int i = 0; i < batch.size(); i++) {
+            if (batch.get(i).eventId().equals(eventId)) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("event '" + eventId + "' is not in its batch");
     }
 
     private interface Attempt {

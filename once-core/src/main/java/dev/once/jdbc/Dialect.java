@@ -643,6 +643,35 @@ public interface Dialect {
                 + String.join(", ", Collections.nCopies(n, "?")) + ")";
     }
 
+    /**
+     * Moves an ordered stream's stored position forward to the last position a transaction applied, unless the
+     * stream is already at or past its first ({@link dev.once.StreamPositions}): one row updated when it moved.
+     * Binds: 1 new position, 2 now ({@link #bindProcessedAt}), 3 consumer, 4 stream, 5 the transaction's first
+     * position.
+     */
+    default String streamPositionAdvance(String prefix) {
+        return "UPDATE " + quote(prefix + "stream_position")
+                + " SET position = ?, moved_at = ? WHERE consumer = ? AND stream = ? AND position < ?";
+    }
+
+    /**
+     * Stores a stream's first position, unless a concurrent transaction stored one first (then no row is
+     * inserted and nothing fails). Binds: 1 consumer, 2 stream, 3 position, 4 now ({@link #bindProcessedAt}).
+     */
+    default String streamPositionInsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "stream_position") + " (consumer, stream, position, moved_at)"
+                + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer, stream) DO NOTHING";
+    }
+
+    /**
+     * A stream's stored position, locked, as committed now (a locking read sees past the transaction's snapshot).
+     * Binds: 1 consumer, 2 stream.
+     */
+    default String streamPositionSelect(String prefix) {
+        return "SELECT position FROM " + quote(prefix + "stream_position")
+                + " WHERE consumer = ? AND stream = ? FOR UPDATE";
+    }
+
     /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
     default String kafkaOffsetSelect(String prefix) {
         return "SELECT topic, partition_no, next_offset FROM " + quote(prefix + "kafka_offsets")

@@ -326,4 +326,10 @@ public final class MariaDbDialect implements Dialect {
         return "INSERT INTO " + quote(prefix + "kafka_offsets") + " (consumer_group, topic, partition_no, next_offset)"
                 + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
+
+    @Override
+    public String streamPositionInsert(String prefix) {
+        return "INSERT IGNORE INTO " + quote(prefix + "stream_position")
+                + " (consumer, stream, position) VALUES (?, ?, ?)";
+    }
 }

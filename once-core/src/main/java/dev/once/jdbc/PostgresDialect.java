@@ -490,4 +490,16 @@ public final class PostgresDialect implements Dialect {
                 + " VALUES (?, ?, ?, ?) ON CONFLICT (consumer_group, topic, partition_no)"
                 + " DO UPDATE SET next_offset = EXCLUDED.next_offset";
     }
+
+    @Override
+    public String streamPositionAdvance(String prefix) {
+        return "UPDATE " + quote(prefix + "stream_position") + " SET position = ?, moved_at = " + PROCESSED_AT
+                + " WHERE consumer = ? AND stream = ? AND position < ?";
+    }
+
+    @Override
+    public String streamPositionInsert(String prefix) {
+        return "INSERT INTO " + quote(prefix + "stream_position") + " (consumer, stream, position, moved_at)"
+                + " VALUES (?, ?, ?, " + PROCESSED_AT + ") ON CONFLICT (consumer, stream) DO NOTHING";
+    }
 }

@@ -129,7 +129,8 @@ public final class SqsConsumer implements AutoCloseable {
                 .visibilityTimeout((int) visibilityTimeout.toSeconds())
                 .messageSystemAttributeNames(
                         MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT,
-                        MessageSystemAttributeName.MESSAGE_GROUP_ID)
+                        MessageSystemAttributeName.MESSAGE_GROUP_ID,
+                        MessageSystemAttributeName.SEQUENCE_NUMBER)
                 .messageAttributeNames("All")
                 .build();
         AdapterDriver.Builder<Message> loop =
@@ -139,7 +140,13 @@ public final class SqsConsumer implements AutoCloseable {
         }
         if (fifo) {
             // FIFO: each group's run in order, as one batch, nothing applied past a message not settled
-            loop.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID));
+            loop.inGroupOrder(m -> m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID))
+                    // the group's position in the database: nothing applied after a successor the queue handed
+                    // out while this process still held the message (past its visibility timeout, cut off from SQS)
+                    .groupPositions(
+                            group -> SqsDeliveries.stream(queueUrl, group),
+                            m -> SqsDeliveries.sequenceNumber(
+                                    m.messageId(), m.attributes().get(MessageSystemAttributeName.SEQUENCE_NUMBER)));
         }
         this.driver = loop.build();
     }

@@ -4,6 +4,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
+import dev.once.StreamPositions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -84,9 +85,21 @@ public final class SqsLambdaHandler {
         return new SqsBatchResponse(failures);
     }
 
+    /**
+     * One FIFO message, with its group's position kept in the database (see {@link dev.once.StreamPositions}): a
+     * message its group went on without is refused rather than applied after its successors.
+     */
     private Outcome process(SqsEvent.Message m) {
         try {
-            return consumer.process(delivery(m));
+            String group = m.attributes().get("MessageGroupId");
+            String sequence = m.attributes().get("SequenceNumber");
+            if (group == null || sequence == null) {
+                return consumer.process(delivery(m)); // not as SQS sends a FIFO record: no position to keep
+            }
+            StreamPositions at = new StreamPositions(
+                    SqsDeliveries.stream(m.eventSourceArn(), group),
+                    List.of(SqsDeliveries.sequenceNumber(m.messageId(), sequence)));
+            return consumer.processInOrder(List.of(delivery(m)), at).get(0);
         } catch (InvalidDeliveryException e) {
             return new Outcome(m.messageId(), Outcome.Status.FAILED_PERMANENT, e);
         }

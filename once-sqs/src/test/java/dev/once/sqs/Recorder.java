@@ -5,6 +5,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.RetryableException;
+import dev.once.StreamPositions;
 import dev.once.Tx;
 import dev.once.testsupport.TestDatabase;
 import java.sql.PreparedStatement;
@@ -96,6 +97,16 @@ final class Recorder implements IdempotentConsumer {
         ds.forEach(onDelivery);
         runs.add(ds.size());
         List<Outcome> os = delegate.processInOrder(ds);
+        outcomes.addAll(os);
+        return os;
+    }
+
+    @Override
+    public List<Outcome> processInOrder(List<Delivery> ds, StreamPositions positions) {
+        deliveries.addAll(ds);
+        ds.forEach(onDelivery);
+        runs.add(ds.size());
+        List<Outcome> os = delegate.processInOrder(ds, positions);
         outcomes.addAll(os);
         return os;
     }

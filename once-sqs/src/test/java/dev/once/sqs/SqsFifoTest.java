@@ -19,6 +19,7 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.Message;
 import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
@@ -168,10 +169,7 @@ class SqsFifoTest {
     @Test
     void theHeartbeatKeepsAGroupBehindAMessageWorkedOnPastItsVisibilityTimeoutAndRedriveCount() throws Exception {
         String dlq = TestSqs.createQueue("fifo-redrive-dlq-" + System.nanoTime() + ".fifo", 30);
-        String redriven = TestSqs.createQueue(
-                "fifo-redrive-" + System.nanoTime() + ".fifo",
-                1,
-                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
+        String redriven = redrivenAfterOneReceive("fifo-redrive-", dlq);
         try {
             AtomicReference<Recorder> self = new AtomicReference<>();
             Recorder recorder = new Recorder(db, d -> {
@@ -208,6 +206,79 @@ class SqsFifoTest {
             TestSqs.deleteQueue(redriven);
             TestSqs.deleteQueue(dlq);
         }
+    }
+
+    /**
+     * What a chain of {@code SqsConsumerStateMachineTest.fifoQueueWithRedrive} found (a process that lost SQS but not
+     * its database, the "zombie"), built on purpose: process A works on g-1 when its SQS client is cut off, so its
+     * heartbeat fails and g-1's visibility lapses; the next receive, by process B, is past g-1's
+     * {@code maxReceiveCount}, so SQS moves g-1 to the dead-letter queue and hands out g-2, which B applies. A's handler
+     * then returns: g-1 must not be applied after g-2. The group's position in the database (SQS's sequence
+     * numbers) refuses it at A's commit, as a fencing token does a stale lease holder's write.
+     */
+    @Test
+    void aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt() throws Exception {
+        String dlq = TestSqs.createQueue("fifo-cut-dlq-" + System.nanoTime() + ".fifo", 30);
+        String redriven = redrivenAfterOneReceive("fifo-cut-", dlq);
+        SqsClient cut = TestSqs.newClient();
+        AtomicReference<Recorder> self = new AtomicReference<>();
+        AtomicReference<SqsConsumer> b = new AtomicReference<>();
+        try {
+            Recorder recorder = new Recorder(db, d -> {
+                if (d.eventId().equals("g-1") && d.attempt() == 1) {
+                    cut.close(); // A loses SQS, not its database: its heartbeat fails from now on
+                    b.set(consumer(redriven, self.get(), TestSqs.client()));
+                    await().atMost(Duration.ofSeconds(20))
+                            .pollInterval(Duration.ofMillis(50))
+                            .until(() -> self.get().count("g-2", Status.APPLIED) > 0);
+                }
+            });
+            self.set(recorder);
+            publisher.publish(TestSqs.message(redriven, "g-1", "g", "ok"));
+            publisher.publish(TestSqs.message(redriven, "g-2", "g", "ok"));
+            try (SqsConsumer a = consumer(redriven, recorder, cut)) {
+                await().atMost(Duration.ofSeconds(30))
+                        .until(() -> recorder.outcomes.stream()
+                                .anyMatch(o -> o.eventId().equals("g-1")));
+            } finally {
+                if (b.get() != null) {
+                    b.get().close();
+                }
+            }
+            assertThat(appliedOrder("g-%"))
+                    .as("g-1, held by a process cut off from SQS while SQS moved it to the dead-letter queue, is not"
+                            + " applied after g-2")
+                    .containsExactly("g-2");
+            assertThat(recorder.count("g-1", Status.FAILED_PERMANENT))
+                    .as("A's g-1 refused: its group went on without it; outcomes %s", recorder.outcomes)
+                    .isEqualTo(1);
+            await().atMost(Duration.ofSeconds(10)).until(() -> messagesIn(dlq) == 1);
+        } finally {
+            cut.close();
+            TestSqs.deleteQueue(redriven);
+            TestSqs.deleteQueue(dlq);
+        }
+    }
+
+    private static SqsConsumer consumer(String queueUrl, Recorder recorder, SqsClient client) {
+        return SqsConsumer.builder()
+                .client(client)
+                .queueUrl(queueUrl)
+                .consumer(recorder)
+                .maxMessages(1)
+                .concurrency(1)
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(Duration.ofSeconds(1))
+                .build()
+                .start();
+    }
+
+    /** A FIFO queue, visibility 1 s, whose redrive policy moves a message to {@code dlq} after one receive. */
+    private static String redrivenAfterOneReceive(String name, String dlq) {
+        return TestSqs.createQueue(
+                name + System.nanoTime() + ".fifo",
+                1,
+                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
     }
 
     private static String arn(String queueUrl) {

@@ -67,6 +67,35 @@ class SqsLambdaHandlerTest {
                 .isZero();
     }
 
+    @Test
+    void fifoRefusesAMessageItsGroupWentOnWithout() {
+        SqsLambdaHandler handler = new SqsLambdaHandler(new Recorder(db, d -> {}));
+        String arn = "arn:aws:sqs:us-east-1:000000000000:payments.fifo";
+        assertThat(handler.handle(new SqsEvent(List.of(fifo("m2", "evt-2", "20", arn), fifo("m3", "evt-3", "30", arn))))
+                        .batchItemFailures())
+                .isEmpty();
+        // m1 comes late (an invocation that held it past its visibility timeout while SQS moved it on)
+        assertThat(handler.handle(new SqsEvent(List.of(fifo("m1", "evt-1", "10", arn))))
+                        .batchItemFailures())
+                .extracting(SqsBatchResponse.BatchItemFailure::itemIdentifier)
+                .containsExactly("m1");
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'"))
+                .as("not applied after evt-2 and evt-3")
+                .isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE position = 30"))
+                .isEqualTo(1);
+    }
+
+    private static SqsEvent.Message fifo(String messageId, String eventId, String sequenceNumber, String arn) {
+        return new SqsEvent.Message(
+                messageId,
+                "rh-" + messageId,
+                "ok",
+                Map.of("ApproximateReceiveCount", "1", "MessageGroupId", "g", "SequenceNumber", sequenceNumber),
+                Map.of("once-event-id", eventId),
+                arn);
+    }
+
     private static SqsEvent.Message record(
             String messageId, String eventId, String body, int receiveCount, String arn) {
         return new SqsEvent.Message(

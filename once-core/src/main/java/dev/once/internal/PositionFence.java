@@ -1,0 +1,131 @@
+package dev.once.internal;
+
+import dev.once.Delivery;
+import dev.once.Inbox;
+import dev.once.Outcome;
+import dev.once.Outcome.Status;
+import dev.once.PermanentFailureException;
+import dev.once.StreamPositions;
+import dev.once.jdbc.Dialect;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An ordered run's {@link StreamPositions}, kept in the database: the transaction that applies deliveries of
+ * the run moves the stream's stored position forward to the last of them, and refuses when the stream is
+ * already at or past the first. The position's row lock orders two transactions of one stream: the second
+ * to commit sees the first's position. Not API.
+ */
+final class PositionFence {
+
+    /** An insert race lost twice in a row cannot happen with the row then present; bounded all the same. */
+    private static final int MAX_TRIES = 3;
+
+    private final Dialect dialect;
+    private final String prefix;
+    private final String consumer;
+    private final String stream;
+    private final Map<String, BigInteger> positions; // by event id, its first delivery's
+    private final Clock clock;
+
+    PositionFence(Inbox inbox, String consumer, List<Delivery> deliveries, StreamPositions positions, Clock clock) {
+        if (positions.positions().size() != deliveries.size()) {
+            throw new IllegalArgumentException(positions.positions().size() + " positions of stream '"
+                    + positions.stream() + "' for " + deliveries.size() + " deliveries: expected one per delivery");
+        }
+        this.dialect = inbox.dialect();
+        this.prefix = inbox.tablePrefix();
+        this.consumer = consumer;
+        this.clock = clock;
+        this.stream = positions.stream();
+        this.positions = new HashMap<>(deliveries.size() * 4 / 3 + 1);
+        for (int i = 0; i < deliveries.size(); i++) {
+            this.positions.putIfAbsent(
+                    deliveries.get(i).eventId(), positions.positions().get(i));
+        }
+    }
+
+    /**
+     * Moves the stream to the last of {@code applied} (what this transaction claimed, in run order) on
+     * {@code c}, before its commit.
+     *
+     * @return null when it moved; else the outcome of the first of {@code applied} the stream has already
+     *     reached (nothing moved; the transaction must not commit)
+     */
+    Outcome advance(Connection c, List<Delivery> applied) throws SQLException {
+        BigInteger first = positions.get(applied.get(0).eventId());
+        BigInteger last = positions.get(applied.get(applied.size() - 1).eventId());
+        for (int tries = 1; tries <= MAX_TRIES; tries++) {
+            if (update(c, last, first) == 1) {
+                return null;
+            }
+            BigInteger stored = stored(c);
+            if (stored == null) {
+                if (insert(c, last)) {
+                    return null;
+                }
+            } else if (stored.compareTo(first) >= 0) {
+                for (Delivery d : applied) {
+                    if (positions.get(d.eventId()).compareTo(stored) <= 0) {
+                        return behind(d, stored);
+                    }
+                }
+            }
+            // a concurrent transaction stored the stream's first position meanwhile: move it again
+        }
+        throw new SQLException("the position of stream '" + stream + "' of consumer '" + consumer
+                + "' kept changing under " + MAX_TRIES + " tries to move it");
+    }
+
+    private int update(Connection c, BigInteger last, BigInteger first) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(dialect.streamPositionAdvance(prefix))) {
+            ps.setBigDecimal(1, new BigDecimal(last)); // 1: new position
+            dialect.bindProcessedAt(ps, 2, clock.instant()); // 2: now
+            ps.setString(3, consumer); // 3: consumer
+            ps.setString(4, stream); // 4: stream
+            ps.setBigDecimal(5, new BigDecimal(first)); // 5: the transaction's first position
+            return ps.executeUpdate();
+        }
+    }
+
+    private BigInteger stored(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(dialect.streamPositionSelect(prefix))) {
+            ps.setString(1, consumer); // 1: consumer
+            ps.setString(2, stream); // 2: stream
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getBigDecimal(1).toBigIntegerExact() : null;
+            }
+        }
+    }
+
+    private boolean insert(Connection c, BigInteger position) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(dialect.streamPositionInsert(prefix))) {
+            ps.setString(1, consumer); // 1: consumer
+            ps.setString(2, stream); // 2: stream
+            ps.setBigDecimal(3, new BigDecimal(position)); // 3: position
+            dialect.bindProcessedAt(ps, 4, clock.instant()); // 4: now
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    private Outcome behind(Delivery d, BigInteger stored) {
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_PERMANENT,
+                new PermanentFailureException("event '" + d.eventId() + "' not applied: it is at position "
+                        + positions.get(d.eventId()) + " of stream '" + stream + "', which consumer '" + consumer
+                        + "' has already applied up to position " + stored
+                        + ": the stream went on without it (the broker handed out later deliveries: an SQS FIFO queue"
+                        + " moves a message to its dead-letter queue after maxReceiveCount receives, also while a"
+                        + " process still works on it past its visibility timeout); applied now, it would follow"
+                        + " them"));
+    }
+}
