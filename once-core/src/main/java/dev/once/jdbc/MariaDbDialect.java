@@ -327,9 +327,12 @@ public final class MariaDbDialect implements Dialect {
                 + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
 
+    // IGNORE turns a duplicate key into "no row inserted", as ON CONFLICT DO NOTHING, but other errors into warnings
+    // too: a NOT NULL column left out would get the zero date without a word (moved_at: the pruner would delete
+    // every new stream at its next run), so every column is listed.
     @Override
     public String streamPositionInsert(String prefix) {
         return "INSERT IGNORE INTO " + quote(prefix + "stream_position")
-                + " (consumer, stream, position) VALUES (?, ?, ?)";
+                + " (consumer, stream, position, moved_at) VALUES (?, ?, ?, ?)";
     }
 }
