@@ -270,6 +270,16 @@ public final class MariaDbDialect implements Dialect {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
     }
 
+    // In primary key order, not by moved_at: it has no index, on purpose (InnoDB would rewrite its entry on every
+    // move, each ordered run), so ordering by it would sort every old row for each chunk, where the primary key's
+    // order lets the scan stop at the chunk's last row. The delete's locking read waits for a move in progress and
+    // reads the row as it committed: moved, it is not old any more and stays.
+    @Override
+    public String pruneStreamPositions(String prefix) {
+        return "DELETE FROM " + quote(prefix + "stream_position")
+                + " WHERE moved_at < ? ORDER BY consumer, stream LIMIT ?";
+    }
+
     @Override
     public boolean mysqlLexing() {
         return true;
