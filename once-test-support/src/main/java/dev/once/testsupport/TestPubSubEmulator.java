@@ -2,7 +2,6 @@ package dev.once.testsupport;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -69,7 +68,7 @@ public final class TestPubSubEmulator {
                     "pubsub", HOW_TO_GET, new IOException("no executable Pub/Sub emulator script at " + script));
         }
         try {
-            int port = freePort();
+            int port = FreePorts.loopback();
             Path log = Files.createTempFile("once-pubsub-emulator-", ".log");
             Process p = new ProcessBuilder(List.of(script.toString(), "--host=127.0.0.1", "--port=" + port))
                     .redirectErrorStream(true)
@@ -120,12 +119,6 @@ public final class TestPubSubEmulator {
             return true;
         } catch (IOException | RuntimeException e) {
             return false;
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }

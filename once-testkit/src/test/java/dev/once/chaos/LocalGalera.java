@@ -1,5 +1,6 @@
 package dev.once.chaos;
 
+import dev.once.testsupport.FreePorts;
 import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.io.InputStream;
@@ -49,10 +50,10 @@ final class LocalGalera implements AutoCloseable {
 
         private Node(String name) throws IOException {
             this.name = name;
-            this.port = LocalPostgres.freePort();
-            this.galeraPort = LocalPostgres.freePort();
-            this.sstPort = LocalPostgres.freePort();
-            this.istPort = LocalPostgres.freePort();
+            this.port = FreePorts.loopback();
+            this.galeraPort = FreePorts.loopback();
+            this.sstPort = FreePorts.loopback();
+            this.istPort = FreePorts.loopback();
         }
 
         String jdbcUrl(String database) {

@@ -2,6 +2,7 @@ package dev.once.chaos;
 
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
+import dev.once.testsupport.FreePorts;
 import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -52,8 +53,8 @@ final class LocalPatroni implements AutoCloseable {
 
         private Member(String name) throws IOException {
             this.name = name;
-            this.port = LocalPostgres.freePort();
-            this.restPort = LocalPostgres.freePort();
+            this.port = FreePorts.loopback();
+            this.restPort = FreePorts.loopback();
             this.replication = FaultProxy.start(new InetSocketAddress("127.0.0.1", port), WireProtocol.RAW);
         }
 
@@ -103,8 +104,8 @@ final class LocalPatroni implements AutoCloseable {
             for (int i = 1; i <= size; i++) {
                 p.members.add(new Member("m" + i));
             }
-            int etcdClient = LocalPostgres.freePort();
-            int etcdPeer = LocalPostgres.freePort();
+            int etcdClient = FreePorts.loopback();
+            int etcdPeer = FreePorts.loopback();
             p.etcd = p.launch(
                     "etcd",
                     List.of(

@@ -1,11 +1,9 @@
 package dev.once.chaos;
 
+import dev.once.testsupport.FreePorts;
 import dev.once.testsupport.Services;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,9 +11,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -68,7 +63,7 @@ final class LocalPostgres implements AutoCloseable {
                 "local all all trust\nhost all all 0.0.0.0/0 trust\nhost replication all 0.0.0.0/0 trust\n",
                 StandardCharsets.UTF_8);
         chownIfRoot(root);
-        LocalPostgres pg = new LocalPostgres(data, host, freePort(), prefix);
+        LocalPostgres pg = new LocalPostgres(data, host, FreePorts.loopback(), prefix);
         pg.start();
         return pg;
     }
@@ -116,7 +111,7 @@ final class LocalPostgres implements AutoCloseable {
                 StandardCharsets.UTF_8,
                 java.nio.file.StandardOpenOption.APPEND);
         chownIfRoot(root);
-        LocalPostgres standby = new LocalPostgres(data, host, freePort(), prefix);
+        LocalPostgres standby = new LocalPostgres(data, host, FreePorts.loopback(), prefix);
         standby.start();
         return standby;
     }
@@ -232,50 +227,6 @@ final class LocalPostgres implements AutoCloseable {
         Path root = Files.createTempDirectory("once-" + name + "-");
         chownIfRoot(root);
         return root;
-    }
-
-    // The ports handed out by this JVM: never twice, even once the server on one has stopped.
-    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
-
-    /**
-     * A loopback port for a server a test starts later (a Patroni member's REST API, etcd, a Galera node), taken
-     * below the kernel's ephemeral range. A port from {@code new ServerSocket(0)} lies in that range and stays free
-     * only until the server binds it, seconds later; meanwhile any outgoing connection (a pool's, etcd's peers', the
-     * other test JVM's clients) may be given it: Patroni's REST API once failed with "Address already in use". Below
-     * the range only another explicit pick can take it: this JVM never hands one out twice, and a random pick keeps
-     * the module's two test JVMs apart.
-     */
-    static int freePort() throws IOException {
-        int low = ephemeralLow();
-        if (low < 4_096) {
-            try (ServerSocket s = new ServerSocket(0)) { // no room below the range: the kernel's pick
-                return s.getLocalPort();
-            }
-        }
-        for (int tries = 0; tries < 500; tries++) {
-            int port = ThreadLocalRandom.current().nextInt(low / 3, low);
-            if (!HANDED_OUT.add(port)) {
-                continue;
-            }
-            try (ServerSocket s = new ServerSocket()) {
-                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
-                return port;
-            } catch (IOException taken) {
-                // held by a server already: another
-            }
-        }
-        throw new IOException("no free loopback port between " + low / 3 + " and " + low + " after 500 tries");
-    }
-
-    /** The first port of the kernel's ephemeral range (net.ipv4.ip_local_port_range; Linux's default 32768). */
-    private static int ephemeralLow() {
-        try {
-            return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))
-                    .trim()
-                    .split("\\s+")[0]);
-        } catch (IOException | RuntimeException unreadable) {
-            return 32_768;
-        }
     }
 
     static boolean isRoot() {

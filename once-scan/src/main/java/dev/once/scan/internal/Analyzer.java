@@ -1,5 +1,7 @@
 package dev.once.scan.internal;
 
+import com.github.javaparser.StaticJavaParser;
+import com.github.javaparser.ast.expr.Expression;
 import com.github.javaparser.ast.expr.MethodCallExpr;
 import dev.once.scan.Blast;
 import dev.once.scan.Consumer;
@@ -505,6 +507,32 @@ final class Analyzer {
                             List.of(entryRel, ackRel, new Related("effect", x.location())),
                             check.member()));
                 }
+                // the record the check reads is written only after the effect: besides the race, a crash or a
+                // failure between the two redelivers a message whose record was never written, the check passes
+                // and the effect runs again (a transaction holding both database writes closes that window)
+                Event record = recordAfter(check, x, events);
+                if (record != null
+                        && !(x.category() == Event.Category.DATABASE
+                                && record.category() == Event.Category.DATABASE
+                                && sameTx(record, x))) {
+                    out.add(finding(
+                            Rule.DUPLICATE_EFFECT,
+                            x.blast() == Blast.MONEY || x.blast() == Blast.NOTIFICATION ? Level.ERROR : Level.WARNING,
+                            x.what() + " before the record its check reads is written ("
+                                    + Tracer.shortText0(record.what()) + "): a crash or a failure between them"
+                                    + " redelivers the message, the check ("
+                                    + Tracer.shortText0(check.what()) + ") passes and it runs again",
+                            x.location(),
+                            e,
+                            x.blast(),
+                            x.path(),
+                            List.of(
+                                    entryRel,
+                                    ackRel,
+                                    new Related("effect", x.location()),
+                                    new Related("record", record.location())),
+                            x.member()));
+                }
                 continue;
             }
             if (x.category() == Event.Category.PUBLISH && dbWrite && writtenBefore(x, effects, claims, guards)) {
@@ -847,6 +875,70 @@ final class Analyzer {
 
     private static boolean sameTx(Event a, Event b) {
         return a.tx() != null && Objects.equals(a.tx(), b.tx());
+    }
+
+    /**
+     * A write after {@code x} on every run that reaches it (a cache entry, a row, a claim) naming what {@code check}
+     * read: an argument of both, the key or the message's field it came from ({@code srt.hasKey(keys)} then
+     * {@code ops.set(keys, …)}; {@code entries("mail_log").containsKey(msgId)} then {@code put("mail_log", msgId, …)}).
+     */
+    private static Event recordAfter(Event check, Event x, List<Event> events) {
+        List<Pattern> keys = keyArguments(check.what());
+        if (keys.isEmpty()) {
+            return null;
+        }
+        return events.stream()
+                .filter(r -> r.seq() > x.seq()
+                        && !r.exclusiveWith(x)
+                        && !r.exclusiveWith(check)
+                        && (r.kind() == Event.Kind.EFFECT
+                                        && (r.category() == Event.Category.CACHE
+                                                || r.category() == Event.Category.DATABASE)
+                                || r.kind() == Event.Kind.CLAIM
+                                || r.kind() == Event.Kind.MARK)
+                        && keys.stream()
+                                .anyMatch(k -> k.matcher(quotedCall(r.what())).find()))
+                .findFirst()
+                .orElse(null);
+    }
+
+    /**
+     * The arguments of a check's call and of the calls it reads from ({@code entries("mail_log").containsKey(msgId)}:
+     * msgId), literals left out, each as a pattern matching that whole expression in another call's text.
+     */
+    private static List<Pattern> keyArguments(String check) {
+        List<Pattern> out = new ArrayList<>();
+        Expression parsed;
+        try {
+            parsed = StaticJavaParser.parseExpression(check);
+        } catch (RuntimeException notACall) {
+            return out;
+        }
+        for (Expression at = parsed;
+                at instanceof MethodCallExpr c;
+                at = c.getScope().orElse(null)) {
+            for (Expression a : c.getArguments()) {
+                if (!a.isLiteralExpr()) {
+                    out.add(Pattern.compile("(?<![\\w.])" + Pattern.quote(a.toString()) + "(?![\\w(])"));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The call an effect's text quotes in parentheses ("writes the cache (ops.set(k, v))"): ops.set(k, v). */
+    private static String quotedCall(String what) {
+        int open = what.indexOf('(');
+        int depth = 0;
+        for (int i = Math.max(open, 0); i < what.length(); i++) {
+            char ch = what.charAt(i);
+            if (ch == '(') {
+                depth++;
+            } else if (ch == ')' && --depth == 0) {
+                return what.substring(open + 1, i);
+            }
+        }
+        return open < 0 ? "" : what.substring(open + 1);
     }
 
     private static Finding finding(

@@ -42,6 +42,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Walks the flow of one entry point in execution order, into the repository's own methods up to
@@ -2383,9 +2384,11 @@ final class Tracer {
                 String method = Types.ancestor(c, MethodDeclaration.class)
                         .map(Object::toString)
                         .orElse("");
+                // (a read only tested for membership, entries(k).containsKey(id), is the dedupe check, not a value)
                 boolean readBack = !store.isEmpty()
-                        && Pattern.compile(
-                                        "(?s).*" + Pattern.quote(store) + "\\s*\\.\\s*(h?get|hmget|entries)\\s*\\(.*")
+                        && Pattern.compile("(?s).*" + Pattern.quote(store)
+                                        + "\\s*\\.\\s*(h?get|hmget|entries)\\s*\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)"
+                                        + "(?!\\s*\\.\\s*(containsKey|contains)\\s*\\().*")
                                 .matcher(method)
                                 .matches();
                 effect(
@@ -3053,8 +3056,23 @@ final class Tracer {
                                 u -> u.getNameAsString().matches("uri|url|path|target")
                                         && !u.getArguments().isEmpty())
                         .forEach(u -> said.add(u.getArgument(0).toString())));
-        return said.stream().anyMatch(x -> SEARCH_WORD.matcher(x).find());
+        return said.stream().anyMatch(x -> SEARCH_WORD.matcher(x).find())
+                || Stream.concat(
+                                feignNames.stream().map(n -> n.split(" ", 2)[0]),
+                                Stream.ofNullable(f.method).map(MethodDeclaration::getNameAsString))
+                        .anyMatch(n -> READ_NAME.matcher(n).matches()
+                                && !WRITE_IN_NAME.matcher(n).find());
     }
+
+    /**
+     * A method named for what it reads ({@code getProfile}, {@code fetchPreferences}, {@code retrieveToken}): a POST
+     * built there carries a lookup key in its body (a fiscal code kept out of URLs and logs), not a write.
+     */
+    private static final Pattern READ_NAME =
+            Pattern.compile("(get|fetch|find|load|read|retrieve|lookup|query|search)[A-Z0-9]\\w*");
+    /** ...unless the name also says it writes: {@code getOrCreateInbox}, {@code fetchAndStore}. */
+    private static final Pattern WRITE_IN_NAME = Pattern.compile(
+            "(Or|And|Then)[A-Z]|Create|Save|Store|Submit|Send|Register|Update|Insert|Post|Put|Add|Delete|Remove|Upsert|Set[A-Z]");
 
     /**
      * The static type of a request handed to a client: as {@link Types#typeOf} says, or for a {@code var} the type
@@ -3655,7 +3673,7 @@ final class Tracer {
     }
 
     private boolean isCheck(MethodCallExpr c, String name) {
-        if (!CHECK.matcher(name).matches()) {
+        if (!CHECK.matcher(name).matches() && !storeMembership(c, name)) {
             // a list looked up by key under any read verb (getRecordRefsByEnvelopeId): a check only when its
             // emptiness picks the arm that writes
             if (LOOKUP_NAME.matcher(name).matches()
@@ -3700,6 +3718,20 @@ final class Tracer {
             }
         }
         return false;
+    }
+
+    /**
+     * A membership test on what a store returned ({@code redis.opsForHash().entries("mail_log").containsKey(id)},
+     * {@code cache.keys(p).contains(id)}): the store is read, so the test asks whether the consumer recorded the key,
+     * as {@code hasKey} does. A {@code containsKey} on a map the code built itself is not a check.
+     */
+    private static boolean storeMembership(MethodCallExpr c, String name) {
+        if (!name.matches("containsKey|contains") || !(c.getScope().orElse(null) instanceof MethodCallExpr read)) {
+            return false;
+        }
+        String text = read.toString().toLowerCase(Locale.ROOT);
+        return read.getNameAsString().matches("entries|keys|members|smembers|hgetall|hkeys|get|getMap|getSet")
+                && (text.contains("opsfor") || text.contains("redis") || text.contains("cache"));
     }
 
     /** Set by {@link #isCheck} when the check is a list lookup: the branch of the arm it guards. */

@@ -1,9 +1,8 @@
 package dev.once.testkit.fault;
 
 import dev.once.testkit.internal.KafkaProcess;
-import java.net.InetAddress;
+import dev.once.testsupport.FreePorts;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -44,10 +43,9 @@ public final class KafkaCluster implements AutoCloseable {
      * cluster closes the proxy.
      */
     public static KafkaCluster behindProxy() throws Exception {
-        int proxyPort;
-        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            proxyPort = free.getLocalPort();
-        }
+        // Advertised before the proxy listens on it: a port the kernel gives outgoing connections could be
+        // taken meanwhile.
+        int proxyPort = FreePorts.loopback();
         KafkaCluster cluster = start(
                 1,
                 1,
