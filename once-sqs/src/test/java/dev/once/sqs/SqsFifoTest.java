@@ -169,10 +169,7 @@ class SqsFifoTest {
     @Test
     void theHeartbeatKeepsAGroupBehindAMessageWorkedOnPastItsVisibilityTimeoutAndRedriveCount() throws Exception {
         String dlq = TestSqs.createQueue("fifo-redrive-dlq-" + System.nanoTime() + ".fifo", 30);
-        String redriven = TestSqs.createQueue(
-                "fifo-redrive-" + System.nanoTime() + ".fifo",
-                1,
-                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
+        String redriven = redrivenAfterOneReceive("fifo-redrive-", dlq);
         try {
             AtomicReference<Recorder> self = new AtomicReference<>();
             Recorder recorder = new Recorder(db, d -> {
@@ -222,10 +219,7 @@ class SqsFifoTest {
     @Test
     void aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt() throws Exception {
         String dlq = TestSqs.createQueue("fifo-cut-dlq-" + System.nanoTime() + ".fifo", 30);
-        String redriven = TestSqs.createQueue(
-                "fifo-cut-" + System.nanoTime() + ".fifo",
-                1,
-                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
+        String redriven = redrivenAfterOneReceive("fifo-cut-", dlq);
         SqsClient cut = TestSqs.newClient();
         AtomicReference<Recorder> self = new AtomicReference<>();
         AtomicReference<SqsConsumer> b = new AtomicReference<>();
@@ -277,6 +271,14 @@ class SqsFifoTest {
                 .visibilityTimeout(Duration.ofSeconds(1))
                 .build()
                 .start();
+    }
+
+    /** A FIFO queue, visibility 1 s, whose redrive policy moves a message to {@code dlq} after one receive. */
+    private static String redrivenAfterOneReceive(String name, String dlq) {
+        return TestSqs.createQueue(
+                name + System.nanoTime() + ".fifo",
+                1,
+                "{\"deadLetterTargetArn\":\"" + arn(dlq) + "\",\"maxReceiveCount\":\"1\"}");
     }
 
     private static String arn(String queueUrl) {
