@@ -138,7 +138,17 @@ final class OwnedMode {
                     }
                     if (fence != null && !mine.isEmpty()) {
                         // Before the claim check, which may ride in the COMMIT's round trip.
-                        Outcome behind = fence.advance(c, mine);
+                        Outcome behind;
+                        try {
+                            behind = fence.advance(c, mine);
+                        } catch (SQLException e) {
+                            if (!dialect.isAbortedTransaction(e)) {
+                                throw e;
+                            }
+                            // a handler caught its failed statement and went on: what the claim check would say
+                            tx.setRollbackOnly();
+                            return BatchResult.split(d -> FailedOutcomes.abortedUnderTheHandler(d.eventId(), e), -1);
+                        }
                         if (behind != null) {
                             tx.setRollbackOnly();
                             log.debug(

@@ -13,6 +13,7 @@ import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
 import java.math.BigInteger;
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -52,6 +53,14 @@ class StreamPositionsTest {
                     if (d.payloadText().equals("wait")) {
                         entered.countDown();
                         assertThat(gate.await(30, TimeUnit.SECONDS)).isTrue();
+                    }
+                    if (d.payloadText().equals("swallow")) {
+                        try (PreparedStatement ps =
+                                tx.connection().prepareStatement("SELECT no_such_column FROM effect")) {
+                            ps.executeQuery();
+                        } catch (SQLException swallowed) {
+                            return; // and returns as if done: PostgreSQL has aborted the transaction
+                        }
                     }
                     try (PreparedStatement ps =
                             tx.connection().prepareStatement("INSERT INTO effect (event_id) VALUES (?)")) {
@@ -138,6 +147,25 @@ class StreamPositionsTest {
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = 'm1'"))
                     .as("nor claimed")
                     .isZero();
+        }
+    }
+
+    /** A handler that swallows its failed statement in a run with positions: told so, and the run split around it. */
+    @Test
+    void aSwallowedFailureInARunWithPositionsIsReportedAsTheClaimCheckReportsIt() {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            db.execute("CREATE TABLE effect (event_id varchar(255) NOT NULL)");
+            List<Outcome> outcomes = engine(db, "fifo", null, null)
+                    .processInOrder(
+                            List.of(Delivery.of("a", "ok"), Delivery.of("b", "swallow"), Delivery.of("c", "ok")),
+                            new StreamPositions("s", List.of(BigInteger.ONE, BigInteger.TWO, BigInteger.valueOf(3))));
+            assertThat(outcomes)
+                    .extracting(Outcome::status)
+                    .containsExactly(Status.APPLIED, Status.FAILED_RETRYABLE, Status.FAILED_RETRYABLE);
+            assertThat(outcomes.get(1).failure())
+                    .hasMessageContaining("(it caught the SQLException), so the database aborted the transaction");
+            assertThat(db.queryLong("SELECT position FROM once_stream_position"))
+                    .isEqualTo(1);
         }
     }
 
