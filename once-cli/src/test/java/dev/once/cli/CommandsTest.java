@@ -310,6 +310,34 @@ class CommandsTest {
     }
 
     @Test
+    void pruneAlsoDeletesTheStreamPositionsThatDidNotMoveWithinTheStreamRetention() {
+        db.execute(
+                "INSERT INTO once_stream_position (consumer, stream, position, moved_at) VALUES"
+                        + " ('fifo', 'quiet', 1, now() - interval '16 days'), ('fifo', 'moving', 2, now() - interval '14 days')");
+
+        Cli r = Cli.run("prune", "--url", url, "--retention", "7d");
+        assertThat(r.exitCode()).as(r.toString()).isZero();
+        assertThat(r.out())
+                .contains("pruned 0 inbox rows processed before")
+                .contains("pruned 1 stream position last moved before")
+                .contains("(retention 15d)");
+        assertThat(db.queryLong("SELECT position FROM once_stream_position")).isEqualTo(2);
+
+        Cli shorter = Cli.run("prune", "--url", url, "--retention", "7d", "--stream-retention", "13d");
+        assertThat(shorter.exitCode()).as(shorter.toString()).isZero();
+        assertThat(shorter.out())
+                .contains("pruned 1 stream position last moved before")
+                .contains("(retention 13d)");
+        assertThat(db.queryLong("SELECT count(*) FROM once_stream_position")).isZero();
+
+        Cli refused = Cli.run("prune", "--url", url, "--retention", "7d", "--stream-retention", "30s");
+        assertThat(refused.exitCode()).isEqualTo(ExitCodes.USAGE);
+        assertThat(refused.err())
+                .contains("retention must be at least 1 minute, but was PT30S")
+                .contains("after its successors");
+    }
+
+    @Test
     void pruneRefusesARetentionShorterThanTheRedeliveryHorizonUnlessItIsStated() {
         db.execute(
                 "INSERT INTO once_inbox (consumer, event_id, processed_at) VALUES ('billing', 'old', now() - interval '2 days')");

@@ -672,6 +672,12 @@ public interface Dialect {
                 + " WHERE consumer = ? AND stream = ? FOR UPDATE";
     }
 
+    /**
+     * Deletes up to a chunk of stream positions last moved before a cutoff ({@code moved_at}), for
+     * {@link dev.once.retention.StreamPositionPruner}, never one a move is committing. Binds: 1 cutoff, 2 chunk size.
+     */
+    String pruneStreamPositions(String prefix);
+
     /** A consumer group's stored Kafka offsets: topic, partition_no, next_offset. Binds: 1 consumer group. */
     default String kafkaOffsetSelect(String prefix) {
         return "SELECT topic, partition_no, next_offset FROM " + quote(prefix + "kafka_offsets")

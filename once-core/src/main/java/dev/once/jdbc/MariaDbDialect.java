@@ -270,6 +270,16 @@ public final class MariaDbDialect implements Dialect {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
     }
 
+    // In primary key order, not by moved_at: it has no index, on purpose (InnoDB would rewrite its entry on every
+    // move, each ordered run), so ordering by it would sort every old row for each chunk, where the primary key's
+    // order lets the scan stop at the chunk's last row. The delete's locking read waits for a move in progress and
+    // reads the row as it committed: moved, it is not old any more and stays.
+    @Override
+    public String pruneStreamPositions(String prefix) {
+        return "DELETE FROM " + quote(prefix + "stream_position")
+                + " WHERE moved_at < ? ORDER BY consumer, stream LIMIT ?";
+    }
+
     @Override
     public boolean mysqlLexing() {
         return true;
@@ -327,9 +337,12 @@ public final class MariaDbDialect implements Dialect {
                 + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
 
+    // IGNORE turns a duplicate key into "no row inserted", as ON CONFLICT DO NOTHING, but other errors into warnings
+    // too: a NOT NULL column left out would get the zero date without a word (moved_at: the pruner would delete
+    // every new stream at its next run), so every column is listed.
     @Override
     public String streamPositionInsert(String prefix) {
         return "INSERT IGNORE INTO " + quote(prefix + "stream_position")
-                + " (consumer, stream, position) VALUES (?, ?, ?)";
+                + " (consumer, stream, position, moved_at) VALUES (?, ?, ?, ?)";
     }
 }

@@ -447,6 +447,19 @@ public final class PostgresDialect implements Dialect {
                 + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
     }
 
+    // SKIP LOCKED: a chunk passes the row of a stream a claim transaction is moving (not old once it commits), and
+    // the row lock re-reads each row it takes as last committed, so a row moved since the chunk's snapshot is not
+    // deleted. No index on moved_at, on purpose: a move sets position and moved_at and touches no indexed column, so
+    // it is a HOT update (no index write); an index on moved_at would make every move a non-HOT update, the price
+    // paid on every ordered run to save a scan of a table of one row per stream, once per chunk.
+    @Override
+    public String pruneStreamPositions(String prefix) {
+        String table = quote(prefix + "stream_position");
+        return "DELETE FROM " + table + " p USING (SELECT consumer, stream FROM " + table
+                + " WHERE moved_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old"
+                + " WHERE p.consumer = old.consumer AND p.stream = old.stream";
+    }
+
     // The V4 triggers send pg_notify on this channel once per insert statement and when a dead row is replayed.
     @Override
     public String outboxListen(String prefix) {

@@ -35,6 +35,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -2070,13 +2071,41 @@ final class Tracer {
         return null;
     }
 
+    /**
+     * The variables a method declares, by name, in source order: read once per method (asked per call on a name in
+     * every traced frame, a walk of the whole body each time made a long method's trace quadratic).
+     */
+    private Map<String, List<VariableDeclarator>> declarators(MethodDeclaration m) {
+        return declaratorsOf.computeIfAbsent(m, k -> {
+            Map<String, List<VariableDeclarator>> byName = new HashMap<>();
+            k.walk(
+                    VariableDeclarator.class,
+                    v -> byName.computeIfAbsent(v.getNameAsString(), n -> new ArrayList<>())
+                            .add(v));
+            return byName;
+        });
+    }
+
+    private final Map<MethodDeclaration, Map<String, List<VariableDeclarator>>> declaratorsOf = new IdentityHashMap<>();
+
+    /** The calls made in a type, by method name, in source order: read once per type. */
+    private Map<String, List<MethodCallExpr>> callsIn(TypeDeclaration<?> t) {
+        return callsOf.computeIfAbsent(t, k -> {
+            Map<String, List<MethodCallExpr>> byName = new HashMap<>();
+            k.walk(
+                    MethodCallExpr.class,
+                    c -> byName.computeIfAbsent(c.getNameAsString(), n -> new ArrayList<>())
+                            .add(c));
+            return byName;
+        });
+    }
+
+    private final Map<TypeDeclaration<?>, Map<String, List<MethodCallExpr>>> callsOf = new IdentityHashMap<>();
+
     /** A parameter or local of {@code method}, or of a lambda around {@code at}, named {@code name}. */
-    private static boolean shadowed(String name, Node at, MethodDeclaration method) {
+    private boolean shadowed(String name, Node at, MethodDeclaration method) {
         if (method.getParameters().stream().anyMatch(x -> x.getNameAsString().equals(name))
-                || !method.findAll(
-                                VariableDeclarator.class,
-                                v -> v.getNameAsString().equals(name))
-                        .isEmpty()) {
+                || declarators(method).containsKey(name)) {
             return true;
         }
         for (Node p = at.getParentNode().orElse(null);
@@ -2214,14 +2243,13 @@ final class Tracer {
      * wraps a local that is) a {@code createTempFile(…)} result, following a parameter to the calls of its method in
      * the same class. {@code chain} gets the names followed, the stream first.
      */
-    private static boolean tempFile(String name, Node at, List<String> chain, int depth) {
+    private boolean tempFile(String name, Node at, List<String> chain, int depth) {
         MethodDeclaration m = Types.ancestor(at, MethodDeclaration.class).orElse(null);
         if (m == null || depth > 4) {
             return false;
         }
         chain.add(name);
-        for (VariableDeclarator v :
-                m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(name))) {
+        for (VariableDeclarator v : declarators(m).getOrDefault(name, List.of())) {
             Expression init = v.getInitializer().orElse(null);
             if (init == null) {
                 continue;
@@ -2244,11 +2272,10 @@ final class Tracer {
             int index = i;
             for (MethodCallExpr call : t == null
                     ? List.<MethodCallExpr>of()
-                    : t.findAll(
-                            MethodCallExpr.class,
-                            x -> x.getNameAsString().equals(m.getNameAsString())
-                                    && x.getArguments().size()
-                                            == m.getParameters().size())) {
+                    : callsIn(t).getOrDefault(m.getNameAsString(), List.of()).stream()
+                            .filter(x ->
+                                    x.getArguments().size() == m.getParameters().size())
+                            .toList()) {
                 if (call.getArgument(index) instanceof NameExpr passed
                         && tempFile(passed.getNameAsString(), call, chain, depth + 1)) {
                     return true;

@@ -7,6 +7,7 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
 import dev.once.retention.InboxPruner;
 import dev.once.retention.OutboxPruner;
+import dev.once.retention.StreamPositionPruner;
 import dev.once.spring.IdempotentListenerPostProcessor;
 import dev.once.spring.OnceOutbox;
 import dev.once.spring.OnceSpring;
@@ -190,7 +191,15 @@ public class OnceAutoConfiguration {
                 .retention(r.getOutbox())
                 .meterRegistry(registry)
                 .build();
-        return new OnceRetentionLifecycle(java.util.List.of(inbox::schedule, outbox::schedule), r.getInterval());
+        StreamPositionPruner streams = StreamPositionPruner.builder()
+                .dataSource(once.dataSource())
+                .dialect(once.dialect())
+                .tablePrefix(once.tablePrefix())
+                .retention(r.getStreamPositions())
+                .meterRegistry(registry)
+                .build();
+        return new OnceRetentionLifecycle(
+                java.util.List.of(inbox::schedule, outbox::schedule, streams::schedule), r.getInterval());
     }
 
     /** With spring-kafka: the startup warning of a listener container factory in a database transaction manager's transactions. */

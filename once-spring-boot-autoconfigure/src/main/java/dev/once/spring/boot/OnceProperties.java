@@ -286,6 +286,13 @@ public class OnceProperties {
         /** How long sent and dead outbox rows are kept. */
         private Duration outbox = Duration.ofDays(7);
 
+        /**
+         * How long the position of an ordered stream (an SQS FIFO message group) is kept after it last moved; at least
+         * a minute. A message behind the position of a stream that was pruned applies after its successors: keep it
+         * at least the queue's retention plus its visibility timeout.
+         */
+        private Duration streamPositions = Duration.ofDays(15);
+
         public boolean isEnabled() {
             return enabled;
         }
@@ -324,6 +331,14 @@ public class OnceProperties {
 
         public void setOutbox(Duration outbox) {
             this.outbox = outbox;
+        }
+
+        public Duration getStreamPositions() {
+            return streamPositions;
+        }
+
+        public void setStreamPositions(Duration streamPositions) {
+            this.streamPositions = streamPositions;
         }
     }
 

@@ -8,7 +8,10 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import org.springframework.context.SmartLifecycle;
 
-/** Runs the inbox and outbox pruners on one daemon thread, every {@code once.retention.interval}. Thread-safe. */
+/**
+ * Runs the inbox, outbox and stream position pruners on one daemon thread, every {@code once.retention.interval}.
+ * Thread-safe.
+ */
 public final class OnceRetentionLifecycle implements SmartLifecycle {
 
     /** How a pruner is put on a schedule ({@code InboxPruner::schedule}, {@code OutboxPruner::schedule}). */

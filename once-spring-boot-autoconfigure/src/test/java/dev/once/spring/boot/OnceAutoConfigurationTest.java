@@ -245,6 +245,50 @@ class OnceAutoConfigurationTest {
                 .isEqualTo(dev.once.retention.InboxPruner.DEFAULT_REDELIVERY_HORIZON);
         assertThat(p.getRetention().getInbox()).isEqualTo(dev.once.retention.InboxPruner.DEFAULT_REDELIVERY_HORIZON);
         assertThat(p.getRetention().getOutbox()).isEqualTo(dev.once.retention.OutboxPruner.DEFAULT_RETENTION);
+        assertThat(p.getRetention().getStreamPositions())
+                .isEqualTo(dev.once.retention.StreamPositionPruner.DEFAULT_RETENTION);
+    }
+
+    /** The retention schedule prunes the positions of streams that did not move within once.retention.stream-positions. */
+    @Test
+    void theScheduleAlsoPrunesStreamPositions() {
+        db.execute("INSERT INTO once_stream_position (consumer, stream, position, moved_at) VALUES"
+                + " ('boot-prune', 'quiet', 1, now() - interval '2 minutes'), ('boot-prune', 'moving', 1, now())");
+        jdbcOnly()
+                .withPropertyValues(
+                        "once.relay.enabled=false",
+                        "once.retention.interval=100ms",
+                        "once.retention.stream-positions=1m")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    long deadline = System.nanoTime() + 30_000_000_000L;
+                    while (db.queryLong("SELECT count(*) FROM once_stream_position WHERE stream = 'quiet'") > 0) {
+                        assertThat(System.nanoTime())
+                                .as("the quiet stream pruned")
+                                .isLessThan(deadline);
+                        Thread.sleep(50);
+                    }
+                    assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE consumer = 'boot-prune'"))
+                            .as("the stream that moved within the minute kept")
+                            .isEqualTo(1);
+                });
+        db.execute("DELETE FROM once_stream_position WHERE consumer = 'boot-prune'");
+    }
+
+    @Test
+    void aStreamPositionRetentionUnderAMinuteFailsTheStart() {
+        jdbcOnly()
+                .withPropertyValues("once.relay.enabled=false", "once.retention.stream-positions=30s")
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    StringBuilder messages = new StringBuilder();
+                    for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
+                        messages.append(t.getMessage()).append('\n');
+                    }
+                    assertThat(messages.toString())
+                            .contains("retention must be at least 1 minute, but was PT30S")
+                            .contains("after its successors");
+                });
     }
 
     @Test
@@ -259,6 +303,7 @@ class OnceAutoConfigurationTest {
                             "\"once.schema.initialize-schema\"",
                             "\"once.relay.batch-size\"",
                             "\"once.retention.inbox\"",
+                            "\"once.retention.stream-positions\"",
                             "\"once.http.idempotency.enabled\"");
         }
     }
