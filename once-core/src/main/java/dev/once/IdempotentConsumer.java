@@ -115,8 +115,9 @@ public interface IdempotentConsumer {
      * position: the engine stores, in the transaction that applies deliveries of the run, the position of the
      * last of them, and refuses one whose position the stream has already passed with
      * {@link Outcome.Status#FAILED_PERMANENT} (the queue gave up on it and its successors were applied; it
-     * is not applied after them). Duplicates are duplicates wherever they stand. This default, for an
-     * implementation without the engine's tables, does not keep positions.
+     * is not applied after them). Duplicates are duplicates wherever they stand. In a transaction the caller
+     * opened, the run is one transaction as with {@link #processInOrder(List)}, and a refusal rolls it back. This
+     * default, for an implementation without the engine's tables, does not keep positions.
      *
      * @param positions one per delivery
      * @return one outcome per delivery, in the order given

@@ -140,7 +140,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
         if (transactions.joins()) {
             try {
-                return joined.batch(deliveries, firsts, prints);
+                return joined.batch(deliveries, firsts, prints, null);
             } finally {
                 DeliveryMdc.clear();
             }
@@ -161,19 +161,26 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
     }
 
     /**
-     * A single delivery too runs as an ordered run here (its transaction moves the position); in a transaction the
-     * caller opened, the positions are not kept: see {@link StreamPositions}.
+     * A single delivery too runs as an ordered run here, so that its transaction moves the position; in a
+     * transaction the caller opened, the whole run in it, as {@link #processInOrder(List)} does there.
      */
     @Override
     public List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
         Objects.requireNonNull(deliveries, "deliveries");
         PositionFence fence =
                 new PositionFence(inbox, consumer, deliveries, Objects.requireNonNull(positions, "positions"), clock);
-        if (deliveries.isEmpty() || transactions.joins()) {
-            return processInOrder(deliveries);
+        if (deliveries.isEmpty()) {
+            return List.of();
         }
         List<Delivery> firsts = firsts(deliveries);
         BatchFingerprints prints = fingerprints == null ? null : new BatchFingerprints(deliveries);
+        if (transactions.joins()) {
+            try {
+                return joined.batch(deliveries, firsts, prints, fence);
+            } finally {
+                DeliveryMdc.clear();
+            }
+        }
         return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints, fence));
     }
 

@@ -90,8 +90,13 @@ final class JoinedMode {
         }
     }
 
-    /** A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. */
-    List<Outcome> batch(List<Delivery> deliveries, List<Delivery> firsts, BatchFingerprints prints) {
+    /**
+     * A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. With
+     * {@code fence} (else null) the transaction also moves the run's stream position, or is rolled back when the
+     * stream has passed a delivery it applied.
+     */
+    List<Outcome> batch(
+            List<Delivery> deliveries, List<Delivery> firsts, BatchFingerprints prints, PositionFence fence) {
         Map<String, Outcome> byId = new HashMap<>();
         List<List<Outcome>> settled = new ArrayList<>(1);
         try {
@@ -144,7 +149,24 @@ final class JoinedMode {
                                                 : FailedOutcomes.notRunInJoinedBatch(d, mine.size(), failure.cause()));
                     }
                 }
-                if (failure == null && !claimed.isEmpty()) {
+                Outcome behind = null;
+                if (failure == null && fence != null && !mine.isEmpty()) {
+                    try {
+                        behind = fence.advance(tx.connection(), mine);
+                    } catch (SQLException e) {
+                        behind = FailedOutcomes.databaseFailure(mine.get(0).eventId(), e);
+                    }
+                    if (behind != null) {
+                        // a joined transaction cannot be split: all of it rolls back with the delivery refused
+                        tx.setRollbackOnly();
+                        for (Delivery d : mine) {
+                            byId.put(
+                                    d.eventId(),
+                                    d.eventId().equals(behind.eventId()) ? behind : FailedOutcomes.notRun(d, behind));
+                        }
+                    }
+                }
+                if (failure == null && behind == null && !claimed.isEmpty()) {
                     String first = claimed.iterator().next();
                     Outcome lost;
                     try {

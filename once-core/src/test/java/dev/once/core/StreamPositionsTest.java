@@ -8,10 +8,13 @@ import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
+import dev.once.jdbc.Dialects;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
+import dev.once.tx.ManualTransactions;
 import java.math.BigInteger;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -147,6 +150,44 @@ class StreamPositionsTest {
             assertThat(db.queryLong("SELECT count(*) FROM once_inbox WHERE event_id = 'm1'"))
                     .as("nor claimed")
                     .isZero();
+        }
+    }
+
+    /** In a transaction the caller opened: the position moves with its commit, and a refusal rolls it back. */
+    @Test
+    void inTheCallersTransactionThePositionMovesWithItAndARefusalRollsItBack() throws Exception {
+        try (TestDatabase db = TestPostgres.shared().freshDatabase(2)) {
+            db.execute("CREATE TABLE effect (event_id varchar(255) NOT NULL)");
+            ManualTransactions manual = new ManualTransactions();
+            IdempotentConsumer joined = IdempotentConsumer.builder()
+                    .transactions(manual)
+                    .dialect(Dialects.POSTGRESQL)
+                    .consumer("fifo")
+                    .handler((d, tx) -> {
+                        try (PreparedStatement ps =
+                                tx.connection().prepareStatement("INSERT INTO effect (event_id) VALUES (?)")) {
+                            ps.setString(1, d.eventId());
+                            ps.executeUpdate();
+                        }
+                    })
+                    .build();
+            try (Connection c = db.dataSource().getConnection()) {
+                c.setAutoCommit(false);
+                try (ManualTransactions.Scope tx = manual.join(c)) {
+                    assertThat(run(joined, "q#g", "a", 10, "b", 20)).containsExactly(Status.APPLIED, Status.APPLIED);
+                    tx.commit();
+                }
+                try (ManualTransactions.Scope tx = manual.join(c)) {
+                    List<Status> late = run(joined, "q#g", "c", 15);
+                    assertThat(late).containsExactly(Status.FAILED_PERMANENT);
+                    assertThat(tx.rollbackOnly())
+                            .as("the caller's transaction must not commit")
+                            .isTrue();
+                }
+            }
+            assertThat(db.queryLong("SELECT count(*) FROM effect")).isEqualTo(2);
+            assertThat(db.queryLong("SELECT position FROM once_stream_position"))
+                    .isEqualTo(20);
         }
     }
 
