@@ -122,6 +122,10 @@ public interface IdempotentConsumer {
      * @param positions one per delivery
      * @return one outcome per delivery, in the order given
      * @throws IllegalArgumentException if {@code positions} has not one position per delivery
+     * @throws IllegalStateException (the engine's consumer) in a transaction the caller opened, when another
+     *     transaction of the calling thread, open but suspended (Spring's {@code REQUIRES_NEW} inside it), ran
+     *     the same stream: it holds the position's row lock until it ends, so the run would wait for ever;
+     *     nothing ran
      */
     default List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
         if (positions.positions().size() != deliveries.size()) {

@@ -94,13 +94,20 @@ final class JoinedMode {
      * A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. With
      * {@code fence} (else null) the transaction also moves the run's stream position, or is rolled back when the
      * stream has passed a delivery it applied.
+     *
+     * @throws IllegalStateException with {@code fence}, when a transaction this thread suspended holds the
+     *     stream's row lock (nothing ran, nothing is reported)
      */
     List<Outcome> batch(
             List<Delivery> deliveries, List<Delivery> firsts, BatchFingerprints prints, PositionFence fence) {
         Map<String, Outcome> byId = new HashMap<>();
         List<List<Outcome>> settled = new ArrayList<>(1);
+        String[] locked = new String[1];
         try {
             transactions.inTransaction(tx -> {
+                if (fence != null && (locked[0] = fence.lockedBySuspended(tx)) != null) {
+                    return null; // nothing written: the caller's transaction goes on as it was
+                }
                 Set<String> claimed;
                 try {
                     claimed = claimRun.claimAll(tx.connection(), firsts, prints);
@@ -152,7 +159,7 @@ final class JoinedMode {
                 Outcome behind = null;
                 if (failure == null && fence != null && !mine.isEmpty()) {
                     try {
-                        behind = fence.advance(tx.connection(), mine);
+                        behind = fence.advance(tx, mine);
                     } catch (SQLException e) {
                         behind = FailedOutcomes.databaseFailure(mine.get(0).eventId(), e);
                     }
@@ -205,6 +212,9 @@ final class JoinedMode {
                 failed.add(settlement.report(d, FailedOutcomes.databaseFailure(d.eventId(), e)));
             }
             return failed;
+        }
+        if (locked[0] != null) {
+            throw new IllegalStateException(locked[0]);
         }
         return settled.get(0);
     }

@@ -13,4 +13,9 @@ class SpringCallerTransactionPropertyMariaDbTest extends SpringCallerTransaction
     TestDatabase freshDatabase() {
         return TestMariaDb.shared().freshDatabase(6);
     }
+
+    @Override
+    boolean mariaDb() {
+        return true;
+    }
 }
