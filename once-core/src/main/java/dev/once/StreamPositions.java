@@ -1,6 +1,10 @@
 package dev.once;
 
 import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 
@@ -21,6 +25,46 @@ public record StreamPositions(String stream, List<BigInteger> positions) {
 
     /** Longest accepted stream name, in characters; the column is sized to it. */
     public static final int MAX_STREAM_LENGTH = 255;
+
+    /**
+     * The stream of an SQS FIFO queue's message group, as once's SQS integrations name it (once-sqs's consumer and
+     * Lambda handler, once-spring's {@code @SqsListener} methods): {@code sqs:<queue>#<group>}, or
+     * {@code sqs-sha256:<hex>} of that when longer than {@value #MAX_STREAM_LENGTH} characters. One shape, so that
+     * every path applying a queue's messages under one consumer name moves the same stored position.
+     *
+     * @param queue          the queue as the caller names it (its URL; a Lambda event's ARN)
+     * @param messageGroupId the message's {@code MessageGroupId}
+     */
+    public static String sqsMessageGroup(String queue, String messageGroupId) {
+        String stream = "sqs:" + Objects.requireNonNull(queue, "queue") + "#"
+                + Objects.requireNonNull(messageGroupId, "messageGroupId");
+        if (stream.length() <= MAX_STREAM_LENGTH) {
+            return stream;
+        }
+        try {
+            return "sqs-sha256:"
+                    + HexFormat.of()
+                            .formatHex(MessageDigest.getInstance("SHA-256")
+                                    .digest(stream.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-256", e);
+        }
+    }
+
+    /**
+     * An SQS FIFO message's {@code SequenceNumber}, its position in its message group.
+     *
+     * @param messageId the SQS message id, for the error
+     * @throws InvalidDeliveryException when it is missing or not a decimal number (not a FIFO queue's message)
+     */
+    public static BigInteger sqsSequenceNumber(String messageId, String sequenceNumber) {
+        try {
+            return new BigInteger(Objects.requireNonNull(sequenceNumber));
+        } catch (NullPointerException | NumberFormatException e) {
+            throw new InvalidDeliveryException("SQS message " + messageId + " has SequenceNumber '" + sequenceNumber
+                    + "': a FIFO queue's message has a decimal sequence number");
+        }
+    }
 
     /** @throws IllegalArgumentException naming the bad stream name or position and what is expected */
     public StreamPositions {

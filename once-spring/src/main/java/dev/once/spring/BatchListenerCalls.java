@@ -4,8 +4,11 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
+import dev.once.StreamPositions;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,7 +22,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * The batch {@link IdempotentListener} methods ({@code List<…>} of records): the whole poll through the
  * engine's batch path in one transaction, and when that rolls back, one record per transaction in order
  * through the single-record path, so the error handler hears of the failing record only after every record
- * before it committed. Split from {@link IdempotentListenerInterceptor}, which dispatches to it. Thread-safe.
+ * before it committed. A batch of an SQS FIFO queue's messages runs one ordered run per message group instead
+ * ({@link #fifoBatch}). Split from {@link IdempotentListenerInterceptor}, which dispatches to it. Thread-safe.
  */
 final class BatchListenerCalls {
 
@@ -29,7 +33,12 @@ final class BatchListenerCalls {
     /** The single-record path a batch falls back to, one record per call. */
     @FunctionalInterface
     interface SingleRecord {
-        Object call(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] args)
+        Object call(
+                ProxyMethodInvocation invocation,
+                ListenerMethod listener,
+                Delivery delivery,
+                StreamPositions positions,
+                Object[] args)
                 throws Throwable;
     }
 
@@ -46,14 +55,27 @@ final class BatchListenerCalls {
         Object[] args = invocation.getArguments();
         List<?> records = (List<?>) args[listener.batchIndex()];
         List<Delivery> deliveries = new ArrayList<>(records.size());
+        // an SQS FIFO queue's messages: each one's place in its message group; else null
+        List<StreamPositions> positions = null;
         int invalid = -1;
         for (int i = 0; i < records.size(); i++) {
             try {
                 deliveries.add(listener.delivery(records.get(i)));
+                StreamPositions at =
+                        listener.sqs() ? IdempotentListenerInterceptor.sqsFifoPosition(listener, records.get(i)) : null;
+                if (at != null) {
+                    if (positions == null) {
+                        positions = new ArrayList<>(records.size());
+                    }
+                    positions.add(at);
+                }
             } catch (InvalidDeliveryException e) {
                 invalid = i;
                 break;
             }
+        }
+        if (positions != null && invalid < 0) {
+            return fifoBatch(invocation, listener, records, deliveries, positions);
         }
         // A transaction open before the call (a container's, a caller's): the records below are applied in it, one by
         // one, and commit or roll back with it, not each on its own
@@ -68,7 +90,7 @@ final class BatchListenerCalls {
                 nested.snapshot();
             }
             try {
-                return wholeBatch(invocation, listener, records, deliveries, nested);
+                return wholeBatch(invocation, listener, records, deliveries, nested, null);
             } catch (Throwable e) {
                 if (nested != null && !nested.undoMarks()) {
                     throw e; // a JPA transaction marked rollback-only: the container's transaction must roll back
@@ -96,12 +118,13 @@ final class BatchListenerCalls {
         for (int i = 0; i < records.size(); i++) {
             try {
                 Delivery d = i < deliveries.size() ? deliveries.get(i) : listener.delivery(records.get(i));
+                StreamPositions at = positions == null ? null : positions.get(i);
                 Object[] single = args.clone();
                 single[listener.batchIndex()] = List.of(records.get(i));
                 if (listener.ackIndex() >= 0) {
                     single[listener.ackIndex()] = AfterCommitAcknowledgment.IGNORED;
                 }
-                this.single.call(invocation, listener, d, single);
+                this.single.call(invocation, listener, d, at, single);
             } catch (Throwable e) {
                 throw Kafka.failedAt(listener, records, i, inOpenTransaction, e);
             }
@@ -124,7 +147,8 @@ final class BatchListenerCalls {
             ListenerMethod listener,
             List<?> records,
             List<Delivery> deliveries,
-            NestedListenerStep nested)
+            NestedListenerStep nested,
+            StreamPositions positions)
             throws Throwable {
         Object[] args = invocation.getArguments().clone();
         AfterCommitAcknowledgment ack = AfterCommitAcknowledgment.wrap(listener, args);
@@ -139,7 +163,9 @@ final class BatchListenerCalls {
         CURRENT_BATCH.set(call);
         try {
             (nested != null ? nested.template() : o.transactionTemplate()).execute(status -> {
-                for (Outcome r : consumer.processBatch(deliveries)) {
+                for (Outcome r : positions == null
+                        ? consumer.processBatch(deliveries)
+                        : consumer.processInOrder(deliveries, positions)) {
                     if (!r.shouldAcknowledge()) {
                         throw new IdempotentListenerInterceptor.Failed(r);
                     }
@@ -157,6 +183,69 @@ final class BatchListenerCalls {
             ack.settle(false, o.transactions().stateKey());
         }
         return call.result;
+    }
+
+    /**
+     * A batch of an SQS FIFO queue's messages: one ordered run per message group, in the order of the group's first
+     * message, each in a transaction of its own through the engine's ordered path ({@code processInOrder} with the
+     * group's positions), so that the group's stored position moves with its messages, and a run whose first message
+     * the group has already gone past (held past its visibility timeout while SQS handed its successors to another
+     * call, which applied them) is refused rather than applied after them. A group's run is all or nothing: a failure
+     * or a refusal rolls back that group alone. The others still run, and the call then throws the first failure, so
+     * that the container deletes none of the batch (ON_SUCCESS, the only mode a batch may have): the messages of the
+     * groups applied come back and are duplicates, the failed group's come back in order (a refused one is in the
+     * dead-letter queue already).
+     */
+    private Object fifoBatch(
+            ProxyMethodInvocation invocation,
+            ListenerMethod listener,
+            List<?> records,
+            List<Delivery> deliveries,
+            List<StreamPositions> positions)
+            throws Throwable {
+        Map<String, List<Integer>> groups = new LinkedHashMap<>();
+        for (int i = 0; i < records.size(); i++) {
+            groups.computeIfAbsent(positions.get(i).stream(), g -> new ArrayList<>())
+                    .add(i);
+        }
+        Throwable failed = null;
+        Object result = null;
+        for (Map.Entry<String, List<Integer>> group : groups.entrySet()) {
+            List<Object> groupRecords = new ArrayList<>(group.getValue().size());
+            List<Delivery> groupDeliveries = new ArrayList<>(group.getValue().size());
+            List<BigInteger> groupPositions = new ArrayList<>(group.getValue().size());
+            for (int i : group.getValue()) {
+                groupRecords.add(records.get(i));
+                groupDeliveries.add(deliveries.get(i));
+                groupPositions.add(positions.get(i).positions().get(0));
+            }
+            try {
+                result = wholeBatch(
+                        invocation,
+                        listener,
+                        groupRecords,
+                        groupDeliveries,
+                        null,
+                        new StreamPositions(group.getKey(), groupPositions));
+            } catch (Throwable e) {
+                log.error(
+                        "consumer '{}' failed message group '{}' of a FIFO batch (its {} of {} messages, from event"
+                                + " '{}'; rolled back, not acknowledged: the batch comes back)",
+                        listener.consumer(),
+                        group.getKey(),
+                        groupRecords.size(),
+                        records.size(),
+                        groupDeliveries.get(0).eventId(),
+                        e);
+                if (failed == null) {
+                    failed = e;
+                }
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
+        return result;
     }
 
     /** The batch listener call running on this thread, for the engine's batch handler. */

@@ -5,6 +5,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
+import dev.once.StreamPositions;
 import dev.once.Tx;
 import java.lang.reflect.Method;
 import java.sql.Connection;
@@ -74,8 +75,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
         Object[] args = invocation.getArguments();
         Delivery delivery;
+        StreamPositions positions;
         try {
             delivery = listener.delivery(args);
+            positions = listener.sqs() && listener.messageIndex() >= 0
+                    ? sqsFifoPosition(listener, args[listener.messageIndex()])
+                    : null;
         } catch (InvalidDeliveryException e) {
             // A container's dead-letter recoverer keeps the reason only in the record's headers: say it here.
             log.error(
@@ -89,7 +94,22 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             }
             throw e;
         }
-        return one((ProxyMethodInvocation) invocation, listener, delivery, args);
+        return one((ProxyMethodInvocation) invocation, listener, delivery, positions, args);
+    }
+
+    /**
+     * Where the message of an {@code @SqsListener} call stands in its FIFO queue's message group, or null (a standard
+     * queue's message: processed without a position, as before). Read before the claim.
+     *
+     * @throws InvalidConfigurationException, logged, for a FIFO queue's message its container fetched without its
+     *     group or sequence number: applying it unfenced could apply it after its successors
+     */
+    static StreamPositions sqsFifoPosition(ListenerMethod listener, Object message) {
+        try {
+            return ListenerMessages.sqsFifoPosition(message);
+        } catch (InvalidConfigurationException e) {
+            throw refusal(listener, e.getMessage());
+        }
     }
 
     /**
@@ -109,6 +129,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         final boolean drivesState;
         final IdempotentConsumer consumer;
         final Delivery delivery;
+        // a FIFO queue's message: its place in its message group, moved in this transaction; else null
+        final StreamPositions positions;
         final AfterCommitAcknowledgment ack;
         final AfterCommitChannel channel;
         final AfterCommitPubSub pubSub;
@@ -129,6 +151,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 boolean drivesState,
                 IdempotentConsumer consumer,
                 Delivery delivery,
+                StreamPositions positions,
                 AfterCommitAcknowledgment ack,
                 AfterCommitChannel channel,
                 AfterCommitPubSub pubSub) {
@@ -140,6 +163,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             this.drivesState = drivesState;
             this.consumer = consumer;
             this.delivery = delivery;
+            this.positions = positions;
             this.ack = ack;
             this.channel = channel;
             this.pubSub = pubSub;
@@ -153,7 +177,17 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (drivesState) {
                 owned = PhysicalTransaction.owned(transactions.stateKey());
             }
-            Outcome r = consumer.process(delivery);
+            // A FIFO queue's message moves its group's stored position in this transaction, and one the group has
+            // already gone past is refused, FAILED_PERMANENT, not applied after its successors: this call held it past
+            // its visibility timeout while SQS moved it to the dead-letter queue (its redrive policy) and handed out
+            // the next messages of its group, which another call applied. Refused, it rolls back below and is not
+            // deleted (ON_SUCCESS: the container deletes nothing for a call that throws; MANUAL: the deferred
+            // acknowledgement is dropped): SQS has it in the dead-letter queue already, where it stays for an
+            // operator, and its stale receipt handle could not delete it anyway. The claim here comes first, also
+            // with ClaimTiming.AT_COMMIT: the ordered run claims before the body, in the position's transaction.
+            Outcome r = positions == null
+                    ? consumer.process(delivery)
+                    : consumer.processInOrder(List.of(delivery), positions).get(0);
             if (channel != null) {
                 channel.outcome(r);
             }
@@ -225,7 +259,15 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
     }
 
-    private Object one(ProxyMethodInvocation invocation, ListenerMethod listener, Delivery delivery, Object[] given)
+    /**
+     * @param positions a FIFO queue's message's place in its group ({@link #sqsFifoPosition}), else null
+     */
+    private Object one(
+            ProxyMethodInvocation invocation,
+            ListenerMethod listener,
+            Delivery delivery,
+            StreamPositions positions,
+            Object[] given)
             throws Throwable {
         // A copy only for a listener with an argument a wrapper may replace: the body gets the container's
         // own arguments otherwise, and the invocation is proceeded as it is.
@@ -276,6 +318,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     own && o.confinesListeners() && channel == null,
                     consumer,
                     delivery,
+                    positions,
                     ack,
                     channel,
                     pubSub);

@@ -1,7 +1,9 @@
 package dev.once.spring;
 
 import dev.once.Delivery;
+import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
+import dev.once.StreamPositions;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -142,6 +144,46 @@ final class ListenerMessages {
         throw new InvalidDeliveryException("cannot read header '" + header + "' from a "
                 + message.getClass().getName()
                 + ": pass a ConsumerRecord or Message argument, or set @IdempotentListener(eventId = \"<SpEL>\")");
+    }
+
+    /**
+     * Where {@code message}, the Spring {@code Message} of a Spring Cloud AWS SQS container, stands in its FIFO queue:
+     * its message group's stream ({@link StreamPositions#sqsMessageGroup}, keyed by the queue's URL as once-sqs's
+     * consumer keys it) and its {@code SequenceNumber}. Null for any other message, a standard queue's included
+     * (a standard queue may carry message groups too, without order or sequence numbers): processed without a
+     * position. The queue is FIFO by its name, which SQS makes end in {@code .fifo}.
+     *
+     * @throws InvalidConfigurationException (the reason, for the caller to name the listener) when a FIFO queue's
+     *     message lacks the group or the sequence number: its container did not ask SQS for them
+     * @throws InvalidDeliveryException when the sequence number is not a number
+     */
+    static StreamPositions sqsFifoPosition(Object message) {
+        if (!isSqs(message)) {
+            return null;
+        }
+        var headers = ((org.springframework.messaging.Message<?>) message).getHeaders();
+        Object queue = headers.get(Sqs.QUEUE);
+        if (!(queue instanceof String name) || !name.endsWith(".fifo")) {
+            return null;
+        }
+        Object group = headers.get(Sqs.GROUP);
+        Object sequence = headers.get(Sqs.SEQUENCE_NUMBER);
+        Object raw = headers.get(Sqs.RAW_MESSAGE_ID);
+        String messageId = raw != null ? raw.toString() : String.valueOf(headers.getId());
+        if (group == null || sequence == null) {
+            throw new InvalidConfigurationException("got SQS message " + messageId + " from FIFO queue " + name
+                    + " without its " + (group == null ? "MessageGroupId" : "SequenceNumber") + " (header '"
+                    + (group == null ? Sqs.GROUP : Sqs.SEQUENCE_NUMBER) + "'): its listener container does not"
+                    + " request that message system attribute, by which once keeps the message group's position (a"
+                    + " message held past its visibility timeout while SQS handed out its successors must not be"
+                    + " applied after them); refused, the message comes back after its visibility timeout. Leave the"
+                    + " container factory's messageSystemAttributeNames at their default (All), or add"
+                    + " MessageSystemAttributeName.MESSAGE_GROUP_ID and SEQUENCE_NUMBER to them");
+        }
+        Object url = headers.get(Sqs.QUEUE_URL);
+        return new StreamPositions(
+                StreamPositions.sqsMessageGroup(url != null ? url.toString() : name, group.toString()),
+                java.util.List.of(StreamPositions.sqsSequenceNumber(messageId, sequence.toString())));
     }
 
     static String text(Object value) {
@@ -379,6 +421,12 @@ final class ListenerMessages {
     private static final class Sqs {
         static final String RECEIPT_HANDLE = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_RECEIPT_HANDLE_HEADER;
         static final String QUEUE = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_NAME_HEADER;
+        static final String QUEUE_URL = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_URL_HEADER;
+        // a FIFO message's system attributes, requested by default (messageSystemAttributeNames: All)
+        static final String GROUP =
+                io.awspring.cloud.sqs.listener.SqsHeaders.MessageSystemAttributes.SQS_MESSAGE_GROUP_ID_HEADER;
+        static final String SEQUENCE_NUMBER =
+                io.awspring.cloud.sqs.listener.SqsHeaders.MessageSystemAttributes.SQS_SEQUENCE_NUMBER;
         static final String RECEIVE_COUNT =
                 io.awspring.cloud.sqs.listener.SqsHeaders.MessageSystemAttributes.SQS_APPROXIMATE_RECEIVE_COUNT;
         static final String RAW_MESSAGE_ID = io.awspring.cloud.sqs.listener.SqsHeaders.SQS_RAW_MESSAGE_ID_HEADER;

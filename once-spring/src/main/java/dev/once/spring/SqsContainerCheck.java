@@ -26,7 +26,9 @@ import org.springframework.util.ClassUtils;
  * neither a {@code Message} nor an {@code Acknowledgement} cannot have its messages deleted by anyone (a copy comes back
  * until a dead-letter queue takes it). Each fails the context start, naming the method and the container. The check at
  * each call ({@link ListenerMethod#sqsDeletedByListener}) reads MANUAL from the message; ALWAYS cannot be refused
- * there, since the container deletes whatever the call does.
+ * there, since the container deletes whatever the call does. A container on FIFO queues, in any mode, must give once
+ * each message's {@code MessageGroupId} and {@code SequenceNumber} (its {@code messageSystemAttributeNames}) and the
+ * method the message, by which once keeps each group's position ({@link #fifoProblem}).
  *
  * <p>What Spring Cloud AWS 4.1 shows publicly is used: the containers (the {@code MessageListenerContainerRegistry}'s
  * and container beans), each one's resolved options ({@code getContainerOptions().getAcknowledgementMode()}) and its
@@ -90,7 +92,10 @@ final class SqsContainerCheck implements SmartLifecycle {
 
     private void check(io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer<?, ?, ?> container) {
         var mode = container.getContainerOptions().getAcknowledgementMode();
-        if (mode == io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ON_SUCCESS) {
+        // Spring Cloud AWS runs a container on FIFO queues only when all of them are (FifoSqsComponentFactory)
+        boolean fifo = !container.getQueueNames().isEmpty()
+                && container.getQueueNames().stream().allMatch(q -> q.endsWith(".fifo"));
+        if (mode == io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ON_SUCCESS && !fifo) {
             return;
         }
         Set<Method> methods = new LinkedHashSet<>();
@@ -111,6 +116,8 @@ final class SqsContainerCheck implements SmartLifecycle {
                 problem = ": it deletes a message whose call failed and rolled back, so the event would be lost; set"
                         + " @SqsListener(acknowledgementMode = \"ON_SUCCESS\") on it (the annotation overrides the"
                         + " factory), or MANUAL with an Acknowledgement parameter";
+            } else if (mode == io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ON_SUCCESS) {
+                // nothing to refuse in the mode: only a FIFO queue's needs, below
             } else if (listener.batchIndex() >= 0) {
                 problem = ": a batch body deletes its messages at once, and once cannot hold each delete back until"
                         + " its claim commits; use ON_SUCCESS for it (the container deletes the batch after the"
@@ -120,12 +127,61 @@ final class SqsContainerCheck implements SmartLifecycle {
                         + " copy, whose body is skipped) can delete its messages, which come back until a dead-letter"
                         + " queue takes them; take a Message<?> or an Acknowledgement parameter, or use ON_SUCCESS";
             }
+            if (problem == null && fifo) {
+                where = "@IdempotentListener " + method.getDeclaringClass().getSimpleName() + "." + method.getName()
+                        + " (consumer '" + listener.consumer() + "') runs in SQS listener container '"
+                        + container.getId() + "' on FIFO queues " + container.getQueueNames();
+                problem = fifoProblem(container.getContainerOptions(), listener);
+            }
             if (problem != null) {
                 InvalidConfigurationException refused = new InvalidConfigurationException(where + problem);
                 log.error("{}", refused.getMessage());
                 throw refused;
             }
         }
+    }
+
+    /**
+     * What keeps once from fencing a FIFO queue's message groups for {@code listener}, or null. Once keeps each group's
+     * position (its messages' {@code SequenceNumber}) in the database, so that a message a call held past its
+     * visibility timeout, while SQS moved it to the dead-letter queue and handed its successors to another call, is
+     * not applied after them; each message must carry its group and its sequence number, and the method must see the
+     * message. Spring Cloud AWS requires {@code MessageGroupId} of a FIFO container itself, but not
+     * {@code SequenceNumber}; both are requested by default ({@code All}).
+     */
+    private static String fifoProblem(Object options, ListenerMethod listener) {
+        if (options instanceof io.awspring.cloud.sqs.listener.SqsContainerOptions sqs) {
+            Collection<String> names = sqs.getMessageSystemAttributeNames();
+            List<String> missing = new ArrayList<>();
+            for (String needed : List.of("MessageGroupId", "SequenceNumber")) {
+                if (!names.contains("All") && !names.contains(needed)) {
+                    missing.add(needed);
+                }
+            }
+            if (!missing.isEmpty()) {
+                return ", whose messageSystemAttributeNames " + names + " leave out " + String.join(" and ", missing)
+                        + ": once keeps each message group's position by its messages' MessageGroupId and"
+                        + " SequenceNumber, so that a message held past its visibility timeout while SQS handed out"
+                        + " its successors is not applied after them; leave messageSystemAttributeNames at their"
+                        + " default (All), or add MessageSystemAttributeName."
+                        + (missing.size() == 2
+                                ? "MESSAGE_GROUP_ID and SEQUENCE_NUMBER"
+                                : missing.get(0).equals("SequenceNumber") ? "SEQUENCE_NUMBER" : "MESSAGE_GROUP_ID")
+                        + " to them (on its container factory's options)";
+            }
+        }
+        Class<?> element = listener.batchIndex() < 0
+                ? null
+                : org.springframework.core.ResolvableType.forMethodParameter(listener.method(), listener.batchIndex())
+                        .asCollection()
+                        .resolveGeneric(0);
+        if (listener.messageIndex() < 0 && (element == null || !ListenerMessages.isMessage(element))) {
+            return ": it takes no Message (its event id comes from eventId), so once cannot read each message's"
+                    + " MessageGroupId and SequenceNumber, by which it keeps the group's position (a message held past"
+                    + " its visibility timeout while SQS handed out its successors must not be applied after them);"
+                    + " take a Message<?> parameter (a List<Message<?>> for a batch)";
+        }
+        return null;
     }
 
     /**

@@ -238,6 +238,9 @@ class SqsIdempotentListenerTest {
             assertThat(held(onSuccessUrl)).as("both deleted by the container").isZero();
             assertThat(ledger("s-1")).as("s-1 applied once").isEqualTo(1);
         });
+        assertThat(db.queryLong("SELECT count(*) FROM once_stream_position"))
+                .as("a standard queue's messages keep no position")
+                .isZero();
         Listeners listeners = context.getBean(Listeners.class);
         Message<String> message = org.springframework.messaging.support.MessageBuilder.withPayload("ok")
                 .setHeader("once-event-id", "s-2")

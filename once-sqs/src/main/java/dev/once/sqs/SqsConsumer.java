@@ -5,6 +5,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.Outcome;
 import dev.once.RetryPolicy;
+import dev.once.StreamPositions;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.ConsumerSettings;
@@ -144,8 +145,8 @@ public final class SqsConsumer implements AutoCloseable {
                     // the group's position in the database: nothing applied after a successor the queue handed
                     // out while this process still held the message (past its visibility timeout, cut off from SQS)
                     .groupPositions(
-                            group -> SqsDeliveries.stream(queueUrl, group),
-                            m -> SqsDeliveries.sequenceNumber(
+                            group -> StreamPositions.sqsMessageGroup(queueUrl, group),
+                            m -> StreamPositions.sqsSequenceNumber(
                                     m.messageId(), m.attributes().get(MessageSystemAttributeName.SEQUENCE_NUMBER)));
         }
         this.driver = loop.build();

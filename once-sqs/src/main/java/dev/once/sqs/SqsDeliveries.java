@@ -2,16 +2,10 @@ package dev.once.sqs;
 
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
-import dev.once.StreamPositions;
 import dev.once.outbox.OutboxMessage;
-import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.Map;
-import java.util.Objects;
 
 /** Turns SQS messages (from the API or a Lambda event) into deliveries. */
 final class SqsDeliveries {
@@ -69,39 +63,5 @@ final class SqsDeliveries {
     static String queueName(String queueUrlOrArn) {
         int cut = Math.max(queueUrlOrArn.lastIndexOf('/'), queueUrlOrArn.lastIndexOf(':'));
         return queueUrlOrArn.substring(cut + 1);
-    }
-
-    /**
-     * The stream of a FIFO queue's message group whose position the engine keeps
-     * ({@link dev.once.StreamPositions}): the queue as the consumer names it (URL or ARN) and the group, hashed
-     * when longer than the column.
-     */
-    static String stream(String queueUrlOrArn, String group) {
-        String stream = "sqs:" + queueUrlOrArn + "#" + group;
-        if (stream.length() <= StreamPositions.MAX_STREAM_LENGTH) {
-            return stream;
-        }
-        try {
-            return "sqs-sha256:"
-                    + HexFormat.of()
-                            .formatHex(MessageDigest.getInstance("SHA-256")
-                                    .digest(stream.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JVM has SHA-256", e);
-        }
-    }
-
-    /**
-     * A FIFO message's {@code SequenceNumber}, its position in its group.
-     *
-     * @throws InvalidDeliveryException when it is missing or not a number (not a FIFO queue's message)
-     */
-    static BigInteger sequenceNumber(String sqsMessageId, String sequenceNumber) {
-        try {
-            return new BigInteger(Objects.requireNonNull(sequenceNumber));
-        } catch (NullPointerException | NumberFormatException e) {
-            throw new InvalidDeliveryException("SQS message " + sqsMessageId + " has SequenceNumber '" + sequenceNumber
-                    + "': a FIFO queue's message has a decimal sequence number");
-        }
     }
 }

@@ -97,8 +97,8 @@ public final class SqsLambdaHandler {
                 return consumer.process(delivery(m)); // not as SQS sends a FIFO record: no position to keep
             }
             StreamPositions at = new StreamPositions(
-                    SqsDeliveries.stream(m.eventSourceArn(), group),
-                    List.of(SqsDeliveries.sequenceNumber(m.messageId(), sequence)));
+                    StreamPositions.sqsMessageGroup(m.eventSourceArn(), group),
+                    List.of(StreamPositions.sqsSequenceNumber(m.messageId(), sequence)));
             return consumer.processInOrder(List.of(delivery(m)), at).get(0);
         } catch (InvalidDeliveryException e) {
             return new Outcome(m.messageId(), Outcome.Status.FAILED_PERMANENT, e);

@@ -108,7 +108,9 @@ final class Tracer {
             "SqsTemplate",
             "KafkaOperations",
             "Channel",
-            "JetStream");
+            "JetStream",
+            // Pulsar's fluent message: producer.newMessage().key(k).value(v).send()
+            "TypedMessageBuilder");
     /**
      * A library's wrapper of a broker's template, named for what it wraps (eGov's {@code CustomKafkaTemplate}, a
      * {@code TracingKafkaTemplate}): it publishes as the template does. Only the template and producer names, which

@@ -93,6 +93,10 @@ final class Types {
             if (declared != null) {
                 return declared;
             }
+            String made = libraryReturn(mc);
+            if (made != null) {
+                return made;
+            }
             // a library's singleton accessor (FirebaseMessaging.getInstance(), Foo.getDefaultInstance()) hands out
             // an instance of the type it is called on
             if (mc.getScope().orElse(null) instanceof NameExpr owner
@@ -139,6 +143,22 @@ final class Types {
 
     private static final Set<String> HOLDER_GETS =
             Set.of("get", "getPlain", "getAcquire", "orElseThrow", "getObject", "getIfAvailable", "join", "block");
+
+    /**
+     * What a library's factory or fluent call returns, from the return-type catalogue: {@code
+     * session.createProducer(queue)} on a JMS {@code Session} is a {@code MessageProducer}, so the {@code send} made on it
+     * is a publish. Only on a receiver of a library type (a repository type's methods are read by {@link #returnType}).
+     */
+    private String libraryReturn(MethodCallExpr mc) {
+        if (mc.getScope().isEmpty() || mc.getScope().get() instanceof ThisExpr) {
+            return null;
+        }
+        String owner = typeOf(mc.getScope().get());
+        if (owner == null || isRepoType(owner)) {
+            return null;
+        }
+        return LibraryReturns.get().returns(owner, mc.getNameAsString()).orElse(null);
+    }
 
     /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
     private String returnType(MethodCallExpr mc) {

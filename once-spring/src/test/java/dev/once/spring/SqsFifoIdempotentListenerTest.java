@@ -1,0 +1,382 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.InvalidConfigurationException;
+import dev.once.StreamPositions;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import io.awspring.cloud.sqs.annotation.SqsListener;
+import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
+import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.awaitility.Awaitility;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.messaging.Message;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsAsyncClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+
+/**
+ * {@code @IdempotentListener} on an {@code @SqsListener} method of a FIFO queue, run by real Spring Cloud AWS
+ * containers fed from ElasticMQ, two applications ("processes": two contexts) on one PostgreSQL database. What
+ * once-sqs's {@code SqsFifoTest.aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt} shows for its
+ * consumer, transposed to the listener: A's call of g-1 is held in its body past g-1's visibility timeout (1 s; a
+ * listener container extends no visibility by default, so a slow body is enough, no cut-off needed); B's receive is
+ * past g-1's {@code maxReceiveCount} (1), so the queue moves g-1 to its dead-letter queue and hands B g-2, which B
+ * applies. A's body then returns: g-1 must not be applied after g-2. The group's position in the database (SQS's
+ * sequence numbers, the stream once-sqs keys the group by) refuses it at A's commit. A batch listener runs one ordered
+ * run per message group; a FIFO container that does not fetch the sequence numbers, or a method that cannot see the
+ * message, fails the context start.
+ */
+class SqsFifoIdempotentListenerTest {
+
+    static final String FIFO = "once-spring-sqs-fifo-" + UUID.randomUUID() + ".fifo";
+    static final String DLQ = "once-spring-sqs-fifo-dlq-" + UUID.randomUUID() + ".fifo";
+    static final String BATCH = "once-spring-sqs-fifo-batch-" + UUID.randomUUID() + ".fifo";
+    /** The event ids of each call of the batch listener's body. */
+    static final List<List<String>> batches = new CopyOnWriteArrayList<>();
+
+    static final Map<String, Integer> calls = new ConcurrentHashMap<>();
+    static final CountDownLatch holding = new CountDownLatch(1);
+    static final CountDownLatch released = new CountDownLatch(1);
+
+    static SQSRestServer server;
+    static SqsAsyncClient sqs;
+    static TestDatabase db;
+    static String fifoUrl;
+    static String dlqUrl;
+    static String batchUrl;
+
+    @BeforeAll
+    static void start() {
+        server = SQSRestServerBuilder.withInterface("127.0.0.1")
+                .withDynamicPort()
+                .start();
+        int port = server.waitUntilStarted().localAddress().getPort();
+        sqs = SqsAsyncClient.builder()
+                .endpointOverride(URI.create("http://127.0.0.1:" + port))
+                .region(Region.US_EAST_1)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
+                .build();
+        dlqUrl = fifo(DLQ, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
+        String dlqArn = sqs.getQueueAttributes(r -> r.queueUrl(dlqUrl).attributeNames(QueueAttributeName.QUEUE_ARN))
+                .join()
+                .attributes()
+                .get(QueueAttributeName.QUEUE_ARN);
+        fifoUrl = fifo(
+                FIFO,
+                Map.of(
+                        QueueAttributeName.VISIBILITY_TIMEOUT,
+                        "1",
+                        QueueAttributeName.REDRIVE_POLICY,
+                        "{\"deadLetterTargetArn\":\"" + dlqArn + "\",\"maxReceiveCount\":\"1\"}"));
+        batchUrl = fifo(BATCH, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
+        System.setProperty("once.test.sqs.fifo", FIFO);
+        System.setProperty("once.test.sqs.fifo-batch", BATCH);
+        db = TestPostgres.shared().freshDatabase(4);
+        db.execute("CREATE TABLE ledger (seq bigserial PRIMARY KEY, event_id text NOT NULL)");
+    }
+
+    @AfterAll
+    static void stop() {
+        released.countDown();
+        if (db != null) {
+            db.close();
+        }
+        if (sqs != null) {
+            sqs.close();
+        }
+        if (server != null) {
+            server.stopAndWait();
+        }
+    }
+
+    private static String fifo(String name, Map<QueueAttributeName, String> attributes) {
+        Map<QueueAttributeName, String> all = new java.util.HashMap<>(attributes);
+        all.put(QueueAttributeName.FIFO_QUEUE, "true");
+        return sqs.createQueue(r -> r.queueName(name).attributes(all)).join().queueUrl();
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class, Listeners.class})
+    static class Config {
+        /**
+         * One message in flight per container: while A's call holds g-1, A does not receive (a receive would move g-1
+         * to the dead-letter queue and take g-2 itself); B's receives do.
+         */
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .maxConcurrentMessages(1)
+                            .maxMessagesPerPoll(1))
+                    .build();
+        }
+
+        /** Batches that mix message groups: once splits them, one ordered run per group. */
+        @Bean
+        SqsMessageListenerContainerFactory<Object> mixedGroupsSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .fifoBatchGroupingStrategy(
+                                    io.awspring.cloud.sqs.listener.FifoBatchGroupingStrategy
+                                            .PROCESS_MULTIPLE_GROUPS_IN_SAME_BATCH))
+                    .build();
+        }
+    }
+
+    public static class Listeners {
+        final JdbcTemplate jdbc;
+
+        public Listeners(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @SqsListener("${once.test.sqs.fifo}")
+        @IdempotentListener(consumer = "sqs-fifo")
+        public void on(Message<String> message) throws InterruptedException {
+            String id = (String) message.getHeaders().get("once-event-id");
+            if (calls.merge(id, 1, Integer::sum) == 1 && id.equals("g-1")) {
+                // A: held in its body past g-1's visibility timeout, until B has applied g-2
+                holding.countDown();
+                assertThat(released.await(60, TimeUnit.SECONDS)).isTrue();
+            }
+            jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
+        }
+
+        @SqsListener(value = "${once.test.sqs.fifo-batch}", factory = "mixedGroupsSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "sqs-fifo-batch")
+        public void batch(List<Message<String>> messages) {
+            List<String> ids = messages.stream()
+                    .map(m -> (String) m.getHeaders().get("once-event-id"))
+                    .toList();
+            batches.add(ids);
+            for (String id : ids) {
+                jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
+            }
+        }
+    }
+
+    /** An application on the test's database, which its close leaves open for the other and the test. */
+    static AnnotationConfigApplicationContext application() {
+        AnnotationConfigApplicationContext context = new AnnotationConfigApplicationContext();
+        context.registerBean(DataSource.class, () -> db.dataSource(), d -> d.setDestroyMethodName(""));
+        context.register(Config.class);
+        context.refresh();
+        return context;
+    }
+
+    static void send(String eventId) {
+        send(fifoUrl, "g", eventId);
+    }
+
+    static void send(String url, String group, String eventId) {
+        sqs.sendMessage(r -> r.queueUrl(url)
+                        .messageBody(eventId)
+                        .messageGroupId(group)
+                        .messageDeduplicationId(eventId)
+                        .messageAttributes(Map.of(
+                                "once-event-id",
+                                MessageAttributeValue.builder()
+                                        .dataType("String")
+                                        .stringValue(eventId)
+                                        .build())))
+                .join();
+    }
+
+    static List<String> applied() {
+        return applied("g-%");
+    }
+
+    static List<String> applied(String like) {
+        try (var c = db.dataSource().getConnection();
+                var s = c.prepareStatement("SELECT event_id FROM ledger WHERE event_id LIKE ? ORDER BY seq")) {
+            s.setString(1, like);
+            var rs = s.executeQuery();
+            List<String> out = new java.util.ArrayList<>();
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+            return out;
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static long messagesIn(String url) {
+        Map<QueueAttributeName, String> a = sqs.getQueueAttributes(r -> r.queueUrl(url)
+                        .attributeNames(
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
+                .join()
+                .attributes();
+        return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+                + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
+    }
+
+    @Test
+    void aListenerHeldPastItsVisibilityTimeoutDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt() throws Exception {
+        AnnotationConfigApplicationContext a = application();
+        AnnotationConfigApplicationContext b = null;
+        try {
+            send("g-1");
+            send("g-2");
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("A's call of g-1 is in its body")
+                    .isTrue();
+            b = application();
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> applied().contains("g-2"));
+            released.countDown(); // A's body returns
+            a.close(); // the container stops after the calls in flight: A's call of g-1 has ended
+            assertThat(applied())
+                    .as("g-1, held by A past its visibility timeout while SQS moved it to the dead-letter queue, is"
+                            + " not applied after g-2")
+                    .containsExactly("g-2");
+            assertThat(calls).as("g-1's body ran once, in A; g-2's once, in B").containsEntry("g-1", 1);
+            assertThat(db.queryLong(
+                            "SELECT count(*) FROM once_inbox WHERE consumer = 'sqs-fifo'" + " AND event_id = 'g-1'"))
+                    .as("g-1 not claimed")
+                    .isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE consumer = 'sqs-fifo' AND"
+                            + " stream = '" + StreamPositions.sqsMessageGroup(fifoUrl, "g") + "'"))
+                    .as("the group's position kept under the stream once-sqs's consumer names it by")
+                    .isEqualTo(1);
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> messagesIn(dlqUrl) == 1);
+        } finally {
+            released.countDown();
+            a.close();
+            if (b != null) {
+                b.close();
+            }
+        }
+    }
+
+    /**
+     * A batch listener on a FIFO queue, fed batches that mix message groups: each group's messages in one call of
+     * the body, in order (one ordered run per group, each moving its group's position); before, the whole batch was
+     * one call through the unordered batch path, with no position kept.
+     */
+    @Test
+    void aBatchListenerRunsEachMessageGroupInOrderAsARunOfItsOwn() {
+        List<String> sent = List.of("a-1", "b-1", "a-2", "b-2", "a-3");
+        for (String id : sent) {
+            send(batchUrl, id.substring(0, 1), id);
+        }
+        try (AnnotationConfigApplicationContext c = application()) {
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() ->
+                            applied("a-%").size() + applied("b-%").size() == sent.size() && messagesIn(batchUrl) == 0);
+        }
+        assertThat(applied("a-%")).as("group a in order").containsExactly("a-1", "a-2", "a-3");
+        assertThat(applied("b-%")).as("group b in order").containsExactly("b-1", "b-2");
+        assertThat(batches)
+                .as("each call of the body one message group's messages, in order")
+                .allSatisfy(ids -> assertThat(
+                                ids.stream().map(id -> id.substring(0, 1)).distinct())
+                        .hasSize(1))
+                .allSatisfy(ids -> assertThat(ids).isSorted());
+        for (String group : List.of("a", "b")) {
+            assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE consumer = 'sqs-fifo-batch'"
+                            + " AND stream = '" + StreamPositions.sqsMessageGroup(batchUrl, group) + "'"))
+                    .as("group %s's position kept", group)
+                    .isEqualTo(1);
+        }
+    }
+
+    /** A FIFO queue's factory that fetches the message group but not the sequence number. */
+    @Configuration(proxyBeanMethods = false)
+    @Import(SqsBootstrapConfiguration.class)
+    static class NoSequenceNumbers {
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .configure(o -> o.messageSystemAttributeNames(List.of(
+                            MessageSystemAttributeName.MESSAGE_GROUP_ID,
+                            MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT)))
+                    .build();
+        }
+    }
+
+    static class FifoListener {
+        @SqsListener("once-spring-sqs-never-started.fifo")
+        @IdempotentListener(consumer = "sqs-fifo-unfenced")
+        public void on(Message<String> message) {}
+    }
+
+    /** Its event id from the payload: it never sees the message's group and sequence number. */
+    static class FifoPayloadListener {
+        @SqsListener("once-spring-sqs-never-started.fifo")
+        @IdempotentListener(consumer = "sqs-fifo-payload", eventId = "#p0")
+        public void on(String payload) {}
+    }
+
+    /** Default factory: every system attribute. */
+    @Configuration(proxyBeanMethods = false)
+    @Import(SqsBootstrapConfiguration.class)
+    static class AllAttributes {
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(sqs)
+                    .build();
+        }
+    }
+
+    /**
+     * What once needs to keep a FIFO queue's group positions, checked before the containers start: the container
+     * must fetch each message's SequenceNumber (Spring Cloud AWS requires MessageGroupId itself), and the method must
+     * take the message.
+     */
+    @Test
+    void aFifoContainerWithoutSequenceNumbersOrAMethodWithoutTheMessageFailsTheStart() {
+        Map<List<Class<?>>, List<String>> expected = Map.of(
+                List.of(NoSequenceNumbers.class, FifoListener.class),
+                List.of("FifoListener.on", "leave out SequenceNumber", "SEQUENCE_NUMBER"),
+                List.of(AllAttributes.class, FifoPayloadListener.class),
+                List.of("FifoPayloadListener.on", "takes no Message", "MessageGroupId and SequenceNumber"));
+        expected.forEach((beans, says) -> assertThatThrownBy(() -> {
+                    try (var c = new AnnotationConfigApplicationContext()) {
+                        c.register(IdempotentListenerConfiguration.class);
+                        beans.forEach(c::register);
+                        c.refresh();
+                    }
+                })
+                .as(beans.toString())
+                .hasRootCauseInstanceOf(InvalidConfigurationException.class)
+                .rootCause()
+                .hasMessageContainingAll(says.toArray(String[]::new)));
+    }
+}
