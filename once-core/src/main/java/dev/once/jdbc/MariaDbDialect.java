@@ -205,7 +205,13 @@ public final class MariaDbDialect implements Dialect {
 
     @Override
     public String pruneInbox(String prefix) {
-        return "DELETE FROM " + quote(prefix + "inbox") + " WHERE processed_at < ? ORDER BY processed_at LIMIT ?";
+        return chunkedDelete(prefix + "inbox", "processed_at < ?", "processed_at");
+    }
+
+    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, in `order`. The
+    // delete's locking read waits for a transaction that holds a row and decides on the row as it committed.
+    private String chunkedDelete(String table, String where, String order) {
+        return "DELETE FROM " + quote(table) + " WHERE " + where + " ORDER BY " + order + " LIMIT ?";
     }
 
     // The ordered delete starts each chunk at the oldest entry of the processed_at B-tree; the
@@ -256,8 +262,10 @@ public final class MariaDbDialect implements Dialect {
 
     @Override
     public String pruneKeys(String prefix) {
-        return "DELETE FROM " + quote(prefix + "idempotency_key")
-                + " WHERE created_at < ? AND (state <> 'processing' OR locked_until < ?) ORDER BY created_at LIMIT ?";
+        return chunkedDelete(
+                prefix + "idempotency_key",
+                "created_at < ? AND (state <> 'processing' OR locked_until < ?)",
+                "created_at");
     }
 
     @Override
@@ -267,7 +275,7 @@ public final class MariaDbDialect implements Dialect {
 
     @Override
     public String pruneOutbox(String prefix) {
-        return "DELETE FROM " + quote(prefix + "outbox") + " WHERE status = 'sent' AND sent_at < ? ORDER BY id LIMIT ?";
+        return chunkedDelete(prefix + "outbox", "status = 'sent' AND sent_at < ?", "id");
     }
 
     // In primary key order, not by moved_at: it has no index, on purpose (InnoDB would rewrite its entry on every
@@ -276,8 +284,7 @@ public final class MariaDbDialect implements Dialect {
     // reads the row as it committed: moved, it is not old any more and stays.
     @Override
     public String pruneStreamPositions(String prefix) {
-        return "DELETE FROM " + quote(prefix + "stream_position")
-                + " WHERE moved_at < ? ORDER BY consumer, stream LIMIT ?";
+        return chunkedDelete(prefix + "stream_position", "moved_at < ?", "consumer, stream");
     }
 
     @Override

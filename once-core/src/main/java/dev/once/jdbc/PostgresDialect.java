@@ -377,11 +377,32 @@ public final class PostgresDialect implements Dialect {
 
     @Override
     public String pruneInbox(String prefix) {
-        String table = quote(prefix + "inbox");
-        // SKIP LOCKED: a chunk never waits on rows a live claim transaction is touching.
-        return "DELETE FROM " + table + " i USING (SELECT consumer, event_id FROM " + table
-                + " WHERE processed_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old"
-                + " WHERE i.consumer = old.consumer AND i.event_id = old.event_id";
+        return chunkedDelete(prefix + "inbox", "processed_at < ?", "consumer", "event_id");
+    }
+
+    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, found by their key.
+    // SKIP LOCKED: a chunk never waits on rows a live transaction is touching (a claim, a relay batch, a key's
+    // request, a stream's move), and the row lock re-reads each row it takes as last committed, so a row changed
+    // since the chunk's snapshot is deleted only if it still matches.
+    private String chunkedDelete(String table, String where, String... key) {
+        String quoted = quote(table);
+        StringBuilder sql = new StringBuilder("DELETE FROM ")
+                .append(quoted)
+                .append(" t USING (SELECT ")
+                .append(String.join(", ", key))
+                .append(" FROM ")
+                .append(quoted)
+                .append(" WHERE ")
+                .append(where)
+                .append(" LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE ");
+        for (int i = 0; i < key.length; i++) {
+            sql.append(i == 0 ? "" : " AND ")
+                    .append("t.")
+                    .append(key[i])
+                    .append(" = old.")
+                    .append(key[i]);
+        }
+        return sql.toString();
     }
 
     // ctid is the row's physical position. A TID range scan (PostgreSQL 14+) from the previous
@@ -434,30 +455,26 @@ public final class PostgresDialect implements Dialect {
 
     @Override
     public String pruneKeys(String prefix) {
-        String table = quote(prefix + "idempotency_key");
-        return "DELETE FROM " + table + " k USING (SELECT scope, idem_key FROM " + table
-                + " WHERE created_at < ? AND (state <> 'processing' OR locked_until < ?) LIMIT ?"
-                + " FOR UPDATE SKIP LOCKED) old WHERE k.scope = old.scope AND k.idem_key = old.idem_key";
+        return chunkedDelete(
+                prefix + "idempotency_key",
+                "created_at < ? AND (state <> 'processing' OR locked_until < ?)",
+                "scope",
+                "idem_key");
     }
 
     @Override
     public String pruneOutbox(String prefix) {
-        String table = quote(prefix + "outbox");
-        return "DELETE FROM " + table + " o USING (SELECT id FROM " + table
-                + " WHERE status = 'sent' AND sent_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old WHERE o.id = old.id";
+        return chunkedDelete(prefix + "outbox", "status = 'sent' AND sent_at < ?", "id");
     }
 
     // SKIP LOCKED: a chunk passes the row of a stream a claim transaction is moving (not old once it commits), and
-    // the row lock re-reads each row it takes as last committed, so a row moved since the chunk's snapshot is not
-    // deleted. No index on moved_at, on purpose: a move sets position and moved_at and touches no indexed column, so
+    // takes a row moved since the chunk's snapshot as moved: not deleted. No index on moved_at, on purpose: a move sets
+    // position and moved_at and touches no indexed column, so
     // it is a HOT update (no index write); an index on moved_at would make every move a non-HOT update, the price
     // paid on every ordered run to save a scan of a table of one row per stream, once per chunk.
     @Override
     public String pruneStreamPositions(String prefix) {
-        String table = quote(prefix + "stream_position");
-        return "DELETE FROM " + table + " p USING (SELECT consumer, stream FROM " + table
-                + " WHERE moved_at < ? LIMIT ? FOR UPDATE SKIP LOCKED) old"
-                + " WHERE p.consumer = old.consumer AND p.stream = old.stream";
+        return chunkedDelete(prefix + "stream_position", "moved_at < ?", "consumer", "stream");
     }
 
     // The V4 triggers send pg_notify on this channel once per insert statement and when a dead row is replayed.

@@ -44,17 +44,10 @@ final class ChunkedPrune {
 
     private final Counter deleted;
 
-    /** A prune by {@code sql} alone: only the inbox is large enough to need the heap walk. */
-    ChunkedPrune(
-            DataSource dataSource,
-            String sql,
-            int chunkSize,
-            MeterRegistry registry,
-            String table,
-            String description) {
-        this(dataSource, sql, version -> null, chunkSize, registry, table, description);
-    }
-
+    /**
+     * @param walkingSql the walking statement for a server's major version (null where it cannot), or null for a
+     *     table no dialect walks: only the inbox is large enough to need the heap walk
+     */
     ChunkedPrune(
             DataSource dataSource,
             String sql,
@@ -65,7 +58,7 @@ final class ChunkedPrune {
             String description) {
         this.transactions = Transactions.owning(dataSource);
         this.sql = sql;
-        this.walkingSql = walkingSql;
+        this.walkingSql = walkingSql == null ? version -> null : walkingSql;
         this.chunkSize = chunkSize;
         this.deleted = Counter.builder("once.retention.deleted")
                 .description(description)

@@ -4,7 +4,6 @@ import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
 import java.sql.Timestamp;
 import java.time.Duration;
-import java.time.Instant;
 
 /**
  * Deletes idempotency keys created longer ago than the retention, in bounded chunks of one short
@@ -22,17 +21,7 @@ public final class IdempotencyKeyPruner extends RowPruner {
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
     private IdempotencyKeyPruner(Builder b, JdbcTarget t) {
-        super(
-                new ChunkedPrune(
-                        t.dataSource(),
-                        t.dialect().pruneKeys(t.tablePrefix()),
-                        b.chunkSize,
-                        b.meterRegistry,
-                        t.tablePrefix() + "idempotency_key",
-                        "idempotency keys pruned"),
-                b.retention,
-                t.clock(),
-                t.tablePrefix() + "idempotency_key");
+        super(t, b, "idempotency_key", t.dialect().pruneKeys(t.tablePrefix()), null, "idempotency keys pruned");
     }
 
     public static Builder builder() {
@@ -47,23 +36,20 @@ public final class IdempotencyKeyPruner extends RowPruner {
      */
     @Override
     public long prune() {
-        Instant now = clock.instant();
-        Instant cutoff = now.minus(retention);
-        return chunks.run(
-                ps -> {
-                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on created_at
+        return pruneBefore( // the cutoff on created_at
+                "idempotency keys created",
+                (ps, now) -> {
                     ps.setTimestamp(2, Timestamp.from(now)); // 2 now: claims held until later are spared
                     return 3; // 3 chunk size
                 },
-                "idempotency keys created before " + cutoff,
                 null);
     }
 
     /** Builds an {@link IdempotencyKeyPruner}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
-        private Duration retention = DEFAULT_RETENTION;
-
-        private Builder() {}
+        private Builder() {
+            retention = DEFAULT_RETENTION;
+        }
 
         @Override
         protected Builder self() {

@@ -6,9 +6,7 @@ import dev.once.internal.JdbcTarget;
 import io.micrometer.core.instrument.Gauge;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.sql.Timestamp;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -32,17 +30,12 @@ public final class InboxPruner extends RowPruner {
 
     private InboxPruner(Builder b, JdbcTarget t) {
         super(
-                new ChunkedPrune(
-                        t.dataSource(),
-                        t.dialect().pruneInbox(t.tablePrefix()),
-                        version -> t.dialect().pruneInboxWalking(t.tablePrefix(), version),
-                        b.chunkSize,
-                        b.meterRegistry,
-                        t.tablePrefix() + "inbox",
-                        "inbox rows pruned"),
-                b.retention,
-                t.clock(),
-                t.tablePrefix() + "inbox");
+                t,
+                b,
+                "inbox",
+                t.dialect().pruneInbox(t.tablePrefix()),
+                version -> t.dialect().pruneInboxWalking(t.tablePrefix(), version),
+                "inbox rows pruned");
         this.countSql = t.dialect().countInboxRows(t.tablePrefix());
         Gauge.builder("once.inbox.rows", rows, AtomicLong::get)
                 .description("inbox rows after the last prune")
@@ -63,14 +56,8 @@ public final class InboxPruner extends RowPruner {
      */
     @Override
     public long prune() {
-        Instant cutoff = clock.instant().minus(retention);
-        return chunks.run(
-                ps -> {
-                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on processed_at
-                    return 2; // 2 chunk size
-                },
-                "inbox rows processed before " + cutoff,
-                c -> {
+        return pruneBefore( // the cutoff on processed_at
+                "inbox rows processed", CUTOFF_ONLY, c -> {
                     try (Statement s = c.createStatement();
                             ResultSet rs = s.executeQuery(countSql)) {
                         rs.next();
@@ -81,7 +68,6 @@ public final class InboxPruner extends RowPruner {
 
     /** Builds an {@link InboxPruner}; {@code dataSource} and {@code retention} are required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
-        private Duration retention;
         private Duration redeliveryHorizon = DEFAULT_REDELIVERY_HORIZON;
 
         private Builder() {}

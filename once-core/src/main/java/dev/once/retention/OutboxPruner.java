@@ -2,9 +2,7 @@ package dev.once.retention;
 
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
-import java.sql.Timestamp;
 import java.time.Duration;
-import java.time.Instant;
 
 /**
  * Deletes outbox rows sent longer ago than the retention, in bounded chunks of one short
@@ -21,17 +19,7 @@ public final class OutboxPruner extends RowPruner {
     public static final int DEFAULT_CHUNK_SIZE = PrunerBuilder.DEFAULT_CHUNK_SIZE;
 
     private OutboxPruner(Builder b, JdbcTarget t) {
-        super(
-                new ChunkedPrune(
-                        t.dataSource(),
-                        t.dialect().pruneOutbox(t.tablePrefix()),
-                        b.chunkSize,
-                        b.meterRegistry,
-                        t.tablePrefix() + "outbox",
-                        "sent outbox rows pruned"),
-                b.retention,
-                t.clock(),
-                t.tablePrefix() + "outbox");
+        super(t, b, "outbox", t.dialect().pruneOutbox(t.tablePrefix()), null, "sent outbox rows pruned");
     }
 
     public static Builder builder() {
@@ -46,22 +34,14 @@ public final class OutboxPruner extends RowPruner {
      */
     @Override
     public long prune() {
-        Instant now = clock.instant();
-        Instant cutoff = now.minus(retention);
-        return chunks.run(
-                ps -> {
-                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on sent_at
-                    return 2; // 2 chunk size
-                },
-                "outbox rows sent before " + cutoff,
-                null);
+        return pruneBefore("outbox rows sent", CUTOFF_ONLY, null); // the cutoff on sent_at
     }
 
     /** Builds an {@link OutboxPruner}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
-        private Duration retention = DEFAULT_RETENTION;
-
-        private Builder() {}
+        private Builder() {
+            retention = DEFAULT_RETENTION;
+        }
 
         @Override
         protected Builder self() {

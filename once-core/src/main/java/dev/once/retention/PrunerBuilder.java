@@ -16,6 +16,8 @@ abstract class PrunerBuilder<B extends PrunerBuilder<B>> extends JdbcBuilder<B> 
 
     int chunkSize = DEFAULT_CHUNK_SIZE;
     MeterRegistry meterRegistry = Metrics.globalRegistry;
+    /** How long rows are kept: each pruner's builder sets it by its own rule. */
+    Duration retention;
 
     /** Rows deleted per transaction (1 to 1,000,000), default {@value #DEFAULT_CHUNK_SIZE}. */
     public B chunkSize(int chunkSize) {

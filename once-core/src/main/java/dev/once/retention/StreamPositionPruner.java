@@ -2,9 +2,7 @@ package dev.once.retention;
 
 import dev.once.OnceException;
 import dev.once.internal.JdbcTarget;
-import java.sql.Timestamp;
 import java.time.Duration;
-import java.time.Instant;
 
 /**
  * Deletes the positions of ordered streams ({@link dev.once.StreamPositions}: one row per consumer and SQS FIFO
@@ -31,16 +29,12 @@ public final class StreamPositionPruner extends RowPruner {
 
     private StreamPositionPruner(Builder b, JdbcTarget t) {
         super(
-                new ChunkedPrune(
-                        t.dataSource(),
-                        t.dialect().pruneStreamPositions(t.tablePrefix()),
-                        b.chunkSize,
-                        b.meterRegistry,
-                        t.tablePrefix() + "stream_position",
-                        "stream positions pruned"),
-                b.retention,
-                t.clock(),
-                t.tablePrefix() + "stream_position");
+                t,
+                b,
+                "stream_position",
+                t.dialect().pruneStreamPositions(t.tablePrefix()),
+                null,
+                "stream positions pruned");
     }
 
     public static Builder builder() {
@@ -55,21 +49,14 @@ public final class StreamPositionPruner extends RowPruner {
      */
     @Override
     public long prune() {
-        Instant cutoff = clock.instant().minus(retention);
-        return chunks.run(
-                ps -> {
-                    ps.setTimestamp(1, Timestamp.from(cutoff)); // 1 cutoff on moved_at
-                    return 2; // 2 chunk size
-                },
-                "stream positions last moved before " + cutoff,
-                null);
+        return pruneBefore("stream positions last moved", CUTOFF_ONLY, null); // the cutoff on moved_at
     }
 
     /** Builds a {@link StreamPositionPruner}; {@code dataSource} is required. Not thread-safe. */
     public static final class Builder extends PrunerBuilder<Builder> {
-        private Duration retention = DEFAULT_RETENTION;
-
-        private Builder() {}
+        private Builder() {
+            retention = DEFAULT_RETENTION;
+        }
 
         @Override
         protected Builder self() {

@@ -18,6 +18,41 @@ class SpeedTest {
     @TempDir
     Path repo;
 
+    /**
+     * A Camel route of many steps is one fluent chain: the type of each link was once asked twice per link (the
+     * repository's declared return and the library return-type catalogue each asked for the receiver's), so a
+     * 27-link route took 2^27 look-ups and never finished. Each link's receiver is asked once now.
+     */
+    @Test
+    void aLongFluentChainScansInLinearTime() throws IOException {
+        Path src = Files.createDirectories(repo.resolve("src/main/java/routes"));
+        StringBuilder steps = new StringBuilder();
+        for (int i = 0; i < 60; i++) {
+            steps.append("\n            .setHeader(\"h")
+                    .append(i)
+                    .append("\", constant(\"v")
+                    .append(i)
+                    .append("\"))");
+        }
+        Files.writeString(src.resolve("LongRoute.java"), """
+                package routes;
+
+                import org.apache.camel.builder.RouteBuilder;
+
+                public class LongRoute extends RouteBuilder {
+                    @Override
+                    public void configure() {
+                        from("kafka:orders")%s
+                            .to("jdbc:ds");
+                    }
+                }
+                """.formatted(steps));
+        ScanReport report = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                java.time.Duration.ofSeconds(60),
+                () -> ConsumerScan.builder().root(repo).build().run());
+        assertThat(report.consumers()).hasSize(1);
+    }
+
     @Test
     void aThousandFileRepositoryScansInSeconds() throws IOException {
         Path src = Files.createDirectories(repo.resolve("src/main/java/synth"));

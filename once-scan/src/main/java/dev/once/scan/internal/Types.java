@@ -89,11 +89,14 @@ final class Types {
             if (held != null) {
                 return held;
             }
-            String declared = returnType(mc);
+            // the receiver's type once: both readings below need it, and asking for it twice per link doubled the work
+            // at every link of a fluent chain (a Camel route's hundred steps)
+            String receiver = receiverType(mc);
+            String declared = returnType(mc, receiver);
             if (declared != null) {
                 return declared;
             }
-            String made = libraryReturn(mc);
+            String made = libraryReturn(mc, receiver);
             if (made != null) {
                 return made;
             }
@@ -149,26 +152,27 @@ final class Types {
      * session.createProducer(queue)} on a JMS {@code Session} is a {@code MessageProducer}, so the {@code send} made on it
      * is a publish. Only on a receiver of a library type (a repository type's methods are read by {@link #returnType}).
      */
-    private String libraryReturn(MethodCallExpr mc) {
+    private String libraryReturn(MethodCallExpr mc, String owner) {
         if (mc.getScope().isEmpty() || mc.getScope().get() instanceof ThisExpr) {
             return null;
         }
-        String owner = typeOf(mc.getScope().get());
         if (owner == null || isRepoType(owner)) {
             return null;
         }
         return LibraryReturns.get().returns(owner, mc.getNameAsString()).orElse(null);
     }
 
-    /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
-    private String returnType(MethodCallExpr mc) {
-        String owner;
+    /** The type of the call's receiver: the enclosing type for a call on {@code this} or with no scope. */
+    private String receiverType(MethodCallExpr mc) {
         if (mc.getScope().isEmpty() || mc.getScope().get() instanceof ThisExpr) {
             TypeDeclaration<?> t = enclosingType(mc);
-            owner = t == null ? null : t.getNameAsString();
-        } else {
-            owner = typeOf(mc.getScope().get());
+            return t == null ? null : t.getNameAsString();
         }
+        return typeOf(mc.getScope().get());
+    }
+
+    /** The declared return type of a repository method the call lands on: {@code settings.consumer()} → its type. */
+    private String returnType(MethodCallExpr mc, String owner) {
         if (owner == null || !isRepoType(owner)) {
             return null;
         }
@@ -301,7 +305,7 @@ final class Types {
                 return oc.getType();
             }
             // `var consumer = this.consumer(ctx)`: the type the repository method that builds it declares
-            String built = init instanceof MethodCallExpr mc ? returnType(mc) : null;
+            String built = init instanceof MethodCallExpr mc ? returnType(mc, receiverType(mc)) : null;
             return built == null ? null : new ClassOrInterfaceType(null, built);
         }
         return d.getType();
