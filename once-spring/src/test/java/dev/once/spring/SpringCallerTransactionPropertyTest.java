@@ -64,12 +64,10 @@ class SpringCallerTransactionPropertyTest {
     static final int TRIES = 15;
     static final int REPEATS = Integer.getInteger("once.springTx.tries", 1);
     static final AtomicLong sequences = new AtomicLong();
-    // ordered runs: moved the stream, refused, failed fast (a suspended transaction holds the stream), skipped
-    // (MariaDB: a suspended transaction's gap lock)
+    // ordered runs: moved the stream, refused, failed fast (a suspended transaction holds the stream)
     static final AtomicLong moved = new AtomicLong();
     static final AtomicLong refusals = new AtomicLong();
     static final AtomicLong failFast = new AtomicLong();
-    static final AtomicLong gapSkips = new AtomicLong();
 
     private static TestDatabase db;
     private static Setup jdbcSetup;
@@ -96,8 +94,7 @@ class SpringCallerTransactionPropertyTest {
         jpaSetup = null;
         System.out.println("SpringCallerTransactionPropertyTest: sequences=" + sequences.getAndSet(0)
                 + " lost=0 phantom=0 wrong_outcomes=0 runs_moved=" + moved.getAndSet(0) + " refused="
-                + refusals.getAndSet(0) + " failed_fast=" + failFast.getAndSet(0) + " skipped_gap_lock="
-                + gapSkips.getAndSet(0));
+                + refusals.getAndSet(0) + " failed_fast=" + failFast.getAndSet(0));
     }
 
     /** One transaction manager with its OnceSpring, consumer, Kafka listeners and the outcomes heard. */
@@ -259,7 +256,7 @@ class SpringCallerTransactionPropertyTest {
         return TestPostgres.shared().freshDatabase(6);
     }
 
-    /** True on MariaDB, whose locking reads of an absent key lock the gap (InnoDB's repeatable read). */
+    /** True on MariaDB. */
     boolean mariaDb() {
         return false;
     }
@@ -436,9 +433,8 @@ class SpringCallerTransactionPropertyTest {
         final List<Run> runs = new ArrayList<>();
         final Map<String, long[]> positionOf = new HashMap<>(); // event id -> {stream, position}
         // per physical transaction, the streams whose row lock its runs took (held until it ends, whatever a
-        // rollback to a savepoint undid: MariaDB keeps the locks), and whether it inserted a stream's row
+        // rollback to a savepoint undid: MariaDB keeps the locks)
         final Map<Physical, java.util.Set<Integer>> fenced = new java.util.IdentityHashMap<>();
-        final java.util.Set<Physical> created = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
         /** One ordered run: its stream and, per delivery, the event id and the position. */
         record Run(int stream, List<String> ids, List<Long> positions) {}
@@ -526,22 +522,11 @@ class SpringCallerTransactionPropertyTest {
             }
             int firstFresh = claims.indexOf(Claim.FREE);
             boolean heldByOther = false;
-            boolean otherCreated = false;
             for (Scope scope : scopes.open()) {
                 if (scope.physical != physical) {
                     heldByOther |= fenced.getOrDefault(scope.physical, java.util.Set.of())
                             .contains(s);
-                    otherCreated |= created.contains(scope.physical);
                 }
-            }
-            boolean inserts = firstFresh >= 0 && visible(s, physical) == 0;
-            if (maria && inserts && otherCreated && !heldByOther) {
-                // InnoDB: the suspended transaction's first move of a stream locked the gap its row went into (a
-                // locking read of the absent key); this one's insert of another new stream into that gap waits
-                // for it until innodb_lock_wait_timeout. Reported, not fixed here.
-                gapSkips.incrementAndGet();
-                moves.add(desc + ": skipped, MariaDB gap lock of a suspended transaction's new stream");
-                return;
             }
             runs.add(run);
             List<Delivery> deliveries = new ArrayList<>();
@@ -591,9 +576,6 @@ class SpringCallerTransactionPropertyTest {
                 return; // nothing fresh: the fence does not run
             }
             fenced.computeIfAbsent(physical, k -> new java.util.HashSet<>()).add(s);
-            if (inserts) {
-                created.add(physical);
-            }
             List<String> fresh = new ArrayList<>();
             for (int i = firstFresh; i < claims.size(); i++) {
                 if (claims.get(i) == Claim.FREE) {
