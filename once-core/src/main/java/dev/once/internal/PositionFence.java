@@ -133,6 +133,7 @@ final class PositionFence {
     Outcome advance(Connection c, List<Delivery> applied) throws SQLException {
         BigInteger first = positions.get(applied.get(0).eventId());
         BigInteger last = positions.get(applied.get(applied.size() - 1).eventId());
+        create(c);
         for (int tries = 1; tries <= MAX_TRIES; tries++) {
             if (update(c, last, first) == 1) {
                 return null;
@@ -153,6 +154,20 @@ final class PositionFence {
         }
         throw new SQLException("the position of stream '" + stream + "' of consumer '" + consumer
                 + "' kept changing under " + MAX_TRIES + " tries to move it");
+    }
+
+    /** Where the dialect needs it, the stream's row, locked, before the locking reads of it (no gap lock). */
+    private void create(Connection c) throws SQLException {
+        String sql = dialect.streamPositionCreate(prefix);
+        if (sql == null) {
+            return;
+        }
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, consumer); // 1: consumer
+            ps.setString(2, stream); // 2: stream
+            dialect.bindProcessedAt(ps, 3, clock.instant()); // 3: now
+            ps.executeUpdate();
+        }
     }
 
     private int update(Connection c, BigInteger last, BigInteger first) throws SQLException {

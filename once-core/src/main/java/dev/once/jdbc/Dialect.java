@@ -644,6 +644,18 @@ public interface Dialect {
     }
 
     /**
+     * Makes sure, before {@link #streamPositionAdvance}, that the stream's row exists and this transaction holds its
+     * row lock, without moving it: where a locking read of a missing key locks the gap around it (InnoDB), so that
+     * the first runs of other new streams would wait on it or deadlock. A row it inserts holds {@code -1}, below any
+     * position ("nothing applied yet"), which the advance in the same transaction then moves (a rollback takes the
+     * row with it). Null where such reads lock no more than the key (PostgreSQL). Binds: 1 consumer, 2 stream, 3 now
+     * ({@link #bindProcessedAt}).
+     */
+    default String streamPositionCreate(String prefix) {
+        return null;
+    }
+
+    /**
      * Moves an ordered stream's stored position forward to the last position a transaction applied, unless the
      * stream is already at or past its first ({@link dev.once.StreamPositions}): one row updated when it moved.
      * Binds: 1 new position, 2 now ({@link #bindProcessedAt}), 3 consumer, 4 stream, 5 the transaction's first

@@ -344,6 +344,15 @@ public final class MariaDbDialect implements Dialect {
                 + " VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)";
     }
 
+    // A new key is inserted under an insert intention lock, which waits for no other insert into the gap (only for
+    // a gap lock, which no statement on this table takes then); a duplicate primary key is X-locked, the record only
+    // (not the gap), and left as it is: the fence's UPDATE and locking SELECT then find the row and lock no gap.
+    @Override
+    public String streamPositionCreate(String prefix) {
+        return "INSERT INTO " + quote(prefix + "stream_position") + " (consumer, stream, position, moved_at)"
+                + " VALUES (?, ?, -1, ?) ON DUPLICATE KEY UPDATE position = position";
+    }
+
     // IGNORE turns a duplicate key into "no row inserted", as ON CONFLICT DO NOTHING, but other errors into warnings
     // too: a NOT NULL column left out would get the zero date without a word (moved_at: the pruner would delete
     // every new stream at its next run), so every column is listed.
