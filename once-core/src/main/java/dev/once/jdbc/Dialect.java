@@ -401,6 +401,18 @@ public interface Dialect {
      */
     String pruneKeys(String prefix);
 
+    /**
+     * Run first in each pruner chunk's transaction, before its delete ({@link #pruneInbox}, {@link #pruneKeys},
+     * {@link #pruneOutbox}, {@link #pruneStreamPositions}), or null for nothing. MariaDB's sets READ COMMITTED for
+     * that transaction: under REPEATABLE READ the delete's scan locks every index record it reads together with the
+     * gap before it (next-key locks) and keeps the locks of the rows it does not delete, so that a new claim or a new
+     * stream's first run inserting into a scanned gap, or a move of a stream the chunk keeps, waited for the chunk's
+     * commit.
+     */
+    default String pruneChunkBegin() {
+        return null;
+    }
+
     // ---- outbox relay (dev.once.outbox) --------------------------------------------------------
 
     /**

@@ -203,13 +203,23 @@ public final class MariaDbDialect implements Dialect {
                 + " WHERE resource = ? FOR UPDATE";
     }
 
+    // READ COMMITTED locks no gap on a scan and lets go of each row the delete reads and does not delete, so a chunk
+    // holds only the rows it deletes; a row a live transaction holds is still waited for and decided on as it
+    // committed. Like the relay's batch, it needs a binary log in ROW or MIXED format (MariaDB's default), where
+    // InnoDB logs such a delete by rows (error 1665 under binlog_format=STATEMENT).
+    @Override
+    public String pruneChunkBegin() {
+        return "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    }
+
     @Override
     public String pruneInbox(String prefix) {
         return chunkedDelete(prefix + "inbox", "processed_at < ?", "processed_at");
     }
 
-    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, in `order`. The
-    // delete's locking read waits for a transaction that holds a row and decides on the row as it committed.
+    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, in `order`, under
+    // READ COMMITTED (pruneChunkBegin). The delete's locking read waits for a transaction that holds a row and
+    // decides on the row as it committed.
     private String chunkedDelete(String table, String where, String order) {
         return "DELETE FROM " + quote(table) + " WHERE " + where + " ORDER BY " + order + " LIMIT ?";
     }
