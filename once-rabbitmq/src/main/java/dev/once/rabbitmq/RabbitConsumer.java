@@ -16,6 +16,7 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
+import dev.once.RetryableException;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.ConsumerSettings;
@@ -40,6 +41,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,8 +62,17 @@ import org.slf4j.LoggerFactory;
  * {@link Builder#deadLetterAfterRetries()} (for a queue with a dead-letter exchange), dead-lettered by
  * the consumer itself ({@code basicReject}), which also bounds retries on a classic queue, where the
  * broker counts nothing; a quorum queue's delivery limit, if lower, dead-letters it first. A held message keeps its prefetch slot: during an outage the consumer
- * slows down instead of spinning. A message still in progress elsewhere is requeued after the
- * policy's first delay.
+ * slows down instead of spinning.
+ *
+ * <p>A message whose claim another delivery holds ({@code IN_PROGRESS}: a redelivery while a slow holder
+ * still works, as after a network partition that closed the holder's channel but not its transaction) is
+ * not requeued: on a quorum queue every requeue counts toward {@code x-delivery-limit}, and at the limit
+ * the broker dead-letters the message, or drops it without a dead-letter exchange, while the holder may
+ * still roll back. It is kept unacknowledged instead (no multiple ack covers it) and processed again,
+ * spaced by the policy's delays, until the holder has ended, then settled by what that try finds: acked
+ * (the holder committed: duplicate; or it rolled back: applied now), or as any other outcome. Keeping it
+ * ends only with its channel (the broker then requeues it, which on a quorum queue counts one delivery),
+ * when the connection is lost or the consumer closes. It keeps its prefetch slot meanwhile.
  *
  * <p>A connection lost between commit and ack makes the broker requeue the message; the
  * redelivery is absorbed by the inbox as a duplicate. The event id is read from the header
@@ -129,6 +140,9 @@ public final class RabbitConsumer implements AutoCloseable {
     private volatile boolean running;
     private volatile boolean subscribed;
     private volatile long recoveredAt;
+    /** Shutdowns of the channel so far: a message held before one is no longer this consumer's to settle. */
+    private final AtomicLong shutdowns = new AtomicLong();
+
     private RecoveryListener recovery;
     // Worker thread only: messages held for a delayed requeue, soonest first, and failures per event id.
     private final PriorityQueue<Held> held = new PriorityQueue<>(Comparator.comparingLong(Held::dueNanos));
@@ -139,9 +153,20 @@ public final class RabbitConsumer implements AutoCloseable {
         }
     };
 
-    private record Received(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {}
+    /** A message as it arrived; {@code epoch}: its channel's shutdowns then. */
+    private record Received(Envelope envelope, AMQP.BasicProperties properties, byte[] body, long epoch) {}
 
-    private record Held(long tag, long dueNanos) {}
+    /**
+     * A message held unacknowledged until {@code dueNanos}: then requeued, or, with a {@code delivery} (its
+     * claim was held by another delivery), processed again; {@code epoch}: the channel's shutdowns when held.
+     */
+    private record Held(long tag, long dueNanos, Received message, Delivery delivery, int tries, long epoch) {
+        // epoch: of the message's channel when it arrived
+
+        Held(long tag, long dueNanos) {
+            this(tag, dueNanos, null, null, 0, 0);
+        }
+    }
 
     private RabbitConsumer(Builder b) {
         this.connection = b.connection;
@@ -174,6 +199,8 @@ public final class RabbitConsumer implements AutoCloseable {
             throw new IllegalStateException("RabbitConsumer on " + queue + " is already started");
         }
         Channel ch = connection.createChannel();
+        // called in the shutdown, before isOpen() turns true again on recovery
+        ch.addShutdownListener(cause -> shutdowns.incrementAndGet());
         ch.basicQos(prefetch);
         channel = ch;
         running = true;
@@ -199,7 +226,7 @@ public final class RabbitConsumer implements AutoCloseable {
 
             @Override
             public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
-                arrived.add(new Received(envelope, properties, body));
+                arrived.add(new Received(envelope, properties, body, shutdowns.get()));
             }
 
             @Override
@@ -339,12 +366,19 @@ public final class RabbitConsumer implements AutoCloseable {
         }
     }
 
-    /** Requeues the held messages whose retry delay is over; worker thread. */
+    /**
+     * Requeues the held messages whose retry delay is over, and processes again those whose claim another
+     * delivery held, settling each by what it finds; worker thread.
+     */
     private void requeueDue() throws IOException {
         Channel ch = channel;
         long now = System.nanoTime();
         while (!held.isEmpty() && held.peek().dueNanos() - now <= 0) {
             Held h = held.poll();
+            if (h.delivery() != null) {
+                tryAgain(ch, h);
+                continue;
+            }
             try {
                 ch.basicNack(h.tag(), false, true);
             } catch (IOException | RuntimeException e) {
@@ -353,10 +387,45 @@ public final class RabbitConsumer implements AutoCloseable {
         }
     }
 
+    /**
+     * Processes {@code h}, whose claim another delivery held, again, unless its channel has shut down since it
+     * was held (the broker has requeued it, maybe to another consumer); settles it by the outcome, which holds
+     * it again while the claim is still held.
+     */
+    private void tryAgain(Channel ch, Held h) throws IOException {
+        if (!ch.isOpen() || shutdowns.get() != h.epoch() || !driver.isRunning()) {
+            return;
+        }
+        Outcome o;
+        try {
+            o = consumer.process(h.delivery());
+        } catch (RuntimeException e) {
+            log.error(
+                    "message {} on {}: a try failed outside the handler",
+                    h.delivery().eventId(),
+                    queue,
+                    e);
+            o = new Outcome(
+                    h.delivery().eventId(),
+                    Status.FAILED_RETRYABLE,
+                    new RetryableException("a try failed outside the handler: " + e, e));
+        }
+        settle(List.of(new Processed<>(h.message(), h.delivery(), o)), h.tries());
+    }
+
     private void settle(List<Processed<Received>> processed) throws IOException {
+        settle(processed, 0);
+    }
+
+    /**
+     * @param tries how often a message whose claim another delivery holds was tried before ({@code processed} is
+     *              then that one message)
+     */
+    private void settle(List<Processed<Received>> processed, int tries) throws IOException {
         List<Long> tags = new ArrayList<>(processed.size());
         List<Verdict> verdicts = new ArrayList<>(processed.size());
         Map<Long, Duration> delays = new HashMap<>();
+        Map<Long, Processed<Received>> inProgress = new HashMap<>();
         List<Outcome> gaveUp = new ArrayList<>();
         for (Processed<Received> p : processed) {
             tags.add(p.message().envelope().getDeliveryTag());
@@ -366,7 +435,17 @@ public final class RabbitConsumer implements AutoCloseable {
             if (verdict == Verdict.ACKNOWLEDGE) {
                 failures.remove(o.eventId());
             } else if (o.status() == Status.IN_PROGRESS) {
-                delay = retries.delay(1);
+                // kept and tried again, not requeued: a requeue counts toward a quorum queue's delivery limit
+                delay = retries.delay(tries + 1);
+                inProgress.put(p.message().envelope().getDeliveryTag(), p);
+                if (tries == 0) {
+                    log.info(
+                            "message {} on {} (attempt {}) is in progress in another delivery; kept unacknowledged"
+                                    + " and tried again until that one ends",
+                            o.eventId(),
+                            queue,
+                            p.delivery().attempt());
+                }
             } else if (o.status() == Status.FAILED_RETRYABLE) {
                 // the broker's count where it keeps one (quorum queues) or this process's count of the
                 // event's failures, whichever is larger: copies of one event share the latter
@@ -396,9 +475,20 @@ public final class RabbitConsumer implements AutoCloseable {
                 switch (s.kind()) {
                     case ACK_MULTIPLE -> ch.basicAck(s.tag(), true);
                     case ACK -> ch.basicAck(s.tag(), false);
-                    case REQUEUE ->
-                        held.add(new Held(
-                                s.tag(), System.nanoTime() + delays.get(s.tag()).toNanos()));
+                    case REQUEUE -> {
+                        long due = System.nanoTime() + delays.get(s.tag()).toNanos();
+                        Processed<Received> p = inProgress.get(s.tag());
+                        held.add(
+                                p == null
+                                        ? new Held(s.tag(), due)
+                                        : new Held(
+                                                s.tag(),
+                                                due,
+                                                p.message(),
+                                                p.delivery(),
+                                                tries + 1,
+                                                p.message().epoch()));
+                    }
                     case DEAD_LETTER -> ch.basicReject(s.tag(), false);
                 }
             } catch (IOException | RuntimeException e) {

@@ -7,10 +7,13 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
 import dev.once.Delivery;
+import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
+import dev.once.RetryableException;
 import dev.once.testkit.broker.Proxies;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -18,9 +21,12 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -258,6 +264,131 @@ class RabbitConsumerTest {
         } finally {
             second.close();
         }
+    }
+
+    /**
+     * A delivery whose claim another delivery holds ({@code IN_PROGRESS}) must not be requeued into the quorum
+     * queue's delivery limit: process A holds the claim (a slow handler) when a network partition closes its
+     * connection, the broker hands the message to B, and while A's transaction is still open B sees it in progress.
+     * Each requeue counts toward {@code x-delivery-limit}; at the limit a queue without a dead-letter exchange
+     * drops the message, and when A then rolls back, nobody applies the event. B keeps it instead, unacknowledged,
+     * and tries again until A has ended.
+     */
+    @Test
+    void aDeliveryWhoseClaimAnotherHoldsIsKeptUntilTheHolderEndsNotRequeuedIntoTheDeliveryLimit() throws Exception {
+        try (Channel ch = admin.createChannel()) {
+            // no dead-letter exchange: at the limit the broker drops the message
+            ch.queueDeclare(queue, true, false, false, Map.of("x-queue-type", "quorum", "x-delivery-limit", 2));
+        }
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Handler slowThenFails = (d, tx) -> {
+            holding.countDown();
+            release.await();
+            throw new RetryableException("the holder fails after all: its transaction rolls back");
+        };
+        IdempotentConsumer holderEngine = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("rabbit-test")
+                .handler(slowThenFails)
+                .build();
+        Connection partitioned = TestRabbit.connect();
+        RabbitConsumer holder = RabbitConsumer.builder()
+                .connection(partitioned)
+                .queue(queue)
+                .consumer(holderEngine)
+                .build()
+                .start();
+        Connection second = TestRabbit.connect();
+        try {
+            publish("evt-1", "1");
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("A holds the claim")
+                    .isTrue();
+            partitioned.abort(); // the partition: the broker requeues it, A's transaction stays open
+            IdempotentConsumer waiter = recording(IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer("rabbit-test")
+                    .handler(Effects.HANDLER)
+                    .lockTimeout(Duration.ofMillis(100))
+                    .build());
+            try (RabbitConsumer b = RabbitConsumer.builder()
+                    .connection(second)
+                    .queue(queue)
+                    .consumer(waiter)
+                    .retries(RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(20))
+                            .maxDelay(Duration.ofMillis(40))
+                            .jitter(RetryPolicy.Jitter.NONE)
+                            .maxRetries(2)
+                            .build())
+                    .build()
+                    .start()) {
+                try {
+                    // more tries in progress than the delivery limit allows requeues (on the old code the broker
+                    // drops it before: then the wait times out, and the event is not applied below)
+                    await().atMost(Duration.ofSeconds(10))
+                            .until(() -> outcomes.stream()
+                                            .filter(o -> o.status() == Status.IN_PROGRESS)
+                                            .count()
+                                    >= 5);
+                } catch (ConditionTimeoutException e) {
+                    // asserted below
+                }
+                release.countDown(); // A rolls back
+                try {
+                    await().atMost(Duration.ofSeconds(20))
+                            .until(() -> db.queryLong("SELECT count(*) FROM effect") == 1 && messagesIn(queue) == 0);
+                } catch (ConditionTimeoutException e) {
+                    // asserted below
+                }
+                assertThat(db.queryLong("SELECT count(*) FROM effect"))
+                        .as(
+                                "applied by B once A rolled back; B's attempts %s, outcomes %s",
+                                deliveries.stream().map(Delivery::attempt).toList(),
+                                outcomes.stream().map(Outcome::status).toList())
+                        .isEqualTo(1);
+                assertThat(deliveries)
+                        .extracting(Delivery::attempt)
+                        .as("one delivery to B, kept, not requeued: the partition's requeue counted once")
+                        .containsOnly(2);
+            }
+            assertThat(messagesIn(queue)).as("acked").isZero();
+        } finally {
+            release.countDown();
+            holder.close();
+            second.close();
+        }
+    }
+
+    private IdempotentConsumer recording(IdempotentConsumer engine) {
+        return new IdempotentConsumer() {
+            @Override
+            public String consumer() {
+                return engine.consumer();
+            }
+
+            @Override
+            public Inbox inbox() {
+                return engine.inbox();
+            }
+
+            @Override
+            public Outcome process(Delivery d) {
+                deliveries.add(d);
+                Outcome o = engine.process(d);
+                outcomes.add(o);
+                return o;
+            }
+
+            @Override
+            public List<Outcome> processBatch(List<Delivery> ds) {
+                deliveries.addAll(ds);
+                List<Outcome> os = engine.processBatch(ds);
+                outcomes.addAll(os);
+                return os;
+            }
+        };
     }
 
     private IdempotentConsumer recording(DataSource ds) {
