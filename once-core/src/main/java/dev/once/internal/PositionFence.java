@@ -133,7 +133,11 @@ final class PositionFence {
     Outcome advance(Connection c, List<Delivery> applied) throws SQLException {
         BigInteger first = positions.get(applied.get(0).eventId());
         BigInteger last = positions.get(applied.get(applied.size() - 1).eventId());
-        create(c);
+        String move = dialect.streamPositionMove(prefix);
+        if (move != null) {
+            BigInteger refusedAt = move(c, move, last, first);
+            return refusedAt == null ? null : firstBehind(applied, refusedAt);
+        }
         for (int tries = 1; tries <= MAX_TRIES; tries++) {
             if (update(c, last, first) == 1) {
                 return null;
@@ -144,11 +148,7 @@ final class PositionFence {
                     return null;
                 }
             } else if (stored.compareTo(first) >= 0) {
-                for (Delivery d : applied) {
-                    if (positions.get(d.eventId()).compareTo(stored) <= 0) {
-                        return behind(d, stored);
-                    }
-                }
+                return firstBehind(applied, stored);
             }
             // a concurrent transaction stored the stream's first position meanwhile: move it again
         }
@@ -156,17 +156,37 @@ final class PositionFence {
                 + "' kept changing under " + MAX_TRIES + " tries to move it");
     }
 
-    /** Where the dialect needs it, the stream's row, locked, before the locking reads of it (no gap lock). */
-    private void create(Connection c) throws SQLException {
-        String sql = dialect.streamPositionCreate(prefix);
-        if (sql == null) {
-            return;
+    /** The outcome of the first of {@code applied} at or behind the stream's {@code stored} position. */
+    private Outcome firstBehind(List<Delivery> applied, BigInteger stored) {
+        for (Delivery d : applied) {
+            if (positions.get(d.eventId()).compareTo(stored) <= 0) {
+                return behind(d, stored);
+            }
         }
+        throw new IllegalStateException("stream '" + stream + "' of consumer '" + consumer + "' refused at position "
+                + stored + ", ahead of every position of the run");
+    }
+
+    /**
+     * The dialect's one statement that stores or moves the stream, or leaves it as it is ({@link
+     * Dialect#streamPositionMove}).
+     *
+     * @return null when it stored or moved the stream; else the stream's stored position, at or past {@code first}
+     */
+    private BigInteger move(Connection c, String sql, BigInteger last, BigInteger first) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setString(1, consumer); // 1: consumer
             ps.setString(2, stream); // 2: stream
-            dialect.bindProcessedAt(ps, 3, clock.instant()); // 3: now
-            ps.executeUpdate();
+            ps.setBigDecimal(3, new BigDecimal(last)); // 3: new position
+            dialect.bindProcessedAt(ps, 4, clock.instant()); // 4: now
+            ps.setBigDecimal(5, new BigDecimal(first)); // 5: the transaction's first position
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new SQLException(
+                            "the move of stream '" + stream + "' of consumer '" + consumer + "' answered no row");
+                }
+                return rs.getInt(1) == 1 ? null : rs.getBigDecimal(2).toBigIntegerExact();
+            }
         }
     }
 

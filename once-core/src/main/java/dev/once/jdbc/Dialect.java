@@ -401,6 +401,18 @@ public interface Dialect {
      */
     String pruneKeys(String prefix);
 
+    /**
+     * Run first in each pruner chunk's transaction, before its delete ({@link #pruneInbox}, {@link #pruneKeys},
+     * {@link #pruneOutbox}, {@link #pruneStreamPositions}), or null for nothing. MariaDB's sets READ COMMITTED for
+     * that transaction: under REPEATABLE READ the delete's scan locks every index record it reads together with the
+     * gap before it (next-key locks) and keeps the locks of the rows it does not delete, so that a new claim or a new
+     * stream's first run inserting into a scanned gap, or a move of a stream the chunk keeps, waited for the chunk's
+     * commit.
+     */
+    default String pruneChunkBegin() {
+        return null;
+    }
+
     // ---- outbox relay (dev.once.outbox) --------------------------------------------------------
 
     /**
@@ -644,14 +656,16 @@ public interface Dialect {
     }
 
     /**
-     * Makes sure, before {@link #streamPositionAdvance}, that the stream's row exists and this transaction holds its
-     * row lock, without moving it: where a locking read of a missing key locks the gap around it (InnoDB), so that
-     * the first runs of other new streams would wait on it or deadlock. A row it inserts holds {@code -1}, below any
-     * position ("nothing applied yet"), which the advance in the same transaction then moves (a rollback takes the
-     * row with it). Null where such reads lock no more than the key (PostgreSQL). Binds: 1 consumer, 2 stream, 3 now
-     * ({@link #bindProcessedAt}).
+     * Moves an ordered stream's stored position, as the fence of a run, in one statement: stores the stream at the
+     * last position a transaction applied when it has no row yet, moves it there when it is behind the transaction's
+     * first position, else leaves it as it is, holding the row's lock either way. Where a locking read or update of
+     * a missing key locks the gap around it (InnoDB), so that the first runs of other new streams would wait on it or
+     * deadlock, this replaces {@link #streamPositionAdvance}, {@link #streamPositionSelect} and {@link
+     * #streamPositionInsert}; null where those lock no more than the key (PostgreSQL). Binds: 1 consumer, 2 stream,
+     * 3 new position, 4 now ({@link #bindProcessedAt}), 5 the transaction's first position. Answers one row: 1 when
+     * the row was stored or moved, else 0; the stream's position after the statement.
      */
-    default String streamPositionCreate(String prefix) {
+    default String streamPositionMove(String prefix) {
         return null;
     }
 

@@ -203,13 +203,23 @@ public final class MariaDbDialect implements Dialect {
                 + " WHERE resource = ? FOR UPDATE";
     }
 
+    // READ COMMITTED locks no gap on a scan and lets go of each row the delete reads and does not delete, so a chunk
+    // holds only the rows it deletes; a row a live transaction holds is still waited for and decided on as it
+    // committed. Like the relay's batch, it needs a binary log in ROW or MIXED format (MariaDB's default), where
+    // InnoDB logs such a delete by rows (error 1665 under binlog_format=STATEMENT).
+    @Override
+    public String pruneChunkBegin() {
+        return "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    }
+
     @Override
     public String pruneInbox(String prefix) {
         return chunkedDelete(prefix + "inbox", "processed_at < ?", "processed_at");
     }
 
-    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, in `order`. The
-    // delete's locking read waits for a transaction that holds a row and decides on the row as it committed.
+    // What every pruner's chunk is: up to a chunk (the last bind) of the rows matching `where`, in `order`, under
+    // READ COMMITTED (pruneChunkBegin). The delete's locking read waits for a transaction that holds a row and
+    // decides on the row as it committed.
     private String chunkedDelete(String table, String where, String order) {
         return "DELETE FROM " + quote(table) + " WHERE " + where + " ORDER BY " + order + " LIMIT ?";
     }
@@ -346,19 +356,21 @@ public final class MariaDbDialect implements Dialect {
 
     // A new key is inserted under an insert intention lock, which waits for no other insert into the gap (only for
     // a gap lock, which no statement on this table takes then); a duplicate primary key is X-locked, the record only
-    // (not the gap), and left as it is: the fence's UPDATE and locking SELECT then find the row and lock no gap.
+    // (not the gap), and updated as last committed: no run's fence locks a gap, so the first runs of new streams
+    // neither wait for nor deadlock with each other (an UPDATE or SELECT ... FOR UPDATE of the missing key locked
+    // the gap around it). The assignments run in order, each reading the columns as the earlier ones left them, so
+    // the position's decides first, on the stored position. The verdict comes back as the lease's does: the values
+    // row sets LAST_INSERT_ID to 1 (kept when the row is new), the position's assignment to 1 when it moves the
+    // stream, else to 0 (adding 0 leaves the position as it is); RETURNING answers it and the position after the
+    // statement, the stored one when refused. Not the update count: ROW_COUNT() says 1 inserted, 2 moved, 0 left
+    // (tried on 10.11), but a client that sets CLIENT_FOUND_ROWS (Connector/J does, unless useAffectedRows) gets 1
+    // for a row left as it is, as for a new one.
     @Override
-    public String streamPositionCreate(String prefix) {
+    public String streamPositionMove(String prefix) {
         return "INSERT INTO " + quote(prefix + "stream_position") + " (consumer, stream, position, moved_at)"
-                + " VALUES (?, ?, -1, ?) ON DUPLICATE KEY UPDATE position = position";
-    }
-
-    // IGNORE turns a duplicate key into "no row inserted", as ON CONFLICT DO NOTHING, but other errors into warnings
-    // too: a NOT NULL column left out would get the zero date without a word (moved_at: the pruner would delete
-    // every new stream at its next run), so every column is listed.
-    @Override
-    public String streamPositionInsert(String prefix) {
-        return "INSERT IGNORE INTO " + quote(prefix + "stream_position")
-                + " (consumer, stream, position, moved_at) VALUES (?, ?, ?, ?)";
+                + " VALUES (?, ?, LAST_INSERT_ID(1) * ?, ?) ON DUPLICATE KEY UPDATE"
+                + " position = IF(position < ?, LAST_INSERT_ID(1) * VALUES(position), position + LAST_INSERT_ID(0)),"
+                + " moved_at = IF(LAST_INSERT_ID() = 1, VALUES(moved_at), moved_at)"
+                + " RETURNING LAST_INSERT_ID(), position";
     }
 }

@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
@@ -36,6 +37,7 @@ final class ChunkedPrune {
     private static final Logger log = LoggerFactory.getLogger(ChunkedPrune.class);
 
     private final Transactions transactions;
+    private final String begin;
     private final String sql;
     private final IntFunction<String> walkingSql;
     private final int chunkSize;
@@ -47,9 +49,11 @@ final class ChunkedPrune {
     /**
      * @param walkingSql the walking statement for a server's major version (null where it cannot), or null for a
      *     table no dialect walks: only the inbox is large enough to need the heap walk
+     * @param begin run first in each chunk's transaction, or null ({@link dev.once.jdbc.Dialect#pruneChunkBegin})
      */
     ChunkedPrune(
             DataSource dataSource,
+            String begin,
             String sql,
             IntFunction<String> walkingSql,
             int chunkSize,
@@ -57,6 +61,7 @@ final class ChunkedPrune {
             String table,
             String description) {
         this.transactions = Transactions.owning(dataSource);
+        this.begin = begin;
         this.sql = sql;
         this.walkingSql = walkingSql == null ? version -> null : walkingSql;
         this.chunkSize = chunkSize;
@@ -79,6 +84,11 @@ final class ChunkedPrune {
             int n;
             do {
                 n = transactions.inTransaction(tx -> {
+                    if (begin != null) {
+                        try (Statement s = tx.connection().createStatement()) {
+                            s.execute(begin);
+                        }
+                    }
                     try (PreparedStatement ps = tx.connection().prepareStatement(walk.isEmpty() ? sql : walk)) {
                         int next = binds.bind(ps); // the cutoffs come first
                         if (walk.isEmpty()) {

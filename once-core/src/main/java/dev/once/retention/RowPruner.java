@@ -44,7 +44,14 @@ abstract class RowPruner {
             String description) {
         this.table = t.tablePrefix() + table;
         this.chunks = new ChunkedPrune(
-                t.dataSource(), sql, walkingSql, b.chunkSize, b.meterRegistry, this.table, description);
+                t.dataSource(),
+                t.dialect().pruneChunkBegin(),
+                sql,
+                walkingSql,
+                b.chunkSize,
+                b.meterRegistry,
+                this.table,
+                description);
         this.retention = b.retention;
         this.clock = t.clock();
     }

@@ -243,6 +243,56 @@ class StreamPositionPruningTest {
         }
     }
 
+    /**
+     * A chunk holds only the rows it deletes: while it is open (deleted, not committed), the first run of a new stream
+     * whose key falls among the rows it scanned and a move of a stream it scanned and keeps (moved within the
+     * retention) go through without waiting. On MariaDB the chunk's delete ran under REPEATABLE READ, where InnoDB's
+     * scan locks every record it reads with the gap before it (next-key locks) and keeps the locks of the rows it
+     * does not delete: both waited for the chunk's commit.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Db.class)
+    void anOpenChunkHoldsUpNeitherANewStreamNorAStreamItKeeps(Db which) throws Exception {
+        try (TestDatabase db = which.fresh()) {
+            MutableClock clock = MutableClock.startingNow();
+            AtomicLong firstSession = new AtomicLong();
+            AtomicLong moveSession = new AtomicLong();
+            IdempotentConsumer engine = engine(db, clock, null);
+            assertThat(run(engine, "b-old", "b-1", 10)).isEqualTo(Status.APPLIED);
+            assertThat(run(engine, "f-old", "f-1", 10)).isEqualTo(Status.APPLIED);
+            clock.advance(RETENTION.plusMinutes(1));
+            assertThat(run(engine, "d-young", "d-1", 10)).isEqualTo(Status.APPLIED);
+            Gated gated = new Gated(db.dataSource());
+            StreamPositionPruner pruner = pruner(gated.dataSource(), clock, 100, new SimpleMeterRegistry());
+
+            gated.holdTheFirstChunksCommit();
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            await(gated.atCommit);
+            IdempotentConsumer firstRuns = engine(db, clock, c -> firstSession.set(sessionId(which, c)));
+            CompletableFuture<Status> first = CompletableFuture.supplyAsync(() -> run(firstRuns, "c-new", "c-1", 1));
+            Awaitility.await("the new stream's first run done or waiting")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> first.isDone() || sessionWaits(db, which, firstSession.get()));
+            boolean firstWaited = !first.isDone();
+            IdempotentConsumer moves = engine(db, clock, c -> moveSession.set(sessionId(which, c)));
+            CompletableFuture<Status> move = CompletableFuture.supplyAsync(() -> run(moves, "d-young", "d-2", 20));
+            Awaitility.await("the kept stream's move done or waiting")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> move.isDone() || sessionWaits(db, which, moveSession.get()));
+            boolean moveWaited = !move.isDone();
+            gated.release.countDown();
+
+            assertThat(pruned.get(30, TimeUnit.SECONDS)).isEqualTo(2);
+            assertThat(first.get(30, TimeUnit.SECONDS)).isEqualTo(Status.APPLIED);
+            assertThat(move.get(30, TimeUnit.SECONDS)).isEqualTo(Status.APPLIED);
+            assertThat(streams(db)).containsExactlyInAnyOrder("c-new", "d-young");
+            assertThat(position(db, "d-young")).isEqualTo(20);
+            assertThat(List.of(firstWaited, moveWaited))
+                    .as("[the new stream's first run, the kept stream's move] waited for the open chunk")
+                    .containsExactly(false, false);
+        }
+    }
+
     @Test
     void theRetentionIsAtLeastAMinuteAndFifteenDaysByDefault() {
         assertThat(StreamPositionPruner.DEFAULT_RETENTION).isEqualTo(Duration.ofDays(15));
@@ -332,6 +382,31 @@ class StreamPositionPruningTest {
             // 2856 lock_mode X waiting
             String table = " of table `" + db.name() + "`.`once_stream_position` ";
             return rs.getString("Status").lines().anyMatch(line -> line.contains(table) && line.endsWith(" waiting"));
+        }
+    }
+
+    /**
+     * Whether the transaction of database session {@code session} (0: not known yet) waits for a lock: on MariaDB,
+     * its entry in the monitor's list of transactions says {@code LOCK WAIT}.
+     */
+    private static boolean sessionWaits(TestDatabase db, Db which, long session) throws SQLException {
+        if (session == 0) {
+            return false;
+        }
+        if (which == Db.POSTGRES) {
+            return lockWaits(db, which, session);
+        }
+        try (Connection c = db.dataSource().getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SHOW ENGINE INNODB STATUS")) {
+            rs.next();
+            // ---TRANSACTION 2856, ACTIVE 3 sec inserting / LOCK WAIT 2 lock struct(s), ... / MariaDB thread id 45, ...
+            for (String trx : rs.getString("Status").split("\n---TRANSACTION ")) {
+                if (trx.contains("MariaDB thread id " + session + ",")) {
+                    return trx.contains("LOCK WAIT");
+                }
+            }
+            return false;
         }
     }
 

@@ -62,6 +62,9 @@ import org.slf4j.LoggerFactory;
  * settings of an existing durable, such as {@code max_deliver} and {@code backoff}, are kept). The
  * event id is read from the header {@value OutboxMessage#EVENT_ID_HEADER} (configurable),
  * falling back to {@code Nats-Msg-Id}; JetStream's delivery count is reported as the attempt.
+ * nats-server before 2.10.14 can hand a message out again with delivery count 1, acknowledged or not
+ * (nats-server#5305): a delivery of its own, absorbed by the inbox as a duplicate, acked once, and
+ * reported as a first delivery.
  * Any number of {@code NatsConsumer}s may share one durable (competing consumers).
  *
  * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is

@@ -28,6 +28,7 @@ import io.nats.client.api.MessageInfo;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
+import io.nats.client.impl.NatsJetStreamMetaData;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
@@ -37,9 +38,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
@@ -61,25 +66,31 @@ import org.awaitility.core.ConditionTimeoutException;
  * before the next move, and JetStream redelivers after the ack wait).
  *
  * <p>Observed, not scripted: the connection the consumer is given is wrapped, so every message it
- * fetches and every {@code ack}, {@code nak} and {@code term} is seen per delivery (stream sequence
- * and delivery count), and each process's {@link dev.once.OutcomeListener} reports each outcome.
+ * fetches and every {@code ack}, {@code nak} and {@code term} is seen per delivery (one handing out
+ * of a message: its consumer sequence, with its stream sequence and delivery count beside), and each
+ * process's {@link dev.once.OutcomeListener} reports each outcome. A delivery settled twice is a
+ * protocol error; one message handed out twice with the same delivery count is two deliveries
+ * (nats-server before 2.10.14 re-issues a message with count 1, {@link World#reissued}).
  *
  * <p>Checked at every ack, as it is sent: the event's claim is committed. After every move: no
  * event's effect is applied twice or reported applied twice, and every settlement agrees with the
  * outcome: applied and duplicate acked, permanent failures dead-lettered and terminated, retryable
  * ones {@code nak}ed until the delivery {@code max_deliver} allows last, then dead-lettered, in-progress
- * ones {@code nak}ed. After draining: every copy ended acked or dead-lettered, nothing is pending or
- * unacknowledged on the durable, and the dead-letter stream holds exactly the copies whose last
- * outcome was a dead letter; each event's effect is applied exactly once when one of its copies
+ * ones {@code nak}ed. After draining: every copy ended (its latest delivery by consumer sequence) acked
+ * or dead-lettered, or lost in the ack gap on the last delivery {@code max_deliver} allows, nothing is
+ * pending or unacknowledged on the durable, and the dead-letter stream holds exactly the copies a
+ * delivery dead-lettered; each event's effect is applied exactly once when one of its copies
  * ended acked, else never (unless a process that lost its connection while holding the message
- * applied it); every redelivery (delivery count above 1) is counted in once.redeliveries and a
- * first delivery is not, every duplicate (once.duplicates) is of an applied event, and the counters
+ * applied it); the attempt is JetStream's delivery count, a message handed out again is flagged
+ * redelivered unless the server re-issued it, every redelivery (delivery count above 1) is counted
+ * in once.redeliveries and a first delivery is not, every duplicate (once.duplicates) is of an applied event, and the counters
  * agree with the outcomes. Tries: {@value #TRIES} (CI); {@code -Donce.natsChain.tries=N} runs N
  * different chains in each try ({@link BrokerChain#chainsPerTry}).
  *
  * <p>Goes red when the mechanism is broken, on its first try, shrunk to one move ({@code publish
  * [SWALLOW, SWALLOW, SWALLOW]}): with every fetched message acked at once ("ack of w1-e0#0
- * (delivery 1:1) before its event's claim committed"). 32 chains (8 repeats) found no hole.
+ * (delivery 1:1/1) before its event's claim committed"); with one delivery acked twice ("w1-e0#0
+ * (delivery 1:1/1) settled twice: ack, then ack"). 32 chains (8 repeats) found no hole.
  */
 class NatsConsumerStateMachineTest {
 
@@ -109,6 +120,54 @@ class NatsConsumerStateMachineTest {
         BrokerChain.run(chains, () -> new World(databases.postgres()));
     }
 
+    /**
+     * Regression of a CI run (seed -2251096081791219080: "w4-e7#0 (delivery 8:1) settled twice: ack, then ack"):
+     * the model took a stream sequence and a delivery count for one delivery, but nats-server before 2.10.14 hands
+     * an acknowledged message out again with delivery count 1 ({@link World#reissued}). Forced: process a holds
+     * the message in a {@code SLOW} call, its pull request gone; the world {@code nak}s the delivery and sends a
+     * pull request nobody listens to; the server takes the redelivery for it, finds no interest and steps its
+     * cursor back, so a's next fetch after its ack gets the message again, with count 1, and acks that delivery
+     * too. Each delivery settled once, the effect applied once; on a fixed server a redelivery with count 2.
+     */
+    @Example
+    void messageHandedOutAgainWithDeliveryCountOne() throws Exception {
+        try (World w = new World(databases.postgres())) {
+            w.hold = new CountDownLatch(1);
+            w.publish(List.of(ScriptedHandler.Behaviour.SLOW));
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.holding.getCount() == 0);
+            w.reissue();
+            w.hold.countDown();
+            // a's next fetch: the re-issue (count 1), or on a fixed server the redelivery (count 2); the durable's
+            // pending count does not show a re-issue, so the drain alone would not wait for it
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.processed.size() == 2);
+            w.drainAndCheck();
+            assertThat(w.processed.stream().filter(w::reissued).count())
+                    .as("deliveries re-issued by nats-server %s: %s", w.serverVersion, w.processed)
+                    .isEqualTo(w.reissuesDeliveries ? 1 : 0);
+        }
+    }
+
+    /**
+     * Regression of a chain that did not drain: a process died in the ack gap of the last delivery {@code
+     * max_deliver} allows (its event applied, its ack never sent). JetStream delivers the message no more, so
+     * that delivery is its copy's end; the model waited for a settlement that could not come.
+     */
+    @Example
+    void lastDeliveryLostInTheAckGap() throws Exception {
+        try (World w = new World(databases.postgres())) {
+            w.hold = new CountDownLatch(1);
+            w.publish(List.of(
+                    ScriptedHandler.Behaviour.RETRYABLE,
+                    ScriptedHandler.Behaviour.RETRYABLE,
+                    ScriptedHandler.Behaviour.SLOW));
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.holding.getCount() == 0);
+            w.armCrash("a");
+            w.moves.add("crash after next commit, before its ack a");
+            w.hold.countDown();
+            w.drainAndCheck();
+        }
+    }
+
     @Provide
     Arbitrary<List<ActionChain<World>>> chains() {
         return BrokerChain.perTry(
@@ -123,18 +182,27 @@ class NatsConsumerStateMachineTest {
                 CHAINS);
     }
 
-    /** One delivery the engine processed, as its process's outcome listener saw it. */
+    /**
+     * One delivery the engine processed, as its process's outcome listener saw it. A delivery is one
+     * handing out of a stream message by the durable: its consumer sequence, which JetStream counts up
+     * at every handing out; {@code tag} ({@code streamSequence:deliveredCount/consumerSequence}) names it.
+     */
     record Processed(
             String process,
             String copy,
             String eventId,
             int raw,
             String tag,
+            long consumerSequence,
+            long deliveredCount,
             int attempt,
             boolean redelivered,
             Status status,
             String verdict)
             implements BrokerWorld.Handled {}
+
+    /** One handing out of a message by the durable, as a process's fetch returned it. */
+    record HandedOut(String copy, long consumerSequence, long deliveredCount, String ackSubject) {}
 
     /** One process: its connection, engine and consumer. */
     static final class Process extends BrokerProcess {
@@ -212,9 +280,13 @@ class NatsConsumerStateMachineTest {
         final NatsPublisher publisher;
         final Map<String, Integer> diedBeforePublish = new ConcurrentHashMap<>();
         final Map<String, AtomicInteger> rawDeliveries = new ConcurrentHashMap<>(); // copy -> fetched
-        final Map<String, String> settled = new ConcurrentHashMap<>(); // "seq:delivered" -> ack, requeue, reject
+        final Map<String, String> settled = new ConcurrentHashMap<>(); // tag -> ack, requeue, reject
+        final List<HandedOut> handedOut = new CopyOnWriteArrayList<>();
         final Map<String, Connection> connectionOfTag = new ConcurrentHashMap<>();
         final AtomicInteger connectionsDied = new AtomicInteger();
+        final String serverVersion = admin.getServerInfo().getVersion();
+        /** Whether this server may re-issue a message ({@link #reissued}). */
+        final boolean reissuesDeliveries = admin.getServerInfo().isOlderThanVersion("2.10.14");
 
         World(TestDatabase db) throws Exception {
             super(db, n -> "sm-" + n, SLOW_MILLIS);
@@ -233,6 +305,49 @@ class NatsConsumerStateMachineTest {
         @Override
         protected Process start(String name, boolean second) throws Exception {
             return new Process(name, TestNats.connect(), this);
+        }
+
+        /** While set, a {@code SLOW} call waits for it instead of {@link #SLOW_MILLIS} ({@link #holding} once in it). */
+        volatile CountDownLatch hold;
+
+        final CountDownLatch holding = new CountDownLatch(1);
+
+        @Override
+        protected void slow(Delivery d) throws InterruptedException {
+            CountDownLatch h = hold;
+            if (h == null) {
+                super.slow(d);
+                return;
+            }
+            holding.countDown();
+            if (!h.await(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("held for 30 s");
+            }
+        }
+
+        /**
+         * Makes nats-server before 2.10.14 hand out again the message of the latest delivery, which a process holds:
+         * once the process's pull request is gone, the delivery is {@code nak}ed (as a request, answered once the
+         * server queued it for redelivery) and a pull request nobody listens to takes the redelivery, so the server
+         * steps its cursor back ({@link #reissued}).
+         */
+        void reissue() throws Exception {
+            JetStreamManagement jsm = admin.jetStreamManagement();
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> jsm.getConsumerInfo(stream, durable).getNumWaiting() == 0);
+            HandedOut held = handedOut.get(handedOut.size() - 1);
+            assertThat(admin.request(
+                            held.ackSubject(), "-NAK".getBytes(StandardCharsets.US_ASCII), Duration.ofSeconds(5)))
+                    .as("the server's answer to the nak of %s", held)
+                    .isNotNull();
+            admin.publish(
+                    "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + durable,
+                    "_INBOX.nobody-listens-" + n,
+                    "{\"batch\":1}".getBytes(StandardCharsets.US_ASCII));
+            admin.flush(Duration.ofSeconds(5));
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> jsm.getConsumerInfo(stream, durable).getNumWaiting() == 0);
+            moves.add("(" + held.copy() + " nak'ed, its redelivery taken by a pull request nobody listens to)");
         }
 
         // ---- moves
@@ -293,6 +408,8 @@ class NatsConsumerStateMachineTest {
                     d.eventId(),
                     Integer.parseInt(h.get("test-raw")),
                     h.get("test-tag"),
+                    Long.parseLong(h.get("test-consumer-sequence")),
+                    Long.parseLong(h.get("test-delivered-count")),
                     d.attempt(),
                     d.redelivered(),
                     o.status(),
@@ -324,14 +441,18 @@ class NatsConsumerStateMachineTest {
 
         private Message observed(Message msg, Connection c) {
             String copy = msg.getHeaders().getFirst("test-copy");
-            String tag = msg.metaData().streamSequence() + ":" + msg.metaData().deliveredCount();
+            NatsJetStreamMetaData meta = msg.metaData();
+            String tag = meta.streamSequence() + ":" + meta.deliveredCount() + "/" + meta.consumerSequence();
             int raw = rawDeliveries
                     .computeIfAbsent(copy, k -> new AtomicInteger())
                     .incrementAndGet();
             connectionOfTag.put(tag, c);
+            handedOut.add(new HandedOut(copy, meta.consumerSequence(), meta.deliveredCount(), msg.getReplyTo()));
             Headers headers = new Headers(msg.getHeaders());
             headers.put("test-raw", Integer.toString(raw));
             headers.put("test-tag", tag);
+            headers.put("test-consumer-sequence", Long.toString(meta.consumerSequence()));
+            headers.put("test-delivered-count", Long.toString(meta.deliveredCount()));
             return (Message) Proxy.newProxyInstance(
                     getClass().getClassLoader(), new Class<?>[] {Message.class}, (proxy, m, args) -> {
                         switch (m.getName()) {
@@ -353,7 +474,11 @@ class NatsConsumerStateMachineTest {
                     });
         }
 
-        /** Records a settlement that can reach the server (after a crash none can, and none is compared). */
+        /**
+         * Records a settlement that can reach the server (after a crash none can, and none is compared). Two
+         * settlements of one delivery (one consumer sequence) are a protocol error of the adapter; two deliveries of
+         * one stream message with the same delivery count are not one delivery ({@link #reissued}).
+         */
         private void settle(Connection c, String copy, String tag, String how) {
             if (c.getStatus() != Connection.Status.CONNECTED) {
                 return;
@@ -390,11 +515,17 @@ class NatsConsumerStateMachineTest {
 
         /** The copy's fate once its latest delivery was processed and acked or dead-lettered; null while it may come back. */
         private String fate(String copy) {
-            Processed last = null;
+            Processed last =
+                    null; // the latest delivery: JetStream counts consumer sequences up, not always delivery counts
             for (Processed p : processed) {
-                if (p.copy().equals(copy) && (last == null || p.attempt() > last.attempt())) {
+                if (p.copy().equals(copy) && (last == null || p.consumerSequence() > last.consumerSequence())) {
                     last = p;
                 }
+            }
+            if (last != null && last.attempt() >= MAX_DELIVER && settled.get(last.tag()) == null && lost(last.tag())) {
+                // its process lost its connection before settling the last delivery max_deliver allows: JetStream
+                // delivers it no more; its claim's holder applies it (or this zombie did)
+                return last.status() == Status.IN_PROGRESS ? "dropped" : "lost";
             }
             if (last != null
                     && last.status() == Status.IN_PROGRESS
@@ -409,6 +540,31 @@ class NatsConsumerStateMachineTest {
             return last.verdict();
         }
 
+        /** Whether a delivery of {@code copy} was dead-lettered and terminated (what puts it in the dead-letter stream). */
+        private boolean rejected(String copy) {
+            return processed.stream().anyMatch(p -> p.copy().equals(copy) && "reject".equals(settled.get(p.tag())));
+        }
+
+        /**
+         * Whether JetStream handed {@code p}'s message out before (a lower consumer sequence) with a delivery count
+         * not below {@code p}'s: not a redelivery it counted but a re-issue. nats-server before 2.10.14 does that
+         * when it fails to hand out a redelivery because its pull request has expired or lost its interest: it
+         * steps its stream cursor back although the redelivery never moved it, and hands out the last new message
+         * again with delivery count 1, acknowledged or not (nats-server#5305). A delivery of its own: the inbox
+         * absorbs it as a duplicate, and it is settled once.
+         */
+        boolean reissued(Processed p) {
+            return handedOut.stream()
+                    .anyMatch(h -> h.copy().equals(p.copy())
+                            && h.consumerSequence() < p.consumerSequence()
+                            && h.deliveredCount() >= p.deliveredCount());
+        }
+
+        /** Whether {@code copy} was handed out before the delivery with consumer sequence {@code sequence}. */
+        private boolean handedOutBefore(String copy, long sequence) {
+            return handedOut.stream().anyMatch(h -> h.copy().equals(copy) && h.consumerSequence() < sequence);
+        }
+
         @Override
         public void drainAndCheck() throws Exception {
             moves.add("drain");
@@ -419,11 +575,10 @@ class NatsConsumerStateMachineTest {
                             supervise();
                             long rejects = 0;
                             for (String copy : copies.keySet()) {
-                                String fate = fate(copy);
-                                if (fate == null) {
+                                if (fate(copy) == null) {
                                     return false;
                                 }
-                                rejects += fate.equals("reject") ? 1 : 0;
+                                rejects += rejected(copy) ? 1 : 0;
                             }
                             ConsumerInfo info = admin.jetStreamManagement().getConsumerInfo(stream, durable);
                             return info.getNumPending() == 0 && info.getNumAckPending() == 0 && dlq() == rejects;
@@ -448,9 +603,11 @@ class NatsConsumerStateMachineTest {
             Map<String, Long> expectedDead = new TreeMap<>();
             Map<String, Boolean> ackedCopy = new HashMap<>();
             for (String copy : copies.keySet()) {
-                if (fate(copy).equals("reject")) {
-                    expectedDead.put(copy, 1L);
-                } else if (fate(copy).equals("ack")) {
+                if (rejected(copy)) {
+                    expectedDead.put(
+                            copy, 1L); // a re-issue dead-lettered again is a duplicate of the dead-letter stream
+                }
+                if (fate(copy).equals("ack")) {
                     ackedCopy.put(copies.get(copy), true);
                 }
             }
@@ -482,9 +639,24 @@ class NatsConsumerStateMachineTest {
 
             long redeliveries = 0;
             for (Processed p : processed) {
-                if (p.raw() > 1) {
+                assertThat(p.attempt())
+                        .as("attempt of %s (delivery %s) is JetStream's delivery count; %s", p.copy(), p.tag(), what)
+                        .isEqualTo(p.deliveredCount());
+                if (reissued(p)) {
+                    assertThat(p.deliveredCount())
+                            .as(
+                                    "%s (delivery %s) handed out again without its delivery count going up: only"
+                                            + " nats-server before 2.10.14 does that, with count 1 (server %s); %s",
+                                    p.copy(), p.tag(), serverVersion, what)
+                            .isEqualTo(1);
+                    assertThat(reissuesDeliveries)
+                            .as(
+                                    "%s (delivery %s) re-issued by nats-server %s; %s",
+                                    p.copy(), p.tag(), serverVersion, what)
+                            .isTrue();
+                } else if (handedOutBefore(p.copy(), p.consumerSequence())) {
                     assertThat(p.redelivered())
-                            .as("%s, fetched for the %dth time, flagged redelivered; %s", p.copy(), p.raw(), what)
+                            .as("%s (delivery %s), handed out before, flagged redelivered; %s", p.copy(), p.tag(), what)
                             .isTrue();
                 } else if (p.redelivered()) {
                     assertThat(connectionsDied.get())

@@ -13,6 +13,7 @@ import io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement;
 import io.awspring.cloud.sqs.listener.acknowledgement.AcknowledgementCallback;
 import io.awspring.cloud.sqs.support.converter.SqsMessageConversionContext;
 import io.awspring.cloud.sqs.support.converter.SqsMessagingMessageConverter;
+import java.math.BigInteger;
 import java.net.URI;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -60,20 +61,48 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
  * or to a savepoint, undid loses the message: SQS never hands it out again); no message deleted twice; an event whose
  * claim committed has one of its messages deleted; an effect is in the ledger once where its claim committed and absent
  * where it did not (so never applied twice). A message not deleted comes back when its visibility timeout runs out.
- * {@value #TRIES} tries of up to 25 moves.
+ *
+ * <p>FIFO moves, in the same scopes: messages sent to two message groups of a real FIFO queue (a producer's copies of
+ * an event too, bodies that fail or swallow a failed statement), received as the queue hands them out (several of a
+ * group at once, in order), their visibility timeout run out (received again, the same sequence number; after
+ * {@value #MAX_RECEIVES} receives moved to the dead-letter queue, so that the group goes on without the copy still in
+ * hand), handed to a MANUAL or ON_SUCCESS listener in the queue's order or out of it, or as a batch (in order or
+ * reversed). The model says each call's outcome: applied where its sequence number is past the group's position as
+ * the transaction sees it (committed, or moved by that transaction, undone by a rollback to a savepoint); refused,
+ * FAILED_PERMANENT "already applied up to position", at or behind it; a duplicate where the event's claim stands; a
+ * fast failure where a suspended transaction of the thread moved the group; a failure in a transaction PostgreSQL has
+ * aborted; ON_SUCCESS refused in the caller's transaction. A failed call is never deleted; an applied one is deleted
+ * after its own commit, and not before the caller's. A batch runs one ordered run per group in transactions of its
+ * own (a group out of the queue's order refused whole): a group that fails rolls back alone and the call throws, so
+ * nothing of the batch is deleted. After every transaction: each group's stored position is the highest a committed
+ * call moved it to, and its effects are in the ledger in ascending sequence numbers.
+ * {@value #TRIES} tries of up to 40 moves.
  */
 class SqsAcknowledgementCallerTransactionPropertyTest {
 
-    static final int TRIES = 15;
+    static final int TRIES = 25;
     static final String QUEUE = "once-spring-caller-sqs-" + UUID.randomUUID();
+    static final String FIFO = "once-spring-caller-sqs-" + UUID.randomUUID() + ".fifo";
+    static final String FIFO_DLQ = "once-spring-caller-sqs-dlq-" + UUID.randomUUID() + ".fifo";
+    /** Receives of a FIFO message before the queue moves it to its dead-letter queue (at the next receive). */
+    static final int MAX_RECEIVES = 2;
+
     static final AtomicLong sequences = new AtomicLong();
     static final AtomicLong ids = new AtomicLong();
+    // what the FIFO moves met, for the line printed at the end
+    static final Map<String, AtomicLong> fifoMet = new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    static void met(String what) {
+        fifoMet.computeIfAbsent(what, k -> new AtomicLong()).incrementAndGet();
+    }
 
     private static TestDatabase db;
     private static AnnotationConfigApplicationContext context;
     private static SQSRestServer server;
     private static SqsClient sqs;
     private static String queueUrl;
+    private static String fifoUrl;
+    private static String fifoDlqUrl;
 
     static synchronized void start() {
         if (context != null) {
@@ -92,10 +121,26 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         queueUrl = sqs.createQueue(
                         r -> r.queueName(QUEUE).attributes(Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "600")))
                 .queueUrl();
+        fifoDlqUrl = sqs.createQueue(
+                        r -> r.queueName(FIFO_DLQ).attributes(Map.of(QueueAttributeName.FIFO_QUEUE, "true")))
+                .queueUrl();
+        String dlqArn = sqs.getQueueAttributes(r -> r.queueUrl(fifoDlqUrl).attributeNames(QueueAttributeName.QUEUE_ARN))
+                .attributes()
+                .get(QueueAttributeName.QUEUE_ARN);
+        fifoUrl = sqs.createQueue(r -> r.queueName(FIFO)
+                        .attributes(Map.of(
+                                QueueAttributeName.FIFO_QUEUE,
+                                "true",
+                                QueueAttributeName.VISIBILITY_TIMEOUT,
+                                "600",
+                                QueueAttributeName.REDRIVE_POLICY,
+                                "{\"deadLetterTargetArn\":\"" + dlqArn + "\",\"maxReceiveCount\":\"" + MAX_RECEIVES
+                                        + "\"}")))
+                .queueUrl();
         System.setProperty("once.test.caller-sqs.mode", "MANUAL");
         db = TestPostgres.shared().freshDatabase(6);
         db.execute(
-                "CREATE TABLE ledger (event_id text NOT NULL)",
+                "CREATE TABLE ledger (event_id text NOT NULL, n bigserial, grp text, seq numeric)",
                 "CREATE TABLE taken (id text PRIMARY KEY)",
                 "INSERT INTO taken VALUES ('taken')");
         context = JdbcListenerBeans.context(db.dataSource(), Config.class);
@@ -116,7 +161,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             server.stopAndWait();
         }
         System.out.println("SqsAcknowledgementCallerTransactionPropertyTest: sequences=" + sequences.get()
-                + " lost=0 deleted_twice=0 applied_twice=0");
+                + " lost=0 deleted_twice=0 applied_twice=0 fifo=" + fifoMet);
     }
 
     @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
@@ -186,6 +231,46 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             Acknowledgement.acknowledge(messages);
         }
 
+        /** A FIFO queue's message, MANUAL: the effect (its group and sequence number with it), then the delete. */
+        @SqsListener(value = "orders.fifo", acknowledgementMode = "MANUAL")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void fifoManual(Message<String> message, Acknowledgement ack) {
+            String id = fifoEffect(message);
+            ack.acknowledge();
+            failsIfAsked(message, id);
+        }
+
+        /** A FIFO queue's message, ON_SUCCESS: the container deletes it when the method returns. */
+        @SqsListener(value = "orders.fifo")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void fifoOnSuccess(Message<String> message) {
+            failsIfAsked(message, fifoEffect(message));
+        }
+
+        /** A FIFO batch (ON_SUCCESS): once runs one ordered run per message group, each a transaction of its own. */
+        @SqsListener(value = "orders.fifo")
+        @IdempotentListener(consumer = "caller-sqs")
+        public void fifoBatch(List<Message<String>> messages) {
+            for (Message<String> m : messages) {
+                fifoEffect(m);
+            }
+            for (Message<String> m : messages) {
+                failsIfAsked(m, (String) m.getHeaders().get("once-event-id"));
+            }
+        }
+
+        private String fifoEffect(Message<String> message) {
+            String id = (String) message.getHeaders().get("once-event-id");
+            jdbc.update(
+                    "INSERT INTO ledger (event_id, grp, seq) VALUES (?, ?, ?)",
+                    id,
+                    message.getHeaders().get(SqsHeaders.MessageSystemAttributes.SQS_MESSAGE_GROUP_ID_HEADER),
+                    new java.math.BigDecimal(
+                            (String) message.getHeaders().get(SqsHeaders.MessageSystemAttributes.SQS_SEQUENCE_NUMBER)));
+            swallowsIfAsked(message);
+            return id;
+        }
+
         private void acknowledgeMessage(Message<String> message) {
             String id = effect(message);
             if (message.getPayload().equals("async")) {
@@ -199,6 +284,11 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         private String effect(Message<String> message) {
             String id = (String) message.getHeaders().get("once-event-id");
             jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            swallowsIfAsked(message);
+            return id;
+        }
+
+        private void swallowsIfAsked(Message<String> message) {
             if (message.getPayload().equals("swallows")) {
                 try {
                     jdbc.update("INSERT INTO taken VALUES ('taken')");
@@ -206,7 +296,6 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                     // the application logs and goes on: on PostgreSQL its transaction is aborted now
                 }
             }
-            return id;
         }
 
         private static void failsIfAsked(Message<String> message, String id) {
@@ -220,7 +309,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
      * One message received from the real queue: its receipt handle, who deleted it, and whether its call returned in a
      * transaction of its own.
      */
-    static final class Received extends AcknowledgingListenerWorld.Handed {
+    static class Received extends AcknowledgingListenerWorld.Handed {
         final String receiptHandle;
         // the call returned outside any scope, in a transaction of its own that committed before the return
         boolean returnedOwn;
@@ -231,6 +320,48 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             super(eventId, label, kind);
             this.receiptHandle = receiptHandle;
         }
+    }
+
+    /**
+     * One receive of a FIFO queue's message: its group (the world's number of it), its sequence number, the SQS
+     * message it is a receive of (a message received again has the same id and sequence number, a new receipt
+     * handle), and the raw message, converted when it is handed to a listener.
+     */
+    static final class Fifo extends Received {
+        final int group;
+        final BigInteger seq;
+        final String sqsId;
+        final String body;
+        final software.amazon.awssdk.services.sqs.model.Message raw;
+        // made visible again (its visibility timeout ran out): the queue hands it out again
+        boolean expired;
+        // its call threw or was refused: it must never be deleted (it comes back, or is in the dead-letter queue)
+        boolean mustStay;
+
+        Fifo(
+                String eventId,
+                String label,
+                software.amazon.awssdk.services.sqs.model.Message raw,
+                int group,
+                BigInteger seq,
+                String body) {
+            super(eventId, label, raw.receiptHandle(), "FIFO g" + group + "@" + seq + " " + body);
+            this.group = group;
+            this.seq = seq;
+            this.sqsId = raw.messageId();
+            this.body = body;
+            this.raw = raw;
+        }
+    }
+
+    /** The {@code once-event-id} message attribute, {@code id}. */
+    static Map<String, MessageAttributeValue> eventIdAttribute(String id) {
+        return Map.of(
+                "once-event-id",
+                MessageAttributeValue.builder()
+                        .dataType("String")
+                        .stringValue(id)
+                        .build());
     }
 
     /** The container's acknowledgement callback: deletes on the real queue and records it. */
@@ -256,6 +387,14 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             if (h != null) {
                 h.ack(); // a delete, whoever made it: the world's "ack"
                 h.deletedBy.add(by);
+            }
+            if (h instanceof Fifo) {
+                try {
+                    sqs.deleteMessage(r -> r.queueUrl(fifoUrl).receiptHandle(receipt));
+                } catch (software.amazon.awssdk.services.sqs.model.SqsException stale) {
+                    // a receipt handle the message's later receive replaced: SQS does not delete with it
+                }
+                return;
             }
             sqs.deleteMessage(r -> r.queueUrl(queueUrl).receiptHandle(receipt));
         }
@@ -317,10 +456,35 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                                 "listen, swallows a failed statement",
                                 w -> w.listen(Mode.values()[w.moves.size() % Mode.values().length], "swallows")))
                 .withAction(2, move(w -> w.copyable() != null, "listen to a copy", World::copy))
+                .withAction(3, move(w -> true, "fifo send to g0", w -> w.fifoSend(0, "ok")))
+                .withAction(3, move(w -> true, "fifo send to g1", w -> w.fifoSend(1, "ok")))
+                .withAction(
+                        1, move(w -> true, "fifo send, its body fails", w -> w.fifoSend(w.moves.size() % 2, "fails")))
+                .withAction(
+                        1,
+                        move(
+                                w -> true,
+                                "fifo send, its body swallows a failed statement",
+                                w -> w.fifoSend(w.moves.size() % 2, "swallows")))
+                .withAction(
+                        2,
+                        move(w -> !w.fifoEvents.isEmpty(), "fifo send a copy", w -> w.fifoSendCopy(w.moves.size() % 2)))
+                .withAction(4, move(w -> w.fifoSent > 0, "fifo receive", World::fifoReceive))
+                .withAction(2, move(w -> !w.expirable().isEmpty(), "fifo visibility timeout", World::fifoExpire))
+                .withAction(5, move(w -> !w.inHand.isEmpty(), "fifo listen MANUAL", w -> w.fifoListen(0, true)))
+                .withAction(
+                        3,
+                        move(
+                                w -> !w.inHand.isEmpty(),
+                                "fifo listen MANUAL to the last in hand",
+                                w -> w.fifoListen(Integer.MAX_VALUE, true)))
+                .withAction(2, move(w -> !w.inHand.isEmpty(), "fifo listen ON_SUCCESS", w -> w.fifoListen(0, false)))
+                .withAction(1, move(w -> !w.inHand.isEmpty(), "fifo batch", w -> w.fifoBatch(false)))
+                .withAction(1, move(w -> w.inHand.size() > 1, "fifo batch reversed", w -> w.fifoBatch(true)))
                 .withAction(4, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
                 .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
                 .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
-                .withMaxTransformations(25);
+                .withMaxTransformations(40);
     }
 
     @Example
@@ -406,6 +570,70 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         }
     }
 
+    /**
+     * A FIFO message held past its visibility timeout (twice: {@value #MAX_RECEIVES} receives) while the queue moved
+     * it to its dead-letter queue and handed out the next message of its group, which a caller's transaction applied:
+     * refused there, FAILED_PERMANENT, not applied after it, not deleted; the transaction, rollback-only, commits
+     * nothing.
+     */
+    @Example
+    void aFifoMessageHeldWhileItsGroupWentOnIsRefusedInTheCallersTransaction() throws Exception {
+        scripted(w -> {
+            w.fifoSend(0, "ok");
+            w.fifoReceive();
+            Fifo held = w.inHand.get(0);
+            w.fifoExpire(held);
+            w.fifoReceive();
+            w.fifoExpire(w.inHand.get(1));
+            w.fifoSend(0, "ok");
+            w.fifoReceive();
+            assertThat(w.inHand)
+                    .as("the group's next message, the first in the dead-letter queue: %s", w.moves)
+                    .hasSize(3);
+            w.begin(Kind.REQUIRED);
+            w.fifoListen(2, true);
+            w.fifoListen(0, true);
+            w.commit();
+            w.fifoListen(0, true);
+            assertThat(held.settled).as("held: never deleted").isEmpty();
+        });
+    }
+
+    /** The same in transactions of their own: the next message applied and deleted, the held one refused. */
+    @Example
+    void aFifoMessageHeldWhileItsGroupWentOnIsRefused() throws Exception {
+        scripted(w -> {
+            w.fifoSend(1, "ok");
+            w.fifoSend(1, "ok");
+            w.fifoReceive();
+            w.fifoListen(1, false);
+            w.fifoListen(0, true);
+        });
+    }
+
+    /** A batch with a group's messages out of order, and another group: each group applied in its order. */
+    @Example
+    void aFifoBatchOutOfOrderAppliesEachGroupInOrder() throws Exception {
+        fifoBatchOf(true, "ok", "ok", "ok");
+    }
+
+    /** A batch whose group g0 fails while g1 applies: g1 committed, the call throws, nothing deleted. */
+    @Example
+    void aFifoBatchWithAFailingGroupAppliesTheOthersAndDeletesNothing() throws Exception {
+        fifoBatchOf(false, "fails", "ok");
+    }
+
+    /** Sends messages with {@code bodies} (to g0 but the last, to g1), receives them and hands them over as a batch. */
+    private static void fifoBatchOf(boolean reversed, String... bodies) throws Exception {
+        scripted(w -> {
+            for (int i = 0; i < bodies.length; i++) {
+                w.fifoSend(i == bodies.length - 1 ? 1 : 0, bodies[i]);
+            }
+            w.fifoReceive();
+            w.fifoBatch(reversed);
+        });
+    }
+
     private static void scripted(java.util.function.Consumer<World> moves) throws Exception {
         start();
         AcknowledgingListenerWorld.scripted(new World(), moves);
@@ -455,6 +683,12 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             copyOf(copyable(), Mode.values()[moves.size() % Mode.values().length]);
         }
 
+        /** The standard queue's copies are of its own events: a FIFO event's claims are the FIFO moves' model. */
+        @Override
+        boolean copyableHere(String id) {
+            return !id.startsWith("f-");
+        }
+
         void copyOf(String id, Mode mode) {
             call(id, mode, "ok", mode + " copy");
         }
@@ -482,6 +716,13 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                                         + " once holds back until the commit: %s",
                                 h, moves)
                         .isFalse();
+                if (!scopes.isEmpty() && manual) {
+                    // the listener's template took part in the caller's transaction and failed: rollback-only
+                    scopes.top().physical.rollbackOnly = true;
+                }
+            }
+            if (manual && body.equals("swallows") && !scopes.isEmpty()) {
+                scopes.top().items.add("x"); // PostgreSQL aborted the transaction, up to a savepoint before it
             }
             h.returnedOwn = returned && scopes.isEmpty();
             if (returned && !manual) {
@@ -493,6 +734,11 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
 
         @Override
         void checkSettled(AcknowledgingListenerWorld.Handed h, boolean claimed) {
+            if (h instanceof Fifo f && f.mustStay) {
+                assertThat(f.settled)
+                        .as("%s failed or refused: never deleted %s", f, moves)
+                        .isEmpty();
+            }
             if (((Received) h).returnedOwn && claimed) {
                 assertThat(h.acked())
                         .as(
@@ -530,14 +776,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
          */
         @SuppressWarnings("unchecked")
         private Message<String> receive(String id, String body, String kind, boolean manual) {
-            sqs.sendMessage(r -> r.queueUrl(queueUrl)
-                    .messageBody(body)
-                    .messageAttributes(Map.of(
-                            "once-event-id",
-                            MessageAttributeValue.builder()
-                                    .dataType("String")
-                                    .stringValue(id)
-                                    .build())));
+            sqs.sendMessage(r -> r.queueUrl(queueUrl).messageBody(body).messageAttributes(eventIdAttribute(id)));
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (System.nanoTime() < deadline) {
                 ReceiveMessageResponse r = sqs.receiveMessage(q -> q.queueUrl(queueUrl)
@@ -569,10 +808,513 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             throw new IllegalStateException("message " + id + " not received from " + QUEUE);
         }
 
+        // ---- FIFO: the world's message groups on the FIFO queue, and where each stands as committed ----
+        static final int GROUPS = 2;
+        final String groupPrefix = "w" + ids.incrementAndGet() + "-g";
+        final BigInteger[] committedPosition = {BigInteger.ZERO, BigInteger.ZERO};
+        // received, not yet handed to a listener (a receive may hand out several of a group, in order)
+        final List<Fifo> inHand = new java.util.ArrayList<>();
+        // per SQS message id, its latest receive
+        final Map<String, Fifo> latest = new LinkedHashMap<>();
+        // event ids sent to the FIFO queue, in order
+        final List<String> fifoEvents = new java.util.ArrayList<>();
+        // per physical transaction, the groups whose position row its runs locked (until it ends)
+        final Map<SpringScopes.Physical, java.util.Set<Integer>> fenced = new java.util.IdentityHashMap<>();
+        // events a FIFO batch applied although the call threw: the container deleted none of the batch
+        final java.util.Set<String> redrive = new java.util.HashSet<>();
+        int fifoSent;
+
+        String group(int g) {
+            return groupPrefix + g;
+        }
+
+        String stream(int g) {
+            return dev.once.StreamPositions.sqsMessageGroup(fifoUrl, group(g));
+        }
+
+        /** Sends a message of a fresh event, with {@code body}, to group {@code g}. */
+        void fifoSend(int g, String body) {
+            String id = "f-" + ids.incrementAndGet();
+            fifoEvents.add(id);
+            fifoSend(g, id, body);
+        }
+
+        /** Sends a second message of an event sent before (a producer's retry), to group {@code g}. */
+        void fifoSendCopy(int g) {
+            fifoSend(g, fifoEvents.get(fifoEvents.size() - 1 - (moves.size() % Math.min(3, fifoEvents.size()))), "ok");
+        }
+
+        private void fifoSend(int g, String id, String body) {
+            sqs.sendMessage(r -> r.queueUrl(fifoUrl)
+                    .messageBody(body)
+                    .messageGroupId(group(g))
+                    .messageDeduplicationId(UUID.randomUUID().toString())
+                    .messageAttributes(eventIdAttribute(id)));
+            fifoSent++;
+            moves.add("fifo send " + id + " " + body + " to g" + g);
+        }
+
+        /** Receives what the FIFO queue hands out now: each group's next messages, in order, none of a group in flight. */
+        void fifoReceive() {
+            ReceiveMessageResponse r = sqs.receiveMessage(q -> q.queueUrl(fifoUrl)
+                    .maxNumberOfMessages(10)
+                    .waitTimeSeconds(0)
+                    .messageAttributeNames("All")
+                    .messageSystemAttributeNames(MessageSystemAttributeName.ALL));
+            List<String> got = new java.util.ArrayList<>();
+            for (software.amazon.awssdk.services.sqs.model.Message m : r.messages()) {
+                String group = m.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID);
+                if (!group.startsWith(groupPrefix)) {
+                    throw new IllegalStateException("received a message of group " + group + ", not this run's");
+                }
+                MessageAttributeValue attribute = m.messageAttributes().get("once-event-id");
+                Fifo f = new Fifo(
+                        attribute.stringValue(),
+                        "#" + (handed.size() + inHand.size() + 1),
+                        m,
+                        Integer.parseInt(group.substring(groupPrefix.length())),
+                        new BigInteger(m.attributes().get(MessageSystemAttributeName.SEQUENCE_NUMBER)),
+                        m.body());
+                Fifo before = latest.put(f.sqsId, f);
+                inHand.add(f);
+                got.add(f + (before != null ? " (again)" : ""));
+            }
+            moves.add("fifo receive: " + got);
+        }
+
+        /** A receive whose visibility timeout may run out now: the latest of its message, not deleted. */
+        List<Fifo> expirable() {
+            List<Fifo> out = new java.util.ArrayList<>();
+            for (Fifo f : latest.values()) {
+                if (!f.expired && !deleted(f.sqsId)) {
+                    out.add(f);
+                }
+            }
+            return out;
+        }
+
+        private boolean deleted(String sqsId) {
+            for (AcknowledgingListenerWorld.Handed h : handed) {
+                if (h instanceof Fifo f && f.sqsId.equals(sqsId) && f.acked()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /**
+         * The visibility timeout of a message received and not deleted runs out (held in hand, or its call ended
+         * without a delete): the queue hands it out again, or moves it to the dead-letter queue after {@value
+         * #MAX_RECEIVES} receives and goes on with its group.
+         */
+        void fifoExpire() {
+            List<Fifo> candidates = expirable();
+            fifoExpire(candidates.get(moves.size() % candidates.size()));
+        }
+
+        void fifoExpire(Fifo f) {
+            f.expired = true;
+            moves.add("fifo visibility timeout of " + f + " runs out");
+            try {
+                sqs.changeMessageVisibility(
+                        r -> r.queueUrl(fifoUrl).receiptHandle(f.receiptHandle).visibilityTimeout(0));
+            } catch (software.amazon.awssdk.services.sqs.model.SqsException gone) {
+                moves.add("  gone: " + gone.getMessage()); // moved to the dead-letter queue by a receive since
+            }
+        }
+
+        enum Claim {
+            FREE,
+            COMMITTED,
+            OPEN,
+            SUSPENDED
+        }
+
+        /** Where the claim of FIFO event {@code id} stands for the physical transaction {@code physical} (null: none). */
+        Claim fifoClaim(String id, SpringScopes.Physical physical) {
+            for (SpringScopes.Scope scope : scopes.open()) {
+                if (scope.items.contains("c:" + id)) {
+                    return scope.physical == physical ? Claim.OPEN : Claim.SUSPENDED;
+                }
+            }
+            return claimed(id) ? Claim.COMMITTED : Claim.FREE;
+        }
+
+        /** Where {@code physical} sees group {@code g}'s position: committed, or moved by it since. */
+        BigInteger visible(int g, SpringScopes.Physical physical) {
+            BigInteger at = committedPosition[g];
+            if (physical == null) {
+                return at;
+            }
+            for (SpringScopes.Scope scope : scopes.open()) {
+                if (scope.physical == physical) {
+                    for (String item : scope.items) {
+                        if (item.startsWith("p:" + g + ":")) {
+                            at = at.max(new BigInteger(item.split(":")[2]));
+                        }
+                    }
+                }
+            }
+            return at;
+        }
+
+        private boolean aborted(SpringScopes.Physical physical) {
+            for (SpringScopes.Scope scope : scopes.open()) {
+                if (scope.physical == physical && scope.items.contains("x")) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private boolean heldByOther(int g, SpringScopes.Physical physical) {
+            for (SpringScopes.Scope scope : scopes.open()) {
+                if (scope.physical != physical
+                        && fenced.getOrDefault(scope.physical, java.util.Set.of())
+                                .contains(g)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** What must happen to one FIFO message's call. */
+        enum Expect {
+            APPLIED,
+            DUPLICATE,
+            /** At or behind the group's position as the transaction sees it: FAILED_PERMANENT, not applied. */
+            BEHIND,
+            /** A suspended transaction of the thread holds the group's position row: fails before its claim. */
+            FAIL_FAST,
+            /** The body fails, or the transaction is aborted. */
+            THROWS,
+            /** ON_SUCCESS in the caller's transaction: refused before the claim. */
+            REFUSED
+        }
+
+        /**
+         * Hands the {@code pick}-th message in hand to the FIFO listener ({@code manual}: MANUAL, else ON_SUCCESS),
+         * in the innermost scope or a transaction of its own, its outcome against the model.
+         */
+        void fifoListen(int pick, boolean manual) {
+            Fifo f = inHand.get(Math.min(pick, inHand.size() - 1));
+            SpringScopes.Physical physical = scopes.isEmpty() ? null : scopes.top().physical;
+            Claim claim = fifoClaim(f.eventId, physical);
+            if (claim == Claim.SUSPENDED && (manual || physical == null)) {
+                // its claim would wait for a transaction this thread cannot end
+                moves.add("fifo listen " + f + ": left in hand, a suspended transaction holds its claim");
+                return;
+            }
+            inHand.remove(f);
+            int g = f.group;
+            BigInteger seen = visible(g, physical);
+            boolean abortedBefore = physical != null && aborted(physical);
+            Expect expect;
+            if (!manual && physical != null) {
+                expect = Expect.REFUSED;
+            } else if (physical != null && heldByOther(g, physical)) {
+                expect = Expect.FAIL_FAST;
+            } else if (abortedBefore) {
+                expect = Expect.THROWS;
+            } else if (claim == Claim.OPEN || claim == Claim.COMMITTED) {
+                expect = Expect.DUPLICATE;
+            } else if (!f.body.equals("ok")) {
+                expect = Expect.THROWS;
+            } else if (f.seq.compareTo(seen) <= 0) {
+                expect = Expect.BEHIND;
+            } else {
+                expect = Expect.APPLIED;
+            }
+            met((physical == null ? "own " : "caller's ") + expect);
+            handed(f);
+            moves.add("  " + (manual ? "MANUAL" : "ON_SUCCESS") + ", the group at " + seen + " as "
+                    + (physical == null ? "committed" : "transaction " + physical.number + " sees it") + ": "
+                    + expect);
+            deleting.byReceipt.put(f.receiptHandle, f);
+            calledIn(f.eventId);
+            Message<String> message = fifoMessage(f, manual);
+            Throwable thrown = null;
+            try {
+                if (manual) {
+                    orders.fifoManual(message, acknowledgement(message));
+                } else {
+                    orders.fifoOnSuccess(message);
+                }
+            } catch (RuntimeException | AssertionError e) {
+                thrown = e;
+                moves.add("  threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            f.returnedOwn = thrown == null && physical == null;
+            if (thrown == null && !manual) {
+                deleting.delete(f.receiptHandle, "container");
+            }
+            switch (expect) {
+                case APPLIED, DUPLICATE ->
+                    assertThat(thrown)
+                            .as("%s %s: the call returns %s", f, expect, moves)
+                            .isNull();
+                case BEHIND ->
+                    assertThat(thrown)
+                            .as("%s behind its group's position %s: refused %s", f, seen, moves)
+                            .isNotNull()
+                            .hasMessageContaining("has already applied up to position " + seen);
+                case FAIL_FAST ->
+                    assertThat(thrown)
+                            .as("%s: a suspended transaction holds %s's position: fails fast %s", f, stream(g), moves)
+                            .isInstanceOf(IllegalStateException.class)
+                            .hasMessageContaining(stream(g));
+                case THROWS ->
+                    assertThat(thrown).as("%s: the call fails %s", f, moves).isNotNull();
+                case REFUSED ->
+                    assertThat(thrown)
+                            .as("%s ON_SUCCESS in the caller's transaction: refused %s", f, moves)
+                            .isInstanceOf(dev.once.InvalidConfigurationException.class);
+            }
+            if (thrown != null) {
+                f.mustStay = true;
+                assertThat(f.settled).as("%s failed: not deleted %s", f, moves).isEmpty();
+                if (physical != null && expect != Expect.REFUSED) {
+                    physical.rollbackOnly = true; // the listener's template took part and failed
+                }
+            }
+            if (physical == null) {
+                if (expect == Expect.APPLIED) {
+                    assertThat(claimed(f.eventId))
+                            .as("%s applied in its own transaction %s", f, moves)
+                            .isTrue();
+                    committedPosition[g] = committedPosition[g].max(f.seq);
+                }
+                if (thrown == null) {
+                    assertThat(f.deletedBy)
+                            .as("%s returned from its own transaction: deleted %s", f, moves)
+                            .containsExactly(manual ? "once" : "container");
+                }
+            } else {
+                SpringScopes.Scope top = scopes.top();
+                boolean claims = claim == Claim.FREE
+                        && !abortedBefore
+                        && (expect == Expect.APPLIED || expect == Expect.BEHIND || expect == Expect.THROWS);
+                if (claims) {
+                    // the claim stays in the caller's transaction, doomed where the call failed
+                    top.items.add("c:" + f.eventId);
+                }
+                if (expect == Expect.APPLIED || expect == Expect.BEHIND || (claims && f.body.equals("swallows"))) {
+                    fenced.computeIfAbsent(physical, k -> new java.util.HashSet<>())
+                            .add(g);
+                }
+                if (expect == Expect.APPLIED) {
+                    top.items.add("p:" + g + ":" + f.seq + ":" + f.eventId);
+                    assertThat(f.settled)
+                            .as("%s applied in the caller's transaction: its delete waits for the commit %s", f, moves)
+                            .isEmpty();
+                }
+                if (claims && f.body.equals("swallows")) {
+                    top.items.add("x");
+                }
+                if (expect == Expect.DUPLICATE && claim == Claim.OPEN) {
+                    assertThat(f.settled)
+                            .as(
+                                    "%s a copy of an event claimed in the open transaction: its delete waits for the"
+                                            + " commit %s",
+                                    f, moves)
+                            .isEmpty();
+                }
+            }
+            callReturned();
+            checkFifo();
+        }
+
+        /**
+         * A batch of the messages in hand ({@code reversed}: in the opposite order), to the FIFO batch listener
+         * (ON_SUCCESS): refused in the caller's transaction; else one ordered run per group, each in a transaction
+         * of its own, a group refused or failed alone, and the call throws (the container deletes none of the batch)
+         * when one did.
+         */
+        void fifoBatch(boolean reversed) {
+            List<Fifo> batch = new java.util.ArrayList<>(inHand);
+            inHand.clear();
+            if (reversed) {
+                java.util.Collections.reverse(batch);
+            }
+            moves.add("fifo batch " + batch);
+            List<Message<String>> messages = new java.util.ArrayList<>();
+            for (Fifo f : batch) {
+                handed.add(f);
+                f.ended = true; // checked here; counted by the world among its event's messages
+                deleting.byReceipt.put(f.receiptHandle, f);
+                messages.add(fifoMessage(f, false));
+            }
+            boolean own = scopes.isEmpty();
+            // the model: per group, in the order of its first message, its run
+            Map<Integer, List<Fifo>> groups = new LinkedHashMap<>();
+            for (Fifo f : batch) {
+                groups.computeIfAbsent(f.group, k -> new java.util.ArrayList<>())
+                        .add(f);
+            }
+            java.util.Set<String> claimedNow = new java.util.HashSet<>();
+            Map<Integer, List<String>> appliedBy = new LinkedHashMap<>();
+            List<String> failedGroups = new java.util.ArrayList<>();
+            BigInteger[] after = committedPosition.clone();
+            for (Map.Entry<Integer, List<Fifo>> e : groups.entrySet()) {
+                int g = e.getKey();
+                Map<String, Fifo> firsts = new LinkedHashMap<>();
+                for (Fifo f : e.getValue()) {
+                    firsts.putIfAbsent(f.eventId, f);
+                }
+                List<Fifo> mine = new java.util.ArrayList<>();
+                for (Fifo f : firsts.values()) {
+                    if (!claimedNow.contains(f.eventId) && !claimed(f.eventId)) {
+                        mine.add(f);
+                    }
+                }
+                boolean increasing = true;
+                for (int i = 1; i < e.getValue().size(); i++) {
+                    increasing &= e.getValue().get(i).seq.compareTo(e.getValue().get(i - 1).seq) > 0;
+                }
+                if (!increasing) {
+                    // not the queue's order: refused whole (its positions must increase along the run)
+                    failedGroups.add("g" + g + " out of order");
+                    continue;
+                }
+                if (mine.isEmpty()) {
+                    continue;
+                }
+                if (mine.stream().anyMatch(f -> !f.body.equals("ok"))
+                        || mine.get(0).seq.compareTo(after[g]) <= 0) {
+                    failedGroups.add("g" + g);
+                    continue;
+                }
+                List<String> applied = mine.stream().map(f -> f.eventId).toList();
+                claimedNow.addAll(applied);
+                appliedBy.put(g, applied);
+                after[g] = mine.get(mine.size() - 1).seq; // where the engine moves the stream: the run's last
+            }
+            Throwable thrown = null;
+            try {
+                orders.fifoBatch(messages);
+            } catch (RuntimeException | AssertionError e) {
+                thrown = e;
+                moves.add("  threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            if (!own) {
+                met("batch refused");
+                assertThat(thrown)
+                        .as("a FIFO batch (ON_SUCCESS) in the caller's transaction: refused %s", moves)
+                        .isInstanceOf(dev.once.InvalidConfigurationException.class);
+                return;
+            }
+            moves.add("  groups applied " + appliedBy + ", failed " + failedGroups);
+            met(failedGroups.isEmpty() ? "batch" : appliedBy.isEmpty() ? "batch failed" : "batch, a group failed");
+            if (failedGroups.isEmpty()) {
+                assertThat(thrown)
+                        .as("a FIFO batch whose groups all went through returns %s", moves)
+                        .isNull();
+                for (Fifo f : batch) {
+                    deleting.delete(f.receiptHandle, "container");
+                }
+            } else {
+                assertThat(thrown)
+                        .as(
+                                "a FIFO batch with a group that failed (%s) throws, so the container deletes none of it %s",
+                                failedGroups, moves)
+                        .isNotNull();
+                redrive.addAll(claimedNow);
+            }
+            for (Fifo f : batch) {
+                if (claimedNow.contains(f.eventId)) {
+                    assertThat(claimed(f.eventId))
+                            .as("%s of a group that went through: applied %s", f, moves)
+                            .isTrue();
+                }
+                if (thrown != null) {
+                    assertThat(f.settled)
+                            .as("%s of a batch that threw: not deleted %s", f, moves)
+                            .isEmpty();
+                }
+            }
+            for (int g = 0; g < GROUPS; g++) {
+                committedPosition[g] = after[g];
+            }
+            checkFifo();
+        }
+
+        @Override
+        boolean leftForRedrive(String id) {
+            return redrive.contains(id);
+        }
+
+        @Override
+        void scopeEnded(SpringScopes.Ended ended) {
+            if (!ended.physical()) {
+                return;
+            }
+            for (String item : ended.scope().items) {
+                if (item.startsWith("p:")) {
+                    String[] p = item.split(":");
+                    if (claimed(p[3])) {
+                        int g = Integer.parseInt(p[1]);
+                        committedPosition[g] = committedPosition[g].max(new BigInteger(p[2]));
+                    }
+                }
+            }
+            fenced.remove(ended.scope().physical);
+            checkFifo();
+        }
+
+        /**
+         * Each group as committed: its stored position where the committed runs moved it (none before one did), its
+         * effects in the ledger in the order of their sequence numbers, the last at the position.
+         */
+        void checkFifo() {
+            for (int g = 0; g < GROUPS; g++) {
+                List<BigInteger> stored = fifoQuery(
+                        "SELECT position FROM once_stream_position WHERE consumer = 'caller-sqs' AND stream = ?",
+                        stream(g));
+                assertThat(stored)
+                        .as("stored position of g%d: the highest a committed call moved it to %s", g, moves)
+                        .isEqualTo(committedPosition[g].signum() == 0 ? List.of() : List.of(committedPosition[g]));
+                List<BigInteger> applied = fifoQuery("SELECT seq FROM ledger WHERE grp = ? ORDER BY n", group(g));
+                assertThat(applied)
+                        .as("effects of g%d in the order applied: ascending sequence numbers %s", g, moves)
+                        .isSortedAccordingTo(BigInteger::compareTo)
+                        .doesNotHaveDuplicates();
+            }
+        }
+
+        private List<BigInteger> fifoQuery(String sql, String arg) {
+            try (java.sql.Connection c = db.dataSource().getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setString(1, arg);
+                List<BigInteger> out = new java.util.ArrayList<>();
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(rs.getBigDecimal(1).toBigIntegerExact());
+                    }
+                }
+                return out;
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /** Converts {@code f} as the listener container does, with the acknowledgement callback in MANUAL only. */
+        @SuppressWarnings("unchecked")
+        private Message<String> fifoMessage(Fifo f, boolean manual) {
+            SqsMessageConversionContext c = new SqsMessageConversionContext();
+            c.setQueueAttributes(new QueueAttributes(FIFO, fifoUrl, Map.of()));
+            if (manual) {
+                c.setAcknowledgementCallback(deleting);
+            }
+            c.setPayloadClass(String.class);
+            return (Message<String>) converter.toMessagingMessage(f.raw, c);
+        }
+
         @Override
         void close() {
             scopes.abandon();
             sqs.purgeQueue(r -> r.queueUrl(queueUrl));
+            sqs.purgeQueue(r -> r.queueUrl(fifoUrl));
+            sqs.purgeQueue(r -> r.queueUrl(fifoDlqUrl));
         }
     }
 }

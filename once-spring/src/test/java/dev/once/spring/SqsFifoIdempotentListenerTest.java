@@ -6,11 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.once.InvalidConfigurationException;
 import dev.once.StreamPositions;
 import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
 import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
-import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -19,10 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import javax.sql.DataSource;
 import org.awaitility.Awaitility;
-import org.elasticmq.rest.sqs.SQSRestServer;
-import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,11 +27,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.messaging.Message;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsAsyncClient;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
@@ -49,7 +40,8 @@ import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
  * past g-1's {@code maxReceiveCount} (1), so the queue moves g-1 to its dead-letter queue and hands B g-2, which B
  * applies. A's body then returns: g-1 must not be applied after g-2. The group's position in the database (SQS's
  * sequence numbers, the stream once-sqs keys the group by) refuses it at A's commit. A batch listener runs one ordered
- * run per message group; a FIFO container that does not fetch the sequence numbers, or a method that cannot see the
+ * run per message group, and a group that fails rolls back alone while the others apply, the batch left whole for
+ * redrive; a FIFO container that does not fetch the sequence numbers, or a method that cannot see the
  * message, fails the context start.
  */
 class SqsFifoIdempotentListenerTest {
@@ -57,6 +49,13 @@ class SqsFifoIdempotentListenerTest {
     static final String FIFO = "once-spring-sqs-fifo-" + UUID.randomUUID() + ".fifo";
     static final String DLQ = "once-spring-sqs-fifo-dlq-" + UUID.randomUUID() + ".fifo";
     static final String BATCH = "once-spring-sqs-fifo-batch-" + UUID.randomUUID() + ".fifo";
+    static final String FAILING = "once-spring-sqs-fifo-failing-" + UUID.randomUUID() + ".fifo";
+    /** The event ids of each call of the failing-group batch listener's body. */
+    static final List<List<String>> failingCalls = new CopyOnWriteArrayList<>();
+    /** Calls of group x's run in the failing-group batch listener's body, which fail while {@link #xFails}. */
+    static final java.util.concurrent.atomic.AtomicInteger xCalls = new java.util.concurrent.atomic.AtomicInteger();
+
+    static volatile boolean xFails = true;
     /** The event ids of each call of the batch listener's body. */
     static final List<List<String>> batches = new CopyOnWriteArrayList<>();
 
@@ -64,41 +63,34 @@ class SqsFifoIdempotentListenerTest {
     static final CountDownLatch holding = new CountDownLatch(1);
     static final CountDownLatch released = new CountDownLatch(1);
 
-    static SQSRestServer server;
+    static ElasticMqQueues mq;
     static SqsAsyncClient sqs;
     static TestDatabase db;
     static String fifoUrl;
     static String dlqUrl;
     static String batchUrl;
+    static String failingUrl;
 
     @BeforeAll
     static void start() {
-        server = SQSRestServerBuilder.withInterface("127.0.0.1")
-                .withDynamicPort()
-                .start();
-        int port = server.waitUntilStarted().localAddress().getPort();
-        sqs = SqsAsyncClient.builder()
-                .endpointOverride(URI.create("http://127.0.0.1:" + port))
-                .region(Region.US_EAST_1)
-                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
-                .build();
-        dlqUrl = fifo(DLQ, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
-        String dlqArn = sqs.getQueueAttributes(r -> r.queueUrl(dlqUrl).attributeNames(QueueAttributeName.QUEUE_ARN))
-                .join()
-                .attributes()
-                .get(QueueAttributeName.QUEUE_ARN);
-        fifoUrl = fifo(
+        mq = ElasticMqQueues.start();
+        sqs = mq.sqs;
+        dlqUrl = mq.fifo(DLQ, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
+        String dlqArn = mq.arn(dlqUrl);
+        fifoUrl = mq.fifo(
                 FIFO,
                 Map.of(
                         QueueAttributeName.VISIBILITY_TIMEOUT,
                         "1",
                         QueueAttributeName.REDRIVE_POLICY,
                         "{\"deadLetterTargetArn\":\"" + dlqArn + "\",\"maxReceiveCount\":\"1\"}"));
-        batchUrl = fifo(BATCH, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
+        batchUrl = mq.fifo(BATCH, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
+        // long enough that the batch's messages are still in the queue, none deleted, when group x's call failed
+        failingUrl = mq.fifo(FAILING, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "3"));
         System.setProperty("once.test.sqs.fifo", FIFO);
         System.setProperty("once.test.sqs.fifo-batch", BATCH);
-        db = TestPostgres.shared().freshDatabase(4);
-        db.execute("CREATE TABLE ledger (seq bigserial PRIMARY KEY, event_id text NOT NULL)");
+        System.setProperty("once.test.sqs.fifo-failing", FAILING);
+        db = ElasticMqQueues.ledgerDatabase();
     }
 
     @AfterAll
@@ -107,18 +99,9 @@ class SqsFifoIdempotentListenerTest {
         if (db != null) {
             db.close();
         }
-        if (sqs != null) {
-            sqs.close();
+        if (mq != null) {
+            mq.close();
         }
-        if (server != null) {
-            server.stopAndWait();
-        }
-    }
-
-    private static String fifo(String name, Map<QueueAttributeName, String> attributes) {
-        Map<QueueAttributeName, String> all = new java.util.HashMap<>(attributes);
-        all.put(QueueAttributeName.FIFO_QUEUE, "true");
-        return sqs.createQueue(r -> r.queueName(name).attributes(all)).join().queueUrl();
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -176,23 +159,35 @@ class SqsFifoIdempotentListenerTest {
         @SqsListener(value = "${once.test.sqs.fifo-batch}", factory = "mixedGroupsSqsListenerContainerFactory")
         @IdempotentListener(consumer = "sqs-fifo-batch")
         public void batch(List<Message<String>> messages) {
+            batches.add(effects(messages));
+        }
+
+        /** Group x's calls fail after their effects while {@link #xFails}; every other call goes through. */
+        @SqsListener(value = "${once.test.sqs.fifo-failing}", factory = "mixedGroupsSqsListenerContainerFactory")
+        @IdempotentListener(consumer = "sqs-fifo-failing")
+        public void failing(List<Message<String>> messages) {
+            List<String> ids = effects(messages);
+            failingCalls.add(ids);
+            if (ids.get(0).startsWith("x-") && xCalls.incrementAndGet() > 0 && xFails) {
+                throw new IllegalStateException("group x's call fails");
+            }
+        }
+
+        /** Each message's effect, in order: their event ids. */
+        private List<String> effects(List<Message<String>> messages) {
             List<String> ids = messages.stream()
                     .map(m -> (String) m.getHeaders().get("once-event-id"))
                     .toList();
-            batches.add(ids);
             for (String id : ids) {
                 jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
             }
+            return ids;
         }
     }
 
     /** An application on the test's database, which its close leaves open for the other and the test. */
     static AnnotationConfigApplicationContext application() {
-        AnnotationConfigApplicationContext context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource(), d -> d.setDestroyMethodName(""));
-        context.register(Config.class);
-        context.refresh();
-        return context;
+        return ElasticMqQueues.application(db, Config.class);
     }
 
     static void send(String eventId) {
@@ -200,17 +195,7 @@ class SqsFifoIdempotentListenerTest {
     }
 
     static void send(String url, String group, String eventId) {
-        sqs.sendMessage(r -> r.queueUrl(url)
-                        .messageBody(eventId)
-                        .messageGroupId(group)
-                        .messageDeduplicationId(eventId)
-                        .messageAttributes(Map.of(
-                                "once-event-id",
-                                MessageAttributeValue.builder()
-                                        .dataType("String")
-                                        .stringValue(eventId)
-                                        .build())))
-                .join();
+        mq.send(url, group, eventId, eventId);
     }
 
     static List<String> applied() {
@@ -233,14 +218,7 @@ class SqsFifoIdempotentListenerTest {
     }
 
     static long messagesIn(String url) {
-        Map<QueueAttributeName, String> a = sqs.getQueueAttributes(r -> r.queueUrl(url)
-                        .attributeNames(
-                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
-                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
-                .join()
-                .attributes();
-        return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
-                + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
+        return mq.held(url);
     }
 
     @Test
@@ -312,6 +290,55 @@ class SqsFifoIdempotentListenerTest {
                             + " AND stream = '" + StreamPositions.sqsMessageGroup(batchUrl, group) + "'"))
                     .as("group %s's position kept", group)
                     .isEqualTo(1);
+        }
+    }
+
+    /**
+     * A FIFO batch whose group x fails while groups p and q apply: p's and q's runs commit, each in its order, x's
+     * rolls back alone, and the call throws, so that the container deletes none of the batch: it comes back (its
+     * visibility timeout) whole, p's and q's messages as duplicates, and fails again while x does. Once x goes
+     * through, x's are applied in order and all are deleted.
+     */
+    @Test
+    void aFifoBatchWhoseGroupFailsAppliesTheOtherGroupsAndDeletesNothing() {
+        List<String> sent = List.of("x-1", "p-1", "q-1", "p-2", "x-2", "q-2");
+        for (String id : sent) {
+            send(failingUrl, id.substring(0, 1), id);
+        }
+        try (AnnotationConfigApplicationContext c = application()) {
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> xCalls.get() >= 2
+                            && applied("p-%").size() == 2
+                            && applied("q-%").size() == 2);
+            assertThat(applied("x-%")).as("group x's run rolled back alone").isEmpty();
+            assertThat(messagesIn(failingUrl))
+                    .as("the calls threw: the container deleted none of the batch, p's and q's applied included")
+                    .isEqualTo(sent.size());
+            assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE consumer = 'sqs-fifo-failing'"
+                            + " AND stream = '" + StreamPositions.sqsMessageGroup(failingUrl, "x") + "'"))
+                    .as("group x's position not moved")
+                    .isZero();
+            xFails = false;
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> applied("x-%").size() == 2 && messagesIn(failingUrl) == 0);
+        }
+        assertThat(applied("p-%")).as("group p in order, once").containsExactly("p-1", "p-2");
+        assertThat(applied("q-%")).as("group q in order, once").containsExactly("q-1", "q-2");
+        assertThat(applied("x-%"))
+                .as("group x in order, once, when the batch came back")
+                .containsExactly("x-1", "x-2");
+        assertThat(failingCalls)
+                .as("the body called for fresh messages only: p's and q's came back as duplicates, skipped")
+                .filteredOn(ids -> !ids.get(0).startsWith("x-"))
+                .flatExtracting(ids -> ids)
+                .containsExactlyInAnyOrder("p-1", "p-2", "q-1", "q-2");
+        for (String group : List.of("p", "q", "x")) {
+            assertThat(db.queryLong("SELECT position FROM once_stream_position WHERE consumer = 'sqs-fifo-failing'"
+                            + " AND stream = '" + StreamPositions.sqsMessageGroup(failingUrl, group) + "'"))
+                    .as("group %s's position at its last message", group)
+                    .isPositive();
         }
     }
 

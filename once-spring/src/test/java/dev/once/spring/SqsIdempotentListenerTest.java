@@ -5,13 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.InvalidConfigurationException;
 import dev.once.testsupport.TestDatabase;
-import dev.once.testsupport.TestPostgres;
 import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
 import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
 import io.awspring.cloud.sqs.listener.acknowledgement.Acknowledgement;
 import io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode;
-import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -19,10 +17,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import javax.sql.DataSource;
 import org.awaitility.Awaitility;
-import org.elasticmq.rest.sqs.SQSRestServer;
-import org.elasticmq.rest.sqs.SQSRestServerBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -34,11 +29,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.messaging.Message;
 import org.springframework.transaction.support.TransactionTemplate;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsAsyncClient;
-import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /**
@@ -58,7 +49,7 @@ class SqsIdempotentListenerTest {
     static final Map<String, Integer> calls = new ConcurrentHashMap<>();
     static final List<String> sources = new CopyOnWriteArrayList<>();
 
-    static SQSRestServer server;
+    static ElasticMqQueues mq;
     static SqsAsyncClient sqs;
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
@@ -68,27 +59,16 @@ class SqsIdempotentListenerTest {
 
     @BeforeAll
     static void start() {
-        server = SQSRestServerBuilder.withInterface("127.0.0.1")
-                .withDynamicPort()
-                .start();
-        int port = server.waitUntilStarted().localAddress().getPort();
-        sqs = SqsAsyncClient.builder()
-                .endpointOverride(URI.create("http://127.0.0.1:" + port))
-                .region(Region.US_EAST_1)
-                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("x", "x")))
-                .build();
+        mq = ElasticMqQueues.start();
+        sqs = mq.sqs;
         manualUrl = queue(MANUAL);
         onSuccessUrl = queue(ON_SUCCESS);
         factoryManualUrl = queue(FACTORY_MANUAL);
         System.setProperty("once.test.sqs.manual", MANUAL);
         System.setProperty("once.test.sqs.on-success", ON_SUCCESS);
         System.setProperty("once.test.sqs.factory-manual", FACTORY_MANUAL);
-        db = TestPostgres.shared().freshDatabase(4);
-        db.execute("CREATE TABLE ledger (event_id text NOT NULL)");
-        context = new AnnotationConfigApplicationContext();
-        context.registerBean(DataSource.class, () -> db.dataSource());
-        context.register(Config.class, Listeners.class);
-        context.refresh();
+        db = ElasticMqQueues.ledgerDatabase();
+        context = ElasticMqQueues.application(db, Config.class, Listeners.class);
     }
 
     @AfterAll
@@ -99,18 +79,13 @@ class SqsIdempotentListenerTest {
         if (db != null) {
             db.close();
         }
-        if (sqs != null) {
-            sqs.close();
-        }
-        if (server != null) {
-            server.stopAndWait();
+        if (mq != null) {
+            mq.close();
         }
     }
 
     private static String queue(String name) {
-        return sqs.createQueue(r -> r.queueName(name).attributes(Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "1")))
-                .join()
-                .queueUrl();
+        return mq.queue(name, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "1"));
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -154,7 +129,7 @@ class SqsIdempotentListenerTest {
         public void manual(Message<String> message, Acknowledgement ack) {
             String id = (String) message.getHeaders().get("once-event-id");
             int call = calls.merge(id, 1, Integer::sum);
-            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
             ack.acknowledge();
             if (message.getPayload().equals("fails once") && call == 1) {
                 throw new IllegalStateException("the body of " + id + " fails after acknowledging, once");
@@ -165,7 +140,9 @@ class SqsIdempotentListenerTest {
         @IdempotentListener(consumer = "sqs-on-success")
         public void onSuccess(Message<String> message) {
             calls.merge((String) message.getHeaders().get("once-event-id"), 1, Integer::sum);
-            jdbc.update("INSERT INTO ledger VALUES (?)", message.getHeaders().get("once-event-id"));
+            jdbc.update(
+                    "INSERT INTO ledger (event_id) VALUES (?)",
+                    message.getHeaders().get("once-event-id"));
         }
 
         /** MANUAL from its container factory; deletes through the static Acknowledgement.acknowledge(message). */
@@ -174,21 +151,13 @@ class SqsIdempotentListenerTest {
         public void factoryManual(Message<String> message) {
             String id = (String) message.getHeaders().get("once-event-id");
             calls.merge(id, 1, Integer::sum);
-            jdbc.update("INSERT INTO ledger VALUES (?)", id);
+            jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
             Acknowledgement.acknowledge(message);
         }
     }
 
     static void send(String url, String eventId, String body) {
-        sqs.sendMessage(r -> r.queueUrl(url)
-                        .messageBody(body)
-                        .messageAttributes(Map.of(
-                                "once-event-id",
-                                MessageAttributeValue.builder()
-                                        .dataType("String")
-                                        .stringValue(eventId)
-                                        .build())))
-                .join();
+        mq.send(url, null, eventId, body);
     }
 
     static long ledger(String eventId) {
@@ -198,14 +167,7 @@ class SqsIdempotentListenerTest {
 
     /** Messages in the queue, visible or in flight. */
     static long held(String url) {
-        Map<QueueAttributeName, String> a = sqs.getQueueAttributes(r -> r.queueUrl(url)
-                        .attributeNames(
-                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
-                                QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
-                .join()
-                .attributes();
-        return Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
-                + Long.parseLong(a.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
+        return mq.held(url);
     }
 
     @Test
