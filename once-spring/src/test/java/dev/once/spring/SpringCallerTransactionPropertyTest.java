@@ -648,6 +648,11 @@ class SpringCallerTransactionPropertyTest {
 
         /** The latest id whose claim an open transaction other than the innermost scope's (a suspended one) holds, or null. */
         String suspendedClaim() {
+            return suspended(item -> item.startsWith("e:") || item.startsWith("z:"));
+        }
+
+        /** The id of the latest of {@code claims} among the items of the suspended transactions, or null. */
+        private String suspended(java.util.function.Predicate<String> claims) {
             if (scopes.isEmpty()) {
                 return null;
             }
@@ -656,7 +661,7 @@ class SpringCallerTransactionPropertyTest {
             for (Scope scope : scopes.open()) {
                 if (scope.physical != physical) {
                     for (String item : scope.items) {
-                        if (item.startsWith("e:") || item.startsWith("z:")) {
+                        if (claims.test(item)) {
                             held = item.substring(2);
                         }
                     }
@@ -667,21 +672,7 @@ class SpringCallerTransactionPropertyTest {
 
         /** The latest Kafka record whose claim a suspended transaction holds, or null. */
         String suspendedRecord() {
-            if (scopes.isEmpty()) {
-                return null;
-            }
-            Physical physical = scopes.top().physical;
-            String held = null;
-            for (Scope scope : scopes.open()) {
-                if (scope.physical != physical) {
-                    for (String item : scope.items) {
-                        if (item.startsWith("e:") && records.containsKey(item.substring(2))) {
-                            held = item.substring(2);
-                        }
-                    }
-                }
-            }
-            return held;
+            return suspended(item -> item.startsWith("e:") && records.containsKey(item.substring(2)));
         }
 
         /**
