@@ -6,6 +6,7 @@ import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.RetryPolicy;
+import dev.once.RetryableException;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.ConsumerSettings;
@@ -25,11 +26,17 @@ import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -56,6 +63,15 @@ import org.slf4j.LoggerFactory;
  * message that still fails retryably is dead-lettered by this consumer (without a dead-letter
  * subject it is logged and left to the server, which drops it). Without a limit a retryable failure
  * is tried until it succeeds, past the policy's last retry at its longest delay.
+ *
+ * <p>{@code max_deliver} counts deliveries, not failures, so a delivery whose claim another delivery
+ * holds ({@code IN_PROGRESS}: a redelivery while a slow holder works) is not {@code nak}ed, which would
+ * spend the message's deliveries on nothing and let JetStream drop it while the holder may still roll
+ * back. It is kept in hand ({@code inProgress()}) and tried again until the holder ends, then settled
+ * by what that try finds: applied (the holder rolled back) or duplicate (it committed). The wait ends
+ * early only when the connection is closed (JetStream redelivers after the ack wait) or the consumer
+ * closes while the message has deliveries left ({@code nak}ed); on the last delivery {@code max_deliver}
+ * allows, closing waits for the holder as long as the connection is open.
  *
  * <p>On {@link #start()} the durable pull consumer is created, or updated to this configuration
  * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject; other
@@ -130,6 +146,12 @@ public final class NatsConsumer implements AutoCloseable {
     private final String deadLetterSubject;
     private final AdapterDriver<Message> driver;
     private final Thread fetcher;
+    private final Duration keepAliveEvery;
+    /** Counted down by {@link #close()}: a delivery waiting for its claim's holder stops waiting when it can. */
+    private final CountDownLatch closing = new CountDownLatch(1);
+    /** Sends {@code inProgress()} for a delivery waiting for its claim's holder; started on the first such wait. */
+    private ScheduledExecutorService keepAlive;
+
     private volatile JetStreamSubscription subscription;
     /** The durable's {@code max_deliver} as the server holds it after {@link #start()}; 0 or less: none. */
     private volatile long maxDeliver;
@@ -161,6 +183,7 @@ public final class NatsConsumer implements AutoCloseable {
         this.driver = loop.build();
         this.fetcher = new Thread(() -> this.driver.run(() -> subscription.fetch(batchSize, fetchWait)), name);
         this.fetcher.setDaemon(true);
+        this.keepAliveEvery = Duration.ofMillis(Math.max(1, ackWait.toMillis() / 3));
     }
 
     public static Builder builder() {
@@ -219,9 +242,27 @@ public final class NatsConsumer implements AutoCloseable {
             return m.getSubject() + "#" + m.metaData().streamSequence();
         }
 
+        /**
+         * Settles every message of the batch, then waits for the claims held by others ({@code IN_PROGRESS}) one
+         * after the other and settles each by the try that found its holder ended. JetStream acknowledges per
+         * message, so settling the rest first is safe, and their acks do not wait for a holder. The wait runs on
+         * the one fetch thread and holds up the next fetch: acceptable because {@code IN_PROGRESS} is rare (a
+         * redelivery while the holder still works, typically past the ack wait) and short (the holder is one
+         * database transaction); the alternative, a {@code nak}, spends {@code max_deliver} on nothing.
+         */
         @Override
         public void settle(List<Processed<Message>> processed) {
-            processed.forEach(p -> NatsConsumer.this.settle(p.message(), p.outcome()));
+            List<Processed<Message>> held = new ArrayList<>();
+            for (Processed<Message> p : processed) {
+                if (p.outcome().status() == Outcome.Status.IN_PROGRESS && p.delivery() != null) {
+                    held.add(p);
+                } else {
+                    NatsConsumer.this.settle(p.message(), p.outcome());
+                }
+            }
+            for (Processed<Message> p : held) {
+                NatsConsumer.this.settle(p.message(), waitForHolder(p.message(), p.delivery(), p.outcome()));
+            }
         }
 
         @Override
@@ -263,16 +304,85 @@ public final class NatsConsumer implements AutoCloseable {
     }
 
     /**
+     * Keeps {@code m}, whose claim another delivery holds, in hand and processes it again, backing off by the
+     * policy (at most a heartbeat interval apart), until the holder has ended; returns the outcome of the try that
+     * found it ended, or {@code IN_PROGRESS} when waiting stopped: the connection is closed, or the consumer is
+     * closing and {@code max_deliver} leaves the message another delivery. A heartbeat sends {@code inProgress()}
+     * meanwhile, so the ack wait does not run out and JetStream does not spend a delivery on it.
+     */
+    private Outcome waitForHolder(Message m, Delivery d, Outcome o) {
+        long limit = maxDeliver;
+        int delivered = delivered(m);
+        boolean last = limit > 0 && delivered >= limit;
+        log.info(
+                "message {} on {}/{} (delivery {}) is in progress in another delivery; kept in hand and tried again"
+                        + " until that one ends",
+                o.eventId(),
+                stream,
+                durable,
+                delivered);
+        ScheduledFuture<?> beat = keepAlive()
+                .scheduleAtFixedRate(() -> inProgress(m), 0, keepAliveEvery.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            for (int tries = 1; o.status() == Outcome.Status.IN_PROGRESS; tries++) {
+                if (connection.getStatus() == Connection.Status.CLOSED) {
+                    return o; // nothing can be sent: JetStream redelivers it after the ack wait
+                }
+                long pause = Math.min(retries.delay(tries).toMillis(), keepAliveEvery.toMillis());
+                if (closing.await(pause, TimeUnit.MILLISECONDS) && !last) {
+                    return o; // nak'ed: another delivery is left
+                }
+                try {
+                    o = consumer.process(d);
+                } catch (RuntimeException e) {
+                    log.error("message {} on {}/{}: a try failed outside the handler", o.eventId(), stream, durable, e);
+                    return new Outcome(
+                            d.eventId(),
+                            Outcome.Status.FAILED_RETRYABLE,
+                            new RetryableException("a try failed outside the handler: " + e, e));
+                }
+            }
+            return o;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return o;
+        } finally {
+            beat.cancel(false);
+            if (closing.getCount() == 0) {
+                stopKeepAlive();
+            }
+        }
+    }
+
+    private synchronized void stopKeepAlive() {
+        if (keepAlive != null) {
+            keepAlive.shutdownNow();
+        }
+    }
+
+    private synchronized ScheduledExecutorService keepAlive() {
+        if (keepAlive == null || keepAlive.isShutdown()) {
+            keepAlive = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, fetcher.getName() + "-in-progress");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return keepAlive;
+    }
+
+    /**
      * A retryable failure is {@code nak}ed with the policy's delay, except on the last delivery
      * {@code max_deliver} allows: JetStream would drop it then, so it is dead-lettered. A message
-     * whose claim another delivery holds ({@code IN_PROGRESS}) is left to that delivery.
+     * whose claim another delivery still held when {@link #waitForHolder} stopped waiting
+     * ({@code IN_PROGRESS}: the consumer is closing, another delivery is left) is {@code nak}ed.
      */
     private void redeliver(Message m, Outcome o) {
         int delivered = delivered(m);
         long limit = maxDeliver;
         if (o.status() != Outcome.Status.FAILED_RETRYABLE) {
-            // the claim's holder is still working: look again soon, this delivery failed nothing
-            m.nakWithDelay(retries.delay(1));
+            // the consumer closes while the claim's holder still works: another consumer takes it over
+            m.nak();
             return;
         }
         if (limit <= 0 || delivered < limit) {
@@ -407,6 +517,7 @@ public final class NatsConsumer implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        closing.countDown();
         driver.stop();
         try {
             fetcher.join(fetchWait.toMillis() + Duration.ofMinutes(1).toMillis());
@@ -414,6 +525,9 @@ public final class NatsConsumer implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         driver.close();
+        if (!fetcher.isAlive()) {
+            stopKeepAlive();
+        } // else the fetcher still waits for a holder on a message's last delivery, and stops it when done
         JetStreamSubscription s = subscription;
         if (s != null) {
             try {

@@ -75,8 +75,9 @@ import org.awaitility.core.ConditionTimeoutException;
  * <p>Checked at every ack, as it is sent: the event's claim is committed. After every move: no
  * event's effect is applied twice or reported applied twice, and every settlement agrees with the
  * outcome: applied and duplicate acked, permanent failures dead-lettered and terminated, retryable
- * ones {@code nak}ed until the delivery {@code max_deliver} allows last, then dead-lettered, in-progress
- * ones {@code nak}ed. After draining: every copy ended (its latest delivery by consumer sequence) acked
+ * ones {@code nak}ed until the delivery {@code max_deliver} allows last, then dead-lettered, a delivery
+ * whose claim another holds (in progress) settled by its latest try, never {@code nak}ed on the last
+ * delivery {@code max_deliver} allows (JetStream would drop it). After draining: every copy ended (its latest delivery by consumer sequence) acked
  * or dead-lettered, or lost in the ack gap on the last delivery {@code max_deliver} allows, nothing is
  * pending or unacknowledged on the durable, and the dead-letter stream holds exactly the copies a
  * delivery dead-lettered; each event's effect is applied exactly once when one of its copies
@@ -168,6 +169,44 @@ class NatsConsumerStateMachineTest {
         }
     }
 
+    /**
+     * Regression of an event lost, neither applied nor dead-lettered (found by hand; random: seed
+     * 1858976493441305029, "dropped at max_deliver while another delivery held its claim, applied by that one:
+     * expected 1, was 0"). Process a holds e0 and e1 in one transaction (e0's call is held); e1's delivery comes
+     * back (here a nak stands in for a heartbeat that did not arrive) and goes to b, which found its claim held
+     * (IN_PROGRESS) and nak'ed it, max_deliver times, so JetStream dropped e1; then a's e1 failed retryably and a
+     * nak'ed a message the server no longer had. Now b keeps its delivery in hand and tries again until a ends.
+     */
+    @Example
+    void inProgressNaksUseUpMaxDeliverWhileTheHolderFails() throws Exception {
+        try (World w = new World(databases.postgres())) {
+            w.hold = new CountDownLatch(1);
+            w.publish(List.of(ScriptedHandler.Behaviour.SLOW));
+            w.publish(List.of(ScriptedHandler.Behaviour.RETRYABLE, ScriptedHandler.Behaviour.RETRYABLE));
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.holding.getCount() == 0);
+            assertThat(w.handedOut).as("a fetched e0 and e1 in one batch").hasSize(2);
+            w.startB();
+            w.moves.add("second consumer starts 0");
+            HandedOut e1 = w.handedOut.get(1);
+            w.admin.request(e1.ackSubject(), "-NAK".getBytes(StandardCharsets.US_ASCII), Duration.ofSeconds(5));
+            w.moves.add("(" + e1.copy() + " nak'ed while a holds it)");
+            // until b has spent max_deliver on naks (the hole), or kept its delivery in hand through three tries
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> w.processed.stream()
+                                    .anyMatch(p -> p.copy().equals(e1.copy())
+                                            && p.attempt() == MAX_DELIVER
+                                            && "requeue".equals(w.settled.get(p.tag())))
+                            || w.processed.stream()
+                                            .filter(p -> p.copy().equals(e1.copy())
+                                                    && p.process().startsWith("b")
+                                                    && p.status() == Status.IN_PROGRESS)
+                                            .count()
+                                    >= 3);
+            w.hold.countDown();
+            w.drainAndCheck();
+        }
+    }
+
     @Provide
     Arbitrary<List<ActionChain<World>>> chains() {
         return BrokerChain.perTry(
@@ -244,12 +283,17 @@ class NatsConsumerStateMachineTest {
                     .start();
         }
 
-        /** What the consumer must send for this outcome, per its documented policy. */
+        /**
+         * What the consumer must send for this outcome, per its documented policy; {@code keep}: nothing, the
+         * delivery is settled by a later outcome of its own.
+         */
         static String verdict(Delivery d, Outcome o) {
             return switch (o.status()) {
                 case APPLIED, DUPLICATE -> "ack";
                 case FAILED_PERMANENT -> "reject";
-                case IN_PROGRESS -> "requeue";
+                // kept in hand and tried again until the holder ends, settled by that try; nak'ed only when its
+                // process closes and max_deliver leaves it another delivery
+                case IN_PROGRESS -> d.attempt() < MAX_DELIVER ? "requeue" : "keep";
                 default -> d.attempt() < MAX_DELIVER ? "requeue" : "reject";
             };
         }
@@ -501,12 +545,18 @@ class NatsConsumerStateMachineTest {
         @Override
         public void check() {
             super.check();
+            // a delivery whose claim was held is tried again: it is settled by its latest outcome
+            Map<String, Processed> latest = new HashMap<>();
             for (Processed p : processed) {
+                latest.put(p.tag(), p);
+            }
+            for (Processed p : latest.values()) {
                 String sent = settled.get(p.tag());
                 if (sent != null) {
                     assertThat(sent)
                             .as(
-                                    "settlement of %s, %s (attempt %d) in process %s, after %s: %s",
+                                    "settlement of %s, %s (attempt %d) in process %s (a nak of the last delivery"
+                                            + " max_deliver allows lets JetStream drop it), after %s: %s",
                                     p.copy(), p.status(), p.attempt(), p.process(), moves, processed)
                             .isEqualTo(p.verdict());
                 }
@@ -518,21 +568,23 @@ class NatsConsumerStateMachineTest {
             Processed last =
                     null; // the latest delivery: JetStream counts consumer sequences up, not always delivery counts
             for (Processed p : processed) {
-                if (p.copy().equals(copy) && (last == null || p.consumerSequence() > last.consumerSequence())) {
+                // >=: the latest try of a delivery kept in hand while another held its claim
+                if (p.copy().equals(copy) && (last == null || p.consumerSequence() >= last.consumerSequence())) {
                     last = p;
                 }
             }
             if (last != null && last.attempt() >= MAX_DELIVER && settled.get(last.tag()) == null && lost(last.tag())) {
                 // its process lost its connection before settling the last delivery max_deliver allows: JetStream
-                // delivers it no more; its claim's holder applies it (or this zombie did)
+                // delivers it no more; its claim's holder applies it (or this zombie did). Only a closed connection
+                // ends the wait for a holder on the last delivery: a nak of it is a violation (check)
                 return last.status() == Status.IN_PROGRESS ? "dropped" : "lost";
             }
             if (last != null
-                    && last.status() == Status.IN_PROGRESS
-                    && last.attempt() >= MAX_DELIVER
-                    && "requeue".equals(settled.get(last.tag()))) {
-                // JetStream delivers it no more; the delivery holding the claim applies the event
-                return "dropped";
+                    && "requeue".equals(settled.get(last.tag()))
+                    && processed.stream().anyMatch(p -> p.copy().equals(copy) && "ack".equals(settled.get(p.tag())))) {
+                // an earlier delivery acked (JetStream acks by stream sequence) after this one was nak'ed: a holder
+                // that went on applying the event once the delivery kept waiting for it failed and nak'ed
+                return "ack";
             }
             if (last == null || last.verdict().equals("requeue") || settled.get(last.tag()) == null) {
                 return null;

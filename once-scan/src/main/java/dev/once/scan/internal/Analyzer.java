@@ -227,7 +227,10 @@ final class Analyzer {
         // work handed to another thread that the handler does not wait for runs after the ack
         if (e.ack == Entry.Ack.AFTER_RETURN || e.timerCommit) {
             Set<Location> reported = new LinkedHashSet<>();
-            for (Event x : effects) {
+            // each hand-off is reported once, under the heaviest work it hands on (a Jira comment, not a cache put)
+            for (Event x : effects.stream()
+                    .sorted(java.util.Comparator.comparingInt(y -> y.blast().ordinal()))
+                    .toList()) {
                 if (x.handedOff() != null && !lost.contains(x)) {
                     lost.add(x);
                     if (reported.add(x.handedOff())) {

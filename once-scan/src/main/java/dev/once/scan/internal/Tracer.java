@@ -486,6 +486,17 @@ final class Tracer {
         if (n instanceof TryStmt t && swallowsFailures(t, f)) {
             return;
         }
+        Expression started = n instanceof MethodCallExpr s ? threadTask(s) : null;
+        if (started != null) {
+            // a thread the handler starts and does not join runs its task after the handler returns, as a pool does
+            MethodCallExpr h = (MethodCallExpr) n;
+            add(Event.Kind.ASYNC, h, f, null, null, shortText(h));
+            Location outer = f.async;
+            f.async = repo.loc(h);
+            runStarted(h, started, f);
+            f.async = outer;
+            return;
+        }
         if (n instanceof MethodCallExpr h && handOff(h)) {
             add(Event.Kind.ASYNC, h, f, null, null, shortText(h));
             Location outer = f.async;
@@ -554,6 +565,109 @@ final class Tracer {
         return n.equals("subscribe")
                 && !entry.kind.startsWith("reactor")
                 && c.getScope().filter(Expression::isMethodCallExpr).isPresent();
+    }
+
+    /**
+     * The task a call starts on a thread of its own, or null: {@code new Thread(task).start()} (also with a thread
+     * group or a name beside the task), a local {@code Thread t = new Thread(task)} started with {@code t.start()}
+     * and not joined in the same body, a repository class extending {@code Thread} ({@code new Worker(r).start()}),
+     * {@code Thread.startVirtualThread(task)} and {@code Thread.ofVirtual()…start(task)} /
+     * {@code Thread.ofPlatform()…start(task)}.
+     */
+    private Expression threadTask(MethodCallExpr c) {
+        String n = c.getNameAsString();
+        Expression scope = c.getScope().orElse(null);
+        if (n.equals("startVirtualThread")
+                && scope instanceof NameExpr t
+                && t.getNameAsString().equals("Thread")
+                && c.getArguments().size() == 1) {
+            return c.getArgument(0);
+        }
+        if (!n.equals("start")) {
+            return null;
+        }
+        if (c.getArguments().size() == 1
+                && scope instanceof MethodCallExpr b
+                && Repo.printed(b).matches("(?s)(java\\.lang\\.)?Thread\\.of(Virtual|Platform)\\(\\).*")) {
+            return c.getArgument(0);
+        }
+        if (!c.getArguments().isEmpty()) {
+            return null;
+        }
+        ObjectCreationExpr made = scope instanceof ObjectCreationExpr oc ? oc : null;
+        if (scope instanceof NameExpr v) {
+            // the body the thread is started in: the method, constructor or lambda around the call
+            Node body = c;
+            while (body != null
+                    && !(body instanceof MethodDeclaration
+                            || body instanceof com.github.javaparser.ast.body.ConstructorDeclaration
+                            || body instanceof LambdaExpr)) {
+                body = body.getParentNode().orElse(null);
+            }
+            if (body == null) {
+                return null;
+            }
+            String var = v.getNameAsString();
+            boolean joined = body.findAll(MethodCallExpr.class).stream()
+                    .anyMatch(j -> j.getNameAsString().equals("join")
+                            && j.getScope()
+                                    .filter(x -> x instanceof NameExpr nx
+                                            && nx.getNameAsString().equals(var))
+                                    .isPresent());
+            if (joined) {
+                return null;
+            }
+            made = body.findAll(com.github.javaparser.ast.body.VariableDeclarator.class).stream()
+                    .filter(d -> d.getNameAsString().equals(var))
+                    .map(d -> d.getInitializer().orElse(null))
+                    .filter(i -> i instanceof ObjectCreationExpr)
+                    .map(i -> (ObjectCreationExpr) i)
+                    .findFirst()
+                    .orElse(null);
+        }
+        if (made == null || made.getAnonymousClassBody().isPresent()) {
+            return null;
+        }
+        String type = made.getType().getNameAsString();
+        if (!type.equals("Thread")) {
+            // a class of the repository extending Thread: its run() is the task
+            boolean thread = repo.types(type).stream()
+                    .anyMatch(t -> t instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration k
+                            && k.getExtendedTypes().stream()
+                                    .anyMatch(x -> x.getNameAsString().equals("Thread")));
+            return thread ? made : null;
+        }
+        return made.getArguments().stream()
+                .filter(a ->
+                        a instanceof LambdaExpr || a instanceof MethodReferenceExpr || a instanceof ObjectCreationExpr)
+                .findFirst()
+                .orElse(null);
+    }
+
+    /** Walks the task a started thread runs: a lambda's body, an anonymous or a repository class's {@code run()}. */
+    private void runStarted(MethodCallExpr at, Expression task, Frame f) {
+        if (task instanceof LambdaExpr l) {
+            visit(l.getBody(), f);
+        } else if (task instanceof MethodReferenceExpr r) {
+            if (r.getParentNode().filter(p -> p instanceof MethodCallExpr).isPresent()) {
+                reference(r, f);
+            }
+        } else if (task instanceof ObjectCreationExpr oc
+                && oc.getAnonymousClassBody().isPresent()) {
+            for (com.github.javaparser.ast.body.BodyDeclaration<?> b :
+                    oc.getAnonymousClassBody().get()) {
+                if (b instanceof MethodDeclaration md
+                        && md.getNameAsString().equals("run")
+                        && md.getBody().isPresent()) {
+                    visit(md.getBody().get(), f);
+                }
+            }
+        } else if (task instanceof ObjectCreationExpr oc) {
+            String type = oc.getType().getNameAsString();
+            if (types.isRepoType(type)) {
+                enter(at, camelTargets(type, "run"), false, f);
+            }
+        }
     }
 
     /** Catch types that take every failure of the work in their try block, transient ones included. */
@@ -986,6 +1100,17 @@ final class Tracer {
     }
 
     // ---- calls ------------------------------------------------------------------------------------
+
+    /**
+     * A JDK {@code HttpRequest} whose verb is a value ({@code .method(method, BodyPublishers.ofString(body))}, the
+     * verb read from the message or a configuration): a request with a body whose verb is not written out as a read
+     * ({@code "GET"}, {@code "HEAD"}, {@code "DELETE"}, {@code "OPTIONS"}) and whose body is not {@code noBody()}.
+     */
+    private static final Pattern JDK_VERB_AS_VALUE = Pattern.compile(
+            "\\.method\\(\\s*(?!\"(?i:GET|HEAD|DELETE|OPTIONS)\")[^,()]+(\\([^()]*\\))?\\s*,\\s*(?![\\w.]*noBody\\(\\))");
+
+    /** The same, with the verb written out as {@code "PUT"}: a replace, kept as a write a crash can lose. */
+    private static final Pattern JDK_PUT_AS_VALUE = Pattern.compile("\\.method\\(\\s*\"(?i:PUT)\"");
 
     private void call(MethodCallExpr c, Frame f) {
         String name = c.getNameAsString();
@@ -2929,8 +3054,11 @@ final class Tracer {
             remote = true;
             kind = "HttpClient";
             built = built(f, c.getArguments().isEmpty() ? null : c.getArgument(0));
-            write = built.text.contains(".POST(") || built.text.contains(".PUT(");
-            putOnly = !built.text.contains(".POST(");
+            // the verb given as a value (.method(verb, body)): a write unless it is written out as a read
+            boolean asValue = JDK_VERB_AS_VALUE.matcher(built.text).find();
+            write = built.text.contains(".POST(") || built.text.contains(".PUT(") || asValue;
+            putOnly = !built.text.contains(".POST(")
+                    && !(asValue && !JDK_PUT_AS_VALUE.matcher(built.text).find());
             noTimeout = !built.text.contains(".timeout(");
         } else if (name.equals("execute") && scopeText.contains("newCall(")) {
             remote = true;
@@ -3052,6 +3180,31 @@ final class Tracer {
             if (m != null) {
                 text.append(' ').append(Repo.printed(m));
                 names.add(m.getNameAsString());
+            }
+        }
+        // a request a helper of the same class builds and returns (HttpRequest request = build(hook)): read there too
+        Expression from = r;
+        if (m != null && r instanceof NameExpr v) {
+            from = m.findAll(com.github.javaparser.ast.body.VariableDeclarator.class).stream()
+                    .filter(d -> d.getNameAsString().equals(v.getNameAsString()))
+                    .map(d -> d.getInitializer().orElse(null))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElse(null);
+        }
+        if (m != null
+                && from instanceof MethodCallExpr helper
+                && helper.getScope()
+                        .filter(x -> !(x instanceof com.github.javaparser.ast.expr.ThisExpr))
+                        .isEmpty()) {
+            TypeDeclaration<?> owner = Types.enclosingType(m);
+            if (owner != null) {
+                for (MethodDeclaration b : owner.getMethodsByName(helper.getNameAsString())) {
+                    if (b != m
+                            && b.getParameters().size() == helper.getArguments().size()) {
+                        text.append(' ').append(Repo.printed(b));
+                    }
+                }
             }
         }
         return new Built(text.toString(), names, handed);
