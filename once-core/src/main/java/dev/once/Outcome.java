@@ -21,7 +21,12 @@ public record Outcome(String eventId, Status status, Throwable failure) {
         APPLIED,
         /** The event id was already claimed by an earlier, committed delivery: nothing done, acknowledge. */
         DUPLICATE,
-        /** Another delivery of the same event holds the claim and has not finished: do not acknowledge; it is redelivered. */
+        /**
+         * Another delivery of the same event holds the claim and has not finished: do not acknowledge; it is
+         * redelivered. Its failure says why: the claim's lock wait timed out, or a transaction of the calling thread,
+         * open and suspended, holds the claim ({@link ClaimHeldOnThreadException}: nothing was tried, waiting would
+         * never end).
+         */
         IN_PROGRESS,
         /** Failed, rolled back, unclaimed, may succeed later: do not acknowledge; redeliver with backoff. */
         FAILED_RETRYABLE,

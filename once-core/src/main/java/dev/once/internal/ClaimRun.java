@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.BatchHandler;
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.Handler;
 import dev.once.HandlerMisuseException;
@@ -17,6 +18,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -137,6 +139,9 @@ final class ClaimRun {
             // exception through the caller's template, rollback-only marks on every bound resource, the
             // rollback path run once in twenty deliveries) cost the copy about twice the CPU of
             // processed_events' copy (SpringListenerProbe, docs/benchmarks.md). Same round trips either way.
+        }
+        if (claimed && tx.joined()) {
+            ClaimsOnThread.claimed(tx.joinedTransaction(), inbox.tablePrefix(), consumer, d.eventId());
         }
         if (!claimed) {
             // Nothing was written; ending it either way is the same, and a joined caller's work stays
@@ -276,6 +281,49 @@ final class ClaimRun {
     private static HandlerMisuseException refused(String call) {
         return new HandlerMisuseException(
                 "handler tried " + call + " and swallowed the refusal; the delivery is rolled back");
+    }
+
+    /** Notes the claims a joined transaction took, which it holds until it ends ({@link ClaimsOnThread}). */
+    void claimedIn(Transaction tx, Collection<String> ids) {
+        ClaimsOnThread.claimed(tx.joinedTransaction(), inbox.tablePrefix(), consumer, ids);
+    }
+
+    /**
+     * Whether another open transaction of this thread than {@code mine} (null: the engine's own) holds {@code d}'s
+     * claim, which this call could only wait for ({@link ClaimsOnThread}).
+     */
+    boolean claimHeldOnThread(JoinedTransaction mine, Delivery d) {
+        return ClaimsOnThread.heldByAnother(mine, inbox.tablePrefix(), consumer, d.eventId());
+    }
+
+    /**
+     * IN_PROGRESS for every one of {@code deliveries} when another open transaction of this thread than {@code
+     * mine} holds the claim of one of them, by id; else null. Nothing of them runs.
+     */
+    Map<String, Outcome> heldOnThread(JoinedTransaction mine, List<Delivery> deliveries) {
+        Delivery held = ClaimsOnThread.heldByAnother(mine, inbox.tablePrefix(), consumer, deliveries);
+        if (held == null) {
+            return null;
+        }
+        Map<String, Outcome> byId = new HashMap<>(deliveries.size() * 4 / 3 + 1);
+        for (Delivery d : deliveries) {
+            byId.put(d.eventId(), heldOnThread(d, held));
+        }
+        return byId;
+    }
+
+    /** IN_PROGRESS for {@code d}, not run because this thread's suspended transaction holds {@code held}'s claim. */
+    Outcome heldOnThread(Delivery d, Delivery held) {
+        return new Outcome(
+                d.eventId(),
+                Status.IN_PROGRESS,
+                new ClaimHeldOnThreadException(
+                        "event '" + held.eventId() + "' of consumer '" + consumer + "' is claimed by"
+                                + " another transaction of this thread, open and suspended (Spring's REQUIRES_NEW or"
+                                + " NOT_SUPPORTED inside it?), which cannot end before this call returns: its claim would wait"
+                                + " for ever. Nothing ran" + (d == held ? "" : " of the deliveries called with it")
+                                + "; leave it unacknowledged: redelivered after that transaction ends, it is applied or a"
+                                + " duplicate"));
     }
 
     Outcome inProgress(Delivery d, SQLException e) {

@@ -73,9 +73,11 @@ final class JoinedMode {
         public Outcome run(Transaction tx) {
             this.tx = tx;
             try {
-                provisional = atCommit != null
-                        ? atCommit.handleThenClaimAtCallerCommit(tx, d)
-                        : claimRun.claimAndHandle(tx, d);
+                provisional = claimRun.claimHeldOnThread(tx.joinedTransaction(), d)
+                        ? claimRun.heldOnThread(d, d)
+                        : atCommit != null
+                                ? atCommit.handleThenClaimAtCallerCommit(tx, d)
+                                : claimRun.claimAndHandle(tx, d);
             } catch (SQLException e) {
                 tx.setRollbackOnly();
                 provisional = FailedOutcomes.databaseFailure(d.eventId(), e);
@@ -108,6 +110,11 @@ final class JoinedMode {
                 if (fence != null && (locked[0] = fence.lockedBySuspended(tx)) != null) {
                     return null; // nothing written: the caller's transaction goes on as it was
                 }
+                Map<String, Outcome> held = claimRun.heldOnThread(tx.joinedTransaction(), firsts);
+                if (held != null) {
+                    settled.add(reportAtEnd(tx, deliveries, held, prints)); // nothing written: the caller goes on
+                    return null;
+                }
                 Set<String> claimed;
                 try {
                     claimed = claimRun.claimAll(tx.connection(), firsts, prints);
@@ -116,16 +123,10 @@ final class JoinedMode {
                     for (Delivery d : firsts) {
                         byId.put(d.eventId(), FailedOutcomes.databaseFailure(d.eventId(), e));
                     }
-                    // Reported when the caller's transaction ends, like every joined outcome.
-                    List<Outcome> failedAll = settlement.settle(deliveries, byId, prints);
-                    settled.add(failedAll);
-                    tx.afterCompletion(committed -> {
-                        for (int i = 0; i < deliveries.size(); i++) {
-                            settlement.report(deliveries.get(i), failedAll.get(i));
-                        }
-                    });
+                    settled.add(reportAtEnd(tx, deliveries, byId, prints));
                     return null;
                 }
+                claimRun.claimedIn(tx, claimed);
                 List<Delivery> mine = new ArrayList<>(claimed.size());
                 for (Delivery d : firsts) {
                     if (claimed.contains(d.eventId())) {
@@ -217,6 +218,18 @@ final class JoinedMode {
             throw new IllegalStateException(locked[0]);
         }
         return settled.get(0);
+    }
+
+    /** Settles {@code deliveries} as {@code byId} says, reported when the caller's transaction ends, like every joined outcome. */
+    private List<Outcome> reportAtEnd(
+            Transaction tx, List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
+        List<Outcome> outcomes = settlement.settle(deliveries, byId, prints);
+        tx.afterCompletion(committed -> {
+            for (int i = 0; i < deliveries.size(); i++) {
+                settlement.report(deliveries.get(i), outcomes.get(i));
+            }
+        });
+        return outcomes;
     }
 
     private void reportJoined(Delivery d, Outcome provisional, boolean committed) {

@@ -61,11 +61,18 @@ final class OwnedMode {
 
     /** One delivery in a transaction of its own, retried on a transient conflict. */
     Outcome process(Delivery delivery) {
+        if (claimRun.claimHeldOnThread(null, delivery)) {
+            return claimRun.heldOnThread(delivery, delivery);
+        }
         return withConflictRetries(delivery.eventId(), () -> processOnce(delivery));
     }
 
     /** The outcomes by id of a batch's first occurrences, split until a failing delivery stands alone. */
     Map<String, Outcome> batch(List<Delivery> firsts, BatchFingerprints prints) {
+        Map<String, Outcome> held = claimRun.heldOnThread(null, firsts);
+        if (held != null) {
+            return held;
+        }
         return Bisection.bisect(firsts, part -> batchOnce(part, prints, null));
     }
 
@@ -74,6 +81,10 @@ final class OwnedMode {
      * With {@code fence} (else null) each transaction also moves its stream's position.
      */
     Map<String, Outcome> inOrder(List<Delivery> ordered, BatchFingerprints prints, PositionFence fence) {
+        Map<String, Outcome> held = claimRun.heldOnThread(null, ordered);
+        if (held != null) {
+            return held;
+        }
         Map<String, Outcome> byId = new HashMap<>();
         int acknowledged = Bisection.prefix(ordered, byId, part -> batchOnce(part, prints, fence));
         if (acknowledged < ordered.size()) {

@@ -1,5 +1,6 @@
 package dev.once.spring;
 
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -337,6 +338,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 } else if (waitsForHolder
                         && e instanceof Failed f
                         && f.outcome.status() == Outcome.Status.IN_PROGRESS
+                        // a holder this thread suspended ends only after this call: waiting would spin for ever
+                        && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
                         && (nested == null || nested.undoMarks())) {
                     waited = waitForHolder(listener, delivery, waited, beanFactory);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {

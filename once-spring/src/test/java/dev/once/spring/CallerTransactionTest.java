@@ -317,6 +317,57 @@ class CallerTransactionTest {
         assertThat(sent()).containsExactly("outer-before", "outer-after");
     }
 
+    /**
+     * A delivery whose claim a transaction of the same thread holds while it is suspended (REQUIRES_NEW and
+     * NOT_SUPPORTED inside it): the claim could only wait for a transaction that cannot end before the call
+     * returns (PostgreSQL without a lock timeout waits for ever; the lock timeout set here makes the old code's
+     * wait end, with the inner transaction doomed). IN_PROGRESS at once, nothing written, the inner transaction
+     * untouched; the outer applies the event once, and a later copy is a duplicate.
+     */
+    @Test
+    void aDeliveryASuspendedTransactionOfTheThreadClaimedIsInProgressAtOnceNotAWaitForEver() {
+        // the same consumer as the Payments listener: its engine in the caller's transactions
+        IdempotentConsumer held =
+                once.consumer("payments", (d, tx) -> jdbc.update("INSERT INTO ledger VALUES (?, 20)", d.eventId()));
+        Payments listener = context.getBean(Payments.class);
+        TransactionTemplate notSupported = template(TransactionDefinition.PROPAGATION_NOT_SUPPORTED);
+        List<String> inner = new CopyOnWriteArrayList<>();
+        REQUIRED.executeWithoutResult(outer -> {
+            assertThat(held.process(Delivery.of("h-1", "x")).tag()).isEqualTo("applied");
+            REQUIRES_NEW.executeWithoutResult(n -> {
+                jdbc.execute("SET LOCAL lock_timeout = '3s'");
+                inner.add(held.process(Delivery.of("h-1", "x")).tag());
+                held.processBatch(List.of(Delivery.of("h-2", "x"), Delivery.of("h-1", "x")))
+                        .forEach(o -> inner.add(o.tag()));
+                held.processInOrder(List.of(Delivery.of("h-3", "x"), Delivery.of("h-1", "x")))
+                        .forEach(o -> inner.add(o.tag()));
+                add("inner-stands");
+            });
+            // a listener method outside any transaction begins its own
+            notSupported.executeWithoutResult(
+                    n -> assertThatThrownBy(() -> listener.on("h-1")).hasMessageContaining("h-1"));
+        });
+        assertThat(inner)
+                .as("each call with h-1, which the suspended transaction claimed, is IN_PROGRESS as a whole")
+                .containsExactly("in_progress", "in_progress", "in_progress", "in_progress", "in_progress");
+        assertThat(outcomes)
+                .as("the listener's call too, then the outer transaction's claim when it committed")
+                .endsWith("h-1=in_progress", "h-1=applied");
+        assertThat(sent())
+                .as("the inner transaction was not doomed: it committed its own work")
+                .containsExactly("inner-stands");
+        assertThat(applied()).containsExactly("h-1");
+        String again =
+                REQUIRED.execute(s -> held.process(Delivery.of("h-1", "x")).tag());
+        assertThat(again).isEqualTo("duplicate");
+        List<String> batch = REQUIRED.execute(s ->
+                held.processBatch(List.of(Delivery.of("h-2", "x"), Delivery.of("h-1", "x"))).stream()
+                        .map(Outcome::tag)
+                        .toList());
+        assertThat(batch).as("redelivered after the holder ended").containsExactly("applied", "duplicate");
+        assertThat(applied()).containsExactly("h-1", "h-2");
+    }
+
     @Test
     void aRequiresNewStepInsideAListenerWritesItsMessageInItsOwnTransaction() {
         Payments payments = context.getBean(Payments.class);

@@ -68,6 +68,8 @@ class SpringCallerTransactionPropertyTest {
     static final AtomicLong moved = new AtomicLong();
     static final AtomicLong refusals = new AtomicLong();
     static final AtomicLong failFast = new AtomicLong();
+    // calls with a claim a suspended transaction held: in progress at once
+    static final AtomicLong heldInProgress = new AtomicLong();
 
     private static TestDatabase db;
     private static Setup jdbcSetup;
@@ -94,7 +96,8 @@ class SpringCallerTransactionPropertyTest {
         jpaSetup = null;
         System.out.println("SpringCallerTransactionPropertyTest: sequences=" + sequences.getAndSet(0)
                 + " lost=0 phantom=0 wrong_outcomes=0 runs_moved=" + moved.getAndSet(0) + " refused="
-                + refusals.getAndSet(0) + " failed_fast=" + failFast.getAndSet(0));
+                + refusals.getAndSet(0) + " failed_fast=" + failFast.getAndSet(0) + " held_in_progress="
+                + heldInProgress.getAndSet(0));
     }
 
     /** One transaction manager with its OnceSpring, consumer, Kafka listeners and the outcomes heard. */
@@ -340,6 +343,24 @@ class SpringCallerTransactionPropertyTest {
                 .withAction(1, move(w -> !w.scopes.isEmpty(), "processBatch", World::processBatch))
                 .withAction(
                         1, move(w -> !w.scopes.isEmpty() && w.redeliverable() != null, "redeliver", World::redeliver))
+                .withAction(
+                        1,
+                        move(
+                                w -> w.suspendedClaim() != null,
+                                "process: a copy whose claim a suspended transaction holds",
+                                World::processHeld))
+                .withAction(
+                        1,
+                        move(
+                                w -> w.suspendedClaim() != null,
+                                "processBatch with a copy whose claim a suspended transaction holds",
+                                World::processBatchHeld))
+                .withAction(
+                        1,
+                        move(
+                                w -> w.suspendedRecord() != null,
+                                "Kafka listener: a copy whose claim a suspended transaction holds",
+                                World::relistenHeld))
                 .withAction(3, move(w -> !w.scopes.isEmpty(), "Kafka listener", w -> w.listen(false)))
                 .withAction(1, move(w -> !w.scopes.isEmpty(), "Kafka listener failing", w -> w.listen(true)))
                 .withAction(2, move(w -> !w.scopes.isEmpty(), "Kafka batch listener", w -> w.listenBatch(false)))
@@ -515,11 +536,6 @@ class SpringCallerTransactionPropertyTest {
             String desc = what + " " + stream(s) + " " + run.ids() + "@" + run.positions();
             List<Claim> claims =
                     run.ids().stream().map(id -> claim(id, physical)).toList();
-            if (claims.contains(Claim.SUSPENDED)) {
-                // its claim would wait for a transaction this thread cannot end (as relistenable avoids)
-                moves.add(desc + ": skipped, a suspended transaction holds a claim of it");
-                return;
-            }
             int firstFresh = claims.indexOf(Claim.FREE);
             boolean heldByOther = false;
             for (Scope scope : scopes.open()) {
@@ -548,6 +564,11 @@ class SpringCallerTransactionPropertyTest {
                         .as("a run of a stream a suspended transaction moved fails fast %s", moves)
                         .isInstanceOf(IllegalStateException.class)
                         .hasMessageContaining(stream(s));
+                return;
+            }
+            if (claims.contains(Claim.SUSPENDED)) {
+                // a claim a suspended transaction holds could only be waited for: the whole run in progress
+                inProgress(() -> setup.consumer().processInOrder(deliveries, positions), run.ids());
                 return;
             }
             long seen = visible(s, physical);
@@ -622,6 +643,103 @@ class SpringCallerTransactionPropertyTest {
             setup.consumer().processBatch(batch);
             for (Delivery d : batch) {
                 scopes.top().items.add("e:" + d.eventId());
+            }
+        }
+
+        /** The latest id whose claim an open transaction other than the innermost scope's (a suspended one) holds, or null. */
+        String suspendedClaim() {
+            return suspended(item -> item.startsWith("e:") || item.startsWith("z:"));
+        }
+
+        /** The id of the latest of {@code claims} among the items of the suspended transactions, or null. */
+        private String suspended(java.util.function.Predicate<String> claims) {
+            if (scopes.isEmpty()) {
+                return null;
+            }
+            Physical physical = scopes.top().physical;
+            String held = null;
+            for (Scope scope : scopes.open()) {
+                if (scope.physical != physical) {
+                    for (String item : scope.items) {
+                        if (claims.test(item)) {
+                            held = item.substring(2);
+                        }
+                    }
+                }
+            }
+            return held;
+        }
+
+        /** The latest Kafka record whose claim a suspended transaction holds, or null. */
+        String suspendedRecord() {
+            return suspended(item -> item.startsWith("e:") && records.containsKey(item.substring(2)));
+        }
+
+        /**
+         * The record listener called with a copy of a record a suspended transaction holds: the call fails at once
+         * (a Kafka listener waits for a holder on another thread, never for one this thread suspended: that wait
+         * would not end), unacknowledged; its IN_PROGRESS is reported when the transaction ends. NESTED, the
+         * savepoint undoes the call; joined (JPA), the failure dooms the transaction, as any failed listener call.
+         */
+        void relistenHeld() {
+            String id = suspendedRecord();
+            moves.add("listen again " + id + " (a suspended transaction holds its claim)");
+            Ack ack = ack(List.of(id), true);
+            boolean refused = refused();
+            Throwable thrown = call(() -> setup.listeners().on(records.get(id), ack));
+            assertThat(thrown)
+                    .as("a listener call with a claim a suspended transaction holds fails %s", moves)
+                    .isNotNull();
+            if (refused) {
+                return;
+            }
+            heldInProgress.incrementAndGet();
+            Physical physical = scopes.top().physical;
+            physical.undone.add("i:" + id);
+            if (!nested()) {
+                physical.rollbackOnly = true;
+            }
+        }
+
+        /** A copy of a claim a suspended transaction holds: in progress at once, nothing written. */
+        void processHeld() {
+            String id = suspendedClaim();
+            moves.add("process " + id + " (a suspended transaction holds its claim)");
+            inProgress(() -> List.of(setup.consumer().process(Delivery.of(id, id))), List.of(id));
+        }
+
+        /** A batch with one: all of it in progress, nothing written. */
+        void processBatchHeld() {
+            List<String> ids = List.of(fresh("b"), suspendedClaim(), fresh("b"));
+            moves.add("processBatch " + ids + " (a suspended transaction holds the claim of the second)");
+            inProgress(
+                    () -> setup.consumer()
+                            .processBatch(
+                                    ids.stream().map(id -> Delivery.of(id, id)).toList()),
+                    ids);
+        }
+
+        /**
+         * {@code outcomes} of {@code ids} are all IN_PROGRESS, because a suspended transaction of this thread holds
+         * a claim, without a statement: the caller's transaction is as it was (not rollback-only, as a claim that
+         * waited out a lock timeout leaves it); reported when it ends.
+         */
+        private void inProgress(java.util.function.Supplier<List<dev.once.Outcome>> call, List<String> ids) {
+            Scope top = scopes.top();
+            boolean rollbackOnly = top.status.isRollbackOnly();
+            List<dev.once.Outcome> outcomes = call.get();
+            heldInProgress.incrementAndGet();
+            assertThat(outcomes.stream().map(dev.once.Outcome::tag).toList())
+                    .as("outcomes of %s, a claim a suspended transaction holds among them %s", ids, moves)
+                    .containsOnly("in_progress")
+                    .hasSize(ids.size());
+            assertThat(outcomes)
+                    .allSatisfy(o -> assertThat(o.failure()).isInstanceOf(dev.once.ClaimHeldOnThreadException.class));
+            assertThat(top.status.isRollbackOnly())
+                    .as("the caller's transaction untouched by a call that ran nothing %s", moves)
+                    .isEqualTo(rollbackOnly);
+            for (String id : ids) {
+                top.items.add("i:" + id);
             }
         }
 
@@ -931,7 +1049,7 @@ class SpringCallerTransactionPropertyTest {
                     }
                     savepoint.physical.undone.add(item);
                 }
-                if (item.startsWith("d:")) {
+                if (item.startsWith("d:") || item.startsWith("i:")) {
                     savepoint.physical.undone.add(item);
                 }
             }
@@ -950,6 +1068,12 @@ class SpringCallerTransactionPropertyTest {
                     expectedHeard
                             .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
                             .add("duplicate");
+                    continue;
+                }
+                if (item.startsWith("i:")) {
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add("in_progress");
                     continue;
                 }
                 expectedHeard
@@ -977,6 +1101,11 @@ class SpringCallerTransactionPropertyTest {
                     expectedHeard
                             .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
                             .add("duplicate");
+                }
+                if (item.startsWith("i:")) {
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add("in_progress");
                 }
                 if (stands && item.startsWith("a:")) {
                     acksStood.add(Integer.parseInt(item.substring(2)));

@@ -1,0 +1,176 @@
+package dev.once.internal;
+
+import dev.once.Delivery;
+import dev.once.tx.JoinedTransaction;
+import dev.once.tx.SavepointListener;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * Per thread, the claims that the caller's transactions still open took before their handlers ran: a claim of
+ * one of these ids on another connection of the same thread (Spring's {@code REQUIRES_NEW} or {@code
+ * NOT_SUPPORTED} inside the transaction that holds it, or an engine of its own transactions called there) would
+ * wait for the holder's row lock, which only this thread can release when that transaction ends, and it cannot
+ * end before the claim returns: for ever on PostgreSQL without a lock timeout, until {@code
+ * innodb_lock_wait_timeout} on MariaDB. The engine answers such a delivery IN_PROGRESS at once instead, without
+ * a statement: a delivery of it is being processed and has not committed, which is what IN_PROGRESS says, and the
+ * broker's redelivery finds that transaction ended.
+ *
+ * <p>Follows the holder's savepoints (as a {@link SavepointListener} of its {@link JoinedTransaction}): a claim
+ * a rollback to a savepoint undid holds no lock any more on either database (the inserted row is gone), so it is
+ * forgotten. Keyed by table prefix and consumer, not by database: two databases with the same inbox tables and
+ * consumer name on one thread answer IN_PROGRESS where the claim would not have waited (conservative, and only
+ * while the holder is open). A claim taken at commit ({@code ClaimTiming.AT_COMMIT}) holds no lock while the
+ * transaction is open and is not kept. Not thread-safe: each thread sees only its own. Not API.
+ */
+final class ClaimsOnThread {
+
+    private static final ThreadLocal<ClaimsOnThread> ON_THREAD = new ThreadLocal<>();
+
+    // One per open transaction and consumer that claimed; an ended one's is reused by the next claim of the
+    // thread, so a Spring listener's transaction per delivery allocates nothing here once warm.
+    private final List<Held> held = new ArrayList<>(2);
+
+    private ClaimsOnThread() {}
+
+    /** Notes that the open transaction {@code tx} claimed {@code ids} of {@code consumer} under inbox tables {@code prefix}. */
+    static void claimed(JoinedTransaction tx, String prefix, String consumer, Collection<String> ids) {
+        if (tx != null && !ids.isEmpty()) {
+            held(tx, prefix, consumer).ids.addAll(ids);
+        }
+    }
+
+    /** Notes that the open transaction {@code tx} claimed {@code id} of {@code consumer} under inbox tables {@code prefix}. */
+    static void claimed(JoinedTransaction tx, String prefix, String consumer, String id) {
+        if (tx != null) {
+            held(tx, prefix, consumer).ids.add(id);
+        }
+    }
+
+    private static Held held(JoinedTransaction tx, String prefix, String consumer) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null) {
+            claims = new ClaimsOnThread();
+            ON_THREAD.set(claims);
+        }
+        return claims.of(tx, prefix, consumer);
+    }
+
+    /** Whether a transaction of this thread other than {@code mine} (null: none of the caller's) holds {@code id}'s claim while it is open. */
+    static boolean heldByAnother(JoinedTransaction mine, String prefix, String consumer, String id) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null) {
+            return false;
+        }
+        for (Held h : claims.held) {
+            if (h.holdsFor(mine, prefix, consumer) && h.ids.contains(id)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The first of {@code deliveries} whose claim a transaction of this thread other than {@code mine} (null: the
+     * engine's own, which holds none yet) holds while it is open; null when none.
+     */
+    static Delivery heldByAnother(JoinedTransaction mine, String prefix, String consumer, List<Delivery> deliveries) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null) {
+            return null;
+        }
+        for (Held h : claims.held) {
+            if (!h.holdsFor(mine, prefix, consumer)) {
+                continue;
+            }
+            for (int i = 0; i < deliveries.size(); i++) {
+                if (h.ids.contains(deliveries.get(i).eventId())) {
+                    return deliveries.get(i);
+                }
+            }
+        }
+        return null;
+    }
+
+    private Held of(JoinedTransaction tx, String prefix, String consumer) {
+        Held ended = null;
+        for (Held h : held) {
+            if (h.tx == tx && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
+                return h;
+            }
+            if (ended == null && h.tx.done()) {
+                ended = h;
+            }
+        }
+        if (ended == null) {
+            ended = new Held();
+            held.add(ended);
+        }
+        ended.holdFor(tx, prefix, consumer);
+        return ended;
+    }
+
+    /** What one open transaction claimed for one consumer, undone with its savepoints. */
+    private static final class Held implements SavepointListener {
+        JoinedTransaction tx;
+        String prefix;
+        String consumer;
+        // In claim order: a rollback to a savepoint drops the ids claimed after it. Scanned, not hashed: looked
+        // in only when a thread has two transactions open, and mostly one id long.
+        final List<String> ids = new ArrayList<>(1);
+        // The savepoints set since this transaction's first claim, and how many ids were claimed before each.
+        final List<Object> savepoints = new ArrayList<>(0);
+        final List<Integer> before = new ArrayList<>(0);
+
+        /** Whether this is another open transaction's, not {@code mine}, holding claims of the consumer. */
+        boolean holdsFor(JoinedTransaction mine, String prefix, String consumer) {
+            return tx != mine && !tx.done() && this.consumer.equals(consumer) && this.prefix.equals(prefix);
+        }
+
+        void holdFor(JoinedTransaction tx, String prefix, String consumer) {
+            this.tx = tx;
+            this.prefix = prefix;
+            this.consumer = consumer;
+            ids.clear();
+            savepoints.clear();
+            before.clear();
+            tx.addSavepointListener(this);
+        }
+
+        @Override
+        public void savepoint(Object savepoint) {
+            savepoints.add(savepoint);
+            before.add(ids.size());
+        }
+
+        @Override
+        public void rollbackToSavepoint(Object savepoint) {
+            int at = indexOf(savepoint);
+            // one set before this transaction's first claim (or its start): every id noted came after it
+            int keep = at < 0 ? 0 : before.get(at);
+            ids.subList(keep, ids.size()).clear();
+            int savepointsKept = at < 0 ? 0 : at + 1; // it stays, as in JDBC
+            savepoints.subList(savepointsKept, savepoints.size()).clear();
+            before.subList(savepointsKept, before.size()).clear();
+        }
+
+        private int indexOf(Object savepoint) { // by identity, as JoinedTransaction matches them
+            for (int i = 0; i < savepoints.size(); i++) {
+                if (savepoints.get(i) == savepoint) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+
+        @Override
+        public void releaseSavepoint(Object savepoint) {
+            int at = indexOf(savepoint);
+            if (at >= 0) {
+                savepoints.subList(at, savepoints.size()).clear();
+                before.subList(at, before.size()).clear();
+            }
+        }
+    }
+}
