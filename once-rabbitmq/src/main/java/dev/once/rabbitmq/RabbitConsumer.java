@@ -9,6 +9,7 @@ import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownListener;
 import com.rabbitmq.client.ShutdownSignalException;
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -72,7 +73,9 @@ import org.slf4j.LoggerFactory;
  * spaced by the policy's delays, until the holder has ended, then settled by what that try finds: acked
  * (the holder committed: duplicate; or it rolled back: applied now), or as any other outcome. Keeping it
  * ends only with its channel (the broker then requeues it, which on a quorum queue counts one delivery),
- * when the connection is lost or the consumer closes. It keeps its prefetch slot meanwhile.
+ * when the connection is lost or the consumer closes. It keeps its prefetch slot meanwhile. A claim held by
+ * a suspended transaction of the worker's own thread ({@link ClaimHeldOnThreadException}), which cannot end
+ * while it waits, is requeued after the policy's first delay instead.
  *
  * <p>A connection lost between commit and ack makes the broker requeue the message; the
  * redelivery is absorbed by the inbox as a duplicate. The event id is read from the header
@@ -434,6 +437,8 @@ public final class RabbitConsumer implements AutoCloseable {
             Outcome o = p.outcome();
             if (verdict == Verdict.ACKNOWLEDGE) {
                 failures.remove(o.eventId());
+            } else if (o.status() == Status.IN_PROGRESS && o.failure() instanceof ClaimHeldOnThreadException) {
+                delay = retries.delay(1); // this thread's own transaction holds it: waiting here would never end
             } else if (o.status() == Status.IN_PROGRESS) {
                 // kept and tried again, not requeued: a requeue counts toward a quorum queue's delivery limit
                 delay = retries.delay(tries + 1);

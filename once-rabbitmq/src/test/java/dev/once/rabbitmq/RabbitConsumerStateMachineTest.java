@@ -14,6 +14,7 @@ import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.ShutdownListener;
 import com.rabbitmq.client.impl.recovery.AutorecoveringChannel;
 import com.rabbitmq.client.impl.recovery.RecoveryAwareChannelN;
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
@@ -263,7 +264,7 @@ class RabbitConsumerStateMachineTest {
                 }
                 case IN_PROGRESS -> {
                     // kept unacknowledged and tried again: a requeue would count toward the delivery limit
-                    return "keep";
+                    return o.failure() instanceof ClaimHeldOnThreadException ? "requeue" : "keep";
                 }
                 default -> {
                     int attempt = Math.max(d.attempt(), failures.merge(id, 1, Integer::sum));
