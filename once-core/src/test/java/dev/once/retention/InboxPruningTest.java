@@ -154,17 +154,7 @@ class InboxPruningTest {
     @EnumSource(Db.class)
     void claimsKeepWorkingWhilePruning(Db which) throws Exception {
         try (TestDatabase db = which.fresh()) {
-            List<String[]> rows = new ArrayList<>();
-            for (int i = 0; i < 20_000; i++) {
-                rows.add(new String[] {"old-" + i, CUTOFF.minusMillis(1 + i).toString()});
-            }
-            insert(db, rows);
-            IdempotentConsumer consumer = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(CONSUMER)
-                    .handler((d, tx) -> {})
-                    .clock(Clock.fixed(NOW, ZoneOffset.UTC))
-                    .build();
+            IdempotentConsumer consumer = oldClaimsAndAConsumer(db, 20_000);
             InboxPruner pruner = pruner(db, 200, new SimpleMeterRegistry());
             CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
             List<CompletableFuture<List<Outcome>>> claimers = new ArrayList<>();
@@ -193,6 +183,21 @@ class InboxPruningTest {
         }
     }
 
+    /** {@code old} claims older than the retention, and a consumer of them that claims at {@link #NOW}. */
+    private static IdempotentConsumer oldClaimsAndAConsumer(TestDatabase db, int old) throws Exception {
+        List<String[]> rows = new ArrayList<>();
+        for (int i = 0; i < old; i++) {
+            rows.add(new String[] {"old-" + i, CUTOFF.minusMillis(1 + i).toString()});
+        }
+        insert(db, rows);
+        return IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer(CONSUMER)
+                .handler((d, tx) -> {})
+                .clock(Clock.fixed(NOW, ZoneOffset.UTC))
+                .build();
+    }
+
     /**
      * A chunk holds only the claims it deletes: while it is open (deleted, not committed) a new claim goes through
      * without waiting, also when the chunk's scan reached the newest end of the {@code processed_at} index (every
@@ -204,17 +209,7 @@ class InboxPruningTest {
     @EnumSource(Db.class)
     void anOpenChunkHoldsUpNoNewClaim(Db which) throws Exception {
         try (TestDatabase db = which.fresh()) {
-            List<String[]> rows = new ArrayList<>();
-            for (int i = 0; i < 50; i++) {
-                rows.add(new String[] {"old-" + i, CUTOFF.minusMillis(1 + i).toString()});
-            }
-            insert(db, rows);
-            IdempotentConsumer consumer = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(CONSUMER)
-                    .handler((d, tx) -> {})
-                    .clock(Clock.fixed(NOW, ZoneOffset.UTC))
-                    .build();
+            IdempotentConsumer consumer = oldClaimsAndAConsumer(db, 50);
             CountDownLatch atCommit = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
             InboxPruner pruner = InboxPruner.builder()

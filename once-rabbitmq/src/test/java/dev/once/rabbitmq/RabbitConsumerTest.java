@@ -362,33 +362,7 @@ class RabbitConsumerTest {
     }
 
     private IdempotentConsumer recording(IdempotentConsumer engine) {
-        return new IdempotentConsumer() {
-            @Override
-            public String consumer() {
-                return engine.consumer();
-            }
-
-            @Override
-            public Inbox inbox() {
-                return engine.inbox();
-            }
-
-            @Override
-            public Outcome process(Delivery d) {
-                deliveries.add(d);
-                Outcome o = engine.process(d);
-                outcomes.add(o);
-                return o;
-            }
-
-            @Override
-            public List<Outcome> processBatch(List<Delivery> ds) {
-                deliveries.addAll(ds);
-                List<Outcome> os = engine.processBatch(ds);
-                outcomes.addAll(os);
-                return os;
-            }
-        };
+        return recording(engine, batch -> {});
     }
 
     private IdempotentConsumer recording(DataSource ds) {
@@ -396,11 +370,18 @@ class RabbitConsumerTest {
     }
 
     private IdempotentConsumer recording(DataSource ds, java.util.function.Consumer<List<Delivery>> beforeBatch) {
-        IdempotentConsumer engine = IdempotentConsumer.builder()
-                .dataSource(ds)
-                .consumer("rabbit-test")
-                .handler(Effects.HANDLER)
-                .build();
+        return recording(
+                IdempotentConsumer.builder()
+                        .dataSource(ds)
+                        .consumer("rabbit-test")
+                        .handler(Effects.HANDLER)
+                        .build(),
+                beforeBatch);
+    }
+
+    /** {@code engine}, its deliveries and outcomes recorded, with {@code beforeBatch} told of every batch first. */
+    private IdempotentConsumer recording(
+            IdempotentConsumer engine, java.util.function.Consumer<List<Delivery>> beforeBatch) {
         return new IdempotentConsumer() {
             @Override
             public String consumer() {
