@@ -191,6 +191,19 @@ public final class AdapterDriver<M> implements AutoCloseable {
     }
 
     /**
+     * One more try of {@code d}, which this driver's batch left unsettled, from the adapter's own thread (a delivery
+     * whose claim another delivery held, kept in hand until that one ends); a failure outside the handler is a
+     * retryable outcome, logged, as a batch's is.
+     */
+    public Outcome processAgain(Delivery d) {
+        try {
+            return consumer.process(d);
+        } catch (RuntimeException e) {
+            return failedOutsideTheHandler(name, "a try", List.of(d), e).get(0);
+        }
+    }
+
+    /**
      * The outcomes of a batch or ordered run ({@code what}) whose processing threw outside the handler
      * (a broken pool, a bug). Nothing of it is known to be applied: each delivery is settled as
      * retryable, so a cumulative ack of a later batch cannot cover it.

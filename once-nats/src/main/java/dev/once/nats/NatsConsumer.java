@@ -6,7 +6,6 @@ import dev.once.InvalidConfigurationException;
 import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.RetryPolicy;
-import dev.once.RetryableException;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.ConsumerSettings;
@@ -332,15 +331,7 @@ public final class NatsConsumer implements AutoCloseable {
                 if (closing.await(pause, TimeUnit.MILLISECONDS) && !last) {
                     return o; // nak'ed: another delivery is left
                 }
-                try {
-                    o = consumer.process(d);
-                } catch (RuntimeException e) {
-                    log.error("message {} on {}/{}: a try failed outside the handler", o.eventId(), stream, durable, e);
-                    return new Outcome(
-                            d.eventId(),
-                            Outcome.Status.FAILED_RETRYABLE,
-                            new RetryableException("a try failed outside the handler: " + e, e));
-                }
+                o = driver.processAgain(d);
             }
             return o;
         } catch (InterruptedException e) {

@@ -17,7 +17,6 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
-import dev.once.RetryableException;
 import dev.once.adapter.AdapterDriver;
 import dev.once.adapter.Broker;
 import dev.once.adapter.ConsumerSettings;
@@ -399,20 +398,7 @@ public final class RabbitConsumer implements AutoCloseable {
         if (!ch.isOpen() || shutdowns.get() != h.epoch() || !driver.isRunning()) {
             return;
         }
-        Outcome o;
-        try {
-            o = consumer.process(h.delivery());
-        } catch (RuntimeException e) {
-            log.error(
-                    "message {} on {}: a try failed outside the handler",
-                    h.delivery().eventId(),
-                    queue,
-                    e);
-            o = new Outcome(
-                    h.delivery().eventId(),
-                    Status.FAILED_RETRYABLE,
-                    new RetryableException("a try failed outside the handler: " + e, e));
-        }
+        Outcome o = driver.processAgain(h.delivery());
         settle(List.of(new Processed<>(h.message(), h.delivery(), o)), h.tries());
     }
 
