@@ -71,7 +71,9 @@ import org.awaitility.core.ConditionTimeoutException;
  * again before the next move); reset the first process's TCP connection (the client's automatic
  * recovery, on as by default, reconnects; the broker requeues and redelivers what was unacknowledged),
  * now or after its next commit, so that the settlement that follows meets a channel closed with its
- * connection.
+ * connection; publish a new event whose claim a slow holder elsewhere holds until deliveries met it once
+ * more than the queue's {@code x-delivery-limit} ({@value #DELIVERY_LIMIT}) allows requeues, then rolls
+ * back ({@link BrokerChain#HELD}: a live process meets a slow holder).
  *
  * <p>Observed, not scripted: the channel the consumer opens is wrapped, so every delivery, ack,
  * requeue and reject is seen with its delivery tag (and the delivery carries its tag and how often
@@ -86,7 +88,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * requeued until the retry policy is spent (attempt: the broker's {@code x-delivery-count} + 1, or
  * the process's count of the event's failures if higher), then rejected; in-progress ones are not
  * settled but tried again, and a delivery tried more than once is settled by its latest try.
- * After draining: every copy ended acked or dead-lettered, the queue is empty and the dead-letter
+ * After draining: nothing dead-lettered by the broker itself (its delivery limit spent), every copy ended
+ * acked or dead-lettered, the queue is empty and the dead-letter
  * queue holds exactly the copies whose last outcome was a rejection; each event's effect is applied
  * exactly once when one of its copies ended acked, never when all were dead-lettered; every
  * delivery the broker handed over again is counted a redelivery (once.redeliveries) and a first
@@ -124,6 +127,14 @@ import org.awaitility.core.ConditionTimeoutException;
  * -Donce.brokerChain.tries=2}, as the property was then named and meant) went red
  * ("a0 stopped, with no crash armed: ... recovered, but not its subscription within PT10S").
  *
+ * <p>Blind before {@link BrokerChain#HELD}: its {@code IN_PROGRESS} came only next to a connection reset or a
+ * stop, never a live process meeting a slow holder, so it stayed green with {@code IN_PROGRESS} requeued again
+ * (as before the keep), even at 160 chains. With the move and that break: red on the first try (shrinking hit its
+ * time bound at 13 moves, the held one among them): "settlement of w2-e4#0, IN_PROGRESS (attempt 2) in process
+ * a2 ... expected: "keep" but was: "requeue""; with the verdict relaxed too, the drain's check: "copies the
+ * broker dead-lettered itself at x-delivery-limit 6 ... Expecting empty but was: ["w2-e5#0 (delivery_limit)"]".
+ * Green with the keep: 12 chains, 23 holders met 164 times in all, at most 5 deliveries of a copy.
+ *
  * <p>Goes red when the mechanism is broken, each time on its first try, shrunk to one move
  * ({@code publish [SWALLOW, RETRYABLE]}): with the ack sent on receipt ("ack of w1-e0#0 (tag 1:1)
  * before its event's claim committed"), and with one retry too few before dead-lettering (a requeue
@@ -142,6 +153,15 @@ class RabbitConsumerStateMachineTest {
             .build();
     static final Duration LOCK_TIMEOUT = Duration.ofMillis(100);
     static final long SLOW_MILLIS = 300; // past the lock timeout: a copy processed meanwhile is in progress
+    /**
+     * The quorum queue's {@code x-delivery-limit}: above what the consumer's policy (two requeues, then its own
+     * reject) and the chain's resets and crashes spend on a copy, so the broker dead-letters
+     * nothing unless requeues are spent on nothing (of a delivery whose claim another holds); below the meetings a
+     * holder of {@link BrokerChain#HELD} waits for.
+     */
+    static final int DELIVERY_LIMIT = 6;
+    /** How long at most the holder of {@link BrokerChain#HELD} holds: past its meetings, however slow. */
+    static final Duration HOLD = Duration.ofSeconds(5);
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
 
@@ -164,6 +184,7 @@ class RabbitConsumerStateMachineTest {
                                 BrokerChain.picks(),
                                 World::publishAgain,
                                 "crash after next commit, before its ack")
+                        .holds(World::publishHeld)
                         .build()
                         .withAction(
                                 1, BrokerChain.move(w -> true, Arbitraries.just(0), "connection reset", World::reset))
@@ -332,7 +353,7 @@ class RabbitConsumerStateMachineTest {
                                 "x-dead-letter-exchange",
                                 queue + "-dlx",
                                 "x-delivery-limit",
-                                1000)); // the consumer's policy decides, not the broker
+                                DELIVERY_LIMIT));
             }
             publisher = new RabbitPublisher(admin);
             proxy = FaultProxy.start(new InetSocketAddress("127.0.0.1", 5672), WireProtocol.RAW);
@@ -364,6 +385,14 @@ class RabbitConsumerStateMachineTest {
 
         void publishAgain(int pick) {
             send(publishedEvent(pick));
+        }
+
+        /**
+         * {@link BrokerChain#HELD}: the holder holds until deliveries met it once more than the delivery limit allows
+         * requeues, so requeued at each meeting the copy would be dead-lettered by the broker, never applied.
+         */
+        void publishHeld() {
+            publishHeld(this::send, DELIVERY_LIMIT + 1, HOLD);
         }
 
         private void send(String eventId) {
@@ -637,6 +666,9 @@ class RabbitConsumerStateMachineTest {
                             .pollInterval(Duration.ofMillis(20))
                             .until(() -> {
                                 supervise();
+                                if (ready(queue + "-dlq") > rejectsSent()) {
+                                    return true; // the broker dead-lettered a copy itself: checked below
+                                }
                                 long rejects = 0;
                                 for (String copy : copies.keySet()) {
                                     String fate = fate(copy);
@@ -658,23 +690,36 @@ class RabbitConsumerStateMachineTest {
                 }
                 check();
                 a.close();
-                if (ready(queue) == 0 || round == 2) {
+                if (ready(queue) == 0 || round == 2 || ready(queue + "-dlq") > rejectsSent()) {
                     break;
                 }
                 moves.add("(a started again for what the broker still holds)");
                 startA();
             }
             String what = "after " + moves + ", processed " + processed;
+            Map<String, Long> dead = new TreeMap<>();
+            List<String> overLimit = new ArrayList<>(); // dead-lettered by the broker, not rejected by a consumer
+            try (Channel ch = admin.createChannel()) {
+                for (GetResponse g; (g = ch.basicGet(queue + "-dlq", true)) != null; ) {
+                    Map<String, Object> h = g.getProps().getHeaders();
+                    String copy = String.valueOf(h.get("test-copy"));
+                    dead.merge(copy, 1L, Long::sum);
+                    if (!"rejected".equals(String.valueOf(h.get("x-first-death-reason")))) {
+                        overLimit.add(copy + " (" + h.get("x-first-death-reason") + ")");
+                    }
+                }
+            }
+            assertThat(overLimit)
+                    .as(
+                            "copies the broker dead-lettered itself at x-delivery-limit %d (requeues spent while"
+                                    + " another delivery held the claim: the event never applied once it rolled"
+                                    + " back), %s",
+                            DELIVERY_LIMIT, what)
+                    .isEmpty();
             assertThat(ready(queue))
                     .as("left in the queue once the consumers are gone, " + what)
                     .isZero();
 
-            Map<String, Long> dead = new TreeMap<>();
-            try (Channel ch = admin.createChannel()) {
-                for (GetResponse g; (g = ch.basicGet(queue + "-dlq", true)) != null; ) {
-                    dead.merge(String.valueOf(g.getProps().getHeaders().get("test-copy")), 1L, Long::sum);
-                }
-            }
             Map<String, Long> expectedDead = new TreeMap<>();
             Map<String, Boolean> ackedCopy = new HashMap<>();
             for (String copy : copies.keySet()) {
@@ -719,6 +764,22 @@ class RabbitConsumerStateMachineTest {
             }
             EngineMeters.assertAgree(
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
+            System.out.printf(
+                    "RABBIT chain %d: %d moves, %d copies, %d deliveries (at most %d of a copy), %d holders (%d met,"
+                            + " %d in progress)%n",
+                    n,
+                    moves.size(),
+                    copies.size(),
+                    rawDeliveries.values().stream().mapToInt(AtomicInteger::get).sum(),
+                    rawDeliveries.values().stream().mapToInt(AtomicInteger::get).max().orElse(0),
+                    holders(),
+                    events.stream().filter(e -> met(e) > 0).count(),
+                    processed.stream().filter(p -> p.status() == Status.IN_PROGRESS).count());
+        }
+
+        /** The rejects the consumers sent (one on a dead channel's tag the client drops: at least what arrived). */
+        private long rejectsSent() {
+            return settled.values().stream().filter("reject"::equals).count();
         }
 
         private long ready(String q) throws Exception {

@@ -5,6 +5,7 @@ import dev.once.testsupport.StateMachines;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -24,6 +25,9 @@ import net.jqwik.api.state.ActionChainArbitrary;
  */
 @SuppressWarnings("exports")
 public final class BrokerChain {
+
+    /** The name of the move {@link BrokerWorld#publishHeld}, as the adapters add it ({@link Moves#holds}). */
+    public static final String HELD = "publish, its claim held by a slow holder elsewhere until met, then rolled back";
 
     /** The world of the chain this thread runs: jqwik's bounded shrinking may run one in the background. */
     private static final ThreadLocal<BrokerWorld<?, ?>> next = new ThreadLocal<>();
@@ -46,8 +50,12 @@ public final class BrokerChain {
         for (ActionChain<W> chain : chains) {
             try (W w = world.call()) {
                 next.set(w);
-                chain.run();
-                w.drainAndCheck();
+                try {
+                    chain.run();
+                    w.drainAndCheck();
+                } finally {
+                    w.awaitHolders();
+                }
             } finally {
                 next.remove();
             }
@@ -99,7 +107,8 @@ public final class BrokerChain {
 
     /**
      * The moves every broker has, with their weights: publish (5), publish again (2), second process
-     * starts (1), stops (1), crash after the next commit (2, or as {@link #crashWeight} says).
+     * starts (1), stops (1), crash after the next commit (2, or as {@link #crashWeight} says), and
+     * {@link BrokerChain#HELD} (2) where the adapter {@linkplain #holds adds it}.
      */
     public static final class Moves<W extends BrokerWorld<?, ?>> {
         private final Action<W> publish;
@@ -107,6 +116,7 @@ public final class BrokerChain {
         private final String crash;
         private String process = "consumer";
         private Action<W> starts;
+        private Action<W> held;
         private int crashWeight = 2;
 
         private Moves(Action<W> publish, Action<W> again, String crash) {
@@ -127,6 +137,15 @@ public final class BrokerChain {
             return this;
         }
 
+        /**
+         * Adds the move {@link BrokerChain#HELD} (weight 2): a live process meets a slow holder. {@code publishesHeld} calls
+         * {@link BrokerWorld#publishHeld} with how the adapter publishes and how long the holder holds.
+         */
+        public Moves<W> holds(Consumer<W> publishesHeld) {
+            held = move(w -> true, Arbitraries.just(0), HELD, (w, i) -> publishesHeld.accept(w));
+            return this;
+        }
+
         /** How often the crash move comes against publish's 5 (default 2). */
         public Moves<W> crashWeight(int weight) {
             crashWeight = weight;
@@ -139,13 +158,14 @@ public final class BrokerChain {
             Action<W> startB = starts != null
                     ? starts
                     : move(w -> !w.hasB(), Arbitraries.just(0), "second " + process + " starts", (w, i) -> w.startB());
-            return ActionChain.<W>startWith(() -> (W) next.get())
+            ActionChainArbitrary<W> chains = ActionChain.<W>startWith(() -> (W) next.get())
                     .withAction(5, publish)
                     .withAction(2, again)
                     .withAction(1, startB)
                     .withAction(
                             1, move(W::hasB, Arbitraries.just(0), "second " + process + " stops", (w, i) -> w.stopB()))
                     .withAction(crashWeight, move(w -> true, Arbitraries.of("a", "b"), crash, BrokerWorld::armCrash));
+            return held == null ? chains : chains.withAction(2, held);
         }
     }
 }

@@ -1,16 +1,19 @@
 package dev.once.testkit.broker;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Inbox;
 import dev.once.Outcome.Status;
+import dev.once.RetryableException;
 import dev.once.testkit.broker.ScriptedHandler.Behaviour;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -19,8 +22,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.function.IntFunction;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * The world of one chain of a broker adapter's state machine ({@link BrokerChain}): what every broker's
@@ -78,6 +85,8 @@ public abstract class BrokerWorld<P extends BrokerProcess, R extends BrokerWorld
 
     private final Inbox inbox;
     private final long slowMillis;
+    /** The slow holders {@link #publishHeld} started, each until it rolled back. */
+    private final List<Thread> holders = new CopyOnWriteArrayList<>();
 
     /** The first process, always running. */
     protected P a;
@@ -200,6 +209,72 @@ public abstract class BrokerWorld<P extends BrokerProcess, R extends BrokerWorld
                 + copies.keySet().stream()
                         .filter(c -> c.startsWith(eventId + "#"))
                         .count();
+    }
+
+    /**
+     * The move {@link BrokerChain#HELD}: another process's engine (none of this world's consumers) claims a new
+     * event and holds the claim in its open transaction until deliveries of the event met it ({@code
+     * IN_PROGRESS}) {@code times} times, at most for {@code bound}, then fails retryably and rolls back; the event
+     * is published ({@code send}, one copy) once the claim is held. So a live process meets a slow holder, each of
+     * its threads alike: whatever the broker counts for a delivery settled meanwhile (a nack, a requeue, a
+     * redelivery) is spent on nothing, and once the holder has rolled back the event must still be applied. With
+     * {@code times} one more than the broker's deliveries allow, a consumer that hands such a delivery back loses
+     * or dead-letters the event while the holder still holds. The holder's delivery carries the payload every
+     * adapter's world publishes ({@code "payload of <event id>"}); it reports to no listener or meter.
+     */
+    public final void publishHeld(Consumer<String> send, int times, Duration bound) {
+        String eventId = newEvent(List.of());
+        CountDownLatch holding = new CountDownLatch(1);
+        IdempotentConsumer holder = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer(consumerName)
+                .handler((d, tx) -> {
+                    holding.countDown();
+                    try {
+                        await().atMost(bound)
+                                .pollInterval(Duration.ofMillis(20))
+                                .until(() -> met(eventId) >= times);
+                    } catch (ConditionTimeoutException e) {
+                        // held as long as it may
+                    }
+                    throw new RetryableException("the slow holder of " + eventId + " fails: it rolls back");
+                })
+                .build();
+        Thread t = new Thread(
+                () -> holder.process(
+                        Delivery.builder(eventId).payload("payload of " + eventId).build()),
+                "holder-" + eventId);
+        t.setDaemon(true);
+        t.start();
+        holders.add(t);
+        try {
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("the holder of %s holds its claim", eventId)
+                    .isTrue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while " + eventId + "'s holder claimed it", e);
+        }
+        send.accept(eventId);
+    }
+
+    /** How often a delivery of {@code eventId} met its claim held by another ({@code IN_PROGRESS}). */
+    public final long met(String eventId) {
+        return processed.stream()
+                .filter(p -> p.eventId().equals(eventId) && p.status() == Status.IN_PROGRESS)
+                .count();
+    }
+
+    /** How many slow holders {@link #publishHeld} started. */
+    public final int holders() {
+        return holders.size();
+    }
+
+    /** Waits until the slow holders of {@link #publishHeld} have rolled back (each within its bound). */
+    public final void awaitHolders() throws InterruptedException {
+        for (Thread t : holders) {
+            t.join(Duration.ofMinutes(1).toMillis());
+        }
     }
 
     // ---- the oracle
