@@ -771,10 +771,15 @@ class RabbitConsumerStateMachineTest {
                     moves.size(),
                     copies.size(),
                     rawDeliveries.values().stream().mapToInt(AtomicInteger::get).sum(),
-                    rawDeliveries.values().stream().mapToInt(AtomicInteger::get).max().orElse(0),
+                    rawDeliveries.values().stream()
+                            .mapToInt(AtomicInteger::get)
+                            .max()
+                            .orElse(0),
                     holders(),
                     events.stream().filter(e -> met(e) > 0).count(),
-                    processed.stream().filter(p -> p.status() == Status.IN_PROGRESS).count());
+                    processed.stream()
+                            .filter(p -> p.status() == Status.IN_PROGRESS)
+                            .count());
         }
 
         /** The rejects the consumers sent (one on a dead channel's tag the client drops: at least what arrived). */

@@ -241,8 +241,9 @@ public abstract class BrokerWorld<P extends BrokerProcess, R extends BrokerWorld
                 })
                 .build();
         Thread t = new Thread(
-                () -> holder.process(
-                        Delivery.builder(eventId).payload("payload of " + eventId).build()),
+                () -> holder.process(Delivery.builder(eventId)
+                        .payload("payload of " + eventId)
+                        .build()),
                 "holder-" + eventId);
         t.setDaemon(true);
         t.start();
