@@ -74,7 +74,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * works {@value #SLOW_MILLIS} ms, past the visibility timeout); publish an event again (a producer
  * retry: a second message of the same event); start a second process on the same queue, with the
  * heartbeat (a slow handler keeps its message) or without (the message becomes visible again while
- * the handler works and SQS hands it to a process again), or stop it; arm a crash in the ack gap
+ * the handler works and SQS hands it to a process again), or stop it; publish a new event whose claim a slow
+ * holder elsewhere (another process's engine) holds in its open transaction, until the consumers found it in
+ * progress more than {@value #MAX_RECEIVES} times or for {@link #HOLD}, then rolls back ({@link #HELD}: a live
+ * process meets a slow holder); arm a crash in the ack gap
  * (after the process's next commit it dies before the delete: every call of its SQS client fails from
  * then on, and a call in flight on its other receive thread lands but its reply is lost: a delete or
  * a dead-letter send done, messages a receive took gone with it until the visibility timeout; the
@@ -90,8 +93,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * or was sent to the dead-letter queue on this receipt. After every move: no event's effect is applied
  * twice or reported applied twice; no receipt is deleted or dead-lettered twice; every settlement
  * agrees with the outcome: applied and duplicate deleted (never dead-lettered), permanent failures
- * sent to the dead-letter queue, then deleted, retryable and in-progress ones left alone (the
- * visibility timeout is the backoff). After draining (the queue empty): every message ended deleted,
+ * sent to the dead-letter queue, then deleted, retryable ones left alone (the visibility timeout is the
+ * backoff), in-progress ones not settled but kept and tried again (a receipt is settled by its latest try).
+ * After draining (the queue empty): no delivery a live process found in progress was left at that (kept
+ * until its holder ended; only a process that died or was stopped lets one go); every message ended deleted,
  * dead-lettered by the consumer, or moved by the redrive policy, which takes exactly the messages
  * whose receive number {@value #MAX_RECEIVES} was not deleted; the dead-letter queue holds exactly
  * those and the consumer's sends; each event's effect is applied exactly once when one of its messages
@@ -119,6 +124,11 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * [RETRYABLE, RETRYABLE]; second consumer starts with no heartbeat}: "delete of Receipt[... w7-e0#0
  * ...] before its event's claim committed"; the second move does nothing for it, but shrinking a
  * chain against a real broker is not deterministic enough to drop it).
+ *
+ * <p>Keeping in progress ones ({@link #HELD}, the drain's check, {@link #aClaimHeldElsewhereIsKeptUntilTheHolderRollsBack}):
+ * with the keep removed (left to the visibility timeout, as before), red in both chains and the example ("found in
+ * progress by live process a0 and left"); the first green attempt found that a second held message of one receive
+ * (a producer retry in the same batch) lapsed while the first was waited for.
  *
  * <p>{@code fifoQueueWithRedrive}: the same on a FIFO queue (a FIFO dead-letter queue, as SQS requires), each
  * event published to one of {@value #GROUPS} message groups (a producer retry to its event's group, with a

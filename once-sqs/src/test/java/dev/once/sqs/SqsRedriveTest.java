@@ -184,6 +184,16 @@ class SqsRedriveTest {
                 } catch (ConditionTimeoutException e) {
                     // asserted below
                 }
+                System.out.printf(
+                        "CHAOS sqs-held-claim: visibility 1 s, maxReceiveCount 2, A holds the claim and rolls back:"
+                                + " %d applied, %d dead-lettered, B's receive counts %s, %d tries in progress%n",
+                        db.queryLong("SELECT count(*) FROM effect"),
+                        messages(dlq),
+                        recorder.deliveries.stream()
+                                .map(Delivery::attempt)
+                                .distinct()
+                                .toList(),
+                        recorder.count("evt-1", Status.IN_PROGRESS));
                 assertThat(db.queryLong("SELECT count(*) FROM effect"))
                         .as(
                                 "applied by B once A rolled back; B's receive counts %s, outcomes %s, dead letters %d",
