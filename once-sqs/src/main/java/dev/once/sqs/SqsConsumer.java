@@ -77,11 +77,11 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * delete after the dead-letter send failed) stops its group, and the later ones of that group are
  * released for redelivery behind it: a dead-lettered message that stays in the queue comes back after
  * the visibility timeout and its handler runs again, so nothing of its group may be applied before
- * that. A message kept for its claim's holder stops its group the same way, whatever its last try finds, and its
- * tries keep the group's position as its first did. A FIFO dead-letter queue gets the message's group and its message id as deduplication id
- * (a second send of the message within SQS's five-minute window is dropped as a duplicate). FIFO
- * order holds only while each message is settled within its visibility timeout, so a FIFO queue
- * needs the {@linkplain Builder#heartbeat(boolean) heartbeat}.
+ * that. A message kept for its claim's holder stops its group the same way, whatever its last try
+ * finds, and its tries keep the group's position as its first did. A FIFO dead-letter queue gets the
+ * message's group and its message id as deduplication id (a second send of the message within SQS's
+ * five-minute window is dropped as a duplicate). FIFO order holds only while each message is settled
+ * within its visibility timeout, so a FIFO queue needs the {@linkplain Builder#heartbeat(boolean) heartbeat}.
  *
  * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is left
  * for redelivery and the receive loop backs off; an unexpected failure stops the consumer, and
@@ -122,7 +122,7 @@ public final class SqsConsumer implements AutoCloseable {
     private final AdapterDriver<Message> driver;
     private final ExecutorService receivers;
     private final String name;
-    /** How often a message kept for its claim's holder has its visibility extended, and the longest pause between its tries. */
+    /** How often a message kept for its claim's holder has its visibility extended; the longest pause between tries. */
     private final Duration keepAliveEvery;
     /** Open until {@link #close()}: ends the waits for claims' holders. */
     private final CountDownLatch closing = new CountDownLatch(1);

@@ -125,7 +125,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * ...] before its event's claim committed"; the second move does nothing for it, but shrinking a
  * chain against a real broker is not deterministic enough to drop it).
  *
- * <p>Keeping in progress ones ({@link #HELD}, the drain's check, {@link #aClaimHeldElsewhereIsKeptUntilTheHolderRollsBack}):
+ * <p>Keeping in progress ones ({@link #HELD}, the drain's check,
+ * {@link #aClaimHeldElsewhereIsKeptUntilTheHolderRollsBack}):
  * with the keep removed (left to the visibility timeout, as before), red in both chains and the example ("found in
  * progress by live process a0 and left"); the first green attempt found that a second held message of one receive
  * (a producer retry in the same batch) lapsed while the first was waited for.
