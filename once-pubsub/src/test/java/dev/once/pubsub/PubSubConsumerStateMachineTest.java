@@ -385,13 +385,6 @@ class PubSubConsumerStateMachineTest {
             send(eventId);
         }
 
-        /** How often a delivery met the claim of {@code eventId} held by another. */
-        long met(String eventId) {
-            return processed.stream()
-                    .filter(p -> p.eventId().equals(eventId) && p.status() == Status.IN_PROGRESS)
-                    .count();
-        }
-
         private void send(String eventId) {
             String copy = nextCopy(eventId);
             copies.put(copy, eventId);
