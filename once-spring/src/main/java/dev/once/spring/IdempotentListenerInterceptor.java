@@ -503,7 +503,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             try {
                 if (!(header instanceof io.awspring.cloud.sqs.listener.Visibility visibility)) {
                     throw new IllegalStateException(
-                            "the message carries no Visibility header: it is not from an SQS" + " listener container");
+                            "no Visibility header: the message is not from an SQS listener container");
                 }
                 visibility.changeTo((int) seconds);
             } catch (RuntimeException e) {
