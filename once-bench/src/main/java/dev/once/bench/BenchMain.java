@@ -31,8 +31,8 @@ import java.util.function.Supplier;
  */
 public final class BenchMain {
 
-    static final String COMMAND =
-            "./mvnw -B -q -pl once-bench -am package -DskipTests" + " && java -jar once-bench/target/once-bench.jar";
+    static final String COMMAND = "./mvnw -B -q -pl once-bench -am package -DskipTests -Pjar"
+            + " && java -jar once-bench/target/once-bench.jar";
 
     private BenchMain() {}
 

@@ -204,6 +204,23 @@ public final class AdapterDriver<M> implements AutoCloseable {
     }
 
     /**
+     * As {@link #processAgain(Delivery)}, for {@code d} decoded from {@code message}; in group order with
+     * {@linkplain Builder#groupPositions positions} through the group's stream position, as its first try went: a
+     * message its group went on without meanwhile (the broker handed out its successors, another process applied
+     * them) is refused rather than applied after them.
+     */
+    public Outcome processAgain(M message, Delivery d) {
+        if (groupOrder == null) {
+            return processAgain(d);
+        }
+        try {
+            return groupOrder.again(message, d);
+        } catch (RuntimeException e) {
+            return failedOutsideTheHandler(name, "a try", List.of(d), e).get(0);
+        }
+    }
+
+    /**
      * The outcomes of a batch or ordered run ({@code what}) whose processing threw outside the handler
      * (a broken pool, a bug). Nothing of it is known to be applied: each delivery is settled as
      * retryable, so a cumulative ack of a later batch cannot cover it.

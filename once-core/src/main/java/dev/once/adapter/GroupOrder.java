@@ -135,6 +135,20 @@ final class GroupOrder<M> {
         return ok;
     }
 
+    /**
+     * One more run of {@code d}, decoded from {@code m}, alone: with its group's stream position when positions are
+     * kept, so a message its group went on without is refused.
+     */
+    Outcome again(M m, Delivery d) {
+        if (positionOf == null) {
+            return consumer.process(d);
+        }
+        String group = Objects.requireNonNullElse(groupOf.apply(m), "");
+        return consumer.processInOrder(
+                        List.of(d), new StreamPositions(streamOf.apply(group), List.of(positionOf.apply(m))))
+                .get(0);
+    }
+
     /** Settles {@code ps}; true when all of them are gone from the queue, so their group may go on. */
     private boolean settledSoGroupMayGoOn(List<Processed<M>> ps) {
         try {

@@ -9,6 +9,8 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
+import dev.once.StreamPositions;
+import java.math.BigInteger;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -79,9 +81,10 @@ class AdapterDriverTest {
         return colon < 0 ? m : m.substring(colon + 1);
     }
 
-    /** Outcome by id prefix; processBatch runs {@code before} first. */
+    /** Outcome by id prefix; processBatch runs {@code before} first; ordered runs with positions are recorded. */
     private static final class Scripted implements IdempotentConsumer {
         final List<String> processed = new CopyOnWriteArrayList<>();
+        final List<StreamPositions> positions = new CopyOnWriteArrayList<>();
         volatile Runnable before = () -> {};
 
         @Override
@@ -97,6 +100,12 @@ class AdapterDriverTest {
         @Override
         public Outcome process(Delivery d) {
             return processBatch(List.of(d)).get(0);
+        }
+
+        @Override
+        public List<Outcome> processInOrder(List<Delivery> ds, StreamPositions at) {
+            positions.add(at);
+            return processBatch(ds);
         }
 
         @Override
@@ -197,6 +206,29 @@ class AdapterDriverTest {
         assertThat(broker.released).containsExactlyInAnyOrder("g:ok-3", "h:ok-3h");
         assertThat(broker.settledVerdicts)
                 .containsExactly("g:ok-1=ACKNOWLEDGE", "h:ok-1h=ACKNOWLEDGE", "h:retry-2h=REDELIVER");
+    }
+
+    @Test
+    void processAgainOfAMessageInGroupOrderGoesThroughItsGroupsPosition() {
+        Scripted engine = new Scripted();
+        AdapterDriver<String> positioned = AdapterDriver.builder("t", engine, new Strings())
+                .inGroupOrder(m -> m.substring(0, m.indexOf(':')))
+                .groupPositions(group -> "stream-" + group, m -> BigInteger.valueOf(m.length()))
+                .build();
+        assertThat(positioned
+                        .processAgain("g:ok-1", Delivery.of("ok-1", "g:ok-1"))
+                        .status())
+                .isEqualTo(Status.APPLIED);
+        assertThat(engine.positions)
+                .as("as the first try went: a message its group went on without is refused")
+                .containsExactly(new StreamPositions("stream-g", List.of(BigInteger.valueOf(6))));
+
+        AdapterDriver<String> plain =
+                AdapterDriver.builder("t", engine, new Strings()).build();
+        assertThat(plain.processAgain("g:ok-2", Delivery.of("ok-2", "g:ok-2")).status())
+                .isEqualTo(Status.APPLIED);
+        assertThat(engine.positions).as("no positions without group order").hasSize(1);
+        assertThat(engine.processed).containsExactly("ok-1", "ok-2");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.once.sqs;
 
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -17,8 +18,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -49,6 +55,21 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * {@linkplain Builder#deadLetterQueueUrl(String) dead-letter queue} when one is set, and are
  * then deleted; without one they are left to the queue's redrive policy.
  *
+ * <p>A message whose claim another delivery holds ({@code IN_PROGRESS}: a redelivery while a slow holder
+ * still works, its visibility lapsed, in this process or another) is not left to the visibility timeout:
+ * each receive counts toward the redrive policy's {@code maxReceiveCount}, and at the limit SQS moves the
+ * message to the dead-letter queue while the holder may still roll back, the event then never applied. It is
+ * kept in hand instead, its visibility extended every third of the visibility timeout (also with
+ * {@code heartbeat(false)}), and processed again, spaced by the {@linkplain Builder#receiveRetries receive
+ * retries}, until the holder has ended; then settled by what that try finds: deleted (the holder committed:
+ * duplicate; or it rolled back: applied now), or as any other outcome. The wait holds up its receive thread
+ * (the others go on receiving), and in a FIFO receive the groups after it; {@code IN_PROGRESS} is rare (a
+ * redelivery while the holder still works) and ends with the holder's one transaction. It ends early when the
+ * consumer closes or stops: the message is then released (visibility 0) for another consumer, which spends
+ * one of its receives (on its last one SQS moves it to the dead-letter queue instead). A claim held by a
+ * suspended transaction of the receive thread's own ({@link ClaimHeldOnThreadException}), which cannot end
+ * while it waits, is left to the visibility timeout.
+ *
  * <p>FIFO queues ({@code .fifo}): the messages of one message group in a receive are processed in
  * order as one batch ({@link IdempotentConsumer#processInOrder}: one transaction when all go
  * through, nothing applied after the first that does not); the first that is not deleted (a retryable
@@ -56,17 +77,18 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * delete after the dead-letter send failed) stops its group, and the later ones of that group are
  * released for redelivery behind it: a dead-lettered message that stays in the queue comes back after
  * the visibility timeout and its handler runs again, so nothing of its group may be applied before
- * that. A FIFO dead-letter queue gets the message's group and its message id as deduplication id
- * (a second send of the message within SQS's five-minute window is dropped as a duplicate). FIFO
- * order holds only while each message is settled within its visibility timeout, so a FIFO queue
- * needs the {@linkplain Builder#heartbeat(boolean) heartbeat}.
+ * that. A message kept for its claim's holder stops its group the same way, whatever its last try
+ * finds, and its tries keep the group's position as its first did. A FIFO dead-letter queue gets the
+ * message's group and its message id as deduplication id (a second send of the message within SQS's
+ * five-minute window is dropped as a duplicate). FIFO order holds only while each message is settled
+ * within its visibility timeout, so a FIFO queue needs the {@linkplain Builder#heartbeat(boolean) heartbeat}.
  *
  * <p>Runs on the {@link AdapterDriver}: a batch whose processing fails outside the handler is left
  * for redelivery and the receive loop backs off; an unexpected failure stops the consumer, and
  * {@link #isRunning()} and {@link #failure()} report it.
  *
  * <p>Thread-safe; {@link #start()} once, {@link #close()} stops receiving, lets batches in
- * flight finish and delete, and returns.
+ * flight finish and delete, releases messages kept for their claims' holders, and returns.
  */
 public final class SqsConsumer implements AutoCloseable {
 
@@ -99,6 +121,14 @@ public final class SqsConsumer implements AutoCloseable {
     private final ReceiveMessageRequest request;
     private final AdapterDriver<Message> driver;
     private final ExecutorService receivers;
+    private final String name;
+    /** How often a message kept for its claim's holder has its visibility extended; the longest pause between tries. */
+    private final Duration keepAliveEvery;
+    /** Open until {@link #close()}: ends the waits for claims' holders. */
+    private final CountDownLatch closing = new CountDownLatch(1);
+    /** Extends the visibility of messages kept for their claims' holders; made on the first such wait. */
+    private ScheduledExecutorService keepAlive;
+
     private volatile boolean running;
 
     private SqsConsumer(Builder b) {
@@ -116,9 +146,11 @@ public final class SqsConsumer implements AutoCloseable {
         this.fifo = SqsDeliveries.isFifo(queueUrl);
         this.source = "sqs:" + SqsDeliveries.queueName(queueUrl);
         int n = INSTANCES.incrementAndGet();
+        this.name = "once-sqs-" + n;
+        this.keepAliveEvery = Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3));
         AtomicInteger threads = new AtomicInteger();
         this.receivers = Executors.newFixedThreadPool(concurrency, r -> {
-            Thread t = new Thread(r, "once-sqs-" + n + "-receive-" + threads.incrementAndGet());
+            Thread t = new Thread(r, name + "-receive-" + threads.incrementAndGet());
             t.setDaemon(true);
             return t;
         });
@@ -135,9 +167,9 @@ public final class SqsConsumer implements AutoCloseable {
                 .messageAttributeNames("All")
                 .build();
         AdapterDriver.Builder<Message> loop =
-                AdapterDriver.builder("once-sqs-" + n, consumer, new Sqs()).receiveRetries(receiveRetries);
+                AdapterDriver.builder(name, consumer, new Sqs()).receiveRetries(receiveRetries);
         if (heartbeat) {
-            loop.heartbeat(Duration.ofMillis(Math.max(1, visibilityTimeout.toMillis() / 3)));
+            loop.heartbeat(keepAliveEvery);
         }
         if (fifo) {
             // FIFO: each group's run in order, as one batch, nothing applied past a message not settled
@@ -185,9 +217,63 @@ public final class SqsConsumer implements AutoCloseable {
             return m.messageId();
         }
 
+        /**
+         * Settles every message of the batch, then waits for the claims held by others ({@code IN_PROGRESS}) one
+         * after the other and settles each by the try that found its holder ended. All of them are kept in hand
+         * from the start: their visibility is extended until each is settled, also while an earlier one is waited
+         * for. In group order a held message comes alone (the first of its group not acknowledged): its group
+         * stops behind it whatever that try finds, and its successors are released.
+         */
         @Override
         public void settle(List<Processed<Message>> processed) {
-            SqsConsumer.this.settle(processed);
+            List<Processed<Message>> rest = new ArrayList<>();
+            List<Processed<Message>> held = new ArrayList<>();
+            for (Processed<Message> p : processed) {
+                (heldByAnother(p.delivery(), p.outcome()) ? held : rest).add(p);
+            }
+            Set<Message> kept = ConcurrentHashMap.newKeySet();
+            held.forEach(p -> kept.add(p.message()));
+            ScheduledFuture<?> beat = held.isEmpty() ? null : keepAlive(kept);
+            RuntimeException failed = null;
+            try {
+                try {
+                    SqsConsumer.this.settle(rest);
+                } catch (RuntimeException e) {
+                    failed = e;
+                }
+                for (Processed<Message> p : held) {
+                    Message m = p.message();
+                    Outcome o = beat == null ? p.outcome() : waitForHolder(m, p.delivery(), p.outcome());
+                    kept.remove(m);
+                    if (heldByAnother(p.delivery(), o)) {
+                        // stopped waiting: another consumer takes it over (an extension in flight may delay that)
+                        log.info(
+                                "message {} ({}) of {} is still in progress in another delivery as this consumer"
+                                        + " stops; released for another consumer, which spends one of its receives",
+                                m.messageId(),
+                                o.eventId(),
+                                queueUrl);
+                        changeVisibility(List.of(m), 0);
+                        continue;
+                    }
+                    try {
+                        SqsConsumer.this.settle(List.of(new Processed<>(m, p.delivery(), o)));
+                    } catch (RuntimeException e) {
+                        if (failed == null) {
+                            failed = e;
+                        } else {
+                            failed.addSuppressed(e);
+                        }
+                    }
+                }
+            } finally {
+                if (beat != null) {
+                    beat.cancel(false);
+                }
+            }
+            if (failed != null) {
+                throw failed;
+            }
         }
 
         @Override
@@ -215,6 +301,64 @@ public final class SqsConsumer implements AutoCloseable {
                 attributes,
                 m.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT),
                 source);
+    }
+
+    /** A claim held by another delivery that can end while this one waits ({@link SqsDeliveries#heldByAnother}). */
+    private static boolean heldByAnother(Delivery d, Outcome o) {
+        return d != null && SqsDeliveries.heldByAnother(o);
+    }
+
+    /**
+     * Processes {@code d} of {@code m}, whose claim another delivery holds, again, spaced by the
+     * {@linkplain Builder#receiveRetries receive retries} (at most a third of the visibility timeout apart), until
+     * the holder has ended; returns the outcome of the try that found it ended, or {@code IN_PROGRESS} when the
+     * consumer closes or stops meanwhile.
+     */
+    private Outcome waitForHolder(Message m, Delivery d, Outcome o) {
+        log.info(
+                "message {} ({}, receive {}) of {} is in progress in another delivery; kept in hand and tried again"
+                        + " until that one ends",
+                m.messageId(),
+                o.eventId(),
+                d.attempt(),
+                queueUrl);
+        try {
+            for (int tries = 1; heldByAnother(d, o); tries++) {
+                long pause = Math.min(receiveRetries.delay(tries).toMillis(), keepAliveEvery.toMillis());
+                if (closing.await(pause, TimeUnit.MILLISECONDS) || !driver.isRunning()) {
+                    return o;
+                }
+                o = driver.processAgain(m, d);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return o;
+    }
+
+    /**
+     * Extends the visibility of the messages in {@code kept} (as they are at each beat) now and every
+     * {@link #keepAliveEvery}: left to the visibility timeout, each receive of a message whose claim another
+     * delivery holds would count toward the redrive policy's {@code maxReceiveCount}. Null when the consumer is
+     * closing.
+     */
+    private synchronized ScheduledFuture<?> keepAlive(Set<Message> kept) {
+        if (closing.getCount() == 0) {
+            return null;
+        }
+        if (keepAlive == null) {
+            keepAlive = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, name + "-in-progress");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        int seconds = (int) visibilityTimeout.toSeconds();
+        return keepAlive.scheduleAtFixedRate(
+                () -> changeVisibility(List.copyOf(kept), seconds),
+                0,
+                keepAliveEvery.toMillis(),
+                TimeUnit.MILLISECONDS);
     }
 
     /**
@@ -250,7 +394,8 @@ public final class SqsConsumer implements AutoCloseable {
                     }
                 }
                 case REDELIVER -> {
-                    // left alone; the visibility timeout is the backoff
+                    // left alone; the visibility timeout is the backoff (an IN_PROGRESS one here was released
+                    // when this consumer stopped waiting for its holder, or its holder is this thread's own)
                 }
             }
         }
@@ -390,10 +535,16 @@ public final class SqsConsumer implements AutoCloseable {
         return driver.failure();
     }
 
-    /** Stops receiving, waits for batches in flight to finish and delete (at most the wait time plus a minute). */
+    /**
+     * Stops receiving, waits for batches in flight to finish and delete (at most the wait time plus a minute). A
+     * message kept for its claim's holder is released (visibility 0) for another consumer: one more receive of it.
+     */
     @Override
     public void close() {
         running = false;
+        synchronized (this) {
+            closing.countDown(); // no new keep-alive after this
+        }
         driver.stop();
         receivers.shutdown();
         try {
@@ -405,6 +556,11 @@ public final class SqsConsumer implements AutoCloseable {
             Thread.currentThread().interrupt();
         } finally {
             driver.close();
+            synchronized (this) {
+                if (keepAlive != null) {
+                    keepAlive.shutdownNow();
+                }
+            }
         }
     }
 
@@ -498,7 +654,8 @@ public final class SqsConsumer implements AutoCloseable {
          * while each message is settled within its visibility timeout. Past it SQS no longer holds the
          * message's group: it hands the message out again, or, at the redrive policy's
          * {@code maxReceiveCount}, moves it to the dead-letter queue and hands out its successor, which
-         * another receive applies while this one is still working on the message and applies it after.
+         * another receive applies while this one is still working on the message and applies it after. A
+         * message kept for its claim's holder ({@code IN_PROGRESS}) has its visibility extended either way.
          */
         public Builder heartbeat(boolean heartbeat) {
             this.settings = settings.withHeartbeat(heartbeat);
@@ -512,9 +669,10 @@ public final class SqsConsumer implements AutoCloseable {
         }
 
         /**
-         * Pause after failed receives (and batches that failed outside the handler) in a row;
-         * default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}; the loop never gives up, past the
-         * last retry it waits the cap.
+         * Pause after failed receives (and batches that failed outside the handler) in a row, and
+         * between the tries of a message kept for its claim's holder (at most a third of the
+         * visibility timeout); default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}; the loop never
+         * gives up, past the last retry it waits the cap.
          */
         public Builder receiveRetries(RetryPolicy policy) {
             this.settings = settings.withReceiveRetries(policy);

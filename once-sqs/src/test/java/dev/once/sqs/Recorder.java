@@ -9,6 +9,7 @@ import dev.once.StreamPositions;
 import dev.once.Tx;
 import dev.once.testsupport.TestDatabase;
 import java.sql.PreparedStatement;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
@@ -21,6 +22,8 @@ final class Recorder implements IdempotentConsumer {
 
     static final String CREATE = "CREATE TABLE effect (seq bigserial PRIMARY KEY, event_id text NOT NULL,"
             + " body text NOT NULL, attempt int NOT NULL)";
+    /** The engine's consumer name: another engine with it competes for the same claims. */
+    static final String CONSUMER = "sqs-test";
 
     final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
     final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
@@ -31,11 +34,17 @@ final class Recorder implements IdempotentConsumer {
     private volatile Consumer<Delivery> onDelivery = d -> {};
 
     Recorder(TestDatabase db, Slow slow) {
+        this(db, null, slow);
+    }
+
+    /** @param lockTimeout how long a claim waits for another delivery's (null: the database's default) */
+    Recorder(TestDatabase db, Duration lockTimeout, Slow slow) {
         db.execute(CREATE);
         this.delegate = IdempotentConsumer.builder()
                 .dataSource(db.dataSource())
-                .consumer("sqs-test")
+                .consumer(CONSUMER)
                 .handler((d, tx) -> apply(d, tx, slow))
+                .lockTimeout(lockTimeout)
                 .build();
     }
 

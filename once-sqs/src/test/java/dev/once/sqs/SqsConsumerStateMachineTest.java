@@ -7,6 +7,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.BrokerChain;
 import dev.once.testkit.broker.BrokerProcess;
@@ -30,6 +31,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -71,7 +74,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * works {@value #SLOW_MILLIS} ms, past the visibility timeout); publish an event again (a producer
  * retry: a second message of the same event); start a second process on the same queue, with the
  * heartbeat (a slow handler keeps its message) or without (the message becomes visible again while
- * the handler works and SQS hands it to a process again), or stop it; arm a crash in the ack gap
+ * the handler works and SQS hands it to a process again), or stop it; publish a new event whose claim a slow
+ * holder elsewhere (another process's engine) holds in its open transaction, until the consumers found it in
+ * progress more than {@value #MAX_RECEIVES} times or for {@link #HOLD}, then rolls back ({@link #HELD}: a live
+ * process meets a slow holder); arm a crash in the ack gap
  * (after the process's next commit it dies before the delete: every call of its SQS client fails from
  * then on, and a call in flight on its other receive thread lands but its reply is lost: a delete or
  * a dead-letter send done, messages a receive took gone with it until the visibility timeout; the
@@ -87,8 +93,10 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * or was sent to the dead-letter queue on this receipt. After every move: no event's effect is applied
  * twice or reported applied twice; no receipt is deleted or dead-lettered twice; every settlement
  * agrees with the outcome: applied and duplicate deleted (never dead-lettered), permanent failures
- * sent to the dead-letter queue, then deleted, retryable and in-progress ones left alone (the
- * visibility timeout is the backoff). After draining (the queue empty): every message ended deleted,
+ * sent to the dead-letter queue, then deleted, retryable ones left alone (the visibility timeout is the
+ * backoff), in-progress ones not settled but kept and tried again (a receipt is settled by its latest try).
+ * After draining (the queue empty): no delivery a live process found in progress was left at that (kept
+ * until its holder ended; only a process that died or was stopped lets one go); every message ended deleted,
  * dead-lettered by the consumer, or moved by the redrive policy, which takes exactly the messages
  * whose receive number {@value #MAX_RECEIVES} was not deleted; the dead-letter queue holds exactly
  * those and the consumer's sends; each event's effect is applied exactly once when one of its messages
@@ -116,6 +124,12 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * [RETRYABLE, RETRYABLE]; second consumer starts with no heartbeat}: "delete of Receipt[... w7-e0#0
  * ...] before its event's claim committed"; the second move does nothing for it, but shrinking a
  * chain against a real broker is not deterministic enough to drop it).
+ *
+ * <p>Keeping in progress ones ({@link #HELD}, the drain's check,
+ * {@link #aClaimHeldElsewhereIsKeptUntilTheHolderRollsBack}):
+ * with the keep removed (left to the visibility timeout, as before), red in both chains and the example ("found in
+ * progress by live process a0 and left"); the first green attempt found that a second held message of one receive
+ * (a producer retry in the same batch) lapsed while the first was waited for.
  *
  * <p>{@code fifoQueueWithRedrive}: the same on a FIFO queue (a FIFO dead-letter queue, as SQS requires), each
  * event published to one of {@value #GROUPS} message groups (a producer retry to its event's group, with a
@@ -145,6 +159,12 @@ class SqsConsumerStateMachineTest {
     static final int FIFO_TRIES = 3;
     static final int FIFO_CHAINS = BrokerChain.chainsPerTry("sqsFifo");
     static final int GROUPS = 2; // few, so that a group's messages meet in one receive
+    static final String HELD = "publish, its claim held by a slow holder elsewhere that then rolls back";
+    /**
+     * How long at most the holder of {@link #HELD} keeps the claim: past {@value #MAX_RECEIVES} visibility timeouts, so
+     * a message left to the visibility timeout while the claim is held runs out of receives first.
+     */
+    static final Duration HOLD = VISIBILITY.multipliedBy(MAX_RECEIVES + 1);
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
 
@@ -172,6 +192,7 @@ class SqsConsumerStateMachineTest {
                                 Arbitraries.of("heartbeat", "no heartbeat"),
                                 World::startB)
                         .build()
+                        .withAction(2, BrokerChain.move(w -> true, Arbitraries.just(0), HELD, World::publishHeld))
                         .withMaxTransformations(12),
                 CHAINS);
     }
@@ -217,6 +238,13 @@ class SqsConsumerStateMachineTest {
                                         Arbitraries.of(DeleteFault.class),
                                         "delete fails:",
                                         World::failDelete))
+                        .withAction(
+                                2,
+                                BrokerChain.move(
+                                        w -> true,
+                                        Arbitraries.integers().between(0, GROUPS - 1),
+                                        HELD + ", to group",
+                                        World::publishHeld))
                         .withMaxTransformations(12),
                 FIFO_CHAINS);
     }
@@ -262,6 +290,23 @@ class SqsConsumerStateMachineTest {
         }
     }
 
+    /**
+     * The move that makes a live process meet a slow holder: the claim of a new event is held by another process's
+     * open transaction when the consumer receives it, and the holder then rolls back. Left to the visibility
+     * timeout, each receive of it would count toward the redrive policy's {@value #MAX_RECEIVES}: SQS moves it to
+     * the dead-letter queue, unapplied. Kept in hand, it is tried until the holder has ended, and applied.
+     */
+    @Example
+    void aClaimHeldElsewhereIsKeptUntilTheHolderRollsBack() throws Exception {
+        try (World w = new World(databases.postgres())) {
+            w.publishHeld(0);
+            w.drainAndCheck(); // every delivery a live process found in progress was kept, and applied
+            assertThat(w.handler.effects(w.db.dataSource()))
+                    .as("applied once the holder rolled back, after %s: %s", w.moves, w.processed)
+                    .containsEntry(w.events.get(0), 1L);
+        }
+    }
+
     /** A new event, published to message group {@code g<group>} of a FIFO queue. */
     record Publish(int group, List<Behaviour> script) {}
 
@@ -286,6 +331,7 @@ class SqsConsumerStateMachineTest {
             return switch (status) {
                 case APPLIED, DUPLICATE -> "delete";
                 case FAILED_PERMANENT -> "dead-letter";
+                case IN_PROGRESS -> "keep"; // in hand, tried again until its holder has ended
                 default -> "leave";
             };
         }
@@ -357,6 +403,7 @@ class SqsConsumerStateMachineTest {
         final Map<String, String> groups = new HashMap<>(); // FIFO: event id -> message group
         final AtomicReference<DeleteFault> deleteFault = new AtomicReference<>(); // armed, not yet struck
         final List<String> faultsHit = new CopyOnWriteArrayList<>(); // the delete faults that struck, on what
+        final List<Thread> holders = new ArrayList<>(); // the slow holders of HELD, until they rolled back
         boolean bHeartbeat;
 
         World(TestDatabase db) {
@@ -434,6 +481,56 @@ class SqsConsumerStateMachineTest {
                     fifo ? copy : eventId, // FIFO: the deduplication id; a retry within 5 minutes is not a message
                     0,
                     null));
+        }
+
+        /**
+         * {@link #HELD}: another process's engine claims a new event and holds the claim in its open transaction
+         * until the consumers found it in progress more than {@value #MAX_RECEIVES} times (as many tries as the
+         * redrive policy allows receives), at most {@link #HOLD}, then fails and rolls back. The message is
+         * published once the claim is held. On a FIFO queue, to group {@code g<group>}.
+         */
+        void publishHeld(int group) {
+            String eventId = newEvent(List.of());
+            if (fifo) {
+                groups.put(eventId, "g" + group);
+            }
+            CountDownLatch holding = new CountDownLatch(1);
+            IdempotentConsumer holder = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(consumerName)
+                    .handler((d, tx) -> {
+                        holding.countDown();
+                        try {
+                            await().atMost(HOLD)
+                                    .pollInterval(Duration.ofMillis(20))
+                                    .until(() -> processed.stream()
+                                                    .filter(p -> p.eventId().equals(eventId)
+                                                            && p.status() == Status.IN_PROGRESS)
+                                                    .count()
+                                            > MAX_RECEIVES);
+                        } catch (ConditionTimeoutException e) {
+                            // held as long as it may
+                        }
+                        throw new RetryableException("the slow holder of " + eventId + " fails: it rolls back");
+                    })
+                    .build();
+            Thread t = new Thread(
+                    () -> holder.process(Delivery.builder(eventId)
+                            .payload("payload of " + eventId)
+                            .build()),
+                    "holder-" + eventId);
+            t.setDaemon(true);
+            t.start();
+            holders.add(t);
+            try {
+                assertThat(holding.await(30, TimeUnit.SECONDS))
+                        .as("the holder of %s holds its claim", eventId)
+                        .isTrue();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+            send(eventId);
         }
 
         void failDelete(DeleteFault fault) {
@@ -598,7 +695,7 @@ class SqsConsumerStateMachineTest {
                 switch (p.verdict()) {
                     case "delete" ->
                         assertThat(deadLetteredNow).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
-                    case "leave" -> {
+                    case "leave", "keep" -> {
                         assertThat(deadLetteredNow).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
                         assertThat(deletedNow).as("deleted: " + what).doesNotContainKey(p.receipt());
                     }
@@ -615,6 +712,26 @@ class SqsConsumerStateMachineTest {
                 assertThat(processed)
                         .as("%s deleted unprocessed", receipts.get(id))
                         .anyMatch(p -> p.receipt().equals(id));
+            }
+        }
+
+        /**
+         * Drained: no delivery a live process found in progress was left at that (left to the visibility timeout, a
+         * receive spent toward the redrive policy while the holder may still roll back): each was kept in hand and
+         * tried again until its holder ended. Only a process that died or was stopped lets one go.
+         */
+        private void checkKept() {
+            Map<String, Processed> last = new LinkedHashMap<>();
+            processed.forEach(p -> last.put(p.receipt(), p));
+            for (Processed p : last.values()) {
+                boolean live = (p.process().equals(a.name) && !a.crashed())
+                        || (b != null && p.process().equals(b.name) && !b.crashed());
+                assertThat(live && p.status() == Status.IN_PROGRESS)
+                        .as(
+                                "%s (%s) found in progress by live process %s and left, not kept until its holder"
+                                        + " ended; after %s, processed %s",
+                                p, receipts.get(p.receipt()), p.process(), moves, processed)
+                        .isFalse();
             }
         }
 
@@ -696,6 +813,7 @@ class SqsConsumerStateMachineTest {
                                 + deadLettered + ", violations " + violations,
                         e);
             }
+            checkKept();
             a.close();
             if (b != null) {
                 b.close();
@@ -838,6 +956,11 @@ class SqsConsumerStateMachineTest {
                 if (b != null) {
                     b.close();
                 }
+                for (Thread t : holders) {
+                    t.join(HOLD.multipliedBy(2).toMillis());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             } finally {
                 TestSqs.deleteQueue(queue);
                 TestSqs.deleteQueue(dlq);

@@ -2,10 +2,19 @@ package dev.once.sqs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome.Status;
+import dev.once.RetryableException;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -84,6 +93,108 @@ class SqsLambdaHandlerTest {
                 .isZero();
         assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE position = 30"))
                 .isEqualTo(1);
+    }
+
+    /**
+     * A message whose claim another delivery holds (a slow holder elsewhere) is not reported at once: each report
+     * is a receive toward the redrive policy's {@code maxReceiveCount}, and the holder may still roll back. It is
+     * tried again within the invocation's remaining time, and applied once the holder has rolled back.
+     */
+    @Test
+    void aMessageWhoseClaimAnotherHoldsIsTriedAgainWithinTheInvocationAndAppliedOnceTheHolderRolledBack()
+            throws Exception {
+        Recorder recorder = new Recorder(db, Duration.ofMillis(100), d -> {});
+        Holder holder = new Holder("evt-1");
+        recorder.onDelivery(d -> {
+            if (recorder.deliveries.size() >= 3) {
+                holder.rollBack(); // after two tries found the claim held
+            }
+        });
+        AtomicLong calls = new AtomicLong();
+        LongSupplier remaining = () -> 60_000 - 1_000 * calls.incrementAndGet(); // the invocation's clock runs
+        String arn = "arn:aws:sqs:us-east-1:000000000000:payments";
+        try {
+            SqsBatchResponse response = new SqsLambdaHandler(recorder)
+                    .handle(new SqsEvent(List.of(record("m1", "evt-1", "ok", 1, arn))), remaining);
+            assertThat(response.batchItemFailures())
+                    .as("applied within the invocation; outcomes %s", recorder.outcomes)
+                    .isEmpty();
+        } finally {
+            holder.rollBack();
+            holder.join();
+        }
+        assertThat(recorder.count("evt-1", Status.IN_PROGRESS))
+                .as("tries while held")
+                .isGreaterThanOrEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM effect WHERE event_id = 'evt-1'"))
+                .as("applied exactly once")
+                .isEqualTo(1);
+    }
+
+    /**
+     * The invocation cannot keep a message past its own time: when the time left runs short while the holder still
+     * works, the message is reported for redelivery (one receive spent), before Lambda would time the whole
+     * invocation out.
+     */
+    @Test
+    void aMessageWhoseClaimIsStillHeldWhenTheInvocationRunsShortOfTimeIsReported() throws Exception {
+        Recorder recorder = new Recorder(db, Duration.ofMillis(100), d -> {});
+        Holder holder = new Holder("evt-1");
+        AtomicLong calls = new AtomicLong();
+        LongSupplier remaining = () -> 40_000 - 10_000 * calls.incrementAndGet();
+        String arn = "arn:aws:sqs:us-east-1:000000000000:payments";
+        SqsBatchResponse response;
+        try {
+            response = new SqsLambdaHandler(recorder)
+                    .handle(
+                            new SqsEvent(
+                                    List.of(record("m1", "evt-1", "ok", 1, arn), record("m2", "evt-2", "ok", 1, arn))),
+                            remaining);
+        } finally {
+            holder.rollBack();
+            holder.join();
+        }
+        assertThat(response.batchItemFailures())
+                .extracting(SqsBatchResponse.BatchItemFailure::itemIdentifier)
+                .as("outcomes %s", recorder.outcomes)
+                .containsExactly("m1");
+        assertThat(recorder.count("evt-1", Status.IN_PROGRESS))
+                .as("tried again while time was left")
+                .isGreaterThanOrEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM effect")).as("evt-2 only").isEqualTo(1);
+    }
+
+    /** Another engine on the same database that claims an event and holds it in its open transaction, then fails. */
+    private final class Holder {
+        private final CountDownLatch release = new CountDownLatch(1);
+        private final Thread thread;
+
+        Holder(String eventId) throws InterruptedException {
+            CountDownLatch holding = new CountDownLatch(1);
+            IdempotentConsumer engine = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(Recorder.CONSUMER)
+                    .handler((d, tx) -> {
+                        holding.countDown();
+                        release.await();
+                        throw new RetryableException("the holder fails after all: its transaction rolls back");
+                    })
+                    .build();
+            thread = new Thread(
+                    () -> engine.process(Delivery.builder(eventId).payload("ok").build()), "holder");
+            thread.start();
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("the holder holds the claim")
+                    .isTrue();
+        }
+
+        void rollBack() {
+            release.countDown();
+        }
+
+        void join() throws InterruptedException {
+            thread.join(Duration.ofSeconds(30).toMillis());
+        }
     }
 
     private static SqsEvent.Message fifo(String messageId, String eventId, String sequenceNumber, String arn) {

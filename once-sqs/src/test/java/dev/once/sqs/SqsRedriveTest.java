@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -13,7 +16,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -109,6 +115,106 @@ class SqsRedriveTest {
                 .isGreaterThanOrEqualTo(VISIBILITY.minusMillis(100));
         assertThat(messages(dlq)).isEqualTo(1);
         assertThat(messages(queue)).as("moved, not copied").isZero();
+    }
+
+    /**
+     * A delivery whose claim another delivery holds ({@code IN_PROGRESS}) must not spend the redrive policy's
+     * receives: process A received the event first and works on it in a slow transaction (its visibility lapses:
+     * no heartbeat), SQS hands the message to consumer B, which finds the claim held. Each receive counts toward
+     * {@code maxReceiveCount}; at the limit SQS moves the message to the dead-letter queue, and when A then fails
+     * and rolls back, nobody applies the event. B keeps it instead (its visibility extended) and tries again until
+     * A has ended.
+     */
+    @Test
+    void aDeliveryWhoseClaimAnotherHoldsIsKeptUntilTheHolderEndsNotSpentOnTheRedrivePolicy() throws Exception {
+        queue = queueWithRedrive(2);
+        Recorder recorder = new Recorder(db, Duration.ofMillis(100), d -> {});
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        IdempotentConsumer holderEngine = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer(Recorder.CONSUMER)
+                .handler((d, tx) -> {
+                    holding.countDown();
+                    release.await();
+                    throw new RetryableException("the holder fails after all: its transaction rolls back");
+                })
+                .build();
+        SqsConsumer holder = SqsConsumer.builder()
+                .client(TestSqs.client())
+                .queueUrl(queue)
+                .consumer(holderEngine)
+                .concurrency(1) // its one receive thread is in the slow handler: A takes nothing more
+                .waitTime(Duration.ofSeconds(1))
+                .visibilityTimeout(VISIBILITY)
+                .heartbeat(false) // A's visibility lapses while it works: SQS hands the message to B
+                .build()
+                .start();
+        try {
+            publish("evt-1", "ok");
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("A holds the claim")
+                    .isTrue();
+            try (SqsConsumer b = SqsConsumer.builder()
+                    .client(TestSqs.client())
+                    .queueUrl(queue)
+                    .consumer(recorder)
+                    .waitTime(Duration.ofSeconds(1))
+                    .visibilityTimeout(VISIBILITY)
+                    .receiveRetries(RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(20))
+                            .maxDelay(Duration.ofMillis(40))
+                            .jitter(RetryPolicy.Jitter.NONE)
+                            .maxRetries(2)
+                            .build())
+                    .build()
+                    .start()) {
+                try {
+                    // more tries in progress than the redrive policy allows receives (on the old code SQS moves
+                    // the message before: then the wait times out, and the event is not applied below)
+                    await().atMost(Duration.ofSeconds(10))
+                            .until(() -> recorder.count("evt-1", Status.IN_PROGRESS) >= 5);
+                } catch (ConditionTimeoutException e) {
+                    // asserted below
+                }
+                release.countDown(); // A rolls back
+                try {
+                    await().atMost(Duration.ofSeconds(20))
+                            .until(() -> db.queryLong("SELECT count(*) FROM effect") == 1 && messages(queue) == 0);
+                } catch (ConditionTimeoutException e) {
+                    // asserted below
+                }
+                System.out.printf(
+                        "CHAOS sqs-held-claim: visibility 1 s, maxReceiveCount 2, A holds the claim and rolls back:"
+                                + " %d applied, %d dead-lettered, B's receive counts %s, %d tries in progress%n",
+                        db.queryLong("SELECT count(*) FROM effect"),
+                        messages(dlq),
+                        recorder.deliveries.stream()
+                                .map(Delivery::attempt)
+                                .distinct()
+                                .toList(),
+                        recorder.count("evt-1", Status.IN_PROGRESS));
+                assertThat(db.queryLong("SELECT count(*) FROM effect"))
+                        .as(
+                                "applied by B once A rolled back; B's receive counts %s, outcomes %s, dead letters %d",
+                                recorder.deliveries.stream()
+                                        .map(Delivery::attempt)
+                                        .toList(),
+                                recorder.outcomes.stream().map(Outcome::status).toList(),
+                                messages(dlq))
+                        .isEqualTo(1);
+                assertThat(recorder.deliveries)
+                        .extracting(Delivery::attempt)
+                        .as("one receive by B, kept in hand, not received again")
+                        .containsOnly(2);
+                assertThat(b.isRunning()).isTrue();
+            }
+            assertThat(messages(queue)).as("deleted").isZero();
+            assertThat(messages(dlq)).as("nothing in the dead-letter queue").isZero();
+        } finally {
+            release.countDown();
+            holder.close();
+        }
     }
 
     private Recorder recorder() {
