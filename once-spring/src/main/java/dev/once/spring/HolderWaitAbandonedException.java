@@ -4,11 +4,13 @@ import dev.once.RetryableException;
 import java.util.Objects;
 
 /**
- * A Kafka or RabbitMQ {@link IdempotentListener} record whose event another transaction holds (a container evicted
- * from the group, still running its poll, or a slow call whose channel a partition closed, is the usual holder)
+ * A Kafka, RabbitMQ or SQS {@link IdempotentListener} record whose event another transaction holds (a container
+ * evicted from the group, still running its poll, or a slow call whose channel a partition closed or whose visibility
+ * timeout ran out, is the usual holder)
  * stopped waiting for that transaction: its listener container is stopping, or its thread was interrupted. Thrown
  * from the listener call; nothing was applied or acknowledged, and the record comes back to whoever owns the
- * partition next (a RabbitMQ message: requeued, one delivery toward a quorum queue's {@code x-delivery-limit}). The
+ * partition next (a RabbitMQ message: requeued, one delivery toward a quorum queue's {@code x-delivery-limit}; an SQS
+ * message: received again once the visibility the wait last set runs out). The
  * container wraps it (a {@code ListenerExecutionFailedException}); find it among the causes.
  *
  * <p>Retryable, and meant to be retried: never list it in {@code DefaultErrorHandler.addNotRetryableExceptions} (nor

@@ -297,10 +297,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // message is waited for too, kept unacknowledged (its container acks after the return): requeued, each try
         // would count toward a quorum queue's x-delivery-limit, at which the broker drops or dead-letters it while
         // the holder (a slow call whose channel a partition closed) may still roll back. Only in its own
-        // transaction, and not with a Channel argument, whose deferred settlement nacks each try that rolls back.
+        // transaction, and not with a Channel argument, whose deferred settlement nacks each try that rolls back. An
+        // @SqsListener message is waited for while its visibility is extended (Sqs.keepInvisible): visible again,
+        // each receive would count toward its redrive policy's maxReceiveCount. Not a batch's (its other messages'
+        // visibility would run out meanwhile).
         NestedListenerStep nested = own ? null : o.nestedStep(listener.kafka());
-        boolean waitsForHolder =
-                (listener.kafka() && (own || nested != null)) || (listener.rabbit() && own && channel == null);
+        boolean waitsForHolder = (listener.kafka() && (own || nested != null))
+                || (own && listener.rabbit() && channel == null)
+                || (own && listener.sqs() && listener.batchIndex() < 0 && listener.messageIndex() >= 0);
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -311,7 +315,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // Not where the transaction manager refuses NESTED (JPA's and JTA's as they come): the call joins there, and
         // IN_PROGRESS fails the record as before.
         TransactionTemplate template = nested != null ? nested.template() : o.transactionTemplate();
-        boolean waited = false;
+        HeldWait held = null; // set when a try met another holder
+        long tryStarted = 0; // an @SqsListener's: how long a try takes is how long the message must stay invisible
         Call call;
         Outcome outcome;
         for (; ; ) {
@@ -333,6 +338,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (nested != null) {
                 nested.snapshot();
             }
+            if (listener.sqs()) {
+                tryStarted = System.nanoTime();
+            }
             try {
                 outcome = call.run(template);
                 break;
@@ -345,8 +353,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         && f.outcome.status() == Outcome.Status.IN_PROGRESS
                         // a holder this thread suspended ends only after this call: waiting would spin for ever
                         && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
-                        && (nested == null || nested.undoMarks())) {
-                    waited = waitForHolder(listener, delivery, args, waited, beanFactory);
+                        && (nested == null || nested.undoMarks())
+                        && (held = waitForHolder(listener, delivery, args, held, tryStarted, beanFactory)) != null) {
+                    // tries again
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
                 } else {
@@ -394,20 +403,27 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
      * A failure of its own type, so that a Kafka error handler (which by default counts anew when the exception
      * changes) takes it for a first attempt rather than the last one of a count the record ran up before.
      *
-     * @return true: the record has waited
+     * @param held       the wait so far, null before the first
+     * @param tryStarted when the try that met the holder began ({@code System.nanoTime()}, an {@code @SqsListener}'s)
+     * @return the wait, to try again; null to fail the message as before: an SQS message whose visibility cannot be
+     *     extended ({@link Sqs#keepInvisible})
      * @throws HolderWaitAbandonedException when the thread is interrupted or its container stopping
      */
-    private static boolean waitForHolder(
-            ListenerMethod listener, Delivery delivery, Object[] args, boolean waited, BeanFactory beanFactory) {
+    private static HeldWait waitForHolder(
+            ListenerMethod listener,
+            Delivery delivery,
+            Object[] args,
+            HeldWait held,
+            long tryStarted,
+            BeanFactory beanFactory) {
         boolean interrupted = Thread.currentThread().isInterrupted();
+        Object message = listener.messageIndex() >= 0 ? args[listener.messageIndex()] : null;
         if (interrupted
                 || (listener.kafka()
                         ? Kafka.containerStopping(beanFactory)
-                        : Rabbit.containerStopping(
-                                beanFactory,
-                                listener.messageIndex() >= 0
-                                        ? ListenerMessages.rabbitQueue(args[listener.messageIndex()])
-                                        : null))) {
+                        : listener.sqs()
+                                ? Sqs.containerStopping(beanFactory, message)
+                                : Rabbit.containerStopping(beanFactory, ListenerMessages.rabbitQueue(message)))) {
             HolderWaitAbandonedException abandoned = new HolderWaitAbandonedException(
                     listener.consumer(),
                     delivery.eventId(),
@@ -418,7 +434,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             log.warn("{}", abandoned.getMessage());
             throw abandoned;
         }
-        if (!waited) {
+        HeldWait wait = held != null ? held : new HeldWait();
+        if (listener.sqs() && !Sqs.keepInvisible(listener, delivery, message, wait, System.nanoTime() - tryStarted)) {
+            return null;
+        }
+        if (held == null) {
             log.warn(
                     listener.kafka()
                             ? "consumer '{}': event '{}' ({}) is in progress in another transaction (a container"
@@ -426,15 +446,114 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                                     + " running its poll?); waiting for it to end instead of failing the record, which"
                                     + " the error handler could skip so that the records after it are applied before"
                                     + " it"
-                            : "consumer '{}': event '{}' ({}) is in progress in another transaction (a slow call"
-                                    + " whose channel was closed?); waiting for it to end, the message unacknowledged,"
-                                    + " instead of requeueing it: each requeue counts toward a quorum queue's"
-                                    + " x-delivery-limit, at which the broker drops or dead-letters the message",
+                            : listener.sqs()
+                                    ? "consumer '{}': event '{}' ({}) is in progress in another transaction (a call"
+                                            + " past the visibility timeout?); waiting for it to end, the message kept"
+                                            + " invisible, instead of failing it: each receive counts toward the"
+                                            + " redrive policy's maxReceiveCount, after which SQS moves the message to"
+                                            + " the dead-letter queue"
+                                    : "consumer '{}': event '{}' ({}) is in progress in another transaction (a slow"
+                                            + " call whose channel was closed?); waiting for it to end, the message"
+                                            + " unacknowledged, instead of requeueing it: each requeue counts toward a"
+                                            + " quorum queue's x-delivery-limit, at which the broker drops or"
+                                            + " dead-letters the message",
                     listener.consumer(),
                     delivery.eventId(),
                     delivery.source());
         }
-        return true;
+        return wait;
+    }
+
+    /** A listener call waiting for another transaction's claim: what the tries so far left behind. */
+    private static final class HeldWait {
+        // an SQS message's: until when it is invisible ({@code System.nanoTime()}), as last extended; unset before
+        long invisibleUntil;
+        boolean extended;
+    }
+
+    /** Spring Cloud AWS pieces, loaded only for an {@code @SqsListener}'s wait. */
+    private static final class Sqs {
+        /** A waiting message is made invisible for at least this long at a time (or four of its tries, if longer). */
+        static final int HELD_VISIBILITY_SECONDS = 30;
+
+        /**
+         * Keeps {@code message} invisible through the next try, so that SQS hands it to no one else meanwhile: when
+         * less than two tries' time is left, its visibility is changed (through the {@code Visibility} its container
+         * put on it) to {@value #HELD_VISIBILITY_SECONDS} s or four tries, whichever is longer; a try is as long as
+         * the claim's lock wait. One {@code ChangeMessageVisibility} call per such stretch, not per try.
+         *
+         * @return false, logged, when it cannot be: the message carries no {@code Visibility} (not from a listener
+         *     container), or SQS refused the change (the total visibility of a message is at most 12 hours from its
+         *     receive): the message then fails as before, and comes back when its visibility timeout runs out
+         */
+        static boolean keepInvisible(
+                ListenerMethod listener, Delivery delivery, Object message, HeldWait wait, long tryNanos) {
+            long now = System.nanoTime();
+            if (wait.extended && wait.invisibleUntil - now > 2 * tryNanos) {
+                return true;
+            }
+            Object header = message instanceof org.springframework.messaging.Message<?> m
+                    ? m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_VISIBILITY_TIMEOUT_HEADER)
+                    : null;
+            long seconds = Math.min(
+                    io.awspring.cloud.sqs.listener.Visibility.MAX_VISIBILITY_TIMEOUT_SECONDS,
+                    Math.max(
+                            HELD_VISIBILITY_SECONDS,
+                            4 * java.util.concurrent.TimeUnit.NANOSECONDS.toSeconds(tryNanos)));
+            try {
+                if (!(header instanceof io.awspring.cloud.sqs.listener.Visibility visibility)) {
+                    throw new IllegalStateException(
+                            "no Visibility header: the message is not from an SQS listener container");
+                }
+                visibility.changeTo((int) seconds);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "consumer '{}': event '{}' ({}) is in progress in another transaction, but its message's"
+                                + " visibility could not be extended ({}): not waiting for it; the message comes back"
+                                + " after its visibility timeout",
+                        listener.consumer(),
+                        delivery.eventId(),
+                        delivery.source(),
+                        e.toString());
+                return false;
+            }
+            wait.extended = true;
+            wait.invisibleUntil = now + java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
+            return true;
+        }
+
+        /**
+         * Whether the listener container of {@code message} is stopping: every container listening to its queue
+         * (by name or URL) has been told to stop, as {@link Rabbit#containerStopping} decides for RabbitMQ. The
+         * containers are those of the context's listener container registries and its container beans.
+         */
+        static boolean containerStopping(BeanFactory beanFactory, Object message) {
+            if (!(beanFactory instanceof ListableBeanFactory beans)
+                    || !(message instanceof org.springframework.messaging.Message<?> m)) {
+                return false;
+            }
+            Object name = m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_NAME_HEADER);
+            Object url = m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_URL_HEADER);
+            List<Object> all = new java.util.ArrayList<>();
+            for (var registry :
+                    beans.getBeanProvider(io.awspring.cloud.sqs.listener.MessageListenerContainerRegistry.class)) {
+                all.addAll(registry.getListenerContainers());
+            }
+            beans.getBeanProvider(io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer.class)
+                    .forEach(all::add);
+            boolean found = false;
+            for (Object c : all) {
+                if (c instanceof io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer<?, ?, ?> a
+                        && (a.getQueueNames().contains(name)
+                                || a.getQueueNames().contains(url))) {
+                    if (a.isRunning()) {
+                        return false;
+                    }
+                    found = true;
+                }
+            }
+            return found;
+        }
     }
 
     /** Spring AMQP pieces, loaded only for a RabbitMQ listener's wait. */

@@ -3,8 +3,6 @@ package dev.once.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.once.Delivery;
-import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -18,7 +16,6 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -47,9 +44,9 @@ import org.springframework.jdbc.support.JdbcTransactionManager;
  * A {@code @RabbitListener} redelivery of an event whose claim another process holds, its transaction open (a slow
  * holder whose channel a partition closed): real RabbitMQ (a quorum queue with {@code x-delivery-limit} 2 and no
  * dead-letter exchange, so a message past the limit is dropped) and real PostgreSQL, the holder a plain
- * {@link IdempotentConsumer} of the same consumer on the same database. Each try of the listener's claim gives up
+ * {@code IdempotentConsumer} of the same consumer on the same database. Each try of the listener's claim gives up
  * after the lock timeout (IN_PROGRESS); requeued each time, the message would run out of deliveries while the
- * holder works, and be lost when the holder then rolls back.
+ * holder works, and be lost when the holder then rolls back. The holder: {@link OtherProcessClaim}.
  */
 class RabbitHeldClaimTest {
 
@@ -183,40 +180,6 @@ class RabbitHeldClaimTest {
         }
     }
 
-    /**
-     * Another process's delivery of an event: its transaction claims the event and stays open until {@link #end}
-     * says how it ends.
-     */
-    static final class Holder {
-        final CountDownLatch holding = new CountDownLatch(1);
-        final CompletableFuture<Boolean> commits = new CompletableFuture<>();
-        final CompletableFuture<Outcome> outcome;
-
-        Holder(String eventId) throws InterruptedException {
-            IdempotentConsumer other = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(CONSUMER)
-                    .handler((d, tx) -> {
-                        holding.countDown();
-                        if (!commits.get(2, TimeUnit.MINUTES)) {
-                            throw new IllegalStateException("the holder of " + d.eventId() + " rolls back");
-                        }
-                    })
-                    .build();
-            outcome = CompletableFuture.supplyAsync(
-                    () -> other.process(Delivery.builder(eventId).build()));
-            assertThat(holding.await(30, TimeUnit.SECONDS))
-                    .as("the holder claimed " + eventId)
-                    .isTrue();
-        }
-
-        /** Ends the holder's transaction: a commit (the event is applied there) or a rollback. */
-        Outcome end(boolean commit) {
-            commits.complete(commit);
-            return outcome.join();
-        }
-    }
-
     static void publish(String eventId) {
         context.getBean(RabbitTemplate.class)
                 .send(
@@ -252,7 +215,7 @@ class RabbitHeldClaimTest {
     @Test
     void aMessageWhoseClaimAnotherProcessHoldsOutlastsTheDeliveryLimitAndIsAppliedWhenTheHolderRollsBack()
             throws InterruptedException {
-        Holder holder = new Holder("held-1");
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-1");
         publish("held-1");
         await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-1") >= 3);
         assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
@@ -269,7 +232,7 @@ class RabbitHeldClaimTest {
     /** The holder commits while the listener waits: the message is a duplicate, acknowledged, the body skipped. */
     @Test
     void aMessageWhoseHolderCommitsIsADuplicate() throws InterruptedException {
-        Holder holder = new Holder("held-2");
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-2");
         publish("held-2");
         await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-2") >= 3);
         assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
@@ -290,7 +253,7 @@ class RabbitHeldClaimTest {
     @Test
     void stoppingTheContainerEndsTheWait() throws InterruptedException {
         var container = context.getBean(RabbitListenerEndpointRegistry.class).getListenerContainer("held");
-        Holder holder = new Holder("held-3");
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-3");
         try {
             publish("held-3");
             await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-3") >= 2);

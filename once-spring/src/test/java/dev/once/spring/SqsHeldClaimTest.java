@@ -1,0 +1,172 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.once.Outcome;
+import dev.once.testsupport.TestDatabase;
+import io.awspring.cloud.sqs.annotation.SqsListener;
+import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
+import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.messaging.Message;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+
+/**
+ * An {@code @SqsListener} receive of an event whose claim another process holds, its transaction open (a call past
+ * the visibility timeout, still working): ElasticMQ (a 5 s visibility timeout, a redrive policy moving a message to
+ * the dead-letter queue after 2 receives) and real PostgreSQL, the holder an {@link OtherProcessClaim}. Each try of
+ * the listener's claim gives up after the lock timeout (IN_PROGRESS); failed each time, the message came back after
+ * its visibility timeout, each receive counted, and it was moved to the dead-letter queue while the holder worked:
+ * when the holder then rolled back, the event was not applied.
+ */
+class SqsHeldClaimTest {
+
+    static final String QUEUE = "once-spring-sqs-held-" + UUID.randomUUID();
+    static final String CONSUMER = "sqs-held";
+    // the listener's outcomes per event, in order, with the receive each came from
+    static final Map<String, List<String>> outcomes = new ConcurrentHashMap<>();
+
+    static ElasticMqQueues mq;
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+    static String url;
+    static String deadLetters;
+
+    @BeforeAll
+    static void start() {
+        mq = ElasticMqQueues.start();
+        deadLetters = mq.queue(QUEUE + "-dlq", Map.of());
+        url = mq.queue(
+                QUEUE,
+                Map.of(
+                        QueueAttributeName.VISIBILITY_TIMEOUT,
+                        "5",
+                        QueueAttributeName.REDRIVE_POLICY,
+                        "{\"deadLetterTargetArn\":\"" + mq.arn(deadLetters) + "\",\"maxReceiveCount\":\"2\"}"));
+        System.setProperty("once.test.sqs.held", QUEUE);
+        db = ElasticMqQueues.ledgerDatabase();
+        context = ElasticMqQueues.application(db, Config.class, Listener.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        if (context != null) {
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+        if (mq != null) {
+            mq.close();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableIdempotentListeners
+    @Import(SqsBootstrapConfiguration.class)
+    static class Config {
+        @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(mq.sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .acknowledgementInterval(Duration.ZERO)
+                            .acknowledgementThreshold(0))
+                    .build();
+        }
+
+        @Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        /** A claim gives up waiting for another holder after 200 ms: IN_PROGRESS. */
+        @Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder()
+                    .dataSource(ds)
+                    .transactionManager(tm)
+                    .lockTimeout(Duration.ofMillis(200))
+                    .outcomeListener((d, o) -> outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
+                            .add(o.status() + "@receive" + d.attempt()))
+                    .build();
+        }
+    }
+
+    public static class Listener {
+        final JdbcTemplate jdbc;
+
+        public Listener(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @SqsListener("${once.test.sqs.held}")
+        @IdempotentListener(consumer = CONSUMER)
+        public void on(Message<String> message) {
+            jdbc.update(
+                    "INSERT INTO ledger (event_id) VALUES (?)",
+                    message.getHeaders().get("once-event-id"));
+        }
+    }
+
+    static List<String> outcomes(String eventId) {
+        return outcomes.getOrDefault(eventId, List.of());
+    }
+
+    static long ledger(String eventId) {
+        return context.getBean(JdbcTemplate.class)
+                .queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
+    }
+
+    /**
+     * The listener meets the holder for longer than the redrive policy's receives last (55 tries of 200 ms, past 2
+     * visibility timeouts of 5 s), or until the message is in the dead-letter queue; the holder then rolls back. The
+     * listener applies an event first: its first call builds the consumer, which may outlast a visibility timeout.
+     */
+    @Test
+    void aMessageWhoseClaimAnotherProcessHoldsOutlastsTheRedrivePolicyAndIsAppliedWhenTheHolderRollsBack()
+            throws InterruptedException {
+        mq.send(url, null, "s-first", "20");
+        await().atMost(Duration.ofSeconds(30)).until(() -> ledger("s-first") == 1);
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "s-held-1");
+        mq.send(url, null, "s-held-1", "20");
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> outcomes("s-held-1").size() >= 55 || mq.held(deadLetters) > 0);
+        assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(ledger("s-held-1"))
+                        .as(
+                                "event applied exactly once after the holder rolled back, not moved to the dead-letter"
+                                        + " queue (the listener's outcomes: %s)",
+                                outcomes("s-held-1"))
+                        .isEqualTo(1));
+        assertThat(mq.held(deadLetters))
+                .as(
+                        "nothing dead-lettered: the message kept invisible while it waited (the listener's outcomes: %s)",
+                        outcomes("s-held-1"))
+                .isZero();
+        await().atMost(Duration.ofSeconds(30)).until(() -> mq.held(url) == 0);
+    }
+}
