@@ -20,6 +20,7 @@ module dev.once.spring {
     requires static spring.kafka;
     requires static kafka.clients;
     requires static spring.amqp;
+    requires static spring.rabbit;
     requires static com.rabbitmq.client;
     requires static spring.cloud.gcp.pubsub;
     requires static google.cloud.pubsub;

@@ -15,6 +15,7 @@ import com.google.cloud.pubsub.v1.SubscriberShutdownSettings;
 import com.google.common.util.concurrent.MoreExecutors;
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -28,14 +29,19 @@ import dev.once.adapter.Processed;
 import dev.once.adapter.Verdict;
 import dev.once.outbox.OutboxMessage;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.DelayQueue;
+import java.util.concurrent.Delayed;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -72,18 +78,36 @@ import org.slf4j.LoggerFactory;
  * {@link Builder#orderedByKey()} there is no lease: the client extends the deadline for as long as the
  * work runs (see below).
  *
+ * <p><b>A claim another delivery holds.</b> A message whose claim another delivery holds
+ * ({@code IN_PROGRESS}: a redelivery or a producer's second copy while a slow holder, in this process
+ * or another, still has its transaction open) is not nacked: each nack is a delivery attempt, and
+ * past the dead-letter policy's {@code maxDeliveryAttempts} Pub/Sub forwards the message to the
+ * dead-letter topic unapplied (or, with no subscription on that topic, loses it) while the holder may
+ * still roll back. It is kept in hand instead (the client extends its deadline, as for a message in
+ * work: up to the lease, in ordered mode for as long as it is kept) and processed again, spaced by
+ * the {@linkplain Builder#receiveRetries receive retry policy}'s delays, until the holder has ended,
+ * then settled by what that try finds: acked (the holder committed: a duplicate; or it rolled back:
+ * applied now), or as any other outcome. It keeps its flow-control slot meanwhile. A claim a
+ * suspended transaction of the processing thread itself holds ({@link ClaimHeldOnThreadException}),
+ * which cannot end while the thread waits, is nacked as before. {@link #close()} nacks what is kept:
+ * one delivery attempt each.
+ *
  * <p><b>Exactly-once delivery subscriptions.</b> Acks go through the ack-with-response API. On a
  * subscription with exactly-once delivery a failed ack (the receipt expired, the stream broke)
  * means the message comes again; the inbox absorbs that copy. Such acks are counted
  * ({@link #failedAcks()}) and logged, never retried by hand.
  *
  * <p><b>Ordering keys.</b> With {@link Builder#orderedByKey()} the messages of one ordering key in a
- * batch run in order ({@link IdempotentConsumer#processInOrder}); after one of them is not
- * acknowledged (a retryable failure, a claim held elsewhere) the rest of its key is nacked, and so
- * is every later message of that key this consumer receives until Pub/Sub delivers the failed one
- * again. Pub/Sub's ordering alone redelivers the failed message and its successors in order, but
- * its client hands successors already received to the receiver regardless: this consumer is what
- * keeps them from being applied ahead of the failed one. Ordered mode uses one processing thread.
+ * batch run in order ({@link IdempotentConsumer#processInOrder}); after one of them failed (a
+ * retryable failure, a permanent one that could not be dead-lettered) the rest of its key is nacked,
+ * and so is every later message of that key this consumer receives until Pub/Sub delivers the failed
+ * one again. A message kept because another delivery holds its claim (see above) holds its key the
+ * same way, but in hand: the rest of its key, and what comes of the key meanwhile, waits unprocessed
+ * and unsettled behind it (nothing nacked, no attempt spent), and runs in order once it is acked or
+ * dead-lettered; if its try fails, it is nacked and so is what waited behind it. Pub/Sub's ordering
+ * alone redelivers the failed message and its successors in order, but its client hands successors
+ * already received to the receiver regardless: this consumer is what keeps them from being applied
+ * ahead of the failed one. Ordered mode uses one processing thread.
  * A key's order also holds only while each of its messages is settled before its ack deadline lapses:
  * every lapse counts as a delivery attempt, and once the subscription's dead-letter policy has
  * forwarded the message ({@code maxDeliveryAttempts}) Pub/Sub hands the key's next message to a
@@ -99,7 +123,7 @@ import org.slf4j.LoggerFactory;
  * heartbeat: the client's own lease management extends the deadlines.
  *
  * <p>Thread-safe; {@link #start()} once; {@link #close()} stops taking batches, lets the batches in
- * hand finish and ack, nacks what is still buffered, and stops the subscriber.
+ * hand finish and ack, nacks what is still buffered or kept, and stops the subscriber.
  */
 public final class PubSubConsumer implements AutoCloseable {
 
@@ -129,6 +153,22 @@ public final class PubSubConsumer implements AutoCloseable {
     /** A message and the reply the client gave with it. */
     record Received(PubsubMessage message, AckReplyConsumerWithResponse reply) {}
 
+    /**
+     * A message whose claim another delivery held, kept in hand: its delivery, the tries so far, and when the next
+     * is due ({@link System#nanoTime()}).
+     */
+    private record Kept(Received message, Delivery delivery, int tries, long due) implements Delayed {
+        @Override
+        public long getDelay(TimeUnit unit) {
+            return unit.convert(due - System.nanoTime(), TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public int compareTo(Delayed other) {
+            return Long.compare(due, ((Kept) other).due);
+        }
+    }
+
     private final ProjectSubscriptionName subscription;
     private final IdempotentConsumer consumer;
     private final int batchSize;
@@ -138,6 +178,9 @@ public final class PubSubConsumer implements AutoCloseable {
     private final int threads;
     private final boolean ordered;
     private final String eventIdAttribute;
+    /** Spaces the tries of a message kept because another delivery held its claim, as the driver's receive retries. */
+    private final RetryPolicy receiveRetries;
+
     private final com.google.cloud.pubsub.v1.Publisher deadLetters;
     private final TransportChannelProvider channelProvider;
     private final CredentialsProvider credentialsProvider;
@@ -146,6 +189,15 @@ public final class PubSubConsumer implements AutoCloseable {
     private final BlockingQueue<Received> buffer = new LinkedBlockingQueue<>();
     /** Ordering key → message id of its message that was nacked and must come back before the key goes on. */
     private final Map<String, String> blockedKeys = new ConcurrentHashMap<>();
+    /** Messages whose claim another delivery held, each due for its next try at its {@link Kept#due}. */
+    private final DelayQueue<Kept> kept = new DelayQueue<>();
+    /**
+     * Ordered mode, guarded by itself: ordering key of a kept message → the key's later messages, in order,
+     * waiting unprocessed behind it.
+     */
+    private final Map<String, List<Received>> behindKept = new HashMap<>();
+    /** Ordered mode, guarded by {@link #behindKept}: messages of a key whose kept message was settled, to run next. */
+    private final Deque<Received> released = new ArrayDeque<>();
 
     private final AtomicLong failedAcks = new AtomicLong();
     private final List<Thread> workers = new ArrayList<>();
@@ -162,6 +214,7 @@ public final class PubSubConsumer implements AutoCloseable {
         this.threads = b.threads;
         this.ordered = b.ordered;
         this.eventIdAttribute = b.settings.eventId();
+        this.receiveRetries = b.settings.receiveRetries();
         this.deadLetters = b.deadLetters;
         this.channelProvider = b.channelProvider;
         this.credentialsProvider = b.credentialsProvider;
@@ -241,12 +294,26 @@ public final class PubSubConsumer implements AutoCloseable {
     }
 
     /**
-     * A batch from the buffer: waits up to {@link #POLL} for a first message, then up to the batch
-     * wait for more. In ordered mode a message of a blocked key is nacked here, unprocessed, unless
-     * it is the one its key waits for.
+     * Tries the kept messages that are due, then takes a batch: in ordered mode first what waited behind a
+     * kept message that was since settled, else from the buffer, waiting up to {@link #POLL} for a first
+     * message, then up to the batch wait for more. In ordered mode a message of a blocked key is nacked
+     * here, unprocessed, unless it is the one its key waits for, and one of a key whose message is kept
+     * waits behind it.
      */
     private List<Received> take() throws InterruptedException {
+        tryKept();
         List<Received> batch = new ArrayList<>(batchSize);
+        synchronized (behindKept) {
+            while (!released.isEmpty() && batch.size() < batchSize) {
+                Received r = released.poll();
+                if (admitted(r)) {
+                    batch.add(r);
+                }
+            }
+        }
+        if (!batch.isEmpty()) {
+            return batch;
+        }
         Received first = buffer.poll(POLL.toMillis(), TimeUnit.MILLISECONDS);
         if (first == null) {
             return batch;
@@ -270,6 +337,9 @@ public final class PubSubConsumer implements AutoCloseable {
         if (!ordered) {
             return true;
         }
+        if (waitsBehindKept(r)) {
+            return false;
+        }
         String key = r.message().getOrderingKey();
         String waitingFor = key.isEmpty() ? null : blockedKeys.get(key);
         if (waitingFor == null) {
@@ -281,6 +351,98 @@ public final class PubSubConsumer implements AutoCloseable {
         }
         r.reply().nack();
         return false;
+    }
+
+    /** Ordered mode: true when a message of {@code r}'s key is kept, and then {@code r} waits behind it, in hand. */
+    private boolean waitsBehindKept(Received r) {
+        String key = r.message().getOrderingKey();
+        if (!ordered || key.isEmpty()) {
+            return false;
+        }
+        synchronized (behindKept) {
+            List<Received> behind = behindKept.get(key);
+            if (behind == null) {
+                return false;
+            }
+            behind.add(r);
+            return true;
+        }
+    }
+
+    /**
+     * Keeps {@code r}, whose claim another delivery holds, in hand until its next try, due after the receive retry
+     * policy's delay for {@code tries + 1}; the first time, in ordered mode, its key waits behind it.
+     */
+    private void keep(Received r, Delivery d, int tries) {
+        if (tries == 0) {
+            log.info(
+                    "message {} ({}) on {} (delivery attempt {}) is in progress in another delivery; kept in hand and"
+                            + " tried again until that one ends",
+                    r.message().getMessageId(),
+                    d.eventId(),
+                    subscription,
+                    d.attempt());
+            String key = r.message().getOrderingKey();
+            if (ordered && !key.isEmpty()) {
+                synchronized (behindKept) {
+                    behindKept.putIfAbsent(key, new ArrayList<>());
+                }
+            }
+        }
+        kept.add(new Kept(
+                r, d, tries, System.nanoTime() + receiveRetries.delay(tries + 1).toNanos()));
+    }
+
+    /** Whether {@code o} is a claim another delivery holds, one that ends while this thread waits. */
+    private static boolean heldElsewhere(Outcome o) {
+        return o.status() == Outcome.Status.IN_PROGRESS && !(o.failure() instanceof ClaimHeldOnThreadException);
+    }
+
+    /**
+     * Processes the kept messages that are due again; settles each whose holder has ended by what its try found
+     * and, in ordered mode, lets its key go on (what waited behind it runs next) when it is acked or dead-lettered,
+     * or nacks what waited behind it, with it.
+     */
+    private void tryKept() {
+        Kept k;
+        while (driver.isRunning() && (k = kept.poll()) != null) {
+            Outcome o = driver.processAgain(k.delivery());
+            if (heldElsewhere(o)) {
+                keep(k.message(), k.delivery(), k.tries() + 1);
+                continue;
+            }
+            boolean goOn = settle(k.message(), o) && Verdict.of(o) != Verdict.REDELIVER;
+            String key = k.message().message().getOrderingKey();
+            if (!ordered || key.isEmpty()) {
+                continue;
+            }
+            synchronized (behindKept) {
+                List<Received> behind = behindKept.remove(key);
+                if (behind == null) {
+                    continue; // nacked with the kept ones: the consumer stopped meanwhile
+                }
+                if (goOn) {
+                    released.addAll(behind);
+                } else {
+                    behind.forEach(r -> r.reply().nack()); // Pub/Sub redelivers them after the kept one, in order
+                }
+            }
+        }
+    }
+
+    /** Nacks what is kept and what waits behind it: each is one more delivery attempt. */
+    private void nackKept() {
+        for (Iterator<Kept> it = kept.iterator(); it.hasNext(); ) {
+            Kept k = it.next();
+            it.remove();
+            k.message().reply().nack();
+        }
+        synchronized (behindKept) {
+            behindKept.values().forEach(behind -> behind.forEach(r -> r.reply().nack()));
+            behindKept.clear();
+            released.forEach(r -> r.reply().nack());
+            released.clear();
+        }
     }
 
     /** Blocks {@code r}'s key until {@code r} comes again (ordered mode; the first block of a key wins). */
@@ -304,26 +466,32 @@ public final class PubSubConsumer implements AutoCloseable {
             return subscription.getSubscription() + "#" + r.message().getMessageId();
         }
 
+        /** Settles each message by its outcome, except one whose claim another delivery holds: that one is kept. */
         @Override
         public void settle(List<Processed<Received>> processed) {
-            List<String> kept = new ArrayList<>();
+            List<String> nacked = new ArrayList<>();
             for (Processed<Received> p : processed) {
-                if (!PubSubConsumer.this.settle(p.message(), p.outcome())) {
-                    kept.add(p.outcome().eventId());
+                if (heldElsewhere(p.outcome())) {
+                    keep(p.message(), p.delivery(), 0);
+                } else if (!PubSubConsumer.this.settle(p.message(), p.outcome())) {
+                    nacked.add(p.outcome().eventId());
                 }
             }
-            if (!kept.isEmpty()) {
+            if (!nacked.isEmpty()) {
                 // in ordered mode this stops the message's key: nothing behind it is applied
-                throw new IllegalStateException("permanently failed messages " + kept + " could not be dead-lettered"
-                        + " and were nacked on " + subscription);
+                throw new IllegalStateException("permanently failed messages " + nacked
+                        + " could not be dead-lettered and were nacked on " + subscription);
             }
         }
 
+        /** What an ordered run left behind its first message not acked: waits behind it if it is kept, else nacked. */
         @Override
         public void release(List<Received> messages) {
             for (Received r : messages) {
-                block(r);
-                r.reply().nack();
+                if (!waitsBehindKept(r)) {
+                    block(r);
+                    r.reply().nack();
+                }
             }
         }
 
@@ -331,6 +499,7 @@ public final class PubSubConsumer implements AutoCloseable {
         public void abandon(Throwable cause) {
             buffer.forEach(r -> r.reply().nack());
             buffer.clear();
+            nackKept();
             Subscriber s = subscriber;
             if (s != null) {
                 s.stopAsync();
@@ -476,7 +645,11 @@ public final class PubSubConsumer implements AutoCloseable {
         return driver.failure();
     }
 
-    /** Stops taking batches, waits for those in hand to finish and ack, nacks the buffer, stops the subscriber. */
+    /**
+     * Stops taking batches, waits for those in hand to finish and ack, nacks the buffer and what is kept because
+     * another delivery held its claim (one more delivery attempt each: Pub/Sub hands it out again, and a
+     * subscriber that finds the holder still working keeps it in turn), stops the subscriber.
+     */
     @Override
     public void close() {
         running = false;
@@ -499,6 +672,7 @@ public final class PubSubConsumer implements AutoCloseable {
         while ((r = buffer.poll()) != null) {
             r.reply().nack();
         }
+        nackKept();
         if (s != null) {
             try {
                 s.awaitTerminated(30, TimeUnit.SECONDS);
@@ -640,7 +814,11 @@ public final class PubSubConsumer implements AutoCloseable {
             return this;
         }
 
-        /** Pause after batches that failed outside the handler in a row; default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}. */
+        /**
+         * Pause after batches that failed outside the handler in a row, and between the tries of a message kept
+         * because another delivery held its claim ({@code delay(n)} before the n-th, past {@code maxRetries} at the
+         * cap: it is tried until the holder ends); default {@link AdapterDriver#DEFAULT_RECEIVE_RETRIES}.
+         */
         public Builder receiveRetries(RetryPolicy policy) {
             this.settings = settings.withReceiveRetries(policy);
             return this;

@@ -23,6 +23,8 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryPolicy;
+import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.BrokerChain;
 import dev.once.testkit.broker.BrokerProcess;
@@ -65,14 +67,21 @@ import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * {@link PubSubConsumer} against a model, on Google's emulator and PostgreSQL, wired as a user wires
- * it (a subscription with a dead-letter policy, a {@link PubSubConsumer.Builder#deadLetters dead-letter
- * topic} publisher for permanent failures, an {@link IdempotentConsumer} per process, the builder's
- * defaults but a 10 s {@link PubSubConsumer.Builder#ackDeadline ack deadline}): random sequences of a hostile world's moves. Publish a new event with
+ * it (a subscription with a dead-letter policy of {@value #MAX_DELIVERY_ATTEMPTS} attempts to a topic of
+ * its own, a {@link PubSubConsumer.Builder#deadLetters dead-letter topic} publisher for permanent
+ * failures, an {@link IdempotentConsumer} per process, the builder's defaults but a 10 s
+ * {@link PubSubConsumer.Builder#ackDeadline ack deadline}, {@value #THREADS} threads and quick
+ * {@linkplain PubSubConsumer.Builder#receiveRetries receive retries}, which space the tries of a message
+ * kept because another delivery held its claim): random sequences of a hostile world's moves. Publish a new event with
  * {@link PubSubPublisher}, with what the handler does on its first calls for it (returns, throws a
  * retryable or a permanent exception, swallows the SQLException of its own failed effect statement,
  * holds its transaction until Pub/Sub hands the message out again or for {@value #HOLD_SECONDS} s,
  * past the 10 s ack deadline: the client's lease extensions keep it unless the process's lease is
- * shorter); publish an event again (a producer retry: a second message of the event); start a second
+ * shorter); publish a new event whose first call holds its claim, and once it holds, a second message of
+ * it, so that whichever process or thread gets that one meets a live holder ({@code IN_PROGRESS}); the
+ * holder holds until deliveries met it {@value #MAX_DELIVERY_ATTEMPTS} times (as many as the policy allows
+ * attempts) or for {@value #HOLD_SECONDS} s, then fails retryably and rolls back; publish an event again
+ * (a producer retry: a second message of the event); start a second
  * process on the subscription, with the default lease or a {@value #SHORT_LEASE_SECONDS} s one (the
  * client stops extending, Pub/Sub hands the message to a subscriber again while the handler works),
  * or stop it; arm a crash in the ack gap (after the process's next commit its channel is cut before
@@ -86,10 +95,12 @@ import org.awaitility.core.ConditionTimeoutException;
  *
  * <p>Checked at every ack, as it is sent: the event's claim is committed, or the message was published
  * to the dead-letter topic. After every move: no event's effect is applied twice or reported applied
- * twice; every settlement agrees with the outcome: applied and duplicate acked, permanent failures
- * published to the dead-letter topic and then acked, retryable and in-progress ones nacked (never
- * acked), nothing acked that was not processed. After draining: every message's latest delivery ended
- * acked or dead-lettered; the dead-letter topic holds exactly what the consumer published there; each
+ * twice; every settlement agrees with the latest outcome of its delivery (one kept in hand is tried
+ * again): applied and duplicate acked, permanent failures published to the dead-letter topic and then
+ * acked, retryable ones nacked (never acked), in-progress ones kept (neither acked nor dead-lettered,
+ * nor nacked unless their process closed), nothing acked that was not processed. After draining:
+ * nothing forwarded by the subscription's dead-letter policy (its attempts spent on nothing); every
+ * message's latest delivery ended acked or dead-lettered; the dead-letter topic holds exactly what the consumer published there; each
  * event's effect is applied exactly once when one of its messages ended acked, else never unless a
  * process applied it after its channel had been cut while it held the message (a zombie: Pub/Sub
  * meanwhile handed it on and it was dead-lettered there). A message dead-lettered whose ack was then
@@ -99,12 +110,18 @@ import org.awaitility.core.ConditionTimeoutException;
  * a lost ack costs the 10 s deadline); {@code -Donce.pubsubChain.tries=N} runs N different chains in
  * each try ({@link BrokerChain#chainsPerTry}).
  *
- * <p>No hole found in {@link PubSubConsumer}: 30 chains (3 tries, 10 repeats; 320 deliveries, 57 of
- * them to be nacked, 51 nacks seen, the rest lost with a cut channel; 18 zombie calls) green, 19 s a chain. The first runs found the
- * wiring's: without an ack deadline the messages the emulator had streamed to a cut process came back
- * only after the client's 60 s stream deadline. Goes red when the mechanism is broken: with every
- * message acked as it is taken from the buffer, on the first try, shrunk to one move ({@code publish
- * [SWALLOW, OK]}): a FAILED_RETRYABLE delivery acked.
+ * <p>Found: a delivery whose claim another held was nacked, each nack one of the policy's attempts, so
+ * while a live holder worked the policy forwarded the message unapplied, and the holder then rolled back
+ * (before the holding move: 30 chains, 3 tries, 10 repeats, green at 19 s a chain; no move produced a
+ * live holder). With the holding move, on the consumer as it was (and with the fix broken on purpose,
+ * {@code IN_PROGRESS} nacked again), red on the first try, shrunk to five moves starting with the holding
+ * one: "copies forwarded by the subscription's dead-letter policy, their 10 delivery attempts spent ...
+ * Expecting empty but was: ["w5-e0#1"]". Green with the fix: 9 chains ({@code -Donce.pubsubChain.tries=3};
+ * 13 holders, 10 of them met by another delivery, up to 11 in-progress tries a chain), about 40 s a chain.
+ * The first runs found the wiring's: without an ack deadline the messages the emulator had streamed to a
+ * cut process came back only after the client's 60 s stream deadline. Goes red when the mechanism is
+ * broken: with every message acked as it is taken from the buffer, on the first try, shrunk to one move
+ * ({@code publish [SWALLOW, OK]}): a FAILED_RETRYABLE delivery acked.
  */
 class PubSubConsumerStateMachineTest {
 
@@ -120,7 +137,20 @@ class PubSubConsumerStateMachineTest {
 
     static final int HOLD_SECONDS = 12;
     static final int SHORT_LEASE_SECONDS = 1;
-    static final int MAX_DELIVERY_ATTEMPTS = 100; // the consumer's own dead-lettering decides, not the policy
+    /**
+     * The subscription's dead-letter policy: more attempts than the scripts' failures, lapses and crashes spend on
+     * a message, so the policy forwards nothing unless attempts are spent on nothing (nacks of a claim another
+     * delivery holds); the consumer's own dead-lettering decides.
+     */
+    static final int MAX_DELIVERY_ATTEMPTS = 10;
+    /** Two threads a process: a copy that comes to the process whose other thread holds its claim meets it there. */
+    static final int THREADS = 2;
+    /** The tries of a message kept because another delivery held its claim. */
+    static final RetryPolicy KEPT_TRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(50))
+            .maxDelay(Duration.ofMillis(500))
+            .maxRetries(RetryPolicy.MAX_RETRIES_LIMIT)
+            .build();
 
     private static final StateMachines.Databases databases = new StateMachines.Databases(8);
 
@@ -149,6 +179,13 @@ class PubSubConsumerStateMachineTest {
                                 World::startB)
                         .crashWeight(1)
                         .build()
+                        .withAction(
+                                2,
+                                BrokerChain.move(
+                                        w -> true,
+                                        Arbitraries.just(0),
+                                        "publish, its first call holding the claim until a copy met it, then failing",
+                                        (World w, Integer i) -> w.publishHeld()))
                         .withMaxTransformations(8),
                 CHAINS);
     }
@@ -156,14 +193,18 @@ class PubSubConsumerStateMachineTest {
     /** One message streamed to a process: its copy, ack id, delivery attempt and how often it was seen before. */
     record Receipt(String id, String process, String copy, String ackId, int attempt, int raw) {}
 
-    /** One delivery the engine processed, as its process's outcome listener saw it. */
+    /** One delivery the engine processed (or one more try of it), as its process's outcome listener saw it. */
     record Processed(String process, String receipt, String copy, String eventId, boolean redelivered, Status status)
             implements BrokerWorld.Handled {
-        /** What the consumer must do with it, per its documentation. */
+        /**
+         * What the consumer must do with it, per its documentation; {@code keep}: nothing, it is kept in hand and
+         * settled by a later try of its own (nacked only when its process closes).
+         */
         String verdict() {
             return switch (status) {
                 case APPLIED, DUPLICATE -> "ack";
                 case FAILED_PERMANENT -> "dead-letter";
+                case IN_PROGRESS -> "keep";
                 default -> "nack";
             };
         }
@@ -171,12 +212,14 @@ class PubSubConsumerStateMachineTest {
 
     /** One process: its own channel, engine and consumer. */
     static final class Process extends BrokerProcess {
+        final Set<String> closing;
         final boolean shortLease;
         final ManagedChannel channel;
         final PubSubConsumer consumer;
 
         Process(String name, boolean shortLease, World w) {
             super(name);
+            this.closing = w.closing;
             this.shortLease = shortLease;
             this.channel = ManagedChannelBuilder.forTarget(TestPubSub.host())
                     .usePlaintext()
@@ -203,7 +246,9 @@ class PubSubConsumerStateMachineTest {
                     FixedTransportChannelProvider.create(GrpcTransportChannel.create(channel));
             PubSubConsumer.Builder builder = TestPubSub.consumer(w.subscription, engine, provider)
                     .deadLetters(w.deadLetters)
-                    .ackDeadline(ACK_DEADLINE);
+                    .ackDeadline(ACK_DEADLINE)
+                    .threads(THREADS)
+                    .receiveRetries(KEPT_TRIES);
             if (shortLease) {
                 builder.lease(Duration.ofSeconds(SHORT_LEASE_SECONDS));
             }
@@ -217,6 +262,7 @@ class PubSubConsumerStateMachineTest {
 
         @Override
         protected void stop() {
+            closing.add(name); // its close nacks what it keeps
             try {
                 consumer.close();
             } finally {
@@ -241,6 +287,11 @@ class PubSubConsumerStateMachineTest {
         final Map<String, AtomicInteger> extended = new ConcurrentHashMap<>();
         final Map<String, String> deadLettered = new ConcurrentHashMap<>(); // receipt id -> process, published
         final Set<String> zombieCalls = ConcurrentHashMap.newKeySet(); // receipts handled after their channel was cut
+        final Set<String> closing = ConcurrentHashMap.newKeySet(); // processes closed (they nack what they keep)
+        final Set<String> heldUntilMet = ConcurrentHashMap.newKeySet(); // events whose first call holds until met
+        final Set<String> holding = ConcurrentHashMap.newKeySet(); // of those, the ones whose first call held
+        final TopicName policyTopic; // where the subscription's dead-letter policy forwards
+        final ProjectSubscriptionName policySubscription;
         final AtomicInteger receiptIds = new AtomicInteger();
         boolean bShortLease;
 
@@ -250,11 +301,13 @@ class PubSubConsumerStateMachineTest {
             topic = TestPubSub.topic(name);
             deadLetterTopic = TestPubSub.topic(name + "-dlq");
             deadLetterSubscription = TestPubSub.subscription(deadLetterTopic, name + "-dlq", s -> s);
+            policyTopic = TestPubSub.topic(name + "-policy");
+            policySubscription = TestPubSub.subscription(policyTopic, name + "-policy", s -> s);
             subscription = TestPubSub.subscription(
                     topic,
                     name,
                     s -> s.setDeadLetterPolicy(DeadLetterPolicy.newBuilder()
-                            .setDeadLetterTopic(deadLetterTopic.toString())
+                            .setDeadLetterTopic(policyTopic.toString())
                             .setMaxDeliveryAttempts(MAX_DELIVERY_ATTEMPTS)));
             deadLetterChannel = ManagedChannelBuilder.forTarget(TestPubSub.host())
                     .usePlaintext()
@@ -268,9 +321,25 @@ class PubSubConsumerStateMachineTest {
             startA();
         }
 
-        /** A SLOW call holds its transaction until Pub/Sub hands its message out again, or for {@value #HOLD_SECONDS} s. */
+        /**
+         * A SLOW call holds its transaction until Pub/Sub hands its message out again, or for {@value #HOLD_SECONDS}
+         * s; the first call of an event {@link #publishHeld} published holds it until another delivery met its claim
+         * {@value #MAX_DELIVERY_ATTEMPTS} times (as many as the policy allows attempts), or for {@value #HOLD_SECONDS}
+         * s, and then fails retryably: its transaction rolls back.
+         */
         @Override
         protected void slow(Delivery d) {
+            if (heldUntilMet.remove(d.eventId())) {
+                holding.add(d.eventId());
+                try {
+                    await().atMost(Duration.ofSeconds(HOLD_SECONDS))
+                            .pollInterval(Duration.ofMillis(50))
+                            .until(() -> met(d.eventId()) >= MAX_DELIVERY_ATTEMPTS);
+                } catch (ConditionTimeoutException held) {
+                    // held the whole time
+                }
+                throw new RetryableException("the holder of " + d.eventId() + " fails after it was met: rolled back");
+            }
             String copy = d.headers().get(ScriptedHandler.COPY_HEADER);
             int seen = receipts.get(d.headers().get("test-receipt")).raw();
             try {
@@ -296,6 +365,31 @@ class PubSubConsumerStateMachineTest {
 
         void publishAgain(int pick) {
             send(publishedEvent(pick));
+        }
+
+        /**
+         * A new event whose first call holds its claim, and once it holds, a producer's second copy of it: whichever
+         * process or thread gets the copy meets a live holder ({@code IN_PROGRESS}) until the holder rolls back.
+         */
+        void publishHeld() {
+            String eventId = newEvent(List.of(Behaviour.SLOW));
+            heldUntilMet.add(eventId);
+            send(eventId);
+            try {
+                await().atMost(Duration.ofSeconds(30))
+                        .pollInterval(Duration.ofMillis(50))
+                        .until(() -> holding.contains(eventId));
+            } catch (ConditionTimeoutException notYet) {
+                moves.add("(" + eventId + " not held within 30 s)"); // a crashed process's stream took it
+            }
+            send(eventId);
+        }
+
+        /** How often a delivery met the claim of {@code eventId} held by another. */
+        long met(String eventId) {
+            return processed.stream()
+                    .filter(p -> p.eventId().equals(eventId) && p.status() == Status.IN_PROGRESS)
+                    .count();
         }
 
         private void send(String eventId) {
@@ -465,11 +559,18 @@ class PubSubConsumerStateMachineTest {
 
         // ---- the oracle
 
-        /** Safety, at any moment: every settlement agrees with the outcome, nothing is acked unprocessed. */
+        /**
+         * Safety, at any moment: every settlement agrees with the latest outcome of its delivery (a delivery kept
+         * because another held its claim is tried again), nothing is acked unprocessed.
+         */
         @Override
         public void check() {
             super.check();
+            Map<String, Processed> latest = new HashMap<>();
             for (Processed p : processed) {
+                latest.put(p.receipt(), p);
+            }
+            for (Processed p : latest.values()) {
                 String what = p + " (" + receipts.get(p.receipt()) + ") after " + moves;
                 switch (p.verdict()) {
                     case "ack" -> {
@@ -479,6 +580,17 @@ class PubSubConsumerStateMachineTest {
                     case "nack" -> {
                         assertThat(deadLettered).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
                         assertThat(acked).as("acked: " + what).doesNotContainKey(p.receipt());
+                    }
+                    case "keep" -> {
+                        assertThat(deadLettered).as("dead-lettered: " + what).doesNotContainKey(p.receipt());
+                        assertThat(acked).as("acked: " + what).doesNotContainKey(p.receipt());
+                        if (!closing.contains(p.process())) {
+                            assertThat(nacked)
+                                    .as("nacked while another delivery held its claim (each nack spends a delivery"
+                                            + " attempt of the policy's " + MAX_DELIVERY_ATTEMPTS + "), its process"
+                                            + " not closed: " + what)
+                                    .doesNotContainKey(p.receipt());
+                        }
                     }
                     default -> {
                         if (acked.containsKey(p.receipt())) {
@@ -517,6 +629,7 @@ class PubSubConsumerStateMachineTest {
         @Override
         public void drainAndCheck() throws Exception {
             moves.add("drain");
+            List<String> forwarded = new ArrayList<>();
             try {
                 // A liveness bound, not a check: each crash leaves its streamed messages with the dead process
                 // until the 10 s ack deadline, a second crash another 10 s, and the emulator streams slowly under
@@ -525,7 +638,9 @@ class PubSubConsumerStateMachineTest {
                         .pollInterval(Duration.ofMillis(50))
                         .until(() -> {
                             supervise();
-                            return copies.keySet().stream().allMatch(c -> fate(c) != null);
+                            forwarded.addAll(pull(policySubscription));
+                            return !forwarded.isEmpty()
+                                    || copies.keySet().stream().allMatch(c -> fate(c) != null);
                         });
             } catch (ConditionTimeoutException e) {
                 Map<String, String> fates = new TreeMap<>();
@@ -536,13 +651,18 @@ class PubSubConsumerStateMachineTest {
                                 + ", dead-lettered " + deadLettered + ", violations " + violations,
                         e);
             }
+            String what = "after " + moves + ", receipts " + receipts.values() + ", processed " + processed;
+            assertThat(forwarded)
+                    .as(
+                            "copies forwarded by the subscription's dead-letter policy, their %d delivery attempts spent, %s",
+                            MAX_DELIVERY_ATTEMPTS, what)
+                    .isEmpty();
             a.close();
             if (b != null) {
                 b.close();
                 b = null;
             }
             check();
-            String what = "after " + moves + ", receipts " + receipts.values() + ", processed " + processed;
 
             Map<String, Long> expectedDead = new TreeMap<>();
             deadLettered
@@ -553,21 +673,8 @@ class PubSubConsumerStateMachineTest {
             await().atMost(Duration.ofSeconds(20))
                     .pollInterval(Duration.ofMillis(100))
                     .until(() -> {
-                        // returnImmediately: the emulator's pull otherwise waits for a message that may never come
-                        @SuppressWarnings("deprecation")
-                        PullResponse r = TestPubSub.subscriptions()
-                                .pull(PullRequest.newBuilder()
-                                        .setSubscription(deadLetterSubscription.toString())
-                                        .setMaxMessages(100)
-                                        .setReturnImmediately(true)
-                                        .build());
-                        List<String> ackIds = new ArrayList<>();
-                        for (ReceivedMessage m : r.getReceivedMessagesList()) {
-                            dead.merge(m.getMessage().getAttributesOrThrow("test-copy"), 1L, Long::sum);
-                            ackIds.add(m.getAckId());
-                        }
-                        if (!ackIds.isEmpty()) {
-                            TestPubSub.subscriptions().acknowledge(deadLetterSubscription, ackIds);
+                        for (String copy : pull(deadLetterSubscription)) {
+                            dead.merge(copy, 1L, Long::sum);
                         }
                         return dead.values().stream().mapToLong(Long::longValue).sum() >= want;
                     });
@@ -606,7 +713,7 @@ class PubSubConsumerStateMachineTest {
                     registry, processed.stream().map(Processed::status).toList(), redeliveries, what);
             System.out.printf(
                     "PUBSUB chain %d: %d moves, %d messages, %d deliveries (attempts %s), %d acked, %d to nack, %d nacked,"
-                            + " %d extended, %d dead-lettered, %d zombie calls%n",
+                            + " %d extended, %d dead-lettered, %d zombie calls, %d holders (%d met), %d in progress%n",
                     n,
                     moves.size(),
                     copies.size(),
@@ -621,7 +728,34 @@ class PubSubConsumerStateMachineTest {
                     nacked.size(),
                     extended.size(),
                     deadLettered.size(),
-                    zombieCalls.size());
+                    zombieCalls.size(),
+                    holding.size(),
+                    holding.stream().filter(e -> met(e) > 0).count(),
+                    processed.stream()
+                            .filter(p -> p.status() == Status.IN_PROGRESS)
+                            .count());
+        }
+
+        /** The copies of what {@code s} holds now, acked there. */
+        private static List<String> pull(ProjectSubscriptionName s) {
+            // returnImmediately: the emulator's pull otherwise waits for a message that may never come
+            @SuppressWarnings("deprecation")
+            PullResponse r = TestPubSub.subscriptions()
+                    .pull(PullRequest.newBuilder()
+                            .setSubscription(s.toString())
+                            .setMaxMessages(100)
+                            .setReturnImmediately(true)
+                            .build());
+            List<String> copies = new ArrayList<>();
+            List<String> ackIds = new ArrayList<>();
+            for (ReceivedMessage m : r.getReceivedMessagesList()) {
+                copies.add(m.getMessage().getAttributesOrThrow("test-copy"));
+                ackIds.add(m.getAckId());
+            }
+            if (!ackIds.isEmpty()) {
+                TestPubSub.subscriptions().acknowledge(s, ackIds);
+            }
+            return copies;
         }
 
         @Override
@@ -638,6 +772,7 @@ class PubSubConsumerStateMachineTest {
                 deadLetterChannel.shutdownNow();
                 TestPubSub.delete(topic, subscription);
                 TestPubSub.delete(deadLetterTopic, deadLetterSubscription);
+                TestPubSub.delete(policyTopic, policySubscription);
             }
         }
     }

@@ -65,6 +65,17 @@ import java.lang.annotation.Target;
  * {@code Acknowledgement}); {@code ALWAYS}, and a batch listener in MANUAL mode or taking a
  * {@code BatchAcknowledgement}, are refused when the context starts.
  *
+ * <p><b>An event another transaction holds</b> (its claim's lock wait ended by a lock timeout: {@code IN_PROGRESS}):
+ * a {@code @KafkaListener} or {@code @RabbitListener} call in a transaction of its own (a Kafka one also in a
+ * container's transaction) waits for that transaction, trying the claim again in a new transaction each time, with
+ * the record unacknowledged: failing it would let Kafka's error handler skip it, or make RabbitMQ requeue it, each
+ * requeue counting toward a quorum queue's {@code x-delivery-limit}, at which the broker drops or dead-letters it,
+ * while the holder may still roll back. The wait ends when the thread is interrupted or its listener container is
+ * stopping: then {@link HolderWaitAbandonedException}, and the broker redelivers the record. A claim the thread's
+ * own suspended transaction holds ({@link dev.once.ClaimHeldOnThreadException}) fails at once. Pub/Sub and
+ * {@code @SqsListener} calls, and a RabbitMQ method taking a {@code Channel}, fail with {@code IN_PROGRESS} as a
+ * retryable failure.
+ *
  * <p>Enable with {@link EnableIdempotentListeners} (the Boot starter does it).
  */
 @Target(ElementType.METHOD)

@@ -293,9 +293,14 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // handler counts it as a failed attempt and, out of attempts, skips it, so the records after it in the
         // partition would be applied before it, and its offset committed even if the holder then rolls back. The
         // holder is typically a container evicted from the group (a body past max.poll.interval.ms) still
-        // running the rest of its poll; without a lock timeout the claim waits for it the same way.
+        // running the rest of its poll; without a lock timeout the claim waits for it the same way. A RabbitMQ
+        // message is waited for too, kept unacknowledged (its container acks after the return): requeued, each try
+        // would count toward a quorum queue's x-delivery-limit, at which the broker drops or dead-letters it while
+        // the holder (a slow call whose channel a partition closed) may still roll back. Only in its own
+        // transaction, and not with a Channel argument, whose deferred settlement nacks each try that rolls back.
         NestedListenerStep nested = own ? null : o.nestedStep(listener.kafka());
-        boolean waitsForHolder = listener.kafka() && (own || nested != null);
+        boolean waitsForHolder =
+                (listener.kafka() && (own || nested != null)) || (listener.rabbit() && own && channel == null);
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -341,7 +346,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         // a holder this thread suspended ends only after this call: waiting would spin for ever
                         && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
                         && (nested == null || nested.undoMarks())) {
-                    waited = waitForHolder(listener, delivery, waited, beanFactory);
+                    waited = waitForHolder(listener, delivery, args, waited, beanFactory);
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
                 } else {
@@ -379,22 +384,30 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     /**
-     * Before another try of a Kafka record whose event another transaction holds: says so once per record (at
-     * WARN: a container evicted from the group for a body past {@code max.poll.interval.ms} is the usual holder)
-     * and gives up when the thread is interrupted or its listener container is stopping, whose {@code stop()}
-     * would otherwise wait its shutdown timeout for a holder that may not end. Giving up throws, so that the
-     * container neither acknowledges the record nor goes on with the records after it: its error handler (or
-     * {@code AfterRollbackProcessor}) seeks back to it, and whoever owns the partition next gets it again. A
-     * failure of its own type, so that the handler (which by default counts anew when the exception changes)
-     * takes it for a first attempt rather than the last one of a count the record ran up before.
+     * Before another try of a Kafka record or a RabbitMQ message whose event another transaction holds: says so once
+     * per record (at WARN: for Kafka a container evicted from the group for a body past {@code max.poll.interval.ms}
+     * is the usual holder, for RabbitMQ a slow call whose channel a partition closed) and gives up when the thread is
+     * interrupted or its listener container is stopping, whose {@code stop()} would otherwise wait its shutdown
+     * timeout for a holder that may not end. Giving up throws, so that the container acknowledges nothing: a Kafka
+     * container neither goes on with the records after it (its error handler, or {@code AfterRollbackProcessor},
+     * seeks back to it and whoever owns the partition next gets it again), a RabbitMQ container requeues the message.
+     * A failure of its own type, so that a Kafka error handler (which by default counts anew when the exception
+     * changes) takes it for a first attempt rather than the last one of a count the record ran up before.
      *
      * @return true: the record has waited
      * @throws HolderWaitAbandonedException when the thread is interrupted or its container stopping
      */
     private static boolean waitForHolder(
-            ListenerMethod listener, Delivery delivery, boolean waited, BeanFactory beanFactory) {
+            ListenerMethod listener, Delivery delivery, Object[] args, boolean waited, BeanFactory beanFactory) {
         boolean interrupted = Thread.currentThread().isInterrupted();
-        if (interrupted || Kafka.containerStopping(beanFactory)) {
+        if (interrupted
+                || (listener.kafka()
+                        ? Kafka.containerStopping(beanFactory)
+                        : Rabbit.containerStopping(
+                                beanFactory,
+                                listener.messageIndex() >= 0
+                                        ? ListenerMessages.rabbitQueue(args[listener.messageIndex()])
+                                        : null))) {
             HolderWaitAbandonedException abandoned = new HolderWaitAbandonedException(
                     listener.consumer(),
                     delivery.eventId(),
@@ -407,15 +420,56 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
         if (!waited) {
             log.warn(
-                    "consumer '{}': event '{}' ({}) is in progress in another transaction (a container evicted from"
-                            + " the group for a listener call past max.poll.interval.ms, still running its poll?);"
-                            + " waiting for it to end instead of failing the record, which the error handler could"
-                            + " skip so that the records after it are applied before it",
+                    listener.kafka()
+                            ? "consumer '{}': event '{}' ({}) is in progress in another transaction (a container"
+                                    + " evicted from the group for a listener call past max.poll.interval.ms, still"
+                                    + " running its poll?); waiting for it to end instead of failing the record, which"
+                                    + " the error handler could skip so that the records after it are applied before"
+                                    + " it"
+                            : "consumer '{}': event '{}' ({}) is in progress in another transaction (a slow call"
+                                    + " whose channel was closed?); waiting for it to end, the message unacknowledged,"
+                                    + " instead of requeueing it: each requeue counts toward a quorum queue's"
+                                    + " x-delivery-limit, at which the broker drops or dead-letters the message",
                     listener.consumer(),
                     delivery.eventId(),
                     delivery.source());
         }
         return true;
+    }
+
+    /** Spring AMQP pieces, loaded only for a RabbitMQ listener's wait. */
+    private static final class Rabbit {
+        /**
+         * Whether the listener container of a message from {@code queue} is stopping: every container that consumes
+         * {@code queue} (every container, when the queue is not known: the method takes no message) has begun to
+         * stop or is stopped. A call does not know its container; while another container on the queue is active,
+         * the wait goes on until the stopping one interrupts the thread at its shutdown timeout. The containers are
+         * those of the {@code @RabbitListener} registries and the context's container beans.
+         */
+        static boolean containerStopping(BeanFactory beanFactory, String queue) {
+            if (!(beanFactory instanceof ListableBeanFactory beans)) {
+                return false;
+            }
+            List<Object> all = new java.util.ArrayList<>();
+            for (var registry : beans.getBeanProvider(
+                    org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry.class)) {
+                all.addAll(registry.getListenerContainers());
+            }
+            beans.getBeanProvider(org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer.class)
+                    .forEach(all::add);
+            boolean found = false;
+            for (var c : all) {
+                if (c instanceof org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer a
+                        && (queue == null
+                                || java.util.Arrays.asList(a.getQueueNames()).contains(queue))) {
+                    if (a.isActive()) {
+                        return false;
+                    }
+                    found = true;
+                }
+            }
+            return found;
+        }
     }
 
     /** Kafka-specific pieces, loaded only for a Kafka listener's wait. */

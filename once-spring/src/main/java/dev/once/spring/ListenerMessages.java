@@ -25,6 +25,8 @@ final class ListenerMessages {
     static final boolean SPRING_KAFKA =
             ClassUtils.isPresent("org.springframework.kafka.support.Acknowledgment", LOADER);
     static final boolean RABBIT_CLIENT = ClassUtils.isPresent("com.rabbitmq.client.Channel", LOADER);
+    static final boolean SPRING_RABBIT =
+            ClassUtils.isPresent("org.springframework.amqp.rabbit.annotation.RabbitListener", LOADER);
     static final boolean SPRING_PUBSUB =
             ClassUtils.isPresent("com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage", LOADER);
     // a PubSubMessageSource's AcknowledgmentCallback (AfterCommitPubSub settles polled messages through it)
@@ -119,6 +121,19 @@ final class ListenerMessages {
         }
         throw new InvalidDeliveryException(
                 "the message has no amqp_deliveryTag header: is it from a RabbitMQ listener?");
+    }
+
+    /**
+     * The queue a RabbitMQ listener container consumed {@code message} (an AMQP or a messaging {@code Message}) from,
+     * or null for anything else.
+     */
+    static String rabbitQueue(Object message) {
+        if (AMQP && message instanceof org.springframework.amqp.core.Message m) {
+            return m.getMessageProperties().getConsumerQueue();
+        }
+        return MESSAGING && message instanceof org.springframework.messaging.Message<?> m
+                ? text(m.getHeaders().get("amqp_consumerQueue"))
+                : null;
     }
 
     /**

@@ -32,6 +32,9 @@ import org.springframework.util.ClassUtils;
  * @param atCommit     {@link IdempotentListener#claimTiming()} is {@link ClaimTiming#AT_COMMIT}
  * @param kafka        a {@code @KafkaListener} method (or a method of a {@code @KafkaListener} class): its
  *                     records are ordered per partition, so one in progress elsewhere is waited for
+ * @param rabbit       a {@code @RabbitListener} method (or a method of a {@code @RabbitListener} class): a message
+ *                     in progress elsewhere is waited for, kept unacknowledged, since a requeue counts toward a
+ *                     quorum queue's delivery limit
  * @param sqs          whether the method is an {@code @SqsListener}'s; who deletes its messages is read from each
  *                     call's arguments ({@link #sqsDeletedByListener})
  */
@@ -47,6 +50,7 @@ record ListenerMethod(
         int pubSubIndex,
         boolean atCommit,
         boolean kafka,
+        boolean rabbit,
         boolean sqs,
         BeanFactory beanFactory) {
 
@@ -162,6 +166,7 @@ record ListenerMethod(
                 pubSub,
                 atCommit,
                 ListenerMessages.SPRING_KAFKA && Kafka.isListener(method),
+                ListenerMessages.SPRING_RABBIT && Rabbit.isListener(method),
                 sqs,
                 beanFactory);
     }
@@ -224,6 +229,16 @@ record ListenerMethod(
         static boolean isListener(Method method) {
             Class<org.springframework.kafka.annotation.KafkaListener> a =
                     org.springframework.kafka.annotation.KafkaListener.class;
+            return AnnotatedElementUtils.hasAnnotation(method, a)
+                    || AnnotatedElementUtils.hasAnnotation(method.getDeclaringClass(), a);
+        }
+    }
+
+    /** Spring AMQP pieces, loaded only with spring-rabbit on the class path. */
+    private static final class Rabbit {
+        static boolean isListener(Method method) {
+            Class<org.springframework.amqp.rabbit.annotation.RabbitListener> a =
+                    org.springframework.amqp.rabbit.annotation.RabbitListener.class;
             return AnnotatedElementUtils.hasAnnotation(method, a)
                     || AnnotatedElementUtils.hasAnnotation(method.getDeclaringClass(), a);
         }

@@ -25,7 +25,8 @@ public class OnceProperties {
     /**
      * How long a delivery waits for a concurrent delivery of the same event before it is reported
      * IN_PROGRESS and left for redelivery (a @KafkaListener record waits again instead, keeping its
-     * partition's order). Unset: the session's own lock_timeout applies.
+     * partition's order, and a @RabbitListener message, keeping its delivery limit). Unset: the session's own
+     * lock_timeout applies.
      */
     private Duration lockTimeout;
 

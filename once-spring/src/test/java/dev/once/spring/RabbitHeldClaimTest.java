@@ -1,0 +1,311 @@
+package dev.once.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.once.Delivery;
+import dev.once.IdempotentConsumer;
+import dev.once.Outcome;
+import dev.once.testsupport.TestDatabase;
+import dev.once.testsupport.TestPostgres;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageBuilder;
+import org.springframework.amqp.core.Queue;
+import org.springframework.amqp.core.QueueBuilder;
+import org.springframework.amqp.rabbit.annotation.EnableRabbit;
+import org.springframework.amqp.rabbit.annotation.RabbitListener;
+import org.springframework.amqp.rabbit.config.SimpleRabbitListenerContainerFactory;
+import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
+import org.springframework.amqp.rabbit.core.RabbitAdmin;
+import org.springframework.amqp.rabbit.core.RabbitTemplate;
+import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
+import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+
+/**
+ * A {@code @RabbitListener} redelivery of an event whose claim another process holds, its transaction open (a slow
+ * holder whose channel a partition closed): real RabbitMQ (a quorum queue with {@code x-delivery-limit} 2 and no
+ * dead-letter exchange, so a message past the limit is dropped) and real PostgreSQL, the holder a plain
+ * {@link IdempotentConsumer} of the same consumer on the same database. Each try of the listener's claim gives up
+ * after the lock timeout (IN_PROGRESS); requeued each time, the message would run out of deliveries while the
+ * holder works, and be lost when the holder then rolls back.
+ */
+class RabbitHeldClaimTest {
+
+    public static final String QUEUE = "once-spring-held-" + UUID.randomUUID();
+    static final String CONSUMER = "rabbit-held";
+
+    static TestDatabase db;
+    static AnnotationConfigApplicationContext context;
+    static JdbcTemplate jdbc;
+    // the listener's outcomes per event, in order: each IN_PROGRESS a try that met the holder
+    static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
+
+    @BeforeAll
+    static void start() {
+        boolean up;
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
+            up = true;
+        } catch (java.io.IOException e) {
+            up = false;
+        }
+        if (!up && System.getenv("ONCE_REQUIRE_SERVICES") == null) {
+            Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
+        }
+        db = TestPostgres.shared().freshDatabase(6);
+        db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
+        context = new AnnotationConfigApplicationContext(Config.class);
+        jdbc = context.getBean(JdbcTemplate.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        if (context != null) {
+            context.getBean(RabbitAdmin.class).deleteQueue(QUEUE);
+            context.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableRabbit
+    @EnableIdempotentListeners
+    static class Config {
+        @Bean
+        DataSource dataSource() {
+            return db.dataSource();
+        }
+
+        @Bean
+        JdbcTransactionManager transactionManager(DataSource ds) {
+            return new JdbcTransactionManager(ds);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+
+        /** A claim gives up waiting for another holder after 200 ms: IN_PROGRESS. */
+        @Bean
+        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
+            return OnceSpring.builder()
+                    .dataSource(ds)
+                    .transactionManager(tm)
+                    .lockTimeout(Duration.ofMillis(200))
+                    .outcomeListener((d, o) -> outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
+                            .add(o.status()))
+                    .build();
+        }
+
+        @Bean
+        CachingConnectionFactory connectionFactory() {
+            return new CachingConnectionFactory("127.0.0.1", 5672);
+        }
+
+        @Bean
+        RabbitAdmin rabbitAdmin(CachingConnectionFactory cf) {
+            return new RabbitAdmin(cf);
+        }
+
+        @Bean
+        Queue queue() {
+            return QueueBuilder.durable(QUEUE).quorum().deliveryLimit(2).build();
+        }
+
+        @Bean
+        RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
+            return new RabbitTemplate(cf);
+        }
+
+        /**
+         * Requeues a failed message (the default). The stop waits for a listener call ten minutes before it interrupts
+         * the thread: only the wait's own look at its container ends it sooner.
+         */
+        @Bean
+        SimpleRabbitListenerContainerFactory rabbitListenerContainerFactory(CachingConnectionFactory cf) {
+            SimpleRabbitListenerContainerFactory f = new SimpleRabbitListenerContainerFactory();
+            f.setConnectionFactory(cf);
+            f.setDefaultRequeueRejected(true);
+            f.setContainerCustomizer(c -> c.setShutdownTimeout(TimeUnit.MINUTES.toMillis(10)));
+            return f;
+        }
+
+        @Bean
+        Payments payments(JdbcTemplate jdbc) {
+            return new Payments(jdbc);
+        }
+    }
+
+    /** The application's listener. */
+    public static class Payments {
+        final JdbcTemplate jdbc;
+        final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+
+        Payments(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        public int calls(String eventId) {
+            return calls.computeIfAbsent(eventId, k -> new AtomicInteger()).get();
+        }
+
+        @RabbitListener(id = "held", queues = "#{T(dev.once.spring.RabbitHeldClaimTest).QUEUE}")
+        @IdempotentListener(consumer = CONSUMER)
+        public void on(Message message) {
+            String id = (String) message.getMessageProperties().getHeader("once-event-id");
+            calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+            jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
+        }
+    }
+
+    /**
+     * Another process's delivery of an event: its transaction claims the event and stays open until {@link #end}
+     * says how it ends.
+     */
+    static final class Holder {
+        final CountDownLatch holding = new CountDownLatch(1);
+        final CompletableFuture<Boolean> commits = new CompletableFuture<>();
+        final CompletableFuture<Outcome> outcome;
+
+        Holder(String eventId) throws InterruptedException {
+            IdempotentConsumer other = IdempotentConsumer.builder()
+                    .dataSource(db.dataSource())
+                    .consumer(CONSUMER)
+                    .handler((d, tx) -> {
+                        holding.countDown();
+                        if (!commits.get(2, TimeUnit.MINUTES)) {
+                            throw new IllegalStateException("the holder of " + d.eventId() + " rolls back");
+                        }
+                    })
+                    .build();
+            outcome = CompletableFuture.supplyAsync(
+                    () -> other.process(Delivery.builder(eventId).build()));
+            assertThat(holding.await(30, TimeUnit.SECONDS))
+                    .as("the holder claimed " + eventId)
+                    .isTrue();
+        }
+
+        /** Ends the holder's transaction: a commit (the event is applied there) or a rollback. */
+        Outcome end(boolean commit) {
+            commits.complete(commit);
+            return outcome.join();
+        }
+    }
+
+    static void publish(String eventId) {
+        context.getBean(RabbitTemplate.class)
+                .send(
+                        "",
+                        QUEUE,
+                        MessageBuilder.withBody("20".getBytes(StandardCharsets.UTF_8))
+                                .setHeader("once-event-id", eventId)
+                                .build());
+    }
+
+    static long ledger(String eventId) {
+        return jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
+    }
+
+    static List<Outcome.Status> outcomes(String eventId) {
+        return outcomes.getOrDefault(eventId, List.of());
+    }
+
+    static long inProgress(String eventId) {
+        return outcomes(eventId).stream()
+                .filter(s -> s == Outcome.Status.IN_PROGRESS)
+                .count();
+    }
+
+    static int calls(String eventId) {
+        return context.getBean(Payments.class).calls(eventId);
+    }
+
+    /**
+     * The listener meets the holder once more than the queue's delivery limit (2) allows redeliveries; the holder then
+     * rolls back. Requeued at each IN_PROGRESS, the message was dropped at the limit and the event never applied.
+     */
+    @Test
+    void aMessageWhoseClaimAnotherProcessHoldsOutlastsTheDeliveryLimitAndIsAppliedWhenTheHolderRollsBack()
+            throws InterruptedException {
+        Holder holder = new Holder("held-1");
+        publish("held-1");
+        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-1") >= 3);
+        assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(ledger("held-1"))
+                        .as(
+                                "event applied exactly once after the holder rolled back, not dropped at the queue's"
+                                        + " x-delivery-limit (the listener's outcomes: %s)",
+                                outcomes("held-1"))
+                        .isEqualTo(1));
+        assertThat(calls("held-1")).as("the body ran once").isEqualTo(1);
+    }
+
+    /** The holder commits while the listener waits: the message is a duplicate, acknowledged, the body skipped. */
+    @Test
+    void aMessageWhoseHolderCommitsIsADuplicate() throws InterruptedException {
+        Holder holder = new Holder("held-2");
+        publish("held-2");
+        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-2") >= 3);
+        assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(outcomes("held-2"))
+                        .as("the message kept through the holder's work is a duplicate once it committed")
+                        .endsWith(Outcome.Status.DUPLICATE));
+        assertThat(calls("held-2"))
+                .as("the listener's body skipped: the holder applied the event")
+                .isZero();
+        assertThat(ledger("held-2")).isZero();
+    }
+
+    /**
+     * The listener container is stopped while a call waits for a holder: the stop ends the wait (the message goes
+     * back to the queue), rather than waiting for the holder, or the container's shutdown timeout.
+     */
+    @Test
+    void stoppingTheContainerEndsTheWait() throws InterruptedException {
+        var container = context.getBean(RabbitListenerEndpointRegistry.class).getListenerContainer("held");
+        Holder holder = new Holder("held-3");
+        try {
+            publish("held-3");
+            await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-3") >= 2);
+            CompletableFuture<Void> stopped = CompletableFuture.runAsync(container::stop);
+            await().atMost(Duration.ofSeconds(30))
+                    .untilAsserted(() -> assertThat(stopped)
+                            .as("the container's stop returned while the holder still holds the claim")
+                            .isDone());
+        } finally {
+            holder.end(false);
+            container.start();
+        }
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(ledger("held-3"))
+                        .as("event applied exactly once after the restart")
+                        .isEqualTo(1));
+    }
+}
