@@ -94,8 +94,8 @@ final class JoinedMode {
 
     /**
      * A batch in the caller's transaction: every outcome of {@code deliveries}, reported when it ends. With
-     * {@code fence} (else null) the transaction also moves the run's stream position, or is rolled back when the
-     * stream has passed a delivery it applied.
+     * {@code fence} (else null) the transaction also moves the run's stream position before the handlers run, or is
+     * rolled back without running them when the stream has passed a delivery it claimed.
      *
      * @throws IllegalStateException with {@code fence}, when a transaction this thread suspended holds the
      *     stream's row lock (nothing ran, nothing is reported)
@@ -135,9 +135,28 @@ final class JoinedMode {
                         byId.put(d.eventId(), Outcome.duplicate(d.eventId()));
                     }
                 }
+                // The fence before the handler, as in the engine's own transactions (OwnedMode#batchOnce): a run the
+                // stream has passed never runs its handler, and the caller's transaction holds the stream's row
+                // lock from here to its end.
+                Outcome behind = null;
+                if (fence != null && !mine.isEmpty()) {
+                    try {
+                        behind = fence.advance(tx, mine);
+                    } catch (SQLException e) {
+                        behind = FailedOutcomes.databaseFailure(mine.get(0).eventId(), e);
+                    }
+                }
                 ClaimWatch watch = claimRun.watch(tx.connection());
-                ClaimRun.Failure failure = claimRun.apply(tx, mine, watch);
-                if (failure == null) {
+                ClaimRun.Failure failure = behind == null ? claimRun.apply(tx, mine, watch) : null;
+                if (behind != null) {
+                    // a joined transaction cannot be split: all of it rolls back with the delivery refused
+                    tx.setRollbackOnly();
+                    for (Delivery d : mine) {
+                        byId.put(
+                                d.eventId(),
+                                d.eventId().equals(behind.eventId()) ? behind : FailedOutcomes.notRun(d, behind));
+                    }
+                } else if (failure == null) {
                     for (Delivery d : mine) {
                         byId.put(d.eventId(), Outcome.applied(d.eventId()));
                     }
@@ -155,23 +174,6 @@ final class JoinedMode {
                                         : failedOne != null
                                                 ? FailedOutcomes.notRun(d, failedOne)
                                                 : FailedOutcomes.notRunInJoinedBatch(d, mine.size(), failure.cause()));
-                    }
-                }
-                Outcome behind = null;
-                if (failure == null && fence != null && !mine.isEmpty()) {
-                    try {
-                        behind = fence.advance(tx, mine);
-                    } catch (SQLException e) {
-                        behind = FailedOutcomes.databaseFailure(mine.get(0).eventId(), e);
-                    }
-                    if (behind != null) {
-                        // a joined transaction cannot be split: all of it rolls back with the delivery refused
-                        tx.setRollbackOnly();
-                        for (Delivery d : mine) {
-                            byId.put(
-                                    d.eventId(),
-                                    d.eventId().equals(behind.eventId()) ? behind : FailedOutcomes.notRun(d, behind));
-                        }
                     }
                 }
                 if (failure == null && behind == null && !claimed.isEmpty()) {

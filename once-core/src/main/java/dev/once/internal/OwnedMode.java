@@ -135,6 +135,21 @@ final class OwnedMode {
                             }
                         }
                     }
+                    if (fence != null && !mine.isEmpty()) {
+                        // Before the handler: what a handler does outside the transaction (a call, a record kept
+                        // elsewhere) no rollback undoes, so a run the stream has passed must not run it; and the
+                        // stream's row lock, held from here to the commit, makes two runs of one stream take turns
+                        // before their handlers, not after.
+                        Outcome behind = fence.advance(c, mine);
+                        if (behind != null) {
+                            tx.setRollbackOnly();
+                            log.debug(
+                                    "ordered run of {} rolled back: {}",
+                                    batch.size(),
+                                    behind.failure().getMessage());
+                            return BatchResult.split(d -> behind, indexOf(batch, behind.eventId()));
+                        }
+                    }
                     ClaimWatch watch = claimRun.watch(c);
                     ClaimRun.Failure failure = claimRun.apply(tx, mine, watch);
                     if (failure != null) {
@@ -146,28 +161,6 @@ final class OwnedMode {
                         log.debug("batch of {} rolled back: {}", batch.size(), String.valueOf(failure.cause()));
                         int culprit = failure.delivery() == null ? -1 : batch.indexOf(failure.delivery());
                         return BatchResult.split(d -> claimRun.failed(d, failure.cause()), culprit);
-                    }
-                    if (fence != null && !mine.isEmpty()) {
-                        // Before the claim check, which may ride in the COMMIT's round trip.
-                        Outcome behind;
-                        try {
-                            behind = fence.advance(c, mine);
-                        } catch (SQLException e) {
-                            if (!dialect.isAbortedTransaction(e)) {
-                                throw e;
-                            }
-                            // a handler caught its failed statement and went on: what the claim check would say
-                            tx.setRollbackOnly();
-                            return BatchResult.split(d -> FailedOutcomes.abortedUnderTheHandler(d.eventId(), e), -1);
-                        }
-                        if (behind != null) {
-                            tx.setRollbackOnly();
-                            log.debug(
-                                    "ordered run of {} rolled back: {}",
-                                    batch.size(),
-                                    behind.failure().getMessage());
-                            return BatchResult.split(d -> behind, indexOf(batch, behind.eventId()));
-                        }
                     }
                     if (!mine.isEmpty()) {
                         Outcome lost = check.verifyClaim(

@@ -22,8 +22,10 @@ import java.util.Map;
 /**
  * An ordered run's {@link StreamPositions}, kept in the database: the transaction that applies deliveries of
  * the run moves the stream's stored position forward to the last of them, and refuses when the stream is
- * already at or past the first. The position's row lock orders two transactions of one stream: the second
- * to commit sees the first's position. Not API.
+ * already at or past the first. It moves after the claim and before the handler: a refused run never runs its
+ * handler (what a handler does outside the transaction no rollback undoes), and the position's row lock, held from
+ * the move to the commit, makes two transactions of one stream take turns before their handlers: the second sees
+ * the first's position as committed. Not API.
  */
 final class PositionFence {
 
@@ -115,28 +117,28 @@ final class PositionFence {
     }
 
     /**
-     * Moves the stream to the last of {@code applied} in the caller's transaction {@code tx}, as {@link
+     * Moves the stream to the last of {@code claimed} in the caller's transaction {@code tx}, as {@link
      * #advance(Connection, List)} does, noting that the transaction holds the stream's row lock until it ends.
      */
-    Outcome advance(Transaction tx, List<Delivery> applied) throws SQLException {
+    Outcome advance(Transaction tx, List<Delivery> claimed) throws SQLException {
         lockedBy(tx);
-        return advance(tx.connection(), applied);
+        return advance(tx.connection(), claimed);
     }
 
     /**
-     * Moves the stream to the last of {@code applied} (what this transaction claimed, in run order) on
-     * {@code c}, before its commit.
+     * Moves the stream to the last of {@code claimed} (in run order) on
+     * {@code c}, before the handler runs; the row lock it takes is held until the transaction ends.
      *
-     * @return null when it moved; else the outcome of the first of {@code applied} the stream has already
+     * @return null when it moved; else the outcome of the first of {@code claimed} the stream has already
      *     reached (nothing moved; the transaction must not commit)
      */
-    Outcome advance(Connection c, List<Delivery> applied) throws SQLException {
-        BigInteger first = positions.get(applied.get(0).eventId());
-        BigInteger last = positions.get(applied.get(applied.size() - 1).eventId());
+    Outcome advance(Connection c, List<Delivery> claimed) throws SQLException {
+        BigInteger first = positions.get(claimed.get(0).eventId());
+        BigInteger last = positions.get(claimed.get(claimed.size() - 1).eventId());
         String move = dialect.streamPositionMove(prefix);
         if (move != null) {
             BigInteger refusedAt = move(c, move, last, first);
-            return refusedAt == null ? null : firstBehind(applied, refusedAt);
+            return refusedAt == null ? null : firstBehind(claimed, refusedAt);
         }
         for (int tries = 1; tries <= MAX_TRIES; tries++) {
             if (update(c, last, first) == 1) {
@@ -148,7 +150,7 @@ final class PositionFence {
                     return null;
                 }
             } else if (stored.compareTo(first) >= 0) {
-                return firstBehind(applied, stored);
+                return firstBehind(claimed, stored);
             }
             // a concurrent transaction stored the stream's first position meanwhile: move it again
         }
@@ -156,9 +158,9 @@ final class PositionFence {
                 + "' kept changing under " + MAX_TRIES + " tries to move it");
     }
 
-    /** The outcome of the first of {@code applied} at or behind the stream's {@code stored} position. */
-    private Outcome firstBehind(List<Delivery> applied, BigInteger stored) {
-        for (Delivery d : applied) {
+    /** The outcome of the first of {@code claimed} at or behind the stream's {@code stored} position. */
+    private Outcome firstBehind(List<Delivery> claimed, BigInteger stored) {
+        for (Delivery d : claimed) {
             if (positions.get(d.eventId()).compareTo(stored) <= 0) {
                 return behind(d, stored);
             }

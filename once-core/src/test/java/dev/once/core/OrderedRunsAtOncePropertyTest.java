@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -45,8 +46,9 @@ import net.jqwik.api.Provide;
  * table after the fence, under the stream's row lock, so that the history's order of a stream is its commit order.
  * After every wave: each stream's committed runs, in commit order, start after the previous one ended (its position
  * never moved backwards, no position was applied twice), its effects are exactly those runs' positions, its stored
- * position is the last run's last, a refused run is behind the stream, and a run alone from where the stream stands
- * is applied.
+ * position is the last run's last, a refused run is behind the stream and its handler was never called (the handler
+ * notes its calls outside the transaction, where a rollback cannot undo them), and a run alone from where the stream
+ * stands is applied.
  */
 class OrderedRunsAtOncePropertyTest {
 
@@ -113,11 +115,13 @@ class OrderedRunsAtOncePropertyTest {
 
     private static void runWaves(TestDatabase db, Dialect dialect, List<List<Run>> waves) throws Exception {
         ManualTransactions manual = new ManualTransactions();
+        Set<String> called = ConcurrentHashMap.newKeySet();
         IdempotentConsumer engine = IdempotentConsumer.builder()
                 .transactions(manual)
                 .dialect(dialect)
                 .consumer("fifo")
                 .handler((d, tx) -> {
+                    called.add(d.eventId()); // outside the transaction, as an HTTP call: no rollback undoes it
                     String[] streamAndPosition = d.payloadText().split(":");
                     try (PreparedStatement ps = tx.connection()
                             .prepareStatement("INSERT INTO effect (stream, position, event_id) VALUES (?, ?, ?)")) {
@@ -156,7 +160,7 @@ class OrderedRunsAtOncePropertyTest {
                     results.add(r.get(2 * HOLD_SECONDS + 60, TimeUnit.SECONDS));
                 }
                 done.add("wave " + w + " from " + before + ": " + results);
-                check(db, before, results, done);
+                check(db, before, results, called, done);
             }
         } finally {
             threads.shutdownNow();
@@ -216,7 +220,8 @@ class OrderedRunsAtOncePropertyTest {
         }
     }
 
-    private static void check(TestDatabase db, Map<Integer, Long> before, List<Result> results, List<String> done)
+    private static void check(
+            TestDatabase db, Map<Integer, Long> before, List<Result> results, Set<String> called, List<String> done)
             throws Exception {
         Map<Integer, Long> after = stored(db);
         for (Result r : results) {
@@ -237,6 +242,16 @@ class OrderedRunsAtOncePropertyTest {
                         .as("%s refused: the stream is at or past its first position; %s", r, done)
                         .isNotNull()
                         .isGreaterThanOrEqualTo((long) r.from());
+                assertThat(r.outcomes().stream()
+                                .map(Outcome::eventId)
+                                .filter(called::contains)
+                                .toList())
+                        .as(
+                                "a refused run's handler is never called: the stream's fence comes before it, so what"
+                                        + " the handler does outside the transaction never happens for a position"
+                                        + " the stream has passed; %s; %s",
+                                r, done)
+                        .isEmpty();
             }
         }
         if (results.size() == 1 && results.get(0).run().offset() >= 0) {

@@ -1,6 +1,7 @@
 package dev.once.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
@@ -29,10 +30,12 @@ import net.jqwik.api.Provide;
 /**
  * {@link StreamPositions} against what brokers and processes do to one ordered stream: random runs, each a stretch
  * of the stream starting at or behind where it is applied (a redelivery, a stale batch, a process that held its
- * messages past their lease), some held in their handler while the next run commits (the process cut off from the
- * broker that wakes up late), overlapping ones, duplicates. After every run: the effects, in commit order, follow
- * the stream's positions strictly, nothing is applied twice, a delivery is refused only when the stream had passed
- * it, and a run that starts where the stream stands with nothing held applies whole.
+ * messages past their lease), some held in their handler while the next run comes (the process cut off from the
+ * broker that wakes up late), overlapping ones, duplicates. The held run holds the stream's row lock from its fence,
+ * before its handler, to its commit: the next run waits for it before its own handler, then follows it or is
+ * refused. After every run: the effects, in commit order, follow the stream's positions strictly, nothing is applied
+ * twice, a delivery is refused only when the stream had passed it, and a run that starts where the stream stands
+ * with nothing held applies whole.
  */
 class StreamPositionsPropertyTest {
 
@@ -110,21 +113,30 @@ class StreamPositionsPropertyTest {
                     done.add(run + " e" + from + "..e" + to + " waits");
                     continue;
                 }
-                List<Outcome> outcomes = process(engine, from, to);
-                done.add(run + " e" + from + "..e" + to + " " + statuses(outcomes));
-                check(db, outcomes, from, done);
-                if (alone && run.offset() >= 0) {
-                    assertThat(outcomes)
-                            .as("a run from where the stream stands, nothing held: applied whole; %s", done)
-                            .allMatch(o -> o.status() == Status.APPLIED);
-                }
+                List<Outcome> outcomes;
                 if (waiting != null) {
+                    // the held run's transaction holds the stream's row lock: this run waits for it (or for a claim
+                    // of the held run's, which its lock timeout ends) before its own handler
+                    int f = from;
+                    int t = to;
+                    CompletableFuture<List<Outcome>> next = CompletableFuture.supplyAsync(() -> process(engine, f, t));
+                    await().atMost(30, TimeUnit.SECONDS).until(() -> next.isDone() || waitsForALock(db));
                     release.countDown();
                     List<Outcome> late = waiting.get(30, TimeUnit.SECONDS);
                     done.add("  the waiting run returns " + statuses(late));
                     check(db, late, Integer.parseInt(late.get(0).eventId().substring(1)), done);
                     waiting = null;
                     gates = null;
+                    outcomes = next.get(30, TimeUnit.SECONDS);
+                } else {
+                    outcomes = process(engine, from, to);
+                }
+                done.add(run + " e" + from + "..e" + to + " " + statuses(outcomes));
+                check(db, outcomes, from, done);
+                if (alone && run.offset() >= 0) {
+                    assertThat(outcomes)
+                            .as("a run from where the stream stands, nothing held: applied whole; %s", done)
+                            .allMatch(o -> o.status() == Status.APPLIED);
                 }
             }
             if (waiting != null) {
@@ -147,6 +159,12 @@ class StreamPositionsPropertyTest {
         while (!held.await(10, TimeUnit.MILLISECONDS) && !run.isDone()) {
             // the run reaches its handler, or ends without it
         }
+    }
+
+    private static boolean waitsForALock(TestDatabase db) {
+        return db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        + " AND wait_event_type = 'Lock'")
+                > 0;
     }
 
     private static List<Outcome> process(IdempotentConsumer engine, int from, int to) {

@@ -69,9 +69,11 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
  * hand), handed to a MANUAL or ON_SUCCESS listener in the queue's order or out of it, or as a batch (in order or
  * reversed). The model says each call's outcome: applied where its sequence number is past the group's position as
  * the transaction sees it (committed, or moved by that transaction, undone by a rollback to a savepoint); refused,
- * FAILED_PERMANENT "already applied up to position", at or behind it; a duplicate where the event's claim stands; a
- * fast failure where a suspended transaction of the thread moved the group; a failure in a transaction PostgreSQL has
- * aborted; ON_SUCCESS refused in the caller's transaction. A failed call is never deleted; an applied one is deleted
+ * FAILED_PERMANENT "already applied up to position", at or behind it, whatever its body (the fence comes before the
+ * body); a duplicate where the event's claim stands; a fast failure where a suspended transaction of the thread moved
+ * the group; a failure in a transaction PostgreSQL has aborted; a body that swallows a failed statement in the
+ * caller's transaction returns, its claim check left to the commit, which fails it; ON_SUCCESS refused in the
+ * caller's transaction. A failed call is never deleted; an applied one is deleted
  * after its own commit, and not before the caller's. A batch runs one ordered run per group in transactions of its
  * own (a group out of the queue's order refused whole): a group that fails rolls back alone and the call throws, so
  * nothing of the batch is deleted. After every transaction: each group's stored position is the highest a committed
@@ -982,12 +984,21 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         enum Expect {
             APPLIED,
             DUPLICATE,
-            /** At or behind the group's position as the transaction sees it: FAILED_PERMANENT, not applied. */
+            /**
+             * At or behind the group's position as the transaction sees it: FAILED_PERMANENT before the body runs,
+             * whatever the body, not applied.
+             */
             BEHIND,
             /** A suspended transaction of the thread holds the group's position row: fails before its claim. */
             FAIL_FAST,
             /** The body fails, or the transaction is aborted. */
             THROWS,
+            /**
+             * In the caller's transaction, the body swallows a failed statement after the fence moved the group:
+             * PostgreSQL aborted the transaction, the call returns (its claim check is left to the commit, as Spring's
+             * transaction asks), and the commit fails it: nothing of it commits, its message is never deleted.
+             */
+            ABORTS,
             /** ON_SUCCESS in the caller's transaction: refused before the claim. */
             REFUSED
         }
@@ -1018,10 +1029,12 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 expect = Expect.THROWS;
             } else if (claim == Claim.OPEN || claim == Claim.COMMITTED) {
                 expect = Expect.DUPLICATE;
+            } else if (f.seq.compareTo(seen) <= 0) {
+                expect = Expect.BEHIND; // the fence, right after the claim, refuses it before its body runs
+            } else if (f.body.equals("swallows") && physical != null) {
+                expect = Expect.ABORTS;
             } else if (!f.body.equals("ok")) {
                 expect = Expect.THROWS;
-            } else if (f.seq.compareTo(seen) <= 0) {
-                expect = Expect.BEHIND;
             } else {
                 expect = Expect.APPLIED;
             }
@@ -1049,7 +1062,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 deleting.delete(f.receiptHandle, "container");
             }
             switch (expect) {
-                case APPLIED, DUPLICATE ->
+                case APPLIED, DUPLICATE, ABORTS ->
                     assertThat(thrown)
                             .as("%s %s: the call returns %s", f, expect, moves)
                             .isNull();
@@ -1070,7 +1083,7 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                             .as("%s ON_SUCCESS in the caller's transaction: refused %s", f, moves)
                             .isInstanceOf(dev.once.InvalidConfigurationException.class);
             }
-            if (thrown != null) {
+            if (thrown != null || expect == Expect.ABORTS) {
                 f.mustStay = true;
                 assertThat(f.settled).as("%s failed: not deleted %s", f, moves).isEmpty();
                 if (physical != null && expect != Expect.REFUSED) {
@@ -1093,22 +1106,26 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
                 SpringScopes.Scope top = scopes.top();
                 boolean claims = claim == Claim.FREE
                         && !abortedBefore
-                        && (expect == Expect.APPLIED || expect == Expect.BEHIND || expect == Expect.THROWS);
+                        && (expect == Expect.APPLIED
+                                || expect == Expect.BEHIND
+                                || expect == Expect.THROWS
+                                || expect == Expect.ABORTS);
                 if (claims) {
                     // the claim stays in the caller's transaction, doomed where the call failed
                     top.items.add("c:" + f.eventId);
-                }
-                if (expect == Expect.APPLIED || expect == Expect.BEHIND || (claims && f.body.equals("swallows"))) {
+                    // the fence ran right after the claim, before the body: the transaction holds the group's row
+                    // lock (or, refused, is noted as holding it) until it ends, whatever the body did
                     fenced.computeIfAbsent(physical, k -> new java.util.HashSet<>())
                             .add(g);
                 }
-                if (expect == Expect.APPLIED) {
+                if (expect == Expect.APPLIED || expect == Expect.ABORTS) {
+                    // moved by the fence before the body; an aborted transaction commits nothing of it
                     top.items.add("p:" + g + ":" + f.seq + ":" + f.eventId);
                     assertThat(f.settled)
                             .as("%s applied in the caller's transaction: its delete waits for the commit %s", f, moves)
                             .isEmpty();
                 }
-                if (claims && f.body.equals("swallows")) {
+                if (expect == Expect.ABORTS) {
                     top.items.add("x");
                 }
                 if (expect == Expect.DUPLICATE && claim == Claim.OPEN) {

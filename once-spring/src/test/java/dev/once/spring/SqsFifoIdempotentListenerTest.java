@@ -9,6 +9,7 @@ import dev.once.testsupport.TestDatabase;
 import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
 import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
+import io.awspring.cloud.sqs.listener.interceptor.MessageInterceptor;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -35,13 +36,15 @@ import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
  * {@code @IdempotentListener} on an {@code @SqsListener} method of a FIFO queue, run by real Spring Cloud AWS
  * containers fed from ElasticMQ, two applications ("processes": two contexts) on one PostgreSQL database. What
  * once-sqs's {@code SqsFifoTest.aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt} shows for its
- * consumer, transposed to the listener: A's call of g-1 is held in its body past g-1's visibility timeout (1 s; a
- * listener container extends no visibility by default, so a slow body is enough, no cut-off needed); B's receive is
- * past g-1's {@code maxReceiveCount} (1), so the queue moves g-1 to its dead-letter queue and hands B g-2, which B
- * applies. A's body then returns: g-1 must not be applied after g-2. The group's position in the database (SQS's
- * sequence numbers, the stream once-sqs keys the group by) refuses it at A's commit. A batch listener runs one ordered
- * run per message group, and a group that fails rolls back alone while the others apply, the batch left whole for
- * redrive; a FIFO container that does not fetch the sequence numbers, or a method that cannot see the
+ * consumer, transposed to the listener: A's call of g-1 is held before the listener (a message interceptor of the
+ * container) past g-1's visibility timeout (1 s; a listener container extends no visibility by default, so a slow
+ * call is enough, no cut-off needed); B's receive is past g-1's {@code maxReceiveCount} (1), so the queue moves g-1 to
+ * its dead-letter queue and hands B g-2, which B applies. A's call then goes on: g-1 must not be applied after g-2,
+ * nor its body run. The group's position in the database (SQS's sequence numbers, the stream once-sqs keys the group
+ * by) refuses it right after A's claim, before the body. Held in its body instead, A's call holds the group's row
+ * lock (taken before the body): B's call of the next message waits for A's commit and follows it. A batch listener
+ * runs one ordered run per message group, and a group that fails rolls back alone while the others apply, the batch
+ * left whole for redrive; a FIFO container that does not fetch the sequence numbers, or a method that cannot see the
  * message, fails the context start.
  */
 class SqsFifoIdempotentListenerTest {
@@ -59,9 +62,18 @@ class SqsFifoIdempotentListenerTest {
     /** The event ids of each call of the batch listener's body. */
     static final List<List<String>> batches = new CopyOnWriteArrayList<>();
 
+    /** Calls of the FIFO listener's body, and messages its containers handed over (before once), by event id. */
     static final Map<String, Integer> calls = new ConcurrentHashMap<>();
+
+    static final Map<String, Integer> handedOver = new ConcurrentHashMap<>();
+    /** A's first call of g-1, held before the listener (before once) until {@link #released}. */
     static final CountDownLatch holding = new CountDownLatch(1);
+
     static final CountDownLatch released = new CountDownLatch(1);
+    /** A's first call of h-1, held in its body (after once's claim and fence) until {@link #releasedBody}. */
+    static final CountDownLatch holdingBody = new CountDownLatch(1);
+
+    static final CountDownLatch releasedBody = new CountDownLatch(1);
 
     static ElasticMqQueues mq;
     static SqsAsyncClient sqs;
@@ -96,6 +108,7 @@ class SqsFifoIdempotentListenerTest {
     @AfterAll
     static void stop() {
         released.countDown();
+        releasedBody.countDown();
         if (db != null) {
             db.close();
         }
@@ -120,6 +133,20 @@ class SqsFifoIdempotentListenerTest {
                             .maxDelayBetweenPolls(Duration.ofSeconds(1))
                             .maxConcurrentMessages(1)
                             .maxMessagesPerPoll(1))
+                    .messageInterceptor(new MessageInterceptor<Object>() {
+                        @Override
+                        public Message<Object> intercept(Message<Object> message) {
+                            if (!(message.getHeaders().get("once-event-id") instanceof String id)) {
+                                return message;
+                            }
+                            if (handedOver.merge(id, 1, Integer::sum) == 1 && id.equals("g-1")) {
+                                // A: held before the listener past g-1's visibility timeout, until B has applied g-2
+                                holding.countDown();
+                                await(released);
+                            }
+                            return message;
+                        }
+                    })
                     .build();
         }
 
@@ -148,10 +175,10 @@ class SqsFifoIdempotentListenerTest {
         @IdempotentListener(consumer = "sqs-fifo")
         public void on(Message<String> message) throws InterruptedException {
             String id = (String) message.getHeaders().get("once-event-id");
-            if (calls.merge(id, 1, Integer::sum) == 1 && id.equals("g-1")) {
-                // A: held in its body past g-1's visibility timeout, until B has applied g-2
-                holding.countDown();
-                assertThat(released.await(60, TimeUnit.SECONDS)).isTrue();
+            if (calls.merge(id, 1, Integer::sum) == 1 && id.equals("h-1")) {
+                // A: held in its body past h-1's visibility timeout, until B's call of h-2 waits for it
+                holdingBody.countDown();
+                await(releasedBody);
             }
             jdbc.update("INSERT INTO ledger (event_id) VALUES (?)", id);
         }
@@ -223,25 +250,30 @@ class SqsFifoIdempotentListenerTest {
 
     @Test
     void aListenerHeldPastItsVisibilityTimeoutDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt() throws Exception {
+        long deadLettered = messagesIn(dlqUrl);
         AnnotationConfigApplicationContext a = application();
         AnnotationConfigApplicationContext b = null;
         try {
             send("g-1");
             send("g-2");
             assertThat(holding.await(30, TimeUnit.SECONDS))
-                    .as("A's call of g-1 is in its body")
+                    .as("A's call of g-1 is held before the listener")
                     .isTrue();
             b = application();
             Awaitility.await()
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> applied().contains("g-2"));
-            released.countDown(); // A's body returns
+            released.countDown(); // A's call goes on
             a.close(); // the container stops after the calls in flight: A's call of g-1 has ended
             assertThat(applied())
                     .as("g-1, held by A past its visibility timeout while SQS moved it to the dead-letter queue, is"
                             + " not applied after g-2")
                     .containsExactly("g-2");
-            assertThat(calls).as("g-1's body ran once, in A; g-2's once, in B").containsEntry("g-1", 1);
+            assertThat(handedOver).as("g-1 handed to A's listener").containsEntry("g-1", 1);
+            assertThat(calls)
+                    .as("g-1's body never ran: refused before it; g-2's once, in B")
+                    .doesNotContainKey("g-1")
+                    .containsEntry("g-2", 1);
             assertThat(db.queryLong(
                             "SELECT count(*) FROM once_inbox WHERE consumer = 'sqs-fifo'" + " AND event_id = 'g-1'"))
                     .as("g-1 not claimed")
@@ -250,13 +282,61 @@ class SqsFifoIdempotentListenerTest {
                             + " stream = '" + StreamPositions.sqsMessageGroup(fifoUrl, "g") + "'"))
                     .as("the group's position kept under the stream once-sqs's consumer names it by")
                     .isEqualTo(1);
-            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> messagesIn(dlqUrl) == 1);
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> messagesIn(dlqUrl) == deadLettered + 1);
         } finally {
             released.countDown();
             a.close();
             if (b != null) {
                 b.close();
             }
+        }
+    }
+
+    /**
+     * A's call of h-1 held in its body past h-1's visibility timeout: its transaction took the group's row lock before
+     * the body, so B's call of h-2 (the queue moved h-1 to the dead-letter queue) waits for A's commit before its own
+     * body and follows it. The group goes on in the queue without h-1, never in the database.
+     */
+    @Test
+    void aListenerHeldInItsBodyHoldsItsGroupBackUntilItCommits() throws Exception {
+        AnnotationConfigApplicationContext a = application();
+        AnnotationConfigApplicationContext b = null;
+        try {
+            send(fifoUrl, "h", "h-1");
+            send(fifoUrl, "h", "h-2");
+            assertThat(holdingBody.await(30, TimeUnit.SECONDS))
+                    .as("A's call of h-1 is in its body")
+                    .isTrue();
+            b = application();
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> handedOver.containsKey("h-2")
+                            && db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                            + " AND wait_event_type = 'Lock'")
+                                    > 0);
+            assertThat(calls).as("B's call of h-2 waits before its body").doesNotContainKey("h-2");
+            releasedBody.countDown(); // A's body returns
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> applied("h-%").size() == 2);
+            assertThat(applied("h-%"))
+                    .as("h-2 after h-1, whose body held the group's row lock")
+                    .containsExactly("h-1", "h-2");
+        } finally {
+            releasedBody.countDown();
+            a.close();
+            if (b != null) {
+                b.close();
+            }
+        }
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertThat(latch.await(60, TimeUnit.SECONDS)).isTrue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 

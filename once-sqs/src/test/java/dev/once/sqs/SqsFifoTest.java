@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
@@ -210,30 +211,32 @@ class SqsFifoTest {
 
     /**
      * What a chain of {@code SqsConsumerStateMachineTest.fifoQueueWithRedrive} found (a process that lost SQS but not
-     * its database, the "zombie"), built on purpose: process A works on g-1 when its SQS client is cut off, so its
-     * heartbeat fails and g-1's visibility lapses; the next receive, by process B, is past g-1's
-     * {@code maxReceiveCount}, so SQS moves g-1 to the dead-letter queue and hands out g-2, which B applies. A's handler
-     * then returns: g-1 must not be applied after g-2. The group's position in the database (SQS's sequence
-     * numbers) refuses it at A's commit, as a fencing token does a stale lease holder's write.
+     * its database, the "zombie"), built on purpose: process A has received g-1 when its SQS client is cut off, so its
+     * heartbeat fails and g-1's visibility lapses before A's run of it reaches the database; the next receive, by
+     * process B, is past g-1's {@code maxReceiveCount}, so SQS moves g-1 to the dead-letter queue and hands out g-2,
+     * which B applies. A's run then goes on: g-1 must not be applied after g-2, and its handler must not run (what a
+     * handler does outside the transaction no rollback undoes). The group's position in the database (SQS's sequence
+     * numbers) refuses it right after its claim, as a fencing token does a stale lease holder's write.
      */
     @Test
     void aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt() throws Exception {
         String dlq = TestSqs.createQueue("fifo-cut-dlq-" + System.nanoTime() + ".fifo", 30);
         String redriven = redrivenAfterOneReceive("fifo-cut-", dlq);
         SqsClient cut = TestSqs.newClient();
-        AtomicReference<Recorder> self = new AtomicReference<>();
         AtomicReference<SqsConsumer> b = new AtomicReference<>();
+        List<String> handled = new CopyOnWriteArrayList<>();
         try {
-            Recorder recorder = new Recorder(db, d -> {
+            Recorder recorder = new Recorder(db, d -> handled.add(d.eventId()));
+            recorder.onDelivery(d -> {
                 if (d.eventId().equals("g-1") && d.attempt() == 1) {
-                    cut.close(); // A loses SQS, not its database: its heartbeat fails from now on
-                    b.set(consumer(redriven, self.get(), TestSqs.client()));
+                    // A, g-1 in hand, not yet at the database: it loses SQS, not its database, and stalls
+                    cut.close();
+                    b.set(consumer(redriven, recorder, TestSqs.client()));
                     await().atMost(Duration.ofSeconds(20))
                             .pollInterval(Duration.ofMillis(50))
-                            .until(() -> self.get().count("g-2", Status.APPLIED) > 0);
+                            .until(() -> recorder.count("g-2", Status.APPLIED) > 0);
                 }
             });
-            self.set(recorder);
             publisher.publish(TestSqs.message(redriven, "g-1", "g", "ok"));
             publisher.publish(TestSqs.message(redriven, "g-2", "g", "ok"));
             try (SqsConsumer a = consumer(redriven, recorder, cut)) {
@@ -252,7 +255,58 @@ class SqsFifoTest {
             assertThat(recorder.count("g-1", Status.FAILED_PERMANENT))
                     .as("A's g-1 refused: its group went on without it; outcomes %s", recorder.outcomes)
                     .isEqualTo(1);
+            assertThat(handled).as("g-1's handler never ran: refused before it").containsExactly("g-2");
             await().atMost(Duration.ofSeconds(10)).until(() -> messagesIn(dlq) == 1);
+        } finally {
+            cut.close();
+            TestSqs.deleteQueue(redriven);
+            TestSqs.deleteQueue(dlq);
+        }
+    }
+
+    /**
+     * As {@link #aProcessCutOffFromSqsDoesNotApplyAMessageAfterItsGroupWentOnWithoutIt}, but A is cut off while g-1's
+     * handler runs: A's transaction took the group's row lock before the handler, so B's run of g-2 waits for A's
+     * commit before its own handler and follows it. The group goes on in SQS without g-1 (its dead-letter queue), but
+     * never in the database: g-1 then g-2.
+     */
+    @Test
+    void aProcessCutOffFromSqsInItsHandlerHoldsItsGroupBackUntilItCommits() throws Exception {
+        String dlq = TestSqs.createQueue("fifo-held-dlq-" + System.nanoTime() + ".fifo", 30);
+        String redriven = redrivenAfterOneReceive("fifo-held-", dlq);
+        SqsClient cut = TestSqs.newClient();
+        AtomicReference<Recorder> self = new AtomicReference<>();
+        AtomicReference<SqsConsumer> b = new AtomicReference<>();
+        try {
+            Recorder recorder = new Recorder(db, d -> {
+                if (d.eventId().equals("g-1") && d.attempt() == 1) {
+                    cut.close(); // A loses SQS, not its database, in g-1's handler
+                    b.set(consumer(redriven, self.get(), TestSqs.client()));
+                    await().atMost(Duration.ofSeconds(20))
+                            .pollInterval(Duration.ofMillis(50))
+                            .until(() -> self.get().deliveries.stream()
+                                            .anyMatch(x -> x.eventId().equals("g-2"))
+                                    && db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                                    + " current_database() AND wait_event_type = 'Lock'")
+                                            > 0);
+                }
+            });
+            self.set(recorder);
+            publisher.publish(TestSqs.message(redriven, "g-1", "g", "ok"));
+            publisher.publish(TestSqs.message(redriven, "g-2", "g", "ok"));
+            try (SqsConsumer a = consumer(redriven, recorder, cut)) {
+                await().atMost(Duration.ofSeconds(30)).until(() -> recorder.count("g-2", Status.APPLIED) > 0);
+            } finally {
+                if (b.get() != null) {
+                    b.get().close();
+                }
+            }
+            assertThat(appliedOrder("g-%"))
+                    .as("B's g-2 waited for A's g-1, whose handler held the group's row lock: applied after it")
+                    .containsExactly("g-1", "g-2");
+            assertThat(recorder.count("g-1", Status.APPLIED))
+                    .as("outcomes %s", recorder.outcomes)
+                    .isEqualTo(1);
         } finally {
             cut.close();
             TestSqs.deleteQueue(redriven);
