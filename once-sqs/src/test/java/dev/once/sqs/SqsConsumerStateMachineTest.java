@@ -7,7 +7,6 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
-import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testkit.broker.BrokerChain;
 import dev.once.testkit.broker.BrokerProcess;
@@ -31,8 +30,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -403,7 +400,6 @@ class SqsConsumerStateMachineTest {
         final Map<String, String> groups = new HashMap<>(); // FIFO: event id -> message group
         final AtomicReference<DeleteFault> deleteFault = new AtomicReference<>(); // armed, not yet struck
         final List<String> faultsHit = new CopyOnWriteArrayList<>(); // the delete faults that struck, on what
-        final List<Thread> holders = new ArrayList<>(); // the slow holders of HELD, until they rolled back
         boolean bHeartbeat;
 
         World(TestDatabase db) {
@@ -490,47 +486,15 @@ class SqsConsumerStateMachineTest {
          * published once the claim is held. On a FIFO queue, to group {@code g<group>}.
          */
         void publishHeld(int group) {
-            String eventId = newEvent(List.of());
-            if (fifo) {
-                groups.put(eventId, "g" + group);
-            }
-            CountDownLatch holding = new CountDownLatch(1);
-            IdempotentConsumer holder = IdempotentConsumer.builder()
-                    .dataSource(db.dataSource())
-                    .consumer(consumerName)
-                    .handler((d, tx) -> {
-                        holding.countDown();
-                        try {
-                            await().atMost(HOLD)
-                                    .pollInterval(Duration.ofMillis(20))
-                                    .until(() -> processed.stream()
-                                                    .filter(p -> p.eventId().equals(eventId)
-                                                            && p.status() == Status.IN_PROGRESS)
-                                                    .count()
-                                            > MAX_RECEIVES);
-                        } catch (ConditionTimeoutException e) {
-                            // held as long as it may
+            publishHeld(
+                    eventId -> {
+                        if (fifo) {
+                            groups.put(eventId, "g" + group);
                         }
-                        throw new RetryableException("the slow holder of " + eventId + " fails: it rolls back");
-                    })
-                    .build();
-            Thread t = new Thread(
-                    () -> holder.process(Delivery.builder(eventId)
-                            .payload("payload of " + eventId)
-                            .build()),
-                    "holder-" + eventId);
-            t.setDaemon(true);
-            t.start();
-            holders.add(t);
-            try {
-                assertThat(holding.await(30, TimeUnit.SECONDS))
-                        .as("the holder of %s holds its claim", eventId)
-                        .isTrue();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            }
-            send(eventId);
+                        send(eventId);
+                    },
+                    MAX_RECEIVES + 1,
+                    HOLD);
         }
 
         void failDelete(DeleteFault fault) {
@@ -956,9 +920,7 @@ class SqsConsumerStateMachineTest {
                 if (b != null) {
                     b.close();
                 }
-                for (Thread t : holders) {
-                    t.join(HOLD.multipliedBy(2).toMillis());
-                }
+                awaitHolders();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
