@@ -173,6 +173,10 @@ class MismatchPropertyTest {
                 postgres,
                 Dialects.POSTGRESQL,
                 List.of(new Step(JOINED, false, List.of(new Item(0, "a"), new Item(0, "a")), 0, 2)));
+        run(
+                postgres,
+                Dialects.POSTGRESQL,
+                List.of(new Step(JOINED, false, List.of(new Item(1, "a"), new Item(1, "a")), 1, 1)));
     }
 
     private static TestDatabase effects(TestDatabase db) {
