@@ -349,7 +349,10 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // message is waited for too, kept unacknowledged (its container acks after the return): requeued, each try
         // would count toward a quorum queue's x-delivery-limit, at which the broker drops or dead-letters it while
         // the holder (a slow call whose channel a partition closed) may still roll back. Only in its own
-        // transaction, and not with a Channel argument, whose deferred settlement nacks each try that rolls back. An
+        // transaction. With a Channel argument (MANUAL acks) a try that met the holder and sent nothing on the channel
+        // (claim first: the body did not run) leaves the message unsettled at its end (AfterCommitChannel.held) and
+        // the next try starts afresh; given up, it is requeued as before. A try whose body acked (claim at commit) is
+        // nacked at its end as before and not waited for: its delivery tag is spent. An
         // @SqsListener message is waited for while its visibility is extended (Sqs.keepInvisible): visible again,
         // each receive would count toward its redrive policy's maxReceiveCount. Not a batch's (its other messages'
         // visibility would run out meanwhile). A Pub/Sub message too, kept leased: nacked, each try would be a delivery
@@ -357,9 +360,12 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // extends the lease of a message in hand itself; a pulled message's ack deadline is extended here.
         NestedListenerStep nested = own ? null : o.nestedStep(listener.kafka());
         boolean waitsForHolder = (listener.kafka() && (own || nested != null))
-                || (own && listener.rabbit() && channel == null)
+                || (own && listener.rabbit())
                 || (own && listener.sqs() && listener.batchIndex() < 0 && listener.messageIndex() >= 0)
                 || (own && pubSub != null && listener.batchIndex() < 0);
+        if (waitsForHolder && channel != null) {
+            channel.waitsForHolder();
+        }
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -403,13 +409,26 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
                     outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
                     break;
-                } else if (waitsForHolder
-                        && e instanceof Failed f
-                        && f.outcome.status() == Outcome.Status.IN_PROGRESS
-                        // a holder this thread suspended ends only after this call: waiting would spin for ever
-                        && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
-                        && (nested == null || nested.undoMarks())
-                        && (held = waitForHolder(listener, delivery, args, pubSub, held, tryStarted)) != null) {
+                }
+                boolean again = false;
+                try {
+                    again = waitsForHolder
+                            && e instanceof Failed f
+                            && f.outcome.status() == Outcome.Status.IN_PROGRESS
+                            // a holder this thread suspended ends only after this call: waiting would spin for ever
+                            && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
+                            // a Channel method's try sent nothing at its end (its body acked nothing)
+                            && (channel == null || channel.held())
+                            && (nested == null || nested.undoMarks())
+                            && (held = waitForHolder(listener, delivery, args, pubSub, held, tryStarted)) != null;
+                } finally {
+                    if (channel != null && again) {
+                        channel.nextTry();
+                    } else if (channel != null) {
+                        channel.settleHeld(); // given up: requeued, as before
+                    }
+                }
+                if (again) {
                     // tries again
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
