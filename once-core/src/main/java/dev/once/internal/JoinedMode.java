@@ -107,7 +107,7 @@ final class JoinedMode {
         String[] locked = new String[1];
         try {
             transactions.inTransaction(tx -> {
-                if (fence != null && (locked[0] = fence.lockedBySuspended(tx)) != null) {
+                if (fence != null && (locked[0] = fence.lockedOnThread(tx.joinedTransaction())) != null) {
                     return null; // nothing written: the caller's transaction goes on as it was
                 }
                 Map<String, Outcome> held = claimRun.heldOnThread(tx.joinedTransaction(), firsts);
