@@ -1,6 +1,5 @@
 package dev.once.spring;
 
-import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -8,6 +7,7 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.StreamPositions;
 import dev.once.Tx;
+import dev.once.adapter.AdapterDriver;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -350,9 +350,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                     break;
                 } else if (waitsForHolder
                         && e instanceof Failed f
-                        && f.outcome.status() == Outcome.Status.IN_PROGRESS
-                        // a holder this thread suspended ends only after this call: waiting would spin for ever
-                        && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
+                        // not a holder this thread suspended, which ends only after this call: waiting would spin
+                        && AdapterDriver.heldElsewhere(f.outcome)
                         && (nested == null || nested.undoMarks())
                         && (held = waitForHolder(listener, delivery, args, held, tryStarted, beanFactory)) != null) {
                     // tries again
