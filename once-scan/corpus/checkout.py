@@ -3,6 +3,10 @@
 configuration files only (what the scan reads), into $CORPUS_DIR/<label name>.
 
 usage: checkout.py LABEL_FILE...   (mirrors: $MIRRORS/<owner>+<name>/repo, default /work/.mirror)
+
+A repository with no mirror, or whose mirror's snapshot lacks the pinned commit, is named on stderr and left without
+a checkout (any earlier one removed), and the others go on: CorpusScore lists it as NOT-SCORED and counts it in its
+half's SCAN-SCORE line (not_scored=N) rather than scoring other code or dropping it without a word.
 """
 import os, re, subprocess, sys
 
@@ -14,6 +18,7 @@ def field(text, name, default=None):
     m = re.search(r"^" + name + r":\s*(\S+)", text, re.M)
     return m.group(1) if m else default
 
+not_out = []
 for label in sys.argv[1:]:
     text = open(label).read()
     url, commit, scan = field(text, "repo"), field(text, "commit"), field(text, "scan", ".")
@@ -22,9 +27,18 @@ for label in sys.argv[1:]:
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")  # some snapshots arrive as a work tree
     dest = os.path.join(out, os.path.basename(label)[:-len(".txt")])
-    if not os.path.isdir(git_dir):
-        sys.exit(f"no mirror for {slug} at {git_dir} (bring it with the fetch tool)")
     stamp = os.path.join(dest, ".commit")
+    why = None
+    if not os.path.isdir(git_dir):
+        why = f"no mirror at {git_dir} (bring it with the fetch tool)"
+    elif subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", commit + "^{commit}"],
+                        capture_output=True).returncode != 0:
+        why = f"pinned commit {commit} is not in the snapshot at {git_dir}"
+    if why:
+        subprocess.run(["rm", "-rf", dest], check=True)
+        not_out.append(slug)
+        print(f"NOT CHECKED OUT {slug}: {why}", file=sys.stderr)
+        continue
     if os.path.exists(stamp) and open(stamp).read().strip() == commit:
         continue
     subprocess.run(["rm", "-rf", dest], check=True)
@@ -54,3 +68,5 @@ for label in sys.argv[1:]:
     with open(stamp, "w") as f:
         f.write(commit + "\n")
     print(f"checked out {slug} {commit[:12]} ({len(files)} files) into {dest}", file=sys.stderr)
+if not_out:
+    print(f"{len(not_out)} repositories not checked out (not scored): {' '.join(not_out)}", file=sys.stderr)

@@ -39,6 +39,10 @@ final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, T
     private final List<Object[]> acks = new ArrayList<>(); // {deliveryTag, multiple}
     private final List<Runnable> refusals = new ArrayList<>();
     private Outcome outcome;
+    // the call waits for another transaction's claim (IN_PROGRESS) with the message in hand: a try that met it and
+    // left nothing to send settles nothing at its end, the interceptor decides after it (nextTry or settleHeld)
+    private boolean waits;
+    private boolean held;
 
     private AfterCommitChannel(com.rabbitmq.client.Channel channel, long tag) {
         this.channel = channel;
@@ -61,6 +65,32 @@ final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, T
     /** Records the delivery's outcome: a duplicate is acked after commit, a failure settled after rollback. */
     void outcome(Outcome outcome) {
         this.outcome = outcome;
+    }
+
+    /** The call tries a message whose claim another transaction holds again, keeping it unsettled meanwhile. */
+    void waitsForHolder() {
+        waits = true;
+    }
+
+    /** True when the last try ended IN_PROGRESS with nothing to send: the message is still in hand, unsettled. */
+    boolean held() {
+        return held;
+    }
+
+    /** Another try follows the one that left the message in hand: it starts with nothing recorded. */
+    void nextTry() {
+        held = false;
+        outcome = null;
+        acks.clear();
+        refusals.clear();
+    }
+
+    /** No try follows the one that left the message in hand: requeued now, as that try's end would have. */
+    void settleHeld() {
+        if (held) {
+            held = false;
+            send(() -> channel.basicNack(tag, false, true));
+        }
     }
 
     /** True when the body refused the message ({@code basicNack} or {@code basicReject}). */
@@ -135,6 +165,8 @@ final class AfterCommitChannel implements java.lang.reflect.InvocationHandler, T
             if (!rejectedByContainer(outcome.failure())) {
                 send(() -> channel.basicReject(tag, false));
             }
+        } else if (waits && outcome != null && outcome.status() == Outcome.Status.IN_PROGRESS) {
+            held = true; // the body did not run, or sent nothing: the interceptor tries again or settles it
         } else if (outcome == null || !rejectedByContainer(outcome.failure())) {
             // retryable, in progress elsewhere, or applied but the commit failed: back to the queue
             send(() -> channel.basicNack(tag, false, true));

@@ -87,6 +87,11 @@ final class AfterCommitPubSub implements java.lang.reflect.InvocationHandler {
                 && SourceCallback.autoAcks(SourceCallback.of(message, m));
     }
 
+    /** The container's message, as it came (not the deferring proxy the body sees). */
+    com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage message() {
+        return message;
+    }
+
     boolean nacked() {
         return nacked;
     }

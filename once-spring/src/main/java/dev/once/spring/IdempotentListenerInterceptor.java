@@ -1,5 +1,8 @@
 package dev.once.spring;
 
+import com.google.cloud.spring.pubsub.integration.inbound.PubSubInboundChannelAdapter;
+import com.google.cloud.spring.pubsub.support.AcknowledgeablePubsubMessage;
+import com.google.pubsub.v1.ProjectSubscriptionName;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -8,23 +11,36 @@ import dev.once.Outcome;
 import dev.once.StreamPositions;
 import dev.once.Tx;
 import dev.once.adapter.AdapterDriver;
+import io.awspring.cloud.sqs.listener.MessageListenerContainerRegistry;
+import io.awspring.cloud.sqs.listener.SqsHeaders;
+import io.awspring.cloud.sqs.listener.Visibility;
+import java.lang.ref.WeakReference;
+import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
 import org.springframework.kafka.listener.MessageListenerContainer;
+import org.springframework.messaging.Message;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.TransactionCallback;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -49,9 +65,45 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private final Map<String, IdempotentConsumer> ownTransactionConsumers = new ConcurrentHashMap<>();
     private final BatchListenerCalls batches = new BatchListenerCalls(this::once, this::one);
     private volatile OnceSpring once;
+    // the application context is stopping or closing (its lifecycle, pubSubWaits): Pub/Sub waits give up
+    private volatile boolean contextStopping;
 
     IdempotentListenerInterceptor(BeanFactory beanFactory) {
         this.beanFactory = beanFactory;
+    }
+
+    /**
+     * The context's lifecycle as the waits of Pub/Sub calls see it: stopped first when the context stops or closes
+     * (the highest phase), before any subscriber or adapter, so that a call waiting for a holder gives up (its
+     * message nacked) rather than hold up a subscriber's shutdown, which waits for the messages in hand. Registered
+     * by {@link IdempotentListenerPostProcessor} with Spring Cloud GCP Pub/Sub present.
+     */
+    SmartLifecycle pubSubWaits() {
+        return new SmartLifecycle() {
+            private volatile boolean running;
+
+            @Override
+            public void start() {
+                contextStopping = false;
+                running = true;
+            }
+
+            @Override
+            public void stop() {
+                contextStopping = true;
+                running = false;
+            }
+
+            @Override
+            public boolean isRunning() {
+                return running;
+            }
+
+            @Override
+            public int getPhase() {
+                return Integer.MAX_VALUE;
+            }
+        };
     }
 
     ListenerMethod method(Method method) {
@@ -297,14 +349,23 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         // message is waited for too, kept unacknowledged (its container acks after the return): requeued, each try
         // would count toward a quorum queue's x-delivery-limit, at which the broker drops or dead-letters it while
         // the holder (a slow call whose channel a partition closed) may still roll back. Only in its own
-        // transaction, and not with a Channel argument, whose deferred settlement nacks each try that rolls back. An
+        // transaction. With a Channel argument (MANUAL acks) a try that met the holder and sent nothing on the channel
+        // (claim first: the body did not run) leaves the message unsettled at its end (AfterCommitChannel.held) and
+        // the next try starts afresh; given up, it is requeued as before. A try whose body acked (claim at commit) is
+        // nacked at its end as before and not waited for: its delivery tag is spent. An
         // @SqsListener message is waited for while its visibility is extended (Sqs.keepInvisible): visible again,
         // each receive would count toward its redrive policy's maxReceiveCount. Not a batch's (its other messages'
-        // visibility would run out meanwhile).
+        // visibility would run out meanwhile). A Pub/Sub message too, kept leased: nacked, each try would be a delivery
+        // attempt toward its subscription's dead-letter policy (max_delivery_attempts). A streaming subscriber's client
+        // extends the lease of a message in hand itself; a pulled message's ack deadline is extended here.
         NestedListenerStep nested = own ? null : o.nestedStep(listener.kafka());
         boolean waitsForHolder = (listener.kafka() && (own || nested != null))
-                || (own && listener.rabbit() && channel == null)
-                || (own && listener.sqs() && listener.batchIndex() < 0 && listener.messageIndex() >= 0);
+                || (own && listener.rabbit())
+                || (own && listener.sqs() && listener.batchIndex() < 0 && listener.messageIndex() >= 0)
+                || (own && pubSub != null && listener.batchIndex() < 0);
+        if (waitsForHolder && channel != null) {
+            channel.waitsForHolder();
+        }
         // In a transaction the container began (its transactionManager: JDBC, Kafka or both chained), failing the
         // record hands it to the container's AfterRollbackProcessor, which skips it the same way once out of
         // attempts; and on PostgreSQL the timed-out claim aborted the container's whole transaction. So each try runs
@@ -338,7 +399,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (nested != null) {
                 nested.snapshot();
             }
-            if (listener.sqs()) {
+            if (listener.sqs() || pubSub != null) {
                 tryStarted = System.nanoTime();
             }
             try {
@@ -348,12 +409,26 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 if (e instanceof Failed f && f.outcome.status() == Outcome.Status.DUPLICATE) {
                     outcome = f.outcome; // the claim found the id taken and aborted the transaction: acknowledged
                     break;
-                } else if (waitsForHolder
-                        && e instanceof Failed f
-                        // not a holder this thread suspended, which ends only after this call: waiting would spin
-                        && AdapterDriver.heldElsewhere(f.outcome)
-                        && (nested == null || nested.undoMarks())
-                        && (held = waitForHolder(listener, delivery, args, held, tryStarted, beanFactory)) != null) {
+                }
+                boolean again = false;
+                try {
+                    again = waitsForHolder
+                            && e instanceof Failed f
+                            // not a holder this thread suspended, which ends only after this call: waiting would
+                            // spin for ever
+                            && AdapterDriver.heldElsewhere(f.outcome)
+                            // a Channel method's try sent nothing at its end (its body acked nothing)
+                            && (channel == null || channel.held())
+                            && (nested == null || nested.undoMarks())
+                            && (held = waitForHolder(listener, delivery, args, pubSub, held, tryStarted)) != null;
+                } finally {
+                    if (channel != null && again) {
+                        channel.nextTry();
+                    } else if (channel != null) {
+                        channel.settleHeld(); // given up: requeued, as before
+                    }
+                }
+                if (again) {
                     // tries again
                 } else if (atCommit && appliedByCopy(o, consumer, listener, delivery)) {
                     return duplicateAfterRollback(listener, delivery, ack, pubSub);
@@ -392,37 +467,35 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
 
     /**
-     * Before another try of a Kafka record or a RabbitMQ message whose event another transaction holds: says so once
-     * per record (at WARN: for Kafka a container evicted from the group for a body past {@code max.poll.interval.ms}
-     * is the usual holder, for RabbitMQ a slow call whose channel a partition closed) and gives up when the thread is
-     * interrupted or its listener container is stopping, whose {@code stop()} would otherwise wait its shutdown
-     * timeout for a holder that may not end. Giving up throws, so that the container acknowledges nothing: a Kafka
-     * container neither goes on with the records after it (its error handler, or {@code AfterRollbackProcessor},
-     * seeks back to it and whoever owns the partition next gets it again), a RabbitMQ container requeues the message.
-     * A failure of its own type, so that a Kafka error handler (which by default counts anew when the exception
-     * changes) takes it for a first attempt rather than the last one of a count the record ran up before.
+     * Before another try of a Kafka record, a RabbitMQ, SQS or Pub/Sub message whose event another transaction holds:
+     * says so once per record (at WARN: for Kafka a container evicted from the group for a body past {@code
+     * max.poll.interval.ms} is the usual holder, for the others a slow call whose channel, visibility or lease ran
+     * out) and gives up when the thread is interrupted or its listener container (Pub/Sub: its subscriber) is
+     * stopping, whose {@code stop()} would otherwise wait its shutdown timeout for a holder that may not end. Giving
+     * up throws, so that the container acknowledges nothing: a Kafka container neither goes on with the records after
+     * it (its error handler, or {@code AfterRollbackProcessor}, seeks back to it and whoever owns the partition next
+     * gets it again), a RabbitMQ container requeues the message, a Pub/Sub message is nacked. A failure of its own
+     * type, so that a Kafka error handler (which by default counts anew when the exception changes) takes it for a
+     * first attempt rather than the last one of a count the record ran up before.
      *
      * @param held       the wait so far, null before the first
-     * @param tryStarted when the try that met the holder began ({@code System.nanoTime()}, an {@code @SqsListener}'s)
-     * @return the wait, to try again; null to fail the message as before: an SQS message whose visibility cannot be
-     *     extended ({@link Sqs#keepInvisible})
+     * @param tryStarted when the try that met the holder began ({@code System.nanoTime()}, an {@code @SqsListener}'s
+     *     or a Pub/Sub message's)
+     * @return the wait, to try again; null to fail the message as before: an SQS message whose visibility, or a pulled
+     *     Pub/Sub message whose ack deadline, cannot be extended ({@link Sqs#keepInvisible}, {@link PubSub#keepLeased})
      * @throws HolderWaitAbandonedException when the thread is interrupted or its container stopping
      */
-    private static HeldWait waitForHolder(
+    private HeldWait waitForHolder(
             ListenerMethod listener,
             Delivery delivery,
             Object[] args,
+            AfterCommitPubSub pubSub,
             HeldWait held,
-            long tryStarted,
-            BeanFactory beanFactory) {
+            long tryStarted) {
+        Waiting kind = Waiting.of(listener, pubSub);
         boolean interrupted = Thread.currentThread().isInterrupted();
         Object message = listener.messageIndex() >= 0 ? args[listener.messageIndex()] : null;
-        if (interrupted
-                || (listener.kafka()
-                        ? Kafka.containerStopping(beanFactory)
-                        : listener.sqs()
-                                ? Sqs.containerStopping(beanFactory, message)
-                                : Rabbit.containerStopping(beanFactory, ListenerMessages.rabbitQueue(message)))) {
+        if (interrupted || stopping(kind, message, pubSub)) {
             HolderWaitAbandonedException abandoned = new HolderWaitAbandonedException(
                     listener.consumer(),
                     delivery.eventId(),
@@ -434,52 +507,95 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             throw abandoned;
         }
         HeldWait wait = held != null ? held : new HeldWait();
-        if (listener.sqs() && !Sqs.keepInvisible(listener, delivery, message, wait, System.nanoTime() - tryStarted)) {
+        long tryNanos = System.nanoTime() - tryStarted;
+        if ((kind == Waiting.SQS && !Sqs.keepInvisible(listener, delivery, message, wait, tryNanos))
+                || (kind == Waiting.PUBSUB && !PubSub.keepLeased(listener, delivery, pubSub, wait, tryNanos))) {
             return null;
         }
         if (held == null) {
-            log.warn(
-                    listener.kafka()
-                            ? "consumer '{}': event '{}' ({}) is in progress in another transaction (a container"
-                                    + " evicted from the group for a listener call past max.poll.interval.ms, still"
-                                    + " running its poll?); waiting for it to end instead of failing the record, which"
-                                    + " the error handler could skip so that the records after it are applied before"
-                                    + " it"
-                            : listener.sqs()
-                                    ? "consumer '{}': event '{}' ({}) is in progress in another transaction (a call"
-                                            + " past the visibility timeout?); waiting for it to end, the message kept"
-                                            + " invisible, instead of failing it: each receive counts toward the"
-                                            + " redrive policy's maxReceiveCount, after which SQS moves the message to"
-                                            + " the dead-letter queue"
-                                    : "consumer '{}': event '{}' ({}) is in progress in another transaction (a slow"
-                                            + " call whose channel was closed?); waiting for it to end, the message"
-                                            + " unacknowledged, instead of requeueing it: each requeue counts toward a"
-                                            + " quorum queue's x-delivery-limit, at which the broker drops or"
-                                            + " dead-letters the message",
-                    listener.consumer(),
-                    delivery.eventId(),
-                    delivery.source());
+            log.warn(kind.waiting, listener.consumer(), delivery.eventId(), delivery.source());
         }
         return wait;
     }
 
-    /** A listener call waiting for another transaction's claim: what the tries so far left behind. */
+    /** Whether the container (Pub/Sub: the subscriber) of a waiting call of {@code kind} is stopping. */
+    private boolean stopping(Waiting kind, Object message, AfterCommitPubSub pubSub) {
+        return switch (kind) {
+            case KAFKA -> Kafka.containerStopping(beanFactory);
+            case SQS -> Sqs.containerStopping(beanFactory, message);
+            case RABBIT -> Rabbit.containerStopping(beanFactory, ListenerMessages.rabbitQueue(message));
+            case PUBSUB -> contextStopping || PubSub.subscriberStopping(beanFactory, pubSub);
+        };
+    }
+
+    /** The broker of a call waiting for a holder, with what the wait says (at WARN) when it begins. */
+    private enum Waiting {
+        KAFKA("consumer '{}': event '{}' ({}) is in progress in another transaction (a container evicted from the"
+                + " group for a listener call past max.poll.interval.ms, still running its poll?); waiting for it to"
+                + " end instead of failing the record, which the error handler could skip so that the records after"
+                + " it are applied before it"),
+        SQS("consumer '{}': event '{}' ({}) is in progress in another transaction (a call past the visibility"
+                + " timeout?); waiting for it to end, the message kept invisible, instead of failing it: each receive"
+                + " counts toward the redrive policy's maxReceiveCount, after which SQS moves the message to the"
+                + " dead-letter queue"),
+        RABBIT("consumer '{}': event '{}' ({}) is in progress in another transaction (a slow call whose channel was"
+                + " closed?); waiting for it to end, the message unacknowledged, instead of requeueing it: each"
+                + " requeue counts toward a quorum queue's x-delivery-limit, at which the broker drops or dead-letters"
+                + " the message"),
+        PUBSUB("consumer '{}': event '{}' ({}) is in progress in another transaction (a call past its ack"
+                + " deadline?); waiting for it to end, the message leased, instead of nacking it: each nack is a"
+                + " delivery attempt, after the dead-letter policy's max_delivery_attempts Pub/Sub forwards the"
+                + " message to the dead-letter topic");
+
+        final String waiting;
+
+        Waiting(String waiting) {
+            this.waiting = waiting;
+        }
+
+        static Waiting of(ListenerMethod listener, AfterCommitPubSub pubSub) {
+            if (listener.kafka()) {
+                return KAFKA;
+            }
+            if (listener.sqs()) {
+                return SQS;
+            }
+            return pubSub != null ? PUBSUB : RABBIT;
+        }
+    }
+
+    /**
+     * A listener call waiting for another transaction's claim: what the tries so far left behind. A message whose
+     * lease (SQS visibility, pulled Pub/Sub ack deadline) the wait extends is extended, when less than two tries' time
+     * is left of it, to {@value #HELD_SECONDS} s or four tries, whichever is longer, within the broker's maximum: one
+     * extension per such stretch, not per try; a try is as long as the claim's lock wait.
+     */
     private static final class HeldWait {
-        // an SQS message's: until when it is invisible ({@code System.nanoTime()}), as last extended; unset before
+        static final int HELD_SECONDS = 30;
+        // until when the message is leased ({@code System.nanoTime()}), as last extended; unset before
         long invisibleUntil;
         boolean extended;
+
+        /** How long to extend the lease by now, within {@code maxSeconds}; 0 when it has time enough left. */
+        long due(long now, long tryNanos, long maxSeconds) {
+            if (extended && invisibleUntil - now > 2 * tryNanos) {
+                return 0;
+            }
+            return Math.min(maxSeconds, Math.max(HELD_SECONDS, 4 * TimeUnit.NANOSECONDS.toSeconds(tryNanos)));
+        }
+
+        void extendedAt(long now, long seconds) {
+            extended = true;
+            invisibleUntil = now + TimeUnit.SECONDS.toNanos(seconds);
+        }
     }
 
     /** Spring Cloud AWS pieces, loaded only for an {@code @SqsListener}'s wait. */
     private static final class Sqs {
-        /** A waiting message is made invisible for at least this long at a time (or four of its tries, if longer). */
-        static final int HELD_VISIBILITY_SECONDS = 30;
-
         /**
          * Keeps {@code message} invisible through the next try, so that SQS hands it to no one else meanwhile: when
-         * less than two tries' time is left, its visibility is changed (through the {@code Visibility} its container
-         * put on it) to {@value #HELD_VISIBILITY_SECONDS} s or four tries, whichever is longer; a try is as long as
-         * the claim's lock wait. One {@code ChangeMessageVisibility} call per such stretch, not per try.
+         * due ({@link HeldWait#due}), its visibility is changed through the {@code Visibility} its container put on
+         * it. One {@code ChangeMessageVisibility} call per such stretch, not per try.
          *
          * @return false, logged, when it cannot be: the message carries no {@code Visibility} (not from a listener
          *     container), or SQS refused the change (the total visibility of a message is at most 12 hours from its
@@ -488,19 +604,15 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         static boolean keepInvisible(
                 ListenerMethod listener, Delivery delivery, Object message, HeldWait wait, long tryNanos) {
             long now = System.nanoTime();
-            if (wait.extended && wait.invisibleUntil - now > 2 * tryNanos) {
+            long seconds = wait.due(now, tryNanos, Visibility.MAX_VISIBILITY_TIMEOUT_SECONDS);
+            if (seconds == 0) {
                 return true;
             }
-            Object header = message instanceof org.springframework.messaging.Message<?> m
-                    ? m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_VISIBILITY_TIMEOUT_HEADER)
+            Object header = message instanceof Message<?> m
+                    ? m.getHeaders().get(SqsHeaders.SQS_VISIBILITY_TIMEOUT_HEADER)
                     : null;
-            long seconds = Math.min(
-                    io.awspring.cloud.sqs.listener.Visibility.MAX_VISIBILITY_TIMEOUT_SECONDS,
-                    Math.max(
-                            HELD_VISIBILITY_SECONDS,
-                            4 * java.util.concurrent.TimeUnit.NANOSECONDS.toSeconds(tryNanos)));
             try {
-                if (!(header instanceof io.awspring.cloud.sqs.listener.Visibility visibility)) {
+                if (!(header instanceof Visibility visibility)) {
                     throw new IllegalStateException(
                             "no Visibility header: the message is not from an SQS listener container");
                 }
@@ -516,8 +628,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         e.toString());
                 return false;
             }
-            wait.extended = true;
-            wait.invisibleUntil = now + java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
+            wait.extendedAt(now, seconds);
             return true;
         }
 
@@ -527,15 +638,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
          * containers are those of the context's listener container registries and its container beans.
          */
         static boolean containerStopping(BeanFactory beanFactory, Object message) {
-            if (!(beanFactory instanceof ListableBeanFactory beans)
-                    || !(message instanceof org.springframework.messaging.Message<?> m)) {
+            if (!(beanFactory instanceof ListableBeanFactory beans) || !(message instanceof Message<?> m)) {
                 return false;
             }
-            Object name = m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_NAME_HEADER);
-            Object url = m.getHeaders().get(io.awspring.cloud.sqs.listener.SqsHeaders.SQS_QUEUE_URL_HEADER);
-            List<Object> all = new java.util.ArrayList<>();
-            for (var registry :
-                    beans.getBeanProvider(io.awspring.cloud.sqs.listener.MessageListenerContainerRegistry.class)) {
+            Object name = m.getHeaders().get(SqsHeaders.SQS_QUEUE_NAME_HEADER);
+            Object url = m.getHeaders().get(SqsHeaders.SQS_QUEUE_URL_HEADER);
+            List<Object> all = new ArrayList<>();
+            for (var registry : beans.getBeanProvider(MessageListenerContainerRegistry.class)) {
                 all.addAll(registry.getListenerContainers());
             }
             beans.getBeanProvider(io.awspring.cloud.sqs.listener.AbstractMessageListenerContainer.class)
@@ -555,6 +664,97 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
         }
     }
 
+    /** Spring Cloud GCP pieces, loaded only for a Pub/Sub message's wait. */
+    private static final class PubSub {
+        /** Pub/Sub's longest ack deadline. */
+        static final int MAX_ACK_DEADLINE_SECONDS = 600;
+
+        // PubSubInboundChannelAdapter's subscription, which it has no getter for; null when it cannot be read
+        private static final Field ADAPTER_SUBSCRIPTION = adapterSubscription();
+
+        /**
+         * Keeps the message of a waiting call leased through the next try, so that Pub/Sub hands it to no one else
+         * meanwhile. A streaming subscriber's message ({@code PubSubTemplate.subscribe}, {@code
+         * PubSubInboundChannelAdapter}) is leased by the client while the call holds it, up to its subscriber's
+         * {@code maxAckExtensionPeriod} (60 min unless set): nothing to do. A pulled one ({@code
+         * PubSubMessageSource}, {@code PubSubTemplate.pull}) has its ack deadline extended when due ({@link
+         * HeldWait#due}), one {@code ModifyAckDeadline} per such stretch.
+         *
+         * @return false, logged, when the deadline could not be extended: the message is then nacked as before
+         */
+        static boolean keepLeased(
+                ListenerMethod listener, Delivery delivery, AfterCommitPubSub pubSub, HeldWait wait, long tryNanos) {
+            if (!(pubSub.message() instanceof AcknowledgeablePubsubMessage pulled)) {
+                return true;
+            }
+            long now = System.nanoTime();
+            long seconds = wait.due(now, tryNanos, MAX_ACK_DEADLINE_SECONDS);
+            if (seconds == 0) {
+                return true;
+            }
+            try {
+                pulled.modifyAckDeadline((int) seconds).get(HeldWait.HELD_SECONDS, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // the next look ends the wait
+            } catch (Exception e) {
+                log.warn(
+                        "consumer '{}': event '{}' ({}) is in progress in another transaction, but its message's ack"
+                                + " deadline could not be extended ({}): not waiting for it; the message is nacked",
+                        listener.consumer(),
+                        delivery.eventId(),
+                        delivery.source(),
+                        e.toString());
+                return false;
+            }
+            wait.extendedAt(now, seconds);
+            return true;
+        }
+
+        /**
+         * Whether the subscriber of a waiting call's message is stopping: every {@code PubSubInboundChannelAdapter}
+         * of the context on the message's subscription (every adapter, when its subscription cannot be read) is
+         * stopped, and there is one. A subscriber of {@code PubSubTemplate.subscribe} is known to no one but its
+         * caller: its calls give up when the context stops or closes, or their thread is interrupted (a polling
+         * endpoint's stop interrupts its poll).
+         */
+        static boolean subscriberStopping(BeanFactory beanFactory, AfterCommitPubSub pubSub) {
+            if (!ListenerMessages.SPRING_INTEGRATION || !(beanFactory instanceof ListableBeanFactory beans)) {
+                return false;
+            }
+            ProjectSubscriptionName name = pubSub.message().getProjectSubscriptionName();
+            boolean found = false;
+            for (PubSubInboundChannelAdapter a : beans.getBeanProvider(PubSubInboundChannelAdapter.class)) {
+                if (consumes(a, name)) {
+                    if (a.isRunning()) {
+                        return false;
+                    }
+                    found = true;
+                }
+            }
+            return found;
+        }
+
+        private static boolean consumes(PubSubInboundChannelAdapter adapter, ProjectSubscriptionName name) {
+            Object given;
+            try {
+                given = ADAPTER_SUBSCRIPTION == null || name == null ? null : ADAPTER_SUBSCRIPTION.get(adapter);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                given = null;
+            }
+            return !(given instanceof String s) || s.equals(name.getSubscription()) || s.equals(name.toString());
+        }
+
+        private static Field adapterSubscription() {
+            try {
+                Field f = PubSubInboundChannelAdapter.class.getDeclaredField("subscriptionName");
+                f.setAccessible(true);
+                return f;
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return null;
+            }
+        }
+    }
+
     /** Spring AMQP pieces, loaded only for a RabbitMQ listener's wait. */
     private static final class Rabbit {
         /**
@@ -568,9 +768,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             if (!(beanFactory instanceof ListableBeanFactory beans)) {
                 return false;
             }
-            List<Object> all = new java.util.ArrayList<>();
-            for (var registry : beans.getBeanProvider(
-                    org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry.class)) {
+            List<Object> all = new ArrayList<>();
+            for (var registry : beans.getBeanProvider(RabbitListenerEndpointRegistry.class)) {
                 all.addAll(registry.getListenerContainers());
             }
             beans.getBeanProvider(org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer.class)
@@ -578,8 +777,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
             boolean found = false;
             for (var c : all) {
                 if (c instanceof org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer a
-                        && (queue == null
-                                || java.util.Arrays.asList(a.getQueueNames()).contains(queue))) {
+                        && (queue == null || Arrays.asList(a.getQueueNames()).contains(queue))) {
                     if (a.isActive()) {
                         return false;
                     }
@@ -597,8 +795,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
          * container's consumer for its whole life, so the registries are walked once per thread rather than at every
          * try of a waiting record; weak, so that a thread of an application's executor pins no container.
          */
-        private static final ThreadLocal<java.lang.ref.WeakReference<AbstractMessageListenerContainer<?, ?>>>
-                CONTAINER = new ThreadLocal<>();
+        private static final ThreadLocal<WeakReference<AbstractMessageListenerContainer<?, ?>>> CONTAINER =
+                new ThreadLocal<>();
 
         /**
          * Whether the listener container whose consumer thread this is has been told to stop. The thread is
@@ -609,7 +807,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
          * of an executor reused after a restart).
          */
         static boolean containerStopping(BeanFactory beanFactory) {
-            java.lang.ref.WeakReference<AbstractMessageListenerContainer<?, ?>> known = CONTAINER.get();
+            WeakReference<AbstractMessageListenerContainer<?, ?>> known = CONTAINER.get();
             AbstractMessageListenerContainer<?, ?> cached = known == null ? null : known.get();
             if (cached != null && cached.isRunning()) {
                 return false;
@@ -620,7 +818,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 return false;
             }
             if (found != cached) {
-                CONTAINER.set(new java.lang.ref.WeakReference<>(found));
+                CONTAINER.set(new WeakReference<>(found));
             }
             return !found.isRunning();
         }
@@ -816,7 +1014,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                         + " retries or dead-letters it)",
                 listener.consumer(),
                 delivery.eventId(),
-                outcome.toLowerCase(java.util.Locale.ROOT),
+                outcome.toLowerCase(Locale.ROOT),
                 failure);
     }
 
@@ -857,7 +1055,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     private IdempotentConsumer built(
             Map<String, IdempotentConsumer> cache,
             String name,
-            java.util.function.BiFunction<OnceSpring, String, IdempotentConsumer> make) {
+            BiFunction<OnceSpring, String, IdempotentConsumer> make) {
         IdempotentConsumer known = cache.get(name); // no capturing lambda allocated on every call
         return known != null ? known : cache.computeIfAbsent(name, n -> make.apply(once(), n));
     }

@@ -31,6 +31,7 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
     public static final int ORDER = Ordered.LOWEST_PRECEDENCE - 100;
 
     private static final String SQS_CONTAINER_CHECK = "dev.once.spring.sqsContainerCheck";
+    private static final String PUBSUB_WAITS = "dev.once.spring.pubSubWaits";
 
     private IdempotentListenerInterceptor interceptor;
 
@@ -46,6 +47,12 @@ public class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdv
         this.interceptor = new IdempotentListenerInterceptor(beanFactory);
         this.advisor = new DefaultPointcutAdvisor(
                 AnnotationMatchingPointcut.forMethodAnnotation(IdempotentListener.class), interceptor);
+        // Pub/Sub calls waiting for a holder give up when the context stops (no registry knows their subscriber)
+        if (ListenerMessages.SPRING_PUBSUB
+                && beanFactory instanceof ConfigurableListableBeanFactory beans
+                && !beans.containsSingleton(PUBSUB_WAITS)) {
+            beans.registerSingleton(PUBSUB_WAITS, interceptor.pubSubWaits());
+        }
         // the SQS containers' resolved acknowledgement modes are known only once they are built, before they start
         if (ListenerMessages.SPRING_SQS
                 && beanFactory instanceof ConfigurableListableBeanFactory beans

@@ -92,6 +92,23 @@ final class PubSubTestBeans implements AutoCloseable {
                 .build());
     }
 
+    /**
+     * Creates {@code topic} and its {@code subscription} as {@link #create} does, with a dead-letter policy: a message
+     * past {@code maxDeliveryAttempts} attempts goes to {@code deadLetterTopic}.
+     */
+    void createDeadLettering(String topic, String subscription, String deadLetterTopic, int maxDeliveryAttempts) {
+        topics.createTopic(TopicName.of(PROJECT, topic));
+        subscriptions.createSubscription(Subscription.newBuilder()
+                .setName(ProjectSubscriptionName.of(PROJECT, subscription).toString())
+                .setTopic(TopicName.of(PROJECT, topic).toString())
+                .setAckDeadlineSeconds(10)
+                .setDeadLetterPolicy(com.google.pubsub.v1.DeadLetterPolicy.newBuilder()
+                        .setDeadLetterTopic(
+                                TopicName.of(PROJECT, deadLetterTopic).toString())
+                        .setMaxDeliveryAttempts(maxDeliveryAttempts))
+                .build());
+    }
+
     void delete(String topic, String subscription) {
         subscriptions.deleteSubscription(ProjectSubscriptionName.of(PROJECT, subscription));
         topics.deleteTopic(TopicName.of(PROJECT, topic));

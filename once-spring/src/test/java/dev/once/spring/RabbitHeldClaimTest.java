@@ -3,9 +3,11 @@ package dev.once.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.rabbitmq.client.Channel;
 import dev.once.Outcome;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -23,6 +25,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageBuilder;
 import org.springframework.amqp.core.Queue;
@@ -51,6 +54,9 @@ import org.springframework.jdbc.support.JdbcTransactionManager;
 class RabbitHeldClaimTest {
 
     public static final String QUEUE = "once-spring-held-" + UUID.randomUUID();
+    /** Consumed by a method taking the {@code Channel}, its container in MANUAL acknowledge mode. */
+    public static final String MANUAL_QUEUE = "once-spring-held-manual-" + UUID.randomUUID();
+
     static final String CONSUMER = "rabbit-held";
 
     static TestDatabase db;
@@ -58,6 +64,8 @@ class RabbitHeldClaimTest {
     static JdbcTemplate jdbc;
     // the listener's outcomes per event, in order: each IN_PROGRESS a try that met the holder
     static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
+    // the delivery attempt (x-delivery-count + 1) of each of the listener's outcomes per event
+    static final Map<String, List<Integer>> attempts = new ConcurrentHashMap<>();
 
     @BeforeAll
     static void start() {
@@ -81,6 +89,7 @@ class RabbitHeldClaimTest {
     static void stop() {
         if (context != null) {
             context.getBean(RabbitAdmin.class).deleteQueue(QUEUE);
+            context.getBean(RabbitAdmin.class).deleteQueue(MANUAL_QUEUE);
             context.close();
         }
         if (db != null) {
@@ -114,8 +123,12 @@ class RabbitHeldClaimTest {
                     .dataSource(ds)
                     .transactionManager(tm)
                     .lockTimeout(Duration.ofMillis(200))
-                    .outcomeListener((d, o) -> outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                            .add(o.status()))
+                    .outcomeListener((d, o) -> {
+                        outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
+                                .add(o.status());
+                        attempts.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
+                                .add(d.attempt());
+                    })
                     .build();
         }
 
@@ -132,6 +145,21 @@ class RabbitHeldClaimTest {
         @Bean
         Queue queue() {
             return QueueBuilder.durable(QUEUE).quorum().deliveryLimit(2).build();
+        }
+
+        @Bean
+        Queue manualQueue() {
+            return QueueBuilder.durable(MANUAL_QUEUE).quorum().deliveryLimit(2).build();
+        }
+
+        /** MANUAL acks: the body acks through the Channel, once defers the ack to the commit. */
+        @Bean
+        SimpleRabbitListenerContainerFactory manualFactory(CachingConnectionFactory cf) {
+            SimpleRabbitListenerContainerFactory f = new SimpleRabbitListenerContainerFactory();
+            f.setConnectionFactory(cf);
+            f.setAcknowledgeMode(AcknowledgeMode.MANUAL);
+            f.setContainerCustomizer(c -> c.setShutdownTimeout(TimeUnit.MINUTES.toMillis(10)));
+            return f;
         }
 
         @Bean
@@ -178,13 +206,27 @@ class RabbitHeldClaimTest {
             calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
             jdbc.update("INSERT INTO ledger VALUES (?, 20)", id);
         }
+
+        @RabbitListener(
+                id = "held-manual",
+                queues = "#{T(dev.once.spring.RabbitHeldClaimTest).MANUAL_QUEUE}",
+                containerFactory = "manualFactory")
+        @IdempotentListener(consumer = CONSUMER)
+        public void onManual(Message message, Channel channel) throws IOException {
+            on(message);
+            channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
+        }
     }
 
     static void publish(String eventId) {
+        publish(QUEUE, eventId);
+    }
+
+    static void publish(String queue, String eventId) {
         context.getBean(RabbitTemplate.class)
                 .send(
                         "",
-                        QUEUE,
+                        queue,
                         MessageBuilder.withBody("20".getBytes(StandardCharsets.UTF_8))
                                 .setHeader("once-event-id", eventId)
                                 .build());
@@ -270,5 +312,46 @@ class RabbitHeldClaimTest {
                 .untilAsserted(() -> assertThat(ledger("held-3"))
                         .as("event applied exactly once after the restart")
                         .isEqualTo(1));
+    }
+
+    /**
+     * A method taking the {@code Channel} (MANUAL acks): the listener meets the holder more often than the queue's
+     * delivery limit (2) allows redeliveries, the holder then rolls back. Each try's rollback sent a deferred
+     * {@code basicNack} with requeue, so the message was dropped at the limit and the event never applied.
+     */
+    @Test
+    void aChannelMethodsMessageWhoseHolderRollsBackOutlastsTheDeliveryLimitAndIsAppliedOnce()
+            throws InterruptedException {
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "manual-1");
+        publish(MANUAL_QUEUE, "manual-1");
+        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("manual-1") >= 3);
+        assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(ledger("manual-1"))
+                        .as(
+                                "event applied exactly once after the holder rolled back, not dropped at the queue's"
+                                        + " x-delivery-limit (the listener's outcomes: %s)",
+                                outcomes("manual-1"))
+                        .isEqualTo(1));
+        assertThat(calls("manual-1")).as("the body ran once").isEqualTo(1);
+        assertThat(attempts.get("manual-1"))
+                .as("one delivery, kept in hand through the holder's work, not requeued at each try")
+                .containsOnly(1);
+    }
+
+    /** A method taking the {@code Channel}: the holder commits while it waits; a duplicate, acked by once. */
+    @Test
+    void aChannelMethodsMessageWhoseHolderCommitsIsADuplicateAckedByOnce() throws InterruptedException {
+        OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "manual-2");
+        publish(MANUAL_QUEUE, "manual-2");
+        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("manual-2") >= 3);
+        assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
+        await().atMost(Duration.ofSeconds(30))
+                .untilAsserted(() -> assertThat(outcomes("manual-2"))
+                        .as("the message kept through the holder's work is a duplicate once it committed")
+                        .endsWith(Outcome.Status.DUPLICATE));
+        assertThat(calls("manual-2"))
+                .as("the body skipped: the holder applied the event")
+                .isZero();
     }
 }

@@ -276,9 +276,11 @@ final class Types {
                     Parameter p = l.getParameter(i);
                     if (p.getNameAsString().equals(name)) {
                         // an inferred parameter given the elements of a declared collection: its element type
-                        return p.getType() instanceof com.github.javaparser.ast.type.UnknownType
-                                ? Elements.parameter(this, l, i)
-                                : p.getType();
+                        if (!(p.getType() instanceof com.github.javaparser.ast.type.UnknownType)) {
+                            return p.getType();
+                        }
+                        Type element = Elements.parameter(this, l, i);
+                        return element != null ? element : libraryLambdaParameter(l, i);
                     }
                 }
             } else if (n instanceof CallableDeclaration<?> m) {
@@ -295,6 +297,34 @@ final class Types {
             }
         }
         return null;
+    }
+
+    /**
+     * The type a library call gives to parameter {@code index} of the lambda passed to it, from the lambda-parameter
+     * catalogue ({@code Flux.create(emitter -> …)}: a {@code FluxSink}). The call is made on a library type: a static
+     * factory named by its type ({@code Flux.create}), or a receiver of a library type; a repository method of the same
+     * name ({@code create(emitter -> …)} with no receiver, or on a repository type) is read from its code instead.
+     */
+    private Type libraryLambdaParameter(LambdaExpr l, int index) {
+        if (!(l.getParentNode().orElse(null) instanceof MethodCallExpr call)
+                || call.getScope().isEmpty()
+                || !LibraryLambdas.get().names(call.getNameAsString())
+                || call.getArguments().stream().noneMatch(a -> a == l)) {
+            return null;
+        }
+        Expression scope = call.getScope().get();
+        String owner = scope instanceof NameExpr n
+                        && Character.isUpperCase(n.getNameAsString().charAt(0))
+                        && declaredType(n, n.getNameAsString()) == null
+                ? n.getNameAsString()
+                : typeOf(scope);
+        if (owner == null || isRepoType(owner)) {
+            return null;
+        }
+        return LibraryLambdas.get()
+                .parameter(owner, call.getNameAsString(), index)
+                .map(type -> (Type) new ClassOrInterfaceType(null, type))
+                .orElse(null);
     }
 
     private Type varType(VariableDeclarator d) {

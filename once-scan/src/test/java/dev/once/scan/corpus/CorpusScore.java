@@ -3,6 +3,8 @@ package dev.once.scan.corpus;
 import dev.once.scan.ConsumerScan;
 import dev.once.scan.Finding;
 import dev.once.scan.ScanReport;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,8 +38,16 @@ public final class CorpusScore {
         List<Labels.Score> scores = new ArrayList<>();
         // CORPUS_HALF=A scores one half only (tuning reads A's misses without scanning B)
         String only = System.getenv("CORPUS_HALF");
-        for (Labels l : Labels.readAll(Path.of(args[0]))) {
-            if (only != null && !only.isEmpty() && !only.equals(l.half())) {
+        List<Labels> all = Labels.readAll(Path.of(args[0])).stream()
+                .filter(l -> only == null || only.isEmpty() || only.equals(l.half()))
+                .toList();
+        List<String> missing = notScored(all, Path.of(args[1]));
+        missing.forEach(System.out::println);
+        List<Labels> unscored = all.stream()
+                .filter(l -> missing.stream().anyMatch(m -> m.contains(" " + l.name() + " commit ")))
+                .toList();
+        for (Labels l : all) {
+            if (unscored.contains(l)) {
                 continue;
             }
             Path root = Path.of(args[1], l.name());
@@ -70,7 +80,45 @@ public final class CorpusScore {
                 }
             }
         }
-        summary(scores).forEach(System.out::println);
+        summary(scores, unscored).forEach(System.out::println);
+    }
+
+    /**
+     * The labelled repositories with no checkout at their pinned commit (checkout.py writes the commit into
+     * {@code .commit} once the files are out; a mirror whose snapshot lacks the commit leaves none): one line each,
+     * so a repository is never dropped from the figures without a word. Only its name and commit, B's included.
+     */
+    static List<String> notScored(List<Labels> labels, Path checkouts) {
+        List<String> out = new ArrayList<>();
+        for (Labels l : labels) {
+            if (!checkedOut(l, checkouts)) {
+                out.add("NOT-SCORED half=" + l.half() + " " + l.name() + " commit " + l.commit()
+                        + ": no checkout at the pinned commit (not in the mirror's snapshot?)");
+            }
+        }
+        return out;
+    }
+
+    private static boolean checkedOut(Labels l, Path checkouts) {
+        Path stamp = checkouts.resolve(l.name()).resolve(".commit");
+        try {
+            return Files.isRegularFile(stamp) && Files.readString(stamp).strip().equals(l.commit());
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** As {@link #summary(List)}, each half's line ending in how many of its repositories were not scored. */
+    static List<String> summary(List<Labels.Score> scores, List<Labels> notScored) {
+        Map<String, Long> missing = new TreeMap<>();
+        notScored.forEach(l -> missing.merge(l.half(), 1L, Long::sum));
+        List<String> out = new ArrayList<>();
+        for (String line : summary(scores)) {
+            String half = line.replaceFirst("^SCAN-SCORE half=(\\S+) .*", "$1");
+            long n = missing.getOrDefault(half, 0L);
+            out.add(n == 0 ? line : line + " not_scored=" + n);
+        }
+        return out;
     }
 
     /** One {@code SCAN-SCORE} line per half, in half order. */

@@ -63,4 +63,29 @@ class CorpusScorerTest {
                 .hasMessageContaining("bad.txt:4")
                 .hasMessageContaining("entry, must or trap, not 'found'");
     }
+
+    @Test
+    void aRepositoryWithoutACheckoutAtItsPinnedCommitIsListedAndLeftOutOfTheFigures(@TempDir Path dir)
+            throws Exception {
+        Labels labels = Labels.read(LABELS);
+        Labels.Score s =
+                labels.score(ConsumerScan.builder().root(FIXTURE).build().run());
+        Path checkouts = dir.resolve("corpus");
+        Files.createDirectories(checkouts.resolve(labels.name()));
+        // a checkout of another commit (or none at all) is not the labelled code: never scored
+        Files.writeString(checkouts.resolve(labels.name()).resolve(".commit"), "0000000\n");
+
+        List<String> missing = CorpusScore.notScored(List.of(labels), checkouts);
+
+        assertThat(missing)
+                .containsExactly("NOT-SCORED half=A " + labels.name() + " commit " + labels.commit()
+                        + ": no checkout at the pinned commit (not in the mirror's snapshot?)");
+        assertThat(CorpusScore.summary(List.of(s), List.of(labels)).get(0))
+                .startsWith("SCAN-SCORE half=A repos=1 recall=0.500 (1/2)")
+                .endsWith(" not_scored=1");
+        assertThat(CorpusScore.summary(List.of(s)).get(0)).doesNotContain("not_scored");
+
+        Files.writeString(checkouts.resolve(labels.name()).resolve(".commit"), labels.commit() + "\n");
+        assertThat(CorpusScore.notScored(List.of(labels), checkouts)).isEmpty();
+    }
 }

@@ -25,7 +25,7 @@ public class OnceProperties {
     /**
      * How long a delivery waits for a concurrent delivery of the same event before it is reported
      * IN_PROGRESS and left for redelivery (a @KafkaListener record waits again instead, keeping its
-     * partition's order, and a @RabbitListener or @SqsListener message, keeping its delivery limit). Unset: the session's own
+     * partition's order, and a @RabbitListener, @SqsListener or Pub/Sub message, keeping its delivery limit). Unset: the session's own
      * lock_timeout applies.
      */
     private Duration lockTimeout;
