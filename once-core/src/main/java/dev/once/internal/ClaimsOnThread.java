@@ -18,11 +18,15 @@ import java.util.List;
  * instead, without a statement: a delivery of it is being processed and has not committed, which is what
  * IN_PROGRESS says, and the broker's redelivery finds that transaction ended; such a run fails fast.
  *
- * <p>Follows the holder's savepoints (as a {@link SavepointListener} of its {@link JoinedTransaction}): a lock
- * taken after a savepoint that is rolled back to is forgotten, because both databases release it then (PostgreSQL
- * with the subtransaction; MariaDB 10.6+ too, measured on 10.11: a row updated, inserted or locked by {@code
- * INSERT ... ON DUPLICATE KEY UPDATE} after the savepoint is free for another transaction at once), and one taken
- * before it is kept. Keyed by table prefix and consumer, not by database: two databases with the same inbox
+ * <p>Follows the holder's savepoints (as a {@link SavepointListener} of its {@link JoinedTransaction}), as each
+ * database releases row locks (measured with two sessions, PostgreSQL 15 and MariaDB 10.11): a rollback to a
+ * savepoint releases on PostgreSQL every row lock taken after it (the subtransaction's), and on MariaDB the locks of
+ * rows inserted after it (the undo removes the row) but not those of rows that existed (updated, or locked by
+ * {@code INSERT ... ON DUPLICATE KEY UPDATE} or {@code FOR UPDATE}), kept to the transaction's end unless the
+ * transaction had run no statement before the savepoint. So a claim (an insert) taken after a savepoint rolled back
+ * to is forgotten on both; a stream's row lock is forgotten on PostgreSQL and kept until the end on MariaDB
+ * (conservative where its run inserted the row, or began the transaction: a fail-fast where the run would not have
+ * waited). Keyed by table prefix and consumer, not by database: two databases with the same inbox
  * tables and consumer name on one thread answer IN_PROGRESS (or fail fast) where the claim would not have waited
  * (conservative, and only while the holder is open). A claim taken at commit ({@code ClaimTiming.AT_COMMIT})
  * holds no lock while the transaction is open and is not kept. Not thread-safe: each thread sees only its own.
@@ -54,11 +58,14 @@ final class ClaimsOnThread {
 
     /**
      * Notes that the open transaction {@code tx} holds the row lock of {@code consumer}'s ordered stream {@code
-     * stream} under tables {@code prefix} from now until it ends or rolls back to a savepoint set before.
+     * stream} under tables {@code prefix} from now until it ends, or ({@code releasedBySavepoint}: PostgreSQL) rolls
+     * back to a savepoint set before.
      */
-    static void lockedStream(JoinedTransaction tx, String prefix, String consumer, String stream) {
+    static void lockedStream(
+            JoinedTransaction tx, String prefix, String consumer, String stream, boolean releasedBySavepoint) {
         if (tx != null) {
-            held(tx, prefix, consumer).streams.add(stream);
+            Held h = held(tx, prefix, consumer);
+            (releasedBySavepoint ? h.streams : h.streamsToTheEnd).add(stream);
         }
     }
 
@@ -72,7 +79,8 @@ final class ClaimsOnThread {
             return false;
         }
         for (Held h : claims.held) {
-            if (h.holdsFor(mine, prefix, consumer) && h.streams.contains(stream)) {
+            if (h.holdsFor(mine, prefix, consumer)
+                    && (h.streams.contains(stream) || h.streamsToTheEnd.contains(stream))) {
                 return true;
             }
         }
@@ -153,6 +161,8 @@ final class ClaimsOnThread {
         // The streams whose row lock its runs took, in that order (a stream twice when locked again after a
         // savepoint: the rollback to it drops only the second).
         final List<String> streams = new ArrayList<>(0);
+        // The streams whose row lock only the transaction's end releases (MariaDB: rows that existed)
+        final List<String> streamsToTheEnd = new ArrayList<>(0);
         // The savepoints set since this transaction's first lock, and how many ids and streams it held before each.
         final List<Object> savepoints = new ArrayList<>(0);
         final List<Integer> before = new ArrayList<>(0);
@@ -169,6 +179,7 @@ final class ClaimsOnThread {
             this.consumer = consumer;
             ids.clear();
             streams.clear();
+            streamsToTheEnd.clear();
             savepoints.clear();
             before.clear();
             streamsBefore.clear();

@@ -60,8 +60,8 @@ final class PositionFence {
      * Why this run must not start in the transaction {@code mine} (the caller's; null: one of the engine's own):
      * another transaction of this thread, open but not the one running now (suspended by Spring's REQUIRES_NEW or
      * NOT_SUPPORTED, or the caller's around an engine of its own transactions), holds the stream's row lock
-     * ({@link ClaimsOnThread}), which it keeps until it ends or rolls back to a savepoint set before it took it,
-     * and it cannot do either before this thread returns: the move would wait for ever (PostgreSQL) or until
+     * ({@link ClaimsOnThread}), which it keeps until it ends (or, on PostgreSQL, rolls back to a savepoint set
+     * before it took it), and it cannot do either before this thread returns: the move would wait for ever (PostgreSQL) or until
      * {@code innodb_lock_wait_timeout} (MariaDB).
      *
      * @return null when the run may start; else the message of the failure to throw
@@ -84,8 +84,11 @@ final class PositionFence {
      */
     Outcome advance(Transaction tx, List<Delivery> claimed) throws SQLException {
         // moved or refused, the row is locked (PostgreSQL reads a stored position FOR UPDATE; MariaDB's INSERT ...
-        // ON DUPLICATE KEY UPDATE locks the row it leaves as it was); noted first, in case the statement fails
-        ClaimsOnThread.lockedStream(tx.joinedTransaction(), prefix, consumer, stream);
+        // ON DUPLICATE KEY UPDATE locks the row it leaves as it was); noted first, in case the statement fails. A
+        // rollback to a savepoint releases it on PostgreSQL, not on MariaDB (the dialect with the one statement) when
+        // the row existed: there it is kept to the end, conservative where this move inserted the row
+        ClaimsOnThread.lockedStream(
+                tx.joinedTransaction(), prefix, consumer, stream, dialect.streamPositionMove(prefix) == null);
         return advance(tx.connection(), claimed);
     }
 

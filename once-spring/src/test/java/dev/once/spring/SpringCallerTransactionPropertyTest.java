@@ -549,12 +549,14 @@ class SpringCallerTransactionPropertyTest {
         final long[] committedPosition = new long[STREAMS]; // 0: no row
         final List<Run> runs = new ArrayList<>();
         final Map<String, long[]> positionOf = new HashMap<>(); // event id -> {stream, position}
-        // The stream row locks the open transactions hold: an item "l:<stream>" of the scope whose run took it, so
-        // that it goes into the enclosing scope with a released savepoint, and is gone with a rollback to the
-        // savepoint (PostgreSQL 15 and MariaDB 10.11 both release a row lock taken after a savepoint when it is
-        // rolled back to, and keep one taken before it) or with the transaction's end. Every run with a fresh
-        // delivery takes it, a refused one too (PostgreSQL reads the stored position FOR UPDATE; MariaDB's INSERT
-        // ... ON DUPLICATE KEY UPDATE locks the row it leaves as it was).
+        // The stream row locks the open transactions hold. PostgreSQL: an item "l:<stream>" of the scope whose run
+        // took it, so that it goes into the enclosing scope with a released savepoint, and is gone with a rollback
+        // to the savepoint (the subtransaction's locks are released) or with the transaction's end. MariaDB: in
+        // lockedToTheEnd, until the transaction ends (InnoDB keeps the lock of a row that existed past a rollback to
+        // a savepoint; the engine keeps every stream lock so, conservative where the run inserted the row). Every
+        // run with a fresh delivery takes it, a refused one too (PostgreSQL reads the stored position FOR UPDATE;
+        // MariaDB's INSERT ... ON DUPLICATE KEY UPDATE locks the row it leaves as it was).
+        final Map<Physical, java.util.Set<Integer>> lockedToTheEnd = new java.util.IdentityHashMap<>();
 
         /** One ordered run: its stream and, per delivery, the event id and the position. */
         record Run(int stream, List<String> ids, List<Long> positions) {}
@@ -696,7 +698,13 @@ class SpringCallerTransactionPropertyTest {
             if (firstFresh < 0) {
                 return; // nothing fresh: the fence does not run
             }
-            top.items.add("l:" + s);
+            if (maria) {
+                lockedToTheEnd
+                        .computeIfAbsent(physical, k -> new java.util.HashSet<>())
+                        .add(s);
+            } else {
+                top.items.add("l:" + s);
+            }
             List<String> fresh = new ArrayList<>();
             for (int i = firstFresh; i < claims.size(); i++) {
                 if (claims.get(i) == Claim.FREE) {
@@ -732,7 +740,11 @@ class SpringCallerTransactionPropertyTest {
          */
         boolean streamLocked(int s, Physical mine) {
             for (Scope scope : scopes.open()) {
-                if (scope.physical != mine && scope.items.contains("l:" + s)) {
+                if (scope.physical != mine
+                        && (scope.items.contains("l:" + s)
+                                || lockedToTheEnd
+                                        .getOrDefault(scope.physical, java.util.Set.of())
+                                        .contains(s))) {
                     return true;
                 }
             }
