@@ -111,6 +111,23 @@ final class ClaimsOnThread {
     }
 
     /**
+     * Whether the open transaction {@code mine} itself holds {@code id}'s claim (a copy met it): the copy's
+     * duplicate then stands or falls with that claim, not with an earlier transaction's.
+     */
+    static boolean heldBy(JoinedTransaction mine, String prefix, String consumer, String id) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null || mine == null) {
+            return false;
+        }
+        for (Held h : claims.held) {
+            if (h.tx == mine && !mine.done() && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
+                return h.ids.contains(id);
+            }
+        }
+        return false;
+    }
+
+    /**
      * The first of {@code deliveries} whose claim a transaction of this thread other than {@code mine} (null: the
      * engine's own, which holds none yet) holds while it is open; null when none.
      */

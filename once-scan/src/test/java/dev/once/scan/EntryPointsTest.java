@@ -194,6 +194,14 @@ class EntryPointsTest {
                                 "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:18",
                                 "Zeebe @JobWorker @ src/main/java/acme/review/ReviewStarter.java:25")),
                 new Listed(
+                        "Zeebe job handlers given to a helper that passes its parameter on to a new worker",
+                        List.of("zeebe-worker-helper-parameter"),
+                        ANY_FINDINGS,
+                        List.of(
+                                "Zeebe JobHandler @ src/main/java/acme/payout/PayoutWorker.java:17",
+                                "Zeebe JobHandler @ src/main/java/acme/payout/PayoutWorker.java:22",
+                                "Zeebe JobHandler @ src/main/java/acme/payout/RefundWorker.java:19")),
+                new Listed(
                         "Camel routes written in XML or YAML from a broker",
                         List.of("camel-xml-yaml-routes"),
                         NO_FINDINGS,

@@ -231,6 +231,7 @@ final class EntryPoints {
                 libraryCallback(s, ref);
             }
         }
+        forwardedHandlers();
         inheritedConsumers();
         uncalledRecordHandlers();
         recordPullLoops();
@@ -4533,7 +4534,116 @@ final class EntryPoints {
         if (handler != null) {
             zeebeHandlerAck(
                     add(s, "Zeebe JobHandler", "zeebe", owner(call) + " handler", handler[0], handler[1], call));
+        } else {
+            forwarded(call.getArgument(0));
         }
+    }
+
+    /** A repository method that passes its parameter (at {@code index}) on to where a library registers a handler. */
+    private record Forwarder(String owner, String method, int arity, int index) {}
+
+    private final List<Forwarder> forwarders = new ArrayList<>();
+
+    /**
+     * The handler given to the worker is a parameter of the method around the call (a base class's
+     * {@code newWorker(type, JobHandler handler)}): that method is a helper, and what its callers pass in that place
+     * is the handler ({@link #forwardedHandlers}).
+     */
+    private boolean forwarded(Expression given) {
+        if (!(unwrapped(given) instanceof NameExpr n)) {
+            return false;
+        }
+        MethodDeclaration m = Types.ancestor(n, MethodDeclaration.class).orElse(null);
+        TypeDeclaration<?> owner = m == null ? null : Types.enclosingType(m);
+        if (owner == null
+                || !m.findAll(VariableDeclarator.class, v -> v.getNameAsString().equals(n.getNameAsString()))
+                        .isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < m.getParameters().size(); i++) {
+            if (m.getParameter(i).getNameAsString().equals(n.getNameAsString())) {
+                Forwarder f = new Forwarder(
+                        owner.getNameAsString(),
+                        m.getNameAsString(),
+                        m.getParameters().size(),
+                        i);
+                if (!forwarders.contains(f)) {
+                    forwarders.add(f);
+                }
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The handlers given to a helper found by {@link #forwarded}: a lambda or method reference passed in the
+     * forwarded place by a call on the helper's class, from it or a class below it (its subclasses are parsed for
+     * this), is a Zeebe job handler where it is written; a helper that passes its own parameter on to another is
+     * followed the same way, three helpers deep at most. A helper whose parameter is only run is no forwarder.
+     */
+    private void forwardedHandlers() {
+        int done = 0;
+        for (int round = 0; round < 3 && done < forwarders.size(); round++) {
+            List<Forwarder> todo = new ArrayList<>(forwarders.subList(done, forwarders.size()));
+            done = forwarders.size();
+            Set<String> owners = new java.util.HashSet<>();
+            todo.forEach(f -> owners.add(f.owner()));
+            repo.parseExtending(owners);
+            Map<String, String> superOf = new HashMap<>();
+            for (Repo.Source s : repo.sources()) {
+                for (ClassOrInterfaceDeclaration c : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                    c.getExtendedTypes().stream()
+                            .findFirst()
+                            .ifPresent(t -> superOf.putIfAbsent(c.getNameAsString(), t.getNameAsString()));
+                }
+            }
+            for (Repo.Source s : List.copyOf(repo.sources())) {
+                for (MethodCallExpr call : s.cu().findAll(MethodCallExpr.class)) {
+                    for (Forwarder f : todo) {
+                        if (call.getNameAsString().equals(f.method())
+                                && call.getArguments().size() == f.arity()
+                                && onOwner(call, f.owner(), superOf)) {
+                            Expression a = call.getArgument(f.index());
+                            Node[] handler = callback(a, 2);
+                            if (handler != null) {
+                                zeebeHandlerAck(add(
+                                        s,
+                                        "Zeebe JobHandler",
+                                        "zeebe",
+                                        owner(call) + " " + f.method() + " handler",
+                                        handler[0],
+                                        handler[1],
+                                        call));
+                            } else {
+                                forwarded(a);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** The call is made on the helper's class: unscoped, on this or super, or on a value of that type, in it or below. */
+    private boolean onOwner(MethodCallExpr call, String owner, Map<String, String> superOf) {
+        Expression scope = call.getScope().orElse(null);
+        String type;
+        if (scope == null
+                || scope instanceof com.github.javaparser.ast.expr.ThisExpr
+                || scope instanceof com.github.javaparser.ast.expr.SuperExpr) {
+            TypeDeclaration<?> t = Types.enclosingType(call);
+            type = t == null ? null : t.getNameAsString();
+        } else {
+            type = types.typeOf(scope);
+        }
+        for (int depth = 0; type != null && depth < 6; depth++) {
+            if (type.equals(owner)) {
+                return true;
+            }
+            type = superOf.get(type);
+        }
+        return false;
     }
 
     /**
