@@ -125,7 +125,8 @@ public interface IdempotentConsumer {
      * @throws IllegalStateException (the engine's consumer) in a transaction the caller opened, when another
      *     transaction of the calling thread, open but suspended (Spring's {@code REQUIRES_NEW} inside it), ran
      *     the same stream: it holds the position's row lock until it ends, so the run would wait for ever;
-     *     nothing ran
+     *     nothing ran. Also (the engine's consumer running its own transactions) when a transaction the caller
+     *     opened on this thread, still open, ran the same stream
      */
     default List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
         if (positions.positions().size() != deliveries.size()) {

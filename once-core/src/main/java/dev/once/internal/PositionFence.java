@@ -92,6 +92,27 @@ final class PositionFence {
                 + " or after it ends";
     }
 
+    /**
+     * As {@link #lockedBySuspended}, for a run in the engine's own transactions: a transaction the caller opened on
+     * this thread, still open, ran the stream and holds its position's row lock until it ends, which it cannot
+     * before this run returns (the engine called inside it, or Spring's {@code NOT_SUPPORTED}): the move would wait
+     * for ever (PostgreSQL) or until {@code innodb_lock_wait_timeout} (MariaDB).
+     *
+     * @return null when the run may start; else the message of the failure to throw
+     */
+    String lockedOnThread() {
+        Map<Row, JoinedTransaction> locked = LOCKED_ON_THREAD.get();
+        JoinedTransaction holder = locked == null ? null : locked.get(new Row(prefix, consumer, stream));
+        if (holder == null || holder.done()) {
+            return null;
+        }
+        return "processInOrder of stream '" + stream + "' of consumer '" + consumer + "' in the engine's own"
+                + " transaction while a transaction of this thread, open (this call made inside it, or Spring's"
+                + " NOT_SUPPORTED?), ran the stream and holds its position's row lock until it ends, which it cannot"
+                + " before this call returns: the run would wait for ever. Nothing ran. Run the stream's deliveries in"
+                + " that transaction, or after it ends";
+    }
+
     /** Notes that the caller's transaction {@code tx} takes the stream's row lock now, until it ends. */
     private void lockedBy(Transaction tx) {
         JoinedTransaction joined = tx.joinedTransaction();
