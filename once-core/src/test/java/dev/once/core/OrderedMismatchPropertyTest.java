@@ -463,6 +463,7 @@ class OrderedMismatchPropertyTest {
             boolean doomed = false;
             // the ids the transaction claimed (kept while it is open, doomed or not); any: it moved (locked) the stream
             java.util.Set<String> held = new java.util.HashSet<>();
+            java.util.Set<String> met = new java.util.HashSet<>(); // every id its runs claimed or met claimed
             int processed = 0;
             int runs = 0;
             try (Connection c = db.dataSource().getConnection()) {
@@ -480,12 +481,17 @@ class OrderedMismatchPropertyTest {
                         processed += placed.get(r).size();
                         runs++;
                         doomed = expectJoined(placed.get(r), setWise, view, outcomes, when + " (run " + r + ")");
+                        placed.get(r).forEach(a -> met.add(a.item().eventId()));
                         if (fresh) {
                             placed.get(r).stream()
                                     .filter(a -> !seen.containsKey(a.item().eventId()))
                                     .forEach(a -> held.add(a.item().eventId()));
                         }
-                        if (r == step.nestedAfter()) {
+                        // MariaDB: a claim met as a duplicate leaves a next-key lock on the inbox row and the gap
+                        // before it until the transaction ends; an owned claim of a new id in that gap, on this
+                        // thread, waits for innodb_lock_wait_timeout (not guarded; ends IN_PROGRESS): not run here
+                        boolean gapLocked = dialect == Dialects.MARIADB && held.isEmpty() && !met.isEmpty();
+                        if (r == step.nestedAfter() && !gapLocked) {
                             View moved = nested(nested, held, when);
                             if (moved != null) {
                                 view = moved.copy();
@@ -601,8 +607,10 @@ class OrderedMismatchPropertyTest {
                             + " WHERE wait_event_type = 'Lock' AND datname = current_database()");
                 } else {
                     List<Long> waiting = new ArrayList<>();
-                    try (ResultSet rs = s.executeQuery(
-                            "SELECT trx_mysql_thread_id FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'")) {
+                    try (ResultSet rs =
+                            s.executeQuery("SELECT t.trx_mysql_thread_id FROM information_schema.innodb_trx t JOIN"
+                                    + " information_schema.processlist p ON p.id = t.trx_mysql_thread_id"
+                                    + " WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()")) {
                         while (rs.next()) {
                             waiting.add(rs.getLong(1));
                         }
