@@ -8,6 +8,7 @@ import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -115,7 +116,7 @@ final class JoinedMode {
         String[] locked = new String[1];
         try {
             transactions.inTransaction(tx -> {
-                if (fence != null && (locked[0] = fence.lockedBySuspended(tx)) != null) {
+                if (fence != null && (locked[0] = fence.lockedOnThread(tx.joinedTransaction())) != null) {
                     return null; // nothing written: the caller's transaction goes on as it was
                 }
                 Map<String, Outcome> held = claimRun.heldOnThread(tx.joinedTransaction(), firsts);
@@ -135,7 +136,7 @@ final class JoinedMode {
                     return null;
                 }
                 // copies of claims this transaction took before this batch: their duplicates fall with those claims
-                Set<String> ownBefore = new java.util.HashSet<>();
+                Set<String> ownBefore = new HashSet<>();
                 for (Delivery d : firsts) {
                     if (!claimed.contains(d.eventId()) && claimRun.claimHeldBy(tx.joinedTransaction(), d.eventId())) {
                         ownBefore.add(d.eventId());

@@ -85,10 +85,6 @@ final class OwnedMode {
         if (held != null) {
             return held;
         }
-        String locked = fence == null ? null : fence.lockedOnThread();
-        if (locked != null) {
-            throw new IllegalStateException(locked);
-        }
         Map<String, Outcome> byId = new HashMap<>();
         int acknowledged = Bisection.prefix(ordered, byId, part -> batchOnce(part, prints, fence));
         if (acknowledged < ordered.size()) {
