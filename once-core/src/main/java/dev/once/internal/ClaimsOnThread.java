@@ -87,6 +87,24 @@ final class ClaimsOnThread {
         return false;
     }
 
+    /**
+     * Whether the open transaction {@code mine} itself holds the row lock of {@code consumer}'s stream {@code stream}
+     * (an earlier run of it moved or met the stream): a refusal by the stream's position may then be its own move,
+     * which stands or falls with it.
+     */
+    static boolean streamHeldBy(JoinedTransaction mine, String prefix, String consumer, String stream) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null || mine == null) {
+            return false;
+        }
+        for (Held h : claims.held) {
+            if (h.tx == mine && !mine.done() && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
+                return h.streams.contains(stream) || h.streamsToTheEnd.contains(stream);
+            }
+        }
+        return false;
+    }
+
     private static Held held(JoinedTransaction tx, String prefix, String consumer) {
         ClaimsOnThread claims = ON_THREAD.get();
         if (claims == null) {

@@ -155,6 +155,8 @@ final class JoinedMode {
                 // stream has passed never runs its handler, and the caller's transaction holds the stream's row
                 // lock from here to its end.
                 Outcome behind = null;
+                // the stream's position this transaction moved itself before this run, which may be what refuses it
+                boolean ownMove = fence != null && !mine.isEmpty() && fence.heldBy(tx.joinedTransaction());
                 if (fence != null && !mine.isEmpty()) {
                     try {
                         behind = fence.advance(tx, mine);
@@ -211,6 +213,9 @@ final class JoinedMode {
                 }
                 List<Outcome> outcomes = settlement.settle(deliveries, byId, prints);
                 settled.add(outcomes);
+                // a refusal by a position this transaction may have moved itself: it stands or falls with that move
+                Outcome ownRefusal =
+                        ownMove && behind != null && behind.status() == Status.FAILED_PERMANENT ? behind : null;
                 tx.afterCompletion(committed -> {
                     Outcome lostAtCommit = tx.lostAtCommit();
                     for (int i = 0; i < deliveries.size(); i++) {
@@ -218,6 +223,14 @@ final class JoinedMode {
                         Outcome last = lostAtCommit != null && claimed.contains(d.eventId())
                                 ? FailedOutcomes.notRun(d, lostAtCommit)
                                 : outcomes.get(i);
+                        if (ownRefusal != null
+                                && d.eventId().equals(ownRefusal.eventId())
+                                && last.status() == Status.FAILED_PERMANENT) {
+                            // whether the move that refused it stands is not known here (a rollback undoes it, and
+                            // so may a rollback to a savepoint before it where the transaction then commits): not
+                            // for good, lest it be dead-lettered unapplied; a redelivery meets the committed stream
+                            last = refusedByOwnMove(d, ownRefusal, committed);
+                        }
                         if (!committed
                                 && last.status() == Status.DUPLICATE
                                 && (claimed.contains(d.eventId()) || ownBefore.contains(d.eventId()))) {
@@ -265,6 +278,21 @@ final class JoinedMode {
             last = undone(d, "");
         }
         settlement.report(d, last);
+    }
+
+    private static Outcome refusedByOwnMove(Delivery d, Outcome refusal, boolean committed) {
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException(
+                        "event '" + d.eventId() + "' was refused by its stream's position in the caller's transaction,"
+                                + " which an earlier run of that same transaction had moved "
+                                + (committed
+                                        ? "(the transaction committed, but a rollback to a savepoint may have undone"
+                                                + " the move)"
+                                        : "and which rolled back: the move does not stand")
+                                + "; redeliver it: the committed stream decides",
+                        refusal.failure()));
     }
 
     private static Outcome undone(Delivery d, String how) {

@@ -78,6 +78,15 @@ final class PositionFence {
     }
 
     /**
+     * Whether the caller's transaction {@code mine} itself moved (or met) the stream before: a refusal in it may be
+     * by its own move, which a rollback undoes ({@link ClaimsOnThread}; on MariaDB kept past a rollback to a
+     * savepoint, so conservative there).
+     */
+    boolean heldBy(JoinedTransaction mine) {
+        return ClaimsOnThread.streamHeldBy(mine, prefix, consumer, stream);
+    }
+
+    /**
      * Moves the stream to the last of {@code claimed} in the caller's transaction {@code tx}, as {@link
      * #advance(Connection, List)} does, noting the stream's row lock the transaction holds from now ({@link
      * ClaimsOnThread}).
