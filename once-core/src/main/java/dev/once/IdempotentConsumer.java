@@ -122,10 +122,11 @@ public interface IdempotentConsumer {
      * @param positions one per delivery
      * @return one outcome per delivery, in the order given
      * @throws IllegalArgumentException if {@code positions} has not one position per delivery
-     * @throws IllegalStateException (the engine's consumer) in a transaction the caller opened, when another
-     *     transaction of the calling thread, open but suspended (Spring's {@code REQUIRES_NEW} inside it), ran
-     *     the same stream: it holds the position's row lock until it ends, so the run would wait for ever;
-     *     nothing ran
+     * @throws IllegalStateException (the engine's consumer) when another transaction of the calling thread,
+     *     open but not the one this run takes place in (suspended by Spring's {@code REQUIRES_NEW} or {@code
+     *     NOT_SUPPORTED} inside it, or the caller's around a consumer of its own transactions), moved the same
+     *     stream: it holds the position's row lock until it ends (or rolls back to a savepoint set before the
+     *     move), so the run would wait for ever; nothing ran
      */
     default List<Outcome> processInOrder(List<Delivery> deliveries, StreamPositions positions) {
         if (positions.positions().size() != deliveries.size()) {

@@ -1,5 +1,6 @@
 package dev.once.adapter;
 
+import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -188,6 +189,17 @@ public final class AdapterDriver<M> implements AutoCloseable {
             out.set(at, new Processed<>(batch.get(at), deliveries.get(i), outcomes.get(i)));
         }
         return ok;
+    }
+
+    /**
+     * Whether {@code o} is IN_PROGRESS because another delivery holds its claim in a transaction that can end while
+     * the caller waits (another thread's or process's): worth keeping the message in hand and trying again. False
+     * for one this thread's own suspended transaction holds ({@link ClaimHeldOnThreadException}), which
+     * ends only after the call returns: waiting for it would never end. The one test every adapter (and the Spring
+     * listener interceptor) makes before keeping a delivery for its holder.
+     */
+    public static boolean heldElsewhere(Outcome o) {
+        return o.status() == Status.IN_PROGRESS && !(o.failure() instanceof ClaimHeldOnThreadException);
     }
 
     /**

@@ -288,6 +288,11 @@ final class ClaimRun {
         ClaimsOnThread.claimed(tx.joinedTransaction(), inbox.tablePrefix(), consumer, ids);
     }
 
+    /** Whether the open transaction {@code mine} took {@code id}'s claim itself ({@link ClaimsOnThread#heldBy}). */
+    boolean claimHeldBy(JoinedTransaction mine, String id) {
+        return ClaimsOnThread.heldBy(mine, inbox.tablePrefix(), consumer, id);
+    }
+
     /**
      * Whether another open transaction of this thread than {@code mine} (null: the engine's own) holds {@code d}'s
      * claim, which this call could only wait for ({@link ClaimsOnThread}).

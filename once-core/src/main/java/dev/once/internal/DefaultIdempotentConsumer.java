@@ -181,6 +181,11 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
                 DeliveryMdc.clear();
             }
         }
+        // The engine's own transaction would wait for a stream row lock an open transaction of this thread holds
+        String locked = fence.lockedOnThread(null);
+        if (locked != null) {
+            throw new IllegalStateException(locked);
+        }
         return ownedRun(deliveries, prints, true, () -> owned.inOrder(firsts, prints, fence));
     }
 

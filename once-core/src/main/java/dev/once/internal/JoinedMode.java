@@ -8,6 +8,7 @@ import dev.once.tx.TransactionHandle;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -64,6 +65,8 @@ final class JoinedMode {
         private final Delivery d;
         private Transaction tx;
         private Outcome provisional;
+        // a duplicate of a claim this transaction took itself: it does not stand if the transaction rolls back
+        private boolean copyOfOwnClaim;
 
         JoinedCall(Delivery d) {
             this.d = d;
@@ -82,13 +85,19 @@ final class JoinedMode {
                 tx.setRollbackOnly();
                 provisional = FailedOutcomes.databaseFailure(d.eventId(), e);
             }
+            copyOfOwnClaim = provisional.status() == Status.DUPLICATE
+                    && claimRun.claimHeldBy(tx.joinedTransaction(), d.eventId());
             tx.afterCompletion(this);
             return provisional;
         }
 
         @Override
         public void completed(boolean committed) {
-            reportJoined(d, tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional, committed);
+            Outcome last = tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional;
+            if (!committed && copyOfOwnClaim && last.status() == Status.DUPLICATE) {
+                last = undone(d, "of a delivery applied before it in the same transaction");
+            }
+            reportJoined(d, last, committed);
         }
     }
 
@@ -107,7 +116,7 @@ final class JoinedMode {
         String[] locked = new String[1];
         try {
             transactions.inTransaction(tx -> {
-                if (fence != null && (locked[0] = fence.lockedBySuspended(tx)) != null) {
+                if (fence != null && (locked[0] = fence.lockedOnThread(tx.joinedTransaction())) != null) {
                     return null; // nothing written: the caller's transaction goes on as it was
                 }
                 Map<String, Outcome> held = claimRun.heldOnThread(tx.joinedTransaction(), firsts);
@@ -125,6 +134,13 @@ final class JoinedMode {
                     }
                     settled.add(reportAtEnd(tx, deliveries, byId, prints));
                     return null;
+                }
+                // copies of claims this transaction took before this batch: their duplicates fall with those claims
+                Set<String> ownBefore = new HashSet<>();
+                for (Delivery d : firsts) {
+                    if (!claimed.contains(d.eventId()) && claimRun.claimHeldBy(tx.joinedTransaction(), d.eventId())) {
+                        ownBefore.add(d.eventId());
+                    }
                 }
                 claimRun.claimedIn(tx, claimed);
                 List<Delivery> mine = new ArrayList<>(claimed.size());
@@ -199,12 +215,21 @@ final class JoinedMode {
                     Outcome lostAtCommit = tx.lostAtCommit();
                     for (int i = 0; i < deliveries.size(); i++) {
                         Delivery d = deliveries.get(i);
-                        reportJoined(
-                                d,
-                                lostAtCommit != null && claimed.contains(d.eventId())
-                                        ? FailedOutcomes.notRun(d, lostAtCommit)
-                                        : outcomes.get(i),
-                                committed);
+                        Outcome last = lostAtCommit != null && claimed.contains(d.eventId())
+                                ? FailedOutcomes.notRun(d, lostAtCommit)
+                                : outcomes.get(i);
+                        if (!committed
+                                && last.status() == Status.DUPLICATE
+                                && (claimed.contains(d.eventId()) || ownBefore.contains(d.eventId()))) {
+                            // a copy of a delivery this transaction claimed: a duplicate of a claim that rolled
+                            // back with it, so nothing of the event stands and the copy must come again too
+                            last = undone(
+                                    d,
+                                    claimed.contains(d.eventId())
+                                            ? "whose first occurrence in the batch was applied"
+                                            : "of a delivery applied before it in the same transaction");
+                        }
+                        reportJoined(d, last, committed);
                     }
                 });
                 return null;
@@ -237,12 +262,17 @@ final class JoinedMode {
     private void reportJoined(Delivery d, Outcome provisional, boolean committed) {
         Outcome last = provisional;
         if (!committed && provisional.status() == Status.APPLIED) {
-            last = new Outcome(
-                    d.eventId(),
-                    Status.FAILED_RETRYABLE,
-                    new RetryableException("event '" + d.eventId()
-                            + "' was applied in the caller's transaction, which rolled back: nothing of it stands"));
+            last = undone(d, "");
         }
         settlement.report(d, last);
+    }
+
+    private static Outcome undone(Delivery d, String how) {
+        return new Outcome(
+                d.eventId(),
+                Status.FAILED_RETRYABLE,
+                new RetryableException("event '" + d.eventId() + "' was applied in the caller's transaction"
+                        + (how.isEmpty() ? "" : " (a copy " + how + ")")
+                        + ", which rolled back: nothing of it stands"));
     }
 }

@@ -32,17 +32,6 @@ final class PositionFence {
     /** An insert race lost twice in a row cannot happen with the row then present; bounded all the same. */
     private static final int MAX_TRIES = 3;
 
-    /**
-     * Per thread, the caller's transactions still open that took a stream's row lock (by table prefix, consumer
-     * and stream): a run of the stream in another transaction of the same thread (Spring's REQUIRES_NEW inside
-     * one that ran the stream) would wait for a lock only this thread can release. Null until a joined run of the
-     * thread locks one; an entry leaves when its transaction ends.
-     */
-    private static final ThreadLocal<Map<Row, JoinedTransaction>> LOCKED_ON_THREAD = new ThreadLocal<>();
-
-    /** A stream's position row. */
-    private record Row(String prefix, String consumer, String stream) {}
-
     private final Dialect dialect;
     private final String prefix;
     private final String consumer;
@@ -68,60 +57,38 @@ final class PositionFence {
     }
 
     /**
-     * Why this run must not start in the caller's transaction {@code tx}: another transaction of this thread, open
-     * but not the one running now (suspended by Spring's REQUIRES_NEW), took the stream's row lock, which it keeps
-     * until it ends (a rollback to a savepoint does not free it on MariaDB), and it cannot end before this thread
-     * returns: the move would wait for ever (PostgreSQL) or until {@code innodb_lock_wait_timeout} (MariaDB).
+     * Why this run must not start in the transaction {@code mine} (the caller's; null: one of the engine's own):
+     * another transaction of this thread, open but not the one running now (suspended by Spring's REQUIRES_NEW or
+     * NOT_SUPPORTED, or the caller's around an engine of its own transactions), holds the stream's row lock
+     * ({@link ClaimsOnThread}), which it keeps until it ends (or, on PostgreSQL, rolls back to a savepoint set
+     * before it took it), and it cannot do either before this thread returns: the move would wait for ever (PostgreSQL) or until
+     * {@code innodb_lock_wait_timeout} (MariaDB).
      *
      * @return null when the run may start; else the message of the failure to throw
      */
-    String lockedBySuspended(Transaction tx) {
-        Map<Row, JoinedTransaction> locked = LOCKED_ON_THREAD.get();
-        JoinedTransaction mine = tx.joinedTransaction();
-        if (locked == null || mine == null) {
+    String lockedOnThread(JoinedTransaction mine) {
+        if (!ClaimsOnThread.streamHeldByAnother(mine, prefix, consumer, stream)) {
             return null;
         }
-        JoinedTransaction holder = locked.get(new Row(prefix, consumer, stream));
-        if (holder == null || holder == mine || holder.done()) {
-            return null;
-        }
-        return "processInOrder of stream '" + stream + "' of consumer '" + consumer + "' in a transaction while"
-                + " another transaction of this thread, open and suspended (Spring's REQUIRES_NEW inside it?), ran"
-                + " the stream and holds its position's row lock until it ends, which it cannot before this call"
-                + " returns: the run would wait for ever. Nothing ran. Run the stream's deliveries in that transaction,"
-                + " or after it ends";
-    }
-
-    /** Notes that the caller's transaction {@code tx} takes the stream's row lock now, until it ends. */
-    private void lockedBy(Transaction tx) {
-        JoinedTransaction joined = tx.joinedTransaction();
-        if (joined == null) {
-            return;
-        }
-        Map<Row, JoinedTransaction> locked = LOCKED_ON_THREAD.get();
-        if (locked == null) {
-            locked = new HashMap<>(4);
-            LOCKED_ON_THREAD.set(locked);
-        }
-        Row row = new Row(prefix, consumer, stream);
-        JoinedTransaction before = locked.put(row, joined);
-        if (before != joined) {
-            Map<Row, JoinedTransaction> held = locked;
-            tx.afterCompletion(committed -> {
-                held.remove(row, joined);
-                if (held.isEmpty() && LOCKED_ON_THREAD.get() == held) {
-                    LOCKED_ON_THREAD.remove();
-                }
-            });
-        }
+        return "processInOrder of stream '" + stream + "' of consumer '" + consumer + "' while another transaction"
+                + " of this thread, open and not the one this call runs in (Spring's REQUIRES_NEW or NOT_SUPPORTED"
+                + " inside it, or an engine of its own transactions called in it?), ran the stream and holds its"
+                + " position's row lock until it ends, which it cannot before this call returns: the run would wait"
+                + " for ever. Nothing ran. Run the stream's deliveries in that transaction, or after it ends";
     }
 
     /**
      * Moves the stream to the last of {@code claimed} in the caller's transaction {@code tx}, as {@link
-     * #advance(Connection, List)} does, noting that the transaction holds the stream's row lock until it ends.
+     * #advance(Connection, List)} does, noting the stream's row lock the transaction holds from now ({@link
+     * ClaimsOnThread}).
      */
     Outcome advance(Transaction tx, List<Delivery> claimed) throws SQLException {
-        lockedBy(tx);
+        // moved or refused, the row is locked (PostgreSQL reads a stored position FOR UPDATE; MariaDB's INSERT ...
+        // ON DUPLICATE KEY UPDATE locks the row it leaves as it was); noted first, in case the statement fails. A
+        // rollback to a savepoint releases it on PostgreSQL, not on MariaDB (the dialect with the one statement) when
+        // the row existed: there it is kept to the end, conservative where this move inserted the row
+        ClaimsOnThread.lockedStream(
+                tx.joinedTransaction(), prefix, consumer, stream, dialect.streamPositionMove(prefix) == null);
         return advance(tx.connection(), claimed);
     }
 

@@ -253,7 +253,7 @@ public final class NatsConsumer implements AutoCloseable {
         public void settle(List<Processed<Message>> processed) {
             List<Processed<Message>> held = new ArrayList<>();
             for (Processed<Message> p : processed) {
-                if (p.outcome().status() == Outcome.Status.IN_PROGRESS && p.delivery() != null) {
+                if (AdapterDriver.heldElsewhere(p.outcome()) && p.delivery() != null) {
                     held.add(p);
                 } else {
                     NatsConsumer.this.settle(p.message(), p.outcome());
@@ -323,7 +323,7 @@ public final class NatsConsumer implements AutoCloseable {
         ScheduledFuture<?> beat = keepAlive()
                 .scheduleAtFixedRate(() -> inProgress(m), 0, keepAliveEvery.toMillis(), TimeUnit.MILLISECONDS);
         try {
-            for (int tries = 1; o.status() == Outcome.Status.IN_PROGRESS; tries++) {
+            for (int tries = 1; AdapterDriver.heldElsewhere(o); tries++) {
                 if (connection.getStatus() == Connection.Status.CLOSED) {
                     return o; // nothing can be sent: JetStream redelivers it after the ack wait
                 }

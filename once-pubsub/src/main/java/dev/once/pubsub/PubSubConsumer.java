@@ -393,11 +393,6 @@ public final class PubSubConsumer implements AutoCloseable {
                 r, d, tries, System.nanoTime() + receiveRetries.delay(tries + 1).toNanos()));
     }
 
-    /** Whether {@code o} is a claim another delivery holds, one that ends while this thread waits. */
-    private static boolean heldElsewhere(Outcome o) {
-        return o.status() == Outcome.Status.IN_PROGRESS && !(o.failure() instanceof ClaimHeldOnThreadException);
-    }
-
     /**
      * Processes the kept messages that are due again; settles each whose holder has ended by what its try found
      * and, in ordered mode, lets its key go on (what waited behind it runs next) when it is acked or dead-lettered,
@@ -407,7 +402,7 @@ public final class PubSubConsumer implements AutoCloseable {
         Kept k;
         while (driver.isRunning() && (k = kept.poll()) != null) {
             Outcome o = driver.processAgain(k.delivery());
-            if (heldElsewhere(o)) {
+            if (AdapterDriver.heldElsewhere(o)) {
                 keep(k.message(), k.delivery(), k.tries() + 1);
                 continue;
             }
@@ -471,7 +466,7 @@ public final class PubSubConsumer implements AutoCloseable {
         public void settle(List<Processed<Received>> processed) {
             List<String> nacked = new ArrayList<>();
             for (Processed<Received> p : processed) {
-                if (heldElsewhere(p.outcome())) {
+                if (AdapterDriver.heldElsewhere(p.outcome())) {
                     keep(p.message(), p.delivery(), 0);
                 } else if (!PubSubConsumer.this.settle(p.message(), p.outcome())) {
                     nacked.add(p.outcome().eventId());

@@ -423,9 +423,7 @@ public final class RabbitConsumer implements AutoCloseable {
             Outcome o = p.outcome();
             if (verdict == Verdict.ACKNOWLEDGE) {
                 failures.remove(o.eventId());
-            } else if (o.status() == Status.IN_PROGRESS && o.failure() instanceof ClaimHeldOnThreadException) {
-                delay = retries.delay(1); // this thread's own transaction holds it: waiting here would never end
-            } else if (o.status() == Status.IN_PROGRESS) {
+            } else if (AdapterDriver.heldElsewhere(o)) {
                 // kept and tried again, not requeued: a requeue counts toward a quorum queue's delivery limit
                 delay = retries.delay(tries + 1);
                 inProgress.put(p.message().envelope().getDeliveryTag(), p);
@@ -437,6 +435,8 @@ public final class RabbitConsumer implements AutoCloseable {
                             queue,
                             p.delivery().attempt());
                 }
+            } else if (o.status() == Status.IN_PROGRESS) {
+                delay = retries.delay(1); // this thread's own transaction holds it: waiting here would never end
             } else if (o.status() == Status.FAILED_RETRYABLE) {
                 // the broker's count where it keeps one (quorum queues) or this process's count of the
                 // event's failures, whichever is larger: copies of one event share the latter

@@ -3,7 +3,6 @@ package dev.once.spring;
 import com.google.cloud.spring.pubsub.integration.inbound.PubSubInboundChannelAdapter;
 import com.google.cloud.spring.pubsub.support.AcknowledgeablePubsubMessage;
 import com.google.pubsub.v1.ProjectSubscriptionName;
-import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
@@ -11,6 +10,7 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.StreamPositions;
 import dev.once.Tx;
+import dev.once.adapter.AdapterDriver;
 import io.awspring.cloud.sqs.listener.MessageListenerContainerRegistry;
 import io.awspring.cloud.sqs.listener.SqsHeaders;
 import io.awspring.cloud.sqs.listener.Visibility;
@@ -414,9 +414,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
                 try {
                     again = waitsForHolder
                             && e instanceof Failed f
-                            && f.outcome.status() == Outcome.Status.IN_PROGRESS
-                            // a holder this thread suspended ends only after this call: waiting would spin for ever
-                            && !(f.outcome.failure() instanceof ClaimHeldOnThreadException)
+                            // not a holder this thread suspended, which ends only after this call: waiting would
+                            // spin for ever
+                            && AdapterDriver.heldElsewhere(f.outcome)
                             // a Channel method's try sent nothing at its end (its body acked nothing)
                             && (channel == null || channel.held())
                             && (nested == null || nested.undoMarks())

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
+import dev.once.StreamPositions;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.nio.charset.StandardCharsets;
@@ -366,6 +367,38 @@ class CallerTransactionTest {
                         .toList());
         assertThat(batch).as("redelivered after the holder ended").containsExactly("applied", "duplicate");
         assertThat(applied()).containsExactly("h-1", "h-2");
+    }
+
+    /**
+     * A stream an ordered run moved in a NESTED step rolled back to its savepoint: the database released the
+     * stream's row lock with the savepoint (PostgreSQL, MariaDB 10.6+), so a REQUIRES_NEW run of the stream
+     * inside the same outer transaction runs (it waits for nothing) rather than failing fast.
+     */
+    @Test
+    void aStreamMovedInANestedStepRolledBackIsFreeForARequiresNewRun() {
+        IdempotentConsumer ordered =
+                once.consumer("payments", (d, tx) -> jdbc.update("INSERT INTO ledger VALUES (?, 1)", d.eventId()));
+        List<String> inner = new CopyOnWriteArrayList<>();
+        REQUIRED.executeWithoutResult(outer -> {
+            NESTED.executeWithoutResult(n -> {
+                assertThat(ordered.processInOrder(
+                                        List.of(Delivery.of("sp-1", "x")),
+                                        new StreamPositions("sp", List.of(java.math.BigInteger.ONE)))
+                                .get(0)
+                                .tag())
+                        .isEqualTo("applied");
+                n.setRollbackOnly();
+            });
+            REQUIRES_NEW.executeWithoutResult(n -> {
+                jdbc.execute("SET LOCAL lock_timeout = '3s'");
+                ordered.processInOrder(
+                                List.of(Delivery.of("sp-2", "x")),
+                                new StreamPositions("sp", List.of(java.math.BigInteger.TWO)))
+                        .forEach(o -> inner.add(o.tag()));
+            });
+        });
+        assertThat(inner).containsExactly("applied");
+        assertThat(applied()).containsExactly("sp-2");
     }
 
     @Test

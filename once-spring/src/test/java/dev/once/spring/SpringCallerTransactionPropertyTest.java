@@ -105,6 +105,7 @@ class SpringCallerTransactionPropertyTest {
             PlatformTransactionManager tm,
             OnceSpring once,
             IdempotentConsumer consumer,
+            IdempotentConsumer own,
             List<String> heard,
             Listeners listeners,
             AnnotationConfigApplicationContext context) {
@@ -135,7 +136,45 @@ class SpringCallerTransactionPropertyTest {
             context.registerBean(Listeners.class, () -> new Listeners(jdbc, once.outbox(), emf));
             context.register(ListenerConfig.class);
             context.refresh();
-            return new Setup(tm, once, consumer, heard, context.getBean(Listeners.class), context);
+            return new Setup(tm, once, consumer, own(ds, heard), heard, context.getBean(Listeners.class), context);
+        }
+
+        /**
+         * The same consumer as an engine of its own transactions on the DataSource (never Spring's), reporting to
+         * {@code heard}; its connections wait 5 s at most for a lock (a self-deadlock fails the chain, not hangs).
+         */
+        private static IdempotentConsumer own(DataSource ds, List<String> heard) {
+            DataSource waitsLittle = new org.springframework.jdbc.datasource.DelegatingDataSource(ds) {
+                @Override
+                public java.sql.Connection getConnection() throws java.sql.SQLException {
+                    java.sql.Connection c = super.getConnection();
+                    try (java.sql.Statement st = c.createStatement()) {
+                        st.execute(maria ? "SET SESSION innodb_lock_wait_timeout = 5" : "SET lock_timeout = '5s'");
+                    }
+                    return c;
+                }
+            };
+            return IdempotentConsumer.builder()
+                    .dataSource(waitsLittle)
+                    .consumer("prop")
+                    .outcomeListener((d, o) -> heard.add(d.eventId() + "=" + o.tag()))
+                    .handler((d, tx) -> {
+                        java.sql.Connection c = tx.connection();
+                        try (java.sql.PreparedStatement ps = c.prepareStatement("INSERT INTO ledger VALUES (?)")) {
+                            ps.setString(1, d.eventId());
+                            ps.executeUpdate();
+                        }
+                        tx.outbox().add("effects", d.eventId(), d.payload(), Map.of(), null);
+                        String[] at = new String(d.payload(), StandardCharsets.UTF_8).split("\\|");
+                        try (java.sql.PreparedStatement ps = c.prepareStatement(
+                                "INSERT INTO ordered_effect (event_id, stream, position) VALUES (?, ?, ?)")) {
+                            ps.setString(1, d.eventId());
+                            ps.setString(2, at[1]);
+                            ps.setLong(3, Long.parseLong(at[2]));
+                            ps.executeUpdate();
+                        }
+                    })
+                    .build();
         }
     }
 
@@ -288,6 +327,56 @@ class SpringCallerTransactionPropertyTest {
         run(chain, jdbcSetup);
     }
 
+    /**
+     * Ordered runs among savepoints: the moves of {@link #dataSourceTransactionManager} that decide which stream
+     * row locks the open transactions hold (begin REQUIRED / NESTED / REQUIRES_NEW, commit, rollback,
+     * setRollbackOnly, runs in the caller's scopes and in the engine's own transactions), denser than there: a
+     * run in a NESTED scope rolled back to its savepoint, then a run of the same stream in a REQUIRES_NEW
+     * transaction or in the engine's own.
+     */
+    @Property(tries = TRIES)
+    void orderedRunsAmongSavepoints(@ForAll("orderedChains") ActionChain<World> chain) {
+        database();
+        if (jdbcSetup == null) {
+            jdbcSetup = Setup.of(new JdbcTransactionManager(db.dataSource()), db.dataSource(), null);
+        }
+        run(chain, jdbcSetup);
+    }
+
+    @Provide
+    Arbitrary<ActionChain<World>> orderedChains() {
+        return ActionChain.<World>startWith(() -> World.next)
+                .withAction(2, move(w -> w.scopes.size() < 5, "begin REQUIRED", w -> w.begin(Kind.REQUIRED)))
+                .withAction(
+                        3,
+                        move(
+                                w -> w.scopes.size() < 5
+                                        && (w.scopes.isEmpty() || !w.scopes.top().physical.rollbackOnly),
+                                "begin NESTED",
+                                w -> w.begin(Kind.NESTED)))
+                .withAction(3, move(w -> w.scopes.size() < 5, "begin REQUIRES_NEW", w -> w.begin(Kind.REQUIRES_NEW)))
+                .withAction(5, move(w -> !w.scopes.isEmpty(), runs(), "processInOrder", World::inOrder))
+                .withAction(
+                        1,
+                        move(
+                                w -> !w.scopes.isEmpty() && !w.runs.isEmpty(),
+                                copies(),
+                                "processInOrder: a copy",
+                                World::copy))
+                .withAction(
+                        2,
+                        move(
+                                w -> !w.scopes.isEmpty(),
+                                runs(),
+                                "processInOrder in the engine's own transactions",
+                                World::inOrderOwned))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "process", World::process))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "commit", World::commit))
+                .withAction(3, move(w -> !w.scopes.isEmpty(), "rollback", World::rollback))
+                .withAction(1, move(w -> !w.scopes.isEmpty(), "setRollbackOnly", World::setRollbackOnly))
+                .withMaxTransformations(25);
+    }
+
     /** Without NESTED: Hibernate's JpaDialect offers no savepoints on this setup ("JpaDialect does not support savepoints"). */
     @Property(tries = TRIES)
     void jpaTransactionManager(@ForAll("jpaChains") ActionChain<World> chain) {
@@ -375,6 +464,13 @@ class SpringCallerTransactionPropertyTest {
                 .withAction(
                         2,
                         move(
+                                w -> !w.scopes.isEmpty(),
+                                runs(),
+                                "processInOrder in the engine's own transactions",
+                                World::inOrderOwned))
+                .withAction(
+                        2,
+                        move(
                                 w -> !w.scopes.isEmpty() && !w.runs.isEmpty(),
                                 copies(),
                                 "processInOrder: a copy",
@@ -453,9 +549,14 @@ class SpringCallerTransactionPropertyTest {
         final long[] committedPosition = new long[STREAMS]; // 0: no row
         final List<Run> runs = new ArrayList<>();
         final Map<String, long[]> positionOf = new HashMap<>(); // event id -> {stream, position}
-        // per physical transaction, the streams whose row lock its runs took (held until it ends, whatever a
-        // rollback to a savepoint undid: MariaDB keeps the locks)
-        final Map<Physical, java.util.Set<Integer>> fenced = new java.util.IdentityHashMap<>();
+        // The stream row locks the open transactions hold. PostgreSQL: an item "l:<stream>" of the scope whose run
+        // took it, so that it goes into the enclosing scope with a released savepoint, and is gone with a rollback
+        // to the savepoint (the subtransaction's locks are released) or with the transaction's end. MariaDB: in
+        // lockedToTheEnd, until the transaction ends (InnoDB keeps the lock of a row that existed past a rollback to
+        // a savepoint; the engine keeps every stream lock so, conservative where the run inserted the row). Every
+        // run with a fresh delivery takes it, a refused one too (PostgreSQL reads the stored position FOR UPDATE;
+        // MariaDB's INSERT ... ON DUPLICATE KEY UPDATE locks the row it leaves as it was).
+        final Map<Physical, java.util.Set<Integer>> lockedToTheEnd = new java.util.IdentityHashMap<>();
 
         /** One ordered run: its stream and, per delivery, the event id and the position. */
         record Run(int stream, List<String> ids, List<Long> positions) {}
@@ -537,13 +638,7 @@ class SpringCallerTransactionPropertyTest {
             List<Claim> claims =
                     run.ids().stream().map(id -> claim(id, physical)).toList();
             int firstFresh = claims.indexOf(Claim.FREE);
-            boolean heldByOther = false;
-            for (Scope scope : scopes.open()) {
-                if (scope.physical != physical) {
-                    heldByOther |= fenced.getOrDefault(scope.physical, java.util.Set.of())
-                            .contains(s);
-                }
-            }
+            boolean heldByOther = streamLocked(s, physical);
             runs.add(run);
             List<Delivery> deliveries = new ArrayList<>();
             for (int i = 0; i < run.ids().size(); i++) {
@@ -582,7 +677,14 @@ class SpringCallerTransactionPropertyTest {
                                 : !refused ? "applied" : i == firstFresh ? "failed_permanent" : "failed_retryable");
             }
             assertThat(outcomes.stream().map(dev.once.Outcome::tag).toList())
-                    .as("outcomes of %s, the stream at %d as the transaction sees it %s", run.ids(), seen, moves)
+                    .as(
+                            "outcomes of %s, the stream at %d as the transaction sees it %s (failures %s)",
+                            run.ids(),
+                            seen,
+                            moves,
+                            outcomes.stream()
+                                    .map(o -> String.valueOf(o.failure()))
+                                    .toList())
                     .isEqualTo(expected);
             for (int i = 0; i < claims.size(); i++) {
                 String id = run.ids().get(i);
@@ -596,7 +698,13 @@ class SpringCallerTransactionPropertyTest {
             if (firstFresh < 0) {
                 return; // nothing fresh: the fence does not run
             }
-            fenced.computeIfAbsent(physical, k -> new java.util.HashSet<>()).add(s);
+            if (maria) {
+                lockedToTheEnd
+                        .computeIfAbsent(physical, k -> new java.util.HashSet<>())
+                        .add(s);
+            } else {
+                top.items.add("l:" + s);
+            }
             List<String> fresh = new ArrayList<>();
             for (int i = firstFresh; i < claims.size(); i++) {
                 if (claims.get(i) == Claim.FREE) {
@@ -624,6 +732,87 @@ class SpringCallerTransactionPropertyTest {
             }
             top.items.add("p:" + s + ":" + run.positions().get(run.positions().size() - 1));
             moved.incrementAndGet();
+        }
+
+        /**
+         * Whether an open transaction of this thread other than {@code mine} (null: any, for an engine of its own
+         * transactions) holds stream {@code s}'s row lock.
+         */
+        boolean streamLocked(int s, Physical mine) {
+            for (Scope scope : scopes.open()) {
+                if (scope.physical != mine
+                        && (scope.items.contains("l:" + s)
+                                || lockedToTheEnd
+                                        .getOrDefault(scope.physical, java.util.Set.of())
+                                        .contains(s))) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /**
+         * processInOrder of fresh deliveries through an engine of its own transactions (a consumer built on the
+         * DataSource, not joining Spring's) called inside the caller's scopes: while an open transaction of the
+         * thread, the innermost one too, holds the stream's row lock, the engine's own transaction would wait for
+         * a lock only this thread can release: it fails fast, nothing runs. Else it commits at once: applied and
+         * the stream moved, or refused (the first failed for good, the rest held back) when the committed stream
+         * reached the first.
+         */
+        void inOrderOwned(RunArg a) {
+            int s = a.stream();
+            long first = Math.max(1, committedPosition[s] + a.offset());
+            List<String> ids = new ArrayList<>();
+            List<Long> positions = new ArrayList<>();
+            List<Delivery> deliveries = new ArrayList<>();
+            for (int i = 0; i < a.length(); i++) {
+                String id = fresh("w");
+                ids.add(id);
+                positions.add(first + i);
+                deliveries.add(Delivery.of(id, "s|" + stream(s) + "|" + (first + i)));
+            }
+            dev.once.StreamPositions at = new dev.once.StreamPositions(
+                    stream(s),
+                    positions.stream().map(java.math.BigInteger::valueOf).toList());
+            moves.add("processInOrder in the engine's own transactions " + stream(s) + " " + ids + "@" + positions);
+            if (streamLocked(s, null)) {
+                failFast.incrementAndGet();
+                Throwable thrown = call(() -> setup.own().processInOrder(deliveries, at));
+                assertThat(thrown)
+                        .as(
+                                "a run in the engine's own transaction of a stream an open transaction locked fails fast %s",
+                                moves)
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining(stream(s));
+                return;
+            }
+            List<dev.once.Outcome> outcomes = setup.own().processInOrder(deliveries, at);
+            boolean refused = first <= committedPosition[s];
+            List<String> expected = new ArrayList<>();
+            for (int i = 0; i < ids.size(); i++) {
+                expected.add(!refused ? "applied" : i == 0 ? "failed_permanent" : "failed_retryable");
+            }
+            assertThat(outcomes.stream().map(dev.once.Outcome::tag).toList())
+                    .as(
+                            "outcomes of %s in the engine's own transaction, the stream committed at %d %s",
+                            ids, committedPosition[s], moves)
+                    .isEqualTo(expected);
+            runs.add(new Run(s, ids, positions));
+            for (int i = 0; i < ids.size(); i++) {
+                positionOf.put(ids.get(i), new long[] {s, positions.get(i)});
+                expectedHeard
+                        .computeIfAbsent(ids.get(i), k -> new ArrayList<>())
+                        .add(expected.get(i));
+                if (!refused) {
+                    committed.merge("e:" + ids.get(i), 1, Integer::sum);
+                }
+            }
+            if (refused) {
+                refusals.incrementAndGet();
+            } else {
+                committedPosition[s] = positions.get(positions.size() - 1);
+                moved.incrementAndGet();
+            }
         }
 
         void process() {
@@ -778,6 +967,8 @@ class SpringCallerTransactionPropertyTest {
         final Map<String, ConsumerRecord<String, String>> records = new HashMap<>();
         final List<String> rolledBackRecords = new ArrayList<>();
         final java.util.Set<String> openCopies = new java.util.HashSet<>();
+        // ids with a copy of the transaction's own claim undone by a rollback to a savepoint
+        final java.util.Set<String> undoneCopies = new java.util.HashSet<>();
 
         /** Whether a listener call runs NESTED in the open transaction (a savepoint), or joins it (JPA). */
         boolean nested() {
@@ -952,7 +1143,7 @@ class SpringCallerTransactionPropertyTest {
          * undone in it before the claim committed in a REQUIRES_NEW transaction is reported not applied first).
          */
         private void duplicateOfEnded(String id) {
-            scopes.top().items.add("d:" + id);
+            scopes.top().items.add("c:" + id);
         }
 
         private Throwable call(ThrowingRunnable r) {
@@ -1049,7 +1240,7 @@ class SpringCallerTransactionPropertyTest {
                     }
                     savepoint.physical.undone.add(item);
                 }
-                if (item.startsWith("d:") || item.startsWith("i:")) {
+                if (item.startsWith("d:") || item.startsWith("c:") || item.startsWith("i:")) {
                     savepoint.physical.undone.add(item);
                 }
             }
@@ -1064,10 +1255,20 @@ class SpringCallerTransactionPropertyTest {
                             .add("failed_permanent");
                     continue;
                 }
-                if (item.startsWith("d:")) {
+                if (item.startsWith("c:")) {
                     expectedHeard
                             .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
                             .add("duplicate");
+                    continue;
+                }
+                if (item.startsWith("d:")) {
+                    // a copy of a claim this transaction took, undone by a rollback to a savepoint: FAILED_RETRYABLE
+                    // (undone with its claim, or conservatively) or DUPLICATE (its claim stood): never acknowledged
+                    // while its claim did not stand, which end() checks when the whole transaction rolls back
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add("failed_retryable");
+                    undoneCopies.add(item.substring(2));
                     continue;
                 }
                 if (item.startsWith("i:")) {
@@ -1097,10 +1298,16 @@ class SpringCallerTransactionPropertyTest {
                         }
                     }
                 }
-                if (item.startsWith("d:")) {
+                if (item.startsWith("c:")) {
                     expectedHeard
                             .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
                             .add("duplicate");
+                }
+                if (item.startsWith("d:")) {
+                    // a copy of a claim this transaction took: a duplicate only if that claim committed
+                    expectedHeard
+                            .computeIfAbsent(item.substring(2), k -> new ArrayList<>())
+                            .add(stands ? "duplicate" : "failed_retryable");
                 }
                 if (item.startsWith("i:")) {
                     expectedHeard
@@ -1211,6 +1418,17 @@ class SpringCallerTransactionPropertyTest {
                 int eq = h.indexOf('=');
                 heard.computeIfAbsent(h.substring(0, eq), k -> new ArrayList<>())
                         .add(h.substring(eq + 1));
+            }
+            for (String id : undoneCopies) {
+                for (Map<String, List<String>> m : List.of(heard, expectedHeard)) {
+                    if (m.containsKey(id)) {
+                        m.put(
+                                id,
+                                m.get(id).stream()
+                                        .map(o -> o.equals("duplicate") ? "failed_retryable" : o)
+                                        .toList());
+                    }
+                }
             }
             for (String id : openCopies) {
                 // a copy of a claim the open transaction held: heard at its end, in the order registered

@@ -303,9 +303,9 @@ public final class SqsConsumer implements AutoCloseable {
                 source);
     }
 
-    /** A claim held by another delivery that can end while this one waits ({@link SqsDeliveries#heldByAnother}). */
+    /** A claim held by another delivery that can end while this one waits ({@link AdapterDriver#heldElsewhere}). */
     private static boolean heldByAnother(Delivery d, Outcome o) {
-        return d != null && SqsDeliveries.heldByAnother(o);
+        return d != null && AdapterDriver.heldElsewhere(o);
     }
 
     /**

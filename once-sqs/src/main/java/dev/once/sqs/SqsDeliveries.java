@@ -1,9 +1,7 @@
 package dev.once.sqs;
 
-import dev.once.ClaimHeldOnThreadException;
 import dev.once.Delivery;
 import dev.once.InvalidDeliveryException;
-import dev.once.Outcome;
 import dev.once.outbox.OutboxMessage;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
@@ -16,15 +14,6 @@ final class SqsDeliveries {
     static final String DEFAULT_EVENT_ID_ATTRIBUTE = OutboxMessage.EVENT_ID_HEADER;
 
     private SqsDeliveries() {}
-
-    /**
-     * Whether {@code o}'s claim is held by another delivery that can end while this one waits: another thread's or
-     * process's transaction, not a suspended one of the calling thread ({@link ClaimHeldOnThreadException}, which
-     * cannot end before the call returns).
-     */
-    static boolean heldByAnother(Outcome o) {
-        return o.status() == Outcome.Status.IN_PROGRESS && !(o.failure() instanceof ClaimHeldOnThreadException);
-    }
 
     /**
      * @param attributes     string message attributes

@@ -6,6 +6,7 @@ import dev.once.InvalidDeliveryException;
 import dev.once.Outcome;
 import dev.once.RetryPolicy;
 import dev.once.StreamPositions;
+import dev.once.adapter.AdapterDriver;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -139,12 +140,12 @@ public final class SqsLambdaHandler {
     }
 
     /**
-     * {@code o}, or, when its claim is held by another delivery ({@link SqsDeliveries#heldByAnother}), the outcome
+     * {@code o}, or, when its claim is held by another delivery ({@link AdapterDriver#heldElsewhere}), the outcome
      * of the first try {@code again} that found the holder ended, spaced by the holder retries; a try is started
      * only while more than {@link #TIME_RESERVE} will be left after its pause, else the last outcome is returned.
      */
     private static Outcome untilHolderEnds(Outcome o, Supplier<Outcome> again, LongSupplier remainingMillis) {
-        for (int tries = 1; SqsDeliveries.heldByAnother(o); tries++) {
+        for (int tries = 1; AdapterDriver.heldElsewhere(o); tries++) {
             long pause = HOLDER_RETRIES.delay(tries).toMillis();
             if (remainingMillis.getAsLong() - pause <= TIME_RESERVE.toMillis()) {
                 return o;
