@@ -529,6 +529,7 @@ class OrderedMismatchPropertyTest {
             int processed = 0;
             int runs = 0;
             try (Connection c = db.dataSource().getConnection()) {
+                long holder = sessionId(c);
                 c.setAutoCommit(false);
                 try (ManualTransactions.Scope scope = MANUAL.join(c)) {
                     for (int r = 0; r < placed.size() && !doomed; r++) {
@@ -554,7 +555,7 @@ class OrderedMismatchPropertyTest {
                         // thread, waits for innodb_lock_wait_timeout (not guarded; ends IN_PROGRESS): not run here
                         boolean gapLocked = dialect == Dialects.MARIADB && held.isEmpty() && !met.isEmpty();
                         if (r == step.nestedAfter() && !gapLocked) {
-                            View moved = nested(nested, held, when);
+                            View moved = nested(nested, held, holder, when);
                             if (moved != null) {
                                 view = moved.copy();
                                 atSavepoint = atSavepoint == null ? null : moved.copy();
@@ -629,16 +630,17 @@ class OrderedMismatchPropertyTest {
          * (the case {@code ClaimsOnThread} guards for claims): when that transaction moved the stream it holds the
          * position's row lock until it ends, which it cannot before this call returns, so nothing may run and the
          * call fails fast; else the run commits on its own. Returns the committed view when it moved on, else null.
-         * A watchdog cancels a statement still waiting for a lock after {@value #WAIT_MS} ms.
+         * A watchdog cancels a statement still waiting for a lock of the caller's session {@code holder} after
+         * {@value #WAIT_MS} ms.
          */
-        private View nested(List<At> run, java.util.Set<String> held, String when) throws Exception {
+        private View nested(List<At> run, java.util.Set<String> held, long holder, String when) throws Exception {
             boolean locked = !held.isEmpty();
             String what = when + ": the owned run " + run + " in the open transaction, which "
                     + (locked ? "holds" : "does not hold") + " the stream's row lock";
             IdempotentConsumer consumer = owned(0);
             long started = System.nanoTime();
-            java.util.concurrent.ScheduledFuture<?> watchdog =
-                    WATCHDOG.schedule(this::cancelLockWaits, WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
+            java.util.concurrent.ScheduledFuture<?> watchdog = WATCHDOG.schedule(
+                    () -> cancelLockWaits(holder), WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
             List<Outcome> outcomes = null;
             RuntimeException thrown = null;
             try {
@@ -662,19 +664,34 @@ class OrderedMismatchPropertyTest {
             return committed;
         }
 
-        /** Cancels every statement of the test's database waiting for a row lock. */
-        private void cancelLockWaits() {
+        /** The server's id of {@code c}'s session (PostgreSQL's backend pid, MariaDB's connection id). */
+        private long sessionId(Connection c) throws SQLException {
+            try (Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery(
+                            dialect == Dialects.POSTGRESQL ? "SELECT pg_backend_pid()" : "SELECT CONNECTION_ID()")) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+
+        /**
+         * Cancels the statements waiting for a lock that session {@code holder} (the caller's open transaction)
+         * holds: only those, since other test classes, run beside this one, wait for locks in the same server (on
+         * PostgreSQL in the same database, their schemas apart) and must not see their waits cancelled.
+         */
+        private void cancelLockWaits(long holder) {
             try (Connection c = db.dataSource().getConnection();
                     Statement s = c.createStatement()) {
                 if (dialect == Dialects.POSTGRESQL) {
                     s.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
-                            + " WHERE wait_event_type = 'Lock' AND datname = current_database()");
+                            + " WHERE wait_event_type = 'Lock' AND " + holder + " = ANY(pg_blocking_pids(pid))");
                 } else {
                     List<Long> waiting = new ArrayList<>();
-                    try (ResultSet rs =
-                            s.executeQuery("SELECT t.trx_mysql_thread_id FROM information_schema.innodb_trx t JOIN"
-                                    + " information_schema.processlist p ON p.id = t.trx_mysql_thread_id"
-                                    + " WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()")) {
+                    try (ResultSet rs = s.executeQuery("SELECT r.trx_mysql_thread_id FROM"
+                            + " information_schema.innodb_lock_waits w"
+                            + " JOIN information_schema.innodb_trx r ON r.trx_id = w.requesting_trx_id"
+                            + " JOIN information_schema.innodb_trx b ON b.trx_id = w.blocking_trx_id"
+                            + " WHERE b.trx_mysql_thread_id = " + holder)) {
                         while (rs.next()) {
                             waiting.add(rs.getLong(1));
                         }

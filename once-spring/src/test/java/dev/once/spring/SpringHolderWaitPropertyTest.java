@@ -11,6 +11,10 @@ import com.rabbitmq.client.Channel;
 import dev.once.Outcome;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import io.awspring.cloud.sqs.annotation.SqsListener;
+import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
+import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
+import io.awspring.cloud.sqs.listener.interceptor.MessageInterceptor;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -48,22 +52,25 @@ import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /**
- * The Spring listener containers' waits for a holder, generated: each try sends 3 to 5 events at once, one to each of
- * a {@code @RabbitListener} (AUTO acks), a {@code @RabbitListener} taking the {@code Channel} (MANUAL acks) and a
- * {@code PubSubTemplate.subscribe} listener and up to two more, one copy or two (a redelivery), its claim held first
- * by another process ({@link OtherProcessClaim}) or not; a holder commits or rolls back, at once or slowly after the
- * listener met it, and a RabbitMQ container may be stopped and restarted while its call waits. Real RabbitMQ (quorum
- * queues with {@code x-delivery-limit} 3 and a dead-letter queue), the Pub/Sub emulator (dead-letter policy of 5
- * attempts, ack deadline 10 s) and PostgreSQL; every claim gives up after 200 ms (IN_PROGRESS). Asserted: each event
- * applied exactly once (by its holder, or by one body run of the listener), nothing dead-lettered. The Pub/Sub
- * subscriber is not stopped here: a message nacked by a stopping subscriber did not come back from the emulator
- * ({@link PubSubHeldClaimTest}). No {@code @SqsListener} here ({@link SqsHeldClaimTest}): beside the RabbitMQ
- * containers on this 2-core machine its ElasticMQ receipt handles went stale (deletes and visibility changes refused
- * as {@code ReceiptHandleIsInvalid}) and messages were received twice, so the mix was flaky.
+ * The Spring listener containers' waits for a holder, generated: each try sends 4 to 6 events at once, one to each of
+ * a {@code @RabbitListener} (AUTO acks), a {@code @RabbitListener} taking the {@code Channel} (MANUAL acks), an
+ * {@code @SqsListener} and a {@code PubSubTemplate.subscribe} listener and up to two more, one copy or two (a
+ * redelivery), its claim held first by another process ({@link OtherProcessClaim}) or not; a holder commits or rolls
+ * back, at once or slowly after the listener met it, and a RabbitMQ container may be stopped and restarted while its
+ * call waits. Real RabbitMQ (quorum queues with {@code x-delivery-limit} 3 and a dead-letter queue), ElasticMQ
+ * (redrive after 2 receives, visibility 5 s), the Pub/Sub emulator (dead-letter policy of 5 attempts, ack deadline
+ * 10 s) and PostgreSQL; every claim gives up after 200 ms (IN_PROGRESS). Asserted: each event applied exactly once (by
+ * its holder, or by one body run of the listener), nothing dead-lettered, and an SQS message whose body ran received
+ * once (its visibility kept through the wait, not lapsed and redelivered). The Pub/Sub subscriber and the SQS
+ * container are not stopped here: a message nacked by a stopping Pub/Sub subscriber did not come back from the
+ * emulator ({@link PubSubHeldClaimTest}), and an SQS message left by a stopped wait comes back only after the 30 s
+ * visibility the wait set ({@link SqsHeldClaimTest}).
  */
 class SpringHolderWaitPropertyTest {
 
@@ -73,11 +80,13 @@ class SpringHolderWaitPropertyTest {
     static final String RABBIT_DEAD = "once-spring-wait-dead-" + SUFFIX;
     static final String PUBSUB = "spring-wait-" + SUFFIX;
     static final String PUBSUB_DEAD = "spring-wait-dead-" + SUFFIX;
+    static final String SQS = "once-spring-sqs-wait-" + SUFFIX;
     static final String CONSUMER = "spring-wait";
 
     enum Broker {
         RABBIT,
         RABBIT_CHANNEL,
+        SQS,
         PUBSUB
     }
 
@@ -102,12 +111,17 @@ class SpringHolderWaitPropertyTest {
 
     static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
     static final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    // by event: the highest ApproximateReceiveCount of its SQS messages the container handed to the listener
+    static final Map<String, Integer> sqsReceives = new ConcurrentHashMap<>();
     static final AtomicInteger tries = new AtomicInteger();
     static final Object CONTAINER_STOPS = new Object();
     // a thread per holder's end: they sleep, and the common pool of a 2-core machine has one thread
     static final java.util.concurrent.ExecutorService HOLDERS = java.util.concurrent.Executors.newCachedThreadPool();
 
     static TestDatabase db;
+    static ElasticMqQueues mq;
+    static String sqsUrl;
+    static String sqsDead;
     static PubSubTestBeans emulator;
     static AnnotationConfigApplicationContext context;
     static Subscriber subscriber;
@@ -116,10 +130,24 @@ class SpringHolderWaitPropertyTest {
         if (context != null) {
             return;
         }
+        mq = ElasticMqQueues.start();
+        sqsDead = mq.queue(SQS + "-dlq", Map.of());
+        sqsUrl = mq.queue(
+                SQS,
+                Map.of(
+                        QueueAttributeName.VISIBILITY_TIMEOUT,
+                        "5",
+                        QueueAttributeName.REDRIVE_POLICY,
+                        "{\"deadLetterTargetArn\":\"" + mq.arn(sqsDead) + "\",\"maxReceiveCount\":\"2\"}"));
+        System.setProperty("once.test.sqs.wait", SQS);
         emulator = new PubSubTestBeans(PubSubIdempotentListenerTest.STREAMS_END_WITHIN_5_S);
         emulator.create(PUBSUB_DEAD, PUBSUB_DEAD);
         emulator.createDeadLettering(PUBSUB, PUBSUB, PUBSUB_DEAD, 5);
-        db = TestPostgres.shared().freshDatabase(); // 16: up to 5 holders and 8 RabbitMQ consumers
+        // A connection for each of up to 6 holders (OtherProcessClaim, on this pool) and 12 messages in flight. With 4
+        // (ElasticMqQueues.ledgerDatabase) beside 5 holders an SQS call's first try waited 10.4 s for a connection,
+        // past a 10 s visibility timeout before the wait could extend it: the message was received again (the
+        // first receipt handle then refused: ReceiptHandleIsInvalid), and a third receive dead-letters it.
+        db = TestPostgres.shared().freshDatabase(24);
         db.execute("CREATE TABLE ledger (seq bigserial PRIMARY KEY, event_id text NOT NULL)");
         context = JdbcListenerBeans.context(db.dataSource(), Config.class);
         subscriber =
@@ -130,6 +158,9 @@ class SpringHolderWaitPropertyTest {
             send(b, id);
             await().atMost(Duration.ofSeconds(60)).until(() -> ledger(id) == 1);
         }
+        // a slow first call's message may have been received again, and gone to the dead-letter queue: not counted
+        await().atMost(Duration.ofSeconds(60)).until(() -> mq.held(sqsUrl) == 0);
+        sqsReceives.clear();
         deadBefore = deadLettered();
     }
 
@@ -153,11 +184,15 @@ class SpringHolderWaitPropertyTest {
         if (db != null) {
             db.close();
         }
+        if (mq != null) {
+            mq.close();
+        }
     }
 
     @Configuration(proxyBeanMethods = false)
     @EnableRabbit
     @EnableIdempotentListeners
+    @Import(SqsBootstrapConfiguration.class)
     static class Config {
         @Bean
         JdbcTransactionManager transactionManager(DataSource ds) {
@@ -243,6 +278,28 @@ class SpringHolderWaitPropertyTest {
         }
 
         @Bean
+        SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
+            return SqsMessageListenerContainerFactory.builder()
+                    .sqsAsyncClient(mq.sqs)
+                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .acknowledgementInterval(Duration.ZERO)
+                            .acknowledgementThreshold(0))
+                    .messageInterceptor(new MessageInterceptor<Object>() {
+                        @Override
+                        public org.springframework.messaging.Message<Object> intercept(
+                                org.springframework.messaging.Message<Object> m) {
+                            sqsReceives.merge(
+                                    (String) m.getHeaders().get("once-event-id"),
+                                    Integer.valueOf((String) m.getHeaders().get("Sqs_Msa_ApproximateReceiveCount")),
+                                    Math::max);
+                            return m;
+                        }
+                    })
+                    .build();
+        }
+
+        @Bean
         PubSubTemplate pubSubTemplate() {
             return PubSubTestBeans.template(
                     emulator.channel, PubSubIdempotentListenerTest.subscriberFactory(emulator.channel));
@@ -283,6 +340,12 @@ class SpringHolderWaitPropertyTest {
             channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
         }
 
+        @SqsListener("${once.test.sqs.wait}")
+        @IdempotentListener(consumer = CONSUMER)
+        public void onSqs(org.springframework.messaging.Message<String> message) {
+            apply((String) message.getHeaders().get("once-event-id"));
+        }
+
         @IdempotentListener(consumer = CONSUMER)
         public void onPubSub(BasicAcknowledgeablePubsubMessage message) {
             apply(message.getPubsubMessage().getAttributesOrThrow("once-event-id"));
@@ -291,7 +354,8 @@ class SpringHolderWaitPropertyTest {
 
     /**
      * One event per container kind, and up to two more on any: each held first by another process more often than
-     * not, and a holder slow (2 s after the listener met it: ten tries, past every delivery budget here) as often as
+     * not, and a holder slow (2 s after the listener met it: ten tries, past every delivery budget here; an SQS one 6 s, past
+     * its message's 5 s visibility timeout: kept invisible by the wait alone) as often as
      * quick.
      */
     @Provide
@@ -300,10 +364,11 @@ class SpringHolderWaitPropertyTest {
         return Combinators.combine(
                         event(Broker.RABBIT),
                         event(Broker.RABBIT_CHANNEL),
+                        event(Broker.SQS),
                         event(Broker.PUBSUB),
                         extra.list().ofMaxSize(2))
-                .as((a, b, c, more) -> {
-                    List<Event> all = new ArrayList<>(List.of(a, b, c));
+                .as((a, b, c, d, more) -> {
+                    List<Event> all = new ArrayList<>(List.of(a, b, c, d));
                     all.addAll(more);
                     return all;
                 });
@@ -313,14 +378,15 @@ class SpringHolderWaitPropertyTest {
         return Combinators.combine(
                         Arbitraries.integers().between(1, 2),
                         Arbitraries.of(Holder.NONE, Holder.COMMITS, Holder.ROLLS_BACK, Holder.ROLLS_BACK),
-                        Arbitraries.of(0, 400, 2000, 2000),
+                        // an SQS holder's slow end outlasts the 5 s visibility timeout: kept only by the wait
+                        Arbitraries.of(0, 400, 2000, 2000).map(m -> broker == Broker.SQS && m == 2000 ? 6000 : m),
                         Arbitraries.of(true, false))
                 .as((copies, holder, holdMillis, stop) -> new Event(broker, copies, holder, holdMillis, stop));
     }
 
     /**
-     * Runs the try's events at once; each applied exactly once, none dead-lettered. About 4 s a try (the slow holders,
-     * the container stops); no shrinking, which would replay tries for minutes.
+     * Runs the try's events at once; each applied exactly once, none dead-lettered. About 5 s a try (the slow holders,
+     * the container stops, the SQS polls); no shrinking, which would replay tries for minutes.
      */
     @Property(tries = 8, shrinking = ShrinkingMode.OFF, edgeCases = EdgeCasesMode.NONE)
     void everyEventIsAppliedOnceWhateverItsHolderAndContainerDo(@ForAll("tries") List<Event> events) throws Exception {
@@ -362,7 +428,8 @@ class SpringHolderWaitPropertyTest {
                     .until(() -> ledger(id) + byHolder >= 1 || deadLettered() > deadBefore);
         }
         // the copies drained: nothing left to apply an event twice
-        await().atMost(Duration.ofSeconds(60)).until(() -> ready(RABBIT) == 0 && ready(RABBIT_MANUAL) == 0);
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> mq.held(sqsUrl) == 0 && ready(RABBIT) == 0 && ready(RABBIT_MANUAL) == 0);
         for (int i = 0; i < events.size(); i++) {
             String id = ids.get(i);
             long byHolder = events.get(i).holder() == Holder.COMMITS ? 1 : 0;
@@ -370,8 +437,19 @@ class SpringHolderWaitPropertyTest {
                     .as("%s applied exactly once (%s; the listener's outcomes: %s)", id, what, outcomes.get(id))
                     .isEqualTo(1);
         }
+        for (int i = 0; i < events.size(); i++) {
+            if (events.get(i).broker() == Broker.SQS) {
+                assertThat(sqsReceives.get(ids.get(i)))
+                        .as(
+                                "%s's SQS messages each received once: kept invisible through the wait (%s)",
+                                ids.get(i), what)
+                        .isEqualTo(1);
+            }
+        }
         assertThat(deadLettered() - deadBefore)
-                .as("nothing dead-lettered (%s; RabbitMQ %s, Pub/Sub %s)", what, ready(RABBIT_DEAD), pubSubDead.get())
+                .as(
+                        "nothing dead-lettered (%s; RabbitMQ %s, SQS %s, Pub/Sub %s)",
+                        what, ready(RABBIT_DEAD), mq.held(sqsDead), pubSubDead.get())
                 .isZero();
     }
 
@@ -412,6 +490,7 @@ class SpringHolderWaitPropertyTest {
                                 MessageBuilder.withBody("20".getBytes(StandardCharsets.UTF_8))
                                         .setHeader("once-event-id", eventId)
                                         .build());
+            case SQS -> mq.send(sqsUrl, null, eventId, "20");
             case PUBSUB ->
                 context.getBean(PubSubTemplate.class)
                         .publish(PUBSUB, "20", Map.of("once-event-id", eventId))
@@ -446,6 +525,6 @@ class SpringHolderWaitPropertyTest {
             pubSubDead.incrementAndGet();
             m.ack();
         }
-        return ready(RABBIT_DEAD) + pubSubDead.get();
+        return ready(RABBIT_DEAD) + mq.held(sqsDead) + pubSubDead.get();
     }
 }
