@@ -93,16 +93,22 @@ final class ClaimsOnThread {
      * which stands or falls with it.
      */
     static boolean streamHeldBy(JoinedTransaction mine, String prefix, String consumer, String stream) {
+        Held h = heldOf(mine, prefix, consumer);
+        return h != null && (h.streams.contains(stream) || h.streamsToTheEnd.contains(stream));
+    }
+
+    /** What the open transaction {@code mine} itself holds for {@code consumer} under {@code prefix}; null: nothing. */
+    private static Held heldOf(JoinedTransaction mine, String prefix, String consumer) {
         ClaimsOnThread claims = ON_THREAD.get();
-        if (claims == null || mine == null) {
-            return false;
+        if (claims == null || mine == null || mine.done()) {
+            return null;
         }
         for (Held h : claims.held) {
-            if (h.tx == mine && !mine.done() && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
-                return h.streams.contains(stream) || h.streamsToTheEnd.contains(stream);
+            if (h.tx == mine && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
+                return h;
             }
         }
-        return false;
+        return null;
     }
 
     private static Held held(JoinedTransaction tx, String prefix, String consumer) {
@@ -133,16 +139,8 @@ final class ClaimsOnThread {
      * duplicate then stands or falls with that claim, not with an earlier transaction's.
      */
     static boolean heldBy(JoinedTransaction mine, String prefix, String consumer, String id) {
-        ClaimsOnThread claims = ON_THREAD.get();
-        if (claims == null || mine == null) {
-            return false;
-        }
-        for (Held h : claims.held) {
-            if (h.tx == mine && !mine.done() && h.consumer.equals(consumer) && h.prefix.equals(prefix)) {
-                return h.ids.contains(id);
-            }
-        }
-        return false;
+        Held h = heldOf(mine, prefix, consumer);
+        return h != null && h.ids.contains(id);
     }
 
     /**
