@@ -114,15 +114,42 @@ final class SpringSuite implements Suite {
         return "spring";
     }
 
+    /**
+     * The rows to run: {@link #ROWS}, or those the system property {@code once.bench.spring.rows} names
+     * (comma-separated, to profile one row beside another while changing it; a run of some rows prints
+     * their result lines and leaves BENCHMARKS.md's section as it is, as its checks compare every row).
+     */
+    static List<String> selectedRows() {
+        String only = System.getProperty("once.bench.spring.rows");
+        if (only == null || only.isBlank()) {
+            return ROWS;
+        }
+        List<String> named = List.of(only.trim().split("\\s*,\\s*"));
+        for (String row : named) {
+            if (!ROWS.contains(row)) {
+                throw new IllegalArgumentException(
+                        "once.bench.spring.rows names '" + row + "', expected some of " + String.join(",", ROWS));
+            }
+        }
+        return ROWS.stream().filter(named::contains).toList();
+    }
+
     @Override
     public void run(Run run) throws Exception {
         SpringSuite sized = run.settings().quick() ? new SpringSuite(2_000, 10_000) : this;
+        List<String> selected = selectedRows();
         List<Row> rows;
         try (TestKafka kafka = TestKafka.start();
                 BenchPostgres.Db db = run.postgres().freshDatabase(2)) {
             Run.progress("spring: " + sized.recordEvents + " / " + sized.batchEvents + " events, embedded broker at "
                     + kafka.bootstrapServers());
-            rows = sized.measure(kafka, db.dataSource());
+            rows = sized.measure(kafka, db.dataSource(), selected);
+        }
+        if (!selected.equals(ROWS)) {
+            for (Row r : rows) {
+                run.line(r.line());
+            }
+            return;
         }
         StringBuilder md = new StringBuilder();
         md.append("A Spring Boot ")
@@ -261,7 +288,7 @@ final class SpringSuite implements Suite {
     }
 
     /** Warms up on small topics, then measures every row; each row's end state is checked. */
-    List<Row> measure(TestKafka kafka, DataSource ds) throws Exception {
+    List<Row> measure(TestKafka kafka, DataSource ds, List<String> selected) throws Exception {
         try (Connection c = ds.getConnection();
                 Statement s = c.createStatement()) {
             for (String table : List.of("processed_events", "processed_events_plain")) {
@@ -274,13 +301,13 @@ final class SpringSuite implements Suite {
         // (C2 compiles after ~10,000 calls): once per record measured 0.48x processed_events after 500
         // warm-up events, 0.81x after 1,000 with twice the measured events.
         Run.progress("spring: warm-up");
-        runApplication(kafka, ds, Math.max(100, recordEvents / 2), Math.max(200, batchEvents / 4));
+        runApplication(kafka, ds, selected, Math.max(100, recordEvents / 2), Math.max(200, batchEvents / 4));
         Run.progress("spring: measured");
-        return runApplication(kafka, ds, recordEvents, batchEvents);
+        return runApplication(kafka, ds, selected, recordEvents, batchEvents);
     }
 
-    private static List<Row> runApplication(TestKafka kafka, DataSource ds, int recordEvents, int batchEvents)
-            throws Exception {
+    private static List<Row> runApplication(
+            TestKafka kafka, DataSource ds, List<String> selected, int recordEvents, int batchEvents) throws Exception {
         try (Connection c = ds.getConnection();
                 Statement s = c.createStatement()) {
             // The same start for every table a row writes: the warm-up's marks and claims gone, the
@@ -311,13 +338,13 @@ final class SpringSuite implements Suite {
             KafkaListenerEndpointRegistry registry = app.getBean(KafkaListenerEndpointRegistry.class);
             SpringApp.Meter meter = app.getBean(SpringApp.Meter.class);
             Map<String, Tally> tallies = new LinkedHashMap<>();
-            for (String name : ROWS) {
+            for (String name : selected) {
                 boolean batch = name.contains("batch");
                 int events = batch ? batchEvents : recordEvents;
                 int deliveries = batch ? batchDeliveries : recordDeliveries;
                 tallies.put(name, new Tally(name, events, deliveries, registry.getListenerContainer(name)));
             }
-            List<Tally> perRecord = ROWS.stream()
+            List<Tally> perRecord = selected.stream()
                     .filter(n -> !n.contains("batch"))
                     .map(tallies::get)
                     .toList();
@@ -331,7 +358,7 @@ final class SpringSuite implements Suite {
                     slice(t, meter, ds, (long) t.deliveries * round / ROUNDS);
                 }
             }
-            for (String name : ROWS) {
+            for (String name : selected) {
                 if (name.contains("batch")) {
                     Tally t = tallies.get(name);
                     slice(t, meter, ds, t.deliveries);

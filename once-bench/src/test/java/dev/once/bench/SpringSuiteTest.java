@@ -1,6 +1,7 @@
 package dev.once.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.testkit.kafka.TestKafka;
 import dev.once.testsupport.TestPostgres;
@@ -18,7 +19,7 @@ class SpringSuiteTest {
         try (BenchPostgres postgres = BenchPostgres.start(TestPostgres.shared().jdbcUrl());
                 BenchPostgres.Db db = postgres.freshDatabase(2);
                 TestKafka kafka = TestKafka.start()) {
-            List<SpringSuite.Row> rows = new SpringSuite(400, 1_000).measure(kafka, db.dataSource());
+            List<SpringSuite.Row> rows = new SpringSuite(400, 1_000).measure(kafka, db.dataSource(), SpringSuite.ROWS);
 
             assertThat(rows).extracting(SpringSuite.Row::name).containsExactlyElementsOf(SpringSuite.ROWS);
             for (SpringSuite.Row r : rows) {
@@ -28,6 +29,23 @@ class SpringSuiteTest {
                 assertThat(r.marks()).as(r.name() + ": claims or marks").isEqualTo(noDedupe ? 0 : r.events());
                 assertThat(r.eventsPerSecond()).as(r.name()).isPositive();
             }
+        }
+    }
+
+    @Test
+    void theRowsPropertySelectsRowsInTheSuitesOrderAndNamesAnUnknownOne() {
+        try {
+            System.clearProperty("once.bench.spring.rows");
+            assertThat(SpringSuite.selectedRows()).isEqualTo(SpringSuite.ROWS);
+            System.setProperty("once.bench.spring.rows", "processed-events, once-record");
+            assertThat(SpringSuite.selectedRows()).containsExactly(SpringApp.ONCE_RECORD, SpringApp.PROCESSED_EVENTS);
+            System.setProperty("once.bench.spring.rows", "once-record,once-recrod");
+            assertThatThrownBy(SpringSuite::selectedRows)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("'once-recrod'")
+                    .hasMessageContaining("once-record-at-commit");
+        } finally {
+            System.clearProperty("once.bench.spring.rows");
         }
     }
 }
