@@ -224,7 +224,8 @@ class MismatchPropertyTest {
             mariadb = effects(TestMariaDb.shared().freshDatabase(4));
         }
         List<Item> items = List.of(new Item(0, "a"), new Item(1, "poison"), new Item(2, "a"));
-        for (Step step : List.of(new Step(JOINED, false, items, 7, 0, true), new Step(JOINED, false, items, 2, 1, false))) {
+        for (Step step :
+                List.of(new Step(JOINED, false, items, 7, 0, true), new Step(JOINED, false, items, 2, 1, false))) {
             run(postgres, Dialects.POSTGRESQL, List.of(step));
             run(mariadb, Dialects.MARIADB, List.of(step));
         }
