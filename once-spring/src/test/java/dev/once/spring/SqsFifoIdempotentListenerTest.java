@@ -97,7 +97,7 @@ class SqsFifoIdempotentListenerTest {
                         QueueAttributeName.REDRIVE_POLICY,
                         "{\"deadLetterTargetArn\":\"" + dlqArn + "\",\"maxReceiveCount\":\"1\"}"));
         batchUrl = mq.fifo(BATCH, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "30"));
-        // long enough that the batch's messages are still in the queue, none deleted, when group x's call failed
+        // short, so that a failed batch comes back soon
         failingUrl = mq.fifo(FAILING, Map.of(QueueAttributeName.VISIBILITY_TIMEOUT, "3"));
         System.setProperty("once.test.sqs.fifo", FIFO);
         System.setProperty("once.test.sqs.fifo-batch", BATCH);
@@ -150,13 +150,21 @@ class SqsFifoIdempotentListenerTest {
                     .build();
         }
 
-        /** Batches that mix message groups: once splits them, one ordered run per group. */
+        /**
+         * Batches that mix message groups: once splits them, one ordered run per group. One batch in hand at a time
+         * (no receive until the call ends): a call slower than the queue's visibility timeout (a loaded machine)
+         * would otherwise let a receive with the permits left take part of the batch back, without group x's
+         * messages, and that call, which fails nothing, deletes them.
+         */
         @Bean
         SqsMessageListenerContainerFactory<Object> mixedGroupsSqsListenerContainerFactory() {
             return SqsMessageListenerContainerFactory.builder()
                     .sqsAsyncClient(sqs)
                     .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
                             .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                            .maxConcurrentMessages(10)
+                            .maxMessagesPerPoll(10)
+                            .backPressureMode(io.awspring.cloud.sqs.listener.BackPressureMode.ALWAYS_POLL_MAX_MESSAGES)
                             .fifoBatchGroupingStrategy(
                                     io.awspring.cloud.sqs.listener.FifoBatchGroupingStrategy
                                             .PROCESS_MULTIPLE_GROUPS_IN_SAME_BATCH))
@@ -393,7 +401,10 @@ class SqsFifoIdempotentListenerTest {
                             && applied("q-%").size() == 2);
             assertThat(applied("x-%")).as("group x's run rolled back alone").isEmpty();
             assertThat(messagesIn(failingUrl))
-                    .as("the calls threw: the container deleted none of the batch, p's and q's applied included")
+                    .as(
+                            "the calls threw: the container deleted none of the batch, p's and q's applied included"
+                                    + " (the body's calls: %s)",
+                            failingCalls)
                     .isEqualTo(sent.size());
             assertThat(db.queryLong("SELECT count(*) FROM once_stream_position WHERE consumer = 'sqs-fifo-failing'"
                             + " AND stream = '" + StreamPositions.sqsMessageGroup(failingUrl, "x") + "'"))
