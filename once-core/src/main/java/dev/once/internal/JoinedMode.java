@@ -22,6 +22,8 @@ import java.util.Set;
  */
 final class JoinedMode {
 
+    private static final String COPY_OF_EARLIER = "of a delivery applied before it in the same transaction";
+
     private final Transactions transactions;
     private final ClaimRun claimRun;
     private final ClaimCheck check;
@@ -61,7 +63,7 @@ final class JoinedMode {
      * One delivery's work in the caller's transaction and its report when that ends: one object per
      * delivery, where a lambda for each, and an array for the result, were three.
      */
-    private final class JoinedCall implements Transactions.Work<Outcome>, TransactionHandle.CompletionCallback {
+    private final class JoinedCall extends Provisional implements Transactions.Work<Outcome> {
         private final Delivery d;
         private Transaction tx;
         private Outcome provisional;
@@ -93,11 +95,17 @@ final class JoinedMode {
 
         @Override
         public void completed(boolean committed) {
-            Outcome last = tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional;
-            if (!committed && copyOfOwnClaim && last.status() == Status.DUPLICATE) {
-                last = undone(d, "of a delivery applied before it in the same transaction");
-            }
-            reportJoined(d, last, committed);
+            report(d, provisional, committed);
+        }
+
+        @Override
+        Outcome atEnd(Delivery d, Outcome provisional, boolean committed) {
+            return tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional;
+        }
+
+        @Override
+        String copyOfOwnClaim(Delivery d) {
+            return copyOfOwnClaim ? COPY_OF_EARLIER : null;
         }
     }
 
@@ -216,13 +224,12 @@ final class JoinedMode {
                 // a refusal by a position this transaction may have moved itself: it stands or falls with that move
                 Outcome ownRefusal =
                         ownMove && behind != null && behind.status() == Status.FAILED_PERMANENT ? behind : null;
-                tx.afterCompletion(committed -> {
-                    Outcome lostAtCommit = tx.lostAtCommit();
-                    for (int i = 0; i < deliveries.size(); i++) {
-                        Delivery d = deliveries.get(i);
-                        Outcome last = lostAtCommit != null && claimed.contains(d.eventId())
-                                ? FailedOutcomes.notRun(d, lostAtCommit)
-                                : outcomes.get(i);
+                tx.afterCompletion(new ProvisionalBatch(deliveries, outcomes) {
+                    @Override
+                    Outcome atEnd(Delivery d, Outcome provisional, boolean committed) {
+                        Outcome last = tx.lostAtCommit() != null && claimed.contains(d.eventId())
+                                ? FailedOutcomes.notRun(d, tx.lostAtCommit())
+                                : provisional;
                         if (ownRefusal != null
                                 && d.eventId().equals(ownRefusal.eventId())
                                 && last.status() == Status.FAILED_PERMANENT) {
@@ -231,18 +238,14 @@ final class JoinedMode {
                             // for good, lest it be dead-lettered unapplied; a redelivery meets the committed stream
                             last = refusedByOwnMove(d, ownRefusal, committed);
                         }
-                        if (!committed
-                                && last.status() == Status.DUPLICATE
-                                && (claimed.contains(d.eventId()) || ownBefore.contains(d.eventId()))) {
-                            // a copy of a delivery this transaction claimed: a duplicate of a claim that rolled
-                            // back with it, so nothing of the event stands and the copy must come again too
-                            last = undone(
-                                    d,
-                                    claimed.contains(d.eventId())
-                                            ? "whose first occurrence in the batch was applied"
-                                            : "of a delivery applied before it in the same transaction");
-                        }
-                        reportJoined(d, last, committed);
+                        return last;
+                    }
+
+                    @Override
+                    String copyOfOwnClaim(Delivery d) {
+                        return claimed.contains(d.eventId())
+                                ? "whose first occurrence in the batch was applied"
+                                : ownBefore.contains(d.eventId()) ? COPY_OF_EARLIER : null;
                     }
                 });
                 return null;
@@ -264,20 +267,62 @@ final class JoinedMode {
     private List<Outcome> reportAtEnd(
             Transaction tx, List<Delivery> deliveries, Map<String, Outcome> byId, BatchFingerprints prints) {
         List<Outcome> outcomes = settlement.settle(deliveries, byId, prints);
-        tx.afterCompletion(committed -> {
-            for (int i = 0; i < deliveries.size(); i++) {
-                settlement.report(deliveries.get(i), outcomes.get(i));
-            }
-        });
+        tx.afterCompletion(new ProvisionalBatch(deliveries, outcomes));
         return outcomes;
     }
 
-    private void reportJoined(Delivery d, Outcome provisional, boolean committed) {
-        Outcome last = provisional;
-        if (!committed && provisional.status() == Status.APPLIED) {
-            last = undone(d, "");
+    /**
+     * Outcomes the listener hears when the caller's transaction ends, not when the call returns: provisional until
+     * then, each is decided when that end is known ({@link #completed}, through {@link #report}). First by the rule
+     * of the path that recorded it ({@link #atEnd}), then by the rollback, whatever that rule: an applied outcome, or
+     * a duplicate of a claim the transaction held ({@link #copyOfOwnClaim}), did not stand and is reported a
+     * retryable failure.
+     */
+    private abstract class Provisional implements TransactionHandle.CompletionCallback {
+
+        /** What {@code provisional} comes to now the caller's transaction has ended; as it is, unless the path says. */
+        Outcome atEnd(Delivery d, Outcome provisional, boolean committed) {
+            return provisional;
         }
-        settlement.report(d, last);
+
+        /** How a duplicate {@code d} copies a claim this transaction held (it falls with it), for the report; else null. */
+        String copyOfOwnClaim(Delivery d) {
+            return null;
+        }
+
+        /** Reports {@code d}'s {@code provisional} outcome as decided by the end of the caller's transaction. */
+        final void report(Delivery d, Outcome provisional, boolean committed) {
+            Outcome last = atEnd(d, provisional, committed);
+            if (!committed && last.status() == Status.APPLIED) {
+                last = undone(d, "");
+            } else if (!committed && last.status() == Status.DUPLICATE) {
+                // a copy of a delivery this transaction claimed: a duplicate of a claim that rolled back
+                // with it, so nothing of the event stands and the copy must come again too
+                String copy = copyOfOwnClaim(d);
+                if (copy != null) {
+                    last = undone(d, copy);
+                }
+            }
+            settlement.report(d, last);
+        }
+    }
+
+    /** A batch's outcomes, as settled in the caller's transaction. */
+    private class ProvisionalBatch extends Provisional {
+        private final List<Delivery> deliveries;
+        private final List<Outcome> outcomes;
+
+        ProvisionalBatch(List<Delivery> deliveries, List<Outcome> outcomes) {
+            this.deliveries = deliveries;
+            this.outcomes = outcomes;
+        }
+
+        @Override
+        public final void completed(boolean committed) {
+            for (int i = 0; i < deliveries.size(); i++) {
+                report(deliveries.get(i), outcomes.get(i), committed);
+            }
+        }
     }
 
     private static Outcome refusedByOwnMove(Delivery d, Outcome refusal, boolean committed) {

@@ -97,13 +97,16 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * dead-lettered by the consumer, or moved by the redrive policy, which takes exactly the messages
  * whose receive number {@value #MAX_RECEIVES} was not deleted; the dead-letter queue holds exactly
  * those and the consumer's sends; each event's effect is applied exactly once when one of its messages
- * ended deleted, else never, except for what SQS's redrive policy and a zombie make inherent: (1) a
+ * ended deleted, else never, except for what SQS's redrive policy, a zombie and a missing heartbeat make inherent: (1) a
  * receive of a message applied its event, or found it applied or its claim held by another delivery
  * that then committed, and its delete did not happen (lost in the ack gap, or left for the holder
  * whose own receipt handle was stale by then), and no later receive deleted it before the count ran
  * out (a later one may go to a process that dies before handling it): SQS moves the message, and
  * the applied event is dead-lettered too (found on the fourth 32-chain run); (2) a process applied it after it had died (SQS meanwhile handed the message to
- * another process, which dead-lettered it). A message sent to the dead-letter queue whose delete was
+ * another process, which dead-lettered it); (3) a process without the heartbeat applied it through a receive it
+ * held past the visibility timeout behind a slow message of its batch, after SQS had handed the message to another
+ * process whose handler failed it permanently (a CI run on 2026-12-06: the script's handler decided differently on
+ * its two tries). A message sent to the dead-letter queue whose delete was
  * then lost comes again and the handler decides again (dead-lettered and applied, through another
  * message that ended deleted: the ack gap, as on every broker). Also: {@code ApproximateReceiveCount}
  * counts exactly the receives seen, a delivery is flagged redelivered (once.redeliveries) exactly when
@@ -342,6 +345,9 @@ class SqsConsumerStateMachineTest {
         Process(String name, boolean heartbeat, World w) {
             super(name);
             this.client = TestSqs.newClient();
+            if (!heartbeat) {
+                w.withoutHeartbeat.add(name);
+            }
             IdempotentConsumer engine = IdempotentConsumer.builder()
                     .dataSource(Proxies.afterCommit(w.db.dataSource(), () -> {
                         crashesNow(); // dies in the ack gap: committed, nothing deleted yet
@@ -395,6 +401,7 @@ class SqsConsumerStateMachineTest {
         final Map<String, String> deleted = new ConcurrentHashMap<>(); // receipt id -> process, SQS confirmed
         final Map<String, String> deadLettered = new ConcurrentHashMap<>(); // receipt id -> process, sent
         final Set<String> lost = ConcurrentHashMap.newKeySet(); // receipts a dead process received, never handled
+        final Set<String> withoutHeartbeat = ConcurrentHashMap.newKeySet(); // processes started without it
         final AtomicInteger receiptIds = new AtomicInteger();
         final boolean fifo;
         final Map<String, String> groups = new HashMap<>(); // FIFO: event id -> message group
@@ -682,21 +689,28 @@ class SqsConsumerStateMachineTest {
         /**
          * Drained: no delivery a live process found in progress was left at that (left to the visibility timeout, a
          * receive spent toward the redrive policy while the holder may still roll back): each was kept in hand and
-         * tried again until its holder ended. Only a process that died or was stopped lets one go.
+         * tried again until its holder ended. Only a process that died or was stopped lets one go. The deliveries
+         * whose latest try a live process found in progress: each must come to another outcome while the drain
+         * waits (a process keeping one tries again every third of the visibility timeout; the copy's fate may be
+         * known before that, when a later receive of its message settled it).
          */
-        private void checkKept() {
+        private List<Processed> inProgressAtLive() {
             Map<String, Processed> last = new LinkedHashMap<>();
             processed.forEach(p -> last.put(p.receipt(), p));
-            for (Processed p : last.values()) {
-                boolean live = (p.process().equals(a.name) && !a.crashed())
-                        || (b != null && p.process().equals(b.name) && !b.crashed());
-                assertThat(live && p.status() == Status.IN_PROGRESS)
-                        .as(
-                                "%s (%s) found in progress by live process %s and left, not kept until its holder"
-                                        + " ended; after %s, processed %s",
-                                p, receipts.get(p.receipt()), p.process(), moves, processed)
-                        .isFalse();
-            }
+            return last.values().stream()
+                    .filter(p -> p.status() == Status.IN_PROGRESS
+                            && ((p.process().equals(a.name) && !a.crashed())
+                                    || (b != null && p.process().equals(b.name) && !b.crashed())))
+                    .toList();
+        }
+
+        private void checkKept() {
+            inProgressAtLive().stream().findFirst().ifPresent(p -> {
+                throw new AssertionError(String.format(
+                        "%s (%s) found in progress by live process %s and left, not kept until its holder ended;"
+                                + " after %s, processed %s",
+                        p, receipts.get(p.receipt()), p.process(), moves, processed));
+            });
         }
 
         /** FIFO: within each message group, effects applied in the order their messages were sent. */
@@ -762,6 +776,7 @@ class SqsConsumerStateMachineTest {
                                 }
                             }
                             return stored(queue) == 0
+                                    && inProgressAtLive().isEmpty()
                                     && receipts.keySet().stream()
                                             .allMatch(id -> lost.contains(id)
                                                     || processed.stream()
@@ -769,6 +784,7 @@ class SqsConsumerStateMachineTest {
                                                                     p.receipt().equals(id)));
                         });
             } catch (ConditionTimeoutException e) {
+                checkKept();
                 Map<String, String> fates = new TreeMap<>();
                 copies.keySet().forEach(c -> fates.put(c, String.valueOf(fate(c))));
                 throw new AssertionError(
@@ -777,7 +793,6 @@ class SqsConsumerStateMachineTest {
                                 + deadLettered + ", violations " + violations,
                         e);
             }
-            checkKept();
             a.close();
             if (b != null) {
                 b.close();
@@ -881,7 +896,8 @@ class SqsConsumerStateMachineTest {
         /**
          * Whether an event none of whose messages ended deleted may yet be applied: one of them was
          * redriven after its last allowed receive found the event applied or its claim held, or a zombie
-         * (a process whose client had closed before its handler ran) applied it.
+         * (a process whose client had closed before its handler ran) applied it, or a process without the heartbeat
+         * applied it through a receive a later, dead-lettered one had overtaken.
          */
         private boolean inherentlyAppliedAndDeadLettered(String eventId) {
             for (String copy : copies.keySet()) {
@@ -900,7 +916,23 @@ class SqsConsumerStateMachineTest {
             return processed.stream()
                     .anyMatch(p -> p.eventId().equals(eventId)
                             && p.status() == Status.APPLIED
-                            && zombieCalls.contains(p.receipt()));
+                            && (zombieCalls.contains(p.receipt()) || appliedBehindALaterDeadLetter(p)));
+        }
+
+        /**
+         * Whether {@code p} applied its event through a receive that a process without the heartbeat held past its
+         * visibility timeout (waiting behind a slow message of its batch) while SQS handed the message to another
+         * process, whose handler failed it permanently and dead-lettered it before this one ran: the handler decided
+         * twice, as after a dead-letter send whose delete was lost. Without the heartbeat SQS may hand a message out
+         * again while it waits in a batch; the claim keeps the effect single, not the verdicts the same.
+         */
+        private boolean appliedBehindALaterDeadLetter(Processed p) {
+            Receipt r = receipts.get(p.receipt());
+            return withoutHeartbeat.contains(p.process())
+                    && receipts.values().stream()
+                            .anyMatch(later -> later.copy().equals(r.copy())
+                                    && later.count() > r.count()
+                                    && deadLettered.containsKey(later.id()));
         }
 
         /** Messages the queue holds, visible, in flight or delayed. */
