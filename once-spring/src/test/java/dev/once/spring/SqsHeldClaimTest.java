@@ -9,12 +9,8 @@ import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.config.SqsBootstrapConfiguration;
 import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -23,9 +19,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.messaging.Message;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /**
  * An {@code @SqsListener} receive of an event whose claim another process holds, its transaction open (a call past
@@ -41,32 +35,24 @@ class SqsHeldClaimTest {
     static final String CONSUMER = "sqs-held";
     /** The test's bound on each wait: what a CPU-starved run needs, not what a quiet one takes. */
     static final Duration LOADED = Duration.ofMinutes(2);
-    // the listener's outcomes per event, in order, with the receive each came from
-    static final Map<String, List<String>> outcomes = new ConcurrentHashMap<>();
-    // when the listener first met another holder of each event (System.nanoTime())
-    static final Map<String, Long> firstMet = new ConcurrentHashMap<>();
-    static final Duration VISIBILITY_TIMEOUT = Duration.ofSeconds(5);
 
     static ElasticMqQueues mq;
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
     static String url;
     static String deadLetters;
+    // the listener's outcomes, each with the receive it came from
+    static HeldClaims held;
 
     @BeforeAll
     static void start() {
         mq = ElasticMqQueues.start();
         deadLetters = mq.queue(QUEUE + "-dlq", Map.of());
-        url = mq.queue(
-                QUEUE,
-                Map.of(
-                        QueueAttributeName.VISIBILITY_TIMEOUT,
-                        Long.toString(VISIBILITY_TIMEOUT.toSeconds()),
-                        QueueAttributeName.REDRIVE_POLICY,
-                        "{\"deadLetterTargetArn\":\"" + mq.arn(deadLetters) + "\",\"maxReceiveCount\":\"2\"}"));
+        url = mq.redriven(QUEUE, deadLetters);
         System.setProperty("once.test.sqs.held", QUEUE);
         db = ElasticMqQueues.ledgerDatabase();
         context = ElasticMqQueues.application(db, Config.class, Listener.class);
+        held = context.getBean(HeldClaims.class);
     }
 
     @AfterAll
@@ -84,44 +70,11 @@ class SqsHeldClaimTest {
 
     @Configuration(proxyBeanMethods = false)
     @EnableIdempotentListeners
-    @Import(SqsBootstrapConfiguration.class)
+    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class, HeldClaims.class})
     static class Config {
         @Bean
         SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
-            return SqsMessageListenerContainerFactory.builder()
-                    .sqsAsyncClient(mq.sqs)
-                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
-                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
-                            .acknowledgementInterval(Duration.ZERO)
-                            .acknowledgementThreshold(0))
-                    .build();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        /** A claim gives up waiting for another holder after 200 ms: IN_PROGRESS. */
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder()
-                    .dataSource(ds)
-                    .transactionManager(tm)
-                    .lockTimeout(Duration.ofMillis(200))
-                    .outcomeListener((d, o) -> {
-                        if (o.status() == Outcome.Status.IN_PROGRESS) {
-                            firstMet.putIfAbsent(d.eventId(), System.nanoTime());
-                        }
-                        outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                                .add(o.status() + "@receive" + d.attempt());
-                    })
-                    .build();
+            return mq.containers().build();
         }
     }
 
@@ -139,16 +92,6 @@ class SqsHeldClaimTest {
                     "INSERT INTO ledger (event_id) VALUES (?)",
                     message.getHeaders().get("once-event-id"));
         }
-    }
-
-    static List<String> outcomes(String eventId) {
-        return outcomes.getOrDefault(eventId, List.of());
-    }
-
-    /** How long since the listener first met another holder of {@code eventId}; zero before. */
-    static Duration metFor(String eventId) {
-        Long since = firstMet.get(eventId);
-        return since == null ? Duration.ZERO : Duration.ofNanos(System.nanoTime() - since);
     }
 
     static long ledger(String eventId) {
@@ -173,7 +116,7 @@ class SqsHeldClaimTest {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "s-held-1");
         mq.send(url, null, "s-held-1", "20");
         await().atMost(LOADED)
-                .until(() -> metFor("s-held-1").compareTo(VISIBILITY_TIMEOUT.multipliedBy(3)) > 0
+                .until(() -> held.metFor("s-held-1").compareTo(ElasticMqQueues.REDRIVEN_VISIBILITY.multipliedBy(3)) > 0
                         || mq.held(deadLetters) > 0);
         assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
         await().atMost(LOADED)
@@ -181,12 +124,12 @@ class SqsHeldClaimTest {
                         .as(
                                 "event applied exactly once after the holder rolled back, not moved to the dead-letter"
                                         + " queue (the listener's outcomes: %s)",
-                                outcomes("s-held-1"))
+                                held.heard("s-held-1"))
                         .isEqualTo(1));
         assertThat(mq.held(deadLetters))
                 .as(
                         "nothing dead-lettered: the message kept invisible while it waited (the listener's outcomes: %s)",
-                        outcomes("s-held-1"))
+                        held.heard("s-held-1"))
                 .isZero();
         await().atMost(LOADED).until(() -> mq.held(url) == 0);
     }
