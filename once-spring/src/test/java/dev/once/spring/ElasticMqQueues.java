@@ -2,7 +2,9 @@ package dev.once.spring;
 
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
+import io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory;
 import java.net.URI;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -50,6 +52,33 @@ final class ElasticMqQueues implements AutoCloseable {
         return sqs.createQueue(r -> r.queueName(name).attributes(attributes))
                 .join()
                 .queueUrl();
+    }
+
+    /** How long a message of a {@link #redriven} queue is invisible after each receive. */
+    static final Duration REDRIVEN_VISIBILITY = Duration.ofSeconds(5);
+
+    /**
+     * Creates the standard queue {@code name} for a listener that meets a held claim: a message is invisible for 5 s
+     * after each receive, and moved to the queue at the URL {@code deadLetters} at its third receive. Its URL.
+     */
+    String redriven(String name, String deadLetters) {
+        return queue(
+                name,
+                Map.of(
+                        QueueAttributeName.VISIBILITY_TIMEOUT,
+                        Long.toString(REDRIVEN_VISIBILITY.toSeconds()),
+                        QueueAttributeName.REDRIVE_POLICY,
+                        "{\"deadLetterTargetArn\":\"" + arn(deadLetters) + "\",\"maxReceiveCount\":\"2\"}"));
+    }
+
+    /** The listener containers' factory on these queues: a poll each second, each acknowledgement sent at once. */
+    SqsMessageListenerContainerFactory.Builder<Object> containers() {
+        return SqsMessageListenerContainerFactory.builder()
+                .sqsAsyncClient(sqs)
+                .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
+                        .maxDelayBetweenPolls(Duration.ofSeconds(1))
+                        .acknowledgementInterval(Duration.ZERO)
+                        .acknowledgementThreshold(0));
     }
 
     /** Creates the FIFO queue {@code name} (ending in {@code .fifo}): its URL. */

@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -26,9 +27,12 @@ class JdbcListenerBeans {
         return new JdbcTemplate(ds);
     }
 
+    /** With a {@link HeldClaims} bean, its claims give up waiting for a holder after 200 ms, and it hears every outcome. */
     @Bean
-    OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-        return OnceSpring.builder().dataSource(ds).transactionManager(tm).build();
+    OnceSpring once(DataSource ds, JdbcTransactionManager tm, ObjectProvider<HeldClaims> held) {
+        OnceSpring.Builder once = OnceSpring.builder().dataSource(ds).transactionManager(tm);
+        held.ifAvailable(h -> once.lockTimeout(HeldClaims.LOCK_TIMEOUT).outcomeListener(h::outcome));
+        return once.build();
     }
 
     /** The application context of {@code config} (which imports these beans) on {@code ds}, refreshed. */

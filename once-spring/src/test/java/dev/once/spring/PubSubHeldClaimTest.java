@@ -28,12 +28,12 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.integration.annotation.ServiceActivator;
 import org.springframework.integration.channel.DirectChannel;
 import org.springframework.integration.channel.QueueChannel;
 import org.springframework.integration.config.EnableIntegration;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.messaging.Message;
 
 /**
@@ -60,7 +60,7 @@ class PubSubHeldClaimTest {
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
     static Subscriber subscriber;
-    static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
+    static HeldClaims held;
 
     @BeforeAll
     static void start() {
@@ -72,6 +72,7 @@ class PubSubHeldClaimTest {
         db = TestPostgres.shared().freshDatabase(6);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
         context = new AnnotationConfigApplicationContext(Config.class);
+        held = context.getBean(HeldClaims.class);
         subscriber = context.getBean(PubSubTemplate.class).subscribe(TOPIC, context.getBean(Payments.class)::on);
     }
 
@@ -97,32 +98,11 @@ class PubSubHeldClaimTest {
     @Configuration(proxyBeanMethods = false)
     @EnableIdempotentListeners
     @EnableIntegration
+    @Import({JdbcListenerBeans.class, HeldClaims.class})
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        /** A claim gives up waiting for another holder after 200 ms: IN_PROGRESS. */
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder()
-                    .dataSource(ds)
-                    .transactionManager(tm)
-                    .lockTimeout(Duration.ofMillis(200))
-                    .outcomeListener((d, o) -> outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                            .add(o.status()))
-                    .build();
         }
 
         @Bean
@@ -199,16 +179,6 @@ class PubSubHeldClaimTest {
                 .queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
     }
 
-    static List<Outcome.Status> outcomes(String eventId) {
-        return outcomes.getOrDefault(eventId, List.of());
-    }
-
-    static long inProgress(String eventId) {
-        return outcomes(eventId).stream()
-                .filter(s -> s == Outcome.Status.IN_PROGRESS)
-                .count();
-    }
-
     static int calls(String eventId) {
         return context.getBean(Payments.class).calls(eventId);
     }
@@ -232,7 +202,7 @@ class PubSubHeldClaimTest {
     static void heldPastTheDeadline(String eventId) {
         long since = System.nanoTime();
         await().atMost(Duration.ofSeconds(60))
-                .until(() -> inProgress(eventId) >= MAX_DELIVERY_ATTEMPTS
+                .until(() -> held.inProgress(eventId) >= MAX_DELIVERY_ATTEMPTS
                         && System.nanoTime() - since > PAST_THE_ACK_DEADLINE.toNanos());
     }
 
@@ -240,7 +210,7 @@ class PubSubHeldClaimTest {
     static void appliedOnceNotDeadLettered(String eventId) {
         await().atMost(Duration.ofSeconds(60))
                 .until(() -> ledger(eventId) > 0 || !deadLettered(eventId).isEmpty());
-        String what = "the listener's outcomes: " + outcomes(eventId);
+        String what = "the listener's outcomes: " + held.statuses(eventId);
         assertThat(deadLettered(eventId))
                 .as("forwarded unapplied to the dead-letter topic by the subscription's policy; " + what)
                 .isEmpty();
@@ -266,7 +236,7 @@ class PubSubHeldClaimTest {
         heldPastTheDeadline("held-2");
         assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
         await().atMost(Duration.ofSeconds(30))
-                .untilAsserted(() -> assertThat(outcomes("held-2"))
+                .untilAsserted(() -> assertThat(held.statuses("held-2"))
                         .as("the message kept through the holder's work is a duplicate once it committed")
                         .endsWith(Outcome.Status.DUPLICATE));
         assertThat(calls("held-2"))
@@ -290,7 +260,7 @@ class PubSubHeldClaimTest {
         List<Throwable> thrown = new ArrayList<>();
         try {
             publish(ADAPTER_TOPIC, "held-3");
-            await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-3") >= 2);
+            await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("held-3") >= 2);
             adapter.stop();
             Message<?> error = errors.receive(TimeUnit.SECONDS.toMillis(20));
             assertThat(error)

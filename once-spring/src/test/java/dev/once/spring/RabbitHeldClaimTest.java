@@ -12,12 +12,10 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -40,8 +38,8 @@ import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
 
 /**
  * A {@code @RabbitListener} redelivery of an event whose claim another process holds, its transaction open (a slow
@@ -62,10 +60,8 @@ class RabbitHeldClaimTest {
     static TestDatabase db;
     static AnnotationConfigApplicationContext context;
     static JdbcTemplate jdbc;
-    // the listener's outcomes per event, in order: each IN_PROGRESS a try that met the holder
-    static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
-    // the delivery attempt (x-delivery-count + 1) of each of the listener's outcomes per event
-    static final Map<String, List<Integer>> attempts = new ConcurrentHashMap<>();
+    // the listener's outcomes, each with its delivery attempt (x-delivery-count + 1)
+    static HeldClaims held;
 
     @BeforeAll
     static void start() {
@@ -83,6 +79,7 @@ class RabbitHeldClaimTest {
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
         context = new AnnotationConfigApplicationContext(Config.class);
         jdbc = context.getBean(JdbcTemplate.class);
+        held = context.getBean(HeldClaims.class);
     }
 
     @AfterAll
@@ -100,36 +97,11 @@ class RabbitHeldClaimTest {
     @Configuration(proxyBeanMethods = false)
     @EnableRabbit
     @EnableIdempotentListeners
+    @Import({JdbcListenerBeans.class, HeldClaims.class})
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        /** A claim gives up waiting for another holder after 200 ms: IN_PROGRESS. */
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder()
-                    .dataSource(ds)
-                    .transactionManager(tm)
-                    .lockTimeout(Duration.ofMillis(200))
-                    .outcomeListener((d, o) -> {
-                        outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                                .add(o.status());
-                        attempts.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                                .add(d.attempt());
-                    })
-                    .build();
         }
 
         @Bean
@@ -236,16 +208,6 @@ class RabbitHeldClaimTest {
         return jdbc.queryForObject("SELECT count(*) FROM ledger WHERE event_id = ?", Long.class, eventId);
     }
 
-    static List<Outcome.Status> outcomes(String eventId) {
-        return outcomes.getOrDefault(eventId, List.of());
-    }
-
-    static long inProgress(String eventId) {
-        return outcomes(eventId).stream()
-                .filter(s -> s == Outcome.Status.IN_PROGRESS)
-                .count();
-    }
-
     static int calls(String eventId) {
         return context.getBean(Payments.class).calls(eventId);
     }
@@ -259,14 +221,14 @@ class RabbitHeldClaimTest {
             throws InterruptedException {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-1");
         publish("held-1");
-        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-1") >= 3);
+        await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("held-1") >= 3);
         assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
         await().atMost(Duration.ofSeconds(30))
                 .untilAsserted(() -> assertThat(ledger("held-1"))
                         .as(
                                 "event applied exactly once after the holder rolled back, not dropped at the queue's"
                                         + " x-delivery-limit (the listener's outcomes: %s)",
-                                outcomes("held-1"))
+                                held.statuses("held-1"))
                         .isEqualTo(1));
         assertThat(calls("held-1")).as("the body ran once").isEqualTo(1);
     }
@@ -276,10 +238,10 @@ class RabbitHeldClaimTest {
     void aMessageWhoseHolderCommitsIsADuplicate() throws InterruptedException {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-2");
         publish("held-2");
-        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-2") >= 3);
+        await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("held-2") >= 3);
         assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
         await().atMost(Duration.ofSeconds(30))
-                .untilAsserted(() -> assertThat(outcomes("held-2"))
+                .untilAsserted(() -> assertThat(held.statuses("held-2"))
                         .as("the message kept through the holder's work is a duplicate once it committed")
                         .endsWith(Outcome.Status.DUPLICATE));
         assertThat(calls("held-2"))
@@ -298,7 +260,7 @@ class RabbitHeldClaimTest {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "held-3");
         try {
             publish("held-3");
-            await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("held-3") >= 2);
+            await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("held-3") >= 2);
             CompletableFuture<Void> stopped = CompletableFuture.runAsync(container::stop);
             await().atMost(Duration.ofSeconds(30))
                     .untilAsserted(() -> assertThat(stopped)
@@ -324,17 +286,17 @@ class RabbitHeldClaimTest {
             throws InterruptedException {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "manual-1");
         publish(MANUAL_QUEUE, "manual-1");
-        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("manual-1") >= 3);
+        await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("manual-1") >= 3);
         assertThat(holder.end(false).status()).isEqualTo(Outcome.Status.FAILED_RETRYABLE);
         await().atMost(Duration.ofSeconds(30))
                 .untilAsserted(() -> assertThat(ledger("manual-1"))
                         .as(
                                 "event applied exactly once after the holder rolled back, not dropped at the queue's"
                                         + " x-delivery-limit (the listener's outcomes: %s)",
-                                outcomes("manual-1"))
+                                held.statuses("manual-1"))
                         .isEqualTo(1));
         assertThat(calls("manual-1")).as("the body ran once").isEqualTo(1);
-        assertThat(attempts.get("manual-1"))
+        assertThat(held.attempts("manual-1"))
                 .as("one delivery, kept in hand through the holder's work, not requeued at each try")
                 .containsOnly(1);
     }
@@ -344,10 +306,10 @@ class RabbitHeldClaimTest {
     void aChannelMethodsMessageWhoseHolderCommitsIsADuplicateAckedByOnce() throws InterruptedException {
         OtherProcessClaim holder = new OtherProcessClaim(db.dataSource(), CONSUMER, "manual-2");
         publish(MANUAL_QUEUE, "manual-2");
-        await().atMost(Duration.ofSeconds(30)).until(() -> inProgress("manual-2") >= 3);
+        await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("manual-2") >= 3);
         assertThat(holder.end(true).status()).isEqualTo(Outcome.Status.APPLIED);
         await().atMost(Duration.ofSeconds(30))
-                .untilAsserted(() -> assertThat(outcomes("manual-2"))
+                .untilAsserted(() -> assertThat(held.statuses("manual-2"))
                         .as("the message kept through the holder's work is a duplicate once it committed")
                         .endsWith(Outcome.Status.DUPLICATE));
         assertThat(calls("manual-2"))

@@ -8,7 +8,6 @@ import com.google.cloud.spring.pubsub.core.PubSubTemplate;
 import com.google.cloud.spring.pubsub.support.AcknowledgeablePubsubMessage;
 import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
 import com.rabbitmq.client.Channel;
-import dev.once.Outcome;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.awspring.cloud.sqs.annotation.SqsListener;
@@ -24,10 +23,8 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import javax.sql.DataSource;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -54,8 +51,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.support.JdbcTransactionManager;
-import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /**
  * The Spring listener containers' waits for a holder, generated: each try sends 4 to 6 events at once, one to each of
@@ -109,7 +104,6 @@ class SpringHolderWaitPropertyTest {
         }
     }
 
-    static final Map<String, List<Outcome.Status>> outcomes = new ConcurrentHashMap<>();
     static final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
     // by event: the highest ApproximateReceiveCount of its SQS messages the container handed to the listener
     static final Map<String, Integer> sqsReceives = new ConcurrentHashMap<>();
@@ -124,6 +118,7 @@ class SpringHolderWaitPropertyTest {
     static String sqsDead;
     static PubSubTestBeans emulator;
     static AnnotationConfigApplicationContext context;
+    static HeldClaims held;
     static Subscriber subscriber;
 
     static synchronized void start() {
@@ -132,13 +127,7 @@ class SpringHolderWaitPropertyTest {
         }
         mq = ElasticMqQueues.start();
         sqsDead = mq.queue(SQS + "-dlq", Map.of());
-        sqsUrl = mq.queue(
-                SQS,
-                Map.of(
-                        QueueAttributeName.VISIBILITY_TIMEOUT,
-                        "5",
-                        QueueAttributeName.REDRIVE_POLICY,
-                        "{\"deadLetterTargetArn\":\"" + mq.arn(sqsDead) + "\",\"maxReceiveCount\":\"2\"}"));
+        sqsUrl = mq.redriven(SQS, sqsDead);
         System.setProperty("once.test.sqs.wait", SQS);
         emulator = new PubSubTestBeans(PubSubIdempotentListenerTest.STREAMS_END_WITHIN_5_S);
         emulator.create(PUBSUB_DEAD, PUBSUB_DEAD);
@@ -150,6 +139,7 @@ class SpringHolderWaitPropertyTest {
         db = TestPostgres.shared().freshDatabase(24);
         db.execute("CREATE TABLE ledger (seq bigserial PRIMARY KEY, event_id text NOT NULL)");
         context = JdbcListenerBeans.context(db.dataSource(), Config.class);
+        held = context.getBean(HeldClaims.class);
         subscriber =
                 context.getBean(PubSubTemplate.class).subscribe(PUBSUB, context.getBean(Listeners.class)::onPubSub);
         // Each listener applies an event first: a container's first call is slow (class loading, its first poll)
@@ -192,29 +182,8 @@ class SpringHolderWaitPropertyTest {
     @Configuration(proxyBeanMethods = false)
     @EnableRabbit
     @EnableIdempotentListeners
-    @Import(SqsBootstrapConfiguration.class)
+    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class, HeldClaims.class})
     static class Config {
-        @Bean
-        JdbcTransactionManager transactionManager(DataSource ds) {
-            return new JdbcTransactionManager(ds);
-        }
-
-        @Bean
-        JdbcTemplate jdbcTemplate(DataSource ds) {
-            return new JdbcTemplate(ds);
-        }
-
-        @Bean
-        OnceSpring once(DataSource ds, JdbcTransactionManager tm) {
-            return OnceSpring.builder()
-                    .dataSource(ds)
-                    .transactionManager(tm)
-                    .lockTimeout(Duration.ofMillis(200))
-                    .outcomeListener((d, o) -> outcomes.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>())
-                            .add(o.status()))
-                    .build();
-        }
-
         @Bean
         CachingConnectionFactory connectionFactory() {
             return new CachingConnectionFactory("127.0.0.1", 5672);
@@ -279,12 +248,7 @@ class SpringHolderWaitPropertyTest {
 
         @Bean
         SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
-            return SqsMessageListenerContainerFactory.builder()
-                    .sqsAsyncClient(mq.sqs)
-                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
-                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
-                            .acknowledgementInterval(Duration.ZERO)
-                            .acknowledgementThreshold(0))
+            return mq.containers()
                     .messageInterceptor(new MessageInterceptor<Object>() {
                         @Override
                         public org.springframework.messaging.Message<Object> intercept(
@@ -434,7 +398,7 @@ class SpringHolderWaitPropertyTest {
             String id = ids.get(i);
             long byHolder = events.get(i).holder() == Holder.COMMITS ? 1 : 0;
             assertThat(ledger(id) + byHolder)
-                    .as("%s applied exactly once (%s; the listener's outcomes: %s)", id, what, outcomes.get(id))
+                    .as("%s applied exactly once (%s; the listener's outcomes: %s)", id, what, held.heard(id))
                     .isEqualTo(1);
         }
         for (int i = 0; i < events.size(); i++) {
@@ -457,13 +421,13 @@ class SpringHolderWaitPropertyTest {
     static void endHolder(Event e, OtherProcessClaim holder, String id, java.util.Set<String> stopped) {
         try {
             long since = System.nanoTime();
-            while (System.nanoTime() - since < TimeUnit.SECONDS.toNanos(10) && inProgress(id) == 0) {
+            while (System.nanoTime() - since < TimeUnit.SECONDS.toNanos(10) && held.inProgress(id) == 0) {
                 Thread.sleep(50);
             }
             String containerId = e.broker() == Broker.RABBIT ? "wait-auto" : "wait-manual";
             if (e.stopWhileWaiting()
                     && (e.broker() == Broker.RABBIT || e.broker() == Broker.RABBIT_CHANNEL)
-                    && inProgress(id) > 0
+                    && held.inProgress(id) > 0
                     && stopped.add(containerId)) {
                 var container =
                         context.getBean(RabbitListenerEndpointRegistry.class).getListenerContainer(containerId);
@@ -496,12 +460,6 @@ class SpringHolderWaitPropertyTest {
                         .publish(PUBSUB, "20", Map.of("once-event-id", eventId))
                         .join();
         }
-    }
-
-    static long inProgress(String eventId) {
-        return outcomes.getOrDefault(eventId, List.of()).stream()
-                .filter(s -> s == Outcome.Status.IN_PROGRESS)
-                .count();
     }
 
     static long ledger(String eventId) {

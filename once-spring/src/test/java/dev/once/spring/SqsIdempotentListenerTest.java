@@ -94,13 +94,7 @@ class SqsIdempotentListenerTest {
     static class Config {
         @Bean
         SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory() {
-            return SqsMessageListenerContainerFactory.builder()
-                    .sqsAsyncClient(sqs)
-                    .configure(o -> o.pollTimeout(Duration.ofSeconds(1))
-                            .maxDelayBetweenPolls(Duration.ofSeconds(1))
-                            .acknowledgementInterval(Duration.ZERO)
-                            .acknowledgementThreshold(0))
-                    .build();
+            return mq.containers().build();
         }
 
         /** MANUAL set on the factory only: its listeners need no acknowledgementMode and no Acknowledgement. */

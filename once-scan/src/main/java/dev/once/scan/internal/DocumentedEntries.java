@@ -94,7 +94,7 @@ final class DocumentedEntries {
             uri = endpointUri(s, withUri.getArgument(0), 0);
             via = "FluentConsumerTemplate";
         }
-        if (uri == null || !EntryPoints.CAMEL_BROKER.matcher(uri).matches()) {
+        if (uri == null || !entries.camelBroker(uri)) {
             return;
         }
         Node body = EntryPoints.loopOrMethod(call);

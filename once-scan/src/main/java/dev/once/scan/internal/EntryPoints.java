@@ -115,6 +115,82 @@ final class EntryPoints {
         this.settings = settings;
     }
 
+    /**
+     * Camel components of a broker family, by the type or factory that makes them: {@code JmsComponent},
+     * {@code ActiveMQComponent.activeMQComponent(…)}, {@code AMQPComponent}, {@code SjmsComponent}, and the Spring XML
+     * {@code class="org.apache.camel.component.jms.JmsComponent"}.
+     */
+    private static final String CAMEL_BROKER_COMPONENT = "(?:Jms|ActiveMQ|Activemq|AMQP|Amqp|Sjms2?|Kafka|RabbitMQ"
+            + "|SpringRabbitMQ|Sqs2?|Paho|PahoMqtt5|Nats|GooglePubsub|Pulsar|Stomp|ServiceBus|IronMQ)Component";
+
+    /** {@code @Named("ibmmq")} / {@code @Identifier("amq")} / {@code @Bean("wmq")} on a method making such a component. */
+    private static final Pattern NAMED_COMPONENT = Pattern.compile("@(?:Named|Identifier|Bean|Component)\\(\\s*"
+            + "(?:(?:name|value)\\s*=\\s*)?\\{?\\s*\"([\\w-]+)\"[^)]*\\)[^;{=]{0,200}?\\b\\w*"
+            + CAMEL_BROKER_COMPONENT + "\\s+\\w+\\s*\\(");
+
+    /** {@code @Bean public JmsComponent wmq(…)}: an unnamed bean method's bean is named for the method. */
+    private static final Pattern BEAN_METHOD_COMPONENT = Pattern.compile(
+            "@Bean\\b(?!\\s*\\()[^;{=]{0,120}?\\b\\w*" + CAMEL_BROKER_COMPONENT + "\\s+([\\w]+)\\s*\\(");
+
+    /** {@code context.addComponent("amq", JmsComponent.jmsComponentAutoAcknowledge(cf))}, the component made in place. */
+    private static final Pattern ADDED_COMPONENT =
+            Pattern.compile("addComponent\\(\\s*\"([\\w-]+)\"\\s*,[^;]*?(?:\\b\\w*" + CAMEL_BROKER_COMPONENT
+                    + "\\b|\\b(?:jms|activeMQ|amqp|sjms)Component\\w*\\()");
+
+    /** {@code <bean id="wmq" class="org.apache.camel.component.jms.JmsComponent">} in a Spring XML file. */
+    private static final Pattern XML_COMPONENT = Pattern.compile("<bean\\b[^>]*?\\bid\\s*=\\s*\"([\\w-]+)\"[^>]*?"
+            + "\\bclass\\s*=\\s*\"org\\.apache\\.(?:camel\\.component|activemq\\.camel\\.component)\\.[\\w.]*?"
+            + CAMEL_BROKER_COMPONENT + "\"|<bean\\b[^>]*?\\bclass\\s*=\\s*\"org\\.apache\\.(?:camel\\.component"
+            + "|activemq\\.camel\\.component)\\.[\\w.]*?" + CAMEL_BROKER_COMPONENT
+            + "\"[^>]*?\\bid\\s*=\\s*\"([\\w-]+)\"");
+
+    /**
+     * The names the repository registers broker components under ({@code from("ibmmq:queue:…")} reads IBM MQ through a
+     * {@code JmsComponent} a producer method names "ibmmq"): a route from one of them reads a broker as
+     * {@code jms:} does. Read from the text of every Java and XML file, once.
+     */
+    private Set<String> camelComponents;
+
+    private Set<String> camelComponents() {
+        if (camelComponents == null) {
+            Set<String> names = new java.util.HashSet<>();
+            for (Repo.RawFile f : repo.rawFiles()) {
+                String text = f.text();
+                if (text.contains("org.apache.camel") && text.contains("Component")) {
+                    for (Pattern p : List.of(NAMED_COMPONENT, BEAN_METHOD_COMPONENT, ADDED_COMPONENT)) {
+                        p.matcher(text).results().forEach(r -> names.add(r.group(1)));
+                    }
+                }
+            }
+            for (Path f : repo.otherFiles) {
+                if (f.getFileName().toString().endsWith(".xml")) {
+                    try {
+                        String text = java.nio.file.Files.readString(f);
+                        if (text.contains("org.apache.") && text.contains("Component")) {
+                            XML_COMPONENT
+                                    .matcher(text)
+                                    .results()
+                                    .forEach(r -> names.add(r.group(1) != null ? r.group(1) : r.group(2)));
+                        }
+                    } catch (java.io.IOException | RuntimeException e) {
+                        // unreadable: no component names from it
+                    }
+                }
+            }
+            camelComponents = Set.copyOf(names);
+        }
+        return camelComponents;
+    }
+
+    /** A Camel endpoint URI that reads a broker: a broker component's scheme, or a name the repository gave one. */
+    boolean camelBroker(String uri) {
+        if (CAMEL_BROKER.matcher(uri).matches()) {
+            return true;
+        }
+        int colon = uri.indexOf(':');
+        return colon > 0 && camelComponents().contains(uri.substring(0, colon));
+    }
+
     List<Entry> find() {
         listenerParameters();
         for (Repo.Source s : repo.sources()) {
@@ -531,7 +607,7 @@ final class EntryPoints {
         String[] lines = text.split("\n", -1);
         while (m.find()) {
             String uri = m.group(1).strip();
-            if (!CAMEL_BROKER.matcher(uri).matches()) {
+            if (!camelBroker(uri)) {
                 continue;
             }
             int at = xml ? m.start() : m.start() + m.group().indexOf("from:");
@@ -1088,6 +1164,23 @@ final class EntryPoints {
      * together: a redelivery follows a rollback of the first attempt's writes, not a committed copy.
      */
     private Location jtaTransaction(Repo.Source s, AnnotationExpr listener) {
+        Location jta = jtaManager(s);
+        if (jta == null) {
+            return null;
+        }
+        MethodDeclaration bean = containerFactoryBean(s, listener, null);
+        if (bean == null) {
+            return jta; // Spring Boot's default factory, configured with the JTA transaction manager
+        }
+        // the project's own factory: in the JTA transaction only when it is handed the manager
+        return bean.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager")).stream()
+                .findFirst()
+                .map(repo::loc)
+                .orElse(null);
+    }
+
+    /** Where the module of {@code s} runs a JTA transaction manager (its build or one of its sources), or null. */
+    private Location jtaManager(Repo.Source s) {
         Location jta = null;
         for (Path f : repo.otherFiles) {
             String n = f.getFileName().toString();
@@ -1108,18 +1201,7 @@ final class EntryPoints {
                 jta = repo.loc(o.path(), 1, o.rel());
             }
         }
-        if (jta == null) {
-            return null;
-        }
-        MethodDeclaration bean = containerFactoryBean(s, listener, null);
-        if (bean == null) {
-            return jta; // Spring Boot's default factory, configured with the JTA transaction manager
-        }
-        // the project's own factory: in the JTA transaction only when it is handed the manager
-        return bean.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("setTransactionManager")).stream()
-                .findFirst()
-                .map(repo::loc)
-                .orElse(null);
+        return jta;
     }
 
     /**
@@ -2535,7 +2617,7 @@ final class EntryPoints {
 
     private void camelRoute(Repo.Source s, MethodCallExpr from) {
         String uri = camelUri(s, from.getArgument(0));
-        if (uri == null || !CAMEL_BROKER.matcher(uri).matches()) {
+        if (uri == null || !camelBroker(uri)) {
             return;
         }
         Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
@@ -2551,7 +2633,22 @@ final class EntryPoints {
                 stmt,
                 from);
         e.ackText = "the Camel consumer acknowledges after the route completes";
+        // a .transacted() route from a JMS endpoint in a module running a JTA transaction manager: the receive and
+        // the route's writes through the module's XA resources commit or roll back together, as a @JmsListener's do
+        MethodCallExpr transacted =
+                stmt.findAll(MethodCallExpr.class, c -> c.getNameAsString().equals("transacted")).stream()
+                        .findFirst()
+                        .orElse(null);
+        if (transacted != null && CAMEL_JMS.matcher(uri).matches()
+                || transacted != null && camelComponents().contains(uri.substring(0, Math.max(0, uri.indexOf(':'))))) {
+            if (jtaManager(s) != null) {
+                e.jtaTransaction = repo.loc(transacted);
+            }
+        }
     }
+
+    /** The JMS family of Camel endpoints, whose consumer a route's {@code .transacted()} runs in the JMS transaction. */
+    private static final Pattern CAMEL_JMS = Pattern.compile("^(jms|activemq|activemq6|sjms2?|amqp):.*");
 
     // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
 
@@ -3544,7 +3641,7 @@ final class EntryPoints {
         boolean inLoop = body != m.getBody().orElse(null);
         Entry e = add(s, inLoop ? "JMS receive loop" : "JMS receive", "jms", owner(receive), receive, body, receive);
         e.loop = inLoop;
-        MethodCallExpr session = jmsSession(m);
+        MethodCallExpr session = jmsSession(m, receive);
         String mode = session == null ? "" : session.getArguments().toString();
         if (session == null) {
             e.ackText = "the session's acknowledge mode is not in sight";
@@ -3566,8 +3663,12 @@ final class EntryPoints {
         }
     }
 
-    /** The session-creating call of a JMS receive: in its method, else anywhere in its class. */
-    private static MethodCallExpr jmsSession(MethodDeclaration m) {
+    /**
+     * The session-creating call of a JMS receive: in its method; else, for a consumer held in a field, in the method
+     * that assigns the field its {@code createConsumer(…)} (a subscribe method the receive loop calls, in a class
+     * opening several sessions); else the one in its class.
+     */
+    private static MethodCallExpr jmsSession(MethodDeclaration m, MethodCallExpr receive) {
         java.util.function.Predicate<MethodCallExpr> creates =
                 c -> c.getNameAsString().matches("create(Queue|Topic)?Session|createContext");
         List<MethodCallExpr> inMethod = m.findAll(MethodCallExpr.class, creates::test);
@@ -3575,6 +3676,37 @@ final class EntryPoints {
             return inMethod.get(0);
         }
         TypeDeclaration<?> owner = Types.enclosingType(m);
+        String held = receive.getScope()
+                .map(x -> x instanceof NameExpr n
+                        ? n.getNameAsString()
+                        : x instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                        && fa.getScope().isThisExpr()
+                                ? fa.getNameAsString()
+                                : null)
+                .orElse(null);
+        if (held != null && owner != null && owner.getFieldByName(held).isPresent()) {
+            for (com.github.javaparser.ast.expr.AssignExpr set :
+                    owner.findAll(com.github.javaparser.ast.expr.AssignExpr.class)) {
+                Expression target = set.getTarget();
+                String name = target instanceof NameExpr n
+                        ? n.getNameAsString()
+                        : target instanceof com.github.javaparser.ast.expr.FieldAccessExpr fa
+                                ? fa.getNameAsString()
+                                : "";
+                if (name.equals(held)
+                        && set.getValue() instanceof MethodCallExpr made
+                        && made.getNameAsString()
+                                .matches("create(Consumer|DurableSubscriber|DurableConsumer"
+                                        + "|SharedConsumer|SharedDurableConsumer|Receiver|Subscriber)")) {
+                    List<MethodCallExpr> there = Types.ancestor(set, MethodDeclaration.class)
+                            .map(a -> a.findAll(MethodCallExpr.class, creates::test))
+                            .orElse(List.of());
+                    if (!there.isEmpty()) {
+                        return there.get(0);
+                    }
+                }
+            }
+        }
         List<MethodCallExpr> inClass = owner == null ? List.of() : owner.findAll(MethodCallExpr.class, creates::test);
         return inClass.size() == 1 ? inClass.get(0) : null;
     }

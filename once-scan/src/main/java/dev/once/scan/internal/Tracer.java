@@ -1419,14 +1419,19 @@ final class Tracer {
         }
         boolean publish = scheme.matches("kafka|jms|activemq|rabbitmq|spring-rabbitmq|aws2-sqs|google-pubsub|nats");
         boolean notify = scheme.matches("smtp|smtps|mail|sns|aws2-sns|aws2-ses|twilio|slack");
+        // an entity persisted through JPA is a write to the application's own database (in a JTA route, its XA one)
+        boolean database = scheme.matches("jpa|hibernate|mybatis|mybatis-bean");
+        // a JMS send from a route the JTA transaction runs goes through an XA connection factory: rolled back with
+        // the receive, so a redelivery follows no sent copy
+        boolean xa = entry.jtaTransaction != null && scheme.matches("jms|activemq|activemq6|sjms2?|amqp");
         effect(
                 c,
                 f,
                 notify ? Blast.NOTIFICATION : publish ? Blast.MESSAGE : Blast.DATA,
-                publish ? Event.Category.PUBLISH : notify ? Event.Category.EXTERNAL : Event.Category.EXTERNAL,
+                publish ? Event.Category.PUBLISH : database ? Event.Category.DATABASE : Event.Category.EXTERNAL,
                 (publish ? "publishes to " : notify ? "sends a notification through " : "writes to ")
-                        + "the Camel endpoint " + scheme + ":",
-                inRoute(c) && camelRequestKeyed(chainTop(c), f));
+                        + "the Camel endpoint " + scheme + ":" + (xa ? " in the route's JTA transaction" : ""),
+                xa || inRoute(c) && camelRequestKeyed(chainTop(c), f));
         return true;
     }
 

@@ -81,6 +81,38 @@ public final class CorpusScore {
             }
         }
         summary(scores, unscored).forEach(System.out::println);
+        missedByKind(scores).forEach(System.out::println);
+    }
+
+    /**
+     * Per half, how many entry points were missed by kind and how many musts by rule: counts only, no repository,
+     * file or line, so half B's can be printed without showing what its misses are.
+     */
+    static List<String> missedByKind(List<Labels.Score> scores) {
+        Map<String, Map<String, Long>> entries = new TreeMap<>();
+        Map<String, Map<String, Long>> musts = new TreeMap<>();
+        for (Labels.Score s : scores) {
+            String half = s.labels().half();
+            s.entriesMissed()
+                    .forEach(l ->
+                            entries.computeIfAbsent(half, k -> new TreeMap<>()).merge(l.rule(), 1L, Long::sum));
+            s.missed()
+                    .forEach(l ->
+                            musts.computeIfAbsent(half, k -> new TreeMap<>()).merge(l.rule(), 1L, Long::sum));
+        }
+        List<String> out = new ArrayList<>();
+        java.util.Set<String> halves = new java.util.TreeSet<>(entries.keySet());
+        halves.addAll(musts.keySet());
+        for (String half : halves) {
+            StringBuilder line = new StringBuilder("MISSED-BY-KIND half=" + half + " entries");
+            entries.getOrDefault(half, Map.of())
+                    .forEach((k, n) -> line.append(' ').append(k).append('=').append(n));
+            line.append(" musts");
+            musts.getOrDefault(half, Map.of())
+                    .forEach((k, n) -> line.append(' ').append(k).append('=').append(n));
+            out.add(line.toString());
+        }
+        return out;
     }
 
     /**

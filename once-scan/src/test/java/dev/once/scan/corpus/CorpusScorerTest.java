@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.scan.ConsumerScan;
 import dev.once.scan.Location;
+import dev.once.scan.ScanReport;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -19,6 +20,8 @@ class CorpusScorerTest {
 
     private static final Path LABELS = Path.of("src/test/resources/corpus-labels/kafka-manual-ack-first.txt");
     private static final Path FIXTURE = Path.of("src/test/resources/fixtures/kafka-manual-ack-first");
+    /** A line of InvoiceListener.java within the slack of its finding (line 17) that the finding's path does not name. */
+    private static final int MUST_OFF_PATH = 14;
 
     @Test
     void scoresEntriesMustsAndTrapsByFileAndNearbyLine() {
@@ -28,7 +31,9 @@ class CorpusScorerTest {
 
         assertThat(s.count(Labels.Kind.MUST)).isEqualTo(2);
         assertThat(s.missed()).extracting(Labels.Label::rule).containsExactly("once/check-then-act");
-        assertThat(s.sprung()).extracting(Labels.Label::rule).containsExactly("once/ack-before-effect");
+        // the one finding (line 17) lies within the slack of the trap at 15 too, but the must at 17 is nearer: it is
+        // the must's, and springs no trap
+        assertThat(s.sprung()).isEmpty();
         assertThat(s.entriesMissed())
                 .extracting(Labels.Label::file)
                 .containsExactly("src/main/java/acme/invoices/Elsewhere.java");
@@ -36,8 +41,44 @@ class CorpusScorerTest {
         List<String> lines = CorpusScore.summary(List.of(s));
         assertThat(lines).hasSize(1);
         assertThat(lines.get(0))
-                .startsWith("SCAN-SCORE half=A repos=1 recall=0.500 (1/2) trap_false_alarms=0.500 (1/2)"
+                .startsWith("SCAN-SCORE half=A repos=1 recall=0.500 (1/2) trap_false_alarms=0.000 (0/2)"
                         + " entry_points=0.500 (1/2) median_s=");
+    }
+
+    @Test
+    void missesAreCountedByKindWithoutNamingThem() {
+        Labels.Score s = Labels.read(LABELS)
+                .score(ConsumerScan.builder().root(FIXTURE).build().run());
+
+        assertThat(CorpusScore.missedByKind(List.of(s)))
+                .containsExactly("MISSED-BY-KIND half=A entries kafka=1 musts once/check-then-act=1");
+    }
+
+    @Test
+    void oneFindingNearAMustAndATrapIsTheNearerLabelsNeverBoth(@TempDir Path dir) throws Exception {
+        ScanReport report = ConsumerScan.builder().root(FIXTURE).build().run();
+        String head = "repo: https://github.com/example/kafka-manual-ack-first\ncommit: 0\nhalf: A\n";
+        String file = "src/main/java/acme/invoices/InvoiceListener.java";
+        // the finding is at line 17: a trap on it and a must three lines off (not on its path) -> the trap's
+        Path trapNearer = dir.resolve("trap-nearer.txt");
+        Files.writeString(
+                trapNearer,
+                head
+                        + "must once/ack-before-effect " + file + ":" + MUST_OFF_PATH + " three lines off\n"
+                        + "trap once/ack-before-effect " + file + ":17 on the finding's line\n");
+        Labels.Score t = Labels.read(trapNearer).score(report);
+        assertThat(t.sprung()).hasSize(1);
+        assertThat(t.missed()).hasSize(1);
+        // the same two lines, equally near (a tie): the must's
+        Path tie = dir.resolve("tie.txt");
+        Files.writeString(
+                tie,
+                head
+                        + "must once/ack-before-effect " + file + ":15 two lines above\n"
+                        + "trap once/ack-before-effect " + file + ":19 two lines below\n");
+        Labels.Score u = Labels.read(tie).score(report);
+        assertThat(u.sprung()).isEmpty();
+        assertThat(u.missed()).isEmpty();
     }
 
     @Test

@@ -39,16 +39,45 @@ record Labels(String name, String repo, String commit, String half, String scan,
             return at.file().equals(file) && line >= at.line() - SLACK && line <= at.endLine() + SLACK;
         }
 
+        /** How many lines lie between this label and what is located (0 within its span), or -1 in another file. */
+        int distance(Location at) {
+            if (!at.file().equals(file)) {
+                return -1;
+            }
+            return line < at.line() ? at.line() - line : line > at.endLine() ? line - at.endLine() : 0;
+        }
+
         /** A must-report label is found by a finding of its rule at it, or naming it on its path. */
         boolean foundBy(Finding f) {
             if (!f.rule().id().equals(rule)) {
                 return false;
             }
-            return near(f.location())
-                    || f.path().stream().map(Step::location).anyMatch(this::near)
+            return near(f.location()) || named(f);
+        }
+
+        /** A finding naming this label's line on its path or among its related places (its entry point aside). */
+        boolean named(Finding f) {
+            return f.path().stream().map(Step::location).anyMatch(this::near)
                     || f.related().stream()
                             .filter(r -> !r.role().equals("entry point"))
                             .map(Related::location)
+                            .anyMatch(this::near);
+        }
+
+        /**
+         * A finding naming this label's line at a step of its path or a related place other than where it is reported
+         * and its entry point: what the finding is about beyond its own line.
+         */
+        boolean namedElsewhere(Finding f) {
+            List<Location> own = new ArrayList<>(List.of(f.location()));
+            f.related().stream().filter(r -> r.role().equals("entry point")).forEach(r -> own.add(r.location()));
+            java.util.function.Predicate<Location> other =
+                    at -> own.stream().noneMatch(o -> o.file().equals(at.file()) && o.line() == at.line());
+            return f.path().stream().map(Step::location).filter(other).anyMatch(this::near)
+                    || f.related().stream()
+                            .filter(r -> !r.role().equals("entry point"))
+                            .map(Related::location)
+                            .filter(other)
                             .anyMatch(this::near);
         }
 
@@ -143,6 +172,30 @@ record Labels(String name, String repo, String commit, String half, String scan,
         }
     }
 
+    /**
+     * One finding reported where a must and a trap lie within the slack of each other is the nearer label's: the
+     * trap's when its line is strictly nearer the finding's own location, the must's otherwise (a tie included). So
+     * one finding never both finds a must and springs a trap at its location; a must it names at another step of its
+     * path or another related place (not its own line or its entry point) is found all the same, since the finding
+     * says it is about that line.
+     */
+    private boolean trapsFirst(Label trap, Finding f) {
+        int d = trap.distance(f.location());
+        return labels.stream()
+                .filter(m -> m.kind() == Kind.MUST && m.rule().equals(f.rule().id()) && m.near(f.location()))
+                .allMatch(m -> d < m.distance(f.location()));
+    }
+
+    private boolean mustFirst(Label must, Finding f) {
+        if (!must.near(f.location()) || must.namedElsewhere(f)) {
+            return true; // found on the path or through a related place: no trap competes for it
+        }
+        int d = must.distance(f.location());
+        return labels.stream()
+                .filter(t -> t.kind() == Kind.TRAP && t.sprungBy(f))
+                .noneMatch(t -> t.distance(f.location()) < d);
+    }
+
     Score score(ScanReport report) {
         List<Label> missed = new ArrayList<>();
         List<Label> sprung = new ArrayList<>();
@@ -150,12 +203,12 @@ record Labels(String name, String repo, String commit, String half, String scan,
         for (Label l : labels) {
             switch (l.kind()) {
                 case MUST -> {
-                    if (report.findings().stream().noneMatch(l::foundBy)) {
+                    if (report.findings().stream().noneMatch(f -> l.foundBy(f) && mustFirst(l, f))) {
                         missed.add(l);
                     }
                 }
                 case TRAP -> {
-                    if (report.findings().stream().anyMatch(l::sprungBy)) {
+                    if (report.findings().stream().anyMatch(f -> l.sprungBy(f) && trapsFirst(l, f))) {
                         sprung.add(l);
                     }
                 }
