@@ -342,17 +342,19 @@ public final class JoinedTransaction implements SavepointListener {
         }
     }
 
-    boolean knows(Object savepoint) {
-        return indexOf(savepoint) >= 0;
-    }
-
-    private int indexOf(Object savepoint) {
+    /** Where {@code savepoint} stands among the savepoints still valid, oldest 0; -1 if it is not one of them. */
+    int indexOf(Object savepoint) {
         for (int i = savepointCount - 1; i >= 0; i--) {
             if (savepoints[i] == savepoint) {
                 return i;
             }
         }
         return -1;
+    }
+
+    /** How many savepoints are still valid (set, and neither released nor gone with a rollback to one before them). */
+    int savepointCount() {
+        return savepointCount;
     }
 
     private void truncate(int size) {

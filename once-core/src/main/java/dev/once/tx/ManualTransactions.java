@@ -29,6 +29,21 @@ import java.util.Objects;
  * {@link Scope#commit()} finds a claim it undid and rolls the whole transaction back instead of
  * reporting the delivery applied.
  *
+ * <p>A failed {@code process} marks the transaction rollback-only. A rollback through the scope to a
+ * savepoint set before that failure undoes all the failed call did, and clears the mark: the caller
+ * may go on and commit the rest, as with JDBC, or Spring's {@code NESTED}:
+ *
+ * <pre>{@code
+ * Savepoint before = tx.setSavepoint();
+ * billing.process(delivery);
+ * if (tx.rollbackOnly()) {
+ *     tx.rollback(before);           // the failed delivery's claim and effect are gone; not rollback-only
+ * }
+ * tx.commit();                       // commits the rest
+ * }</pre>
+ *
+ * A rollback to a savepoint set after the failure undoes none of it, and the mark stays.
+ *
  * <p>Thread-safe: each thread binds its own connection. A scope belongs to the thread that opened it.
  */
 public final class ManualTransactions implements TransactionProvider {
@@ -83,13 +98,19 @@ public final class ManualTransactions implements TransactionProvider {
         private final JoinedTransaction completions = JoinedTransaction.checkingAfterHandlerAndBeforeCommit();
         private final Joined handle;
         private boolean rollbackOnly;
+        // While rollbackOnly: how many of the savepoints still valid were set before the failure that marked it. A
+        // rollback to one of those undoes the failed part and clears the mark; to a later one, undoes none of it.
+        private int markedAbove;
 
         private Scope(Connection connection) {
             this.connection = connection;
             this.handle = new Joined(connection, completions);
         }
 
-        /** True when the engine's part failed and this transaction may only roll back. */
+        /**
+         * True when the engine's part failed and this transaction may only roll back, or first roll back to a
+         * savepoint set before that failure.
+         */
         public boolean rollbackOnly() {
             return rollbackOnly;
         }
@@ -106,7 +127,8 @@ public final class ManualTransactions implements TransactionProvider {
                 rollback();
                 throw new SQLException(
                         "transaction rolled back: once marked it rollback-only because a delivery"
-                                + " processed in it failed; nothing of it was committed",
+                                + " processed in it failed; nothing of it was committed (to keep the rest, roll back"
+                                + " to a savepoint set before that delivery with rollback(savepoint) first)",
                         "40000");
             }
             boolean committed = false;
@@ -149,23 +171,30 @@ public final class ManualTransactions implements TransactionProvider {
 
         /**
          * Rolls the connection back to {@code savepoint}: every delivery processed since is reported as
-         * not applied when the transaction ends, whether it then commits or not.
+         * not applied when the transaction ends, whether it then commits or not. A transaction once marked
+         * rollback-only after {@code savepoint} was set may commit again: the rollback undid what failed.
          *
          * @throws IllegalStateException if {@code savepoint} was not set through this scope
          */
         public void rollback(Savepoint savepoint) throws SQLException {
-            if (!completions.knows(savepoint)) {
+            int at = completions.indexOf(savepoint);
+            if (at < 0) {
                 throw new IllegalStateException("rollback to a savepoint not set through this scope (" + savepoint
                         + "): set savepoints with scope.setSavepoint() so once knows which outcomes a rollback undoes");
             }
             connection.rollback(savepoint);
             completions.rollbackToSavepoint(savepoint);
+            if (rollbackOnly && at < markedAbove) {
+                rollbackOnly = false;
+            }
         }
 
         /** Releases {@code savepoint}; what was processed since stays with the enclosing transaction. */
         public void releaseSavepoint(Savepoint savepoint) throws SQLException {
             connection.releaseSavepoint(savepoint);
             completions.releaseSavepoint(savepoint);
+            // a released savepoint's work joins the one before it: a failure under it is now that one's
+            markedAbove = Math.min(markedAbove, completions.savepointCount());
         }
 
         /** Rolls the connection back and reports it. */
@@ -193,6 +222,8 @@ public final class ManualTransactions implements TransactionProvider {
 
             @Override
             protected void markRollbackOnly() {
+                int valid = completions.savepointCount();
+                markedAbove = rollbackOnly ? Math.min(markedAbove, valid) : valid;
                 rollbackOnly = true;
             }
 

@@ -60,12 +60,21 @@ import net.jqwik.api.lifecycle.AfterContainer;
  * (then, MariaDB, the same across two {@code process} calls). Fixed in {@code JoinedMode}. With the fix's {@code
  * ClaimsOnThread.heldBy} forced false: red again; with in-batch copies compared with the stored fingerprint only
  * ({@code Settlement}): red, {@code strict-set batch [e0:a, e0:b]} expected FAILED_PERMANENT but was DUPLICATE.
+ *
+ * <p>Then (helper {@code edges}) the caller's rescue: each call in a savepoint of its own, rolled back to when it
+ * failed, and the rest committed; and a savepoint set after the failure, rolled back to. Red before on both
+ * databases ({@code ManualTransactions} kept the transaction rollback-only after the rollback to a savepoint before
+ * the failure); with the mark cleared on any rollback to a savepoint, red on the one after it.
  */
 class MismatchPropertyTest {
 
     static final int TRIES = 100;
     static final AtomicLong postgresSteps = new AtomicLong();
     static final AtomicLong mariadbSteps = new AtomicLong();
+    /** Failed calls the caller rolled back to a savepoint before them, and rollbacks to one after a failure. */
+    static final AtomicLong rescued = new AtomicLong();
+
+    static final AtomicLong keptDoomed = new AtomicLong();
     private static TestDatabase postgres;
     private static TestDatabase mariadb;
 
@@ -79,6 +88,8 @@ class MismatchPropertyTest {
         }
         System.out.println("CHAOS name=payload-mismatch steps=" + postgresSteps.get() + " db=postgres");
         System.out.println("CHAOS name=payload-mismatch steps=" + mariadbSteps.get() + " db=mariadb");
+        System.out.println("CHAOS name=payload-mismatch rescued_by_savepoint=" + rescued.get()
+                + " doomed_kept_by_later_savepoint=" + keptDoomed.get());
     }
 
     /** One delivery: an id among a few, and its payload: "" (none), "a", "b", or "poison" (the handler fails). */
@@ -104,17 +115,25 @@ class MismatchPropertyTest {
     /**
      * Which build processes the step, and whether as one {@code processBatch} or one {@code process} per item. The
      * joined build runs the step in a caller's transaction ({@link ManualTransactions}) with a savepoint set before
-     * item {@code savepointAt} (none past the end), and {@code end}: 0 commit, 1 rollback to that savepoint then
-     * commit, 2 rollback.
+     * item {@code savepointAt} (one by one: where the loop stopped, after the failure that doomed the transaction,
+     * when it stopped before that item; batch: before it, or {@code savepointAt == items.size()} after it; none past
+     * that), and {@code end}: 0 commit, 1 rollback to that savepoint then commit, 2 rollback. With {@code rescue} the
+     * caller also processes each item (or the batch) inside a savepoint of its own, rolls back to it when the call
+     * failed and goes on (JDBC's and Spring's NESTED way to keep the rest of the transaction), and releases it
+     * otherwise.
      */
-    record Step(int build, boolean batch, List<Item> items, int savepointAt, int end) {
+    record Step(int build, boolean batch, List<Item> items, int savepointAt, int end, boolean rescue) {
         @Override
         public String toString() {
             return BUILDS[build]
                     + (batch ? " batch " : " one by one ")
                     + items
                     + (build >= JOINED
-                            ? (savepointAt < items.size() ? " savepoint before " + savepointAt : "") + " " + ENDS[end]
+                            ? (rescue ? " each in a savepoint rolled back to when it fails," : "")
+                                    + (savepointAt < items.size()
+                                            ? " savepoint before " + savepointAt
+                                            : batch && savepointAt == items.size() ? " savepoint after the batch" : "")
+                                    + " " + ENDS[end]
                             : "");
         }
     }
@@ -139,7 +158,8 @@ class MismatchPropertyTest {
                         Arbitraries.of(true, false),
                         item.list().ofMinSize(1).ofMaxSize(7),
                         Arbitraries.integers().between(0, 7),
-                        Arbitraries.integers().between(0, 2))
+                        Arbitraries.integers().between(0, 2),
+                        Arbitraries.of(true, false))
                 .as(Step::new);
         return step.list().ofMinSize(1).ofMaxSize(10);
     }
@@ -171,7 +191,7 @@ class MismatchPropertyTest {
         run(
                 postgres,
                 Dialects.POSTGRESQL,
-                List.of(new Step(JOINED, true, List.of(new Item(0, ""), new Item(0, "")), 0, 1)));
+                List.of(new Step(JOINED, true, List.of(new Item(0, ""), new Item(0, "")), 0, 1, false)));
     }
 
     /** The same, one process call per copy: the second finds the claim the first made in the same transaction. */
@@ -183,11 +203,32 @@ class MismatchPropertyTest {
         run(
                 postgres,
                 Dialects.POSTGRESQL,
-                List.of(new Step(JOINED, false, List.of(new Item(0, "a"), new Item(0, "a")), 0, 2)));
+                List.of(new Step(JOINED, false, List.of(new Item(0, "a"), new Item(0, "a")), 0, 2, false)));
         run(
                 postgres,
                 Dialects.POSTGRESQL,
-                List.of(new Step(JOINED, false, List.of(new Item(1, "a"), new Item(1, "a")), 1, 1)));
+                List.of(new Step(JOINED, false, List.of(new Item(1, "a"), new Item(1, "a")), 1, 1, false)));
+    }
+
+    /**
+     * A caller keeps the rest of its transaction: the poison delivery's call is rolled back to the savepoint set
+     * right before it, and the deliveries before and after it commit (both databases). A rollback to a savepoint
+     * set after the failure undoes none of it: the commit is still refused.
+     */
+    @Example
+    void aFailedCallRolledBackToASavepointBeforeItLeavesTheRestToCommit() throws Exception {
+        if (postgres == null) {
+            postgres = effects(TestPostgres.shared().freshDatabase(4));
+        }
+        if (mariadb == null) {
+            mariadb = effects(TestMariaDb.shared().freshDatabase(4));
+        }
+        List<Item> items = List.of(new Item(0, "a"), new Item(1, "poison"), new Item(2, "a"));
+        for (Step step :
+                List.of(new Step(JOINED, false, items, 7, 0, true), new Step(JOINED, false, items, 2, 1, false))) {
+            run(postgres, Dialects.POSTGRESQL, List.of(step));
+            run(mariadb, Dialects.MARIADB, List.of(step));
+        }
     }
 
     private static TestDatabase effects(TestDatabase db) {
@@ -348,6 +389,9 @@ class MismatchPropertyTest {
         Map<String, Stored> atSavepoint = null;
         Savepoint savepoint = null;
         boolean doomed = false;
+        // whether the savepoint was set before the failure that doomed the transaction: a rollback to it undoes all
+        // the failed call did, and the transaction may commit what came before
+        boolean savepointBeforeDoom = false;
         int processed = 0;
         try (Connection c = db.dataSource().getConnection()) {
             c.setAutoCommit(false);
@@ -357,16 +401,29 @@ class MismatchPropertyTest {
                         savepoint = scope.setSavepoint();
                         atSavepoint = new HashMap<>(view);
                     }
+                    Map<String, Stored> beforeBatch = new HashMap<>(view);
+                    Savepoint rescue = step.rescue() ? scope.setSavepoint() : null;
                     List<Outcome> outcomes = consumer.processBatch(
                             step.items().stream().map(Item::delivery).toList());
                     processed = step.items().size();
                     doomed = expect(step.items(), true, MismatchPolicy.FAIL_PERMANENT, view, outcomes, true, when);
+                    savepointBeforeDoom = doomed && savepoint != null;
+                    if (rescue != null) {
+                        view = rescued(scope, rescue, doomed, view, beforeBatch, when);
+                        doomed = false;
+                    }
+                    if (step.savepointAt() == step.items().size()) {
+                        savepoint = scope.setSavepoint();
+                        atSavepoint = new HashMap<>(view);
+                    }
                 } else {
                     for (int k = 0; k < step.items().size() && !doomed; k++) {
                         if (k == step.savepointAt()) {
                             savepoint = scope.setSavepoint();
                             atSavepoint = new HashMap<>(view);
                         }
+                        Map<String, Stored> beforeItem = new HashMap<>(view);
+                        Savepoint rescue = step.rescue() ? scope.setSavepoint() : null;
                         Outcome o = consumer.process(step.items().get(k).delivery());
                         processed++;
                         doomed = expect(
@@ -377,10 +434,21 @@ class MismatchPropertyTest {
                                 List.of(o),
                                 true,
                                 when);
+                        savepointBeforeDoom = doomed && savepoint != null;
+                        if (rescue != null) {
+                            view = rescued(scope, rescue, doomed, view, beforeItem, when + " (item " + k + ")");
+                            doomed = false;
+                        }
+                    }
+                    if (savepoint == null && step.savepointAt() < step.items().size()) {
+                        // the loop stopped (doomed) before the item: the caller sets its savepoint after the failure
+                        savepoint = scope.setSavepoint();
+                        atSavepoint = new HashMap<>(view);
                     }
                 }
                 assertThat(scope.rollbackOnly())
-                        .as(when + ": the transaction is rollback-only exactly when a poison delivery failed in it")
+                        .as(when + ": the transaction is rollback-only exactly when a poison delivery failed in it"
+                                + " (and was not rolled back to a savepoint before it)")
                         .isEqualTo(doomed);
                 int end = step.end() == 1 && savepoint == null ? 0 : step.end();
                 if (end == 2) {
@@ -389,6 +457,15 @@ class MismatchPropertyTest {
                     if (end == 1) {
                         scope.rollback(savepoint);
                         view = atSavepoint;
+                        // the failed call came after the savepoint: its rollback undid it and the doom with it
+                        if (doomed) {
+                            (savepointBeforeDoom ? rescued : keptDoomed).incrementAndGet();
+                        }
+                        doomed = doomed && !savepointBeforeDoom;
+                        assertThat(scope.rollbackOnly())
+                                .as(when + ": rollback-only after the rollback to the savepoint, set "
+                                        + (savepointBeforeDoom ? "before" : "after") + " the failure")
+                                .isEqualTo(doomed);
                     }
                     SQLException refused = null;
                     try {
@@ -429,6 +506,31 @@ class MismatchPropertyTest {
                         .isNotNull();
             }
         }
+    }
+
+    /**
+     * The caller's rescue savepoint after its call: rolled back to when the call failed (the transaction must then
+     * no longer be rollback-only, and what the call did is gone: {@code before}), else released ({@code view}).
+     */
+    private static Map<String, Stored> rescued(
+            ManualTransactions.Scope scope,
+            Savepoint rescue,
+            boolean failed,
+            Map<String, Stored> view,
+            Map<String, Stored> before,
+            String when)
+            throws SQLException {
+        if (!failed) {
+            scope.releaseSavepoint(rescue);
+            return view;
+        }
+        scope.rollback(rescue);
+        rescued.incrementAndGet();
+        assertThat(scope.rollbackOnly())
+                .as(when + ": rollback-only after the rollback to the savepoint set right before the failed call,"
+                        + " which undid all it did")
+                .isFalse();
+        return before;
     }
 
     static final ManualTransactions MANUAL = new ManualTransactions();

@@ -67,7 +67,10 @@ import java.util.function.Function;
  * effect is a write to the keys' database, let it run on {@link #transaction(ServletRequest)}'s
  * connection; the saved response then commits with it, so a crash between the two leaves neither,
  * and a request that outlived its claim while a retry took over is rolled back instead of applying
- * the effect a second time. Effects elsewhere are not covered: pass the key on to them.
+ * the effect a second time. Effects elsewhere are not covered: pass the key on to them. When the
+ * database connection fails while the result is saved (the commit may have gone through and only its
+ * reply been lost) the answer is <b>500</b> saying the outcome is unknown: a retry with the same key
+ * replays the result if it committed, and runs the request if it did not.
  *
  * <p>Immutable and thread-safe.
  */

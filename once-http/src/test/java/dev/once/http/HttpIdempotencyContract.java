@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.once.keys.IdempotencyKeys;
+import dev.once.testkit.fault.CommitFault;
+import dev.once.testkit.fault.FaultProxy;
 import dev.once.testsupport.MutableClock;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
@@ -52,6 +54,8 @@ abstract class HttpIdempotencyContract {
 
     protected TestDatabase db;
     protected IdempotencyKeys keys;
+    /** Between the keys (and the request's transaction) and the database: drops a commit's reply on demand. */
+    private FaultProxy proxy;
     /** The keys' lock expiry moves with this clock; the only fake here is time. */
     protected final MutableClock clock = MutableClock.startingNow();
 
@@ -84,8 +88,13 @@ abstract class HttpIdempotencyContract {
     void startServer() throws Exception {
         db = TestPostgres.shared().freshDatabase();
         db.execute("CREATE TABLE charge (request text NOT NULL)");
+        String url = TestPostgres.shared().jdbcUrl();
+        url += (url.contains("?") ? "&" : "?") + "currentSchema=" + db.name();
+        proxy = FaultProxy.forJdbcUrl(url);
+        org.postgresql.ds.PGSimpleDataSource proxied = new org.postgresql.ds.PGSimpleDataSource();
+        proxied.setURL(proxy.jdbcUrl(url));
         keys = IdempotencyKeys.builder()
-                .dataSource(db.dataSource())
+                .dataSource(proxied)
                 .lockDuration(LOCK)
                 .clock(clock)
                 .maxResultBytes(MAX_RESULT)
@@ -96,6 +105,7 @@ abstract class HttpIdempotencyContract {
     @AfterAll
     void stopServer() throws Exception {
         stop();
+        proxy.close();
         db.close();
     }
 
@@ -144,6 +154,11 @@ abstract class HttpIdempotencyContract {
                     pid = rs.getLong(1);
                 }
                 db.queryLong("SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid + ")) t");
+            }
+            if (run == 1 && body.startsWith("charge-lost-reply")) {
+                // the next COMMIT through the proxy: the request's transaction (transactional), else the key's
+                // own that saves the result; the database commits it, and its reply never reaches the client
+                proxy.failNextCommit(CommitFault.DROP_REPLY);
             }
             if (run == 1 && body.startsWith("charge-slow")) {
                 slowEntered.countDown();
@@ -313,6 +328,34 @@ abstract class HttpIdempotencyContract {
                     .as("%s: effect applied exactly once", body)
                     .isEqualTo(1);
         }
+    }
+
+    /**
+     * The database commits the request's result (transactional: with its effect), and the reply to that commit is
+     * lost: the server cannot know whether it committed. The client must hear just that, and that a retry with the
+     * same key is safe; the retry replays the committed result and the effect stays applied once.
+     */
+    @Test
+    final void aLostCommitReplyIsA500NamingTheUnknownOutcomeAndTheRetryReplays() throws Exception {
+        String k = key();
+        HttpResponse<String> first = post(k, "charge-lost-reply-1");
+        assertThat(first.statusCode()).isEqualTo(500);
+        assertThat(first.body())
+                .as("the answer to a commit whose reply was lost")
+                .contains("unknown")
+                .contains("retry with the same Idempotency-Key")
+                .doesNotContain("nothing was applied");
+        HttpResponse<String> retry = post(k, "charge-lost-reply-1");
+        assertThat(retry.statusCode())
+                .as("the retry replays the committed result")
+                .isEqualTo(201);
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(runs("public", "charge-lost-reply-1"))
+                .as("the request ran once")
+                .isEqualTo(1);
+        assertThat(charges("public", "charge-lost-reply-1"))
+                .as("effect applied exactly once")
+                .isEqualTo(1);
     }
 
     /**

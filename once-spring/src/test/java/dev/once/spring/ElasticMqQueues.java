@@ -54,6 +54,9 @@ final class ElasticMqQueues implements AutoCloseable {
                 .queueUrl();
     }
 
+    /** How long a message of a {@link #redriven} queue is invisible after each receive. */
+    static final Duration REDRIVEN_VISIBILITY = Duration.ofSeconds(5);
+
     /**
      * Creates the standard queue {@code name} for a listener that meets a held claim: a message is invisible for 5 s
      * after each receive, and moved to the queue at the URL {@code deadLetters} at its third receive. Its URL.
@@ -63,7 +66,7 @@ final class ElasticMqQueues implements AutoCloseable {
                 name,
                 Map.of(
                         QueueAttributeName.VISIBILITY_TIMEOUT,
-                        "5",
+                        Long.toString(REDRIVEN_VISIBILITY.toSeconds()),
                         QueueAttributeName.REDRIVE_POLICY,
                         "{\"deadLetterTargetArn\":\"" + arn(deadLetters) + "\",\"maxReceiveCount\":\"2\"}"));
     }

@@ -27,8 +27,13 @@ final class HeldClaims {
     }
 
     private final Map<String, List<Heard>> heard = new ConcurrentHashMap<>();
+    // when a try first met each event's holder (System.nanoTime())
+    private final Map<String, Long> firstMet = new ConcurrentHashMap<>();
 
     void outcome(Delivery d, Outcome o) {
+        if (o.status() == Outcome.Status.IN_PROGRESS) {
+            firstMet.putIfAbsent(d.eventId(), System.nanoTime());
+        }
         heard.computeIfAbsent(d.eventId(), k -> new CopyOnWriteArrayList<>()).add(new Heard(o.status(), d.attempt()));
     }
 
@@ -43,6 +48,12 @@ final class HeldClaims {
 
     List<Integer> attempts(String eventId) {
         return heard(eventId).stream().map(Heard::attempt).toList();
+    }
+
+    /** How long since a try first met {@code eventId}'s holder; zero before. */
+    Duration metFor(String eventId) {
+        Long since = firstMet.get(eventId);
+        return since == null ? Duration.ZERO : Duration.ofNanos(System.nanoTime() - since);
     }
 
     /** How many of the listener's tries met {@code eventId}'s holder and gave up. */

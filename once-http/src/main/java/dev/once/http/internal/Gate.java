@@ -10,6 +10,9 @@ import dev.once.keys.KeyTransaction;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientConnectionException;
 import java.util.Locale;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -180,14 +183,54 @@ public final class Gate {
         } catch (IdempotencyResultTooLargeException e) {
             return tooLargeToSave(proceed, status);
         } catch (SQLException | OnceException e) {
-            log.warn("saving the result of {} '{}' failed; the key is released", HEADER, started.key(), e);
+            boolean unknown = connectionLost(e);
+            log.warn(
+                    "saving the result of {} '{}' failed{}; the key is released unless it committed",
+                    HEADER,
+                    started.key(),
+                    unknown ? " with the connection: whether it committed is unknown" : "",
+                    e);
             release(started);
+            if (unknown) {
+                // the commit may have reached the database and only its reply been lost: the result and (in
+                // transactional mode) the effect may stand, and the retry replays them; or it did not, and the retry
+                // runs the request (the key's release above succeeds only then)
+                return problem(
+                        500,
+                        "Internal Server Error",
+                        t == null
+                                ? "the connection to the database failed while this request's result was being"
+                                        + " saved: whether it was saved is unknown, and the request may have taken"
+                                        + " effect; retry with the same " + HEADER + ": the retry replays the result"
+                                        + " if it was saved, and runs the request again if not"
+                                : "the connection to the database failed while this request was being committed:"
+                                        + " whether it took effect is unknown (the commit may have gone through and"
+                                        + " only its reply been lost); retry with the same " + HEADER + ", which is"
+                                        + " safe: the retry replays the saved result if it committed, and runs the"
+                                        + " request if it did not");
+            }
             return problem(
                     500,
                     "Internal Server Error",
                     "the result of this request could not be saved" + (t == null ? "" : " and nothing was applied")
                             + "; retry with the same " + HEADER);
         }
+    }
+
+    // Whether the database connection failed (SQLState class 08, or the JDBC types for it): a commit sent then may
+    // have taken effect, its reply lost. Any other failure happened before the commit, which then rolled back.
+    private static boolean connectionLost(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof SQLRecoverableException
+                    || c instanceof SQLNonTransientConnectionException
+                    || c instanceof SQLTransientConnectionException
+                    || (c instanceof SQLException s
+                            && s.getSQLState() != null
+                            && s.getSQLState().startsWith("08"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     // A response past the cap cannot be replayed. In transactional mode the effect is rolled back and
