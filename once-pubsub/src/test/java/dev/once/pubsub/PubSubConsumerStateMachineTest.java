@@ -419,44 +419,19 @@ class PubSubConsumerStateMachineTest {
 
         /** Sees what a process's channel streams in (rewritten to carry the receipt's id) and every ack, nack, extension. */
         ClientInterceptor observer(Process p) {
-            return new ClientInterceptor() {
-                @Override
-                public <Q, R> ClientCall<Q, R> interceptCall(
-                        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                    return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                        @Override
-                        public void start(Listener<R> listener, Metadata headers) {
-                            super.start(
-                                    new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
-                                        @Override
-                                        @SuppressWarnings("unchecked")
-                                        public void onMessage(R message) {
-                                            super.onMessage(
-                                                    message instanceof StreamingPullResponse r
-                                                            ? (R) received(p, r)
-                                                            : message);
-                                        }
-                                    },
-                                    headers);
-                        }
-
-                        @Override
-                        public void sendMessage(Q message) {
-                            if (message instanceof AcknowledgeRequest r) {
-                                acks(p, r.getAckIdsList());
-                            } else if (message instanceof ModifyAckDeadlineRequest r) {
-                                modacks(p, r.getAckIdsList(), r.getAckDeadlineSeconds());
-                            } else if (message instanceof StreamingPullRequest r) {
-                                acks(p, r.getAckIdsList());
-                                for (int i = 0; i < r.getModifyDeadlineAckIdsCount(); i++) {
-                                    modacks(p, List.of(r.getModifyDeadlineAckIds(i)), r.getModifyDeadlineSeconds(i));
-                                }
+            return GrpcTap.of(
+                    message -> message instanceof StreamingPullResponse r ? received(p, r) : message, message -> {
+                        if (message instanceof AcknowledgeRequest r) {
+                            acks(p, r.getAckIdsList());
+                        } else if (message instanceof ModifyAckDeadlineRequest r) {
+                            modacks(p, r.getAckIdsList(), r.getAckDeadlineSeconds());
+                        } else if (message instanceof StreamingPullRequest r) {
+                            acks(p, r.getAckIdsList());
+                            for (int i = 0; i < r.getModifyDeadlineAckIdsCount(); i++) {
+                                modacks(p, List.of(r.getModifyDeadlineAckIds(i)), r.getModifyDeadlineSeconds(i));
                             }
-                            super.sendMessage(message);
                         }
-                    };
-                }
-            };
+                    });
         }
 
         private StreamingPullResponse received(Process p, StreamingPullResponse response) {

@@ -21,16 +21,9 @@ import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
-import io.grpc.CallOptions;
-import io.grpc.Channel;
-import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
-import io.grpc.ForwardingClientCall;
-import io.grpc.ForwardingClientCallListener;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
-import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
@@ -246,50 +239,28 @@ class PubSubKeptDeadlineTest {
 
     /** Records what is streamed in and every modifyAckDeadline sent, in the stream or on its own. */
     private ClientInterceptor observer() {
-        return new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(
-                    MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void start(Listener<R> listener, Metadata headers) {
-                        super.start(
-                                new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
-                                    @Override
-                                    public void onMessage(R message) {
-                                        if (message instanceof StreamingPullResponse r) {
-                                            for (ReceivedMessage m : r.getReceivedMessagesList()) {
-                                                streamed.add(new Streamed(
-                                                        m.getMessage()
-                                                                .getAttributesOrDefault(
-                                                                        OutboxMessage.EVENT_ID_HEADER, "?"),
-                                                        m.getAckId(),
-                                                        m.getDeliveryAttempt(),
-                                                        System.nanoTime()));
-                                            }
-                                        }
-                                        super.onMessage(message);
-                                    }
-                                },
-                                headers);
-                    }
-
-                    @Override
-                    public void sendMessage(Q message) {
-                        long now = System.nanoTime();
-                        if (message instanceof ModifyAckDeadlineRequest r) {
-                            r.getAckIdsList()
-                                    .forEach(id -> modacks.add(new Modack(id, r.getAckDeadlineSeconds(), now)));
-                        } else if (message instanceof StreamingPullRequest r) {
-                            for (int i = 0; i < r.getModifyDeadlineAckIdsCount(); i++) {
-                                modacks.add(
-                                        new Modack(r.getModifyDeadlineAckIds(i), r.getModifyDeadlineSeconds(i), now));
-                            }
+        return GrpcTap.of(
+                message -> {
+                    if (message instanceof StreamingPullResponse r) {
+                        for (ReceivedMessage m : r.getReceivedMessagesList()) {
+                            streamed.add(new Streamed(
+                                    m.getMessage().getAttributesOrDefault(OutboxMessage.EVENT_ID_HEADER, "?"),
+                                    m.getAckId(),
+                                    m.getDeliveryAttempt(),
+                                    System.nanoTime()));
                         }
-                        super.sendMessage(message);
                     }
-                };
-            }
-        };
+                    return message;
+                },
+                message -> {
+                    long now = System.nanoTime();
+                    if (message instanceof ModifyAckDeadlineRequest r) {
+                        r.getAckIdsList().forEach(id -> modacks.add(new Modack(id, r.getAckDeadlineSeconds(), now)));
+                    } else if (message instanceof StreamingPullRequest r) {
+                        for (int i = 0; i < r.getModifyDeadlineAckIdsCount(); i++) {
+                            modacks.add(new Modack(r.getModifyDeadlineAckIds(i), r.getModifyDeadlineSeconds(i), now));
+                        }
+                    }
+                });
     }
 }

@@ -10,8 +10,6 @@ import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
@@ -24,7 +22,6 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
-import org.junit.jupiter.api.Assumptions;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageProperties;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
@@ -60,13 +57,7 @@ class RabbitChannelCallerTransactionPropertyTest {
         if (context != null) {
             return;
         }
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
-        } catch (IOException e) {
-            if (System.getenv("ONCE_REQUIRE_SERVICES") == null) {
-                Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
-            }
-        }
+        RabbitBeans.assumeRunning();
         db = TestPostgres.shared().freshDatabase(6);
         db.execute(
                 "CREATE TABLE ledger (event_id text NOT NULL)",

@@ -8,8 +8,6 @@ import dev.once.Outcome;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -20,7 +18,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.AcknowledgeMode;
@@ -65,16 +62,7 @@ class RabbitHeldClaimTest {
 
     @BeforeAll
     static void start() {
-        boolean up;
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
-            up = true;
-        } catch (java.io.IOException e) {
-            up = false;
-        }
-        if (!up && System.getenv("ONCE_REQUIRE_SERVICES") == null) {
-            Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
-        }
+        RabbitBeans.assumeRunning();
         db = TestPostgres.shared().freshDatabase(6);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
         context = new AnnotationConfigApplicationContext(Config.class);
@@ -97,21 +85,11 @@ class RabbitHeldClaimTest {
     @Configuration(proxyBeanMethods = false)
     @EnableRabbit
     @EnableIdempotentListeners
-    @Import({JdbcListenerBeans.class, HeldClaims.class})
+    @Import({JdbcListenerBeans.class, HeldClaims.class, RabbitBeans.class})
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        CachingConnectionFactory connectionFactory() {
-            return new CachingConnectionFactory("127.0.0.1", 5672);
-        }
-
-        @Bean
-        RabbitAdmin rabbitAdmin(CachingConnectionFactory cf) {
-            return new RabbitAdmin(cf);
         }
 
         @Bean
@@ -132,11 +110,6 @@ class RabbitHeldClaimTest {
             f.setAcknowledgeMode(AcknowledgeMode.MANUAL);
             f.setContainerCustomizer(c -> c.setShutdownTimeout(TimeUnit.MINUTES.toMillis(10)));
             return f;
-        }
-
-        @Bean
-        RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
-            return new RabbitTemplate(cf);
         }
 
         /**

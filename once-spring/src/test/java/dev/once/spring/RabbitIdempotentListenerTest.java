@@ -5,8 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -15,7 +13,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.Message;
@@ -44,16 +41,7 @@ class RabbitIdempotentListenerTest {
 
     @BeforeAll
     static void start() {
-        boolean up;
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
-            up = true;
-        } catch (java.io.IOException e) {
-            up = false;
-        }
-        if (!up && System.getenv("ONCE_REQUIRE_SERVICES") == null) {
-            Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
-        }
+        RabbitBeans.assumeRunning();
         db = TestPostgres.shared().freshDatabase(4);
         db.execute("CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)");
         context = new AnnotationConfigApplicationContext(Config.class);
@@ -72,7 +60,7 @@ class RabbitIdempotentListenerTest {
     }
 
     @Configuration(proxyBeanMethods = false)
-    @Import(JdbcListenerBeans.class)
+    @Import({JdbcListenerBeans.class, RabbitBeans.class})
     @EnableRabbit
     @EnableIdempotentListeners
     static class Config {
@@ -82,23 +70,8 @@ class RabbitIdempotentListenerTest {
         }
 
         @Bean
-        CachingConnectionFactory connectionFactory() {
-            return new CachingConnectionFactory("127.0.0.1", 5672);
-        }
-
-        @Bean
-        RabbitAdmin rabbitAdmin(CachingConnectionFactory cf) {
-            return new RabbitAdmin(cf);
-        }
-
-        @Bean
         Queue queue() {
             return new Queue(QUEUE, false, false, false);
-        }
-
-        @Bean
-        RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
-            return new RabbitTemplate(cf);
         }
 
         @Bean

@@ -8,8 +8,6 @@ import dev.once.PermanentFailureException;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -18,7 +16,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.Message;
@@ -56,16 +53,7 @@ class RabbitManualAckTest {
 
     @BeforeAll
     static void start() {
-        boolean up;
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", 5672), 1000);
-            up = true;
-        } catch (IOException e) {
-            up = false;
-        }
-        if (!up && System.getenv("ONCE_REQUIRE_SERVICES") == null) {
-            Assumptions.abort("RabbitMQ is not listening on 127.0.0.1:5672 (rabbitmq-server -detached)");
-        }
+        RabbitBeans.assumeRunning();
         db = TestPostgres.shared().freshDatabase(4);
         db.execute(
                 "CREATE TABLE ledger (event_id text NOT NULL, amount bigint NOT NULL)",
@@ -92,23 +80,13 @@ class RabbitManualAckTest {
     }
 
     @Configuration(proxyBeanMethods = false)
-    @Import(JdbcListenerBeans.class)
+    @Import({JdbcListenerBeans.class, RabbitBeans.class})
     @EnableRabbit
     @EnableIdempotentListeners
     static class Config {
         @Bean
         DataSource dataSource() {
             return db.dataSource();
-        }
-
-        @Bean
-        CachingConnectionFactory connectionFactory() {
-            return new CachingConnectionFactory("127.0.0.1", 5672);
-        }
-
-        @Bean
-        RabbitAdmin rabbitAdmin(CachingConnectionFactory cf) {
-            return new RabbitAdmin(cf);
         }
 
         @Bean
@@ -135,11 +113,6 @@ class RabbitManualAckTest {
         @Bean
         Queue dead() {
             return new Queue(DEAD, false, false, false);
-        }
-
-        @Bean
-        RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
-            return new RabbitTemplate(cf);
         }
 
         @Bean

@@ -182,18 +182,8 @@ class SpringHolderWaitPropertyTest {
     @Configuration(proxyBeanMethods = false)
     @EnableRabbit
     @EnableIdempotentListeners
-    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class, HeldClaims.class})
+    @Import({SqsBootstrapConfiguration.class, JdbcListenerBeans.class, HeldClaims.class, RabbitBeans.class})
     static class Config {
-        @Bean
-        CachingConnectionFactory connectionFactory() {
-            return new CachingConnectionFactory("127.0.0.1", 5672);
-        }
-
-        @Bean
-        RabbitAdmin rabbitAdmin(CachingConnectionFactory cf) {
-            return new RabbitAdmin(cf);
-        }
-
         @Bean
         Queue rabbitDead() {
             return QueueBuilder.durable(RABBIT_DEAD).build();
@@ -217,11 +207,6 @@ class SpringHolderWaitPropertyTest {
                     .deadLetterExchange("")
                     .deadLetterRoutingKey(RABBIT_DEAD)
                     .build();
-        }
-
-        @Bean
-        RabbitTemplate rabbitTemplate(CachingConnectionFactory cf) {
-            return new RabbitTemplate(cf);
         }
 
         @Bean
