@@ -450,36 +450,22 @@ class MismatchPropertyTest {
                         .as(when + ": the transaction is rollback-only exactly when a poison delivery failed in it"
                                 + " (and was not rolled back to a savepoint before it)")
                         .isEqualTo(doomed);
-                int end = step.end() == 1 && savepoint == null ? 0 : step.end();
-                if (end == 2) {
-                    scope.rollback();
-                } else {
-                    if (end == 1) {
-                        scope.rollback(savepoint);
-                        view = atSavepoint;
-                        // the failed call came after the savepoint: its rollback undid it and the doom with it
-                        if (doomed) {
-                            (savepointBeforeDoom ? rescued : keptDoomed).incrementAndGet();
-                        }
-                        doomed = doomed && !savepointBeforeDoom;
-                        assertThat(scope.rollbackOnly())
-                                .as(when + ": rollback-only after the rollback to the savepoint, set "
-                                        + (savepointBeforeDoom ? "before" : "after") + " the failure")
-                                .isEqualTo(doomed);
-                    }
-                    SQLException refused = null;
-                    try {
-                        scope.commit();
-                    } catch (SQLException e) {
-                        refused = e;
-                    }
-                    assertThat(refused != null)
-                            .as(when + ": the commit is refused exactly when the transaction is doomed: " + refused)
-                            .isEqualTo(doomed);
-                    if (!doomed) {
-                        stored.clear();
-                        stored.putAll(view);
-                    }
+                CallerTransactionEnd.Ended ended = CallerTransactionEnd.end(
+                        scope,
+                        step.end(),
+                        savepoint,
+                        doomed,
+                        savepointBeforeDoom,
+                        when,
+                        "failure",
+                        rescued,
+                        keptDoomed);
+                if (ended.how() == CallerTransactionEnd.COMMIT_FROM_SAVEPOINT) {
+                    view = atSavepoint;
+                }
+                if (ended.committed()) {
+                    stored.clear();
+                    stored.putAll(view);
                 }
             } finally {
                 c.setAutoCommit(true);

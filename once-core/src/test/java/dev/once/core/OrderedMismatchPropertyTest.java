@@ -617,35 +617,21 @@ class OrderedMismatchPropertyTest {
                             .as(when + ": the transaction is rollback-only exactly when a run of it was refused or"
                                     + " failed (and not rolled back to a savepoint before it)")
                             .isEqualTo(doomed);
-                    int end = step.end() == 1 && savepoint == null ? 0 : step.end();
-                    if (end == 2) {
-                        scope.rollback();
-                    } else {
-                        if (end == 1) {
-                            scope.rollback(savepoint);
-                            view = atSavepoint;
-                            if (doomed) {
-                                (savepointBeforeDoom ? rescued : keptDoomed).incrementAndGet();
-                            }
-                            // the doomed run came after the savepoint: the rollback undid it and the doom with it
-                            doomed = doomed && !savepointBeforeDoom;
-                            assertThat(scope.rollbackOnly())
-                                    .as(when + ": rollback-only after the rollback to the savepoint, set "
-                                            + (savepointBeforeDoom ? "before" : "after") + " the doom")
-                                    .isEqualTo(doomed);
-                        }
-                        SQLException refused = null;
-                        try {
-                            scope.commit();
-                        } catch (SQLException e) {
-                            refused = e;
-                        }
-                        assertThat(refused != null)
-                                .as(when + ": the commit is refused exactly when the transaction is doomed: " + refused)
-                                .isEqualTo(doomed);
-                        if (!doomed) {
-                            committed = view;
-                        }
+                    CallerTransactionEnd.Ended ended = CallerTransactionEnd.end(
+                            scope,
+                            step.end(),
+                            savepoint,
+                            doomed,
+                            savepointBeforeDoom,
+                            when,
+                            "doom",
+                            rescued,
+                            keptDoomed);
+                    if (ended.how() == CallerTransactionEnd.COMMIT_FROM_SAVEPOINT) {
+                        view = atSavepoint;
+                    }
+                    if (ended.committed()) {
+                        committed = view;
                     }
                 } finally {
                     c.setAutoCommit(true);
