@@ -1649,7 +1649,10 @@ final class Tracer {
                 Blast.DATA,
                 Event.Category.EXTERNAL,
                 "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
-                keyed(chainTop(c).toString(), "")
+                // a PUT replaces what its address names, as for the other HTTP clients: a write a crash can lose, not
+                // one a repeat duplicates
+                verb.equals("PUT")
+                        || keyed(chainTop(c).toString(), "")
                         || camelRequestKeyed(chainTop(c), f)
                         || ADDRESSED_BY_ID.matcher(c.getArgument(0).toString()).find());
         return true;
