@@ -29,9 +29,11 @@ public final class PgListener implements AutoCloseable {
     private static final String PG_CONNECTION = "org.postgresql.PGConnection";
     private static final String PG_NOTIFICATION = "org.postgresql.PGNotification";
     // The schema the table's unqualified name resolves to on this connection, as the trigger's TG_TABLE_SCHEMA names
-    // it.
-    private static final String SCHEMA_OF =
-            "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)";
+    // it, and whether the table's own trigger names it (schema version 10 on): if not, its notifications carry no
+    // schema and every one may be this table's.
+    private static final String SCHEMA_OF = "SELECT n.nspname, EXISTS (SELECT 1 FROM pg_trigger t"
+            + " JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND p.prosrc LIKE '%TG_TABLE_SCHEMA%')"
+            + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)";
 
     private final Connection connection;
     private final Object pg;
@@ -93,12 +95,15 @@ public final class PgListener implements AutoCloseable {
         }
     }
 
-    /** The schema {@code table} is in, or null when it does not exist yet (every notification is then the listener's). */
+    /**
+     * The schema {@code table} is in when its trigger names it; null when it does not, or the table does not exist
+     * yet: every notification is then the listener's.
+     */
     private static String schemaOf(Connection c, String table) throws SQLException {
         try (PreparedStatement p = c.prepareStatement(SCHEMA_OF)) {
             p.setString(1, table);
             try (ResultSet rs = p.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
+                return rs.next() && rs.getBoolean(2) ? rs.getString(1) : null;
             }
         }
     }
@@ -153,9 +158,9 @@ public final class PgListener implements AutoCloseable {
         }
     }
 
-    // An empty payload comes from a trigger before schema version 10, which named no schema: it may be this table's.
+    // Another schema's trigger may be older and send no schema: its notification is not this table's either.
     private boolean mine(String payload) {
-        return schema == null || payload == null || payload.isEmpty() || payload.equals(schema);
+        return schema == null || schema.equals(payload);
     }
 
     @Override
