@@ -19,7 +19,7 @@ import java.util.Objects;
  *
  * @param eventId   producer-assigned event id; 1 to {@value #MAX_EVENT_ID_LENGTH} characters, not blank, no NUL
  * @param type        event type for routing and metrics; empty when unknown
- * @param payload     the message body, copied on the way in and out
+ * @param payload     the message body, copied on the way in (except by {@link #handingOver}) and out
  * @param headers     broker headers as strings, copied
  * @param attempt     1 for a first delivery; the broker's receive count where it has one
  * @param redelivered the broker's own redelivery flag (AMQP {@code redelivered}, SQS receive count above 1)
@@ -40,16 +40,45 @@ public record Delivery(
     /** Longest accepted event id, in characters; the inbox column is sized to it. */
     public static final int MAX_EVENT_ID_LENGTH = 255;
 
+    // The array handingOver is giving this thread's constructor call, which keeps it uncopied. A record's
+    // every constructor runs the canonical one, which copies; this is how that one call is told not to.
+    private static final ThreadLocal<byte[]> HANDED_OVER = new ThreadLocal<>();
+
     public Delivery {
         eventId = validEventId(eventId);
         type = type == null ? "" : type;
-        payload = payload == null ? new byte[0] : payload.clone();
+        payload = payload == null ? new byte[0] : payload == HANDED_OVER.get() ? payload : payload.clone();
         headers = headers == null ? Map.of() : Map.copyOf(headers);
         if (attempt < 1) {
             throw new InvalidDeliveryException(
                     "attempt must be 1 or more, but was " + attempt + " for event id '" + eventId + "'");
         }
         source = source == null ? "" : source;
+    }
+
+    /**
+     * A delivery that keeps {@code payload} itself instead of a copy: for an adapter that made the array for
+     * this delivery (encoded a text body, read a frame into a fresh buffer) and hands it over, where the
+     * constructor's copy would be a second one. The delivery then owns the array: the caller, and anyone it gave
+     * the array to, must never write to it again, so the delivery stays immutable by that contract. An array the
+     * broker's client also hands to application code (a {@code byte[]} record value a listener receives) is not
+     * the adapter's to give: use the constructor. {@link #payload()} still returns copies. Validated as the
+     * constructor validates.
+     */
+    public static Delivery handingOver(
+            String eventId,
+            String type,
+            byte[] payload,
+            Map<String, String> headers,
+            int attempt,
+            boolean redelivered,
+            String source) {
+        HANDED_OVER.set(payload);
+        try {
+            return new Delivery(eventId, type, payload, headers, attempt, redelivered, source);
+        } finally {
+            HANDED_OVER.set(null); // set, not removed: the next call finds its entry and allocates none
+        }
     }
 
     /** A first delivery of an event with no type, headers or source. */

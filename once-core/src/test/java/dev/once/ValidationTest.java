@@ -81,6 +81,41 @@ class ValidationTest {
     }
 
     @Test
+    void aHandedOverPayloadIsKeptWithoutACopyAndTheNextConstructorCopiesAgain() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        byte[] body = new byte[1 << 20];
+        body[0] = 1;
+        Delivery.handingOver("warm", "", new byte[1], Map.of(), 1, false, ""); // the class and its ThreadLocal entry
+        long before = threads.getCurrentThreadAllocatedBytes();
+        Delivery kept = Delivery.handingOver("e", "t", body, Map.of("k", "v"), 2, true, "kafka:t/0@1");
+        long handingOver = threads.getCurrentThreadAllocatedBytes() - before;
+        before = threads.getCurrentThreadAllocatedBytes();
+        Delivery copied = new Delivery("e", "t", body, Map.of("k", "v"), 2, true, "kafka:t/0@1");
+        long constructor = threads.getCurrentThreadAllocatedBytes() - before;
+        assertThat(handingOver)
+                .as("bytes allocated handing a 1 MiB payload over")
+                .isLessThan(1 << 16);
+        assertThat(constructor).as("bytes allocated constructing with it").isGreaterThanOrEqualTo(1 << 20);
+        assertThat(kept).isEqualTo(copied);
+        // the constructor after a hand-over copies again: a later write to the array reaches only the owner
+        body[0] = 2;
+        assertThat(copied.payload()[0]).isEqualTo((byte) 1);
+        assertThat(kept.payload()[0]).isEqualTo((byte) 2);
+        assertThat(Delivery.handingOver("e", null, null, null, 1, false, null))
+                .isEqualTo(new Delivery("e", "", new byte[0], Map.of(), 1, false, ""));
+        assertThatThrownBy(() -> Delivery.handingOver(" ", "", body, Map.of(), 1, false, ""))
+                .isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("blank");
+        assertThatThrownBy(() -> Delivery.handingOver("e", "", body, Map.of(), 0, false, ""))
+                .isInstanceOf(InvalidDeliveryException.class)
+                .hasMessageContaining("attempt");
+        // a failed hand-over leaves nothing behind: the next constructor with the same array copies it
+        Delivery after = new Delivery("e", "", body, Map.of(), 1, false, "");
+        body[0] = 3;
+        assertThat(after.payload()[0]).isEqualTo((byte) 2);
+    }
+
+    @Test
     void aDeliveryPrintsItsHeaderNamesButNotTheirValues() {
         // Headers carry tokens (authorization, signatures): a logged Delivery must not carry them.
         Delivery d = Delivery.builder("evt-1")

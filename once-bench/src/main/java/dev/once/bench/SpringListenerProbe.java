@@ -21,7 +21,9 @@ import org.springframework.context.ConfigurableApplicationContext;
  * and CPU each listener call costs (interceptor or {@code @Transactional} proxy, engine, driver), paired
  * in alternating blocks. A copy of an event ten before it after every twentieth, as the suite publishes.
  * {@code java -cp once-bench/target/once-bench.jar dev.once.bench.SpringListenerProbe <jdbc url> [events per row]}
- * ({@code -Dprobe.only=once-record} for one row, under a profiler). The last line, {@code PROBE ratio}, is
+ * ({@code -Dprobe.only=once-record} for one row, under a profiler; {@code -Dprobe.warm=} warm-up events, default
+ * as many as measured; {@code -Dprobe.jfr=<file> -XX:-UseTLAB}: every allocation of the measured calls with its
+ * stack, in a JFR file). The last line, {@code PROBE ratio}, is
  * once's CPU and bytes per event over the hand-written {@code processed_events} listener's in the same
  * process: the figures to read on a loaded machine, where events/s say nothing (docs/benchmarks.md).
  */
@@ -63,8 +65,22 @@ final class SpringListenerProbe {
                     rows.keySet().retainAll(List.of(only.split(",")));
                 }
                 // warm-up: the same size, not measured
-                run(rows, events, "warm", false);
-                run(rows, events, "run", true);
+                run(rows, Integer.getInteger("probe.warm", events), "warm", false);
+                String jfr = System.getProperty("probe.jfr");
+                if (jfr == null) {
+                    run(rows, events, "run", true);
+                } else {
+                    // every allocation of the measured run with its stack, when run with -XX:-UseTLAB (each
+                    // object is then allocated outside a TLAB): sites counted exactly, not sampled
+                    try (jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+                        recording.enable("jdk.ObjectAllocationOutsideTLAB").withStackTrace();
+                        recording.setToDisk(true);
+                        recording.start();
+                        run(rows, events, "run", true);
+                        recording.stop();
+                        recording.dump(java.nio.file.Path.of(jfr));
+                    }
+                }
             }
         }
     }

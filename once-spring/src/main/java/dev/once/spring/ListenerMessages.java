@@ -227,6 +227,18 @@ final class ListenerMessages {
         return new byte[0];
     }
 
+    /**
+     * A delivery of {@code body} as the listener receives it. A text body is encoded here, into an array no one
+     * else holds, and handed over (Delivery's own copy of it would be a second); an array body is the client's,
+     * which the listener is handed too, so Delivery copies it.
+     */
+    private static Delivery delivery(
+            String id, Object body, Map<String, String> headers, int attempt, boolean redelivered, String where) {
+        return body instanceof byte[] array
+                ? new Delivery(id, "", array, headers, attempt, redelivered, where)
+                : Delivery.handingOver(id, "", bytes(body), headers, attempt, redelivered, where);
+    }
+
     static String required(String id, String header, String where) {
         if (id == null) {
             throw new InvalidDeliveryException("no event id: header '" + header + "' is missing on " + where
@@ -285,8 +297,8 @@ final class ListenerMessages {
             if (deliveryAttempt != null && deliveryAttempt.length == 4) {
                 attempt = Math.max(1, java.nio.ByteBuffer.wrap(deliveryAttempt).getInt());
             }
-            return new Delivery(
-                    required(id, header, where), "", bytes(record.value()), headers, attempt, attempt > 1, where);
+            return ListenerMessages.delivery(
+                    required(id, header, where), record.value(), headers, attempt, attempt > 1, where);
         }
 
         // Up to this many headers a repeated key is found by comparing with those before it; a record with more
@@ -350,13 +362,12 @@ final class ListenerMessages {
                 // from a PubSubInboundChannelAdapter: the attributes are the headers; the attempt is the client's
                 String where = PubSub.where(original);
                 int attempt = PubSub.attempt(original);
-                return new Delivery(
-                        required(id, header, where), "", bytes(m.getPayload()), headers, attempt, attempt > 1, where);
+                return ListenerMessages.delivery(
+                        required(id, header, where), m.getPayload(), headers, attempt, attempt > 1, where);
             }
-            return new Delivery(
+            return ListenerMessages.delivery(
                     required(id, header, "message " + m.getHeaders().getId()),
-                    "",
-                    bytes(m.getPayload()),
+                    m.getPayload(),
                     headers,
                     1,
                     false,
@@ -421,7 +432,8 @@ final class ListenerMessages {
             String where = where(m);
             String id = eventId != null ? eventId : p.getAttributesOrDefault(header, null);
             int attempt = attempt(m);
-            return new Delivery(
+            // toByteArray copies the message's bytes into a new array: this delivery's to keep
+            return Delivery.handingOver(
                     required(id, header, where), "", p.getData().toByteArray(), headers, attempt, attempt > 1, where);
         }
     }
@@ -478,7 +490,7 @@ final class ListenerMessages {
                     // not SQS's: the first attempt, as once-sqs reads it
                 }
             }
-            return new Delivery(id, "", bytes(m.getPayload()), headers, attempt, attempt > 1, where);
+            return ListenerMessages.delivery(id, m.getPayload(), headers, attempt, attempt > 1, where);
         }
     }
 }
