@@ -2,9 +2,7 @@ package dev.once.tx;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,8 +55,11 @@ public final class JoinedTransaction implements SavepointListener {
     };
 
     // CompletionCallbacks and CommitChecks in the order registered; one that belongs to work a rollback to a
-    // savepoint undid is kept in its place wrapped in Undone (rare: no parallel list of flags per entry)
-    private final List<Object> entries = new ArrayList<>(2);
+    // savepoint undid is kept in its place wrapped in Undone (rare: no parallel list of flags per entry). An
+    // array grown on demand, as the savepoints' below: a list object per transaction, and a Spring listener makes
+    // a transaction per delivery, was 24 of its bytes.
+    private Object[] entries = new Object[2];
+    private int entryCount;
 
     private record Undone(Object entry) {}
     // Takes the place of a CommitCheck that ran, so it never runs twice. A place, not a removal: the
@@ -186,8 +187,8 @@ public final class JoinedTransaction implements SavepointListener {
      */
     public boolean runChecks(BooleanSupplier commitAllowed) throws SQLException {
         int last = -1;
-        for (int i = 0; i < entries.size(); i++) {
-            if (entries.get(i) instanceof CommitCheck) {
+        for (int i = 0; i < entryCount; i++) {
+            if (entries[i] instanceof CommitCheck) {
                 last = i;
             }
         }
@@ -197,9 +198,9 @@ public final class JoinedTransaction implements SavepointListener {
         boolean mayCommit = commitAllowed.getAsBoolean();
         boolean committed = false;
         for (int i = 0; i <= last; i++) {
-            if (entries.get(i) instanceof CommitCheck check) {
+            if (entries[i] instanceof CommitCheck check) {
                 committed = check.run(mayCommit && i == last);
-                entries.set(i, CHECKED); // ran: not again if the integration asks once more
+                entries[i] = CHECKED; // ran: not again if the integration asks once more
             }
         }
         return committed;
@@ -214,7 +215,10 @@ public final class JoinedTransaction implements SavepointListener {
         if (done) {
             throw new IllegalStateException("the transaction has already completed; nothing can wait for its end");
         }
-        entries.add(entry);
+        if (entryCount == entries.length) {
+            entries = Arrays.copyOf(entries, entryCount * 2);
+        }
+        entries[entryCount++] = entry;
     }
 
     /**
@@ -255,7 +259,7 @@ public final class JoinedTransaction implements SavepointListener {
             positions = Arrays.copyOf(positions, savepoints.length);
         }
         savepoints[savepointCount] = savepoint;
-        positions[savepointCount++] = entries.size();
+        positions[savepointCount++] = entryCount;
         for (int i = 0; i < listenerCount; i++) {
             listeners[i].savepoint(savepoint);
         }
@@ -315,8 +319,8 @@ public final class JoinedTransaction implements SavepointListener {
             return;
         }
         done = true;
-        for (int i = 0; i < entries.size(); i++) {
-            Object entry = entries.get(i);
+        for (int i = 0; i < entryCount; i++) {
+            Object entry = entries[i];
             boolean undone = entry instanceof Undone;
             if (entry instanceof Undone u) {
                 entry = u.entry();
@@ -335,9 +339,9 @@ public final class JoinedTransaction implements SavepointListener {
 
     // Every entry registered from position from on belongs to work a rollback undid.
     private void undoFrom(int from) {
-        for (int i = from; i < entries.size(); i++) {
-            if (!(entries.get(i) instanceof Undone)) {
-                entries.set(i, new Undone(entries.get(i)));
+        for (int i = from; i < entryCount; i++) {
+            if (!(entries[i] instanceof Undone)) {
+                entries[i] = new Undone(entries[i]);
             }
         }
     }

@@ -128,6 +128,18 @@ final class EntryPoints {
             + "(?:(?:name|value)\\s*=\\s*)?\\{?\\s*\"([\\w-]+)\"[^)]*\\)[^;{=]{0,200}?\\b\\w*"
             + CAMEL_BROKER_COMPONENT + "\\s+\\w+\\s*\\(");
 
+    /**
+     * {@code @Bean(BROKER)} / {@code @Named(JMS_NAME)} on a method making such a component, the name a constant
+     * ({@code protected static final String BROKER = "broker"}) whose value {@link #STRING_CONSTANT} finds.
+     */
+    private static final Pattern CONSTANT_NAMED_COMPONENT =
+            Pattern.compile("@(?:Named|Identifier|Bean|Component)\\(\\s*"
+                    + "(?:(?:name|value)\\s*=\\s*)?\\{?\\s*(?:\\w+\\.)?([A-Z][A-Z0-9_]*)\\s*\\}?\\s*\\)[^;{=]{0,200}?\\b\\w*"
+                    + CAMEL_BROKER_COMPONENT + "\\s+\\w+\\s*\\(");
+
+    /** A string constant's declaration: {@code static final String BROKER = "broker";}. */
+    private static final String STRING_CONSTANT = "\\bstatic\\s+final\\s+String\\s+%s\\s*=\\s*\"([\\w-]+)\"\\s*;";
+
     /** {@code @Bean public JmsComponent wmq(…)}: an unnamed bean method's bean is named for the method. */
     private static final Pattern BEAN_METHOD_COMPONENT = Pattern.compile(
             "@Bean\\b(?!\\s*\\()[^;{=]{0,120}?\\b\\w*" + CAMEL_BROKER_COMPONENT + "\\s+([\\w]+)\\s*\\(");
@@ -154,11 +166,23 @@ final class EntryPoints {
     private Set<String> camelComponents() {
         if (camelComponents == null) {
             Set<String> names = new java.util.HashSet<>();
+            Set<String> constants = new java.util.HashSet<>();
             for (Repo.RawFile f : repo.rawFiles()) {
                 String text = f.text();
                 if (text.contains("org.apache.camel") && text.contains("Component")) {
                     for (Pattern p : List.of(NAMED_COMPONENT, BEAN_METHOD_COMPONENT, ADDED_COMPONENT)) {
                         p.matcher(text).results().forEach(r -> names.add(r.group(1)));
+                    }
+                    CONSTANT_NAMED_COMPONENT.matcher(text).results().forEach(r -> constants.add(r.group(1)));
+                }
+            }
+            // a component named by a constant: the constant's value, wherever the repository declares it (a base
+            // class of the configuration, a constants class)
+            for (String constant : constants) {
+                Pattern declared = Pattern.compile(String.format(STRING_CONSTANT, Pattern.quote(constant)));
+                for (Repo.RawFile f : repo.rawFiles()) {
+                    if (f.text().contains(constant)) {
+                        declared.matcher(f.text()).results().forEach(r -> names.add(r.group(1)));
                     }
                 }
             }
@@ -4340,14 +4364,22 @@ final class EntryPoints {
     }
 
     private String camelUriExpr(Repo.Source s, Expression e, int depth) {
-        if (depth > 4) {
+        if (depth > 8) { // a getter's return through a decorating helper to a constant of a base class is 7 deep
             return null;
         }
         if (e instanceof EnclosedExpr en) {
             return camelUriExpr(s, en.getInner(), depth + 1);
         }
         if (e instanceof com.github.javaparser.ast.expr.BinaryExpr b) {
-            return camelUriExpr(s, b.getLeft(), depth + 1); // "kafka:" + topic + "?…": the scheme is on the left
+            // "kafka:" + topic + "?…": the scheme is on the left; BROKER + ":" + queue names it in two parts
+            String left = camelUriExpr(s, b.getLeft(), depth + 1);
+            if (left != null
+                    && !left.contains(":")
+                    && b.getOperator() == com.github.javaparser.ast.expr.BinaryExpr.Operator.PLUS) {
+                String right = camelUriExpr(s, b.getRight(), depth + 1);
+                return right == null ? left : left + right;
+            }
+            return left;
         }
         if (e instanceof StringLiteralExpr lit) {
             return lit.getValue();
@@ -4371,6 +4403,10 @@ final class EntryPoints {
             if (call.getNameAsString().equals("format") && !call.getArguments().isEmpty()) {
                 return camelUriExpr(s, call.getArgument(0), depth + 1);
             }
+            String returned = returnedUri(s, call, depth);
+            if (returned != null) {
+                return returned.isEmpty() ? null : returned; // a repository method: not the endpoint DSL below
+            }
             // the endpoint DSL: kafka("orders").brokers("…") starts from the component's own method
             MethodCallExpr inner = call;
             while (inner.getScope().isPresent() && inner.getScope().get() instanceof MethodCallExpr up) {
@@ -4387,12 +4423,71 @@ final class EntryPoints {
         return null;
     }
 
-    /** A field's URI: its initializer, or the configuration key it is bound to. */
+    /**
+     * The URI a method of the repository returns, for {@code from(config.getNodeIndex())}: an options bean's getter
+     * ({@code return BROKER + ":" + nodeQueue;}), or a helper that decorates the URI it is given with options
+     * ({@code withConsumers(uri)}, whose own return starts from its parameter): then the scheme is its first
+     * argument's. The method is the one of the call's scope type (or of the calling class and its bases, unscoped)
+     * with as many parameters as the call has arguments. Empty when the method is the repository's and says no URI;
+     * null when the repository declares no such method.
+     */
+    private String returnedUri(Repo.Source s, MethodCallExpr call, int depth) {
+        List<TypeDeclaration<?>> owners = new ArrayList<>();
+        if (call.getScope().isEmpty() || call.getScope().get() instanceof com.github.javaparser.ast.expr.ThisExpr) {
+            for (TypeDeclaration<?> t = Types.enclosingType(call); t != null; t = superOf(t)) {
+                owners.add(t);
+            }
+        } else {
+            String type = types.typeOf(call.getScope().get());
+            if (type == null || !types.isRepoType(type)) {
+                return null;
+            }
+            for (TypeDeclaration<?> t : repo.types(type, call)) {
+                for (TypeDeclaration<?> up = t; up != null && owners.size() < 8; up = superOf(up)) {
+                    owners.add(up);
+                }
+            }
+        }
+        for (TypeDeclaration<?> owner : owners) {
+            for (MethodDeclaration m : owner.getMethodsByName(call.getNameAsString())) {
+                if (m.getParameters().size() != call.getArguments().size()
+                        || m.getBody().isEmpty()) {
+                    continue;
+                }
+                List<ReturnStmt> returns = m.getBody().get().findAll(ReturnStmt.class);
+                if (returns.size() == 1 && returns.get(0).getExpression().isPresent()) {
+                    String returned =
+                            camelUriExpr(s, returns.get(0).getExpression().get(), depth + 1);
+                    if (returned != null) {
+                        return returned;
+                    }
+                }
+                String v = call.getArguments().isEmpty() ? null : camelUriExpr(s, call.getArgument(0), depth + 1);
+                return v == null ? "" : v;
+            }
+        }
+        return null;
+    }
+
+    /** The class a repository class extends, when the repository declares it. */
+    private TypeDeclaration<?> superOf(TypeDeclaration<?> t) {
+        if (t instanceof ClassOrInterfaceDeclaration c && !c.getExtendedTypes().isEmpty()) {
+            List<TypeDeclaration<?>> up = repo.types(c.getExtendedTypes().get(0).getNameAsString(), c);
+            return up.isEmpty() || up.get(0) == t ? null : up.get(0);
+        }
+        return null;
+    }
+
+    /** A field's URI: its initializer, or the configuration key it is bound to (the field declared here or above). */
     private String fieldUri(Repo.Source s, TypeDeclaration<?> t, String name, int depth) {
         if (t == null) {
             return null;
         }
         var field = t.getFieldByName(name).orElse(null);
+        int above = 0;
+        for (TypeDeclaration<?> up = superOf(t); field == null && up != null && above < 4; up = superOf(up), above++) {
+            field = up.getFieldByName(name).orElse(null);
+        }
         if (field == null) {
             return null;
         }
@@ -4427,6 +4522,66 @@ final class EntryPoints {
             }
             if (v != null) {
                 return v;
+            }
+        }
+        return field.getParentNode().orElse(null) instanceof TypeDeclaration<?> holder
+                ? constructedUri(holder, name, depth)
+                : null;
+    }
+
+    /**
+     * A field its constructor sets from a parameter ({@code inputStream = inputSource}): the URI the code creating the
+     * class passes in that place ({@code new DerivativeConnector(name, finalInput, …)}, a local read where it is
+     * declared), the first that says one.
+     */
+    private String constructedUri(TypeDeclaration<?> t, String field, int depth) {
+        for (com.github.javaparser.ast.body.ConstructorDeclaration k : t.getConstructors()) {
+            for (com.github.javaparser.ast.expr.AssignExpr a :
+                    k.findAll(com.github.javaparser.ast.expr.AssignExpr.class)) {
+                boolean toField = a.getTarget() instanceof FieldAccessExpr fa
+                                && fa.getScope() instanceof com.github.javaparser.ast.expr.ThisExpr
+                                && fa.getNameAsString().equals(field)
+                        || a.getTarget() instanceof NameExpr n
+                                && n.getNameAsString().equals(field)
+                                && k.getParameterByName(field).isEmpty();
+                if (!toField || !(a.getValue() instanceof NameExpr v)) {
+                    continue;
+                }
+                int place = k.getParameters()
+                        .indexOf(k.getParameterByName(v.getNameAsString()).orElse(null));
+                if (place < 0) {
+                    continue;
+                }
+                String type = t.getNameAsString();
+                repo.parseHolding(List.of("new " + type + "("));
+                for (Repo.Source src : repo.sources()) {
+                    if (!src.text().contains("new " + type + "(")) {
+                        continue;
+                    }
+                    for (ObjectCreationExpr oc : src.cu()
+                            .findAll(
+                                    ObjectCreationExpr.class,
+                                    x -> x.getType().getNameAsString().equals(type)
+                                            && x.getArguments().size()
+                                                    == k.getParameters().size())) {
+                        Expression arg = oc.getArgument(place);
+                        if (arg instanceof NameExpr local) {
+                            arg = Types.ancestor(oc, com.github.javaparser.ast.body.CallableDeclaration.class)
+                                    .flatMap(m -> m
+                                            .findAll(
+                                                    VariableDeclarator.class,
+                                                    d -> d.getNameAsString().equals(local.getNameAsString()))
+                                            .stream()
+                                            .findFirst())
+                                    .flatMap(VariableDeclarator::getInitializer)
+                                    .orElse(arg);
+                        }
+                        String uri = camelUriExpr(src, arg, depth + 1);
+                        if (uri != null) {
+                            return uri;
+                        }
+                    }
+                }
             }
         }
         return null;

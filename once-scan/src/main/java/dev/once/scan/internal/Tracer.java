@@ -302,6 +302,8 @@ final class Tracer {
         String memberText;
         /** Set while walking work handed to another thread: where it was handed off. */
         Location async;
+        /** The HTTP method a Camel route set before sending the exchange on to this route, which its headers carry. */
+        String camelVerb;
         /** The branches taken by the calls that led into this frame (see {@link Event#arms}). */
         List<Long> arms = List.of();
         /** The calls that led into this frame, outermost first: where an acknowledging wrapper was called from. */
@@ -1462,19 +1464,48 @@ final class Tracer {
         if (!template && !step) {
             return false;
         }
-        String uri = constants.text(c.getArgument(0), c);
-        java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
-        if (m == null || !m.matches()) {
-            return false;
+        // .to("seda:a", "seda:b") sends to each endpoint it names (a multicast's recipients)
+        List<Expression> uris = step && name.equals("to") ? c.getArguments() : List.of(c.getArgument(0));
+        boolean any = false;
+        for (Expression arg : uris) {
+            String uri = constants.text(arg, c);
+            java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
+            java.util.regex.Matcher q = uri == null ? null : CAMEL_QUEUED.matcher(uri.trim());
+            if (m != null && m.matches()) {
+                walkRoutes(c, "direct:" + m.group(2), false, f);
+                any = true;
+            } else if (q != null && q.matches()) {
+                // a seda: endpoint told to wait for its route (waitForTaskToComplete=Always) runs it before returning
+                boolean waits = q.group(3) != null && q.group(3).matches("(?i).*waitForTaskToComplete=Always.*");
+                walkRoutes(c, q.group(1) + ":" + q.group(2), !waits, f);
+                any = true;
+            }
         }
-        String endpoint = m.group(2);
+        return any;
+    }
+
+    /**
+     * In-memory queues of Camel ({@code seda:}, {@code vm:}, {@code disruptor:}): the sending route puts the exchange
+     * on the queue and goes on, and the route consuming it runs later on that endpoint's own threads. A broker route
+     * that hands its exchange to one returns, and its message is acknowledged, before that route's work runs: walked
+     * as work handed off, as an executor's {@code submit} is.
+     */
+    private static final Pattern CAMEL_QUEUED = Pattern.compile("(seda|vm|disruptor|disruptor-vm):([^?]+)(\\?.*)?");
+
+    /** Walks the routes consuming {@code endpoint} ({@code direct:name}, {@code seda:name}) from the step {@code c}. */
+    private void walkRoutes(MethodCallExpr c, String endpoint, boolean handedOff, Frame f) {
         List<Expression> routes = directRoutes.computeIfAbsent(endpoint, this::routesFrom);
+        if (handedOff && !routes.isEmpty()) {
+            add(Event.Kind.ASYNC, c, f, null, null, shortText(c));
+        }
+        // the HTTP method the sending route set travels in the exchange's headers to the route it sends to
+        String verb = camelVerb(c);
         for (Expression route : routes) {
             if (!routesWalked.add(route)) {
                 continue;
             }
             List<Step> path = new ArrayList<>(f.path);
-            path.add(new Step("route direct:" + endpoint, repo.loc(c)));
+            path.add(new Step("route " + endpoint, repo.loc(c)));
             span(route);
             Frame r = new Frame(
                     f.depth + 1,
@@ -1484,22 +1515,43 @@ final class Tracer {
                     f.visiting,
                     Types.enclosingType(route),
                     Types.ancestor(route, MethodDeclaration.class).orElse(null));
-            r.async = f.async;
+            r.async = handedOff ? repo.loc(c) : f.async;
+            r.camelVerb = verb != null ? verb : f.camelVerb;
             r.arms = arms(c, f);
             r.sites = append(f.sites, c);
             r.data = null; // the exchange carries the message in headers and properties the walk does not follow
             visit(route, r);
             routesWalked.remove(route);
         }
-        return true;
     }
 
-    /** The whole chain of each route that starts {@code from("direct:endpoint")} (or {@code direct-vm:}). */
+    /** The HTTP method header a route sets before the step {@code c}, upper case; null when it sets none. */
+    private static String camelVerb(MethodCallExpr c) {
+        for (Expression x = c.getScope().orElse(null);
+                x instanceof MethodCallExpr step;
+                x = step.getScope().orElse(null)) {
+            if (step.getNameAsString().equals("setHeader")
+                    && step.getArguments().size() == 2
+                    && step.getArgument(0).toString().matches("(Exchange\\.)?HTTP_METHOD|\"CamelHttpMethod\"")) {
+                java.util.regex.Matcher m = Pattern.compile("\"(\\w+)\"")
+                        .matcher(step.getArgument(1).toString());
+                return m.find() ? m.group(1).toUpperCase(Locale.ROOT) : "";
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The whole chain of each route that starts from {@code endpoint}: {@code direct:name} (read from
+     * {@code direct:} or {@code direct-vm:}), or an in-memory queue's {@code seda:name}.
+     */
     private List<Expression> routesFrom(String endpoint) {
-        repo.parseHolding(List.of(endpoint));
+        String scheme = endpoint.substring(0, endpoint.indexOf(':'));
+        String name = endpoint.substring(endpoint.indexOf(':') + 1);
+        repo.parseHolding(List.of(name));
         List<Expression> out = new ArrayList<>();
         for (Repo.Source s : repo.sources()) {
-            if (!s.text().contains(endpoint)) {
+            if (!s.text().contains(name)) {
                 continue;
             }
             for (MethodCallExpr from : s.cu().findAll(
@@ -1507,8 +1559,13 @@ final class Tracer {
                             x -> x.getNameAsString().equals("from")
                                     && x.getArguments().size() == 1)) {
                 String uri = constants.text(from.getArgument(0), from);
-                java.util.regex.Matcher m = uri == null ? null : CAMEL_DIRECT.matcher(uri.trim());
-                if (m != null && m.matches() && m.group(2).equals(endpoint)) {
+                java.util.regex.Matcher m = uri == null
+                        ? null
+                        : (scheme.equals("direct") ? CAMEL_DIRECT : CAMEL_QUEUED).matcher(uri.trim());
+                if (m != null
+                        && m.matches()
+                        && m.group(2).equals(name)
+                        && (scheme.equals("direct") || m.group(1).equals(scheme))) {
                     out.add(chainTop(from));
                 }
             }
@@ -1574,6 +1631,9 @@ final class Tracer {
                 endpoint = step.getArgument(0).toString();
             }
         }
+        if (verb == null) {
+            verb = f.camelVerb; // set by the route that sent the exchange here
+        }
         if (verb == null || !verb.matches("POST|PUT|PATCH")) {
             return false;
         }
@@ -1589,9 +1649,21 @@ final class Tracer {
                 Blast.DATA,
                 Event.Category.EXTERNAL,
                 "calls Camel HTTP " + verb + " (" + shortText(c) + ")",
-                keyed(chainTop(c).toString(), "") || camelRequestKeyed(chainTop(c), f));
+                // a PUT replaces what its address names, as for the other HTTP clients: a write a crash can lose, not
+                // one a repeat duplicates
+                verb.equals("PUT")
+                        || keyed(chainTop(c).toString(), "")
+                        || camelRequestKeyed(chainTop(c), f)
+                        || ADDRESSED_BY_ID.matcher(c.getArgument(0).toString()).find());
         return true;
     }
+
+    /**
+     * An address whose last segment is the resource's own id from the exchange ({@code "node/${exchangeProperty.uuid}"}):
+     * a write to the resource that id names, which a repeat writes again in place, not a POST to a collection that
+     * makes another ({@code "node/${…uuid}/version"} is one).
+     */
+    private static final Pattern ADDRESSED_BY_ID = Pattern.compile("/\\$\\{[\\w.]*?(?i:id|uuid|key)\\}\"");
 
     /** A header a provider recognises a repeated request by: an idempotency key, a request or correlation id. */
     private static final Pattern KEY_HEADER =
