@@ -124,7 +124,7 @@ final class ClaimRun {
         } catch (SQLException e) {
             if (dialect.isLockTimeout(e)) {
                 tx.setRollbackOnly();
-                return inProgress(d, e);
+                return inProgress(tx, d, e);
             }
             throw e;
         }
@@ -331,16 +331,29 @@ final class ClaimRun {
                                 + " duplicate"));
     }
 
-    Outcome inProgress(Delivery d, SQLException e) {
+    /**
+     * IN_PROGRESS for {@code d}, whose claim in {@code tx} waited past the lock timeout. The lock's holder is another
+     * delivery of it that has not committed, or another transaction of this thread (a locking read of the inbox, a
+     * gap lock on MariaDB), which ends only after this call returns; the message names this thread's open one when
+     * once knows it (it claimed events of this consumer): redelivered there, the event would wait again.
+     */
+    Outcome inProgress(Transaction tx, Delivery d, SQLException e) {
+        boolean ownBeside = ClaimsOnThread.openBeside(tx.joinedTransaction(), inbox.tablePrefix(), consumer);
         return new Outcome(
                 d.eventId(),
                 Status.IN_PROGRESS,
                 new RetryableException(
-                        "event '"
-                                + d.eventId() + "' is being processed by another delivery that has not committed"
-                                + " within the lock timeout ("
+                        "event '" + d.eventId() + "' of consumer '" + consumer + "' could not be claimed within the"
+                                + " lock timeout ("
                                 + inbox.lockTimeout().map(Duration::toString).orElse("the session's lock_timeout")
-                                + "); leave it unacknowledged",
+                                + "): a transaction that has not committed locks its claim, another delivery of it"
+                                + " or another transaction of this thread"
+                                + (ownBeside
+                                        ? " (this thread has a transaction open that claimed events of consumer '"
+                                                + consumer + "', suspended or on another connection: its locks end"
+                                                + " only after this call returns)"
+                                        : "")
+                                + "; leave it unacknowledged",
                         e));
     }
 

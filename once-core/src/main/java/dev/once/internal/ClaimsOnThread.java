@@ -124,6 +124,24 @@ final class ClaimsOnThread {
         return claims.of(tx, prefix, consumer);
     }
 
+    /**
+     * Whether a transaction of this thread other than {@code mine} (null: any of the caller's) is open and claimed
+     * events of {@code consumer}: a lock wait of {@code mine} may then be on a lock of that transaction (a locking
+     * read of the inbox, a gap lock on MariaDB), which ends only after the waiting call returns.
+     */
+    static boolean openBeside(JoinedTransaction mine, String prefix, String consumer) {
+        ClaimsOnThread claims = ON_THREAD.get();
+        if (claims == null) {
+            return false;
+        }
+        for (int i = 0; i < claims.held.size(); i++) {
+            if (claims.held.get(i).holdsFor(mine, prefix, consumer)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether a transaction of this thread other than {@code mine} (null: none of the caller's) holds {@code id}'s claim while it is open. */
     static boolean heldByAnother(JoinedTransaction mine, String prefix, String consumer, String id) {
         ClaimsOnThread claims = ON_THREAD.get();

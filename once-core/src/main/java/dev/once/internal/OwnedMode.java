@@ -122,7 +122,7 @@ final class OwnedMode {
                     } catch (SQLException e) {
                         if (dialect.isLockTimeout(e)) {
                             tx.setRollbackOnly();
-                            return BatchResult.split(d -> claimRun.inProgress(d, e), -1);
+                            return BatchResult.split(d -> claimRun.inProgress(tx, d, e), -1);
                         }
                         throw e;
                     }

@@ -70,7 +70,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Wake-up.</b> On PostgreSQL a started relay {@code LISTEN}s on the outbox channel (the
  * schema's trigger notifies when a row becomes pending) and sends within milliseconds of a commit;
  * it also polls every {@link Builder#pollInterval}, which is the only wake-up elsewhere and the
- * fallback when the listening connection breaks.
+ * fallback when the listening connection breaks. The channel is the database's: with a schema per
+ * tenant and the same table prefix in each, a relay wakes only for its own schema's rows (the
+ * trigger names the schema, schema version 10).
  *
  * <p><b>Exclusive mode.</b> With {@link Builder#lease}, the relay sends only while it holds the named
  * lease, renewing it before each send once half its time to live has passed (so a batch may take
@@ -273,6 +275,7 @@ public final class OutboxRelay implements AutoCloseable {
                 name,
                 target.dataSource(),
                 target.dialect().outboxListen(target.tablePrefix()),
+                target.dialect().quote(target.tablePrefix() + "outbox"),
                 pollInterval,
                 statsInterval,
                 this::relayOnce,

@@ -23,6 +23,7 @@ final class RelayLoop {
     private final String relay;
     private final DataSource dataSource;
     private final String listenSql;
+    private final String table;
     private final Duration pollInterval;
     private final Duration statsInterval;
     private final IntSupplier batch;
@@ -33,6 +34,7 @@ final class RelayLoop {
 
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
+     * @param table        the outbox table, quoted: the listener wakes only for its schema's rows
      * @param batch        sends one batch and returns the rows it handled
      * @param statsInterval how often to refresh the gauges at most
      * @param refreshStats refreshes the gauges
@@ -41,6 +43,7 @@ final class RelayLoop {
             String relay,
             DataSource dataSource,
             String listenSql,
+            String table,
             Duration pollInterval,
             Duration statsInterval,
             IntSupplier batch,
@@ -48,6 +51,7 @@ final class RelayLoop {
         this.relay = relay;
         this.dataSource = dataSource;
         this.listenSql = listenSql;
+        this.table = table;
         this.pollInterval = pollInterval;
         this.statsInterval = statsInterval;
         this.batch = batch;
@@ -80,7 +84,7 @@ final class RelayLoop {
         try {
             while (running) {
                 if (listener == null && listenSql != null && !Instant.now().isBefore(nextListen)) {
-                    listener = PgListener.open(dataSource, listenSql);
+                    listener = PgListener.open(dataSource, listenSql, table);
                     nextListen = Instant.now().plus(pollInterval.multipliedBy(10));
                 }
                 boolean more;

@@ -48,8 +48,9 @@ import net.jqwik.api.lifecycle.AfterContainer;
  * 100 generated cases waited. The wait comes from the caller's own locking read of the inbox ({@code FOR UPDATE}, a
  * move in the generator): 42 of 100 owned calls then waited, each answered IN_PROGRESS after the lock timeout
  * (MariaDB counts it in whole seconds: 1 s for 300 ms), never DUPLICATE for an id not committed, and applied once
- * after the caller ended. Its message names "another delivery that has not committed", where the lock is the
- * thread's own transaction's (left as it is: once cannot tell the two apart without asking the server).
+ * after the caller ended. Its message names both possible holders, and this thread's open transaction by name when it
+ * claimed events of the consumer (once knows those, {@code ClaimsOnThread}; a transaction that only read the inbox it
+ * cannot tell from another delivery without asking the server).
  */
 class MariaDbOwnGapLockPropertyTest {
 
@@ -194,6 +195,7 @@ class MariaDbOwnGapLockPropertyTest {
                     assertThat(o.status()).as(what).isEqualTo(Status.DUPLICATE);
                 } else if (committed.contains(x)) {
                     waited.incrementAndGet();
+                    assertNamesTheThreadsOwnTransaction(what, o, !claimedByCaller.isEmpty());
                 } else if (claimedByCaller.contains(x)) {
                     assertThat(o.status())
                             .as(what + " (the caller holds its claim)")
@@ -203,6 +205,7 @@ class MariaDbOwnGapLockPropertyTest {
                     committed.add(x);
                 } else {
                     waited.incrementAndGet();
+                    assertNamesTheThreadsOwnTransaction(what, o, !claimedByCaller.isEmpty());
                     assertThat(o.shouldAcknowledge())
                             .as(what + ": nothing of " + x + " committed")
                             .isFalse();
@@ -232,6 +235,24 @@ class MariaDbOwnGapLockPropertyTest {
         assertThat(rows("SELECT event_id FROM effect"))
                 .as(c + ": effects, once each")
                 .containsExactlyInAnyOrderElementsOf(committed);
+    }
+
+    /**
+     * The wait's IN_PROGRESS names the lock's possible holders: another delivery, or another transaction of this
+     * thread, and, when this thread's open transaction claimed events of the consumer, that one by name (it
+     * cannot end before the call returns: acknowledging nothing is right, waiting again on this thread is not).
+     */
+    private static void assertNamesTheThreadsOwnTransaction(String what, Outcome o, boolean callerClaimed) {
+        assertThat(o.status()).as(what).isEqualTo(Status.IN_PROGRESS);
+        String message = o.failure().getMessage();
+        assertThat(message).as(what).contains("another delivery of it", "another transaction of this thread");
+        if (callerClaimed) {
+            assertThat(message)
+                    .as(what + ": this thread's open transaction claimed events of 'billing'")
+                    .contains("this thread has a transaction open that claimed events of consumer 'billing'");
+        } else {
+            assertThat(message).as(what).doesNotContain("this thread has a transaction open");
+        }
     }
 
     private static Delivery delivery(int i) {
