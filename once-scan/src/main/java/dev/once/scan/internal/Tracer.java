@@ -2328,10 +2328,25 @@ final class Tracer {
      * The argument given for field {@code field} of the class around {@code at} where that class is made in the same
      * file ({@code new ConsumeThread(…, consumer, …)}): a constructor assigns the field from its parameter, and the
      * {@code new} of the class with as many arguments passes the value. Null when no constructor or no creation says.
+     * Answered once per class and field: asked for every call on a field in every traced frame, and a class its file
+     * never makes (an injected bean) walked the whole file each time (snomed-release-service: a fifth of the scan).
      */
-    private static Expression constructedWith(String field, Node at) {
+    private Expression constructedWith(String field, Node at) {
         TypeDeclaration<?> owner = Types.enclosingType(at);
-        if (owner == null || owner.getFieldByName(field).isEmpty()) {
+        if (owner == null) {
+            return null;
+        }
+        return constructedWithOf
+                .computeIfAbsent(owner, k -> new HashMap<>())
+                .computeIfAbsent(field, k -> Optional.ofNullable(constructedWith(field, owner)))
+                .orElse(null);
+    }
+
+    private final Map<TypeDeclaration<?>, Map<String, Optional<Expression>>> constructedWithOf =
+            new IdentityHashMap<>();
+
+    private static Expression constructedWith(String field, TypeDeclaration<?> owner) {
+        if (owner.getFieldByName(field).isEmpty()) {
             return null;
         }
         for (com.github.javaparser.ast.body.ConstructorDeclaration k : owner.getConstructors()) {
@@ -2350,7 +2365,7 @@ final class Tracer {
                     }
                     int index = i;
                     int arity = k.getParameters().size();
-                    Optional<ObjectCreationExpr> made = at.findCompilationUnit()
+                    Optional<ObjectCreationExpr> made = owner.findCompilationUnit()
                             .flatMap(cu -> cu.findFirst(
                                     ObjectCreationExpr.class,
                                     o -> o.getType().getNameAsString().equals(owner.getNameAsString())
@@ -2942,12 +2957,7 @@ final class Tracer {
         if (field == null
                 || owner == null
                 || owner.getFieldByName(field).isEmpty()
-                || f.method != null
-                        && !f.method
-                                .findAll(
-                                        VariableDeclarator.class,
-                                        v -> v.getNameAsString().equals(field))
-                                .isEmpty()) {
+                || f.method != null && declarators(f.method).containsKey(field)) {
             return false;
         }
         Set<MethodDeclaration> scheduled = scheduledByCall(owner);
@@ -2985,7 +2995,15 @@ final class Tracer {
      * Methods of {@code owner} it gives to a scheduler itself, {@code taskScheduler.schedule(this::flush, trigger)}
      * or {@code scheduleAtFixedRate(() -> flush(), …)}: timers as much as an {@code @Scheduled} method is.
      */
-    private static Set<MethodDeclaration> scheduledByCall(TypeDeclaration<?> owner) {
+    private Set<MethodDeclaration> scheduledByCall(TypeDeclaration<?> owner) {
+        // read once per class: asked for each buffer write ({@code map.put}, {@code list.add}) in every traced frame, a
+        // walk of the whole class each time made a class of many such calls quadratic
+        return scheduledByCallOf.computeIfAbsent(owner, Tracer::scheduledByCallIn);
+    }
+
+    private final Map<TypeDeclaration<?>, Set<MethodDeclaration>> scheduledByCallOf = new IdentityHashMap<>();
+
+    private static Set<MethodDeclaration> scheduledByCallIn(TypeDeclaration<?> owner) {
         Set<MethodDeclaration> out = new HashSet<>();
         for (MethodCallExpr call :
                 owner.findAll(MethodCallExpr.class, x -> x.getNameAsString().startsWith("schedule"))) {

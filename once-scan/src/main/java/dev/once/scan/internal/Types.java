@@ -232,9 +232,12 @@ final class Types {
                     if (s == prev) {
                         break;
                     }
-                    for (VariableDeclarationExpr v : s.findAll(
-                            VariableDeclarationExpr.class,
-                            x -> x.getParentNode().filter(p -> p == s).isPresent())) {
+                    // the statement's own declarations only (its children): a walk of each earlier statement's
+                    // whole subtree per look-up cost a long method its size again at every name
+                    for (Node child : s.getChildNodes()) {
+                        if (!(child instanceof VariableDeclarationExpr v)) {
+                            continue;
+                        }
                         for (VariableDeclarator d : v.getVariables()) {
                             if (d.getNameAsString().equals(name)) {
                                 return varType(d);
