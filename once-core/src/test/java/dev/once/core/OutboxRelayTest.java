@@ -629,7 +629,10 @@ class OutboxRelayTest {
      * Every commit's NOTIFY wakes every started relay; one takes the rows, the others find nothing. A
      * relay busy with a batch while commits arrive polls again after it anyway, and that poll sees
      * those commits' rows: the notifications that arrived meanwhile must not wake it for yet another,
-     * empty poll (a lock query and a commit each, the herd's cost at an offered load).
+     * empty poll (a lock query and a commit each, the herd's cost at an offered load). The batch ends
+     * only once the notifications have reached the relay's own LISTEN connection ({@link
+     * ArrivingNotifications}): one its backend sends later, after the poll that saw its row (a starved
+     * backend), wakes the relay once more, which no relay can tell from a new commit's.
      */
     @Test
     void notificationsThatArrivedDuringABatchDoNotWakeTheRelayAfterThePollThatSawTheirRows() throws Exception {
@@ -638,34 +641,34 @@ class OutboxRelayTest {
         String prefix = "herd" + ProcessHandle.current().pid() % 1_000_000 + "_";
         dev.once.Schema.migrate(db.dataSource(), prefix);
         CountingDataSource counting = new CountingDataSource(db.dataSource());
+        ArrivingNotifications notifications = new ArrivingNotifications(counting.dataSource());
         java.util.concurrent.CountDownLatch sending = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         List<Long> locksAtSend = new CopyOnWriteArrayList<>();
         try (OutboxRelay relay = OutboxRelay.builder()
-                        .dataSource(counting.dataSource())
-                        .tablePrefix(prefix)
-                        .pollInterval(Duration.ofHours(1))
-                        .meterRegistry(new SimpleMeterRegistry())
-                        .publisher(m -> {
-                            locksAtSend.add(lockQueries(counting));
-                            sending.countDown();
-                            release.await();
-                            return Receipt.NONE;
-                        })
-                        .build();
-                java.sql.Connection listening = db.dataSource().getConnection()) {
-            try (java.sql.Statement s = listening.createStatement()) {
-                s.execute("LISTEN " + prefix + "outbox");
-            }
+                .dataSource(notifications.dataSource())
+                .tablePrefix(prefix)
+                .pollInterval(Duration.ofHours(1))
+                .meterRegistry(new SimpleMeterRegistry())
+                .publisher(m -> {
+                    locksAtSend.add(lockQueries(counting));
+                    sending.countDown();
+                    release.await();
+                    return Receipt.NONE;
+                })
+                .build()) {
             relay.start();
+            // every commit from here on notifies the relay's connection
+            notifications.awaitListening();
             insert(prefix, "first", "a");
             assertThat(sending.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-            // Three commits while the relay's batch waits for its send; their notifications reach
-            // every listener (this one too) at their commits.
+            // Three commits while the relay's batch waits for its send.
             for (String key : List.of("b", "c", "d")) {
                 insert(prefix, "during-" + key, key);
             }
-            awaitNotifications(listening, 4);
+            // the four commits' notifications have reached the relay's connection (the first one's may
+            // have woken it for the batch)
+            notifications.awaitArrived(4);
             release.countDown();
             await().atMost(Duration.ofSeconds(20)).until(() -> sent(prefix) == 4);
             await().atMost(Duration.ofSeconds(20)).until(() -> lockQueries(counting) >= locksAtSend.get(0) + 2);
@@ -694,17 +697,6 @@ class OutboxRelayTest {
         return counting.prepared().stream()
                 .filter(sql -> sql.contains(" AS pred "))
                 .count();
-    }
-
-    private static void awaitNotifications(java.sql.Connection listening, int n) throws Exception {
-        org.postgresql.PGConnection pg = listening.unwrap(org.postgresql.PGConnection.class);
-        int seen = 0;
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (seen < n && System.nanoTime() < deadline) {
-            org.postgresql.PGNotification[] got = pg.getNotifications(100);
-            seen += got == null ? 0 : got.length;
-        }
-        assertThat(seen).as("notifications of the four commits").isEqualTo(n);
     }
 
     @Test

@@ -672,6 +672,29 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
         });
     }
 
+    /**
+     * The generated red (shrunk) that a run under load met, with nothing of load in it: a body swallowed a failed
+     * statement in a NESTED scope of the caller's (ABORTS: the call returns), and the caller committed the scope.
+     * Nothing had marked Spring's transaction rollback-only, so the commit released the savepoint, which PostgreSQL
+     * refused (TransactionSystemException), and the transaction stayed aborted: the next call in it fails (25P02,
+     * RetryableException, nothing deleted) and so does the commit. The model had taken the ABORTS call for one that
+     * marked the transaction, so the scope's commit for a rollback to its savepoint, and expected the next call applied.
+     */
+    @Example
+    void aNestedScopeCommittedAfterABodySwallowedAFailedStatementLeavesTheTransactionAborted() throws Exception {
+        scripted(w -> {
+            w.fifoSend(0, "swallows");
+            w.fifoSend(1, "ok");
+            w.fifoReceive();
+            w.begin(Kind.REQUIRED);
+            w.begin(Kind.NESTED);
+            w.fifoListen(0, true);
+            w.commit();
+            w.fifoListen(0, true);
+            w.commit();
+        });
+    }
+
     /** The same in transactions of their own: the next message applied and deleted, the held one refused. */
     @Example
     void aFifoMessageHeldWhileItsGroupWentOnIsRefused() throws Exception {
@@ -1069,7 +1092,9 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             /**
              * In the caller's transaction, the body swallows a failed statement after the fence moved the group:
              * PostgreSQL aborted the transaction, the call returns (its claim check is left to the commit, as Spring's
-             * transaction asks), and the commit fails it: nothing of it commits, its message is never deleted.
+             * transaction asks), and the commit fails it: nothing of it commits, its message is never deleted. Spring's
+             * transaction is not marked rollback-only: a NESTED scope around the call commits by releasing its
+             * savepoint, which fails in the aborted transaction and leaves it aborted for the calls after it.
              */
             ABORTS,
             /** ON_SUCCESS in the caller's transaction: refused before the claim. */
@@ -1159,8 +1184,12 @@ class SqsAcknowledgementCallerTransactionPropertyTest {
             if (thrown != null || expect == Expect.ABORTS) {
                 f.mustStay = true;
                 assertThat(f.settled).as("%s failed: not deleted %s", f, moves).isEmpty();
-                if (physical != null && expect != Expect.REFUSED) {
-                    physical.rollbackOnly = true; // the listener's template took part and failed
+                // The listener's template took part and failed: rollback-only. Not where the call returned (ABORTS):
+                // nothing marked Spring's transaction, only PostgreSQL aborted it ("x"), so a NESTED scope's commit
+                // releases its savepoint, which fails and leaves the transaction aborted, rather than rolling back
+                // to it (the model once said rolled back, and expected the next call applied: 25P02)
+                if (physical != null && thrown != null && expect != Expect.REFUSED) {
+                    physical.rollbackOnly = true;
                 }
             }
             if (physical == null) {
