@@ -326,20 +326,68 @@ public final class Repo {
                     "\\bimplements\\b[^{;]*?(?:Kafka|Rabbit|Amqp|Jms|JMS|Sqs|SQS|Pulsar|Nats|Mqtt|Kinesis|ServiceBus"
                             + "|PubSub|Pubsub|EventHub)\\w*(?:Handler|Listener|Consumer|Processor|Subscriber)\\b"));
 
+    private static final AnyOf SEED_OR_PACKAGE =
+            new AnyOf(java.util.stream.Stream.concat(SEED.stream(), EntryCatalogue.get().packages().stream())
+                    .toList());
+
     /**
-     * Whether a file holds a seed: one {@code indexOf} per word (a vectorised search) rather than one
-     * alternation of every word tried at each character, then the few whole-identifier words.
+     * Whether a text holds any of a fixed set of words, in one pass over the text: a {@code contains} per word read a
+     * file that holds none (most files) once per word, some 250 times (a fifth of a 1,400-file scan). Each position's
+     * next four characters are looked up among the words' first four; only a hit compares whole words.
      */
-    private static boolean seeded(String text) {
-        for (String w : SEED) {
-            if (text.contains(w)) {
-                return true;
+    static final class AnyOf {
+        private static final int HEAD = 4;
+        private final List<String> shortWords = new ArrayList<>();
+        private final Map<Integer, List<String>> byHead = new HashMap<>();
+        private final java.util.BitSet heads = new java.util.BitSet(1 << 16);
+
+        AnyOf(List<String> words) {
+            for (String w : words) {
+                if (w.length() < HEAD) {
+                    shortWords.add(w);
+                } else {
+                    int h = head(w, 0);
+                    heads.set(h);
+                    byHead.computeIfAbsent(h, k -> new ArrayList<>()).add(w);
+                }
             }
         }
-        for (String w : EntryCatalogue.get().packages()) {
-            if (text.contains(w)) {
-                return true;
+
+        private static int head(String text, int at) {
+            int h = 0;
+            for (int i = at; i < at + HEAD; i++) {
+                h = h * 31 + text.charAt(i);
             }
+            return h & 0xFFFF;
+        }
+
+        boolean in(String text) {
+            for (String w : shortWords) {
+                if (text.contains(w)) {
+                    return true;
+                }
+            }
+            for (int i = 0; i + HEAD <= text.length(); i++) {
+                int h = head(text, i);
+                if (heads.get(h)) {
+                    for (String w : byHead.get(h)) {
+                        if (text.startsWith(w, i)) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Whether a file holds a seed: the seed words and the catalogue's packages in one pass ({@link AnyOf}) rather than
+     * one alternation of every word tried at each character, then the few whole-identifier words.
+     */
+    private static boolean seeded(String text) {
+        if (SEED_OR_PACKAGE.in(text)) {
+            return true;
         }
         for (Map.Entry<String, Pattern> w : SEED_WORDS.entrySet()) {
             if (text.contains(w.getKey()) && w.getValue().matcher(text).find()) {
