@@ -1322,6 +1322,7 @@ final class Tracer {
         if (types.isRepoType(type)
                 || IN_PROCESS.matcher(type).matches()
                 || JUDGED_ELSEWHERE.matcher(type).matches()
+                || FUNCTIONAL.matcher(type).matches()
                 // with no names known to carry the message (a receive assigned to a variable declared before it), any
                 // value handed over may, as for a collaborator's write
                 || c.getArguments().stream()
@@ -1337,6 +1338,14 @@ final class Tracer {
                 null,
                 "hands the message to " + type + "." + name + " (" + shortText(c) + ")");
     }
+
+    /**
+     * The JDK's functional interfaces: {@code converter.apply(event)} runs code of this process (a lambda or a method
+     * reference given to the class), not a library's; the trace reads it where it was written or not at all.
+     */
+    private static final Pattern FUNCTIONAL = Pattern.compile(
+            "(Bi|Int|Long|Double|To\\w*)?(Function|Consumer|Supplier|Predicate|Operator)|UnaryOperator|BinaryOperator"
+                    + "|Runnable|Callable");
 
     /** A future a method started and hands back: eager, unlike a reactive publisher nothing runs until subscribed. */
     private static final Pattern FUTURE_TYPE =
