@@ -57,8 +57,9 @@ import net.jqwik.api.state.ActionChain;
  * named {@code Rg-...} (mixed case and a hyphen: it needs quoting) and reached through a {@code SET search_path}
  * {@code connectionInitSql}. Then up to 24 random moves: commit 1 to 3 outbox rows in a tenant; open a tenant's
  * transaction that inserts a row and leave it open, and commit it moves later; start or stop a tenant's relay; migrate
- * a tenant's schema from V9 to V10 ({@link Schema#migrate}, concurrently: it may wait for the open transaction) while
- * relays run; terminate the backend of a relay's LISTEN connection ({@code pg_terminate_backend}).
+ * a tenant's schema from V9 to V10 ({@link Schema#migrate}, concurrently: it waits for the tenant's open transaction,
+ * and meanwhile the tenant's commits and its relay's marks of sent rows wait for it, so the model holds them back)
+ * while relays run; terminate the backend of a relay's LISTEN connection ({@code pg_terminate_backend}).
  *
  * <p>Checked after every move, for every tenant whose relay runs: every row its transactions committed has been
  * published within {@value #PROMPT_SECONDS} s (waited on, the poll interval is an hour: only a wake-up sends it);
@@ -358,6 +359,11 @@ class OutboxRelayTenantsPropertyTest {
                     .build();
             int before = t.counting.prepared().size();
             t.relay.start();
+            if (t.migrating()) {
+                // V10 waits for this tenant's open transaction, and the relay's marks of sent rows for V10
+                awaitTrue(() -> listenerPid(t) != 0, "the relay of " + t + " LISTENs");
+                return;
+            }
             // Its listener opened, then its first poll committed, then it read its gauges: a row committed from now on
             // reaches it only by a wake-up.
             awaitTrue(
@@ -367,8 +373,8 @@ class OutboxRelayTenantsPropertyTest {
 
         void stop(int i) {
             Tenants t = tenant(i);
-            if (t.relay == null) {
-                return;
+            if (t.relay == null || t.migrating()) {
+                return; // its batch may be waiting for the migration, which waits for an open transaction
             }
             t.relay.close();
             t.relay = null;
@@ -565,15 +571,17 @@ class OutboxRelayTenantsPropertyTest {
         @Override
         public void close() {
             for (Tenants t : tenants) {
-                if (t.relay != null) {
-                    t.relay.close();
-                }
                 if (t.held != null) {
                     try (Connection c = t.held) {
                         c.rollback();
                     } catch (SQLException ignored) {
                         // the try failed already; its schema is dropped below
                     }
+                }
+            }
+            for (Tenants t : tenants) {
+                if (t.relay != null) {
+                    t.relay.close(); // its batch waited for no migration past the rollbacks above
                 }
             }
             migrations.shutdownNow();

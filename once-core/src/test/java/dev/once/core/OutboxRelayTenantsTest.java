@@ -15,6 +15,10 @@ import org.junit.jupiter.api.Test;
  * the V10 migration committed while a transaction that had written an outbox row under the V9 trigger was still
  * open, a relay then started on the V10 schema and ignored that transaction's empty payload (its row waited: found at
  * the 11th try of 60).
+ *
+ * <p>With {@code PgListener}'s filter broken on purpose: every notification its own (the V10 relay's lock queries
+ * exceed their bound: the property at its 9th try, 3 where at most 2; the third case here); none its own (nothing is
+ * sent: the property's first try, and the first two cases here).
  */
 class OutboxRelayTenantsTest {
 
@@ -30,6 +34,26 @@ class OutboxRelayTenantsTest {
             w.drop(0); // and again: the listener opened after the first drop is one to terminate
             w.commit(0, 2);
             w.settle();
+            w.finish();
+        }
+    }
+
+    @Test
+    void aV10RelayPollsForNoneOfItsNeighboursCommitsWhetherTheirSchemaIsAtV10OrNot() throws Exception {
+        // The same prefix, so the same channel: the V9 neighbour's payload is empty, the V10 one's names its schema.
+        try (World w = new World(
+                List.of(new Tenant(10, "once_", false), new Tenant(9, "once_", true), new Tenant(10, "once_", true)))) {
+            w.start(0);
+            w.start(1);
+            w.start(2);
+            for (int i = 0; i < 3; i++) {
+                w.commit(1, 1);
+                w.settle(); // the neighbours' rows published: their notifications reached every listener
+                w.commit(2, 1);
+                w.settle();
+            }
+            w.commit(0, 1);
+            w.settle(); // after its own row, in order after the others' notifications: at most 2 + 2 x 1 polls
             w.finish();
         }
     }
