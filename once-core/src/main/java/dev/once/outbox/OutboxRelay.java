@@ -69,8 +69,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Wake-up.</b> On PostgreSQL a started relay {@code LISTEN}s on the outbox channel (the
  * schema's trigger notifies when a row becomes pending) and sends within milliseconds of a commit;
- * it also polls every {@link Builder#pollInterval}, which is the only wake-up elsewhere and the
- * fallback when the listening connection breaks. The channel is the database's: with a schema per
+ * it also polls every {@link Builder#pollInterval}, which is the only wake-up elsewhere. A listening
+ * connection that breaks is opened again at once (then the relay polls), one that cannot be opened
+ * again after 1 s, doubling up to ten poll intervals; meanwhile the relay polls. The channel is the database's: with a schema per
  * tenant and the same table prefix in each, a relay wakes only for its own schema's rows (the
  * trigger names the schema, schema version 10).
  *

@@ -19,6 +19,10 @@ final class RelayLoop {
     private static final Logger log = LoggerFactory.getLogger(RelayLoop.class);
     // Slices keep stop() prompt: the driver's wait for a notification cannot be interrupted.
     private static final Duration SLICE = Duration.ofMillis(250);
+    // A LISTEN connection that broke is opened again at once, but no sooner than this after the one before it was
+    // opened (a connection killed as soon as it LISTENs costs an open and a poll a second, not a busy loop); one that
+    // could not be opened is tried again after this, doubling up to ten poll intervals.
+    private static final Duration LISTEN_RETRY = Duration.ofSeconds(1);
 
     private final String relay;
     private final DataSource dataSource;
@@ -31,6 +35,9 @@ final class RelayLoop {
     private final Object wake = new Object();
     private final Thread thread;
     private volatile boolean running = true;
+    // Owned by the loop's thread: when to open the LISTEN connection next, and how long to wait after a failed open.
+    private Instant nextListen = Instant.MIN;
+    private Duration listenRetry = LISTEN_RETRY;
 
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
@@ -79,13 +86,12 @@ final class RelayLoop {
 
     private void run() {
         PgListener listener = null;
-        Instant nextListen = Instant.MIN;
         Instant nextStats = Instant.MIN;
         try {
             while (running) {
                 if (listener == null && listenSql != null && !Instant.now().isBefore(nextListen)) {
-                    listener = PgListener.open(dataSource, listenSql, table);
-                    nextListen = Instant.now().plus(pollInterval.multipliedBy(10));
+                    // Then the batch below polls: it finds the rows committed while nobody listened.
+                    listener = open();
                 }
                 boolean more;
                 try {
@@ -125,18 +131,45 @@ final class RelayLoop {
             listener.drain();
             return listener;
         } catch (SQLException e) {
-            log.info("relay {}: LISTEN connection failed ({}), polling until it is back", relay, e.toString());
-            listener.close();
-            return null;
+            return broken(listener, e);
         }
     }
 
-    /** Waits for a notification or the poll interval, whichever first; returns the listener still usable. */
+    private PgListener open() {
+        Instant now = Instant.now();
+        PgListener listener = PgListener.open(dataSource, listenSql, table);
+        if (listener == null) {
+            nextListen = now.plus(listenRetry);
+            Duration doubled = listenRetry.multipliedBy(2);
+            Duration tenPolls = pollInterval.multipliedBy(10);
+            Duration longest = tenPolls.compareTo(LISTEN_RETRY) > 0 ? tenPolls : LISTEN_RETRY;
+            listenRetry = doubled.compareTo(longest) > 0 ? longest : doubled;
+        } else {
+            nextListen = now.plus(LISTEN_RETRY);
+            listenRetry = LISTEN_RETRY;
+        }
+        return listener;
+    }
+
+    // A listener that broke is opened again at once (no sooner than LISTEN_RETRY after it was): until then every
+    // commit's notification is lost, and with it the rows' wake-up; they would wait for the poll interval, an hour if
+    // so configured. It used to be reopened ten poll intervals after it was opened.
+    private PgListener broken(PgListener listener, SQLException e) {
+        log.info("relay {}: LISTEN connection failed ({}), opening it again", relay, e.toString());
+        listener.close();
+        return null;
+    }
+
+    /**
+     * Waits for a notification or the poll interval, whichever first, or without a listener until it is time to open
+     * one again; returns the listener still usable.
+     */
     private PgListener await(PgListener listener) throws InterruptedException {
         long deadline = System.nanoTime() + pollInterval.toNanos();
         while (running) {
             long left = deadline - System.nanoTime();
-            if (left <= 0) {
+            if (left <= 0
+                    || (listener == null && listenSql != null && !Instant.now().isBefore(nextListen))) {
                 return listener;
             }
             Duration slice = Duration.ofNanos(Math.min(left, SLICE.toNanos()));
@@ -146,9 +179,7 @@ final class RelayLoop {
                         return listener;
                     }
                 } catch (SQLException e) {
-                    log.info("relay {}: LISTEN connection failed ({}), polling until it is back", relay, e.toString());
-                    listener.close();
-                    listener = null;
+                    listener = broken(listener, e);
                 }
             } else {
                 synchronized (wake) {

@@ -324,8 +324,12 @@ final class EntryPoints {
                 pubSubReceiver(s, v);
                 catalogueVariable(s, v);
             }
+            // asked once per file, not once per method: a file of a few hundred methods was read whole for each
+            boolean eventuateHandlers = s.text().contains("HandlersBuilder");
             for (MethodDeclaration m : s.cu().findAll(MethodDeclaration.class)) {
-                eventuate(s, m);
+                if (eventuateHandlers) {
+                    eventuate(s, m);
+                }
                 stream(s, m);
                 lambdaMethod(s, m);
                 callbackBean(s, m);
@@ -2682,10 +2686,8 @@ final class EntryPoints {
 
     // ---- Eventuate and Spring Cloud Stream -----------------------------------------------------
 
+    /** Eventuate handlers a method of a file that builds them ({@code HandlersBuilder}) registers. */
     private void eventuate(Repo.Source s, MethodDeclaration m) {
-        if (!s.text().contains("HandlersBuilder")) {
-            return; // the file builds no Eventuate handlers: no method of it needs printing
-        }
         String text = m.getBody().map(Object::toString).orElse("");
         if (!text.contains("DomainEventHandlersBuilder") && !text.contains("CommandHandlersBuilder")) {
             return;
