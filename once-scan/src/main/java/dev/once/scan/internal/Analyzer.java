@@ -177,7 +177,8 @@ final class Analyzer {
                 out.add(finding(
                         Rule.ACK_BEFORE_EFFECT,
                         worst.blast().ordinal() <= Blast.DATA.ordinal() ? Level.ERROR : Level.WARNING,
-                        "acknowledged in a finally block (" + a.what() + "), so when " + worst.what()
+                        "acknowledged in a finally block (" + a.what() + "), so when "
+                                + (worst.kind() == Event.Kind.WORK ? "the call that " : "") + worst.what()
                                 + " fails the message is acknowledged all the same and never redelivered",
                         a.location(),
                         e,

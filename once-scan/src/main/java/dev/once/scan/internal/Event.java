@@ -106,7 +106,13 @@ record Event(
          */
         MARK,
         /** A call into a REQUIRES_NEW transaction while another is open ({@code tx} is the outer one). */
-        NESTED
+        NESTED,
+        /**
+         * The message's data handed to code the repository does not hold under a verb that does work
+         * ({@code hooks.doIndex(event, body)}, {@code processor.process(release)}; {@link WorkVerbs}): no effect of its
+         * own, since what that code writes is not in sight, but work whose failure is the message's failure.
+         */
+        WORK
     }
 
     /** Where an effect lands: the consumer's database, a remote system, a broker, a cache. */

@@ -720,7 +720,7 @@ final class Tracer {
         BlockStmt work = t.getTryBlock();
         List<Node> tasks = boundTasks(work, f);
         Event failed = events.stream()
-                .filter(x -> x.kind() == Event.Kind.EFFECT
+                .filter(x -> (x.kind() == Event.Kind.EFFECT || x.kind() == Event.Kind.WORK)
                         && x.handedOff() == null
                         && x.blast() != Blast.CACHE
                         && (within(x, work) || tasks.stream().anyMatch(b -> within(x, b))))
@@ -1270,6 +1270,9 @@ final class Tracer {
         }
         descend(c, name, stype, scope, f);
         f.async = outer;
+        if (events.size() == eventsBefore) {
+            libraryWork(c, name, stype, scope, f);
+        }
         if (stype == null
                 || !types.isRepoType(stype)
                 || events.stream().filter(x -> x.kind() == Event.Kind.EFFECT).count() != effectsBefore) {
@@ -1292,6 +1295,57 @@ final class Tracer {
             collaboratorWrite(c, stype, f);
         }
     }
+
+    /**
+     * {@code GitHubHooks.get().doIndex(event, body)}, {@code processor.process(release.name())}: the message's data
+     * handed, under a work verb ({@link WorkVerbs}), to a type the repository does not hold, in the handler's own
+     * thread. Recorded as {@link Event.Kind#WORK}: no duplicate is claimed for it (what the library writes is not in
+     * sight), but an ack in a finally block around it, or a catch-all that only logs it, consumes a failed message.
+     */
+    private void libraryWork(MethodCallExpr c, String name, String stype, Optional<Expression> scope, Frame f) {
+        if (scope.isEmpty() || f.async != null || !WorkVerbs.get().works(name)) {
+            return;
+        }
+        String type = stype;
+        if (type == null) {
+            // a static entry of a library ({@code GitHubHooks.get().doIndex(…)}): the chain starts at a type name
+            Expression root = scope.get();
+            while (root instanceof MethodCallExpr m && m.getScope().isPresent()) {
+                root = m.getScope().get();
+            }
+            if (!(root instanceof NameExpr n)
+                    || !Character.isUpperCase(n.getNameAsString().charAt(0))) {
+                return;
+            }
+            type = n.getNameAsString();
+        }
+        if (types.isRepoType(type)
+                || IN_PROCESS.matcher(type).matches()
+                || JUDGED_ELSEWHERE.matcher(type).matches()
+                || FUNCTIONAL.matcher(type).matches()
+                // with no names known to carry the message (a receive assigned to a variable declared before it), any
+                // value handed over may, as for a collaborator's write
+                || c.getArguments().stream()
+                        .filter(a -> !a.isLambdaExpr() && !a.isMethodReferenceExpr())
+                        .noneMatch(a -> f.data == null || Dataflow.mentions(a, f.data))) {
+            return;
+        }
+        add(
+                Event.Kind.WORK,
+                c,
+                f,
+                Blast.DATA,
+                null,
+                "hands the message to " + type + "." + name + " (" + shortText(c) + ")");
+    }
+
+    /**
+     * The JDK's functional interfaces: {@code converter.apply(event)} runs code of this process (a lambda or a method
+     * reference given to the class), not a library's; the trace reads it where it was written or not at all.
+     */
+    private static final Pattern FUNCTIONAL = Pattern.compile(
+            "(Bi|Int|Long|Double|To\\w*)?(Function|Consumer|Supplier|Predicate|Operator)|UnaryOperator|BinaryOperator"
+                    + "|Runnable|Callable");
 
     /** A future a method started and hands back: eager, unlike a reactive publisher nothing runs until subscribed. */
     private static final Pattern FUTURE_TYPE =
@@ -1807,7 +1861,7 @@ final class Tracer {
             }
             fin.map(FinallyAck::tryBlock).ifPresent(t -> {
                 List<Event> inTry = events.stream()
-                        .filter(x -> x.kind() == Event.Kind.EFFECT && within(x, t))
+                        .filter(x -> (x.kind() == Event.Kind.EFFECT || x.kind() == Event.Kind.WORK) && within(x, t))
                         .toList();
                 if (!inTry.isEmpty()) {
                     finallyAcks.put(a, inTry);
