@@ -238,7 +238,12 @@ final class EntryPoints {
             if (text.contains("messageDrivenChannelAdapter")
                     || text.contains("MessageDrivenChannelAdapter")
                     || text.contains("Amqp.inboundAdapter")
-                    || text.contains("InboundChannelAdapter")) {
+                    || text.contains("InboundChannelAdapter")
+                    // the JMS endpoints built as beans (Spring Integration's JMS chapter): a container bean and a
+                    // ChannelPublishingJmsMessageListener in a JmsMessageDrivenEndpoint, or a polled destination
+                    || text.contains("JmsMessageDrivenEndpoint")
+                    || text.contains("ChannelPublishingJmsMessageListener")
+                    || text.contains("JmsDestinationPollingSource")) {
                 integrationInbound.put(s.module(), true);
             }
             if (text.contains("PubSubInboundChannelAdapter")) {
@@ -1520,8 +1525,9 @@ final class EntryPoints {
     }
 
     /** A Spring Integration endpoint type that receives from outside: an inbound or message-driven adapter or gateway. */
-    private static final Pattern INBOUND_ADAPTER = Pattern.compile(
-            "\\w*(InboundChannelAdapter|MessageDrivenChannelAdapter|InboundGateway|MessageDrivenAdapter)");
+    private static final Pattern INBOUND_ADAPTER =
+            Pattern.compile("\\w*(InboundChannelAdapter|MessageDrivenChannelAdapter|InboundGateway|MessageDrivenAdapter"
+                    + "|MessageDrivenEndpoint|DestinationPollingSource)|KafkaMessageSource|AmqpMessageSource");
 
     /** The simple type of what a flow starts from: a created object, a field or variable, or a method of the class. */
     private String adapterType(Expression x) {
@@ -4143,6 +4149,22 @@ final class EntryPoints {
             // a flow from an adapter the project builds itself (a @Bean ServiceBusInboundChannelAdapter, a field of
             // a KafkaMessageDrivenChannelAdapter): the adapter's type says it is inbound
             source = adapterType(from.getArgument(0));
+            if (binderChannel(s, from.getArgument(0))) {
+                // a flow from a channel Spring Cloud Stream binds to the broker (@EnableBinding's @Input channel)
+                Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
+                if (stmt != null) {
+                    Entry e = add(
+                            s,
+                            "Spring Cloud Stream flow from a bound channel",
+                            "stream",
+                            owner(from) + " flow",
+                            from,
+                            stmt,
+                            from);
+                    e.ackText = "the binder acknowledges after the flow returns";
+                }
+                return;
+            }
             if (source == null || !INBOUND_ADAPTER.matcher(source).matches()) {
                 return;
             }
@@ -4161,6 +4183,36 @@ final class EntryPoints {
                     from);
             e.ackText = "the inbound adapter acknowledges after the flow returns";
         }
+    }
+
+    /**
+     * A channel Spring Cloud Stream's annotation model binds to a destination: {@code channels.input()} where the
+     * receiver's type is an interface of the repository whose method carries {@code @Input}, or {@code Sink.INPUT} /
+     * {@code Processor.INPUT} in a file that declares {@code @EnableBinding}.
+     */
+    private boolean binderChannel(Repo.Source s, Expression arg) {
+        if (arg instanceof FieldAccessExpr f) {
+            return f.getNameAsString().equals("INPUT")
+                    && f.getScope().toString().matches("Sink|Processor")
+                    && s.text().contains("@EnableBinding");
+        }
+        if (!(arg instanceof MethodCallExpr call)
+                || call.getScope().isEmpty()
+                || !call.getArguments().isEmpty()) {
+            return false;
+        }
+        String type = types.typeOf(call.getScope().get());
+        if (type == null) {
+            return false;
+        }
+        for (TypeDeclaration<?> t : repo.types(type, call)) {
+            for (MethodDeclaration m : t.getMethodsByName(call.getNameAsString())) {
+                if (Types.annotated(m.getAnnotations(), "Input")) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**
@@ -4287,7 +4339,7 @@ final class EntryPoints {
             String type = target instanceof ObjectCreationExpr o ? o.getType().getNameAsString() : types.typeOf(target);
             String method = oc.getArguments().size() >= 2 && oc.getArgument(1) instanceof StringLiteralExpr lit
                     ? lit.getValue()
-                    : "handleMessage";
+                    : adapterMethodSet(oc).orElse("handleMessage");
             if (type == null) {
                 return;
             }
@@ -4310,6 +4362,38 @@ final class EntryPoints {
                 }
             }
         }
+    }
+
+    /**
+     * The delegate's method an adapter built with one argument is told to call after construction, as Spring's JMS and
+     * AMQP guides configure it: {@code MessageListenerAdapter a = new MessageListenerAdapter(receiver);
+     * a.setDefaultListenerMethod("receive")} in the same method (the adapter held in a local or a field).
+     */
+    private static Optional<String> adapterMethodSet(ObjectCreationExpr adapter) {
+        String held = adapter.getParentNode()
+                .filter(VariableDeclarator.class::isInstance)
+                .map(p -> ((VariableDeclarator) p).getNameAsString())
+                .or(() -> adapter.getParentNode()
+                        .filter(com.github.javaparser.ast.expr.AssignExpr.class::isInstance)
+                        .map(p -> ((com.github.javaparser.ast.expr.AssignExpr) p).getTarget())
+                        .map(t -> t instanceof FieldAccessExpr f ? f.getNameAsString() : t.toString()))
+                .orElse(null);
+        Optional<MethodDeclaration> within = Types.ancestor(adapter, MethodDeclaration.class);
+        if (held == null || within.isEmpty()) {
+            return Optional.empty();
+        }
+        for (MethodCallExpr call : within.get().findAll(MethodCallExpr.class)) {
+            if (call.getNameAsString().equals("setDefaultListenerMethod")
+                    && call.getArguments().size() == 1
+                    && call.getArgument(0) instanceof StringLiteralExpr name
+                    && call.getScope()
+                            .map(sc -> sc instanceof FieldAccessExpr f ? f.getNameAsString() : sc.toString())
+                            .filter(held::equals)
+                            .isPresent()) {
+                return Optional.of(name.getValue());
+            }
+        }
+        return Optional.empty();
     }
 
     /** Kafka Streams callbacks a topology runs per record, and the method each runs. */
@@ -4526,9 +4610,40 @@ final class EntryPoints {
                 return v;
             }
         }
-        return field.getParentNode().orElse(null) instanceof TypeDeclaration<?> holder
-                ? constructedUri(holder, name, depth)
-                : null;
+        if (field.getParentNode().orElse(null) instanceof TypeDeclaration<?> holder) {
+            String bound = propertiesBound(s, holder, name);
+            return bound != null ? bound : constructedUri(holder, name, depth);
+        }
+        return null;
+    }
+
+    /**
+     * A field of a {@code @ConfigurationProperties(prefix = "app")} class: the value configured under the prefix and the
+     * field's name, as Spring's relaxed binding reads it ({@code app.inputUri} or {@code app.input-uri}).
+     */
+    private String propertiesBound(Repo.Source s, TypeDeclaration<?> holder, String field) {
+        AnnotationExpr a = Types.annotation(holder.getAnnotations(), "ConfigurationProperties")
+                .orElse(null);
+        if (a == null) {
+            return null;
+        }
+        String prefix = null;
+        if (a instanceof com.github.javaparser.ast.expr.SingleMemberAnnotationExpr sm
+                && sm.getMemberValue() instanceof StringLiteralExpr lit) {
+            prefix = lit.getValue();
+        } else if (a instanceof com.github.javaparser.ast.expr.NormalAnnotationExpr na) {
+            for (var p : na.getPairs()) {
+                if (p.getNameAsString().matches("prefix|value") && p.getValue() instanceof StringLiteralExpr lit) {
+                    prefix = lit.getValue();
+                }
+            }
+        }
+        if (prefix == null) {
+            return null;
+        }
+        String kebab = field.replaceAll("([a-z0-9])([A-Z])", "$1-$2").toLowerCase(Locale.ROOT);
+        String v = configured(s, prefix + "." + field, null);
+        return v != null ? v : configured(s, prefix + "." + kebab, null);
     }
 
     /**
