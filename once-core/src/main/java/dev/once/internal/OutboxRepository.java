@@ -50,6 +50,7 @@ public final class OutboxRepository {
     private final String markBeginSql;
     private final String deleteSql;
     private final String statsSql;
+    private final String nextAvailableSql;
     private final String listDeadSql;
     private final String replaySql;
     private final String discardSql;
@@ -70,6 +71,7 @@ public final class OutboxRepository {
         this.markBeginSql = dialect.outboxMarkBegin();
         this.deleteSql = dialect.outboxDelete(prefix);
         this.statsSql = dialect.outboxStats(prefix);
+        this.nextAvailableSql = dialect.outboxNextAvailable(prefix);
         this.listDeadSql = dialect.outboxListDead(prefix);
         this.replaySql = dialect.outboxReplay(prefix);
         this.discardSql = dialect.outboxDiscard(prefix);
@@ -447,6 +449,17 @@ public final class OutboxRepository {
             long dead = rs.getLong(3);
             Duration lag = oldest == null ? Duration.ZERO : Duration.between(oldest.toInstant(), now);
             return new OutboxStats(pending, lag.isNegative() ? Duration.ZERO : lag, dead);
+        }
+    }
+
+    /** When the first pending row of the destinations matching {@code destinationPattern} falls due after {@code now}. */
+    public Optional<Instant> nextAvailable(Connection c, Instant now, String destinationPattern) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(nextAvailableSql)) {
+            ps.setTimestamp(1, Timestamp.from(now)); // 1 after this
+            ps.setString(2, destinationPattern); // 2 destination LIKE pattern
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(rs.getTimestamp(1).toInstant()) : Optional.empty();
+            }
         }
     }
 

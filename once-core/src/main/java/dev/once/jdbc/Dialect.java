@@ -579,6 +579,18 @@ public interface Dialect {
         return "DELETE FROM " + quote(prefix + "outbox") + " WHERE id = ? AND status = 'dead'";
     }
 
+    /**
+     * The available_at of the pending row of a destination that falls due first after a moment, if any: when a
+     * started relay must poll at the latest (nothing notifies it when a retry falls due). Binds: 1 the moment, 2
+     * destination LIKE pattern. The order of the V7 index on (available_at, id): it reads from the moment on and
+     * stops at the first row of the destination.
+     */
+    default String outboxNextAvailable(String prefix) {
+        return "SELECT available_at FROM " + quote(prefix + "outbox")
+                + " WHERE status = 'pending' AND available_at > ? AND destination LIKE ?"
+                + " ORDER BY available_at, id LIMIT 1";
+    }
+
     /** One row: pending count, created_at of the oldest pending row (null if none), dead count. */
     default String outboxStats(String prefix) {
         String table = quote(prefix + "outbox");

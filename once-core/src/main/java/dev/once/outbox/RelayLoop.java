@@ -5,13 +5,15 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The background thread of a started relay: sends batches while there are rows to send, then waits
- * for a {@code LISTEN} wake-up (PostgreSQL) or the poll interval. Owns its listening connection.
+ * for a {@code LISTEN} wake-up (PostgreSQL), the poll interval, the first pending row's retry falling due, or after a
+ * failed batch its backoff, whichever comes first. Owns its listening connection.
  * Started once, stopped once.
  */
 final class RelayLoop {
@@ -23,6 +25,12 @@ final class RelayLoop {
     // opened (a connection killed as soon as it LISTENs costs an open and a poll a second, not a busy loop); one that
     // could not be opened is tried again after this, doubling up to ten poll intervals.
     private static final Duration LISTEN_RETRY = Duration.ofSeconds(1);
+    // A failed batch (its connection died, its transaction failed, the database is down) is tried again after 1 s,
+    // doubling to 30 s, and never sooner than the poll interval would: its rows are pending and its wake-ups were
+    // drained before it, so waiting for the poll interval (an hour if so configured) left them waiting that long; a
+    // database that stays down gets one batch (a connection attempt) per 30 s at most, not a busy loop.
+    private static final Duration BATCH_RETRY = Duration.ofSeconds(1);
+    private static final Duration BATCH_RETRY_MAX = Duration.ofSeconds(30);
 
     private final String relay;
     private final DataSource dataSource;
@@ -31,6 +39,7 @@ final class RelayLoop {
     private final Duration pollInterval;
     private final Duration statsInterval;
     private final IntSupplier batch;
+    private final Supplier<Duration> untilDue;
     private final Runnable refreshStats;
     private final Object wake = new Object();
     private final Thread thread;
@@ -38,11 +47,16 @@ final class RelayLoop {
     // Owned by the loop's thread: when to open the LISTEN connection next, and how long to wait after a failed open.
     private Instant nextListen = Instant.MIN;
     private Duration listenRetry = LISTEN_RETRY;
+    // Owned by the loop's thread: the wait after the next failed batch, and whether the last wait ended with a
+    // notification of this relay's table.
+    private Duration batchRetry = BATCH_RETRY;
+    private boolean notified;
 
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
      * @param table        the outbox table, quoted: the listener wakes only for its schema's rows
      * @param batch        sends one batch and returns the rows it handled
+     * @param untilDue     how long until the first pending row falls due, null when none waits
      * @param statsInterval how often to refresh the gauges at most
      * @param refreshStats refreshes the gauges
      */
@@ -54,6 +68,7 @@ final class RelayLoop {
             Duration pollInterval,
             Duration statsInterval,
             IntSupplier batch,
+            Supplier<Duration> untilDue,
             Runnable refreshStats) {
         this.relay = relay;
         this.dataSource = dataSource;
@@ -62,6 +77,7 @@ final class RelayLoop {
         this.pollInterval = pollInterval;
         this.statsInterval = statsInterval;
         this.batch = batch;
+        this.untilDue = untilDue;
         this.refreshStats = refreshStats;
         this.thread = new Thread(this::run, "once-relay-" + relay);
         this.thread.setDaemon(true);
@@ -87,6 +103,12 @@ final class RelayLoop {
     private void run() {
         PgListener listener = null;
         Instant nextStats = Instant.MIN;
+        // When the first pending row falls due (System.nanoTime), if one does, and whether that must be read again
+        // before the next wait: it stays true across a wake-up by a notification that found nothing to send (the
+        // herd's empty poll costs no extra query); it is read again after a batch that handled rows (it may have
+        // scheduled retries) and after a wait that ended without a notification (the row due then was taken).
+        Long due = null;
+        boolean stale = true;
         try {
             while (running) {
                 if (listener == null && listenSql != null && !Instant.now().isBefore(nextListen)) {
@@ -94,24 +116,42 @@ final class RelayLoop {
                     listener = open();
                 }
                 boolean more;
+                Duration retry = null;
                 try {
                     listener = drain(listener);
                     more = batch.getAsInt() > 0;
+                    if (more) {
+                        stale = true;
+                    } else if (stale) {
+                        Duration until = untilDue.get();
+                        due = until == null ? null : System.nanoTime() + Math.max(0, until.toNanos());
+                        stale = false;
+                    }
                     if (!Instant.now().isBefore(nextStats)) {
                         refreshStats.run();
                         nextStats = Instant.now().plus(statsInterval);
                     }
+                    batchRetry = BATCH_RETRY;
                 } catch (RuntimeException e) {
-                    log.warn("relay {}: batch failed, trying again in {}", relay, pollInterval, e);
+                    retry = failed();
+                    log.warn("relay {}: batch failed, trying again in {}", relay, retry, e);
                     more = false;
+                    stale = true;
                 }
                 if (more || !running) {
                     continue;
                 }
+                long deadline = System.nanoTime() + (retry != null ? retry : pollInterval).toNanos();
+                if (retry == null && due != null && due - deadline < 0) {
+                    deadline = due;
+                }
                 try {
-                    listener = await(listener);
+                    listener = await(listener, deadline);
                 } catch (InterruptedException e) {
                     return;
+                }
+                if (!notified) {
+                    stale = true;
                 }
             }
         } finally {
@@ -119,6 +159,14 @@ final class RelayLoop {
                 listener.close();
             }
         }
+    }
+
+    // The wait after this failed batch (see BATCH_RETRY); doubles the next one's.
+    private Duration failed() {
+        Duration wait = batchRetry.compareTo(pollInterval) < 0 ? batchRetry : pollInterval;
+        Duration doubled = batchRetry.multipliedBy(2);
+        batchRetry = doubled.compareTo(BATCH_RETRY_MAX) < 0 ? doubled : BATCH_RETRY_MAX;
+        return wait;
     }
 
     // The notifications that arrived during the last batch announce commits this poll sees: taken
@@ -161,11 +209,11 @@ final class RelayLoop {
     }
 
     /**
-     * Waits for a notification or the poll interval, whichever first, or without a listener until it is time to open
-     * one again; returns the listener still usable.
+     * Waits for a notification or until {@code deadline} (System.nanoTime), whichever first, or without a listener
+     * until it is time to open one again; returns the listener still usable, and sets {@link #notified}.
      */
-    private PgListener await(PgListener listener) throws InterruptedException {
-        long deadline = System.nanoTime() + pollInterval.toNanos();
+    private PgListener await(PgListener listener, long deadline) throws InterruptedException {
+        notified = false;
         while (running) {
             long left = deadline - System.nanoTime();
             if (left <= 0
@@ -176,6 +224,7 @@ final class RelayLoop {
             if (listener != null) {
                 try {
                     if (listener.await(slice)) {
+                        notified = true;
                         return listener;
                     }
                 } catch (SQLException e) {
