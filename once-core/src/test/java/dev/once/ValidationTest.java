@@ -85,7 +85,8 @@ class ValidationTest {
         var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         byte[] body = new byte[1 << 20];
         body[0] = 1;
-        Delivery.handingOver("warm", "", new byte[1], Map.of(), 1, false, ""); // the class and its ThreadLocal entry
+        Delivery.handingOver(
+                "warm", "", new byte[1], Map.of(), 1, false, ""); // the class loaded and the method run once
         long before = threads.getCurrentThreadAllocatedBytes();
         Delivery kept = Delivery.handingOver("e", "t", body, Map.of("k", "v"), 2, true, "kafka:t/0@1");
         long handingOver = threads.getCurrentThreadAllocatedBytes() - before;

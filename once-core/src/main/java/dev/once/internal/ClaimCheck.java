@@ -76,7 +76,20 @@ final class ClaimCheck {
      * @return null when the claims hold (and, folded, are committed), else the outcome to report
      */
     Outcome verifyClaim(Transaction tx, List<String> eventIds, ClaimWatch watch) throws SQLException {
-        String eventId = eventIds.get(0);
+        return verifyClaim(tx, eventIds.get(0), eventIds, watch);
+    }
+
+    /**
+     * {@link #verifyClaim(Transaction, List, ClaimWatch)} for the one id a single delivery's transaction claimed:
+     * its list is made only when the database is asked (a transaction per delivery, and most ask nothing).
+     */
+    Outcome verifyClaim(Transaction tx, String eventId, ClaimWatch watch) throws SQLException {
+        return verifyClaim(tx, eventId, null, watch);
+    }
+
+    // eventIds: the ids, the first eventId; null for eventId alone (ids(...) makes its list when it is asked)
+    private Outcome verifyClaim(Transaction tx, String eventId, List<String> eventIds, ClaimWatch watch)
+            throws SQLException {
         if (watch.ended() != null) {
             return FailedOutcomes.endedUnderTheHandler(eventId, watch.ended());
         }
@@ -85,11 +98,10 @@ final class ClaimCheck {
         }
         JoinedTransaction joined = tx.joinedTransaction();
         if (joined != null && joined.checksBeforeCommit()) {
-            Connection c = tx.connection();
             if (joined.checksAfterHandler()) {
                 // the caller hears a claim lost under the handler from the call itself; the check at the commit
                 // then covers what the caller does on the connection after it
-                Outcome lost = askClaim(c, eventIds, false);
+                Outcome lost = askClaim(tx.connection(), ids(eventId, eventIds), false);
                 if (lost != null) {
                     return lost;
                 }
@@ -101,10 +113,16 @@ final class ClaimCheck {
             boolean sawAll = watch.suspicion() == null
                     && joined.handlerConfinedTo() instanceof GuardedConnection g
                     && g.watches(watch);
-            joined.checkBeforeCommit(commit -> !(sawAll && commit) && checkAtCommit(tx, c, eventIds, commit));
+            // tx, not its connection, is captured: the same connection (a handle's is final), one capture fewer
+            joined.checkBeforeCommit(
+                    commit -> !(sawAll && commit) && checkAtCommit(tx, ids(eventId, eventIds), commit));
             return null;
         }
-        return askClaim(tx.connection(), eventIds, tx.commitFoldable());
+        return askClaim(tx.connection(), ids(eventId, eventIds), tx.commitFoldable());
+    }
+
+    private static List<String> ids(String eventId, List<String> eventIds) {
+        return eventIds != null ? eventIds : List.of(eventId);
     }
 
     /**
@@ -114,8 +132,8 @@ final class ClaimCheck {
      * finds the transaction ended and sends nothing). A lost claim throws its outcome's failure, which
      * rolls the caller's transaction back, and the outcome is reported as that failure.
      */
-    private boolean checkAtCommit(Transaction tx, Connection c, List<String> eventIds, boolean commit)
-            throws SQLException {
+    private boolean checkAtCommit(Transaction tx, List<String> eventIds, boolean commit) throws SQLException {
+        Connection c = tx.connection();
         Outcome lost = askClaim(c, eventIds, commit);
         if (lost != null) {
             tx.lostAtCommit(lost);

@@ -154,7 +154,7 @@ final class ClaimRun {
             return settlement.duplicateOf(d, fingerprint, applied);
         }
         ClaimWatch watch = watch(c);
-        Failure failure = apply(tx, List.of(d), watch);
+        Failure failure = apply(tx, d, watch);
         if (failure != null) {
             tx.setRollbackOnly();
             SQLException conflict = transientConflict(failure.cause());
@@ -163,7 +163,7 @@ final class ClaimRun {
             }
             return failed(d, failure.cause());
         }
-        Outcome lost = check.verifyClaim(tx, List.of(d.eventId()), watch);
+        Outcome lost = check.verifyClaim(tx, d.eventId(), watch);
         if (lost != null) {
             tx.setRollbackOnly();
             return lost;
@@ -207,26 +207,42 @@ final class ClaimRun {
      * added in one statement (not timed as handler work). Returns null when all went well.
      */
     Failure apply(Transaction tx, List<Delivery> claimed, ClaimWatch watch) {
+        return apply(tx, claimed, null, watch);
+    }
+
+    /** {@link #apply(Transaction, List, ClaimWatch)} for one delivery, with no list made for it (a batch handler's aside). */
+    Failure apply(Transaction tx, Delivery claimed, ClaimWatch watch) {
+        return apply(tx, null, claimed, watch);
+    }
+
+    // Exactly one of claimed and one is set.
+    private Failure apply(Transaction tx, List<Delivery> claimed, Delivery one, ClaimWatch watch) {
         JoinedTransaction joined = tx.joinedTransaction();
         if (joined == null) {
-            return apply(tx.connection(), claimed, watch);
+            return apply(tx.connection(), claimed, one, watch);
         }
         // Savepoints the caller's integration sets on the raw connection while the handler runs (a
         // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
         joined.addSavepointListener(watch.outbox());
         watch.joined(joined);
         try {
-            return apply(tx.connection(), claimed, watch);
+            return apply(tx.connection(), claimed, one, watch);
         } finally {
             joined.removeSavepointListener(watch.outbox());
         }
     }
 
-    private Failure apply(Connection c, List<Delivery> claimed, ClaimWatch watch) {
+    private Failure apply(Connection c, List<Delivery> claimed, Delivery one, ClaimWatch watch) {
+        if (one != null && batchHandler == null) {
+            Failure failure = handle(c, one, watch);
+            return failure != null ? failure : written(c, watch, one);
+        }
+        if (one != null) {
+            claimed = List.of(one); // the batch handler takes a list
+        }
         if (claimed.isEmpty()) {
             return null;
         }
-        OutboxBuffer outbox = watch.outbox();
         if (batchHandler != null) {
             DefaultBatchTx batchTx = new DefaultBatchTx(c, watch, inbox.tablePrefix(), consumer, claimed, clock);
             Throwable failure = timed(claimed, batchTx);
@@ -238,23 +254,35 @@ final class ClaimRun {
             }
         } else {
             for (int i = 0; i < claimed.size(); i++) { // indexed: no iterator per delivery
-                Delivery d = claimed.get(i);
-                if (!d.eventId().equals(MDC.get(DeliveryMdc.MDC_MESSAGE_ID))) {
-                    DeliveryMdc.put(consumer, d); // process() has put this delivery's already
-                }
-                DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock, metrics);
-                Throwable failure = timed(d, handlerTx);
-                if (failure == null && handlerTx.misuse() != null) {
-                    failure = refused(handlerTx.misuse());
-                }
+                Failure failure = handle(c, claimed.get(i), watch);
                 if (failure != null) {
-                    return new Failure(failure, d);
+                    return failure;
                 }
             }
         }
-        Delivery alone = claimed.size() == 1 ? claimed.get(0) : null;
+        return written(c, watch, claimed.size() == 1 ? claimed.get(0) : null);
+    }
+
+    /** The per-event handler's call with {@code d}; its failure, or null. */
+    private Failure handle(Connection c, Delivery d, ClaimWatch watch) {
+        if (!d.eventId().equals(MDC.get(DeliveryMdc.MDC_MESSAGE_ID))) {
+            DeliveryMdc.put(consumer, d); // process() has put this delivery's already
+        }
+        DefaultTx handlerTx = new DefaultTx(c, watch, inbox.tablePrefix(), consumer, d, clock);
+        Throwable failure = timed(d, handlerTx);
+        if (failure == null && handlerTx.misuse() != null) {
+            failure = refused(handlerTx.misuse());
+        }
+        return failure != null ? new Failure(failure, d) : null;
+    }
+
+    /**
+     * After the handlers: their outbox rows written and the fences checked again; the failure, naming {@code alone}
+     * (the transaction's one delivery, else null), or null.
+     */
+    private Failure written(Connection c, ClaimWatch watch, Delivery alone) {
         try {
-            outbox.flush();
+            watch.outbox().flush();
         } catch (SQLException e) {
             // The rows of all causes go in one statement, so a failure names no single delivery.
             return new Failure(e, alone);

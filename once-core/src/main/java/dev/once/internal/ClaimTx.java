@@ -1,7 +1,6 @@
 package dev.once.internal;
 
 import dev.once.internal.fence.TakenFence;
-import dev.once.jdbc.Dialect;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -13,7 +12,6 @@ import java.time.Clock;
 abstract class ClaimTx {
 
     final Connection raw;
-    final Dialect dialect;
     final String prefix;
     final String consumer;
     final Clock clock;
@@ -24,7 +22,6 @@ abstract class ClaimTx {
         this.raw = raw;
         this.watch = watch;
         this.guarded = new GuardedConnection(raw, watch);
-        this.dialect = watch.dialect();
         this.prefix = prefix;
         this.consumer = consumer;
         this.clock = clock;
@@ -44,7 +41,7 @@ abstract class ClaimTx {
     }
 
     public void fence(String resource, long token) throws SQLException {
-        TakenFence fence = new TakenFence(dialect, prefix, resource, token, clock);
+        TakenFence fence = new TakenFence(watch.dialect(), prefix, resource, token, clock);
         watch.fenced(fence); // checked again before the commit, see ClaimWatch#fenceAgain
         try {
             // not Fence.check: a Spring integration would check it again at the physical commit as well, where

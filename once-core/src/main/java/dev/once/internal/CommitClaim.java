@@ -94,7 +94,7 @@ final class CommitClaim {
     private Outcome handleThenClaim(Transaction tx, Delivery d) throws SQLException {
         Connection c = tx.connection();
         ClaimWatch watch = claimRun.watch(c);
-        ClaimRun.Failure failure = claimRun.apply(tx, List.of(d), watch);
+        ClaimRun.Failure failure = claimRun.apply(tx, d, watch);
         if (failure != null) {
             tx.setRollbackOnly();
             SQLException conflict = claimRun.transientConflict(failure.cause());
@@ -142,7 +142,7 @@ final class CommitClaim {
                     + " one runs no checks before its commit: a claim at commit could not be made");
         }
         Connection c = tx.connection();
-        ClaimRun.Failure failure = claimRun.apply(tx, List.of(d), claimRun.watch(c));
+        ClaimRun.Failure failure = claimRun.apply(tx, d, claimRun.watch(c));
         if (failure != null) {
             tx.setRollbackOnly();
             return claimRun.failed(d, failure.cause());

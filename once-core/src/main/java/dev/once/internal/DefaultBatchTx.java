@@ -18,7 +18,6 @@ public final class DefaultBatchTx extends ClaimTx implements BatchTx {
     // The claimed ids, made at the first outbox(cause): a batch handler that writes no outbox row
     // (most of them) needs no map of a batch's thousands of ids.
     private Set<String> claimedIds;
-    private final OutboxBuffer outboxBuffer;
     // One outbox per cause, so each cause numbers its rows #1, #2, ... as the per-event Tx does; all
     // of them write to the one buffer, flushed once by the engine.
     private final Map<String, JdbcOutbox> outboxes = new HashMap<>();
@@ -26,7 +25,6 @@ public final class DefaultBatchTx extends ClaimTx implements BatchTx {
     public DefaultBatchTx(
             Connection raw, ClaimWatch watch, String prefix, String consumer, List<Delivery> claimed, Clock clock) {
         super(raw, watch, prefix, consumer, clock);
-        this.outboxBuffer = watch.outbox();
         this.claimed = claimed;
     }
 
@@ -43,6 +41,6 @@ public final class DefaultBatchTx extends ClaimTx implements BatchTx {
                     + " but was " + (cause == null ? "null" : "event '" + cause.eventId() + "'")
                     + ": rows are stamped with an event id derived from their cause");
         }
-        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(outboxBuffer, consumer, id));
+        return outboxes.computeIfAbsent(cause.eventId(), id -> new JdbcOutbox(watch.outbox(), consumer, id));
     }
 }

@@ -15,22 +15,12 @@ import java.time.Clock;
 public final class DefaultTx extends ClaimTx implements Tx {
 
     private final Delivery delivery;
-    private final OnceMetrics metrics;
-    private final OutboxBuffer outboxBuffer;
     private JdbcOutbox outbox;
 
-    public DefaultTx(
-            Connection raw,
-            ClaimWatch watch,
-            String prefix,
-            String consumer,
-            Delivery delivery,
-            Clock clock,
-            OnceMetrics metrics) {
+    // What the watch and the engine hold is read from them, not copied into fields: one of these per delivery.
+    public DefaultTx(Connection raw, ClaimWatch watch, String prefix, String consumer, Delivery delivery, Clock clock) {
         super(raw, watch, prefix, consumer, clock);
         this.delivery = delivery;
-        this.metrics = metrics;
-        this.outboxBuffer = watch.outbox();
     }
 
     @Override
@@ -41,7 +31,7 @@ public final class DefaultTx extends ClaimTx implements Tx {
     @Override
     public Outbox outbox() {
         if (outbox == null) {
-            outbox = new JdbcOutbox(outboxBuffer, consumer, delivery.eventId());
+            outbox = new JdbcOutbox(watch.outbox(), consumer, delivery.eventId());
         }
         return outbox;
     }
@@ -54,7 +44,7 @@ public final class DefaultTx extends ClaimTx implements Tx {
     @Override
     public boolean transition(String table, String idColumn, Object id, String statusColumn, String from, String to)
             throws SQLException {
-        String sql = dialect.transition(Names.table(table), Names.column(idColumn), Names.column(statusColumn));
+        String sql = watch.dialect().transition(Names.table(table), Names.column(idColumn), Names.column(statusColumn));
         try (PreparedStatement ps = raw.prepareStatement(sql)) {
             ps.setString(1, to); // 1 new status
             ps.setObject(2, id); // 2 row id
@@ -63,9 +53,5 @@ public final class DefaultTx extends ClaimTx implements Tx {
         } catch (SQLException e) {
             throw watch.failed(e); // on the raw connection, so the guard would not see it
         }
-    }
-
-    OnceMetrics metrics() {
-        return metrics;
     }
 }

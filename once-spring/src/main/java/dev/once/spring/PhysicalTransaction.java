@@ -13,6 +13,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.ConnectionHolder;
@@ -36,7 +37,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * state never heard of was created before the state existed, so everything recorded here came after
  * it: such a rollback undoes all of it. Belongs to the transaction's thread; not thread-safe.
  */
-final class PhysicalTransaction implements TransactionSynchronization {
+final class PhysicalTransaction implements TransactionSynchronization, BooleanSupplier {
 
     /**
      * The resource key: one state per DataSource (as Spring binds the DataSource's connection) and
@@ -300,16 +301,22 @@ final class PhysicalTransaction implements TransactionSynchronization {
             throw new OnceException("writing the transaction's outbox rows failed: " + e.getMessage(), e);
         }
         try {
-            joined.runChecks(this::nothingElseBeforeCommit); // asked only when a check is pending
+            joined.runChecks(this); // asks getAsBoolean only when a check is pending
         } catch (SQLException e) {
             throw new OnceException("checking the transaction's claims before its commit failed: " + e.getMessage(), e);
         }
     }
 
+    /**
+     * Whether nothing else is due before the commit, so the last claim check may carry the COMMIT: {@link
+     * JoinedTransaction#runChecks}' question, which this state answers itself rather than through a method
+     * reference made per commit (a Spring listener makes a transaction per delivery).
+     */
     // Asked by runChecks only when a check is pending: a commit with no claim to check (no listener body
     // ran, or only duplicates) skips these looks at Spring's synchronizations and resources. Indexed loops
     // and a count: no iterator or map view allocated per commit (Spring's list is a fresh sorted copy).
-    private boolean nothingElseBeforeCommit() {
+    @Override
+    public boolean getAsBoolean() {
         if (othersDueBeforeCommit != null
                 ? othersDueBeforeCommit
                 : dueBeforeCommit(TransactionSynchronizationManager.getSynchronizations())) {
