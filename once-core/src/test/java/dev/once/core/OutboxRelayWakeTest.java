@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -98,33 +99,56 @@ class OutboxRelayWakeTest {
     @Test
     void theRowsOfABatchWhoseConnectionWasTerminatedAreSentWithoutWaitingForThePoll() throws Exception {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(5)) {
-            List<String> sends = new CopyOnWriteArrayList<>();
-            AtomicBoolean killed = new AtomicBoolean();
-            AtomicLong terminated = new AtomicLong();
-            try (OutboxRelay relay = OutboxRelay.builder()
-                    .dataSource(db.dataSource())
-                    .pollInterval(HOUR)
-                    .meterRegistry(new SimpleMeterRegistry())
-                    .publisher(m -> {
-                        sends.add(m.eventId());
-                        if (killed.compareAndSet(false, true)) {
-                            // The batch's backend: the one whose open transaction locked rows of the outbox.
-                            terminated.set(db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM (SELECT DISTINCT"
-                                    + " pid FROM pg_locks WHERE relation = 'once_outbox'::regclass"
-                                    + " AND mode = 'RowShareLock' AND pid <> pg_backend_pid()) b"));
-                        }
-                        return Receipt.NONE;
-                    })
-                    .build()) {
-                OutboxRows.add(db.dataSource(), Clock.systemUTC(), "killed", "k", "1");
-                relay.start();
-                await().atMost(Duration.ofSeconds(10))
-                        .untilAsserted(() -> assertThat(sends).hasSize(2));
-                await().atMost(Duration.ofSeconds(10))
-                        .until(() -> db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'") == 1);
-            }
-            assertThat(terminated).hasValue(1);
-            assertThat(sends).containsExactly("test:killed#1", "test:killed#1");
+            // The batch's backend: the one whose open transaction locked rows of the outbox.
+            batchConnectionKilled(
+                    db,
+                    () -> db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM (SELECT DISTINCT pid FROM pg_locks"
+                            + " WHERE relation = 'once_outbox'::regclass AND mode = 'RowShareLock'"
+                            + " AND pid <> pg_backend_pid()) b"));
         }
+    }
+
+    // The same wait on MariaDB, whose relay only polls: the batch was tried again after the poll interval.
+    @Test
+    void theRowsOfABatchWhoseConnectionWasKilledAreSentWithoutWaitingForThePollOnMariaDb() throws Exception {
+        try (TestDatabase db = TestMariaDb.shared().freshDatabase(5)) {
+            // The batch's connection: the one with an open InnoDB transaction in this database (other tests' are in
+            // theirs).
+            batchConnectionKilled(db, () -> {
+                long id = db.queryLong("SELECT t.trx_mysql_thread_id FROM information_schema.innodb_trx t"
+                        + " JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id"
+                        + " WHERE p.db = DATABASE() AND p.id <> CONNECTION_ID() LIMIT 1");
+                db.execute("KILL CONNECTION " + id);
+                return 1;
+            });
+        }
+    }
+
+    /** @param kill kills the connection of the batch in flight, returns how many it killed */
+    private static void batchConnectionKilled(TestDatabase db, LongSupplier kill) throws Exception {
+        List<String> sends = new CopyOnWriteArrayList<>();
+        AtomicBoolean killed = new AtomicBoolean();
+        AtomicLong terminated = new AtomicLong();
+        try (OutboxRelay relay = OutboxRelay.builder()
+                .dataSource(db.dataSource())
+                .pollInterval(HOUR)
+                .meterRegistry(new SimpleMeterRegistry())
+                .publisher(m -> {
+                    sends.add(m.eventId());
+                    if (killed.compareAndSet(false, true)) {
+                        terminated.set(kill.getAsLong());
+                    }
+                    return Receipt.NONE;
+                })
+                .build()) {
+            OutboxRows.add(db.dataSource(), Clock.systemUTC(), "killed", "k", "1");
+            relay.start();
+            await().atMost(Duration.ofSeconds(10))
+                    .untilAsserted(() -> assertThat(sends).hasSize(2));
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> db.queryLong("SELECT count(*) FROM once_outbox WHERE status = 'sent'") == 1);
+        }
+        assertThat(terminated).hasValue(1);
+        assertThat(sends).containsExactly("test:killed#1", "test:killed#1");
     }
 }
