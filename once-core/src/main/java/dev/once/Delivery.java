@@ -85,7 +85,8 @@ public record Delivery(
     /**
      * The headers of a {@link #handingOver} call, marked so that the canonical constructor keeps the payload it is
      * given: unwrapped there, never stored or handed on, so no delivery's {@link #headers()} is one. It does not
-     * outlive the constructor call, and the compiler allocates none once that call is inlined (DeliveryBench).
+     * outlive the constructor call: where the compiler inlines that call it allocates none (DeliveryBench), not always
+     * in a larger caller (SpringListenerProbe found one on about half of a Kafka listener's calls, 24 B each).
      */
     private static final class HandingOver extends AbstractMap<String, String> {
         final Map<String, String> headers;

@@ -47,10 +47,8 @@ final class RelayLoop {
     // Owned by the loop's thread: when to open the LISTEN connection next, and how long to wait after a failed open.
     private Instant nextListen = Instant.MIN;
     private Duration listenRetry = LISTEN_RETRY;
-    // Owned by the loop's thread: the wait after the next failed batch, and whether the last wait ended with a
-    // notification of this relay's table.
+    // Owned by the loop's thread: the wait after the next failed batch.
     private Duration batchRetry = BATCH_RETRY;
-    private boolean notified;
 
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
@@ -104,9 +102,10 @@ final class RelayLoop {
         PgListener listener = null;
         Instant nextStats = Instant.MIN;
         // When the first pending row falls due (System.nanoTime), if one does, and whether that must be read again
-        // before the next wait: it stays true across a wake-up by a notification that found nothing to send (the
-        // herd's empty poll costs no extra query); it is read again after a batch that handled rows (it may have
-        // scheduled retries) and after a wait that ended without a notification (the row due then was taken).
+        // before the next wait: after a batch that handled rows (it may have scheduled retries), after a failed one,
+        // and once that moment has passed (the row was taken: the next one is due next). Not after a wake-up by a
+        // notification or the poll interval that found nothing to send: the herd's empty polls, and a polling-only
+        // relay's (MariaDB), cost no extra query; a retry another relay scheduled is that relay's to wake for.
         Long due = null;
         boolean stale = true;
         try {
@@ -150,7 +149,7 @@ final class RelayLoop {
                 } catch (InterruptedException e) {
                     return;
                 }
-                if (!notified) {
+                if (due != null && due - System.nanoTime() <= 0) {
                     stale = true;
                 }
             }
@@ -210,10 +209,9 @@ final class RelayLoop {
 
     /**
      * Waits for a notification or until {@code deadline} (System.nanoTime), whichever first, or without a listener
-     * until it is time to open one again; returns the listener still usable, and sets {@link #notified}.
+     * until it is time to open one again; returns the listener still usable.
      */
     private PgListener await(PgListener listener, long deadline) throws InterruptedException {
-        notified = false;
         while (running) {
             long left = deadline - System.nanoTime();
             if (left <= 0
@@ -224,7 +222,6 @@ final class RelayLoop {
             if (listener != null) {
                 try {
                     if (listener.await(slice)) {
-                        notified = true;
                         return listener;
                     }
                 } catch (SQLException e) {

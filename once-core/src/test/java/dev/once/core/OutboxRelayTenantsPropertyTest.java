@@ -5,11 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.OutboxHeaders;
+import dev.once.RetryPolicy;
 import dev.once.Schema;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
 import dev.once.outbox.OutboxRelay;
+import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.testsupport.SchemaScript;
 import dev.once.testsupport.StateMachines;
@@ -34,6 +36,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
@@ -59,13 +62,15 @@ import net.jqwik.api.state.ActionChain;
  * transaction that inserts a row and leave it open, and commit it moves later; start or stop a tenant's relay; migrate
  * a tenant's schema from V9 to V10 ({@link Schema#migrate}, concurrently: it waits for the tenant's open transaction,
  * and meanwhile the tenant's commits and its relay's marks of sent rows wait for it, so the model holds them back)
- * while relays run; terminate the backend of a relay's LISTEN connection ({@code pg_terminate_backend}).
+ * while relays run; terminate the backend of a relay's LISTEN connection ({@code pg_terminate_backend}); make a
+ * running relay's publisher fail its next 1 to 3 sends (retryable: the rows are tried again after 100 ms, doubling to
+ * 400 ms, and nothing notifies when they fall due).
  *
  * <p>Checked after every move, for every tenant whose relay runs: every row its transactions committed has been
  * published within {@value #PROMPT_SECONDS} s (waited on, the poll interval is an hour: only a wake-up sends it);
  * never a row twice, never by another tenant's relay. And the cost: a relay whose listener opened on a V10 schema (its
  * relay started, or its LISTEN connection reopened, after its schema was at V10) polls at most {@code 2 + 2 x} (its
- * tenant's commits while it ran) {@code + 2 x} (its LISTEN connections lost): nothing for any other schema's commit,
+ * tenant's commits while it ran) {@code + 2 x} (its LISTEN connections lost) {@code + 2 x} (its failed sends): nothing for any other schema's commit,
  * whether that schema is at V10 (another payload) or not (an empty one), nor for the other test JVMs'. A relay whose
  * listener opened while its schema was at V9 wakes for every notification of its channel, any schema's and any JVM's:
  * allowed, unbounded here (that is the cost V10 removes). At the end the open transactions commit, every relay starts,
@@ -89,6 +94,14 @@ class OutboxRelayTenantsPropertyTest {
     private static final AtomicLong dropped = new AtomicLong();
     private static final AtomicLong migrated = new AtomicLong();
     private static final AtomicLong filteredPolls = new AtomicLong();
+    private static final AtomicLong failedSends = new AtomicLong();
+    // Failed sends are tried again soon, and never given up in a try: a row fails at most a few times in a row.
+    private static final RetryPolicy RETRIES = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(100))
+            .maxDelay(Duration.ofMillis(400))
+            .jitter(RetryPolicy.Jitter.NONE)
+            .maxRetries(20)
+            .build();
     private static final ThreadLocal<World> next = new ThreadLocal<>();
 
     @AfterContainer
@@ -97,7 +110,8 @@ class OutboxRelayTenantsPropertyTest {
             return; // failed: jqwik printed the moves
         }
         System.out.println("CHAOS name=relay-tenants tries=" + tries + " moves=" + moves + " published=" + published
-                + " listeners_dropped=" + dropped + " migrated=" + migrated + " v10_listener_polls=" + filteredPolls
+                + " listeners_dropped=" + dropped + " migrated=" + migrated + " failed_sends=" + failedSends
+                + " v10_listener_polls=" + filteredPolls
                 + " lost=0 twice=0 wrong_tenant=0 foreign_polls=0");
     }
 
@@ -143,6 +157,15 @@ class OutboxRelayTenantsPropertyTest {
                 .withAction(2, move(w -> true, tenant, "stop", World::stop))
                 .withAction(2, move(w -> true, tenant, "migrate", World::migrate))
                 .withAction(2, move(w -> true, tenant, "drop listener", World::drop))
+                .withAction(
+                        2,
+                        move(
+                                w -> true,
+                                Combinators.combine(
+                                                tenant, Arbitraries.integers().between(1, 3))
+                                        .as(List::of),
+                                "fail sends",
+                                (w, a) -> w.fail(a.get(0), a.get(1))))
                 .withMaxTransformations(24);
     }
 
@@ -178,6 +201,9 @@ class OutboxRelayTenantsPropertyTest {
         Long baseline;
         int commitsSince;
         int dropsSince;
+        // the running relay's publisher fails this many sends next; the sends it failed since the cost bound's baseline
+        final AtomicInteger failing = new AtomicInteger();
+        final AtomicInteger failedSince = new AtomicInteger();
 
         Tenants(int index, Tenant spec, String baseUrl) {
             this.index = index;
@@ -339,6 +365,7 @@ class OutboxRelayTenantsPropertyTest {
             t.baseline = t.version == 10 && !t.migrating() ? t.polls() : null;
             t.commitsSince = 0;
             t.dropsSince = 0;
+            t.failedSince.set(0);
             t.relay = OutboxRelay.builder()
                     .dataSource(t.counting.dataSource())
                     .tablePrefix(t.prefix)
@@ -346,8 +373,14 @@ class OutboxRelayTenantsPropertyTest {
                     .pollInterval(Duration.ofHours(1))
                     .statsInterval(Duration.ofHours(1))
                     .meterRegistry(new SimpleMeterRegistry())
+                    .retryPolicy(RETRIES)
                     .publisher(m -> {
                         String label = new String(m.payload(), StandardCharsets.UTF_8);
+                        if (t.failing.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                            t.failedSince.incrementAndGet();
+                            failedSends.incrementAndGet();
+                            throw PublishFailure.retryable("fails on purpose: " + label, Receipt.NONE, null);
+                        }
                         if (!label.startsWith("t" + t.index + "-")) {
                             violations.add("relay of " + t + " published " + label);
                         }
@@ -379,6 +412,16 @@ class OutboxRelayTenantsPropertyTest {
             t.relay.close();
             t.relay = null;
             t.baseline = null;
+            t.failing.set(0);
+        }
+
+        // Set, not added: a row fails at most a few times in a row (the oracle waits for it after every move).
+        void fail(int i, int sends) {
+            Tenants t = tenant(i);
+            if (t.relay == null) {
+                return;
+            }
+            t.failing.set(sends);
         }
 
         void migrate(int i) {
@@ -409,6 +452,7 @@ class OutboxRelayTenantsPropertyTest {
                 t.baseline = t.polls(); // the listener it opens next finds V10
                 t.commitsSince = 0;
                 t.dropsSince = 0;
+                t.failedSince.set(0);
             }
             t.dropsSince++;
             try (PreparedStatement p = admin.prepareStatement("SELECT pg_terminate_backend(?::int)")) {
@@ -508,9 +552,11 @@ class OutboxRelayTenantsPropertyTest {
                             .as(
                                     "lock queries of the relay of %s, whose listener found V10, since it started or its"
                                             + " listener was dropped: at most 2 + 2 x its %d commits + 2 x its %d"
-                                            + " dropped listeners, none for other schemas' commits; moves %s",
-                                    t, t.commitsSince, t.dropsSince, log)
-                            .isLessThanOrEqualTo(2 + 2L * t.commitsSince + 2L * t.dropsSince);
+                                            + " dropped listeners + 2 x its %d failed sends, none for other schemas'"
+                                            + " commits; moves %s",
+                                    t, t.commitsSince, t.dropsSince, t.failedSince.get(), log)
+                            .isLessThanOrEqualTo(
+                                    2 + 2L * t.commitsSince + 2L * t.dropsSince + 2L * t.failedSince.get());
                 }
             }
         }
