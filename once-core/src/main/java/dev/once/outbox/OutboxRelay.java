@@ -72,9 +72,8 @@ import org.slf4j.LoggerFactory;
  * schema's trigger notifies when a row becomes pending) and sends within milliseconds of a commit;
  * it also polls every {@link Builder#pollInterval}, which is the only wake-up elsewhere, and no later than the first
  * pending row of its destinations falls due (a retry: nothing notifies then), on every database. A batch that failed
- * (its connection died, the database is down) is tried again after 1 s, doubling up to 30 s, never sooner than the
- * poll interval would. A listening
- * connection that breaks is opened again at once (then the relay polls), one that cannot be opened
+ * (its connection died, the database is down) is tried again after 1 s, doubling up to 30 s, or after the poll
+ * interval if that is shorter. A listening connection that breaks is opened again at once (then the relay polls), one that cannot be opened
  * again after 1 s, doubling up to ten poll intervals; meanwhile the relay polls. The channel is the database's: with a schema per
  * tenant and the same table prefix in each, a relay wakes only for its own schema's rows (the
  * trigger names the schema, schema version 10).

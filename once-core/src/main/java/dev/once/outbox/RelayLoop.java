@@ -26,9 +26,10 @@ final class RelayLoop {
     // could not be opened is tried again after this, doubling up to ten poll intervals.
     private static final Duration LISTEN_RETRY = Duration.ofSeconds(1);
     // A failed batch (its connection died, its transaction failed, the database is down) is tried again after 1 s,
-    // doubling to 30 s, and never sooner than the poll interval would: its rows are pending and its wake-ups were
+    // doubling to 30 s, or after the poll interval if that is shorter: its rows are pending and its wake-ups were
     // drained before it, so waiting for the poll interval (an hour if so configured) left them waiting that long; a
-    // database that stays down gets one batch (a connection attempt) per 30 s at most, not a busy loop.
+    // database that stays down gets one batch (a connection attempt) per 30 s, or per poll interval if shorter (as
+    // before), not a busy loop.
     private static final Duration BATCH_RETRY = Duration.ofSeconds(1);
     private static final Duration BATCH_RETRY_MAX = Duration.ofSeconds(30);
 
