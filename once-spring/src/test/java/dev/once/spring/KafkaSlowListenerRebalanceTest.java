@@ -149,6 +149,15 @@ class KafkaSlowListenerRebalanceTest {
         }
     }
 
+    /**
+     * The examples' common case: a per-record listener whose claim waits for the one record a holds (which then
+     * fails) in lock timeouts until b is stuck, in the container transaction given.
+     */
+    private static Scenario bWaitsOutLockTimeouts(ContainerTx containerTx) {
+        return new Scenario(
+                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, containerTx);
+    }
+
     @AfterTry
     void close() {
         mariaDb = false;
@@ -208,8 +217,7 @@ class KafkaSlowListenerRebalanceTest {
      */
     @Example
     void claimFirstWithALockTimeoutNeverSkipsAnEventInProgressElsewhere() {
-        runAppliedBy(
-                new Scenario(Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK), "b");
+        runAppliedBy(bWaitsOutLockTimeouts(ContainerTx.NONE), "b");
     }
 
     /**
@@ -231,8 +239,7 @@ class KafkaSlowListenerRebalanceTest {
     @Example
     void onMariaDbARecordInProgressElsewhereIsNeverSkippedEither() {
         mariaDb = true;
-        runAppliedBy(
-                new Scenario(Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK), "b");
+        runAppliedBy(bWaitsOutLockTimeouts(ContainerTx.NONE), "b");
     }
 
     /**
@@ -242,31 +249,13 @@ class KafkaSlowListenerRebalanceTest {
      */
     @Example
     void aContainersDatabaseTransactionNeverSkipsAnEventInProgressElsewhere() {
-        runAppliedBy(
-                new Scenario(
-                        Timing.CLAIM_FIRST_LOCK_TIMEOUT,
-                        false,
-                        AckMode.BATCH,
-                        1,
-                        true,
-                        Release.B_STUCK,
-                        ContainerTx.JDBC),
-                "b");
+        runAppliedBy(bWaitsOutLockTimeouts(ContainerTx.JDBC), "b");
     }
 
     /** The same in a container's Kafka transaction (the listener call's database transaction is its own). */
     @Example
     void aContainersKafkaTransactionNeverSkipsAnEventInProgressElsewhere() {
-        runAppliedBy(
-                new Scenario(
-                        Timing.CLAIM_FIRST_LOCK_TIMEOUT,
-                        false,
-                        AckMode.BATCH,
-                        1,
-                        true,
-                        Release.B_STUCK,
-                        ContainerTx.KAFKA),
-                "b");
+        runAppliedBy(bWaitsOutLockTimeouts(ContainerTx.KAFKA), "b");
     }
 
     /**
@@ -276,24 +265,14 @@ class KafkaSlowListenerRebalanceTest {
      */
     @Example
     void chainedContainerTransactionsNeverSkipAnEventInProgressElsewhere() {
-        run(new Scenario(
-                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, ContainerTx.CHAINED));
+        run(bWaitsOutLockTimeouts(ContainerTx.CHAINED));
     }
 
     /** MariaDB, where a timed-out claim rolls back only its statement, in the container's database transaction. */
     @Example
     void onMariaDbAContainersDatabaseTransactionNeverSkipsAnEventInProgressElsewhere() {
         mariaDb = true;
-        runAppliedBy(
-                new Scenario(
-                        Timing.CLAIM_FIRST_LOCK_TIMEOUT,
-                        false,
-                        AckMode.BATCH,
-                        1,
-                        true,
-                        Release.B_STUCK,
-                        ContainerTx.JDBC),
-                "b");
+        runAppliedBy(bWaitsOutLockTimeouts(ContainerTx.JDBC), "b");
     }
 
     /**
@@ -314,8 +293,7 @@ class KafkaSlowListenerRebalanceTest {
     }
 
     private void stopWhileWaiting(ContainerTx containerTx) {
-        Scenario s = new Scenario(
-                Timing.CLAIM_FIRST_LOCK_TIMEOUT, false, AckMode.BATCH, 1, true, Release.B_STUCK, containerTx);
+        Scenario s = bWaitsOutLockTimeouts(containerTx);
         start(s);
         await().atMost(Duration.ofSeconds(30)).until(() -> lockTimeouts.get() > 4); // b waits for the held event
         CountDownLatch stopped = new CountDownLatch(1);
