@@ -193,7 +193,7 @@ class OutboxRelayTenantsPropertyTest {
                                         .as(List::of),
                                 "fail sends",
                                 (w, a) -> w.fail(a.get(0), a.get(1))))
-                .withAction(1, move(w -> true, tenant, "kill batch", World::kill))
+                .withAction(2, move(w -> true, tenant, "kill batch", World::kill))
                 .withAction(
                         1,
                         move(
