@@ -37,9 +37,13 @@ class OutboxRelayEmptyPollTest {
         try (TestDatabase db = TestPostgres.shared().freshDatabase(5)) {
             List<List<String>> tx = startedWithOneRow(db);
             // the LISTEN connection, the batch, the gauges, the empty poll
-            assertThat(tx).as("the relay's transactions, each as its statements").hasSize(4);
+            assertThat(tx)
+                    .as("the relay's transactions, each as its statements")
+                    .hasSize(4);
             List<String> emptyPoll = tx.get(3);
-            assertThat(emptyPoll).as("the empty poll after the batch: one statement").hasSize(1);
+            assertThat(emptyPoll)
+                    .as("the empty poll after the batch: one statement")
+                    .hasSize(1);
             assertThat(emptyPoll.get(0)).contains(LOCK).contains(NEXT_DUE);
         }
     }
@@ -49,7 +53,9 @@ class OutboxRelayEmptyPollTest {
         try (TestDatabase db = TestMariaDb.shared().freshDatabase(5)) {
             List<List<String>> tx = startedWithOneRow(db);
             // the batch, the gauges, the empty poll (no LISTEN)
-            assertThat(tx).as("the relay's transactions, each as its statements").hasSize(3);
+            assertThat(tx)
+                    .as("the relay's transactions, each as its statements")
+                    .hasSize(3);
             List<String> emptyPoll = tx.get(2);
             assertThat(emptyPoll).as("the empty poll after the batch").hasSize(3);
             assertThat(emptyPoll.get(1)).contains(LOCK);
@@ -95,7 +101,8 @@ class OutboxRelayEmptyPollTest {
                                 && f.getMethodName().equals("await")));
     }
 
-    // Each connection taken is a transaction of the relay (or its LISTEN session): the statements prepared or run on it.
+    // Each connection taken is a transaction of the relay (or its LISTEN session): the statements prepared or run on
+    // it.
     private static DataSource recording(DataSource target, List<List<String>> transactions) {
         return (DataSource) Proxy.newProxyInstance(
                 DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (proxy, method, args) -> {

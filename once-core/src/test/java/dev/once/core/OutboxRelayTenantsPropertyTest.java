@@ -35,8 +35,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -498,8 +498,7 @@ class OutboxRelayTenantsPropertyTest {
                     .meterRegistry(new SimpleMeterRegistry())
                     .retryPolicy(RETRIES)
                     .sendTimeout(Duration.ofMillis(SEND_TIMEOUT_MILLIS))
-                    .publisher(
-                            t.concurrent ? new ConcurrentTenantPublisher(t, this) : new TenantPublisher(t, this))
+                    .publisher(t.concurrent ? new ConcurrentTenantPublisher(t, this) : new TenantPublisher(t, this))
                     .build();
             int before = t.counting.prepared().size();
             t.relay.start();
