@@ -10,6 +10,7 @@ import dev.once.Outcome.Status;
 import dev.once.TransactionOutbox;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -31,6 +32,7 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
@@ -90,6 +92,7 @@ class CallerTransactionPropertyTest {
         run(chain, postgres, Dialects.POSTGRESQL, postgresSequences);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadbCallerTransactions(@ForAll("chains") ActionChain<World> chain) throws Exception {
         if (mariadb == null) {

@@ -8,6 +8,7 @@ import dev.once.Handler;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -32,6 +33,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
@@ -83,6 +85,7 @@ class ClaimAtCommitPropertyTest {
         run(chain, postgres, true, postgresSequences);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadbClaimAtCommit(@ForAll("chains") ActionChain<World> chain) {
         if (mariadb == null) {

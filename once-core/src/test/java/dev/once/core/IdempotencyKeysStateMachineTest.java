@@ -11,6 +11,7 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.KeyTransaction;
 import dev.once.retention.IdempotencyKeyPruner;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import java.nio.charset.StandardCharsets;
@@ -43,6 +44,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import net.jqwik.api.state.ActionChainArbitrary;
@@ -141,6 +143,7 @@ class IdempotencyKeysStateMachineTest {
         run(List.of(chain), databases::postgres);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = 60)
     void mariadb(@ForAll("chains") ActionChain<World> chain) {
         run(List.of(chain), databases::mariadb);
@@ -151,6 +154,7 @@ class IdempotencyKeysStateMachineTest {
         run(chains, databases::postgres);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TX_TRIES)
     void mariadbCallerTransaction(@ForAll("callerTransactions") List<ActionChain<World>> chains) {
         run(chains, databases::mariadb);

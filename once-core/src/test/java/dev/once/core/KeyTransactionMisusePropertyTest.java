@@ -8,6 +8,7 @@ import dev.once.keys.BeginResult;
 import dev.once.keys.IdempotencyKeys;
 import dev.once.keys.KeyTransaction;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -27,6 +28,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
@@ -108,6 +110,7 @@ class KeyTransactionMisusePropertyTest {
         run(postgres, requests);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadb(@ForAll("requests") List<Request> requests) throws Exception {
         if (mariadb == null) {

@@ -18,6 +18,7 @@ import dev.once.lease.Fence;
 import dev.once.lease.Lease;
 import dev.once.lease.Leases;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -48,6 +49,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
@@ -116,6 +118,7 @@ class LeaseFencePropertyTest {
         run(chain, postgres(), postgresChains);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadbLeaseFencing(@ForAll("chains") ActionChain<World> chain) throws Exception {
         run(chain, mariadb(), mariadbChains);

@@ -8,6 +8,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.tx.ManualTransactions;
@@ -28,6 +29,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
@@ -104,6 +106,7 @@ class MariaDbOwnGapLockPropertyTest {
                 .as(Case::new);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = 100)
     void anOwnedClaimInAGapTheThreadsOpenTransactionLockedIsNeverADuplicate(@ForAll("cases") Case c) throws Exception {
         if (mariadb == null) {

@@ -13,6 +13,7 @@ import dev.once.PayloadMismatchException;
 import dev.once.PermanentFailureException;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -36,6 +37,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
@@ -173,6 +175,7 @@ class MismatchPropertyTest {
         postgresSteps.addAndGet(stream.size());
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadbMismatches(@ForAll("streams") List<Step> stream) throws Exception {
         if (mariadb == null) {

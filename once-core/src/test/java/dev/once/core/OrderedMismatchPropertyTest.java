@@ -13,6 +13,7 @@ import dev.once.PermanentFailureException;
 import dev.once.StreamPositions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -39,6 +40,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
@@ -192,6 +194,7 @@ class OrderedMismatchPropertyTest {
         postgresRuns.addAndGet(new Model(postgres, Dialects.POSTGRESQL).run(stream));
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = TRIES)
     void mariadbOrderedRuns(@ForAll("streams") List<Step> stream) throws Exception {
         if (mariadb == null) {

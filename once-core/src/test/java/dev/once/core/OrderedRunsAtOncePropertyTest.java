@@ -9,6 +9,7 @@ import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -35,6 +36,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 
 /**
  * Ordered runs of a few streams in waves of transactions open at the same time, on PostgreSQL and MariaDB: first
@@ -101,6 +103,7 @@ class OrderedRunsAtOncePropertyTest {
         }
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = 15)
     void mariaDbRunsAtOnceKeepEveryStreamInOrder(@ForAll("waves") List<List<Run>> waves) throws Exception {
         try (TestDatabase db = TestMariaDb.shared().freshDatabase(12)) {

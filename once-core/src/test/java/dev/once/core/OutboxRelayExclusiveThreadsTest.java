@@ -11,6 +11,7 @@ import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -37,6 +38,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import org.awaitility.Awaitility;
 
@@ -84,6 +86,7 @@ class OutboxRelayExclusiveThreadsTest {
         run(databases.postgres(), moves);
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = 20)
     void mariadb(@ForAll("moves") List<Move> moves) throws Exception {
         run(databases.mariadb(), moves);

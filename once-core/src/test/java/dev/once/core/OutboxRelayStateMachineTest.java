@@ -16,6 +16,7 @@ import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import dev.once.retention.OutboxPruner;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -47,6 +48,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
@@ -123,6 +125,7 @@ class OutboxRelayStateMachineTest {
         chain.run().drain();
     }
 
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = 30)
     void mariadb(@ForAll("chains") ActionChain<World> chain) {
         World.next.set(new World(databases.mariadb()));

@@ -75,7 +75,9 @@ class PayloadMismatchTest {
 
     @AfterEach
     void tearDown() {
-        db.close();
+        if (db != null) { // null when setUp skipped the test: no MariaDB
+            db.close();
+        }
     }
 
     private IdempotentConsumerBuilder builder(DataSource ds) {

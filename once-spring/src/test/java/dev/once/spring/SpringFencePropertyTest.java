@@ -10,6 +10,7 @@ import dev.once.lease.Leases;
 import dev.once.spring.SpringScopes.Ended;
 import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -31,6 +32,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -205,6 +207,7 @@ class SpringFencePropertyTest {
     }
 
     // fewer: a holder waiting for a fence row waits InnoDB's least lock wait, a second
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     @Property(tries = MARIADB_TRIES)
     void mariadbSpringFencing(@ForAll("chains") ActionChain<World> chain) {
         run(chain, mariadb());
