@@ -116,7 +116,7 @@ final class ClaimRun {
         try {
             if (alone && !copyHint.likelyCopy(d.eventId())) {
                 plainInsert = true;
-                claimed = allNewClaims.claim(c, consumer, d.eventId());
+                claimed = allNewClaims.claim(c, d.eventId());
             } else {
                 claimed = fingerprints == null
                         ? inbox.claim(c, consumer, d.eventId())
