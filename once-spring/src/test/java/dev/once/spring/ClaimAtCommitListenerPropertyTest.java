@@ -312,21 +312,11 @@ class ClaimAtCommitListenerPropertyTest {
                     .isIn(
                             applies
                                     ? List.of(d.eventId() + " APPLIED")
-                                    : acknowledged && !(before && !d.reachesClaim())
+                                    : acknowledged
                                             ? List.of(d.eventId() + " DUPLICATE")
-                                            : acknowledged
-                                                    // KNOWN GAP, left open: a copy whose body failed before its
-                                                    // claim went out (a throw, a caught failure) is acknowledged as a
-                                                    // duplicate after the listener's read of the inbox, but the
-                                                    // engine reported the failure when the transaction ended,
-                                                    // before that read: the outcome listener and the metrics hear
-                                                    // FAILED_RETRYABLE for it. Should be DUPLICATE only.
-                                                    ? List.of(
-                                                            d.eventId() + " DUPLICATE",
-                                                            d.eventId() + " FAILED_RETRYABLE")
-                                                    : List.of(
-                                                            d.eventId() + " FAILED_RETRYABLE",
-                                                            d.eventId() + " FAILED_PERMANENT"));
+                                            : List.of(
+                                                    d.eventId() + " FAILED_RETRYABLE",
+                                                    d.eventId() + " FAILED_PERMANENT"));
             if (d.count(Step.OBSERVE) > 0) {
                 assertThat(heard)
                         .as("what the body's synchronization heard of %s", what)
