@@ -25,9 +25,11 @@ import java.util.List;
  *
  * <p>In a joined transaction its integration began for this one delivery
  * ({@link dev.once.tx.TransactionProvider#dedicated()}), the claim is the transaction's last check
- * before the integration's commit, and the engine cannot read the inbox after the rollback (the
- * integration holds the connection until then): the claim there tells a taken id by itself, and the
- * integration reads the inbox before it settles the message. Not API.
+ * before the integration's commit, and the claim there tells a taken id by itself. A delivery that
+ * did not commit otherwise (its handler failed, perhaps on a copy's work) is read for in the inbox once
+ * its transaction has ended, on the provider's transactions apart from it ({@link
+ * dev.once.tx.TransactionProvider#afterRollback}: the integration may still hold its connection), before
+ * it is reported; the integration reads the inbox too before it settles the message. Not API.
  */
 final class CommitClaim {
 
