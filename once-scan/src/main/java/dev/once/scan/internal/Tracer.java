@@ -601,7 +601,7 @@ final class Tracer {
             visitChildren(l, tf);
             return;
         }
-        if (n instanceof TryStmt t && swallowsFailures(t, f)) {
+        if (n instanceof TryStmt t && (swallowsFailures(t, f) || swallowsClientFailure(t, f))) {
             return;
         }
         if (n instanceof BlockStmt b && returnsEarlyShape(b, f)) {
@@ -879,6 +879,66 @@ final class Tracer {
                                             ? "the container seeks back only to a record whose listener threw, while"
                                                     + " enable.auto.commit=true commits the position past this one"
                                             : entry.ackText));
+        }
+        return true;
+    }
+
+    /**
+     * {@code try { client.postInnReachApi(…); } catch (InnReachException e) { log.warn(…); }} (folio-org/mod-inn-reach's
+     * notifier): a catch of the failure type the write's own client throws ({@link ClientFailures}) that only logs, in a
+     * listener its container acknowledges on return, swallows the failure of the message's effect as a catch of every
+     * exception does; a transient failure (the server down) is consumed. Unlike a catch-all it says which call it
+     * guards, so it is judged at any depth the trace reaches, when the write it reports is in its try block. Walks the
+     * try statement (true) when a catch of that shape is there; false otherwise.
+     */
+    private boolean swallowsClientFailure(TryStmt t, Frame f) {
+        if (!(entry.ack == Entry.Ack.AFTER_RETURN || seeksBackOnFailure()) || f.async != null || retryLoop(t)) {
+            return false;
+        }
+        List<com.github.javaparser.ast.stmt.CatchClause> candidates = t.getCatchClauses().stream()
+                .filter(cc -> cc.getParameter().getType().toString().lines().count() == 1
+                        && onlyLogs(cc.getBody())
+                        && cc.getBody().findAll(StringLiteralExpr.class).stream()
+                                .noneMatch(l -> RETRY_SAID.matcher(l.getValue()).find())
+                        && java.util.Arrays.stream(
+                                        cc.getParameter().getType().toString().split("\\|"))
+                                .map(x -> x.strip().replaceAll(".*\\.", ""))
+                                .noneMatch(CATCH_ALL::contains))
+                .toList();
+        if (candidates.isEmpty()) {
+            return false;
+        }
+        visitChildren(t, f);
+        BlockStmt work = t.getTryBlock();
+        for (com.github.javaparser.ast.stmt.CatchClause cc : candidates) {
+            List<String> caught = java.util.Arrays.stream(
+                            cc.getParameter().getType().toString().split("\\|"))
+                    .map(x -> x.strip().replaceAll(".*\\.", ""))
+                    .toList();
+            Event failed = events.stream()
+                    .filter(x -> x.kind() == Event.Kind.EFFECT
+                            && x.handedOff() == null
+                            && x.blast() != Blast.CACHE
+                            && within(x, work)
+                            && caught.stream()
+                                    .anyMatch(type -> ClientFailures.get().reports(type, x.category(), x.what())))
+                    .findFirst()
+                    .orElse(null);
+            if (failed != null) {
+                add(
+                        Event.Kind.REQUEUE_IGNORED,
+                        cc,
+                        f,
+                        null,
+                        null,
+                        "catches the failure of the write's own client (catch (" + cc.getParameter().getType()
+                                + ")) from the work that " + failed.what() + " and only logs it, and "
+                                + (seeksBackOnFailure()
+                                        ? "the container seeks back only to a record whose listener threw, while"
+                                                + " enable.auto.commit=true commits the position past this one"
+                                        : entry.ackText));
+                break;
+            }
         }
         return true;
     }
