@@ -7,6 +7,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.InvalidConfigurationException;
 import dev.once.retention.InboxPruner;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -126,15 +127,17 @@ class PruningRacesRedeliveriesTest {
                     .chunkSize(5_000)
                     .build();
             long start = System.nanoTime();
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             List<CompletableFuture<Long>> workers = new ArrayList<>();
             int threads = 4;
             for (int w = 0; w < threads; w++) {
                 List<Delivery> mine = copies.subList(w * copies.size() / threads, (w + 1) * copies.size() / threads);
-                workers.add(CompletableFuture.supplyAsync(() -> mine.stream()
-                        .map(once::process)
-                        .filter(o -> !o.shouldAcknowledge())
-                        .count()));
+                workers.add(CompletableFuture.supplyAsync(
+                        () -> mine.stream()
+                                .map(once::process)
+                                .filter(o -> !o.shouldAcknowledge())
+                                .count(),
+                        OwnThreads.each()));
             }
             long pruneRows = pruned.get(3, TimeUnit.MINUTES);
             double pruneSeconds = (System.nanoTime() - start) / 1e9;

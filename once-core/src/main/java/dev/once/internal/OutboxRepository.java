@@ -163,21 +163,46 @@ public final class OutboxRepository {
      */
     public List<OutboxMessage> lockBatch(Connection c, Instant now, String destinationPattern, int limit)
             throws SQLException {
+        return lock(c, now, destinationPattern, limit, false).rows();
+    }
+
+    /** What {@link #lockBatchOrNextAvailable} locked, or when it locked nothing, when the next row falls due. */
+    public record Locked(List<OutboxMessage> rows, Optional<Instant> nextAvailable) {}
+
+    /**
+     * {@link #lockBatch}, and when it returns no row, {@link #nextAvailable} after {@code now} (the lock query's
+     * moment: a row is either available by then or counted as falling due after it), in the same transaction: in
+     * the lock query's round trip where the driver takes several statements in one string ({@link
+     * Dialect#statementsTogether}; run then whatever the lock query finds, one index probe), else after it.
+     */
+    public Locked lockBatchOrNextAvailable(Connection c, Instant now, String destinationPattern, int limit)
+            throws SQLException {
+        return lock(c, now, destinationPattern, limit, true);
+    }
+
+    private Locked lock(Connection c, Instant now, String destinationPattern, int limit, boolean next)
+            throws SQLException {
         String begin = relockSql == null ? batchBeginSql : join(batchBeginSql, "SAVEPOINT " + LOCK_SAVEPOINT);
         // The batch's first statements go with the lock query, the rollback to its savepoint with the relock.
-        boolean together = begin != null && multiStatement.allowed(c);
+        boolean together = (begin != null || next) && multiStatement.allowed(c);
         if (begin != null && !together) {
             try (Statement s = c.createStatement()) {
                 s.execute(begin);
             }
         }
+        String sql = together ? join(begin, lockSql) : lockSql;
         List<OutboxMessage> rows = new ArrayList<>();
         Map<Long, Long> preds = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(together ? join(begin, lockSql) : lockSql)) {
+        Optional<Instant> nextAvailable = Optional.empty();
+        try (PreparedStatement ps = c.prepareStatement(together && next ? join(sql, nextAvailableSql) : sql)) {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 now: rows available by then
             ps.setString(2, destinationPattern); // 2 destination LIKE pattern
             ps.setString(3, destinationPattern); // 3 the same, for the key's head
             ps.setInt(4, limit); // 4 limit
+            if (together && next) {
+                ps.setTimestamp(5, Timestamp.from(now)); // 5 the next-due read's moment: the lock query's
+                ps.setString(6, destinationPattern); // 6 its destination LIKE pattern
+            }
             try (ResultSet rs = rowsOf(ps)) {
                 while (rs.next()) {
                     OutboxMessage m = message(rs);
@@ -188,15 +213,26 @@ public final class OutboxRepository {
                     }
                 }
             }
+            if (together && next) {
+                if (!ps.getMoreResults()) {
+                    throw new SQLException("the outbox next-due query returned no rows result: " + ps);
+                }
+                try (ResultSet rs = ps.getResultSet()) {
+                    nextAvailable = nextAvailable(rs);
+                }
+            }
         }
         if (preds.containsValue(0L)) {
             readPredecessors(c, rows, preds);
         }
         List<OutboxMessage> kept = runs(rows, preds);
-        if (kept.size() == rows.size() || relockSql == null) {
-            return kept;
+        if (kept.size() != rows.size() && relockSql != null) {
+            kept = relock(c, kept, preds, now, together);
         }
-        return relock(c, kept, preds, now, together);
+        if (!next || !kept.isEmpty()) {
+            return new Locked(kept, Optional.empty());
+        }
+        return new Locked(kept, together ? nextAvailable : nextAvailable(c, now, destinationPattern));
     }
 
     private static String join(String first, String second) {
@@ -458,9 +494,13 @@ public final class OutboxRepository {
             ps.setTimestamp(1, Timestamp.from(now)); // 1 after this
             ps.setString(2, destinationPattern); // 2 destination LIKE pattern
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(rs.getTimestamp(1).toInstant()) : Optional.empty();
+                return nextAvailable(rs);
             }
         }
+    }
+
+    private static Optional<Instant> nextAvailable(ResultSet rs) throws SQLException {
+        return rs.next() ? Optional.of(rs.getTimestamp(1).toInstant()) : Optional.empty();
     }
 
     /** Dead rows with an id above {@code afterId}, in id order. */

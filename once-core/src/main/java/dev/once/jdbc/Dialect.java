@@ -469,7 +469,8 @@ public interface Dialect {
      * sends them in one round trip (pgjdbc does; MariaDB Connector/J only with {@code
      * allowMultiQueries}; another driver of the same database may refuse such a string). Only then
      * does the relay send {@link #outboxBatchBegin} and its savepoint with the lock query, and the
-     * rollback to that savepoint with {@link #outboxRelock}, one round trip each instead of two; does a
+     * rollback to that savepoint with {@link #outboxRelock}, one round trip each instead of two, and
+     * after a batch that sent rows {@link #outboxNextAvailable} with the next lock query; does a
      * consumer send a claim or claim check with the {@code COMMIT} folded in ({@link
      * #claimAtCommitAndCommit}, {@link #claimAtJoinedCommitAndCommit}, {@link #verifyClaimAndCommit},
      * {@link #verifyClaimsAndCommit}); and does a claim carry {@link #restoreLockTimeout}. Asked by each
@@ -583,7 +584,8 @@ public interface Dialect {
      * The available_at of the pending row of a destination that falls due first after a moment, if any: when a
      * started relay must poll at the latest (nothing notifies it when a retry falls due). Binds: 1 the moment, 2
      * destination LIKE pattern. The order of the V7 index on (available_at, id): it reads from the moment on and
-     * stops at the first row of the destination.
+     * stops at the first row of the destination. Run in the transaction of a lock query that found nothing, with the
+     * same moment; where {@link #statementsTogether}, in that query's string (one round trip), whatever it finds.
      */
     default String outboxNextAvailable(String prefix) {
         return "SELECT available_at FROM " + quote(prefix + "outbox")

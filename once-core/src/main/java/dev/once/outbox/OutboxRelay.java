@@ -193,19 +193,34 @@ public final class OutboxRelay implements AutoCloseable {
      * @throws OnceException if the database fails; the batch rolled back and its rows will be sent again
      */
     public int relayOnce() {
+        return batch(false).rows();
+    }
+
+    // One batch of the started relay; with readDue, when it handled no row, also how long until the first pending row
+    // falls due (see untilDue): read in the batch's transaction (OutboxRepository#lockBatchOrNextAvailable), where
+    // it was a transaction of its own after every batch that sent rows. Without a batch transaction (a standby in
+    // exclusive mode, a fenced batch), read apart as before.
+    private RelayLoop.Polled batch(boolean readDue) {
         Lease lease = null;
         if (exclusive != null) {
             lease = exclusive.current();
             if (lease == null) {
-                return 0;
+                return new RelayLoop.Polled(0, readDue ? untilDue() : null);
             }
         }
         Lease under = lease;
         List<OutboxMessage> attempted = new ArrayList<>();
         try {
-            List<OutboxRepository.Mark> marks = target.inTransaction(c -> sendBatch(c, under, attempted));
-            metrics.count(marks);
-            return marks.size();
+            Batch batch = target.inTransaction(c -> sendBatch(c, under, attempted, readDue));
+            metrics.count(batch.marks());
+            if (!batch.marks().isEmpty() || !readDue) {
+                return new RelayLoop.Polled(batch.marks().size(), null);
+            }
+            return new RelayLoop.Polled(
+                    0,
+                    batch.nextAvailable()
+                            .map(at -> Duration.between(clock.instant(), at))
+                            .orElse(null));
         } catch (StaleFencingTokenException | HeldLease.Lost e) {
             exclusive.lost(under);
             metrics.fenced();
@@ -217,7 +232,7 @@ public final class OutboxRelay implements AutoCloseable {
                     under.token(),
                     attempted.size());
             countFenced(attempted, under);
-            return 0;
+            return new RelayLoop.Polled(0, readDue ? untilDue() : null);
         } catch (SQLException e) {
             throw new OnceException(
                     "relay " + name + ": batch rolled back, database error (SQLState " + e.getSQLState() + "): "
@@ -226,11 +241,24 @@ public final class OutboxRelay implements AutoCloseable {
         }
     }
 
-    private List<OutboxRepository.Mark> sendBatch(Connection c, Lease lease, List<OutboxMessage> attempted)
+    // The marks of a batch; when it had no row to send and the next-due time was asked, that time, if a row waits.
+    private record Batch(List<OutboxRepository.Mark> marks, Optional<Instant> nextAvailable) {}
+
+    private Batch sendBatch(Connection c, Lease lease, List<OutboxMessage> attempted, boolean readDue)
             throws SQLException {
-        List<OutboxMessage> rows = repository.lockBatch(c, clock.instant(), destinationPattern, batchSize);
-        if (rows.isEmpty()) {
-            return List.of();
+        Instant now = clock.instant();
+        List<OutboxMessage> rows;
+        if (readDue) {
+            OutboxRepository.Locked locked = repository.lockBatchOrNextAvailable(c, now, destinationPattern, batchSize);
+            if (locked.rows().isEmpty()) {
+                return new Batch(List.of(), locked.nextAvailable());
+            }
+            rows = locked.rows();
+        } else {
+            rows = repository.lockBatch(c, now, destinationPattern, batchSize);
+            if (rows.isEmpty()) {
+                return new Batch(List.of(), Optional.empty());
+            }
         }
         HeldLease held = new HeldLease(exclusive, lease);
         List<RelaySends.Attempt> attempts = sends.send(rows, held, attempted);
@@ -247,7 +275,7 @@ public final class OutboxRelay implements AutoCloseable {
             // Last before commit: a relay paused past its lease finds a newer token here and rolls back.
             exclusive.fence(c, held.lease());
         }
-        return marked;
+        return new Batch(marked, Optional.empty());
     }
 
     // How long until the first pending row this relay sends falls due, null when none waits: the started relay polls
@@ -297,8 +325,7 @@ public final class OutboxRelay implements AutoCloseable {
                 target.dialect().quote(target.tablePrefix() + "outbox"),
                 pollInterval,
                 statsInterval,
-                this::relayOnce,
-                this::untilDue,
+                this::batch,
                 this::stats);
         loop.start();
     }

@@ -4,8 +4,6 @@ import dev.once.internal.PgListener;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.function.IntSupplier;
-import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,8 +37,7 @@ final class RelayLoop {
     private final String table;
     private final Duration pollInterval;
     private final Duration statsInterval;
-    private final IntSupplier batch;
-    private final Supplier<Duration> untilDue;
+    private final Batch batch;
     private final Runnable refreshStats;
     private final Object wake = new Object();
     private final Thread thread;
@@ -54,8 +51,7 @@ final class RelayLoop {
     /**
      * @param listenSql    the dialect's LISTEN statement, or null to poll only
      * @param table        the outbox table, quoted: the listener wakes only for its schema's rows
-     * @param batch        sends one batch and returns the rows it handled
-     * @param untilDue     how long until the first pending row falls due, null when none waits
+     * @param batch        sends one batch
      * @param statsInterval how often to refresh the gauges at most
      * @param refreshStats refreshes the gauges
      */
@@ -66,8 +62,7 @@ final class RelayLoop {
             String table,
             Duration pollInterval,
             Duration statsInterval,
-            IntSupplier batch,
-            Supplier<Duration> untilDue,
+            Batch batch,
             Runnable refreshStats) {
         this.relay = relay;
         this.dataSource = dataSource;
@@ -76,11 +71,26 @@ final class RelayLoop {
         this.pollInterval = pollInterval;
         this.statsInterval = statsInterval;
         this.batch = batch;
-        this.untilDue = untilDue;
         this.refreshStats = refreshStats;
         this.thread = new Thread(this::run, "once-relay-" + relay);
         this.thread.setDaemon(true);
     }
+
+    /** One batch of the relay. */
+    @FunctionalInterface
+    interface Batch {
+        /**
+         * Sends one batch; when it handled no row and {@code readDue}, also reads how long until the first pending row
+         * falls due.
+         */
+        Polled send(boolean readDue);
+    }
+
+    /**
+     * What a batch did: the rows it handled and, when it handled none and was asked, how long until the first pending
+     * row falls due (null when none waits, or when not asked).
+     */
+    record Polled(int rows, Duration untilDue) {}
 
     void start() {
         thread.start();
@@ -119,11 +129,13 @@ final class RelayLoop {
                 Duration retry = null;
                 try {
                     listener = drain(listener);
-                    more = batch.getAsInt() > 0;
+                    // Read with the batch when stale: in its transaction, on pgjdbc in its lock query's round trip.
+                    Polled polled = batch.send(stale);
+                    more = polled.rows() > 0;
                     if (more) {
                         stale = true;
                     } else if (stale) {
-                        Duration until = untilDue.get();
+                        Duration until = polled.untilDue();
                         due = until == null ? null : System.nanoTime() + Math.max(0, until.toNanos());
                         stale = false;
                     }

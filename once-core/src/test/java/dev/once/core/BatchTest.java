@@ -6,6 +6,7 @@ import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.sql.SQLException;
@@ -127,14 +128,18 @@ class BatchTest {
         // Offset the overlap: worker A has 0..199, worker B has 199..50.
         List<Delivery> b = backward.subList(0, 150);
         CyclicBarrier barrier = new CyclicBarrier(2);
-        CompletableFuture<List<Outcome>> first = CompletableFuture.supplyAsync(() -> {
-            await(barrier);
-            return consumer.processBatch(forward);
-        });
-        CompletableFuture<List<Outcome>> second = CompletableFuture.supplyAsync(() -> {
-            await(barrier);
-            return consumer.processBatch(b);
-        });
+        CompletableFuture<List<Outcome>> first = CompletableFuture.supplyAsync(
+                () -> {
+                    await(barrier);
+                    return consumer.processBatch(forward);
+                },
+                OwnThreads.each());
+        CompletableFuture<List<Outcome>> second = CompletableFuture.supplyAsync(
+                () -> {
+                    await(barrier);
+                    return consumer.processBatch(b);
+                },
+                OwnThreads.each());
         List<Outcome> all = new ArrayList<>(first.get(60, TimeUnit.SECONDS));
         all.addAll(second.get(60, TimeUnit.SECONDS));
         assertThat(all)

@@ -8,6 +8,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import java.sql.Connection;
@@ -51,27 +52,30 @@ class CallerTransactionMariaDbTest extends CallerTransactionScenarios {
                     sql(c, "UPDATE account SET balance = balance + 1 WHERE id = 2"); // the deadlock victim
                 } catch (SQLException swallowed) {
                     // the claim is gone; a redelivery now claims and commits the same event
-                    Outcome copy = CompletableFuture.supplyAsync(() -> careless[0].process(d.redelivery()))
+                    Outcome copy = CompletableFuture.supplyAsync(
+                                    () -> careless[0].process(d.redelivery()), OwnThreads.each())
                             .get(30, TimeUnit.SECONDS);
                     assertThat(copy.status()).isEqualTo(Status.APPLIED);
                 }
             }
             sql(c, "UPDATE account SET balance = balance + 10 WHERE id = 3");
         });
-        CompletableFuture<Void> rival = CompletableFuture.runAsync(() -> {
-            try (Connection c = db.dataSource().getConnection()) {
-                c.setAutoCommit(false);
-                sql(c, "UPDATE account SET balance = balance + 1 WHERE id >= 10"); // heavy: not the victim
-                sql(c, "UPDATE account SET balance = balance + 1 WHERE id = 2");
-                assertThat(handlerHoldsRow1.await(30, TimeUnit.SECONDS)).isTrue();
-                rivalHoldsRow2.countDown();
-                sql(c, "UPDATE account SET balance = balance + 1 WHERE id = 1");
-                c.rollback();
-                c.setAutoCommit(true);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Void> rival = CompletableFuture.runAsync(
+                () -> {
+                    try (Connection c = db.dataSource().getConnection()) {
+                        c.setAutoCommit(false);
+                        sql(c, "UPDATE account SET balance = balance + 1 WHERE id >= 10"); // heavy: not the victim
+                        sql(c, "UPDATE account SET balance = balance + 1 WHERE id = 2");
+                        assertThat(handlerHoldsRow1.await(30, TimeUnit.SECONDS)).isTrue();
+                        rivalHoldsRow2.countDown();
+                        sql(c, "UPDATE account SET balance = balance + 1 WHERE id = 1");
+                        c.rollback();
+                        c.setAutoCommit(true);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                OwnThreads.each());
         Outcome o = careless[0].process(Delivery.of("evt-1", "x"));
         rival.get(30, TimeUnit.SECONDS);
         assertThat(o.status()).as("%s", o).isNotEqualTo(Status.APPLIED);

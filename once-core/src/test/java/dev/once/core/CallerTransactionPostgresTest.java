@@ -9,6 +9,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import dev.once.tx.ManualTransactions;
@@ -38,7 +39,7 @@ class CallerTransactionPostgresTest extends CallerTransactionScenarios {
         IdempotentConsumer rival = owned(Ledger.CREDIT);
         IdempotentConsumer billing = joined((d, tx) -> {
             sql(tx.connection(), "ROLLBACK TO SAVEPOINT before_once");
-            Outcome copy = CompletableFuture.supplyAsync(() -> rival.process(d.redelivery()))
+            Outcome copy = CompletableFuture.supplyAsync(() -> rival.process(d.redelivery()), OwnThreads.each())
                     .get(30, TimeUnit.SECONDS);
             assertThat(copy.status()).isEqualTo(Status.APPLIED);
             credit(tx.connection(), 1000);

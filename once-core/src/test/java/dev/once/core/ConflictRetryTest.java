@@ -8,6 +8,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.sql.PreparedStatement;
@@ -44,9 +45,9 @@ class ConflictRetryTest {
                     })
                     .build();
             CompletableFuture<Outcome> ab =
-                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")), OwnThreads.each());
             CompletableFuture<Outcome> ba =
-                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")), OwnThreads.each());
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             // At least 3: the victim's retry can meet the winner again before the winner commits (a second
@@ -115,9 +116,9 @@ class ConflictRetryTest {
                     })
                     .build();
             CompletableFuture<Outcome> ab =
-                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")));
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("a-to-b", "")), OwnThreads.each());
             CompletableFuture<Outcome> ba =
-                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")));
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("b-to-a", "")), OwnThreads.each());
             assertThat(ab.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(ba.get(60, TimeUnit.SECONDS).status()).isEqualTo(Status.APPLIED);
             assertThat(attempts.get()).as("the deadlock victim ran again").isGreaterThanOrEqualTo(3);

@@ -10,6 +10,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.RetryableException;
 import dev.once.StaleFencingTokenException;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -73,7 +74,8 @@ class FailureModesTest {
                 })
                 .build();
         Delivery event = Ledger.payment("evt-1", 20);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> consumer.process(event));
+        CompletableFuture<Outcome> first =
+                CompletableFuture.supplyAsync(() -> consumer.process(event), OwnThreads.each());
         assertThat(claimed.await(30, TimeUnit.SECONDS)).isTrue();
         Outcome second = consumer.process(event.redelivery());
         assertThat(second.status())

@@ -8,6 +8,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -38,8 +39,12 @@ class NewStreamsAtOnceTest {
 
     private static final int STREAMS = 4;
 
-    /** How long a run may wait for the others: far below {@code innodb_lock_wait_timeout} (50 s). */
-    private static final long MOMENT_SECONDS = 10;
+    /**
+     * How long a run may wait for the others: below {@code innodb_lock_wait_timeout} (50 s), so a run held at
+     * the fence still fails the barrier, and long enough for four first runs on a machine under load (10 s
+     * timed out once at load 19).
+     */
+    private static final long MOMENT_SECONDS = 25;
 
     static Stream<Arguments> databases() {
         return Stream.of(
@@ -74,9 +79,10 @@ class NewStreamsAtOnceTest {
             List<CompletableFuture<Outcome>> runs = new ArrayList<>();
             for (int i = 0; i < STREAMS; i++) {
                 int stream = i;
-                runs.add(CompletableFuture.supplyAsync(() -> engine.processInOrder(
-                                List.of(Delivery.of("e" + stream, "ok")), firstRunOf(stream))
-                        .get(0)));
+                runs.add(CompletableFuture.supplyAsync(
+                        () -> engine.processInOrder(List.of(Delivery.of("e" + stream, "ok")), firstRunOf(stream))
+                                .get(0),
+                        OwnThreads.each()));
             }
             long began = System.nanoTime();
             List<Outcome> outcomes = new ArrayList<>();
@@ -115,25 +121,28 @@ class NewStreamsAtOnceTest {
             List<CompletableFuture<String>> runs = new ArrayList<>();
             for (int i = 0; i < STREAMS; i++) {
                 int stream = i;
-                runs.add(CompletableFuture.supplyAsync(() -> {
-                    try (Connection c = db.dataSource().getConnection()) {
-                        c.setAutoCommit(false);
-                        try (ManualTransactions.Scope tx = manual.join(c)) {
-                            long began = System.nanoTime();
-                            Outcome o = engine.processInOrder(
-                                            List.of(Delivery.of("e" + stream, "ok")), firstRunOf(stream))
-                                    .get(0);
-                            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began);
-                            ran.countDown();
-                            boolean all = ran.await(MOMENT_SECONDS, TimeUnit.SECONDS);
-                            tx.commit();
-                            c.setAutoCommit(true);
-                            return o.status() + " in " + millis + " ms" + (all ? "" : ", the others still running");
-                        }
-                    } catch (Exception e) {
-                        return e.toString();
-                    }
-                }));
+                runs.add(CompletableFuture.supplyAsync(
+                        () -> {
+                            try (Connection c = db.dataSource().getConnection()) {
+                                c.setAutoCommit(false);
+                                try (ManualTransactions.Scope tx = manual.join(c)) {
+                                    long began = System.nanoTime();
+                                    Outcome o = engine.processInOrder(
+                                                    List.of(Delivery.of("e" + stream, "ok")), firstRunOf(stream))
+                                            .get(0);
+                                    long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began);
+                                    ran.countDown();
+                                    boolean all = ran.await(MOMENT_SECONDS, TimeUnit.SECONDS);
+                                    tx.commit();
+                                    c.setAutoCommit(true);
+                                    return o.status() + " in " + millis + " ms"
+                                            + (all ? "" : ", the others still running");
+                                }
+                            } catch (Exception e) {
+                                return e.toString();
+                            }
+                        },
+                        OwnThreads.each()));
             }
             List<String> results = new ArrayList<>();
             for (CompletableFuture<String> run : runs) {

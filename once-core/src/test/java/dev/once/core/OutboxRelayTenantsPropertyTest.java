@@ -10,8 +10,10 @@ import dev.once.Schema;
 import dev.once.internal.JdbcOutbox;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
+import dev.once.outbox.Publisher;
 import dev.once.outbox.Receipt;
 import dev.once.testsupport.SchemaScript;
 import dev.once.testsupport.StateMachines;
@@ -30,14 +32,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
@@ -64,13 +70,19 @@ import net.jqwik.api.state.ActionChain;
  * and meanwhile the tenant's commits and its relay's marks of sent rows wait for it, so the model holds them back)
  * while relays run; terminate the backend of a relay's LISTEN connection ({@code pg_terminate_backend}); make a
  * running relay's publisher fail its next 1 to 3 sends (retryable: the rows are tried again after 100 ms, doubling to
- * 400 ms, and nothing notifies when they fall due).
+ * 400 ms, and nothing notifies when they fall due); terminate the backend of a relay's batch while it sends (a row
+ * committed for it, its send held until the backend is gone: the batch's marks and commit fail, its rows stay pending
+ * and are sent again, the send of the killed batch being the at-least-once repeat the relay documents, recorded apart);
+ * commit 1 to 3 rows to a running relay and freeze their sends (a tenant whose publisher overrides {@code publishAll},
+ * drawn per tenant: a frozen send's stage never completes, the relay's send timeout of {@value #SEND_TIMEOUT_MILLIS} ms fails it, retryable; a
+ * publisher sending in the relay's thread has no timeout of the relay's, and there the move does nothing).
  *
  * <p>Checked after every move, for every tenant whose relay runs: every row its transactions committed has been
  * published within {@value #PROMPT_SECONDS} s (waited on, the poll interval is an hour: only a wake-up sends it);
  * never a row twice, never by another tenant's relay. And the cost: a relay whose listener opened on a V10 schema (its
  * relay started, or its LISTEN connection reopened, after its schema was at V10) polls at most {@code 2 + 2 x} (its
- * tenant's commits while it ran) {@code + 2 x} (its LISTEN connections lost) {@code + 2 x} (its failed sends): nothing for any other schema's commit,
+ * tenant's commits while it ran) {@code + 2 x} (its LISTEN connections lost) {@code + 2 x} (its failed or frozen sends)
+ * {@code + 2 x} (its batches killed): nothing for any other schema's commit,
  * whether that schema is at V10 (another payload) or not (an empty one), nor for the other test JVMs'. A relay whose
  * listener opened while its schema was at V9 wakes for every notification of its channel, any schema's and any JVM's:
  * allowed, unbounded here (that is the cost V10 removes). At the end the open transactions commit, every relay starts,
@@ -84,6 +96,7 @@ class OutboxRelayTenantsPropertyTest {
     static final int TRIES = 15;
     static final long PROMPT_SECONDS = 10;
     static final Duration PROMPT = Duration.ofSeconds(PROMPT_SECONDS);
+    static final long SEND_TIMEOUT_MILLIS = 500;
     // The first line of PgListener's query after its LISTEN: the last statement its backend ran while it listens.
     static final String LISTENER_QUERY = "SELECT n.nspname, EXISTS%";
 
@@ -95,6 +108,8 @@ class OutboxRelayTenantsPropertyTest {
     private static final AtomicLong migrated = new AtomicLong();
     private static final AtomicLong filteredPolls = new AtomicLong();
     private static final AtomicLong failedSends = new AtomicLong();
+    private static final AtomicLong frozenSends = new AtomicLong();
+    private static final AtomicLong killedBatches = new AtomicLong();
     // Failed sends are tried again soon, and never given up in a try: a row fails at most a few times in a row.
     private static final RetryPolicy RETRIES = RetryPolicy.builder()
             .initialDelay(Duration.ofMillis(100))
@@ -111,16 +126,28 @@ class OutboxRelayTenantsPropertyTest {
         }
         System.out.println("CHAOS name=relay-tenants tries=" + tries + " moves=" + moves + " published=" + published
                 + " listeners_dropped=" + dropped + " migrated=" + migrated + " failed_sends=" + failedSends
+                + " frozen_sends=" + frozenSends + " killed_batches=" + killedBatches
                 + " v10_listener_polls=" + filteredPolls
                 + " lost=0 twice=0 wrong_tenant=0 foreign_polls=0");
     }
 
-    /** One tenant as a try begins: its schema version (9 or 10), table prefix, and whether its name needs quoting. */
-    record Tenant(int version, String prefix, boolean quoted) {}
+    /**
+     * One tenant as a try begins: its schema version (9 or 10), table prefix, whether its name needs quoting, and
+     * whether its relay's publisher overrides {@code publishAll} (its sends bounded by the relay's send timeout).
+     */
+    record Tenant(int version, String prefix, boolean quoted, boolean concurrent) {
+        Tenant(int version, String prefix, boolean quoted) {
+            this(version, prefix, quoted, false);
+        }
+    }
 
     @Provide
     Arbitrary<List<Tenant>> tenants() {
-        return Combinators.combine(Arbitraries.of(9, 10), Arbitraries.of("once_", "t_"), Arbitraries.of(false, true))
+        return Combinators.combine(
+                        Arbitraries.of(9, 10),
+                        Arbitraries.of("once_", "t_"),
+                        Arbitraries.of(false, true),
+                        Arbitraries.of(false, true))
                 .as(Tenant::new)
                 .list()
                 .ofMinSize(2)
@@ -166,6 +193,16 @@ class OutboxRelayTenantsPropertyTest {
                                         .as(List::of),
                                 "fail sends",
                                 (w, a) -> w.fail(a.get(0), a.get(1))))
+                .withAction(2, move(w -> true, tenant, "kill batch", World::kill))
+                .withAction(
+                        1,
+                        move(
+                                w -> true,
+                                Combinators.combine(
+                                                tenant, Arbitraries.integers().between(1, 3))
+                                        .as(List::of),
+                                "freeze sends",
+                                (w, a) -> w.freeze(a.get(0), a.get(1))))
                 .withMaxTransformations(24);
     }
 
@@ -186,6 +223,7 @@ class OutboxRelayTenantsPropertyTest {
         final String schema;
         final String prefix;
         final boolean quoted;
+        final boolean concurrent;
         final String app;
         final String url;
         final HikariDataSource pool;
@@ -201,9 +239,14 @@ class OutboxRelayTenantsPropertyTest {
         Long baseline;
         int commitsSince;
         int dropsSince;
-        // the running relay's publisher fails this many sends next; the sends it failed since the cost bound's baseline
+        int killsSince;
+        // the running relay's publisher fails (or freezes) this many sends next; the sends it failed or froze since
+        // the cost bound's baseline
         final AtomicInteger failing = new AtomicInteger();
+        final AtomicInteger freezing = new AtomicInteger();
         final AtomicInteger failedSince = new AtomicInteger();
+        // the running relay's next send waits here until the test has killed its batch's backend
+        final AtomicReference<Stall> stall = new AtomicReference<>();
 
         Tenants(int index, Tenant spec, String baseUrl) {
             this.index = index;
@@ -212,6 +255,7 @@ class OutboxRelayTenantsPropertyTest {
             this.schema = spec.quoted() ? "Rg-" + pid + "-" + n : "rg_" + pid + "_" + n;
             this.prefix = spec.prefix();
             this.quoted = spec.quoted();
+            this.concurrent = spec.concurrent();
             this.version = spec.version();
             this.app = "relaygen-" + pid + "-" + n;
             this.url = baseUrl + (baseUrl.contains("?") ? "&" : "?") + "ApplicationName=" + app
@@ -244,7 +288,84 @@ class OutboxRelayTenantsPropertyTest {
 
         @Override
         public String toString() {
-            return "tenant " + index + " (" + schema + ", prefix " + prefix + ", V" + version + ")";
+            return "tenant " + index + " (" + schema + ", prefix " + prefix + ", V" + version
+                    + (concurrent ? ", concurrent publisher" : "") + ")";
+        }
+    }
+
+    /** A send held in the relay's thread: {@code entered} once it is, it goes on once {@code go} is counted down. */
+    record Stall(CountDownLatch entered, CountDownLatch go) {
+        Stall() {
+            this(new CountDownLatch(1), new CountDownLatch(1));
+        }
+    }
+
+    /**
+     * A tenant's publisher, sending in the relay's thread: records each send, fails the sends asked of it, holds the
+     * one a kill waits for. A send held for a kill is recorded apart: its batch cannot mark it, so the row is sent
+     * again (at least once), and only that second send counts as its publication.
+     */
+    static class TenantPublisher implements Publisher {
+        final Tenants t;
+        final World w;
+
+        TenantPublisher(Tenants t, World w) {
+            this.t = t;
+            this.w = w;
+        }
+
+        @Override
+        public Receipt publish(OutboxMessage m) throws Exception {
+            String label = new String(m.payload(), StandardCharsets.UTF_8);
+            Stall stall = t.stall.getAndSet(null);
+            if (stall != null) {
+                stall.entered().countDown();
+                if (!stall.go().await(PROMPT_SECONDS * 3, TimeUnit.SECONDS)) {
+                    w.violations.add("the send of " + label + " held for a kill was never let go");
+                }
+                w.killedSends.add(label);
+                return Receipt.NONE;
+            }
+            if (t.failing.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                t.failedSince.incrementAndGet();
+                failedSends.incrementAndGet();
+                throw PublishFailure.retryable("fails on purpose: " + label, Receipt.NONE, null);
+            }
+            if (!label.startsWith("t" + t.index + "-")) {
+                w.violations.add("relay of " + t + " published " + label);
+            }
+            w.sends.computeIfAbsent(label, k -> new CopyOnWriteArrayList<>()).add(t.index);
+            published.incrementAndGet();
+            return Receipt.NONE;
+        }
+    }
+
+    /**
+     * The same, overriding {@code publishAll} (so the relay bounds its sends by its send timeout): a frozen send's stage
+     * never completes.
+     */
+    static final class ConcurrentTenantPublisher extends TenantPublisher {
+        ConcurrentTenantPublisher(Tenants t, World w) {
+            super(t, w);
+        }
+
+        @Override
+        public List<CompletionStage<Receipt>> publishAll(List<OutboxMessage> messages) {
+            List<CompletionStage<Receipt>> stages = new ArrayList<>(messages.size());
+            for (OutboxMessage m : messages) {
+                if (t.stall.get() == null && t.freezing.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    t.failedSince.incrementAndGet();
+                    frozenSends.incrementAndGet();
+                    stages.add(new CompletableFuture<>());
+                    continue;
+                }
+                try {
+                    stages.add(CompletableFuture.completedFuture(publish(m)));
+                } catch (Exception e) {
+                    stages.add(CompletableFuture.failedFuture(e));
+                }
+            }
+            return stages;
         }
     }
 
@@ -252,6 +373,7 @@ class OutboxRelayTenantsPropertyTest {
         final List<String> log = new ArrayList<>();
         final List<Tenants> tenants = new ArrayList<>();
         final Map<String, List<Integer>> sends = new ConcurrentHashMap<>();
+        final List<String> killedSends = new CopyOnWriteArrayList<>();
         final List<String> violations = new CopyOnWriteArrayList<>();
         final ExecutorService migrations = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "relaygen-migrate");
@@ -365,6 +487,7 @@ class OutboxRelayTenantsPropertyTest {
             t.baseline = t.version == 10 && !t.migrating() ? t.polls() : null;
             t.commitsSince = 0;
             t.dropsSince = 0;
+            t.killsSince = 0;
             t.failedSince.set(0);
             t.relay = OutboxRelay.builder()
                     .dataSource(t.counting.dataSource())
@@ -374,21 +497,8 @@ class OutboxRelayTenantsPropertyTest {
                     .statsInterval(Duration.ofHours(1))
                     .meterRegistry(new SimpleMeterRegistry())
                     .retryPolicy(RETRIES)
-                    .publisher(m -> {
-                        String label = new String(m.payload(), StandardCharsets.UTF_8);
-                        if (t.failing.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                            t.failedSince.incrementAndGet();
-                            failedSends.incrementAndGet();
-                            throw PublishFailure.retryable("fails on purpose: " + label, Receipt.NONE, null);
-                        }
-                        if (!label.startsWith("t" + t.index + "-")) {
-                            violations.add("relay of " + t + " published " + label);
-                        }
-                        sends.computeIfAbsent(label, k -> new CopyOnWriteArrayList<>())
-                                .add(t.index);
-                        published.incrementAndGet();
-                        return Receipt.NONE;
-                    })
+                    .sendTimeout(Duration.ofMillis(SEND_TIMEOUT_MILLIS))
+                    .publisher(t.concurrent ? new ConcurrentTenantPublisher(t, this) : new TenantPublisher(t, this))
                     .build();
             int before = t.counting.prepared().size();
             t.relay.start();
@@ -413,6 +523,7 @@ class OutboxRelayTenantsPropertyTest {
             t.relay = null;
             t.baseline = null;
             t.failing.set(0);
+            t.freezing.set(0);
         }
 
         // Set, not added: a row fails at most a few times in a row (the oracle waits for it after every move).
@@ -422,6 +533,72 @@ class OutboxRelayTenantsPropertyTest {
                 return;
             }
             t.failing.set(sends);
+        }
+
+        // Freezes the sends of as many rows, committed here: the relay's send timeout fails each, and the row is tried
+        // again.
+        void freeze(int i, int sends) {
+            Tenants t = tenant(i);
+            if (t.relay == null || !t.concurrent || t.migrating()) {
+                return;
+            }
+            t.freezing.set(sends);
+            commit(i, sends);
+        }
+
+        /**
+         * Commits a row, holds its send in the relay's thread (its batch locked it), terminates the backend of that
+         * batch, and lets the send go on: the batch's marks fail, it rolls back, and the relay must try it again.
+         */
+        void kill(int i) {
+            Tenants t = tenant(i);
+            if (t.relay == null || t.migrating()) {
+                return; // during a migration the batch's marks would wait for it, and the row's commit too
+            }
+            Stall stall = new Stall();
+            t.stall.set(stall);
+            commit(i, 1);
+            awaitTrue(
+                    () -> stall.entered().getCount() == 0,
+                    "the relay of " + t + " sends a row in a batch (its row committed, a wake-up due)");
+            long pid = awaitValue(() -> batchPid(t), "the backend of the batch of " + t + " holds row locks");
+            t.killsSince++;
+            terminate(pid);
+            awaitTrue(() -> !alive(pid), "the batch backend " + pid + " of " + t + " ends");
+            stall.go().countDown();
+            killedBatches.incrementAndGet();
+        }
+
+        // The one backend of the tenant's pool whose open transaction locked rows of its outbox: the relay's batch
+        // (the test's own transactions insert, they lock no row).
+        private long batchPid(Tenants t) {
+            try (PreparedStatement p = admin.prepareStatement("SELECT DISTINCT l.pid FROM pg_locks l"
+                    + " JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name = ?"
+                    + " AND l.relation = to_regclass(?) AND l.mode = 'RowShareLock'")) {
+                p.setString(1, t.app);
+                p.setString(2, "\"" + t.schema + "\".\"" + t.prefix + "outbox\"");
+                try (ResultSet rs = p.executeQuery()) {
+                    if (!rs.next()) {
+                        return 0;
+                    }
+                    long pid = rs.getLong(1);
+                    if (rs.next()) {
+                        throw new IllegalStateException("two backends of " + t + " lock outbox rows");
+                    }
+                    return pid;
+                }
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        private void terminate(long pid) {
+            try (PreparedStatement p = admin.prepareStatement("SELECT pg_terminate_backend(?::int)")) {
+                p.setLong(1, pid);
+                p.executeQuery().close();
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
         }
 
         void migrate(int i) {
@@ -452,15 +629,11 @@ class OutboxRelayTenantsPropertyTest {
                 t.baseline = t.polls(); // the listener it opens next finds V10
                 t.commitsSince = 0;
                 t.dropsSince = 0;
+                t.killsSince = 0;
                 t.failedSince.set(0);
             }
             t.dropsSince++;
-            try (PreparedStatement p = admin.prepareStatement("SELECT pg_terminate_backend(?::int)")) {
-                p.setLong(1, pid);
-                p.executeQuery().close();
-            } catch (SQLException e) {
-                throw new IllegalStateException(e);
-            }
+            terminate(pid);
             awaitTrue(() -> !alive(pid), "the listener backend " + pid + " of " + t + " ends");
             dropped.incrementAndGet();
         }
@@ -552,11 +725,14 @@ class OutboxRelayTenantsPropertyTest {
                             .as(
                                     "lock queries of the relay of %s, whose listener found V10, since it started or its"
                                             + " listener was dropped: at most 2 + 2 x its %d commits + 2 x its %d"
-                                            + " dropped listeners + 2 x its %d failed sends, none for other schemas'"
-                                            + " commits; moves %s",
-                                    t, t.commitsSince, t.dropsSince, t.failedSince.get(), log)
-                            .isLessThanOrEqualTo(
-                                    2 + 2L * t.commitsSince + 2L * t.dropsSince + 2L * t.failedSince.get());
+                                            + " dropped listeners + 2 x its %d failed or frozen sends + 2 x its %d"
+                                            + " killed batches, none for other schemas' commits; moves %s",
+                                    t, t.commitsSince, t.dropsSince, t.failedSince.get(), t.killsSince, log)
+                            .isLessThanOrEqualTo(2
+                                    + 2L * t.commitsSince
+                                    + 2L * t.dropsSince
+                                    + 2L * t.failedSince.get()
+                                    + 2L * t.killsSince);
                 }
             }
         }

@@ -19,6 +19,9 @@ import org.junit.jupiter.api.Test;
  * <p>With {@code PgListener}'s filter broken on purpose: every notification its own (the V10 relay's lock queries
  * exceed their bound: the property at its 9th try, 3 where at most 2; the third case here); none its own (nothing is
  * sent: the property's first try, and the first two cases here).
+ *
+ * <p>With a failed batch waiting for the poll interval again (as before its 1 s retry): the property at its 5th try,
+ * shrunk to a started relay whose batch backend was terminated mid-send (the fourth case here).
  */
 class OutboxRelayTenantsTest {
 
@@ -67,6 +70,24 @@ class OutboxRelayTenantsTest {
             w.start(0); // its listener finds V9 until the migration commits (before: V10, and ignored the row)
             w.settle();
             w.release(0);
+            w.settle();
+            w.finish();
+        }
+    }
+
+    @Test
+    void aRelayWhoseBatchBackendWasTerminatedMidSendSendsItsRowAgainWithoutWaitingForThePoll() throws Exception {
+        try (World w = new World(List.of(new Tenant(10, "once_", false), new Tenant(10, "t_", true, true)))) {
+            w.start(0);
+            w.settle();
+            w.kill(0); // a row committed, its send held until its batch's backend is gone
+            w.settle();
+            w.commit(0, 1); // the relay goes on
+            w.settle();
+            w.start(1);
+            w.freeze(1, 2);
+            w.settle();
+            w.kill(1);
             w.settle();
             w.finish();
         }

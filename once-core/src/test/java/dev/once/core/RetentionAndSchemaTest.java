@@ -7,6 +7,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Outcome.Status;
 import dev.once.Schema;
 import dev.once.retention.InboxPruner;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -79,14 +80,16 @@ class RetentionAndSchemaTest {
             CyclicBarrier barrier = new CyclicBarrier(4);
             List<CompletableFuture<Integer>> runs = new ArrayList<>();
             for (int i = 0; i < 4; i++) {
-                runs.add(CompletableFuture.supplyAsync(() -> {
-                    try {
-                        barrier.await(30, TimeUnit.SECONDS);
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                    return Schema.migrate(db.dataSource(), "billing_");
-                }));
+                runs.add(CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                barrier.await(30, TimeUnit.SECONDS);
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                            return Schema.migrate(db.dataSource(), "billing_");
+                        },
+                        OwnThreads.each()));
             }
             int applied = 0;
             for (CompletableFuture<Integer> run : runs) {

@@ -8,6 +8,7 @@ import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.math.BigInteger;
@@ -119,7 +120,8 @@ class StreamPositionsPropertyTest {
                     // of the held run's, which its lock timeout ends) before its own handler
                     int f = from;
                     int t = to;
-                    CompletableFuture<List<Outcome>> next = CompletableFuture.supplyAsync(() -> process(engine, f, t));
+                    CompletableFuture<List<Outcome>> next =
+                            CompletableFuture.supplyAsync(() -> process(engine, f, t), OwnThreads.each());
                     await().atMost(30, TimeUnit.SECONDS).until(() -> next.isDone() || waitsForALock(db));
                     release.countDown();
                     List<Outcome> late = waiting.get(30, TimeUnit.SECONDS);

@@ -11,6 +11,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -143,12 +144,14 @@ class StreamPositionsTest {
             CountDownLatch gate = new CountDownLatch(1);
             IdempotentConsumer zombie = engine(db, "fifo", entered, gate);
             IdempotentConsumer other = engine(db, "fifo", null, null);
-            CompletableFuture<List<Outcome>> held = CompletableFuture.supplyAsync(() -> zombie.processInOrder(
-                    List.of(Delivery.of("m1", "wait")), new StreamPositions("q#g", List.of(BigInteger.ONE))));
+            CompletableFuture<List<Outcome>> held = CompletableFuture.supplyAsync(
+                    () -> zombie.processInOrder(
+                            List.of(Delivery.of("m1", "wait")), new StreamPositions("q#g", List.of(BigInteger.ONE))),
+                    OwnThreads.each());
             assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
 
             CompletableFuture<List<Status>> successors =
-                    CompletableFuture.supplyAsync(() -> run(other, "q#g", "m2", 2, "m3", 3));
+                    CompletableFuture.supplyAsync(() -> run(other, "q#g", "m2", 2, "m3", 3), OwnThreads.each());
             await().atMost(30, TimeUnit.SECONDS)
                     .until(() -> successors.isDone() || waitsForTheStreamsRowLock(db, name.equals("MariaDB")));
             assertThat(successors)
@@ -282,9 +285,11 @@ class StreamPositionsTest {
                     .as("split at its first delivery behind the stream")
                     .containsExactly(Status.FAILED_PERMANENT, Status.FAILED_RETRYABLE);
 
-            CompletableFuture<List<Status>> first = CompletableFuture.supplyAsync(() -> run.of("wait", "f", 3));
+            CompletableFuture<List<Status>> first =
+                    CompletableFuture.supplyAsync(() -> run.of("wait", "f", 3), OwnThreads.each());
             assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
-            CompletableFuture<List<Status>> second = CompletableFuture.supplyAsync(() -> run.of("ok", "g", 3, "h", 4));
+            CompletableFuture<List<Status>> second =
+                    CompletableFuture.supplyAsync(() -> run.of("ok", "g", 3, "h", 4), OwnThreads.each());
             await().atMost(30, TimeUnit.SECONDS)
                     .until(() -> calls.contains("g") || waitsForTheStreamsRowLock(db, name.equals("MariaDB")));
             List<String> whileTheFirstRan = List.copyOf(calls);

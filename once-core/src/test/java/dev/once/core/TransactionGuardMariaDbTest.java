@@ -7,6 +7,7 @@ import dev.once.HandlerMisuseException;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import java.sql.Connection;
@@ -80,21 +81,23 @@ class TransactionGuardMariaDbTest {
                     update(c, "UPDATE account SET balance = balance + 10 WHERE id = 3");
                 })
                 .build();
-        CompletableFuture<Void> rival = CompletableFuture.runAsync(() -> {
-            try (Connection c = db.dataSource().getConnection()) {
-                c.setAutoCommit(false);
-                // Heavy: many rows changed, so InnoDB picks the handler's transaction as the victim.
-                update(c, "UPDATE account SET balance = balance + 1 WHERE id >= 10");
-                update(c, "UPDATE account SET balance = balance + 1 WHERE id = 2");
-                assertThat(handlerHoldsRow1.await(30, TimeUnit.SECONDS)).isTrue();
-                rivalHoldsRow2.countDown();
-                update(c, "UPDATE account SET balance = balance + 1 WHERE id = 1");
-                c.rollback();
-                c.setAutoCommit(true);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Void> rival = CompletableFuture.runAsync(
+                () -> {
+                    try (Connection c = db.dataSource().getConnection()) {
+                        c.setAutoCommit(false);
+                        // Heavy: many rows changed, so InnoDB picks the handler's transaction as the victim.
+                        update(c, "UPDATE account SET balance = balance + 1 WHERE id >= 10");
+                        update(c, "UPDATE account SET balance = balance + 1 WHERE id = 2");
+                        assertThat(handlerHoldsRow1.await(30, TimeUnit.SECONDS)).isTrue();
+                        rivalHoldsRow2.countDown();
+                        update(c, "UPDATE account SET balance = balance + 1 WHERE id = 1");
+                        c.rollback();
+                        c.setAutoCommit(true);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                OwnThreads.each());
         Delivery event = Delivery.of("evt-1", "x");
         Outcome o = careless.process(event);
         rival.get(30, TimeUnit.SECONDS);

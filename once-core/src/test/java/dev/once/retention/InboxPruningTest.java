@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -156,20 +157,22 @@ class InboxPruningTest {
         try (TestDatabase db = which.fresh()) {
             IdempotentConsumer consumer = oldClaimsAndAConsumer(db, 20_000);
             InboxPruner pruner = pruner(db, 200, new SimpleMeterRegistry());
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             List<CompletableFuture<List<Outcome>>> claimers = new ArrayList<>();
             for (int w = 0; w < 2; w++) {
                 int worker = w;
-                claimers.add(CompletableFuture.supplyAsync(() -> {
-                    List<Outcome> outcomes = new ArrayList<>();
-                    for (int i = 0; i < 100; i++) {
-                        // a fresh event, then its copy: absorbed while the pruner deletes around it
-                        outcomes.add(consumer.process(Delivery.of("fresh-" + worker + "-" + i, "x")));
-                        outcomes.add(consumer.process(
-                                Delivery.of("fresh-" + worker + "-" + i, "x").redelivery()));
-                    }
-                    return outcomes;
-                }));
+                claimers.add(CompletableFuture.supplyAsync(
+                        () -> {
+                            List<Outcome> outcomes = new ArrayList<>();
+                            for (int i = 0; i < 100; i++) {
+                                // a fresh event, then its copy: absorbed while the pruner deletes around it
+                                outcomes.add(consumer.process(Delivery.of("fresh-" + worker + "-" + i, "x")));
+                                outcomes.add(consumer.process(Delivery.of("fresh-" + worker + "-" + i, "x")
+                                        .redelivery()));
+                            }
+                            return outcomes;
+                        },
+                        OwnThreads.each()));
             }
             assertThat(pruned.get(2, TimeUnit.MINUTES)).isEqualTo(20_000);
             for (CompletableFuture<List<Outcome>> c : claimers) {
@@ -219,10 +222,10 @@ class InboxPruningTest {
                     .clock(Clock.fixed(NOW, ZoneOffset.UTC))
                     .build();
 
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             assertThat(atCommit.await(30, TimeUnit.SECONDS)).isTrue();
             CompletableFuture<Outcome> claim =
-                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("fresh", "x")));
+                    CompletableFuture.supplyAsync(() -> consumer.process(Delivery.of("fresh", "x")), OwnThreads.each());
             Awaitility.await("the claim done or waiting")
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> claim.isDone() || inboxLockWaits(db, which));

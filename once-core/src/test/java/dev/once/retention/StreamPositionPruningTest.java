@@ -10,6 +10,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.StreamPositions;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -175,9 +176,10 @@ class StreamPositionPruningTest {
             clock.advance(RETENTION.plusMinutes(1));
             StreamPositionPruner pruner = pruner(db.dataSource(), clock, 100, new SimpleMeterRegistry());
 
-            CompletableFuture<Status> move = CompletableFuture.supplyAsync(() -> run(engine, "g", "b", 20));
+            CompletableFuture<Status> move =
+                    CompletableFuture.supplyAsync(() -> run(engine, "g", "b", 20), OwnThreads.each());
             await(entered);
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             Awaitility.await("the chunk done or waiting")
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> pruned.isDone() || lockWaits(db, which, session.get()));
@@ -222,9 +224,10 @@ class StreamPositionPruningTest {
             StreamPositionPruner pruner = pruner(gated.dataSource(), clock, 100, new SimpleMeterRegistry());
 
             gated.holdTheFirstChunksCommit();
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             await(gated.atCommit);
-            CompletableFuture<Status> move = CompletableFuture.supplyAsync(() -> run(engine, "g", "b", 20));
+            CompletableFuture<Status> move =
+                    CompletableFuture.supplyAsync(() -> run(engine, "g", "b", 20), OwnThreads.each());
             Awaitility.await("the move done or waiting")
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> move.isDone() || lockWaits(db, which, session.get()));
@@ -266,16 +269,18 @@ class StreamPositionPruningTest {
             StreamPositionPruner pruner = pruner(gated.dataSource(), clock, 100, new SimpleMeterRegistry());
 
             gated.holdTheFirstChunksCommit();
-            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune);
+            CompletableFuture<Long> pruned = CompletableFuture.supplyAsync(pruner::prune, OwnThreads.each());
             await(gated.atCommit);
             IdempotentConsumer firstRuns = engine(db, clock, c -> firstSession.set(sessionId(which, c)));
-            CompletableFuture<Status> first = CompletableFuture.supplyAsync(() -> run(firstRuns, "c-new", "c-1", 1));
+            CompletableFuture<Status> first =
+                    CompletableFuture.supplyAsync(() -> run(firstRuns, "c-new", "c-1", 1), OwnThreads.each());
             Awaitility.await("the new stream's first run done or waiting")
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> first.isDone() || sessionWaits(db, which, firstSession.get()));
             boolean firstWaited = !first.isDone();
             IdempotentConsumer moves = engine(db, clock, c -> moveSession.set(sessionId(which, c)));
-            CompletableFuture<Status> move = CompletableFuture.supplyAsync(() -> run(moves, "d-young", "d-2", 20));
+            CompletableFuture<Status> move =
+                    CompletableFuture.supplyAsync(() -> run(moves, "d-young", "d-2", 20), OwnThreads.each());
             Awaitility.await("the kept stream's move done or waiting")
                     .atMost(Duration.ofSeconds(30))
                     .until(() -> move.isDone() || sessionWaits(db, which, moveSession.get()));

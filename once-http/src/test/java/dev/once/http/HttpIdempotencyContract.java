@@ -7,6 +7,7 @@ import dev.once.keys.IdempotencyKeys;
 import dev.once.testkit.fault.CommitFault;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testsupport.MutableClock;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.net.URI;
@@ -247,13 +248,15 @@ abstract class HttpIdempotencyContract {
         String k = key();
         slowEntered = new CountDownLatch(1);
         slowRelease = new CountDownLatch(1);
-        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(() -> {
-            try {
-                return post(k, "slow-pay");
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return post(k, "slow-pay");
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                OwnThreads.each());
         assertThat(slowEntered.await(30, TimeUnit.SECONDS)).isTrue();
         HttpResponse<String> concurrent = post(k, "slow-pay");
         assertThat(concurrent.statusCode()).isEqualTo(409);
@@ -369,13 +372,15 @@ abstract class HttpIdempotencyContract {
         String k = key();
         slowEntered = new CountDownLatch(1);
         slowRelease = new CountDownLatch(1);
-        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(() -> {
-            try {
-                return post(k, "charge-slow-1");
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<HttpResponse<String>> first = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return post(k, "charge-slow-1");
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                OwnThreads.each());
         assertThat(slowEntered.await(30, TimeUnit.SECONDS)).isTrue();
         clock.advance(LOCK.plusSeconds(1));
         HttpResponse<String> takeover = post(k, "charge-slow-1");

@@ -31,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -148,7 +149,7 @@ public final class NatsConsumer implements AutoCloseable {
     private final Duration keepAliveEvery;
     /** Counted down by {@link #close()}: a delivery waiting for its claim's holder stops waiting when it can. */
     private final CountDownLatch closing = new CountDownLatch(1);
-    /** Sends {@code inProgress()} for a delivery waiting for its claim's holder; started on the first such wait. */
+    /** Sends {@code inProgress()} for the deliveries waiting for their claims' holders; started on the first such wait. */
     private ScheduledExecutorService keepAlive;
 
     private volatile JetStreamSubscription subscription;
@@ -247,7 +248,9 @@ public final class NatsConsumer implements AutoCloseable {
          * message, so settling the rest first is safe, and their acks do not wait for a holder. The wait runs on
          * the one fetch thread and holds up the next fetch: acceptable because {@code IN_PROGRESS} is rare (a
          * redelivery while the holder still works, typically past the ack wait) and short (the holder is one
-         * database transaction); the alternative, a {@code nak}, spends {@code max_deliver} on nothing.
+         * database transaction); the alternative, a {@code nak}, spends {@code max_deliver} on nothing. One
+         * {@code inProgress()} beat covers every held message until it is settled, the ones waiting their turn
+         * too: behind a holder that outlives the ack wait, JetStream would hand them out again.
          */
         @Override
         public void settle(List<Processed<Message>> processed) {
@@ -259,8 +262,28 @@ public final class NatsConsumer implements AutoCloseable {
                     NatsConsumer.this.settle(p.message(), p.outcome());
                 }
             }
-            for (Processed<Message> p : held) {
-                NatsConsumer.this.settle(p.message(), waitForHolder(p.message(), p.delivery(), p.outcome()));
+            if (held.isEmpty()) {
+                return;
+            }
+            List<Message> inHand = new CopyOnWriteArrayList<>();
+            held.forEach(p -> inHand.add(p.message()));
+            ScheduledFuture<?> beat = keepAlive()
+                    .scheduleAtFixedRate(
+                            () -> inHand.forEach(NatsConsumer::inProgress),
+                            0,
+                            keepAliveEvery.toMillis(),
+                            TimeUnit.MILLISECONDS);
+            try {
+                for (Processed<Message> p : held) {
+                    Outcome o = waitForHolder(p.message(), p.delivery(), p.outcome());
+                    inHand.remove(p.message());
+                    NatsConsumer.this.settle(p.message(), o);
+                }
+            } finally {
+                beat.cancel(false);
+                if (closing.getCount() == 0) {
+                    stopKeepAlive();
+                }
             }
         }
 
@@ -306,8 +329,8 @@ public final class NatsConsumer implements AutoCloseable {
      * Keeps {@code m}, whose claim another delivery holds, in hand and processes it again, backing off by the
      * policy (at most a heartbeat interval apart), until the holder has ended; returns the outcome of the try that
      * found it ended, or {@code IN_PROGRESS} when waiting stopped: the connection is closed, or the consumer is
-     * closing and {@code max_deliver} leaves the message another delivery. A heartbeat sends {@code inProgress()}
-     * meanwhile, so the ack wait does not run out and JetStream does not spend a delivery on it.
+     * closing and {@code max_deliver} leaves the message another delivery. The caller's beat sends
+     * {@code inProgress()} meanwhile, so the ack wait does not run out and JetStream does not spend a delivery on it.
      */
     private Outcome waitForHolder(Message m, Delivery d, Outcome o) {
         long limit = maxDeliver;
@@ -320,8 +343,6 @@ public final class NatsConsumer implements AutoCloseable {
                 stream,
                 durable,
                 delivered);
-        ScheduledFuture<?> beat = keepAlive()
-                .scheduleAtFixedRate(() -> inProgress(m), 0, keepAliveEvery.toMillis(), TimeUnit.MILLISECONDS);
         try {
             for (int tries = 1; AdapterDriver.heldElsewhere(o); tries++) {
                 if (connection.getStatus() == Connection.Status.CLOSED) {
@@ -337,11 +358,6 @@ public final class NatsConsumer implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return o;
-        } finally {
-            beat.cancel(false);
-            if (closing.getCount() == 0) {
-                stopKeepAlive();
-            }
         }
     }
 

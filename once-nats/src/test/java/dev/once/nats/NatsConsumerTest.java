@@ -5,14 +5,20 @@ import static org.awaitility.Awaitility.await;
 
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
+import dev.once.IdempotentConsumerBuilder;
 import dev.once.Inbox;
 import dev.once.Outcome;
 import dev.once.Outcome.Status;
+import dev.once.RetryableException;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.nats.client.Connection;
+import io.nats.client.JetStreamSubscription;
+import io.nats.client.Message;
+import io.nats.client.PullSubscribeOptions;
 import java.sql.PreparedStatement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -116,6 +122,87 @@ class NatsConsumerTest {
                 .isZero();
     }
 
+    /**
+     * A batch with two messages whose claims slow holders elsewhere hold: the consumer waits for the first holder,
+     * then the second. While it waits for the first, the second is in hand too and must be kept alive: the old code
+     * sent {@code inProgress()} only for the one it waited for, so the second's ack wait ran out and JetStream handed
+     * it out again (here to the test's own pull), a delivery of {@code max_deliver} spent on nothing. Found by
+     * reading {@link NatsConsumer}'s settle.
+     */
+    @Test
+    void aMessageWaitingItsTurnBehindAnotherHeldClaimIsKeptAliveToo() throws Exception {
+        CountDownLatch release1 = new CountDownLatch(1);
+        CountDownLatch release2 = new CountDownLatch(1);
+        Thread h1 = holder("evt-1", release1);
+        Thread h2 = holder("evt-2", release2);
+        NatsPublisher publisher = new NatsPublisher(nats);
+        publisher.publish(TestNats.message(stream, "evt-1", null, "1"));
+        publisher.publish(TestNats.message(stream, "evt-2", null, "2"));
+        IdempotentConsumer engine = recording(d -> {}, d -> {}, Duration.ofMillis(100));
+        try (NatsConsumer a = NatsConsumer.builder().connection(nats).stream(stream)
+                .durable("nats-test")
+                .consumer(engine)
+                .batchSize(2)
+                .fetchWait(Duration.ofMillis(300))
+                .ackWait(ACK_WAIT)
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> outcomes.stream()
+                                    .filter(o -> o.status() == Status.IN_PROGRESS)
+                                    .count()
+                            >= 2);
+            // a waits for evt-1's holder; pull from the durable for three ack waits: a message whose ack wait ran out
+            // while a held it would be handed out here
+            JetStreamSubscription observer =
+                    nats.jetStream().subscribe(null, PullSubscribeOptions.bind(stream, "nats-test"));
+            List<Message> handedOut = new ArrayList<>();
+            long until = System.nanoTime() + ACK_WAIT.multipliedBy(3).toNanos();
+            while (System.nanoTime() < until) {
+                handedOut.addAll(observer.fetch(2, Duration.ofMillis(200)));
+            }
+            observer.unsubscribe();
+            assertThat(handedOut)
+                    .as("messages handed out again while a kept them in hand (stream sequence:delivery count)")
+                    .extracting(m ->
+                            m.metaData().streamSequence() + ":" + m.metaData().deliveredCount())
+                    .isEmpty();
+            release1.countDown();
+            release2.countDown();
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> outcomes.stream()
+                                    .filter(o -> o.status() == Status.APPLIED)
+                                    .count()
+                            == 2);
+        } finally {
+            release1.countDown();
+            release2.countDown();
+            h1.join();
+            h2.join();
+        }
+        assertThat(db.queryLong("SELECT count(*) FROM effect")).isEqualTo(2);
+    }
+
+    /** A slow holder elsewhere: claims {@code eventId} and holds the claim until {@code release}, then rolls back. */
+    private Thread holder(String eventId, CountDownLatch release) throws InterruptedException {
+        CountDownLatch holding = new CountDownLatch(1);
+        IdempotentConsumer holder = IdempotentConsumer.builder()
+                .dataSource(db.dataSource())
+                .consumer("nats-test")
+                .handler((d, tx) -> {
+                    holding.countDown();
+                    release.await(60, TimeUnit.SECONDS);
+                    throw new RetryableException("the holder of " + eventId + " rolls back");
+                })
+                .build();
+        Thread t = new Thread(() -> holder.process(Delivery.builder(eventId).build()), "holder-" + eventId);
+        t.start();
+        assertThat(holding.await(30, TimeUnit.SECONDS))
+                .as("holder of %s holds", eventId)
+                .isTrue();
+        return t;
+    }
+
     @Test
     void publisherSetsNatsMsgIdSoTheStreamDropsARepublish() throws Exception {
         NatsPublisher publisher = new NatsPublisher(nats);
@@ -160,10 +247,17 @@ class NatsConsumerTest {
     }
 
     private IdempotentConsumer recording(Work work, java.util.function.Consumer<Delivery> onDelivery) {
-        IdempotentConsumer engine = IdempotentConsumer.builder()
-                .dataSource(db.dataSource())
-                .consumer("nats-test")
-                .handler((d, tx) -> {
+        return recording(work, onDelivery, null);
+    }
+
+    private IdempotentConsumer recording(
+            Work work, java.util.function.Consumer<Delivery> onDelivery, Duration lockTimeout) {
+        IdempotentConsumerBuilder builder =
+                IdempotentConsumer.builder().dataSource(db.dataSource()).consumer("nats-test");
+        if (lockTimeout != null) {
+            builder.lockTimeout(lockTimeout);
+        }
+        IdempotentConsumer engine = builder.handler((d, tx) -> {
                     work.before(d);
                     try (PreparedStatement ps =
                             tx.connection().prepareStatement("INSERT INTO effect (event_id, attempt) VALUES (?, ?)")) {

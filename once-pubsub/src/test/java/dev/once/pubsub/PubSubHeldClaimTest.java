@@ -21,6 +21,7 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.pubsub.PubSubDeliverySequenceTest.Reply;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.sql.Connection;
@@ -127,10 +128,12 @@ class PubSubHeldClaimTest {
 
     /** A holds {@code eventId}'s claim, on a thread of its own, until {@link #release}. */
     private CompletableFuture<Outcome> aHolds(IdempotentConsumer engine, String eventId) throws Exception {
-        CompletableFuture<Outcome> a = CompletableFuture.supplyAsync(() -> engine.process(Delivery.builder(eventId)
-                .payload(new byte[0])
-                .source("process-a")
-                .build()));
+        CompletableFuture<Outcome> a = CompletableFuture.supplyAsync(
+                () -> engine.process(Delivery.builder(eventId)
+                        .payload(new byte[0])
+                        .source("process-a")
+                        .build()),
+                OwnThreads.each());
         assertThat(holding.await(30, TimeUnit.SECONDS)).as("A holds the claim").isTrue();
         return a;
     }

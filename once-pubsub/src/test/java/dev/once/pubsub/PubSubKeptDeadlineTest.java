@@ -19,6 +19,7 @@ import dev.once.Outcome.Status;
 import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.grpc.ClientInterceptor;
@@ -221,10 +222,12 @@ class PubSubKeptDeadlineTest {
     }
 
     private CompletableFuture<Outcome> aHolds(IdempotentConsumer engine, String eventId) throws Exception {
-        CompletableFuture<Outcome> a = CompletableFuture.supplyAsync(() -> engine.process(Delivery.builder(eventId)
-                .payload(new byte[0])
-                .source("process-a")
-                .build()));
+        CompletableFuture<Outcome> a = CompletableFuture.supplyAsync(
+                () -> engine.process(Delivery.builder(eventId)
+                        .payload(new byte[0])
+                        .source("process-a")
+                        .build()),
+                OwnThreads.each());
         assertThat(holding.await(30, TimeUnit.SECONDS)).as("A holds the claim").isTrue();
         return a;
     }

@@ -13,6 +13,7 @@ import com.google.pubsub.v1.TopicName;
 import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
+import dev.once.testsupport.OwnThreads;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import java.net.ServerSocket;
@@ -47,7 +48,7 @@ class PubSubOutboxRelayTest extends OutboxRelayContract {
             // The client's close waits for the publish it still retries (about 20 s here, after the
             // relay gave it up at its send timeout): let it end on its own, the case is decided.
             nowhere.shutdownNow();
-            CompletableFuture.runAsync(unreachable::close);
+            CompletableFuture.runAsync(unreachable::close, OwnThreads.each());
         }
         TestPubSub.delete(
                 TopicName.of(TestPubSub.PROJECT, name),

@@ -14,6 +14,7 @@ import dev.once.outbox.OutboxMessage;
 import dev.once.outbox.OutboxRelay;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -94,7 +95,7 @@ class RabbitPublisherConfirmsTest {
             batches.add(batch);
         }
         for (List<OutboxMessage> batch : batches) {
-            calls.add(CompletableFuture.supplyAsync(() -> publisher.publishAll(batch)));
+            calls.add(CompletableFuture.supplyAsync(() -> publisher.publishAll(batch), OwnThreads.each()));
         }
         Set<String> confirmed = new HashSet<>();
         int nacked = 0;
@@ -162,7 +163,7 @@ class RabbitPublisherConfirmsTest {
                 Set<String> sentBefore = sentRows(db);
                 List<CompletableFuture<Integer>> runs = new ArrayList<>();
                 for (OutboxRelay relay : relays) {
-                    runs.add(CompletableFuture.supplyAsync(relay::relayOnce));
+                    runs.add(CompletableFuture.supplyAsync(relay::relayOnce, OwnThreads.each()));
                 }
                 for (CompletableFuture<Integer> run : runs) {
                     run.get(1, TimeUnit.MINUTES);
@@ -203,7 +204,7 @@ class RabbitPublisherConfirmsTest {
         }
         List<CompletionStage<Receipt>> stages;
         try {
-            stages = CompletableFuture.supplyAsync(() -> publisher.publishAll(batch))
+            stages = CompletableFuture.supplyAsync(() -> publisher.publishAll(batch), OwnThreads.each())
                     .get(10, TimeUnit.SECONDS);
             assertThat(stages)
                     .as("the confirms are held back: no row is settled yet")

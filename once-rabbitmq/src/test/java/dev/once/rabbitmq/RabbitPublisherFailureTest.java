@@ -12,6 +12,7 @@ import dev.once.outbox.Receipt;
 import dev.once.testkit.broker.PublisherChecks;
 import dev.once.testkit.fault.FaultProxy;
 import dev.once.testkit.fault.WireProtocol;
+import dev.once.testsupport.OwnThreads;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -154,7 +155,7 @@ class RabbitPublisherFailureTest {
                 bad.add(TestRabbit.message(missing, "bad-" + round + "-" + i, "b" + i, "1"));
             }
             CompletableFuture<List<CompletionStage<Receipt>>> refused =
-                    CompletableFuture.supplyAsync(() -> publisher.publishAll(bad));
+                    CompletableFuture.supplyAsync(() -> publisher.publishAll(bad), OwnThreads.each());
             List<CompletionStage<Receipt>> stages = publisher.publishAll(good);
             for (CompletionStage<Receipt> stage : stages) {
                 assertConfirmed(stage);

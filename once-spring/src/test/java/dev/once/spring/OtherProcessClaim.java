@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Delivery;
 import dev.once.IdempotentConsumer;
 import dev.once.Outcome;
+import dev.once.testsupport.OwnThreads;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -34,7 +35,7 @@ final class OtherProcessClaim {
                 })
                 .build();
         outcome = CompletableFuture.supplyAsync(
-                () -> other.process(Delivery.builder(eventId).build()));
+                () -> other.process(Delivery.builder(eventId).build()), OwnThreads.each());
         assertThat(holding.await(30, TimeUnit.SECONDS))
                 .as("the holder claimed " + eventId)
                 .isTrue();

@@ -11,6 +11,7 @@ import com.google.cloud.spring.pubsub.support.converter.ConvertedBasicAcknowledg
 import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
 import dev.once.spring.SpringScopes.Kind;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.util.ArrayList;
@@ -193,7 +194,7 @@ class PubSubCallerTransactionPropertyTest {
                     message.ack();
                 }
                 case ACK_ON_ANOTHER_THREAD ->
-                    CompletableFuture.supplyAsync(message::ack)
+                    CompletableFuture.supplyAsync(message::ack, OwnThreads.each())
                             .thenCompose(f -> f)
                             .join();
                 case LEAVE_TO_ONCE -> {}

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.Channel;
 import dev.once.Outcome;
+import dev.once.testsupport.OwnThreads;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.io.IOException;
@@ -234,7 +235,7 @@ class RabbitHeldClaimTest {
         try {
             publish("held-3");
             await().atMost(Duration.ofSeconds(30)).until(() -> held.inProgress("held-3") >= 2);
-            CompletableFuture<Void> stopped = CompletableFuture.runAsync(container::stop);
+            CompletableFuture<Void> stopped = CompletableFuture.runAsync(container::stop, OwnThreads.each());
             await().atMost(Duration.ofSeconds(30))
                     .untilAsserted(() -> assertThat(stopped)
                             .as("the container's stop returned while the holder still holds the claim")
