@@ -19,8 +19,23 @@ final class ClientFailures {
 
     /** Leading words too general to name a client: an exception named after them says nothing of the write. */
     private static final Set<String> GENERIC = Set.of(
-            "Application", "Base", "Business", "Client", "Common", "Custom", "Domain", "Generic", "Http", "Internal",
-            "Processing", "Remote", "Rest", "Runtime", "Service", "Technical", "Validation");
+            "Application",
+            "Base",
+            "Business",
+            "Client",
+            "Common",
+            "Custom",
+            "Domain",
+            "Generic",
+            "Http",
+            "Internal",
+            "Processing",
+            "Remote",
+            "Rest",
+            "Runtime",
+            "Service",
+            "Technical",
+            "Validation");
 
     private final Map<String, String> types;
 

@@ -931,7 +931,8 @@ final class Tracer {
                         f,
                         null,
                         null,
-                        "catches the failure of the write's own client (catch (" + cc.getParameter().getType()
+                        "catches the failure of the write's own client (catch ("
+                                + cc.getParameter().getType()
                                 + ")) from the work that " + failed.what() + " and only logs it, and "
                                 + (seeksBackOnFailure()
                                         ? "the container seeks back only to a record whose listener threw, while"

@@ -11,9 +11,12 @@ class ClientFailuresTest {
     @Test
     void catalogueTypesReportTheirCategoryOnly() {
         ClientFailures c = ClientFailures.get();
-        assertThat(c.reports("RestClientException", Event.Category.EXTERNAL, "calls RestTemplate POST")).isTrue();
-        assertThat(c.reports("RestClientException", Event.Category.DATABASE, "inserts into t")).isFalse();
-        assertThat(c.reports("AmazonServiceException", Event.Category.PUBLISH, "sends an SQS message")).isTrue();
+        assertThat(c.reports("RestClientException", Event.Category.EXTERNAL, "calls RestTemplate POST"))
+                .isTrue();
+        assertThat(c.reports("RestClientException", Event.Category.DATABASE, "inserts into t"))
+                .isFalse();
+        assertThat(c.reports("AmazonServiceException", Event.Category.PUBLISH, "sends an SQS message"))
+                .isTrue();
     }
 
     @Test
@@ -26,8 +29,10 @@ class ClientFailuresTest {
                 .isFalse();
         assertThat(ClientFailures.namedAfterClient("HttpException", "calls HTTP interface HttpBinClient POST"))
                 .isFalse();
-        assertThat(ClientFailures.namedAfterClient("LedgerError", "calls Feign LedgerClient POSTENTRY")).isFalse();
-        assertThat(ClientFailures.namedAfterClient("LedgerException", "calls Feign Ledger POSTENTRY")).isFalse();
+        assertThat(ClientFailures.namedAfterClient("LedgerError", "calls Feign LedgerClient POSTENTRY"))
+                .isFalse();
+        assertThat(ClientFailures.namedAfterClient("LedgerException", "calls Feign Ledger POSTENTRY"))
+                .isFalse();
     }
 
     /** Odd names and descriptions (empty, the stem alone, at the very end, a capital missing) are answered. */
@@ -36,7 +41,9 @@ class ClientFailuresTest {
         for (String type : List.of("", "E", "Exception", "XException", "LedgerException", "ledgerException")) {
             for (String what : List.of("", "Ledger", "a Ledger", "Ledgerx", "xLedgerClient", "Ledger Client")) {
                 ClientFailures.get().reports(type, Event.Category.EXTERNAL, what);
-                assertThat(ClientFailures.namedAfterClient(type, what)).as(type + " / " + what).isFalse();
+                assertThat(ClientFailures.namedAfterClient(type, what))
+                        .as(type + " / " + what)
+                        .isFalse();
             }
         }
     }
