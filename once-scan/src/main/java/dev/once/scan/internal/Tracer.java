@@ -982,7 +982,7 @@ final class Tracer {
                 mark = events.size();
             }
         }
-        if (early == null) {
+        if (early == null || convertsOnly(((TryStmt) early.getParentNode().get()).getTryBlock())) {
             return;
         }
         Event skipped = events.subList(mark, events.size()).stream()
@@ -1008,6 +1008,22 @@ final class Tracer {
                                                     + " enable.auto.commit=true commits the position past this one"
                                             : entry.ackText));
         }
+    }
+
+    /** Calls that only read or convert what they are given: a failure of one is the message's, not the moment's. */
+    private static final Pattern CONVERTS = Pattern.compile(
+            "parse\\w*|read\\w*|from\\w*|valueOf|decode\\w*|convert\\w*|deserialize\\w*|to[A-Z]\\w*|get\\w*|of|trim|split");
+
+    /**
+     * {@code try { json = new JSONObject(body); } catch (Exception e) { log…; return; }}: a try block that only parses or
+     * converts the message (library constructors, parse and conversion calls) fails the same way on every delivery, so
+     * returning early skips nothing a redelivery would do.
+     */
+    private boolean convertsOnly(BlockStmt b) {
+        return b.findAll(MethodCallExpr.class).stream()
+                        .allMatch(c -> CONVERTS.matcher(c.getNameAsString()).matches())
+                && b.findAll(ObjectCreationExpr.class).stream()
+                        .noneMatch(o -> types.isRepoType(o.getType().getNameAsString()));
     }
 
     /**
