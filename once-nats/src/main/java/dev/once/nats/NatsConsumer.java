@@ -69,9 +69,10 @@ import org.slf4j.LoggerFactory;
  * spend the message's deliveries on nothing and let JetStream drop it while the holder may still roll
  * back. It is kept in hand ({@code inProgress()}) and tried again until the holder ends, then settled
  * by what that try finds: applied (the holder rolled back) or duplicate (it committed). The wait ends
- * early only when the connection is closed (JetStream redelivers after the ack wait) or the consumer
- * closes while the message has deliveries left ({@code nak}ed); on the last delivery {@code max_deliver}
- * allows, closing waits for the holder as long as the connection is open.
+ * early only while the message has deliveries left: when the connection is closed (JetStream redelivers
+ * after the ack wait) or the consumer closes ({@code nak}ed). On the last delivery {@code max_deliver}
+ * allows, JetStream delivers it no more, so closing waits for the holder, and so does a closed
+ * connection: the event is applied if the holder rolled back, though the ack cannot be sent.
  *
  * <p>On {@link #start()} the durable pull consumer is created, or updated to this configuration
  * (explicit acks, the {@linkplain Builder#ackWait ack wait}, the optional filter subject; other
@@ -328,8 +329,8 @@ public final class NatsConsumer implements AutoCloseable {
     /**
      * Keeps {@code m}, whose claim another delivery holds, in hand and processes it again, backing off by the
      * policy (at most a heartbeat interval apart), until the holder has ended; returns the outcome of the try that
-     * found it ended, or {@code IN_PROGRESS} when waiting stopped: the connection is closed, or the consumer is
-     * closing and {@code max_deliver} leaves the message another delivery. The caller's beat sends
+     * found it ended, or {@code IN_PROGRESS} when waiting stopped: the connection is closed or the consumer is
+     * closing, and {@code max_deliver} leaves the message another delivery. The caller's beat sends
      * {@code inProgress()} meanwhile, so the ack wait does not run out and JetStream does not spend a delivery on it.
      */
     private Outcome waitForHolder(Message m, Delivery d, Outcome o) {
@@ -345,9 +346,9 @@ public final class NatsConsumer implements AutoCloseable {
                 delivered);
         try {
             for (int tries = 1; AdapterDriver.heldElsewhere(o); tries++) {
-                if (connection.getStatus() == Connection.Status.CLOSED) {
+                if (connection.getStatus() == Connection.Status.CLOSED && !last) {
                     return o; // nothing can be sent: JetStream redelivers it after the ack wait
-                }
+                } // on the last delivery it does not: the try that finds the holder ended is the event's only chance
                 long pause = Math.min(retries.delay(tries).toMillis(), keepAliveEvery.toMillis());
                 if (closing.await(pause, TimeUnit.MILLISECONDS) && !last) {
                     return o; // nak'ed: another delivery is left

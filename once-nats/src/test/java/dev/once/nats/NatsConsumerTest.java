@@ -16,6 +16,8 @@ import io.nats.client.Connection;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
 import io.nats.client.PullSubscribeOptions;
+import io.nats.client.api.AckPolicy;
+import io.nats.client.api.ConsumerConfiguration;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -181,6 +183,62 @@ class NatsConsumerTest {
             h2.join();
         }
         assertThat(db.queryLong("SELECT count(*) FROM effect")).isEqualTo(2);
+    }
+
+    /**
+     * The last delivery {@code max_deliver} allows, kept in hand while a slow holder elsewhere holds the claim, when
+     * the consumer's connection closes (reconnects exhausted, closed under it) while the process lives on: JetStream
+     * will not deliver the message again, so the try that finds the holder ended is the event's only chance. The old
+     * code stopped waiting at the closed connection ("JetStream redelivers it after the ack wait", not so on the last
+     * delivery) and the event was lost once the holder rolled back: neither applied nor dead-lettered. Shrunk from
+     * {@link NatsRedeliveryPropertyTest} (seed -6218853088685949791: the holder's event met on its third delivery by
+     * a process whose connection a crash then closed; "effects of w28-e0, neither dead-lettered nor lost ...
+     * expected: 1L but was: 0L").
+     */
+    @Test
+    void theLastDeliveryWaitingForAHolderIsAppliedWhenTheConnectionClosesMeanwhile() throws Exception {
+        nats.jetStreamManagement()
+                .addOrUpdateConsumer(
+                        stream,
+                        ConsumerConfiguration.builder()
+                                .durable("nats-test")
+                                .ackPolicy(AckPolicy.Explicit)
+                                .maxDeliver(1) // the first delivery is the last
+                                .build());
+        CountDownLatch release = new CountDownLatch(1);
+        Thread h = holder("evt-1", release);
+        new NatsPublisher(nats).publish(TestNats.message(stream, "evt-1", null, "1"));
+        IdempotentConsumer engine = recording(d -> {}, d -> {}, Duration.ofMillis(100));
+        Connection own = TestNats.connect();
+        try (NatsConsumer a = NatsConsumer.builder().connection(own).stream(stream)
+                .durable("nats-test")
+                .consumer(engine)
+                .fetchWait(Duration.ofMillis(300))
+                .ackWait(ACK_WAIT)
+                .build()
+                .start()) {
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> outcomes.stream().anyMatch(o -> o.status() == Status.IN_PROGRESS));
+            own.close(); // the process lives on, its connection is gone
+            long tries = inProgress();
+            // still trying once it has seen the connection closed (checked before each try)
+            await().atMost(Duration.ofSeconds(10)).until(() -> inProgress() >= tries + 2);
+            release.countDown();
+            h.join();
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.queryLong("SELECT count(*) FROM effect") == 1);
+        } finally {
+            release.countDown();
+            h.join();
+        }
+        assertThat(outcomes)
+                .extracting(Outcome::status)
+                .as("kept in hand until the holder rolled back, then applied")
+                .containsOnly(Status.IN_PROGRESS, Status.APPLIED)
+                .containsOnlyOnce(Status.APPLIED);
+    }
+
+    private long inProgress() {
+        return outcomes.stream().filter(o -> o.status() == Status.IN_PROGRESS).count();
     }
 
     /** A slow holder elsewhere: claims {@code eventId} and holds the claim until {@code release}, then rolls back. */

@@ -206,9 +206,22 @@ final class EntryPoints {
         return camelComponents;
     }
 
-    /** A Camel endpoint URI that reads a broker: a broker component's scheme, or a name the repository gave one. */
+    /**
+     * The JMS family's destination form, {@code <component>:queue:<name>} or {@code :topic:}: only a JMS-style
+     * component (jms, activemq, amqp, sjms, and any the application or a shared library registers under a name of
+     * its own, as ReCAP's "scsbactivemq") addresses a broker destination this way, so the form names a broker even
+     * where the component's registration is not in the repository.
+     */
+    private static final Pattern CAMEL_JMS_DESTINATION =
+            Pattern.compile("^[a-z][\\w-]*:(?:queue|topic|temp-queue|temp-topic):[^:?].*", Pattern.CASE_INSENSITIVE);
+
+    /**
+     * A Camel endpoint URI that reads a broker: a broker component's scheme, a name the repository gave one, or the
+     * JMS destination form.
+     */
     boolean camelBroker(String uri) {
-        if (CAMEL_BROKER.matcher(uri).matches()) {
+        if (CAMEL_BROKER.matcher(uri).matches()
+                || CAMEL_JMS_DESTINATION.matcher(uri).matches()) {
             return true;
         }
         int colon = uri.indexOf(':');
@@ -342,6 +355,7 @@ final class EntryPoints {
         }
         forwardedHandlers();
         inheritedConsumers();
+        delegatedHandlers();
         uncalledRecordHandlers();
         recordPullLoops();
         settledPullLoops();
@@ -729,6 +743,120 @@ final class EntryPoints {
         }
     }
 
+    /**
+     * A listener that only hands the message to the project's own handler type: a JMS {@code onMessage} (or any
+     * handler the scan found) whose one statement is {@code handler.setListener(message)} on a variable of a
+     * repository abstract class or interface ({@code QueueListener}, passed through a factory to
+     * {@code setMessageListener}). The work is each implementation of that method, anonymous ({@code new
+     * QueueListener() { setListener(m) {…} }} handed to the project's {@code consume(queue, address, listener)}) or
+     * named, so each becomes the consumer, acknowledged as the listener is; the delegating listener is dropped.
+     */
+    private void delegatedHandlers() {
+        for (Entry e : List.copyOf(entries)) {
+            if (!(e.decl instanceof MethodDeclaration m)
+                    || m.getParameters().isEmpty()
+                    || !(e.body instanceof com.github.javaparser.ast.stmt.BlockStmt b)
+                    || b.getStatements().size() != 1
+                    || !(b.getStatement(0) instanceof com.github.javaparser.ast.stmt.ExpressionStmt es)
+                    || !(es.getExpression() instanceof MethodCallExpr call)
+                    || !(call.getScope().orElse(null) instanceof NameExpr handler)
+                    || e.ack == Entry.Ack.EXPLICIT
+                    || !passesThrough(m, call)) {
+                continue;
+            }
+            String type = types.typeOf(handler);
+            if (type == null || !types.isRepoType(type)) {
+                continue;
+            }
+            List<Entry> derived = new ArrayList<>();
+            for (TypeDeclaration<?> t : repo.types(type, handler)) {
+                if (!(t instanceof ClassOrInterfaceDeclaration c)
+                        || !(c.isInterface() || c.isAbstract())
+                        || c.getMethodsByName(call.getNameAsString()).stream()
+                                .noneMatch(d -> d.getBody().isEmpty()
+                                        && d.getParameters().size()
+                                                == call.getArguments().size())) {
+                    continue;
+                }
+                // its implementations, named or anonymous, in files the scan had no reason to parse yet
+                repo.parseExtending(Set.of(c.getNameAsString()));
+                repo.parseHolding(List.of("new " + c.getNameAsString() + "("));
+                for (Repo.Source s : repo.sources()) {
+                    if (!s.text().contains(c.getNameAsString())) {
+                        continue;
+                    }
+                    List<MethodDeclaration> overrides = new ArrayList<>();
+                    for (ObjectCreationExpr oc : s.cu().findAll(
+                                    ObjectCreationExpr.class,
+                                    o -> o.getType().getNameAsString().equals(c.getNameAsString())
+                                            && o.getAnonymousClassBody().isPresent())) {
+                        for (com.github.javaparser.ast.body.BodyDeclaration<?> d :
+                                oc.getAnonymousClassBody().get()) {
+                            if (d instanceof MethodDeclaration o && overrides(o, call)) {
+                                overrides.add(o);
+                            }
+                        }
+                    }
+                    for (ClassOrInterfaceDeclaration sub : s.cu().findAll(ClassOrInterfaceDeclaration.class)) {
+                        boolean implementsIt = sub != c
+                                && !sub.isAbstract()
+                                && !sub.isInterface()
+                                && java.util.stream.Stream.concat(
+                                                sub.getExtendedTypes().stream(), sub.getImplementedTypes().stream())
+                                        .anyMatch(st -> st.getNameAsString().equals(c.getNameAsString()));
+                        if (implementsIt) {
+                            sub.getMethodsByName(call.getNameAsString()).stream()
+                                    .filter(o -> overrides(o, call))
+                                    .forEach(overrides::add);
+                        }
+                    }
+                    for (MethodDeclaration o : overrides) {
+                        Entry d = inherited(e, null, o);
+                        d.name = c.getNameAsString() + "." + o.getNameAsString() + " @"
+                                + o.getName().getBegin().map(p -> p.line).orElse(0);
+                        d.decl = o;
+                        d.body = o.getBody().get();
+                        d.self = null;
+                        d.location = repo.span(o, o.getName());
+                        d.source = s;
+                        d.kind = e.kind + " through " + c.getNameAsString() + "." + o.getNameAsString();
+                        derived.add(d);
+                    }
+                }
+            }
+            if (!derived.isEmpty()) {
+                entries.remove(e);
+                byBody.remove(e.body);
+                derived.forEach(d -> byBody.put(d.body, d));
+                entries.addAll(derived);
+            }
+        }
+    }
+
+    /**
+     * The call passes the handler's parameters on as they are, in order: the callee receives what the listener got,
+     * so it is the listener (a call that also passes a channel and a delivery tag it computed settles the message
+     * itself and is not this).
+     */
+    private static boolean passesThrough(MethodDeclaration m, MethodCallExpr call) {
+        if (call.getArguments().size() != m.getParameters().size()) {
+            return false;
+        }
+        for (int i = 0; i < call.getArguments().size(); i++) {
+            if (!(call.getArgument(i) instanceof NameExpr n)
+                    || !n.getNameAsString().equals(m.getParameter(i).getNameAsString())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean overrides(MethodDeclaration o, MethodCallExpr call) {
+        return o.getNameAsString().equals(call.getNameAsString())
+                && o.getBody().isPresent()
+                && o.getParameters().size() == call.getArguments().size();
+    }
+
     private static boolean onThis(MethodCallExpr x) {
         return x.getScope().isEmpty() || x.getScope().get().isThisExpr();
     }
@@ -753,7 +881,8 @@ final class EntryPoints {
         Entry d = new Entry();
         d.kind = e.kind;
         d.broker = e.broker;
-        d.name = sub.getNameAsString() + "." + o.getNameAsString();
+        String subName = sub == null ? "" : sub.getNameAsString(); // null: an anonymous implementation
+        d.name = subName + "." + o.getNameAsString();
         d.decl = e.decl;
         d.body = e.body;
         d.self = sub;
@@ -761,13 +890,13 @@ final class EntryPoints {
         if (e.decl instanceof MethodDeclaration handler) {
             // a handler method the runtime calls (not a loop of the repository's own): the method it calls is the
             // inherited one, so the consumer is listed there, under the concrete class's name
-            d.name = sub.getNameAsString() + "." + handler.getNameAsString();
+            d.name = subName + "." + handler.getNameAsString();
             d.location = e.location;
         } else if (e.decl instanceof LambdaExpr) {
             // so is a handler lambda the base class gives the client (a MessageReceiver its getReceiver() returns)
             d.location = e.location;
         }
-        d.source = sub.findCompilationUnit()
+        d.source = o.findCompilationUnit()
                 .flatMap(cu -> cu.containsData(Repo.SOURCE) ? Optional.of(cu.getData(Repo.SOURCE)) : Optional.empty())
                 .orElse(e.source);
         d.ack = e.ack;
@@ -2651,7 +2780,11 @@ final class EntryPoints {
 
     private void camelRoute(Repo.Source s, MethodCallExpr from) {
         String uri = camelUri(s, from.getArgument(0));
-        if (uri == null || !camelBroker(uri)) {
+        if (uri == null) {
+            routeHelperCalls(from);
+            return;
+        }
+        if (!camelBroker(uri)) {
             return;
         }
         Statement stmt = Types.ancestor(from, Statement.class).orElse(null);
@@ -2677,6 +2810,75 @@ final class EntryPoints {
                 || transacted != null && camelComponents().contains(uri.substring(0, Math.max(0, uri.indexOf(':'))))) {
             if (jtaManager(s) != null) {
                 e.jtaTransaction = repo.loc(transacted);
+            }
+        }
+    }
+
+    /**
+     * A route the project builds in a helper from the URI its caller passes ({@code addRoutesToCamelContext(context,
+     * uri, routeId, bean, method)}, whose anonymous builder is {@code from(uri)…}): one consumer per call whose argument
+     * names a broker, at the call, since the call says which queue is read. The helper's route is the same for every
+     * caller, so each entry's statement is its call, and the helper itself is no consumer.
+     */
+    private void routeHelperCalls(MethodCallExpr from) {
+        if (!(from.getArgument(0) instanceof NameExpr param)) {
+            return;
+        }
+        MethodDeclaration helper = null;
+        int index = -1;
+        for (Node up = from.getParentNode().orElse(null);
+                up != null && helper == null;
+                up = up.getParentNode().orElse(null)) {
+            if (up instanceof MethodDeclaration m) {
+                for (int i = 0; i < m.getParameters().size(); i++) {
+                    if (m.getParameter(i).getNameAsString().equals(param.getNameAsString())) {
+                        helper = m;
+                        index = i;
+                    }
+                }
+            }
+        }
+        Statement route = Types.ancestor(from, Statement.class).orElse(null);
+        if (helper == null
+                || route == null
+                || !(Types.enclosingType(helper) instanceof ClassOrInterfaceDeclaration owner)) {
+            return;
+        }
+        String name = helper.getNameAsString();
+        int arity = helper.getParameters().size();
+        repo.parseHolding(List.of(name + "(")); // the callers: files the scan had no reason to parse yet
+        for (Repo.Source caller : repo.sources()) {
+            if (!caller.text().contains(name + "(")) {
+                continue;
+            }
+            for (MethodCallExpr call : caller.cu()
+                    .findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().equals(name)
+                                    && c.getArguments().size() == arity)) {
+                if (call.getScope().isPresent()) {
+                    String type = types.typeOf(call.getScope().get());
+                    if (type != null && !type.equals(owner.getNameAsString())) {
+                        continue; // another class's method of the same name
+                    }
+                } else if (Types.enclosingType(call) != owner) {
+                    continue;
+                }
+                String uri = camelUri(caller, call.getArgument(index));
+                if (uri == null || !camelBroker(uri)) {
+                    continue;
+                }
+                // listed at the call, traced through the helper's route (the same statement for every caller)
+                Entry e = new Entry();
+                e.kind = "Camel route from(" + uri.split("[:?]")[0] + ":…) built by " + name;
+                e.broker = "camel";
+                e.location = repo.loc(call);
+                e.name = owner(call) + " route @" + e.location.line();
+                e.decl = from;
+                e.body = route;
+                e.source = repo.sourceOf(from);
+                e.ackText = "the Camel consumer acknowledges after the route " + name + " builds completes";
+                entries.add(e);
             }
         }
     }
