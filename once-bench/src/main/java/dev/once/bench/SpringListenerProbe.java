@@ -59,6 +59,7 @@ final class SpringListenerProbe {
                 SpringApp.ProcessedEventsListener processed = app.getBean(SpringApp.ProcessedEventsListener.class);
                 Map<String, Consumer<ConsumerRecord<String, String>>> rows = new LinkedHashMap<>();
                 rows.put("once-record", once::on);
+                rows.put("once-record-at-commit", once::onAtCommit);
                 rows.put("processed-events", processed::on);
                 String only = System.getProperty("probe.only");
                 if (only != null) {
@@ -132,15 +133,18 @@ final class SpringListenerProbe {
                         t[4] / 1e3 / Math.max(1, t[7]),
                         (double) t[5] / Math.max(1, t[7]));
             }
-            long[] once = totals.get("once-record");
             long[] processed = totals.get("processed-events");
-            if (once != null && processed != null) {
-                // paired blocks of one run: the ratio is what holds from run to run, not either figure alone
-                System.out.printf(
-                        Locale.ROOT,
-                        "PROBE ratio once-record/processed-events cpu=%.3f bytes=%.3f (per event, fresh and copies)%n",
-                        (double) (once[0] + once[4]) / (processed[0] + processed[4]),
-                        (double) (once[1] + once[5]) / (processed[1] + processed[5]));
+            for (String row : List.of("once-record", "once-record-at-commit")) {
+                long[] once = totals.get(row);
+                if (once != null && processed != null) {
+                    // paired blocks of one run: the ratio is what holds from run to run, not either figure alone
+                    System.out.printf(
+                            Locale.ROOT,
+                            "PROBE ratio %s/processed-events cpu=%.3f bytes=%.3f (per event, fresh and copies)%n",
+                            row,
+                            (double) (once[0] + once[4]) / (processed[0] + processed[4]),
+                            (double) (once[1] + once[5]) / (processed[1] + processed[5]));
+                }
             }
         }
     }

@@ -48,12 +48,9 @@ final class ClaimRun {
     private final Predicate<Throwable> permanentFailure;
     private final OnceMetrics metrics;
     private final Clock clock;
-    private final OutboxHeaders outboxHeaders;
-    // Immutable SQL of the outbox, built once: every claim transaction gets a buffer over it.
-    private final OutboxRepository outboxRepository;
-    // What ClaimWatch looks for in a handler's SQL, lower-cased once rather than per claim transaction.
-    private final String inboxTable;
-    private final HarmlessSql harmlessSql = new HarmlessSql();
+    // What every claim transaction's watch shares, built once: the outbox's SQL, the inbox's name lower-cased
+    // for the guard, the SQL found harmless.
+    private final ClaimWatch.Consumer watchConsumer;
     // Null when the policy is OFF: the claims are then the inbox's own, with no fingerprint column.
     private final FingerprintedClaims fingerprints;
     private final Settlement settlement;
@@ -90,9 +87,13 @@ final class ClaimRun {
         this.permanentFailure = permanentFailure;
         this.metrics = metrics;
         this.clock = clock;
-        this.outboxHeaders = outboxHeaders;
-        this.outboxRepository = new OutboxRepository(dialect, inbox.tablePrefix());
-        this.inboxTable = ClaimWatch.inboxTable(inbox.tablePrefix());
+        this.watchConsumer = new ClaimWatch.Consumer(
+                dialect,
+                ClaimWatch.inboxTable(inbox.tablePrefix()),
+                new HarmlessSql(),
+                new OutboxRepository(dialect, inbox.tablePrefix()),
+                clock,
+                outboxHeaders);
         this.fingerprints = fingerprints;
         this.settlement = settlement;
         this.check = check;
@@ -115,7 +116,7 @@ final class ClaimRun {
         try {
             if (alone && !copyHint.likelyCopy(d.eventId())) {
                 plainInsert = true;
-                claimed = allNewClaims.claim(c, consumer, d.eventId());
+                claimed = allNewClaims.claim(c, d.eventId());
             } else {
                 claimed = fingerprints == null
                         ? inbox.claim(c, consumer, d.eventId())
@@ -223,12 +224,12 @@ final class ClaimRun {
         }
         // Savepoints the caller's integration sets on the raw connection while the handler runs (a
         // Spring NESTED step inside the handler) reach the buffer through the joined transaction.
-        joined.addSavepointListener(watch.outbox());
+        joined.addSavepointListener(watch);
         watch.joined(joined);
         try {
             return apply(tx.connection(), claimed, one, watch);
         } finally {
-            joined.removeSavepointListener(watch.outbox());
+            joined.removeSavepointListener(watch);
         }
     }
 
@@ -282,7 +283,7 @@ final class ClaimRun {
      */
     private Failure written(Connection c, ClaimWatch watch, Delivery alone) {
         try {
-            watch.outbox().flush();
+            watch.flushOutbox();
         } catch (SQLException e) {
             // The rows of all causes go in one statement, so a failure names no single delivery.
             return new Failure(e, alone);
@@ -302,8 +303,7 @@ final class ClaimRun {
 
     /** What the handlers of one claim transaction on {@code c} leave for the engine: their outbox rows, and what they were seen doing. */
     ClaimWatch watch(Connection c) {
-        return new ClaimWatch(
-                new OutboxBuffer(c, outboxRepository, clock, outboxHeaders), dialect, inboxTable, harmlessSql);
+        return new ClaimWatch(watchConsumer, c);
     }
 
     private static HandlerMisuseException refused(String call) {

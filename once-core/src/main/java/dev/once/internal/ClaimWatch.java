@@ -1,14 +1,16 @@
 package dev.once.internal;
 
+import dev.once.OutboxHeaders;
 import dev.once.StaleFencingTokenException;
 import dev.once.internal.fence.FenceSet;
 import dev.once.internal.fence.TakenFence;
 import dev.once.jdbc.Dialect;
 import dev.once.lease.Fence;
 import dev.once.tx.JoinedTransaction;
+import dev.once.tx.SavepointListener;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
+import java.time.Clock;
 import java.util.Locale;
 
 /**
@@ -19,12 +21,32 @@ import java.util.Locale;
  * the claim check (see {@code ClaimCheck.verifyClaim}). One per claim transaction,
  * shared by the handler calls of a batch. Not thread-safe. Not API.
  */
-public final class ClaimWatch {
+public final class ClaimWatch implements SavepointListener {
 
-    private final OutboxBuffer outbox;
-    private final Dialect dialect;
-    private final String inboxTable;
-    private final HarmlessSql harmless;
+    /**
+     * What every claim transaction of one consumer shares, made once per consumer: a watch holds it
+     * instead of copies of its parts (one watch per delivery on the per-record path).
+     *
+     * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
+     *     per consumer, not per claim transaction (issue 21: it was a string built per event)
+     * @param harmless the consumer's SQL strings already found harmless; the ones found harmless here are
+     *     added
+     */
+    public record Consumer(
+            Dialect dialect,
+            String inboxTable,
+            HarmlessSql harmless,
+            OutboxRepository outboxRepository,
+            Clock clock,
+            OutboxHeaders outboxHeaders) {}
+
+    private final Consumer consumer;
+    private final Connection connection;
+    // Made by the first outbox(): most claim transactions add no row, and this was one more object per
+    // delivery (issue 21). A savepoint set before it exists needs no mark: every row it will hold is added
+    // after that savepoint, so a rollback to it undoes them all, which is what the buffer does with a
+    // savepoint it never heard of.
+    private OutboxBuffer outbox;
     // The caller's transaction the handlers run in, or null in an owned one: see confines.
     private JoinedTransaction joined;
     private String suspicion;
@@ -32,17 +54,10 @@ public final class ClaimWatch {
     // The fences the handlers took, checked again before the commit; null until one is.
     private FenceSet fences;
 
-    /**
-     * @param inboxTable the inbox table's name in lower case, {@link #inboxTable(String)}: computed once
-     *     per consumer, not per claim transaction (issue 21: it was a string built per event)
-     * @param harmless the consumer's SQL strings already found harmless; the ones found harmless here are
-     *     added
-     */
-    public ClaimWatch(OutboxBuffer outbox, Dialect dialect, String inboxTable, HarmlessSql harmless) {
-        this.outbox = outbox;
-        this.dialect = dialect;
-        this.inboxTable = inboxTable;
-        this.harmless = harmless;
+    /** The watch of one claim transaction of {@code consumer} on {@code connection}, the raw one. */
+    public ClaimWatch(Consumer consumer, Connection connection) {
+        this.consumer = consumer;
+        this.connection = connection;
     }
 
     /** The handlers run in {@code joined}, the caller's transaction (whose integration may confine them). */
@@ -61,7 +76,7 @@ public final class ClaimWatch {
 
     /** Whether {@code sql} was read before and is harmless: the guard need not read it again. */
     boolean knownHarmless(String sql) {
-        return harmless.contains(sql);
+        return consumer.harmless().contains(sql);
     }
 
     /** The name {@link #ClaimWatch} looks for in the handler's SQL: the inbox table under {@code prefix}, lower case. */
@@ -69,12 +84,24 @@ public final class ClaimWatch {
         return (prefix + "inbox").toLowerCase(Locale.ROOT);
     }
 
+    /** The transaction's outbox rows, made on the first call: a handler asks for it to add one. */
     public OutboxBuffer outbox() {
+        if (outbox == null) {
+            outbox = new OutboxBuffer(
+                    connection, consumer.outboxRepository(), consumer.clock(), consumer.outboxHeaders());
+        }
         return outbox;
     }
 
+    /** Writes the outbox rows buffered so far, if the transaction has any. */
+    public void flushOutbox() throws SQLException {
+        if (outbox != null) {
+            outbox.flush();
+        }
+    }
+
     Dialect dialect() {
-        return dialect;
+        return consumer.dialect();
     }
 
     /** What the handler did that may have cost the claim, or null when nothing did: no check is needed then. */
@@ -96,7 +123,7 @@ public final class ClaimWatch {
     /** An SQLException on its way to the handler, which may swallow it. Returns it to be thrown. */
     SQLException failed(SQLException e) {
         suspect("a statement failed (SQLState " + e.getSQLState() + ")");
-        if (ended == null && dialect.endsTransaction(e)) {
+        if (ended == null && consumer.dialect().endsTransaction(e)) {
             ended = e;
         }
         return e;
@@ -130,16 +157,29 @@ public final class ClaimWatch {
         }
     }
 
-    void savepoint(Savepoint savepoint) {
-        outbox.savepoint(savepoint);
+    /**
+     * The transaction's savepoints, from the handler's guard and (while a handler runs in a caller's transaction)
+     * its {@link JoinedTransaction}: forwarded to the outbox buffer once it exists (see {@link #outbox}).
+     */
+    @Override
+    public void savepoint(Object savepoint) {
+        if (outbox != null) {
+            outbox.savepoint(savepoint);
+        }
     }
 
-    void rolledBack(Savepoint savepoint) {
-        outbox.rollbackToSavepoint(savepoint);
+    @Override
+    public void rollbackToSavepoint(Object savepoint) {
+        if (outbox != null) {
+            outbox.rollbackToSavepoint(savepoint);
+        }
     }
 
-    void released(Savepoint savepoint) {
-        outbox.releaseSavepoint(savepoint);
+    @Override
+    public void releaseSavepoint(Object savepoint) {
+        if (outbox != null) {
+            outbox.releaseSavepoint(savepoint);
+        }
     }
 
     /**
@@ -153,19 +193,20 @@ public final class ClaimWatch {
     void sql(String sql, String firstWord) throws SQLException {
         if (firstWord != null) {
             switch (firstWord) {
-                case "SAVEPOINT", "ROLLBACK" -> outbox.flush();
+                case "SAVEPOINT", "ROLLBACK" -> flushOutbox();
                 case "CALL", "EXECUTE" -> suspect(firstWord + " (a procedure may end the transaction)");
                 default -> {}
             }
         }
         if (mentionsInbox(sql)) {
-            suspect("a statement naming " + inboxTable);
+            suspect("a statement naming " + consumer.inboxTable());
         } else if (firstWord == null) {
-            harmless.add(sql);
+            consumer.harmless().add(sql);
         }
     }
 
     private boolean mentionsInbox(String sql) {
+        String inboxTable = consumer.inboxTable();
         int n = inboxTable.length();
         char first = inboxTable.charAt(0);
         for (int i = 0, last = sql.length() - n; i <= last; i++) {

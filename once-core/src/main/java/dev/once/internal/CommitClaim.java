@@ -25,9 +25,11 @@ import java.util.List;
  *
  * <p>In a joined transaction its integration began for this one delivery
  * ({@link dev.once.tx.TransactionProvider#dedicated()}), the claim is the transaction's last check
- * before the integration's commit, and the engine cannot read the inbox after the rollback (the
- * integration holds the connection until then): the claim there tells a taken id by itself, and the
- * integration reads the inbox before it settles the message. Not API.
+ * before the integration's commit, and the claim there tells a taken id by itself. A delivery that
+ * did not commit otherwise (its handler failed, perhaps on a copy's work) is read for in the inbox once
+ * its transaction has ended, on the provider's transactions apart from it ({@link
+ * dev.once.tx.TransactionProvider#afterRollback}: the integration may still hold its connection), before
+ * it is reported; the integration reads the inbox too before it settles the message. Not API.
  */
 final class CommitClaim {
 
@@ -45,6 +47,8 @@ final class CommitClaim {
     private final String joinedClaimSql;
     private final String joinedClaimAndCommitSql;
     private final StatementsTogether together;
+    // A dedicated joined transaction's provider's transactions apart from it, for the read after its rollback; or null
+    private final Transactions afterRollback;
 
     CommitClaim(
             Transactions transactions,
@@ -64,6 +68,7 @@ final class CommitClaim {
         this.joinedClaimSql = dialect.claimAtJoinedCommit(inbox.tablePrefix());
         this.joinedClaimAndCommitSql = dialect.claimAtJoinedCommitAndCommit(inbox.tablePrefix());
         this.together = together;
+        this.afterRollback = transactions.joins() ? transactions.afterRollback() : null;
     }
 
     /**
@@ -173,6 +178,28 @@ final class CommitClaim {
             throw e;
         }
         return fold;
+    }
+
+    /**
+     * What a delivery of {@link #handleThenClaimAtCallerCommit} comes to when its transaction did not commit, read
+     * once the transaction has ended, before it is reported: a DUPLICATE when the inbox, read apart from the
+     * integration's connection, holds the claim (a copy committed the event: a handler that failed on its work, a
+     * statement of the handler's own that failed, a body that asked for redelivery), else {@code outcome} as it
+     * was. A DUPLICATE the claim's statement found is one already. Without a provider for the read, or when the
+     * read fails, {@code outcome}: the integration reads the inbox itself before it settles the message.
+     */
+    Outcome afterCallerRollback(String eventId, Outcome outcome) {
+        if (afterRollback == null || outcome.status() == Status.DUPLICATE) {
+            return outcome;
+        }
+        try {
+            boolean claimed =
+                    afterRollback.inTransaction(tx -> !inbox.claimedAmong(tx.connection(), consumer, List.of(eventId))
+                            .isEmpty());
+            return claimed ? Outcome.duplicate(eventId) : outcome;
+        } catch (SQLException e) {
+            return outcome;
+        }
     }
 
     private boolean claimed(String eventId) throws SQLException {

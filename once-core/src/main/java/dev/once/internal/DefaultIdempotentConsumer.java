@@ -79,7 +79,7 @@ public final class DefaultIdempotentConsumer implements IdempotentConsumer {
         this.settlement = new Settlement(metrics, listener, mismatchPolicy);
         ClaimCheck check = new ClaimCheck(consumer, inbox.dialect(), inbox.tablePrefix(), together);
         AllNewClaims allNewClaims =
-                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, clock, together) : null;
+                mismatchPolicy == MismatchPolicy.OFF ? AllNewClaims.of(inbox, consumer, clock, together) : null;
         ClaimRun claimRun = new ClaimRun(
                 consumer,
                 handler,

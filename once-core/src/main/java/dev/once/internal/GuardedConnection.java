@@ -367,7 +367,7 @@ public final class GuardedConnection implements Connection {
         } catch (SQLException e) {
             throw failed(e);
         }
-        watch.released(p1);
+        watch.releaseSavepoint(p1);
     }
 
     @Override
@@ -382,7 +382,7 @@ public final class GuardedConnection implements Connection {
         } catch (SQLException e) {
             throw failed(e);
         }
-        watch.rolledBack(p1);
+        watch.rollbackToSavepoint(p1);
     }
 
     @Override

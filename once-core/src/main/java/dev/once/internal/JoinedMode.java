@@ -69,6 +69,8 @@ final class JoinedMode {
         private Outcome provisional;
         // a duplicate of a claim this transaction took itself: it does not stand if the transaction rolls back
         private boolean copyOfOwnClaim;
+        // the claim waited for the caller's commit (ClaimTiming.AT_COMMIT, a dedicated transaction)
+        private boolean claimAtCommit;
 
         JoinedCall(Delivery d) {
             this.d = d;
@@ -78,9 +80,11 @@ final class JoinedMode {
         public Outcome run(Transaction tx) {
             this.tx = tx;
             try {
-                provisional = claimRun.claimHeldOnThread(tx.joinedTransaction(), d)
+                boolean held = claimRun.claimHeldOnThread(tx.joinedTransaction(), d);
+                claimAtCommit = !held && atCommit != null;
+                provisional = held
                         ? claimRun.heldOnThread(d, d)
-                        : atCommit != null
+                        : claimAtCommit
                                 ? atCommit.handleThenClaimAtCallerCommit(tx, d)
                                 : claimRun.claimAndHandle(tx, d);
             } catch (SQLException e) {
@@ -100,7 +104,9 @@ final class JoinedMode {
 
         @Override
         Outcome atEnd(Delivery d, Outcome provisional, boolean committed) {
-            return tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional;
+            Outcome last = tx.lostAtCommit() != null ? tx.lostAtCommit() : provisional;
+            // with the claim at commit, a delivery that did not commit is a copy's duplicate when the inbox says so
+            return claimAtCommit && !committed ? atCommit.afterCallerRollback(d.eventId(), last) : last;
         }
 
         @Override

@@ -111,7 +111,7 @@ final class OwnedMode {
                         if (allNew) {
                             List<String> ids =
                                     batch.stream().map(Delivery::eventId).toList();
-                            if (!allNewClaims.claimAll(c, consumer, ids)) {
+                            if (!allNewClaims.claimAll(c, ids)) {
                                 tx.setRollbackOnly();
                                 return null;
                             }

@@ -55,6 +55,12 @@ public final class Transactions {
         return provider.dedicated();
     }
 
+    /** The provider's transactions apart from its own ({@link TransactionProvider#afterRollback}), or null. */
+    Transactions afterRollback() {
+        TransactionProvider apart = provider.afterRollback();
+        return apart == null ? null : new Transactions(apart);
+    }
+
     /** Runs {@code work} in one transaction from the provider: commits, or rolls back on any throwable. */
     public <T> T inTransaction(Work<T> work) throws SQLException {
         try (TransactionHandle handle = provider.begin()) {

@@ -156,6 +156,17 @@ public interface Dialect {
     }
 
     /**
+     * {@link #claimNew} for one consumer, its name written into the statement as a string literal: binds 1
+     * event_id, 2 processed_at. The engine builds it once per consumer, and the driver then binds and encodes
+     * two values per claim instead of three (the consumer's name was the same on every claim). {@code consumer}
+     * has been validated (a consumer name); the literal is escaped all the same. Null where the dialect has
+     * none: the engine then binds the consumer to {@link #claimNew}.
+     */
+    default String claimNewFor(String prefix, Duration lockTimeout, String consumer) {
+        return null;
+    }
+
+    /**
      * The claim of one id as a plain insert (no {@code ON CONFLICT}, no {@code IGNORE}), for
      * {@link dev.once.ClaimTiming#AT_COMMIT}: sent after the handler, it fails on the inbox's key when
      * the id was claimed before, and the transaction rolls back. Binds: 1 consumer, 2 event_id,

@@ -54,13 +54,32 @@ public final class PostgresDialect implements Dialect {
         return claim(prefix, lockTimeout, "", "", "");
     }
 
+    @Override
+    public String claimNewFor(String prefix, Duration lockTimeout, String consumer) {
+        return claim(prefix, lockTimeout, "", "", "", literal(consumer));
+    }
+
     private static final String ON_CONFLICT = " ON CONFLICT DO NOTHING";
 
     private String claim(String prefix, Duration lockTimeout, String column, String bind, String onConflict) {
+        return claim(prefix, lockTimeout, column, bind, onConflict, "?");
+    }
+
+    private String claim(
+            String prefix, Duration lockTimeout, String column, String bind, String onConflict, String consumer) {
         String insert = "INSERT INTO " + quote(prefix + "inbox") + " (consumer, event_id, processed_at" + column + ")";
+        String values = consumer + ", ?, " + PROCESSED_AT + bind;
         return lockTimeout == null
-                ? insert + " VALUES (?, ?, " + PROCESSED_AT + bind + ")" + onConflict
-                : insert + " SELECT ?, ?, " + PROCESSED_AT + bind + " WHERE " + lockTimeout(lockTimeout) + onConflict;
+                ? insert + " VALUES (" + values + ")" + onConflict
+                : insert + " SELECT " + values + " WHERE " + lockTimeout(lockTimeout) + onConflict;
+    }
+
+    // A string literal that reads as text whatever standard_conforming_strings says: quotes doubled, and a
+    // backslash (off: an escape; on: itself) only in the escape form E'...', where it is doubled. Consumer names
+    // are validated to neither, so this is the second line of defence, not the first.
+    static String literal(String text) {
+        String quoted = text.replace("'", "''");
+        return text.indexOf('\\') < 0 ? "'" + quoted + "'" : "E'" + quoted.replace("\\", "\\\\") + "'";
     }
 
     @Override

@@ -8,7 +8,7 @@ import dev.once.internal.ClaimWatch;
 import dev.once.internal.GuardedConnection;
 import dev.once.internal.HarmlessSql;
 import dev.once.internal.JdbcTarget;
-import dev.once.internal.OutboxBuffer;
+import dev.once.internal.OutboxRepository;
 import dev.once.internal.Transactions;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.JdbcBuilder;
@@ -105,6 +105,8 @@ public final class IdempotencyKeys {
     private final String finishSql;
     private final String finishOwnSql;
     private final String tokenSql;
+    // What each request's watch shares (its outbox part unused: a key's transaction has no outbox).
+    private final ClaimWatch.Consumer watchConsumer;
 
     private IdempotencyKeys(Builder b, JdbcTarget t) {
         Dialect dialect = t.dialect();
@@ -121,6 +123,13 @@ public final class IdempotencyKeys {
         this.finishSql = dialect.keyFinish(t.tablePrefix(), null);
         this.finishOwnSql = dialect.keyFinish(t.tablePrefix(), lockWait);
         this.tokenSql = dialect.keyToken(t.tablePrefix());
+        this.watchConsumer = new ClaimWatch.Consumer(
+                dialect,
+                ClaimWatch.inboxTable(t.tablePrefix()),
+                new HarmlessSql(),
+                new OutboxRepository(dialect, t.tablePrefix()),
+                clock,
+                OutboxHeaders.NONE);
     }
 
     public static Builder builder() {
@@ -322,8 +331,7 @@ public final class IdempotencyKeys {
 
     /** What {@link #guard} reports to: the request's savepoints and the fences it checks on the guard. */
     ClaimWatch watch(Connection raw) {
-        OutboxBuffer none = new OutboxBuffer(raw, dialect, target.tablePrefix(), clock, OutboxHeaders.NONE);
-        return new ClaimWatch(none, dialect, ClaimWatch.inboxTable(target.tablePrefix()), new HarmlessSql());
+        return new ClaimWatch(watchConsumer, raw);
     }
 
     private static final String KEY_TRANSACTION_REFUSAL = "the transaction of an idempotency key; complete or fail"

@@ -104,4 +104,18 @@ public interface TransactionProvider {
     default boolean dedicated() {
         return false;
     }
+
+    /**
+     * For a {@link #dedicated()} provider: transactions the engine owns on connections apart from the
+     * integration's, in which it reads the inbox after a delivery whose claim waited for the commit
+     * ({@link dev.once.ClaimTiming#AT_COMMIT}) did not commit, before it reports the outcome: a claim
+     * there makes the delivery a {@code DUPLICATE} (a copy committed the event, and a handler that failed
+     * on the copy's work is the expected case), not a failure. Asked when that transaction has ended, also
+     * from the integration's completion callbacks, while its connection may still be held: the read needs
+     * a connection of its own. Null (the default) where there is none; the engine then reports the failure
+     * and only the integration's own read tells the duplicate.
+     */
+    default TransactionProvider afterRollback() {
+        return null;
+    }
 }

@@ -214,7 +214,24 @@ class EntryPointsTest {
                         "a listener annotation on a method of an anonymous bean",
                         List.of("rabbit-listener-in-anonymous-bean"),
                         NO_FINDINGS,
-                        List.of("@RabbitListener @ src/main/java/acme/orders/AmqpConfig.java:17")));
+                        List.of("@RabbitListener @ src/main/java/acme/orders/AmqpConfig.java:17")),
+                // not listed: the seda: route and the helper's timer: call (no broker), the helper's own from(uri), and
+                // the factory's onMessage that only passes the message on to the project's QueueListener
+                new Listed(
+                        "JMS destination-form URIs, a route helper's callers, a listener's delegated implementations",
+                        List.of(
+                                "camel-jms-destination-form",
+                                "camel-route-helper-uri",
+                                "jms-listener-delegates-to-project-handler"),
+                        ANY_FINDINGS,
+                        List.of(
+                                "Camel route from(corpmq:…) @ src/main/java/acme/loans/LoanRoutes.java:13",
+                                "Camel route from(corpmq:…) @ src/main/java/acme/loans/LoanRoutes.java:17",
+                                // listed at the calls that name the queues
+                                "Camel route from(activemq:…) built by addInsertRoute @ src/main/java/acme/holds/HoldRoutes.java:12",
+                                "Camel route from(activemq:…) built by addInsertRoute @ src/main/java/acme/holds/HoldRoutes.java:13",
+                                "MessageListener.onMessage through QueueListener.setListener @ src/main/java/acme/stages/DecisionStage.java:18",
+                                "MessageListener.onMessage through QueueListener.setListener @ src/main/java/acme/stages/AuditListener.java:18")));
     }
 
     @ParameterizedTest(name = "{0}")

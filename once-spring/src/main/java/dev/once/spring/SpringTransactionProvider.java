@@ -58,12 +58,15 @@ public final class SpringTransactionProvider implements TransactionProvider {
     private final DataSource key;
     private final PhysicalTransaction.Key stateKey;
     private final boolean dedicated;
+    // dedicated: the engine's own transactions on the target DataSource, never the one Spring binds
+    private final TransactionProvider afterRollback;
 
     private SpringTransactionProvider(DataSource dataSource, boolean dedicated) {
         this.dataSource = dataSource;
         this.key = resourceKey(dataSource);
         this.stateKey = new PhysicalTransaction.Key(key);
         this.dedicated = dedicated;
+        this.afterRollback = dedicated ? TransactionProvider.owning(key) : null;
     }
 
     /** Joins Spring transactions on {@code dataSource}; the match is checked at every {@link #begin()}. */
@@ -117,6 +120,16 @@ public final class SpringTransactionProvider implements TransactionProvider {
     @Override
     public boolean dedicated() {
         return dedicated;
+    }
+
+    /**
+     * For the provider of {@link #dedicated()} calls: the engine's own transactions on the transaction manager's
+     * {@code DataSource} (a {@link TransactionAwareDataSourceProxy} looked through, so never the connection the
+     * listener's transaction holds), where it reads the inbox after a call with the claim at commit rolled back.
+     */
+    @Override
+    public TransactionProvider afterRollback() {
+        return afterRollback;
     }
 
     /**

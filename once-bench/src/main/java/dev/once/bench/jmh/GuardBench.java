@@ -4,7 +4,7 @@ import dev.once.OutboxHeaders;
 import dev.once.internal.ClaimWatch;
 import dev.once.internal.GuardedConnection;
 import dev.once.internal.HarmlessSql;
-import dev.once.internal.OutboxBuffer;
+import dev.once.internal.OutboxRepository;
 import dev.once.jdbc.Dialects;
 import dev.once.jdbc.TablePrefix;
 import java.lang.invoke.MethodHandle;
@@ -85,10 +85,14 @@ public class GuardBench {
     /** What the engine gives the guard of one claim transaction (what the handler was seen doing). */
     private static ClaimWatch watch(Connection raw) {
         return new ClaimWatch(
-                new OutboxBuffer(raw, Dialects.POSTGRESQL, TablePrefix.DEFAULT, Clock.systemUTC(), OutboxHeaders.NONE),
-                Dialects.POSTGRESQL,
-                ClaimWatch.inboxTable(TablePrefix.DEFAULT),
-                new HarmlessSql());
+                new ClaimWatch.Consumer(
+                        Dialects.POSTGRESQL,
+                        ClaimWatch.inboxTable(TablePrefix.DEFAULT),
+                        new HarmlessSql(),
+                        new OutboxRepository(Dialects.POSTGRESQL, TablePrefix.DEFAULT),
+                        Clock.systemUTC(),
+                        OutboxHeaders.NONE),
+                raw);
     }
 
     @TearDown(Level.Trial)

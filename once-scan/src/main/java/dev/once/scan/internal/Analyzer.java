@@ -211,6 +211,26 @@ final class Analyzer {
             }
         }
 
+        // a catch-all that returns as the normal path does, before the work after its try statement: acknowledged on
+        // return, or by an ack the code makes after it, with that work never done
+        for (Event r : of(events, Event.Kind.RETURNED_EARLY)) {
+            if (e.ack == Entry.Ack.AFTER_RETURN
+                    || auto
+                    || e.ack == Entry.Ack.EXPLICIT
+                            && acks.stream().anyMatch(a -> a.seq() > r.seq() && !a.exclusiveWith(r))) {
+                out.add(finding(
+                        Rule.ACK_BEFORE_EFFECT,
+                        Level.ERROR,
+                        r.what() + ". Rethrow, or return a failure the caller does not acknowledge",
+                        r.location(),
+                        e,
+                        heaviest,
+                        r.path(),
+                        List.of(entryRel),
+                        r.member()));
+            }
+        }
+
         // a library wrapper that commits the record whatever its handler's future says: the failure is consumed
         for (Map.Entry<Location, String> failed : e.failedCommits.entrySet()) {
             out.add(finding(

@@ -96,6 +96,12 @@ record Event(
          */
         REQUEUE_IGNORED,
         /**
+         * A catch of every exception that only logs and returns as the method's normal path does, before work that
+         * follows its try statement: the message is reported done (acknowledged on return, or by an ack after it)
+         * while that work never ran.
+         */
+        RETURNED_EARLY,
+        /**
          * A check by a list lookup whose emptiness picks the arm that writes: its last arm is that arm, and it checks
          * only the effects made on it.
          */

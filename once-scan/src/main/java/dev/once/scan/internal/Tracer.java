@@ -392,7 +392,123 @@ final class Tracer {
         if (e.kind.equals("Kafka Connect SourceTask.poll")) {
             sourceTaskCommit(top);
         }
+        if (m != null && e.ack == Entry.Ack.EXPLICIT) {
+            returnedToCallers(m, top);
+        }
         return events;
+    }
+
+    /** How many callers of a receiving helper are walked on from (each one a place its messages are worked on). */
+    private static final int RETURNED_CALLERS = 4;
+
+    /**
+     * A helper that receives, acknowledges what it received (a delete, a commit) and returns the messages to its caller
+     * (jenkinsci/aws-sqs-trigger-plugin's {@code getMessagesAndDelete}): the caller does the messages' work after the
+     * helper has returned, so after the ack. The walk goes on in each caller (in the class, or in another class through
+     * the helper's class or an interface it implements), over the statement that calls the helper and the statements
+     * after it, with the name the messages are assigned to holding the message; the ack's ordering against what it
+     * finds there is judged as for any ack.
+     */
+    private void returnedToCallers(MethodDeclaration m, Frame top) {
+        if (m.getType().isVoidType()
+                || m.getBody().isEmpty()
+                || events.stream().noneMatch(x -> x.kind() == Event.Kind.ACK && x.handedOff() == null)
+                || !returnsReceived(m, top.data)) {
+            return;
+        }
+        TypeDeclaration<?> owner = Types.enclosingType(m);
+        if (owner == null) {
+            return;
+        }
+        Set<String> through = new HashSet<>();
+        through.add(owner.getNameAsString());
+        if (owner instanceof com.github.javaparser.ast.body.ClassOrInterfaceDeclaration cd) {
+            cd.getImplementedTypes().forEach(t -> through.add(t.getNameAsString()));
+            cd.getExtendedTypes().forEach(t -> through.add(t.getNameAsString()));
+        }
+        int walked = 0;
+        for (Repo.Source s : repo.sources()) {
+            for (MethodCallExpr c : s.cu().findAll(
+                            MethodCallExpr.class,
+                            c -> c.getNameAsString().equals(m.getNameAsString())
+                                    && c.getArguments().size()
+                                            == m.getParameters().size()
+                                    && !m.isAncestorOf(c))) {
+                boolean own =
+                        c.getScope().isEmpty() || c.getScope().get() instanceof com.github.javaparser.ast.expr.ThisExpr;
+                if (own
+                        ? Types.enclosingType(c) != owner
+                        : !through.contains(types.typeOf(c.getScope().get()))) {
+                    continue;
+                }
+                if (walked++ >= RETURNED_CALLERS) {
+                    return;
+                }
+                continueInCaller(c, top);
+            }
+        }
+    }
+
+    /** The helper returns what it received: a name holding the message, or the receive itself. */
+    private static boolean returnsReceived(MethodDeclaration m, Set<String> data) {
+        return m.getBody().get().findAll(ReturnStmt.class).stream()
+                .filter(r -> Types.ancestor(r, LambdaExpr.class)
+                        .filter(l -> m.isAncestorOf(l))
+                        .isEmpty())
+                .map(r -> r.getExpression().orElse(null))
+                .anyMatch(x -> x instanceof NameExpr n && data != null && data.contains(n.getNameAsString())
+                        || x != null && RECEIVE.matcher(x.toString()).matches());
+    }
+
+    /** Walks the statement of the caller that calls the helper and the statements after it in its block. */
+    private void continueInCaller(MethodCallExpr c, Frame top) {
+        Node stmt = c;
+        while (stmt != null
+                && !(stmt instanceof Statement && stmt.getParentNode().orElse(null) instanceof BlockStmt)) {
+            if (stmt instanceof LambdaExpr || stmt instanceof MethodDeclaration) {
+                return; // an expression lambda or a field initializer: no statements follow
+            }
+            stmt = stmt.getParentNode().orElse(null);
+        }
+        if (stmt == null) {
+            return;
+        }
+        BlockStmt block = (BlockStmt) stmt.getParentNode().get();
+        MethodDeclaration caller = Types.ancestor(c, MethodDeclaration.class).orElse(null);
+        Node body = Types.ancestor(c, LambdaExpr.class)
+                .filter(l -> caller == null || caller.isAncestorOf(l))
+                .map(l -> (Node) l.getBody())
+                .orElse(caller != null ? caller : block);
+        Set<String> seeds = new HashSet<>();
+        c.getParentNode()
+                .filter(p -> p instanceof VariableDeclarator)
+                .ifPresent(p -> seeds.add(((VariableDeclarator) p).getNameAsString()));
+        c.getParentNode()
+                .filter(p -> p instanceof AssignExpr a && a.getTarget() instanceof NameExpr)
+                .ifPresent(p -> seeds.add(((AssignExpr) p).getTarget().toString()));
+        TypeDeclaration<?> type = Types.enclosingType(c);
+        List<Step> path = new ArrayList<>(top.path);
+        path.add(new Step(
+                (type == null ? "?" : type.getNameAsString()) + "." + (caller == null ? "?" : caller.getNameAsString()),
+                repo.loc(c)));
+        Frame f = new Frame(
+                1,
+                List.copyOf(path),
+                top.tx,
+                top.txLoc,
+                caller == null ? top.visiting : Visiting.with(top.visiting, caller),
+                type,
+                caller);
+        // seeded from what the call returns; with nothing assigned (the call an argument) every value may carry it
+        f.data = seeds.isEmpty() ? null : dataflow.closure(body, seeds);
+        span(stmt);
+        boolean from = false;
+        for (Statement next : block.getStatements()) {
+            from |= next == stmt; // identity: an equal statement earlier in the block is another one
+            if (from) {
+                visit(next, f);
+            }
+        }
     }
 
     private final Dataflow dataflow = new Dataflow();
@@ -485,7 +601,11 @@ final class Tracer {
             visitChildren(l, tf);
             return;
         }
-        if (n instanceof TryStmt t && swallowsFailures(t, f)) {
+        if (n instanceof TryStmt t && (swallowsFailures(t, f) || swallowsClientFailure(t, f))) {
+            return;
+        }
+        if (n instanceof BlockStmt b && returnsEarlyShape(b, f)) {
+            walkReturningEarly(b, f);
             return;
         }
         Expression started = n instanceof MethodCallExpr s ? threadTask(s) : null;
@@ -761,6 +881,200 @@ final class Tracer {
                                             : entry.ackText));
         }
         return true;
+    }
+
+    /**
+     * {@code try { client.postInnReachApi(…); } catch (InnReachException e) { log.warn(…); }} (folio-org/mod-inn-reach's
+     * notifier): a catch of the failure type the write's own client throws ({@link ClientFailures}) that only logs, in a
+     * listener its container acknowledges on return, swallows the failure of the message's effect as a catch of every
+     * exception does; a transient failure (the server down) is consumed. Unlike a catch-all it says which call it
+     * guards, so it is judged at any depth the trace reaches, when the write it reports is in its try block. Walks the
+     * try statement (true) when a catch of that shape is there; false otherwise.
+     */
+    private boolean swallowsClientFailure(TryStmt t, Frame f) {
+        if (!(entry.ack == Entry.Ack.AFTER_RETURN || seeksBackOnFailure()) || f.async != null || retryLoop(t)) {
+            return false;
+        }
+        List<com.github.javaparser.ast.stmt.CatchClause> candidates = t.getCatchClauses().stream()
+                .filter(cc -> cc.getParameter().getType().toString().lines().count() == 1
+                        && onlyLogs(cc.getBody())
+                        && cc.getBody().findAll(StringLiteralExpr.class).stream()
+                                .noneMatch(l -> RETRY_SAID.matcher(l.getValue()).find())
+                        && java.util.Arrays.stream(
+                                        cc.getParameter().getType().toString().split("\\|"))
+                                .map(x -> x.strip().replaceAll(".*\\.", ""))
+                                .noneMatch(CATCH_ALL::contains))
+                .toList();
+        if (candidates.isEmpty()) {
+            return false;
+        }
+        visitChildren(t, f);
+        BlockStmt work = t.getTryBlock();
+        for (com.github.javaparser.ast.stmt.CatchClause cc : candidates) {
+            List<String> caught = java.util.Arrays.stream(
+                            cc.getParameter().getType().toString().split("\\|"))
+                    .map(x -> x.strip().replaceAll(".*\\.", ""))
+                    .toList();
+            Event failed = events.stream()
+                    .filter(x -> x.kind() == Event.Kind.EFFECT
+                            && x.handedOff() == null
+                            && x.blast() != Blast.CACHE
+                            && within(x, work)
+                            && caught.stream()
+                                    .anyMatch(type -> ClientFailures.get().reports(type, x.category(), x.what())))
+                    .findFirst()
+                    .orElse(null);
+            if (failed != null) {
+                add(
+                        Event.Kind.REQUEUE_IGNORED,
+                        cc,
+                        f,
+                        null,
+                        null,
+                        "catches the failure of the write's own client (catch ("
+                                + cc.getParameter().getType()
+                                + ")) from the work that " + failed.what() + " and only logs it, and "
+                                + (seeksBackOnFailure()
+                                        ? "the container seeks back only to a record whose listener threw, while"
+                                                + " enable.auto.commit=true commits the position past this one"
+                                        : entry.ackText));
+                break;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * A block worth walking statement by statement for {@link #walkReturningEarly}: near the entry point, on the
+     * listener's own thread, under a container that acknowledges on return or an ack the code makes after, with a try
+     * statement that is not its last.
+     */
+    private boolean returnsEarlyShape(BlockStmt b, Frame f) {
+        if (!(entry.ack == Entry.Ack.AFTER_RETURN || entry.ack == Entry.Ack.EXPLICIT || seeksBackOnFailure())
+                || f.async != null
+                || f.depth > SWALLOW_DEPTH) {
+            return false;
+        }
+        NodeList<Statement> ss = b.getStatements();
+        for (int i = 0; i < ss.size() - 1; i++) {
+            if (ss.get(i) instanceof TryStmt) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code try { messages = build(event); } catch (Exception e) { log.error(…); return new Result(true); } send(messages);}
+     * (telekom/pubsub-horizon-galaxy's task): a catch of every exception that only logs and then returns what the
+     * method's normal path returns (nothing, or the same verdict a skip returns) leaves the method before the work after
+     * the try statement, and says it went well: the message is acknowledged (on return, or by the ack the caller makes
+     * on that verdict) and the work it skipped is never done. Walks the block's statements in order and records the
+     * loss at the catch when a statement after the try holds an effect or work the trace saw.
+     */
+    private void walkReturningEarly(BlockStmt b, Frame f) {
+        com.github.javaparser.ast.stmt.CatchClause early = null;
+        int mark = -1;
+        for (Statement s : b.getStatements()) {
+            visit(s, f);
+            if (early == null && s instanceof TryStmt t) {
+                early = returnsEarly(t);
+                mark = events.size();
+            }
+        }
+        if (early == null || convertsOnly(((TryStmt) early.getParentNode().get()).getTryBlock())) {
+            return;
+        }
+        Event skipped = events.subList(mark, events.size()).stream()
+                .filter(x -> (x.kind() == Event.Kind.EFFECT || x.kind() == Event.Kind.WORK)
+                        && x.handedOff() == null
+                        && x.blast() != Blast.CACHE)
+                .findFirst()
+                .orElse(null);
+        if (skipped != null) {
+            add(
+                    Event.Kind.RETURNED_EARLY,
+                    early,
+                    f,
+                    null,
+                    null,
+                    "catches every exception (catch (" + early.getParameter().getType() + ")), only logs it and returns"
+                            + " as the normal path does, before the work after the try statement that "
+                            + skipped.what() + ": "
+                            + (entry.ack == Entry.Ack.EXPLICIT
+                                    ? "the message is acknowledged after it all the same"
+                                    : seeksBackOnFailure()
+                                            ? "the container seeks back only to a record whose listener threw, while"
+                                                    + " enable.auto.commit=true commits the position past this one"
+                                            : entry.ackText));
+        }
+    }
+
+    /** Calls that only read or convert what they are given: a failure of one is the message's, not the moment's. */
+    private static final Pattern CONVERTS = Pattern.compile(
+            "parse\\w*|read\\w*|from\\w*|valueOf|decode\\w*|convert\\w*|deserialize\\w*|to[A-Z]\\w*|get\\w*|of|trim|split");
+
+    /**
+     * {@code try { json = new JSONObject(body); } catch (Exception e) { log…; return; }}: a try block that only parses or
+     * converts the message (library constructors, parse and conversion calls) fails the same way on every delivery, so
+     * returning early skips nothing a redelivery would do.
+     */
+    private boolean convertsOnly(BlockStmt b) {
+        return b.findAll(MethodCallExpr.class).stream()
+                        .allMatch(c -> CONVERTS.matcher(c.getNameAsString()).matches())
+                && b.findAll(ObjectCreationExpr.class).stream()
+                        .noneMatch(o -> types.isRepoType(o.getType().getNameAsString()));
+    }
+
+    /**
+     * The catch of every exception of {@code t} that only logs and returns what the method returns on a normal path
+     * (a bare return, or the very expression another return of the method outside a catch gives), or null.
+     */
+    private static com.github.javaparser.ast.stmt.CatchClause returnsEarly(TryStmt t) {
+        if (retryLoop(t) || t.getFinallyBlock().isPresent()) {
+            return null;
+        }
+        MethodDeclaration m = Types.ancestor(t, MethodDeclaration.class).orElse(null);
+        if (m == null) {
+            return null;
+        }
+        for (com.github.javaparser.ast.stmt.CatchClause cc : t.getCatchClauses()) {
+            String type = cc.getParameter().getType().toString();
+            NodeList<Statement> body = cc.getBody().getStatements();
+            if (!java.util.Arrays.stream(type.split("\\|"))
+                            .map(x -> x.strip().replaceFirst("^java\\.lang\\.", ""))
+                            .anyMatch(CATCH_ALL::contains)
+                    || body.isEmpty()
+                    || !(body.get(body.size() - 1) instanceof ReturnStmt r)
+                    || cc.getBody().findAll(StringLiteralExpr.class).stream()
+                            .anyMatch(l -> RETRY_SAID.matcher(l.getValue()).find())) {
+                continue;
+            }
+            BlockStmt logged = cc.getBody().clone();
+            logged.getStatements().removeLast();
+            if (!onlyLogs(logged)) {
+                continue;
+            }
+            if (r.getExpression().isEmpty()) {
+                return cc;
+            }
+            String verdict = r.getExpression().get().toString();
+            boolean normal = m.findAll(ReturnStmt.class).stream()
+                    .filter(o -> o != r
+                            && Types.ancestor(o, com.github.javaparser.ast.stmt.CatchClause.class)
+                                    .filter(m::isAncestorOf)
+                                    .isEmpty()
+                            && Types.ancestor(o, LambdaExpr.class)
+                                    .filter(m::isAncestorOf)
+                                    .isEmpty())
+                    .anyMatch(o -> o.getExpression()
+                            .map(x -> x.toString().equals(verdict))
+                            .orElse(false));
+            if (normal) {
+                return cc;
+            }
+        }
+        return null;
     }
 
     /**
