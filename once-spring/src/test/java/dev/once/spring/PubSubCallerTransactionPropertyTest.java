@@ -12,6 +12,7 @@ import com.google.pubsub.v1.ProjectSubscriptionName;
 import com.google.pubsub.v1.PubsubMessage;
 import dev.once.spring.SpringScopes.Kind;
 import dev.once.testsupport.OwnThreads;
+import dev.once.testsupport.SkipWithoutPubSub;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import java.util.ArrayList;
@@ -29,6 +30,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
@@ -212,6 +214,7 @@ class PubSubCallerTransactionPropertyTest {
         ADAPTER_AUTO
     }
 
+    @AddLifecycleHook(SkipWithoutPubSub.class)
     @Property(tries = TRIES)
     void pubSubListenersInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();

@@ -12,6 +12,7 @@ import com.google.pubsub.v1.AcknowledgeRequest;
 import com.google.pubsub.v1.ModifyAckDeadlineRequest;
 import com.google.pubsub.v1.PullResponse;
 import com.google.pubsub.v1.ReceivedMessage;
+import dev.once.testsupport.SkipWithoutPubSub;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.grpc.CallOptions;
@@ -39,6 +40,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
@@ -239,6 +241,7 @@ class PubSubMessageSourcePropertyTest {
         }
     }
 
+    @AddLifecycleHook(SkipWithoutPubSub.class)
     @Property(tries = TRIES)
     void polledPubSubSourceIntoAnIdempotentListener(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();

@@ -20,6 +20,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.springframework.amqp.core.Message;
@@ -162,6 +163,7 @@ class RabbitChannelCallerTransactionPropertyTest {
         }
     }
 
+    @AddLifecycleHook(SkipWithoutRabbit.class)
     @Property(tries = TRIES)
     void manualAckListenerInTheCallersScopes(@ForAll("chains") ActionChain<World> chain) throws Exception {
         start();

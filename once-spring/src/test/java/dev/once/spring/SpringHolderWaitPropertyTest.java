@@ -8,6 +8,7 @@ import com.google.cloud.spring.pubsub.core.PubSubTemplate;
 import com.google.cloud.spring.pubsub.support.AcknowledgeablePubsubMessage;
 import com.google.cloud.spring.pubsub.support.BasicAcknowledgeablePubsubMessage;
 import com.rabbitmq.client.Channel;
+import dev.once.testsupport.SkipWithoutPubSub;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.awspring.cloud.sqs.annotation.SqsListener;
@@ -33,6 +34,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.ShrinkingMode;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.core.Message;
@@ -337,6 +339,8 @@ class SpringHolderWaitPropertyTest {
      * Runs the try's events at once; each applied exactly once, none dead-lettered. About 5 s a try (the slow holders,
      * the container stops, the SQS polls); no shrinking, which would replay tries for minutes.
      */
+    @AddLifecycleHook(SkipWithoutRabbit.class)
+    @AddLifecycleHook(SkipWithoutPubSub.class)
     @Property(tries = 8, shrinking = ShrinkingMode.OFF, edgeCases = EdgeCasesMode.NONE)
     void everyEventIsAppliedOnceWhateverItsHolderAndContainerDo(@ForAll("tries") List<Event> events) throws Exception {
         start();
