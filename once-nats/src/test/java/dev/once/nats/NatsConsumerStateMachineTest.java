@@ -48,6 +48,7 @@ import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
@@ -100,6 +101,7 @@ import org.awaitility.core.ConditionTimeoutException;
  * first try, shrunk to 10 moves ending with the held one: "settlement of w3-e4#0, IN_PROGRESS (attempt 3) in
  * process b2 ... expected: "keep" but was: "requeue"".
  */
+@AddLifecycleHook(SkipWithoutNats.class)
 class NatsConsumerStateMachineTest {
 
     static final int TRIES = 4;

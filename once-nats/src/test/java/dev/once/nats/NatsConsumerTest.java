@@ -28,8 +28,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** JetStream-specific behaviour against the real server: ack wait expiry, the inProgress heartbeat, Nats-Msg-Id. */
+@ExtendWith(SkipWithoutNats.class)
 class NatsConsumerTest {
 
     private static final Duration ACK_WAIT = Duration.ofSeconds(1);

@@ -22,12 +22,14 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A permanent failure on JetStream is published to the dead-letter subject the user names (with the
  * original headers and the reason) before it is terminated, so it is kept, not only logged; while
  * the dead letter cannot be stored the message is not terminated.
  */
+@ExtendWith(SkipWithoutNats.class)
 class NatsDeadLetterTest {
 
     private TestDatabase db;

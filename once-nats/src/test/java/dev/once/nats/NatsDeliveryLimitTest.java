@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * JetStream's {@code max_deliver}: when a message reaches it the server stops delivering it and
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.Test;
  * spend the deliveries, and the last delivery of a message that still fails must go to the
  * dead-letter subject (once), not vanish.
  */
+@ExtendWith(SkipWithoutNats.class)
 class NatsDeliveryLimitTest {
 
     private static final String DURABLE = "once-limit-test";

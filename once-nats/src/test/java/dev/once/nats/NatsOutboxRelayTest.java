@@ -8,8 +8,10 @@ import dev.once.testkit.broker.OutboxRelayContract;
 import io.nats.client.Connection;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The outbox relay with {@link NatsPublisher} into a JetStream stream, consumed by {@link NatsConsumer}. */
+@ExtendWith(SkipWithoutNats.class)
 class NatsOutboxRelayTest extends OutboxRelayContract {
 
     private Connection connection;

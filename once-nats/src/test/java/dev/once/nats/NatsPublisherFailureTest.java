@@ -15,11 +15,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How {@link NatsPublisher} maps what NATS answers to the publisher failure contract, each message
  * of a batch decided on its own.
  */
+@ExtendWith(SkipWithoutNats.class)
 class NatsPublisherFailureTest {
 
     private Connection nats;

@@ -58,6 +58,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
@@ -111,6 +112,7 @@ import org.awaitility.core.ConditionTimeoutException;
  * costs a delivery, not an effect): {@link NatsConsumerTest#aMessageWaitingItsTurnBehindAnotherHeldClaimIsKeptAliveToo}
  * does.
  */
+@AddLifecycleHook(SkipWithoutNats.class)
 class NatsRedeliveryPropertyTest {
 
     static final int TRIES = 5;

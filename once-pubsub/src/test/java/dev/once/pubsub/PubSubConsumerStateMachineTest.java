@@ -33,6 +33,7 @@ import dev.once.testkit.broker.EngineMeters;
 import dev.once.testkit.broker.Proxies;
 import dev.once.testkit.broker.ScriptedHandler;
 import dev.once.testkit.broker.ScriptedHandler.Behaviour;
+import dev.once.testsupport.SkipWithoutPubSub;
 import dev.once.testsupport.StateMachines;
 import dev.once.testsupport.TestDatabase;
 import io.grpc.CallOptions;
@@ -61,6 +62,7 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
@@ -123,6 +125,7 @@ import org.awaitility.core.ConditionTimeoutException;
  * broken: with every message acked as it is taken from the buffer, on the first try, shrunk to one move
  * ({@code publish [SWALLOW, OK]}): a FAILED_RETRYABLE delivery acked.
  */
+@AddLifecycleHook(SkipWithoutPubSub.class)
 class PubSubConsumerStateMachineTest {
 
     static final int TRIES = 3;

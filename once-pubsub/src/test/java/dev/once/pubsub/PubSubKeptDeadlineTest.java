@@ -20,6 +20,7 @@ import dev.once.RetryPolicy;
 import dev.once.RetryableException;
 import dev.once.outbox.OutboxMessage;
 import dev.once.testsupport.OwnThreads;
+import dev.once.testsupport.SkipWithoutPubSub;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestPostgres;
 import io.grpc.ClientInterceptor;
@@ -35,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The ack deadline of a message kept in hand because another delivery holds its claim ({@code IN_PROGRESS}), seen
@@ -55,6 +57,7 @@ import org.junit.jupiter.api.Test;
  * 11 s after the first). "A stopped subscriber's nacked message is not returned by the emulator" is that: the
  * emulator's, not the consumer's, which sends the nack.
  */
+@ExtendWith(SkipWithoutPubSub.class)
 class PubSubKeptDeadlineTest {
 
     private static final Duration ACK_DEADLINE = Duration.ofSeconds(10);

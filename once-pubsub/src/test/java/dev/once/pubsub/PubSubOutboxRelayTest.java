@@ -14,17 +14,20 @@ import dev.once.IdempotentConsumer;
 import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
 import dev.once.testsupport.OwnThreads;
+import dev.once.testsupport.SkipWithoutPubSub;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The outbox relay with {@link PubSubPublisher} into a topic, consumed by {@link PubSubConsumer};
  * a second subscription on the topic counts what was stored.
  */
+@ExtendWith(SkipWithoutPubSub.class)
 class PubSubOutboxRelayTest extends OutboxRelayContract {
 
     private PubSubPublisher publisher;

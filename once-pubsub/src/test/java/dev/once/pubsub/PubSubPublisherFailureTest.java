@@ -11,6 +11,7 @@ import com.google.pubsub.v1.TopicName;
 import dev.once.outbox.PublishFailure;
 import dev.once.outbox.Receipt;
 import dev.once.testkit.broker.PublisherChecks;
+import dev.once.testsupport.SkipWithoutPubSub;
 import io.grpc.Status;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -18,11 +19,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How {@link PubSubPublisher} maps what Pub/Sub answers to the publisher failure contract, each
  * message of a batch decided on its own, on the emulator.
  */
+@ExtendWith(SkipWithoutPubSub.class)
 class PubSubPublisherFailureTest {
 
     private PubSubPublisher publisher;

@@ -55,6 +55,7 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.ActionChain;
 import org.awaitility.core.ConditionTimeoutException;
@@ -140,6 +141,7 @@ import org.awaitility.core.ConditionTimeoutException;
  * before its event's claim committed"), and with one retry too few before dead-lettering (a requeue
  * expected, a reject sent).
  */
+@AddLifecycleHook(SkipWithoutRabbitMq.class)
 class RabbitConsumerStateMachineTest {
 
     static final int TRIES = 4;

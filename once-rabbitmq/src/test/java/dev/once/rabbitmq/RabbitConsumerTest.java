@@ -30,8 +30,10 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** RabbitMQ-specific faults against the real server: a connection lost in the ack gap, delivery limits, dead-lettering. */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitConsumerTest {
 
     private TestDatabase db;

@@ -9,8 +9,10 @@ import dev.once.outbox.Publisher;
 import dev.once.testkit.broker.OutboxRelayContract;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The outbox relay with {@link RabbitPublisher} into a durable queue, consumed by {@link RabbitConsumer}. */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitOutboxRelayTest extends OutboxRelayContract {
 
     private Connection connection;

@@ -37,6 +37,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -49,6 +50,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * reported confirmed, and what the relay marks sent, must be exactly what the queue holds; what
  * was nacked is retried and, once there is room, delivered: nothing lost.
  */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitPublisherConfirmsTest {
 
     private static final int ROOM = 150;

@@ -24,11 +24,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * How {@link RabbitPublisher} maps what RabbitMQ answers to the publisher failure contract, each
  * message of a batch decided on its own.
  */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitPublisherFailureTest {
 
     private Connection connection;

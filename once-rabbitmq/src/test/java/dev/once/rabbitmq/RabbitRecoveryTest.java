@@ -27,6 +27,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The client's automatic connection recovery (on by default) and the broker's own consumer
@@ -34,6 +35,7 @@ import org.junit.jupiter.api.Test;
  * subscription that receives messages nobody processes, and a cancelled subscription must not
  * leave {@link RabbitConsumer#isRunning()} true.
  */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitRecoveryTest {
 
     private TestDatabase db;

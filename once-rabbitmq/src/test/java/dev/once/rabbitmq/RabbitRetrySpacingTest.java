@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Retryable failures on RabbitMQ are spaced by the consumer's {@link RetryPolicy}, so a broker's
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.Test;
  * dead-letters healthy messages, a classic queue is not flooded with redeliveries, and a message
  * that keeps failing retryably is dead-lettered in the end.
  */
+@ExtendWith(SkipWithoutRabbitMq.class)
 class RabbitRetrySpacingTest {
 
     private static final Duration OUTAGE = Duration.ofSeconds(3);

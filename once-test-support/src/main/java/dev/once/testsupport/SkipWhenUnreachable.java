@@ -2,16 +2,21 @@ package dev.once.testsupport;
 
 import net.jqwik.api.lifecycle.LifecycleContext;
 import net.jqwik.api.lifecycle.SkipExecutionHook;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import org.opentest4j.TestAbortedException;
 
 /**
  * Skips a jqwik property, with the service's own reason, when the service it needs is unreachable:
- * {@code @AddLifecycleHook(SkipWithoutMariaDb.class)}. Needed because jqwik counts a skip inside a try
+ * {@code @AddLifecycleHook(SkipWithoutMariaDb.class)}; on a JUnit class, {@code @ExtendWith(…)} skips the whole
+ * class before any {@code @BeforeEach} or {@code @AfterEach} runs (a tear-down of what a skipped set-up never made
+ * would fail the skipped test). Needed because jqwik counts a skip inside a try
  * (the service's check aborting) as a rejected try, and a property whose every try was rejected fails as
  * exhausted. Where {@value Services#REQUIRE_ENV} lists the service, the property runs and fails on it.
  */
 @SuppressWarnings("exports")
-public abstract class SkipWhenUnreachable implements SkipExecutionHook {
+public abstract class SkipWhenUnreachable implements SkipExecutionHook, ExecutionCondition {
 
     private final String service;
 
@@ -25,14 +30,28 @@ public abstract class SkipWhenUnreachable implements SkipExecutionHook {
 
     @Override
     public final SkipResult shouldBeSkipped(LifecycleContext context) {
+        String why = unreachable();
+        return why == null ? SkipResult.doNotSkip() : SkipResult.skip(why);
+    }
+
+    @Override
+    public final ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+        String why = unreachable();
+        return why == null
+                ? ConditionEvaluationResult.enabled(service + " answers")
+                : ConditionEvaluationResult.disabled(why);
+    }
+
+    /** Why the tests are skipped, or null to run them (the service answers, or it is required). */
+    private String unreachable() {
         if (Services.required(service)) {
-            return SkipResult.doNotSkip();
+            return null;
         }
         try {
             reach();
-            return SkipResult.doNotSkip();
+            return null;
         } catch (TestAbortedException e) {
-            return SkipResult.skip(e.getMessage());
+            return e.getMessage();
         }
     }
 }
