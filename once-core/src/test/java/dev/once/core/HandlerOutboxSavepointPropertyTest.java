@@ -9,6 +9,7 @@ import dev.once.Outcome;
 import dev.once.Outcome.Status;
 import dev.once.jdbc.Dialect;
 import dev.once.jdbc.Dialects;
+import dev.once.testsupport.SkipWithoutMariaDb;
 import dev.once.testsupport.TestDatabase;
 import dev.once.testsupport.TestMariaDb;
 import dev.once.testsupport.TestPostgres;
@@ -29,6 +30,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
@@ -97,6 +99,7 @@ class HandlerOutboxSavepointPropertyTest {
     }
 
     @Property(tries = 20)
+    @AddLifecycleHook(SkipWithoutMariaDb.class)
     void mariadb(@ForAll("scripts") List<Step> script, @ForAll boolean joined) throws Exception {
         if (mariadb == null) {
             mariadb = Ledger.on(TestMariaDb.shared().freshDatabase(2));
